@@ -1,0 +1,141 @@
+"""The ``sampleval`` command line: parse, call the library, print. Errors are one line."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import pandas as pd
+import typer
+from rich.console import Console
+
+from sampleval.errors import SampleValError
+from sampleval.evaluation import MEAN_TOPIC, evaluate
+from sampleval.io import read_qrels, read_runs
+from sampleval.measures.names import DEFAULT_MEASURES, parse_measures
+from sampleval.report import print_table, to_json, to_trec, to_tsv
+
+app = typer.Typer(
+    name="sampleval",
+    help="Choose what to judge, and evaluate search runs exactly or from partial judgments.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    tsv = "tsv"
+    json = "json"
+    trec = "trec"
+
+
+class NameBy(StrEnum):
+    tag = "tag"
+    file = "file"
+
+
+MeasureOption = Annotated[list[str] | None, typer.Option(
+    "--measure", "-m", metavar="MEASURE",
+    help="Measure to compute, ir_measures style (AP, P@10, R@100, Rprec, nDCG, nDCG@20, RR, "
+         "Bpref, Judged@10, NumRel, NumRet, NumRelRet; parameters like AP(rel=2)); trec_eval "
+         "names (map, P_10, ndcg_cut_20) also work. Repeat or separate with commas. Default: "
+         + ", ".join(DEFAULT_MEASURES) + ".")]
+PerTopicOption = Annotated[bool, typer.Option(
+    "--per-topic", "-q", help="Also print every topic's value, not only the mean (topic 'all').")]
+DepthOption = Annotated[int | None, typer.Option(
+    "--depth", "-M", min=1, metavar="N",
+    help="Use only each run's top N documents per topic (after ranking by score, ties by "
+         "docno, as trec_eval ranks).")]
+RelLevelOption = Annotated[int, typer.Option(
+    "--rel-level", "-l", metavar="L",
+    help="Grades at or above L are relevant (trec_eval -l). nDCG always uses the grades.")]
+AllTopicsOption = Annotated[bool, typer.Option(
+    "--all-topics", "-c",
+    help="Average over every topic in the qrels, a topic missing from a run scoring 0 "
+         "(trec_eval -c). Default: the topics present in both the run and the qrels.")]
+JudgedOnlyOption = Annotated[bool, typer.Option(
+    "--judged-only", "-J",
+    help="Remove unjudged documents from each ranking before measuring (trec_eval -J).")]
+FormatOption = Annotated[OutputFormat, typer.Option(
+    "--format", "-f",
+    help="table: a readable leaderboard. tsv: header 'run topic measure value', one row per "
+         "(run, topic, measure), the mean as topic 'all'. json: {run: {topic: {measure: "
+         "value}}}. trec: trec_eval's text output.")]
+NameByOption = Annotated[NameBy, typer.Option(
+    "--name-by",
+    help="Name runs by their tag (6th column) or by file name (without directory and .gz). "
+         "Runs sharing a tag are named by file automatically, with a warning.")]
+
+
+@app.callback()
+def _commands() -> None:
+    """Choose what to judge, and evaluate search runs exactly or from partial judgments."""
+
+
+@app.command("evaluate")
+def evaluate_command(
+    qrels: Annotated[Path, typer.Argument(
+        help="Qrels file 'qid iter docno rel' (plain or .gz); negative rel: pooled, unjudged.",
+        show_default=False)],
+    runs: Annotated[list[str], typer.Argument(
+        help="Run files 'qid Q0 docno rank score tag' (plain or .gz), directories of runs, "
+             "or glob patterns.", show_default=False)],
+    measure: MeasureOption = None,
+    per_topic: PerTopicOption = False,
+    depth: DepthOption = None,
+    rel_level: RelLevelOption = 1,
+    all_topics: AllTopicsOption = False,
+    judged_only: JudgedOnlyOption = False,
+    output_format: FormatOption = OutputFormat.table,
+    name_by: NameByOption = NameBy.tag,
+) -> None:
+    """Evaluate runs exactly against qrels, as trec_eval does (to the last digit)."""
+    measures = parse_measures(measure or list(DEFAULT_MEASURES))
+    judgments = read_qrels(qrels)
+    loaded = read_runs(runs, name_by=name_by.value, progress=_stderr.is_terminal)
+    results = evaluate(judgments, loaded, measures, depth=depth, rel_level=rel_level,
+                       all_topics=all_topics, judged_only=judged_only)
+    if not per_topic:
+        results = results[results["query_id"] == MEAN_TOPIC]
+    _emit(results, output_format)
+
+
+def _emit(results: pd.DataFrame, output_format: OutputFormat) -> None:
+    if output_format is OutputFormat.table:
+        print_table(results, Console())
+    elif output_format is OutputFormat.tsv:
+        sys.stdout.write(to_tsv(results))
+    elif output_format is OutputFormat.json:
+        sys.stdout.write(to_json(results))
+    else:
+        sys.stdout.write(to_trec(results))
+
+
+_stderr = Console(stderr=True)
+
+
+def _fail(message: str) -> NoReturn:
+    _stderr.print(f"sampleval: error: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise SystemExit(2)
+
+
+def _warn(message: Warning | str, *_: object, **__: object) -> None:
+    _stderr.print(f"sampleval: warning: {message}", markup=False, highlight=False,
+                  soft_wrap=True)
+
+
+def main() -> None:
+    """Entry point: run the app, turning sampleval's errors into one line and exit code 2."""
+    warnings.showwarning = _warn
+    try:
+        app(standalone_mode=True)
+    except SampleValError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted")

@@ -1,0 +1,193 @@
+"""The Pool: what a set of runs retrieved, per topic, as integer arrays every method shares.
+
+For each topic the pool holds
+
+- ``doc_ids``: the union of the documents the runs retrieved (to a depth), as ids into the
+  pool's sorted docno vocabulary ``Pool.docnos``; ascending, so also in docno order;
+- ``ranking``: a ``[n_runs, width]`` matrix whose row ``i`` lists run ``i``'s documents in
+  trec_eval order as indices into ``doc_ids`` (``-1`` pads a shorter run);
+- ``lengths``: how many documents each run retrieved for the topic (0: the run lacks it);
+- ``labels``: the judgments known so far for each pooled document (``NaN``: not judged).
+
+Selection methods read and extend the labels; estimators and exact measures read the rankings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run, ranks_within, sort_topics, sorted_codes, trec_order
+
+PAD = -1
+
+
+@dataclass(frozen=True, eq=False)
+class TopicPool:
+    """One topic of a :class:`Pool` (see the module docstring for the fields)."""
+
+    topic: str
+    doc_ids: np.ndarray
+    ranking: np.ndarray
+    lengths: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """Number of pooled documents."""
+        return len(self.doc_ids)
+
+    @property
+    def present(self) -> np.ndarray:
+        """Which runs retrieved anything for this topic."""
+        return self.lengths > 0
+
+    def best_rank(self) -> np.ndarray:
+        """For each pooled document, the best (smallest, 1-based) rank any run gave it."""
+        best = np.full(self.size, np.iinfo(np.int32).max, dtype=np.int64)
+        rows, cols = np.nonzero(self.ranking != PAD)
+        np.minimum.at(best, self.ranking[rows, cols], cols + 1)
+        return best
+
+    def labels_at_ranks(self) -> np.ndarray:
+        """``[n_runs, width]`` labels in rank order (``NaN`` for unjudged docs and padding)."""
+        padded = np.append(self.labels, np.nan)
+        return padded[self.ranking]
+
+
+@dataclass(frozen=True, eq=False)
+class Pool:
+    """Per-topic pools of a list of runs; build with :meth:`from_runs`."""
+
+    run_names: tuple[str, ...]
+    docnos: np.ndarray
+    depth: int | None
+    topic_pools: dict[str, TopicPool]
+
+    @property
+    def topics(self) -> list[str]:
+        return list(self.topic_pools)
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.run_names)
+
+    def __getitem__(self, topic: str) -> TopicPool:
+        return self.topic_pools[topic]
+
+    def __iter__(self) -> Iterator[TopicPool]:
+        return iter(self.topic_pools.values())
+
+    def docnos_of(self, topic: str) -> np.ndarray:
+        """The docnos of a topic's pooled documents, in pool order."""
+        return self.docnos[self.topic_pools[topic].doc_ids]
+
+    @classmethod
+    def from_runs(cls, runs: Sequence[Run], depth: int | None = None,
+                  qrels: Qrels | None = None, topics: Sequence[str] | None = None) -> Pool:
+        """Pool ``runs`` to ``depth`` (all they retrieved when None), ranking as trec_eval does.
+
+        ``topics`` fixes the topic set (default: every topic a run retrieved for; topics no
+        run retrieved for get empty pools). With ``qrels``, labels are set from them.
+        """
+        if depth is not None and depth < 1:
+            raise ValueError("depth must be a positive number of documents")
+        docnos, doc_codes = _unified([r.table["doc_id"] for r in runs])
+        topic_names, topic_codes = _unified([r.table["query_id"] for r in runs])
+        doc_key = sorted_codes(docnos)
+        vocabulary = np.asarray(docnos.to_numpy(zero_copy_only=False), dtype=object)
+        order_vocab = np.argsort(doc_key)
+        # Rows of every run, ranked: (run, topic, rank, doc) with doc as sorted-vocabulary id.
+        run_col, topic_col, rank_col, doc_col = [], [], [], []
+        for i, (run, t_codes, d_codes) in enumerate(zip(runs, topic_codes, doc_codes,
+                                                        strict=True)):
+            d_key = doc_key[d_codes]
+            order = trec_order(t_codes, run.table["score"].to_numpy(), d_key)
+            t_sorted = t_codes[order]
+            rank = ranks_within(t_sorted)
+            keep = slice(None) if depth is None else rank <= depth
+            run_col.append(np.full(len(order), i, dtype=np.int32)[keep])
+            topic_col.append(t_sorted[keep])
+            rank_col.append(rank[keep])
+            doc_col.append(d_key[order][keep])
+        pools = _topic_pools(
+            n_runs=len(runs),
+            topic_names=[str(t) for t in topic_names.to_pylist()],
+            run_col=np.concatenate(run_col) if runs else np.zeros(0, np.int32),
+            topic_col=np.concatenate(topic_col) if runs else np.zeros(0, np.int64),
+            rank_col=np.concatenate(rank_col) if runs else np.zeros(0, np.int64),
+            doc_col=np.concatenate(doc_col) if runs else np.zeros(0, np.int64),
+            wanted=topics,
+        )
+        pool = cls(run_names=tuple(r.name for r in runs), docnos=vocabulary[order_vocab],
+                   depth=depth, topic_pools=pools)
+        return pool if qrels is None else pool.with_labels(qrels)
+
+    def with_labels(self, qrels: Qrels) -> Pool:
+        """A pool whose labels are the qrels' grades (``NaN`` where a document has no
+        judgment or a negative grade, trec_eval's "in the pool, not judged")."""
+        judged = qrels.judged()
+        ids = pd.Index(self.docnos).get_indexer(judged["doc_id"].to_numpy())
+        by_topic = {t: (ids[rows], judged["relevance"].to_numpy()[rows])
+                    for t, rows in judged.groupby("query_id", sort=False).indices.items()}
+        pools = {}
+        for topic, tp in self.topic_pools.items():
+            labels = np.full(tp.size, np.nan)
+            if topic in by_topic:
+                doc, grade = by_topic[topic]
+                known = doc >= 0
+                pos = np.searchsorted(tp.doc_ids, doc[known])
+                hit = pos < tp.size
+                hit[hit] = tp.doc_ids[pos[hit]] == doc[known][hit]
+                labels[pos[hit]] = grade[known][hit]
+            pools[topic] = replace(tp, labels=labels)
+        return replace(self, topic_pools=pools)
+
+
+def _unified(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
+    """One dictionary for string columns of several tables, and each column's codes in it."""
+    if not columns:
+        return pa.array([], pa.string()), []
+    chunks = [c.combine_chunks() for c in columns]
+    chunks = [c if pa.types.is_dictionary(c.type) else c.dictionary_encode() for c in chunks]
+    unified = pa.chunked_array(chunks).unify_dictionaries()
+    codes = [chunk.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+             for chunk in unified.chunks]
+    return unified.chunks[0].dictionary, codes
+
+
+def _topic_pools(n_runs: int, topic_names: list[str], run_col: np.ndarray,
+                 topic_col: np.ndarray, rank_col: np.ndarray, doc_col: np.ndarray,
+                 wanted: Sequence[str] | None) -> dict[str, TopicPool]:
+    by_topic = np.argsort(topic_col, kind="stable")
+    bounds = np.searchsorted(topic_col[by_topic], np.arange(len(topic_names) + 1))
+    pools: dict[str, TopicPool] = {}
+    names = sort_topics(topic_names) if wanted is None else list(wanted)
+    code_of = {name: i for i, name in enumerate(topic_names)}
+    for name in names:
+        code = code_of.get(name)
+        if code is None:
+            pools[name] = _empty_topic(name, n_runs)
+            continue
+        rows = by_topic[bounds[code]:bounds[code + 1]]
+        doc_ids, local = np.unique(doc_col[rows], return_inverse=True)
+        runs_of, ranks_of = run_col[rows], rank_col[rows]
+        width = int(ranks_of.max())
+        ranking = np.full((n_runs, width), PAD, dtype=np.int32)
+        ranking[runs_of, ranks_of - 1] = local
+        lengths = np.bincount(runs_of, minlength=n_runs).astype(np.int32)
+        pools[name] = TopicPool(topic=name, doc_ids=doc_ids, ranking=ranking, lengths=lengths,
+                                labels=np.full(len(doc_ids), np.nan))
+    return pools
+
+
+def _empty_topic(name: str, n_runs: int) -> TopicPool:
+    return TopicPool(topic=name, doc_ids=np.zeros(0, np.int64),
+                     ranking=np.zeros((n_runs, 0), np.int32),
+                     lengths=np.zeros(n_runs, np.int32), labels=np.zeros(0))
+

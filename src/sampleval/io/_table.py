@@ -1,0 +1,261 @@
+"""Whitespace-separated text tables (runs, qrels, sampled qrels, prels) read fast and checked.
+
+Every format sampleval reads is a text file of whitespace-separated columns, one record a line,
+plain or gzipped. :func:`read_table` reads one into a :class:`pyarrow.Table`:
+
+1. a fast path: pyarrow's multi-threaded CSV reader, used when the first line shows a single
+   tab or a single space between columns;
+2. a general path: pandas' C parser splitting on any run of whitespace (files that mix
+   separators or pad columns);
+3. when either path fails, or a value is not acceptable, :func:`_locate_error` streams the file
+   line by line and raises an :class:`~sampleval.errors.InputError` naming the first bad line.
+
+The slow scan only runs on bad input, so good files pay for the fast path alone.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import IO, Literal, cast
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
+
+from sampleval.errors import InputError
+
+Kind = Literal["token", "dict", "float", "skip"]
+_GZIP_MAGIC = b"\x1f\x8b"
+_SNIFF_BYTES = 1 << 16
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a format: its name, how it is stored, and how it is described in errors."""
+
+    name: str
+    kind: Kind
+    label: str = ""
+
+    @property
+    def described(self) -> str:
+        return self.label or self.name
+
+
+@dataclass(frozen=True)
+class TableFormat:
+    """A line format: its columns and, optionally, columns whose values must be unique together."""
+
+    name: str
+    columns: tuple[Column, ...]
+    unique: tuple[str, ...] = ()
+
+    @property
+    def width(self) -> int:
+        return len(self.columns)
+
+    def layout(self) -> str:
+        return " ".join(c.described for c in self.columns)
+
+
+def as_path(path: str | PathLike[str]) -> Path:
+    """Check that ``path`` names a readable file; return it as a Path."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(p, None, "no such file")
+    if p.is_dir():
+        raise InputError(p, None, "is a directory, not a file")
+    return p
+
+
+def open_text_bytes(path: Path) -> IO[bytes]:
+    """Open ``path`` for reading bytes, decompressing gzip transparently (by magic number)."""
+    try:
+        with path.open("rb") as probe:
+            magic = probe.read(2)
+        if magic == _GZIP_MAGIC:
+            return cast(IO[bytes], gzip.open(path, "rb"))
+        return path.open("rb")
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _sniff(path: Path) -> bytes:
+    """The first bytes of the (decompressed) file, checked to be text."""
+    try:
+        with open_text_bytes(path) as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except (OSError, EOFError) as exc:
+        raise InputError(path, None, f"cannot read (corrupt gzip?): {exc}") from None
+    if b"\x00" in head:
+        raise InputError(path, None, "binary file, not a text table")
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        raise InputError(path, None, "binary file, not UTF-8 text") from None
+    return head
+
+
+def _delimiter(head: bytes, width: int) -> str | None:
+    """The single-character delimiter the first line uses, if it uses exactly one."""
+    first = next((ln for ln in head.split(b"\n") if ln.strip()), b"").rstrip(b"\r")
+    for delim in (b"\t", b" "):
+        if len(first.split(delim)) == width:
+            return delim.decode()
+    return None
+
+
+def _arrow_type(kind: Kind) -> pa.DataType:
+    return {
+        "token": pa.string(),
+        "dict": pa.dictionary(pa.int32(), pa.string()),
+        "float": pa.float64(),
+        "skip": pa.string(),
+    }[kind]
+
+
+def _read_arrow(path: Path, fmt: TableFormat, delimiter: str, gz: bool) -> pa.Table:
+    names = [c.name for c in fmt.columns]
+    keep = [c.name for c in fmt.columns if c.kind != "skip"]
+    stream = pa.input_stream(str(path), compression="gzip" if gz else None)
+    return pcsv.read_csv(
+        stream,
+        read_options=pcsv.ReadOptions(column_names=names),
+        parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
+                                        ignore_empty_lines=True),
+        convert_options=pcsv.ConvertOptions(
+            column_types={c.name: _arrow_type(c.kind) for c in fmt.columns},
+            include_columns=keep, strings_can_be_null=False, quoted_strings_can_be_null=False,
+            null_values=[]),
+    )
+
+
+def _read_pandas(path: Path, fmt: TableFormat) -> pa.Table:
+    dtypes = {c.name: ("category" if c.kind == "dict" else "float64" if c.kind == "float" else str)
+              for c in fmt.columns if c.kind != "skip"}
+    frame = pd.read_csv(
+        path, sep=r"\s+", header=None, names=[c.name for c in fmt.columns],
+        usecols=list(dtypes), dtype=dtypes, engine="c", na_filter=False, quoting=3,
+        float_precision="round_trip", compression="infer", skip_blank_lines=True,
+    )
+    if frame.isna().to_numpy().any():  # a short line leaves trailing columns empty
+        raise ValueError("short line")
+    return pa.Table.from_pandas(frame[list(dtypes)], preserve_index=False)
+
+
+def _tokens(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Each non-blank line's number and whitespace-separated tokens."""
+    with open_text_bytes(path) as raw:
+        for number, line in enumerate(raw, start=1):
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(path, number, "not UTF-8 text") from None
+            tokens = text.split()
+            if tokens:
+                yield number, tokens
+
+
+def _locate_error(path: Path, fmt: TableFormat) -> None:
+    """Stream the file and raise an InputError for its first bad line, if it has one."""
+    positions = {c.name: i for i, c in enumerate(fmt.columns)}
+    key_at = [positions[name] for name in fmt.unique]
+    seen: dict[tuple[str, ...], int] = {}
+    for number, tokens in _tokens(path):
+        if len(tokens) != fmt.width:
+            raise InputError(path, number, f"expected {fmt.width} columns ({fmt.layout()}), "
+                                           f"found {len(tokens)}")
+        for column, token in zip(fmt.columns, tokens, strict=True):
+            if column.kind == "float":
+                try:
+                    value = float(token)
+                except ValueError:
+                    value = math.nan
+                if not math.isfinite(value):
+                    raise InputError(path, number,
+                                     f"{column.described} {token!r} is not a finite number")
+        if key_at:
+            key = tuple(tokens[i] for i in key_at)
+            if key in seen:
+                raise InputError(path, number, f"{' '.join(fmt.unique)} {' '.join(key)} "
+                                               f"repeats line {seen[key]}")
+            seen[key] = number
+
+
+def _bad_values(table: pa.Table, fmt: TableFormat) -> bool:
+    """Whether a parsed table holds values the format forbids (non-finite numbers, repeats)."""
+    for c in fmt.columns:
+        if c.kind == "float" and not np.isfinite(table[c.name].to_numpy()).all():
+            return True
+    if fmt.unique:
+        codes = [_codes(table[name]) for name in fmt.unique]
+        return bool(pd.MultiIndex.from_arrays(codes).has_duplicates)
+    return False
+
+
+def _codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Integer codes of a string column (equal codes for equal strings)."""
+    if pa.types.is_dictionary(column.type):
+        combined = column.unify_dictionaries().combine_chunks()
+        return combined.indices.to_numpy(zero_copy_only=False)
+    return pd.factorize(column.to_numpy(zero_copy_only=False))[0]
+
+
+def read_table(path: str | PathLike[str], fmt: TableFormat) -> pa.Table:
+    """Read a whitespace-separated file of format ``fmt``; raise InputError naming the bad line."""
+    p = as_path(path)
+    head = _sniff(p)
+    if not head.strip():
+        raise InputError(p, None, f"empty file: no {fmt.name} lines")
+    gz = _is_gzip(p)
+    delimiter = _delimiter(head, fmt.width)
+    table: pa.Table | None = None
+    if delimiter is not None:
+        try:
+            table = _read_arrow(p, fmt, delimiter, gz)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            table = None
+    if table is None:
+        try:
+            table = _read_pandas(p, fmt)
+        except (ValueError, pd.errors.ParserError):
+            _locate_error(p, fmt)
+            raise InputError(p, None, f"cannot parse as {fmt.name} ({fmt.layout()})") from None
+    if table.num_rows == 0:
+        raise InputError(p, None, f"empty file: no {fmt.name} lines")
+    table = _normalised(table.combine_chunks(), fmt)
+    if _bad_values(table, fmt):
+        _locate_error(p, fmt)
+    return table
+
+
+def _normalised(table: pa.Table, fmt: TableFormat) -> pa.Table:
+    """Give each column the one Arrow type its kind promises, whichever parser read it."""
+    for c in fmt.columns:
+        if c.kind != "skip":
+            index = table.schema.get_field_index(c.name)
+            table = table.set_column(index, c.name, table[c.name].cast(_arrow_type(c.kind)))
+    return table
+
+
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(2) == _GZIP_MAGIC
+
+
+def write_lines(path: str | PathLike[str], lines: Iterator[str] | Sequence[str]) -> None:
+    """Write text lines to ``path`` (gzipped when it ends in ``.gz``), via a temporary file."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(tmp, "wt", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(line)
+    tmp.replace(p)

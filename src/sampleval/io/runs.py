@@ -1,0 +1,113 @@
+"""TREC run files: ``qid Q0 docno rank score tag``, one file or many (directory, glob, list)."""
+
+from __future__ import annotations
+
+import glob
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import track
+
+from sampleval.core.run import Run
+from sampleval.errors import InputError
+from sampleval.io._table import Column, TableFormat, read_table, write_lines
+
+RUN_FORMAT = TableFormat(
+    name="TREC run",
+    columns=(
+        Column("query_id", "dict", "qid"),
+        Column("q0", "skip", "Q0"),
+        Column("doc_id", "dict", "docno"),
+        Column("rank", "skip", "rank"),
+        Column("score", "float", "score"),
+        Column("tag", "dict", "tag"),
+    ),
+    unique=("query_id", "doc_id"),
+)
+
+
+def read_run(path: str | PathLike[str], name: str | None = None) -> Run:
+    """Read one TREC run file (plain or gzipped).
+
+    The second column may hold any token (CLEF files put ``AF``/``NF`` there) and the rank
+    column is not trusted: rank documents with :meth:`Run.to_frame` or a Pool, which order by
+    score descending and break ties by docno descending, as trec_eval does. A docno repeated
+    within a topic is an error, as it is for trec_eval ("duplicate docs"). The run is named by
+    its tag (the first tag of the file) unless ``name`` is given.
+    """
+    table = read_table(path, RUN_FORMAT)
+    tag = table["tag"].combine_chunks()
+    run_name = name if name is not None else str(tag.dictionary[tag.indices[0].as_py()])
+    return Run(name=run_name, table=table.drop_columns(["tag"]), source=str(path))
+
+
+def expand_run_paths(specs: Iterable[str | PathLike[str]]) -> list[Path]:
+    """Files named by ``specs``: files as given, directories by their visible files (sorted),
+    glob patterns by their matches (sorted). A spec that names nothing is an error."""
+    paths: list[Path] = []
+    for spec in specs:
+        p = Path(spec)
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+            if not found:
+                raise InputError(p, None, "directory holds no run files")
+            paths.extend(found)
+        elif p.exists():
+            paths.append(p)
+        elif glob.has_magic(str(spec)):
+            matches = sorted(Path(m) for m in glob.glob(str(spec)) if Path(m).is_file())
+            if not matches:
+                raise InputError(p, None, "pattern matches no file")
+            paths.extend(matches)
+        else:
+            raise InputError(p, None, "no such file")
+    return paths
+
+
+def file_run_name(path: str | PathLike[str]) -> str:
+    """A run name from its file: the base name without a ``.gz`` suffix."""
+    name = Path(path).name
+    return name[:-3] if name.endswith(".gz") else name
+
+
+def read_runs(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
+              name_by: str = "tag", progress: bool = False) -> list[Run]:
+    """Read many runs: a directory, a glob pattern, a file, or a list of any of these.
+
+    ``name_by="tag"`` names each run by its tag; when two runs share a tag, every run is named
+    by its file instead (with a warning). ``name_by="file"`` always names runs by file.
+    ``progress`` shows a progress bar on standard error.
+    """
+    if name_by not in ("tag", "file"):
+        raise ValueError(f"name_by must be 'tag' or 'file', not {name_by!r}")
+    items = [specs] if isinstance(specs, (str, PathLike)) else list(specs)
+    paths = expand_run_paths(items)
+    todo = track(paths, description="reading runs", transient=True,
+                 console=Console(stderr=True)) if progress else paths
+    runs = [read_run(p) for p in todo]
+    tags = Counter(r.name for r in runs)
+    shared = sorted(t for t, n in tags.items() if n > 1)
+    if name_by == "tag" and shared:
+        warnings.warn(f"runs share the tag(s) {', '.join(shared)}: naming runs by file instead",
+                      stacklevel=2)
+    if name_by == "file" or shared:
+        runs = [Run(name=file_run_name(p), table=r.table, source=r.source)
+                for p, r in zip(paths, runs, strict=True)]
+    names = Counter(r.name for r in runs)
+    clash = sorted(n for n, k in names.items() if k > 1)
+    if clash:
+        raise InputError(None, None, f"two runs would have the same name: {', '.join(clash)}")
+    return runs
+
+
+def write_run(run: Run, path: str | PathLike[str], depth: int | None = None) -> None:
+    """Write ``run`` as a TREC run file in trec_eval order, ranks 1..n (gzip if ``.gz``)."""
+    frame = run.to_frame(depth)
+    lines = (f"{q} Q0 {d} {r} {s!r} {run.name}\n" for q, d, r, s in zip(
+        frame["query_id"], frame["doc_id"], frame["rank"], frame["score"], strict=True))
+    write_lines(path, lines)
+

@@ -1,0 +1,86 @@
+"""Judgments of sampled pools, in the two formats NIST's tools read.
+
+- Sampled qrels, as NIST's ``sample_eval`` reads them: ``topic iter docno stratum rel``
+  (rel < 0: in the pool, not sampled).
+- Million Query prels, as ``statAP_MQ_eval`` reads them: ``qid docno rel method prob``
+  (``prob`` the document's inclusion probability).
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from sampleval.errors import InputError
+from sampleval.io._table import Column, TableFormat, read_table, write_lines
+from sampleval.io.qrels import format_grade
+
+SAMPLE_QRELS_FORMAT = TableFormat(
+    name="sampled qrels",
+    columns=(
+        Column("query_id", "token", "topic"),
+        Column("iteration", "token", "iter"),
+        Column("doc_id", "token", "docno"),
+        Column("stratum", "token", "stratum"),
+        Column("relevance", "float", "rel"),
+    ),
+    unique=("query_id", "doc_id"),
+)
+
+PRELS_FORMAT = TableFormat(
+    name="prels",
+    columns=(
+        Column("query_id", "token", "qid"),
+        Column("doc_id", "token", "docno"),
+        Column("relevance", "float", "rel"),
+        Column("method", "token", "method"),
+        Column("probability", "float", "prob"),
+    ),
+    unique=("query_id", "doc_id"),
+)
+
+
+def _frame(table: pa.Table, text_columns: list[str]) -> pd.DataFrame:
+    frame = table.to_pandas()
+    for column in text_columns:
+        frame[column] = frame[column].to_numpy(dtype=object)
+    return frame
+
+
+def read_sample_qrels(path: str | PathLike[str]) -> pd.DataFrame:
+    """Read ``topic iter docno stratum rel`` lines into a DataFrame with columns
+    ``query_id, iteration, doc_id, stratum, relevance`` (stratum kept as text)."""
+    table = read_table(path, SAMPLE_QRELS_FORMAT)
+    return _frame(table, ["query_id", "iteration", "doc_id", "stratum"])
+
+
+def read_prels(path: str | PathLike[str]) -> pd.DataFrame:
+    """Read ``qid docno rel method prob`` lines into a DataFrame with columns
+    ``query_id, doc_id, relevance, method, probability``; every probability must lie in (0, 1]."""
+    frame = _frame(read_table(path, PRELS_FORMAT), ["query_id", "doc_id", "method"])
+    prob = frame["probability"].to_numpy()
+    bad = np.flatnonzero((prob <= 0) | (prob > 1))
+    if len(bad):
+        row = frame.iloc[int(bad[0])]
+        raise InputError(path, None, f"inclusion probability {row.probability!r} of document "
+                                     f"{row.doc_id} (topic {row.query_id}) is not in (0, 1]")
+    return frame
+
+
+def write_sample_qrels(frame: pd.DataFrame, path: str | PathLike[str]) -> None:
+    """Write a sampled-qrels DataFrame (columns as :func:`read_sample_qrels` gives them)."""
+    iteration = frame["iteration"] if "iteration" in frame.columns else pd.Series(
+        "0", index=frame.index)
+    write_lines(path, (f"{q} {i} {d} {s} {format_grade(r)}\n" for q, i, d, s, r in zip(
+        frame["query_id"], iteration, frame["doc_id"], frame["stratum"], frame["relevance"],
+        strict=True)))
+
+
+def write_prels(frame: pd.DataFrame, path: str | PathLike[str]) -> None:
+    """Write a prels DataFrame (columns as :func:`read_prels` gives them)."""
+    write_lines(path, (f"{q} {d} {format_grade(r)} {m} {p!r}\n" for q, d, r, m, p in zip(
+        frame["query_id"], frame["doc_id"], frame["relevance"], frame["method"],
+        frame["probability"], strict=True)))

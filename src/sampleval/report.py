@@ -1,0 +1,100 @@
+"""Results as people and programs read them: a leaderboard table, TSV, JSON, trec_eval's text."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from sampleval.evaluation import MEAN_TOPIC
+from sampleval.measures.names import parse_measure
+
+FORMATS = ("table", "tsv", "json", "trec")
+
+
+def format_value(value: float, measure: str) -> str:
+    """A value at full precision; counts (NumRel, NumRet, NumRelRet) as integers."""
+    if math.isnan(value):
+        return ""
+    if parse_measure(measure).aggregate == "sum" and float(value).is_integer():
+        return str(int(value))
+    return repr(float(value))
+
+
+def to_tsv(results: pd.DataFrame, interval: bool = False) -> str:
+    """``run topic measure value`` rows with a header (plus ``lo hi`` when ``interval``)."""
+    header = ["run", "topic", "measure", "value"] + (["lo", "hi"] if interval else [])
+    numbers = ["value", "lo", "hi"] if interval else ["value"]
+    lines = ["\t".join(header)]
+    for run, topic, measure, *values in _rows(results, numbers):
+        lines.append("\t".join([run, topic, measure] + [format_value(v, measure)
+                                                        for v in values]))
+    return "\n".join(lines) + "\n"
+
+
+def _rows(results: pd.DataFrame, numbers: list[str]) -> list[tuple[Any, ...]]:
+    """(run, topic, measure, *numbers) tuples of a results frame, as plain Python values."""
+    columns: list[list[Any]] = [results[c].astype(str).tolist()
+                                for c in ("run", "query_id", "measure")]
+    columns += [results[c].astype(float).tolist() for c in numbers]
+    return list(zip(*columns, strict=True))
+
+
+def to_json(results: pd.DataFrame) -> str:
+    """``{run: {topic: {measure: value}}}``, as pytrec_eval nests results (topic ``all``:
+    the mean)."""
+    nested: dict[str, dict[str, dict[str, float]]] = {}
+    for run, topic, measure, value in _rows(results, ["value"]):
+        nested.setdefault(run, {}).setdefault(topic, {})[measure] = value
+    return json.dumps(nested, indent=1) + "\n"
+
+
+def to_trec(results: pd.DataFrame) -> str:
+    """trec_eval's text output: ``measure<TAB>topic<TAB>value``, one block per run, headed
+    by its ``runid`` line; values with four decimals, counts as integers."""
+    lines = []
+    for run, rows in results.groupby("run", sort=False):
+        lines.append(f"{'runid':<22}\t{MEAN_TOPIC}\t{run}")
+        per_topic = rows[rows["query_id"] != MEAN_TOPIC]
+        ordered = pd.concat([per_topic, rows[rows["query_id"] == MEAN_TOPIC]])
+        for _, topic, name, value in _rows(ordered, ["value"]):
+            measure = parse_measure(name)
+            text = str(int(value)) if measure.aggregate == "sum" else f"{value:.4f}"
+            lines.append(f"{measure.trec_name:<22}\t{topic}\t{text}")
+    return "\n".join(lines) + "\n"
+
+
+def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboard") -> None:
+    """A readable table: runs ranked by the first measure's mean, four decimals; per-topic
+    rows (when present) listed under their run."""
+    measures = list(dict.fromkeys(results["measure"]))
+    wide = results.pivot_table(index=["run", "query_id"], columns="measure", values="value",
+                               sort=False)[measures]
+    means = wide.xs(MEAN_TOPIC, level="query_id")[measures[0]]
+    order = means.sort_values(ascending=False, kind="stable").index
+    has_topics = (results["query_id"] != MEAN_TOPIC).any()
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("run")
+    if has_topics:
+        table.add_column("topic")
+    for m in measures:
+        table.add_column(m, justify="right")
+    for position, run in enumerate(order, start=1):
+        block = wide.loc[run]
+        topics = [t for t in block.index if t != MEAN_TOPIC] + [MEAN_TOPIC]
+        for topic in topics if has_topics else [MEAN_TOPIC]:
+            cells = [_cell(block.loc[topic, m], m) for m in measures]
+            lead = [str(position) if topic == MEAN_TOPIC else "", run]
+            table.add_row(*lead, *([topic] if has_topics else []), *cells)
+    console.print(table)
+
+
+def _cell(value: float, measure: str) -> str:
+    if parse_measure(measure).aggregate == "sum":
+        return str(int(value))
+    return f"{value:.4f}"
