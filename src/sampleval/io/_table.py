@@ -138,14 +138,15 @@ def _read_arrow(path: Path, fmt: TableFormat, delimiter: str, gz: bool) -> pa.Ta
 
 
 def _read_pandas(path: Path, fmt: TableFormat) -> pa.Table:
-    dtypes = {c.name: ("category" if c.kind == "dict" else "float64" if c.kind == "float" else str)
+    # Numbers are read as text and converted by Arrow (correctly rounded, as strtod is).
+    dtypes = {c.name: ("category" if c.kind == "dict" else str)
               for c in fmt.columns if c.kind != "skip"}
     frame = pd.read_csv(
         path, sep=r"\s+", header=None, names=[c.name for c in fmt.columns],
         usecols=list(dtypes), dtype=dtypes, engine="c", na_filter=False, quoting=3,
-        float_precision="round_trip", compression="infer", skip_blank_lines=True,
+        compression="infer", skip_blank_lines=True,
     )
-    if frame.isna().to_numpy().any():  # a short line leaves trailing columns empty
+    if any((frame[c].astype(str) == "").any() for c in frame):  # a short line's missing cells
         raise ValueError("short line")
     return pa.Table.from_pandas(frame[list(dtypes)], preserve_index=False)
 
@@ -184,8 +185,8 @@ def _locate_error(path: Path, fmt: TableFormat) -> None:
         if key_at:
             key = tuple(tokens[i] for i in key_at)
             if key in seen:
-                raise InputError(path, number, f"{' '.join(fmt.unique)} {' '.join(key)} "
-                                               f"repeats line {seen[key]}")
+                what = ", ".join(f"{fmt.columns[i].described} {tokens[i]}" for i in key_at)
+                raise InputError(path, number, f"{what} repeated (first at line {seen[key]})")
             seen[key] = number
 
 
@@ -224,13 +225,13 @@ def read_table(path: str | PathLike[str], fmt: TableFormat) -> pa.Table:
             table = None
     if table is None:
         try:
-            table = _read_pandas(p, fmt)
-        except (ValueError, pd.errors.ParserError):
+            table = _normalised(_read_pandas(p, fmt), fmt)
+        except (ValueError, pd.errors.ParserError, pa.ArrowInvalid):
             _locate_error(p, fmt)
             raise InputError(p, None, f"cannot parse as {fmt.name} ({fmt.layout()})") from None
     if table.num_rows == 0:
         raise InputError(p, None, f"empty file: no {fmt.name} lines")
-    table = _normalised(table.combine_chunks(), fmt)
+    table = _normalised(table, fmt)
     if _bad_values(table, fmt):
         _locate_error(p, fmt)
     return table
@@ -238,6 +239,7 @@ def read_table(path: str | PathLike[str], fmt: TableFormat) -> pa.Table:
 
 def _normalised(table: pa.Table, fmt: TableFormat) -> pa.Table:
     """Give each column the one Arrow type its kind promises, whichever parser read it."""
+    table = table.combine_chunks().replace_schema_metadata(None)
     for c in fmt.columns:
         if c.kind != "skip":
             index = table.schema.get_field_index(c.name)
