@@ -151,13 +151,19 @@ class Pool:
 
 def _unified(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
     """One dictionary for string columns of several tables, and each column's codes in it."""
-    if not columns:
-        return pa.array([], pa.string()), []
-    chunks = [c.combine_chunks() for c in columns]
-    chunks = [c if pa.types.is_dictionary(c.type) else c.dictionary_encode() for c in chunks]
-    unified = pa.chunked_array(chunks).unify_dictionaries()
-    codes = [chunk.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-             for chunk in unified.chunks]
+    kind = pa.dictionary(pa.int32(), pa.string())
+    chunks, owner = [], []
+    for i, column in enumerate(columns):
+        for chunk in column.cast(kind).chunks:
+            chunks.append(chunk)
+            owner.append(i)
+    if not chunks:
+        return pa.array([], pa.string()), [np.zeros(0, np.int64) for _ in columns]
+    unified = pa.chunked_array(chunks, type=kind).unify_dictionaries()
+    parts: list[list[np.ndarray]] = [[] for _ in columns]
+    for i, chunk in zip(owner, unified.chunks, strict=True):
+        parts[i].append(chunk.indices.to_numpy(zero_copy_only=False))
+    codes = [np.concatenate(p).astype(np.int64) if p else np.zeros(0, np.int64) for p in parts]
     return unified.chunks[0].dictionary, codes
 
 
@@ -169,13 +175,14 @@ def _topic_pools(n_runs: int, topic_names: list[str], run_col: np.ndarray,
     pools: dict[str, TopicPool] = {}
     names = sort_topics(topic_names) if wanted is None else list(wanted)
     code_of = {name: i for i, name in enumerate(topic_names)}
+    seen = np.zeros(int(doc_col.max(initial=-1)) + 1, dtype=bool)
     for name in names:
         code = code_of.get(name)
         if code is None:
             pools[name] = _empty_topic(name, n_runs)
             continue
         rows = by_topic[bounds[code]:bounds[code + 1]]
-        doc_ids, local = np.unique(doc_col[rows], return_inverse=True)
+        doc_ids, local = _compact(doc_col[rows], seen)
         runs_of, ranks_of = run_col[rows], rank_col[rows]
         width = int(ranks_of.max())
         ranking = np.full((n_runs, width), PAD, dtype=np.int32)
@@ -184,6 +191,18 @@ def _topic_pools(n_runs: int, topic_names: list[str], run_col: np.ndarray,
         pools[name] = TopicPool(topic=name, doc_ids=doc_ids, ranking=ranking, lengths=lengths,
                                 labels=np.full(len(doc_ids), np.nan))
     return pools
+
+
+def _compact(docs: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ids in ``docs`` (ascending) and each entry's index among them: what
+    ``np.unique(docs, return_inverse=True)`` gives, by marking a vocabulary-sized scratch
+    array instead of sorting (``seen`` is all False on entry and on exit)."""
+    seen[docs] = True
+    distinct = np.flatnonzero(seen)
+    position = np.cumsum(seen) - 1
+    local = position[docs]
+    seen[distinct] = False
+    return distinct, local
 
 
 def _empty_topic(name: str, n_runs: int) -> TopicPool:

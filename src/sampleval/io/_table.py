@@ -196,8 +196,11 @@ def _bad_values(table: pa.Table, fmt: TableFormat) -> bool:
         if c.kind == "float" and not np.isfinite(table[c.name].to_numpy()).all():
             return True
     if fmt.unique:
-        codes = [_codes(table[name]) for name in fmt.unique]
-        return bool(pd.MultiIndex.from_arrays(codes).has_duplicates)
+        key = np.zeros(table.num_rows, dtype=np.int64)
+        for name in fmt.unique:
+            codes = _codes(table[name]).astype(np.int64)
+            key = key * (int(codes.max(initial=0)) + 1) + codes
+        return len(pd.unique(key)) != len(key)
     return False
 
 
@@ -239,9 +242,9 @@ def read_table(path: str | PathLike[str], fmt: TableFormat) -> pa.Table:
 
 def _normalised(table: pa.Table, fmt: TableFormat) -> pa.Table:
     """Give each column the one Arrow type its kind promises, whichever parser read it."""
-    table = table.combine_chunks().replace_schema_metadata(None)
+    table = table.replace_schema_metadata(None)
     for c in fmt.columns:
-        if c.kind != "skip":
+        if c.kind != "skip" and table[c.name].type != _arrow_type(c.kind):
             index = table.schema.get_field_index(c.name)
             table = table.set_column(index, c.name, table[c.name].cast(_arrow_type(c.kind)))
     return table

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import glob
+import os
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from os import PathLike
 from pathlib import Path
 
@@ -86,9 +88,10 @@ def read_runs(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
         raise ValueError(f"name_by must be 'tag' or 'file', not {name_by!r}")
     items = [specs] if isinstance(specs, (str, PathLike)) else list(specs)
     paths = expand_run_paths(items)
-    todo = track(paths, description="reading runs", transient=True,
-                 console=Console(stderr=True)) if progress else paths
-    runs = [read_run(p) for p in todo]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as workers:
+        loaded = workers.map(read_run, paths)  # Arrow and zlib release the GIL
+        runs = list(track(loaded, total=len(paths), description="reading runs",
+                          transient=True, console=Console(stderr=True)) if progress else loaded)
     tags = Counter(r.name for r in runs)
     shared = sorted(t for t, n in tags.items() if n > 1)
     if name_by == "tag" and shared:
