@@ -169,11 +169,9 @@ def main() -> None:
         for name in order:
             gc.collect()
             timed = tools[name](run_paths, qrels_path)
-            if i == 0:
-                passes[name].append(timed)  # keep the first outputs for the comparison
-            else:
-                timed.output = None
-                passes[name].append(timed)
+            if i > 0:
+                timed.output = None  # only the first pass's outputs are compared
+            passes[name].append(timed)
             console.print(f"  repeat {i + 1}: {name:<11} {timed.total:7.2f} s")
         gc.collect()
         floors.append(gunzip_floor(run_paths))

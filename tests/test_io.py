@@ -87,16 +87,9 @@ def write_bytes(path: Path, text: str, compress: bool = False) -> Path:
     ("tab", "run.txt.gz", True),
     ("space", "run-gzipped-without-suffix", True),
     ("irregular", "run.txt.gz", True),
-    pytest.param("irregular", "run-gzipped-without-suffix", True, marks=pytest.mark.xfail(
-        strict=True, raises=InputError,
-        reason="BUG: the whitespace (pandas) path infers compression from the file name, "
-               "not the magic number: 'cannot parse as TREC run'")),
-    pytest.param("irregular", "plain-text.gz", False, marks=pytest.mark.xfail(
-        strict=True, raises=OSError, reason="BUG: plain text named .gz with irregular "
-                                            "whitespace raises gzip.BadGzipFile")),
-    pytest.param("tab_trailing_space", "run.txt", False, marks=pytest.mark.xfail(
-        strict=True, reason="BUG: on the single-delimiter (Arrow) path trailing whitespace "
-                            "stays in the last token: the run is named 'mytag '")),
+    ("irregular", "run-gzipped-without-suffix", True),
+    ("irregular", "plain-text.gz", False),
+    ("tab_trailing_space", "run.txt", False),
 ])
 def test_run_layouts_read_the_same(tmp_path: Path, layout: str, name: str,
                                    compress: bool) -> None:
@@ -156,6 +149,43 @@ def test_docnos_that_look_like_missing_values_are_kept(tmp_path: Path) -> None:
     for name, text in (("single", single), ("padded", padded)):
         run = read_run(write_bytes(tmp_path / name, text))
         assert [d for _, d, _, _ in ranked(run)] == ["NA", "nan", "null"]
+
+
+@pytest.mark.parametrize("score", ["abc", "nan", "NaN", "inf", "-inf", "1e400", "0x1p3"])
+@pytest.mark.parametrize("sep", [" ", "\t", "  "])
+def test_bad_score_names_its_line(tmp_path: Path, score: str, sep: str) -> None:
+    """A score that is not a finite number is an InputError naming line 2, on every path."""
+    rows = [("1", "Q0", "a", "1", "0.5", "t"), ("1", "Q0", "b", "2", score, "t")]
+    path = write_bytes(tmp_path / "run", joined(rows, sep))
+    with pytest.raises(InputError) as caught:
+        read_run(path)
+    assert (caught.value.path, caught.value.line) == (str(path), 2)
+    assert repr(score) in caught.value.message
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    pytest.param("1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4 t\n1 Q0 c 3 0.3\n", 3, id="no-tag-last-line"),
+    pytest.param("1\tQ0\ta\t1\t0.5\tt\n\n1\tQ0\tb\t0.4\tt\n1\tQ0\tc\t3\t0.3\tt\n", 3,
+                 id="no-rank-tab"),
+    pytest.param("1  Q0 a 1 0.5 t\n1 Q0 b\n", 2, id="three-columns-padded"),
+    pytest.param("1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4 t x\n", 2, id="seven-columns"),
+])
+def test_wrong_column_count_names_its_line(tmp_path: Path, text: str, line: int) -> None:
+    """A run line with the wrong number of columns is an InputError naming it."""
+    path = write_bytes(tmp_path / "run", text)
+    with pytest.raises(InputError) as caught:
+        read_run(path)
+    assert (caught.value.path, caught.value.line) == (str(path), line)
+    assert "columns" in caught.value.message
+
+
+def test_non_utf8_run_is_an_input_error(tmp_path: Path) -> None:
+    """Latin-1 bytes in a run are an InputError naming the file, not a UnicodeDecodeError."""
+    path = tmp_path / "run"
+    path.write_bytes(b"1 Q0 a 1 0.5 t\n1 Q0 \xe9t\xe9 2 0.4 t\n")
+    with pytest.raises(InputError) as caught:
+        read_run(path)
+    assert caught.value.path == str(path)
 
 
 def test_run_named_by_tag_or_given_name(tmp_path: Path) -> None:
@@ -317,16 +347,12 @@ def test_qrels_from_frame_ir_datasets_names(tmp_path: Path) -> None:
         Qrels.from_frame(pd.concat([frame, frame.iloc[:1]]))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: on the Arrow (single tab) path a space before "
-                                       "a tab stays in the docno: 'd1 ' never matches 'd1'")
 def test_qrels_space_before_tab(tmp_path: Path) -> None:
     """Whitespace around a tab separator is not part of the docno."""
     qrels = read_qrels(write_bytes(tmp_path / "qrels", "1\t0\td1 \t1\n1\t0\td2\t0\n"))
     assert [str(d) for d in qrels.frame["doc_id"]] == ["d1", "d2"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a line with too many columns is accepted "
-                                       "(pandas usecols drops the extra field)")
 def test_qrels_line_with_five_columns_is_an_error(tmp_path: Path) -> None:
     """A 5-column qrels line is an InputError naming its line."""
     path = write_bytes(tmp_path / "qrels", "1 0 d1 1\n1 0 d2 1 extra\n")
@@ -377,16 +403,15 @@ def test_prels_round_trip(tmp_path: Path, name: str) -> None:
 
 @pytest.mark.parametrize("prob", ["0", "1.5", "-0.25"])
 def test_prels_probability_outside_unit_interval(tmp_path: Path, prob: str) -> None:
-    """An inclusion probability outside (0, 1] is an InputError naming the file."""
+    """An inclusion probability outside (0, 1] is an InputError naming the file and line."""
     path = write_bytes(tmp_path / "prels", PRELS_TEXT + f"402 d7 1 MTC {prob}\n")
     with pytest.raises(InputError) as caught:
         read_prels(path)
     assert caught.value.path == str(path)
-    assert "d7" in str(caught.value)
+    assert caught.value.line == 4
+    assert f"{prob} is not in (0, 1]" in str(caught.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the prels message shows 'np.float64(1.5)' "
-                                       "(repr of a NumPy scalar) instead of the file's value")
 def test_prels_probability_message_is_plain(tmp_path: Path) -> None:
     """The message quotes the probability as the file wrote it."""
     path = write_bytes(tmp_path / "prels", PRELS_TEXT + "402 d7 1 MTC 1.5\n")

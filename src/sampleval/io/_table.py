@@ -18,7 +18,8 @@ from __future__ import annotations
 import codecs
 import gzip
 import math
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import IO, Literal, cast
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from sampleval.errors import InputError
@@ -36,13 +38,19 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _SNIFF_BYTES = 1 << 16
 
 
+Rule = Callable[[np.ndarray], np.ndarray]
+
+
 @dataclass(frozen=True)
 class Column:
-    """One column of a format: its name, how it is stored, and how it is described in errors."""
+    """One column of a format: its name, how it is stored, how errors describe it, and, for
+    numbers, an optional rule (a vectorised predicate) with the words that state it."""
 
     name: str
     kind: Kind
     label: str = ""
+    rule: Rule | None = None
+    rule_text: str = ""
 
     @property
     def described(self) -> str:
@@ -117,51 +125,70 @@ def _arrow_type(kind: Kind) -> pa.DataType:
         "token": pa.string(),
         "dict": pa.dictionary(pa.int32(), pa.string()),
         "float": pa.float64(),
-        "skip": pa.string(),
+        "skip": pa.dictionary(pa.int32(), pa.string()),
     }[kind]
 
 
-def _read_arrow(path: Path, fmt: TableFormat, delimiter: str, gz: bool) -> pa.Table:
-    names = [c.name for c in fmt.columns]
-    keep = [c.name for c in fmt.columns if c.kind != "skip"]
+def _read_arrow(path: Path, fmt: TableFormat, delimiter: str, gz: bool) -> pa.Table | None:
+    """Parse with Arrow's CSV reader split on ``delimiter``; None when the file does not keep
+    to one delimiter between non-empty tokens (then the whitespace parser takes over)."""
     stream = pa.input_stream(str(path), compression="gzip" if gz else None)
-    return pcsv.read_csv(
-        stream,
-        read_options=pcsv.ReadOptions(column_names=names),
-        parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
-                                        ignore_empty_lines=True),
-        convert_options=pcsv.ConvertOptions(
-            column_types={c.name: _arrow_type(c.kind) for c in fmt.columns},
-            include_columns=keep, strings_can_be_null=False, quoted_strings_can_be_null=False,
-            null_values=[]),
-    )
+    try:
+        table = pcsv.read_csv(
+            stream,
+            read_options=pcsv.ReadOptions(column_names=[c.name for c in fmt.columns]),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
+                                            ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(
+                column_types={c.name: _arrow_type(c.kind) for c in fmt.columns},
+                strings_can_be_null=False, quoted_strings_can_be_null=False, null_values=[]),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
+        return None
+    if not all(_clean_tokens(table[c.name]) for c in fmt.columns if c.kind != "float"):
+        return None
+    return table.drop_columns([c.name for c in fmt.columns if c.kind == "skip"])
 
 
-def _read_pandas(path: Path, fmt: TableFormat) -> pa.Table:
-    # Numbers are read as text and converted by Arrow (correctly rounded, as strtod is).
-    dtypes = {c.name: ("category" if c.kind == "dict" else str)
-              for c in fmt.columns if c.kind != "skip"}
+def _clean_tokens(column: pa.ChunkedArray) -> bool:
+    """Whether every value is a non-empty token without white space (for dictionary columns
+    only the distinct values are checked)."""
+    chunks = [c.dictionary if pa.types.is_dictionary(c.type) else c for c in column.chunks]
+    return all(pc.all(pc.match_substring_regex(c, r"^\S+$")).as_py() in (True, None)
+               for c in chunks)
+
+
+def _read_pandas(path: Path, fmt: TableFormat, gz: bool) -> pa.Table:
+    """Parse splitting on any run of white space. Numbers are read as text and converted by
+    Arrow (correctly rounded, as strtod is); a short or long line raises ValueError."""
+    dtypes = {c.name: ("category" if c.kind in ("dict", "skip") else str) for c in fmt.columns}
     frame = pd.read_csv(
-        path, sep=r"\s+", header=None, names=[c.name for c in fmt.columns],
-        usecols=list(dtypes), dtype=dtypes, engine="c", na_filter=False, quoting=3,
-        compression="infer", skip_blank_lines=True,
+        path, sep=r"\s+", header=None, names=[c.name for c in fmt.columns], dtype=dtypes,
+        engine="c", na_filter=False, quoting=3, compression="gzip" if gz else None,
+        skip_blank_lines=True,
     )
     if any((frame[c].astype(str) == "").any() for c in frame):  # a short line's missing cells
         raise ValueError("short line")
-    return pa.Table.from_pandas(frame[list(dtypes)], preserve_index=False)
+    keep = [c.name for c in fmt.columns if c.kind != "skip"]
+    return pa.Table.from_pandas(frame[keep], preserve_index=False)
 
 
 def _tokens(path: Path) -> Iterator[tuple[int, list[str]]]:
     """Each non-blank line's number and whitespace-separated tokens."""
+    number = 0
     with open_text_bytes(path) as raw:
-        for number, line in enumerate(raw, start=1):
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError(path, number, "not UTF-8 text") from None
-            tokens = text.split()
-            if tokens:
-                yield number, tokens
+        try:
+            for number, line in enumerate(raw, start=1):
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InputError(path, number, "not UTF-8 text") from None
+                tokens = text.split()
+                if tokens:
+                    yield number, tokens
+        except (EOFError, OSError, zlib.error):
+            raise InputError(path, None,
+                             f"corrupt or truncated gzip data after line {number}") from None
 
 
 def _locate_error(path: Path, fmt: TableFormat) -> None:
@@ -182,6 +209,9 @@ def _locate_error(path: Path, fmt: TableFormat) -> None:
                 if not math.isfinite(value):
                     raise InputError(path, number,
                                      f"{column.described} {token!r} is not a finite number")
+                if column.rule is not None and not column.rule(np.array([value]))[0]:
+                    raise InputError(path, number,
+                                     f"{column.described} {token} {column.rule_text}")
         if key_at:
             key = tuple(tokens[i] for i in key_at)
             if key in seen:
@@ -193,8 +223,10 @@ def _locate_error(path: Path, fmt: TableFormat) -> None:
 def _bad_values(table: pa.Table, fmt: TableFormat) -> bool:
     """Whether a parsed table holds values the format forbids (non-finite numbers, repeats)."""
     for c in fmt.columns:
-        if c.kind == "float" and not np.isfinite(table[c.name].to_numpy()).all():
-            return True
+        if c.kind == "float":
+            values = table[c.name].to_numpy()
+            if not np.isfinite(values).all() or (c.rule is not None and not c.rule(values).all()):
+                return True
     if fmt.unique:
         key = np.zeros(table.num_rows, dtype=np.int64)
         for name in fmt.unique:
@@ -220,16 +252,12 @@ def read_table(path: str | PathLike[str], fmt: TableFormat) -> pa.Table:
         raise InputError(p, None, f"empty file: no {fmt.name} lines")
     gz = _is_gzip(p)
     delimiter = _delimiter(head, fmt.width)
-    table: pa.Table | None = None
-    if delimiter is not None:
-        try:
-            table = _read_arrow(p, fmt, delimiter, gz)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            table = None
+    table = None if delimiter is None else _read_arrow(p, fmt, delimiter, gz)
     if table is None:
         try:
-            table = _normalised(_read_pandas(p, fmt), fmt)
-        except (ValueError, pd.errors.ParserError, pa.ArrowInvalid):
+            table = _normalised(_read_pandas(p, fmt, gz), fmt)
+        except (ValueError, pd.errors.ParserError, pa.ArrowInvalid, OSError, EOFError,
+                zlib.error):
             _locate_error(p, fmt)
             raise InputError(p, None, f"cannot parse as {fmt.name} ({fmt.layout()})") from None
     if table.num_rows == 0:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from os import PathLike
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sampleval.errors import InputError
 from sampleval.io._table import Column, TableFormat, read_table, write_lines
 from sampleval.io.qrels import format_grade
 
@@ -37,7 +35,8 @@ PRELS_FORMAT = TableFormat(
         Column("doc_id", "token", "docno"),
         Column("relevance", "float", "rel"),
         Column("method", "token", "method"),
-        Column("probability", "float", "prob"),
+        Column("probability", "float", "inclusion probability",
+               rule=lambda p: (p > 0) & (p <= 1), rule_text="is not in (0, 1]"),
     ),
     unique=("query_id", "doc_id"),
 )
@@ -60,14 +59,7 @@ def read_sample_qrels(path: str | PathLike[str]) -> pd.DataFrame:
 def read_prels(path: str | PathLike[str]) -> pd.DataFrame:
     """Read ``qid docno rel method prob`` lines into a DataFrame with columns
     ``query_id, doc_id, relevance, method, probability``; every probability must lie in (0, 1]."""
-    frame = _frame(read_table(path, PRELS_FORMAT), ["query_id", "doc_id", "method"])
-    prob = frame["probability"].to_numpy()
-    bad = np.flatnonzero((prob <= 0) | (prob > 1))
-    if len(bad):
-        row = frame.iloc[int(bad[0])]
-        raise InputError(path, None, f"inclusion probability {row.probability!r} of document "
-                                     f"{row.doc_id} (topic {row.query_id}) is not in (0, 1]")
-    return frame
+    return _frame(read_table(path, PRELS_FORMAT), ["query_id", "doc_id", "method"])
 
 
 def write_sample_qrels(frame: pd.DataFrame, path: str | PathLike[str]) -> None:

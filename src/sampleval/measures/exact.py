@@ -111,6 +111,8 @@ def ndcg(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
 def reciprocal_rank(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     """RR: 1 / rank of the first relevant document (0 if none; with a cutoff, in the top k)."""
     rel = _relevant(g, level, m.cutoff)
+    if rel.shape[1] == 0:
+        return np.zeros(rel.shape[0])
     first = np.argmax(rel, axis=1)
     return np.where(rel.any(axis=1), 1.0 / (first + 1), 0.0)
 
