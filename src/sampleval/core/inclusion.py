@@ -1,0 +1,93 @@
+"""First- and second-order inclusion probabilities of a Sample's judged documents, per design.
+
+These are what design-based (Horvitz-Thompson) estimators need: pi_i = P(i judged) and
+pi_ij = P(i and j judged). Formulas:
+
+- census, pooled: pi_i = pi_ij = 1 (pooled designs are deterministic: "inclusion" there only
+  records that a document was judged);
+- stratified (SRS without replacement within strata; Cochran, Sampling Techniques, ch. 5):
+  pi_i = n_h / N_h; pi_ij = n_h (n_h - 1) / (N_h (N_h - 1)) within a stratum, pi_i pi_j across;
+- poisson and inclusion-only (prels): pi_i as recorded, pi_ij = pi_i pi_j;
+- with-replacement in rounds (Li & Kanoulas, CIKM 2017, sec. 3.2):
+  pi_i = 1 - prod_t (1 - p_t(i))^N_t,
+  pi_ij = pi_i + pi_j - [1 - prod_t (1 - p_t(i) - p_t(j))^N_t].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sampleval.core.sample import Sample, TopicSample
+from sampleval.errors import UsageError
+
+
+@dataclass(frozen=True)
+class JudgedDesign:
+    """One topic's judged documents with their inclusion probabilities.
+
+    ``index``: positions of the judged documents in the topic's frame (docno order);
+    ``pi``: pi_i; ``pi_joint``: the ``[n, n]`` matrix of pi_ij (pi_ii = pi_i).
+    """
+
+    index: np.ndarray
+    pi: np.ndarray
+    pi_joint: np.ndarray
+
+
+def judged_design(sample: Sample, topic: TopicSample) -> JudgedDesign:
+    """pi_i and pi_ij of a topic's judged documents under the sample's design."""
+    index = np.flatnonzero(topic.judged)
+    if sample.design in ("census", "pooled"):
+        n = len(index)
+        return JudgedDesign(index, np.ones(n), np.ones((n, n)))
+    if sample.design == "stratified":
+        return _stratified(topic, index)
+    if sample.design in ("poisson", "inclusion"):
+        pi = topic.inclusion[index]
+        joint = np.outer(pi, pi)
+        np.fill_diagonal(joint, pi)
+        return JudgedDesign(index, pi, joint)
+    if sample.design == "with-replacement":
+        return _with_replacement(sample, topic, index)
+    raise UsageError(f"design {sample.design!r} has no inclusion probabilities "
+                     "(use the importance-sampling estimators)")
+
+
+def _stratified(topic: TopicSample, index: np.ndarray) -> JudgedDesign:
+    sizes, sampled = topic.strata()
+    h = topic.stratum[index]
+    big_n, n = sizes[h].astype(np.float64), sampled[h].astype(np.float64)
+    pi = n / big_n
+    same = h[:, None] == h[None, :]
+    within = np.divide(n * (n - 1), big_n * (big_n - 1), out=np.ones_like(n),
+                       where=big_n > 1)
+    joint = np.where(same, within[:, None], np.outer(pi, pi))
+    np.fill_diagonal(joint, pi)
+    return JudgedDesign(index, pi, joint)
+
+
+def _with_replacement(sample: Sample, topic: TopicSample, index: np.ndarray) -> JudgedDesign:
+    if sample.rounds is None or sample.round_probs is None:
+        raise UsageError("a with-replacement sample needs its rounds and round_probs tables")
+    rounds = sample.rounds[sample.rounds["query_id"] == topic.topic]
+    probs = sample.round_probs[sample.round_probs["query_id"] == topic.topic]
+    round_ids = np.sort(rounds["round"].to_numpy())
+    sizes = rounds.set_index("round").loc[round_ids, "size"].to_numpy(dtype=np.float64)
+    # p[i, t]: draw probability of judged document i at round t
+    p = np.zeros((len(index), len(round_ids)))
+    row = topic.locate(probs["doc_id"].to_numpy(dtype=object).astype(str))
+    where = np.searchsorted(index, row)
+    ok = (row >= 0) & (where < len(index))
+    ok[ok] = index[where[ok]] == row[ok]
+    col = np.searchsorted(round_ids, probs["round"].to_numpy())
+    p[where[ok], col[ok]] = probs["probability"].to_numpy(dtype=np.float64)[ok]
+    log_miss = np.log1p(-np.minimum(p, 1.0)) @ sizes
+    pi = -np.expm1(log_miss)
+    pair_miss = np.clip(1.0 - p[:, None, :] - p[None, :, :], 0.0, 1.0)
+    with np.errstate(divide="ignore"):
+        log_pair = np.log(pair_miss) @ sizes
+    joint = pi[:, None] + pi[None, :] - (1.0 - np.exp(log_pair))
+    np.fill_diagonal(joint, pi)
+    return JudgedDesign(index, pi, joint)

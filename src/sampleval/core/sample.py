@@ -1,0 +1,239 @@
+"""The Sample: judgments plus the design that chose them, the only thing estimators read.
+
+Per topic, a sample has a *frame* (the documents the design could have chosen: the pool it
+sampled from) with, for each document, its label (``NaN``: in the frame, not judged; labels
+may be fractional, e.g. the mean of several assessors' grades), its stratum (stratified
+designs) and its first-order inclusion probability pi_i. Designs:
+
+``census``            every frame document judged; pi_i = 1.
+``stratified``        simple random sampling without replacement within strata
+                      (NIST's ``topic iter docno stratum rel``; infAP's uniform sample of the
+                      pool is one stratum). pi_i = n_h / N_h.
+``poisson``           independent inclusion with known pi_i (pi_ij = pi_i pi_j).
+``inclusion``         only pi_i known (Million Query prels); pi_ij taken as pi_i pi_j.
+``with-replacement``  draws in rounds t = 1..T, N_t draws from a distribution p_t (active
+                      sampling); ``rounds`` holds N_t, ``round_probs`` p_t(i) of every sampled
+                      document at every round, ``draws`` each draw. pi_i = 1 - prod_t
+                      (1 - p_t(i))^N_t; pi_ij = pi_i + pi_j - [1 - prod_t (1 - p_t(i) -
+                      p_t(j))^N_t] (Li & Kanoulas, CIKM 2017, sec. 3).
+``importance``        i.i.d. draws from Q (Schnabel et al., ICTIR 2016); ``draws`` holds each
+                      draw's document and Q.
+``pooled``            a deterministic choice (depth-k, MTF, bandits): judged documents have
+                      pi = 1, and only estimators that assume nothing else apply.
+
+Saved as a directory readable without sampleval: ``sample.json`` (format name, version,
+design, free metadata) and TSV tables with a header line (``frame.tsv`` always; ``draws.tsv``,
+``rounds.tsv``, ``round_probs.tsv`` when the design has them).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import sort_topics
+from sampleval.errors import InputError, UsageError
+
+FORMAT_NAME = "sampleval-sample"
+FORMAT_VERSION = 1
+DESIGNS = ("census", "stratified", "poisson", "inclusion", "with-replacement", "importance",
+           "pooled")
+_TABLES = {
+    "frame": ["query_id", "doc_id", "relevance", "stratum", "inclusion"],
+    "draws": ["query_id", "round", "doc_id", "probability"],
+    "rounds": ["query_id", "round", "size"],
+    "round_probs": ["query_id", "round", "doc_id", "probability"],
+}
+
+
+@dataclass(frozen=True)
+class TopicSample:
+    """One topic's frame as arrays (documents in docno order).
+
+    ``docnos``, ``labels`` (NaN: not judged), ``stratum`` (integer codes, -1 when the design
+    has no strata), ``inclusion`` (pi_i; NaN where the design does not define it).
+    """
+
+    topic: str
+    docnos: np.ndarray
+    labels: np.ndarray
+    stratum: np.ndarray
+    inclusion: np.ndarray
+
+    @property
+    def judged(self) -> np.ndarray:
+        return ~np.isnan(self.labels)
+
+    def locate(self, docnos: np.ndarray) -> np.ndarray:
+        """Index of each docno in the frame, -1 for documents outside it."""
+        pos = np.searchsorted(self.docnos, docnos)
+        pos = np.minimum(pos, max(len(self.docnos) - 1, 0))
+        found = (len(self.docnos) > 0) & (self.docnos[pos] == docnos) if len(docnos) else (
+            np.zeros(0, dtype=bool))
+        return np.where(found, pos, -1)
+
+    def strata(self) -> tuple[np.ndarray, np.ndarray]:
+        """For each stratum code: its size N_h and its number of judged documents n_h."""
+        n_strata = int(self.stratum.max(initial=-1)) + 1
+        sizes = np.bincount(self.stratum[self.stratum >= 0], minlength=n_strata)
+        sampled = np.bincount(self.stratum[(self.stratum >= 0) & self.judged],
+                              minlength=n_strata)
+        return sizes, sampled
+
+
+@dataclass(frozen=True, eq=False)
+class Sample:
+    """Judgments and their design; see the module docstring. Tables are DataFrames with the
+    columns of ``_TABLES``; ``meta`` is free JSON metadata (method, parameters, seed)."""
+
+    design: str
+    frame: pd.DataFrame
+    draws: pd.DataFrame | None = None
+    rounds: pd.DataFrame | None = None
+    round_probs: pd.DataFrame | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.design not in DESIGNS:
+            raise UsageError(f"unknown design {self.design!r} (one of {', '.join(DESIGNS)})")
+
+    @property
+    def topics(self) -> list[str]:
+        return sort_topics(list(pd.unique(self.frame["query_id"])))
+
+    def topic(self, topic: str) -> TopicSample:
+        """The topic's frame as arrays (empty when the sample has no such topic)."""
+        rows = self.frame[self.frame["query_id"] == topic].sort_values("doc_id", kind="stable")
+        strata = rows["stratum"].astype(str)
+        has_strata = self.design == "stratified"
+        codes = pd.factorize(strata, sort=True)[0] if has_strata else np.full(len(rows), -1)
+        return TopicSample(
+            topic=topic,
+            docnos=rows["doc_id"].to_numpy(dtype=object).astype(str),
+            labels=rows["relevance"].to_numpy(dtype=np.float64),
+            stratum=np.asarray(codes, dtype=np.int64),
+            inclusion=rows["inclusion"].to_numpy(dtype=np.float64),
+        )
+
+    def judged(self) -> pd.DataFrame:
+        """The judged documents: ``query_id, doc_id, relevance`` (and the rest of the frame)."""
+        return self.frame[self.frame["relevance"].notna()]
+
+    def to_qrels(self) -> Qrels:
+        """The judgments as qrels, frame documents not judged written with grade -1."""
+        f = self.frame
+        return Qrels.from_frame(pd.DataFrame({"query_id": f["query_id"], "doc_id": f["doc_id"],
+                                              "relevance": f["relevance"].fillna(-1.0)}))
+
+    # -- construction from the field's formats -------------------------------------------
+
+    @classmethod
+    def from_qrels(cls, qrels: Qrels) -> Sample:
+        """trec_eval's infAP input: every qrels document is in the pool; a negative grade
+        means "pooled, not judged". Each topic is one stratum sampled uniformly (infAP's
+        design); a topic with nothing unjudged is a census."""
+        f = qrels.frame
+        relevance = f["relevance"].to_numpy(dtype=np.float64)
+        frame = pd.DataFrame({
+            "query_id": f["query_id"].to_numpy(dtype=object),
+            "doc_id": f["doc_id"].to_numpy(dtype=object),
+            "relevance": np.where(relevance < 0, np.nan, relevance),
+            "stratum": "1",
+        })
+        design = "stratified" if np.isnan(frame["relevance"]).any() else "census"
+        return cls(design=design, frame=_with_stratified_inclusion(frame),
+                   meta={"source": qrels.source, "from": "qrels"})
+
+    @classmethod
+    def from_sample_qrels(cls, table: pd.DataFrame, source: str | None = None) -> Sample:
+        """NIST's sampled qrels (``read_sample_qrels``): rel < 0 in the pool, not sampled."""
+        relevance = table["relevance"].to_numpy(dtype=np.float64)
+        frame = pd.DataFrame({
+            "query_id": table["query_id"].to_numpy(dtype=object),
+            "doc_id": table["doc_id"].to_numpy(dtype=object),
+            "relevance": np.where(relevance < 0, np.nan, relevance),
+            "stratum": table["stratum"].astype(str).to_numpy(dtype=object),
+        })
+        return cls(design="stratified", frame=_with_stratified_inclusion(frame),
+                   meta={"source": source, "from": "sample_qrels"})
+
+    @classmethod
+    def from_prels(cls, table: pd.DataFrame, source: str | None = None) -> Sample:
+        """Million Query prels (``read_prels``): sampled documents with their pi_i."""
+        frame = pd.DataFrame({
+            "query_id": table["query_id"].to_numpy(dtype=object),
+            "doc_id": table["doc_id"].to_numpy(dtype=object),
+            "relevance": table["relevance"].to_numpy(dtype=np.float64),
+            "stratum": "",
+            "inclusion": table["probability"].to_numpy(dtype=np.float64),
+        })
+        return cls(design="inclusion", frame=frame, meta={"source": source, "from": "prels"})
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def save(self, directory: str | PathLike[str]) -> Path:
+        """Write the sample as a directory (``sample.json`` and TSV tables); return it."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        tables = {name: getattr(self, name) for name in _TABLES
+                  if getattr(self, name) is not None}
+        for name, table in tables.items():
+            tmp = out / f"{name}.tsv.tmp"
+            table[_TABLES[name]].to_csv(tmp, sep="\t", index=False, float_format="%.17g",
+                                        na_rep="")
+            tmp.replace(out / f"{name}.tsv")
+        header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "design": self.design,
+                  "tables": sorted(tables), "meta": self.meta}
+        (out / "sample.json").write_text(json.dumps(header, indent=1) + "\n")
+        return out
+
+    @classmethod
+    def load(cls, directory: str | PathLike[str]) -> Sample:
+        """Read a sample saved by :meth:`save`."""
+        path = Path(directory)
+        header_path = path / "sample.json"
+        try:
+            header = json.loads(header_path.read_text())
+        except FileNotFoundError:
+            raise InputError(header_path, None, "no such file (not a sample directory)") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(header_path, exc.lineno, f"not JSON: {exc.msg}") from None
+        if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
+            raise InputError(header_path, None, f"not a {FORMAT_NAME} version "
+                                                f"{FORMAT_VERSION} header")
+        tables = {name: _read_tsv(path / f"{name}.tsv", _TABLES[name])
+                  for name in header.get("tables", [])}
+        if "frame" not in tables:
+            raise InputError(header_path, None, "the header lists no frame table")
+        return cls(design=header["design"], meta=header.get("meta", {}), **tables)
+
+
+def _with_stratified_inclusion(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add pi_i = n_h / N_h per (topic, stratum) to a stratified frame."""
+    groups = frame.groupby(["query_id", "stratum"], sort=False)["relevance"]
+    sizes = groups.transform("size").to_numpy(dtype=np.float64)
+    sampled = groups.transform("count").to_numpy(dtype=np.float64)
+    return frame.assign(inclusion=sampled / sizes)
+
+
+def _read_tsv(path: Path, columns: list[str]) -> pd.DataFrame:
+    try:
+        table = pd.read_csv(path, sep="\t", dtype={"query_id": str, "doc_id": str,
+                                                   "stratum": str}, keep_default_na=False,
+                            na_values={"relevance": [""], "inclusion": [""],
+                                       "probability": [""]})
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise InputError(path, None, f"cannot read the sample table: {exc}") from None
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise InputError(path, 1, f"header lacks the column(s) {', '.join(missing)}")
+    return table[columns]
