@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from enum import StrEnum
@@ -13,8 +14,10 @@ import typer
 from rich.console import Console
 
 from sampleval.errors import SampleValError
+from sampleval.estimators import default_estimates, estimate
 from sampleval.evaluation import MEAN_TOPIC, evaluate
 from sampleval.io import read_qrels, read_runs
+from sampleval.io.samples import load_sample
 from sampleval.measures.names import DEFAULT_MEASURES, parse_measures
 from sampleval.report import print_table, to_json, to_trec, to_tsv
 
@@ -38,6 +41,14 @@ class OutputFormat(StrEnum):
 class NameBy(StrEnum):
     tag = "tag"
     file = "file"
+
+
+class SampleFormat(StrEnum):
+    auto = "auto"
+    sampleval = "sampleval"
+    qrels = "qrels"
+    sample_qrels = "sample-qrels"
+    prels = "prels"
 
 
 MeasureOption = Annotated[list[str] | None, typer.Option(
@@ -104,6 +115,67 @@ def evaluate_command(
     if not per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
     _emit(results, output_format)
+
+
+class EstimateFormat(StrEnum):
+    table = "table"
+    tsv = "tsv"
+    json = "json"
+
+
+@app.command("estimate")
+def estimate_command(
+    sample: Annotated[Path, typer.Argument(
+        help="The judgments and their design: a sample directory written by sampleval, NIST "
+             "sampled qrels 'topic iter docno stratum rel', Million Query prels 'qid docno rel "
+             "method prob', or qrels 'qid iter docno rel' whose negative rel means 'pooled, "
+             "not judged' (trec_eval's infAP input).", show_default=False)],
+    runs: Annotated[list[str], typer.Argument(
+        help="Run files (plain or .gz), directories of runs, or glob patterns.",
+        show_default=False)],
+    measure: Annotated[list[str] | None, typer.Option(
+        "--measure", "-m", metavar="MEASURE",
+        help="Estimated measure: infAP; xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret (NIST "
+             "sample_eval); BASE~ht (Horvitz-Thompson: AP, P@k, R@k, Rprec, nDCG[@k], "
+             "DCG[@k], NumRel); BASE~is (importance sampling: P@k, DCG@k, nDCG@k, R@k); "
+             "statAP. Repeat or separate with commas. Default: by the sample's design "
+             "(see the README).")] = None,
+    ci: Annotated[float, typer.Option(
+        "--ci", min=0.5, max=0.999, metavar="LEVEL",
+        help="Confidence level of the intervals (lo, hi).")] = 0.95,
+    per_topic: PerTopicOption = False,
+    depth: DepthOption = None,
+    rel_level: RelLevelOption = 1,
+    sample_format: Annotated[SampleFormat, typer.Option(
+        "--sample-format",
+        help="The SAMPLE's format; auto: a directory is a sampleval sample, a file is told by "
+             "its columns.")] = SampleFormat.auto,
+    output_format: Annotated[EstimateFormat, typer.Option(
+        "--format", "-f",
+        help="table: a readable leaderboard with ± half-intervals. tsv: header 'run topic "
+             "measure value lo hi' (lo, hi empty where no interval applies), the mean as "
+             "topic 'all'. json: {run: {topic: {measure: {value, lo, hi}}}}.")]
+    = EstimateFormat.table,
+    name_by: NameByOption = NameBy.tag,
+) -> None:
+    """Estimate measures from incomplete judgments, with confidence intervals."""
+    judgments = load_sample(sample, sample_format.value)
+    names = measure or list(default_estimates(judgments))
+    loaded = read_runs(runs, name_by=name_by.value, progress=_stderr.is_terminal)
+    results = estimate(judgments, loaded, [n for text in names for n in _split(text)],
+                       depth=depth, level=rel_level, ci=ci)
+    if not per_topic:
+        results = results[results["query_id"] == MEAN_TOPIC]
+    if output_format is EstimateFormat.table:
+        print_table(results, Console(), title=f"Estimates ({ci:.0%} intervals)")
+    elif output_format is EstimateFormat.tsv:
+        sys.stdout.write(to_tsv(results, interval=True))
+    else:
+        sys.stdout.write(to_json(results, interval=True))
+
+
+def _split(text: str) -> list[str]:
+    return [part for part in re.split(r"[,\s]+", text.strip()) if part]
 
 
 def _emit(results: pd.DataFrame, output_format: OutputFormat) -> None:

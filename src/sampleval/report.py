@@ -10,6 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from sampleval.errors import SampleValError
 from sampleval.evaluation import MEAN_TOPIC
 from sampleval.measures.names import parse_measure
 
@@ -20,7 +21,7 @@ def format_value(value: float, measure: str) -> str:
     """A value at full precision; counts (NumRel, NumRet, NumRelRet) as integers."""
     if math.isnan(value):
         return ""
-    if parse_measure(measure).aggregate == "sum" and float(value).is_integer():
+    if _is_count(measure) and float(value).is_integer():
         return str(int(value))
     return repr(float(value))
 
@@ -44,12 +45,18 @@ def _rows(results: pd.DataFrame, numbers: list[str]) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True))
 
 
-def to_json(results: pd.DataFrame) -> str:
+def to_json(results: pd.DataFrame, interval: bool = False) -> str:
     """``{run: {topic: {measure: value}}}``, as pytrec_eval nests results (topic ``all``:
-    the mean)."""
-    nested: dict[str, dict[str, dict[str, float]]] = {}
-    for run, topic, measure, value in _rows(results, ["value"]):
-        nested.setdefault(run, {}).setdefault(topic, {})[measure] = value
+    the mean); with ``interval``, each value is ``{"value": v, "lo": l, "hi": h}`` (null
+    where no interval applies)."""
+    nested: dict[str, dict[str, dict[str, Any]]] = {}
+    numbers = ["value", "lo", "hi"] if interval else ["value"]
+    for run, topic, measure, *values in _rows(results, numbers):
+        cell: Any = values[0]
+        if interval:
+            cell = {k: (None if math.isnan(v) else v) for k, v in zip(numbers, values,
+                                                                       strict=True)}
+        nested.setdefault(run, {}).setdefault(topic, {})[measure] = cell
     return json.dumps(nested, indent=1) + "\n"
 
 
@@ -74,6 +81,11 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
     measures = list(dict.fromkeys(results["measure"]))
     wide = results.pivot_table(index=["run", "query_id"], columns="measure", values="value",
                                sort=False)[measures]
+    half = None
+    if "lo" in results.columns:
+        spread = results.assign(half=(results["hi"] - results["lo"]) / 2)
+        half = spread.pivot_table(index=["run", "query_id"], columns="measure", values="half",
+                                  sort=False, dropna=False).reindex(columns=measures)
     means = wide.xs(MEAN_TOPIC, level="query_id")[measures[0]]
     order = means.sort_values(ascending=False, kind="stable").index
     has_topics = (results["query_id"] != MEAN_TOPIC).any()
@@ -88,13 +100,26 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
         block = wide.loc[run]
         topics = [t for t in block.index if t != MEAN_TOPIC] + [MEAN_TOPIC]
         for topic in topics if has_topics else [MEAN_TOPIC]:
-            cells = [_cell(block.loc[topic, m], m) for m in measures]
+            cells = [_cell(block.loc[topic, m], m, None if half is None else
+                           half.loc[(run, topic), m]) for m in measures]
             lead = [str(position) if topic == MEAN_TOPIC else "", run]
             table.add_row(*lead, *([topic] if has_topics else []), *cells)
     console.print(table)
 
 
-def _cell(value: float, measure: str) -> str:
-    if parse_measure(measure).aggregate == "sum":
+def _cell(value: float, measure: str, half: float | None = None) -> str:
+    """A value as the table shows it: four decimals (counts as integers), and ``± half``
+    the confidence interval's width when there is one."""
+    if half is not None and not math.isnan(half):
+        return f"{value:.4f} ±{half:.4f}"
+    if _is_count(measure):
         return str(int(value))
     return f"{value:.4f}"
+
+
+def _is_count(measure: str) -> bool:
+    """Exact counts print as integers; estimated ones (``inum_rel``, ``NumRel~ht``) do not."""
+    try:
+        return parse_measure(measure).aggregate == "sum"
+    except SampleValError:
+        return False

@@ -89,11 +89,13 @@ class Pool:
 
     @classmethod
     def from_runs(cls, runs: Sequence[Run], depth: int | None = None,
-                  qrels: Qrels | None = None, topics: Sequence[str] | None = None) -> Pool:
+                  qrels: Qrels | None = None, topics: Sequence[str] | None = None,
+                  score_type: type[np.floating] = np.float32) -> Pool:
         """Pool ``runs`` to ``depth`` (all they retrieved when None), ranking as trec_eval does.
 
         ``topics`` fixes the topic set (default: every topic a run retrieved for; topics no
         run retrieved for get empty pools). With ``qrels``, labels are set from them.
+        ``score_type``: the precision scores are compared in (see ``trec_order``).
         """
         if depth is not None and depth < 1:
             raise ValueError("depth must be a positive number of documents")
@@ -107,7 +109,7 @@ class Pool:
         for i, (run, t_codes, d_codes) in enumerate(zip(runs, topic_codes, doc_codes,
                                                         strict=True)):
             d_key = doc_key[d_codes]
-            order = trec_order(t_codes, run.table["score"].to_numpy(), d_key)
+            order = trec_order(t_codes, run.table["score"].to_numpy(), d_key, score_type)
             t_sorted = t_codes[order]
             rank = ranks_within(t_sorted)
             keep = slice(None) if depth is None else rank <= depth

@@ -15,7 +15,8 @@ _QUERY_ALIASES = ("query_id", "qid", "topic")
 _DOC_ALIASES = ("doc_id", "docno", "docid")
 
 
-def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray) -> np.ndarray:
+def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray,
+               score_type: type[np.floating] = np.float32) -> np.ndarray:
     """Permutation that sorts rows as trec_eval does.
 
     Rows are grouped by ``topic`` (ascending code), then ordered by score descending, ties
@@ -23,16 +24,17 @@ def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray) -> np.
     position of each docno in a sorted vocabulary): trec_eval compares docnos with ``strcmp``,
     which is the order of their UTF-8 bytes. Scores are compared in single precision, as
     trec_eval stores them (``float sim``): scores that differ only beyond float32 precision
-    tie. The rank column of a run file is ignored, as trec_eval ignores it.
+    tie (``score_type=np.float64`` compares as NIST's Perl ``sample_eval`` does). The rank
+    column of a run file is ignored, as trec_eval ignores it.
 
     The three keys are packed into one 64-bit integer when they fit (one sort instead of a
     three-key lexsort, about 3x faster); otherwise a lexsort does the same.
     """
-    descending = _ascending_bits(-score.astype(np.float32))
     topic_bits = max(int(topic.max(initial=0)), 1).bit_length()
     doc_bits = max(int(doc_key.max(initial=0)), 1).bit_length()
-    if topic_bits + 32 + doc_bits > 64:
-        return np.lexsort((-doc_key, descending, topic))
+    if score_type is not np.float32 or topic_bits + 32 + doc_bits > 64:
+        return np.lexsort((-doc_key, -score.astype(score_type), topic))
+    descending = _ascending_bits(-score.astype(np.float32))
     doc_desc = np.uint64((1 << doc_bits) - 1) - doc_key.astype(np.uint64)
     packed = (topic.astype(np.uint64) << np.uint64(32 + doc_bits)) | (
         descending << np.uint64(doc_bits)) | doc_desc

@@ -112,7 +112,7 @@ class Sample:
         """The topic's frame as arrays (empty when the sample has no such topic)."""
         rows = self.frame[self.frame["query_id"] == topic].sort_values("doc_id", kind="stable")
         strata = rows["stratum"].astype(str)
-        has_strata = self.design == "stratified"
+        has_strata = self.design in ("stratified", "census")
         codes = pd.factorize(strata, sort=True)[0] if has_strata else np.full(len(rows), -1)
         return TopicSample(
             topic=topic,
@@ -237,3 +237,4 @@ def _read_tsv(path: Path, columns: list[str]) -> pd.DataFrame:
     if missing:
         raise InputError(path, 1, f"header lacks the column(s) {', '.join(missing)}")
     return table[columns]
+

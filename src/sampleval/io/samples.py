@@ -9,12 +9,22 @@
 from __future__ import annotations
 
 from os import PathLike
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
-from sampleval.io._table import Column, TableFormat, read_table, write_lines
-from sampleval.io.qrels import format_grade
+from sampleval.core.sample import Sample
+from sampleval.errors import InputError, UsageError
+from sampleval.io._table import (
+    Column,
+    TableFormat,
+    as_path,
+    open_text_bytes,
+    read_table,
+    write_lines,
+)
+from sampleval.io.qrels import format_grade, read_qrels
 
 SAMPLE_QRELS_FORMAT = TableFormat(
     name="sampled qrels",
@@ -76,3 +86,52 @@ def write_prels(frame: pd.DataFrame, path: str | PathLike[str]) -> None:
     write_lines(path, (f"{q} {d} {format_grade(r)} {m} {p!r}\n" for q, d, r, m, p in zip(
         frame["query_id"], frame["doc_id"], frame["relevance"], frame["method"],
         frame["probability"], strict=True)))
+
+
+SAMPLE_FORMATS = ("auto", "sampleval", "qrels", "sample-qrels", "prels")
+
+
+def load_sample(path: str | PathLike[str], sample_format: str = "auto") -> Sample:
+    """A Sample from any of the formats sampleval reads.
+
+    ``sampleval``: a directory written by :meth:`Sample.save`; ``qrels``: ``qid iter docno
+    rel`` (negative rel: pooled, not judged; trec_eval's infAP input); ``sample-qrels``:
+    NIST's ``topic iter docno stratum rel``; ``prels``: ``qid docno rel method prob``.
+    ``auto`` picks by the directory, or by the first line: 4 columns are qrels; 5 columns are
+    prels when the third and fifth are numbers, the fifth in (0, 1], and the fourth (the
+    method) is not a number; otherwise sampled qrels.
+    """
+    if sample_format not in SAMPLE_FORMATS:
+        raise UsageError(f"unknown sample format {sample_format!r} "
+                         f"(one of {', '.join(SAMPLE_FORMATS)})")
+    p = Path(path)
+    if sample_format == "auto":
+        sample_format = "sampleval" if p.is_dir() else _sniff_format(p)
+    if sample_format == "sampleval":
+        return Sample.load(p)
+    if sample_format == "qrels":
+        return Sample.from_qrels(read_qrels(p))
+    if sample_format == "prels":
+        return Sample.from_prels(read_prels(p), source=str(p))
+    return Sample.from_sample_qrels(read_sample_qrels(p), source=str(p))
+
+
+def _number(token: str) -> float | None:
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _sniff_format(path: Path) -> str:
+    with open_text_bytes(as_path(path)) as fh:
+        first = next((line.decode("utf-8", "replace").split() for line in fh if line.strip()),
+                     [])
+    if len(first) == 4:
+        return "qrels"
+    if len(first) == 5:
+        rel, method, prob = _number(first[2]), _number(first[3]), _number(first[4])
+        is_prels = rel is not None and method is None and prob is not None and 0 < prob <= 1
+        return "prels" if is_prels else "sample-qrels"
+    raise InputError(path, 1, f"cannot tell the sample format from {len(first)} columns "
+                              "(give --sample-format)")

@@ -1,0 +1,102 @@
+"""What every estimator shares: a topic's pool aligned with its sample, and result tables.
+
+An estimator family is a function ``(views, measure, level, ci) -> DataFrame`` where ``views``
+are :class:`TopicView` (one per topic: the runs' rankings and the sample's frame, aligned),
+and the DataFrame has the columns ``run, query_id, measure, value, lo, hi`` (``lo``/``hi``:
+the confidence interval at level ``ci``, NaN where none applies), the mean over topics as
+``query_id == "all"``. :func:`summarise` builds such a table from per-topic estimates and
+variances, with normal intervals; families with other intervals build their own rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from sampleval.core.pool import PAD, Pool, TopicPool
+from sampleval.core.sample import Sample, TopicSample
+
+MEAN_TOPIC = "all"
+COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
+
+
+@dataclass(frozen=True)
+class TopicView:
+    """One topic: the runs' rankings (``pool``) and the sample's frame (``sample``), aligned.
+
+    ``frame_at_rank``: ``[n_runs, width]`` index into the frame of the document at each rank
+    (-1: outside the frame, or past the end of the run).
+    """
+
+    pool: TopicPool
+    sample: TopicSample
+    frame_at_rank: np.ndarray
+
+    @property
+    def n_runs(self) -> int:
+        return self.pool.ranking.shape[0]
+
+    def labels_at_rank(self) -> np.ndarray:
+        """``[n_runs, width]`` label at each rank (NaN: unjudged, outside the frame, or pad)."""
+        padded = np.append(self.sample.labels, np.nan)
+        return padded[self.frame_at_rank]
+
+    def rank_of(self, frame_index: np.ndarray) -> np.ndarray:
+        """``[n_runs, len(frame_index)]`` 1-based rank of each frame document in each run
+        (0 where the run did not retrieve it)."""
+        ranks = np.zeros((self.n_runs, len(self.sample.docnos)), dtype=np.int64)
+        runs, cols = np.nonzero(self.frame_at_rank >= 0)
+        ranks[runs, self.frame_at_rank[runs, cols]] = cols + 1
+        return ranks[:, frame_index]
+
+
+def topic_views(pool: Pool, sample: Sample) -> list[TopicView]:
+    """Align every pool topic that the sample also has (in the pool's topic order)."""
+    views = []
+    sample_topics = set(sample.topics)
+    for tp in pool:
+        if tp.topic not in sample_topics:
+            continue
+        ts = sample.topic(tp.topic)
+        frame_of_pool_doc = np.append(ts.locate(pool.docnos[tp.doc_ids]), -1)
+        ranking = np.where(tp.ranking == PAD, len(tp.doc_ids), tp.ranking)
+        views.append(TopicView(tp, ts, frame_of_pool_doc[ranking]))
+    return views
+
+
+def z_value(ci: float) -> float:
+    """The two-sided normal quantile for confidence level ``ci`` (1.96 for 0.95)."""
+    return float(norm.ppf(0.5 + ci / 2.0))
+
+
+def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
+              values: np.ndarray, variances: np.ndarray | None, ci: float) -> pd.DataFrame:
+    """Rows for per-topic estimates ``values[topic, run]`` and their mean over the topics each
+    run retrieved for, with normal intervals from ``variances[topic, run]`` (topics sampled
+    independently: Var(mean) = sum Var / T^2). Without variances, lo and hi are NaN."""
+    present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
+    counts = np.maximum(present.sum(axis=0), 1)
+    mean = np.where(present, values, 0.0).sum(axis=0) / counts
+    z = z_value(ci)
+    if variances is None:
+        half_topic = np.full(values.shape, np.nan)
+        half_mean = np.full(len(run_names), np.nan)
+    else:
+        half_topic = z * np.sqrt(np.maximum(variances, 0.0))
+        half_mean = z * np.sqrt(np.where(present, np.maximum(variances, 0.0), 0.0).sum(axis=0)
+                                ) / counts
+    t_idx, r_idx = np.nonzero(present)
+    topics = np.array([v.pool.topic for v in views], dtype=object)
+    names = np.asarray(run_names, dtype=object)
+    per_topic = pd.DataFrame({
+        "run": names[r_idx], "query_id": topics[t_idx], "measure": measure,
+        "value": values[t_idx, r_idx],
+        "lo": values[t_idx, r_idx] - half_topic[t_idx, r_idx],
+        "hi": values[t_idx, r_idx] + half_topic[t_idx, r_idx],
+    })
+    overall = pd.DataFrame({"run": names, "query_id": MEAN_TOPIC, "measure": measure,
+                            "value": mean, "lo": mean - half_mean, "hi": mean + half_mean})
+    return pd.concat([per_topic, overall], ignore_index=True)[COLUMNS]

@@ -1,0 +1,253 @@
+"""The inferred measures: trec_eval's infAP and NIST ``sample_eval``'s xinfAP, infNDCG, iP@k,
+inum_rel and inum_rel_ret, vectorised over runs.
+
+infAP (Yilmaz & Aslam, CIKM 2006), as trec_eval's ``m_infap.c`` computes it: for a judged
+relevant document at rank k (k > 1), with r, n, u the relevant, non-relevant and pooled but
+unjudged documents above it,
+
+    E[prec@k] = 1/k + ((k-1)/k) * ((r + n + u)/(k-1)) * ((r + eps) / (r + n + 2 eps)),
+
+eps = 1e-5; documents outside the pool count as non-relevant; infAP = sum / R with R the
+judged relevant documents.
+
+xinfAP and infNDCG (Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4) as ``sample_eval.pl``
+computes them from a stratified sample (one stratum per "category"):
+
+- R-hat = sum_h r_h N_h / n_h (sec. 3: relevant sampled in stratum h, scaled by its rate);
+- the precision above a relevant document at rank k, per stratum h with d_h documents of h
+  above it, m_h of them sampled and s_h of those relevant:
+  ``prec = (1 + sum_h d_h (s_h + 1e-5) / (m_h + 3e-5)) / k`` (the script's smoothing);
+- xinfAP = sum_h (N_h / n_h) * (sum of prec over the run's relevant sampled docs in h) / R-hat;
+- infNDCG (sec. 4) = sum_h d_h * G_h / m_h / ideal-hat, with G_h the run's discounted gain
+  (gain = grade, discount 1/log2(rank+1)) of the sampled documents of h it retrieved and
+  d_h, m_h the run's retrieved and retrieved-sampled counts of h over its whole list; the
+  ideal DCG uses the estimated number of documents per grade, N_g = sum_h n_{h,g} N_h / n_h,
+  each rounded as ``int(N_g + 0.5)``, at most 1000 ranks (the script's maxResultSize, with
+  its quirk: one more term per grade past rank 1000 — reproduced);
+- inum_rel_ret at rank k = sum_h d_h (s_h + 1e-5)/(m_h + 3e-5) over the top k (inclusive);
+  iP@k = that at rank k, over k (the run's last rank's value when it retrieved fewer);
+  inum_rel = R-hat.
+
+Where the paper and the script differ, the script wins: the smoothing constants above, the
+run-level (not frame-level) stratum sizes in infNDCG, and the rounding of N_g. Runs are read
+to depth 1000 as the script does; documents outside the frame are ignored by every sum.
+Relevance is ``label >= level`` (the script's ``rel > 0`` for level 1).
+
+Variances (for intervals): the script reports none. Both infAP and xinfAP are ratios of two
+stratified estimates, T/R with T = sum_h (N_h/n_h) sum_{sampled d in h} y_d (y_d: the
+estimated precision at d when d is relevant and retrieved, else 0) and R = sum_h (N_h/n_h)
+sum x_d (x_d: d relevant); infAP is the one-stratum case (its N/n cancels). Following
+Yilmaz, Kanoulas & Aslam (2008, sec. 2: sampling variance plus the variance of each
+precision estimate), the variance is the stratified ratio estimator's linearisation
+(Cochran, Sampling Techniques, 1977, sec. 6.11),
+
+    Var ~ (1/R^2) [ sum_h N_h^2 (1 - n_h/N_h) s_h^2(y - AP x) / n_h
+                    + sum_{d relevant, retrieved} (N_h/n_h)^2 Var(prec_d) ],
+
+with Var(prec_d) from the hypergeometric variance of each in-stratum precision above d.
+This is our derivation (the paper's appendix was not at hand), checked for coverage by
+simulation (see the tests).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+from sampleval.estimators.base import TopicView, summarise
+from sampleval.estimators.names import EstimateSpec
+
+INFAP_EPSILON = 1e-5
+NIST_RELEVANT_EPSILON = 1e-5
+NIST_SAMPLED_EPSILON = 3e-5
+NIST_MAX_RESULTS = 1000
+
+
+# -- infAP (trec_eval) -------------------------------------------------------------------------
+
+def infap_topic(view: TopicView, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """infAP and its variance for every run on one topic (trec_eval's ``m_infap.c``)."""
+    frame_idx = view.frame_at_rank
+    in_frame = frame_idx >= 0
+    labels = view.labels_at_rank()
+    judged = ~np.isnan(labels)
+    with np.errstate(invalid="ignore"):
+        rel = judged & (labels >= level)
+    nonrel = judged & ~rel
+    unjudged = in_frame & ~judged
+    r_above = np.cumsum(rel, axis=1) - rel
+    n_above = np.cumsum(nonrel, axis=1) - nonrel
+    u_above = np.cumsum(unjudged, axis=1) - unjudged
+    rank = np.arange(1, labels.shape[1] + 1)
+    density = (r_above + INFAP_EPSILON) / (r_above + n_above + 2 * INFAP_EPSILON)
+    prec = (1.0 + (r_above + n_above + u_above) * density) / rank
+    big_r = float(np.count_nonzero(view.sample.judged & (view.sample.labels >= level)))
+    value = np.where(rel, prec, 0.0).sum(axis=1) / big_r if big_r else np.zeros(view.n_runs)
+    # variance: one stratum, infAP's uniform sample of the pool (module docstring)
+    var_prec = (r_above + n_above + u_above) ** 2 * _srs_variance(
+        density, r_above + n_above, r_above + n_above + u_above) / rank**2
+    ts = view.sample
+    x = (ts.judged & (ts.labels >= level)).astype(np.float64)
+    strata = np.where(ts.judged, 0, -1)
+    variance = _ratio_variance(view, np.where(rel, prec, 0.0), np.where(rel, var_prec, 0.0),
+                               x, strata, np.array([len(ts.docnos)]),
+                               np.array([np.count_nonzero(ts.judged)]), value)
+    return value, variance
+
+
+def _srs_variance(p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> np.ndarray:
+    """Variance of a proportion estimated from n of big_n documents drawn without replacement
+    (hypergeometric: (1 - n/N) p (1 - p) / (n - 1)); 0 when the sample is the population."""
+    fpc = np.divide(big_n - n, big_n, out=np.zeros_like(p), where=big_n > 0)
+    return fpc * p * (1 - p) / np.maximum(n - 1, 1)
+
+
+def _ratio_variance(view: TopicView, y_at_rank: np.ndarray, own_at_rank: np.ndarray,
+                    x: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
+                    n_sampled: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+    """Linearised variance of the stratified ratio T/R (module docstring), per run.
+
+    ``y_at_rank``/``own_at_rank``: ``[n_runs, width]`` y_d and Var(prec_d) at each rank;
+    ``x``: x_d per frame document; ``strata``: stratum code per frame document (-1: not
+    sampled); ``sizes``/``n_sampled``: N_h, n_h; ``estimate``: the ratio, per run.
+    """
+    n_frame = len(x)
+    y = np.zeros((view.n_runs, n_frame + 1))
+    own = np.zeros((view.n_runs, n_frame + 1))
+    rows = np.arange(view.n_runs)[:, None]
+    frame_idx = np.where(view.frame_at_rank >= 0, view.frame_at_rank, n_frame)
+    width = min(frame_idx.shape[1], y_at_rank.shape[1])
+    y[rows, frame_idx[:, :width]] = y_at_rank[:, :width]
+    own[rows, frame_idx[:, :width]] = own_at_rank[:, :width]
+    residual = y[:, :n_frame] - estimate[:, None] * x
+    weight = np.divide(sizes, n_sampled, out=np.zeros(len(sizes)), where=n_sampled > 0)
+    big_r = float(sum(weight[h] * x[strata == h].sum() for h in range(len(sizes))))
+    if big_r == 0:
+        return np.zeros(view.n_runs)
+    total = np.zeros(view.n_runs)
+    for h in range(len(sizes)):
+        members = strata == h
+        n, big_n = int(n_sampled[h]), float(sizes[h])
+        if n > 1:
+            spread = residual[:, members].var(axis=1, ddof=1)
+            total += big_n**2 * (1 - n / big_n) * spread / n
+        total += weight[h] ** 2 * own[:, :n_frame][:, members].sum(axis=1)
+    return total / big_r**2
+
+
+# -- xinfAP, infNDCG, iP@k, inum_rel (NIST sample_eval) -------------------------------------
+
+def _strata_at_rank(view: TopicView) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Per rank (to depth 1000): stratum code (-1 outside the frame), sampled flag, label."""
+    frame_idx = view.frame_at_rank[:, :NIST_MAX_RESULTS]
+    stratum = np.append(view.sample.stratum, -1)[frame_idx]
+    labels = np.append(view.sample.labels, np.nan)[frame_idx]
+    n_strata = int(view.sample.stratum.max(initial=-1)) + 1
+    return stratum, ~np.isnan(labels), labels, n_strata
+
+
+def nist_topic(view: TopicView, level: float) -> dict[str, np.ndarray]:
+    """sample_eval's per-topic quantities for every run: xinfAP, infNDCG, inum_rel_ret by rank,
+    inum_rel, and xinfAP's variance (see the module docstring)."""
+    stratum, sampled, labels, n_strata = _strata_at_rank(view)
+    with np.errstate(invalid="ignore"):
+        rel = sampled & (labels >= level)
+        gain = np.where(sampled & (labels > 0), labels, 0.0)
+    one_hot = stratum[..., None] == np.arange(n_strata)  # [runs, ranks, strata]
+    at = {"docs": one_hot, "smp": one_hot & sampled[..., None], "rel": one_hot & rel[..., None]}
+    upto = {k: np.cumsum(v, axis=1) for k, v in at.items()}  # inclusive running counts
+    above = {k: upto[k] - at[k] for k in at}                   # strictly above each rank
+    rate_above = (above["rel"] + NIST_RELEVANT_EPSILON) / (above["smp"] + NIST_SAMPLED_EPSILON)
+    width = stratum.shape[1]
+    rank = np.arange(1, width + 1)
+    prec = (1.0 + (above["docs"] * rate_above).sum(axis=2)) / rank
+    rel_ret = (upto["docs"] * (upto["rel"] + NIST_RELEVANT_EPSILON)
+               / (upto["smp"] + NIST_SAMPLED_EPSILON)).sum(axis=2)
+
+    ts = view.sample
+    sizes, n_sampled = ts.strata()
+    frame_rel = np.bincount(ts.stratum[ts.judged & (ts.labels >= level)], minlength=n_strata)
+    scale = np.divide(sizes, n_sampled, out=np.zeros(n_strata), where=n_sampled > 0)
+    big_r = float((frame_rel * scale).sum())
+    sap = (np.where(rel, prec, 0.0)[..., None] * at["rel"]).sum(axis=1)  # [runs, strata]
+    xinfap = (sap * scale).sum(axis=1) / big_r if big_r else np.zeros(view.n_runs)
+
+    gain_h = ((gain / np.log2(rank + 1))[..., None] * one_hot).sum(axis=1)
+    docs_end = upto["docs"][:, -1, :] if width else np.zeros((view.n_runs, n_strata))
+    smp_end = upto["smp"][:, -1, :] if width else np.zeros((view.n_runs, n_strata))
+    dcg = np.divide(docs_end * gain_h, smp_end, out=np.zeros_like(gain_h),
+                    where=smp_end > 0).sum(axis=1)
+    ideal = _nist_ideal_dcg(view, scale)
+    infndcg = dcg / ideal if ideal else np.zeros(view.n_runs)
+
+    var_prec = ((above["docs"] ** 2) * _srs_variance(np.clip(rate_above, 0.0, 1.0),
+                                                      above["smp"], above["docs"])
+                ).sum(axis=2) / rank**2
+    variance = _ratio_variance(view, np.where(rel, prec, 0.0), np.where(rel, var_prec, 0.0),
+                               (ts.judged & (ts.labels >= level)).astype(np.float64),
+                               np.where(ts.judged, ts.stratum, -1), sizes, n_sampled, xinfap)
+    return {"xinfAP": xinfap, "xinfAP_var": variance, "infNDCG": infndcg,
+            "rel_ret": rel_ret, "inum_rel": np.full(view.n_runs, big_r)}
+
+
+def _nist_ideal_dcg(view: TopicView, scale: np.ndarray) -> float:
+    """The ideal DCG from estimated per-grade counts, as sample_eval builds it."""
+    ts = view.sample
+    positive = ts.judged & (ts.labels > 0)
+    grades = np.unique(ts.labels[positive])
+    ideal, start = 0.0, 0
+    for grade in grades[::-1]:
+        of_grade = positive & (ts.labels == grade)
+        estimate = float((np.bincount(ts.stratum[of_grade], minlength=len(scale)) * scale).sum())
+        count = int(estimate + 0.5)
+        last = min(start + count, max(start + 1, NIST_MAX_RESULTS))
+        ranks = np.arange(start + 1, last + 1)
+        ideal += float((grade / np.log2(ranks + 1)).sum())
+        start += count
+    return ideal
+
+
+def precision_at(rel_ret: np.ndarray, cutoff: int) -> np.ndarray:
+    """iP@k from the inum_rel_ret-by-rank matrix (the last rank's value for shorter runs)."""
+    if rel_ret.shape[1] == 0:
+        return np.zeros(rel_ret.shape[0])
+    return rel_ret[:, min(cutoff, rel_ret.shape[1]) - 1] / cutoff
+
+
+# -- families --------------------------------------------------------------------------------
+
+def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                       spec: EstimateSpec, level: float, ci: float) -> pd.DataFrame:
+    """infAP for every run and topic, with normal intervals (see ``infap_topic``)."""
+    results = [infap_topic(v, level) for v in views]
+    values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
+    variances = np.array([r[1] for r in results]).reshape(len(views), len(run_names))
+    return summarise(run_names, views, spec.name, values, variances, ci)
+
+
+def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                  spec: EstimateSpec, level: float, ci: float) -> pd.DataFrame:
+    """xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret as sample_eval computes them."""
+    if sample.design not in ("stratified", "census"):
+        raise UsageError(f"{spec.name} needs a stratified sample (NIST sampled qrels), "
+                         f"not a {sample.design} one")
+    per_topic = [nist_topic(v, level) for v in views]
+    shape = (len(views), len(run_names))
+    variances = None
+    if spec.base == "AP":
+        values = np.array([t["xinfAP"] for t in per_topic]).reshape(shape)
+        variances = np.array([t["xinfAP_var"] for t in per_topic]).reshape(shape)
+    elif spec.base == "nDCG":
+        values = np.array([t["infNDCG"] for t in per_topic]).reshape(shape)
+    elif spec.base == "P":
+        assert spec.cutoff is not None
+        values = np.array([precision_at(t["rel_ret"], spec.cutoff)
+                           for t in per_topic]).reshape(shape)
+    elif spec.base == "NumRel":
+        values = np.array([t["inum_rel"] for t in per_topic]).reshape(shape)
+    else:
+        values = np.array([t["rel_ret"][:, -1] if t["rel_ret"].shape[1] else
+                           np.zeros(len(run_names)) for t in per_topic]).reshape(shape)
+    return summarise(run_names, views, spec.name, values, variances, ci)
