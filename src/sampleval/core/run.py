@@ -28,17 +28,39 @@ def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray,
     column of a run file is ignored, as trec_eval ignores it.
 
     The three keys are packed into one 64-bit integer when they fit (one sort instead of a
-    three-key lexsort, about 3x faster); otherwise a lexsort does the same.
+    three-key lexsort, about 3x faster): scores by their order-preserving float32 bits; for
+    double precision, the rare groups that tie in float32 only are then re-sorted.
     """
+    descending = _ascending_bits(-score.astype(np.float32))
     topic_bits = max(int(topic.max(initial=0)), 1).bit_length()
     doc_bits = max(int(doc_key.max(initial=0)), 1).bit_length()
-    if score_type is not np.float32 or topic_bits + 32 + doc_bits > 64:
+    if topic_bits + 32 + doc_bits > 64:
         return np.lexsort((-doc_key, -score.astype(score_type), topic))
-    descending = _ascending_bits(-score.astype(np.float32))
     doc_desc = np.uint64((1 << doc_bits) - 1) - doc_key.astype(np.uint64)
-    packed = (topic.astype(np.uint64) << np.uint64(32 + doc_bits)) | (
-        descending << np.uint64(doc_bits)) | doc_desc
-    return np.argsort(packed)
+    group = (topic.astype(np.uint64) << np.uint64(32)) | descending  # (topic, float32 score)
+    order = np.argsort((group << np.uint64(doc_bits)) | doc_desc)
+    if score_type is not np.float32:
+        _refine_ties(order, group, score.astype(score_type), doc_key)
+    return order
+
+
+def _refine_ties(order: np.ndarray, group: np.ndarray, score: np.ndarray,
+                 doc_key: np.ndarray) -> None:
+    """Re-sort, in place, the runs of ``order`` that tie in single precision but not in
+    ``score``'s own precision, by (score descending, doc descending). Float rounding is
+    monotone, so the rest of the order already holds."""
+    g = group[order]
+    same = g[1:] == g[:-1]
+    differs = same & (score[order][1:] != score[order][:-1])
+    if not differs.any():
+        return
+    starts = np.flatnonzero(np.r_[True, ~same])
+    ends = np.r_[starts[1:], len(order)]
+    group_of = np.cumsum(np.r_[True, ~same]) - 1
+    for g_id in np.unique(group_of[1:][differs]):
+        first, last = starts[g_id], ends[g_id]
+        rows = order[first:last]
+        order[first:last] = rows[np.lexsort((-doc_key[rows], -score[rows]))]
 
 
 def _ascending_bits(values: np.ndarray) -> np.ndarray:

@@ -19,7 +19,8 @@ from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_view
 from sampleval.estimators.inferred import estimate_nist, estimate_trec_eval
 from sampleval.estimators.names import EstimateSpec, parse_estimate
 
-Family = Callable[[tuple[str, ...], list[TopicView], Sample, EstimateSpec, float, float],
+# (run names, aligned topics, sample, the family's requested measures, level, ci) -> rows
+Family = Callable[[tuple[str, ...], list[TopicView], Sample, list[EstimateSpec], float, float],
                   pd.DataFrame]
 
 FAMILY_FUNCTIONS: dict[str, Family] = {
@@ -59,18 +60,23 @@ def estimate(sample: Sample, runs: Sequence[Run], measures: Sequence[str], *,
     if not 0 < ci < 1:
         raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
     specs = [parse_estimate(m) for m in measures]
+    unknown = [s.name for s in specs if s.family not in FAMILY_FUNCTIONS]
+    if unknown:
+        raise UsageError(f"not available: {', '.join(unknown)}")
+    run_names = tuple(r.name for r in runs)
     pools: dict[type[np.floating], Pool] = {}
     frames = []
-    run_names = tuple(r.name for r in runs)
-    for spec in specs:
-        if spec.family not in FAMILY_FUNCTIONS:
-            raise UsageError(f"{spec.name}: the {spec.family} estimators are not available")
-        score_type = _SCORE_TYPE.get(spec.family, np.float32)
+    for family in dict.fromkeys(s.family for s in specs):
+        score_type = _SCORE_TYPE.get(family, np.float32)
         if score_type not in pools:
             pools[score_type] = Pool.from_runs(runs, depth=depth, topics=sample.topics,
                                                score_type=score_type)
         views = topic_views(pools[score_type], sample)
         if not views:
             raise UsageError("the sample and the runs have no topic in common")
-        frames.append(FAMILY_FUNCTIONS[spec.family](run_names, views, sample, spec, level, ci))
-    return pd.concat(frames, ignore_index=True)[COLUMNS]
+        mine = [s for s in specs if s.family == family]
+        frames.append(FAMILY_FUNCTIONS[family](run_names, views, sample, mine, level, ci))
+    order = {s.name: i for i, s in enumerate(specs)}
+    out = pd.concat(frames, ignore_index=True)[COLUMNS]
+    return out.sort_values("measure", key=lambda m: m.map(order), kind="stable").reset_index(
+        drop=True)

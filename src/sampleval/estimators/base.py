@@ -57,12 +57,18 @@ def topic_views(pool: Pool, sample: Sample) -> list[TopicView]:
     """Align every pool topic that the sample also has (in the pool's topic order)."""
     views = []
     sample_topics = set(sample.topics)
+    vocabulary = pd.Index(pool.docnos)
     for tp in pool:
         if tp.topic not in sample_topics:
             continue
         ts = sample.topic(tp.topic)
-        frame_of_pool_doc = np.append(ts.locate(pool.docnos[tp.doc_ids]), -1)
-        ranking = np.where(tp.ranking == PAD, len(tp.doc_ids), tp.ranking)
+        ids = vocabulary.get_indexer(ts.docnos)  # frame doc -> pool vocabulary id (-1: none)
+        pos = np.searchsorted(tp.doc_ids, ids)
+        hit = (ids >= 0) & (pos < tp.size)
+        hit[hit] = tp.doc_ids[pos[hit]] == ids[hit]
+        frame_of_pool_doc = np.full(tp.size + 1, -1, dtype=np.int64)  # last: padding
+        frame_of_pool_doc[pos[hit]] = np.flatnonzero(hit)
+        ranking = np.where(tp.ranking == PAD, tp.size, tp.ranking)
         views.append(TopicView(tp, ts, frame_of_pool_doc[ranking]))
     return views
 

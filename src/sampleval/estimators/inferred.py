@@ -148,48 +148,64 @@ def _strata_at_rank(view: TopicView) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return stratum, ~np.isnan(labels), labels, n_strata
 
 
-def nist_topic(view: TopicView, level: float) -> dict[str, np.ndarray]:
-    """sample_eval's per-topic quantities for every run: xinfAP, infNDCG, inum_rel_ret by rank,
-    inum_rel, and xinfAP's variance (see the module docstring)."""
+def nist_topic(view: TopicView, level: float, parts: frozenset[str]) -> dict[str, np.ndarray]:
+    """sample_eval's per-topic quantities for every run (module docstring). ``parts`` says
+    which to compute: ``xinfAP``, ``variance`` (xinfAP's), ``infNDCG``, ``rel_ret`` (inum_rel_ret
+    at every rank, for iP@k); ``inum_rel`` always comes."""
     stratum, sampled, labels, n_strata = _strata_at_rank(view)
+    n_runs, width = stratum.shape
     with np.errstate(invalid="ignore"):
         rel = sampled & (labels >= level)
-        gain = np.where(sampled & (labels > 0), labels, 0.0)
-    one_hot = stratum[..., None] == np.arange(n_strata)  # [runs, ranks, strata]
-    at = {"docs": one_hot, "smp": one_hot & sampled[..., None], "rel": one_hot & rel[..., None]}
-    upto = {k: np.cumsum(v, axis=1) for k, v in at.items()}  # inclusive running counts
-    above = {k: upto[k] - at[k] for k in at}                   # strictly above each rank
-    rate_above = (above["rel"] + NIST_RELEVANT_EPSILON) / (above["smp"] + NIST_SAMPLED_EPSILON)
-    width = stratum.shape[1]
-    rank = np.arange(1, width + 1)
-    prec = (1.0 + (above["docs"] * rate_above).sum(axis=2)) / rank
-    rel_ret = (upto["docs"] * (upto["rel"] + NIST_RELEVANT_EPSILON)
-               / (upto["smp"] + NIST_SAMPLED_EPSILON)).sum(axis=2)
-
     ts = view.sample
     sizes, n_sampled = ts.strata()
     frame_rel = np.bincount(ts.stratum[ts.judged & (ts.labels >= level)], minlength=n_strata)
     scale = np.divide(sizes, n_sampled, out=np.zeros(n_strata), where=n_sampled > 0)
     big_r = float((frame_rel * scale).sum())
-    sap = (np.where(rel, prec, 0.0)[..., None] * at["rel"]).sum(axis=1)  # [runs, strata]
-    xinfap = (sap * scale).sum(axis=1) / big_r if big_r else np.zeros(view.n_runs)
-
-    gain_h = ((gain / np.log2(rank + 1))[..., None] * one_hot).sum(axis=1)
-    docs_end = upto["docs"][:, -1, :] if width else np.zeros((view.n_runs, n_strata))
-    smp_end = upto["smp"][:, -1, :] if width else np.zeros((view.n_runs, n_strata))
-    dcg = np.divide(docs_end * gain_h, smp_end, out=np.zeros_like(gain_h),
-                    where=smp_end > 0).sum(axis=1)
-    ideal = _nist_ideal_dcg(view, scale)
-    infndcg = dcg / ideal if ideal else np.zeros(view.n_runs)
-
-    var_prec = ((above["docs"] ** 2) * _srs_variance(np.clip(rate_above, 0.0, 1.0),
-                                                      above["smp"], above["docs"])
-                ).sum(axis=2) / rank**2
-    variance = _ratio_variance(view, np.where(rel, prec, 0.0), np.where(rel, var_prec, 0.0),
-                               (ts.judged & (ts.labels >= level)).astype(np.float64),
-                               np.where(ts.judged, ts.stratum, -1), sizes, n_sampled, xinfap)
-    return {"xinfAP": xinfap, "xinfAP_var": variance, "infNDCG": infndcg,
-            "rel_ret": rel_ret, "inum_rel": np.full(view.n_runs, big_r)}
+    out = {"inum_rel": np.full(n_runs, big_r)}
+    one_hot = stratum[..., None] == np.arange(n_strata)  # [runs, ranks, strata]
+    docs = np.cumsum(one_hot, axis=1, dtype=np.int32)     # inclusive running counts
+    smp = np.cumsum(one_hot & sampled[..., None], axis=1, dtype=np.int32)
+    rels = np.cumsum(one_hot & rel[..., None], axis=1, dtype=np.int32)
+    rank = np.arange(1, width + 1)
+    cell = (np.arange(n_runs)[:, None] * n_strata + stratum)  # (run, stratum) bin per rank
+    if parts & {"xinfAP", "variance"}:
+        run_of, at = np.nonzero(rel)  # only relevant sampled documents need a precision
+        h = stratum[run_of, at]
+        d_above = docs[run_of, at] - (np.arange(n_strata) == h[:, None])
+        s_above = smp[run_of, at] - (np.arange(n_strata) == h[:, None])
+        r_above = rels[run_of, at] - (np.arange(n_strata) == h[:, None])
+        rate = (r_above + NIST_RELEVANT_EPSILON) / (s_above + NIST_SAMPLED_EPSILON)
+        prec = (1.0 + (d_above * rate).sum(axis=1)) / (at + 1)
+        sap = np.bincount(cell[run_of, at], weights=prec,
+                          minlength=n_runs * n_strata).reshape(n_runs, n_strata)
+        out["xinfAP"] = (sap * scale).sum(axis=1) / big_r if big_r else np.zeros(n_runs)
+        if "variance" in parts:
+            var_prec = ((d_above**2) * _srs_variance(np.clip(rate, 0.0, 1.0), s_above,
+                                                      d_above)).sum(axis=1) / (at + 1) ** 2
+            prec_at_rank = np.zeros((n_runs, width))
+            var_at_rank = np.zeros((n_runs, width))
+            prec_at_rank[run_of, at] = prec
+            var_at_rank[run_of, at] = var_prec
+            out["xinfAP_var"] = _ratio_variance(
+                view, prec_at_rank, var_at_rank,
+                (ts.judged & (ts.labels >= level)).astype(np.float64),
+                np.where(ts.judged, ts.stratum, -1), sizes, n_sampled, out["xinfAP"])
+    if "infNDCG" in parts:
+        with np.errstate(invalid="ignore"):
+            gain = np.where(sampled & (labels > 0), labels, 0.0) / np.log2(rank + 1)
+        inside = stratum >= 0
+        gain_h = np.bincount(cell[inside], weights=gain[inside],
+                             minlength=n_runs * n_strata).reshape(n_runs, n_strata)
+        docs_end = docs[:, -1, :] if width else np.zeros((n_runs, n_strata))
+        smp_end = smp[:, -1, :] if width else np.zeros((n_runs, n_strata))
+        dcg = np.divide(docs_end * gain_h, smp_end, out=np.zeros_like(gain_h),
+                        where=smp_end > 0).sum(axis=1)
+        ideal = _nist_ideal_dcg(view, scale)
+        out["infNDCG"] = dcg / ideal if ideal else np.zeros(n_runs)
+    if "rel_ret" in parts:
+        out["rel_ret"] = (docs * (rels + NIST_RELEVANT_EPSILON)
+                          / (smp + NIST_SAMPLED_EPSILON)).sum(axis=2)
+    return out
 
 
 def _nist_ideal_dcg(view: TopicView, scale: np.ndarray) -> float:
@@ -209,6 +225,11 @@ def _nist_ideal_dcg(view: TopicView, scale: np.ndarray) -> float:
     return ideal
 
 
+def _rel_ret_at_end(rel_ret: np.ndarray) -> np.ndarray:
+    """inum_rel_ret: the estimate at the run's last rank."""
+    return rel_ret[:, -1] if rel_ret.shape[1] else np.zeros(rel_ret.shape[0])
+
+
 def precision_at(rel_ret: np.ndarray, cutoff: int) -> np.ndarray:
     """iP@k from the inum_rel_ret-by-rank matrix (the last rank's value for shorter runs)."""
     if rel_ret.shape[1] == 0:
@@ -219,35 +240,44 @@ def precision_at(rel_ret: np.ndarray, cutoff: int) -> np.ndarray:
 # -- families --------------------------------------------------------------------------------
 
 def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-                       spec: EstimateSpec, level: float, ci: float) -> pd.DataFrame:
+                       specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
     """infAP for every run and topic, with normal intervals (see ``infap_topic``)."""
     results = [infap_topic(v, level) for v in views]
     values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
     variances = np.array([r[1] for r in results]).reshape(len(views), len(run_names))
-    return summarise(run_names, views, spec.name, values, variances, ci)
+    return pd.concat([summarise(run_names, views, spec.name, values, variances, ci)
+                      for spec in specs], ignore_index=True)
 
 
 def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-                  spec: EstimateSpec, level: float, ci: float) -> pd.DataFrame:
-    """xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret as sample_eval computes them."""
+                  specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
+    """xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret as sample_eval computes them (each
+    topic's quantities computed once for all the requested measures)."""
     if sample.design not in ("stratified", "census"):
-        raise UsageError(f"{spec.name} needs a stratified sample (NIST sampled qrels), "
+        raise UsageError(f"{specs[0].name} needs a stratified sample (NIST sampled qrels), "
                          f"not a {sample.design} one")
-    per_topic = [nist_topic(v, level) for v in views]
+    wanted = {"AP": ("xinfAP", "variance"), "nDCG": ("infNDCG",), "P": ("rel_ret",),
+              "NumRelRet": ("rel_ret",), "NumRel": ()}
+    parts = frozenset(p for spec in specs for p in wanted[spec.base])
+    per_topic = [nist_topic(v, level, parts) for v in views]
     shape = (len(views), len(run_names))
-    variances = None
-    if spec.base == "AP":
-        values = np.array([t["xinfAP"] for t in per_topic]).reshape(shape)
-        variances = np.array([t["xinfAP_var"] for t in per_topic]).reshape(shape)
-    elif spec.base == "nDCG":
-        values = np.array([t["infNDCG"] for t in per_topic]).reshape(shape)
-    elif spec.base == "P":
-        assert spec.cutoff is not None
-        values = np.array([precision_at(t["rel_ret"], spec.cutoff)
-                           for t in per_topic]).reshape(shape)
-    elif spec.base == "NumRel":
-        values = np.array([t["inum_rel"] for t in per_topic]).reshape(shape)
-    else:
-        values = np.array([t["rel_ret"][:, -1] if t["rel_ret"].shape[1] else
-                           np.zeros(len(run_names)) for t in per_topic]).reshape(shape)
-    return summarise(run_names, views, spec.name, values, variances, ci)
+
+    def stack(rows: list[np.ndarray]) -> np.ndarray:
+        return np.array(rows).reshape(shape)
+
+    frames = []
+    for spec in specs:
+        variances = None
+        if spec.base == "AP":
+            values = stack([t["xinfAP"] for t in per_topic])
+            variances = stack([t["xinfAP_var"] for t in per_topic])
+        elif spec.base == "nDCG":
+            values = stack([t["infNDCG"] for t in per_topic])
+        elif spec.base == "P":
+            values = stack([precision_at(t["rel_ret"], spec.cutoff or 1) for t in per_topic])
+        elif spec.base == "NumRel":
+            values = stack([t["inum_rel"] for t in per_topic])
+        else:
+            values = stack([_rel_ret_at_end(t["rel_ret"]) for t in per_topic])
+        frames.append(summarise(run_names, views, spec.name, values, variances, ci))
+    return pd.concat(frames, ignore_index=True)
