@@ -1,0 +1,82 @@
+"""Monte Carlo on real data: xinfAP's bias and the coverage of its intervals.
+
+Round 5, runs cut to depth 100, the round-5 qrels as truth over the depth-100 pool (documents
+without a judgment count as not relevant). Each trial draws a fresh stratified sample (strata
+by best rank: 1-10 judged fully, 11-30 at 30%, 31-100 at 10%), as NIST's sampled pools are
+drawn, and estimates xinfAP; the truth is AP with complete judgments of the pool.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.sample import Sample
+from sampleval.estimators.base import topic_views, z_value
+from sampleval.estimators.inferred import nist_topic
+from sampleval.evaluation import evaluate
+from sampleval.io import read_qrels, read_runs
+
+pytestmark = pytest.mark.shared
+TRIALS = 100
+RATES = (1.0, 0.3, 0.1)
+
+
+def stratified_sample(pool: Pool, rng: np.random.Generator) -> Sample:
+    """One stratified sample of the pool (see the module docstring)."""
+    parts = []
+    for tp in pool:
+        best = tp.best_rank()
+        stratum = np.searchsorted([10, 30], best, side="left")
+        truth = np.nan_to_num(tp.labels, nan=0.0)
+        labels = np.full(tp.size, np.nan)
+        for h, rate in enumerate(RATES):
+            members = np.flatnonzero(stratum == h)
+            chosen = rng.choice(members, size=max(1, round(rate * len(members))), replace=False)
+            labels[chosen] = truth[chosen]
+        parts.append(pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos[tp.doc_ids],
+                                   "relevance": labels, "stratum": stratum.astype(str)}))
+    frame = pd.concat(parts, ignore_index=True)
+    groups = frame.groupby(["query_id", "stratum"])["relevance"]
+    frame["inclusion"] = groups.transform("count") / groups.transform("size")
+    return Sample(design="stratified", frame=frame)
+
+
+def test_xinfap_bias_and_interval_coverage(covid: Path) -> None:
+    qrels = read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
+    runs = read_runs(sorted((covid / "round5" / "runs").glob("*.gz"))[::6])
+    topics = qrels.topics[:15]
+    pool = Pool.from_runs(runs, depth=100, qrels=qrels, topics=topics, score_type=np.float64)
+    judged_pool = Qrels.from_frame(pd.concat(
+        pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos[tp.doc_ids],
+                      "relevance": np.nan_to_num(tp.labels, nan=0.0)}) for tp in pool))
+    truth = evaluate(judged_pool, pool, ["AP"])
+    truth = truth[truth["query_id"] != "all"].pivot(index="query_id", columns="run",
+                                                    values="value")
+    truth = truth.loc[topics, list(pool.run_names)].to_numpy()
+    rng = np.random.default_rng(2026)
+    z = z_value(0.95)
+    errors, covered, covered_mean = [], [], []
+    for _ in range(TRIALS):
+        views = topic_views(pool, stratified_sample(pool, rng))
+        parts = [nist_topic(v, 1, frozenset({"xinfAP", "variance"})) for v in views]
+        est = np.array([p["xinfAP"] for p in parts])
+        var = np.array([p["xinfAP_var"] for p in parts])
+        errors.append(est - truth)
+        covered.append(np.abs(est - truth) <= z * np.sqrt(var))
+        mean_var = var.sum(axis=0) / len(topics) ** 2
+        covered_mean.append(np.abs(est.mean(0) - truth.mean(0)) <= z * np.sqrt(mean_var))
+    bias = np.mean(errors, axis=0)
+    rms = np.sqrt(np.mean(np.square(errors), axis=0))
+    print(f"\nxinfAP over {TRIALS} stratified samples: mean bias {bias.mean():+.4f}, "
+          f"max |bias| {np.abs(bias).max():.4f}, mean rms {rms.mean():.4f}; 95% interval "
+          f"coverage per topic {np.mean(covered):.3f}, of the mean {np.mean(covered_mean):.3f}")
+    assert abs(bias.mean()) < 0.01 and np.abs(bias).max() < 0.05
+    # the linearised intervals run narrow (reported in the issue's note); guard the level
+    assert 0.75 <= np.mean(covered) <= 0.99
+    assert 0.75 <= np.mean(covered_mean) <= 0.99
