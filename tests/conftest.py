@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.sample import Sample
+from sampleval.estimators.base import TopicView, topic_views
+from sampleval.io import read_qrels, read_runs
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -31,3 +38,17 @@ def covid() -> Path:
 def cranfield_dir() -> Path:
     """The Cranfield 1400 directory (texts, queries, qrels)."""
     return shared_path("cranfield")
+
+
+@pytest.fixture(scope="session")
+def round5_census(covid: Path) -> tuple[Qrels, Pool, list[TopicView]]:
+    """Round 5 pooled to depth 100, with a census frame: the pooled and the judged documents,
+    labels from the round-5 qrels (pooled but not judged there: 0)."""
+    qrels = read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
+    pool = Pool.from_runs(read_runs(covid / "round5" / "runs"), depth=100)
+    pooled = pd.concat([pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos_of(tp.topic)})
+                        for tp in pool])
+    frame = pooled.merge(qrels.judged()[["query_id", "doc_id", "relevance"]], how="outer",
+                         on=["query_id", "doc_id"])
+    frame = frame.assign(relevance=frame["relevance"].fillna(0.0), stratum="", inclusion=1.0)
+    return qrels, pool, topic_views(pool, Sample("census", frame))

@@ -167,7 +167,7 @@ def estimate_command(
     if not per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
     if output_format is EstimateFormat.table:
-        print_table(results, Console(), title=f"Estimates ({ci:.0%} intervals)")
+        print_table(results, _stdout(), title=f"Estimates ({ci:.0%} intervals)")
     elif output_format is EstimateFormat.tsv:
         sys.stdout.write(to_tsv(results, interval=True))
     else:
@@ -180,7 +180,7 @@ def _split(text: str) -> list[str]:
 
 def _emit(results: pd.DataFrame, output_format: OutputFormat) -> None:
     if output_format is OutputFormat.table:
-        print_table(results, Console())
+        print_table(results, _stdout())
     elif output_format is OutputFormat.tsv:
         sys.stdout.write(to_tsv(results))
     elif output_format is OutputFormat.json:
@@ -190,6 +190,12 @@ def _emit(results: pd.DataFrame, output_format: OutputFormat) -> None:
 
 
 _stderr = Console(stderr=True)
+
+
+def _stdout() -> Console:
+    """The console tables print to: the terminal's width, or wide enough when redirected."""
+    console = Console()
+    return console if console.is_terminal else Console(width=240)
 
 
 def _fail(message: str) -> NoReturn:

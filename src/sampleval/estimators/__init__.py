@@ -1,7 +1,8 @@
 """Estimating measures from a Sample: one entry point, :func:`estimate`, over every family.
 
 Families (see ``names.py`` for the measure names and the README for what each assumes):
-``trec_eval`` (infAP), ``nist`` (xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret).
+``trec_eval`` (infAP), ``nist`` (xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret), ``ht``
+(Horvitz-Thompson), ``is`` (importance sampling), ``stat`` (statAP).
 """
 
 from __future__ import annotations
@@ -16,24 +17,48 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
+from sampleval.estimators.horvitz_thompson import estimate_ht
+from sampleval.estimators.importance import estimate_is
 from sampleval.estimators.inferred import estimate_nist, estimate_trec_eval
 from sampleval.estimators.names import EstimateSpec, parse_estimate
+from sampleval.estimators.statap import estimate_statap
 
 # (run names, aligned topics, sample, the family's requested measures, level, ci) -> rows
 Family = Callable[[tuple[str, ...], list[TopicView], Sample, list[EstimateSpec], float, float],
                   pd.DataFrame]
 
+OneMeasure = Callable[[tuple[str, ...], list[TopicView], Sample, EstimateSpec, float, float],
+                      pd.DataFrame]
+
+
+def _each(one: OneMeasure) -> Family:
+    """A family from an estimator of one measure at a time."""
+    def family(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+               specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
+        return pd.concat([one(run_names, views, sample, spec, level, ci) for spec in specs],
+                         ignore_index=True)
+    return family
+
+
 FAMILY_FUNCTIONS: dict[str, Family] = {
     "trec_eval": estimate_trec_eval,
     "nist": estimate_nist,
+    "ht": _each(estimate_ht),
+    "is": _each(estimate_is),
+    "stat": _each(estimate_statap),
 }
 # sample_eval (Perl) compares scores as doubles; trec_eval as floats.
 _SCORE_TYPE = {"nist": np.float64}
 
 # what `sampleval estimate` computes when no measure is named, by the sample's design
+_HT = ("AP~ht", "nDCG@10~ht", "P@10~ht", "NumRel~ht")
 DEFAULT_ESTIMATES: dict[str, tuple[str, ...]] = {
     "census": ("xinfAP", "infNDCG", "iP@10", "inum_rel"),
-    "stratified": ("xinfAP", "infNDCG", "iP@10", "inum_rel"),
+    "stratified": ("xinfAP", "infNDCG", "iP@10", "AP~ht", "P@10~ht"),
+    "poisson": _HT,
+    "inclusion": ("statAP", *_HT),
+    "with-replacement": _HT,
+    "importance": ("P@10~is", "DCG@10~is", "nDCG@10~is"),
 }
 
 __all__ = ["MEAN_TOPIC", "default_estimates", "estimate"]

@@ -73,6 +73,22 @@ def topic_views(pool: Pool, sample: Sample) -> list[TopicView]:
     return views
 
 
+def relevance(labels: np.ndarray, level: float) -> np.ndarray:
+    """Binary relevance of (possibly fractional) labels: clip(label - level + 1, 0, 1).
+
+    On integer grades this is ``label >= level``; for a label that is the mean of several
+    assessors' binary votes (level 1) it is the share of votes for "relevant", so the
+    design-based estimators stay unbiased for the expected label (Schnabel et al., ICTIR
+    2016, sec. 7). NaN stays NaN.
+    """
+    return np.clip(np.asarray(labels, dtype=np.float64) - level + 1.0, 0.0, 1.0)
+
+
+def gain(labels: np.ndarray) -> np.ndarray:
+    """DCG's gain: the grade itself, negative grades gaining nothing (trec_eval)."""
+    return np.maximum(np.asarray(labels, dtype=np.float64), 0.0)
+
+
 def z_value(ci: float) -> float:
     """The two-sided normal quantile for confidence level ``ci`` (1.96 for 0.95)."""
     return float(norm.ppf(0.5 + ci / 2.0))

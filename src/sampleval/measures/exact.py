@@ -5,6 +5,8 @@ Conventions follow trec_eval 9 (``form_res_rels.c`` and the ``m_*.c`` files):
 
 - a document is relevant when its grade is at least the relevance level (``-l``, default 1);
   unjudged documents (absent from the qrels, or with a negative grade) count as not relevant;
+  a fractional grade between level - 1 and level counts as that share of a relevant document
+  (see :func:`relevance`) except in RR and Bpref, which need a yes or no;
 - R (``NumRel``) counts the judged relevant documents of the whole qrels topic, retrieved or not;
 - nDCG's gain is the grade itself (level 0 gains nothing) and its discount ``1/log2(rank+1)``;
   the ideal ranking sorts every judged document of the topic by grade; the relevance level
@@ -51,14 +53,23 @@ class RankedGrades:
 Kernel = Callable[[RankedGrades, Measure, float], np.ndarray]
 
 
+def relevance(grades: np.ndarray, level: float) -> np.ndarray:
+    """Binary relevance of grades: clip(grade - level + 1, 0, 1), 0 for unjudged (NaN).
+
+    On integer grades this is trec_eval's ``grade >= level``; a fractional grade (the mean of
+    several assessors' binary votes) counts as its share of "relevant" votes, so sums over
+    documents (AP, P@k, R@k, Rprec, R) are linear in the labels, as the design-based
+    estimators assume (Schnabel et al., ICTIR 2016, sec. 7).
+    """
+    return np.nan_to_num(np.clip(grades - level + 1.0, 0.0, 1.0), nan=0.0)
+
+
 def _relevant(g: RankedGrades, level: float, cutoff: int | None) -> np.ndarray:
-    grades = g.grades if cutoff is None else g.grades[:, :cutoff]
-    with np.errstate(invalid="ignore"):
-        return grades >= level
+    return relevance(g.grades if cutoff is None else g.grades[:, :cutoff], level)
 
 
-def _num_rel(g: RankedGrades, level: float) -> int:
-    return int(np.count_nonzero(g.topic_grades >= level))
+def _num_rel(g: RankedGrades, level: float) -> float:
+    return float(relevance(g.topic_grades, level).sum())
 
 
 def _ratio(numerator: np.ndarray, denominator: float | np.ndarray) -> np.ndarray:
@@ -90,7 +101,7 @@ def recall(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
 def r_precision(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     """Rprec: precision at rank R."""
     r = _num_rel(g, level)
-    return _ratio(_relevant(g, level, r).sum(axis=1), r)
+    return _ratio(_relevant(g, level, int(r + 0.5)).sum(axis=1), r)
 
 
 def _discount(width: int) -> np.ndarray:
@@ -109,8 +120,9 @@ def ndcg(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
 
 
 def reciprocal_rank(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
-    """RR: 1 / rank of the first relevant document (0 if none; with a cutoff, in the top k)."""
-    rel = _relevant(g, level, m.cutoff)
+    """RR: 1 / rank of the first relevant (grade >= level) document (0 if none; with a
+    cutoff, in the top k)."""
+    rel = _relevant(g, level, m.cutoff) >= 1.0
     if rel.shape[1] == 0:
         return np.zeros(rel.shape[0])
     first = np.argmax(rel, axis=1)
@@ -118,12 +130,13 @@ def reciprocal_rank(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
 
 
 def bpref(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
-    """Bpref (Buckley & Voorhees, SIGIR 2004), as ``m_bpref.c`` computes it."""
+    """Bpref (Buckley & Voorhees, SIGIR 2004), as ``m_bpref.c`` computes it (relevant:
+    grade >= level; judged non-relevant: grade < level)."""
     judged = ~np.isnan(g.grades)
-    rel = _relevant(g, level, None)
+    rel = _relevant(g, level, None) >= 1.0
     nonrel = judged & ~rel
     above = np.cumsum(nonrel, axis=1) - nonrel
-    r = _num_rel(g, level)
+    r = int(np.count_nonzero(g.topic_grades >= level))
     n = int(np.count_nonzero(g.topic_grades < level))
     penalty = np.minimum(above, r) / max(min(n, r), 1)
     return _ratio(np.where(rel, 1.0 - penalty, 0.0).sum(axis=1), r)

@@ -1,0 +1,450 @@
+"""Importance-sampling estimators and sampling distributions (Schnabel, Swaminathan, Frazier &
+Joachims, "Unbiased Comparative Evaluation of Ranking Functions", ICTIR 2016).
+
+Measures that decompose over documents, U(h) = sum_y lambda(rank_h(y)) rel(y) over a topic's
+frame, are estimated from n i.i.d. draws x_1..x_n from Q by (eq. 4)
+
+    U-hat = (1/n) sum_i lambda(rank_h(x_i)) rel(x_i) / Q(x_i),
+
+unbiased whenever Q > 0 wherever lambda rel != 0 (a document drawn twice counts twice).
+``rel`` is ``clip(label - level + 1, 0, 1)`` for P and R: trec_eval's ``label >= level`` on
+integer grades, and linear between level - 1 and level, so that a label that is the mean of
+binary assessors' votes gives the expected vote; DCG's gain is ``max(label, 0)``. The
+estimators are linear in the label, hence unbiased for the measure of the expected label
+(sec. 7). Per measure (k the cutoff, r the rank):
+
+- P@k: lambda = 1/k on r <= k; DCG@k: lambda = 1/log2(r + 1) on r <= k (every r without k);
+- R@k = A / R, A = sum_{r <= k} rel and R = sum_y rel each estimated by eq. 4 (a ratio);
+- nDCG@k = DCG@k-hat / ideal(N-hat), N-hat_g the eq. 4 estimate of the number of documents of
+  grade g; the ideal ranking fills ranks with the grades in decreasing order, a fractional
+  count filling a rank pro rata (exactly trec_eval's ideal DCG for integer counts).
+
+Intervals at confidence ci = 1 - delta, for each topic and for the mean over the T topics a
+run retrieved for (topics sampled independently; M = sum_t w_t U_t, w_t = 1/T):
+
+- ``clt`` (eq. 16): U-hat +- z sqrt(s^2 / n), s^2 the sample variance of the per-draw terms
+  (ratios: of their linearisation, the delta method); for M the variances add:
+  z sqrt(sum_t w_t^2 s_t^2 / n_t).
+- ``hoeffding`` (eq. 17): U-hat +- b sqrt(ln(2/delta) / (2n)), b the range of the per-draw
+  terms, which lie in [0, b] with b = max over frame documents y with lambda(y) > 0 of
+  lambda(y) maxrel / Q(y) (maxrel 1 for P and R, the largest grade for DCG). For M,
+  Hoeffding's inequality on the pooled draws, each scaled by w_t / n_t into a range of width
+  w_t b_t / n_t: sqrt(ln(2/delta) / 2 * sum_t w_t^2 b_t^2 / n_t).
+- ``bernstein``: empirical Bernstein (Maurer & Pontil, "Empirical Bernstein Bounds and Sample
+  Variance Penalization", COLT 2009), by the proof of their Theorem 4 made two-sided and
+  applied to the pooled draws: with probability 1 - delta/3 every topic's standard deviation
+  is at most sigma_t = min(sqrt(V_t) + b_t sqrt(2 ln(3T/delta) / (n_t - 1)), b_t / 2) (their
+  Theorem 10 with a union bound over the T topics; V_t the unbiased sample variance; b/2 bounds
+  any [0, b] variable), and Bernstein's inequality (Boucheron, Lugosi & Massart, Concentration
+  Inequalities, Thm 2.10) at delta/3 per tail gives
+  sqrt(2 L sum_t w_t^2 sigma_t^2 / n_t) + L max_t(w_t b_t / n_t) / 3, L = ln(3/delta).
+  A single topic is the case T = 1, w = 1. Schnabel et al. name it as future work.
+
+Hoeffding and Bernstein intervals are intersected with the measure's range ([0, 1], or
+[0, inf) for DCG). For the ratios R and nDCG they bound each mean the ratio is made of (at
+delta / C for C means, a union bound; R's and the grade counts' terms range up to
+max_y 1/Q(y) over the frame) and take the ratio's extreme values over that box; the mean over
+topics averages the topics' boxes taken at delta / (sum of their C) (a union bound over
+topics). The ranges b need Q over the whole frame: an importance sample records it in
+``round_probs`` (a document it lacks has Q = 0, hence b = inf when lambda > 0 there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+from sampleval.estimators.base import TopicView, gain, relevance, summarise, z_value
+from sampleval.estimators.names import EstimateSpec
+
+INTERVALS = ("clt", "hoeffding", "bernstein")
+DEFAULT_INTERVAL = "clt"
+_LINEAR = ("P", "DCG")
+_UPPER = {"P": 1.0, "R": 1.0, "nDCG": 1.0, "DCG": np.inf}
+
+# -- relevance, rank weights and the sampling distributions -----------------------------------
+
+
+def rank_weights(base: str, cutoff: int | None, width: int) -> np.ndarray:
+    """lambda(r), r = 1..width, of U(h) = sum_y lambda(rank_h(y)) rel(y) (Schnabel et al.
+    sec. 3): 1/k for P@k, 1 for R@k's numerator, 1/log2(r+1) for DCG and nDCG; 0 past k."""
+    ranks = np.arange(1, width + 1)
+    if base == "P":
+        if cutoff is None:
+            raise UsageError("P~is needs a cutoff")
+        weight = np.full(width, 1.0 / cutoff)
+    elif base == "R":
+        weight = np.ones(width)
+    elif base in ("DCG", "nDCG"):
+        weight = 1.0 / np.log2(ranks + 1.0)
+    else:
+        raise UsageError(f"importance sampling estimates P, R, DCG and nDCG, not {base}")
+    return np.where(ranks <= (width if cutoff is None else cutoff), weight, 0.0)
+
+
+def at_rank(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """values[r - 1] at each 1-based rank; 0 at rank 0 (not retrieved) and past the end."""
+    padded = np.append(0.0, values)
+    return padded[np.where(ranks <= len(values), ranks, 0)]
+
+
+def rank_prior(labels_at_rank: Sequence[np.ndarray], level: float = 1.0,
+               strength: float = 1.0) -> np.ndarray:
+    """The rank-based prior u~(r): the relevance rate of the judged documents at rank r over
+    every run and topic (``labels_at_rank``: per topic ``[n_runs, width]`` labels, NaN when
+    unjudged), smoothed toward the overall rate p by ``strength`` pseudo-judgments:
+    (relevant_r + strength p) / (judged_r + strength). Any other prior array may be given to
+    the distributions below instead."""
+    width = max((a.shape[1] for a in labels_at_rank), default=0)
+    judged, relevant = np.zeros(width), np.zeros(width)
+    for labels in labels_at_rank:
+        w = labels.shape[1]
+        judged[:w] += (~np.isnan(labels)).sum(axis=0)
+        relevant[:w] += np.nan_to_num(relevance(labels, level)).sum(axis=0)
+    overall = relevant.sum() / max(judged.sum(), 1.0)
+    return (relevant + strength * overall) / (judged + strength)
+
+
+def document_prior(prior_u: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """A document's prior probability of relevance: u~ at its rank, averaged over the systems
+    that retrieved it (``ranks``: ``[n_docs]`` or ``[k, n_docs]``, 1-based, 0 = not
+    retrieved); 0 for a document no system retrieved."""
+    ranks = np.atleast_2d(ranks)
+    retrieved = (ranks > 0) & (ranks <= len(prior_u))
+    return at_rank(prior_u, ranks).sum(axis=0) / np.maximum(retrieved.sum(axis=0), 1)
+
+
+def _mixed(weights: np.ndarray, eps: float) -> np.ndarray:
+    """(1 - eps) weights / sum(weights) + eps / N: the eps floor keeps every document in Q's
+    support, which unbiasedness needs wherever lambda rel may be non-zero."""
+    n = weights.shape[-1]
+    total = weights.sum()
+    shape = weights / total if total > 0 else np.full(n, 1.0 / n)
+    return (1.0 - eps) * shape + eps / n
+
+
+def single_system_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float,
+                    lam: np.ndarray) -> np.ndarray:
+    """Q for one system h (Schnabel et al. eq. 8): Q(y) ∝ lambda(rank_h(y)) sqrt(u~(rank_h(y)))
+    mixed with eps of the uniform distribution. Var(U-hat) = (sum_y lambda^2 rel^2 / Q - U^2)/n
+    has expectation (sum_y lambda^2 p(y) / Q - E U^2)/n under a prior with P(rel(y) = 1) = p(y),
+    minimised by Q ∝ lambda sqrt(p). ``ranks``: ``[n_docs]``; ``lam``: lambda per rank."""
+    return _mixed(at_rank(lam, ranks) * np.sqrt(document_prior(prior_u, ranks)), eps)
+
+
+def sqrt_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray) -> np.ndarray:
+    """Q for k systems at once (Schnabel et al. eq. 11, SQRT): minimising sum_j Var(U-hat_j)
+    gives Q(y) ∝ sqrt(p(y) sum_j lambda_j(y)^2). ``ranks``: ``[k, n_docs]``."""
+    lam_docs = at_rank(lam, np.atleast_2d(ranks))
+    return _mixed(np.sqrt(document_prior(prior_u, ranks) * (lam_docs**2).sum(axis=0)), eps)
+
+
+def mean_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray) -> np.ndarray:
+    """The MEAN heuristic: the average over the k systems of their eq. 8 distributions (systems
+    that retrieved nothing left out). ``ranks``: ``[k, n_docs]``."""
+    ranks = np.atleast_2d(ranks)
+    weights = at_rank(lam, ranks) * np.sqrt(at_rank(prior_u, ranks))
+    totals = weights.sum(axis=1, keepdims=True)
+    used = totals[:, 0] > 0
+    return _mixed((weights[used] / totals[used]).mean(axis=0) if used.any() else
+                  np.zeros(ranks.shape[1]), eps)
+
+
+def pairwise_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float,
+               lam: np.ndarray) -> np.ndarray:
+    """Q for the difference U(h) - U(h') of two systems (Schnabel et al. eq. 13):
+    Q(y) ∝ |lambda_h(y) - lambda_h'(y)| sqrt(p(y)). ``ranks``: ``[2, n_docs]``."""
+    lam_docs = at_rank(lam, np.atleast_2d(ranks))
+    return _mixed(np.abs(lam_docs[0] - lam_docs[1]) * np.sqrt(document_prior(prior_u, ranks)),
+                  eps)
+
+
+def krel_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
+           baseline: int | None = 0) -> np.ndarray:
+    """Q for comparing k systems (Schnabel et al. eq. 15, KREL): minimising the summed variance
+    of the estimated differences gives Q(y) ∝ sqrt(p(y) sum_j (lambda_j(y) - lambda_b(y))^2)
+    against the baseline system b, or, with ``baseline=None`` (ranking the k systems: every
+    pair), Q(y) ∝ sqrt(p(y) sum_{i<j} (lambda_i - lambda_j)^2) = sqrt(p k sum_j (lambda_j -
+    mean lambda)^2). ``ranks``: ``[k, n_docs]``."""
+    lam_docs = at_rank(lam, np.atleast_2d(ranks))
+    if baseline is None:
+        spread = len(lam_docs) * ((lam_docs - lam_docs.mean(axis=0)) ** 2).sum(axis=0)
+    else:
+        spread = ((lam_docs - lam_docs[baseline]) ** 2).sum(axis=0)
+    return _mixed(np.sqrt(document_prior(prior_u, ranks) * spread), eps)
+
+
+# -- the estimator, on arrays -----------------------------------------------------------------
+
+# a component: (weighted by lambda?, value of a label, largest value)
+Component = tuple[bool, Callable[[np.ndarray], np.ndarray], float]
+
+
+def _is_grade(labels: np.ndarray, grade: float) -> np.ndarray:
+    return (gain(labels) == grade).astype(np.float64)
+
+
+def _components(base: str, level: float, grades: np.ndarray, max_grade: float
+                ) -> list[Component]:
+    """The means a measure is a function of: P and DCG one; R its numerator and R; nDCG its
+    DCG and the number of documents of each grade."""
+    rel = partial(relevance, level=level)
+    if base == "P":
+        return [(True, rel, 1.0)]
+    if base == "DCG":
+        return [(True, gain, max_grade)]
+    if base == "R":
+        return [(True, rel, 1.0), (False, rel, 1.0)]
+    return [(True, gain, max_grade)] + [(False, partial(_is_grade, grade=g), 1.0)
+                                        for g in grades]
+
+
+def draw_terms(spec: EstimateSpec, level: float, weights: np.ndarray, x: np.ndarray,
+               labels: np.ndarray, q: np.ndarray, grades: np.ndarray) -> np.ndarray:
+    """Eq. 4's summands ``[C, n_runs, *x.shape]``: for each component c and draw i,
+    coefficient_c(x_i) v_c(label_i) / Q(x_i), the coefficient lambda(rank_h(x_i)) (``weights``:
+    ``[n_runs, n_frame]``) or 1. ``x``: frame index of each draw (any leading trial axes)."""
+    lam = weights[:, x]
+    terms = [(lam if ranked else 1.0) * value(labels) / q
+             for ranked, value, _ in _components(spec.base, level, grades, np.nan)]
+    return np.stack(np.broadcast_arrays(*terms))
+
+
+def term_bounds(spec: EstimateSpec, weights: np.ndarray, q_frame: np.ndarray,
+                grades: np.ndarray, max_grade: float) -> np.ndarray:
+    """``[C, n_runs]`` ranges b of the per-draw terms: max over frame documents with a positive
+    coefficient of coefficient * (largest value) / Q (inf where such a document has Q = 0)."""
+    inv_q = np.divide(1.0, q_frame, out=np.full(len(q_frame), np.inf), where=q_frame > 0)
+    rows = []
+    for ranked, _, top in _components(spec.base, 1.0, grades, max_grade):
+        coef = weights if ranked else np.ones_like(weights)
+        with np.errstate(invalid="ignore"):
+            rows.append(top * np.where(coef > 0, coef * inv_q, 0.0).max(axis=1, initial=0.0))
+    return np.array(rows)
+
+
+def ideal_dcg(grades: np.ndarray, counts: np.ndarray, cutoff: int | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The ideal DCG@k of ``counts[g]`` documents of grade ``grades[g]`` (decreasing, positive),
+    counts possibly fractional, and its gradient in the counts.
+
+    With W(s) the discount mass of the first s ranks (linear within a rank) and C_j the number
+    of documents of the j highest grades, ideal = sum_j (g_j - g_{j+1}) W(C_j), g_{G+1} = 0,
+    and d ideal / d N_i = sum_{j >= i} (g_j - g_{j+1}) W'(C_j)."""
+    cum_counts = np.cumsum(counts, axis=0)
+    top = cutoff if cutoff is not None else int(np.ceil(cum_counts.max(initial=0.0))) + 1
+    discount = np.append(1.0 / np.log2(np.arange(2, top + 2)), 0.0)
+    mass = np.concatenate([[0.0], np.cumsum(discount[:top])])
+    whole = np.minimum(np.floor(cum_counts).astype(np.int64), top)
+    slope = discount[whole]
+    mass_at = mass[whole] + (cum_counts - whole) * slope
+    steps = (grades - np.append(grades[1:], 0.0)).reshape((-1,) + (1,) * (counts.ndim - 1))
+    ideal = (steps * mass_at).sum(axis=0)
+    gradient = np.cumsum((steps * slope)[::-1], axis=0)[::-1]
+    return ideal, gradient
+
+
+def _ratio(numerator: np.ndarray | float, denominator: np.ndarray,
+           empty: float = 0.0) -> np.ndarray:
+    num, den = np.broadcast_arrays(np.asarray(numerator, np.float64),
+                                   np.asarray(denominator, np.float64))
+    return np.divide(num, den, out=np.full(num.shape, empty), where=den > 0)
+
+
+def _denominator(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """R (its estimate) or the ideal DCG of a ratio measure, and its gradient in means[1:]."""
+    if spec.base == "R":
+        return means[1], np.ones_like(means[1:])
+    return ideal_dcg(grades, means[1:], spec.cutoff)
+
+
+def measure_value(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The measure as a function of its components' means, and its gradient (delta method)."""
+    if spec.base in _LINEAR:
+        return means[0], np.ones_like(means)
+    den, den_grad = _denominator(spec, grades, means)
+    value, inverse = _ratio(means[0], den), _ratio(1.0, den)
+    return value, np.concatenate([inverse[None], -(value * inverse)[None] * den_grad])
+
+
+@dataclass(frozen=True)
+class TopicStats:
+    """One topic's estimate for every run (axes ``[n_runs, *trials]``): the value, the sample
+    variance of its linearised per-draw terms, and each component's mean, sample variance and
+    range ``[C, n_runs, *trials]``; ``n`` draws; ``grades`` (nDCG's, decreasing)."""
+
+    value: np.ndarray
+    influence_var: np.ndarray
+    means: np.ndarray
+    variances: np.ndarray
+    bounds: np.ndarray
+    n: int
+    grades: np.ndarray
+
+
+def _sample_var(a: np.ndarray) -> np.ndarray:
+    """Unbiased sample variance over the last axis (NaN from a single draw)."""
+    if a.shape[-1] < 2:
+        return np.full(a.shape[:-1], np.nan)
+    return np.var(a, axis=-1, ddof=1)
+
+
+def topic_stats(spec: EstimateSpec, level: float, weights: np.ndarray, x: np.ndarray,
+                labels: np.ndarray, q: np.ndarray, bounds: np.ndarray,
+                grades: np.ndarray) -> TopicStats:
+    """Eq. 4 for one topic, every run, and any leading trial axes of the draws ``x [..., n]``
+    (``labels``, ``q`` alike); ``bounds``: :func:`term_bounds`."""
+    terms = draw_terms(spec, level, weights, x, labels, q, grades)
+    n = x.shape[-1]
+    means = terms.mean(axis=-1)
+    value, gradient = measure_value(spec, grades, means)
+    influence = (gradient[..., None] * terms).sum(axis=0)
+    return TopicStats(value, _sample_var(influence), means, _sample_var(terms),
+                      np.broadcast_to(bounds.reshape(bounds.shape + (1,) * (means.ndim - 2)),
+                                      means.shape), n, grades)
+
+
+def half_width(kind: str, var: np.ndarray, n: np.ndarray | int, bound: np.ndarray,
+               weight: np.ndarray | float, delta: np.ndarray | float,
+               unions: np.ndarray | int) -> np.ndarray:
+    """Half-width at confidence 1 - delta of the interval for sum_t weight_t mean_t over axis 0
+    (topics; ``unions``: how many topics' variances the Bernstein bound covers). See the module
+    docstring for the three formulas; topics with weight 0 do not count."""
+    used = np.asarray(weight) > 0
+    scale = np.where(used, np.asarray(weight) ** 2 / n, 0.0)
+    with np.errstate(invalid="ignore"):
+        if kind == "clt":
+            z = z_value(1.0 - float(delta))
+            return z * np.sqrt(np.where(used, scale * var, 0.0).sum(axis=0))
+        if kind == "hoeffding":
+            return np.sqrt(np.log(2.0 / delta) / 2.0 * np.where(used, scale * bound**2, 0.0)
+                           .sum(axis=0))
+        with np.errstate(divide="ignore"):
+            slack = bound * np.sqrt(2.0 * np.log(3.0 * unions / delta) / (np.asarray(n) - 1.0))
+        sigma = np.fmin(np.sqrt(var) + slack, bound / 2.0)
+        log3 = np.log(3.0 / delta)
+        spread = np.where(used, scale * sigma**2, 0.0).sum(axis=0)
+        reach = np.where(used, np.asarray(weight) * bound / n, 0.0).max(axis=0)
+    return np.sqrt(2.0 * log3 * spread) + log3 / 3.0 * reach
+
+
+def _box(spec: EstimateSpec, s: TopicStats, kind: str, delta: np.ndarray | float
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """A ratio's extreme values over the box of its components' intervals (each at delta)."""
+    eps = half_width(kind, s.variances[None], s.n, s.bounds[None], 1.0, delta, 1)
+    low, high = np.maximum(s.means - eps, 0.0), s.means + eps
+    upper = _UPPER[spec.base]
+    den_low = _denominator(spec, s.grades, low)[0]
+    den_high = _denominator(spec, s.grades, high)[0]
+    lo = _ratio(low[0], den_high)
+    hi = np.minimum(_ratio(high[0], den_low, empty=upper), upper)
+    return np.minimum(lo, upper), hi
+
+
+def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarray,
+              kind: str, ci: float) -> dict[str, np.ndarray]:
+    """Per-topic values and intervals ``[T, n_runs, *trials]`` and the mean over the topics each
+    run retrieved for (``present [T, n_runs]``) with its interval ``[n_runs, *trials]``; keys
+    ``value, lo, hi, mean, mean_lo, mean_hi``."""
+    if kind not in INTERVALS:
+        raise UsageError(f"unknown interval {kind!r} (one of {', '.join(INTERVALS)})")
+    delta = 1.0 - ci
+    values = np.stack([s.value for s in stats])
+    extra = (1,) * (values.ndim - 2)
+    mask = present.reshape(present.shape + extra)
+    topics = np.maximum(mask.sum(axis=0), 1)
+    weight = mask / topics
+    mean = (weight * values).sum(axis=0)
+    n = np.array([s.n for s in stats], dtype=np.float64).reshape((-1, 1, *extra))
+    if kind == "clt" or spec.base in _LINEAR:
+        var = np.stack([s.influence_var if kind == "clt" else s.variances[0] for s in stats])
+        bound = np.stack([s.bounds[0] for s in stats])
+        half = half_width(kind, var[None], n[None], bound[None], 1.0, delta, 1)
+        mean_half = half_width(kind, var, n, bound, weight, delta, topics)
+        out = {"lo": values - half, "hi": values + half,
+               "mean_lo": mean - mean_half, "mean_hi": mean + mean_half}
+        if kind != "clt":
+            out = {k: np.clip(v, 0.0, _UPPER[spec.base]) for k, v in out.items()}
+    else:
+        parts = np.array([len(s.means) for s in stats]).reshape((-1, 1, *extra))
+        unions = np.maximum((mask * parts).sum(axis=0), 1)
+        topic_box = [_box(spec, s, kind, delta / len(s.means)) for s in stats]
+        mean_box = [_box(spec, s, kind, delta / unions) for s in stats]
+        out = {"lo": np.stack([b[0] for b in topic_box]),
+               "hi": np.stack([b[1] for b in topic_box]),
+               "mean_lo": (weight * np.stack([b[0] for b in mean_box])).sum(axis=0),
+               "mean_hi": (weight * np.stack([b[1] for b in mean_box])).sum(axis=0)}
+    return {"value": values, "mean": mean, **out}
+
+
+# -- the estimator, on a Sample ---------------------------------------------------------------
+
+
+def _frame_q(sample: Sample, view: TopicView) -> np.ndarray:
+    """Q of every frame document from ``round_probs`` (the smallest over the draw rounds; 0 for
+    a document missing from a round)."""
+    assert sample.round_probs is not None
+    rows = sample.round_probs[sample.round_probs["query_id"] == view.pool.topic]
+    where = view.sample.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
+    rounds = pd.factorize(rows["round"])[0]
+    table = np.zeros((rounds.max(initial=-1) + 1, len(view.sample.docnos)))
+    keep = where >= 0
+    table[rounds[keep], where[keep]] = rows["probability"].to_numpy(dtype=np.float64)[keep]
+    return table.min(axis=0, initial=np.inf) if len(table) else np.zeros(table.shape[1])
+
+
+def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                spec: EstimateSpec, level: float, ci: float, *,
+                interval: str = DEFAULT_INTERVAL, max_grade: float | None = None
+                ) -> pd.DataFrame:
+    """P@k, DCG, nDCG and R@k by importance sampling (eq. 4) from an ``importance`` sample, with
+    ``interval`` intervals (``clt``, ``hoeffding``, ``bernstein``; see the module docstring).
+    ``max_grade`` bounds DCG's gain for the Hoeffding and Bernstein ranges (default: the
+    largest judged grade in the sample)."""
+    if sample.design != "importance" or sample.draws is None:
+        raise UsageError(f"{spec.name} needs an importance sample (draws from Q), not a "
+                         f"{sample.design} sample")
+    if interval != "clt" and sample.round_probs is None:
+        raise UsageError(f"{interval} intervals need Q of every frame document (round_probs)")
+    top_grade = max_grade if max_grade is not None else float(
+        gain(sample.judged()["relevance"].to_numpy()).max(initial=0.0))
+    draws = sample.draws
+    by_topic = draws.groupby("query_id", sort=False).indices
+    stats = []
+    for view in views:
+        ts, topic = view.sample, view.pool.topic
+        rows = draws.iloc[by_topic.get(topic, [])]
+        if rows.empty:
+            raise UsageError(f"topic {topic} has no draws")
+        x = ts.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
+        if (x < 0).any():
+            raise UsageError(f"topic {topic}: a drawn document is not in the frame")
+        labels = ts.labels[x]
+        if np.isnan(labels).any():
+            raise UsageError(f"topic {topic}: a drawn document has no judgment")
+        width = view.frame_at_rank.shape[1]
+        weights = at_rank(rank_weights(spec.base, spec.cutoff, width),
+                           view.rank_of(np.arange(len(ts.docnos))))
+        judged = gain(ts.labels[ts.judged])
+        grades = np.unique(judged[judged > 0])[::-1]
+        bounds = (term_bounds(spec, weights, _frame_q(sample, view), grades, top_grade)
+                  if interval != "clt" else
+                  np.full((len(_components(spec.base, level, grades, top_grade)),
+                           view.n_runs), np.nan))
+        stats.append(topic_stats(spec, level, weights, x, labels,
+                                 rows["probability"].to_numpy(dtype=np.float64), bounds, grades))
+    present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
+    result = intervals(spec, stats, present, interval, ci)
+    table = summarise(run_names, views, spec.name, result["value"], None, ci)
+    t_idx, r_idx = np.nonzero(present)
+    table["lo"] = np.concatenate([result["lo"][t_idx, r_idx], result["mean_lo"]])
+    table["hi"] = np.concatenate([result["hi"][t_idx, r_idx], result["mean_hi"]])
+    return table
