@@ -1,0 +1,173 @@
+"""The Selector protocol: every way of choosing what to judge, behind one interface.
+
+A selector is created from a :class:`~sampleval.core.pool.Pool`, a per-topic budget and a
+seeded ``numpy.random.Generator``. It has three duties (``../shared/DESIGN.md``):
+
+1. ``propose(topic, n)``: the next documents to judge for a topic (docnos, at most ``n``;
+   fewer or none when the budget or the design is exhausted);
+2. ``observe(topic, judgments)``: take the labels of proposed documents (``{docno: label}``)
+   and update its state (distributions over runs, bandit arms, a learner);
+3. ``sample()``: the :class:`~sampleval.core.sample.Sample` so far, with the exact design
+   (strata and rates, or draw probabilities per round) that estimators need.
+
+The same object serves a simulation (labels from an oracle, :func:`simulate`) and a real
+campaign (labels from people, possibly after a restart): ``state()`` returns a JSON-ready
+dict and ``restore(pool, state)`` rebuilds the selector, so that stopping after any round,
+saving, loading in a fresh process and continuing gives the very sample an uninterrupted run
+gives. Methods register with :func:`register`; the CLI, the simulator and the campaign
+server find them by name in :data:`METHODS`.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Documents to judge per topic: an absolute number, or a fraction of the topic's pool
+    (``rate``; the pool is the selector's Pool, i.e. its depth-k pool)."""
+
+    count: int | None = None
+    rate: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.count is None) == (self.rate is None):
+            raise UsageError("give the budget as a number of documents or as a rate, not both")
+        if self.count is not None and self.count < 1:
+            raise UsageError("the budget must be at least one document per topic")
+        if self.rate is not None and not 0 < self.rate <= 1:
+            raise UsageError("the budget rate must lie in (0, 1]")
+
+    def for_topic(self, pool_size: int) -> int:
+        """The number of judgments this budget allows for a topic whose pool has
+        ``pool_size`` documents (a rate rounds up, so every non-empty pool gets one)."""
+        if self.count is not None:
+            return min(self.count, pool_size)
+        assert self.rate is not None
+        return min(pool_size, math.ceil(self.rate * pool_size))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "rate": self.rate}
+
+
+class Selector(ABC):
+    """Base class of every selection method (see the module docstring)."""
+
+    name: ClassVar[str]
+    design: ClassVar[str]
+    """The Sample design it produces (``stratified``, ``with-replacement``, ``pooled`` ...)."""
+    estimators: ClassVar[tuple[str, ...]]
+    """The estimator families that apply to its samples (``ht``, ``nist``, ``is`` ...)."""
+    parameters: ClassVar[dict[str, str]] = {}
+    """Its parameters (``--param NAME=VALUE``), each with a one-line description."""
+
+    def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
+                 **params: Any) -> None:
+        unknown = sorted(set(params) - set(self.parameters))
+        if unknown:
+            raise UsageError(f"method {self.name!r} has no parameter(s) {', '.join(unknown)} "
+                             f"(it takes: {', '.join(self.parameters) or 'none'})")
+        self.pool = pool
+        self.budget = budget
+        self.rng = rng
+        self.params = params
+
+    @abstractmethod
+    def propose(self, topic: str, n: int) -> list[str]:
+        """Up to ``n`` docnos of ``topic`` to judge next (none when done)."""
+
+    @abstractmethod
+    def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
+        """Record labels of documents this selector proposed for ``topic``."""
+
+    @abstractmethod
+    def sample(self) -> Sample:
+        """The judgments so far, with their design."""
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue later, JSON-ready (the RNG's state included)."""
+
+    @classmethod
+    @abstractmethod
+    def restore(cls, pool: Pool, state: dict[str, Any]) -> Selector:
+        """The selector ``state()`` described, over the same ``pool``."""
+
+    def budget_for(self, topic: str) -> int:
+        return self.budget.for_topic(self.pool[topic].size)
+
+
+S = TypeVar("S", bound=type[Selector])
+METHODS: dict[str, type[Selector]] = {}
+
+
+def register(cls: S) -> S:
+    """Class decorator: make a Selector available by its ``name``."""
+    METHODS[cls.name] = cls
+    return cls
+
+
+def rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    """A Generator's state as JSON-ready data."""
+    return {"bit_generator": type(rng.bit_generator).__name__,
+            "state": _jsonable(rng.bit_generator.state)}
+
+
+def rng_from_state(saved: dict[str, Any]) -> np.random.Generator:
+    """The Generator :func:`rng_state` described, in the same state."""
+    bit_generator = getattr(np.random, saved["bit_generator"])()
+    bit_generator.state = saved["state"]
+    return np.random.Generator(bit_generator)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+Oracle = Callable[[str, list[str]], dict[str, float]]
+
+
+def qrels_oracle(qrels: Qrels) -> Oracle:
+    """An assessor that answers from qrels; a document they do not judge is not relevant."""
+    judged = qrels.judged()
+    table = {t: dict(zip(rows["doc_id"], rows["relevance"], strict=True))
+             for t, rows in judged.groupby("query_id", sort=False)}
+
+    def answer(topic: str, docnos: list[str]) -> dict[str, float]:
+        known = table.get(topic, {})
+        return {d: float(known.get(d, 0.0)) for d in docnos}
+
+    return answer
+
+
+def simulate(selector: Selector, oracle: Oracle, batch: int = 1,
+             rounds: int | None = None) -> Selector:
+    """Judge with ``oracle`` until every topic's budget is spent (or for at most ``rounds``
+    rounds per topic); return the selector, whose ``sample()`` is the result."""
+    for topic in selector.pool.topics:
+        done = 0
+        while rounds is None or done < rounds:
+            proposed = selector.propose(topic, batch)
+            if not proposed:
+                break
+            selector.observe(topic, oracle(topic, proposed))
+            done += 1
+    return selector
