@@ -1,0 +1,80 @@
+"""`sampleval estimate` end to end: formats, intervals, sample formats, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
+SAMPLE_QRELS = "1 0 a1 A 1\n1 0 a2 A 0\n1 0 b1 B 2\n1 0 b2 B -1\n1 0 b3 B -1\n1 0 b4 B 0\n"
+RUN = "1 Q0 a2 1 5 r\n1 Q0 b1 2 4 r\n1 Q0 x 3 3 r\n1 Q0 a1 4 2 r\n1 Q0 b2 5 1 r\n"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SAMPLEVAL, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "sample.txt").write_text(SAMPLE_QRELS)
+    (tmp_path / "run.txt").write_text(RUN)
+    return {"sample": str(tmp_path / "sample.txt"), "run": str(tmp_path / "run.txt"),
+            "dir": str(tmp_path)}
+
+
+def test_tsv_has_intervals_where_they_apply(files: dict[str, str]) -> None:
+    got = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP,infNDCG,P@2~ht",
+                  "-f", "tsv", "--per-topic")
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert lines[0] == "run\ttopic\tmeasure\tvalue\tlo\thi"
+    rows = {(r[1], r[2]): r for r in (line.split("\t") for line in lines[1:])}
+    assert set(rows) == {(t, m) for t in ("1", "all") for m in ("xinfAP", "infNDCG", "P@2~ht")}
+    assert rows[("all", "infNDCG")][4:] == ["", ""]  # sample_eval gives no interval
+    lo, value, hi = (float(rows[("all", "xinfAP")][i]) for i in (4, 3, 5))
+    assert lo <= value <= hi
+
+
+def test_json_nests_value_and_interval(files: dict[str, str]) -> None:
+    got = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP", "-f", "json")
+    assert got.returncode == 0, got.stderr
+    cell = json.loads(got.stdout)["r"]["all"]["xinfAP"]
+    assert set(cell) == {"value", "lo", "hi"}
+
+
+def test_a_saved_sample_directory_estimates_the_same(files: dict[str, str],
+                                                     tmp_path: Path) -> None:
+    from sampleval.io.samples import load_sample
+
+    load_sample(files["sample"]).save(tmp_path / "saved")
+    first = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP", "-f", "tsv")
+    second = run_cli("estimate", str(tmp_path / "saved"), files["run"], "-m", "xinfAP",
+                     "-f", "tsv")
+    assert first.returncode == second.returncode == 0
+    assert first.stdout == second.stdout
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("-m", "Foo~ht"), "Foo~ht"),
+    (("-m", "xinfAP", "--ci", "1.5"), "--ci"),
+    (("--sample-format", "prels"), "sample.txt"),
+])
+def test_bad_requests_are_one_line(files: dict[str, str], args: tuple[str, ...],
+                                   says: str) -> None:
+    got = run_cli("estimate", files["sample"], files["run"], *args)
+    assert got.returncode == 2
+    assert len(got.stderr.strip().splitlines()) == 1 or "Usage" in got.stderr
+    assert says in got.stderr and "Traceback" not in got.stderr
+
+
+def test_a_broken_sample_names_its_line(files: dict[str, str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 0 a1 A 1\n1 0 a2 A\n")
+    got = run_cli("estimate", str(bad), files["run"], "--sample-format", "sample-qrels")
+    assert got.returncode == 2
+    assert got.stderr.startswith(f"sampleval: error: {bad}:2:")
+    assert len(got.stderr.splitlines()) == 1
