@@ -5,21 +5,26 @@ from __future__ import annotations
 import re
 import sys
 import warnings
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
+import numpy as np
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.table import Table
 
-from sampleval.errors import SampleValError
+from sampleval.core.pool import Pool
+from sampleval.errors import SampleValError, UsageError
 from sampleval.estimators import default_estimates, estimate
 from sampleval.evaluation import MEAN_TOPIC, evaluate
 from sampleval.io import read_qrels, read_runs
 from sampleval.io.samples import load_sample
 from sampleval.measures.names import DEFAULT_MEASURES, parse_measures
 from sampleval.report import print_table, to_json, to_trec, to_tsv
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 app = typer.Typer(
     name="sampleval",
@@ -172,6 +177,97 @@ def estimate_command(
         sys.stdout.write(to_tsv(results, interval=True))
     else:
         sys.stdout.write(to_json(results, interval=True))
+
+
+@app.command("sample")
+def sample_command(
+    method: Annotated[str, typer.Argument(
+        help="Selection method: " + ", ".join(sorted(METHODS)) + " (see 'sampleval methods').",
+        show_default=False)],
+    runs: Annotated[list[str], typer.Argument(
+        help="Run files (plain or .gz), directories of runs, or glob patterns: their pool is "
+             "what the method chooses from.", show_default=False)],
+    qrels: Annotated[Path, typer.Option(
+        "--qrels", metavar="ORACLE",
+        help="Qrels 'qid iter docno rel' that answer for the assessor (simulation); a document "
+             "they do not judge counts as not relevant.", show_default=False)],
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", metavar="SAMPLE",
+        help="Directory to write the sample to: sample.json and TSV tables (see "
+             "docs/sample-format.md), read by 'sampleval estimate'.", show_default=False)],
+    budget: Annotated[int | None, typer.Option(
+        "--budget", "-n", min=1, metavar="N",
+        help="Judge N documents per topic (all of a smaller pool). Give this or --rate.")]
+    = None,
+    rate: Annotated[float | None, typer.Option(
+        "--rate", "-r", metavar="R",
+        help="Judge a fraction R in (0, 1] of each topic's pool, rounded up. Give this or "
+             "--budget.")] = None,
+    depth: Annotated[int | None, typer.Option(
+        "--depth", "-M", min=1, metavar="K",
+        help="Pool each run's top K documents per topic (trec_eval order); default: all they "
+             "retrieved.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", "-s", min=0, metavar="S",
+        help="Seed of the random draws; default: a fresh one, recorded in sample.json.")]
+    = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", metavar="NAME=VALUE",
+        help="A parameter of the method (see 'sampleval methods'), e.g. strategy=2strata or "
+             "k=10; repeat for several. Numbers are read as numbers, anything else as text.")]
+    = None,
+    name_by: NameByOption = NameBy.tag,
+) -> None:
+    """Choose documents to judge with a selection method, judged by qrels, and save the
+    sample with its design."""
+    if method not in METHODS:
+        raise UsageError(f"unknown method {method!r} (one of {', '.join(sorted(METHODS))})")
+    if (budget is None) == (rate is None):
+        raise UsageError("give the budget as --budget N or as --rate R (one of them)")
+    params = dict(_parse_param(text) for text in param or [])
+    oracle = qrels_oracle(read_qrels(qrels))
+    loaded = read_runs(runs, name_by=name_by.value, progress=_stderr.is_terminal)
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+    selector = METHODS[method](Pool.from_runs(loaded, depth=depth), Budget(budget, rate),
+                               np.random.default_rng(seed), **params)
+    result = simulate(selector, oracle).sample()
+    result = replace(result, meta={**result.meta, "seed": seed})
+    result.save(output)
+    judged = result.judged()
+    per_topic = judged.groupby("query_id").size().reindex(result.topics, fill_value=0)
+    relevant = int((judged["relevance"] > 0).sum())
+    sys.stdout.write(f"{method}: {len(per_topic)} topics, {len(judged)} judged "
+                     f"({per_topic.min() if len(per_topic) else 0}-"
+                     f"{per_topic.max() if len(per_topic) else 0} per topic), {relevant} "
+                     f"relevant found; sample written to {output}\n")
+
+
+def _parse_param(text: str) -> tuple[str, int | float | str]:
+    """``NAME=VALUE`` with VALUE as an int, a float, or else text."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise UsageError(f"--param expects NAME=VALUE, not {text!r}")
+    value = value.strip()
+    for kind in (int, float):
+        try:
+            return name.strip(), kind(value)
+        except ValueError:
+            continue
+    return name.strip(), value
+
+
+@app.command("methods")
+def methods_command() -> None:
+    """List the selection methods: their design, parameters and the estimator families that
+    apply to their samples."""
+    table = Table(title="Selection methods", title_justify="left")
+    for column in ("method", "design", "estimators", "parameters"):
+        table.add_column(column)
+    for name, cls in sorted(METHODS.items()):
+        table.add_row(name, cls.design, ", ".join(cls.estimators) or "exact measures only",
+                      "\n".join(f"{p}: {h}" for p, h in cls.parameters.items()) or "none")
+    _stdout().print(table)
 
 
 def _split(text: str) -> list[str]:

@@ -67,11 +67,15 @@ __all__ = ["MEAN_TOPIC", "default_estimates", "estimate"]
 def default_estimates(sample: Sample) -> tuple[str, ...]:
     """The measures estimated by default for ``sample``: by its design, with trec_eval's
     infAP first when every topic is one uniformly sampled stratum (infAP's own design)."""
+    if sample.design == "pooled":
+        raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
+                         "evaluate its judgments exactly with 'sampleval evaluate' instead")
     if sample.design not in DEFAULT_ESTIMATES:
         raise UsageError(f"no estimator is available yet for a {sample.design} sample; "
                          "name one with --measure")
-    single = sample.frame.groupby("query_id")["stratum"].nunique().max() <= 1
-    return (("infAP",) if single else ()) + DEFAULT_ESTIMATES[sample.design]
+    uniform = sample.design in ("stratified", "census") and (
+        sample.frame.groupby("query_id")["stratum"].nunique().max() <= 1)
+    return (("infAP",) if uniform else ()) + DEFAULT_ESTIMATES[sample.design]
 
 
 def estimate(sample: Sample, runs: Sequence[Run], measures: Sequence[str], *,

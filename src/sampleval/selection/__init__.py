@@ -3,6 +3,7 @@
 Importing this package registers every method in ``METHODS`` (one module per method).
 """
 
+from sampleval.selection.active import ActiveSelector
 from sampleval.selection.base import (
     METHODS,
     Budget,
@@ -11,5 +12,25 @@ from sampleval.selection.base import (
     register,
     simulate,
 )
+from sampleval.selection.depth_k import DepthKSelector
+from sampleval.selection.mab import MABSelector
+from sampleval.selection.mtf import MTFSelector
+from sampleval.selection.strata import StrataSelector
+from sampleval.selection.stratified import PriorStratifiedSelector
+from sampleval.selection.uniform import UniformSelector
 
-__all__ = ["METHODS", "Budget", "Selector", "qrels_oracle", "register", "simulate"]
+__all__ = [
+    "METHODS",
+    "ActiveSelector",
+    "Budget",
+    "DepthKSelector",
+    "MABSelector",
+    "MTFSelector",
+    "PriorStratifiedSelector",
+    "Selector",
+    "StrataSelector",
+    "UniformSelector",
+    "qrels_oracle",
+    "register",
+    "simulate",
+]

@@ -62,6 +62,9 @@ class Budget:
         return {"count": self.count, "rate": self.rate}
 
 
+T = TypeVar("T", bound="Selector")
+
+
 class Selector(ABC):
     """Base class of every selection method (see the module docstring)."""
 
@@ -107,6 +110,35 @@ class Selector(ABC):
 
     def budget_for(self, topic: str) -> int:
         return self.budget.for_topic(self.pool[topic].size)
+
+    def _sample_meta(self) -> dict[str, Any]:
+        """What every Sample records of the method that made it."""
+        return {"method": self.name, "params": dict(self.params),
+                "budget": self.budget.to_dict(), "pool_depth": self.pool.depth,
+                "runs": list(self.pool.run_names)}
+
+    def _state_header(self, rng: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The part of ``state()`` every method shares: method, parameters, budget, the pool
+        it works on, and the RNG (``rng``: a saved RNG state to record instead of the
+        current one)."""
+        return {"method": self.name, "params": dict(self.params),
+                "budget": self.budget.to_dict(), "runs": list(self.pool.run_names),
+                "pool_sizes": {t: tp.size for t, tp in self.pool.topic_pools.items()},
+                "rng": rng_state(self.rng) if rng is None else rng}
+
+    @classmethod
+    def _from_header(cls: type[T], pool: Pool, state: dict[str, Any]) -> T:
+        """A new selector from a state's shared part, once the state is known to be this
+        method's, over this pool."""
+        if state.get("method") != cls.name:
+            raise UsageError(f"the saved state is of method {state.get('method')!r}, "
+                             f"not {cls.name!r}")
+        sizes = {t: tp.size for t, tp in pool.topic_pools.items()}
+        if state.get("runs") != list(pool.run_names) or state.get("pool_sizes") != sizes:
+            raise UsageError("the saved state was made over another pool (runs, topics or "
+                             "pool sizes differ)")
+        return cls(pool, Budget(**state["budget"]), rng_from_state(state["rng"]),
+                   **state["params"])
 
 
 S = TypeVar("S", bound=type[Selector])

@@ -1,0 +1,316 @@
+"""``active``: active sampling, Li & Kanoulas, "Active Sampling for Large-scale Information
+Retrieval Evaluation", CIKM 2017 (Algorithm 1; sec. 2-3).
+
+Each topic is sampled in rounds t = 1, 2, ... Round t
+
+1. puts a distribution P_t over the runs that retrieved anything for the topic, in proportion
+   to each run's weight a_s, mixed with the uniform distribution so that no run's
+   probability reaches 0: P_t(s) = (1 - floor) a_s / sum a + floor / S. The weight is
+   (``weights=ap``, the paper's choice) the run's AP estimated from the judgments so far, or
+   (``weights=prior-mass``, the alternative of the paper's code) the prior mass w_s of its
+   judged relevant documents. Until the first relevant document is found, P_t is uniform;
+2. within run s, documents follow its AP-prior over its own L_s retrieved (pooled)
+   documents, w_s(r) = (1/L_s) sum_{j=r}^{L_s} 1/j (sums to 1, w_s(L_s) = 1/L_s^2 > 0), so
+   p_t(d) = sum_s P_t(s) w_s(rank_s(d));
+3. draws N_t documents i.i.d. from p_t (with replacement) and has the new ones judged.
+
+The inclusion probabilities accumulate over the rounds (sec. 3): pi_i = 1 - prod_t
+(1 - p_t(i))^N_t and pi_ij = pi_i + pi_j - [1 - prod_t (1 - p_t(i) - p_t(j))^N_t]; the Sample
+(design ``with-replacement``) records every draw, N_t, and p_t(i) of every sampled document
+at every round, so that ``core.inclusion`` computes them, and Horvitz-Thompson estimators apply.
+
+Choices (ours where the paper is silent):
+
+- the AP estimate that steers the sampling is the HT estimator of ``estimators.
+  horvitz_thompson.average_precision`` with pi_ij replaced by pi_i pi_j (the paper's code
+  also treats inclusions as independent there), for all runs at once from where the judged
+  relevant documents sit in the rank matrix; relevance is label >= 1 (``estimators.base.
+  relevance`` at level 1). Estimates from the Sample use the exact pi_ij;
+- ``floor`` (default 0.1): the share of each round's run distribution spread uniformly, so
+  every pooled document keeps p_t(d) >= floor w_s(rank_s(d)) / S > 0 and pi_i > 0;
+- the budget counts distinct judged documents. A round draws N_t = min(batch, budget left)
+  times, so it can never bring more new documents than the budget allows, and rounds go on
+  (a round whose draws were all judged before adds nothing) until the budget is spent: the
+  budget is met exactly and no draw is discarded. The number of rounds, and so N_t, depends on
+  the draws, as in the paper; the formulas above treat them as fixed;
+- a round's new documents are proposed (``propose(topic, n)`` hands out at most n at a time)
+  and must all be judged before the next round's distribution is computed; ``sample()``
+  holds the completed rounds;
+- each topic draws from its own Generator, seeded from the given one at construction, so
+  the sample does not depend on the order in which topics are worked on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy.sparse import csr_array
+
+from sampleval.core.pool import PAD, Pool, TopicPool
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+from sampleval.estimators.base import relevance
+from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
+from sampleval.selection.stratified import harmonic
+
+WEIGHTS = ("ap", "prior-mass")
+_FRAME = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
+_DRAWS = ["query_id", "round", "doc_id", "probability"]
+_ROUNDS = ["query_id", "round", "size"]
+
+
+def run_prior(ranking: np.ndarray) -> np.ndarray:
+    """``[n_runs, width]``: each run's AP-prior over its own retrieved documents, w_s(r) =
+    (1/L_s) sum_{j=r}^{L_s} 1/j (0 at padding)."""
+    width = ranking.shape[1]
+    length = (ranking != PAD).sum(axis=1, keepdims=True)
+    h = harmonic(width)
+    weight = (h[length] - h[:width]) / np.maximum(length, 1)
+    return np.where(ranking != PAD, weight, 0.0)
+
+
+class Hits(NamedTuple):
+    """The occurrences of the judged relevant documents in the rankings, by run then rank:
+    ``run``, ``doc``, relevance ``y``, ``inv_rank`` (1/rank) and ``first`` (the index of the
+    first occurrence in the same run)."""
+
+    run: np.ndarray
+    doc: np.ndarray
+    y: np.ndarray
+    inv_rank: np.ndarray
+    first: np.ndarray
+
+
+def hits_of(y_at: np.ndarray, at_rank: np.ndarray) -> Hits:
+    """The :class:`Hits` of relevance ``y_at`` at ranks of documents ``at_rank`` (both
+    ``[n_runs, width]``)."""
+    run, col = np.nonzero(y_at > 0)
+    counts = np.bincount(run, minlength=len(y_at))
+    return Hits(run, at_rank[run, col], y_at[run, col], 1.0 / (col + 1),
+                np.repeat(np.cumsum(counts) - counts, counts))
+
+
+def estimated_ap(hits: Hits, x: np.ndarray, r_hat: float, n_runs: int) -> np.ndarray:
+    """HT estimate of every run's AP with pi_ij = pi_i pi_j: (1/R-hat) sum_k x_k (y_k +
+    sum_{l above k} x_l) / rank_k over the run's judged relevant documents k, where ``x``
+    holds y/pi of every document."""
+    x_hit = x[hits.doc]
+    before = np.cumsum(x_hit) - x_hit
+    above = before - before[hits.first]
+    return np.bincount(hits.run, weights=x_hit * (hits.y + above) * hits.inv_rank,
+                       minlength=n_runs) / r_hat
+
+
+def run_distribution(weights: np.ndarray | None, present: np.ndarray,
+                     floor: float) -> np.ndarray:
+    """P(s) = (1 - floor) a_s / sum a + floor / S over the present runs (uniform when there
+    are no weights or they are all 0)."""
+    uniform = present / present.sum()
+    if weights is None:
+        return uniform
+    total = weights[present].sum()
+    if total <= 0:
+        return uniform
+    return (1.0 - floor) * np.where(present, weights, 0.0) / total + floor * uniform
+
+
+class _TopicDraws:
+    """One topic's sampling state: labels, rounds (P_t, N_t, draws) and pending documents."""
+
+    def __init__(self, tp: TopicPool, docnos: np.ndarray, budget: int,
+                 rng: np.random.Generator) -> None:
+        valid = tp.ranking != PAD
+        runs, cols = np.nonzero(valid)
+        self.docnos = docnos
+        self.where = {str(d): i for i, d in enumerate(docnos)}
+        self.size = tp.size
+        self.budget = budget
+        self.rng = rng
+        self.present = tp.lengths > 0
+        self.prior = run_prior(tp.ranking)
+        self.at_rank = np.where(valid, tp.ranking, tp.size)  # padding -> a slot holding 0
+        self.doc_weights = csr_array((self.prior[runs, cols], (tp.ranking[runs, cols], runs)),
+                                     shape=(tp.size, len(self.present)))
+        self.labels = np.full(tp.size, np.nan)
+        self.judged = 0
+        self.y = np.zeros(tp.size + 1)
+        self.y_at = np.zeros(tp.ranking.shape)
+        self.hits = hits_of(self.y_at, self.at_rank)
+        self.relevant = np.zeros(0, dtype=np.int64)
+        self.log_miss = np.zeros(tp.size)
+        self.log_miss_before = self.log_miss
+        self.run_probs: list[np.ndarray] = []
+        self.draws: list[np.ndarray] = []
+        self.pending: list[int] = []
+
+    def doc_probs(self, run_probs: np.ndarray) -> np.ndarray:
+        """p(d) = sum_s P(s) w_s(rank_s(d)) for every pooled document."""
+        return np.asarray(self.doc_weights @ run_probs)
+
+    def weights(self, kind: str) -> np.ndarray | None:
+        """Each run's weight from the judgments so far (None before any relevant one)."""
+        if not len(self.relevant):
+            return None
+        if kind == "prior-mass":
+            return (self.y_at * self.prior).sum(axis=1)
+        x = np.zeros(self.size)
+        x[self.relevant] = self.y[self.relevant] / -np.expm1(self.log_miss[self.relevant])
+        return estimated_ap(self.hits, x, float(x.sum()), len(self.present))
+
+    def add_round(self, run_probs: np.ndarray, probs: np.ndarray, drawn: np.ndarray) -> None:
+        """Record a round (its run distribution, p_t and draws) and its new documents."""
+        self.run_probs.append(run_probs)
+        self.draws.append(drawn)
+        self.log_miss_before = self.log_miss
+        with np.errstate(divide="ignore"):
+            self.log_miss = self.log_miss + len(drawn) * np.log1p(-probs)
+        new = drawn[np.isnan(self.labels[drawn])]
+        _, first = np.unique(new, return_index=True)
+        self.pending = new[np.sort(first)].tolist()
+
+    def draw_round(self, kind: str, floor: float, batch: int) -> None:
+        """Draw min(batch, budget left) documents from this round's p_t."""
+        size = min(batch, self.budget - self.judged)
+        run_probs = run_distribution(self.weights(kind), self.present, floor)
+        probs = self.doc_probs(run_probs)
+        cdf = np.cumsum(probs)
+        drawn = np.searchsorted(cdf, self.rng.random(size) * cdf[-1], side="right")
+        self.add_round(run_probs, probs, np.minimum(drawn, self.size - 1))
+
+    def judge(self, where: np.ndarray, labels: np.ndarray) -> None:
+        self.judged += int(np.isnan(self.labels[where]).sum())
+        self.labels[where] = labels
+        self.y[where] = relevance(labels, 1.0)
+        if (self.y[where] > 0).any():
+            self.y_at = self.y[self.at_rank]
+            self.hits = hits_of(self.y_at, self.at_rank)
+            self.relevant = np.flatnonzero(self.y[:-1] > 0)
+        done = set(where.tolist())
+        self.pending = [d for d in self.pending if d not in done]
+
+    def tables(self, topic: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame,
+                                          pd.DataFrame]:
+        """The topic's frame, draws, rounds and round_probs, over the rounds whose new
+        documents are all judged (all but a last round with pending documents)."""
+        done = len(self.draws) - (1 if self.pending else 0)
+        sizes = np.array([len(d) for d in self.draws[:done]], dtype=np.int64)
+        flat = np.concatenate(self.draws[:done]) if done else np.zeros(0, np.int64)
+        sampled = np.unique(flat)
+        weight = np.zeros((len(self.present), self.size + 1))
+        weight[np.arange(len(self.present))[:, None], self.at_rank] = self.prior
+        probs = np.array(self.run_probs[:done]).reshape(done, -1) @ weight[:, sampled]
+        labels = np.full(self.size, np.nan)
+        labels[sampled] = self.labels[sampled]
+        log_miss = self.log_miss_before if self.pending else self.log_miss
+        round_of = np.repeat(np.arange(1, done + 1), sizes)
+        return (
+            pd.DataFrame({"query_id": np.full(self.size, topic, dtype=object),
+                          "doc_id": self.docnos, "relevance": labels, "stratum": "",
+                          "inclusion": -np.expm1(log_miss)}),
+            pd.DataFrame({"query_id": topic, "round": round_of, "doc_id": self.docnos[flat],
+                          "probability": probs[round_of - 1, np.searchsorted(sampled, flat)]}),
+            pd.DataFrame({"query_id": topic, "round": np.arange(1, done + 1), "size": sizes}),
+            pd.DataFrame({"query_id": topic, "round": np.repeat(np.arange(1, done + 1),
+                                                                 len(sampled)),
+                          "doc_id": np.tile(self.docnos[sampled], done),
+                          "probability": probs.ravel()}),
+        )
+
+
+@register
+class ActiveSelector(Selector):
+    """Active sampling, Li & Kanoulas, CIKM 2017, Algorithm 1 (see the module docstring)."""
+
+    name: ClassVar[str] = "active"
+    design: ClassVar[str] = "with-replacement"
+    estimators: ClassVar[tuple[str, ...]] = ("ht",)
+    parameters: ClassVar[dict[str, str]] = {
+        "batch": "draws per round (default 3)",
+        "weights": "run weights: ap (estimated AP, default) or prior-mass (AP-prior mass of "
+                   "the judged relevant documents)",
+        "floor": "share of each round's run distribution spread uniformly, in (0, 1] "
+                 "(default 0.1)",
+    }
+
+    def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
+                 **params: Any) -> None:
+        super().__init__(pool, budget, rng, **params)
+        try:
+            self.batch = int(params.get("batch", 3))
+            self.floor = float(params.get("floor", 0.1))
+        except ValueError:
+            raise UsageError("batch must be a whole number and floor a number") from None
+        self.kind = str(params.get("weights", "ap"))
+        if self.batch < 1:
+            raise UsageError("batch must be at least 1")
+        if not 0 < self.floor <= 1:
+            raise UsageError("floor must lie in (0, 1]")
+        if self.kind not in WEIGHTS:
+            raise UsageError(f"weights must be one of {', '.join(WEIGHTS)}")
+        self._initial_rng = rng_state(rng)
+        seeds = rng.integers(0, 2**63, size=len(pool.topics))
+        self._topics = {t: _TopicDraws(pool[t], pool.docnos_of(t), self.budget_for(t),
+                                       np.random.default_rng(s))
+                        for t, s in zip(pool.topics, seeds, strict=True)}
+
+    def _topic(self, topic: str) -> _TopicDraws:
+        if topic not in self._topics:
+            raise UsageError(f"topic {topic!r} is not in the pool")
+        return self._topics[topic]
+
+    def propose(self, topic: str, n: int) -> list[str]:
+        draws = self._topic(topic)
+        if n < 1:
+            raise UsageError(f"propose at least one document, not {n}")
+        while not draws.pending and draws.judged < draws.budget:
+            draws.draw_round(self.kind, self.floor, self.batch)
+        return [str(d) for d in draws.docnos[draws.pending[:n]]]
+
+    def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
+        draws = self._topic(topic)
+        labels = np.array(list(judgments.values()), dtype=np.float64)
+        where = np.array([draws.where.get(d, -1) for d in judgments], dtype=np.int64)
+        stray = [d for d, i in zip(judgments, where, strict=True) if i not in draws.pending]
+        if stray:
+            raise UsageError(f"topic {topic}: document {stray[0]} was not proposed")
+        if not np.isfinite(labels).all():
+            raise UsageError(f"topic {topic}: labels must be finite numbers")
+        draws.judge(where, labels)
+
+    def sample(self) -> Sample:
+        tables = [d.tables(t) for t, d in self._topics.items()]
+        frame, draws, rounds, round_probs = (
+            pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+            for parts, columns in zip(zip(*tables, strict=True) if tables else ([],) * 4,
+                                      (_FRAME, _DRAWS, _ROUNDS, _DRAWS), strict=True))
+        return Sample(self.design, frame, draws=draws, rounds=rounds, round_probs=round_probs,
+                      meta=self._sample_meta())
+
+    def state(self) -> dict[str, Any]:
+        return {
+            **self._state_header(self._initial_rng),
+            "topics": {t: {
+                "rng": rng_state(d.rng),
+                "rounds": [{"runs": p.tolist(), "draws": x.tolist()}
+                           for p, x in zip(d.run_probs, d.draws, strict=True)],
+                "judged": np.flatnonzero(~np.isnan(d.labels)).tolist(),
+                "labels": d.labels[~np.isnan(d.labels)].tolist(),
+            } for t, d in self._topics.items()},
+        }
+
+    @classmethod
+    def restore(cls, pool: Pool, state: dict[str, Any]) -> ActiveSelector:
+        selector = cls._from_header(pool, state)
+        for topic, saved in state["topics"].items():
+            draws = selector._topics[topic]
+            draws.rng = rng_from_state(saved["rng"])
+            for round_ in saved["rounds"]:
+                run_probs = np.asarray(round_["runs"], dtype=np.float64)
+                draws.add_round(run_probs, draws.doc_probs(run_probs),
+                                np.asarray(round_["draws"], dtype=np.int64))
+            judged = np.asarray(saved["judged"], dtype=np.int64)
+            draws.judge(judged, np.asarray(saved["labels"], dtype=np.float64))
+        return selector

@@ -1,0 +1,383 @@
+"""``strata``: stratified random sampling of the pool, strata by best rank across runs.
+
+The design of NIST's sampled pools and of the extended inferred measures (Yilmaz, Kanoulas &
+Aslam, "A simple and efficient sampling method for estimating AP and NDCG", SIGIR 2008,
+sec. 3-4): each pooled document falls in the stratum of its best (smallest) rank over the runs
+(``TopicPool.best_rank()``); within stratum h a simple random sample of exactly n_h of its N_h
+documents is judged, so pi_i = n_h / N_h and pi_ij = n_h (n_h - 1) / (N_h (N_h - 1)) within a
+stratum, pi_i pi_j across (Cochran, Sampling Techniques, ch. 5). Estimators: xinfAP, infNDCG,
+iP@k, inum_rel (``nist``), Horvitz-Thompson (``ht``) and statAP (``stat``).
+
+The strata come from ``--param strata=1-10:1,11-30:0.3,31-100:0.1`` (best-rank range ``LO-HI``
+or open ``LO-``, then ``:RATE``; documents outside every range form a stratum ``other`` that is
+never sampled) or from a named ``--param strategy=NAME`` (:data:`STRATEGIES`; default
+``3strata``). The budget B of a topic (``--budget``/``--rate``) is always spent exactly, as far
+as the strata with a positive rate hold documents:
+
+1. strata at rate 1 are *exhaustive*: judged completely first, in rank order; the one where
+   the budget runs out is sampled with what is left, and later ones (and all others) get none;
+2. the rest of the budget goes to the strata with rates in (0, 1), in proportion to
+   rate_h * N_h (the rates scale by one common factor c, each capped at rate 1 by
+   water-filling, so sum_h min(N_h, c rate_h N_h) = what is left);
+3. n_h is rounded from these real numbers by largest remainder, which keeps their total.
+
+So rates written for a budget of sum_h rate_h N_h are met as written (n_h = round(rate_h N_h));
+another budget scales the non-exhaustive rates. Named strategies, each budget-matched as above
+(the papers fix strata and rates per collection, not per budget):
+
+- Voorhees, "The effect of sampling strategy on inferred measures", SIGIR 2014 (sec. 2; its
+  exact stratum bounds were not available to us, so these are our reading of its four
+  strategy families): ``pool``: top-k pooling, k the deepest depth whose pool fits the budget,
+  the leftover drawn at random from rank k+1's documents, deeper ones not judged;
+  ``1stratum``: one uniform sample of the whole pool (infAP's design); ``2strata``: the top-10
+  pool exhaustively, the rest of the budget uniformly over best ranks 11 and deeper;
+  ``3strata``: the top-10 pool exhaustively, then best ranks 11-30 and 31 and deeper at rates
+  in the ratio 3:1 (the 100%/30%/10% shape of NIST's sampled pools).
+- Yilmaz, Kanoulas & Aslam, SIGIR 2008 (sec. 4): ``depthk+equal``: the depth-k pool, k the
+  deepest depth whose pool holds at most half the budget, plus the rest of the budget (at
+  least as many documents) drawn uniformly from the remainder of the pool; ``yilmaz4``: four
+  strata by best rank, 1-10 exhaustive, then 11-25, 26-50 and 51 and deeper with sample
+  *sizes* allocated 3:1.5:1 (rates 3/N_2 : 1.5/N_3 : 1/N_4; the bounds are ours).
+
+This module also holds what every select-up-front method shares (:class:`PlannedSelector`,
+:class:`StratifiedSelector`): at the first ``propose`` the whole design's sample is drawn for
+every topic (in pool order), stored, and then handed out batch by batch, so the draws do not
+depend on the batch size. A stratified sample is handed out in proportion across strata
+(ordered by (j + 1/2) / n_h for the j-th draw of stratum h), so after any number of
+judgments the judged set is itself a stratified simple random sample.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.pool import Pool, TopicPool
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+from sampleval.selection.base import Budget, Selector, register
+
+_FRAME_COLUMNS = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
+
+
+class PlannedSelector(Selector):
+    """A method that fixes its whole choice before any judgment and then hands it out in
+    order (depth-k pooling, stratified and uniform sampling). Subclasses say what to judge
+    (:meth:`_plan`) and what the frame records (:meth:`_design_columns`)."""
+
+    def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
+                 **params: Any) -> None:
+        super().__init__(pool, budget, rng, **params)
+        self._order: dict[str, np.ndarray] | None = None
+        self._given = dict.fromkeys(pool.topics, 0)
+        self._labels = {t: np.full(pool[t].size, np.nan) for t in pool.topics}
+
+    @abstractmethod
+    def _plan(self, tp: TopicPool, budget: int) -> np.ndarray:
+        """Indices into the topic's pool of every document to judge, in hand-out order."""
+
+    @abstractmethod
+    def _design_columns(self, tp: TopicPool, judged: np.ndarray) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+        """The frame's ``stratum`` and ``inclusion`` columns, given which docs are judged."""
+
+    def propose(self, topic: str, n: int) -> list[str]:
+        tp = self._topic(topic)
+        if n < 1:
+            raise UsageError(f"propose at least one document, not {n}")
+        if self._order is None:
+            self._order = {t: self._plan(self.pool[t], self.budget_for(t))
+                           for t in self.pool.topics}
+        start = self._given[topic]
+        chosen = self._order[topic][start:start + n]
+        self._given[topic] = start + len(chosen)
+        return [str(d) for d in self.pool.docnos[tp.doc_ids[chosen]]]
+
+    def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
+        tp = self._topic(topic)
+        docnos = np.array(list(judgments), dtype=object)
+        labels = np.array(list(judgments.values()), dtype=np.float64)
+        where = pd.Index(self.pool.docnos[tp.doc_ids]).get_indexer(docnos)
+        handed = np.zeros(tp.size + 1, dtype=bool)  # the last entry: docs not in the pool
+        if self._order is not None:
+            handed[self._order[topic][:self._given[topic]]] = True
+        stray = ~handed[where]
+        if stray.any():
+            raise UsageError(f"topic {topic}: document {docnos[stray][0]} was not proposed")
+        if not np.isfinite(labels).all():
+            raise UsageError(f"topic {topic}: labels must be finite numbers")
+        self._labels[topic][where] = labels
+
+    def sample(self) -> Sample:
+        parts = []
+        for topic in self.pool.topics:
+            tp, labels = self.pool[topic], self._labels[topic]
+            stratum, inclusion = self._design_columns(tp, ~np.isnan(labels))
+            parts.append(pd.DataFrame({
+                "query_id": np.full(tp.size, topic, dtype=object),
+                "doc_id": self.pool.docnos[tp.doc_ids], "relevance": labels,
+                "stratum": stratum, "inclusion": inclusion}))
+        frame = (pd.concat(parts, ignore_index=True) if parts
+                 else pd.DataFrame(columns=_FRAME_COLUMNS))
+        return Sample(self.design, frame, meta=self._sample_meta())
+
+    def state(self) -> dict[str, Any]:
+        judged = {t: np.flatnonzero(~np.isnan(v)) for t, v in self._labels.items()}
+        return {
+            **self._state_header(),
+            "order": None if self._order is None else {
+                t: o.tolist() for t, o in self._order.items()},
+            "given": dict(self._given),
+            "judged": {t: {"index": i.tolist(), "label": self._labels[t][i].tolist()}
+                       for t, i in judged.items() if len(i)},
+        }
+
+    @classmethod
+    def restore(cls, pool: Pool, state: dict[str, Any]) -> PlannedSelector:
+        selector = cls._from_header(pool, state)
+        if state["order"] is not None:
+            selector._order = {t: np.asarray(o, dtype=np.int64)
+                               for t, o in state["order"].items()}
+        selector._given.update(state["given"])
+        for topic, saved in state["judged"].items():
+            selector._labels[topic][saved["index"]] = saved["label"]
+        return selector
+
+    def _topic(self, topic: str) -> TopicPool:
+        if topic not in self.pool.topic_pools:
+            raise UsageError(f"topic {topic!r} is not in the pool")
+        return self.pool[topic]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A topic's strata: each pooled document's stratum code, each stratum's label and its
+    planned sample size n_h."""
+
+    codes: np.ndarray
+    labels: np.ndarray
+    counts: np.ndarray
+
+
+class StratifiedSelector(PlannedSelector):
+    """Simple random sampling without replacement within strata (design ``stratified``);
+    subclasses give each topic's :class:`Layout`."""
+
+    design: ClassVar[str] = "stratified"
+
+    @abstractmethod
+    def _layout(self, tp: TopicPool, budget: int) -> Layout:
+        """The topic's strata and planned sample sizes for a budget of ``budget`` docs."""
+
+    def _plan(self, tp: TopicPool, budget: int) -> np.ndarray:
+        layout = self._layout(tp, budget)
+        return handout(layout.codes, layout.counts, self.rng.random(tp.size))
+
+    def _design_columns(self, tp: TopicPool, judged: np.ndarray) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+        layout = self._layout(tp, self.budget_for(tp.topic))
+        n_strata = len(layout.labels)
+        sizes = np.bincount(layout.codes, minlength=n_strata)
+        sampled = np.bincount(layout.codes[judged], minlength=n_strata)
+        pi = np.divide(sampled, sizes, out=np.zeros(n_strata), where=sizes > 0)
+        return layout.labels[layout.codes], pi[layout.codes]
+
+
+def within_ranks(codes: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Each document's 0-based rank by ``keys`` within its stratum. ``keys`` has shape
+    ``(..., n_docs)`` (one row per replicate), and so has the result."""
+    order = np.lexsort((keys, np.broadcast_to(codes, keys.shape)), axis=-1)
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.broadcast_to(np.arange(keys.shape[-1]), keys.shape),
+                      axis=-1)
+    return position - np.searchsorted(np.sort(codes), codes)
+
+
+def handout(codes: np.ndarray, counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The stratified sample that i.i.d. uniform ``keys`` give (in stratum h, the ``counts[h]``
+    documents with the smallest keys: a simple random sample), in hand-out order: by the
+    fraction (j + 1/2) / n_h of its stratum's sample that the j-th draw completes."""
+    ranks = within_ranks(codes, keys)
+    wanted = counts[codes]
+    chosen = np.flatnonzero(ranks < wanted)
+    progress = (ranks[chosen] + 0.5) / wanted[chosen]
+    return chosen[np.lexsort((codes[chosen], progress))]
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """Documents whose best rank lies in ``lo..hi`` (``hi`` None: no bound), sampled at
+    ``rate`` (1: exhaustive; see the module docstring)."""
+
+    lo: int
+    hi: int | None
+    rate: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.lo}-{'' if self.hi is None else self.hi}"
+
+
+def allocate(sizes: np.ndarray, rates: np.ndarray, budget: int) -> np.ndarray:
+    """Sample sizes n_h for strata of ``sizes`` N_h at ``rates`` (in rank order) that spend
+    ``budget`` exactly as far as the strata allow (steps 1-3 of the module docstring)."""
+    counts = np.zeros(len(sizes), dtype=np.int64)
+    full = np.flatnonzero(rates >= 1)
+    before = np.cumsum(sizes[full]) - sizes[full]
+    counts[full] = np.clip(budget - before, 0, sizes[full])
+    left = budget - int(counts.sum())
+    partial = (rates > 0) & (rates < 1) & (sizes > 0)
+    if left > 0 and partial.any():
+        caps = sizes[partial].astype(np.float64)
+        counts[partial] = largest_remainder(water_fill(caps, caps * rates[partial], left))
+    return counts
+
+
+def water_fill(caps: np.ndarray, weights: np.ndarray, total: float) -> np.ndarray:
+    """x_h = min(caps_h, c weights_h) with sum_h x_h = total (all caps when they do not
+    reach it); weights must be positive."""
+    if caps.sum() <= total:
+        return caps
+    threshold = caps / weights
+    order = np.argsort(threshold, kind="stable")
+    capped = np.cumsum(caps[order]) - caps[order]
+    free = np.cumsum(weights[order][::-1])[::-1]
+    scale = (total - capped) / free
+    c = scale[np.argmax(scale <= threshold[order])]
+    return np.minimum(caps, c * weights)
+
+
+def largest_remainder(real: np.ndarray) -> np.ndarray:
+    """Integers within one of ``real`` with the same (rounded) total: the floors, plus one
+    for the largest fractional parts."""
+    floors = np.floor(real)
+    extra = round(real.sum() - floors.sum())
+    floors[np.argsort(floors - real, kind="stable")[:extra]] += 1
+    return floors.astype(np.int64)
+
+
+def _fitting_depth(best: np.ndarray, n: int) -> int:
+    """The deepest k whose depth-k pool (documents of best rank <= k) has at most n docs."""
+    pooled = np.cumsum(np.bincount(best, minlength=1))
+    return int(np.searchsorted(pooled, n, side="right")) - 1
+
+
+def _pool(best: np.ndarray, budget: int) -> list[Stratum]:
+    k = _fitting_depth(best, budget)
+    return [Stratum(1, k, 1.0), Stratum(k + 1, k + 1, 1.0), Stratum(k + 2, None, 0.0)]
+
+
+def _depthk_equal(best: np.ndarray, budget: int) -> list[Stratum]:
+    k = _fitting_depth(best, budget // 2)
+    return [Stratum(1, k, 1.0), Stratum(k + 1, None, 0.5)]
+
+
+def _yilmaz4(best: np.ndarray, budget: int) -> list[Stratum]:
+    # sizes n_h in the ratio 3:1.5:1: rates share_h / N_h (divided by 4 to stay below 1,
+    # which only the common scale factor sees)
+    deeper = [(11, 25, 3.0), (26, 50, 1.5), (51, None, 1.0)]
+    sizes = [int(((best >= lo) & (best <= (hi or best.max(initial=0)))).sum())
+             for lo, hi, _ in deeper]
+    return [Stratum(1, 10, 1.0)] + [
+        Stratum(lo, hi, share / size / 4 if size else 0.0)
+        for (lo, hi, share), size in zip(deeper, sizes, strict=True)]
+
+
+STRATEGIES: dict[str, tuple[str, Callable[[np.ndarray, int], list[Stratum]]]] = {
+    "pool": ("top-k pool as deep as the budget goes, leftover sampled at rank k+1 "
+             "(Voorhees 2014)", _pool),
+    "1stratum": ("one uniform sample of the pool (Voorhees 2014)",
+                 lambda best, budget: [Stratum(1, None, 1.0)]),
+    "2strata": ("top 10 exhaustive, the rest uniformly (Voorhees 2014)",
+                lambda best, budget: [Stratum(1, 10, 1.0), Stratum(11, None, 0.1)]),
+    "3strata": ("top 10 exhaustive, 11-30 and 31- at rates 3:1 (Voorhees 2014)",
+                lambda best, budget: [Stratum(1, 10, 1.0), Stratum(11, 30, 0.3),
+                                      Stratum(31, None, 0.1)]),
+    "depthk+equal": ("depth-k pool of half the budget plus as many sampled from the rest "
+                     "(Yilmaz et al. 2008)", _depthk_equal),
+    "yilmaz4": ("1-10 exhaustive, 11-25, 26-50, 51- with sizes 3:1.5:1 (Yilmaz et al. 2008)",
+                _yilmaz4),
+}
+_RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d*)\s*:\s*([0-9.eE+-]+)\s*$")
+
+
+def parse_strata(text: str) -> list[Stratum]:
+    """``1-10:1,11-30:0.3,31-:0.1`` as strata in rank order; UsageError when malformed,
+    overlapping or without a positive rate."""
+    strata = []
+    for part in text.split(","):
+        match = _RANGE.match(part)
+        if match is None:
+            raise UsageError(f"cannot read the stratum {part.strip()!r} of {text!r} "
+                             "(write LO-HI:RATE or LO-:RATE, e.g. 1-10:1,11-100:0.2)")
+        lo, hi = int(match[1]), int(match[2]) if match[2] else None
+        try:
+            rate = float(match[3])
+        except ValueError:
+            raise UsageError(f"stratum {part.strip()!r}: {match[3]!r} is not a rate") from None
+        if lo < 1 or (hi is not None and hi < lo) or not 0 <= rate <= 1:
+            raise UsageError(f"stratum {part.strip()!r}: ranks must satisfy 1 <= LO <= HI "
+                             "and the rate must lie in [0, 1]")
+        strata.append(Stratum(lo, hi, rate))
+    strata.sort(key=lambda s: s.lo)
+    for a, b in pairwise(strata):
+        if a.hi is None or b.lo <= a.hi:
+            raise UsageError(f"strata {a.label} and {b.label} overlap in {text!r}")
+    if not any(s.rate > 0 for s in strata):
+        raise UsageError(f"no stratum of {text!r} has a positive rate")
+    return strata
+
+
+def layout_of(best: np.ndarray, strata: list[Stratum], budget: int) -> Layout:
+    """Stratum codes of documents with best ranks ``best`` (those outside every range in a
+    last stratum ``other``, never sampled) and the sample sizes that spend ``budget``."""
+    strata = [s for s in strata if s.hi is None or s.hi >= s.lo]
+    lows = np.array([s.lo for s in strata], dtype=np.int64)
+    highs = np.array([np.iinfo(np.int64).max if s.hi is None else s.hi for s in strata],
+                     dtype=np.int64)
+    codes = np.searchsorted(lows, best, side="right") - 1
+    inside = (codes >= 0) & (best <= highs[np.maximum(codes, 0)])
+    codes = np.where(inside, codes, len(strata))
+    sizes = np.bincount(codes, minlength=len(strata) + 1)
+    rates = np.array([s.rate for s in strata] + [0.0])
+    labels = np.array([s.label for s in strata] + ["other"], dtype=object)
+    return Layout(codes, labels, allocate(sizes, rates, budget))
+
+
+@register
+class StrataSelector(StratifiedSelector):
+    """Stratified random sampling by best rank (see the module docstring)."""
+
+    name: ClassVar[str] = "strata"
+    estimators: ClassVar[tuple[str, ...]] = ("nist", "ht", "stat")
+    parameters: ClassVar[dict[str, str]] = {
+        "strategy": "named strata: " + ", ".join(STRATEGIES) + " (default 3strata)",
+        "strata": "custom strata by best rank and rate, e.g. 1-10:1,11-30:0.3,31-:0.1",
+    }
+
+    def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
+                 **params: Any) -> None:
+        super().__init__(pool, budget, rng, **params)
+        if "strategy" in params and "strata" in params:
+            raise UsageError("give either strategy or strata, not both")
+        if "strata" in params:
+            custom = parse_strata(str(params["strata"]))
+            self._strata: Callable[[np.ndarray, int], list[Stratum]] = (
+                lambda best, budget: custom)
+        else:
+            strategy = str(params.get("strategy", "3strata"))
+            if strategy not in STRATEGIES:
+                raise UsageError(f"unknown strategy {strategy!r} (one of "
+                                 f"{', '.join(STRATEGIES)})")
+            self._strata = STRATEGIES[strategy][1]
+
+    def _layout(self, tp: TopicPool, budget: int) -> Layout:
+        best = tp.best_rank()
+        return layout_of(best, self._strata(best, budget), budget)

@@ -1,0 +1,323 @@
+"""The AP-prior sampling methods: ``stratified`` (Pavlu & Aslam 2007, without replacement) and
+``active`` (Li & Kanoulas, CIKM 2017, Algorithm 1, with replacement in rounds).
+
+Checked: the AP-prior weights; the vectorised AP estimate that steers ``active`` against the
+Horvitz-Thompson core; on TREC-COVID round 5 (first 20 runs, depth 20), the budget spent
+exactly without duplicates, inclusion probabilities (``stratified``: 5000 seeded samples
+against pi_i and pi_ij; ``active``: the next round's draws, over 20000 draws from one
+history, against the reported p_t), stop / save / load / continue giving the same Sample,
+and HT estimates from the samples end to end. Printed with -s: the time of one ``active``
+trial at 10% of the depth-100 pool of all 126 runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import chisquare
+
+from sampleval.core.inclusion import judged_design
+from sampleval.core.pool import PAD, Pool
+from sampleval.core.run import Run
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+from sampleval.estimators import estimate
+from sampleval.estimators.horvitz_thompson import average_precision
+from sampleval.io import read_qrels, read_runs
+from sampleval.selection import (
+    ActiveSelector,
+    Budget,
+    PriorStratifiedSelector,
+    Selector,
+    qrels_oracle,
+    simulate,
+)
+from sampleval.selection.active import estimated_ap, hits_of, run_prior
+from sampleval.selection.base import Oracle, rng_state
+from sampleval.selection.stratified import rank_weights
+
+METHODS: dict[str, type[Selector]] = {"stratified": PriorStratifiedSelector,
+                                      "active": ActiveSelector}
+
+
+def synthetic_pool(seed: int = 0, n_runs: int = 4, n_docs: int = 30, depth: int = 10) -> Pool:
+    """Runs of random rankings over ``n_docs`` documents, one of them shorter than ``depth``."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for i in range(n_runs):
+        length = depth - 3 if i == 0 else depth
+        docs = rng.choice(n_docs, size=length, replace=False)
+        runs.append(Run.from_frame(pd.DataFrame({
+            "query_id": "q", "doc_id": [f"d{d:02d}" for d in docs],
+            "score": np.arange(length, 0, -1.0)}), name=f"r{i}"))
+    return Pool.from_runs(runs, depth=depth)
+
+
+def test_rank_weights_sum_to_one_and_never_vanish() -> None:
+    for depth in (1, 5, 100):
+        w = rank_weights(depth)
+        assert w.sum() == pytest.approx(1.0)
+        assert w[-1] == pytest.approx(1.0 / depth**2) and (np.diff(w) < 0).all()
+        assert w[0] == pytest.approx((1.0 / np.arange(1, depth + 1)).sum() / depth)
+
+
+def test_run_prior_is_each_runs_ap_prior() -> None:
+    ranking = synthetic_pool()["q"].ranking
+    prior = run_prior(ranking)
+    assert np.allclose(prior.sum(axis=1), 1.0)
+    assert (prior[ranking == PAD] == 0).all() and (prior[ranking != PAD] > 0).all()
+    assert np.allclose(prior[0, :7], rank_weights(7)) and np.allclose(prior[1], rank_weights(10))
+
+
+def test_estimated_ap_is_the_ht_core_under_independence() -> None:
+    rng = np.random.default_rng(4)
+    tp = synthetic_pool(seed=4, n_runs=6)["q"]
+    y = rng.choice([0.0, 0.5, 1.0], size=tp.size, p=[0.5, 0.2, 0.3])
+    pi = rng.uniform(0.2, 1.0, size=tp.size)
+    joint = np.outer(pi, pi)
+    np.fill_diagonal(joint, pi)
+    ranks = np.zeros((tp.ranking.shape[0], tp.size), dtype=np.int64)
+    rows, cols = np.nonzero(tp.ranking != PAD)
+    ranks[rows, tp.ranking[rows, cols]] = cols + 1
+    expected = average_precision(y, pi, joint, ranks).value
+    at_rank = np.where(tp.ranking != PAD, tp.ranking, tp.size)
+    x = y / pi
+    got = estimated_ap(hits_of(np.append(y, 0.0)[at_rank], at_rank), x, x.sum(), len(ranks))
+    assert np.allclose(got, expected)
+
+
+@pytest.mark.parametrize(("method", "params"), [
+    ("active", {"batch": "0"}), ("active", {"floor": "0"}), ("active", {"floor": "1.5"}),
+    ("active", {"weights": "recall"}), ("active", {"batch": "three"}),
+    ("stratified", {"per_stratum": "1"}), ("stratified", {"depth": "3"}),
+])
+def test_bad_parameters(method: str, params: dict[str, str]) -> None:
+    with pytest.raises(UsageError):
+        METHODS[method](synthetic_pool(), Budget(count=5), np.random.default_rng(0), **params)
+
+
+def test_active_rejects_documents_it_did_not_propose() -> None:
+    pool = synthetic_pool()
+    selector = ActiveSelector(pool, Budget(count=5), np.random.default_rng(0))
+    proposed = selector.propose("q", 10)
+    outside = next(d for d in pool.docnos_of("q") if d not in proposed)
+    with pytest.raises(UsageError):
+        selector.observe("q", {outside: 1.0})
+
+
+# -- TREC-COVID round 5 ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def runs20(covid: Path) -> list[Run]:
+    return read_runs(sorted((covid / "round5" / "runs").iterdir())[:20])
+
+
+@pytest.fixture(scope="module")
+def oracle(covid: Path) -> Oracle:
+    return qrels_oracle(read_qrels(covid / "qrels" / "qrels.covid-round5.txt"))
+
+
+@pytest.fixture(scope="module")
+def topic1(runs20: list[Run]) -> Pool:
+    return Pool.from_runs(runs20, depth=20, topics=["1"])
+
+
+@pytest.fixture(scope="module")
+def pool5(runs20: list[Run]) -> Pool:
+    return Pool.from_runs(runs20, depth=20, topics=["1", "2", "3", "4", "5"])
+
+
+def judge_all(selector: Selector, oracle: Oracle, n: int) -> dict[str, list[str]]:
+    """Run the selector to the end, ``n`` proposals at a time; every topic's proposals."""
+    proposed: dict[str, list[str]] = {}
+    for topic in selector.pool.topics:
+        while docs := selector.propose(topic, n):
+            proposed.setdefault(topic, []).extend(docs)
+            selector.observe(topic, oracle(topic, docs))
+    return proposed
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize(("method", "params"), [
+    ("stratified", {}), ("active", {}), ("active", {"weights": "prior-mass", "batch": 5}),
+])
+def test_budget_spent_exactly_without_duplicates(pool5: Pool, oracle: Oracle, method: str,
+                                                 params: dict[str, Any]) -> None:
+    selector = METHODS[method](pool5, Budget(rate=0.2), np.random.default_rng(1), **params)
+    proposed = judge_all(selector, oracle, 2)
+    sample = selector.sample()
+    for topic in pool5.topics:
+        budget = selector.budget_for(topic)
+        assert len(proposed[topic]) == len(set(proposed[topic])) == budget
+        judged = sample.judged()
+        assert set(judged[judged["query_id"] == topic]["doc_id"]) == set(proposed[topic])
+        ts = sample.topic(topic)
+        design = judged_design(sample, ts)
+        assert len(design.index) == budget
+        assert np.allclose(design.pi, ts.inclusion[design.index])
+        assert (ts.inclusion > 0).all()  # no pooled document has probability 0
+    if method == "active":
+        assert sample.draws is not None and sample.rounds is not None
+        assert sample.round_probs is not None
+        sizes = sample.rounds.groupby("query_id")["size"]
+        assert (sizes.sum() == sample.draws.groupby("query_id").size()).all()
+        assert sample.rounds["size"].max() <= params.get("batch", 3)
+        sampled = sample.draws.groupby("query_id")["doc_id"].nunique()
+        assert (sample.round_probs.groupby("query_id").size() == sampled * sizes.size()).all()
+
+
+@pytest.mark.shared
+def test_stratified_inclusion_probabilities_by_simulation(topic1: Pool, oracle: Oracle) -> None:
+    budget, trials = 30, 5000
+    docnos = topic1.docnos_of("1")
+    reference = PriorStratifiedSelector(topic1, Budget(count=budget), np.random.default_rng(0))
+    judge_all(reference, oracle, budget)
+    sample = reference.sample()
+    ts = sample.topic("1")
+    design = judged_design(sample, ts)
+    assert ts.inclusion.sum() == pytest.approx(budget)
+    included = np.zeros((trials, topic1["1"].size), dtype=bool)
+    for seed in range(trials):
+        selector = PriorStratifiedSelector(topic1, Budget(count=budget),
+                                           np.random.default_rng(seed + 1))
+        included[seed] = np.isin(docnos, selector.propose("1", budget))
+    assert (ts.docnos == docnos).all()  # the frame is the pool, in the same order
+    pi = ts.inclusion
+    se = np.sqrt(pi * (1 - pi) / trials)
+    assert (np.abs(included.mean(axis=0) - pi) <= 4 * se + 1e-12).all()
+    judged = design.index
+    stratum = ts.stratum[judged]
+    same = [(a, b) for a in range(len(judged)) for b in range(a + 1, len(judged))
+            if stratum[a] == stratum[b] and design.pi[a] < 1][:4]
+    other = [(a, b) for a in range(len(judged)) for b in range(a + 1, len(judged))
+             if stratum[a] != stratum[b] and design.pi[a] < 1 and design.pi[b] < 1][:4]
+    assert len(same) == len(other) == 4
+    for a, b in same + other:
+        joint = design.pi_joint[a, b]
+        both = (included[:, judged[a]] & included[:, judged[b]]).mean()
+        assert abs(both - joint) <= 4 * np.sqrt(joint * (1 - joint) / trials)
+
+
+def expected_next_probs(pool: Pool, sample: Sample, floor: float) -> np.ndarray:
+    """p_t over topic 1's pool after ``sample``, recomputed from its tables: P(s) from the HT
+    core's AP estimates with pi_ij = pi_i pi_j, within-run AP-priors over each run's docs."""
+    tp, ts = pool["1"], sample.topic("1")
+    design = judged_design(sample, ts)
+    y = np.clip(ts.labels[design.index], 0, 1)
+    joint = np.outer(design.pi, design.pi)
+    np.fill_diagonal(joint, design.pi)
+    in_pool = design.index  # the frame is the pool, in the same order
+    ranks = np.zeros((tp.ranking.shape[0], len(in_pool)), dtype=np.int64)
+    for s, row in enumerate(tp.ranking):
+        for r, doc in enumerate(row[row != PAD]):
+            ranks[s, in_pool == doc] = r + 1
+    ap = average_precision(y, design.pi, joint, ranks).value
+    present = tp.lengths > 0
+    runs = (1 - floor) * ap / ap[present].sum() + floor * present / present.sum()
+    probs = np.zeros(tp.size)
+    for s, row in enumerate(tp.ranking):
+        length = int((row != PAD).sum())
+        tail = np.cumsum((1.0 / np.arange(1, length + 1))[::-1])[::-1]
+        probs[row[:length]] += runs[s] * tail / length
+    return probs
+
+
+@pytest.mark.shared
+def test_active_draws_follow_the_reported_distribution(topic1: Pool, oracle: Oracle) -> None:
+    size = topic1["1"].size
+    selector = ActiveSelector(topic1, Budget(count=size), np.random.default_rng(3))
+    simulate(selector, oracle, batch=3, rounds=10)
+    history = selector.sample()
+    assert history.rounds is not None
+    following = len(history.rounds) + 1
+    assert (history.judged()["relevance"] >= 1).any()  # P_t is no longer uniform
+    expected = expected_next_probs(topic1, history, 0.1)
+    saved = json.loads(json.dumps(selector.state()))
+    saved["params"]["batch"] = size  # one long next round: N_t = the budget left
+    docnos = topic1.docnos_of("1")
+    counts = np.zeros(size)
+    seed = 0
+    while counts.sum() < 20000:
+        state = copy.deepcopy(saved)
+        state["topics"]["1"]["rng"] = rng_state(np.random.default_rng(100 + seed))
+        seed += 1
+        resumed = ActiveSelector.restore(topic1, state)
+        docs = resumed.propose("1", size)  # the whole next round's new documents
+        resumed.observe("1", oracle("1", docs))
+        sample = resumed.sample()
+        assert sample.draws is not None and sample.round_probs is not None
+        draws = sample.draws[sample.draws["round"] == following]
+        counts += np.bincount(np.searchsorted(docnos, draws["doc_id"]), minlength=size)
+        reported = sample.round_probs[sample.round_probs["round"] == following]
+        at = np.searchsorted(docnos, reported["doc_id"])
+        assert np.allclose(reported["probability"], expected[at], rtol=1e-9, atol=0)
+    assert expected.sum() == pytest.approx(1.0)
+    big = expected * counts.sum() >= 5
+    observed = np.append(counts[big], counts[~big].sum())
+    wanted = np.append(expected[big], expected[~big].sum()) * counts.sum()
+    assert chisquare(observed, wanted).pvalue > 1e-3
+    share = counts / counts.sum()
+    se = np.sqrt(expected * (1 - expected) / counts.sum())
+    assert (np.abs(share - expected) <= 4 * se + 1e-12).all()
+
+
+def tables(sample: Sample) -> dict[str, pd.DataFrame | None]:
+    return {"frame": sample.frame, "draws": sample.draws, "rounds": sample.rounds,
+            "round_probs": sample.round_probs}
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("method", ["stratified", "active"])
+@pytest.mark.parametrize(("batch", "stop"), [(3, 1), (3, 4), (1, 2), (1, 7)])
+def test_stop_save_load_continue_gives_the_same_sample(pool5: Pool, oracle: Oracle, method: str,
+                                                       batch: int, stop: int) -> None:
+    cls = METHODS[method]
+    whole = simulate(cls(pool5, Budget(rate=0.15), np.random.default_rng(7)), oracle,
+                     batch=batch).sample()
+    first = simulate(cls(pool5, Budget(rate=0.15), np.random.default_rng(7)), oracle,
+                     batch=batch, rounds=stop)
+    resumed = cls.restore(pool5, json.loads(json.dumps(first.state())))
+    again = simulate(resumed, oracle, batch=batch).sample()
+    for name, table in tables(whole).items():
+        other = tables(again)[name]
+        if table is None:
+            assert other is None
+        else:
+            assert other is not None
+            pd.testing.assert_frame_equal(table, other)
+    assert whole.meta == again.meta
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("method", ["stratified", "active"])
+def test_ht_estimates_from_the_samples(runs20: list[Run], pool5: Pool, oracle: Oracle,
+                                       method: str, tmp_path: Path) -> None:
+    selector = METHODS[method](pool5, Budget(rate=0.3), np.random.default_rng(11))
+    sample = Sample.load(simulate(selector, oracle, batch=3).sample().save(tmp_path / "s"))
+    result = estimate(sample, runs20, ["P@10~ht", "NumRel~ht"], depth=20)
+    assert set(result["measure"]) == {"P@10~ht", "NumRel~ht"}
+    assert len(result) == 2 * len(runs20) * (len(pool5.topics) + 1)
+    assert np.isfinite(result["value"]).all() and (result["value"] >= 0).all()
+
+
+@pytest.mark.shared
+def test_time_of_one_active_trial(covid: Path, oracle: Oracle) -> None:
+    pool = Pool.from_runs(read_runs(covid / "round5" / "runs"), depth=100)
+    start = time.perf_counter()
+    selector = simulate(ActiveSelector(pool, Budget(rate=0.1), np.random.default_rng(0)),
+                        oracle, batch=3)
+    sampled = time.perf_counter()
+    sample = selector.sample()
+    done = time.perf_counter()
+    judged = len(sample.judged())
+    assert judged == sum(selector.budget_for(t) for t in pool.topics)
+    print(f"\nactive, 10% of the depth-100 pool (50 topics x {pool.n_runs} runs, {judged} "
+          f"judgments, {0 if sample.rounds is None else len(sample.rounds)} rounds): sampling {sampled - start:.2f} s, "
+          f"sample() {done - sampled:.2f} s")
