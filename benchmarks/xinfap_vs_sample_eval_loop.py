@@ -137,7 +137,7 @@ def reference(sample: dict, runs: list) -> dict[tuple[str, str], tuple[float, fl
 
 def _desc(text: str) -> tuple[int, ...]:
     """A key that sorts strings in descending byte order."""
-    return tuple(-b for b in text.encode()) + (1,)
+    return (*(-b for b in text.encode()), 1)
 
 
 def main() -> None:
