@@ -17,6 +17,7 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
+from sampleval.estimators.hansen_hurwitz import estimate_hh
 from sampleval.estimators.horvitz_thompson import estimate_ht
 from sampleval.estimators.importance import estimate_is
 from sampleval.estimators.inferred import estimate_nist, estimate_trec_eval
@@ -44,6 +45,7 @@ FAMILY_FUNCTIONS: dict[str, Family] = {
     "trec_eval": estimate_trec_eval,
     "nist": estimate_nist,
     "ht": _each(estimate_ht),
+    "hh": _each(estimate_hh),
     "is": _each(estimate_is),
     "stat": _each(estimate_statap),
 }

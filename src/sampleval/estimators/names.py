@@ -13,6 +13,8 @@ from sampleval.errors import UsageError
 FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     "ht": (("AP", "P", "R", "Rprec", "nDCG", "DCG", "NumRel"),
            "Horvitz-Thompson (Li & Kanoulas, CIKM 2017), any design with pi_i and pi_ij"),
+    "hh": (("P", "NumRel", "DCG"),
+           "per-draw Hansen-Hurwitz, with-replacement draws (adaptive too) and their p_t"),
     "is": (("P", "DCG", "nDCG", "R"),
            "importance sampling (Schnabel et al., ICTIR 2016), i.i.d. draws from Q"),
 }

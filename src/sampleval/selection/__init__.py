@@ -13,6 +13,8 @@ from sampleval.selection.base import (
     simulate,
 )
 from sampleval.selection.depth_k import DepthKSelector
+from sampleval.selection.dynamic import DynamicSelector
+from sampleval.selection.importance import ImportanceSelector
 from sampleval.selection.mab import MABSelector
 from sampleval.selection.mtf import MTFSelector
 from sampleval.selection.strata import StrataSelector
@@ -24,6 +26,8 @@ __all__ = [
     "ActiveSelector",
     "Budget",
     "DepthKSelector",
+    "DynamicSelector",
+    "ImportanceSelector",
     "MABSelector",
     "MTFSelector",
     "PriorStratifiedSelector",
