@@ -1,0 +1,209 @@
+"""Compare selection methods by simulation: judge a share of the pool with each method, from
+qrels taken as the truth, estimate every run's mean AP, and measure how far the estimates and
+their leaderboard are from the exact ones (the protocol of Li & Kanoulas, "Active sampling
+for large-scale information retrieval evaluation", CIKM 2017, sec. 5).
+
+    python -m sampleval.experiments.compare_methods [--trials N] [--rate R] [--data DIR]
+
+runs every registered method on TREC-COVID round 5 (depth-100 pool of the 126 runs, the
+round-5 qrels as truth) and prints one row per method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.errors import UsageError
+from sampleval.estimators import estimate
+from sampleval.evaluation import MEAN_TOPIC, evaluate
+from sampleval.experiments.metaeval import (
+    bias,
+    kendall_tau,
+    rms_error,
+    significant_pair_accuracy,
+    tau_ap,
+    variance,
+)
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.selection.base import Oracle
+from sampleval.selection.strata import PlannedSelector
+
+MethodSpec = tuple[str, dict[str, Any], str | None]
+"""A method to compare: its registered name, its parameters, and the estimated measure of
+mean AP (None: exact AP on the judged documents, unjudged ones not relevant)."""
+
+COLUMNS = ["method", "measure", "trials", "rms", "bias", "variance", "tau", "tau_ap",
+           "sig_acc", "select_s", "trial_s"]
+DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "trec-covid"
+
+
+def ap_measure(method: str) -> str | None:
+    """The AP estimator for a method's samples: exact AP for deterministic (``pooled``)
+    methods, else xinfAP where the NIST family applies (stratified designs), else AP~ht,
+    else statAP; UsageError when none applies."""
+    cls = METHODS[method]
+    if cls.design == "pooled":
+        return None
+    for family, measure in (("nist", "xinfAP"), ("ht", "AP~ht"), ("stat", "statAP")):
+        if family in cls.estimators:
+            return measure
+    raise UsageError(f"method {method!r} has no estimator of AP")
+
+
+def default_methods() -> tuple[dict[str, MethodSpec], list[str]]:
+    """Every registered method with default parameters and :func:`ap_measure`, and the
+    names of the methods left out because no estimator of AP applies to them."""
+    methods: dict[str, MethodSpec] = {}
+    skipped = []
+    for name in METHODS:
+        try:
+            methods[name] = (name, {}, ap_measure(name))
+        except UsageError:
+            skipped.append(name)
+    return methods, skipped
+
+
+def run_trial(pool: Pool, runs: Sequence[Run], oracle: Oracle, spec: MethodSpec,
+              budget: Budget, seed: int) -> tuple[pd.DataFrame, float]:
+    """One simulated judging campaign: per-topic and mean AP per run (``run, query_id,
+    value``) and the seconds the selection took.
+
+    A planned method (one that fixes its choice before any judgment) is simulated with whole
+    topics as batches, which gives the same sample as one document at a time.
+    """
+    method, params, measure = spec
+    start = time.perf_counter()
+    selector = METHODS[method](pool, budget, np.random.default_rng(seed), **params)
+    batch = (max(selector.budget_for(t) for t in pool.topics)
+             if isinstance(selector, PlannedSelector) else 1)
+    sample = simulate(selector, oracle, batch=batch).sample()
+    select_s = time.perf_counter() - start
+    if measure is None:
+        judged = sample.judged()[["query_id", "doc_id", "relevance"]]
+        scores = evaluate(Qrels.from_frame(judged), pool, ["AP"])
+    else:
+        scores = estimate(sample, runs, [measure], depth=pool.depth)
+    return scores[["run", "query_id", "value"]], select_s
+
+
+def compare(runs: Sequence[Run], qrels: Qrels, methods: Mapping[str, MethodSpec],
+            rate: float = 0.1, depth: int = 100, trials: int = 30, rng_seed: int = 0,
+            alpha: float = 0.05) -> pd.DataFrame:
+    """For each method, ``trials`` simulated campaigns (seed ``rng_seed + trial``, the same
+    for every method) judging ``rate`` of each topic's depth-``depth`` pool from ``qrels``;
+    the estimates of mean AP are compared with exact AP at ``depth`` on the full ``qrels``.
+
+    One row per method (:data:`COLUMNS`): rms error, bias and variance of mean AP over runs
+    and trials; Kendall's tau, tau_AP and the significant-pair accuracy (``alpha``) of the
+    estimated leaderboard, means over trials (see :mod:`.metaeval`); seconds per trial of
+    the selection alone and of selection plus estimation.
+    """
+    pool = Pool.from_runs(runs, depth)
+    names = list(pool.run_names)
+    true_scores = evaluate(qrels, pool, ["AP"])
+    true_topic = _per_topic(true_scores, names)
+    true_mean = _means(true_scores, names)
+    oracle = qrels_oracle(qrels)
+    budget = Budget(rate=rate)
+    rows = []
+    for name, spec in methods.items():
+        means = np.empty((trials, len(names)))
+        taus, taps, accs, select, total = (np.empty(trials) for _ in range(5))
+        for trial in range(trials):
+            start = time.perf_counter()
+            scores, select[trial] = run_trial(pool, runs, oracle, spec, budget,
+                                              rng_seed + trial)
+            total[trial] = time.perf_counter() - start
+            means[trial] = _means(scores, names)
+            taus[trial] = kendall_tau(means[trial], true_mean)
+            taps[trial] = tau_ap(means[trial], true_mean)
+            est_topic = _per_topic(scores, names).reindex(true_topic.index)
+            complete = est_topic.notna().all(axis=1).to_numpy()
+            accs[trial] = significant_pair_accuracy(est_topic.to_numpy()[complete],
+                                                    true_topic.to_numpy()[complete], alpha)
+        rows.append({
+            "method": name, "measure": spec[2] or "AP (judged)", "trials": trials,
+            "rms": rms_error(means, true_mean), "bias": bias(means, true_mean),
+            "variance": variance(means), "tau": taus.mean(), "tau_ap": taps.mean(),
+            "sig_acc": accs.mean(), "select_s": select.mean(), "trial_s": total.mean(),
+        })
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _means(scores: pd.DataFrame, names: list[str]) -> np.ndarray:
+    """Each run's mean over topics, in ``names`` order."""
+    means = scores[scores["query_id"] == MEAN_TOPIC].set_index("run")["value"]
+    return means.reindex(names).to_numpy(dtype=np.float64)
+
+
+def _per_topic(scores: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Per-topic scores as ``[topics, runs]`` (runs in ``names`` order)."""
+    topics = scores[scores["query_id"] != MEAN_TOPIC]
+    return topics.pivot(index="query_id", columns="run", values="value").reindex(
+        columns=names)
+
+
+def render(table: pd.DataFrame, title: str) -> Table:
+    """The comparison as a rich table."""
+    out = Table(title=title)
+    for column in COLUMNS:
+        out.add_column(column, justify="left" if column in ("method", "measure") else "right")
+    for row in table.itertuples(index=False):
+        out.add_row(str(row.method), str(row.measure), str(row.trials),
+                    *(f"{getattr(row, c):.4f}" for c in ("rms", "bias", "variance", "tau",
+                                                          "tau_ap", "sig_acc")),
+                    f"{row.select_s:.2f}", f"{row.trial_s:.2f}")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from sampleval.io import read_qrels, read_runs
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--rate", type=float, default=0.1)
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", help="comma-separated method names (default: all)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                        help="the trec-covid directory (round5/runs, qrels/)")
+    args = parser.parse_args(argv)
+    console = Console(width=140)
+    qrels_path = args.data / "qrels" / "qrels.covid-round5.txt"
+    if not qrels_path.exists():
+        console.print(f"[red]data missing: {qrels_path}")
+        return 1
+    methods, skipped = default_methods()
+    if args.methods:
+        wanted = args.methods.split(",")
+        unknown = [m for m in wanted if m not in methods]
+        if unknown:
+            console.print(f"[red]not comparable: {', '.join(unknown)}")
+            return 1
+        methods = {m: methods[m] for m in wanted}
+    runs = read_runs(args.data / "round5" / "runs")
+    qrels = read_qrels(qrels_path)
+    table = compare(runs, qrels, methods, rate=args.rate, depth=args.depth,
+                    trials=args.trials, rng_seed=args.seed)
+    console.print(render(table, f"TREC-COVID round 5: {len(runs)} runs, depth {args.depth}, "
+                                f"rate {args.rate}, {args.trials} trials (mean AP)"))
+    if skipped:
+        console.print(f"left out (no estimator of AP): {', '.join(skipped)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
