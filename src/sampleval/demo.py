@@ -1,4 +1,5 @@
-"""``make demo``: generate a seeded synthetic collection, write it as TREC files, evaluate it.
+"""``make demo``: generate a seeded synthetic collection, write it as TREC files, evaluate it
+exactly, then judge a stratified sample of its pool and estimate the same leaderboard.
 
 Run it as ``python -m sampleval.demo [OUTPUT_DIR]`` (default ``demo-output``).
 """
@@ -14,8 +15,10 @@ from scipy.stats import kendalltau
 from sampleval.cli import app
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.estimators import estimate
 from sampleval.evaluation import evaluate, leaderboard
 from sampleval.io import read_qrels, read_runs, write_qrels, write_run
+from sampleval.io.samples import load_sample
 from sampleval.synthetic import make_collection
 
 SEED = 20261122
@@ -40,10 +43,27 @@ def main(argv: list[str]) -> None:
           "Bpref,Judged@10")
     app(["evaluate", str(directory / "qrels.txt"), str(directory / "runs"),
          "-m", "AP,nDCG@10,P@10,Bpref,Judged@10"], standalone_mode=False)
-    board = leaderboard(evaluate(read_qrels(directory / "qrels.txt"),
-                                 read_runs(directory / "runs"), ["AP"]))
+    runs = read_runs(directory / "runs")
+    board = leaderboard(evaluate(read_qrels(directory / "qrels.txt"), runs, ["AP"], depth=20))
     tau = kendalltau(board["AP"], [quality[r] for r in board.index]).statistic
     print(f"\nKendall's tau between the AP leaderboard and the runs' latent quality: {tau:.3f}")
+
+    print("\nNow judge only 30% of the depth-20 pool, chosen by AP-prior stratified sampling, "
+          "and estimate:")
+    print(f"$ sampleval sample stratified {directory}/runs --qrels {directory}/qrels.txt "
+          f"--rate 0.3 --depth 20 --seed {SEED} -o {directory}/sample")
+    app(["sample", "stratified", str(directory / "runs"), "--qrels",
+         str(directory / "qrels.txt"), "--rate", "0.3", "--depth", "20", "--seed", str(SEED),
+         "-o", str(directory / "sample")], standalone_mode=False)
+    print(f"$ sampleval estimate {directory}/sample {directory}/runs --depth 20 "
+          "-m AP~ht,P@10~ht,nDCG@10~ht")
+    app(["estimate", str(directory / "sample"), str(directory / "runs"), "--depth", "20",
+         "-m", "AP~ht,P@10~ht,nDCG@10~ht"], standalone_mode=False)
+    estimated = leaderboard(estimate(load_sample(directory / "sample"), runs, ["AP~ht"],
+                                     depth=20))
+    tau = kendalltau(estimated["AP~ht"], board.loc[estimated.index, "AP"]).statistic
+    print(f"\nKendall's tau between the estimated and the fully judged AP leaderboards: "
+          f"{tau:.3f}")
 
 
 if __name__ == "__main__":
