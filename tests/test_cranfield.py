@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -18,18 +17,11 @@ from sampleval.datasets import (
 )
 from sampleval.errors import InputError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-CRANFIELD = SHARED / "cranfield"
-
 
 @pytest.fixture(scope="module")
-def directory() -> Path:
-    if not CRANFIELD.is_dir():
-        message = f"Cranfield collection not found at {CRANFIELD}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return CRANFIELD
+def directory(cranfield_dir: Path) -> Path:
+    """The Cranfield collection (conftest: fails in CI when missing, skips elsewhere)."""
+    return cranfield_dir
 
 
 @pytest.fixture(scope="module")
