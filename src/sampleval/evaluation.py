@@ -35,9 +35,9 @@ def evaluate(qrels: Qrels, runs: Sequence[Run] | Pool,
 
     ``runs`` may be a :class:`Pool` built earlier (then ``depth`` must be None).
     """
-    wanted = [m if isinstance(m, Measure) else None for m in measures]
-    parsed = [m for m in wanted if m is not None] + parse_measures(
-        [m for m in measures if not isinstance(m, Measure)])
+    parsed = list(dict.fromkeys(  # in the order given, without repeats
+        m for item in measures
+        for m in ([item] if isinstance(item, Measure) else parse_measures([item]))))
     if isinstance(runs, Pool):
         if depth is not None:
             raise UsageError("give the depth when building the Pool, not to evaluate()")

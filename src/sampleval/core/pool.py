@@ -103,7 +103,8 @@ class Pool:
         topic_names, topic_codes = _unified([r.table["query_id"] for r in runs])
         doc_key = sorted_codes(docnos)
         vocabulary = np.asarray(docnos.to_numpy(zero_copy_only=False), dtype=object)
-        order_vocab = np.argsort(doc_key)
+        order_vocab = np.empty_like(doc_key)
+        order_vocab[doc_key] = np.arange(len(doc_key))  # inverts the permutation; no sort
         # Rows of every run, ranked: (run, topic, rank, doc) with doc as sorted-vocabulary id.
         run_col, topic_col, rank_col, doc_col = [], [], [], []
         for i, (run, t_codes, d_codes) in enumerate(zip(runs, topic_codes, doc_codes,

@@ -125,7 +125,6 @@ class _TopicDraws:
         valid = tp.ranking != PAD
         runs, cols = np.nonzero(valid)
         self.docnos = docnos
-        self.where = {str(d): i for i, d in enumerate(docnos)}
         self.size = tp.size
         self.budget = budget
         self.rng = rng
@@ -256,29 +255,16 @@ class ActiveSelector(Selector):
                                        np.random.default_rng(s))
                         for t, s in zip(pool.topics, seeds, strict=True)}
 
-    def _topic(self, topic: str) -> _TopicDraws:
-        if topic not in self._topics:
-            raise UsageError(f"topic {topic!r} is not in the pool")
-        return self._topics[topic]
-
     def propose(self, topic: str, n: int) -> list[str]:
-        draws = self._topic(topic)
-        if n < 1:
-            raise UsageError(f"propose at least one document, not {n}")
+        draws = self._of_topic(self._topics, topic)
+        self._check_batch(n)
         while not draws.pending and draws.judged < draws.budget:
             draws.draw_round(self.kind, self.floor, self.batch)
         return [str(d) for d in draws.docnos[draws.pending[:n]]]
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
-        draws = self._topic(topic)
-        labels = np.array(list(judgments.values()), dtype=np.float64)
-        where = np.array([draws.where.get(d, -1) for d in judgments], dtype=np.int64)
-        stray = [d for d, i in zip(judgments, where, strict=True) if i not in draws.pending]
-        if stray:
-            raise UsageError(f"topic {topic}: document {stray[0]} was not proposed")
-        if not np.isfinite(labels).all():
-            raise UsageError(f"topic {topic}: labels must be finite numbers")
-        draws.judge(where, labels)
+        draws = self._of_topic(self._topics, topic)
+        draws.judge(*self._received(topic, judgments, np.asarray(draws.pending)))
 
     def sample(self) -> Sample:
         tables = [d.tables(t) for t, d in self._topics.items()]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -63,6 +64,7 @@ class Budget:
 
 
 T = TypeVar("T", bound="Selector")
+V = TypeVar("V")
 
 
 class Selector(ABC):
@@ -110,6 +112,31 @@ class Selector(ABC):
 
     def budget_for(self, topic: str) -> int:
         return self.budget.for_topic(self.pool[topic].size)
+
+    def _of_topic(self, per_topic: Mapping[str, V], topic: str) -> V:
+        """``per_topic[topic]``, or a UsageError naming a topic the pool lacks."""
+        if topic not in per_topic:
+            raise UsageError(f"topic {topic!r} is not in the pool")
+        return per_topic[topic]
+
+    @staticmethod
+    def _check_batch(n: int) -> None:
+        if n < 1:
+            raise UsageError(f"propose at least one document, not {n}")
+
+    def _received(self, topic: str, judgments: Mapping[str, float],
+                  proposed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pool-local indices (into ``pool.docnos_of(topic)``) and labels of ``judgments``;
+        every document must be among the ``proposed`` indices and every label finite."""
+        docnos = np.array(list(judgments), dtype=object)
+        where = pd.Index(self.pool.docnos_of(topic)).get_indexer(docnos)
+        stray = (where < 0) | ~np.isin(where, proposed)
+        if stray.any():
+            raise UsageError(f"topic {topic}: document {docnos[stray][0]} was not proposed")
+        labels = np.fromiter(judgments.values(), dtype=np.float64, count=len(judgments))
+        if not np.isfinite(labels).all():
+            raise UsageError(f"topic {topic}: labels must be finite numbers")
+        return where, labels
 
     def _sample_meta(self) -> dict[str, Any]:
         """What every Sample records of the method that made it."""

@@ -261,24 +261,15 @@ class DynamicSelector(Selector):
         return sparse.vstack([matrix, sparse.csr_matrix((1, matrix.shape[1]))], format="csr")
 
     def propose(self, topic: str, n: int) -> list[str]:
-        state = self._topic(topic)
-        if n < 1:
-            raise UsageError(f"propose at least one document, not {n}")
+        state = self._of_topic(self._topics, topic)
+        self._check_batch(n)
         while not state.stopped and not len(state.pending):
             state.next_batch(self.first, self.rate, self.knee)
         return [str(d) for d in self.pool.docnos_of(topic)[state.pending[:n]]]
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
-        state = self._topic(topic)
-        where = pd.Index(self.pool.docnos_of(topic)).get_indexer(
-            np.array(list(judgments), dtype=object))
-        labels = np.array(list(judgments.values()), dtype=np.float64)
-        stray = ~np.isin(where, state.pending)
-        if stray.any():
-            raise UsageError(f"topic {topic}: document {list(judgments)[int(np.argmax(stray))]}"
-                             " was not proposed")
-        if not np.isfinite(labels).all():
-            raise UsageError(f"topic {topic}: labels must be finite numbers")
+        state = self._of_topic(self._topics, topic)
+        where, labels = self._received(topic, judgments, state.pending)
         state.labels[where] = labels
 
     def sample(self) -> Sample:
@@ -322,11 +313,6 @@ class DynamicSelector(Selector):
             s.chosen = [np.asarray(c, dtype=np.int64) for c in saved["chosen"]]
             s.labels[saved["judged"]["index"]] = saved["judged"]["label"]
         return selector
-
-    def _topic(self, topic: str) -> _Topic:
-        if topic not in self._topics:
-            raise UsageError(f"topic {topic!r} is not in the pool")
-        return self._topics[topic]
 
 
 def texts_index(ids: pd.Index, docnos: np.ndarray) -> np.ndarray:

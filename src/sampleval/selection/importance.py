@@ -98,7 +98,6 @@ class _TopicDraws:
 
     def __init__(self, docnos: np.ndarray, q: np.ndarray, drawn: np.ndarray) -> None:
         self.docnos = docnos
-        self.where = {str(d): i for i, d in enumerate(docnos)}
         self.q = q
         self.drawn = drawn
         _, first = np.unique(drawn, return_index=True)
@@ -212,28 +211,15 @@ class ImportanceSelector(Selector):
                           None if self.chosen is None else self.chosen[0])
         return (mean_q if self.kind == "mean" else sqrt_q)(prior, ranks, self.eps, lam)
 
-    def _topic(self, topic: str) -> _TopicDraws:
-        if topic not in self._topics:
-            raise UsageError(f"topic {topic!r} is not in the pool")
-        return self._topics[topic]
-
     def propose(self, topic: str, n: int) -> list[str]:
-        draws = self._topic(topic)
-        if n < 1:
-            raise UsageError(f"propose at least one document, not {n}")
+        draws = self._of_topic(self._topics, topic)
+        self._check_batch(n)
         todo = draws.order[np.isnan(draws.labels[draws.order])][:n]
         return [str(d) for d in draws.docnos[todo]]
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
-        draws = self._topic(topic)
-        labels = np.array(list(judgments.values()), dtype=np.float64)
-        where = np.array([draws.where.get(d, -1) for d in judgments], dtype=np.int64)
-        drawn = np.isin(where, draws.order)
-        if not drawn.all():
-            raise UsageError(f"topic {topic}: document {list(judgments)[np.argmin(drawn)]} "
-                             "was not proposed")
-        if not np.isfinite(labels).all():
-            raise UsageError(f"topic {topic}: labels must be finite numbers")
+        draws = self._of_topic(self._topics, topic)
+        where, labels = self._received(topic, judgments, draws.order)
         draws.labels[where] = labels
 
     def sample(self) -> Sample:
@@ -259,5 +245,5 @@ class ImportanceSelector(Selector):
         selector = cls._from_header(pool, state)
         for topic, saved in state["topics"].items():
             judged = np.asarray(saved["judged"], dtype=np.int64)
-            selector._topic(topic).labels[judged] = np.asarray(saved["labels"], np.float64)
+            selector._of_topic(selector._topics, topic).labels[judged] = np.asarray(saved["labels"], np.float64)
         return selector

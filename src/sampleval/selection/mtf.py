@@ -196,10 +196,7 @@ class RunWalker(Selector):
         return selector
 
     def _walk(self, topic: str) -> _Walk:
-        try:
-            return self._walks[topic]
-        except KeyError:
-            raise UsageError(f"topic {topic!r} is not in the pool") from None
+        return self._of_topic(self._walks, topic)
 
 
 @register

@@ -89,9 +89,8 @@ class PlannedSelector(Selector):
         """The frame's ``stratum`` and ``inclusion`` columns, given which docs are judged."""
 
     def propose(self, topic: str, n: int) -> list[str]:
-        tp = self._topic(topic)
-        if n < 1:
-            raise UsageError(f"propose at least one document, not {n}")
+        tp = self._of_topic(self.pool.topic_pools, topic)
+        self._check_batch(n)
         if self._order is None:
             self._order = {t: self._plan(self.pool[t], self.budget_for(t))
                            for t in self.pool.topics}
@@ -101,18 +100,10 @@ class PlannedSelector(Selector):
         return [str(d) for d in self.pool.docnos[tp.doc_ids[chosen]]]
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
-        tp = self._topic(topic)
-        docnos = np.array(list(judgments), dtype=object)
-        labels = np.array(list(judgments.values()), dtype=np.float64)
-        where = pd.Index(self.pool.docnos[tp.doc_ids]).get_indexer(docnos)
-        handed = np.zeros(tp.size + 1, dtype=bool)  # the last entry: docs not in the pool
-        if self._order is not None:
-            handed[self._order[topic][:self._given[topic]]] = True
-        stray = ~handed[where]
-        if stray.any():
-            raise UsageError(f"topic {topic}: document {docnos[stray][0]} was not proposed")
-        if not np.isfinite(labels).all():
-            raise UsageError(f"topic {topic}: labels must be finite numbers")
+        self._of_topic(self.pool.topic_pools, topic)
+        handed = (np.zeros(0, dtype=np.int64) if self._order is None
+                  else self._order[topic][:self._given[topic]])
+        where, labels = self._received(topic, judgments, handed)
         self._labels[topic][where] = labels
 
     def sample(self) -> Sample:
@@ -149,11 +140,6 @@ class PlannedSelector(Selector):
         for topic, saved in state["judged"].items():
             selector._labels[topic][saved["index"]] = saved["label"]
         return selector
-
-    def _topic(self, topic: str) -> TopicPool:
-        if topic not in self.pool.topic_pools:
-            raise UsageError(f"topic {topic!r} is not in the pool")
-        return self.pool[topic]
 
 
 @dataclass(frozen=True)
