@@ -39,7 +39,7 @@ from sampleval.selection import (
     qrels_oracle,
     simulate,
 )
-from sampleval.selection.active import estimated_ap, hits_of, run_prior
+from sampleval.selection.active import Hits, estimated_ap, run_prior
 from sampleval.selection.base import Oracle, rng_state
 from sampleval.selection.stratified import rank_weights
 
@@ -87,9 +87,13 @@ def test_estimated_ap_is_the_ht_core_under_independence() -> None:
     rows, cols = np.nonzero(tp.ranking != PAD)
     ranks[rows, tp.ranking[rows, cols]] = cols + 1
     expected = average_precision(y, pi, joint, ranks).value
-    at_rank = np.where(tp.ranking != PAD, tp.ranking, tp.size)
-    x = y / pi
-    got = estimated_ap(hits_of(np.append(y, 0.0)[at_rank], at_rank), x, x.sum(), len(ranks))
+    hits = Hits.none()
+    relevant = rng.permutation(np.flatnonzero(y > 0))  # hits arrive in any document order
+    for k, doc in enumerate(relevant):
+        runs, cols = np.nonzero(tp.ranking == doc)
+        hits = hits.merged(runs, cols, k, np.ones(len(runs)))
+    assert (np.diff(hits.run * tp.ranking.shape[1] + hits.col) > 0).all()
+    got = estimated_ap(hits, y[relevant] / pi[relevant], y[relevant], len(ranks))
     assert np.allclose(got, expected)
 
 

@@ -36,9 +36,13 @@ class JudgedDesign:
     pi_joint: np.ndarray
 
 
-def judged_design(sample: Sample, topic: TopicSample) -> JudgedDesign:
-    """pi_i and pi_ij of a topic's judged documents under the sample's design."""
-    index = np.flatnonzero(topic.judged)
+def judged_design(sample: Sample, topic: TopicSample,
+                  index: np.ndarray | None = None) -> JudgedDesign:
+    """pi_i and pi_ij of a topic's judged documents under the sample's design (``index``:
+    the frame positions of the judged documents wanted, in increasing order; default all;
+    an estimator to which a document contributes nothing can leave it out)."""
+    if index is None:
+        index = np.flatnonzero(topic.judged)
     if sample.design in ("census", "pooled"):
         n = len(index)
         return JudgedDesign(index, np.ones(n), np.ones((n, n)))
@@ -71,8 +75,8 @@ def _stratified(topic: TopicSample, index: np.ndarray) -> JudgedDesign:
 def _with_replacement(sample: Sample, topic: TopicSample, index: np.ndarray) -> JudgedDesign:
     if sample.rounds is None or sample.round_probs is None:
         raise UsageError("a with-replacement sample needs its rounds and round_probs tables")
-    rounds = sample.rounds[sample.rounds["query_id"] == topic.topic]
-    probs = sample.round_probs[sample.round_probs["query_id"] == topic.topic]
+    rounds = sample.rows("rounds", topic.topic)
+    probs = sample.rows("round_probs", topic.topic)
     round_ids = np.sort(rounds["round"].to_numpy())
     sizes = rounds.set_index("round").loc[round_ids, "size"].to_numpy(dtype=np.float64)
     # p[i, t]: draw probability of judged document i at round t

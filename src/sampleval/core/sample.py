@@ -99,6 +99,8 @@ class Sample:
     rounds: pd.DataFrame | None = None
     round_probs: pd.DataFrame | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    _groups: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, init=False,
+                                                      repr=False)
 
     def __post_init__(self) -> None:
         if self.design not in DESIGNS:
@@ -108,9 +110,17 @@ class Sample:
     def topics(self) -> list[str]:
         return sort_topics(list(pd.unique(self.frame["query_id"])))
 
+    def rows(self, table: str, topic: str) -> pd.DataFrame:
+        """The rows of one of the tables (``frame``, ``draws``, ``rounds``, ``round_probs``)
+        that belong to ``topic`` (the table must exist); grouped once per table."""
+        data = getattr(self, table)
+        if table not in self._groups:
+            self._groups[table] = data.groupby("query_id", sort=False).indices
+        return data.iloc[self._groups[table].get(topic, np.zeros(0, dtype=np.int64))]
+
     def topic(self, topic: str) -> TopicSample:
         """The topic's frame as arrays (empty when the sample has no such topic)."""
-        rows = self.frame[self.frame["query_id"] == topic].sort_values("doc_id", kind="stable")
+        rows = self.rows("frame", topic).sort_values("doc_id", kind="stable")
         strata = rows["stratum"].astype(str)
         has_strata = self.design in ("stratified", "census")
         codes = pd.factorize(strata, sort=True)[0] if has_strata else np.full(len(rows), -1)

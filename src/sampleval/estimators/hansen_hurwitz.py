@@ -80,12 +80,11 @@ def estimate_hh(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     if sample.design not in DESIGNS or sample.draws is None:
         raise UsageError(f"{spec.name} needs draws with their probabilities (a "
                          f"{' or '.join(DESIGNS)} sample), not a {sample.design} sample")
-    by_topic = sample.draws.groupby("query_id", sort=False).indices
     values = np.zeros((len(views), len(run_names)))
     variances = np.zeros_like(values)
     for t, view in enumerate(views):
         topic = view.pool.topic
-        rows = sample.draws.iloc[by_topic.get(topic, [])]
+        rows = sample.rows("draws", topic)
         if rows.empty:
             raise UsageError(f"topic {topic} has no draws")
         x = view.sample.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))

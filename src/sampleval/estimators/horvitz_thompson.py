@@ -320,7 +320,10 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
                     level: float) -> HTEstimate:
     """One topic's estimate for every run, from its judged documents."""
     estimator, graded = ESTIMATORS[spec.base]
-    design = judged_design(sample, view.sample)
-    labels = view.sample.labels[design.index]
+    judged = np.flatnonzero(view.sample.judged)
+    labels = view.sample.labels[judged]
     y = gain(labels) if graded else relevance(labels, level)
-    return estimator(y, design.pi, design.pi_joint, view.rank_of(design.index), spec.cutoff)
+    contributing = y != 0  # a document with y = 0 adds nothing to a sum, its variance or R-hat
+    design = judged_design(sample, view.sample, judged[contributing])
+    return estimator(y[contributing], design.pi, design.pi_joint, view.rank_of(design.index),
+                     spec.cutoff)

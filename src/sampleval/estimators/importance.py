@@ -391,8 +391,7 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
 def _frame_q(sample: Sample, view: TopicView) -> np.ndarray:
     """Q of every frame document from ``round_probs`` (the smallest over the draw rounds; 0 for
     a document missing from a round)."""
-    assert sample.round_probs is not None
-    rows = sample.round_probs[sample.round_probs["query_id"] == view.pool.topic]
+    rows = sample.rows("round_probs", view.pool.topic)
     where = view.sample.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
     rounds = pd.factorize(rows["round"])[0]
     table = np.zeros((rounds.max(initial=-1) + 1, len(view.sample.docnos)))
@@ -416,12 +415,10 @@ def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
         raise UsageError(f"{interval} intervals need Q of every frame document (round_probs)")
     top_grade = max_grade if max_grade is not None else float(
         gain(sample.judged()["relevance"].to_numpy()).max(initial=0.0))
-    draws = sample.draws
-    by_topic = draws.groupby("query_id", sort=False).indices
     stats = []
     for view in views:
         ts, topic = view.sample, view.pool.topic
-        rows = draws.iloc[by_topic.get(topic, [])]
+        rows = sample.rows("draws", topic)
         if rows.empty:
             raise UsageError(f"topic {topic} has no draws")
         x = ts.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))

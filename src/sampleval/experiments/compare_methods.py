@@ -39,7 +39,6 @@ from sampleval.experiments.metaeval import (
 )
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.base import Oracle
-from sampleval.selection.strata import PlannedSelector
 
 MethodSpec = tuple[str, dict[str, Any], str | None]
 """A method to compare: its registered name, its parameters, and the estimated measure of
@@ -81,15 +80,13 @@ def run_trial(pool: Pool, runs: Sequence[Run], oracle: Oracle, spec: MethodSpec,
     """One simulated judging campaign: per-topic and mean AP per run (``run, query_id,
     value``) and the seconds the selection took.
 
-    A planned method (one that fixes its choice before any judgment) is simulated with whole
-    topics as batches, which gives the same sample as one document at a time.
+    Documents are judged in the selector's own batches (``Selector.batch_size``), which give
+    the same sample as one document at a time.
     """
     method, params, measure = spec
     start = time.perf_counter()
     selector = METHODS[method](pool, budget, np.random.default_rng(seed), **params)
-    batch = (max(selector.budget_for(t) for t in pool.topics)
-             if isinstance(selector, PlannedSelector) else 1)
-    sample = simulate(selector, oracle, batch=batch).sample()
+    sample = simulate(selector, oracle).sample()
     select_s = time.perf_counter() - start
     if measure is None:
         judged = sample.judged()[["query_id", "doc_id", "relevance"]]

@@ -12,7 +12,8 @@ Each topic is sampled in rounds t = 1, 2, ... Round t
 2. within run s, documents follow its AP-prior over its own L_s retrieved (pooled)
    documents, w_s(r) = (1/L_s) sum_{j=r}^{L_s} 1/j (sums to 1, w_s(L_s) = 1/L_s^2 > 0), so
    p_t(d) = sum_s P_t(s) w_s(rank_s(d));
-3. draws N_t documents i.i.d. from p_t (with replacement) and has the new ones judged.
+3. draws N_t documents i.i.d. from p_t (with replacement), each as the paper's Algorithm 1
+   does: a run from P_t, then a rank from the run's AP-prior, and has the new ones judged.
 
 The inclusion probabilities accumulate over the rounds (sec. 3): pi_i = 1 - prod_t
 (1 - p_t(i))^N_t and pi_ij = pi_i + pi_j - [1 - prod_t (1 - p_t(i) - p_t(j))^N_t]; the Sample
@@ -33,6 +34,9 @@ Choices (ours where the paper is silent):
   (a round whose draws were all judged before adds nothing) until the budget is spent: the
   budget is met exactly and no draw is discarded. The number of rounds, and so N_t, depends on
   the draws, as in the paper; the formulas above treat them as fixed;
+- the AP estimates are updated once a round's documents are all judged (they steer only the
+  next round), taking the round's relevant documents in pool order, so the state, and a
+  restored state replayed round by round, do not depend on the order labels arrive in;
 - a round's new documents are proposed (``propose(topic, n)`` hands out at most n at a time)
   and must all be judged before the next round's distribution is computed; ``sample()``
   holds the completed rounds;
@@ -47,7 +51,6 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.sparse import csr_array
 
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
@@ -74,34 +77,43 @@ def run_prior(ranking: np.ndarray) -> np.ndarray:
 
 class Hits(NamedTuple):
     """The occurrences of the judged relevant documents in the rankings, by run then rank:
-    ``run``, ``doc``, relevance ``y``, ``inv_rank`` (1/rank) and ``first`` (the index of the
-    first occurrence in the same run)."""
+    ``run``, ``col`` (0-based rank), ``doc`` (the document's index into the vector of
+    relevant documents' values), ``prior`` (the run's AP-prior at that rank) and ``first``
+    (the index of the first occurrence in the same run)."""
 
     run: np.ndarray
+    col: np.ndarray
     doc: np.ndarray
-    y: np.ndarray
-    inv_rank: np.ndarray
+    prior: np.ndarray
     first: np.ndarray
 
+    @classmethod
+    def none(cls) -> Hits:
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(empty, empty, empty, np.zeros(0), empty)
 
-def hits_of(y_at: np.ndarray, at_rank: np.ndarray) -> Hits:
-    """The :class:`Hits` of relevance ``y_at`` at ranks of documents ``at_rank`` (both
-    ``[n_runs, width]``)."""
-    run, col = np.nonzero(y_at > 0)
-    counts = np.bincount(run, minlength=len(y_at))
-    return Hits(run, at_rank[run, col], y_at[run, col], 1.0 / (col + 1),
-                np.repeat(np.cumsum(counts) - counts, counts))
+    def merged(self, run: np.ndarray, col: np.ndarray, doc: int,
+               prior: np.ndarray) -> Hits:
+        """These hits and the occurrences (``run``, ``col``, ``prior``) of one more relevant
+        document ``doc``, kept in (run, rank) order."""
+        width = int(max(self.col.max(initial=0), col.max(initial=0))) + 1
+        where = np.searchsorted(self.run * width + self.col, run * width + col)
+        merged_run = np.insert(self.run, where, run)
+        return Hits(merged_run, np.insert(self.col, where, col),
+                    np.insert(self.doc, where, doc), np.insert(self.prior, where, prior),
+                    np.searchsorted(merged_run, merged_run))
 
 
-def estimated_ap(hits: Hits, x: np.ndarray, r_hat: float, n_runs: int) -> np.ndarray:
+def estimated_ap(hits: Hits, x: np.ndarray, y: np.ndarray, n_runs: int) -> np.ndarray:
     """HT estimate of every run's AP with pi_ij = pi_i pi_j: (1/R-hat) sum_k x_k (y_k +
     sum_{l above k} x_l) / rank_k over the run's judged relevant documents k, where ``x``
-    holds y/pi of every document."""
+    holds y/pi and ``y`` the relevance of every relevant document (indexed by ``hits.doc``)
+    and R-hat = sum x."""
     x_hit = x[hits.doc]
     before = np.cumsum(x_hit) - x_hit
     above = before - before[hits.first]
-    return np.bincount(hits.run, weights=x_hit * (hits.y + above) * hits.inv_rank,
-                       minlength=n_runs) / r_hat
+    return np.bincount(hits.run, weights=x_hit * (y[hits.doc] + above) / (hits.col + 1),
+                       minlength=n_runs) / x.sum()
 
 
 def run_distribution(weights: np.ndarray | None, present: np.ndarray,
@@ -118,104 +130,149 @@ def run_distribution(weights: np.ndarray | None, present: np.ndarray,
 
 
 class _TopicDraws:
-    """One topic's sampling state: labels, rounds (P_t, N_t, draws) and pending documents."""
+    """One topic's sampling state: labels, rounds (P_t, N_t, draws), pending documents, and
+    the judged relevant documents with their log-probability of never being drawn.
+
+    A draw picks a run from P_t, then a rank from the run's AP-prior, which draws document d
+    with probability p_t(d) = sum_s P_t(s) w_s(rank_s(d)) at a cost that does not grow with
+    the pool. p_t over the whole pool is only computed when the Sample is written; during
+    sampling only the relevant documents' pi_i (for the AP estimates) is kept up to date.
+    """
 
     def __init__(self, tp: TopicPool, docnos: np.ndarray, budget: int,
                  rng: np.random.Generator) -> None:
-        valid = tp.ranking != PAD
-        runs, cols = np.nonzero(valid)
+        self.ranking = tp.ranking
         self.docnos = docnos
         self.size = tp.size
         self.budget = budget
         self.rng = rng
         self.present = tp.lengths > 0
-        self.prior = run_prior(tp.ranking)
-        self.at_rank = np.where(valid, tp.ranking, tp.size)  # padding -> a slot holding 0
-        self.doc_weights = csr_array((self.prior[runs, cols], (tp.ranking[runs, cols], runs)),
-                                     shape=(tp.size, len(self.present)))
+        self.lengths = tp.lengths
+        prior = run_prior(tp.ranking)
+        # each run's cdf over its ranks, offset by the run's index: one increasing array
+        n_runs, self.width = prior.shape
+        self.cdf = (np.cumsum(prior, axis=1) + np.arange(n_runs)[:, None]).ravel()
+        # every (run, rank) occurrence of a pooled document, grouped by document
+        runs, cols = np.nonzero(tp.ranking != PAD)
+        by_doc = np.argsort(tp.ranking[runs, cols], kind="stable")
+        self.occ_run, self.occ_col = runs[by_doc], cols[by_doc]
+        self.occ_doc = tp.ranking[self.occ_run, self.occ_col]
+        self.occ_prior = prior[self.occ_run, self.occ_col]
+        self.occ_start = np.searchsorted(self.occ_doc, np.arange(tp.size + 1))
         self.labels = np.full(tp.size, np.nan)
         self.judged = 0
-        self.y = np.zeros(tp.size + 1)
-        self.y_at = np.zeros(tp.ranking.shape)
-        self.hits = hits_of(self.y_at, self.at_rank)
-        self.relevant = np.zeros(0, dtype=np.int64)
-        self.log_miss = np.zeros(tp.size)
-        self.log_miss_before = self.log_miss
-        self.run_probs: list[np.ndarray] = []
+        self.hits = Hits.none()
+        self.relevant: list[int] = []
+        self.y_rel = np.zeros(0)
+        self.log_miss_rel = np.zeros(0)
+        self.run_probs = np.zeros((0, n_runs))
         self.draws: list[np.ndarray] = []
         self.pending: list[int] = []
 
-    def doc_probs(self, run_probs: np.ndarray) -> np.ndarray:
-        """p(d) = sum_s P(s) w_s(rank_s(d)) for every pooled document."""
-        return np.asarray(self.doc_weights @ run_probs)
+    @property
+    def rounds(self) -> int:
+        return len(self.draws)
+
+    def occurrences(self, doc: int) -> slice:
+        return slice(self.occ_start[doc], self.occ_start[doc + 1])
 
     def weights(self, kind: str) -> np.ndarray | None:
         """Each run's weight from the judgments so far (None before any relevant one)."""
-        if not len(self.relevant):
+        if not self.relevant:
             return None
+        n_runs = len(self.present)
         if kind == "prior-mass":
-            return (self.y_at * self.prior).sum(axis=1)
-        x = np.zeros(self.size)
-        x[self.relevant] = self.y[self.relevant] / -np.expm1(self.log_miss[self.relevant])
-        return estimated_ap(self.hits, x, float(x.sum()), len(self.present))
+            return np.bincount(self.hits.run, weights=self.y_rel[self.hits.doc] *
+                               self.hits.prior, minlength=n_runs)
+        x = self.y_rel / -np.expm1(self.log_miss_rel)
+        return estimated_ap(self.hits, x, self.y_rel, n_runs)
 
-    def add_round(self, run_probs: np.ndarray, probs: np.ndarray, drawn: np.ndarray) -> None:
-        """Record a round (its run distribution, p_t and draws) and its new documents."""
-        self.run_probs.append(run_probs)
+    def add_round(self, run_probs: np.ndarray, drawn: np.ndarray) -> None:
+        """Record a round (its run distribution and draws) and its new documents."""
+        if self.rounds == len(self.run_probs):  # grow the round table by doubling
+            self.run_probs = np.concatenate([self.run_probs, np.zeros_like(
+                self.run_probs, shape=(max(8, self.rounds), self.run_probs.shape[1]))])
+        self.run_probs[self.rounds] = run_probs
         self.draws.append(drawn)
-        self.log_miss_before = self.log_miss
-        with np.errstate(divide="ignore"):
-            self.log_miss = self.log_miss + len(drawn) * np.log1p(-probs)
-        new = drawn[np.isnan(self.labels[drawn])]
-        _, first = np.unique(new, return_index=True)
-        self.pending = new[np.sort(first)].tolist()
+        if self.relevant:
+            hits = self.hits
+            p_rel = np.bincount(hits.doc, weights=hits.prior * run_probs[hits.run],
+                                minlength=len(self.relevant))
+            with np.errstate(divide="ignore"):
+                self.log_miss_rel = self.log_miss_rel + len(drawn) * np.log1p(-p_rel)
+        labels = self.labels
+        self.pending = [d for d in dict.fromkeys(drawn.tolist()) if labels[d] != labels[d]]
 
     def draw_round(self, kind: str, floor: float, batch: int) -> None:
-        """Draw min(batch, budget left) documents from this round's p_t."""
+        """Draw min(batch, budget left) documents from this round's p_t: a run from P_t,
+        then a rank from the run's AP-prior."""
         size = min(batch, self.budget - self.judged)
         run_probs = run_distribution(self.weights(kind), self.present, floor)
-        probs = self.doc_probs(run_probs)
-        cdf = np.cumsum(probs)
-        drawn = np.searchsorted(cdf, self.rng.random(size) * cdf[-1], side="right")
-        self.add_round(run_probs, probs, np.minimum(drawn, self.size - 1))
+        u = self.rng.random((2, size))
+        run_cdf = np.cumsum(run_probs)
+        runs = np.minimum(np.searchsorted(run_cdf, u[0] * run_cdf[-1], side="right"),
+                          len(run_cdf) - 1)
+        spot = np.searchsorted(self.cdf, runs + u[1], side="right") - runs * self.width
+        cols = np.minimum(spot, self.lengths[runs] - 1)  # rounding past a run's last rank
+        self.add_round(run_probs, self.ranking[runs, cols])
 
     def judge(self, where: np.ndarray, labels: np.ndarray) -> None:
+        """Take labels of pending documents; once the round's are all in, its relevant
+        documents (in docno-index order, whatever order they came in) join the AP
+        estimates."""
         self.judged += int(np.isnan(self.labels[where]).sum())
         self.labels[where] = labels
-        self.y[where] = relevance(labels, 1.0)
-        if (self.y[where] > 0).any():
-            self.y_at = self.y[self.at_rank]
-            self.hits = hits_of(self.y_at, self.at_rank)
-            self.relevant = np.flatnonzero(self.y[:-1] > 0)
         done = set(where.tolist())
         self.pending = [d for d in self.pending if d not in done]
+        if not self.pending:
+            last = np.unique(self.draws[-1]) if self.draws else np.zeros(0, dtype=np.int64)
+            y = relevance(self.labels[last], 1.0)
+            known = set(self.relevant)
+            for doc, value in zip(last.tolist(), y.tolist(), strict=True):
+                if value > 0 and doc not in known:
+                    self._add_relevant(doc, value)
+
+    def _add_relevant(self, doc: int, y: float) -> None:
+        """Take a newly judged relevant document into the AP estimates, with the
+        log-probability that the rounds so far all missed it."""
+        occ = self.occurrences(doc)
+        p = self.run_probs[:self.rounds, self.occ_run[occ]] @ self.occ_prior[occ]
+        sizes = np.fromiter((len(d) for d in self.draws), dtype=np.float64,
+                            count=self.rounds)
+        self.hits = self.hits.merged(self.occ_run[occ], self.occ_col[occ],
+                                     len(self.relevant), self.occ_prior[occ])
+        self.relevant.append(doc)
+        self.y_rel = np.append(self.y_rel, y)
+        with np.errstate(divide="ignore"):
+            self.log_miss_rel = np.append(self.log_miss_rel, sizes @ np.log1p(-p))
 
     def tables(self, topic: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame,
                                           pd.DataFrame]:
         """The topic's frame, draws, rounds and round_probs, over the rounds whose new
         documents are all judged (all but a last round with pending documents)."""
-        done = len(self.draws) - (1 if self.pending else 0)
+        done = self.rounds - (1 if self.pending else 0)
         sizes = np.array([len(d) for d in self.draws[:done]], dtype=np.int64)
         flat = np.concatenate(self.draws[:done]) if done else np.zeros(0, np.int64)
         sampled = np.unique(flat)
-        weight = np.zeros((len(self.present), self.size + 1))
-        weight[np.arange(len(self.present))[:, None], self.at_rank] = self.prior
-        probs = np.array(self.run_probs[:done]).reshape(done, -1) @ weight[:, sampled]
+        weight = np.zeros((len(self.present), self.size))
+        weight[self.occ_run, self.occ_doc] = self.occ_prior
+        probs = self.run_probs[:done] @ weight  # p_t(d) of every pooled document
+        with np.errstate(divide="ignore"):
+            log_miss = sizes @ np.log1p(-probs)
         labels = np.full(self.size, np.nan)
         labels[sampled] = self.labels[sampled]
-        log_miss = self.log_miss_before if self.pending else self.log_miss
         round_of = np.repeat(np.arange(1, done + 1), sizes)
         return (
             pd.DataFrame({"query_id": np.full(self.size, topic, dtype=object),
                           "doc_id": self.docnos, "relevance": labels, "stratum": "",
                           "inclusion": -np.expm1(log_miss)}),
             pd.DataFrame({"query_id": topic, "round": round_of, "doc_id": self.docnos[flat],
-                          "probability": probs[round_of - 1, np.searchsorted(sampled, flat)]}),
+                          "probability": probs[round_of - 1, flat]}),
             pd.DataFrame({"query_id": topic, "round": np.arange(1, done + 1), "size": sizes}),
             pd.DataFrame({"query_id": topic, "round": np.repeat(np.arange(1, done + 1),
                                                                  len(sampled)),
                           "doc_id": np.tile(self.docnos[sampled], done),
-                          "probability": probs.ravel()}),
+                          "probability": probs[:, sampled].ravel()}),
         )
 
 
@@ -255,6 +312,9 @@ class ActiveSelector(Selector):
                                        np.random.default_rng(s))
                         for t, s in zip(pool.topics, seeds, strict=True)}
 
+    def batch_size(self, topic: str) -> int:
+        return self.batch  # a round's draws are made before any of them is judged
+
     def propose(self, topic: str, n: int) -> list[str]:
         draws = self._of_topic(self._topics, topic)
         self._check_batch(n)
@@ -281,7 +341,7 @@ class ActiveSelector(Selector):
             "topics": {t: {
                 "rng": rng_state(d.rng),
                 "rounds": [{"runs": p.tolist(), "draws": x.tolist()}
-                           for p, x in zip(d.run_probs, d.draws, strict=True)],
+                           for p, x in zip(d.run_probs, d.draws, strict=False)],
                 "judged": np.flatnonzero(~np.isnan(d.labels)).tolist(),
                 "labels": d.labels[~np.isnan(d.labels)].tolist(),
             } for t, d in self._topics.items()},
@@ -293,10 +353,12 @@ class ActiveSelector(Selector):
         for topic, saved in state["topics"].items():
             draws = selector._topics[topic]
             draws.rng = rng_from_state(saved["rng"])
-            for round_ in saved["rounds"]:
-                run_probs = np.asarray(round_["runs"], dtype=np.float64)
-                draws.add_round(run_probs, draws.doc_probs(run_probs),
+            labels = dict(zip(saved["judged"], saved["labels"], strict=True))
+            for round_ in saved["rounds"]:  # replay: each round, then its judgments
+                draws.add_round(np.asarray(round_["runs"], dtype=np.float64),
                                 np.asarray(round_["draws"], dtype=np.int64))
-            judged = np.asarray(saved["judged"], dtype=np.int64)
-            draws.judge(judged, np.asarray(saved["labels"], dtype=np.float64))
+                ready = [d for d in draws.pending if d in labels]
+                if ready:
+                    draws.judge(np.asarray(ready, dtype=np.int64),
+                                np.array([labels[d] for d in ready], dtype=np.float64))
         return selector

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
-import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -88,6 +87,7 @@ class Selector(ABC):
         self.budget = budget
         self.rng = rng
         self.params = params
+        self._positions: dict[str, dict[str, int]] = {}
 
     @abstractmethod
     def propose(self, topic: str, n: int) -> list[str]:
@@ -113,6 +113,12 @@ class Selector(ABC):
     def budget_for(self, topic: str) -> int:
         return self.budget.for_topic(self.pool[topic].size)
 
+    def batch_size(self, topic: str) -> int:
+        """How many documents ``propose`` may hand out for ``topic`` at once without changing
+        the sample (1 for a method that adapts after every judgment; a round or the whole
+        plan for methods that fix them in advance): the simulator's default batch."""
+        return 1
+
     def _of_topic(self, per_topic: Mapping[str, V], topic: str) -> V:
         """``per_topic[topic]``, or a UsageError naming a topic the pool lacks."""
         if topic not in per_topic:
@@ -128,11 +134,16 @@ class Selector(ABC):
                   proposed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pool-local indices (into ``pool.docnos_of(topic)``) and labels of ``judgments``;
         every document must be among the ``proposed`` indices and every label finite."""
-        docnos = np.array(list(judgments), dtype=object)
-        where = pd.Index(self.pool.docnos_of(topic)).get_indexer(docnos)
-        stray = (where < 0) | ~np.isin(where, proposed)
-        if stray.any():
-            raise UsageError(f"topic {topic}: document {docnos[stray][0]} was not proposed")
+        positions = self._positions.get(topic)
+        if positions is None:
+            docnos = self.pool.docnos_of(topic)
+            positions = self._positions[topic] = {d: i for i, d in enumerate(docnos)}
+        allowed = set(np.asarray(proposed).tolist())
+        where = np.fromiter((positions.get(d, -1) for d in judgments), dtype=np.int64,
+                            count=len(judgments))
+        for docno, position in zip(judgments, where.tolist(), strict=True):
+            if position not in allowed:
+                raise UsageError(f"topic {topic}: document {docno} was not proposed")
         labels = np.fromiter(judgments.values(), dtype=np.float64, count=len(judgments))
         if not np.isfinite(labels).all():
             raise UsageError(f"topic {topic}: labels must be finite numbers")
@@ -217,14 +228,16 @@ def qrels_oracle(qrels: Qrels) -> Oracle:
     return answer
 
 
-def simulate(selector: Selector, oracle: Oracle, batch: int = 1,
+def simulate(selector: Selector, oracle: Oracle, batch: int | None = None,
              rounds: int | None = None) -> Selector:
     """Judge with ``oracle`` until every topic's budget is spent (or for at most ``rounds``
-    rounds per topic); return the selector, whose ``sample()`` is the result."""
+    rounds per topic), asking for ``batch`` documents at a time (default: the selector's
+    ``batch_size``); return the selector, whose ``sample()`` is the result."""
     for topic in selector.pool.topics:
         done = 0
+        size = selector.batch_size(topic) if batch is None else batch
         while rounds is None or done < rounds:
-            proposed = selector.propose(topic, batch)
+            proposed = selector.propose(topic, size)
             if not proposed:
                 break
             selector.observe(topic, oracle(topic, proposed))

@@ -260,6 +260,9 @@ class DynamicSelector(Selector):
         matrix = tfidf_matrix(documents["text"].astype(str).tolist())
         return sparse.vstack([matrix, sparse.csr_matrix((1, matrix.shape[1]))], format="csr")
 
+    def batch_size(self, topic: str) -> int:
+        return max(1, self.budget_for(topic))  # a batch's sample is drawn before it is judged
+
     def propose(self, topic: str, n: int) -> list[str]:
         state = self._of_topic(self._topics, topic)
         self._check_batch(n)

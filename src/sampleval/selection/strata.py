@@ -88,6 +88,9 @@ class PlannedSelector(Selector):
                                                                          np.ndarray]:
         """The frame's ``stratum`` and ``inclusion`` columns, given which docs are judged."""
 
+    def batch_size(self, topic: str) -> int:
+        return max(1, self.budget_for(topic))  # the plan is fixed: hand it out whole
+
     def propose(self, topic: str, n: int) -> list[str]:
         tp = self._of_topic(self.pool.topic_pools, topic)
         self._check_batch(n)
