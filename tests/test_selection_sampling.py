@@ -39,7 +39,7 @@ from sampleval.selection import (
     qrels_oracle,
     simulate,
 )
-from sampleval.selection.active import Hits, estimated_ap, run_prior
+from sampleval.selection.active import estimated_ap, insert_hits, run_distribution, run_prior
 from sampleval.selection.base import Oracle, rng_state
 from sampleval.selection.stratified import rank_weights
 
@@ -87,14 +87,25 @@ def test_estimated_ap_is_the_ht_core_under_independence() -> None:
     rows, cols = np.nonzero(tp.ranking != PAD)
     ranks[rows, tp.ranking[rows, cols]] = cols + 1
     expected = average_precision(y, pi, joint, ranks).value
-    hits = Hits.none()
+    width = tp.ranking.shape[1]
+    key, ints, floats, n = (np.zeros(tp.ranking.size, dtype=np.int64),
+                            np.zeros((3, tp.ranking.size), dtype=np.int64),
+                            np.zeros(tp.ranking.size), 0)
     relevant = rng.permutation(np.flatnonzero(y > 0))  # hits arrive in any document order
     for k, doc in enumerate(relevant):
         runs, cols = np.nonzero(tp.ranking == doc)
-        hits = hits.merged(runs, cols, k, np.ones(len(runs)))
-    assert (np.diff(hits.run * tp.ranking.shape[1] + hits.col) > 0).all()
-    got = estimated_ap(hits, y[relevant] / pi[relevant], y[relevant], len(ranks))
+        n = insert_hits(key, ints, floats, n, width, runs, cols, k, np.ones(len(runs)))
+    assert (np.diff(key[:n]) > 0).all() and (ints[0, :n] * width + ints[1, :n] == key[:n]).all()
+    got = estimated_ap(*ints[:, :n], y[relevant] / pi[relevant], y[relevant], len(ranks))
     assert np.allclose(got, expected)
+
+
+def test_run_distribution_keeps_a_floor_for_every_present_run() -> None:
+    present = np.array([1.0, 1.0, 1.0, 0.0])
+    probs = run_distribution(np.array([0.0, 3.0, 1.0, 9.0]), present, 0.1)
+    assert probs.sum() == pytest.approx(1.0) and probs[3] == 0.0
+    assert probs[0] == pytest.approx(0.1 / 3) and probs[1] == pytest.approx(0.9 * 0.75 + 0.1 / 3)
+    assert np.allclose(run_distribution(np.zeros(4), present, 0.1), present / 3)  # no weights
 
 
 @pytest.mark.parametrize(("method", "params"), [
@@ -166,7 +177,10 @@ def test_budget_spent_exactly_without_duplicates(pool5: Pool, oracle: Oracle, me
         design = judged_design(sample, ts)
         assert len(design.index) == budget
         assert np.allclose(design.pi, ts.inclusion[design.index])
-        assert (ts.inclusion > 0).all()  # no pooled document has probability 0
+        if method == "active":  # pi_i is given for the drawn documents only
+            assert (ts.inclusion[ts.judged] > 0).all() and np.isnan(ts.inclusion[~ts.judged]).all()
+        else:
+            assert (ts.inclusion > 0).all()  # no pooled document has probability 0
     if method == "active":
         assert sample.draws is not None and sample.rounds is not None
         assert sample.round_probs is not None

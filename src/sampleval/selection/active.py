@@ -47,10 +47,11 @@ Choices (ours where the paper is silent):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
@@ -60,9 +61,10 @@ from sampleval.selection.base import Budget, Selector, register, rng_from_state,
 from sampleval.selection.stratified import harmonic
 
 WEIGHTS = ("ap", "prior-mass")
-_FRAME = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
-_DRAWS = ["query_id", "round", "doc_id", "probability"]
-_ROUNDS = ["query_id", "round", "size"]
+_TABLES = {"frame": ["query_id", "doc_id", "relevance", "stratum", "inclusion"],
+           "draws": ["query_id", "round", "doc_id", "probability"],
+           "rounds": ["query_id", "round", "size"],
+           "round_probs": ["query_id", "round", "doc_id", "probability"]}
 
 
 def run_prior(ranking: np.ndarray) -> np.ndarray:
@@ -75,58 +77,103 @@ def run_prior(ranking: np.ndarray) -> np.ndarray:
     return np.where(ranking != PAD, weight, 0.0)
 
 
-class Hits(NamedTuple):
-    """The occurrences of the judged relevant documents in the rankings, by run then rank:
-    ``run``, ``col`` (0-based rank), ``doc`` (the document's index into the vector of
-    relevant documents' values), ``prior`` (the run's AP-prior at that rank) and ``first``
-    (the index of the first occurrence in the same run)."""
-
-    run: np.ndarray
-    col: np.ndarray
-    doc: np.ndarray
-    prior: np.ndarray
-    first: np.ndarray
-
-    @classmethod
-    def none(cls) -> Hits:
-        empty = np.zeros(0, dtype=np.int64)
-        return cls(empty, empty, empty, np.zeros(0), empty)
-
-    def merged(self, run: np.ndarray, col: np.ndarray, doc: int,
-               prior: np.ndarray) -> Hits:
-        """These hits and the occurrences (``run``, ``col``, ``prior``) of one more relevant
-        document ``doc``, kept in (run, rank) order."""
-        width = int(max(self.col.max(initial=0), col.max(initial=0))) + 1
-        where = np.searchsorted(self.run * width + self.col, run * width + col)
-        merged_run = np.insert(self.run, where, run)
-        return Hits(merged_run, np.insert(self.col, where, col),
-                    np.insert(self.doc, where, doc), np.insert(self.prior, where, prior),
-                    np.searchsorted(merged_run, merged_run))
+# -- compiled kernels: one round costs a few of these calls, whatever the pool's size --------
 
 
-def estimated_ap(hits: Hits, x: np.ndarray, y: np.ndarray, n_runs: int) -> np.ndarray:
+@njit(cache=True)
+def estimated_ap(run: np.ndarray, col: np.ndarray, doc: np.ndarray, x: np.ndarray,
+                 y: np.ndarray, n_runs: int) -> np.ndarray:
     """HT estimate of every run's AP with pi_ij = pi_i pi_j: (1/R-hat) sum_k x_k (y_k +
-    sum_{l above k} x_l) / rank_k over the run's judged relevant documents k, where ``x``
-    holds y/pi and ``y`` the relevance of every relevant document (indexed by ``hits.doc``)
-    and R-hat = sum x."""
-    x_hit = x[hits.doc]
-    before = np.cumsum(x_hit) - x_hit
-    above = before - before[hits.first]
-    return np.bincount(hits.run, weights=x_hit * (y[hits.doc] + above) / (hits.col + 1),
-                       minlength=n_runs) / x.sum()
+    sum_{l above k} x_l) / rank_k over the run's judged relevant documents k (Li & Kanoulas,
+    CIKM 2017, sec. 3), R-hat = sum x. The hits (``run``, 0-based rank ``col``, ``doc``: the
+    index into ``x`` = y/pi and ``y``) are the relevant documents' occurrences in (run, rank)
+    order."""
+    ap = np.zeros(n_runs)
+    above = 0.0
+    for i in range(len(run)):
+        if i == 0 or run[i] != run[i - 1]:
+            above = 0.0
+        xi = x[doc[i]]
+        ap[run[i]] += xi * (y[doc[i]] + above) / (col[i] + 1)
+        above += xi
+    total = x.sum()
+    return ap / total if total > 0 else ap
 
 
-def run_distribution(weights: np.ndarray | None, present: np.ndarray,
-                     floor: float) -> np.ndarray:
-    """P(s) = (1 - floor) a_s / sum a + floor / S over the present runs (uniform when there
-    are no weights or they are all 0)."""
+@njit(cache=True)
+def run_distribution(weights: np.ndarray, present: np.ndarray, floor: float) -> np.ndarray:
+    """P(s) = (1 - floor) a_s / sum a + floor / S over the present runs (uniform when the
+    weights of the present runs sum to 0)."""
     uniform = present / present.sum()
-    if weights is None:
-        return uniform
-    total = weights[present].sum()
+    total = (weights * present).sum()
     if total <= 0:
         return uniform
-    return (1.0 - floor) * np.where(present, weights, 0.0) / total + floor * uniform
+    return (1.0 - floor) * weights * present / total + floor * uniform
+
+
+@njit(cache=True)
+def draw(run_probs: np.ndarray, u: np.ndarray, cdf: np.ndarray, ranking: np.ndarray,
+         lengths: np.ndarray) -> np.ndarray:
+    """Documents drawn as Algorithm 1 does, one per column of ``u`` (``[2, N]`` uniforms): a
+    run from ``run_probs``, then a rank from the run's AP-prior (``cdf``: each run's cdf over
+    its ranks plus the run's index, flattened, so one increasing array)."""
+    n_runs, width = ranking.shape
+    run_cdf = np.cumsum(run_probs)
+    runs = np.minimum(np.searchsorted(run_cdf, u[0] * run_cdf[-1], side="right"), n_runs - 1)
+    drawn = np.empty(u.shape[1], dtype=np.int64)
+    for i in range(u.shape[1]):
+        s = runs[i]
+        spot = np.searchsorted(cdf, s + u[1, i], side="right") - s * width
+        drawn[i] = ranking[s, min(spot, lengths[s] - 1)]  # rounding past the last rank
+    return drawn
+
+
+@njit(cache=True)
+def add_misses(log_miss: np.ndarray, run: np.ndarray, doc: np.ndarray, prior: np.ndarray,
+               run_probs: np.ndarray, draws: int) -> None:
+    """log_miss[d] += draws log(1 - p(d)), p(d) = sum over d's hits of P(run) prior (in
+    place; ``doc`` indexes ``log_miss``)."""
+    p = np.zeros(len(log_miss))
+    for i in range(len(run)):
+        p[doc[i]] += run_probs[run[i]] * prior[i]
+    for d in range(len(log_miss)):
+        log_miss[d] += draws * np.log1p(-p[d]) if p[d] < 1.0 else -np.inf
+
+
+@njit(cache=True)
+def insert_hits(key: np.ndarray, ints: np.ndarray, floats: np.ndarray, n: int, width: int,
+                run: np.ndarray, col: np.ndarray, doc: int, prior: np.ndarray) -> int:
+    """Merge the occurrences (``run``, ``col``, ``prior``; in run order) of relevant document
+    ``doc`` into the first ``n`` hits, kept sorted by ``key`` = run * width + col, with their
+    run, col, doc in ``ints`` (``[3, capacity]``) and prior in ``floats``, in place, from
+    the back; return the new count."""
+    i, j, out = n - 1, len(run) - 1, n + len(run) - 1
+    while j >= 0:
+        new_key = run[j] * width + col[j]
+        if i >= 0 and key[i] > new_key:
+            key[out], floats[out] = key[i], floats[i]
+            ints[0, out], ints[1, out], ints[2, out] = ints[0, i], ints[1, i], ints[2, i]
+            i -= 1
+        else:
+            key[out], floats[out] = new_key, prior[j]
+            ints[0, out], ints[1, out], ints[2, out] = run[j], col[j], doc
+            j -= 1
+        out -= 1
+    return n + len(run)
+
+
+@njit(cache=True)
+def log_miss_of(run_probs: np.ndarray, sizes: np.ndarray, run: np.ndarray,
+                prior: np.ndarray) -> float:
+    """sum_t N_t log(1 - p_t(d)) over the rounds so far for a document d with occurrences
+    (``run``, ``prior``): the log-probability that every draw missed it."""
+    total = 0.0
+    for t in range(len(sizes)):
+        p = 0.0
+        for i in range(len(run)):
+            p += run_probs[t, run[i]] * prior[i]
+        total += sizes[t] * np.log1p(-p) if p < 1.0 else -np.inf
+    return total
 
 
 class _TopicDraws:
@@ -136,7 +183,9 @@ class _TopicDraws:
     A draw picks a run from P_t, then a rank from the run's AP-prior, which draws document d
     with probability p_t(d) = sum_s P_t(s) w_s(rank_s(d)) at a cost that does not grow with
     the pool. p_t over the whole pool is only computed when the Sample is written; during
-    sampling only the relevant documents' pi_i (for the AP estimates) is kept up to date.
+    sampling only the relevant documents' pi_i (for the AP estimates) is kept up to date,
+    from their occurrences in the rankings (the hits: run, rank, index among the relevant
+    documents, prior; kept in (run, rank) order for :func:`estimated_ap`).
     """
 
     def __init__(self, tp: TopicPool, docnos: np.ndarray, budget: int,
@@ -146,10 +195,9 @@ class _TopicDraws:
         self.size = tp.size
         self.budget = budget
         self.rng = rng
-        self.present = tp.lengths > 0
+        self.present = (tp.lengths > 0).astype(np.float64)
         self.lengths = tp.lengths
         prior = run_prior(tp.ranking)
-        # each run's cdf over its ranks, offset by the run's index: one increasing array
         n_runs, self.width = prior.shape
         self.cdf = (np.cumsum(prior, axis=1) + np.arange(n_runs)[:, None]).ravel()
         # every (run, rank) occurrence of a pooled document, grouped by document
@@ -161,11 +209,15 @@ class _TopicDraws:
         self.occ_start = np.searchsorted(self.occ_doc, np.arange(tp.size + 1))
         self.labels = np.full(tp.size, np.nan)
         self.judged = 0
-        self.hits = Hits.none()
         self.relevant: list[int] = []
-        self.y_rel = np.zeros(0)
-        self.log_miss_rel = np.zeros(0)
-        self.run_probs = np.zeros((0, n_runs))
+        self.y_rel = np.zeros(tp.size)  # by index among the relevant documents
+        self.log_miss_rel = np.zeros(tp.size)
+        self.hit_key = np.zeros(len(runs), dtype=np.int64)  # run * width + rank
+        self.hit_ints = np.zeros((3, len(runs)), dtype=np.int64)  # run, rank, relevant index
+        self.hit_prior = np.zeros(len(runs))
+        self.n_hits = 0
+        self.run_probs = np.zeros((0, n_runs))  # P_t, by round (capacity grows)
+        self.sizes = np.zeros(0)  # N_t
         self.draws: list[np.ndarray] = []
         self.pending: list[int] = []
 
@@ -173,53 +225,46 @@ class _TopicDraws:
     def rounds(self) -> int:
         return len(self.draws)
 
-    def occurrences(self, doc: int) -> slice:
-        return slice(self.occ_start[doc], self.occ_start[doc + 1])
-
-    def weights(self, kind: str) -> np.ndarray | None:
-        """Each run's weight from the judgments so far (None before any relevant one)."""
-        if not self.relevant:
-            return None
-        n_runs = len(self.present)
+    def weights(self, kind: str) -> np.ndarray:
+        """Each run's weight from the judgments so far (0 before any relevant one)."""
+        k, n = len(self.relevant), self.n_hits
+        if not k:
+            return np.zeros(len(self.present))
+        run, col, doc = self.hit_ints[:, :n]
+        y = self.y_rel[:k]
         if kind == "prior-mass":
-            return np.bincount(self.hits.run, weights=self.y_rel[self.hits.doc] *
-                               self.hits.prior, minlength=n_runs)
-        x = self.y_rel / -np.expm1(self.log_miss_rel)
-        return estimated_ap(self.hits, x, self.y_rel, n_runs)
+            return np.bincount(run, weights=y[doc] * self.hit_prior[:n],
+                               minlength=len(self.present))
+        return estimated_ap(run, col, doc, y / -np.expm1(self.log_miss_rel[:k]), y,
+                            len(self.present))
 
     def add_round(self, run_probs: np.ndarray, drawn: np.ndarray) -> None:
         """Record a round (its run distribution and draws) and its new documents."""
-        if self.rounds == len(self.run_probs):  # grow the round table by doubling
+        if self.rounds == len(self.run_probs):  # grow the round tables by doubling
+            more = max(8, self.rounds)
             self.run_probs = np.concatenate([self.run_probs, np.zeros_like(
-                self.run_probs, shape=(max(8, self.rounds), self.run_probs.shape[1]))])
+                self.run_probs, shape=(more, self.run_probs.shape[1]))])
+            self.sizes = np.concatenate([self.sizes, np.zeros(more)])
         self.run_probs[self.rounds] = run_probs
+        self.sizes[self.rounds] = len(drawn)
         self.draws.append(drawn)
         if self.relevant:
-            hits = self.hits
-            p_rel = np.bincount(hits.doc, weights=hits.prior * run_probs[hits.run],
-                                minlength=len(self.relevant))
-            with np.errstate(divide="ignore"):
-                self.log_miss_rel = self.log_miss_rel + len(drawn) * np.log1p(-p_rel)
+            n = self.n_hits
+            add_misses(self.log_miss_rel[:len(self.relevant)], self.hit_ints[0, :n],
+                       self.hit_ints[2, :n], self.hit_prior[:n], run_probs, len(drawn))
         labels = self.labels
         self.pending = [d for d in dict.fromkeys(drawn.tolist()) if labels[d] != labels[d]]
 
     def draw_round(self, kind: str, floor: float, batch: int) -> None:
-        """Draw min(batch, budget left) documents from this round's p_t: a run from P_t,
-        then a rank from the run's AP-prior."""
+        """Draw min(batch, budget left) documents from this round's p_t."""
         size = min(batch, self.budget - self.judged)
         run_probs = run_distribution(self.weights(kind), self.present, floor)
-        u = self.rng.random((2, size))
-        run_cdf = np.cumsum(run_probs)
-        runs = np.minimum(np.searchsorted(run_cdf, u[0] * run_cdf[-1], side="right"),
-                          len(run_cdf) - 1)
-        spot = np.searchsorted(self.cdf, runs + u[1], side="right") - runs * self.width
-        cols = np.minimum(spot, self.lengths[runs] - 1)  # rounding past a run's last rank
-        self.add_round(run_probs, self.ranking[runs, cols])
+        self.add_round(run_probs, draw(run_probs, self.rng.random((2, size)), self.cdf,
+                                       self.ranking, self.lengths))
 
     def judge(self, where: np.ndarray, labels: np.ndarray) -> None:
         """Take labels of pending documents; once the round's are all in, its relevant
-        documents (in docno-index order, whatever order they came in) join the AP
-        estimates."""
+        documents (in pool order, whatever order they came in) join the AP estimates."""
         self.judged += int(np.isnan(self.labels[where]).sum())
         self.labels[where] = labels
         done = set(where.tolist())
@@ -235,45 +280,45 @@ class _TopicDraws:
     def _add_relevant(self, doc: int, y: float) -> None:
         """Take a newly judged relevant document into the AP estimates, with the
         log-probability that the rounds so far all missed it."""
-        occ = self.occurrences(doc)
-        p = self.run_probs[:self.rounds, self.occ_run[occ]] @ self.occ_prior[occ]
-        sizes = np.fromiter((len(d) for d in self.draws), dtype=np.float64,
-                            count=self.rounds)
-        self.hits = self.hits.merged(self.occ_run[occ], self.occ_col[occ],
-                                     len(self.relevant), self.occ_prior[occ])
+        occ = slice(self.occ_start[doc], self.occ_start[doc + 1])  # in run order
+        run, prior = self.occ_run[occ], self.occ_prior[occ]
+        k = len(self.relevant)
+        self.n_hits = insert_hits(self.hit_key, self.hit_ints, self.hit_prior, self.n_hits,
+                                  self.width, run, self.occ_col[occ], k, prior)
         self.relevant.append(doc)
-        self.y_rel = np.append(self.y_rel, y)
-        with np.errstate(divide="ignore"):
-            self.log_miss_rel = np.append(self.log_miss_rel, sizes @ np.log1p(-p))
+        self.y_rel[k] = y
+        self.log_miss_rel[k] = log_miss_of(self.run_probs[:self.rounds],
+                                           self.sizes[:self.rounds], run, prior)
 
-    def tables(self, topic: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame,
-                                          pd.DataFrame]:
-        """The topic's frame, draws, rounds and round_probs, over the rounds whose new
-        documents are all judged (all but a last round with pending documents)."""
+    def tables(self) -> dict[str, dict[str, np.ndarray]]:
+        """The topic's frame, draws, rounds and round_probs columns (no ``query_id``), over
+        the rounds whose new documents are all judged (all but a last round with pending
+        documents). pi_i is given for the drawn documents only (the others' is not needed
+        by any estimator; it is 1 - prod_t (1 - p_t)^N_t all the same)."""
         done = self.rounds - (1 if self.pending else 0)
         sizes = np.array([len(d) for d in self.draws[:done]], dtype=np.int64)
         flat = np.concatenate(self.draws[:done]) if done else np.zeros(0, np.int64)
         sampled = np.unique(flat)
-        weight = np.zeros((len(self.present), self.size))
-        weight[self.occ_run, self.occ_doc] = self.occ_prior
-        probs = self.run_probs[:done] @ weight  # p_t(d) of every pooled document
+        weight = np.zeros((len(self.present), len(sampled)))
+        occ = np.flatnonzero(np.isin(self.occ_doc, sampled))
+        weight[self.occ_run[occ], np.searchsorted(sampled, self.occ_doc[occ])] = (
+            self.occ_prior[occ])
+        probs = self.run_probs[:done] @ weight  # p_t(d) of the sampled documents
         with np.errstate(divide="ignore"):
             log_miss = sizes @ np.log1p(-probs)
-        labels = np.full(self.size, np.nan)
+        labels, inclusion = np.full(self.size, np.nan), np.full(self.size, np.nan)
         labels[sampled] = self.labels[sampled]
+        inclusion[sampled] = -np.expm1(log_miss)
         round_of = np.repeat(np.arange(1, done + 1), sizes)
-        return (
-            pd.DataFrame({"query_id": np.full(self.size, topic, dtype=object),
-                          "doc_id": self.docnos, "relevance": labels, "stratum": "",
-                          "inclusion": -np.expm1(log_miss)}),
-            pd.DataFrame({"query_id": topic, "round": round_of, "doc_id": self.docnos[flat],
-                          "probability": probs[round_of - 1, flat]}),
-            pd.DataFrame({"query_id": topic, "round": np.arange(1, done + 1), "size": sizes}),
-            pd.DataFrame({"query_id": topic, "round": np.repeat(np.arange(1, done + 1),
-                                                                 len(sampled)),
-                          "doc_id": np.tile(self.docnos[sampled], done),
-                          "probability": probs[:, sampled].ravel()}),
-        )
+        return {
+            "frame": {"doc_id": self.docnos, "relevance": labels, "inclusion": inclusion},
+            "draws": {"round": round_of, "doc_id": self.docnos[flat],
+                      "probability": probs[round_of - 1, np.searchsorted(sampled, flat)]},
+            "rounds": {"round": np.arange(1, done + 1), "size": sizes},
+            "round_probs": {"round": np.repeat(np.arange(1, done + 1), len(sampled)),
+                            "doc_id": np.tile(self.docnos[sampled], done),
+                            "probability": probs.ravel()},
+        }
 
 
 @register
@@ -327,12 +372,11 @@ class ActiveSelector(Selector):
         draws.judge(*self._received(topic, judgments, np.asarray(draws.pending)))
 
     def sample(self) -> Sample:
-        tables = [d.tables(t) for t, d in self._topics.items()]
-        frame, draws, rounds, round_probs = (
-            pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
-            for parts, columns in zip(zip(*tables, strict=True) if tables else ([],) * 4,
-                                      (_FRAME, _DRAWS, _ROUNDS, _DRAWS), strict=True))
-        return Sample(self.design, frame, draws=draws, rounds=rounds, round_probs=round_probs,
+        parts = {t: d.tables() for t, d in self._topics.items()}
+        tables = {name: _stacked(parts, name, columns) for name, columns in _TABLES.items()}
+        tables["frame"]["stratum"] = ""
+        return Sample(self.design, tables["frame"][_TABLES["frame"]], draws=tables["draws"],
+                      rounds=tables["rounds"], round_probs=tables["round_probs"],
                       meta=self._sample_meta())
 
     def state(self) -> dict[str, Any]:
@@ -362,3 +406,18 @@ class ActiveSelector(Selector):
                     draws.judge(np.asarray(ready, dtype=np.int64),
                                 np.array([labels[d] for d in ready], dtype=np.float64))
         return selector
+
+
+def _stacked(parts: dict[str, dict[str, dict[str, np.ndarray]]], name: str,
+             columns: list[str]) -> pd.DataFrame:
+    """One table over all topics from the topics' columns (text columns kept as objects)."""
+    tables = [p[name] for p in parts.values()]
+    lengths = [len(next(iter(t.values()))) for t in tables]
+    data: dict[str, Any] = {"query_id": pd.Series(np.repeat(
+        np.array(list(parts), dtype=object), lengths), dtype=object)}
+    for column in columns[1:]:
+        if tables and column in tables[0]:
+            stacked = np.concatenate([t[column] for t in tables])
+            data[column] = pd.Series(stacked, dtype=object) if stacked.dtype == object else (
+                stacked)
+    return pd.DataFrame(data)
