@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from sampleval.core.run import Run
-from sampleval.experiments.compare_methods import COLUMNS, ap_measure, compare
+from sampleval.errors import UsageError
+from sampleval.experiments.compare_methods import COLUMNS, ap_measure, compare, method_spec
 from sampleval.experiments.metaeval import (
     bias,
     kendall_tau,
@@ -124,3 +125,12 @@ def test_compare_smoke(covid: Path) -> None:
     assert census.loc[0, "rms_qrels"] > 0.01
     assert census.loc[0, "tau"] == pytest.approx(1.0)
     assert census.loc[0, "tau_ap"] == pytest.approx(1.0)
+
+
+def test_method_spec_takes_parameters_from_the_text() -> None:
+    methods = {"active": ("active", {}, "AP~ht")}
+    assert method_spec("active", methods) == ("active", {}, "AP~ht")
+    assert method_spec("active:floor=1; weights=prior-mass", methods) == (
+        "active", {"floor": "1", "weights": "prior-mass"}, "AP~ht")
+    with pytest.raises(UsageError, match="KEY=VALUE"):
+        method_spec("active:floor", methods)

@@ -83,6 +83,19 @@ def default_methods() -> tuple[dict[str, MethodSpec], list[str]]:
     return methods, skipped
 
 
+def method_spec(text: str, methods: Mapping[str, MethodSpec]) -> MethodSpec:
+    """``NAME`` or ``NAME:KEY=VALUE;KEY=VALUE``: the method of ``methods`` by that name, with
+    the given parameters in place of its own."""
+    name, _, params = text.partition(":")
+    spec = methods[name]
+    if not params:
+        return spec
+    pairs = [p.partition("=") for p in params.split(";")]
+    if any(not sep or not key for key, sep, _ in pairs):
+        raise UsageError(f"{text!r}: parameters must be KEY=VALUE, separated by ';'")
+    return spec[0], {key.strip(): value.strip() for key, _, value in pairs}, spec[2]
+
+
 def run_trial(pool: Pool, runs: Sequence[Run], oracle: Oracle, spec: MethodSpec,
               budget: Budget, seed: int) -> tuple[pd.DataFrame, float]:
     """One simulated judging campaign: per-topic and mean AP per run (``run, query_id,
@@ -202,7 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=0.1)
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--methods", help="comma-separated method names (default: all)")
+    parser.add_argument("--methods", help="comma-separated methods (default: all), each a "
+                        "name or NAME:KEY=VALUE;KEY=VALUE for other parameters, e.g. "
+                        "active:floor=1")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="the trec-covid directory (round5/runs, qrels/)")
     args = parser.parse_args(argv)
@@ -212,17 +227,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(f"[red]data missing: {qrels_path}")
         return 1
     methods, skipped = default_methods()
-    if args.methods:
-        wanted = args.methods.split(",")
-        unknown = [m for m in wanted if m not in methods]
-        if unknown:
-            console.print(f"[red]not comparable: {', '.join(unknown)}")
-            return 1
-        methods = {m: methods[m] for m in wanted}
-    runs = read_runs(args.data / "round5" / "runs")
-    qrels = read_qrels(qrels_path)
-    table = compare(runs, qrels, methods, rate=args.rate, depth=args.depth,
-                    trials=args.trials, rng_seed=args.seed)
+    wanted = [m.strip() for m in args.methods.split(",")] if args.methods else list(methods)
+    unknown = [m for m in wanted if m.partition(":")[0] not in methods]
+    if unknown:
+        console.print(f"[red]not comparable: {', '.join(unknown)}")
+        return 1
+    try:
+        methods = {m: method_spec(m, methods) for m in wanted}
+        runs = read_runs(args.data / "round5" / "runs")
+        qrels = read_qrels(qrels_path)
+        table = compare(runs, qrels, methods, rate=args.rate, depth=args.depth,
+                        trials=args.trials, rng_seed=args.seed)
+    except UsageError as exc:
+        console.print(f"[red]{exc}")
+        return 1
     console.print(render(table, f"TREC-COVID round 5: {len(runs)} runs, depth {args.depth}, "
                                 f"rate {args.rate}, {args.trials} trials (mean AP)"))
     if skipped:
