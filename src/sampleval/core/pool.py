@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from sampleval.core._kernels import topic_rankings
 from sampleval.core.qrels import Qrels
-from sampleval.core.run import Run, ranks_within, sort_topics, sorted_codes, trec_order
+from sampleval.core.run import Run, sort_topics, sorted_codes, trec_order
 
 PAD = -1
 
@@ -99,34 +100,19 @@ class Pool:
         """
         if depth is not None and depth < 1:
             raise ValueError("depth must be a positive number of documents")
-        docnos, doc_codes = _unified([r.table["doc_id"] for r in runs])
-        topic_names, topic_codes = _unified([r.table["query_id"] for r in runs])
+        docnos, doc_codes, bounds = _unified([r.table["doc_id"] for r in runs])
+        topic_names, topic_codes, _ = _unified([r.table["query_id"] for r in runs])
         doc_key = sorted_codes(docnos)
         vocabulary = np.asarray(docnos.to_numpy(zero_copy_only=False), dtype=object)
         order_vocab = np.empty_like(doc_key)
         order_vocab[doc_key] = np.arange(len(doc_key))  # inverts the permutation; no sort
-        # Rows of every run, ranked: (run, topic, rank, doc) with doc as sorted-vocabulary id.
-        run_col, topic_col, rank_col, doc_col = [], [], [], []
-        for i, (run, t_codes, d_codes) in enumerate(zip(runs, topic_codes, doc_codes,
-                                                        strict=True)):
-            d_key = doc_key[d_codes]
-            order = trec_order(t_codes, run.table["score"].to_numpy(), d_key, score_type)
-            t_sorted = t_codes[order]
-            rank = ranks_within(t_sorted)
-            keep = slice(None) if depth is None else rank <= depth
-            run_col.append(np.full(len(order), i, dtype=np.int32)[keep])
-            topic_col.append(t_sorted[keep])
-            rank_col.append(rank[keep])
-            doc_col.append(d_key[order][keep])
-        pools = _topic_pools(
-            n_runs=len(runs),
-            topic_names=[str(t) for t in topic_names.to_pylist()],
-            run_col=np.concatenate(run_col) if runs else np.zeros(0, np.int32),
-            topic_col=np.concatenate(topic_col) if runs else np.zeros(0, np.int64),
-            rank_col=np.concatenate(rank_col) if runs else np.zeros(0, np.int64),
-            doc_col=np.concatenate(doc_col) if runs else np.zeros(0, np.int64),
-            wanted=topics,
-        )
+        doc_col = doc_key[doc_codes]  # every row's doc as a sorted-vocabulary id
+        order = np.concatenate([np.zeros(0, np.int64)] + [
+            start + trec_order(topic_codes[start:end], run.table["score"].to_numpy(),
+                               doc_col[start:end], score_type)
+            for run, start, end in zip(runs, bounds[:-1], bounds[1:], strict=True)])
+        pools = _topic_pools([str(t) for t in topic_names.to_pylist()], topic_codes, doc_col,
+                             order, bounds, depth, topics, len(doc_key))
         pool = cls(run_names=tuple(r.name for r in runs), docnos=vocabulary[order_vocab],
                    depth=depth, topic_pools=pools)
         return pool if qrels is None else pool.with_labels(qrels)
@@ -152,60 +138,43 @@ class Pool:
         return replace(self, topic_pools=pools)
 
 
-def _unified(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
-    """One dictionary for string columns of several tables, and each column's codes in it."""
+def _unified(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """One dictionary for string columns of several tables, the codes of all their rows in it
+    (columns one after another, int64) and where each column's rows start and end."""
     kind = pa.dictionary(pa.int32(), pa.string())
-    chunks, owner = [], []
-    for i, column in enumerate(columns):
-        for chunk in column.cast(kind).chunks:
-            chunks.append(chunk)
-            owner.append(i)
+    chunks = [chunk for column in columns for chunk in column.cast(kind).chunks]
+    bounds = np.cumsum([0] + [len(column) for column in columns])
     if not chunks:
-        return pa.array([], pa.string()), [np.zeros(0, np.int64) for _ in columns]
+        return pa.array([], pa.string()), np.zeros(0, np.int64), bounds
     unified = pa.chunked_array(chunks, type=kind).unify_dictionaries()
-    parts: list[list[np.ndarray]] = [[] for _ in columns]
-    for i, chunk in zip(owner, unified.chunks, strict=True):
-        parts[i].append(chunk.indices.to_numpy(zero_copy_only=False))
-    codes = [np.concatenate(p).astype(np.int64) if p else np.zeros(0, np.int64) for p in parts]
-    return unified.chunks[0].dictionary, codes
+    codes = np.concatenate([np.zeros(0, np.int64)] + [
+        chunk.indices.to_numpy(zero_copy_only=False) for chunk in unified.chunks])
+    return unified.chunks[0].dictionary, codes.astype(np.int64, copy=False), bounds
 
 
-def _topic_pools(n_runs: int, topic_names: list[str], run_col: np.ndarray,
-                 topic_col: np.ndarray, rank_col: np.ndarray, doc_col: np.ndarray,
-                 wanted: Sequence[str] | None) -> dict[str, TopicPool]:
-    by_topic = np.argsort(topic_col, kind="stable")
-    bounds = np.searchsorted(topic_col[by_topic], np.arange(len(topic_names) + 1))
-    pools: dict[str, TopicPool] = {}
+def _topic_pools(topic_names: list[str], topic_codes: np.ndarray, doc_col: np.ndarray,
+                 order: np.ndarray, bounds: np.ndarray, depth: int | None,
+                 wanted: Sequence[str] | None, n_docs: int) -> dict[str, TopicPool]:
+    """The TopicPools of ``wanted`` topics (default: every topic, in natural order) from all
+    rows (``core._kernels.topic_rankings`` explains the arguments)."""
     names = sort_topics(topic_names) if wanted is None else list(wanted)
     code_of = {name: i for i, name in enumerate(topic_names)}
-    seen = np.zeros(int(doc_col.max(initial=-1)) + 1, dtype=bool)
+    keep = np.zeros(len(topic_names), dtype=bool)
+    keep[[code_of[n] for n in names if n in code_of]] = True
+    lengths, doc_ids, doc_bounds, rankings, ranking_bounds = topic_rankings(
+        topic_codes, doc_col, order, bounds, -1 if depth is None else depth, keep, n_docs)
+    n_runs = len(bounds) - 1
+    pools: dict[str, TopicPool] = {}
     for name in names:
         code = code_of.get(name)
         if code is None:
             pools[name] = _empty_topic(name, n_runs)
             continue
-        rows = by_topic[bounds[code]:bounds[code + 1]]
-        doc_ids, local = _compact(doc_col[rows], seen)
-        runs_of, ranks_of = run_col[rows], rank_col[rows]
-        width = int(ranks_of.max())
-        ranking = np.full((n_runs, width), PAD, dtype=np.int32)
-        ranking[runs_of, ranks_of - 1] = local
-        lengths = np.bincount(runs_of, minlength=n_runs).astype(np.int32)
-        pools[name] = TopicPool(topic=name, doc_ids=doc_ids, ranking=ranking, lengths=lengths,
-                                labels=np.full(len(doc_ids), np.nan))
+        ids = doc_ids[doc_bounds[code]:doc_bounds[code + 1]]
+        ranking = rankings[ranking_bounds[code]:ranking_bounds[code + 1]].reshape(n_runs, -1)
+        pools[name] = TopicPool(topic=name, doc_ids=ids, ranking=ranking,
+                                lengths=lengths[code], labels=np.full(len(ids), np.nan))
     return pools
-
-
-def _compact(docs: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ids in ``docs`` (ascending) and each entry's index among them: what
-    ``np.unique(docs, return_inverse=True)`` gives, by marking a vocabulary-sized scratch
-    array instead of sorting (``seen`` is all False on entry and on exit)."""
-    seen[docs] = True
-    distinct = np.flatnonzero(seen)
-    position = np.cumsum(seen) - 1
-    local = position[docs]
-    seen[distinct] = False
-    return distinct, local
 
 
 def _empty_topic(name: str, n_runs: int) -> TopicPool:
