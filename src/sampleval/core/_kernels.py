@@ -24,12 +24,32 @@ def in_trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray) -> 
 
 
 @numba.njit(cache=True)
+def refine_ties(order: np.ndarray, topic: np.ndarray, single: np.ndarray, score: np.ndarray,
+                doc_key: np.ndarray) -> None:
+    """Re-sort, in place, the stretches of ``order`` (rows in trec order by their float32
+    scores ``single``) that tie in single precision but not in ``score``'s own precision, by
+    score descending (stably: the docno-descending order of ties stays). Float rounding is
+    monotone, so the rest of the order already holds."""
+    start = 0
+    for i in range(1, len(order) + 1):
+        if i < len(order) and topic[order[i]] == topic[order[start]] and (
+                single[order[i]] == single[order[start]]):
+            continue
+        for j in range(start + 1, i):
+            if score[order[j]] > score[order[j - 1]]:
+                stretch = order[start:i]
+                stretch[:] = stretch[np.argsort(-score[stretch], kind="mergesort")]
+                break
+        start = i
+
+
+@numba.njit(cache=True)
 def topic_rankings(topic: np.ndarray, doc: np.ndarray, order: np.ndarray,
                    run_bounds: np.ndarray, depth: int, wanted: np.ndarray, n_docs: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every wanted topic's pool from all runs' rows in one pass.
 
-    ``topic``/``doc``: int64 topic code and sorted-vocabulary doc id of every row (runs
+    ``topic``/``doc``: int32 topic code and sorted-vocabulary doc id of every row (runs
     concatenated); ``order``: the rows in trec_eval order, run after run, ``run_bounds[i]:
     run_bounds[i + 1]`` being run i's; ``depth``: ranks kept (-1: all); ``wanted``: bool per
     topic code; ``n_docs``: vocabulary size.

@@ -106,11 +106,11 @@ class Pool:
         vocabulary = np.asarray(docnos.to_numpy(zero_copy_only=False), dtype=object)
         order_vocab = np.empty_like(doc_key)
         order_vocab[doc_key] = np.arange(len(doc_key))  # inverts the permutation; no sort
-        doc_col = doc_key[doc_codes]  # every row's doc as a sorted-vocabulary id
-        order = np.concatenate([np.zeros(0, np.int64)] + [
-            start + trec_order(topic_codes[start:end], run.table["score"].to_numpy(),
-                               doc_col[start:end], score_type)
-            for run, start, end in zip(runs, bounds[:-1], bounds[1:], strict=True)])
+        doc_col = doc_key.astype(np.int32)[doc_codes]  # each row's doc, sorted-vocabulary id
+        order = np.empty(len(doc_col), dtype=np.int64)  # all rows ranked, run after run
+        for run, start, end in zip(runs, bounds[:-1], bounds[1:], strict=True):
+            np.add(trec_order(topic_codes[start:end], run.table["score"].to_numpy(),
+                              doc_col[start:end], score_type), start, out=order[start:end])
         pools = _topic_pools([str(t) for t in topic_names.to_pylist()], topic_codes, doc_col,
                              order, bounds, depth, topics, len(doc_key))
         pool = cls(run_names=tuple(r.name for r in runs), docnos=vocabulary[order_vocab],
@@ -140,16 +140,16 @@ class Pool:
 
 def _unified(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """One dictionary for string columns of several tables, the codes of all their rows in it
-    (columns one after another, int64) and where each column's rows start and end."""
+    (columns one after another, int32) and where each column's rows start and end."""
     kind = pa.dictionary(pa.int32(), pa.string())
     chunks = [chunk for column in columns for chunk in column.cast(kind).chunks]
     bounds = np.cumsum([0] + [len(column) for column in columns])
     if not chunks:
-        return pa.array([], pa.string()), np.zeros(0, np.int64), bounds
+        return pa.array([], pa.string()), np.zeros(0, np.int32), bounds
     unified = pa.chunked_array(chunks, type=kind).unify_dictionaries()
-    codes = np.concatenate([np.zeros(0, np.int64)] + [
+    codes = np.concatenate([np.zeros(0, np.int32)] + [
         chunk.indices.to_numpy(zero_copy_only=False) for chunk in unified.chunks])
-    return unified.chunks[0].dictionary, codes.astype(np.int64, copy=False), bounds
+    return unified.chunks[0].dictionary, codes, bounds
 
 
 def _topic_pools(topic_names: list[str], topic_codes: np.ndarray, doc_col: np.ndarray,
