@@ -48,65 +48,69 @@ def srs_variance(p: float, n: int, big_n: int) -> float:
 
 
 @numba.njit(cache=True)
-def nist_pass(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.ndarray, level: float,
-              n_strata: int, log2_rank: np.ndarray, with_variance: bool, with_rel_ret: bool
+def nist_pass(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.ndarray,
+              sampled_index: np.ndarray, level: float, n_strata: int, log2_rank: np.ndarray,
+              with_variance: bool, with_rel_ret: bool
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                          np.ndarray, np.ndarray]:
     """sample_eval's per-rank pass for every run of one topic (Yilmaz, Kanoulas & Aslam,
     SIGIR 2008, sec. 3-4; inferred.py's module docstring).
 
     ``frame_at_rank``: ``[n_runs, width]`` int64 frame index per rank (-1: ignored), width
-    already cut to the script's 1000; ``stratum``/``labels``: per frame document (NaN: not
-    sampled); ``log2_rank[k]``: log2(k + 2), the discount of 0-based rank k.
+    already cut to the script's 1000; ``stratum``/``labels``/``sampled_index``: per frame
+    document (NaN label / index -1: not sampled; the index counts the sampled documents in
+    frame order); ``log2_rank[k]``: log2(k + 2), the discount of 0-based rank k.
 
     Returns ``sap`` and ``gain`` (``[n_runs, n_strata]``: the sum of the precisions above the
     relevant sampled documents of each stratum, and their discounted gain), ``docs`` and
     ``smp`` (``[n_runs, n_strata]`` int64: retrieved and retrieved-sampled counts over the
-    whole list), with ``with_variance`` ``y`` and ``own`` (``[n_runs, n_frame]``: each
-    relevant document's precision and its variance, 0 elsewhere), with ``with_rel_ret``
-    ``rel_ret`` (``[n_runs, width]``: inum_rel_ret at each rank); unrequested ones are empty.
+    whole list), with ``with_variance`` ``y`` and ``own`` (``[n_runs, n_sampled]``: each
+    relevant document's precision and its variance, 0 for the other sampled documents),
+    with ``with_rel_ret`` ``rel_ret`` (``[n_runs, width]``: inum_rel_ret at each rank);
+    unrequested ones are empty.
     """
     n_runs, width = frame_at_rank.shape
-    n_frame = len(stratum)
+    n_sampled = int(sampled_index.max()) + 1 if len(sampled_index) else 0
     sap = np.zeros((n_runs, n_strata))
     gain = np.zeros((n_runs, n_strata))
     docs = np.zeros((n_runs, n_strata), dtype=np.int64)
     smp = np.zeros((n_runs, n_strata), dtype=np.int64)
     rels = np.zeros(n_strata, dtype=np.int64)
-    y = np.zeros((n_runs, n_frame) if with_variance else (0, 0))
-    own = np.zeros((n_runs, n_frame) if with_variance else (0, 0))
+    y = np.zeros((n_runs, n_sampled) if with_variance else (0, 0))
+    own = np.zeros((n_runs, n_sampled) if with_variance else (0, 0))
     rel_ret = np.zeros((n_runs, width) if with_rel_ret else (0, 0))
     terms = np.empty(n_strata)
     var_terms = np.empty(n_strata)
     for r in range(n_runs):
         rels[:] = 0
+        d, s = docs[r], smp[r]  # this run's counts above the current rank
         for k in range(width):
             f = frame_at_rank[r, k]
             if f >= 0 and stratum[f] >= 0:
                 h = stratum[f]
                 label = labels[f]
-                sampled = not np.isnan(label)
+                sampled = sampled_index[f] >= 0
                 if sampled and label >= level:
-                    for g in range(n_strata):  # counts above rank k: not yet incremented
-                        rate = (rels[g] + _REL_EPS) / (smp[r, g] + _SMP_EPS)
-                        terms[g] = docs[r, g] * rate
+                    for g in range(n_strata):
+                        rate = (rels[g] + _REL_EPS) / (s[g] + _SMP_EPS)
+                        terms[g] = d[g] * rate
                         if with_variance:
-                            var_terms[g] = docs[r, g] ** 2 * srs_variance(
-                                min(max(rate, 0.0), 1.0), smp[r, g], docs[r, g])
+                            var_terms[g] = d[g] ** 2 * srs_variance(
+                                min(max(rate, 0.0), 1.0), s[g], d[g])
                     prec = (1.0 + pairwise_sum(terms)) / (k + 1)
                     sap[r, h] += prec
                     if with_variance:
-                        y[r, f] = prec
-                        own[r, f] = pairwise_sum(var_terms) / (k + 1) ** 2
+                        y[r, sampled_index[f]] = prec
+                        own[r, sampled_index[f]] = pairwise_sum(var_terms) / (k + 1) ** 2
                     rels[h] += 1
                 if sampled and label > 0:
                     gain[r, h] += label / log2_rank[k]
-                docs[r, h] += 1
+                d[h] += 1
                 if sampled:
-                    smp[r, h] += 1
+                    s[h] += 1
             if with_rel_ret:
                 for g in range(n_strata):
-                    terms[g] = docs[r, g] * (rels[g] + _REL_EPS) / (smp[r, g] + _SMP_EPS)
+                    terms[g] = d[g] * (rels[g] + _REL_EPS) / (s[g] + _SMP_EPS)
                 rel_ret[r, k] = pairwise_sum(terms)
     return sap, gain, docs, smp, y, own, rel_ret
 
@@ -130,8 +134,8 @@ def ratio_variance_sums(y: np.ndarray, own: np.ndarray, x: np.ndarray, strata: n
     """The bracket of the stratified ratio variance (inferred.py's module docstring; Cochran,
     Sampling Techniques, 1977, sec. 6.11) per run: sum over strata h of
     ``spread_coef[h] * s_h^2(y - estimate x) / n_h`` (skipped when ``spread_coef[h]`` is NaN,
-    i.e. n_h < 2) plus ``own_coef[h] * sum_h own``. ``y``/``own``: ``[n_runs, n_frame]``;
-    ``strata``: stratum per frame document (-1: not sampled). s_h^2 is ``var(ddof=1)`` and
+    i.e. n_h < 2) plus ``own_coef[h] * sum_h own``. ``y``/``own``: ``[n_runs, n_docs]``;
+    ``strata``: stratum per document (-1: not sampled). s_h^2 is ``var(ddof=1)`` and
     the sums run in the order numpy used on ``matrix[:, members]`` (Fortran-ordered, so left
     to right, unless there is a single run)."""
     n_runs = y.shape[0]

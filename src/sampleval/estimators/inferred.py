@@ -114,8 +114,9 @@ def _ratio_variance(y: np.ndarray, own: np.ndarray, x: np.ndarray, strata: np.nd
                     ) -> np.ndarray:
     """Linearised variance of the stratified ratio T/R (module docstring), per run.
 
-    ``y``/``own``: ``[n_runs, n_frame]`` y_d and Var(prec_d) per frame document; ``x``: x_d
-    per frame document; ``strata``: stratum code per frame document (-1: not sampled);
+    ``y``/``own``: ``[n_runs, n_docs]`` y_d and Var(prec_d) per frame document (all of them,
+    or only the sampled ones); ``x``: x_d per document; ``strata``: stratum code per document
+    (-1: not sampled);
     ``sizes``/``n_sampled``: N_h, n_h; ``estimate``: the ratio, per run.
     """
     weight = np.divide(sizes, n_sampled, out=np.zeros(len(sizes)), where=n_sampled > 0)
@@ -143,15 +144,17 @@ def nist_topic(view: TopicView, level: float, parts: frozenset[str]) -> dict[str
     scale = np.divide(sizes, n_sampled, out=np.zeros(n_strata), where=n_sampled > 0)
     big_r = float((np.bincount(ts.stratum[relevant], minlength=n_strata) * scale).sum())
     out = {"inum_rel": np.full(n_runs, big_r)}
+    judged = ts.judged
     sap, gain, docs, smp, y, own, rel_ret = nist_pass(
-        frame_at_rank, ts.stratum, ts.labels, float(level), n_strata,
-        np.log2(np.arange(1, width + 1) + 1), "variance" in parts, "rel_ret" in parts)
+        frame_at_rank, ts.stratum, ts.labels, np.where(judged, np.cumsum(judged) - 1, -1),
+        float(level), n_strata, np.log2(np.arange(1, width + 1) + 1), "variance" in parts,
+        "rel_ret" in parts)
     if parts & {"xinfAP", "variance"}:
         out["xinfAP"] = (sap * scale).sum(axis=1) / big_r if big_r else np.zeros(n_runs)
-        if "variance" in parts:
+        if "variance" in parts:  # over the sampled documents only: the others add nothing
             out["xinfAP_var"] = _ratio_variance(
-                y, own, relevant.astype(np.float64), np.where(ts.judged, ts.stratum, -1),
-                sizes, n_sampled, out["xinfAP"])
+                y, own, relevant[judged].astype(np.float64), ts.stratum[judged], sizes,
+                n_sampled, out["xinfAP"])
     if "infNDCG" in parts:
         dcg = np.divide(docs * gain, smp, out=np.zeros_like(gain), where=smp > 0).sum(axis=1)
         ideal = _nist_ideal_dcg(view, scale)
