@@ -1,13 +1,16 @@
-"""trec_order's packed-key sort equals the plain three-key lexsort, in both precisions."""
+"""trec_order's packed-key sort equals the plain three-key lexsort, in both precisions, also
+on rows already in order; the Pool's docno vocabulary is the same whichever way it is built."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sampleval.core.run import trec_order
+from sampleval.core.pool import Pool
+from sampleval.core.run import Run, trec_order
 
 BASES = [0.1, 0.2, 1 / 3, 5.0, -0.0, 0.0]
 NUDGES = [0.0, 1e-12, 2e-12, -1e-12]  # below float32 precision: ties there, not in float64
@@ -25,9 +28,39 @@ def test_packed_sort_equals_lexsort(data: st.DataObject) -> None:
     for score_type in (np.float32, np.float64):
         expected = np.lexsort((-doc, -score.astype(score_type), topic))
         assert np.array_equal(trec_order(topic, score, doc, score_type), expected)
+        ranked = (topic[expected], score[expected], doc[expected])  # only checked, not sorted
+        assert np.array_equal(trec_order(*ranked, score_type), np.arange(n))
+    single = np.lexsort((-doc, -score.astype(np.float32), topic))  # float64 re-sorts ties
+    ranked = (topic[single], score[single], doc[single])
+    assert np.array_equal(trec_order(*ranked, np.float64),
+                          np.lexsort((-ranked[2], -ranked[1], ranked[0])))
 
 
 @pytest.mark.parametrize("score_type", [np.float32, np.float64])
 def test_negative_zero_ties_with_zero(score_type: type[np.floating]) -> None:
     order = trec_order(np.zeros(2, int), np.array([-0.0, 0.0]), np.array([0, 1]), score_type)
     assert order.tolist() == [1, 0]  # a tie, so docno descending
+
+
+@pytest.mark.parametrize("docnos", [
+    ["d3", "d10", "d2", "é", "zz", "abcdefgh", "a"],  # at most 8 bytes: unified as integers
+    ["d3", "d10", "d2", "a\x00b", "zz", "a", "b\x00c"],  # a NUL byte: as strings
+])
+def test_pool_vocabulary_does_not_depend_on_docno_length(docnos: list[str]) -> None:
+    rng = np.random.default_rng(5)
+    frames = [pd.DataFrame({"query_id": rng.choice(["1", "2"], len(docnos)),
+                            "doc_id": rng.permutation(docnos),
+                            "score": rng.choice([1.0, 0.5, 0.5 + 1e-12], len(docnos))})
+              for _ in range(3)]
+    frames = [f.drop_duplicates(["query_id", "doc_id"]) for f in frames]
+    prefix = "a-prefix-longer-than-8-bytes:"  # keeps strcmp order
+    short = Pool.from_runs([Run.from_frame(f, f"r{i}") for i, f in enumerate(frames)],
+                           score_type=np.float64)
+    long = Pool.from_runs([Run.from_frame(f.assign(doc_id=prefix + f["doc_id"]), f"r{i}")
+                           for i, f in enumerate(frames)], score_type=np.float64)
+    assert short.docnos.tolist() == sorted(set(docnos), key=str.encode)
+    assert [prefix + d for d in short.docnos] == long.docnos.tolist()
+    for a, b in zip(short, long, strict=True):
+        assert np.array_equal(a.doc_ids, b.doc_ids)
+        assert np.array_equal(a.ranking, b.ranking)
+        assert np.array_equal(a.lengths, b.lengths)

@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from sampleval.core._kernels import factorize_keys, pack_short, topic_rankings
 from sampleval.core.qrels import Qrels
-from sampleval.core.run import Run, ranks_within, sort_topics, sorted_codes, trec_order
+from sampleval.core.run import Run, sort_topics, sorted_codes, trec_order
 
 PAD = -1
 
@@ -99,35 +100,16 @@ class Pool:
         """
         if depth is not None and depth < 1:
             raise ValueError("depth must be a positive number of documents")
-        docnos, doc_codes = _unified([r.table["doc_id"] for r in runs])
-        topic_names, topic_codes = _unified([r.table["query_id"] for r in runs])
-        doc_key = sorted_codes(docnos)
-        vocabulary = np.asarray(docnos.to_numpy(zero_copy_only=False), dtype=object)
-        order_vocab = np.empty_like(doc_key)
-        order_vocab[doc_key] = np.arange(len(doc_key))  # inverts the permutation; no sort
-        # Rows of every run, ranked: (run, topic, rank, doc) with doc as sorted-vocabulary id.
-        run_col, topic_col, rank_col, doc_col = [], [], [], []
-        for i, (run, t_codes, d_codes) in enumerate(zip(runs, topic_codes, doc_codes,
-                                                        strict=True)):
-            d_key = doc_key[d_codes]
-            order = trec_order(t_codes, run.table["score"].to_numpy(), d_key, score_type)
-            t_sorted = t_codes[order]
-            rank = ranks_within(t_sorted)
-            keep = slice(None) if depth is None else rank <= depth
-            run_col.append(np.full(len(order), i, dtype=np.int32)[keep])
-            topic_col.append(t_sorted[keep])
-            rank_col.append(rank[keep])
-            doc_col.append(d_key[order][keep])
-        pools = _topic_pools(
-            n_runs=len(runs),
-            topic_names=[str(t) for t in topic_names.to_pylist()],
-            run_col=np.concatenate(run_col) if runs else np.zeros(0, np.int32),
-            topic_col=np.concatenate(topic_col) if runs else np.zeros(0, np.int64),
-            rank_col=np.concatenate(rank_col) if runs else np.zeros(0, np.int64),
-            doc_col=np.concatenate(doc_col) if runs else np.zeros(0, np.int64),
-            wanted=topics,
-        )
-        pool = cls(run_names=tuple(r.name for r in runs), docnos=vocabulary[order_vocab],
+        doc_chunks, bounds = _chunks([r.table["doc_id"] for r in runs])
+        vocabulary, doc_col = _sorted_vocabulary(doc_chunks)  # doc_col: each row's doc id
+        topic_names, topic_codes = _unified(_chunks([r.table["query_id"] for r in runs])[0])
+        order = np.empty(len(doc_col), dtype=np.int64)  # all rows ranked, run after run
+        for run, start, end in zip(runs, bounds[:-1], bounds[1:], strict=True):
+            np.add(trec_order(topic_codes[start:end], run.table["score"].to_numpy(),
+                              doc_col[start:end], score_type), start, out=order[start:end])
+        pools = _topic_pools([str(t) for t in topic_names.to_pylist()], topic_codes, doc_col,
+                             order, bounds, depth, topics, len(vocabulary))
+        pool = cls(run_names=tuple(r.name for r in runs), docnos=vocabulary,
                    depth=depth, topic_pools=pools)
         return pool if qrels is None else pool.with_labels(qrels)
 
@@ -152,60 +134,98 @@ class Pool:
         return replace(self, topic_pools=pools)
 
 
-def _unified(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
-    """One dictionary for string columns of several tables, and each column's codes in it."""
+def _chunks(columns: list[pa.ChunkedArray]) -> tuple[list[pa.DictionaryArray], np.ndarray]:
+    """The chunks of string columns of several tables, dictionary-encoded, and where each
+    column's rows start and end among all their rows."""
     kind = pa.dictionary(pa.int32(), pa.string())
-    chunks, owner = [], []
-    for i, column in enumerate(columns):
-        for chunk in column.cast(kind).chunks:
-            chunks.append(chunk)
-            owner.append(i)
+    chunks = [chunk for column in columns for chunk in column.cast(kind).chunks]
+    return chunks, np.cumsum([0] + [len(column) for column in columns])
+
+
+def _unified(chunks: list[pa.DictionaryArray]) -> tuple[pa.Array, np.ndarray]:
+    """One dictionary for dictionary-encoded chunks, and the codes of all their rows in it
+    (int32)."""
     if not chunks:
-        return pa.array([], pa.string()), [np.zeros(0, np.int64) for _ in columns]
-    unified = pa.chunked_array(chunks, type=kind).unify_dictionaries()
-    parts: list[list[np.ndarray]] = [[] for _ in columns]
-    for i, chunk in zip(owner, unified.chunks, strict=True):
-        parts[i].append(chunk.indices.to_numpy(zero_copy_only=False))
-    codes = [np.concatenate(p).astype(np.int64) if p else np.zeros(0, np.int64) for p in parts]
-    return unified.chunks[0].dictionary, codes
+        return pa.array([], pa.string()), np.zeros(0, np.int32)
+    unified = pa.chunked_array(chunks).unify_dictionaries()
+    return unified.chunks[0].dictionary, np.concatenate(
+        [chunk.indices.to_numpy(zero_copy_only=False) for chunk in unified.chunks])
 
 
-def _topic_pools(n_runs: int, topic_names: list[str], run_col: np.ndarray,
-                 topic_col: np.ndarray, rank_col: np.ndarray, doc_col: np.ndarray,
-                 wanted: Sequence[str] | None) -> dict[str, TopicPool]:
-    by_topic = np.argsort(topic_col, kind="stable")
-    bounds = np.searchsorted(topic_col[by_topic], np.arange(len(topic_names) + 1))
-    pools: dict[str, TopicPool] = {}
+def _sorted_vocabulary(chunks: list[pa.DictionaryArray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct strings of dictionary-encoded chunks in strcmp order (an object array),
+    and each row's position among them (int32)."""
+    packed = _packed_vocabulary(chunks)
+    if packed is not None:
+        return packed
+    dictionary, codes = _unified(chunks)
+    key = sorted_codes(dictionary)
+    order = np.empty_like(key)
+    order[key] = np.arange(len(key))  # inverts the permutation; no sort
+    vocabulary = np.asarray(dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    return vocabulary[order], key.astype(np.int32)[codes]
+
+
+def _packed_vocabulary(chunks: list[pa.DictionaryArray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_sorted_vocabulary` for strings of at most 8 bytes without NUL bytes (TREC-COVID,
+    MS MARCO, numeric docnos), None for others: each string becomes an integer that orders
+    as strcmp (``core._kernels.pack_short``), and integers unify several times faster."""
+    if not chunks:
+        return None
+    sizes = [len(chunk.dictionary) for chunk in chunks]
+    keys = np.empty(sum(sizes), dtype=np.uint64)
+    starts = np.cumsum([0, *sizes])
+    for chunk, start, end in zip(chunks, starts[:-1], starts[1:], strict=True):
+        strings = chunk.dictionary
+        if not len(strings):
+            continue
+        _, offsets, data = strings.buffers()
+        offsets = np.frombuffer(offsets, np.int32, len(strings) + 1, strings.offset * 4)
+        if not pack_short(offsets, np.frombuffer(data or b"", np.uint8), keys[start:end]):
+            return None
+    codes, distinct = factorize_keys(keys)
+    order = np.argsort(distinct)
+    key = np.empty(len(order), dtype=np.int32)
+    key[order] = np.arange(len(order))
+    entry_key = key[codes]  # each dictionary entry's sorted position
+    rows = np.concatenate([entry_key[start:][chunk.indices.to_numpy(zero_copy_only=False)]
+                           for chunk, start in zip(chunks, starts[:-1], strict=True)])
+    return _unpacked(distinct[order]), rows
+
+
+def _unpacked(keys: np.ndarray) -> np.ndarray:
+    """The strings ``core._kernels.pack_short`` made ``keys`` from, as an object array."""
+    raw = keys.astype(">u8").view(np.uint8).reshape(-1, 8)
+    kept = raw != 0  # the strings' bytes; the zero padding goes
+    offsets = np.concatenate([[0], np.cumsum(kept.sum(axis=1))]).astype(np.int32)
+    strings = pa.StringArray.from_buffers(len(keys), pa.py_buffer(offsets),
+                                          pa.py_buffer(raw[kept]))
+    return np.asarray(strings.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _topic_pools(topic_names: list[str], topic_codes: np.ndarray, doc_col: np.ndarray,
+                 order: np.ndarray, bounds: np.ndarray, depth: int | None,
+                 wanted: Sequence[str] | None, n_docs: int) -> dict[str, TopicPool]:
+    """The TopicPools of ``wanted`` topics (default: every topic, in natural order) from all
+    rows (``core._kernels.topic_rankings`` explains the arguments)."""
     names = sort_topics(topic_names) if wanted is None else list(wanted)
     code_of = {name: i for i, name in enumerate(topic_names)}
-    seen = np.zeros(int(doc_col.max(initial=-1)) + 1, dtype=bool)
+    keep = np.zeros(len(topic_names), dtype=bool)
+    keep[[code_of[n] for n in names if n in code_of]] = True
+    lengths, doc_ids, doc_bounds, rankings, ranking_bounds = topic_rankings(
+        topic_codes, doc_col, order, bounds, -1 if depth is None else depth, keep, n_docs)
+    n_runs = len(bounds) - 1
+    pools: dict[str, TopicPool] = {}
     for name in names:
         code = code_of.get(name)
         if code is None:
             pools[name] = _empty_topic(name, n_runs)
             continue
-        rows = by_topic[bounds[code]:bounds[code + 1]]
-        doc_ids, local = _compact(doc_col[rows], seen)
-        runs_of, ranks_of = run_col[rows], rank_col[rows]
-        width = int(ranks_of.max())
-        ranking = np.full((n_runs, width), PAD, dtype=np.int32)
-        ranking[runs_of, ranks_of - 1] = local
-        lengths = np.bincount(runs_of, minlength=n_runs).astype(np.int32)
-        pools[name] = TopicPool(topic=name, doc_ids=doc_ids, ranking=ranking, lengths=lengths,
-                                labels=np.full(len(doc_ids), np.nan))
+        ids = doc_ids[doc_bounds[code]:doc_bounds[code + 1]]
+        ranking = rankings[ranking_bounds[code]:ranking_bounds[code + 1]].reshape(n_runs, -1)
+        pools[name] = TopicPool(topic=name, doc_ids=ids, ranking=ranking,
+                                lengths=lengths[code], labels=np.full(len(ids), np.nan))
     return pools
-
-
-def _compact(docs: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ids in ``docs`` (ascending) and each entry's index among them: what
-    ``np.unique(docs, return_inverse=True)`` gives, by marking a vocabulary-sized scratch
-    array instead of sorting (``seen`` is all False on entry and on exit)."""
-    seen[docs] = True
-    distinct = np.flatnonzero(seen)
-    position = np.cumsum(seen) - 1
-    local = position[docs]
-    seen[distinct] = False
-    return distinct, local
 
 
 def _empty_topic(name: str, n_runs: int) -> TopicPool:

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sampleval.core._kernels import in_trec_order, refine_ties
 from sampleval.errors import InputError
 
 _QUERY_ALIASES = ("query_id", "qid", "topic")
@@ -29,38 +30,25 @@ def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray,
 
     The three keys are packed into one 64-bit integer when they fit (one sort instead of a
     three-key lexsort, about 3x faster): scores by their order-preserving float32 bits; for
-    double precision, the rare groups that tie in float32 only are then re-sorted.
+    double precision, the rare groups that tie in float32 only are then re-sorted. Rows
+    already in order (run files written by trec tools usually are) are only checked.
     """
-    descending = _ascending_bits(-score.astype(np.float32))
-    topic_bits = max(int(topic.max(initial=0)), 1).bit_length()
-    doc_bits = max(int(doc_key.max(initial=0)), 1).bit_length()
-    if topic_bits + 32 + doc_bits > 64:
-        return np.lexsort((-doc_key, -score.astype(score_type), topic))
-    doc_desc = np.uint64((1 << doc_bits) - 1) - doc_key.astype(np.uint64)
-    group = (topic.astype(np.uint64) << np.uint64(32)) | descending  # (topic, float32 score)
-    order = np.argsort((group << np.uint64(doc_bits)) | doc_desc)
+    if in_trec_order(topic, score.astype(score_type, copy=False), doc_key):
+        return np.arange(len(topic))
+    single = score.astype(np.float32)
+    if score_type is not np.float32 and in_trec_order(topic, single, doc_key):
+        order = np.arange(len(topic))
+    else:
+        topic_bits = max(int(topic.max(initial=0)), 1).bit_length()
+        doc_bits = max(int(doc_key.max(initial=0)), 1).bit_length()
+        if topic_bits + 32 + doc_bits > 64:
+            return np.lexsort((-doc_key, -score.astype(score_type), topic))
+        doc_desc = np.uint64((1 << doc_bits) - 1) - doc_key.astype(np.uint64)
+        group = (topic.astype(np.uint64) << np.uint64(32)) | _ascending_bits(-single)
+        order = np.argsort((group << np.uint64(doc_bits)) | doc_desc)
     if score_type is not np.float32:
-        _refine_ties(order, group, score.astype(score_type), doc_key)
+        refine_ties(order, topic, single, score.astype(score_type), doc_key)
     return order
-
-
-def _refine_ties(order: np.ndarray, group: np.ndarray, score: np.ndarray,
-                 doc_key: np.ndarray) -> None:
-    """Re-sort, in place, the runs of ``order`` that tie in single precision but not in
-    ``score``'s own precision, by (score descending, doc descending). Float rounding is
-    monotone, so the rest of the order already holds."""
-    g = group[order]
-    same = g[1:] == g[:-1]
-    differs = same & (score[order][1:] != score[order][:-1])
-    if not differs.any():
-        return
-    starts = np.flatnonzero(np.r_[True, ~same])
-    ends = np.r_[starts[1:], len(order)]
-    group_of = np.cumsum(np.r_[True, ~same]) - 1
-    for g_id in np.unique(group_of[1:][differs]):
-        first, last = starts[g_id], ends[g_id]
-        rows = order[first:last]
-        order[first:last] = rows[np.lexsort((-doc_key[rows], -score[rows]))]
 
 
 def _ascending_bits(values: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from sampleval.core.pool import PAD, Pool, TopicPool
+from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample, TopicSample
 
 MEAN_TOPIC = "all"
@@ -57,19 +57,19 @@ def topic_views(pool: Pool, sample: Sample) -> list[TopicView]:
     """Align every pool topic that the sample also has (in the pool's topic order)."""
     views = []
     sample_topics = set(sample.topics)
-    vocabulary = pd.Index(pool.docnos)
+    vocabulary = pool.docnos.astype(str)  # sorted (strcmp order): found by binary search
     for tp in pool:
         if tp.topic not in sample_topics:
             continue
         ts = sample.topic(tp.topic)
-        ids = vocabulary.get_indexer(ts.docnos)  # frame doc -> pool vocabulary id (-1: none)
+        ids = np.searchsorted(vocabulary, ts.docnos)  # frame doc -> pool vocabulary id
         pos = np.searchsorted(tp.doc_ids, ids)
-        hit = (ids >= 0) & (pos < tp.size)
-        hit[hit] = tp.doc_ids[pos[hit]] == ids[hit]
-        frame_of_pool_doc = np.full(tp.size + 1, -1, dtype=np.int64)  # last: padding
+        hit = pos < tp.size
+        hit[hit] = (tp.doc_ids[pos[hit]] == ids[hit]) & (vocabulary[ids[hit]] == ts.docnos[hit])
+        # one slot per pool doc, and a last one that the ranking's PAD (-1) indexes
+        frame_of_pool_doc = np.full(tp.size + 1, -1, dtype=np.int64)
         frame_of_pool_doc[pos[hit]] = np.flatnonzero(hit)
-        ranking = np.where(tp.ranking == PAD, tp.size, tp.ranking)
-        views.append(TopicView(tp, ts, frame_of_pool_doc[ranking]))
+        views.append(TopicView(tp, ts, frame_of_pool_doc[tp.ranking]))
     return views
 
 

@@ -56,6 +56,7 @@ import pandas as pd
 
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimators._kernels import nist_pass, ratio_variance_sums, srs_variance
 from sampleval.estimators.base import TopicView, summarise
 from sampleval.estimators.names import EstimateSpec
 
@@ -86,125 +87,80 @@ def infap_topic(view: TopicView, level: float) -> tuple[np.ndarray, np.ndarray]:
     big_r = float(np.count_nonzero(view.sample.judged & (view.sample.labels >= level)))
     value = np.where(rel, prec, 0.0).sum(axis=1) / big_r if big_r else np.zeros(view.n_runs)
     # variance: one stratum, infAP's uniform sample of the pool (module docstring)
-    var_prec = (r_above + n_above + u_above) ** 2 * _srs_variance(
+    var_prec = (r_above + n_above + u_above) ** 2 * srs_variance(
         density, r_above + n_above, r_above + n_above + u_above) / rank**2
     ts = view.sample
     x = (ts.judged & (ts.labels >= level)).astype(np.float64)
     strata = np.where(ts.judged, 0, -1)
-    variance = _ratio_variance(view, np.where(rel, prec, 0.0), np.where(rel, var_prec, 0.0),
+    variance = _ratio_variance(_at_frame(view, np.where(rel, prec, 0.0)),
+                               _at_frame(view, np.where(rel, var_prec, 0.0)),
                                x, strata, np.array([len(ts.docnos)]),
                                np.array([np.count_nonzero(ts.judged)]), value)
     return value, variance
 
 
-def _srs_variance(p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> np.ndarray:
-    """Variance of a proportion estimated from n of big_n documents drawn without replacement
-    (hypergeometric: (1 - n/N) p (1 - p) / (n - 1)); 0 when the sample is the population."""
-    fpc = np.divide(big_n - n, big_n, out=np.zeros_like(p), where=big_n > 0)
-    return fpc * p * (1 - p) / np.maximum(n - 1, 1)
+def _at_frame(view: TopicView, at_rank: np.ndarray) -> np.ndarray:
+    """``[n_runs, n_frame]``: a ``[n_runs, width]`` per-rank quantity moved to the frame
+    documents it belongs to (0 for documents a run did not retrieve)."""
+    n_frame = len(view.sample.docnos)
+    out = np.zeros((view.n_runs, n_frame + 1))  # last column: padding and outside the frame
+    frame_idx = np.where(view.frame_at_rank >= 0, view.frame_at_rank, n_frame)
+    out[np.arange(view.n_runs)[:, None], frame_idx] = at_rank
+    return out[:, :n_frame]
 
 
-def _ratio_variance(view: TopicView, y_at_rank: np.ndarray, own_at_rank: np.ndarray,
-                    x: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
-                    n_sampled: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+def _ratio_variance(y: np.ndarray, own: np.ndarray, x: np.ndarray, strata: np.ndarray,
+                    sizes: np.ndarray, n_sampled: np.ndarray, estimate: np.ndarray
+                    ) -> np.ndarray:
     """Linearised variance of the stratified ratio T/R (module docstring), per run.
 
-    ``y_at_rank``/``own_at_rank``: ``[n_runs, width]`` y_d and Var(prec_d) at each rank;
-    ``x``: x_d per frame document; ``strata``: stratum code per frame document (-1: not
-    sampled); ``sizes``/``n_sampled``: N_h, n_h; ``estimate``: the ratio, per run.
+    ``y``/``own``: ``[n_runs, n_docs]`` y_d and Var(prec_d) per frame document (all of them,
+    or only the sampled ones); ``x``: x_d per document; ``strata``: stratum code per document
+    (-1: not sampled);
+    ``sizes``/``n_sampled``: N_h, n_h; ``estimate``: the ratio, per run.
     """
-    n_frame = len(x)
-    y = np.zeros((view.n_runs, n_frame + 1))
-    own = np.zeros((view.n_runs, n_frame + 1))
-    rows = np.arange(view.n_runs)[:, None]
-    frame_idx = np.where(view.frame_at_rank >= 0, view.frame_at_rank, n_frame)
-    width = min(frame_idx.shape[1], y_at_rank.shape[1])
-    y[rows, frame_idx[:, :width]] = y_at_rank[:, :width]
-    own[rows, frame_idx[:, :width]] = own_at_rank[:, :width]
-    residual = y[:, :n_frame] - estimate[:, None] * x
     weight = np.divide(sizes, n_sampled, out=np.zeros(len(sizes)), where=n_sampled > 0)
     big_r = float(sum(weight[h] * x[strata == h].sum() for h in range(len(sizes))))
     if big_r == 0:
-        return np.zeros(view.n_runs)
-    total = np.zeros(view.n_runs)
-    for h in range(len(sizes)):
-        members = strata == h
-        n, big_n = int(n_sampled[h]), float(sizes[h])
-        if n > 1:
-            spread = residual[:, members].var(axis=1, ddof=1)
-            total += big_n**2 * (1 - n / big_n) * spread / n
-        total += weight[h] ** 2 * own[:, :n_frame][:, members].sum(axis=1)
-    return total / big_r**2
+        return np.zeros(len(y))
+    spread_coef = np.array([float(big_n) ** 2 * (1 - int(n) / float(big_n)) if n > 1 else np.nan
+                            for big_n, n in zip(sizes, n_sampled, strict=True)])
+    own_coef = np.array([w**2 for w in weight])
+    return ratio_variance_sums(y, own, x, strata, estimate, spread_coef, own_coef) / big_r**2
 
 
 # -- xinfAP, infNDCG, iP@k, inum_rel (NIST sample_eval) -------------------------------------
-
-def _strata_at_rank(view: TopicView) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Per rank (to depth 1000): stratum code (-1 outside the frame), sampled flag, label."""
-    frame_idx = view.frame_at_rank[:, :NIST_MAX_RESULTS]
-    stratum = np.append(view.sample.stratum, -1)[frame_idx]
-    labels = np.append(view.sample.labels, np.nan)[frame_idx]
-    n_strata = int(view.sample.stratum.max(initial=-1)) + 1
-    return stratum, ~np.isnan(labels), labels, n_strata
-
 
 def nist_topic(view: TopicView, level: float, parts: frozenset[str]) -> dict[str, np.ndarray]:
     """sample_eval's per-topic quantities for every run (module docstring). ``parts`` says
     which to compute: ``xinfAP``, ``variance`` (xinfAP's), ``infNDCG``, ``rel_ret`` (inum_rel_ret
     at every rank, for iP@k); ``inum_rel`` always comes."""
-    stratum, sampled, labels, n_strata = _strata_at_rank(view)
-    n_runs, width = stratum.shape
-    with np.errstate(invalid="ignore"):
-        rel = sampled & (labels >= level)
+    frame_at_rank = np.ascontiguousarray(view.frame_at_rank[:, :NIST_MAX_RESULTS])
+    n_runs, width = frame_at_rank.shape
     ts = view.sample
+    n_strata = int(ts.stratum.max(initial=-1)) + 1
     sizes, n_sampled = ts.strata()
-    frame_rel = np.bincount(ts.stratum[ts.judged & (ts.labels >= level)], minlength=n_strata)
+    relevant = ts.judged & (ts.labels >= level)
     scale = np.divide(sizes, n_sampled, out=np.zeros(n_strata), where=n_sampled > 0)
-    big_r = float((frame_rel * scale).sum())
+    big_r = float((np.bincount(ts.stratum[relevant], minlength=n_strata) * scale).sum())
     out = {"inum_rel": np.full(n_runs, big_r)}
-    one_hot = stratum[..., None] == np.arange(n_strata)  # [runs, ranks, strata]
-    docs = np.cumsum(one_hot, axis=1, dtype=np.int32)     # inclusive running counts
-    smp = np.cumsum(one_hot & sampled[..., None], axis=1, dtype=np.int32)
-    rels = np.cumsum(one_hot & rel[..., None], axis=1, dtype=np.int32)
-    rank = np.arange(1, width + 1)
-    cell = (np.arange(n_runs)[:, None] * n_strata + stratum)  # (run, stratum) bin per rank
+    judged = ts.judged
+    sap, gain, docs, smp, y, own, rel_ret = nist_pass(
+        frame_at_rank, ts.stratum, ts.labels, np.where(judged, np.cumsum(judged) - 1, -1),
+        float(level), n_strata, np.log2(np.arange(1, width + 1) + 1), "variance" in parts,
+        "rel_ret" in parts)
     if parts & {"xinfAP", "variance"}:
-        run_of, at = np.nonzero(rel)  # only relevant sampled documents need a precision
-        h = stratum[run_of, at]
-        d_above = docs[run_of, at] - (np.arange(n_strata) == h[:, None])
-        s_above = smp[run_of, at] - (np.arange(n_strata) == h[:, None])
-        r_above = rels[run_of, at] - (np.arange(n_strata) == h[:, None])
-        rate = (r_above + NIST_RELEVANT_EPSILON) / (s_above + NIST_SAMPLED_EPSILON)
-        prec = (1.0 + (d_above * rate).sum(axis=1)) / (at + 1)
-        sap = np.bincount(cell[run_of, at], weights=prec,
-                          minlength=n_runs * n_strata).reshape(n_runs, n_strata)
         out["xinfAP"] = (sap * scale).sum(axis=1) / big_r if big_r else np.zeros(n_runs)
-        if "variance" in parts:
-            var_prec = ((d_above**2) * _srs_variance(np.clip(rate, 0.0, 1.0), s_above,
-                                                      d_above)).sum(axis=1) / (at + 1) ** 2
-            prec_at_rank = np.zeros((n_runs, width))
-            var_at_rank = np.zeros((n_runs, width))
-            prec_at_rank[run_of, at] = prec
-            var_at_rank[run_of, at] = var_prec
+        if "variance" in parts:  # over the sampled documents only: the others add nothing
             out["xinfAP_var"] = _ratio_variance(
-                view, prec_at_rank, var_at_rank,
-                (ts.judged & (ts.labels >= level)).astype(np.float64),
-                np.where(ts.judged, ts.stratum, -1), sizes, n_sampled, out["xinfAP"])
+                y, own, relevant[judged].astype(np.float64), ts.stratum[judged], sizes,
+                n_sampled, out["xinfAP"])
     if "infNDCG" in parts:
-        with np.errstate(invalid="ignore"):
-            gain = np.where(sampled & (labels > 0), labels, 0.0) / np.log2(rank + 1)
-        inside = stratum >= 0
-        gain_h = np.bincount(cell[inside], weights=gain[inside],
-                             minlength=n_runs * n_strata).reshape(n_runs, n_strata)
-        docs_end = docs[:, -1, :] if width else np.zeros((n_runs, n_strata))
-        smp_end = smp[:, -1, :] if width else np.zeros((n_runs, n_strata))
-        dcg = np.divide(docs_end * gain_h, smp_end, out=np.zeros_like(gain_h),
-                        where=smp_end > 0).sum(axis=1)
+        dcg = np.divide(docs * gain, smp, out=np.zeros_like(gain), where=smp > 0).sum(axis=1)
         ideal = _nist_ideal_dcg(view, scale)
         out["infNDCG"] = dcg / ideal if ideal else np.zeros(n_runs)
     if "rel_ret" in parts:
-        out["rel_ret"] = (docs * (rels + NIST_RELEVANT_EPSILON)
-                          / (smp + NIST_SAMPLED_EPSILON)).sum(axis=2)
+        out["rel_ret"] = rel_ret
     return out
 
 
