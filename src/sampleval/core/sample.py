@@ -101,6 +101,8 @@ class Sample:
     meta: dict[str, Any] = field(default_factory=dict)
     _groups: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, init=False,
                                                       repr=False)
+    _topic_samples: dict[str, TopicSample] = field(default_factory=dict, init=False,
+                                                   repr=False)
 
     def __post_init__(self) -> None:
         if self.design not in DESIGNS:
@@ -119,18 +121,33 @@ class Sample:
         return data.iloc[self._groups[table].get(topic, np.zeros(0, dtype=np.int64))]
 
     def topic(self, topic: str) -> TopicSample:
-        """The topic's frame as arrays (empty when the sample has no such topic)."""
-        rows = self.rows("frame", topic).sort_values("doc_id", kind="stable")
-        strata = rows["stratum"].astype(str)
+        """The topic's frame as arrays (empty when the sample has no such topic); every
+        topic's arrays are made in one pass over the frame, the first time one is asked."""
+        if not self._topic_samples and len(self.frame):
+            self._topic_samples.update(self._split_frame())
+        return self._topic_samples.get(topic) or TopicSample(
+            topic, np.zeros(0, dtype=str), np.zeros(0), np.zeros(0, dtype=np.int64),
+            np.zeros(0))
+
+    def _split_frame(self) -> dict[str, TopicSample]:
+        """Every topic's :class:`TopicSample`: the frame sorted by topic then docno."""
+        f = self.frame.sort_values(["query_id", "doc_id"], kind="stable")
+        topics = f["query_id"].to_numpy(dtype=object).astype(str)
+        docnos = f["doc_id"].to_numpy(dtype=object).astype(str)
+        strata = f["stratum"].to_numpy(dtype=object).astype(str)
+        labels = f["relevance"].to_numpy(dtype=np.float64)
+        inclusion = f["inclusion"].to_numpy(dtype=np.float64)
         has_strata = self.design in ("stratified", "census")
-        codes = pd.factorize(strata, sort=True)[0] if has_strata else np.full(len(rows), -1)
-        return TopicSample(
-            topic=topic,
-            docnos=rows["doc_id"].to_numpy(dtype=object).astype(str),
-            labels=rows["relevance"].to_numpy(dtype=np.float64),
-            stratum=np.asarray(codes, dtype=np.int64),
-            inclusion=rows["inclusion"].to_numpy(dtype=np.float64),
-        )
+        starts = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]])
+        out = {}
+        for start, stop in zip(starts, np.r_[starts[1:], len(topics)], strict=True):
+            part = slice(start, stop)
+            codes = (np.unique(strata[part], return_inverse=True)[1] if has_strata
+                     else np.full(stop - start, -1))
+            out[str(topics[start])] = TopicSample(
+                str(topics[start]), docnos[part], labels[part],
+                np.asarray(codes, dtype=np.int64), inclusion[part])
+        return out
 
     def judged(self) -> pd.DataFrame:
         """The judged documents: ``query_id, doc_id, relevance`` (and the rest of the frame)."""
