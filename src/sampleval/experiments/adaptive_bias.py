@@ -16,12 +16,10 @@ is within 3 standard errors of the truth.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -32,10 +30,10 @@ from sampleval.core.pool import Pool
 from sampleval.estimators.base import TopicView, relevance, topic_views
 from sampleval.estimators.hansen_hurwitz import estimate_hh
 from sampleval.estimators.names import parse_estimate
+from sampleval.experiments._cli import simulation_parser
 from sampleval.selection import ActiveSelector, Budget, simulate
 from sampleval.selection.base import Oracle
 
-DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "trec-covid"
 ESTIMATORS = ("HT", "HH")
 MEASURES = ("P@10", "NumRel")
 
@@ -128,14 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sampleval.io import read_qrels, read_runs
     from sampleval.selection import qrels_oracle
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=2000)
-    parser.add_argument("--rate", type=float, default=0.1)
-    parser.add_argument("--depth", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = simulation_parser(__doc__, trials=2000)
     parser.add_argument("--topics", help="comma-separated topics (default: all)")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
-                        help="the trec-covid directory (round5/runs, qrels/)")
     args = parser.parse_args(argv)
     console = Console(width=100)
     qrels_path = args.data / "qrels" / "qrels.covid-round5.txt"

@@ -11,11 +11,9 @@ round-5 qrels as truth) and prints one row per method.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +27,7 @@ from sampleval.core.run import Run
 from sampleval.errors import UsageError
 from sampleval.estimators import estimate
 from sampleval.evaluation import MEAN_TOPIC, evaluate
+from sampleval.experiments._cli import simulation_parser
 from sampleval.experiments.metaeval import (
     bias,
     kendall_tau,
@@ -46,7 +45,6 @@ mean AP (None: exact AP on the judged documents, unjudged ones not relevant)."""
 
 COLUMNS = ["method", "measure", "trials", "rms", "bias", "variance", "rms_qrels", "tau",
            "tau_ap", "sig_acc", "select_s", "trial_s"]
-DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "trec-covid"
 
 
 def ap_measure(method: str) -> str | None:
@@ -210,16 +208,10 @@ def render(table: pd.DataFrame, title: str) -> Table:
 def main(argv: Sequence[str] | None = None) -> int:
     from sampleval.io import read_qrels, read_runs
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=30)
-    parser.add_argument("--rate", type=float, default=0.1)
-    parser.add_argument("--depth", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = simulation_parser(__doc__, trials=30)
     parser.add_argument("--methods", help="comma-separated methods (default: all), each a "
                         "name or NAME:KEY=VALUE;KEY=VALUE for other parameters, e.g. "
                         "active:floor=1")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
-                        help="the trec-covid directory (round5/runs, qrels/)")
     args = parser.parse_args(argv)
     console = Console(width=140)
     qrels_path = args.data / "qrels" / "qrels.covid-round5.txt"
