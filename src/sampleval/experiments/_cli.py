@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.errors import UsageError
+from sampleval.io import read_qrels, read_runs
+
 DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "trec-covid"
 
 
@@ -24,3 +29,12 @@ def simulation_parser(doc: str, trials: int) -> argparse.ArgumentParser:
                         help="the trec-covid directory with round5/runs and qrels/ "
                              "(default ../shared/data/trec-covid beside the repository)")
     return parser
+
+
+def read_round5(data: Path) -> tuple[list[Run], Qrels]:
+    """TREC-COVID round 5 from ``data``: the 126 runs and the round-5 qrels (UsageError
+    naming the missing file when the data is not there)."""
+    qrels_path = data / "qrels" / "qrels.covid-round5.txt"
+    if not qrels_path.exists():
+        raise UsageError(f"data missing: {qrels_path}")
+    return read_runs(data / "round5" / "runs"), read_qrels(qrels_path)

@@ -27,10 +27,11 @@ from rich.progress import track
 from rich.table import Table
 
 from sampleval.core.pool import Pool
+from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, relevance, topic_views
 from sampleval.estimators.hansen_hurwitz import estimate_hh
 from sampleval.estimators.names import parse_estimate
-from sampleval.experiments._cli import simulation_parser
+from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.selection import ActiveSelector, Budget, simulate
 from sampleval.selection.base import Oracle
 
@@ -123,22 +124,22 @@ def render(rows: list[dict[str, float | str]], title: str) -> Table:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sampleval.io import read_qrels, read_runs
     from sampleval.selection import qrels_oracle
 
     parser = simulation_parser(__doc__, trials=2000)
     parser.add_argument("--topics", help="comma-separated topics (default: all)")
     args = parser.parse_args(argv)
     console = Console(width=100)
-    qrels_path = args.data / "qrels" / "qrels.covid-round5.txt"
-    if not qrels_path.exists():
-        console.print(f"[red]data missing: {qrels_path}")
+    try:
+        runs, qrels = read_round5(args.data)
+    except UsageError as exc:
+        console.print(f"[red]{exc}")
         return 1
-    pool = Pool.from_runs(read_runs(args.data / "round5" / "runs"), depth=args.depth)
+    pool = Pool.from_runs(runs, depth=args.depth)
     if args.topics:
         pool = replace(pool, topic_pools={t: pool[t] for t in args.topics.split(",")})
     start = time.perf_counter()
-    errors = simulate_errors(pool, qrels_oracle(read_qrels(qrels_path)), args.trials,
+    errors = simulate_errors(pool, qrels_oracle(qrels), args.trials,
                              rate=args.rate, seed=args.seed, progress=True)
     console.print(render(errors.summary(), f"active sampling at {args.rate:.0%}, "
                                            f"{len(pool.topics)} topics x {pool.n_runs} runs, "

@@ -27,7 +27,7 @@ from sampleval.core.run import Run
 from sampleval.errors import UsageError
 from sampleval.estimators import estimate
 from sampleval.evaluation import MEAN_TOPIC, evaluate
-from sampleval.experiments._cli import simulation_parser
+from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.metaeval import (
     bias,
     kendall_tau,
@@ -206,18 +206,12 @@ def render(table: pd.DataFrame, title: str) -> Table:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sampleval.io import read_qrels, read_runs
-
     parser = simulation_parser(__doc__, trials=30)
     parser.add_argument("--methods", help="comma-separated methods (default: all), each a "
                         "name or NAME:KEY=VALUE;KEY=VALUE for other parameters, e.g. "
                         "active:floor=1")
     args = parser.parse_args(argv)
     console = Console(width=140)
-    qrels_path = args.data / "qrels" / "qrels.covid-round5.txt"
-    if not qrels_path.exists():
-        console.print(f"[red]data missing: {qrels_path}")
-        return 1
     methods, skipped = default_methods()
     wanted = [m.strip() for m in args.methods.split(",")] if args.methods else list(methods)
     unknown = [m for m in wanted if m.partition(":")[0] not in methods]
@@ -226,8 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         methods = {m: method_spec(m, methods) for m in wanted}
-        runs = read_runs(args.data / "round5" / "runs")
-        qrels = read_qrels(qrels_path)
+        runs, qrels = read_round5(args.data)
         table = compare(runs, qrels, methods, rate=args.rate, depth=args.depth,
                         trials=args.trials, rng_seed=args.seed)
     except UsageError as exc:

@@ -385,7 +385,7 @@ class ActiveSelector(Selector):
             "topics": {t: {
                 "rng": rng_state(d.rng),
                 "rounds": [{"runs": p.tolist(), "draws": x.tolist()}
-                           for p, x in zip(d.run_probs, d.draws, strict=False)],
+                           for p, x in zip(d.run_probs[:d.rounds], d.draws, strict=True)],
                 "judged": np.flatnonzero(~np.isnan(d.labels)).tolist(),
                 "labels": d.labels[~np.isnan(d.labels)].tolist(),
             } for t, d in self._topics.items()},
