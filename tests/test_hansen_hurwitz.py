@@ -22,7 +22,8 @@ from sampleval.estimators.horvitz_thompson import estimate_ht
 from sampleval.estimators.names import parse_estimate
 from sampleval.experiments.adaptive_bias import ht_point_estimates, simulate_errors
 from sampleval.io import read_qrels, read_runs
-from sampleval.selection import ActiveSelector, Budget, qrels_oracle, simulate
+from sampleval.selection import Budget, qrels_oracle, simulate
+from sampleval.selection.active import ActiveSelector
 from sampleval.selection.importance import ImportanceSelector
 
 
@@ -68,7 +69,7 @@ def test_errors(hand: tuple[list[Run], Sample]) -> None:
     for measure in ("NumRel@5~hh", "P~hh", "AP~hh"):
         with pytest.raises(UsageError):
             estimate(sample, runs, [measure])
-    with pytest.raises(UsageError, match="draws"):
+    with pytest.raises(UsageError, match="with-replacement or importance sample"):
         estimate(Sample("census", sample.frame.fillna({"relevance": 0.0})), runs, ["P@2~hh"])
     unjudged = sample.draws.assign(doc_id=["d1", "d2", "d1"])  # type: ignore[union-attr]
     with pytest.raises(UsageError, match="judgment"):

@@ -54,7 +54,7 @@ def make(method: str, pool: Pool, budget: Budget, params: Params) -> Selector:
 def test_registered() -> None:
     for name, cls in (("mtf", MTFSelector), ("mab", MABSelector)):
         assert METHODS[name] is cls
-        assert cls.design == "pooled" and cls.estimators == ()
+        assert cls.design == "pooled" and cls.estimator_families() == []
 
 
 def test_mtf_follows_the_rule_step_by_step() -> None:

@@ -289,16 +289,16 @@ def tiny_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 BAD = [
-    (["nope", "-n", "3"], "unknown method 'nope'"),
-    (["strata", "-n", "3", "--param", "strategy=nope"], "unknown strategy 'nope'"),
-    (["strata", "-n", "3", "--param", "color=1"], "has no parameter(s) color"),
+    (["nope", "-n", "3"], "unknown selection method 'nope'"),
+    (["strata", "-n", "3", "--param", "strategy=nope"], "strategy must be one of"),
+    (["strata", "-n", "3", "--param", "color=1"], "has no parameter 'color'"),
     (["strata", "-n", "3", "--param", "strata=1-10:2"], "the rate must lie in [0, 1]"),
     (["strata", "-n", "3", "--param", "strategy"], "--param expects NAME=VALUE"),
-    (["depth-k", "-n", "3", "--param", "k=0"], "k must be a positive whole number"),
-    (["depth-k", "-n", "3", "--param", "k=2.5"], "k must be a positive whole number"),
-    (["uniform", "--budget", "5", "--rate", "0.5"], "--budget N or as --rate R"),
-    (["uniform"], "--budget N or as --rate R"),
-    (["uniform", "--rate", "1.5"], "the budget rate must lie in (0, 1]"),
+    (["depth-k", "-n", "3", "--param", "k=0"], "parameter k must be at least 1"),
+    (["depth-k", "-n", "3", "--param", "k=2.5"], "parameter k must be a whole number"),
+    (["uniform", "--budget", "5", "--rate", "0.5"], "not allowed with argument -n/--budget"),
+    (["uniform"], "one of the arguments -n/--budget -r/--rate is required"),
+    (["uniform", "--rate", "1.5"], "must lie in (0, 1]"),
 ]
 
 

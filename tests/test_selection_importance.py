@@ -45,7 +45,7 @@ def pool() -> Pool:
 
 def test_registered() -> None:
     assert METHODS["importance"] is ImportanceSelector
-    assert ImportanceSelector.design == "importance" and ImportanceSelector.estimators == ("is",)
+    assert ImportanceSelector.design == "importance" and ImportanceSelector.estimator_families()[0] == "is"
 
 
 def test_distributions(pool: Pool) -> None:

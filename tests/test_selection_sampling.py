@@ -30,17 +30,16 @@ from sampleval.errors import UsageError
 from sampleval.estimators import estimate
 from sampleval.estimators.horvitz_thompson import average_precision
 from sampleval.io import read_qrels, read_runs
-from sampleval.selection import (
+from sampleval.selection import Budget, Selector, qrels_oracle, simulate
+from sampleval.selection.active import (
     ActiveSelector,
-    Budget,
-    PriorStratifiedSelector,
-    Selector,
-    qrels_oracle,
-    simulate,
+    estimated_ap,
+    insert_hits,
+    run_distribution,
+    run_prior,
 )
-from sampleval.selection.active import estimated_ap, insert_hits, run_distribution, run_prior
 from sampleval.selection.base import Oracle, rng_state
-from sampleval.selection.stratified import rank_weights
+from sampleval.selection.stratified import PriorStratifiedSelector, rank_weights
 
 METHODS: dict[str, type[Selector]] = {"stratified": PriorStratifiedSelector,
                                       "active": ActiveSelector}

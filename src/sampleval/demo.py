@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau
 
-from sampleval.cli import app
+from sampleval.cli import run as cli_run
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.estimators import estimate
@@ -41,8 +41,8 @@ def main(argv: list[str]) -> None:
           f"{len(quality)} runs, qrels.txt\n")
     print(f"$ sampleval evaluate {directory}/qrels.txt {directory}/runs -m AP,nDCG@10,P@10,"
           "Bpref,Judged@10")
-    app(["evaluate", str(directory / "qrels.txt"), str(directory / "runs"),
-         "-m", "AP,nDCG@10,P@10,Bpref,Judged@10"], standalone_mode=False)
+    cli_run(["evaluate", str(directory / "qrels.txt"), str(directory / "runs"),
+         "-m", "AP,nDCG@10,P@10,Bpref,Judged@10"])
     runs = read_runs(directory / "runs")
     board = leaderboard(evaluate(read_qrels(directory / "qrels.txt"), runs, ["AP"], depth=20))
     tau = kendalltau(board["AP"], [quality[r] for r in board.index]).statistic
@@ -52,13 +52,13 @@ def main(argv: list[str]) -> None:
           "and estimate:")
     print(f"$ sampleval sample stratified {directory}/runs --qrels {directory}/qrels.txt "
           f"--rate 0.3 --depth 20 --seed {SEED} -o {directory}/sample")
-    app(["sample", "stratified", str(directory / "runs"), "--qrels",
+    cli_run(["sample", "stratified", str(directory / "runs"), "--qrels",
          str(directory / "qrels.txt"), "--rate", "0.3", "--depth", "20", "--seed", str(SEED),
-         "-o", str(directory / "sample")], standalone_mode=False)
+         "-o", str(directory / "sample")])
     print(f"$ sampleval estimate {directory}/sample {directory}/runs --depth 20 "
           "-m AP~ht,P@10~ht,nDCG@10~ht")
-    app(["estimate", str(directory / "sample"), str(directory / "runs"), "--depth", "20",
-         "-m", "AP~ht,P@10~ht,nDCG@10~ht"], standalone_mode=False)
+    cli_run(["estimate", str(directory / "sample"), str(directory / "runs"), "--depth", "20",
+         "-m", "AP~ht,P@10~ht,nDCG@10~ht"])
     estimated = leaderboard(estimate(load_sample(directory / "sample"), runs, ["AP~ht"],
                                      depth=20))
     tau = kendalltau(estimated["AP~ht"], board.loc[estimated.index, "AP"]).statistic

@@ -37,10 +37,8 @@ import pandas as pd
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, gain, relevance, summarise
+from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
-
-BASES = ("NumRel", "P", "DCG")
-DESIGNS = ("with-replacement", "importance")
 
 
 def rank_coefficients(base: str, ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
@@ -75,11 +73,8 @@ def estimate_hh(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     """Per-draw estimates of ``spec`` (NumRel, P@k, DCG[@k]) for every run and topic, and their
     mean, with normal intervals at level ``ci``, from a sample's draws and their
     probabilities."""
-    if spec.base not in BASES:
-        raise UsageError(f"{spec.name}: the hh family estimates {', '.join(BASES)}")
-    if sample.design not in DESIGNS or sample.draws is None:
-        raise UsageError(f"{spec.name} needs draws with their probabilities (a "
-                         f"{' or '.join(DESIGNS)} sample), not a {sample.design} sample")
+    if sample.draws is None:
+        raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
     values = np.zeros((len(views), len(run_names)))
     variances = np.zeros_like(values)
     for t, view in enumerate(views):
@@ -98,3 +93,12 @@ def estimate_hh(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
             raise UsageError(f"topic {topic}: a draw has no positive probability")
         values[t], variances[t] = per_draw(spec, level, view.rank_of(x), labels, probs)
     return summarise(run_names, views, spec.name, values, variances, ci)
+
+
+register_family(EstimatorFamily(
+    name="hh", title="per-draw (Hansen-Hurwitz) mean of z/p_t over all draws; unbiased under "
+                     "adaptive draw probabilities",
+    reference="Hansen & Hurwitz 1943; a martingale argument (module docstring)",
+    bases=(Base("P", "required"), Base("DCG", "optional"), Base("NumRel")),
+    designs={"with-replacement": 3, "importance": 2},
+    compute=each_measure(estimate_hh)))

@@ -46,6 +46,7 @@ from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, gain, relevance, summarise
+from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
 
 
@@ -307,8 +308,6 @@ def estimate_ht(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
                 spec: EstimateSpec, level: float, ci: float) -> pd.DataFrame:
     """HT estimates of ``spec`` for every run and topic (and their mean), with normal
     intervals at level ``ci``; relevance is ``label >= level`` for the binary measures."""
-    if spec.base not in ESTIMATORS:
-        raise UsageError(f"{spec.name}: the ht family estimates {', '.join(ESTIMATORS)}")
     values = np.zeros((len(views), len(run_names)))
     variances = np.zeros_like(values)
     for t, view in enumerate(views):
@@ -327,3 +326,12 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
     design = judged_design(sample, view.sample, judged[contributing])
     return estimator(y[contributing], design.pi, design.pi_joint, view.rank_of(design.index),
                      spec.cutoff)
+
+
+register_family(EstimatorFamily(
+    name="ht", title="Horvitz-Thompson totals and ratio estimators, HT variances with pi_ij",
+    reference="Li & Kanoulas, CIKM 2017, sec. 3",
+    bases=(Base("AP", "optional"), Base("P", "required"), Base("R", "required"),
+           Base("Rprec"), Base("nDCG", "optional"), Base("DCG", "optional"), Base("NumRel")),
+    designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
+    compute=each_measure(estimate_ht)))

@@ -61,6 +61,7 @@ import pandas as pd
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, gain, relevance, summarise, z_value
+from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
 
 INTERVALS = ("clt", "hoeffding", "bernstein")
@@ -408,9 +409,8 @@ def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     ``interval`` intervals (``clt``, ``hoeffding``, ``bernstein``; see the module docstring).
     ``max_grade`` bounds DCG's gain for the Hoeffding and Bernstein ranges (default: the
     largest judged grade in the sample)."""
-    if sample.design != "importance" or sample.draws is None:
-        raise UsageError(f"{spec.name} needs an importance sample (draws from Q), not a "
-                         f"{sample.design} sample")
+    if sample.draws is None:
+        raise UsageError(f"{spec.name} needs the draws of an importance sample (each with its Q)")
     if interval != "clt" and sample.round_probs is None:
         raise UsageError(f"{interval} intervals need Q of every frame document (round_probs)")
     top_grade = max_grade if max_grade is not None else float(
@@ -445,3 +445,13 @@ def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     table["lo"] = np.concatenate([result["lo"][t_idx, r_idx], result["mean_lo"]])
     table["hi"] = np.concatenate([result["hi"][t_idx, r_idx], result["mean_hi"]])
     return table
+
+
+register_family(EstimatorFamily(
+    name="is", title="importance sampling (eq. 4) with CLT, Hoeffding or empirical-Bernstein "
+                     "intervals",
+    reference="Schnabel et al., ICTIR 2016, eq. 4, 16, 17",
+    bases=(Base("P", "required"), Base("DCG", "optional"), Base("nDCG", "optional"),
+           Base("R", "required")),
+    designs={"importance": 1},
+    compute=each_measure(estimate_is)))

@@ -55,9 +55,9 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
-from sampleval.errors import UsageError
 from sampleval.estimators._kernels import nist_pass, ratio_variance_sums, srs_variance
 from sampleval.estimators.base import TopicView, summarise
+from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.names import EstimateSpec
 
 INFAP_EPSILON = 1e-5
@@ -209,9 +209,6 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
                   specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
     """xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret as sample_eval computes them (each
     topic's quantities computed once for all the requested measures)."""
-    if sample.design not in ("stratified", "census"):
-        raise UsageError(f"{specs[0].name} needs a stratified sample (NIST sampled qrels), "
-                         f"not a {sample.design} one")
     wanted = {"AP": ("xinfAP", "variance"), "nDCG": ("infNDCG",), "P": ("rel_ret",),
               "NumRelRet": ("rel_ret",), "NumRel": ()}
     parts = frozenset(p for spec in specs for p in wanted[spec.base])
@@ -237,3 +234,20 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
             values = stack([_rel_ret_at_end(t["rel_ret"]) for t in per_topic])
         frames.append(summarise(run_names, views, spec.name, values, variances, ci))
     return pd.concat(frames, ignore_index=True)
+
+
+register_family(EstimatorFamily(
+    name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
+    reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c",
+    bases=(Base("AP", alias="infAP"),),
+    designs={"stratified": 3, "census": 3},
+    compute=estimate_trec_eval))
+
+register_family(EstimatorFamily(
+    name="nist", title="NIST sample_eval's xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret",
+    reference="Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4; NIST sample_eval.pl",
+    bases=(Base("AP", alias="xinfAP"), Base("nDCG", alias="infNDCG"),
+           Base("P", "required", alias="iP", penalty=5), Base("NumRel", alias="inum_rel"),
+           Base("NumRelRet", alias="inum_rel_ret", penalty=5)),
+    designs={"stratified": 1, "census": 1},
+    compute=estimate_nist, score_type=np.float64))

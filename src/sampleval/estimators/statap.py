@@ -38,6 +38,7 @@ import pandas as pd
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.estimators.base import TopicView, relevance, summarise
+from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
 
 _CHUNK = 1 << 22  # rank-pair matrix entries per chunk of runs
@@ -144,3 +145,12 @@ def estimate_statap(run_names: tuple[str, ...], views: list[TopicView], sample: 
     for t, view in enumerate(views):
         values[t], variances[t] = _topic(view, sample, spec.cutoff, level)
     return summarise(run_names, views, spec.name, values, variances, ci)
+
+
+register_family(EstimatorFamily(
+    name="stat", title="statAP: HT pair totals over R-hat, delta-method variance",
+    reference="Aslam, Pavlu & Yilmaz, SIGIR 2006",
+    bases=(Base("AP", "optional", alias="statAP"),),
+    designs={"census": 3, "stratified": 3, "poisson": 3, "inclusion": 1,
+             "with-replacement": 3},
+    compute=each_measure(estimate_statap)))

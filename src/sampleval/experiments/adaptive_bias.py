@@ -32,7 +32,8 @@ from sampleval.estimators.base import TopicView, relevance, topic_views
 from sampleval.estimators.hansen_hurwitz import estimate_hh
 from sampleval.estimators.names import parse_estimate
 from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.selection import ActiveSelector, Budget, simulate
+from sampleval.selection import Budget, simulate
+from sampleval.selection.active import ActiveSelector
 from sampleval.selection.base import Oracle
 
 ESTIMATORS = ("HT", "HH")

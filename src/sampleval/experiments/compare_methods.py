@@ -55,7 +55,7 @@ def ap_measure(method: str) -> str | None:
     if cls.design == "pooled":
         return None
     for family, measure in (("nist", "xinfAP"), ("ht", "AP~ht"), ("stat", "statAP")):
-        if family in cls.estimators:
+        if family in cls.estimator_families():
             return measure
     raise UsageError(f"method {method!r} has no estimator of AP")
 

@@ -1,9 +1,9 @@
 """Selection methods: every way of choosing what to judge, behind the Selector protocol.
 
-Importing this package registers every method in ``METHODS`` (one module per method).
+Each method is one module of this package that declares itself with ``@register``;
+:data:`METHODS` finds them all by name on first use.
 """
 
-from sampleval.selection.active import ActiveSelector
 from sampleval.selection.base import (
     METHODS,
     Budget,
@@ -12,28 +12,13 @@ from sampleval.selection.base import (
     register,
     simulate,
 )
-from sampleval.selection.depth_k import DepthKSelector
-from sampleval.selection.dynamic import DynamicSelector
-from sampleval.selection.importance import ImportanceSelector
-from sampleval.selection.mab import MABSelector
-from sampleval.selection.mtf import MTFSelector
-from sampleval.selection.strata import StrataSelector
-from sampleval.selection.stratified import PriorStratifiedSelector
-from sampleval.selection.uniform import UniformSelector
+from sampleval.selection.params import Param
 
 __all__ = [
     "METHODS",
-    "ActiveSelector",
     "Budget",
-    "DepthKSelector",
-    "DynamicSelector",
-    "ImportanceSelector",
-    "MABSelector",
-    "MTFSelector",
-    "PriorStratifiedSelector",
+    "Param",
     "Selector",
-    "StrataSelector",
-    "UniformSelector",
     "qrels_oracle",
     "register",
     "simulate",

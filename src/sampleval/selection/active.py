@@ -55,9 +55,9 @@ from numba import njit
 
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
-from sampleval.errors import UsageError
 from sampleval.estimators.base import relevance
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
+from sampleval.selection.params import Param
 from sampleval.selection.stratified import harmonic
 
 WEIGHTS = ("ap", "prior-mass")
@@ -327,30 +327,22 @@ class ActiveSelector(Selector):
 
     name: ClassVar[str] = "active"
     design: ClassVar[str] = "with-replacement"
-    estimators: ClassVar[tuple[str, ...]] = ("ht",)
-    parameters: ClassVar[dict[str, str]] = {
-        "batch": "draws per round (default 3)",
-        "weights": "run weights: ap (estimated AP, default) or prior-mass (AP-prior mass of "
-                   "the judged relevant documents)",
-        "floor": "share of each round's run distribution spread uniformly, in (0, 1] "
-                 "(default 0.1)",
-    }
+    summary: ClassVar[str] = "active sampling (Li & Kanoulas, CIKM 2017, Algorithm 1)"
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("batch", int, 3, "draws per round", check=lambda n: n >= 1,
+              requirement="at least 1"),
+        Param("weights", str, "ap", "run weights: ap (estimated AP) or prior-mass (AP-prior "
+              "mass of the judged relevant documents)", choices=WEIGHTS),
+        Param("floor", float, 0.1, "share of each round's run distribution spread uniformly",
+              check=lambda x: 0 < x <= 1, requirement="in (0, 1]"),
+    )
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
-        try:
-            self.batch = int(params.get("batch", 3))
-            self.floor = float(params.get("floor", 0.1))
-        except ValueError:
-            raise UsageError("batch must be a whole number and floor a number") from None
-        self.kind = str(params.get("weights", "ap"))
-        if self.batch < 1:
-            raise UsageError("batch must be at least 1")
-        if not 0 < self.floor <= 1:
-            raise UsageError("floor must lie in (0, 1]")
-        if self.kind not in WEIGHTS:
-            raise UsageError(f"weights must be one of {', '.join(WEIGHTS)}")
+        self.batch = self.params["batch"]
+        self.floor = self.params["floor"]
+        self.kind = self.params["weights"]
         self._initial_rng = rng_state(rng)
         seeds = rng.integers(0, 2**63, size=len(pool.topics))
         self._topics = {t: _TopicDraws(pool[t], pool.docnos_of(t), self.budget_for(t),

@@ -14,8 +14,10 @@ The same object serves a simulation (labels from an oracle, :func:`simulate`) an
 campaign (labels from people, possibly after a restart): ``state()`` returns a JSON-ready
 dict and ``restore(pool, state)`` rebuilds the selector, so that stopping after any round,
 saving, loading in a fresh process and continuing gives the very sample an uninterrupted run
-gives. Methods register with :func:`register`; the CLI, the simulator and the campaign
-server find them by name in :data:`METHODS`.
+gives. Methods register with :func:`register` and declare their parameters once
+(:mod:`.params`); the CLI, the simulator and the campaign server find them by name in
+:data:`METHODS`, which imports every module of this package on first use (a new method is a
+new file here, or a plugin module: :mod:`sampleval.registry`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.registry import Registry
+from sampleval.selection.params import Param, resolve
 
 
 @dataclass(frozen=True)
@@ -72,21 +76,19 @@ class Selector(ABC):
     name: ClassVar[str]
     design: ClassVar[str]
     """The Sample design it produces (``stratified``, ``with-replacement``, ``pooled`` ...)."""
-    estimators: ClassVar[tuple[str, ...]]
-    """The estimator families that apply to its samples (``ht``, ``nist``, ``is`` ...)."""
-    parameters: ClassVar[dict[str, str]] = {}
-    """Its parameters (``--param NAME=VALUE``), each with a one-line description."""
+    summary: ClassVar[str] = ""
+    """One line: what the method is, and the paper it follows."""
+    parameters: ClassVar[tuple[Param, ...]] = ()
+    """Its parameters (``--param NAME=VALUE``), declared once (:class:`.params.Param`)."""
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
-        unknown = sorted(set(params) - set(self.parameters))
-        if unknown:
-            raise UsageError(f"method {self.name!r} has no parameter(s) {', '.join(unknown)} "
-                             f"(it takes: {', '.join(self.parameters) or 'none'})")
         self.pool = pool
         self.budget = budget
         self.rng = rng
-        self.params = params
+        resolved = resolve(self.parameters, params, self.name)
+        self.params: dict[str, Any] = {k: v for k, v in resolved.items() if v is not None}
+        """Every parameter's value (given, else its default; unset ones left out)."""
         self._positions: dict[str, dict[str, int]] = {}
 
     @abstractmethod
@@ -109,6 +111,16 @@ class Selector(ABC):
     @abstractmethod
     def restore(cls, pool: Pool, state: dict[str, Any]) -> Selector:
         """The selector ``state()`` described, over the same ``pool``."""
+
+    @classmethod
+    def estimator_families(cls) -> list[str]:
+        """The estimator families that accept this method's design, preferred first (none
+        for deterministic methods: their judged documents are evaluated exactly)."""
+        from sampleval.estimators.family import FAMILIES
+
+        accepting = [(f.designs[cls.design], f.name) for f in FAMILIES.values()
+                     if cls.design in f.designs]
+        return [name for _, name in sorted(accepting)]
 
     def budget_for(self, topic: str) -> int:
         return self.budget.for_topic(self.pool[topic].size)
@@ -180,12 +192,13 @@ class Selector(ABC):
 
 
 S = TypeVar("S", bound=type[Selector])
-METHODS: dict[str, type[Selector]] = {}
+METHODS: Registry[type[Selector]] = Registry("selection method", "sampleval.selection")
 
 
 def register(cls: S) -> S:
-    """Class decorator: make a Selector available by its ``name``."""
-    METHODS[cls.name] = cls
+    """Class decorator: make a Selector available by its ``name`` (a name taken by another
+    method is an error)."""
+    METHODS.add(cls.name, cls)
     return cls
 
 

@@ -9,7 +9,8 @@ of rank k+1. With ``k``, the depth-k pool in the same order, cut short only by a
 (``--rate 1`` judges it all).
 
 The choice is deterministic (design ``pooled``): judged documents have inclusion 1, the others
-0, and no sampling estimator applies (``estimators`` is empty). What applies are the exact
+0, and no sampling estimator applies (no family accepts a ``pooled`` design). What
+applies are the exact
 trec_eval measures on the judged documents: ``sampleval evaluate`` on the sample's qrels
 (``Sample.to_qrels``), unjudged documents counting as not relevant; Bpref and the
 condensed-list measures (``--judged-only``) are the ones meant for such incomplete pools.
@@ -22,8 +23,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import Pool, TopicPool
-from sampleval.errors import UsageError
 from sampleval.selection.base import Budget, register
+from sampleval.selection.params import Param
 from sampleval.selection.strata import PlannedSelector
 
 
@@ -33,19 +34,17 @@ class DepthKSelector(PlannedSelector):
 
     name: ClassVar[str] = "depth-k"
     design: ClassVar[str] = "pooled"
-    estimators: ClassVar[tuple[str, ...]] = ()
-    parameters: ClassVar[dict[str, str]] = {
-        "k": "pool depth: judge the documents some run ranks in its top k (default: rank by "
-             "rank until the budget is spent)",
-    }
+    summary: ClassVar[str] = "depth-k pooling, or rank by rank until the budget is spent"
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("k", int, None, "pool depth: judge the documents some run ranks in its top k "
+              "(unset: rank by rank until the budget is spent)", check=lambda k: k >= 1,
+              requirement="at least 1"),
+    )
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
-        k = params.get("k")
-        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
-            raise UsageError(f"k must be a positive whole number of ranks, not {k!r}")
-        self.k: int | None = k
+        self.k: int | None = self.params.get("k")
 
     def _plan(self, tp: TopicPool, budget: int) -> np.ndarray:
         best = tp.best_rank()

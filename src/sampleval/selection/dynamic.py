@@ -64,6 +64,7 @@ from sampleval.datasets.cranfield import read_documents
 from sampleval.datasets.retrieval import tokenize
 from sampleval.errors import UsageError
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
+from sampleval.selection.params import Param
 
 STRATEGIES = {"D12": 0.12, "D25": 0.25, "D50": 0.50}
 _FRAME = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
@@ -208,33 +209,33 @@ class DynamicSelector(Selector):
 
     name: ClassVar[str] = "dynamic"
     design: ClassVar[str] = "stratified"
-    estimators: ClassVar[tuple[str, ...]] = ("ht", "nist")
-    parameters: ClassVar[dict[str, str]] = {
-        "strategy": "share of each batch judged: D12, D25 or D50 (12/25/50%; default D25)",
-        "rate": "share of each batch judged, in (0, 1] (instead of strategy)",
-        "batch": "size of the first batch (default 1; then b + ceil(b/10))",
-        "k": "reciprocal-rank fusion constant in 1/(k + rank) (default 60)",
-        "stop": "none (default) or knee (Cormack & Grossman's knee method)",
-        "corpus": "cranfield: learn from TF-IDF vectors of the texts (needs corpus_dir)",
-        "corpus_dir": "the directory of the corpus' texts",
-    }
+    summary: ClassVar[str] = ("Dynamic Sampling: CAL batches as strata (Cormack & Grossman, "
+                              "SIGIR 2018/2019)")
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("strategy", str, "D25", "share of each batch judged: D12, D25 or D50 "
+              "(12/25/50%)", choices=tuple(STRATEGIES)),
+        Param("rate", float, None, "share of each batch judged (instead of strategy)",
+              check=lambda x: 0 < x <= 1, requirement="in (0, 1]"),
+        Param("batch", int, 1, "size of the first batch (then b + ceil(b/10))",
+              check=lambda n: n >= 1, requirement="at least 1"),
+        Param("k", float, 60.0, "reciprocal-rank fusion constant in 1/(k + rank)",
+              check=lambda x: x > 0, requirement="positive"),
+        Param("stop", str, "none", "stopping rule: none, or knee (Cormack & Grossman's knee "
+              "method)", choices=("none", "knee")),
+        Param("corpus", str, None, "learn from TF-IDF vectors of the texts (needs corpus_dir)",
+              choices=("cranfield",)),
+        Param("corpus_dir", str, None, "the directory of the corpus' texts"),
+    )
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
         if "strategy" in params and "rate" in params:
             raise UsageError("give either strategy or rate, not both")
-        strategy = str(params.get("strategy", "D25"))
-        if strategy not in STRATEGIES:
-            raise UsageError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
-        self.rate = float(params.get("rate", STRATEGIES[strategy]))
-        self.first = int(params.get("batch", 1))
-        k = float(params.get("k", 60.0))
-        self.knee = str(params.get("stop", "none")) == "knee"
-        if not 0 < self.rate <= 1 or self.first < 1 or k <= 0:
-            raise UsageError("dynamic needs 0 < rate <= 1, batch >= 1 and k > 0")
-        if str(params.get("stop", "none")) not in ("none", "knee"):
-            raise UsageError(f"unknown stop rule {params['stop']!r} (none or knee)")
+        self.rate = self.params.get("rate", STRATEGIES[self.params["strategy"]])
+        self.first = self.params["batch"]
+        k = self.params["k"]
+        self.knee = self.params["stop"] == "knee"
         texts = self._corpus()
         seeds = rng.integers(0, 2**63, size=len(pool.topics))
         self._topics: dict[str, _Topic] = {}
@@ -253,8 +254,8 @@ class DynamicSelector(Selector):
         corpus = self.params.get("corpus")
         if corpus is None:
             return None
-        if corpus != "cranfield" or "corpus_dir" not in self.params:
-            raise UsageError("corpus must be cranfield, with corpus_dir its directory")
+        if "corpus_dir" not in self.params:
+            raise UsageError("corpus=cranfield needs corpus_dir, the directory of its texts")
         documents = read_documents(str(self.params["corpus_dir"]))
         self._corpus_ids = pd.Index(documents["doc_id"].astype(str))
         matrix = tfidf_matrix(documents["text"].astype(str).tolist())

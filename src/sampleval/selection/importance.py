@@ -59,6 +59,7 @@ from sampleval.estimators.importance import (
     sqrt_q,
 )
 from sampleval.selection.base import Budget, Selector, register, rng_state
+from sampleval.selection.params import Param
 
 Q_KINDS = ("single", "sqrt", "mean", "pairwise", "krel")
 MEASURES = ("P", "DCG")
@@ -93,6 +94,17 @@ def draw_until(q: np.ndarray, distinct: int, rng: np.random.Generator) -> np.nda
     return drawn
 
 
+def _number_list(text: str | None) -> np.ndarray | None:
+    """``u1,u2,...`` as an array of non-negative numbers; None when unset or malformed."""
+    if text is None:
+        return None
+    try:
+        values = np.array([float(u) for u in str(text).split(",")])
+    except ValueError:
+        return None
+    return values if len(values) and (values >= 0).all() else None
+
+
 class _TopicDraws:
     """One topic's draw sequence, Q, and labels."""
 
@@ -125,42 +137,32 @@ class ImportanceSelector(Selector):
 
     name: ClassVar[str] = "importance"
     design: ClassVar[str] = "importance"
-    estimators: ClassVar[tuple[str, ...]] = ("is",)
-    parameters: ClassVar[dict[str, str]] = {
-        "q": "sampling distribution: single (eq. 8, needs run), sqrt (eq. 11, default), mean, "
-             "pairwise (eq. 13, needs runs), krel (eq. 15, optional baseline)",
-        "run": "the run of q=single",
-        "runs": "the two runs of q=pairwise, A,B",
-        "baseline": "the baseline run of q=krel (default: every pair of runs)",
-        "eps": "share of Q spread uniformly over the pool, in (0, 1] (default 0.1)",
-        "cutoff": "depth of the measure's rank weights (default 10)",
-        "measure": "rank weights of P or DCG (default DCG)",
-        "prior": "rank prior u~(1),u~(2),... (default 1/log2(r+1))",
-    }
+    summary: ClassVar[str] = "importance sampling from Q (Schnabel et al., ICTIR 2016)"
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("q", str, "sqrt", "sampling distribution: single (eq. 8, needs run), sqrt "
+              "(eq. 11), mean, pairwise (eq. 13, needs runs), krel (eq. 15, optional "
+              "baseline)", choices=Q_KINDS),
+        Param("run", str, None, "the run of q=single"),
+        Param("runs", str, None, "the two runs of q=pairwise, A,B"),
+        Param("baseline", str, None, "the baseline run of q=krel (unset: every pair of runs)"),
+        Param("eps", float, 0.1, "share of Q spread uniformly over the pool",
+              check=lambda x: 0 < x <= 1, requirement="in (0, 1]"),
+        Param("cutoff", int, 10, "depth of the measure's rank weights",
+              check=lambda n: n >= 1, requirement="at least 1"),
+        Param("measure", str, "DCG", "rank weights of P or DCG", choices=MEASURES),
+        Param("prior", str, None, "rank prior u~(1),u~(2),... (unset: 1/log2(r+1))",
+              check=lambda text: _number_list(text) is not None,
+              requirement="non-negative numbers separated by commas"),
+    )
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
-        self.kind = str(params.get("q", "sqrt"))
-        self.measure = str(params.get("measure", "DCG"))
-        try:
-            self.eps = float(params.get("eps", 0.1))
-            self.cutoff = int(params.get("cutoff", 10))
-            prior = params.get("prior")
-            self.prior = (None if prior is None else
-                          np.array([float(u) for u in str(prior).split(",")]))
-        except ValueError:
-            raise UsageError("eps and prior must be numbers, cutoff a whole number") from None
-        if self.kind not in Q_KINDS:
-            raise UsageError(f"q must be one of {', '.join(Q_KINDS)}")
-        if self.measure not in MEASURES:
-            raise UsageError(f"measure must be one of {', '.join(MEASURES)}")
-        if not 0 < self.eps <= 1:
-            raise UsageError("eps must lie in (0, 1]")
-        if self.cutoff < 1:
-            raise UsageError("cutoff must be at least 1")
-        if self.prior is not None and (not len(self.prior) or (self.prior < 0).any()):
-            raise UsageError("prior must list non-negative numbers")
+        self.kind = self.params["q"]
+        self.measure = self.params["measure"]
+        self.eps = self.params["eps"]
+        self.cutoff = self.params["cutoff"]
+        self.prior = _number_list(self.params.get("prior"))
         self.chosen = self._chosen_runs()
         self._initial_rng = rng_state(rng)
         seeds = rng.integers(0, 2**63, size=len(pool.topics))

@@ -41,6 +41,7 @@ from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
 from sampleval.selection.base import Budget, register
 from sampleval.selection.mtf import RunWalker
+from sampleval.selection.params import Param
 
 VARIANTS = ("mm-ns", "mm", "ucb")
 DEFAULT_DISCOUNT = 0.7
@@ -52,32 +53,25 @@ class MABSelector(RunWalker):
     docstring for the variants."""
 
     name: ClassVar[str] = "mab"
-    parameters: ClassVar[dict[str, str]] = {
-        "variant": "mm-ns (default: max-mean, non-stationary), mm (max-mean) or ucb (UCB1-Tuned)",
-        "discount": f"mm-ns only: weight of each earlier reward per later pull of the same run, "
-                    f"in [0, 1] (default {DEFAULT_DISCOUNT})",
-    }
+    summary: ClassVar[str] = "multi-armed bandit pooling (Losada et al., SAC 2016)"
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("variant", str, "mm-ns", "mm-ns (max-mean, non-stationary), mm (max-mean) or "
+              "ucb (UCB1-Tuned)", choices=VARIANTS),
+        Param("discount", float, None, f"mm-ns only: weight of each earlier reward per later "
+              f"pull of the same run (unset: {DEFAULT_DISCOUNT})",
+              check=lambda x: 0 <= x <= 1, requirement="in [0, 1]"),
+    )
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
-        variant = str(params.get("variant", "mm-ns"))
-        if variant not in VARIANTS:
-            raise UsageError(f"mab: unknown variant {variant!r} (one of {', '.join(VARIANTS)})")
-        if "discount" in params and variant != "mm-ns":
+        self.variant = self.params["variant"]
+        if "discount" in self.params and self.variant != "mm-ns":
             raise UsageError("mab: the discount applies to the mm-ns variant only")
-        try:
-            discount = float(params.get("discount", DEFAULT_DISCOUNT if variant == "mm-ns"
-                                        else 1.0))
-        except (TypeError, ValueError):
-            raise UsageError(f"mab: the discount must be a number, not "
-                             f"{params['discount']!r}") from None
-        if not 0.0 <= discount <= 1.0:
-            raise UsageError("mab: the discount must lie in [0, 1]")
-        self.variant = variant
-        self.discount = discount
-        self.params = {"variant": variant} | ({"discount": discount} if variant == "mm-ns"
-                                             else {})
+        self.discount = self.params.get("discount", DEFAULT_DISCOUNT if self.variant == "mm-ns"
+                                        else 1.0)
+        if self.variant == "mm-ns":
+            self.params["discount"] = self.discount
         # discounted reward sums: alpha - 1 and beta - 1 (undiscounted for mm and ucb)
         self._hits = {t: np.zeros(pool.n_runs) for t in pool.topics}
         self._misses = {t: np.zeros(pool.n_runs) for t in pool.topics}

@@ -20,7 +20,8 @@ that the first run is the first in pool order (not drawn at random), so that the
 procedure is deterministic.
 
 The choice is deterministic: the sample has design ``pooled`` (judged documents pi = 1,
-unjudged pi = 0), and no sampling estimator applies (``estimators`` is empty). What remains is
+unjudged pi = 0), and no sampling estimator applies (no family accepts a ``pooled`` design).
+What remains is
 the exact measures on the judged set alone, unjudged documents counting as non-relevant
 (trec_eval on ``sample().to_qrels()``).
 """
@@ -107,7 +108,6 @@ class RunWalker(Selector):
     """
 
     design: ClassVar[str] = "pooled"
-    estimators: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
@@ -205,7 +205,7 @@ class MTFSelector(RunWalker):
     for the exact rule."""
 
     name: ClassVar[str] = "mtf"
-    parameters: ClassVar[dict[str, str]] = {}
+    summary: ClassVar[str] = "Move-to-Front pooling (Cormack, Palmer & Clarke, SIGIR 1998)"
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:

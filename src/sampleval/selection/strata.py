@@ -63,6 +63,7 @@ from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.selection.base import Budget, Selector, register
+from sampleval.selection.params import Param
 
 _FRAME_COLUMNS = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
 
@@ -345,27 +346,26 @@ class StrataSelector(StratifiedSelector):
     """Stratified random sampling by best rank (see the module docstring)."""
 
     name: ClassVar[str] = "strata"
-    estimators: ClassVar[tuple[str, ...]] = ("nist", "ht", "stat")
-    parameters: ClassVar[dict[str, str]] = {
-        "strategy": "named strata: " + ", ".join(STRATEGIES) + " (default 3strata)",
-        "strata": "custom strata by best rank and rate, e.g. 1-10:1,11-30:0.3,31-:0.1",
-    }
+    summary: ClassVar[str] = ("stratified random sampling by best rank (Voorhees 2014; "
+                              "Yilmaz, Kanoulas & Aslam, SIGIR 2008)")
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("strategy", str, "3strata", "named strata", choices=tuple(STRATEGIES)),
+        Param("strata", str, None, "custom strata by best rank and rate, e.g. "
+              "1-10:1,11-30:0.3,31-:0.1 (instead of strategy)"),
+    )
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
         if "strategy" in params and "strata" in params:
             raise UsageError("give either strategy or strata, not both")
-        if "strata" in params:
-            custom = parse_strata(str(params["strata"]))
+        if "strata" in self.params:
+            custom = parse_strata(self.params["strata"])
             self._strata: Callable[[np.ndarray, int], list[Stratum]] = (
                 lambda best, budget: custom)
+            del self.params["strategy"]
         else:
-            strategy = str(params.get("strategy", "3strata"))
-            if strategy not in STRATEGIES:
-                raise UsageError(f"unknown strategy {strategy!r} (one of "
-                                 f"{', '.join(STRATEGIES)})")
-            self._strata = STRATEGIES[strategy][1]
+            self._strata = STRATEGIES[self.params["strategy"]][1]
 
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
         best = tp.best_rank()

@@ -43,8 +43,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import PAD, Pool, TopicPool
-from sampleval.errors import UsageError
 from sampleval.selection.base import Budget, register
+from sampleval.selection.params import Param
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill
 
 
@@ -73,20 +73,17 @@ class PriorStratifiedSelector(StratifiedSelector):
     the module docstring and Li & Kanoulas, CIKM 2017, sec. 2.2)."""
 
     name: ClassVar[str] = "stratified"
-    estimators: ClassVar[tuple[str, ...]] = ("ht",)
-    parameters: ClassVar[dict[str, str]] = {
-        "per_stratum": "target number of judgments per stratum, at least 2 (default 2)",
-    }
+    summary: ClassVar[str] = ("AP-prior sampling without replacement (Pavlu & Aslam 2007; "
+                              "Li & Kanoulas, CIKM 2017, sec. 2.2)")
+    parameters: ClassVar[tuple[Param, ...]] = (
+        Param("per_stratum", int, 2, "target number of judgments per stratum",
+              check=lambda n: n >= 2, requirement="at least 2"),
+    )
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
-        try:
-            self.per_stratum = int(params.get("per_stratum", 2))
-        except ValueError:
-            raise UsageError("per_stratum must be a whole number") from None
-        if self.per_stratum < 2:
-            raise UsageError("per_stratum must be at least 2")
+        self.per_stratum = self.params["per_stratum"]
 
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
         depth = self.pool.depth or tp.ranking.shape[1]

@@ -24,8 +24,7 @@ class UniformSelector(StratifiedSelector):
     """Uniform sampling of the pool (see the module docstring)."""
 
     name: ClassVar[str] = "uniform"
-    estimators: ClassVar[tuple[str, ...]] = ("trec_eval", "nist", "ht", "stat")
-    parameters: ClassVar[dict[str, str]] = {}
+    summary: ClassVar[str] = "a simple random sample of the pool (infAP's design)"
 
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
         return Layout(np.zeros(tp.size, dtype=np.int64), np.array(["1"], dtype=object),

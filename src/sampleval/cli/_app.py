@@ -1,0 +1,180 @@
+"""The command-line skeleton every command module plugs into: the parser, one-line errors
+and warnings, consoles, and the options several commands share.
+
+Each command module defines ``add_commands(commands)`` that adds its sub-parsers (each with
+``set_defaults(run=FUNCTION)``); :func:`build_parser` collects them. Command modules import
+only light modules at import time (the standard library, ``sampleval.errors``,
+``sampleval.measures.names``); numpy, pandas, scipy, numba and rich are imported inside the
+functions that run a command, so ``sampleval --help`` starts instantly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+PROG = "sampleval"
+Commands = "argparse._SubParsersAction[Parser]"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions kept as written (paragraphs), option help wrapped to the terminal, and
+    ``(default: X)`` added where a default is worth saying (not None, False or a list)."""
+
+    def __init__(self, prog: str) -> None:
+        width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+        super().__init__(prog, max_help_position=30, width=width)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" not in text and default not in (None, False, [], argparse.SUPPRESS)
+                and action.option_strings and action.nargs != 0):
+            text += f" (default: {default})"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (exit code 2), pointing to --help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], None],
+                summary: str, description: str = "") -> Parser:
+    """A sub-command ``name`` that calls ``run(args)``; ``summary`` is its line in
+    ``sampleval --help``, ``description`` (optional, paragraphs) heads its own help."""
+    parser: Parser = commands.add_parser(name, help=summary,
+                                         description=description or summary)
+    parser.set_defaults(run=run)
+    return parser
+
+
+COMMAND_MODULES = ("evaluate", "estimate", "sample")
+
+
+def build_parser() -> Parser:
+    """The whole command line: every command module's commands."""
+    from sampleval import __version__
+
+    parser = Parser(prog=PROG, description="Choose what to judge, and evaluate search runs "
+                                           "exactly or from partial judgments.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND",
+                                     parser_class=Parser)
+    for module in COMMAND_MODULES:
+        importlib.import_module(f"sampleval.cli.{module}").add_commands(commands)
+    return parser
+
+
+# -- values -----------------------------------------------------------------------------------
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def bounded_float(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a number in [low, high]."""
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not in [{low}, {high}]")
+        return value
+    return convert
+
+
+def rate(text: str) -> float:
+    """An argparse type: a share in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie in (0, 1]")
+    return value
+
+
+def split_names(texts: Sequence[str]) -> list[str]:
+    """Names given repeated or comma/space-separated, flattened in order."""
+    return [part for text in texts for part in re.split(r"[,\s]+", text.strip()) if part]
+
+
+# -- options several commands share ------------------------------------------------------------
+
+def add_runs_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN",
+                        help="run files 'qid Q0 docno rank score tag' (plain or .gz), "
+                             "directories of runs, or glob patterns")
+
+
+def add_per_topic(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-q", "--per-topic", action="store_true",
+                        help="also print every topic's value, not only the mean (topic 'all')")
+
+
+def add_depth(parser: argparse.ArgumentParser, help_text: str | None = None) -> None:
+    parser.add_argument("-M", "--depth", type=positive_int, metavar="N",
+                        help=help_text or "use only each run's top N documents per topic "
+                                          "(ranked by score, ties by docno, as trec_eval "
+                                          "ranks)")
+
+
+def add_rel_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-l", "--rel-level", type=int, default=1, metavar="L",
+                        help="grades at or above L are relevant (trec_eval -l); nDCG always "
+                             "uses the grades")
+
+
+def add_name_by(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name-by", choices=("tag", "file"), default="tag",
+                        help="name runs by their tag (6th column) or by file name (without "
+                             "directory and .gz); runs sharing a tag are named by file "
+                             "automatically, with a warning")
+
+
+# -- output -------------------------------------------------------------------------------------
+
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def stdout_console() -> Console:
+    """The console tables print to: the terminal's width, or wide enough when redirected."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=240)
+
+
+def fail(message: str) -> NoReturn:
+    """One line on standard error and exit code 2."""
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+    raise SystemExit(2)
+
+
+def warn(message: Warning | str, *_: object, **__: object) -> None:
+    """Warnings as one line on standard error (``warnings.showwarning``)."""
+    sys.stderr.write(f"{PROG}: warning: {message}\n")

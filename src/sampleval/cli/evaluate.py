@@ -1,0 +1,82 @@
+"""``sampleval evaluate``: exact measures with trec_eval's semantics."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from sampleval.cli._app import (
+    add_command,
+    add_depth,
+    add_name_by,
+    add_per_topic,
+    add_rel_level,
+    add_runs_argument,
+    split_names,
+    stderr_is_terminal,
+    stdout_console,
+)
+from sampleval.measures.names import DEFAULT_MEASURES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMATS = ("table", "tsv", "json", "trec")
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(commands, "evaluate", run,
+                         "evaluate runs exactly against qrels, as trec_eval does")
+    parser.add_argument("qrels", metavar="QRELS",
+                        help="qrels file 'qid iter docno rel' (plain or .gz); negative rel: "
+                             "pooled, not judged")
+    add_runs_argument(parser)
+    parser.add_argument("-m", "--measure", action="append", metavar="MEASURE",
+                        help="measure to compute, ir_measures style (AP, P@10, R@100, Rprec, "
+                             "nDCG, nDCG@20, RR, Bpref, Judged@10, NumRel, NumRet, NumRelRet; "
+                             "parameters like AP(rel=2)); trec_eval names (map, P_10, "
+                             "ndcg_cut_20) also work; repeat or separate with commas "
+                             f"(default: {', '.join(DEFAULT_MEASURES)})")
+    add_per_topic(parser)
+    add_depth(parser)
+    add_rel_level(parser)
+    parser.add_argument("-c", "--all-topics", action="store_true",
+                        help="average over every topic in the qrels, a topic missing from a "
+                             "run scoring 0 (trec_eval -c); otherwise over the topics both "
+                             "the run and the qrels have")
+    parser.add_argument("-J", "--judged-only", action="store_true",
+                        help="remove unjudged documents from each ranking before measuring "
+                             "(trec_eval -J)")
+    parser.add_argument("-f", "--format", choices=FORMATS, default="table",
+                        help="table: a readable leaderboard; tsv: header 'run topic measure "
+                             "value', one row per (run, topic, measure), the mean as topic "
+                             "'all'; json: {run: {topic: {measure: value}}}; trec: "
+                             "trec_eval's text output")
+    add_name_by(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    from sampleval.evaluation import MEAN_TOPIC, evaluate
+    from sampleval.io import read_qrels, read_runs
+    from sampleval.measures.names import parse_measures
+
+    measures = parse_measures(split_names(args.measure or list(DEFAULT_MEASURES)))
+    judgments = read_qrels(args.qrels)
+    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
+    results = evaluate(judgments, loaded, measures, depth=args.depth, rel_level=args.rel_level,
+                       all_topics=args.all_topics, judged_only=args.judged_only)
+    if not args.per_topic:
+        results = results[results["query_id"] == MEAN_TOPIC]
+    emit(results, args.format)
+
+
+def emit(results: pd.DataFrame, output_format: str) -> None:
+    """Print exact results in one of :data:`FORMATS`."""
+    from sampleval.report import print_table, to_json, to_trec, to_tsv
+
+    if output_format == "table":
+        print_table(results, stdout_console())
+    else:
+        writer = {"tsv": to_tsv, "json": to_json, "trec": to_trec}[output_format]
+        sys.stdout.write(writer(results))

@@ -1,0 +1,116 @@
+"""The declaration of an estimator family: what it estimates, from which designs, and how.
+
+Each family module ends with one :func:`register_family` call; names (``AP~ht``,
+``xinfAP``), dispatch in :func:`sampleval.estimators.estimate`, the default estimator of a
+plain measure for each design, ``sampleval methods`` and the command lines' help are all
+built from these declarations, so a new family is one new module and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sampleval.registry import Registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sampleval.core.sample import Sample
+    from sampleval.estimators.base import TopicView
+    from sampleval.estimators.names import EstimateSpec
+
+# (run names, aligned topics, sample, the family's requested measures, level, ci) -> rows
+FamilyFunction = Callable[
+    [tuple[str, ...], "list[TopicView]", "Sample", "list[EstimateSpec]", float, float],
+    "pd.DataFrame"]
+OneMeasure = Callable[
+    [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float, float],
+    "pd.DataFrame"]
+
+CUTOFF_RULES = ("no", "optional", "required")
+
+
+@dataclass(frozen=True)
+class Base:
+    """A measure a family estimates: its ir_measures base name (``AP``, ``P``, ``nDCG``),
+    whether it takes a cutoff (``no``, ``optional``, ``required``), the established name it
+    prints as (``xinfAP``, ``iP``; None: ``BASE[@k]~FAMILY``), and ``penalty``, added to the
+    family's design preference when choosing the default estimator of this measure (a
+    family can be preferred for AP but not for P@k)."""
+
+    name: str
+    cutoff: str = "no"
+    alias: str | None = None
+    penalty: int = 0
+
+    def __post_init__(self) -> None:
+        if self.cutoff not in CUTOFF_RULES:
+            raise ValueError(f"cutoff must be one of {CUTOFF_RULES}")
+
+
+@dataclass(frozen=True)
+class EstimatorFamily:
+    """An estimator family (see the module docstring).
+
+    ``designs`` maps each Sample design the family accepts to a preference (lower is
+    preferred when a plain measure such as ``AP`` is to be estimated from a sample of that
+    design); ``compute`` estimates the requested measures for every run and topic;
+    ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
+    doubles, trec_eval floats).
+    """
+
+    name: str
+    title: str
+    reference: str
+    bases: tuple[Base, ...]
+    designs: Mapping[str, int]
+    compute: FamilyFunction
+    score_type: type[np.floating] = np.float32
+    _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
+                                      compare=False)
+
+    def __post_init__(self) -> None:
+        self._by_name.update({b.name: b for b in self.bases})
+
+    def base(self, name: str) -> Base | None:
+        """The declared base measure ``name`` (None when the family does not estimate it)."""
+        return self._by_name.get(name)
+
+    def preference(self, design: str, base: str) -> int | None:
+        """How much this family is preferred for ``base`` on ``design`` (lower first; None:
+        it does not apply)."""
+        declared = self.base(base)
+        if declared is None or design not in self.designs:
+            return None
+        return self.designs[design] + declared.penalty
+
+    def measure_names(self) -> list[str]:
+        """The names it offers, for help texts: ``AP~ht``, ``P@k~ht``, ``xinfAP``, ``iP@k``."""
+        names = []
+        for b in self.bases:
+            cut = {"no": "", "optional": "[@k]", "required": "@k"}[b.cutoff]
+            names.append(f"{b.alias}{cut}" if b.alias else f"{b.name}{cut}~{self.name}")
+        return names
+
+
+FAMILIES: Registry[EstimatorFamily] = Registry("estimator family", "sampleval.estimators")
+
+
+def register_family(family: EstimatorFamily) -> EstimatorFamily:
+    """Make ``family`` available by its name (and its bases' established names)."""
+    return FAMILIES.add(family.name, family)
+
+
+def each_measure(one: OneMeasure) -> FamilyFunction:
+    """A family function from an estimator of one measure at a time."""
+    def family(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+               specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.concat([one(run_names, views, sample, spec, level, ci) for spec in specs],
+                         ignore_index=True)
+    return family
