@@ -61,8 +61,8 @@ def run_sample(args: argparse.Namespace) -> None:
 
     from sampleval.core.pool import Pool
     from sampleval.io import read_qrels, read_runs
+    from sampleval.params import resolve
     from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-    from sampleval.selection.params import resolve
 
     cls = METHODS[args.method]
     params: dict[str, str] = {}

@@ -4,6 +4,7 @@ Each method is one module of this package that declares itself with ``@register`
 :data:`METHODS` finds them all by name on first use.
 """
 
+from sampleval.params import Param
 from sampleval.selection.base import (
     METHODS,
     Budget,
@@ -12,7 +13,6 @@ from sampleval.selection.base import (
     register,
     simulate,
 )
-from sampleval.selection.params import Param
 
 __all__ = [
     "METHODS",

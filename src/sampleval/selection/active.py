@@ -56,8 +56,8 @@ from numba import njit
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.estimators.base import relevance
+from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
-from sampleval.selection.params import Param
 from sampleval.selection.stratified import harmonic
 
 WEIGHTS = ("ap", "prior-mass")

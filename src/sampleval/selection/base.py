@@ -34,8 +34,8 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.params import Param, resolve
 from sampleval.registry import Registry
-from sampleval.selection.params import Param, resolve
 
 
 @dataclass(frozen=True)

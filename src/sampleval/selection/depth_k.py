@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import Pool, TopicPool
+from sampleval.params import Param
 from sampleval.selection.base import Budget, register
-from sampleval.selection.params import Param
 from sampleval.selection.strata import PlannedSelector
 
 

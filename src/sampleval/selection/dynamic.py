@@ -63,8 +63,8 @@ from sampleval.core.sample import Sample
 from sampleval.datasets.cranfield import read_documents
 from sampleval.datasets.retrieval import tokenize
 from sampleval.errors import UsageError
+from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
-from sampleval.selection.params import Param
 
 STRATEGIES = {"D12": 0.12, "D25": 0.25, "D50": 0.50}
 _FRAME = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]

@@ -58,8 +58,8 @@ from sampleval.estimators.importance import (
     single_system_q,
     sqrt_q,
 )
+from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register, rng_state
-from sampleval.selection.params import Param
 
 Q_KINDS = ("single", "sqrt", "mean", "pairwise", "krel")
 MEASURES = ("P", "DCG")

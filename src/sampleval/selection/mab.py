@@ -39,9 +39,9 @@ import numpy as np
 
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
+from sampleval.params import Param
 from sampleval.selection.base import Budget, register
 from sampleval.selection.mtf import RunWalker
-from sampleval.selection.params import Param
 
 VARIANTS = ("mm-ns", "mm", "ucb")
 DEFAULT_DISCOUNT = 0.7

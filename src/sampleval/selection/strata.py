@@ -62,8 +62,8 @@ import pandas as pd
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register
-from sampleval.selection.params import Param
 
 _FRAME_COLUMNS = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
 

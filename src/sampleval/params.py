@@ -1,9 +1,9 @@
-"""Typed parameters of selection methods, declared once per method.
+"""Typed parameters, declared once where they belong (a selection method's, an estimator's).
 
-A method lists its :class:`Param` declarations in ``Selector.parameters``; construction
-(``METHODS[name](pool, budget, rng, **values)``), ``sampleval sample --param NAME=VALUE``,
-method variants in ``sampleval simulate --methods active:rounds=3``, ``sampleval methods``
-and the contract tests are all built from them.
+A selection method lists its :class:`Param` declarations in ``Selector.parameters``;
+construction (``METHODS[name](pool, budget, rng, **values)``), ``sampleval sample --param
+NAME=VALUE``, method variants such as ``active:rounds=3``, ``sampleval methods`` and the
+contract tests are all built from them.
 """
 
 from __future__ import annotations
