@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from sampleval.errors import UsageError
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -63,7 +65,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     return parser
 
 
-COMMAND_MODULES = ("evaluate", "estimate", "sample")
+COMMAND_MODULES = ("evaluate", "estimate", "sample", "campaign")
 
 
 def build_parser() -> Parser:
@@ -120,6 +122,17 @@ def rate(text: str) -> float:
 def split_names(texts: Sequence[str]) -> list[str]:
     """Names given repeated or comma/space-separated, flattened in order."""
     return [part for text in texts for part in re.split(r"[,\s]+", text.strip()) if part]
+
+
+def parse_params(texts: Sequence[str] | None) -> dict[str, str]:
+    """``--param NAME=VALUE`` options as a dict of texts (the method converts them)."""
+    params: dict[str, str] = {}
+    for text in texts or []:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--param expects NAME=VALUE, not {text!r}")
+        params[name.strip()] = value.strip()
+    return params
 
 
 # -- options several commands share ------------------------------------------------------------

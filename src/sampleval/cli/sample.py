@@ -10,11 +10,11 @@ from sampleval.cli._app import (
     add_command,
     add_name_by,
     add_runs_argument,
+    parse_params,
     positive_int,
     rate,
     stderr_is_terminal,
 )
-from sampleval.errors import UsageError
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -65,12 +65,7 @@ def run_sample(args: argparse.Namespace) -> None:
     from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
     cls = METHODS[args.method]
-    params: dict[str, str] = {}
-    for text in args.param or []:
-        name, sep, value = text.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"--param expects NAME=VALUE, not {text!r}")
-        params[name.strip()] = value.strip()
+    params = parse_params(args.param)
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
     oracle = qrels_oracle(read_qrels(args.qrels))
     loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
