@@ -28,12 +28,12 @@ def _session(request: Request) -> tuple[Person, str] | None:
     return service_of(request).session_person(cookie) if cookie else None
 
 
-def _page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, context, status_code=status)
+def _page(request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, context, status_code=code)
 
 
-def _error(request: Request, status: int, message: str) -> HTMLResponse:
-    return _page(request, "error.html", status, message=message)
+def _error(request: Request, code: int, message: str) -> HTMLResponse:
+    return _page(request, "error.html", code, message=message)
 
 
 @router.get("/")

@@ -25,6 +25,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
 
 from sampleval.errors import UsageError
 
@@ -102,12 +103,15 @@ def _engine(url: str) -> Engine:
     if not url.startswith("sqlite"):
         return create_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
     path = make_url(url).database
-    if path and path != ":memory:":
+    memory = not path or path == ":memory:"
+    if not memory:
         parent = Path(path).parent
         if not parent.is_dir():
             raise UsageError(f"--db: the directory {parent} does not exist")
+    pooling: dict[str, Any] = ({"poolclass": StaticPool} if memory
+                               else {"pool_size": 20, "max_overflow": 60})
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
-                           pool_size=20, max_overflow=60)
+                           **pooling)
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:

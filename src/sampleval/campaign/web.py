@@ -28,6 +28,7 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
@@ -144,18 +145,28 @@ class Guard:
             await _plain(send, 413, f"request body over {self.max_body} bytes")
             return
         received = 0
+        too_large = False
+        started = False
 
         async def limited() -> Message:
-            nonlocal received
+            nonlocal received, too_large
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body:
+                    too_large = True
                     raise _TooLarge
             return message
 
         async def secured(message: Message) -> None:
+            nonlocal started
+            if too_large:  # the app's answer to a body cut short is replaced by a 413
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await _plain(send, 413, f"request body over {self.max_body} bytes")
+                return
             if message["type"] == "http.response.start":
+                started = True
                 extra = [(b"content-security-policy", CSP.encode()),
                          (b"x-content-type-options", b"nosniff"),
                          (b"x-frame-options", b"DENY"),
@@ -167,7 +178,8 @@ class Guard:
         try:
             await self.app(scope, limited, secured)
         except _TooLarge:
-            await _plain(send, 413, f"request body over {self.max_body} bytes")
+            if not started:
+                await _plain(send, 413, f"request body over {self.max_body} bytes")
 
 
 class _TooLarge(Exception):
@@ -228,6 +240,14 @@ def create_app(url: str, *, live: bool = True, interval: float = 2.0) -> FastAPI
     @app.exception_handler(ServiceError)
     async def refused(request: Request, exc: ServiceError) -> JSONResponse:
         return JSONResponse({"detail": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # the inputs are not echoed: they may be huge, hostile, or not JSON (NaN)
+        errors = [{"loc": [str(part) for part in error.get("loc", ())],
+                   "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
+                  for error in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
 
     @app.exception_handler(SampleValError)
     async def unusable(request: Request, exc: SampleValError) -> JSONResponse:
