@@ -62,7 +62,6 @@ def postgres():  # type: ignore[no-untyped-def]
     when missing), started once per session."""
     pytest.importorskip("sqlalchemy")
     from campaign_support import have_postgres, need
-
     from sampleval.campaign.devdb import LocalPostgres
 
     need(have_postgres(), "PostgreSQL server binaries (Debian package postgresql)")

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("sqlalchemy")
 
-from campaign_support import assert_same_sample, collection, reference
 from sqlalchemy import func, select
 
+from campaign_support import assert_same_sample, collection, reference
 from sampleval.campaign import models as m
 from sampleval.campaign.organise import (
     Design,

@@ -15,9 +15,9 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from campaign_support import collection
 from fastapi.testclient import TestClient
 
+from campaign_support import collection
 from sampleval.campaign.organise import Design, add_person, create_campaign, parse_grades
 from sampleval.campaign.store import Store
 from sampleval.campaign.web import MAX_BODY, create_app

@@ -448,8 +448,9 @@ def estimates_now(store: Store, campaign: str) -> tuple[list[dict[str, Any]], st
 
 
 def judgment_count(session: Session, campaign_id: int) -> int:
+    """The campaign's standing (not retracted) judgments."""
     return int(session.scalar(select(func.count(m.Judgment.id)).where(
-        m.Judgment.campaign_id == campaign_id)) or 0)
+        m.Judgment.campaign_id == campaign_id, m.Judgment.retracted_at.is_(None))) or 0)
 
 
 def save_estimates(store: Store, campaign_id: int, rows: list[dict[str, Any]], note: str,

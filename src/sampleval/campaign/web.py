@@ -170,7 +170,7 @@ class Guard:
                 extra = [(b"content-security-policy", CSP.encode()),
                          (b"x-content-type-options", b"nosniff"),
                          (b"x-frame-options", b"DENY"),
-                         (b"referrer-policy", b"no-referrer"),
+                         (b"referrer-policy", b"same-origin"),
                          (b"cache-control", b"no-store")]
                 message["headers"] = list(message.get("headers", [])) + extra
             await send(message)

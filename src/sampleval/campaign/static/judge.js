@@ -74,6 +74,8 @@
     $("progress").value = topic.judged;
     $("progress-text").textContent = topic.judged + " of " + topic.budget +
       " judged on this topic · " + offer.mine + " by you";
+    const pill = document.querySelector("nav.topics a.current small");
+    if (pill) pill.textContent = topic.judged + "/" + topic.budget;
     buttons.forEach((b) => { b.disabled = status !== "judge"; b.classList.remove("chosen"); });
     key = freshKey();
     shownAt = performance.now();
