@@ -104,9 +104,9 @@ def _trec(path: Path, lines: Iterable[str]) -> Iterator[Text]:
     for number, line in enumerate(lines, start=1):
         if record is None:
             at = line.upper().find("<DOC>")
-            if at >= 0:
-                record, opened = [line[at + 5:]], number
-            continue
+            if at < 0:
+                continue
+            record, opened, line = [], number, line[at + 5:]
         record.append(line)
         if "</DOC>" in line.upper():
             yield _trec_record(path, opened, "".join(record))
