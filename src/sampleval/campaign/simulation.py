@@ -79,15 +79,22 @@ def oracle_assessors(store: Store, campaign: str, count: int, prefix: str = "ora
 
 
 def drive(url: str, campaign: str, assessors: Sequence[Assessor], oracle: Oracle,
-          deadline: float = 3600.0, wait: float = 0.05) -> Report:
+          deadline: float = 3600.0, wait: float = 0.05, rate: float | None = None) -> Report:
     """Let every assessor judge its topics until they are done (see the module
-    docstring); raise UsageError if an assessor gives up (deadline, or a 4xx answer)."""
+    docstring); raise UsageError if an assessor gives up (deadline, or a 4xx answer).
+
+    ``rate``: judgments per second for all assessors together, each sending on a fixed
+    schedule (evenly staggered) instead of as fast as answers come; latencies then count
+    from the scheduled moment, so a server falling behind is not hidden by clients waiting
+    for it (no coordinated omission)."""
     report = Report()
     stop_at = time.monotonic() + deadline
     started = time.perf_counter()
-    threads = [threading.Thread(target=_assess, args=(url, campaign, a, oracle, report,
-                                                      stop_at, wait), daemon=True)
-               for a in assessors]
+    every = None if rate is None else len(assessors) / rate
+    threads = [threading.Thread(target=_assess, args=(
+        url, campaign, a, oracle, report, stop_at, wait,
+        None if every is None else (started + every * i / len(assessors), every)),
+        daemon=True) for i, a in enumerate(assessors)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -99,8 +106,9 @@ def drive(url: str, campaign: str, assessors: Sequence[Assessor], oracle: Oracle
 
 
 def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report: Report,
-            stop_at: float, wait: float) -> None:
+            stop_at: float, wait: float, schedule: tuple[float, float] | None) -> None:
     client = _Client(url, assessor.token)
+    sent = 0
     try:
         for topic in assessor.topics:
             base = f"/api/campaigns/{campaign}/topics/{topic}"
@@ -114,6 +122,10 @@ def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report:
                 body = {"docno": docno, "label": oracle(topic, [docno])[docno],
                         "seconds": 0.0, "key": uuid.uuid4().hex}
                 begun = time.perf_counter()
+                if schedule is not None:
+                    begun = schedule[0] + sent * schedule[1]
+                    time.sleep(max(0.0, begun - time.perf_counter()))
+                    sent += 1
                 answer = client.call("POST", f"{base}/judgments", body, report, stop_at)
                 elapsed = time.perf_counter() - begun
                 with report.lock:

@@ -104,7 +104,7 @@ def _engine(url: str) -> Engine:
         return create_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
     path = make_url(url).database
     memory = not path or path == ":memory:"
-    if not memory:
+    if path and not memory:
         parent = Path(path).parent
         if not parent.is_dir():
             raise UsageError(f"--db: the directory {parent} does not exist")
