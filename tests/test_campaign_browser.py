@@ -10,6 +10,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from textwrap import shorten
 
 import pytest
 
@@ -54,7 +55,7 @@ def build(folder: Path, cranfield: Path) -> tuple[str, str, str]:
                                   "text": text}) + "\n")
     queries = read_queries(cranfield).set_index("query_id")
     (folder / "topics.xml").write_text("<topics>" + "".join(
-        f'<topic number="{t}"><query>{queries.loc[t, "text"][:70]}</query>'
+        f'<topic number="{t}"><query>{shorten(queries.loc[t, "text"], 70)}</query>'
         f'<question>{queries.loc[t, "text"]}</question><narrative>Relevant documents answer '
         f'the question; partly relevant ones help towards an answer.</narrative></topic>'
         for t in TOPICS) + "</topics>")
