@@ -220,6 +220,7 @@ class CampaignService:
         """A new browser session: its cookie value and its CSRF token."""
         cookie, csrf = new_secret(), new_secret()
         with self.store.write() as session:
+            session.execute(delete(m.Session).where(m.Session.expires_at < m.now()))
             session.add(m.Session(token_hash=digest(cookie), assessor_id=person.id, csrf=csrf,
                                   expires_at=m.now() + timedelta(days=SESSION_DAYS)))
         return cookie, csrf
