@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench clean system-packages
+.PHONY: demo test lint bench clean system-packages doc-figures
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,15 @@ test: $(VENV)/.installed-test system-packages
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The two screenshots docs/campaigns.md shows: the browser test run once more, its screenshots
+# copied into docs/figures/ (test runs leave theirs in the git-ignored test-artifacts/).
+doc-figures: $(VENV)/.installed-test system-packages
+	rm -rf test-artifacts/doc-figures
+	SAMPLEVAL_ARTIFACTS=test-artifacts/doc-figures $(BIN)/pytest -q -p no:cacheprovider \
+		tests/test_campaign_browser.py
+	cp test-artifacts/doc-figures/assessor-page.png test-artifacts/doc-figures/organiser-page.png \
+		docs/figures/
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/evaluate_vs_pytrec_eval.py

@@ -71,8 +71,9 @@ def assert_same_sample(got: Sample, want: Sample) -> None:
 
 
 def artifacts() -> Path:
-    """Where tests leave screenshots and logs (``SAMPLEVAL_ARTIFACTS``, default
-    ``test-artifacts/`` in the repository)."""
+    """Where tests leave screenshots and logs: ``SAMPLEVAL_ARTIFACTS``, default
+    ``test-artifacts/`` in the repository, created here and git-ignored (test outputs are
+    never tracked; ``make doc-figures`` copies the two screenshots the docs show)."""
     folder = Path(os.environ.get("SAMPLEVAL_ARTIFACTS",
                                  Path(__file__).resolve().parents[1] / "test-artifacts"))
     folder.mkdir(parents=True, exist_ok=True)
