@@ -86,8 +86,6 @@ ERROR_CASES = [
                       line=3, says=("5",)), id="run-5-columns-line-3"),
     pytest.param(case(run="1\tQ0\td1\t1\t0.9\tt\n1\tQ0\td2\t2\t0.8\tt\n1\tQ0\td3\t\t0.7\tt\n",
                       line=3, says=("5",)), id="run-5-columns-empty-tab-field"),
-    pytest.param(case(run="1 Q0 d1 1 0.9 t\n1 Q0 d2 2 0.8 t extra\n1 Q0 d3 3 0.7 t\n",
-                      line=2, says=("7",)), id="run-7-columns"),
     *[pytest.param(case(run=f"1 Q0 d1 1 0.9 t\n1 Q0 d2 2 {score} t\n", line=2,
                         says=(repr(score),)), id=f"run-score-{score}")
       for score in ("abc", "nan", "inf")],

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from sampleval.errors import UsageError
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -63,7 +65,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     return parser
 
 
-COMMAND_MODULES = ("evaluate", "estimate", "sample")
+COMMAND_MODULES = ("evaluate", "estimate", "sample", "sample_eval")
 
 
 def build_parser() -> Parser:
@@ -126,7 +128,8 @@ def split_names(texts: Sequence[str]) -> list[str]:
 
 def add_runs_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN",
-                        help="run files 'qid Q0 docno rank score tag' (plain or .gz), "
+                        help="run files 'qid Q0 docno rank score tag' (plain or .gz; '-' "
+                             "reads standard input; pipes such as <(zcat run.gz) work), "
                              "directories of runs, or glob patterns")
 
 
@@ -146,6 +149,21 @@ def add_rel_level(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-l", "--rel-level", type=int, default=1, metavar="L",
                         help="grades at or above L are relevant (trec_eval -l); nDCG always "
                              "uses the grades")
+
+
+def add_duplicates(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--duplicates", choices=("error", "first", "last"), default="error",
+                        help="a document a run repeats within a topic: error (stop and name "
+                             "both lines, as trec_eval does), first (keep the occurrence that "
+                             "ranks highest: highest score, then earlier line), last (keep "
+                             "the last line, as sample_eval.pl and pytrec_eval do)")
+
+
+def check_stdin_once(*inputs: str | Sequence[str]) -> None:
+    """Refuse a command line that names standard input (``-``) more than once."""
+    names = [name for item in inputs for name in ([item] if isinstance(item, str) else item)]
+    if names.count("-") > 1:
+        raise UsageError("standard input ('-') can be read only once")
 
 
 def add_name_by(parser: argparse.ArgumentParser) -> None:

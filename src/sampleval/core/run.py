@@ -9,11 +9,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sampleval._arrow import dictionary_array, row_keys
 from sampleval.core._kernels import in_trec_order, refine_ties
-from sampleval.errors import InputError
+from sampleval.errors import InputError, UsageError
 
 _QUERY_ALIASES = ("query_id", "qid", "topic")
 _DOC_ALIASES = ("doc_id", "docno", "docid")
+# what to do with a document a run repeats within a topic (see ``keep_one``)
+DUPLICATES = ("error", "first", "last")
 
 
 def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray,
@@ -104,8 +107,8 @@ class Run:
 
     def to_frame(self, depth: int | None = None) -> pd.DataFrame:
         """The run ranked as trec_eval ranks it: columns ``query_id, doc_id, score, rank``."""
-        qid = _dictionary(self.table["query_id"])
-        doc = _dictionary(self.table["doc_id"])
+        qid = dictionary_array(self.table["query_id"])
+        doc = dictionary_array(self.table["doc_id"])
         q_key = sorted_codes(qid.dictionary)[qid.indices.to_numpy()]
         d_key = sorted_codes(doc.dictionary)[doc.indices.to_numpy()]
         score = self.table["score"].to_numpy()
@@ -123,12 +126,15 @@ class Run:
         })
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, name: str, source: str | None = None) -> Run:
+    def from_frame(cls, frame: pd.DataFrame, name: str, source: str | None = None,
+                   duplicates: str = "error") -> Run:
         """A run from a DataFrame with ir_measures/ir_datasets column names.
 
         Accepts ``query_id`` (or ``qid``), ``doc_id`` (or ``docno``) and ``score``; a ``rank``
-        column is ignored, as trec_eval ignores it. A docno repeated within a topic is an error.
+        column is ignored, as trec_eval ignores it. A docno repeated within a topic is an
+        error unless ``duplicates`` is ``first`` or ``last`` (see :func:`keep_one`).
         """
+        check_duplicates(duplicates)
         query = _pick(frame, _QUERY_ALIASES, source)
         doc = _pick(frame, _DOC_ALIASES, source)
         if "score" not in frame.columns:
@@ -143,12 +149,43 @@ class Run:
             "doc_id": pa.array(frame[doc].astype(str).to_numpy()).dictionary_encode(),
             "score": pa.array(score),
         })
+        if duplicates != "error":
+            return cls(name=name, table=keep_one(table, duplicates), source=source)
         duplicated = frame.duplicated([query, doc]).to_numpy()
         if duplicated.any():
             row = int(np.flatnonzero(duplicated)[0])
             raise InputError(source, None, f"row {row}: doc_id {frame[doc].iloc[row]} repeats "
-                                           f"within query_id {frame[query].iloc[row]}")
+                                           f"within query_id {frame[query].iloc[row]} "
+                                           "(duplicates='first' or 'last' keeps one)")
         return cls(name=name, table=table, source=source)
+
+
+def check_duplicates(duplicates: str) -> None:
+    """Refuse a ``duplicates`` choice that is not one of :data:`DUPLICATES`."""
+    if duplicates not in DUPLICATES:
+        raise UsageError(f"duplicates must be one of {', '.join(DUPLICATES)}, "
+                         f"not {duplicates!r}")
+
+
+def keep_one(table: pa.Table, duplicates: str) -> pa.Table:
+    """A run table with one row per (query_id, doc_id), rows otherwise in their order.
+
+    ``first`` keeps the occurrence that ranks highest in trec_eval's order (score
+    descending, then docno descending: for one docno, the highest score; of equal scores,
+    the earlier row); ``last`` keeps the last row, as NIST's ``sample_eval.pl`` and
+    dict-based tools such as pytrec_eval do (each line overwrites the one before).
+    """
+    key = row_keys(table, ("query_id", "doc_id"))
+    if duplicates == "last":
+        keep = ~pd.Series(key).duplicated(keep="last").to_numpy()
+    elif duplicates == "first":
+        order = np.argsort(-table["score"].to_numpy(), kind="stable")
+        best = ~pd.Series(key[order]).duplicated(keep="first").to_numpy()
+        keep = np.zeros(len(key), dtype=bool)
+        keep[order[best]] = True
+    else:
+        raise UsageError(f"keep_one needs 'first' or 'last', not {duplicates!r}")
+    return table if keep.all() else table.filter(pa.array(keep))
 
 
 def _pick(frame: pd.DataFrame, aliases: tuple[str, ...], source: str | None) -> str:
@@ -158,16 +195,7 @@ def _pick(frame: pd.DataFrame, aliases: tuple[str, ...], source: str | None) -> 
     raise InputError(source, None, f"frame needs one of the columns {', '.join(aliases)}")
 
 
-def _dictionary(column: pa.ChunkedArray) -> pa.DictionaryArray:
-    """A single dictionary array for a (possibly chunked) dictionary-encoded column."""
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    combined = column.unify_dictionaries().combine_chunks() if isinstance(
-        column, pa.ChunkedArray) else column
-    return combined
-
-
 def _present_values(column: pa.ChunkedArray) -> list[str]:
-    arr = _dictionary(column)
+    arr = dictionary_array(column)
     used = np.unique(arr.indices.to_numpy())
     return [str(v) for v in arr.dictionary.take(pa.array(used)).to_pylist()]
