@@ -15,8 +15,10 @@ import importlib
 import re
 import shutil
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from sampleval.errors import UsageError
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 PROG = "sampleval"
+T = TypeVar("T")
 Commands = "argparse._SubParsersAction[Parser]"
 
 
@@ -171,6 +174,26 @@ def add_name_by(parser: argparse.ArgumentParser) -> None:
                         help="name runs by their tag (6th column) or by file name (without "
                              "directory and .gz); runs sharing a tag are named by file "
                              "automatically, with a warning")
+
+
+# -- work in the background ------------------------------------------------------------------
+
+@contextmanager
+def in_background(work: Callable[..., T], *args: Any, **kwargs: Any) -> Iterator[Future[T]]:
+    """Start ``work(*args, **kwargs)`` on a thread; the block runs meanwhile (for instance
+    importing pandas and numba while the run files inflate and parse: ISA-L and Arrow release
+    the GIL) and takes the result with ``.result()``, which re-raises the work's error."""
+    with ThreadPoolExecutor(max_workers=1) as side:
+        yield side.submit(work, *args, **kwargs)
+
+
+def start_reading_runs(args: argparse.Namespace) -> Any:
+    """``in_background`` reading of the command's runs (``args.runs``, ``args.name_by``,
+    ``args.duplicates``), with a progress bar when standard error is a terminal."""
+    from sampleval.io.runs import read_runs  # light: numpy, pyarrow, ISA-L
+
+    return in_background(read_runs, args.runs, name_by=args.name_by,
+                         progress=stderr_is_terminal(), duplicates=args.duplicates)
 
 
 # -- output -------------------------------------------------------------------------------------

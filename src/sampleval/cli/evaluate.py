@@ -16,7 +16,7 @@ from sampleval.cli._app import (
     add_runs_argument,
     check_stdin_once,
     split_names,
-    stderr_is_terminal,
+    start_reading_runs,
     stdout_console,
 )
 from sampleval.measures.names import DEFAULT_MEASURES
@@ -60,15 +60,16 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from sampleval.evaluation import MEAN_TOPIC, evaluate
-    from sampleval.io import read_qrels, read_runs
     from sampleval.measures.names import parse_measures
 
     measures = parse_measures(split_names(args.measure or list(DEFAULT_MEASURES)))
     check_stdin_once(args.qrels, args.runs)
-    judgments = read_qrels(args.qrels)
-    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
-                       duplicates=args.duplicates)
+    with start_reading_runs(args) as reading:  # the runs load while pandas and numba import
+        from sampleval.evaluation import MEAN_TOPIC, evaluate
+        from sampleval.io.qrels import read_qrels
+
+        judgments = read_qrels(args.qrels)
+        loaded = reading.result()
     results = evaluate(judgments, loaded, measures, depth=args.depth, rel_level=args.rel_level,
                        all_topics=args.all_topics, judged_only=args.judged_only)
     if not args.per_topic:

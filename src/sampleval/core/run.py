@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import dictionary_array, row_keys
-from sampleval.core._kernels import in_trec_order, refine_ties
+from sampleval._arrow import dictionary_array, repeats
 from sampleval.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas and the compiled kernels (numba) are imported where they are used: reading runs
+# (io.runs, in background threads) must not wait while the command line imports them.
 
 _QUERY_ALIASES = ("query_id", "qid", "topic")
 _DOC_ALIASES = ("doc_id", "docno", "docid")
@@ -36,6 +41,8 @@ def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray,
     double precision, the rare groups that tie in float32 only are then re-sorted. Rows
     already in order (run files written by trec tools usually are) are only checked.
     """
+    from sampleval.core._kernels import in_trec_order, refine_ties
+
     if in_trec_order(topic, score.astype(score_type, copy=False), doc_key):
         return np.arange(len(topic))
     single = score.astype(np.float32)
@@ -48,7 +55,8 @@ def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray,
             return np.lexsort((-doc_key, -score.astype(score_type), topic))
         doc_desc = np.uint64((1 << doc_bits) - 1) - doc_key.astype(np.uint64)
         group = (topic.astype(np.uint64) << np.uint64(32)) | _ascending_bits(-single)
-        order = np.argsort((group << np.uint64(doc_bits)) | doc_desc)
+        # stable (timsort): run files are nearly in order already, 10x faster than quicksort
+        order = np.argsort((group << np.uint64(doc_bits)) | doc_desc, kind="stable")
     if score_type is not np.float32:
         refine_ties(order, topic, single, score.astype(score_type), doc_key)
     return order
@@ -107,6 +115,8 @@ class Run:
 
     def to_frame(self, depth: int | None = None) -> pd.DataFrame:
         """The run ranked as trec_eval ranks it: columns ``query_id, doc_id, score, rank``."""
+        import pandas as pd
+
         qid = dictionary_array(self.table["query_id"])
         doc = dictionary_array(self.table["doc_id"])
         q_key = sorted_codes(qid.dictionary)[qid.indices.to_numpy()]
@@ -134,6 +144,8 @@ class Run:
         column is ignored, as trec_eval ignores it. A docno repeated within a topic is an
         error unless ``duplicates`` is ``first`` or ``last`` (see :func:`keep_one`).
         """
+        import pandas as pd
+
         check_duplicates(duplicates)
         query = _pick(frame, _QUERY_ALIASES, source)
         doc = _pick(frame, _DOC_ALIASES, source)
@@ -175,16 +187,15 @@ def keep_one(table: pa.Table, duplicates: str) -> pa.Table:
     the earlier row); ``last`` keeps the last row, as NIST's ``sample_eval.pl`` and
     dict-based tools such as pytrec_eval do (each line overwrites the one before).
     """
-    key = row_keys(table, ("query_id", "doc_id"))
-    if duplicates == "last":
-        keep = ~pd.Series(key).duplicated(keep="last").to_numpy()
-    elif duplicates == "first":
-        order = np.argsort(-table["score"].to_numpy(), kind="stable")
-        best = ~pd.Series(key[order]).duplicated(keep="first").to_numpy()
-        keep = np.zeros(len(key), dtype=bool)
-        keep[order[best]] = True
-    else:
+    if duplicates not in ("first", "last"):
         raise UsageError(f"keep_one needs 'first' or 'last', not {duplicates!r}")
+    if duplicates == "first":  # highest score first; of equal scores, the earlier row
+        order = np.argsort(-table["score"].to_numpy(), kind="stable")
+        dropped = np.zeros(table.num_rows, dtype=bool)
+        dropped[order] = repeats(table.take(pa.array(order)), ("query_id", "doc_id"))
+    else:
+        dropped = repeats(table, ("query_id", "doc_id"), keep="last")
+    keep = ~dropped
     return table if keep.all() else table.filter(pa.array(keep))
 
 

@@ -12,17 +12,16 @@ from os import PathLike
 from pathlib import Path
 
 import pyarrow as pa
-from rich.console import Console
-from rich.progress import track
 
 from sampleval.core.run import Run, check_duplicates, keep_one
 from sampleval.errors import InputError
 from sampleval.io._table import (
     STDIN,
-    STDIN_NAME,
     Column,
     Source,
     TableFormat,
+    first_tokens,
+    load,
     read_table,
     write_lines,
 )
@@ -35,7 +34,7 @@ RUN_FORMAT = TableFormat(
         Column("doc_id", "dict", "docno"),
         Column("rank", "skip", "rank"),
         Column("score", "float", "score"),
-        Column("tag", "dict", "tag"),
+        Column("tag", "skip", "tag"),
     ),
     unique=("query_id", "doc_id"),
     extra_fields=True,
@@ -56,27 +55,19 @@ def read_run(path: str | PathLike[str] | Source, name: str | None = None,
     run is named by its tag (the first tag of the file) unless ``name`` is given.
     """
     check_duplicates(duplicates)
-    table = read_table(path, RUN_FORMAT, unique=duplicates == "error")
-    return run_of_table(table, path, name, duplicates)
+    source = load(path)
+    table = read_table(source, RUN_FORMAT, unique=duplicates == "error")
+    return run_of_table(table, source, name, duplicates)
 
 
-def run_of_table(table: pa.Table, path: str | PathLike[str] | Source, name: str | None,
-                 duplicates: str) -> Run:
-    """A Run from a table :func:`read_table` read in :data:`RUN_FORMAT` (repeats resolved by
-    ``duplicates``, ``first`` or ``last``; ``error``: already checked)."""
-    tag = table["tag"].combine_chunks()
-    run_name = name if name is not None else str(tag.dictionary[tag.indices[0].as_py()])
-    table = table.drop_columns(["tag"])
+def run_of_table(table: pa.Table, source: Source, name: str | None, duplicates: str) -> Run:
+    """A Run from a table :func:`read_table` read from ``source`` in :data:`RUN_FORMAT`
+    (repeats resolved by ``duplicates``, ``first`` or ``last``; ``error``: already checked);
+    named ``name``, or else by the tag of the file's first line."""
     if duplicates != "error":
         table = keep_one(table, duplicates)
-    return Run(name=run_name, table=table, source=source_name(path))
-
-
-def source_name(path: str | PathLike[str] | Source) -> str:
-    """How messages and results name an input: its path, or ``<stdin>``."""
-    if isinstance(path, Source):
-        return path.name
-    return STDIN_NAME if str(path) == STDIN else str(path)
+    run_name = name if name is not None else first_tokens(source)[RUN_FORMAT.width - 1]
+    return Run(name=run_name, table=table, source=source.name)
 
 
 def expand_run_paths(specs: Iterable[str | PathLike[str]]) -> list[Path]:
@@ -133,9 +124,14 @@ def read_runs(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
         return read_run(path, duplicates=duplicates)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as workers:
-        loaded = workers.map(read, paths)  # Arrow and ISA-L release the GIL
-        runs = list(track(loaded, total=len(paths), description="reading runs",
-                          transient=True, console=Console(stderr=True)) if progress else loaded)
+        loaded: Iterable[Run] = workers.map(read, paths)  # Arrow and ISA-L release the GIL
+        if progress:
+            from rich.console import Console
+            from rich.progress import track
+
+            loaded = track(loaded, total=len(paths), description="reading runs",
+                           transient=True, console=Console(stderr=True))
+        runs = list(loaded)
     tags = Counter(r.name for r in runs)
     shared = sorted(t for t, n in tags.items() if n > 1)
     if name_by == "tag" and shared:
