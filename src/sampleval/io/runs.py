@@ -51,7 +51,8 @@ def read_run(path: str | PathLike[str] | Source, name: str | None = None,
     :meth:`Run.to_frame` or a Pool, which order by score descending and break ties by docno
     descending, as trec_eval does. A docno repeated within a topic is an error, as it is for
     trec_eval ("duplicate docs"), unless ``duplicates`` is ``first`` (keep the occurrence that
-    ranks highest) or ``last`` (keep the last line, as sample_eval.pl and pytrec_eval do). The
+    ranks highest) or ``last`` (keep the last line, as sample_eval.pl does and as a dict
+    filled line by line, pytrec_eval's input, does). The
     run is named by its tag (the first tag of the file) unless ``name`` is given.
     """
     check_duplicates(duplicates)
