@@ -65,9 +65,11 @@ def run(args: argparse.Namespace) -> None:
     measures = parse_measures(split_names(args.measure or list(DEFAULT_MEASURES)))
     check_stdin_once(args.qrels, args.runs)
     with start_reading_runs(args) as reading:  # the runs load while pandas and numba import
+        from sampleval.core._kernels import load_compiled
         from sampleval.evaluation import MEAN_TOPIC, evaluate
         from sampleval.io.qrels import read_qrels
 
+        load_compiled()
         judgments = read_qrels(args.qrels)
         loaded = reading.result()
     results = evaluate(judgments, loaded, measures, depth=args.depth, rel_level=args.rel_level,
