@@ -304,5 +304,5 @@ def test_help(args: list[str]) -> None:
     assert "evaluate" in result.stdout
     if args[0] == "evaluate":
         for option in ("--measure", "--per-topic", "--depth", "--rel-level", "--all-topics",
-                       "--judged-only", "--format", "--name-by"):
+                       "--judged-only", "--format", "--name-by", "--duplicates"):
             assert option in result.stdout, option
