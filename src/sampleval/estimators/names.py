@@ -89,13 +89,16 @@ def _checked_options(family: EstimatorFamily, allowed: tuple[str, ...],
                      ) -> tuple[tuple[str, Any], ...]:
     """``given`` converted by their declarations, in declaration order, defaults dropped."""
     values: dict[str, Any] = {}
-    for key, value in given:
-        if key not in allowed:
+    for given_key, value in given:
+        key = _case_insensitive(given_key, list(allowed))
+        if key is None:
             takes = f"takes {', '.join(allowed)}" if allowed else "takes no options"
-            raise UsageError(f"{name} has no option {key!r}{did_you_mean(key, list(allowed))} "
-                             f"({name} {takes})")
+            raise UsageError(f"{name} has no option {given_key!r}"
+                             f"{did_you_mean(given_key, list(allowed))} ({name} {takes})")
         param = family.option(key)
         assert param is not None
+        if param.choices and isinstance(value, str):
+            value = _case_insensitive(value, [str(c) for c in param.choices]) or value
         values[key] = param.convert(value, name)
     return tuple((p.name, values[p.name]) for p in family.options
                  if p.name in values and values[p.name] != p.default)
