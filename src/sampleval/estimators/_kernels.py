@@ -172,26 +172,32 @@ def _nist_continue(row: np.ndarray, stratum: np.ndarray, labels: np.ndarray,
 
 @numba.njit(cache=True)
 def nist_replicates(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.ndarray,
-                    sampled_index: np.ndarray, level: float, n_strata: int
+                    sampled_index: np.ndarray, level: float, scale: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """The delete-one replicates of sample_eval's per-stratum precision sums: ``base``
-    (``[n_runs, n_strata]``, the pass of :func:`nist_pass`) and ``rep`` (``[n_runs,
-    n_sampled, n_strata]``: the same with sampled document j taken as not sampled, j
-    counting the sampled documents in frame order). A run's pass is redone from the rank of
-    each sampled document it retrieved; for the others it is the base."""
+    """The delete-one replicates of sample_eval's precision sums: with sampled document j
+    (j counting the sampled documents in frame order) taken as not sampled, ``total[r, j]``
+    = sum_h scale_h SAP_h of run r and ``own[r, j]`` = SAP_{h(j)}, the sum in j's own stratum
+    (whose scale the replicate changes). A run's pass is redone from the rank of each sampled
+    document it retrieved; for the others it is the run's own pass."""
     n_runs, width = frame_at_rank.shape
+    n_strata = len(scale)
     n_sampled = int(sampled_index.max()) + 1 if len(sampled_index) else 0
-    base = np.zeros((n_runs, n_strata))
-    rep = np.zeros((n_runs, n_sampled, n_strata))
+    unit_stratum = np.zeros(n_sampled, dtype=np.int64)
+    for f in range(len(sampled_index)):
+        if sampled_index[f] >= 0:
+            unit_stratum[sampled_index[f]] = stratum[f]
+    total = np.zeros((n_runs, n_sampled))
+    own = np.zeros((n_runs, n_sampled))
     d = np.zeros(n_strata)
     s = np.zeros(n_strata)
     rels = np.zeros(n_strata)
+    sap = np.zeros(n_strata)
     for r in range(n_runs):
         row = frame_at_rank[r]
         d[:] = 0.0
         s[:] = 0.0
         rels[:] = 0.0
-        sap = base[r]
+        sap[:] = 0.0
         seen = np.zeros(n_sampled, dtype=np.bool_)
         for k in range(width):
             f = row[k]
@@ -201,13 +207,16 @@ def nist_replicates(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.n
                 d2, s2, rels2, sap2 = d.copy(), s.copy(), rels.copy(), sap.copy()
                 _nist_continue(row, stratum, labels, sampled_index, level, k, f,
                                d2, s2, rels2, sap2)
-                rep[r, j] = sap2
+                total[r, j] = (sap2 * scale).sum()
+                own[r, j] = sap2[unit_stratum[j]]
             _nist_continue(row[:k + 1], stratum, labels, sampled_index, level, k, -1,
                            d, s, rels, sap)
+        base_total = (sap * scale).sum()
         for j in range(n_sampled):
             if not seen[j]:
-                rep[r, j] = sap
-    return base, rep
+                total[r, j] = base_total
+                own[r, j] = sap[unit_stratum[j]]
+    return total, own
 
 
 @numba.njit(cache=True)

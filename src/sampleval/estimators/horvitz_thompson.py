@@ -219,11 +219,13 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     through their stratum's weight, so each stratum's are one replicate counted n_h - m_h
     times), their ``strata``, ``ranks`` ``[n_runs, m]``; ``sizes`` N_h and ``n_sampled`` n_h
     (every judged document). Under stratified sampling pair weights depend only on the two
-    strata: 1/pi_i = a_h = N_h/n_h, 1/pi_ij = a_g a_h across strata and N_h (N_h - 1)/(n_h (n_h
-    - 1)) within one (``paper``: a_g a_h for every pair, a_h^2 for the document itself). So
-    the numerator is sum_h w_h S_h + sum_{g,h} b_gh P_gh over per-run sums S_h (y^2/rank in h)
-    and P_gh (pairs, the lower in g, the upper in h), and each replicate is those sums less
-    the left-out document's pairs, reweighted: O(runs x documents x strata^2) in all.
+    strata: 1/pi_i = a_h = N_h/n_h, 1/pi_ij = a_g a_h across strata and c_h = N_h (N_h - 1)/
+    (n_h (n_h - 1)) within one (``paper``: a_g a_h for every pair, a_h^2 for the document
+    itself). So the numerator is sum_{i, j above i} a_g(i) a_g(j) y_i y_j / rank_i, plus
+    sum_h (c_h - a_h^2) P_hh (the pairs within stratum h) and the documents themselves; a
+    replicate changes one stratum's a (a correction through that stratum's row and column
+    sums) and loses the left-out document's pairs (through running sums over the run, all
+    weighted by a and within its stratum): O(runs x documents) in all.
     """
     n_runs, n_strata = ranks.shape[0], len(sizes)
     docs = _run_docs(ranks, cutoff)
@@ -233,61 +235,103 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     doc = np.take_along_axis(docs.doc, order, axis=1)
     kept = rank > 0
     yy = np.where(kept, y[doc], 0.0)
+    g = np.where(kept, strata[doc], 0)
     per_rank = np.divide(yy, rank, out=np.zeros_like(yy), where=kept)
-    onehot = (strata[doc][:, :, None] == np.arange(n_strata)) & kept[:, :, None]
-    y_g = yy[:, :, None] * onehot  # [r, k, g]
-    above = np.cumsum(y_g, axis=1) - y_g  # relevant mass above each document, by stratum
-    below = per_rank[:, :, None] * onehot
-    below = np.cumsum(below[:, ::-1], axis=1)[:, ::-1] - below  # sum of y/rank below
-    diag = (yy * per_rank)[:, :, None] * onehot  # y^2/rank
-    s_h = diag.sum(axis=1)  # [r, h]
-    pairs = np.einsum("rkg,rkh->rgh", per_rank[:, :, None] * onehot, above)
-    totals = np.bincount(strata, weights=y, minlength=n_strata)
 
     def weights(n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        a = np.divide(sizes, n, out=np.zeros(n_strata), where=n > 0)
-        within = np.divide(sizes * (sizes - 1.0), n * (n - 1.0), out=np.zeros(n_strata),
+        """a_h, the weight of a document itself, and the excess within-stratum pair weight
+        c_h - a_h^2 (0 under ``paper``)."""
+        a = np.divide(sizes, n, out=np.zeros(len(n)), where=n > 0)
+        within = np.divide(sizes * (sizes - 1.0), n * (n - 1.0), out=np.zeros(len(n)),
                            where=n > 1)
-        b = np.outer(a, a)
-        if not paper:
-            np.fill_diagonal(b, within)
-        return a, (a * a if paper else a), b
+        return a, (a * a if paper else a), (np.zeros(len(n)) if paper else within - a * a)
 
-    a, w, b = weights(n_sampled.astype(np.float64))
-    num = s_h @ w + np.einsum("rgh,gh->r", pairs, b)
+    a, w, excess = weights(n_sampled.astype(np.float64))
+    ay = a[g] * yy
+    above_a = np.cumsum(ay, axis=1) - ay  # sum of a y over the documents above
+    below_a = a[g] * per_rank
+    below_a = np.cumsum(below_a[:, ::-1], axis=1)[:, ::-1] - below_a  # a y/rank below
+    above_own, below_own = _within_strata(g, kept, yy, per_rank)
+    diag = yy * per_rank
+
+    def by_stratum(values: np.ndarray) -> np.ndarray:  # [runs, K] -> [runs, strata]
+        out = np.zeros((n_runs, n_strata))
+        np.add.at(out, (np.nonzero(kept)[0], g[kept]), values[kept])
+        return out
+
+    s_h = by_stratum(diag)
+    p_hh = by_stratum(per_rank * above_own)  # pairs within each stratum
+    row = by_stratum(per_rank * above_a)  # sum_h' a_h' P_{h h'}
+    col = by_stratum(yy * below_a)  # sum_h' a_h' P_{h' h}
+    cross = (a[g] * per_rank * above_a).sum(axis=1)  # sum_{g,h} a_g a_h P_gh
+    num = s_h @ w + cross + p_hh @ excess
+    totals = np.bincount(strata, weights=y, minlength=n_strata)
     r_hat = float(totals @ a)
     value = num / r_hat if r_hat > 0 else np.zeros(n_runs)
-    variance = np.zeros(n_runs)
     position = np.full((n_runs, len(y)), -1)
     rows, cols = np.nonzero(kept)
     position[rows, doc[rows, cols]] = cols
+    units = np.arange(len(y))
+    variance = np.zeros(n_runs)
     for h in range(n_strata):
         n_h = int(n_sampled[h])
         if n_h < 2 or n_h >= sizes[h]:
             continue
         less = n_sampled.astype(np.float64)
         less[h] -= 1
-        a2, w2, b2 = weights(less)
-        base = s_h @ w2 + np.einsum("rgh,gh->r", pairs, b2)
-        r_base = float(totals @ a2)
-        members = np.flatnonzero(strata == h)
+        a2, w2, excess2 = weights(less)
+        delta = a2[h] - a[h]
+        base = (num + (w2[h] - w[h]) * s_h[:, h] + delta * (row[:, h] + col[:, h])
+                + (delta**2 + excess2[h] - excess[h]) * p_hh[:, h])
+        r_base = r_hat + delta * totals[h]
+        members = units[strata == h]
         reps = np.empty((n_runs, len(members)))
         for i, j in enumerate(members):
-            loss = np.zeros(n_runs)
-            found = position[:, j] >= 0
+            found = np.flatnonzero(position[:, j] >= 0)
             k = position[found, j]
-            run = np.flatnonzero(found)
-            loss[run] = (w2[h] * diag[run, k, h]
-                         + yy[run, k] * ((below[run, k] + above[run, k] / rank[run, k, None])
-                                         @ b2[:, h]))
+            mine = below_own[found, k] + above_own[found, k] / rank[found, k]
+            others = below_a[found, k] + above_a[found, k] / rank[found, k] + delta * mine
+            loss = np.zeros(n_runs)
+            loss[found] = w2[h] * diag[found, k] + yy[found, k] * (
+                a2[h] * others + excess2[h] * mine)
             r_j = r_base - a2[h] * y[j]
             reps[:, i] = (base - loss) / r_j if r_j > 0 else 0.0
-        others = n_h - len(members)  # judged documents with y = 0: one replicate each
+        others_n = n_h - len(members)  # judged documents with y = 0: one replicate each
         rest = base / r_base if r_base > 0 else np.zeros(n_runs)
-        mean = (reps.sum(axis=1) + others * rest) / n_h
-        spread = ((reps - mean[:, None]) ** 2).sum(axis=1) + others * (rest - mean) ** 2
+        mean = (reps.sum(axis=1) + others_n * rest) / n_h
+        spread = ((reps - mean[:, None]) ** 2).sum(axis=1) + others_n * (rest - mean) ** 2
         variance += (1.0 - n_h / sizes[h]) * (n_h - 1) / n_h * spread
     return HTEstimate(value, variance)
+
+
+def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per run, at each document (``[runs, K]`` in rank order, stratum ``g``): the sum of y
+    over the documents above it in its own stratum, and of y/rank over those below."""
+    n_runs, width = g.shape
+    run = np.repeat(np.arange(n_runs), width)
+    order = np.lexsort((np.tile(np.arange(width), n_runs), g.ravel(), run))
+    group = np.stack([run[order], g.ravel()[order]])
+    start = np.r_[True, (group[:, 1:] != group[:, :-1]).any(axis=0)]
+    first = np.maximum.accumulate(np.where(start, np.arange(len(order)), 0))
+
+    def exclusive(values: np.ndarray, reverse: bool) -> np.ndarray:
+        v = np.where(kept, values, 0.0).ravel()[order]
+        if reverse:
+            last = np.r_[start[1:], True]
+            rev_first = np.minimum.accumulate(
+                np.where(last, np.arange(len(order)), len(order))[::-1])[::-1]
+            total = np.cumsum(v[::-1])[::-1]
+            tail = np.append(total, 0.0)[rev_first + 1]
+            out = total - v - tail
+        else:
+            total = np.cumsum(v)
+            out = total - v - np.append(0.0, total)[first]
+        back = np.empty(len(order))
+        back[order] = out
+        return back.reshape(n_runs, width)
+
+    return exclusive(y, False), exclusive(per_rank, True)
 
 
 def ndcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,

@@ -288,21 +288,18 @@ def _nist_jackknife(view: TopicView, frame_at_rank: np.ndarray, level: float,
                     sampled_index: np.ndarray) -> np.ndarray:
     """xinfAP's stratified delete-one jackknife variance (module docstring), per run."""
     ts = view.sample
-    n_strata = len(sizes)
-    _, rep = nist_replicates(frame_at_rank, ts.stratum, ts.labels, sampled_index,
-                             float(level), n_strata)
+    scale = np.divide(sizes, n_sampled, out=np.zeros(len(sizes)), where=n_sampled > 0)
+    total, own = nist_replicates(frame_at_rank, ts.stratum, ts.labels, sampled_index,
+                                 float(level), scale)
     strata = ts.stratum[ts.judged]
-    units = np.arange(len(strata))
     is_rel = ts.labels[ts.judged] >= level
     # each replicate's design: one fewer sampled (and sampled relevant) in the unit's stratum
-    left = np.broadcast_to(n_sampled, (len(strata), n_strata)).copy()
-    left[units, strata] -= 1
-    rel_left = np.broadcast_to(r_sampled, (len(strata), n_strata)).copy()
-    rel_left[units, strata] -= is_rel
-    scale = np.divide(sizes, left, out=np.zeros(left.shape), where=left > 0)
-    r_hat = (scale * rel_left).sum(axis=1)
-    total = np.einsum("rjg,jg->rj", rep, scale)
-    replicates = np.divide(total, r_hat, out=np.zeros_like(total), where=r_hat > 0)
+    left = n_sampled[strata] - 1.0
+    new_scale = np.divide(sizes[strata], left, out=np.zeros(len(strata)), where=left > 0)
+    change = new_scale - scale[strata]
+    r_hat = (r_sampled * scale).sum() + change * r_sampled[strata] - new_scale * is_rel
+    numerator = total + change * own
+    replicates = np.divide(numerator, r_hat, out=np.zeros_like(numerator), where=r_hat > 0)
     return stratified_jackknife(replicates, strata, sizes, n_sampled)
 
 
