@@ -77,28 +77,33 @@ def draw(design: str, pool: Pool, qrels: Qrels, rate: float, seed: int) -> Sampl
     return simulate(selector, qrels_oracle(qrels)).sample()
 
 
-def truth(pool: Pool) -> pd.DataFrame:
-    """Exact AP of every run and topic with the whole (labelled) pool judged: ``[topics,
-    runs]``, the mean over topics as row ``all``."""
+def truth(pool: Pool, measure: str) -> pd.DataFrame:
+    """Exact ``measure`` of every run and topic with the whole (labelled) pool judged:
+    ``[topics, runs]``, the mean over topics as row ``all``."""
     judged = Qrels.from_frame(pd.concat(
         pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos[tp.doc_ids],
                       "relevance": np.nan_to_num(tp.labels, nan=0.0)}) for tp in pool))
-    exact = evaluate(judged, pool, ["AP"])
+    exact = evaluate(judged, pool, [measure])
     return exact.pivot(index="query_id", columns="run", values="value")
 
 
 def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, rate: float,
-             trials: int, seed: int) -> pd.DataFrame:
-    """One row per design and measure: the share of intervals covering the truth per
-    (topic, run) and for each run's mean, the mean half-widths, and the bias of the mean."""
-    target = truth(pool32)
+             trials: int, seed: int, measures: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per design and measure (``measures``, default :data:`MEASURES`): the share of
+    intervals covering the truth per (topic, run) and for each run's mean, the mean
+    half-widths, the bias of the mean and its rms error."""
+    targets: dict[str, pd.DataFrame] = {}
     runs = pool32.run_names
     tally: dict[tuple[str, str], list[np.ndarray]] = {}
     for trial in range(trials):
         for design in designs:
             sample = draw(design, pool32, qrels, rate, seed + trial)
-            for name in MEASURES[design]:
+            for name in measures or MEASURES[design]:
                 spec = parse_estimate(name)
+                exact = spec.base + ("" if spec.cutoff is None else f"@{spec.cutoff}")
+                if exact not in targets:
+                    targets[exact] = truth(pool32, exact)
+                target = targets[exact]
                 family = FAMILIES[spec.family]
                 pool = pool64 if family.score_type == np.float64 else pool32
                 rows = family.compute(runs, topic_views(pool, sample), sample, [spec], 1.0,
@@ -111,12 +116,15 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
                     covered[~mean].mean(), covered[mean].mean(),
                     ((rows["hi"] - rows["lo"]) / 2)[~mean].mean(),
                     ((rows["hi"] - rows["lo"]) / 2)[mean].mean(),
-                    (rows["value"] - rows["truth"])[mean].mean()]))
+                    (rows["value"] - rows["truth"])[mean].mean(),
+                    ((rows["value"] - rows["truth"])[mean] ** 2).mean()]))
         print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
     out = [{"design": d, "measure": m, **dict(zip(
-        ("cover_topic", "cover_mean", "half_topic", "half_mean", "bias_mean"),
+        ("cover_topic", "cover_mean", "half_topic", "half_mean", "bias_mean", "rms_mean"),
         np.mean(values, axis=0), strict=True))} for (d, m), values in tally.items()]
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    table["rms_mean"] = np.sqrt(table["rms_mean"])
+    return table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--designs", default="strata,uniform,active",
                         help="comma-separated designs among strata, uniform, active "
                              "(default all)")
+    parser.add_argument("--measures", help="estimated measures to check on every design, "
+                        "separated by ';' (default: each design's own list)")
     args = parser.parse_args(argv)
     designs = [d.strip() for d in args.designs.split(",") if d.strip()]
     unknown = [d for d in designs if d not in MEASURES]
@@ -133,7 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     pool32 = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
     pool64 = Pool.from_runs(runs, depth=args.depth, qrels=qrels, score_type=np.float64)
-    table = coverage(designs, pool32, pool64, qrels, args.rate, args.trials, args.seed)
+    measures = [m.strip() for m in args.measures.split(";")] if args.measures else None
+    table = coverage(designs, pool32, pool64, qrels, args.rate, args.trials, args.seed,
+                     measures)
     print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool32.topics)} topics, depth "
           f"{args.depth}, rate {args.rate} (uniform, active), {args.trials} trials, "
           f"{time.perf_counter() - start:.0f} s")
