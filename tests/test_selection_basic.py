@@ -378,3 +378,17 @@ def test_bad_requests_give_one_line_errors(tiny_files: tuple[Path, Path],
         assert name in listing.stdout
     assert "stratified" in listing.stdout and "pooled" in listing.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_a_starved_stratum_is_one_warning_line(tiny_files: tuple[Path, Path],
+                                               tmp_path: Path) -> None:
+    """Issue 10, item 3 on the command line: a budget below the exhaustive top stratum writes
+    the sample and says, in one line, which budget reaches every stratum."""
+    folder, qrels = tiny_files
+    result = run_cli(["sample", "strata", folder / "*.run", "--qrels", qrels, "-n", "3",
+                      "--param", "strata=1-3:1,4-:0.5", "-o", tmp_path / "out", "--seed", "1"])
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sampleval: warning: strata: in 2 of 2 "
+                                                   "topics"), result.stderr
+    assert "--budget" in lines[0] and (tmp_path / "out" / "sample.json").exists()
