@@ -167,15 +167,15 @@ def test_ap_paper_counts_each_document_at_one_over_pi_squared() -> None:
 
 def test_rprec_cut_floor_is_the_papers() -> None:
     """R-hat = 2.5 (Poisson, pi 0.8 for two relevant documents at ranks 2 and 3): the
-    paper's cut r(i) <= R-hat keeps rank 2; ours, int(R-hat + 0.5) = 3, keeps both."""
+    paper's cut r(i) <= R-hat (the default) keeps rank 2; int(R-hat + 0.5) = 3 keeps both."""
     run = Run.from_frame(pd.DataFrame({"query_id": "1", "doc_id": ["x", "a", "b"],
                                        "score": [3.0, 2.0, 1.0]}), "r")
     prels = pd.DataFrame({"query_id": "1", "doc_id": ["a", "b"], "relevance": [1.0, 1.0],
                           "probability": [0.8, 0.8]})
     sample = Sample.from_prels(prels)
-    assert per_run(sample, [run], "Rprec~ht(cut=floor)").loc["r", "value"] == (
-        pytest.approx(1.25 / 2.5))
-    assert per_run(sample, [run], "Rprec~ht").loc["r", "value"] == pytest.approx(2.5 / 2.5)
+    assert per_run(sample, [run], "Rprec~ht").loc["r", "value"] == pytest.approx(1.25 / 2.5)
+    assert per_run(sample, [run], "Rprec~ht(cut=round)").loc["r", "value"] == (
+        pytest.approx(2.5 / 2.5))
 
 
 def test_options_are_named_and_checked() -> None:

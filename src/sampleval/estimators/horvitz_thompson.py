@@ -127,11 +127,14 @@ def recall(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarra
 
 
 def r_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-                cutoff: int | None = None, cut: str = "round") -> HTEstimate:
+                cutoff: int | None = None, cut: str = "floor") -> HTEstimate:
     """Rprec-hat = (sum_{i in S, rank_i <= c} y_i/pi_i) / R-hat: precision at rank R as a ratio
-    estimator (Li & Kanoulas 2017, sec. 3), the cut c = int(R-hat + 0.5) (``cut="round"``,
-    ours: the rank nearest R-hat) or c = floor(R-hat) (``cut="floor"``, the paper's
-    r(i) <= R-hat); the linearised variance takes c as fixed."""
+    estimator (Li & Kanoulas 2017, sec. 3), the cut c = floor(R-hat) (``cut="floor"``, the
+    paper's r(i) <= R-hat) or c = int(R-hat + 0.5) (``cut="round"``, sampleval's before: the
+    rank nearest R-hat). They measure the same on TREC-COVID round 5 at 10% (mean Rprec bias
+    +0.0009 and rms 0.0037 both under strata; +0.0250 / +0.0252 under active sampling;
+    ``interval_coverage --designs strata,active --measures 'Rprec~ht;Rprec~ht(cut=round)'``,
+    30 trials); the linearised variance takes c as fixed."""
     _no_cutoff("Rprec", cutoff)
     r_hat = (y / pi).sum(axis=-1)
     docs = _run_docs(ranks, None)
@@ -557,6 +560,6 @@ register_family(EstimatorFamily(
         Param("ap", str, "ours", "AP-hat: ours (pairs weighted by 1/pi_ij, each document "
               "itself by 1/pi_i) or paper (Li & Kanoulas's PC(r(i)) with the document itself "
               "at 1/pi_i, so 1/pi_i^2 on the diagonal)", choices=("ours", "paper")),
-        Param("cut", str, "round", "Rprec's cut: round (rank int(R-hat + 0.5)) or floor "
-              "(the paper's r(i) <= R-hat)", choices=("round", "floor")),
+        Param("cut", str, "floor", "Rprec's cut: floor (the paper's r(i) <= R-hat) or "
+              "round (rank int(R-hat + 0.5))", choices=("floor", "round")),
     )))
