@@ -30,7 +30,7 @@ from sampleval.estimators import estimate
 from sampleval.estimators.family import FAMILIES, Base, EstimatorFamily
 from sampleval.estimators.names import EstimateSpec, parse_estimate
 from sampleval.evaluation import evaluate
-from sampleval.selection import METHODS, Budget, Selector, qrels_oracle
+from sampleval.selection import METHODS, Budget, Selector, qrels_oracle, simulate
 
 TOPICS = ("1", "2", "3")
 N_DOCS, DEPTH, BUDGET = 240, 120, 42
@@ -68,18 +68,14 @@ def make(name: str, seed: int = 1) -> Selector:
 
 def judge_all(selector: Selector, batch: int | None = None, rounds: int | None = None
               ) -> dict[str, list[str]]:
-    """Judge with the oracle as ``simulate`` does; every docno proposed, per topic."""
+    """Judge with the oracle (``simulate``); every docno proposed, per topic."""
     proposed: dict[str, list[str]] = {t: [] for t in POOL.topics}
-    for topic in POOL.topics:
-        done = 0
-        size = selector.batch_size(topic) if batch is None else batch
-        while rounds is None or done < rounds:
-            docs = selector.propose(topic, size)
-            if not docs:
-                break
-            proposed[topic] += docs
-            selector.observe(topic, ORACLE(topic, docs))
-            done += 1
+
+    def recording(topic: str, docs: list[str]) -> dict[str, float]:
+        proposed[topic] += docs
+        return ORACLE(topic, docs)
+
+    simulate(selector, recording, batch, rounds)
     return proposed
 
 
