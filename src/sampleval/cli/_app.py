@@ -122,9 +122,13 @@ def rate(text: str) -> float:
     return value
 
 
+_NAME = re.compile(r"(?:[^,\s(]+|\([^)]*\))+")
+
+
 def split_names(texts: Sequence[str]) -> list[str]:
-    """Names given repeated or comma/space-separated, flattened in order."""
-    return [part for text in texts for part in re.split(r"[,\s]+", text.strip()) if part]
+    """Names given repeated or comma/space-separated, flattened in order; a comma inside
+    parentheses belongs to the name (``AP~ht(var=linear,ap=paper)``)."""
+    return [part for text in texts for part in _NAME.findall(text)]
 
 
 # -- options several commands share ------------------------------------------------------------

@@ -104,13 +104,17 @@ def run_methods(args: argparse.Namespace) -> None:
     for name, cls in METHODS.items():
         families = ", ".join(cls.estimator_families()) or (
             "none (exact measures on the judged documents)")
+        unit = "" if cls.budget_unit == "judgments" else f"; the budget counts {cls.budget_unit}"
         lines += [f"  {name}: {cls.summary}",
-                  f"      design: {cls.design}; estimators: {families}"]
+                  f"      design: {cls.design}; estimators: {families}{unit}"]
         lines += [f"      {p.name} ({p.type.__name__}): {p.describe()}" for p in cls.parameters]
         lines.append("")
-    lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME)", ""]
+    lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "
+              "NAME(OPTION=VALUE), e.g. xinfAP(var=appendix))", ""]
     for name, family in FAMILIES.items():
         lines += [f"  {name}: {family.title} ({family.reference})",
                   f"      measures: {', '.join(family.measure_names())}",
-                  f"      designs: {', '.join(family.designs)}", ""]
+                  f"      designs: {', '.join(family.designs)}"]
+        lines += [f"      option {line}" for line in family.option_lines()]
+        lines.append("")
     sys.stdout.write("\n".join(lines))

@@ -58,7 +58,9 @@ class TopicSample:
     """One topic's frame as arrays (documents in docno order).
 
     ``docnos``, ``labels`` (NaN: not judged), ``stratum`` (integer codes, -1 when the design
-    has no strata), ``inclusion`` (pi_i; NaN where the design does not define it).
+    has no strata, and for the documents of a stratum with no judged document: those are
+    outside the frame for every estimator, see ``_sampled_strata``), ``inclusion`` (pi_i;
+    NaN where the design does not define it).
     """
 
     topic: str
@@ -142,7 +144,7 @@ class Sample:
         out = {}
         for start, stop in zip(starts, np.r_[starts[1:], len(topics)], strict=True):
             part = slice(start, stop)
-            codes = (np.unique(strata[part], return_inverse=True)[1] if has_strata
+            codes = (_sampled_strata(strata[part], ~np.isnan(labels[part])) if has_strata
                      else np.full(stop - start, -1))
             out[str(topics[start])] = TopicSample(
                 str(topics[start]), docnos[part], labels[part],
@@ -240,6 +242,23 @@ class Sample:
         if "frame" not in tables:
             raise InputError(header_path, None, "the header lists no frame table")
         return cls(design=header["design"], meta=header.get("meta", {}), **tables)
+
+
+def _sampled_strata(labels: np.ndarray, judged: np.ndarray) -> np.ndarray:
+    """Stratum codes 0, 1, ... of the strata with at least one judged document, in label
+    order, and -1 for the documents of strata with none.
+
+    A stratum that received no judgment can only be estimated by assumption: sample_eval
+    would give it the smoothed rate (0 + 1e-5) / (0 + 3e-5) = 1/3 wherever it counts
+    documents above a relevant one, while its estimated R gives it 0, a bias of +0.08 in mean
+    AP for a top-k pool at 10% of TREC-COVID round 5 (issue 9). Its documents are treated as
+    outside the frame instead, as sample_eval treats documents without a stratum ("rel < 0":
+    unsampled and unstratified): every estimator then counts them as not relevant.
+    """
+    codes = np.unique(labels, return_inverse=True)[1].reshape(-1)
+    kept = np.bincount(codes[judged], minlength=codes.max(initial=-1) + 1) > 0
+    renumbered = np.where(kept, np.cumsum(kept) - 1, -1)
+    return renumbered[codes]
 
 
 def _with_stratified_inclusion(frame: pd.DataFrame) -> pd.DataFrame:
