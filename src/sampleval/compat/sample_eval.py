@@ -182,7 +182,8 @@ def sample_eval(qrels: str | PathLike[str] | Source, run: str | PathLike[str] | 
                 per_topic: bool = False) -> str:
     """What ``sample_eval.pl [-q] QRELS RUN`` prints, for sampled qrels and one run file."""
     judged = load(qrels)
-    sample = Sample.from_sample_qrels(read_sample_qrels(judged), source=judged.name)
+    sample = Sample.from_sample_qrels(read_sample_qrels(judged), source=judged.name,
+                                     keep_empty_strata=True)
     loaded, lines = read_run_as_script(run)
     scores, num_rel = evaluate_topics(sample, loaded, lines)
     return report(scores, num_rel, per_topic)

@@ -101,6 +101,10 @@ class Sample:
     rounds: pd.DataFrame | None = None
     round_probs: pd.DataFrame | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    keep_empty_strata: bool = False
+    """True reads a stratum with no judged document as NIST's ``sample_eval.pl`` does (its
+    documents stay in the frame at the smoothed rate); False (the default) puts them outside
+    the frame for every estimator (``_sampled_strata`` says why)."""
     _groups: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, init=False,
                                                       repr=False)
     _topic_samples: dict[str, TopicSample] = field(default_factory=dict, init=False,
@@ -144,8 +148,12 @@ class Sample:
         out = {}
         for start, stop in zip(starts, np.r_[starts[1:], len(topics)], strict=True):
             part = slice(start, stop)
-            codes = (_sampled_strata(strata[part], ~np.isnan(labels[part])) if has_strata
-                     else np.full(stop - start, -1))
+            if not has_strata:
+                codes = np.full(stop - start, -1)
+            elif self.keep_empty_strata:
+                codes = np.unique(strata[part], return_inverse=True)[1].reshape(-1)
+            else:
+                codes = _sampled_strata(strata[part], ~np.isnan(labels[part]))
             out[str(topics[start])] = TopicSample(
                 str(topics[start]), docnos[part], labels[part],
                 np.asarray(codes, dtype=np.int64), inclusion[part])
@@ -181,8 +189,10 @@ class Sample:
                    meta={"source": qrels.source, "from": "qrels"})
 
     @classmethod
-    def from_sample_qrels(cls, table: pd.DataFrame, source: str | None = None) -> Sample:
-        """NIST's sampled qrels (``read_sample_qrels``): rel < 0 in the pool, not sampled."""
+    def from_sample_qrels(cls, table: pd.DataFrame, source: str | None = None,
+                          keep_empty_strata: bool = False) -> Sample:
+        """NIST's sampled qrels (``read_sample_qrels``): rel < 0 in the pool, not sampled
+        (``keep_empty_strata``: the class docstring)."""
         relevance = table["relevance"].to_numpy(dtype=np.float64)
         frame = pd.DataFrame({
             "query_id": table["query_id"].to_numpy(dtype=object),
@@ -191,7 +201,8 @@ class Sample:
             "stratum": table["stratum"].astype(str).to_numpy(dtype=object),
         })
         return cls(design="stratified", frame=_with_stratified_inclusion(frame),
-                   meta={"source": source, "from": "sample_qrels"})
+                   meta={"source": source, "from": "sample_qrels"},
+                   keep_empty_strata=keep_empty_strata)
 
     @classmethod
     def from_prels(cls, table: pd.DataFrame, source: str | None = None) -> Sample:
@@ -237,8 +248,8 @@ class Sample:
         if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
             raise InputError(header_path, None, f"not a {FORMAT_NAME} version "
                                                 f"{FORMAT_VERSION} header")
-        tables = {name: _read_tsv(path / f"{name}.tsv", _TABLES[name])
-                  for name in header.get("tables", [])}
+        tables: dict[str, Any] = {name: _read_tsv(path / f"{name}.tsv", _TABLES[name])
+                                  for name in header.get("tables", [])}
         if "frame" not in tables:
             raise InputError(header_path, None, "the header lists no frame table")
         return cls(design=header["design"], meta=header.get("meta", {}), **tables)
