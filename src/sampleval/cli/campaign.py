@@ -9,12 +9,14 @@ import sys
 
 from sampleval.cli._app import (
     add_command,
+    add_duplicates,
     add_name_by,
+    check_stdin_once,
     parse_params,
     positive_int,
     rate,
     split_names,
-    stderr_is_terminal,
+    start_reading_runs,
     stdout_console,
 )
 from sampleval.errors import UsageError
@@ -87,7 +89,8 @@ def _create(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", metavar="NAME", help="the campaign's name (letters, digits, "
                                                 "'.', '_', '-')")
     p.add_argument("--runs", nargs="+", required=True, metavar="RUN",
-                   help="run files 'qid Q0 docno rank score tag' (plain or .gz), "
+                   help="run files 'qid Q0 docno rank score tag' (plain or .gz; '-' "
+                        "reads standard input; pipes such as <(zcat run.gz) work), "
                         "directories of runs, or glob patterns")
     p.add_argument("--method", required=True, metavar="M",
                    help="selection method, e.g. active, strata, dynamic, uniform ('sampleval "
@@ -117,6 +120,7 @@ def _create(sub: argparse._SubParsersAction) -> None:
                    help="share of documents that every assessor of a topic judges "
                         "(agreement studies)")
     add_name_by(p)
+    add_duplicates(p)
     _db(p)
 
 
@@ -183,18 +187,22 @@ def _simulate(sub: argparse._SubParsersAction) -> None:
 
 def run_create(args: argparse.Namespace) -> None:
     require_extra()
-    from sampleval.campaign.organise import Design, create_campaign, parse_grades
-    from sampleval.campaign.store import Store
-    from sampleval.campaign.topics import read_topics
-    from sampleval.io import read_runs
-    from sampleval.selection import METHODS, Budget
+    check_stdin_once(args.runs, args.topics or [], args.corpus or [])
+    with start_reading_runs(args) as reading:  # the runs parse while the store's code loads
+        from sampleval.campaign.organise import Design, create_campaign, parse_grades
+        from sampleval.campaign.store import Store
+        from sampleval.campaign.topics import read_topics
+        from sampleval.params import resolve
+        from sampleval.selection import METHODS, Budget
 
-    cls = METHODS[args.method]
-    grades = tuple(parse_grades(args.grades))
-    design = Design(args.name, cls.name, Budget(args.budget, args.rate),
-                    parse_params(args.param), args.depth, args.seed, grades, args.overlap)
-    statements = read_topics(args.topics) if args.topics else None
-    runs = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
+        cls = METHODS[args.method]
+        params = parse_params(args.param)
+        resolve(cls.parameters, params, cls.name)  # bad parameters fail before the store
+        grades = tuple(parse_grades(args.grades))
+        design = Design(args.name, cls.name, Budget(args.budget, args.rate), params,
+                        args.depth, args.seed, grades, args.overlap)
+        statements = read_topics(args.topics) if args.topics else None
+        runs = reading.result()
     store = Store(args.db)
     try:
         token = create_campaign(store, design, runs, statements, args.corpus)
