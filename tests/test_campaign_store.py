@@ -109,12 +109,17 @@ def test_the_selector_state_is_saved_with_every_batch(tmp_path) -> None:
     service = CampaignService(store)
     person = service.person_by_token(token)
     runtime = service.runtime(person.campaign_id)
-    versions = [runtime.version]
-    for _ in range(9):  # three batches of active's three draws on the first topic
-        offer = service.next_document(person, topics[0])
-        service.judge(person, topics[0], offer.docno, 0.0, None, uuid.uuid4().hex)
-        versions.append(runtime.version)
-    assert versions == [1, 1, 1, 2, 2, 2, 3, 3, 3, 4]
+    state = runtime.topics[topics[0]]
+    for version in (1, 2, 3):  # active's rounds on the first topic: a batch each
+        assert runtime.version == version
+        batch = list(state.open)
+        assert 1 <= len(batch) <= 4  # int(12 / 3) draws, a document drawn twice once
+        for _ in batch:
+            assert runtime.version == version  # the selector moves only on a whole batch
+            offer = service.next_document(person, topics[0])
+            assert offer.docno in batch
+            service.judge(person, topics[0], offer.docno, 0.0, None, uuid.uuid4().hex)
+        assert runtime.version == version + 1 and state.open != batch
     saved = service.saved_state(person.campaign_id)
     assert saved == runtime.selector.state()  # the RNG included
     assert saved["topics"][topics[0]]["rng"] == runtime.selector.state()["topics"][
@@ -184,7 +189,8 @@ def test_a_crash_between_a_judgment_and_its_batch_loses_nothing(store_url: str,
     crashing = CampaignService(store)
     monkeypatch.setattr(CampaignService, "_advance", lambda self, runtime, state: None)
     person = crashing.person_by_token(token)
-    for _ in range(3):  # active's first round on topic 1, then "crash"
+    for _ in crashing.runtime(person.campaign_id).topics[topics[0]].open:
+        # active's first round on topic 1, then "crash"
         offer = crashing.next_document(person, topics[0])
         assert offer.status == "judge"
         crashing.judge(person, topics[0], offer.docno,
