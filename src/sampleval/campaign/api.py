@@ -9,7 +9,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from sampleval.campaign.organise import NAME, TOPIC_ID, campaign_status, judgment_log
+from sampleval.campaign.organise import (
+    NAME,
+    TOPIC_ID,
+    campaign_status,
+    goal,
+    judgment_log,
+    progress_text,
+)
 from sampleval.campaign.service import Judged, Offer, TopicState
 from sampleval.campaign.web import (
     Credentials,
@@ -56,7 +63,12 @@ class TopicOut(BaseModel):
     description: str
     narrative: str
     judged: int
-    budget: int
+    budget: int = Field(description="the topic's budget, in budget_unit")
+    budget_unit: str = Field(description="what the budget counts: judgments, or draws (a "
+                                         "document drawn twice is judged once)")
+    goal: int = Field(description="documents to judge: the budget, or for a budget in "
+                                  "draws its bound until the topic is done")
+    progress: str = Field(description="e.g. '3 of 8 judged'")
     done: bool
 
 
@@ -114,9 +126,13 @@ def _json(model: BaseModel, status: int = 200) -> Response:
 
 
 def topic_out(state: TopicState) -> TopicOut:
+    judged, done = state.judged(), state.done and not state.open
     return TopicOut(id=state.qid, title=state.title, description=state.description,
-                    narrative=state.narrative, judged=state.judged(), budget=state.budget,
-                    done=state.done and not state.open)
+                    narrative=state.narrative, judged=judged, budget=state.budget,
+                    budget_unit=state.budget_unit,
+                    goal=goal(state.budget, judged, done, state.budget_unit),
+                    progress=progress_text(state.budget, judged, done, state.budget_unit),
+                    done=done)
 
 
 def offer_out(offer: Offer) -> OfferOut:
@@ -199,6 +215,7 @@ def status(campaign: CampaignName, request: Request,
     return {
         "campaign": campaign, "method": found.campaign.method,
         "judged": found.judged, "budget": found.budget,
+        "budget_unit": found.campaign.budget_unit, "goal": found.goal,
         "topics": [vars(t) for t in found.topics],
         "people": [vars(p) for p in found.people],
         "estimates": {"rows": found.estimates, "note": found.estimates_note,

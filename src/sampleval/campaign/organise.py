@@ -118,6 +118,15 @@ class CampaignInfo:
     overlap: float
     created_at: datetime
 
+    @property
+    def budget_unit(self) -> str:
+        """What the method's budget counts (``Selector.budget_unit``): ``judgments``, or
+        ``draws`` (``importance``: a document drawn twice is judged once, so a topic ends
+        with fewer judgments than its budget)."""
+        from sampleval.selection import METHODS
+
+        return METHODS[self.method].budget_unit
+
     @classmethod
     def of(cls, row: m.Campaign) -> CampaignInfo:
         return cls(row.id, row.name, row.method, dict(row.params),
@@ -483,6 +492,20 @@ def judgment_log(store: Store, campaign: str) -> list[dict[str, Any]]:
 
 # -- progress ---------------------------------------------------------------------------------
 
+def goal(budget: int, judged: int, done: bool, unit: str) -> int:
+    """The documents a topic is to have judged: its budget, when the budget counts
+    judgments; when it counts draws, the budget bounds them until the topic is done (a
+    document drawn twice is judged once), then the judged ones are all."""
+    return judged if unit == "draws" and done else budget
+
+
+def progress_text(budget: int, judged: int, done: bool, unit: str) -> str:
+    """``3 of 8 judged``, or with a budget in draws ``3 judged (budget: 8 draws)``."""
+    if unit == "draws":
+        return f"{judged} judged ({'done; ' if done else ''}budget: {budget} draws)"
+    return f"{judged} of {budget} judged"
+
+
 @dataclass(frozen=True)
 class TopicProgress:
     qid: str
@@ -492,6 +515,11 @@ class TopicProgress:
     batches: int
     done: bool
     assessors: list[str]
+    budget_unit: str = "judgments"
+
+    @property
+    def goal(self) -> int:
+        return goal(self.budget, self.judged, self.done, self.budget_unit)
 
 
 @dataclass(frozen=True)
@@ -523,7 +551,21 @@ class Status:
 
     @property
     def budget(self) -> int:
+        """The budgets' sum, in the method's unit (``campaign.budget_unit``)."""
         return sum(t.budget for t in self.topics)
+
+    @property
+    def goal(self) -> int:
+        """The documents to judge (:func:`goal` summed over the topics)."""
+        return sum(t.goal for t in self.topics)
+
+    @property
+    def done(self) -> bool:
+        return all(t.done for t in self.topics)
+
+    def progress(self) -> str:
+        """``40 of 48 judged``, or with a budget in draws ``40 judged (budget: 48 draws)``."""
+        return progress_text(self.budget, self.judged, self.done, self.campaign.budget_unit)
 
 
 
@@ -566,7 +608,8 @@ def campaign_status(store: Store, campaign: str) -> Status:
     return Status(
         campaign=info,
         topics=[TopicProgress(t.qid, t.title, t.budget, int(judged.get(t.id, 0)),
-                              int(batches.get(t.id, 0)), t.done, sorted(by_topic.get(t.qid, [])))
+                              int(batches.get(t.id, 0)), t.done, sorted(by_topic.get(t.qid, [])),
+                              info.budget_unit)
                 for t in topics],
         people=[PersonProgress(p.name, p.role, assigned.get(p.id, []),
                                len(seconds.get(p.id, [])), retracted.get(p.id, 0),

@@ -121,6 +121,7 @@ class TopicState:
     description: str
     narrative: str
     budget: int
+    budget_unit: str = "judgments"
     batch: int = 0
     done: bool = False
     items: dict[str, tuple[int, int, bool]] = field(default_factory=dict)
@@ -273,7 +274,7 @@ class CampaignService:
             for t in session.scalars(select(m.Topic).where(m.Topic.campaign_id == info.id)
                                      .order_by(m.Topic.position)):
                 state = TopicState(t.id, t.qid, t.title, t.description, t.narrative,
-                                   t.budget, done=t.done)
+                                   t.budget, info.budget_unit, done=t.done)
                 topics[t.qid] = by_id[t.id] = state
             items: dict[int, tuple[TopicState, str]] = {}
             for item_id, topic_id, batch, docno, overlap, label in session.execute(

@@ -215,7 +215,8 @@ def run_create(args: argparse.Namespace) -> None:
     depth = f"depth {info.depth}" if info.depth else "all they retrieved"
     sys.stdout.write(
         f"campaign {info.name!r} created: method {info.method}, {len(runs)} runs pooled to "
-        f"{depth}, {len(status.topics)} topics, {status.budget} documents to judge, "
+        f"{depth}, {len(status.topics)} topics, a budget of {status.budget} "
+        f"{'draws' if info.budget_unit == 'draws' else 'documents'} to judge, "
         f"seed {info.seed}, grades {', '.join(g.text for g in info.grades)}\n"
         f"organiser login: {BASE_URL}/login?token={token}\n"
         f"organiser token: {token}\n"
@@ -258,14 +259,14 @@ def run_status(args: argparse.Namespace) -> None:
         store.close()
     console = stdout_console()
     info = status.campaign
-    console.print(f"campaign {info.name}: method {info.method}, {status.judged} of "
-                  f"{status.budget} documents judged")
+    console.print(f"campaign {info.name}: method {info.method}, {status.progress()}")
     topics = Table(title="Topics", title_justify="left")
     for column in ("topic", "title", "judged", "budget", "batches", "done", "assessors"):
         topics.add_column(column, justify="right" if column in ("judged", "budget",
                                                                 "batches") else "left")
     for t in status.topics:
-        topics.add_row(t.qid, t.title[:40], str(t.judged), str(t.budget), str(t.batches),
+        unit = " draws" if t.budget_unit == "draws" else ""
+        topics.add_row(t.qid, t.title[:40], str(t.judged), f"{t.budget}{unit}", str(t.batches),
                        "yes" if t.done else "", ", ".join(t.assessors))
     console.print(topics)
     people = Table(title="People", title_justify="left")

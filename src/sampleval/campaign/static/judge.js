@@ -70,12 +70,12 @@
       ? "Other assessors are finishing this batch; the next document comes in a moment."
       : status === "done" ? "This topic is done. Thank you!" : "";
     const topic = offer.topic;
-    $("progress").max = topic.budget;
+    $("progress").max = topic.goal;
     $("progress").value = topic.judged;
-    $("progress-text").textContent = topic.judged + " of " + topic.budget +
-      " judged on this topic · " + offer.mine + " by you";
+    $("progress-text").textContent = topic.progress + " on this topic · " + offer.mine +
+      " by you";
     const pill = document.querySelector("nav.topics a.current small");
-    if (pill) pill.textContent = topic.judged + "/" + topic.budget;
+    if (pill) pill.textContent = topic.judged + "/" + topic.goal;
     buttons.forEach((b) => { b.disabled = status !== "judge"; b.classList.remove("chosen"); });
     key = freshKey();
     shownAt = performance.now();
