@@ -163,6 +163,33 @@ def test_the_selector_state_is_saved_with_every_batch(tmp_path) -> None:
     store.close()
 
 
+def test_a_judgment_is_committed_before_it_is_acknowledged(store_url: str) -> None:
+    """The store's durable settings (SQLite: WAL, synchronous=FULL; PostgreSQL:
+    synchronous_commit=on), and each acknowledged judgment visible at once to another
+    connection of another engine (another process would see it the same way)."""
+    store = new_campaign(store_url)
+    token, topics, _ = add_person(store, "c1", "alice")
+    service = CampaignService(store)
+    person = service.person_by_token(token)
+    other = Store(store_url, migrate=False)
+    with other.engine.connect() as connection:
+        if other.is_sqlite:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+        else:
+            assert connection.exec_driver_sql("SHOW synchronous_commit").scalar() == "on"
+    for _ in range(5):
+        offer = service.next_document(person, topics[0])
+        key = uuid.uuid4().hex
+        service.judge(person, topics[0], offer.docno, 1.0, 3.0, key)
+        with other.read() as session:
+            assert session.scalar(select(func.count()).select_from(m.Judgment)
+                                  .where(m.Judgment.key == key)) == 1
+    other.close()
+    service.close()
+    store.close()
+
+
 def test_a_retried_judgment_is_stored_once(store_url: str) -> None:
     store = new_campaign(store_url, "uniform")
     token, topics, _ = add_person(store, "c1", "alice")

@@ -35,7 +35,9 @@ def postgres_bin() -> Path | None:
 
 class LocalPostgres:
     """A PostgreSQL server of its own (see the module docstring). ``fsync=False`` trades
-    durability on power loss for speed (tests); benchmarks keep it on."""
+    durability on power loss for speed (tests: the server's default is then also
+    ``synchronous_commit=off``, which the store overrides in its sessions); benchmarks keep
+    it on."""
 
     def __init__(self, fsync: bool = True) -> None:
         self.fsync = fsync
@@ -64,10 +66,12 @@ class LocalPostgres:
                         "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
                        check=True, capture_output=True)
         log = (self.root / "server.log").open("ab")
+        durable = "on" if self.fsync else "off"
         self.process = subprocess.Popen(
             [*prefix, str(binaries / "postgres"), "-D", str(data), "-p", str(self.port),
-             "-h", "127.0.0.1", "-k", str(self.root), "-c", f"fsync={'on' if self.fsync else 'off'}",
-             "-c", "max_connections=200", "-c", "shared_buffers=128MB"],
+             "-h", "127.0.0.1", "-k", str(self.root), "-c", f"fsync={durable}",
+             "-c", f"synchronous_commit={durable}", "-c", "max_connections=200",
+             "-c", "shared_buffers=128MB"],
             stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
         import psycopg

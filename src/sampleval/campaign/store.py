@@ -2,7 +2,8 @@
 
 A store is a database URL: SQLite (the default, one file beside the campaign, in WAL mode
 with ``synchronous=FULL``, so a committed judgment survives a crash of the process and of
-the machine) or PostgreSQL (``postgresql://...``, driven by psycopg 3). A plain path is
+the machine) or PostgreSQL (``postgresql://...``, driven by psycopg 3; its sessions set
+``synchronous_commit=on``, so a commit returns once the server has flushed it). A plain path is
 taken as a SQLite file. Opening a store applies the Alembic migrations shipped in
 ``sampleval/campaign/migrations`` up to the newest, so an older database is upgraded in
 place and a new one is created.
@@ -101,7 +102,9 @@ class Store:
 
 def _engine(url: str) -> Engine:
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
+        # commits wait for the server's WAL flush, whatever the server's default says
+        return create_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True,
+                             connect_args={"options": "-c synchronous_commit=on"})
     path = make_url(url).database
     memory = not path or path == ":memory:"
     if path and not memory:
