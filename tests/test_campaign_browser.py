@@ -135,7 +135,7 @@ def test_an_assessor_judges_in_the_browser_and_the_organiser_watches(
         page.goto(f"{server.url}/login?token={organiser}")
         page.click("#sign-in")
         page.wait_for_url("**/c/cranfield/organiser")
-        assert "4 of 16 documents judged" in page.inner_text("#overall")
+        assert "4 of 16 judged" in page.inner_text("#overall")
         assert "1" in page.inner_text("#people")  # alice's one undone judgment
         # the rest of the campaign by alice's oracle twin through the API; the page follows
         drive(server.url, "cranfield", [Assessor("alice", alice, list(TOPICS))],
