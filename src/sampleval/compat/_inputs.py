@@ -70,6 +70,8 @@ def tolerant(reader: Callable[[str], T], path: str, run_fields: int | None = Non
     try:
         return reader(path)
     except InputError as refused:
+        if not Path(path).is_file():
+            raise
         with _normalised_copy(Path(path), run_fields) as copy:
             if copy is None:
                 raise

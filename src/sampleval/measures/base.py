@@ -108,6 +108,11 @@ def relevant(g: RankedGrades, level: float) -> np.ndarray:
     return g.memo(("rel", level), lambda: relevance(g.grades, level))
 
 
+def seen_relevant(g: RankedGrades, level: float) -> np.ndarray:
+    """``[n_runs, width]`` relevant documents (grade >= level) up to each rank."""
+    return g.memo(("seen", level), lambda: np.cumsum(is_relevant(g, level), axis=1))
+
+
 def is_relevant(g: RankedGrades, level: float) -> np.ndarray:
     """``[n_runs, width]`` True where the grade is at least ``level`` (a yes or no, for the
     measures that need one: RR, Bpref, infAP, interpolated precision ...)."""
@@ -134,11 +139,9 @@ def num_rel_ret(g: RankedGrades, level: float) -> np.ndarray:
     return found(g, level)[:, -1]
 
 
-def top(g: RankedGrades, level: float, k: np.ndarray | int) -> np.ndarray:
-    """Relevant documents in each run's top k (k per run or one k for all)."""
-    counts = found(g, level)
-    cut = np.minimum(np.broadcast_to(np.asarray(k, dtype=np.int64), (g.n_runs,)), g.width)
-    return counts[np.arange(g.n_runs), np.maximum(cut, 0)]
+def top(g: RankedGrades, level: float, k: int) -> np.ndarray:
+    """Relevant documents in each run's top k."""
+    return found(g, level)[:, min(max(k, 0), g.width)]
 
 
 def seqsum(values: np.ndarray) -> np.ndarray:
@@ -148,12 +151,13 @@ def seqsum(values: np.ndarray) -> np.ndarray:
     return np.cumsum(values, axis=1)[:, -1]
 
 
-def ratio(numerator: np.ndarray | float, denominator: np.ndarray | float) -> np.ndarray:
-    """numerator / denominator, 0 where the denominator is 0 (trec_eval's convention)."""
-    num = np.asarray(numerator, dtype=np.float64)
+def ratio(numerator: np.ndarray, denominator: np.ndarray | float) -> np.ndarray:
+    """numerator / denominator (per run), 0 where the denominator is 0 (trec_eval's
+    convention)."""
+    if np.isscalar(denominator):
+        return numerator / denominator if denominator else np.zeros(len(numerator))
     den = np.asarray(denominator, dtype=np.float64)
-    num, den = np.broadcast_arrays(num, den)
-    return np.divide(num, den, out=np.zeros(num.shape), where=den != 0)
+    return np.divide(numerator, den, out=np.zeros(len(den)), where=den != 0)
 
 
 _LOG2 = np.zeros(0)

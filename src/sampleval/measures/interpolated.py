@@ -16,11 +16,11 @@ from sampleval.measures.base import (
     RankedGrades,
     c_round,
     found,
-    is_relevant,
     kernel,
     num_rel,
     num_rel_ret,
     ratio,
+    seen_relevant,
     top,
 )
 from sampleval.measures.names import Measure
@@ -48,7 +48,7 @@ def _interpolated(g: RankedGrades, level: float, counts: np.ndarray, in_loop: np
     with np.errstate(invalid="ignore", divide="ignore"):
         final = np.where(rel_ret > 0, best[:, :1] if g.width else 0.0,
                          rel_ret / g.lengths[:, None])
-    seen = np.cumsum(is_relevant(g, level), axis=1)
+    seen = seen_relevant(g, level)
     out = np.repeat(final, counts.shape[1], axis=1)
     for j in range(counts.shape[1]):
         c = counts[:, j]

@@ -335,27 +335,33 @@ def _names() -> dict[str, str]:
     return names
 
 
+def _key(meaning: str) -> str:
+    return _BY_TREC[meaning[5:]].key if meaning.startswith("trec:") else meaning
+
+
+def _lowercase(names: dict[str, str]) -> dict[str, str]:
+    """Lower-cased names -> meaning; names differing only in case must mean one measure."""
+    out: dict[str, str] = {}
+    for name, meaning in names.items():
+        previous = out.get(name.lower())
+        if previous is not None and _key(previous) != _key(meaning):
+            raise AssertionError(f"measure names clash when case is ignored: {name}")
+        if previous is None or not meaning.startswith("trec:"):
+            out[name.lower()] = meaning
+    return out
+
+
 _NAMES = _names()
-_LOWER: dict[str, set[str]] = {}
-for _name in _NAMES:
-    _LOWER.setdefault(_name.lower(), set()).add(_name)
+_LOWER = _lowercase(_NAMES)
 
 
-def _lookup(name: str, text: str, has_cut: bool) -> MeasureSpec | None:
-    """The declaration ``name`` refers to (exact, else case-insensitive when unambiguous);
-    a library name shared by two trec_eval measures (AP: map, map_cut) is resolved by
-    whether a cutoff is given."""
-    if name not in _NAMES:
-        matches = _LOWER.get(name.lower(), set())
-        keys = {spec_of(m).key if not _NAMES[m].startswith("trec:")
-                else _BY_TREC[_NAMES[m][5:]].key for m in matches}
-        if len(keys) > 1:
-            raise UsageError(f"measure {text!r} is ambiguous: it could be "
-                             f"{' or '.join(sorted(keys))}")
-        if not keys:
-            return None
-        name = next(iter(keys))
-    meaning = _NAMES[name]
+def _lookup(name: str, has_cut: bool) -> MeasureSpec | None:
+    """The declaration ``name`` refers to (exactly, else ignoring case); a library name
+    shared by two trec_eval measures (AP: map, map_cut) is resolved by whether a cutoff is
+    given."""
+    meaning = _NAMES.get(name) or _LOWER.get(name.lower())
+    if meaning is None:
+        return None
     if meaning.startswith("trec:"):
         return _BY_TREC[meaning[5:]]
     return spec_of(meaning, 1 if has_cut else None)
@@ -370,16 +376,19 @@ def parse_measure(text: str) -> Measure:
     if match:
         if match["params"] is not None and match["params2"] is not None:
             raise UsageError(f"measure {text!r}: give parameters once")
-        spec = _lookup(match["name"], text, match["cut"] is not None)
+        spec = _lookup(match["name"], match["cut"] is not None)
         if spec is not None:
             params = match["params"] if match["params"] is not None else match["params2"]
             return _checked(spec, match["cut"], params, text)
     trec = _TREC_CUT.match(text)
     if trec:
-        spec = _lookup(trec["name"], text, True)
+        spec = _lookup(trec["name"], True)
         if spec is not None and spec.cutoff != "no":
             return _checked(spec, trec["cut"], None, text)
     stem = re.split(r"[@(]", text)[0]
+    if stem in ("runid", "relstring"):
+        raise UsageError(f"{stem} is a line of trec_eval's output, not a measure ('sampleval "
+                         f"trec_eval -m {stem}' prints it)")
     known = sorted({spec.key for spec in SPECS if spec.library}, key=str.lower)
     raise UsageError(f"unknown measure {text!r}{did_you_mean(stem, list(_NAMES))} "
                      f"(known: {', '.join(known)}; trec_eval names such as map, P_10, "

@@ -24,6 +24,7 @@ from sampleval.measures.base import (
     num_rel_ret,
     ratio,
     relevant,
+    seen_relevant,
     seqsum,
     top,
 )
@@ -109,7 +110,7 @@ def reciprocal_rank(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
 def binary_g(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     """The mean over the R relevant documents of 1/log2(2 + non-relevant documents above)."""
     rel = is_relevant(g, level)
-    seen = np.cumsum(rel, axis=1)
+    seen = seen_relevant(g, level)
     nonrel_above = np.arange(g.width) + 1 - seen
     terms = np.where(rel, 1.0 / log2_of(g.width + 2)[np.minimum(nonrel_above + 1, g.width + 1)],
                      0.0)
