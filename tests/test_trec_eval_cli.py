@@ -14,8 +14,9 @@ from sampleval.compat.trec_eval import Options, atof, atol, getopt, parse_option
 from sampleval.errors import UsageError
 
 # Topic 1: d1 (1), d2 (0), d3 (2) retrieved in that order, d4 (1) not; R = 3.
-# Topic 2: judged, not retrieved. Topic 3: retrieved, not judged.
-QRELS = "1 0 d1 1\n1 0 d2 0\n1 0 d3 2\n1 0 d4 1\n2 0 d5 1\n"
+# Topic 3: retrieved, not judged. (Topic 2 of TOPIC_2: judged, not retrieved.)
+QRELS = "1 0 d1 1\n1 0 d2 0\n1 0 d3 2\n1 0 d4 1\n"
+TOPIC_2 = "2 0 d5 1\n"
 RUN = "1 Q0 d1 1 0.9 tagA\n1 Q0 d2 2 0.8 tagA\n3 Q0 d9 1 5 tagA\n1 Q0 d3 3 0.7 tagB\n"
 AP_1 = (1 / 1 + 2 / 3) / 3
 
@@ -99,14 +100,25 @@ def test_per_topic_and_summary(files: tuple[str, str], capsys: pytest.CaptureFix
     assert out.splitlines()[0] == "num_ret               \t1\t3"
     values = table(out)
     assert values[("map", "1")] == f"{AP_1:6.4f}" and values[("P_2", "1")] == "0.5000"
-    assert ("map", "2") not in values  # topic 2: not retrieved, skipped without -c
+    assert ("map", "3") not in values  # topic 3: not judged
     assert values[("map", "all")] == f"{AP_1:6.4f}"
+
+
+def test_a_judged_topic_the_run_lacks_is_skipped_without_c(
+        files: tuple[str, str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As trec_eval 9 and trec_eval's help (trec_eval 10.0 exits: docs/trec_eval.md)."""
+    Path(files[0]).write_text(QRELS + TOPIC_2)
+    code, out, err = trec_eval(capsys, monkeypatch, "-q", "-m", "map", *files)
+    assert (code, err) == (0, "")
+    assert ("map", "2") not in table(out) and table(out)[("map", "all")] == f"{AP_1:6.4f}"
 
 
 def test_complete_topics_measure_trec_evals_stand_in_ranking(
         files: tuple[str, str], capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """-c: topic 2 is measured on a one-document ranking (so num_ret prints 0, and map 0)."""
+    Path(files[0]).write_text(QRELS + TOPIC_2)
     _, out, _ = trec_eval(capsys, monkeypatch, "-q", "-c", "-m", "official", *files)
     values = table(out)
     assert values[("num_ret", "2")] == "0" and values[("map", "2")] == "0.0000"
@@ -164,12 +176,52 @@ def test_bad_files_are_named(tmp_path: Path, files: tuple[str, str],
                              capsys: pytest.CaptureFixture[str],
                              monkeypatch: pytest.MonkeyPatch) -> None:
     bad = tmp_path / "bad_run"
-    bad.write_text("1 Q0 d1 1 0.9 tagA\n1 Q0 d1 2 0.8 tagA\n")
+    bad.write_text("1 Q0 d1 1 0.9 tagA\n1 Q0 d2 2 0.8 tagA\n1 Q0 d3 3 x tagA\n")
     code, _, err = trec_eval(capsys, monkeypatch, files[0], str(bad))
-    assert code == 2 and f"{bad}:2:" in err and "repeated" in err
+    assert code == 2 and f"{bad}:3: score 'x' is not a finite number" in err
     code, _, err = trec_eval(capsys, monkeypatch, files[0], str(tmp_path / "none"))
     assert code == 2 and "no such file" in err
-    other = tmp_path / "other_qrels"
-    other.write_text("9 0 x 1\n")
-    code, _, err = trec_eval(capsys, monkeypatch, str(other), files[1])
+    code, _, err = trec_eval(capsys, monkeypatch, "-D", "0.7", *files)
     assert code == 2 and "no queries with both results and relevance info" in err
+
+
+# A run repeating d1 in topic 1 (lines 1 and 4: ranks 1 and 4) and d9 in topic 3 (not judged)
+REPEATS = ("1 Q0 d1 1 0.9 t\n1 Q0 d2 2 0.8 t\n1 Q0 d3 3 0.7 t\n1 Q0 d1 4 0.1 t\n"
+           "3 Q0 d9 1 5 t\n3 Q0 d9 2 4 t\n")
+
+
+def test_a_repeated_document_is_an_error_where_trec_eval_finds_it(
+        tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """trec_eval 10 checks repeats after ranking and cutting at -M, in the topics it
+    evaluates: d1 at ranks 1 and 4 stops it unless -M 3 cuts the second; topic 3's repeat
+    (not judged) never counts. Both checked against the trec_eval binary (docs/trec_eval.md)."""
+    run = tmp_path / "repeats"
+    run.write_text(REPEATS)
+    code, out, err = trec_eval(capsys, monkeypatch, "-m", "map", files[0], str(run))
+    assert (code, out) == (2, "")
+    assert f"{run}:4: topic 1: document d1 repeated (first at line 1)" in err
+    assert "--duplicates first|last" in err and err.count("\n") == 1
+    code, out, err = trec_eval(capsys, monkeypatch, "-M3", "-m", "num_ret", "-m", "map",
+                               files[0], str(run))
+    assert (code, err) == (0, "")
+    assert table(out)[("num_ret", "all")] == "3" and table(out)[("map", "all")] == "0.5556"
+
+
+@pytest.mark.parametrize(("choice", "num_ret", "ap"), [
+    ("first", "3", (1 + 2 / 3) / 3),       # d1 stays at rank 1
+    ("last", "3", (1 / 2 + 2 / 3) / 3),    # d1 moves to rank 3 (score 0.1): d2, d3, d1
+])
+def test_duplicates_option_keeps_one(tmp_path: Path, files: tuple[str, str], choice: str,
+                                     num_ret: str, ap: float,
+                                     capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "repeats"
+    run.write_text(REPEATS)
+    code, out, err = trec_eval(capsys, monkeypatch, f"--duplicates={choice}", "-m", "num_ret",
+                               "-m", "map", files[0], str(run))
+    assert (code, err) == (0, "")
+    assert table(out)[("num_ret", "all")] == num_ret
+    assert table(out)[("map", "all")] == f"{ap:6.4f}"
+    code, _, err = trec_eval(capsys, monkeypatch, "--duplicates", "some", *files)
+    assert code == 2 and "--duplicates must be one of error, first, last" in err

@@ -1,139 +1,134 @@
 """Reading trec_eval's inputs through sampleval's readers, the way trec_eval reads them.
 
-- Results: one run file (``-`` reads standard input); the run is named by the tag of its
-  last line, as trec_eval names it.
-- Grades are whole numbers for trec_eval (``atol``): ``1.9`` is read as 1, ``-0.5`` as 0.
-- Lines starting with ``#`` are comments and fields after the sixth of a run line are ignored
-  (trec_eval 10). The readers of ``sampleval.io`` refuse both today; :func:`tolerant` retries
-  a refused file with such lines blanked and such fields cut (line numbers kept), so that
-  files trec_eval accepts are accepted here. This retry is meant to go once the readers
-  accept both themselves.
+The readers of :mod:`sampleval.io` already accept what trec_eval 10 accepts ('#' comment
+lines, blank lines, fields past the sixth of a run line, ``-`` for standard input); this
+module adds only what is particular to trec_eval:
+
+- the run is named by the tag of its *last* line (trec_eval keeps the last line's run_id);
+- grades are whole numbers (C's ``atol``): ``1.9`` is read as 1, ``-0.5`` as 0;
+- a document a run repeats within a topic is an error only where trec_eval 10 finds it: in a
+  topic it evaluates, both occurrences within the first ``-M`` documents of the ranking
+  (``form_res_rels.c`` checks after ranking and cutting). Elsewhere the repeat cannot change
+  a value and trec_eval evaluates the run; so does :func:`settle_repeats`.
 """
 
 from __future__ import annotations
 
-import gzip
-import shutil
-import sys
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TypeVar
+import codecs
+from collections.abc import Collection
 
 import numpy as np
+import pyarrow as pa
 
+from sampleval._arrow import dictionary_array, repeats
 from sampleval.core.prefs import GroupQrels, Preferences
 from sampleval.core.qrels import Qrels
-from sampleval.core.run import Run
+from sampleval.core.run import Run, keep_one, ranks_within, sorted_codes, trec_order
 from sampleval.errors import InputError
-from sampleval.io._table import open_text_bytes, read_table
+from sampleval.io._table import Column, Source, TableFormat, last_tokens, load, read_table
 from sampleval.io.prefs import read_group_qrels, read_prefs, read_qrels_prefs
 from sampleval.io.qrels import read_qrels
 from sampleval.io.runs import RUN_FORMAT
 
-T = TypeVar("T")
+ZSCORE_FORMAT = TableFormat(
+    name="z-scores",
+    columns=(
+        Column("query_id", "token", "qid"),
+        Column("measure", "token", "measure"),
+        Column("mean", "float", "mean"),
+        Column("stddev", "float", "stddev"),
+    ),
+)
+
 
 def _whole(values: np.ndarray) -> np.ndarray:
     """Grades as trec_eval reads them (C's ``atol``: the integer part)."""
     return np.trunc(values) + 0.0
 
 
-def read_results(path: str) -> tuple[Run, str]:
-    """The run of a results file and its name (the last line's tag)."""
-    with _stdin_if_dash(path) as source:
-        table = tolerant(lambda p: read_table(p, RUN_FORMAT), source, run_fields=6)
-    tags = table["tag"].combine_chunks()
-    runid = str(tags.dictionary[tags.indices[len(tags) - 1].as_py()])
-    return Run(name=runid, table=table.drop_columns(["tag"]), source=path), runid
+def read_results(path: str) -> tuple[Run, Source]:
+    """The run of a results file, named by its last line's tag, repeats kept (see
+    :func:`settle_repeats`), and the file's bytes (to name lines in errors)."""
+    source = load(path)
+    table = read_table(source, RUN_FORMAT, unique=False)
+    runid = last_tokens(source)[RUN_FORMAT.width - 1]
+    return Run(name=runid, table=table, source=source.name), source
+
+
+def settle_repeats(run: Run, source: Source, topics: Collection[str], depth: int | None,
+                   duplicates: str) -> Run:
+    """``run`` with one row per (topic, document).
+
+    ``duplicates="error"`` does what trec_eval 10 does: a document repeated within the first
+    ``depth`` documents of a topic in ``topics`` is an error naming both lines; other repeats
+    (further down, or in topics not evaluated) are dropped, which changes no value (the
+    occurrence that ranks highest stays). ``first`` and ``last`` keep one occurrence as
+    ``sampleval evaluate --duplicates`` does.
+    """
+    table = run.table
+    repeated = repeats(table, ("query_id", "doc_id"))
+    if not repeated.any():
+        return run
+    if duplicates == "error":
+        _refuse_counted_repeats(table, source, topics, depth)
+        duplicates = "first"
+    return Run(name=run.name, table=keep_one(table, duplicates), source=run.source)
+
+
+def _refuse_counted_repeats(table: pa.Table, source: Source, topics: Collection[str],
+                            depth: int | None) -> None:
+    """Raise for a repeat trec_eval would find: in ``topics``, within the first ``depth``."""
+    qid = dictionary_array(table["query_id"])
+    doc = dictionary_array(table["doc_id"])
+    q_key = sorted_codes(qid.dictionary)[qid.indices.to_numpy()]
+    d_key = sorted_codes(doc.dictionary)[doc.indices.to_numpy()]
+    order = trec_order(q_key, table["score"].to_numpy(), d_key)
+    counted = order if depth is None else order[ranks_within(q_key[order]) <= depth]
+    wanted = np.isin(qid.dictionary.to_numpy(zero_copy_only=False), list(topics))
+    counted = counted[wanted[qid.indices.to_numpy()[counted]]]
+    within = table.take(pa.array(np.sort(counted)))
+    found = repeats(within, ("query_id", "doc_id"))
+    if not found.any():
+        return
+    row = int(np.flatnonzero(found)[0])
+    topic, docno = within["query_id"][row].as_py(), within["doc_id"][row].as_py()
+    lines = _line_numbers(source, topic, docno)
+    within_cut = f" within the top {depth} (-M)" if depth is not None else ""
+    raise InputError(source.name, lines[1] if len(lines) > 1 else None,
+                     f"topic {topic}: document {docno} repeated{within_cut} (first at line "
+                     f"{lines[0]}); trec_eval 10 refuses it too ('duplicate docs'); "
+                     "--duplicates first|last keeps one")
+
+
+def _line_numbers(source: Source, topic: str, docno: str) -> list[int]:
+    """The numbers of the lines of ``source`` giving ``docno`` for ``topic`` (error path)."""
+    key = (topic.encode(), docno.encode())
+    data = source.data.removeprefix(codecs.BOM_UTF8)
+    return [number for number, line in enumerate(data.split(b"\n"), start=1)
+            if tuple(line.split()[:3:2]) == key]
 
 
 def read_rel_info(path: str, rel_format: str) -> Qrels | Preferences | GroupQrels:
     """The judgments of ``-R rel_format``: qrels, prefs, qrels_prefs or qrels_jg."""
     if rel_format == "qrels":
-        qrels = tolerant(read_qrels, path)
+        qrels = read_qrels(path)
         return Qrels(frame=qrels.frame.assign(relevance=_whole(qrels.frame["relevance"]
                                                                .to_numpy())),
                      source=qrels.source)
     if rel_format == "qrels_jg":
-        groups = tolerant(read_group_qrels, path)
+        groups = read_group_qrels(path)
         return GroupQrels(frame=groups.frame.assign(relevance=_whole(
             groups.frame["relevance"].to_numpy())), source=groups.source)
     reader = read_prefs if rel_format == "prefs" else read_qrels_prefs
-    return tolerant(reader, path)
-
-
-def tolerant(reader: Callable[[str], T], path: str, run_fields: int | None = None) -> T:
-    """``reader(path)``; when it refuses the file and the file has comment lines (or, for
-    runs, lines with more than ``run_fields`` fields), ``reader`` of a copy without them,
-    errors naming the original file."""
-    try:
-        return reader(path)
-    except InputError as refused:
-        if not Path(path).is_file():
-            raise
-        with _normalised_copy(Path(path), run_fields) as copy:
-            if copy is None:
-                raise
-            try:
-                return reader(str(copy))
-            except InputError as error:
-                raise InputError(path, error.line, error.message) from None
-        raise refused from None
-
-
-@contextmanager
-def _normalised_copy(path: Path, run_fields: int | None) -> Iterator[Path | None]:
-    """A temporary copy of ``path`` with comment lines blanked and run lines cut to
-    ``run_fields`` fields, or None when the file has neither."""
-    changed = False
-    with tempfile.TemporaryDirectory(prefix="sampleval-") as tmp:
-        copy = Path(tmp) / path.name.removesuffix(".gz")
-        with open_text_bytes(path) as source, copy.open("wb") as target:
-            for line in source:
-                stripped = line.lstrip()
-                if stripped.startswith(b"#"):
-                    line, changed = b"\n", True
-                elif run_fields is not None and len(fields := line.split()) > run_fields:
-                    line, changed = b" ".join(fields[:run_fields]) + b"\n", True
-                target.write(line)
-        yield copy if changed else None
-
-
-@contextmanager
-def _stdin_if_dash(path: str) -> Iterator[str]:
-    """``path``, or for ``-`` a temporary file holding standard input."""
-    if path != "-":
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="sampleval-") as tmp:
-        copy = Path(tmp) / "stdin"
-        with copy.open("wb") as target:
-            shutil.copyfileobj(sys.stdin.buffer, target)
-        yield str(copy)
+    return reader(path)
 
 
 def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
     """trec_eval's ``-Z`` file: lines ``qid measure mean stddev`` -> {(qid, measure):
     (mean, stddev)} (the first line of a repeated pair wins)."""
+    table = read_table(path, ZSCORE_FORMAT)
     out: dict[tuple[str, str], tuple[float, float]] = {}
-    opener = gzip.open if Path(path).suffix == ".gz" else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
-                fields = line.split()
-                if not fields:
-                    continue
-                if len(fields) != 4:
-                    raise InputError(path, number, "expected 4 columns (qid measure mean "
-                                                   f"stddev), found {len(fields)}")
-                try:
-                    mean, stddev = float(fields[2]), float(fields[3])
-                except ValueError:
-                    raise InputError(path, number, "mean and stddev must be numbers") from None
-                out.setdefault((fields[0], fields[1]), (mean, stddev))
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    if not out:
-        raise InputError(path, None, "empty file: no z-score lines")
+    for qid, measure, mean, stddev in zip(*(table[c].to_pylist() for c in table.column_names),
+                                          strict=True):
+        out.setdefault((qid, measure), (mean, stddev))
     return out

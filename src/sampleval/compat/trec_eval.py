@@ -7,8 +7,11 @@ printing what trec_eval prints, byte for byte.
 - ``-m name[.params]`` marks a measure or a nickname (``official``, ``all_trec``, ``set``,
   ``all_prefs``, ``prefs``, ``qrels_jg``); parameters are read as trec_eval reads them
   (``atol``/``atof``); the first ``-m`` giving parameters to a measure wins.
-- Topics are those of the judgments, in byte order; a topic the run lacks is skipped, or
-  with ``-c`` evaluated on trec_eval's one-document stand-in ranking. Values accumulate in
+- Topics are those of the judgments, in byte order; a topic the run lacks is skipped (as
+  trec_eval 9 and trec_eval's help; trec_eval 10.0 exits, see docs/trec_eval.md), or with
+  ``-c`` evaluated on trec_eval's one-document stand-in ranking. A document the run repeats within a topic is an
+  error where trec_eval 10 finds it (see :mod:`sampleval.compat._inputs`); ``--duplicates
+  first|last`` (sampleval's own option) keeps one occurrence instead. Values accumulate in
   topic order and print as trec_eval's ``%6.4f``.
 
 The measures, their names and their order come from :data:`sampleval.measures.names.SPECS`;
@@ -24,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from sampleval.core.run import DUPLICATES
 from sampleval.errors import UsageError
 from sampleval.measures.names import SPECS, Measure, MeasureSpec, nickname_members, trec_spec
 
@@ -40,6 +44,7 @@ LONG_OPTIONS = {  # long name -> short option (takes a value when the short one 
     "Debug_level": "D", "Judged_docs_only": "J", "Number_docs_in_coll": "N",
     "Max_retrieved_per_topic": "M", "Rel_info_format": "R", "Results_format": "T",
     "Output_old_results_format": "o", "Zscore": "Z",
+    "duplicates": "duplicates",  # sampleval's own, long name only, takes a value
 }
 REL_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")
 MISSING_ZSCORE = -1000000.0
@@ -64,6 +69,7 @@ class Options:
     rel_format: str = "qrels"
     results_format: str = "trec_results"
     zscores: str | None = None
+    duplicates: str = "error"
     help: bool = False
     version: bool = False
     marked: set[str] = field(default_factory=set)
@@ -132,6 +138,8 @@ def getopt(argv: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]]:
 
 
 def _takes_value(short: str) -> bool:
+    if short == "duplicates":
+        return True
     index = SHORT_OPTIONS.index(short)
     return short == "o" or (index + 1 < len(SHORT_OPTIONS) and SHORT_OPTIONS[index + 1] == ":")
 
@@ -183,6 +191,11 @@ def parse_options(argv: Sequence[str]) -> Options:
             opts.results_format = value
         elif short == "Z":
             opts.zscores = value
+        elif short == "duplicates":
+            if value not in DUPLICATES:
+                raise UsageError(f"trec_eval: --duplicates must be one of "
+                                 f"{', '.join(DUPLICATES)}, not '{value}'")
+            opts.duplicates = value
     return opts
 
 
@@ -508,6 +521,8 @@ def run(argv: Sequence[str], out: TextIO | None = None) -> None:
     if len(opts.files) != 2:
         raise UsageError(f"trec_eval: expected rel_info_file and results_file, got "
                          f"{len(opts.files)} file name(s) ({USAGE})")
+    if opts.files.count("-") > 1:
+        raise UsageError("trec_eval: standard input ('-') can be read only once")
     if opts.rel_format not in REL_FORMATS:
         raise UsageError(f"trec_eval: illegal rel_format '{opts.rel_format}' (one of "
                          f"{', '.join(REL_FORMATS)})")
@@ -525,11 +540,17 @@ def evaluate_files(opts: Options, items: list[Item]) -> str:
     """Read the two files (and the z-scores), evaluate, and format."""
     import numpy as np
 
-    from sampleval.compat._inputs import read_rel_info, read_results, read_zscores
+    from sampleval.compat._inputs import (
+        read_rel_info,
+        read_results,
+        read_zscores,
+        settle_repeats,
+    )
 
     rel_info_file, results_file = opts.files
     judgments = read_rel_info(rel_info_file, opts.rel_format)
-    run_, runid = read_results(results_file)
+    run_, source = read_results(results_file)
+    runid = run_.name
     zscores = read_zscores(opts.zscores) if opts.zscores is not None else None
     rel_topics = sorted(map(str, judgments.frame["query_id"].unique()),
                         key=lambda t: t.encode())
@@ -540,6 +561,7 @@ def evaluate_files(opts: Options, items: list[Item]) -> str:
     if not topics:
         raise UsageError("trec_eval: no queries with both results and relevance info "
                          f"({rel_info_file}, {results_file})")
+    run_ = settle_repeats(run_, source, topics, opts.max_docs, opts.duplicates)
     per_topic = evaluate_topics(opts, items, judgments, run_, topics)
     z_topics = {q for q, _ in zscores} if zscores is not None else set()
     for values in per_topic:

@@ -16,8 +16,8 @@ sampleval trec_eval [-h] [-q] [-m measure[.params]]... [-c] [-n] [-l num] [-N nu
     rel_info_file results_file
 
 Evaluate the run in results_file against the judgments in rel_info_file and print
-what trec_eval 10 prints, byte for byte. results_file '-' reads standard input; both
-files may be gzipped. Options may be clustered (-qc), values attached (-mall_trec, -l2),
+what trec_eval 10 prints, byte for byte. Either file may be '-' (standard input) and
+may be gzipped. Options may be clustered (-qc), values attached (-mall_trec, -l2),
 and long names abbreviated (--meas P.10).
 
  -h, --help                 this help; with -m, the named measures' descriptions too
@@ -48,6 +48,12 @@ and long names abbreviated (--meas P.10).
                             look better than they are: use with care)
  -D, --Debug_level num[.qid]
                             with .qid, evaluate that topic only (no debugging output)
+ --duplicates error|first|last
+                            a document the run repeats within a topic: error (default,
+                            as trec_eval: where it counts, in a topic evaluated and
+                            within the -M cut), first (keep the occurrence that ranks
+                            highest), last (keep the last line, as pytrec_eval does);
+                            sampleval's own option
  -R, --Rel_info_format fmt  qrels (default), qrels_jg, prefs or qrels_prefs
  -T, --Results_format fmt   trec_results (the only one)
  -Z, --Zscore file          print z-scores instead: (value - mean) / stddev, with the
@@ -64,7 +70,7 @@ Errors are one line on standard error, exit code 2.
 RESULTS = """\
 Results format trec_results: lines 'qid iter docno rank score tag'; iter and rank are
 ignored; the run's name is the tag of the last line; fields after the sixth and lines
-starting with '#' are ignored; a docno may appear once per topic.
+starting with '#' are ignored; a docno may appear once per topic (see --duplicates).
 """
 
 REL_INFO = {
