@@ -5,8 +5,10 @@ Timing: both tools as a user runs them, each a fresh process reading the qrels a
 run and printing every all_trec measure: ``sampleval trec_eval -m all_trec QRELS RUN`` and a
 Python script that parses with pytrec_eval, evaluates ``{'all_trec'}`` and prints the means.
 The two alternate (A B A B ...); the median of each and the median of the pairwise ratios are
-printed. With a trec_eval binary on PATH (or ``--trec-eval PATH``), it is timed too, on the
-run unzipped (trec_eval reads plain files only).
+printed, with the load average before and after (quote it with the figures). NIST's trec_eval
+10.0 is timed too when found (``--trec-eval PATH``, else the build of
+``scripts/build_trec_eval.sh`` in ``~/.cache/sampleval``, else ``trec_eval`` on PATH), on the
+run unzipped (trec_eval reads plain files only), with the ratio sampleval / trec_eval.
 
 Agreement (``--agreement``): ``sampleval.evaluation.evaluate`` on every round-5 run for each
 trec_eval measure pytrec_eval computes, per topic and mean, against pytrec_eval; prints the
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -83,6 +86,23 @@ def timing(data: Path, run_name: str, repeat: int, trec_eval: str | None) -> Non
                                     strict=True)]
     print(f"  sampleval / pytrec_eval, median of pairwise ratios: "
           f"{statistics.median(ratios):.2f}")
+    if "trec_eval (C)" in times:
+        ratios = [s / c for s, c in zip(times["sampleval trec_eval"], times["trec_eval (C)"],
+                                        strict=True)]
+        print(f"  sampleval / trec_eval (C), median of pairwise ratios: "
+              f"{statistics.median(ratios):.2f}")
+
+
+def built_trec_eval() -> str | None:
+    """The trec_eval binary to time: scripts/build_trec_eval.sh's build, or one on PATH."""
+    cache = Path(os.environ.get("SAMPLEVAL_CACHE") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sampleval")
+    built = cache / "trec_eval-10.0" / "trec_eval"
+    return str(built) if os.access(built, os.X_OK) else shutil.which("trec_eval")
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def agreement(data: Path) -> int:
@@ -157,15 +177,18 @@ def main() -> int:
     parser.add_argument("--run", default="BRPHJ_BM25", help="round-5 run to time (file name "
                                                             "without .gz)")
     parser.add_argument("--repeat", type=int, default=5, help="timed passes per tool")
-    parser.add_argument("--trec-eval", default=shutil.which("trec_eval"),
-                        help="a trec_eval binary to time as well (default: trec_eval on PATH)")
+    parser.add_argument("--trec-eval", default=built_trec_eval(),
+                        help="a trec_eval binary to time as well (default: the build of "
+                             "scripts/build_trec_eval.sh, else trec_eval on PATH)")
     parser.add_argument("--agreement", action="store_true",
                         help="also compare every measure pytrec_eval has, on every run")
     args = parser.parse_args()
     if not (args.data / QRELS_FILE).exists():
         print(f"TREC-COVID data missing: {args.data / QRELS_FILE}", file=sys.stderr)
         return 2
+    print(f"before: {load()} (2 cores: other jobs change the wall times)")
     timing(args.data, args.run, args.repeat, args.trec_eval)
+    print(f"after: {load()}")
     return agreement(args.data) if args.agreement else 0
 
 
