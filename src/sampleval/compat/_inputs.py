@@ -10,25 +10,29 @@ module adds only what is particular to trec_eval:
   topic it evaluates, both occurrences within the first ``-M`` documents of the ranking
   (``form_res_rels.c`` checks after ranking and cutting). Elsewhere the repeat cannot change
   a value and trec_eval evaluates the run; so does :func:`settle_repeats`.
+
+Importing this module, and :func:`read_results`, need numpy and pyarrow only, so the results
+file is read while pandas and numba import (as ``sampleval evaluate`` reads its runs).
 """
 
 from __future__ import annotations
 
 import codecs
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from sampleval._arrow import dictionary_array, repeats
-from sampleval.core.prefs import GroupQrels, Preferences
-from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run, keep_one, ranks_within, sorted_codes, trec_order
 from sampleval.errors import InputError
 from sampleval.io._table import Column, Source, TableFormat, last_tokens, load, read_table
-from sampleval.io.prefs import read_group_qrels, read_prefs, read_qrels_prefs
-from sampleval.io.qrels import read_qrels
 from sampleval.io.runs import RUN_FORMAT
+
+if TYPE_CHECKING:
+    from sampleval.core.prefs import GroupQrels, Preferences
+    from sampleval.core.qrels import Qrels
 
 ZSCORE_FORMAT = TableFormat(
     name="z-scores",
@@ -110,6 +114,11 @@ def _line_numbers(source: Source, topic: str, docno: str) -> list[int]:
 
 def read_rel_info(path: str, rel_format: str) -> Qrels | Preferences | GroupQrels:
     """The judgments of ``-R rel_format``: qrels, prefs, qrels_prefs or qrels_jg."""
+    from sampleval.core.prefs import GroupQrels
+    from sampleval.core.qrels import Qrels
+    from sampleval.io.prefs import read_group_qrels, read_prefs, read_qrels_prefs
+    from sampleval.io.qrels import read_qrels
+
     if rel_format == "qrels":
         qrels = read_qrels(path)
         return Qrels(frame=qrels.frame.assign(relevance=_whole(qrels.frame["relevance"]

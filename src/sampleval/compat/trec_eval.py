@@ -540,16 +540,17 @@ def evaluate_files(opts: Options, items: list[Item]) -> str:
     """Read the two files (and the z-scores), evaluate, and format."""
     import numpy as np
 
-    from sampleval.compat._inputs import (
-        read_rel_info,
-        read_results,
-        read_zscores,
-        settle_repeats,
-    )
+    from sampleval.cli._app import in_background
+    from sampleval.compat._inputs import read_results  # light: numpy, pyarrow
 
     rel_info_file, results_file = opts.files
-    judgments = read_rel_info(rel_info_file, opts.rel_format)
-    run_, source = read_results(results_file)
+    with in_background(read_results, results_file) as reading:  # while pandas, numba import
+        from sampleval.compat._inputs import read_rel_info, read_zscores, settle_repeats
+        from sampleval.core._kernels import load_compiled
+
+        load_compiled()
+        judgments = read_rel_info(rel_info_file, opts.rel_format)
+        run_, source = reading.result()
     runid = run_.name
     zscores = read_zscores(opts.zscores) if opts.zscores is not None else None
     rel_topics = sorted(map(str, judgments.frame["query_id"].unique()),
