@@ -35,6 +35,12 @@ def covid() -> Path:
 
 
 @pytest.fixture(scope="session")
+def trec_eval_suite() -> Path:
+    """trec_eval 10's own test suite: inputs, golden outputs, README table of the cases."""
+    return shared_path("trec_eval-test")
+
+
+@pytest.fixture(scope="session")
 def cranfield_dir() -> Path:
     """The Cranfield 1400 directory (texts, queries, qrels)."""
     return shared_path("cranfield")

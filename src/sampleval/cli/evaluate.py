@@ -15,11 +15,10 @@ from sampleval.cli._app import (
     add_rel_level,
     add_runs_argument,
     check_stdin_once,
-    split_names,
     start_reading_runs,
     stdout_console,
 )
-from sampleval.measures.names import DEFAULT_MEASURES
+from sampleval.measures.names import DEFAULT_MEASURES, measure_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,10 +34,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "standard input); negative rel: pooled, not judged")
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", action="append", metavar="MEASURE",
-                        help="measure to compute, ir_measures style (AP, P@10, R@100, Rprec, "
-                             "nDCG, nDCG@20, RR, Bpref, Judged@10, NumRel, NumRet, NumRelRet; "
-                             "parameters like AP(rel=2)); trec_eval names (map, P_10, "
-                             "ndcg_cut_20) also work; repeat or separate with commas "
+                        help="measure to compute, ir_measures style (AP, P@10, nDCG@20, "
+                             "AP(rel=2), P@10(rel=2), nDCG(gains={1:1,2:3})); trec_eval names "
+                             "(map, P_10, ndcg_cut_20) also work, in any case when "
+                             "unambiguous; repeat or separate with commas. Measures: "
+                             f"{', '.join(measure_names())} (docs/trec_eval.md describes "
+                             "them; prefs_* read the qrels as preferences, *_avgjg the qrels' "
+                             "second column as judgment groups) "
                              f"(default: {', '.join(DEFAULT_MEASURES)})")
     add_per_topic(parser)
     add_depth(parser)
@@ -62,7 +64,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> None:
     from sampleval.measures.names import parse_measures
 
-    measures = parse_measures(split_names(args.measure or list(DEFAULT_MEASURES)))
+    measures = parse_measures(args.measure or list(DEFAULT_MEASURES))
     check_stdin_once(args.qrels, args.runs)
     with start_reading_runs(args) as reading:  # the runs load while pandas and numba import
         from sampleval.core._kernels import load_compiled
