@@ -7,17 +7,18 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from sampleval.aggregation import over_topics
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.core.run import Run
 from sampleval.errors import UsageError
+from sampleval.inputs import QrelsLike, RunsLike, as_qrels, as_runs
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.names import DEFAULT_MEASURES, Measure, parse_measures
 
 MEAN_TOPIC = "all"
 
 
-def evaluate(qrels: Qrels, runs: Sequence[Run] | Pool,
+def evaluate(qrels: QrelsLike, runs: RunsLike | Pool,
              measures: Sequence[str | Measure] = DEFAULT_MEASURES, *,
              depth: int | None = None, rel_level: int = 1, all_topics: bool = False,
              judged_only: bool = False) -> pd.DataFrame:
@@ -33,8 +34,11 @@ def evaluate(qrels: Qrels, runs: Sequence[Run] | Pool,
       (trec_eval ``-c``); by default, over the topics both the run and the qrels have.
     - ``judged_only``: drop unjudged documents from each ranking first (trec_eval ``-J``).
 
-    ``runs`` may be a :class:`Pool` built earlier (then ``depth`` must be None).
+    ``qrels`` may also be a DataFrame, a qrels file or a deterministic sample's directory;
+    ``runs`` a Run, a list of Runs, a DataFrame or paths (:mod:`sampleval.inputs`), or a
+    :class:`Pool` built earlier (then ``depth`` must be None).
     """
+    qrels = as_qrels(qrels)
     parsed = list(dict.fromkeys(  # in the order given, without repeats
         m for item in measures
         for m in ([item] if isinstance(item, Measure) else parse_measures([item]))))
@@ -43,7 +47,7 @@ def evaluate(qrels: Qrels, runs: Sequence[Run] | Pool,
             raise UsageError("give the depth when building the Pool, not to evaluate()")
         pool = runs.with_labels(qrels)
     else:
-        pool = Pool.from_runs(runs, depth=depth, qrels=qrels, topics=qrels.topics)
+        pool = Pool.from_runs(as_runs(runs), depth=depth, qrels=qrels, topics=qrels.topics)
     return _tabulate(pool, qrels, parsed, rel_level, all_topics, judged_only)
 
 
@@ -86,11 +90,9 @@ def _frame(run_names: tuple[str, ...], topics: list[str], measures: list[Measure
         "measure": names[m_idx[keep]],
         "value": values[keep],
     })
-    masked = np.where(keep, values, 0.0)
-    sums = masked.sum(axis=0)
-    counts = np.maximum(included.sum(axis=0), 1)
     is_sum = np.array([m.aggregate == "sum" for m in measures])[:, None]
-    means = np.where(is_sum, sums, sums / counts)
+    means = np.where(is_sum, over_topics(values, keep, "sum"),
+                     over_topics(values, keep, "mean"))
     m_all, r_all = np.meshgrid(np.arange(n_measures), np.arange(n_runs), indexing="ij")
     overall = pd.DataFrame({
         "run": np.asarray(run_names, dtype=object)[r_all.ravel()],

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 FamilyFunction = Callable[
     [tuple[str, ...], "list[TopicView]", "Sample", "list[EstimateSpec]", float, float],
     "pd.DataFrame"]
+# (aligned topics, sample, one requested measure, level, its values [topics, runs]) -> the
+# share of each value that is imputation [topics, runs] (:mod:`.imputation`)
+ImputedShare = Callable[
+    ["list[TopicView]", "Sample", "EstimateSpec", float, np.ndarray], np.ndarray]
 OneMeasure = Callable[
     [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float, float],
     "pd.DataFrame"]
@@ -60,7 +64,9 @@ class EstimatorFamily:
     preferred when a plain measure such as ``AP`` is to be estimated from a sample of that
     design); ``compute`` estimates the requested measures for every run and topic;
     ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
-    doubles, trec_eval floats).
+    doubles, trec_eval floats); ``imputed`` (None: the family imputes nothing) gives the share
+    of each estimate that its smoothing constants make up, so that ``estimate`` can flag the
+    estimates that are mostly a guess.
     """
 
     name: str
@@ -70,6 +76,7 @@ class EstimatorFamily:
     designs: Mapping[str, int]
     compute: FamilyFunction
     score_type: type[np.floating] = np.float32
+    imputed: ImputedShare | None = None
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 

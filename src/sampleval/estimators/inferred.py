@@ -58,6 +58,7 @@ from sampleval.core.sample import Sample
 from sampleval.estimators._kernels import nist_pass, ratio_variance_sums, srs_variance
 from sampleval.estimators.base import TopicView, summarise
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
+from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
 
 INFAP_EPSILON = 1e-5
@@ -241,7 +242,7 @@ register_family(EstimatorFamily(
     reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c",
     bases=(Base("AP", alias="infAP"),),
     designs={"stratified": 3, "census": 3},
-    compute=estimate_trec_eval))
+    compute=estimate_trec_eval, imputed=infap_share))
 
 register_family(EstimatorFamily(
     name="nist", title="NIST sample_eval's xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret",
@@ -250,4 +251,4 @@ register_family(EstimatorFamily(
            Base("P", "required", alias="iP", penalty=5), Base("NumRel", alias="inum_rel"),
            Base("NumRelRet", alias="inum_rel_ret", penalty=5)),
     designs={"stratified": 1, "census": 1},
-    compute=estimate_nist, score_type=np.float64))
+    compute=estimate_nist, score_type=np.float64, imputed=nist_share))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from sampleval.core.sample import Sample
+from sampleval.core.sample import Sample, pending_count, read_header
 from sampleval.errors import InputError, UsageError
 from sampleval.io._table import (
     Column,
@@ -108,6 +108,11 @@ def load_sample(path: str | PathLike[str], sample_format: str = "auto") -> Sampl
     if sample_format == "auto":
         sample_format = "sampleval" if p.is_dir() else _sniff_format(p)
     if sample_format == "sampleval":
+        waiting = pending_count(read_header(p))
+        if waiting:
+            raise UsageError(f"{p}: {waiting} proposed documents have no label yet (listed in "
+                             f"{p / 'to-judge.tsv'}): judge them, then import the labels with "
+                             f"'sampleval judge {p} JUDGMENTS'")
         return Sample.load(p)
     if sample_format == "qrels":
         return Sample.from_qrels(read_qrels(p))
@@ -129,6 +134,9 @@ def _sniff_format(path: Path) -> str:
                      [])
     if len(first) == 4:
         return "qrels"
+    if len(first) == 6:
+        raise UsageError(f"{path} looks like a TREC run (6 columns), not a sample: give the "
+                         "sample first, then the runs (sampleval estimate SAMPLE RUN...)")
     if len(first) == 5:
         rel, method, prob = _number(first[2]), _number(first[3]), _number(first[4])
         is_prels = rel is not None and method is None and prob is not None and 0 < prob <= 1

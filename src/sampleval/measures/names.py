@@ -51,7 +51,7 @@ class Measure:
     @property
     def aggregate(self) -> str:
         """How trec_eval combines topics: ``mean``, or ``sum`` for the counts."""
-        return _SPECS[self.name][1]
+        return aggregate_of(self.name)
 
     @property
     def trec_name(self) -> str:
@@ -60,6 +60,13 @@ class Measure:
             return _SPECS[self.name][2]
         base = _CUT_TREC_NAMES.get(self.name, _SPECS[self.name][2])
         return f"{base}_{self.cutoff}"
+
+
+def aggregate_of(base: str) -> str:
+    """How the measure ``base`` (``AP``, ``NumRel``; also a base only estimated, ``DCG``) and
+    its estimates combine topics: ``sum`` for the counts, else ``mean``
+    (:mod:`sampleval.aggregation`)."""
+    return _SPECS[base][1] if base in _SPECS else "mean"
 
 
 def parse_measure(text: str) -> Measure:
