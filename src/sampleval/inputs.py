@@ -24,8 +24,8 @@ import pandas as pd
 
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
-from sampleval.core.sample import Sample
-from sampleval.errors import UsageError
+from sampleval.core.sample import HEADER, Sample
+from sampleval.errors import InputError, UsageError
 
 RunsLike: TypeAlias = "Run | Sequence[Run | str | PathLike[str]] | pd.DataFrame | str | PathLike[str]"
 QrelsLike: TypeAlias = "Qrels | pd.DataFrame | str | PathLike[str]"
@@ -78,6 +78,9 @@ def as_qrels(qrels: QrelsLike) -> Qrels:
     if isinstance(qrels, (str, PathLike)) and Path(qrels).is_dir():
         from sampleval.io.samples import load_sample
 
+        if not (Path(qrels) / HEADER).is_file():
+            raise InputError(qrels, None, f"is a directory, not a qrels file (nor a sample "
+                                          f"directory: it holds no {HEADER})")
         return sample_judgments(load_sample(qrels, "sampleval"), str(qrels))
     if isinstance(qrels, (str, PathLike)):
         from sampleval.io import read_qrels
@@ -91,7 +94,7 @@ def sample_judgments(sample: Sample, where: str = "the sample") -> Qrels:
     -1, "pooled, not judged"); a sample drawn at random is refused, since exact measures on
     its judged documents alone are biased."""
     if sample.design not in DETERMINISTIC_DESIGNS:
-        raise UsageError(f"{where} is a {sample.design} sample, drawn at random: measures "
+        raise UsageError(f"{where}: a {sample.design} sample, drawn at random: measures "
                          "computed exactly on its judged documents are biased; estimate "
                          f"them with 'sampleval estimate {where} RUN...' (or write its "
                          f"judgments out with 'sampleval export {where} -o FILE --as qrels')")

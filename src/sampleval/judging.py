@@ -95,11 +95,11 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
     header = read_header(path)
     judging = header.get("judging")
     if not isinstance(judging, dict):
-        raise UsageError(f"{path} was not started for judging outside sampleval (start with "
+        raise UsageError(f"{path}: not started for judging outside sampleval (start with "
                          "'sampleval sample METHOD RUN... --budget N -o DIR', without "
                          "--qrels): there is nothing to import")
     if judging.get("complete"):
-        raise UsageError(f"{path} is complete: every proposed document has a label; estimate "
+        raise UsageError(f"{path}: complete, every proposed document has a label; estimate "
                          f"with 'sampleval estimate {path} RUN...'")
     meta = header.get("meta", {})
     if runs is None:

@@ -165,8 +165,9 @@ def add_output(parser: argparse.ArgumentParser) -> None:
 
 class Output:
     """Where a command's results go: standard output, or the ``-o`` FILE, checked before
-    any work is done (a directory, a missing parent or one of the ``inputs`` is refused, one
-    line) and written whole (to a temporary name, then renamed)."""
+    any work is done (a directory, a missing parent, one of the ``inputs`` or a file inside
+    an input directory is refused, one line) and written whole (to a temporary name, then
+    renamed)."""
 
     def __init__(self, path: str | None, inputs: Sequence[str] = ()) -> None:
         from pathlib import Path
@@ -180,11 +181,12 @@ class Output:
             raise UsageError(f"{self.path}: is a directory; -o takes a file name")
         if not self.path.parent.is_dir():
             raise UsageError(f"{self.path}: no such directory {self.path.parent}")
-        if self.path.exists():
-            for given in inputs:
-                if Path(given).exists() and self.path.samefile(given):
-                    raise UsageError(f"{self.path}: is one of the command's inputs; -o would "
-                                     "overwrite it")
+        target = self.path.resolve()
+        for given in map(Path, inputs):
+            inside = given.is_dir() and given.resolve() in target.parents
+            if inside or (self.path.exists() and given.exists() and self.path.samefile(given)):
+                raise UsageError(f"{self.path}: is one of the command's inputs, or inside one; "
+                                 "-o would overwrite it: write the results elsewhere")
 
     def write(self, text: str) -> None:
         if self.path is None:

@@ -77,8 +77,9 @@ def check_order(sample: str, runs: list[str]) -> None:
     """A sample directory given among the runs means the arguments were swapped."""
     for given in runs:
         if (Path(given) / "sample.json").is_file() and not Path(sample).is_dir():
-            raise UsageError(f"{given} is a sample directory and {sample} is not: the sample "
-                             "comes first (sampleval estimate SAMPLE RUN...)")
+            raise UsageError(f"{given}: a sample directory given as a run, while {sample} "
+                             "is not a sample directory: the sample comes first (sampleval "
+                             "estimate SAMPLE RUN...)")
 
 
 def run(args: argparse.Namespace) -> None:

@@ -160,20 +160,43 @@ def _simulated(selector: Selector, oracle: Oracle, batch: int | None) -> Sample:
 
 
 def run_methods(args: argparse.Namespace) -> None:
+    import shutil
+    import textwrap
+
+    from sampleval.estimators import DEFAULT_MEASURES
     from sampleval.estimators.family import FAMILIES
+    from sampleval.estimators.names import estimator_for
     from sampleval.selection import METHODS
 
-    lines = ["Selection methods (sampleval sample METHOD ... --param NAME=VALUE)", ""]
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+
+    def entry(head: str, body: str = "", indent: int = 6) -> str:
+        """``head: body`` wrapped to the width, continued lines indented under it."""
+        text = f"{head}: {body}" if body else head
+        return textwrap.fill(text, width, initial_indent=" " * indent,
+                             subsequent_indent=" " * (indent + 4),
+                             break_on_hyphens=False, break_long_words=False)
+
+    def defaults(design: str) -> str:
+        chosen = [estimator_for(base, cut, design) for base, cut in DEFAULT_MEASURES]
+        names = [spec.name for spec in chosen if spec is not None]
+        return ", ".join(names) or "none"
+
+    lines = ["Selection methods (sampleval sample METHOD RUN... --param NAME=VALUE)", ""]
     for name, cls in METHODS.items():
-        families = ", ".join(cls.estimator_families()) or (
-            "none (exact measures on the judged documents)")
-        lines += [f"  {name}: {cls.summary}",
-                  f"      design: {cls.design}; estimators: {families}"]
-        lines += [f"      {p.name} ({p.type.__name__}): {p.describe()}" for p in cls.parameters]
+        lines.append(entry(name, cls.summary, indent=2))
+        if cls.design == "pooled":
+            lines.append(entry("design", "pooled (deterministic): its judgments are exact, "
+                                         "evaluate them with 'sampleval evaluate SAMPLE RUN...'"))
+        else:
+            lines.append(entry("design", cls.design))
+            lines.append(entry("estimator families", ", ".join(cls.estimator_families())))
+            lines.append(entry("estimated by default", defaults(cls.design)))
+        lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]
         lines.append("")
     lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME)", ""]
     for name, family in FAMILIES.items():
-        lines += [f"  {name}: {family.title} ({family.reference})",
-                  f"      measures: {', '.join(family.measure_names())}",
-                  f"      designs: {', '.join(family.designs)}", ""]
+        lines += [entry(name, f"{family.title} ({family.reference})", indent=2),
+                  entry("measures", ", ".join(family.measure_names())),
+                  entry("designs", ", ".join(family.designs)), ""]
     sys.stdout.write("\n".join(lines))

@@ -135,8 +135,8 @@ def _sniff_format(path: Path) -> str:
     if len(first) == 4:
         return "qrels"
     if len(first) == 6:
-        raise UsageError(f"{path} looks like a TREC run (6 columns), not a sample: give the "
-                         "sample first, then the runs (sampleval estimate SAMPLE RUN...)")
+        raise UsageError(f"{path}: looks like a TREC run (6 columns), not a sample: give "
+                         "the sample first, then the runs (sampleval estimate SAMPLE RUN...)")
     if len(first) == 5:
         rel, method, prob = _number(first[2]), _number(first[3]), _number(first[4])
         is_prels = rel is not None and method is None and prob is not None and 0 < prob <= 1
