@@ -115,7 +115,7 @@ def run_sample(args: argparse.Namespace) -> None:
         progress = start(args.output, files, selector, args.batch, args.name_by,
                          meta={"seed": seed})
         listed = read_to_judge(progress.directory)
-        sys.stdout.write(f"{args.method}: {_counts(listed['topic'])} to judge, listed in "
+        sys.stdout.write(f"{args.method}: {_counts(listed['topic'], 'to judge')}, listed in "
                          f"{progress.directory / TO_JUDGE} (topic, docno, stratum, "
                          "inclusion); judge them in any tool, then import the labels (a qrels "
                          f"file 'topic iter docno rel') with: sampleval judge {args.output} "
@@ -126,18 +126,17 @@ def run_sample(args: argparse.Namespace) -> None:
     result.save(args.output)
     judged = result.judged()
     relevant = int((judged["relevance"] > 0).sum())
-    sys.stdout.write(f"{args.method}: {_counts(judged['query_id'], result.topics)} judged, "
-                     f"{relevant} relevant found; sample written to {args.output}\n")
+    sys.stdout.write(f"{args.method}: {_counts(judged['query_id'], 'judged', result.topics)}"
+                     f", {relevant} relevant found; sample written to {args.output}\n")
 
 
-def _counts(topics: pd.Series, every: list[str] | None = None) -> str:
-    """``N documents of T topics (lo-hi per topic)`` for a column of topics."""
+def _counts(topics: pd.Series, what: str, every: list[str] | None = None) -> str:
+    """``T topics, N WHAT (lo-hi per topic)`` for a column of topics."""
     per_topic = topics.value_counts()
     if every is not None:
         per_topic = per_topic.reindex(every, fill_value=0)
     low, high = (per_topic.min(), per_topic.max()) if len(per_topic) else (0, 0)
-    return (f"{int(per_topic.sum())} documents of {len(per_topic)} topics ({low}-{high} per "
-            "topic)")
+    return f"{len(per_topic)} topics, {int(per_topic.sum())} {what} ({low}-{high} per topic)"
 
 
 def _simulated(selector: Selector, oracle: Oracle, batch: int | None) -> Sample:

@@ -213,6 +213,9 @@ class ImportanceSelector(Selector):
                           None if self.chosen is None else self.chosen[0])
         return (mean_q if self.kind == "mean" else sqrt_q)(prior, ranks, self.eps, lam)
 
+    def batch_size(self, topic: str) -> int:
+        return max(1, len(self._of_topic(self._topics, topic).order))  # drawn up front
+
     def propose(self, topic: str, n: int) -> list[str]:
         draws = self._of_topic(self._topics, topic)
         self._check_batch(n)
