@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
 from sampleval.datasets import (
     MODELS,
     cranfield_runs,
@@ -87,7 +89,8 @@ def test_bm25_beats_term_overlap(directory: Path, runs: dict[str, pd.DataFrame])
 
 
 @pytest.mark.shared
-def test_runs_have_depth_rows_per_query(runs: dict[str, pd.DataFrame]) -> None:
+def test_runs_have_depth_rows_per_query(directory: Path, runs: dict[str, pd.DataFrame]) -> None:
+    assert all(isinstance(run, Run) for run in cranfield_runs(directory, depth=5))
     for name, run in runs.items():
         assert list(run.columns) == ["query_id", "doc_id", "score", "rank"], name
         sizes = run.groupby("query_id").size()
@@ -123,7 +126,9 @@ def test_bad_relevance_code(tmp_path: Path) -> None:
 
 def test_duplicate_pair_keeps_highest_grade(tmp_path: Path) -> None:
     (tmp_path / "cranqrel").write_text("1 5 3\n1 5 1\n1 6 -1\n")
-    frame = read_qrels(tmp_path).frame
+    qrels = read_qrels(tmp_path)
+    assert isinstance(qrels, Qrels)  # the type sampleval.io.read_qrels gives
+    frame = qrels.frame
     assert frame[["query_id", "doc_id", "relevance"]].values.tolist() == [["1", "5", 4.0]]
 
 

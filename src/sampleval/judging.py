@@ -86,11 +86,13 @@ def start(directory: str | PathLike[str], run_files: Sequence[str | PathLike[str
 
 
 def judge(directory: str | PathLike[str], judgments: Qrels,
-          runs: Sequence[Run] | None = None, stop: bool = False) -> Progress:
+          runs: Sequence[Run] | None = None, stop: bool = False,
+          progress: bool = False) -> Progress:
     """Give the method the labels ``judgments`` holds for the listed documents; list the next
     batch (none with ``stop``: the sample then ends with what is judged, which needs every
     listed document labelled). ``runs``: the runs again, when the files recorded at
-    :func:`start` have moved. Nothing is written unless the whole step succeeds."""
+    :func:`start` have moved. Nothing is written unless the whole step succeeds.
+    ``progress`` shows a bar on standard error while the recorded runs are read."""
     path = Path(directory)
     header = read_header(path)
     judging = header.get("judging")
@@ -103,7 +105,7 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
                          f"with 'sampleval estimate {path} RUN...'")
     meta = header.get("meta", {})
     if runs is None:
-        runs = _recorded_runs(path, judging)
+        runs = _recorded_runs(path, judging, progress)
     pool = Pool.from_runs(runs, depth=meta.get("pool_depth"))
     selector = METHODS[meta["method"]].restore(pool, _read_state(path))
     listed = read_to_judge(path)
@@ -119,9 +121,9 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
     fresh = pd.DataFrame(columns=TO_JUDGE_COLUMNS) if stop else _propose(
         selector, done_topics, judging.get("batch"))
     pending = pd.concat([waiting, fresh], ignore_index=True) if len(fresh) else waiting
-    progress = _write(path, selector, pending, judging, complete=pending.empty)
+    step = _write(path, selector, pending, judging, complete=pending.empty)
     ignored = len(judgments.judged()) - len(labelled)
-    return replace(progress, imported=len(labelled), ignored=ignored)
+    return replace(step, imported=len(labelled), ignored=ignored)
 
 
 def read_to_judge(directory: str | PathLike[str]) -> pd.DataFrame:
@@ -168,11 +170,12 @@ def _labels(listed: pd.DataFrame, judgments: Qrels) -> pd.DataFrame:
     return keys.merge(table, on=["topic", "docno"], how="inner")
 
 
-def _recorded_runs(path: Path, judging: dict[str, Any]) -> list[Run]:
+def _recorded_runs(path: Path, judging: dict[str, Any], progress: bool) -> list[Run]:
     from sampleval.io import read_runs
 
     try:
-        return read_runs(judging["runs"], name_by=judging.get("name_by", "tag"))
+        return read_runs(judging["runs"], name_by=judging.get("name_by", "tag"),
+                         progress=progress)
     except InputError as exc:
         raise UsageError(f"{exc} (a run file recorded in {path / 'sample.json'}; if the runs "
                          f"moved, give them again: sampleval judge {path} JUDGMENTS RUN...)"

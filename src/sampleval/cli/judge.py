@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> None:
     judgments = read_qrels(args.judgments)
     runs = read_runs(args.runs, name_by=args.name_by,
                      progress=stderr_is_terminal()) if args.runs else None
-    progress = judge(args.sample, judgments, runs, stop=args.stop)
+    progress = judge(args.sample, judgments, runs, stop=args.stop,
+                     progress=stderr_is_terminal())
     aside = f" ({progress.ignored} other judgments left aside)" if progress.ignored else ""
     done = (f"the sample is complete: {progress.judged} documents judged; estimate with: "
             f"sampleval estimate {args.sample} RUN..." if progress.complete else

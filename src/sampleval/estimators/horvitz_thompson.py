@@ -332,6 +332,7 @@ register_family(EstimatorFamily(
     name="ht", title="Horvitz-Thompson totals and ratio estimators, HT variances with pi_ij",
     reference="Li & Kanoulas, CIKM 2017, sec. 3",
     bases=(Base("AP", "optional"), Base("P", "required"), Base("R", "required"),
-           Base("Rprec"), Base("nDCG", "optional"), Base("DCG", "optional"), Base("NumRel")),
+           Base("Rprec"), Base("nDCG", "optional"), Base("DCG", "optional"),
+           Base("NumRel", penalty=3)),
     designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
     compute=each_measure(estimate_ht)))

@@ -248,7 +248,8 @@ register_family(EstimatorFamily(
     name="nist", title="NIST sample_eval's xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret",
     reference="Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4; NIST sample_eval.pl",
     bases=(Base("AP", alias="xinfAP"), Base("nDCG", alias="infNDCG"),
-           Base("P", "required", alias="iP", penalty=5), Base("NumRel", alias="inum_rel"),
+           Base("P", "required", alias="iP", penalty=5),
+           Base("NumRel", alias="inum_rel", penalty=5),
            Base("NumRelRet", alias="inum_rel_ret", penalty=5)),
     designs={"stratified": 1, "census": 1},
     compute=estimate_nist, score_type=np.float64, imputed=nist_share))

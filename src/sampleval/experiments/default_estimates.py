@@ -29,6 +29,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from sampleval.aggregation import aggregate_of
 from sampleval.core.pool import Pool
 from sampleval.estimators import DEFAULT_MEASURES, estimate
 from sampleval.estimators.family import FAMILIES
@@ -100,17 +101,23 @@ def measure_accuracy(runs: Sequence[Any], qrels: Any, methods: Sequence[str], ra
             sample = simulate(selector, oracle).sample()
             results = estimate(sample, runs, wanted, depth=depth)
             means = topic_means(results, names)
+            topics = results[results["query_id"] != MEAN_TOPIC].groupby(
+                ["measure", "run"]).size()
             overall = results[results["query_id"] == MEAN_TOPIC].set_index(["measure", "run"])
             for measure, group in specs.items():
                 for spec in group:
                     error = means[spec.name].to_numpy() - truth[measure].to_numpy()
                     errors[spec.name].append(error)
                     rows_of = overall.loc[spec.name].reindex(names)
-                    # an interval of the mean: the mean of per-topic values +- its half-width
+                    # the half-width of the interval of each run's mean over topics (a
+                    # count's row holds its sum: its half-width over the number of topics)
                     half = (rows_of["hi"] - rows_of["lo"]).to_numpy() / 2
-                    covered[spec.name].append(np.abs(error) <= half)
-                    if "imputed" in rows_of.columns:
-                        imputed[spec.name].append(float(rows_of["imputed"].mean()))
+                    if aggregate_of(spec.base) == "sum":
+                        counts = pd.Series(topics.loc[spec.name]).reindex(names)
+                        half = half / counts.to_numpy(dtype=np.float64)
+                    covered[spec.name].append(np.where(np.isnan(half), np.nan,
+                                                       np.abs(error) <= half))
+                    imputed[spec.name].append(float(rows_of["imputed"].mean()))
             print(f"{text}: trial {trial + 1}/{trials} in {time.perf_counter() - start:.1f} s",
                   file=sys.stderr)
         for measure, group in specs.items():
@@ -127,11 +134,34 @@ def measure_accuracy(runs: Sequence[Any], qrels: Any, methods: Sequence[str], ra
                     "estimator": spec.name, "trials": trials, "rms": rms[spec.name],
                     "bias": float(err.mean()),
                     "cover": float(np.mean(covered[spec.name])),
-                    "imputed": float(np.mean(imputed[spec.name])) if imputed[spec.name]
-                    else float("nan"),
+                    "imputed": float(np.mean(imputed[spec.name])),
                     "default": chosen is not None and chosen.name == spec.name,
                     "best": spec.name == best})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+TIE = 0.02
+"""Estimators whose rms lie within this share of the lowest count as equally accurate."""
+
+
+def by_design(table: pd.DataFrame) -> pd.DataFrame:
+    """The rule that chose the defaults, applied to :func:`measure_accuracy`'s table: per
+    (design, measure), each estimator's rms and interval coverage averaged over the
+    design's methods; the chosen one (``rule``) has the lowest rms, estimators within
+    :data:`TIE` of it counting as tied and the tie going to the one whose intervals cover the
+    truth most often (within :data:`TIE` too; an estimator without intervals covers
+    nothing), then to the families' present preference. ``default`` marks what the declarations choose today."""
+    mean = table.groupby(["design", "measure", "estimator"], sort=False).agg(
+        rms=("rms", "mean"), cover=("cover", "mean"), default=("default", "first"),
+        methods=("method", "nunique")).reset_index()
+    mean["rule"] = False
+    for _, group in mean.groupby(["design", "measure"], sort=False):
+        tied = group[group["rms"] <= group["rms"].min() * (1 + TIE)]
+        cover = tied["cover"].fillna(0.0)
+        best = tied[cover >= cover.max() - TIE]
+        preferred = best[best["default"]] if best["default"].any() else best
+        mean.loc[preferred.index[0], "rule"] = True
+    return mean
 
 
 def render(table: pd.DataFrame, title: str) -> Table:
@@ -143,7 +173,8 @@ def render(table: pd.DataFrame, title: str) -> Table:
         imputed = float(row["imputed"])
         out.add_row(str(row["method"]), str(row["design"]), str(row["measure"]),
                     str(row["estimator"]), str(row["trials"]), f"{row['rms']:.4f}",
-                    f"{row['bias']:+.4f}", f"{row['cover']:.2f}",
+                    f"{row['bias']:+.4f}",
+                    "" if np.isnan(float(row["cover"])) else f"{float(row['cover']):.2f}",
                     "" if np.isnan(imputed) else f"{imputed:.2f}",
                     "yes" if row["default"] else "", "yes" if row["best"] else "")
     return out
@@ -161,10 +192,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                              args.rate, args.depth, args.trials, args.seed)
     if args.tsv:
         table.to_csv(args.tsv, sep="\t", index=False)
-    Console(width=160).print(render(table, f"TREC-COVID round 5: {len(runs)} runs, depth "
-                                           f"{args.depth}, rate {args.rate}, {args.trials} "
-                                           "trials (each run's mean over topics)"))
+    console = Console(width=160)
+    console.print(render(table, f"TREC-COVID round 5: {len(runs)} runs, depth {args.depth}, "
+                                f"rate {args.rate}, {args.trials} trials (each run's mean "
+                                "over topics)"))
+    console.print(render_rule(by_design(table)))
     return 0
+
+
+def render_rule(summary: pd.DataFrame) -> Table:
+    out = Table(title=f"By design: rms and cover averaged over its methods; rule: lowest rms, "
+                      f"ties within {TIE:.0%} to the best-covering intervals")
+    for column in ("design", "measure", "estimator", "methods", "rms", "cover", "rule",
+                   "default"):
+        out.add_column(column, justify="left" if column in (
+            "design", "measure", "estimator") else "right")
+    for row in summary.to_dict("records"):
+        cover = float(row["cover"])
+        out.add_row(str(row["design"]), str(row["measure"]), str(row["estimator"]),
+                    str(row["methods"]), f"{row['rms']:.4f}",
+                    "" if np.isnan(cover) else f"{cover:.2f}",
+                    "yes" if row["rule"] else "", "yes" if row["default"] else "")
+    return out
 
 
 if __name__ == "__main__":
