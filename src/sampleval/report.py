@@ -88,12 +88,16 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
 
     measures = list(dict.fromkeys(results["measure"]))
 
+    values = results.pivot_table(index=["run", "query_id"], columns="measure", values="value",
+                                 sort=False)[measures]
+
     def wide(column: str) -> pd.DataFrame:
+        """Another column, aligned with ``values`` (NaN kept: no interval, say)."""
         return results.pivot_table(index=["run", "query_id"], columns="measure",
                                    values=column, sort=False, dropna=False,
-                                   aggfunc="first").reindex(columns=measures)
+                                   aggfunc="first").reindex(index=values.index,
+                                                            columns=measures)
 
-    values = wide("value")
     half = (wide("hi") - wide("lo")) / 2 if "lo" in results.columns else None
     imputed = wide("imputed") if "imputed" in results.columns else None
     coverage = wide("coverage")[measures[0]] if "coverage" in results.columns else None

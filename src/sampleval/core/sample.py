@@ -124,11 +124,11 @@ class Sample:
         judged = self.frame["relevance"].notna()
         relevant = int((self.frame["relevance"] > 0).sum())
         method = self.meta.get("method") or self.meta.get("from")
-        depth = self.meta.get("pool_depth", "unknown") if "pool_depth" in self.meta else None
         parts = [f"design={self.design!r}"] + ([f"method={method!r}"] if method else []) + [
             f"{len(self.topics)} topics", f"{len(self.frame)} frame documents",
             f"{int(judged.sum())} judged ({relevant} relevant)"]
         if "pool_depth" in self.meta:
+            depth = self.meta["pool_depth"]
             parts.append(f"pool depth {'all' if depth is None else depth}")
         tables = [name for name in _TABLES if getattr(self, name) is not None]
         return f"Sample({', '.join(parts)}; tables: {', '.join(tables)})"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
-from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.family import FAMILIES, ImputedShare
 from sampleval.estimators.imputation import MOSTLY
 from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
 
@@ -112,11 +112,11 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
     frames = []
     views: list[TopicView] = []
     families = list(dict.fromkeys(s.family for s in specs))
-    with steps(len(families), "estimating", progress) as advance:
+    with steps(len(families), "estimating", progress) as step:
         for name in families:
             family = FAMILIES[name]
             mine: list[EstimateSpec] = [s for s in specs if s.family == name]
-            advance(f"estimating {', '.join(s.name for s in mine)}")
+            step(f"estimating {', '.join(s.name for s in mine)}")
             if family.score_type not in pools:
                 pools[family.score_type] = Pool.from_runs(
                     loaded, depth=depth, topics=sample.topics, score_type=family.score_type)
@@ -197,8 +197,8 @@ def _cells(rows: pd.DataFrame, views: list[TopicView], run_names: tuple[str, ...
     return table[np.where(t >= 0, t, len(views)), r] if len(rows) else np.zeros(0)
 
 
-def _with_imputed(rows: pd.DataFrame, share: Any, views: list[TopicView], sample: Sample,
-                  specs: list[EstimateSpec], level: float,
+def _with_imputed(rows: pd.DataFrame, share: ImputedShare | None, views: list[TopicView],
+                  sample: Sample, specs: list[EstimateSpec], level: float,
                   run_names: tuple[str, ...]) -> pd.DataFrame:
     """``rows`` with the ``imputed`` column: each value's imputed share (0 for a family
     that imputes nothing); a mean's (or sum's) share is the topics' shares weighted by
