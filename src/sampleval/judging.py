@@ -12,7 +12,7 @@ method proposes nothing more (its budget is spent, or ``stop``), the directory i
 sample that ``sampleval estimate`` reads; until then it refuses it, so that no estimate is
 made from a design half carried out. ``sample.json`` records the progress under
 ``judging`` (docs/judging.md): the run files the pool was built from (read again at each
-step), the batch size, how many documents await a label, and whether the sample is complete.
+step, with the same ``name_by`` and ``duplicates`` rules), the batch size, how many documents await a label, and whether the sample is complete.
 """
 
 from __future__ import annotations
@@ -61,15 +61,16 @@ class Progress:
 
 def start(directory: str | PathLike[str], run_files: Sequence[str | PathLike[str]],
           selector: Selector, batch: int | None = None, name_by: str = "tag",
-          meta: dict[str, Any] | None = None) -> Progress:
+          meta: dict[str, Any] | None = None, duplicates: str = "error") -> Progress:
     """Create the judging directory for ``selector`` (new, over a Pool of the runs read from
-    ``run_files`` with ``name_by``) and list its first documents to judge, ``batch`` per
-    topic at a time (default: the method's ``batch_size``). ``meta`` joins the sample's
-    metadata (the seed, say)."""
+    ``run_files`` with ``name_by`` and ``duplicates``: :func:`sampleval.io.read_runs`) and
+    list its first documents to judge, ``batch`` per topic at a time (default: the method's
+    ``batch_size``). ``meta`` joins the sample's metadata (the seed, say)."""
     out = Path(directory)
     check_new_directory(out)
+    check_run_files(run_files)
     judging = {"runs": [str(Path(f).resolve()) for f in run_files], "name_by": name_by,
-               "batch": batch, "meta": meta or {}}
+               "duplicates": duplicates, "batch": batch, "meta": meta or {}}
     pending = _propose(selector, set(selector.pool.topics), batch)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -86,12 +87,13 @@ def start(directory: str | PathLike[str], run_files: Sequence[str | PathLike[str
 
 
 def judge(directory: str | PathLike[str], judgments: Qrels,
-          runs: Sequence[Run] | None = None, stop: bool = False,
-          progress: bool = False) -> Progress:
+          runs: Sequence[Run] | Sequence[str | PathLike[str]] | None = None,
+          stop: bool = False, progress: bool = False) -> Progress:
     """Give the method the labels ``judgments`` holds for the listed documents; list the next
     batch (none with ``stop``: the sample then ends with what is judged, which needs every
-    listed document labelled). ``runs``: the runs again, when the files recorded at
-    :func:`start` have moved. Nothing is written unless the whole step succeeds.
+    listed document labelled). ``runs``: the runs again (Runs, or files read with the rules
+    recorded at :func:`start`), when the files recorded at :func:`start` have moved. Nothing
+    is written unless the whole step succeeds.
     ``progress`` shows a bar on standard error while the recorded runs are read."""
     path = Path(directory)
     header = read_header(path)
@@ -104,9 +106,9 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
         raise UsageError(f"{path}: complete, every proposed document has a label; estimate "
                          f"with 'sampleval estimate {path} RUN...'")
     meta = header.get("meta", {})
-    if runs is None:
-        runs = _recorded_runs(path, judging, progress)
-    pool = Pool.from_runs(runs, depth=meta.get("pool_depth"))
+    loaded = [r for r in runs if isinstance(r, Run)] if runs and all(
+        isinstance(r, Run) for r in runs) else _recorded_runs(path, judging, progress, runs)
+    pool = Pool.from_runs(loaded, depth=meta.get("pool_depth"))
     selector = METHODS[meta["method"]].restore(pool, _read_state(path))
     listed = read_to_judge(path)
     labelled = _labels(listed, judgments)
@@ -170,13 +172,30 @@ def _labels(listed: pd.DataFrame, judgments: Qrels) -> pd.DataFrame:
     return keys.merge(table, on=["topic", "docno"], how="inner")
 
 
-def _recorded_runs(path: Path, judging: dict[str, Any], progress: bool) -> list[Run]:
+def check_run_files(files: Sequence[str | PathLike[str]]) -> None:
+    """Refuse (one UsageError) runs that cannot be read again at each :func:`judge` step:
+    standard input and pipes."""
+    for f in files:
+        p = Path(f)
+        if str(f) == "-" or (p.exists() and not p.is_file()):
+            raise UsageError(f"{f}: standard input or a pipe, which 'sampleval judge' cannot "
+                             "read again: judging outside sampleval needs the runs as files "
+                             "(or simulate the judging with --qrels)")
+
+
+def _recorded_runs(path: Path, judging: dict[str, Any], progress: bool,
+                   files: Sequence[Any] | None = None) -> list[Run]:
+    """The runs read again: ``files`` if given, else the files recorded at :func:`start`,
+    with the recorded ``name_by`` and ``duplicates`` rules."""
     from sampleval.io import read_runs
 
     try:
-        return read_runs(judging["runs"], name_by=judging.get("name_by", "tag"),
-                         progress=progress)
+        return read_runs(list(files) if files else judging["runs"],
+                         name_by=judging.get("name_by", "tag"),
+                         duplicates=judging.get("duplicates", "error"), progress=progress)
     except InputError as exc:
+        if files:
+            raise
         raise UsageError(f"{exc} (a run file recorded in {path / 'sample.json'}; if the runs "
                          f"moved, give them again: sampleval judge {path} JUDGMENTS RUN...)"
                          ) from None

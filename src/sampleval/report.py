@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
@@ -20,11 +21,15 @@ FORMATS = ("table", "tsv", "json", "trec")
 
 def format_value(value: float, measure: str) -> str:
     """A value at full precision; counts (NumRel, NumRet, NumRelRet) as integers."""
+    return _formatted(value, _is_count(measure))
+
+
+def _formatted(value: float, count: bool) -> str:
     if math.isnan(value):
         return ""
-    if _is_count(measure) and float(value).is_integer():
+    if count and value.is_integer():
         return str(int(value))
-    return repr(float(value))
+    return repr(value)
 
 
 ESTIMATE_NUMBERS = ("value", "lo", "hi", "coverage", "imputed")
@@ -35,11 +40,12 @@ def to_tsv(results: pd.DataFrame, numbers: Sequence[str] = ("value",)) -> str:
     """``run topic measure`` and the ``numbers`` columns (``value``; estimates add ``lo hi
     coverage imputed``), one row per (run, topic, measure), with a header."""
     header = ["run", "topic", "measure", *numbers]
-    lines = ["\t".join(header)]
-    for run, topic, measure, *values in _rows(results, list(numbers)):
-        lines.append("\t".join([run, topic, measure] + [
-            format_value(v, measure if column == "value" else "") for column, v in zip(
-                numbers, values, strict=True)]))
+    labels = [results[c].astype(str).tolist() for c in ("run", "query_id", "measure")]
+    count = {m: _is_count(m) for m in set(labels[2])}  # once per measure, not per row
+    cells = [[_formatted(v, column == "value" and count[m]) for v, m in zip(
+        results[column].to_numpy(dtype=np.float64).tolist(), labels[2], strict=True)]
+        for column in numbers]
+    lines = ["\t".join(header), *map("\t".join, zip(*labels, *cells, strict=True))]
     return "\n".join(lines) + "\n"
 
 

@@ -9,13 +9,15 @@ from sampleval.cli._app import (
     Output,
     add_command,
     add_depth,
+    add_duplicates,
     add_name_by,
     add_output,
     add_per_topic,
     add_rel_level,
     add_runs_argument,
+    check_stdin_once,
     split_names,
-    stderr_is_terminal,
+    start_reading_runs,
 )
 from sampleval.measures.names import DEFAULT_MEASURES
 
@@ -29,10 +31,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "evaluate", run,
                          "evaluate runs exactly against qrels, as trec_eval does")
     parser.add_argument("qrels", metavar="QRELS",
-                        help="qrels file 'qid iter docno rel' (plain or .gz; negative rel: "
-                             "pooled, not judged), or a sample directory of a deterministic "
-                             "design (depth-k, mtf, mab: its judgments are exact; a sample "
-                             "drawn at random is refused: estimate it instead)")
+                        help="qrels file 'qid iter docno rel' (plain or .gz, or '-' for "
+                             "standard input; negative rel: pooled, not judged), or a sample "
+                             "directory of a deterministic design (depth-k, mtf, mab: its "
+                             "judgments are exact; a sample drawn at random is refused: "
+                             "estimate it instead)")
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", action="append", metavar="MEASURE",
                         help="measure to compute, ir_measures style (AP, P@10, R@100, Rprec, "
@@ -57,18 +60,23 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "trec_eval's text output")
     add_output(parser)
     add_name_by(parser)
+    add_duplicates(parser)
 
 
 def run(args: argparse.Namespace) -> None:
-    from sampleval.evaluation import MEAN_TOPIC, evaluate
-    from sampleval.inputs import as_qrels
-    from sampleval.io import read_runs
     from sampleval.measures.names import parse_measures
 
     measures = parse_measures(split_names(args.measure or list(DEFAULT_MEASURES)))
+    check_stdin_once(args.qrels, args.runs)
     output = Output(args.output, [args.qrels, *args.runs])
-    judgments = as_qrels(args.qrels)
-    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
+    with start_reading_runs(args) as reading:  # the runs load while pandas and numba import
+        from sampleval.core._kernels import load_compiled
+        from sampleval.evaluation import MEAN_TOPIC, evaluate
+        from sampleval.inputs import as_qrels
+
+        load_compiled()
+        judgments = as_qrels(args.qrels)
+        loaded = reading.result()
     results = evaluate(judgments, loaded, measures, depth=args.depth, rel_level=args.rel_level,
                        all_topics=args.all_topics, judged_only=args.judged_only)
     if not args.per_topic:

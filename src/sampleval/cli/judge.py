@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sampleval.cli._app import add_command, add_name_by, stderr_is_terminal
+from sampleval.cli._app import add_command, stderr_is_terminal
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -27,21 +27,19 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "hold every label so far, only the listed documents' are taken")
     parser.add_argument("runs", nargs="*", metavar="RUN",
                         help="the runs the sample was drawn from, only if their files moved "
-                             "since 'sampleval sample' (which recorded their paths)")
+                             "since 'sampleval sample' (which recorded their paths; they are "
+                             "read with the --name-by and --duplicates rules it was given)")
     parser.add_argument("--stop", action="store_true",
                         help="end the sample with the documents judged so far: list nothing "
                              "more (every listed document must have a label)")
-    add_name_by(parser)
 
 
 def run(args: argparse.Namespace) -> None:
-    from sampleval.io import read_qrels, read_runs
+    from sampleval.io import read_qrels
     from sampleval.judging import TO_JUDGE, judge
 
     judgments = read_qrels(args.judgments)
-    runs = read_runs(args.runs, name_by=args.name_by,
-                     progress=stderr_is_terminal()) if args.runs else None
-    progress = judge(args.sample, judgments, runs, stop=args.stop,
+    progress = judge(args.sample, judgments, args.runs or None, stop=args.stop,
                      progress=stderr_is_terminal())
     aside = f" ({progress.ignored} other judgments left aside)" if progress.ignored else ""
     done = (f"the sample is complete: {progress.judged} documents judged; estimate with: "

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 from sampleval.cli._app import (
     add_command,
+    add_duplicates,
     add_name_by,
     add_runs_argument,
+    check_stdin_once,
     positive_int,
     rate,
     stderr_is_terminal,
@@ -45,8 +47,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_runs_argument(parser)
     parser.add_argument("--qrels", metavar="ORACLE",
                         help="simulate the judging: qrels 'qid iter docno rel' answer for the "
-                             "assessor (a document they do not judge counts as not relevant); "
-                             "without it, the documents are listed for judging")
+                             "assessor ('-' reads standard input; a document they do not "
+                             "judge counts as not relevant); without it, the documents are "
+                             "listed for judging")
     parser.add_argument("-o", "--output", required=True, metavar="SAMPLE",
                         help="a new (or empty) directory to write the sample to: sample.json "
                              "and its tables (docs/sample-format.md), and the documents to "
@@ -74,6 +77,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "for active and dynamic, one for mtf and mab; more makes an "
                              "adaptive method adapt less often)")
     add_name_by(parser)
+    add_duplicates(parser)
     add_command(commands, "methods", run_methods,
                 "list the selection methods and the estimator families",
                 "List the selection methods (their design, parameters and the estimator "
@@ -101,9 +105,15 @@ def run_sample(args: argparse.Namespace) -> None:
         params[name.strip()] = value.strip()
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
     check_new_directory(args.output)
-    oracle = None if args.qrels is None else read_qrels(args.qrels)
+    check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs)
     files = expand_run_paths(args.runs)
-    loaded = read_runs(files, name_by=args.name_by, progress=stderr_is_terminal())
+    if args.qrels is None:
+        from sampleval.judging import check_run_files
+
+        check_run_files(files)
+    oracle = None if args.qrels is None else read_qrels(args.qrels)
+    loaded = read_runs(files, name_by=args.name_by, progress=stderr_is_terminal(),
+                       duplicates=args.duplicates)
     seed = args.seed
     if seed is None:
         seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
@@ -113,7 +123,7 @@ def run_sample(args: argparse.Namespace) -> None:
         from sampleval.judging import TO_JUDGE, read_to_judge, start
 
         progress = start(args.output, files, selector, args.batch, args.name_by,
-                         meta={"seed": seed})
+                         meta={"seed": seed}, duplicates=args.duplicates)
         listed = read_to_judge(progress.directory)
         sys.stdout.write(f"{args.method}: {_counts(listed['topic'], 'to judge')}, listed in "
                          f"{progress.directory / TO_JUDGE} (topic, docno, stratum, "
@@ -184,18 +194,23 @@ def run_methods(args: argparse.Namespace) -> None:
     lines = ["Selection methods (sampleval sample METHOD RUN... --param NAME=VALUE)", ""]
     for name, cls in METHODS.items():
         lines.append(entry(name, cls.summary, indent=2))
+        unit = "" if cls.budget_unit == "judgments" else f"; the budget counts {cls.budget_unit}"
         if cls.design == "pooled":
             lines.append(entry("design", "pooled (deterministic): its judgments are exact, "
-                                         "evaluate them with 'sampleval evaluate SAMPLE RUN...'"))
+                                         "evaluate them with 'sampleval evaluate SAMPLE RUN...'"
+                                         f"{unit}"))
         else:
-            lines.append(entry("design", cls.design))
+            lines.append(entry("design", cls.design + unit))
             lines.append(entry("estimator families", ", ".join(cls.estimator_families())))
             lines.append(entry("estimated by default", defaults(cls.design)))
         lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]
         lines.append("")
-    lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME)", ""]
+    lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "
+              "NAME(OPTION=VALUE), e.g. xinfAP(var=appendix))", ""]
     for name, family in FAMILIES.items():
         lines += [entry(name, f"{family.title} ({family.reference})", indent=2),
                   entry("measures", ", ".join(family.measure_names())),
-                  entry("designs", ", ".join(family.designs)), ""]
+                  entry("designs", ", ".join(family.designs))]
+        lines += [entry(f"option {line}") for line in family.option_lines()]
+        lines.append("")
     sys.stdout.write("\n".join(lines))

@@ -100,7 +100,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
     if not 0 < ci < 1:
         raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
     names = list(default_estimates(sample) if measures is None else measures)
-    specs = [parse_estimate(m) for m in names]
+    specs = list(dict.fromkeys(parse_estimate(m) for m in names))
     for spec in specs:
         family = FAMILIES[spec.family]
         if sample.design not in family.designs:
@@ -132,7 +132,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
         drop=True)
     coverage_depth = depth if depth is not None else (
         None if "pool_depth" in sample.meta else COVERAGE_DEPTH)
-    per_topic = frame_coverage(views, coverage_depth)
+    per_topic = frame_coverage(views, coverage_depth, _strata_bound(sample))
     present = _present(views, len(run_names))
     overall = topic_sums(per_topic, present) / np.maximum(present.sum(axis=0), 1)
     out["coverage"] = _cells(out, views, run_names, per_topic, overall)
@@ -168,15 +168,26 @@ def _depth(sample: Sample, depth: int | str | None) -> int | None:
     return depth
 
 
-def frame_coverage(views: list[TopicView], depth: int | None) -> np.ndarray:
+def _strata_bound(sample: Sample) -> bool:
+    """Whether the frame ends at the strata with a judged document (stratified designs, read
+    as sampleval reads them: ``Sample.keep_empty_strata`` False)."""
+    return sample.design in ("stratified", "census") and not sample.keep_empty_strata
+
+
+def frame_coverage(views: list[TopicView], depth: int | None,
+                   strata_bound: bool = False) -> np.ndarray:
     """``[topics, runs]``: the share of each run's top ``min(depth, retrieved)`` documents
     (all of them when ``depth`` is None) that lie inside the sample's frame (0 where the run
-    retrieved nothing)."""
+    retrieved nothing). ``strata_bound``: a document of a stratum with no judged document
+    (stratum code -1) is outside the frame, as every estimator counts it."""
     out = np.zeros((len(views), views[0].n_runs if views else 0))
     for t, view in enumerate(views):
         top = view.frame_at_rank if depth is None else view.frame_at_rank[:, :depth]
         length = view.pool.lengths if depth is None else np.minimum(view.pool.lengths, depth)
-        inside = (top >= 0).sum(axis=1)
+        within = top >= 0
+        if strata_bound:
+            within &= np.append(view.sample.stratum, -1)[top] >= 0
+        inside = within.sum(axis=1)
         out[t] = np.divide(inside, length, out=np.zeros(len(length)), where=length > 0)
     return out
 
