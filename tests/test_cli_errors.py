@@ -193,6 +193,16 @@ SAMPLE_CASES = [
     pytest.param(command_case("judge", "@pending", "@qrels", blame=ANY_PATH, files=PENDING,
                               says=("/nonexistent/run.gz", "give them again")),
                  id="judge-runs-moved"),
+    pytest.param(command_case("sample", "uniform", "-", "--budget", "2", "-o", "@s",
+                              blame=ANY_PATH, says=("-: standard input", "cannot read again",
+                                                    "--qrels")),
+                 id="sample-to-judge-from-standard-input"),
+    pytest.param(command_case("evaluate", "@qrels", "@run", "-m", "xinfap", blame=None,
+                              says=("xinfAP is an estimate", "sampleval estimate")),
+                 id="evaluate-an-estimator-name"),
+    pytest.param(command_case("evaluate", "@qrels", "@run", "-m", "ndgc@10", blame=None,
+                              says=("did you mean nDCG?",)),
+                 id="evaluate-misspelt-measure"),
 ]
 
 ERROR_CASES = [

@@ -119,6 +119,24 @@ def test_coverage_is_in_every_output(collection: tuple[list[Run], Qrels], tmp_pa
     assert "coverage" in table.stdout and "100%" in table.stdout
 
 
+def test_an_unjudged_stratum_is_outside_the_frame() -> None:
+    """A stratum with no judged document is outside the frame for every estimator (main's
+    reading, Sample.keep_empty_strata False), so the coverage counts its documents out; NIST's
+    reading (keep_empty_strata) keeps them in."""
+    frame = pd.DataFrame({"query_id": "1", "doc_id": ["a", "b", "c", "d"],
+                          "relevance": [1.0, 0.0, np.nan, np.nan],
+                          "stratum": ["top", "top", "deep", "deep"]})
+    run = Run.from_frame(pd.DataFrame({"query_id": "1", "doc_id": ["a", "c", "b", "d"],
+                                       "score": [4.0, 3.0, 2.0, 1.0]}), name="r")
+    for keep, expected in ((False, 0.5), (True, 1.0)):
+        sample = Sample.from_sample_qrels(frame.assign(iteration="0", relevance=frame[
+            "relevance"].fillna(-1.0)), keep_empty_strata=keep)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = estimate(sample, [run], ["P@4~ht"])
+        assert got["coverage"].tolist() == [expected, expected]
+
+
 # -- 4. imputation ----------------------------------------------------------------------
 
 def nist_measured_part(sample: Sample, run: Run, cutoff: int) -> pd.Series:

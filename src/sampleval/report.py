@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -150,6 +151,7 @@ def _cell(value: float, measure: str, half: float | None = None,
     return f"{value:.4f}{mark}"
 
 
+@functools.cache
 def _is_count(measure: str) -> bool:
     """Exact counts print as integers; estimated ones (``inum_rel``, ``NumRel~ht``) do not."""
     try:

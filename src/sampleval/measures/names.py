@@ -1,5 +1,8 @@
-"""Measure names: ir_measures syntax (``AP``, ``P@10``, ``nDCG@20``, ``AP(rel=2)``), with
-trec_eval's names (``map``, ``P_10``, ``ndcg_cut_20``, ``recip_rank``) accepted as aliases."""
+"""Measure names: ir_measures syntax (``AP``, ``P@10``, ``nDCG@20``, ``AP(rel=2)``, also
+written ``P@10(rel=2)``), with trec_eval's names (``map``, ``P_10``, ``ndcg_cut_20``,
+``recip_rank``) accepted as aliases. Names are case-insensitive (``ap``, ``ndcg@10``: no two
+measures differ only by case); an unknown name gets a "did you mean", and an estimator's name
+(``xinfAP``, ``AP~ht``) is pointed to ``sampleval estimate``."""
 
 from __future__ import annotations
 
@@ -28,8 +31,12 @@ _TREC_ALIASES = {
     "map_cut": "AP", "recip_rank": "RR", "bpref": "Bpref", "num_rel": "NumRel",
     "num_ret": "NumRet", "num_rel_ret": "NumRelRet", "judged": "Judged",
 }
-_IR_MEASURES = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<cut>\d+))?$")
+_IR_MEASURES = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<early>[^)]*)\))?(?:@(?P<cut>\d+))?"
+                          r"(?:\((?P<late>[^)]*)\))?$")
 _TREC_STYLE = re.compile(r"^(?P<name>[A-Za-z_]+?)(?:[_.](?P<cut>\d+))?$")
+
+_BY_LOWER = {name.lower(): name for name in _SPECS}
+_TREC_BY_LOWER = {alias.lower(): name for alias, name in _TREC_ALIASES.items()}
 
 DEFAULT_MEASURES = ("AP", "nDCG@10", "P@10", "Rprec", "Bpref", "RR")
 
@@ -73,13 +80,36 @@ def parse_measure(text: str) -> Measure:
     """Parse one measure name; raise UsageError naming what is wrong."""
     text = text.strip()
     match = _IR_MEASURES.match(text)
-    if match and match["name"] in _SPECS:
-        return _checked(match["name"], match["cut"], match["params"], text)
+    if match and match["name"].lower() in _BY_LOWER:
+        if match["early"] is not None and match["late"] is not None:
+            raise UsageError(f"measure {text!r}: give the parameters once")
+        return _checked(_BY_LOWER[match["name"].lower()], match["cut"],
+                        match["early"] if match["late"] is None else match["late"], text)
     trec = _TREC_STYLE.match(text)
-    if trec and trec["name"] in _TREC_ALIASES:
-        return _checked(_TREC_ALIASES[trec["name"]], trec["cut"], None, text)
-    known = ", ".join(_SPECS)
-    raise UsageError(f"unknown measure {text!r} (known: {known}; e.g. AP, P@10, nDCG@20)")
+    if trec and trec["name"].lower() in _TREC_BY_LOWER:
+        return _checked(_TREC_BY_LOWER[trec["name"].lower()], trec["cut"], None, text)
+    raise UsageError(f"unknown measure {text!r}{_hint(text)} (known: {', '.join(_SPECS)}; "
+                     "e.g. AP, P@10, nDCG@20)")
+
+
+def _hint(text: str) -> str:
+    """What an unknown measure name may have meant: an estimator's name (for ``sampleval
+    estimate``), or the closest known name."""
+    from sampleval.registry import did_you_mean
+
+    try:
+        from sampleval.estimators.names import parse_estimate
+
+        estimated = parse_estimate(text)
+    except (UsageError, ImportError):
+        name = re.split(r"[@(_.]", text, maxsplit=1)[0].lower()
+        shown = {**{a.lower(): a for a in _TREC_ALIASES}, **_BY_LOWER}  # ours win: nDCG
+        hint = did_you_mean(name, list(shown))
+        for lower, written in shown.items():
+            hint = hint.replace(f" {lower}?", f" {written}?")
+        return hint
+    return (f" ({estimated.name} is an estimate from a sample of judgments: 'sampleval "
+            "estimate SAMPLE RUN...')")
 
 
 def parse_measures(texts: list[str] | tuple[str, ...]) -> list[Measure]:
