@@ -205,8 +205,8 @@ def run_methods(args: argparse.Namespace) -> None:
             lines.append(entry("estimated by default", defaults(cls.design)))
         lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]
         lines.append("")
-    lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "
-              "NAME(OPTION=VALUE), e.g. xinfAP(var=appendix))", ""]
+    lines += [entry("Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "
+                    "NAME(OPTION=VALUE), e.g. xinfAP(var=appendix))", indent=0), ""]
     for name, family in FAMILIES.items():
         lines += [entry(name, f"{family.title} ({family.reference})", indent=2),
                   entry("measures", ", ".join(family.measure_names())),
