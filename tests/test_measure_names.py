@@ -53,6 +53,14 @@ def test_any_case_and_trec_eval_names(text: str, expected: Measure) -> None:
     assert parse_measure(text) == expected
 
 
+@pytest.mark.parametrize(("text", "says"), [
+    ("xinfap", "xinfAP is an estimate"), ("P@10~ht", "P@10~ht is an estimate"),
+])
+def test_estimator_names_point_to_estimate(text: str, says: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(says)):
+        parse_measure(text)
+
+
 def test_unknown_names_suggest_the_closest() -> None:
     with pytest.raises(UsageError, match=r"unknown measure 'nDGC@10' \(did you mean nDCG\?\)"):
         parse_measure("nDGC@10")

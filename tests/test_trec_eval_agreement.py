@@ -192,15 +192,15 @@ def test_round1_matches_trec_eval(covid: Path) -> None:
 @pytest.mark.parametrize("level", [1, 3])
 def test_cranfield_matches_trec_eval(cranfield_dir: Path, level: int) -> None:
     """Cranfield's codes mapped to grades 4 (complete answer) .. 1, runs of our own models."""
-    frames = cranfield_runs(cranfield_dir, depth=100)
-    qrels_frame = read_cranfield_qrels(cranfield_dir)
-    runs = [Run.from_frame(f, name=n) for n, f in frames.items()]
+    runs = cranfield_runs(cranfield_dir, depth=100)
+    frames = {run.name: run.to_frame() for run in runs}
+    qrels_frame = read_cranfield_qrels(cranfield_dir).frame
     ref_qrels: dict[str, dict[str, int]] = {}
     for q, d, r in qrels_frame[["query_id", "doc_id", "relevance"]].itertuples(index=False):
         ref_qrels.setdefault(q, {})[d] = int(r)
     ref_runs = {n: {q: dict(zip(g["doc_id"], g["score"].astype(float), strict=True))
                     for q, g in f.groupby("query_id")} for n, f in frames.items()}
-    ours = evaluate(Qrels.from_frame(qrels_frame), runs, list(MEASURES), rel_level=level)
+    ours = evaluate(qrels_frame, runs, list(MEASURES), rel_level=level)
     assert_agree(ours, reference(ref_qrels, ref_runs, relevance_level=level))
 
 

@@ -8,11 +8,13 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from sampleval.aggregation import over_topics
 from sampleval.core.pool import Pool
 from sampleval.core.prefs import GroupQrels, Preferences
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run, ranks_within, trec_order
 from sampleval.errors import UsageError
+from sampleval.inputs import QrelsLike, RunsLike, as_qrels, as_runs
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.groups import compute_groups
 from sampleval.measures.names import DEFAULT_MEASURES, Measure, parse_measures
@@ -25,7 +27,7 @@ GEOMETRIC_FLOOR = 0.00001  # trec_eval's MIN_GEO_MEAN: gm_map and gm_bpref floor
 Judgments = Qrels | Preferences | GroupQrels
 
 
-def evaluate(qrels: Judgments, runs: Sequence[Run] | Pool,
+def evaluate(qrels: Judgments | QrelsLike, runs: RunsLike | Pool,
              measures: Sequence[str | Measure] = DEFAULT_MEASURES, *,
              depth: int | None = None, rel_level: int = 1, all_topics: bool = False,
              judged_only: bool = False) -> pd.DataFrame:
@@ -48,9 +50,13 @@ def evaluate(qrels: Judgments, runs: Sequence[Run] | Pool,
       (trec_eval ``-c``); by default, over the topics both the run and the qrels have.
     - ``judged_only``: drop unjudged documents from each ranking first (trec_eval ``-J``).
 
-    ``runs`` may be a :class:`Pool` built earlier (then ``depth`` must be None; preference
-    measures need the runs themselves).
+    ``qrels`` may also be a DataFrame, a qrels file or a deterministic sample's directory;
+    ``runs`` a Run, a list of Runs, a DataFrame or paths (:mod:`sampleval.inputs`), or a
+    :class:`Pool` built earlier (then ``depth`` must be None; preference measures need the
+    runs themselves).
     """
+    if not isinstance(qrels, (Preferences, GroupQrels)):
+        qrels = as_qrels(qrels)
     parsed = list(dict.fromkeys(  # in the order given, without repeats
         m for item in measures
         for m in ([item] if isinstance(item, Measure) else parse_measures([item]))))
@@ -60,6 +66,7 @@ def evaluate(qrels: Judgments, runs: Sequence[Run] | Pool,
             raise UsageError("give the depth when building the Pool, not to evaluate()")
         pool = runs
     else:
+        runs = as_runs(runs)
         pool = Pool.from_runs(runs, depth=depth, topics=topics)
     topics = [t for t in topics if t in pool.topic_pools]
     values = np.zeros((len(topics), len(parsed), pool.n_runs))
@@ -231,14 +238,11 @@ def _frame(run_names: tuple[str, ...], topics: list[str], measures: list[Measure
         "measure": names[m_idx[keep]],
         "value": values[keep],
     })
-    aggregate = np.array([m.aggregate for m in measures])[None, :, None]
+    aggregate = np.array([m.aggregate for m in measures])[:, None]
     logs = np.log(np.maximum(values, GEOMETRIC_FLOOR))
-    masked = np.where(keep, np.where(aggregate == "gmean", logs, values), 0.0)
-    sums = masked.sum(axis=0)
-    counts = np.maximum(included.sum(axis=0), 1)
-    means = np.where(aggregate[0] == "sum", sums, sums / counts)
-    geometric = aggregate[0, :, 0] == "gmean"
-    means[geometric] = np.exp(means[geometric])
+    means = np.where(aggregate == "sum", over_topics(values, keep, "sum"),
+                     over_topics(values, keep, "mean"))
+    means = np.where(aggregate == "gmean", np.exp(over_topics(logs, keep, "mean")), means)
     m_all, r_all = np.meshgrid(np.arange(n_measures), np.arange(n_runs), indexing="ij")
     overall = pd.DataFrame({
         "run": np.asarray(run_names, dtype=object)[r_all.ravel()],
