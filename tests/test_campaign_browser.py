@@ -42,8 +42,10 @@ TOPICS = ("1", "2")
 def build(folder: Path, cranfield: Path) -> tuple[str, str, str]:
     """A campaign over two Cranfield queries (five retrieval models' runs, real texts;
     topic 2's texts carry hostile markup); its store URL, organiser and assessor tokens."""
-    frames = cranfield_runs(cranfield, depth=20)
-    runs = [Run.from_frame(f[f["query_id"].isin(TOPICS)], name) for name, f in frames.items()]
+    runs = []
+    for run in cranfield_runs(cranfield, depth=20):
+        frame = run.to_frame()
+        runs.append(Run.from_frame(frame[frame["query_id"].isin(TOPICS)], run.name))
     pooled = Pool.from_runs(runs, depth=20)
     documents = read_documents(cranfield).set_index("doc_id")
     first = {str(d) for d in pooled.docnos_of("1")}
@@ -73,7 +75,7 @@ def build(folder: Path, cranfield: Path) -> tuple[str, str, str]:
 def cranfield_oracle(cranfield: Path) -> Oracle:
     """Cranfield's graded judgments on this campaign's scale (grades 3-4: relevant, 1-2:
     partly relevant)."""
-    qrels = read_qrels(cranfield)
+    qrels = read_qrels(cranfield).to_frame()
     scaled = qrels.assign(relevance=qrels["relevance"].map(lambda g: 2 if g >= 3 else
                                                            1 if g >= 1 else 0))
     return qrels_oracle(Qrels.from_frame(scaled))
