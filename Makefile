@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench clean trec_eval
+.PHONY: demo test lint bench clean system-packages doc-figures trec_eval
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,16 +20,41 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python -m sampleval.demo
 
+# Debian packages the campaign tests use: a real PostgreSQL server and a headless browser
+# (Playwright drives /usr/bin/chromium; no browser is downloaded). Installed when missing;
+# without them those tests fail in CI (CI set) and are skipped elsewhere.
+system-packages:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } \
+		|| missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		{ $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			$$sudo apt-get install -y -qq $$missing >/dev/null; } \
+		|| { echo "could not install$$missing"; [ -z "$$CI" ]; }; \
+	fi
+
 # NIST's trec_eval 10.0 built into ~/.cache/sampleval for the differential tests (never
 # committed); from $(TREC_EVAL_SRC) or a clone from GitHub. make test goes on without it.
 trec_eval:
 	scripts/build_trec_eval.sh
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test system-packages
 	-@scripts/build_trec_eval.sh >/dev/null || echo "(differential tests against trec_eval will skip)"
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The two screenshots docs/campaigns.md shows: the browser test run once more, its screenshots
+# copied into docs/figures/ (test runs leave theirs in the git-ignored test-artifacts/).
+doc-figures: $(VENV)/.installed-test system-packages
+	rm -rf test-artifacts/doc-figures
+	SAMPLEVAL_ARTIFACTS=test-artifacts/doc-figures $(BIN)/pytest -q -p no:cacheprovider \
+		tests/test_campaign_browser.py
+	cp test-artifacts/doc-figures/assessor-page.png test-artifacts/doc-figures/organiser-page.png \
+		docs/figures/
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/evaluate_vs_pytrec_eval.py

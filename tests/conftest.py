@@ -64,6 +64,31 @@ def round5_census(covid: Path) -> tuple[Qrels, Pool, list[TopicView]]:
     return qrels, pool, topic_views(pool, Sample("census", frame))
 
 
+# -- campaigns ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def postgres():  # type: ignore[no-untyped-def]
+    """A PostgreSQL server of the tests' own (Debian's binaries; fails in CI, skips elsewhere
+    when missing), started once per session."""
+    pytest.importorskip("sqlalchemy")
+    from campaign_support import have_postgres, need
+    from sampleval.campaign.devdb import LocalPostgres
+
+    need(have_postgres(), "PostgreSQL server binaries (Debian package postgresql)")
+    server = LocalPostgres(fsync=False).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty campaign store: a SQLite file, or a database on the test PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/store.db"
+    import uuid
+
+    return request.getfixturevalue("postgres").fresh_database(f"t{uuid.uuid4().hex[:12]}")
+
 @dataclass(frozen=True)
 class CliResult:
     """What one in-process command line did."""

@@ -69,7 +69,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
 
 
 COMMAND_MODULES = ("evaluate", "estimate", "sample", "judge", "export", "sample_eval",
-                   "trec_eval")
+                   "trec_eval", "campaign")
 
 
 def build_parser() -> Parser:
@@ -130,6 +130,17 @@ def split_names(texts: Sequence[str]) -> list[str]:
     """Names given repeated or comma/space-separated, flattened in order; a comma inside
     parentheses belongs to the name (``AP~ht(var=linear,ap=paper)``)."""
     return [part for text in texts for part in _NAME.findall(text)]
+
+
+def parse_params(texts: Sequence[str] | None) -> dict[str, str]:
+    """``--param NAME=VALUE`` options as a dict of texts (the method converts them)."""
+    params: dict[str, str] = {}
+    for text in texts or []:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--param expects NAME=VALUE, not {text!r}")
+        params[name.strip()] = value.strip()
+    return params
 
 
 # -- options several commands share ------------------------------------------------------------

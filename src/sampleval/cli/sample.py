@@ -13,11 +13,11 @@ from sampleval.cli._app import (
     add_name_by,
     add_runs_argument,
     check_stdin_once,
+    parse_params,
     positive_int,
     rate,
     stderr_is_terminal,
 )
-from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,12 +97,7 @@ def run_sample(args: argparse.Namespace) -> None:
     from sampleval.selection import METHODS, Budget, qrels_oracle
 
     cls = METHODS[args.method]
-    params: dict[str, str] = {}
-    for text in args.param or []:
-        name, sep, value = text.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"--param expects NAME=VALUE, not {text!r}")
-        params[name.strip()] = value.strip()
+    params = parse_params(args.param)
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
     check_new_directory(args.output)
     check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs)

@@ -31,7 +31,7 @@ def _read_lines(directory: str | PathLike[str], name: str) -> tuple[Path, list[s
         raise InputError(path, None, f"cannot read file: {error}") from None
 
 
-def _parse_smart(path: Path, lines: list[str], fields: set[str]) -> list[dict[str, str]]:
+def parse_smart(path: Path, lines: list[str], fields: set[str]) -> list[dict[str, str]]:
     """Parse ``.I id`` records whose fields are ``.X`` marker lines followed by text lines.
 
     The ``.W`` text runs to the next ``.I``: stray marker lines inside it (the real
@@ -78,7 +78,7 @@ def read_documents(directory: str | PathLike[str]) -> pd.DataFrame:
     ``text`` is the ``.W`` abstract, which in Cranfield starts with the title again.
     """
     path, lines = _read_lines(directory, DOCUMENTS_FILE)
-    records = _parse_smart(path, lines, set(_FIELDS))
+    records = parse_smart(path, lines, set(_FIELDS))
     frame = pd.DataFrame(
         {
             "doc_id": [record["id"] for record in records],
@@ -100,7 +100,7 @@ def read_queries(directory: str | PathLike[str]) -> pd.DataFrame:
     ``original_id`` is the ``.I`` token (``"001", "002", "004", ...``, with gaps).
     """
     path, lines = _read_lines(directory, QUERIES_FILE)
-    records = _parse_smart(path, lines, {"W"})
+    records = parse_smart(path, lines, {"W"})
     frame = pd.DataFrame(
         {
             "query_id": [str(position) for position in range(1, len(records) + 1)],

@@ -1,0 +1,154 @@
+"""Load on the campaign server: judgments per second and judge-request latency (p50, p99)
+with 8 and 32 concurrent assessors, on SQLite and on PostgreSQL.
+
+For each store and number of clients: a fresh store, a campaign over a seeded synthetic
+collection (``sampleval.synthetic``: 32 topics, 12 runs, pooled to depth 100), the
+``strata`` method by default and a budget giving about ``--judgments`` judgments in all;
+``sampleval serve`` in its own process (live estimates on, as when an organiser watches);
+oracle assessors (``campaign.simulation``), one thread and HTTP connection each, dealt the
+topics round-robin, judging until the campaign is done. Two runs each:
+
+- ``max``: every client sends its next judgment as soon as the previous one is answered
+  (closed loop): the throughput the server reaches. With n clients in a closed loop the
+  mean latency is n / throughput (Little's law), so this run's latency says how long the
+  queue got, not how fast a request is served;
+- ``paced``: the clients together send ``--rate`` judgments per second (200, the target) on
+  a fixed, staggered schedule; latencies count from the scheduled moment (a server falling
+  behind shows as latency, not as clients that quietly wait).
+
+The time counts from the first request to the last answer (server start excluded); latency
+is that of each judge request (POST, committed before answered, the next document in the
+answer).
+
+There is no peer campaign server to run here (HiCAL needs its own stack), so the reference
+is the store itself: ``naive`` commits judgments one transaction at a time from one thread,
+with the same durability (SQLite WAL, ``synchronous=FULL``; PostgreSQL with fsync on), the
+rate a server without group commit could at best reach; the table prints the server's rate
+over it.
+
+    .venv/bin/python benchmarks/campaign_load.py [--clients 8,32] [--stores sqlite,postgresql]
+        [--method strata] [--judgments 3200]
+
+Targets (issue 11): on SQLite with 32 clients, p99 under 100 ms and at least 200
+judgments per second (read: ``max`` reaches 200/s, and at 200/s ``paced`` p99 < 100 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from sampleval.campaign.devdb import LocalPostgres
+from sampleval.campaign.organise import Design, create_campaign, parse_grades
+from sampleval.campaign.server import ServerProcess
+from sampleval.campaign.simulation import drive, oracle_assessors, percentile
+from sampleval.campaign.store import Store
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.selection import Budget, qrels_oracle
+from sampleval.synthetic import make_collection
+
+TOPICS = 32
+TARGET_P99_MS = 100.0
+TARGET_RATE = 200.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", default="8,32")
+    parser.add_argument("--stores", default="sqlite,postgresql")
+    parser.add_argument("--method", default="strata")
+    parser.add_argument("--judgments", type=int, default=3200)
+    parser.add_argument("--rate", type=float, default=TARGET_RATE,
+                        help="judgments per second of the paced run")
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    collection = make_collection(np.random.default_rng(args.seed), n_topics=TOPICS, n_runs=12,
+                                 n_docs=3000, depth=100, pool_depth=100)
+    runs = [Run.from_frame(frame, name) for name, frame in collection.runs.items()]
+    oracle = qrels_oracle(Qrels.from_frame(collection.qrels))
+    budget = max(1, args.judgments // TOPICS)
+    clients = [int(c) for c in args.clients.split(",")]
+    console = Console(width=140)
+    table = Table(title=f"Campaign server load: method {args.method}, {TOPICS} topics x "
+                        f"{budget} judgments, {os.cpu_count()} cores, load average at start "
+                        f"{os.getloadavg()[0]:.2f}")
+    for column in ("store", "clients", "run", "judgments", "seconds", "judgments/s", "p50 ms",
+                   "p99 ms", "naive commits/s", "ratio"):
+        table.add_column(column, justify="left" if column == "store" else "right")
+    postgres = None
+    results: dict[tuple[str, int, str], tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            for store_kind in args.stores.split(","):
+                if store_kind == "postgresql":
+                    postgres = LocalPostgres(fsync=True).start()
+                for n in clients:
+                    url = (postgres.fresh_database(f"load{n}") if postgres is not None
+                           else f"sqlite:///{tmp}/load{n}.db")
+                    naive = naive_commits(url)
+                    store = Store(url)
+                    teams = {}
+                    for run in ("max", "paced"):
+                        create_campaign(store, Design(run, args.method, Budget(budget),
+                                                      depth=100, seed=args.seed,
+                                                      grades=tuple(parse_grades("0,1,2"))),
+                                        runs)
+                        teams[run] = oracle_assessors(store, run, n)
+                    store.close()
+                    with ServerProcess(url, log=Path(tmp) / f"{store_kind}{n}.log") as server:
+                        for run, team in teams.items():
+                            report = drive(server.url, run, team, oracle,
+                                           rate=args.rate if run == "paced" else None)
+                            rate = report.judgments / report.seconds
+                            p99 = percentile(report.latencies, 0.99) * 1000
+                            table.add_row(store_kind, str(n), run, str(report.judgments),
+                                          f"{report.seconds:.1f}", f"{rate:.0f}",
+                                          f"{percentile(report.latencies, 0.5) * 1000:.1f}",
+                                          f"{p99:.1f}", f"{naive:.0f}", f"{rate / naive:.1f}x")
+                            results[store_kind, n, run] = (rate, p99)
+                if postgres is not None:
+                    postgres.stop()
+                    postgres = None
+        finally:
+            if postgres is not None:
+                postgres.stop()
+    if ("sqlite", 32, "max") in results and ("sqlite", 32, "paced") in results:
+        reached = results["sqlite", 32, "max"][0] >= TARGET_RATE
+        quick = results["sqlite", 32, "paced"][1] < TARGET_P99_MS
+        table.caption = (f"SQLite, 32 clients: >= {TARGET_RATE:.0f} judgments/s "
+                         f"{'met' if reached else 'NOT met'}; p99 < {TARGET_P99_MS:.0f} ms at "
+                         f"{args.rate:.0f}/s {'met' if quick else 'NOT met'}")
+    console.print(table)
+    return 0
+
+
+def naive_commits(url: str, count: int = 300) -> float:
+    """Judgment-sized rows committed one transaction at a time, per second."""
+    from sqlalchemy import Column, Float, Integer, MetaData, String, Table, insert
+
+    store = Store(url, migrate=False)
+    table = Table("naive", MetaData(), Column("id", Integer, primary_key=True),
+                  Column("key", String(64), unique=True), Column("label", Float))
+    table.create(store.engine)
+    started = time.perf_counter()
+    for _ in range(count):
+        with store.write() as session:
+            session.execute(insert(table).values(key=uuid.uuid4().hex, label=1.0))
+    rate = count / (time.perf_counter() - started)
+    table.drop(store.engine)
+    store.close()
+    return rate
+
+
+if __name__ == "__main__":
+    sys.exit(main())

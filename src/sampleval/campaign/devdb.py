@@ -1,0 +1,117 @@
+"""A throwaway PostgreSQL server for tests, benchmarks and trying campaigns out.
+
+Uses the PostgreSQL binaries of the machine (Debian's ``postgresql`` package puts them in
+``/usr/lib/postgresql/VERSION/bin``): ``initdb`` a cluster in a fresh temporary directory,
+start ``postgres`` on a free port of 127.0.0.1 with its socket in that directory, and
+remove it all on :meth:`LocalPostgres.stop`. PostgreSQL refuses to run as root, so as root
+the server runs as the ``postgres`` system user (the Debian package creates it).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from sampleval.campaign.server import free_port
+from sampleval.errors import UsageError
+
+
+def postgres_bin() -> Path | None:
+    """The directory of ``initdb`` and ``postgres`` (newest version), or None."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                      key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit()
+                      else 0)
+    return Path(versions[-1]).parent if versions else None
+
+
+class LocalPostgres:
+    """A PostgreSQL server of its own (see the module docstring). ``fsync=False`` trades
+    durability on power loss for speed (tests: the server's default is then also
+    ``synchronous_commit=off``, which the store overrides in its sessions); benchmarks keep
+    it on."""
+
+    def __init__(self, fsync: bool = True) -> None:
+        self.fsync = fsync
+        self.port = free_port()
+        self.root = Path(tempfile.mkdtemp(prefix="sampleval-pg-"))
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = f"postgresql+psycopg://sampleval@127.0.0.1:{self.port}/postgres"
+
+    def _as_owner(self) -> list[str]:
+        if os.geteuid() != 0:
+            return []
+        runuser = shutil.which("runuser")
+        if runuser is None:
+            raise UsageError("PostgreSQL cannot run as root and runuser is missing")
+        shutil.chown(self.root, "postgres", "postgres")
+        return [runuser, "-u", "postgres", "--"]
+
+    def start(self, timeout: float = 60.0) -> LocalPostgres:
+        binaries = postgres_bin()
+        if binaries is None:
+            raise UsageError("no PostgreSQL server binaries (Debian: apt-get install "
+                             "postgresql)")
+        prefix = self._as_owner()
+        data = self.root / "data"
+        subprocess.run([*prefix, str(binaries / "initdb"), "-D", str(data), "-U", "sampleval",
+                        "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+                       check=True, capture_output=True)
+        log = (self.root / "server.log").open("ab")
+        durable = "on" if self.fsync else "off"
+        self.process = subprocess.Popen(
+            [*prefix, str(binaries / "postgres"), "-D", str(data), "-p", str(self.port),
+             "-h", "127.0.0.1", "-k", str(self.root), "-c", f"fsync={durable}",
+             "-c", f"synchronous_commit={durable}", "-c", "max_connections=200",
+             "-c", "shared_buffers=128MB"],
+            stdout=log, stderr=log)
+        deadline = time.monotonic() + timeout
+        import psycopg
+
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise UsageError(f"PostgreSQL stopped at start; see {self.root}/server.log")
+            try:
+                psycopg.connect(f"host=127.0.0.1 port={self.port} user=sampleval "
+                                f"dbname=postgres", connect_timeout=2).close()
+                return self
+            except psycopg.OperationalError:
+                time.sleep(0.2)
+        self.stop()
+        raise UsageError(f"PostgreSQL did not start within {timeout:.0f} s")
+
+    def fresh_database(self, name: str) -> str:
+        """A new empty database on this server; its URL."""
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=sampleval "
+                             f"dbname=postgres", autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql+psycopg://sampleval@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGINT to the postmaster: clients are cut off), then remove the
+        cluster."""
+        if self.process is not None and self.process.poll() is None:
+            pid_file = self.root / "data" / "postmaster.pid"
+            try:
+                os.kill(int(pid_file.read_text().split()[0]), signal.SIGINT)
+                self.process.wait(30)
+            except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> LocalPostgres:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()

@@ -1,0 +1,199 @@
+"""The campaign store's tables (SQLAlchemy 2 declarative models).
+
+One database holds any number of campaigns; every other row belongs to exactly one campaign
+(directly or through its topic), so nothing is shared across campaigns.
+
+- ``campaigns``: the design (method, parameters, budget, pool depth, seed, grade scale,
+  overlap share) fixed at creation;
+- ``runs``: the runs the pool was built from, stored whole (Arrow IPC, compressed), so the
+  pool and the live leaderboard need no files after creation;
+- ``topics``: the pool's topics with their statement (title, description, narrative) and
+  the topic's budget;
+- ``documents``: texts of pooled documents found in the corpus (a docno without a row is
+  shown by its docno alone);
+- ``assessors``: people, assessors or organisers, with the SHA-256 of their login token;
+- ``assignments``: which topics an assessor judges;
+- ``items``: the documents the selector proposed, batch by batch; ``label`` is the label the
+  selector observed (set when the batch was handed to ``observe``);
+- ``judgments``: every judgment ever made, never updated except to mark it retracted (undo);
+  each has the client's idempotency key, unique within the campaign;
+- ``selector_states``: the selector's ``state()`` (its random generator included) after the
+  latest batch, with a version counting the batches handed out;
+- ``estimates``: the latest live estimates (leaderboard rows) and what they reflect;
+- ``sessions``: browser sessions (SHA-256 of the cookie) with their CSRF token.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def now() -> datetime:
+    """The current time, timezone-aware (UTC)."""
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Campaign(Base):
+    __tablename__ = "campaigns"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    method: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    budget_count: Mapped[int | None] = mapped_column(Integer)
+    budget_rate: Mapped[float | None] = mapped_column(Float)
+    depth: Mapped[int | None] = mapped_column(Integer)
+    seed: Mapped[str] = mapped_column(String(64))
+    grades: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    overlap: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class RunData(Base):
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("campaign_id", "name"),
+                      UniqueConstraint("campaign_id", "position"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(256))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class Topic(Base):
+    __tablename__ = "topics"
+    __table_args__ = (UniqueConstraint("campaign_id", "qid"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    qid: Mapped[str] = mapped_column(String(64))
+    position: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text, default="")
+    description: Mapped[str] = mapped_column(Text, default="")
+    narrative: Mapped[str] = mapped_column(Text, default="")
+    pool_size: Mapped[int] = mapped_column(Integer)
+    budget: Mapped[int] = mapped_column(Integer)
+    done: Mapped[bool] = mapped_column(default=False)
+    """Set once the selector proposes nothing more for the topic."""
+
+
+class Document(Base):
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("campaign_id", "docno"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    docno: Mapped[str] = mapped_column(String(256))
+    title: Mapped[str] = mapped_column(Text, default="")
+    text: Mapped[str] = mapped_column(Text, default="")
+
+
+class Person(Base):
+    __tablename__ = "assessors"
+    __table_args__ = (UniqueConstraint("campaign_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class Assignment(Base):
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("assessor_id", "topic_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    assessor_id: Mapped[int] = mapped_column(ForeignKey("assessors.id", ondelete="CASCADE"))
+    topic_id: Mapped[int] = mapped_column(ForeignKey("topics.id", ondelete="CASCADE"))
+
+
+class Item(Base):
+    __tablename__ = "items"
+    __table_args__ = (UniqueConstraint("topic_id", "docno"),
+                      Index("ix_items_topic_batch", "topic_id", "batch"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    topic_id: Mapped[int] = mapped_column(ForeignKey("topics.id", ondelete="CASCADE"))
+    batch: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int] = mapped_column(Integer)
+    docno: Mapped[str] = mapped_column(String(256))
+    overlap: Mapped[bool] = mapped_column(default=False)
+    label: Mapped[float | None] = mapped_column(Float)
+    observed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Judgment(Base):
+    __tablename__ = "judgments"
+    __table_args__ = (UniqueConstraint("campaign_id", "key"),
+                      Index("ix_judgments_item", "item_id"),
+                      Index("ix_judgments_assessor", "assessor_id", "id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    assessor_id: Mapped[int] = mapped_column(ForeignKey("assessors.id", ondelete="CASCADE"))
+    label: Mapped[float] = mapped_column(Float)
+    seconds: Mapped[float | None] = mapped_column(Float)
+    key: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SelectorState(Base):
+    __tablename__ = "selector_states"
+
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    state: Mapped[bytes] = mapped_column(LargeBinary)
+    saved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class Estimate(Base):
+    __tablename__ = "estimates"
+
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    judgments: Mapped[int] = mapped_column(Integer)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    rows: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    note: Mapped[str] = mapped_column(Text, default="")
+
+
+JUDGMENTS: Table = Judgment.__table__  # type: ignore[assignment]
+ITEMS: Table = Item.__table__  # type: ignore[assignment]
+"""Tables for Core statements (the hot path)."""
+
+
+class Session(Base):
+    __tablename__ = "sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    assessor_id: Mapped[int] = mapped_column(ForeignKey("assessors.id", ondelete="CASCADE"))
+    csrf: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,95 @@
+"""Running the campaign server: in this process (``sampleval serve``), or as a child
+process that ``campaign simulate``, the tests and the benchmarks start, stop and kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sampleval.errors import UsageError
+
+
+def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 2.0) -> None:
+    """Serve the store at ``url`` until interrupted (one process: the selectors live in
+    it)."""
+    import uvicorn
+
+    from sampleval.campaign.web import create_app
+
+    app = create_app(url, interval=refresh)
+    sys.stderr.write(f"sampleval: serving campaigns of {url} on http://{host}:{port}/ "
+                     f"(Ctrl-C stops)\n")
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=5)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on now."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class ServerProcess:
+    """``sampleval serve`` in a child process, on a free port of 127.0.0.1."""
+
+    def __init__(self, db: str, port: int | None = None, refresh: float = 2.0,
+                 log: Path | None = None) -> None:
+        self.db = db
+        self.port = port or free_port()
+        self.refresh = refresh
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 120.0) -> ServerProcess:
+        """Start the server and wait until it answers."""
+        import httpx
+
+        command = [sys.executable, "-m", "sampleval", "serve", "--db", self.db, "--port",
+                   str(self.port), "--refresh", str(self.refresh)]
+        out = self.log.open("ab") if self.log else subprocess.DEVNULL
+        self.process = subprocess.Popen(command, stdout=out, stderr=out,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise UsageError(f"the campaign server stopped at start (exit code "
+                                 f"{self.process.returncode})"
+                                 + (f"; see {self.log}" if self.log else ""))
+            try:
+                if httpx.get(f"{self.url}/api/health", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise UsageError(f"the campaign server did not answer within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        """Stop gracefully (SIGTERM), killing it if it does not stop in 20 s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL: the server dies at once, as in a crash."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()

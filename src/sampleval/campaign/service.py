@@ -1,0 +1,529 @@
+"""The assessors' side of the service layer: who is asking, what to judge next, judging,
+undo, and moving the selector on batch by batch.
+
+Each campaign the server serves has a :class:`Runtime` in memory: its selector (restored
+from the state saved with the latest batch), and per topic the items of the open batch and
+who has judged each item. The store is the truth; the runtime is rebuilt from it at start
+(and for a campaign created while the server runs, on first use).
+
+Durability. A judgment is one row, committed before the request is answered; the client's
+idempotency key is unique within the campaign, so a retried request finds its row and
+creates no second one. When every item of a topic's open batch has a judgment, the batch is
+observed: in one transaction the items get the labels the selector saw (each item's latest
+non-retracted judgment), the next batch is proposed and stored, and the selector's
+``state()`` (its random generator included) replaces the saved one, guarded by a version
+number. A crash between a judgment's commit and that transaction loses nothing: at restart
+the runtime finds the batch complete and observes it then, with the same labels, so the
+selector continues exactly as it would have.
+
+Several assessors may share a topic: open items are leased to one assessor at a time (for
+:data:`LEASE_SECONDS`; leases live in memory only), and items chosen for the campaign's
+overlap share are also offered to every other assessor of the topic once judged, for
+agreement studies. Only the first judgment the batch needs moves the selector; the others
+are kept and count in the export (``--label``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
+
+from sampleval.campaign import models as m
+from sampleval.campaign.group_commit import GroupCommit
+from sampleval.campaign.organise import (
+    CampaignInfo,
+    add_items,
+    build_pool,
+    decode_state,
+    encode_state,
+    load_runs,
+    restore_selector,
+)
+from sampleval.campaign.store import Store
+from sampleval.campaign.tokens import digest, new_secret
+from sampleval.selection.base import Selector
+
+LEASE_SECONDS = 600.0
+SESSION_DAYS = 7
+
+# the statements of the hot path, built once (building SQL expressions per request costs
+# more than running them)
+_PERSON = (select(m.Person.id, m.Person.name, m.Person.role, m.Campaign.id, m.Campaign.name)
+           .join(m.Campaign))
+_BY_TOKEN = _PERSON.where(m.Person.token_hash == bindparam("digest"))
+_BY_ID = _PERSON.where(m.Person.id == bindparam("person"))
+_SESSION = select(m.Session.assessor_id, m.Session.csrf, m.Session.expires_at).where(
+    m.Session.token_hash == bindparam("digest"))
+_ASSIGNED = select(m.Assignment.id).where(m.Assignment.assessor_id == bindparam("person"),
+                                          m.Assignment.topic_id == bindparam("topic"))
+_DOCUMENT = select(m.Document.title, m.Document.text).where(
+    m.Document.campaign_id == bindparam("campaign"), m.Document.docno == bindparam("docno"))
+_KNOWN_KEYS = select(m.Judgment.key, m.Judgment.assessor_id, m.Judgment.item_id,
+                     m.Judgment.label, m.Judgment.created_at).where(
+    m.Judgment.campaign_id == bindparam("campaign"),
+    m.Judgment.key.in_(bindparam("keys", expanding=True)))
+_INSERT_JUDGMENTS = insert(m.JUDGMENTS)
+_OBSERVED = (update(m.ITEMS).where(m.ITEMS.c.id == bindparam("item"))
+             .values(label=bindparam("value"), observed_at=bindparam("when")))
+
+
+class ServiceError(Exception):
+    """A request the service refuses; ``status`` is the HTTP status it maps to."""
+
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(ServiceError):
+    status = 404
+
+
+class Forbidden(ServiceError):
+    status = 403
+
+
+class Conflict(ServiceError):
+    status = 409
+
+
+class Invalid(ServiceError):
+    status = 422
+
+
+@dataclass(frozen=True)
+class Person:
+    """Who is asking: a person of one campaign."""
+
+    id: int
+    name: str
+    role: str
+    campaign_id: int
+    campaign: str
+
+
+@dataclass
+class TopicState:
+    """One topic of a runtime: its items (docno -> item id, batch, overlap), the open
+    batch, who judged each item (non-retracted), and the leases."""
+
+    id: int
+    qid: str
+    title: str
+    description: str
+    narrative: str
+    budget: int
+    budget_unit: str = "judgments"
+    batch: int = 0
+    done: bool = False
+    items: dict[str, tuple[int, int, bool]] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    open: list[str] = field(default_factory=list)
+    judges: dict[str, set[int]] = field(default_factory=dict)
+    leases: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    def judged(self) -> int:
+        return sum(1 for d in self.order if self.judges.get(d))
+
+    def complete(self) -> bool:
+        return bool(self.open) and all(self.judges.get(d) for d in self.open)
+
+    def leased_to_other(self, docno: str, person: int, now: float) -> bool:
+        holder = self.leases.get(docno)
+        return holder is not None and holder[0] != person and holder[1] > now
+
+
+@dataclass
+class Runtime:
+    """A served campaign (see the module docstring)."""
+
+    info: CampaignInfo
+    selector: Selector
+    version: int
+    topics: dict[str, TopicState]
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    assigned: set[tuple[int, str]] = field(default_factory=set)
+
+    @property
+    def grade_values(self) -> set[float]:
+        return {g.value for g in self.info.grades}
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What an assessor sees next on a topic: a document to judge (``status`` ``judge``),
+    nothing yet while others finish the open batch (``wait``), or nothing more (``done``)."""
+
+    status: str
+    topic: TopicState
+    docno: str | None = None
+    title: str = ""
+    text: str = ""
+    has_text: bool = False
+    judged: int = 0
+    mine: int = 0
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A stored judgment (``replayed``: the request was a retry of one stored earlier)."""
+
+    key: str
+    docno: str
+    label: float
+    created_at: datetime
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class _NewJudgment:
+    person: Person
+    item_id: int
+    docno: str
+    label: float
+    seconds: float | None
+    key: str
+
+
+class CampaignService:
+    """The service the web app calls (one per server process)."""
+
+    def __init__(self, store: Store, on_judgment: Callable[[int], None] | None = None) -> None:
+        self.store = store
+        self.on_judgment = on_judgment or (lambda _campaign: None)
+        self._runtimes: dict[int, Runtime] = {}
+        self._loading = threading.Lock()
+        self._writer: GroupCommit[_NewJudgment, Judged | ServiceError] = GroupCommit(
+            store, self._store_judgments)
+
+    def close(self) -> None:
+        self._writer.close()
+
+    # -- who is asking --------------------------------------------------------------------
+
+    def person_by_token(self, token: str) -> Person | None:
+        return self._person(_BY_TOKEN, {"digest": digest(token)})
+
+    def _person(self, query: Any, params: dict[str, Any]) -> Person | None:
+        with self.store.connect() as connection:
+            row = connection.execute(query, params).first()
+        return None if row is None else Person(*row)
+
+    def start_session(self, person: Person) -> tuple[str, str]:
+        """A new browser session: its cookie value and its CSRF token."""
+        cookie, csrf = new_secret(), new_secret()
+        with self.store.write() as session:
+            session.execute(delete(m.Session).where(m.Session.expires_at < m.now()))
+            session.add(m.Session(token_hash=digest(cookie), assessor_id=person.id, csrf=csrf,
+                                  expires_at=m.now() + timedelta(days=SESSION_DAYS)))
+        return cookie, csrf
+
+    def session_person(self, cookie: str) -> tuple[Person, str] | None:
+        """The person and CSRF token of a live session cookie."""
+        with self.store.connect() as connection:
+            row = connection.execute(_SESSION, {"digest": digest(cookie)}).first()
+        if row is None or _aware(row.expires_at) < m.now():
+            return None
+        person = self._person(_BY_ID, {"person": row.assessor_id})
+        return None if person is None else (person, row.csrf)
+
+    def end_session(self, cookie: str) -> None:
+        with self.store.write() as session:
+            session.execute(delete(m.Session).where(
+                m.Session.token_hash == digest(cookie)))
+
+    # -- runtimes ---------------------------------------------------------------------------
+
+    def load_all(self) -> None:
+        """Load every campaign of the store (and observe any batch completed before a
+        crash)."""
+        for campaign_id in self.campaign_ids():
+            self.runtime(campaign_id)
+
+    def campaign_ids(self) -> list[int]:
+        with self.store.read() as session:
+            return list(session.scalars(select(m.Campaign.id)))
+
+    def runtime(self, campaign_id: int) -> Runtime:
+        found = self._runtimes.get(campaign_id)
+        if found is not None:
+            return found
+        with self._loading:
+            if campaign_id not in self._runtimes:
+                self._runtimes[campaign_id] = self._load(campaign_id)
+        return self._runtimes[campaign_id]
+
+    def _load(self, campaign_id: int) -> Runtime:
+        with self.store.read() as session:
+            row = session.get(m.Campaign, campaign_id)
+            if row is None:
+                raise NotFound("no such campaign")
+            info = CampaignInfo.of(row)
+            pool = build_pool(info, load_runs(session, info.id))
+            selector, version = restore_selector(session, info, pool)
+            topics: dict[str, TopicState] = {}
+            by_id: dict[int, TopicState] = {}
+            for t in session.scalars(select(m.Topic).where(m.Topic.campaign_id == info.id)
+                                     .order_by(m.Topic.position)):
+                state = TopicState(t.id, t.qid, t.title, t.description, t.narrative,
+                                   t.budget, info.budget_unit, done=t.done)
+                topics[t.qid] = by_id[t.id] = state
+            items: dict[int, tuple[TopicState, str]] = {}
+            for item_id, topic_id, batch, docno, overlap, label in session.execute(
+                    select(m.Item.id, m.Item.topic_id, m.Item.batch, m.Item.docno,
+                           m.Item.overlap, m.Item.label)
+                    .join(m.Topic).where(m.Topic.campaign_id == info.id)
+                    .order_by(m.Item.topic_id, m.Item.batch, m.Item.position)):
+                state = by_id[topic_id]
+                state.items[docno] = (item_id, batch, overlap)
+                state.order.append(docno)
+                state.batch = max(state.batch, batch)
+                if label is None:
+                    state.open.append(docno)
+                items[item_id] = (state, docno)
+            for item_id, person_id in session.execute(
+                    select(m.Judgment.item_id, m.Judgment.assessor_id)
+                    .where(m.Judgment.campaign_id == info.id,
+                           m.Judgment.retracted_at.is_(None))):
+                state, docno = items[item_id]
+                state.judges.setdefault(docno, set()).add(person_id)
+        runtime = Runtime(info, selector, version, topics)
+        for state in topics.values():
+            self._advance(runtime, state)
+        return runtime
+
+    def _reload(self, runtime: Runtime) -> None:
+        """Replace a runtime whose selector may no longer match the store."""
+        with self._loading:
+            self._runtimes.pop(runtime.info.id, None)
+
+    # -- judging ----------------------------------------------------------------------------
+
+    def topic(self, person: Person, qid: str) -> tuple[Runtime, TopicState]:
+        """The runtime and topic ``person`` may judge (NotFound / Forbidden otherwise)."""
+        runtime = self.runtime(person.campaign_id)
+        state = runtime.topics.get(qid)
+        if state is None:
+            raise NotFound(f"campaign {person.campaign!r} has no topic {qid!r}")
+        if person.role != "assessor":
+            raise Forbidden("only assessors judge documents")
+        if (person.id, qid) not in runtime.assigned:
+            with self.store.connect() as connection:
+                found = connection.scalar(_ASSIGNED, {"person": person.id, "topic": state.id})
+            if found is None:
+                raise Forbidden(f"topic {qid!r} is not assigned to {person.name!r}")
+            runtime.assigned.add((person.id, qid))
+        return runtime, state
+
+    def topics_of(self, person: Person) -> list[TopicState]:
+        """The topics ``person`` judges (all topics for an organiser, to watch)."""
+        runtime = self.runtime(person.campaign_id)
+        if person.role == "organiser":
+            return list(runtime.topics.values())
+        with self.store.read() as session:
+            mine = set(session.scalars(select(m.Topic.qid).join(m.Assignment).where(
+                m.Assignment.assessor_id == person.id)))
+        return [t for t in runtime.topics.values() if t.qid in mine]
+
+    def next_document(self, person: Person, qid: str) -> Offer:
+        """The document ``person`` should judge next on topic ``qid`` (leased to them)."""
+        runtime, state = self.topic(person, qid)
+        with runtime.lock:
+            if state.complete():  # a batch left complete by an earlier failure
+                self._advance(runtime, state)
+            now = time.monotonic()
+            docno = self._pick(state, person.id, now)
+            if docno is not None:
+                state.leases[docno] = (person.id, now + LEASE_SECONDS)
+            waiting = bool(state.open) or not state.done
+        if docno is None:
+            return self._offer("wait" if waiting else "done", state, person)
+        return self._offer("judge", state, person, docno)
+
+    def _pick(self, state: TopicState, person: int, now: float) -> str | None:
+        mine = [d for d, (who, until) in state.leases.items()
+                if who == person and until > now and person not in state.judges.get(d, ())]
+        if mine:
+            return mine[0]
+        for docno in state.open:
+            if not state.judges.get(docno) and not state.leased_to_other(docno, person, now):
+                return docno
+        for docno in state.order:
+            _, _, overlap = state.items[docno]
+            judges = state.judges.get(docno)
+            if overlap and judges and person not in judges:
+                return docno
+        return None
+
+    def _offer(self, status: str, state: TopicState, person: Person,
+               docno: str | None = None) -> Offer:
+        title = text = ""
+        has_text = False
+        if docno is not None:
+            with self.store.connect() as connection:
+                found = connection.execute(_DOCUMENT, {"campaign": person.campaign_id,
+                                                       "docno": docno}).first()
+            if found is not None:
+                title, text, has_text = found.title, found.text, True
+        mine = sum(1 for judges in state.judges.values() if person.id in judges)
+        return Offer(status, state, docno, title, text, has_text, state.judged(), mine)
+
+    def judge(self, person: Person, qid: str, docno: str, label: float,
+              seconds: float | None, key: str) -> Judged:
+        """Store a judgment (idempotent by ``key``); observe the batch if it completes."""
+        runtime, state = self.topic(person, qid)
+        if label not in runtime.grade_values:
+            grades = ", ".join(g.text for g in runtime.info.grades)
+            raise Invalid(f"label {label:g} is not a grade of this campaign ({grades})")
+        item = state.items.get(docno)
+        if item is None:
+            raise NotFound(f"document {docno!r} is not among those proposed for topic {qid!r}")
+        outcome = self._writer.submit(_NewJudgment(person, item[0], docno, label, seconds,
+                                                   key))
+        if isinstance(outcome, ServiceError):
+            raise outcome
+        if not outcome.replayed:
+            with runtime.lock:
+                state.judges.setdefault(docno, set()).add(person.id)
+                state.leases.pop(docno, None)
+                if docno in state.open and state.complete():
+                    self._advance(runtime, state)
+            self.on_judgment(person.campaign_id)
+        return outcome
+
+    @staticmethod
+    def _store_judgments(session: Connection, records: list[_NewJudgment]
+                         ) -> list[Judged | ServiceError]:
+        """Insert judgments in one transaction; a known key is a replay (the same
+        judgment) or a conflict (another one)."""
+        known: dict[tuple[int, str], tuple[int, int, float, datetime]] = {}
+        for campaign_id in {r.person.campaign_id for r in records}:
+            keys = [r.key for r in records if r.person.campaign_id == campaign_id]
+            for key, who, item_id, label, created in session.execute(
+                    _KNOWN_KEYS, {"campaign": campaign_id, "keys": keys}):
+                known[campaign_id, key] = (who, item_id, label, created)
+        rows: list[dict[str, Any]] = []
+        out: list[Judged | ServiceError] = []
+        for r in records:
+            earlier = known.get((r.person.campaign_id, r.key))
+            if earlier is not None:
+                who, item_id, label, created = earlier
+                if (who, item_id, label) != (r.person.id, r.item_id, r.label):
+                    out.append(Conflict("this idempotency key belongs to another judgment"))
+                else:
+                    out.append(Judged(r.key, r.docno, label, created, replayed=True))
+                continue
+            created = m.now()
+            known[r.person.campaign_id, r.key] = (r.person.id, r.item_id, r.label, created)
+            rows.append({"campaign_id": r.person.campaign_id, "item_id": r.item_id,
+                         "assessor_id": r.person.id, "label": r.label, "seconds": r.seconds,
+                         "key": r.key, "created_at": created})
+            out.append(Judged(r.key, r.docno, r.label, created, replayed=False))
+        if rows:
+            session.execute(_INSERT_JUDGMENTS, rows)
+        return out
+
+    def undo(self, person: Person, qid: str, key: str | None = None) -> tuple[Judged, Offer]:
+        """Retract one of ``person``'s judgments on ``qid`` (the given key's, else their
+        latest standing one); it is kept, marked retracted. The document is offered to them
+        again. Retracting twice changes nothing."""
+        runtime, state = self.topic(person, qid)
+        with self.store.write() as session:
+            query = (select(m.Judgment, m.Item.docno).join(m.Item)
+                     .where(m.Judgment.assessor_id == person.id, m.Item.topic_id == state.id))
+            if key is not None:
+                query = query.where(m.Judgment.key == key)
+            else:
+                query = query.where(m.Judgment.retracted_at.is_(None))
+            found = session.execute(query.order_by(m.Judgment.id.desc()).limit(1)).first()
+            if found is None:
+                raise NotFound("no judgment of yours to undo on this topic")
+            row, docno = found
+            if row.retracted_at is None:
+                row.retracted_at = m.now()
+            standing = set(session.scalars(select(m.Judgment.assessor_id).where(
+                m.Judgment.item_id == row.item_id, m.Judgment.retracted_at.is_(None),
+                m.Judgment.id != row.id)))
+        with runtime.lock:
+            state.judges[docno] = standing
+            state.leases[docno] = (person.id, time.monotonic() + LEASE_SECONDS)
+        self.on_judgment(person.campaign_id)
+        undone = Judged(row.key, docno, row.label, row.created_at, replayed=False)
+        return undone, self._offer("judge", state, person, docno)
+
+    # -- batches ----------------------------------------------------------------------------
+
+    def _advance(self, runtime: Runtime, state: TopicState) -> None:
+        """Observe the topic's open batch if every item has a judgment, and store the next
+        batch with the selector's new state, in one transaction (module docstring). Caller
+        holds ``runtime.lock`` (or owns the runtime)."""
+        while state.complete():
+            try:
+                self._observe_batch(runtime, state)
+            except BaseException:
+                self._reload(runtime)  # the selector may have moved: rebuild from the store
+                raise
+
+    def _observe_batch(self, runtime: Runtime, state: TopicState) -> None:
+        selector, info = runtime.selector, runtime.info
+        ids = {state.items[d][0]: d for d in state.open}
+        with self.store.write() as session:
+            latest: dict[str, float] = {}
+            for item_id, label in session.execute(
+                    select(m.Judgment.item_id, m.Judgment.label)
+                    .where(m.Judgment.item_id.in_(ids), m.Judgment.retracted_at.is_(None))
+                    .order_by(m.Judgment.id)):
+                latest[ids[item_id]] = float(label)
+            if len(latest) < len(ids):  # an undo raced the last judgment
+                for docno in set(ids.values()) - set(latest):
+                    state.judges[docno] = set()
+                return
+            labels = {d: latest[d] for d in state.open}
+            selector.observe(state.qid, labels)
+            proposed = selector.propose(state.qid, selector.batch_size(state.qid))
+            saved = encode_state(selector.state())
+            observed_at = m.now()
+            session.execute(_OBSERVED, [{"item": i, "value": labels[d], "when": observed_at}
+                                        for i, d in ids.items()])
+            add_items(session, state.id, state.qid, state.batch + 1, proposed, info.seed,
+                      info.overlap)
+            if not proposed:
+                session.execute(update(m.Topic).where(m.Topic.id == state.id).values(
+                    done=True))
+            moved = session.execute(
+                update(m.SelectorState)
+                .where(m.SelectorState.campaign_id == info.id,
+                       m.SelectorState.version == runtime.version)
+                .values(version=runtime.version + 1, state=saved, saved_at=observed_at))
+            if moved.rowcount != 1:  # type: ignore[attr-defined]
+                raise Conflict("the campaign's selector was moved on by another process")
+            new_items = session.execute(select(m.Item.docno, m.Item.id, m.Item.overlap).where(
+                m.Item.topic_id == state.id, m.Item.batch == state.batch + 1)).all()
+        runtime.version += 1
+        state.batch += 1
+        state.open = list(proposed)
+        state.order.extend(proposed)
+        for docno, item_id, overlap in new_items:
+            state.items[docno] = (item_id, state.batch, overlap)
+        state.done = not proposed
+
+    def saved_state(self, campaign_id: int) -> dict[str, Any]:
+        """The selector state stored with the latest batch (for tests and audits)."""
+        with self.store.read() as session:
+            row = session.get(m.SelectorState, campaign_id)
+            assert row is not None
+            return decode_state(row.state)
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite returns naive datetimes for the UTC times stored."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+

@@ -1,0 +1,196 @@
+"""Oracle assessors driving a campaign through its HTTP API (``campaign simulate``, the
+crash test, the load benchmark).
+
+Each simulated assessor is a person of the campaign with its own token and topics, and
+runs in its own thread with its own HTTP connection: it asks for the next document,
+answers with the oracle's label (qrels; a document they do not judge is not relevant), and
+sends the judgment with a fresh idempotency key. A request that fails on the way (the
+server is down, restarting, or answers 5xx) is sent again with the same key until the
+deadline, so a judgment is stored once however often it is retried.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+
+from sampleval.campaign import models as m
+from sampleval.campaign.organise import add_person, campaign_row
+from sampleval.campaign.store import Store
+from sampleval.errors import UsageError
+
+Oracle = Callable[[str, list[str]], dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Assessor:
+    name: str
+    token: str
+    topics: list[str]
+
+
+@dataclass
+class Report:
+    """What the assessors did: acknowledged judgments (keys, and the (topic, docno) each
+    judged), request latencies of the judge requests, retries, and the wall time."""
+
+    keys: list[str] = field(default_factory=list)
+    judged: list[tuple[str, str]] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    retries: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def judgments(self) -> int:
+        return len(self.keys)
+
+
+def oracle_assessors(store: Store, campaign: str, count: int, prefix: str = "oracle"
+                     ) -> list[Assessor]:
+    """``count`` simulated assessors of ``campaign`` (new tokens for existing ones): the
+    topics dealt round-robin, or every assessor on every topic when the campaign has an
+    overlap share (agreement); with more assessors than topics, assessors share topics."""
+    if count < 1:
+        raise UsageError("--assessors must be at least 1")
+    with store.read() as session:
+        info = campaign_row(session, campaign)
+        overlap = info.overlap
+        topics = list(session.scalars(select(m.Topic.qid).where(
+            m.Topic.campaign_id == info.id).order_by(m.Topic.position)))
+    out = []
+    for i in range(count):
+        mine = topics if overlap > 0 else (
+            topics[i::count] or [topics[i % len(topics)]] if topics else [])
+        token, _, _ = add_person(store, campaign, f"{prefix}-{i + 1}", mine)
+        out.append(Assessor(f"{prefix}-{i + 1}", token, mine))
+    return out
+
+
+def drive(url: str, campaign: str, assessors: Sequence[Assessor], oracle: Oracle,
+          deadline: float = 3600.0, wait: float = 0.05, rate: float | None = None) -> Report:
+    """Let every assessor judge its topics until they are done (see the module
+    docstring); raise UsageError if an assessor gives up (deadline, or a 4xx answer).
+
+    ``rate``: judgments per second for all assessors together, each sending on a fixed
+    schedule (evenly staggered) instead of as fast as answers come; latencies then count
+    from the scheduled moment, so a server falling behind is not hidden by clients waiting
+    for it (no coordinated omission)."""
+    report = Report()
+    stop_at = time.monotonic() + deadline
+    started = time.perf_counter()
+    every = None if rate is None else len(assessors) / rate
+    threads = [threading.Thread(target=_assess, args=(
+        url, campaign, a, oracle, report, stop_at, wait,
+        None if every is None else (started + every * i / len(assessors), every)),
+        daemon=True) for i, a in enumerate(assessors)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    report.seconds = time.perf_counter() - started
+    if report.errors:
+        raise UsageError(f"a simulated assessor stopped: {report.errors[0]}")
+    return report
+
+
+def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report: Report,
+            stop_at: float, wait: float, schedule: tuple[float, float] | None) -> None:
+    client = _Client(url, assessor.token)
+    sent = 0
+    try:
+        for topic in assessor.topics:
+            base = f"/api/campaigns/{campaign}/topics/{topic}"
+            offer = client.call("GET", f"{base}/next", None, report, stop_at)
+            while offer["status"] != "done":
+                if offer["status"] == "wait":
+                    time.sleep(wait)
+                    offer = client.call("GET", f"{base}/next", None, report, stop_at)
+                    continue
+                docno = offer["document"]["docno"]
+                body = {"docno": docno, "label": oracle(topic, [docno])[docno],
+                        "seconds": 0.0, "key": uuid.uuid4().hex}
+                begun = time.perf_counter()
+                if schedule is not None:
+                    begun = schedule[0] + sent * schedule[1]
+                    time.sleep(max(0.0, begun - time.perf_counter()))
+                    sent += 1
+                answer = client.call("POST", f"{base}/judgments", body, report, stop_at)
+                elapsed = time.perf_counter() - begun
+                with report.lock:
+                    report.keys.append(body["key"])
+                    report.judged.append((topic, docno))
+                    report.latencies.append(elapsed)
+                offer = answer["next"]
+    except Exception as exc:
+        with report.lock:
+            report.errors.append(f"{assessor.name}: {exc}")
+    finally:
+        client.close()
+
+
+class _Client:
+    """One keep-alive HTTP connection (the standard library's: light, so that the clients
+    cost the machine little next to the server they load)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.headers = {"Authorization": f"Bearer {token}",
+                        "Content-Type": "application/json"}
+        self.connection: http.client.HTTPConnection | None = None
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None, report: Report,
+             stop_at: float) -> dict[str, Any]:
+        """One API call, retried (same body, same key) on connection errors and 5xx."""
+        payload = None if body is None else json.dumps(body)
+        pause = 0.05
+        while True:
+            try:
+                if self.connection is None:
+                    self.connection = http.client.HTTPConnection(self.host, self.port,
+                                                                 timeout=30)
+                self.connection.request(method, path, body=payload, headers=self.headers)
+                response = self.connection.getresponse()
+                data = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                problem = type(exc).__name__
+            else:
+                if response.status < 500:
+                    if response.status >= 400:
+                        raise UsageError(f"{method} {path}: {response.status} "
+                                         f"{data[:200].decode(errors='replace')}")
+                    answer: dict[str, Any] = json.loads(data)
+                    return answer
+                problem = f"HTTP {response.status}"
+            if time.monotonic() > stop_at:
+                raise UsageError(f"{method} {path}: still failing at the deadline ({problem})")
+            with report.lock:
+                report.retries += 1
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The ``share`` quantile (nearest rank) of ``values``."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]

@@ -1,0 +1,148 @@
+"""Opening the campaign store: the engine, its migrations, and write transactions.
+
+A store is a database URL: SQLite (the default, one file beside the campaign, in WAL mode
+with ``synchronous=FULL``, so a committed judgment survives a crash of the process and of
+the machine) or PostgreSQL (``postgresql://...``, driven by psycopg 3; its sessions set
+``synchronous_commit=on``, so a commit returns once the server has flushed it). A plain path is
+taken as a SQLite file. Opening a store applies the Alembic migrations shipped in
+``sampleval/campaign/migrations`` up to the newest, so an older database is upgraded in
+place and a new one is created.
+
+Writes go through :meth:`Store.write`: on SQLite a process-wide lock and ``BEGIN
+IMMEDIATE`` serialise writers without SQLite's busy-wait retries (other processes, such as
+a command run while the server runs, wait on the busy timeout); on PostgreSQL transactions
+run concurrently under row locks and unique constraints.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from sampleval.errors import UsageError
+
+DEFAULT_DB = "sampleval-campaigns.db"
+"""The SQLite file ``--db`` names by default, in the working directory."""
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def database_url(text: str | None) -> str:
+    """A SQLAlchemy URL from ``--db``: a URL as given (``postgresql://`` means psycopg 3), a
+    path as a SQLite file, nothing as :data:`DEFAULT_DB` in the working directory."""
+    if not text:
+        text = DEFAULT_DB
+    if "://" not in text:
+        return f"sqlite:///{Path(text).expanduser().resolve()}"
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise UsageError(f"--db: {text!r} is not a database URL") from None
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    if url.get_backend_name() not in ("sqlite", "postgresql"):
+        raise UsageError(f"--db: only SQLite and PostgreSQL are supported, not "
+                         f"{url.get_backend_name()!r}")
+    return url.render_as_string(hide_password=False)
+
+
+class Store:
+    """An open campaign database (see the module docstring)."""
+
+    def __init__(self, url: str, migrate: bool = True) -> None:
+        self.url = database_url(url)
+        self.is_sqlite = self.url.startswith("sqlite")
+        self.engine = _engine(self.url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._write_lock: Any = threading.Lock() if self.is_sqlite else None
+        if migrate:
+            upgrade(self.engine)
+
+    def read(self) -> Session:
+        """A session for reading (use as a context manager)."""
+        return self._sessions()
+
+    def connect(self) -> Connection:
+        """A plain connection for quick reads (use as a context manager): Core statements
+        without the ORM's bookkeeping; on SQLite each statement reads on its own."""
+        return self.engine.connect().execution_options(sv_read=True)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A plain connection in a write transaction, as :meth:`write` but without the ORM
+        (the hot path: judgments)."""
+        with self._write_lock or nullcontext(), self.engine.connect() as connection:
+            connection = connection.execution_options(sv_write=True)
+            with connection.begin():
+                yield connection
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A session whose transaction commits when the block ends (rolls back on error)."""
+        with self._write_lock or nullcontext(), self._sessions() as session:
+            session.connection(execution_options={"sv_write": True})
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _engine(url: str) -> Engine:
+    if not url.startswith("sqlite"):
+        # commits wait for the server's WAL flush, whatever the server's default says
+        return create_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True,
+                             connect_args={"options": "-c synchronous_commit=on"})
+    path = make_url(url).database
+    memory = not path or path == ":memory:"
+    if path and not memory:
+        parent = Path(path).parent
+        if not parent.is_dir():
+            raise UsageError(f"--db: the directory {parent} does not exist")
+    pooling: dict[str, Any] = ({"poolclass": StaticPool} if memory
+                               else {"pool_size": 20, "max_overflow": 60})
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
+                           **pooling)
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # transactions begin below, not in pysqlite
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        options = connection.get_execution_options()
+        if options.get("sv_read"):
+            return  # autocommit reads: each statement sees the latest commit
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get("sv_write") else "BEGIN")
+
+    return engine
+
+
+def upgrade(engine: Engine) -> None:
+    """Apply the shipped migrations up to the newest revision."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")

@@ -1,0 +1,256 @@
+"""The web app: FastAPI over the service layer, with the JSON API (:mod:`.api`) and the
+server-rendered pages (:mod:`.pages`).
+
+Security model (``docs/campaigns.md`` explains it to organisers):
+
+- every request but the login page and static files needs a person: a login token in an
+  ``Authorization: Bearer`` header (scripts), or the session cookie the login form sets
+  (browsers; HttpOnly, SameSite=Strict);
+- a person belongs to one campaign; any path of another campaign answers 404, a topic not
+  assigned to the assessor 403;
+- a request that changes something and comes with the session cookie must carry the
+  session's CSRF token (header ``X-CSRF-Token``, or form field ``csrf_token``; the login
+  form uses a double-submit cookie); any unsafe request whose ``Origin`` is another site,
+  or that the browser marks ``Sec-Fetch-Site: cross-site``, is refused;
+- bodies are limited to :data:`MAX_BODY` bytes and validated; texts are escaped by the
+  templates (Jinja2 autoescaping) and set as text by the scripts, never as markup; a strict
+  Content-Security-Policy allows scripts and styles from the server only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from sampleval import __version__
+from sampleval.campaign.live import LiveEstimates
+from sampleval.campaign.service import CampaignService, Person, ServiceError
+from sampleval.campaign.store import Store
+from sampleval.campaign.tokens import same
+from sampleval.errors import SampleValError
+
+HERE = Path(__file__).resolve().parent
+MAX_BODY = 64 * 1024
+SESSION_COOKIE = "sv_session"
+LOGIN_COOKIE = "sv_login"
+UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+bearer = HTTPBearer(auto_error=False, description="the login token of an assessor or "
+                                                  "organiser ('campaign add-assessor')")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated request: the person, and the session's CSRF token when the
+    request came with the session cookie (None with a bearer token)."""
+
+    person: Person
+    csrf: str | None
+
+
+def service_of(request: Request) -> CampaignService:
+    service: CampaignService = request.app.state.service
+    return service
+
+
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+"""An endpoint's bearer token, if any (declared so that the OpenAPI description says how to
+authenticate; the endpoint then calls :func:`caller` or :func:`writer` itself, in its own
+worker thread, rather than as a dependency run in another)."""
+
+
+def caller(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Caller:
+    """The person making an API request (401 without a valid token or session)."""
+    service = service_of(request)
+    if credentials is not None:
+        person = service.person_by_token(credentials.credentials)
+        if person is None:
+            raise HTTPException(401, "unknown or revoked token",
+                                headers={"WWW-Authenticate": "Bearer"})
+        return Caller(person, None)
+    if request.headers.get("authorization"):
+        raise HTTPException(401, "use 'Authorization: Bearer TOKEN'",
+                            headers={"WWW-Authenticate": "Bearer"})
+    cookie = request.cookies.get(SESSION_COOKIE)
+    found = service.session_person(cookie) if cookie else None
+    if found is None:
+        raise HTTPException(401, "log in first, or send 'Authorization: Bearer TOKEN'",
+                            headers={"WWW-Authenticate": "Bearer"})
+    return Caller(*found)
+
+
+def writer(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Caller:
+    """A caller allowed to change something: with the session cookie, the request must
+    carry the session's CSRF token in ``X-CSRF-Token``."""
+    who = caller(request, credentials)
+    if who.csrf is not None and not same(request.headers.get("x-csrf-token"), who.csrf):
+        raise HTTPException(403, "missing or wrong CSRF token (header X-CSRF-Token)")
+    return who
+
+
+def in_campaign(who: Caller, campaign: str) -> Person:
+    """The caller, if ``campaign`` is theirs (404 otherwise, as for a campaign that does
+    not exist)."""
+    if who.person.campaign != campaign:
+        raise HTTPException(404, "no such campaign")
+    return who.person
+
+
+def organiser(who: Caller, campaign: str) -> Person:
+    person = in_campaign(who, campaign)
+    if person.role != "organiser":
+        raise HTTPException(403, "only the campaign's organisers may do this")
+    return person
+
+
+class Guard:
+    """ASGI middleware: body size limit, cross-site refusal, security headers."""
+
+    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY) -> None:
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        if scope["method"] in UNSAFE and _cross_site(headers):
+            await _plain(send, 403, "cross-site request refused")
+            return
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            await _plain(send, 413, f"request body over {self.max_body} bytes")
+            return
+        received = 0
+        too_large = False
+        started = False
+
+        async def limited() -> Message:
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body:
+                    too_large = True
+                    raise _TooLarge
+            return message
+
+        async def secured(message: Message) -> None:
+            nonlocal started
+            if too_large:  # the app's answer to a body cut short is replaced by a 413
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await _plain(send, 413, f"request body over {self.max_body} bytes")
+                return
+            if message["type"] == "http.response.start":
+                started = True
+                extra = [(b"content-security-policy", CSP.encode()),
+                         (b"x-content-type-options", b"nosniff"),
+                         (b"x-frame-options", b"DENY"),
+                         (b"referrer-policy", b"same-origin"),
+                         (b"cache-control", b"no-store")]
+                message["headers"] = list(message.get("headers", [])) + extra
+            await send(message)
+
+        try:
+            await self.app(scope, limited, secured)
+        except _TooLarge:
+            if not started:
+                await _plain(send, 413, f"request body over {self.max_body} bytes")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _cross_site(headers: dict[str, str]) -> bool:
+    if headers.get("sec-fetch-site") == "cross-site":
+        return True
+    origin = headers.get("origin")
+    if not origin or origin == "null":
+        return origin == "null"
+    return urlsplit(origin).netloc != headers.get("host", "")
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = json.dumps({"detail": text}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(url: str, *, live: bool = True, interval: float = 2.0) -> FastAPI:
+    """The campaign server over the store at ``url`` (migrated on start). ``live``:
+    recompute estimates in a worker process, at most every ``interval`` seconds per
+    campaign."""
+    from sampleval.campaign import api, pages
+
+    store = Store(url)
+    estimates = LiveEstimates(store, interval)
+    service = CampaignService(store, on_judgment=estimates.poke if live else None)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.load_all()
+        if live:
+            estimates.start()
+            for campaign_id in service.campaign_ids():
+                estimates.poke(campaign_id)
+        yield
+        if live:
+            estimates.close()
+        service.close()
+        store.close()
+
+    app = FastAPI(title="sampleval campaigns", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
+                  description="Judge documents chosen by a selection method; watch the "
+                              "estimates; export the sample (docs/campaigns.md).")
+    app.state.service = service
+    app.state.live = estimates if live else None
+    app.add_middleware(Guard)
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    @app.exception_handler(ServiceError)
+    async def refused(request: Request, exc: ServiceError) -> JSONResponse:
+        return JSONResponse({"detail": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # the inputs are not echoed: they may be huge, hostile, or not JSON (NaN)
+        errors = [{"loc": [str(part) for part in error.get("loc", ())],
+                   "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
+                  for error in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(SampleValError)
+    async def unusable(request: Request, exc: SampleValError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    return app
