@@ -63,7 +63,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     return parser
 
 
-COMMAND_MODULES = ("evaluate", "estimate", "sample")
+COMMAND_MODULES = ("evaluate", "estimate", "sample", "simulate")
 
 
 def build_parser() -> Parser:
