@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 import warnings
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -43,6 +44,9 @@ from sampleval.experiments.trial import CellResult, Setup, Task
 from sampleval.experiments.truth import compute_truth
 
 SUMMARY = "summary.csv"
+TASK_TRIALS = 10
+"""Trials per task at most: what a worker computes, and a part holds, at a time (a Ctrl-C
+loses at most this much per worker)."""
 
 
 def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
@@ -163,13 +167,15 @@ def _inputs(pool: Pool, qrels: Qrels, targets: Sequence[Target], seed: int, leav
 
 def _pending(store: Store, grid: Grid) -> list[Task]:
     """The tasks of the trials no part holds: per cell, each stretch of consecutive missing
-    trials; larger budgets first (they take longest), which evens out the workers' load."""
+    trials, cut into tasks of at most :data:`TASK_TRIALS`; larger budgets first (they take
+    longest), which evens out the workers' load."""
     tasks = []
     for cell in grid.cells():
         done = store.done(cell)
         missing = [t for t in range(grid.trials) if t not in done]
         for stretch in _stretches(missing):
-            tasks.append(Task(cell, tuple(stretch)))
+            for start in range(0, len(stretch), TASK_TRIALS):
+                tasks.append(Task(cell, tuple(stretch[start:start + TASK_TRIALS])))
     size = {b: i for i, b in enumerate(sorted(grid.budgets, key=lambda b: (b.rate or 0,
                                                                           b.count or 0)))}
     return sorted(tasks, key=lambda task: -size[task.cell.budget])
@@ -194,14 +200,17 @@ def _run(store: Store, setup: Setup, tasks: Sequence[Task], grid: Grid, *, backe
     """Run ``tasks``, writing each result as it comes; on Ctrl-C stop the workers, keep what
     finished, and say how to resume."""
     total = sum(len(t.trials) for t in tasks)
+    open_tasks = Counter(task.cell for task in tasks)
     results = run_tasks(setup, tasks, backend=backend, jobs=jobs, scheduler=scheduler)
-    finished = 0
+    finished = cells = 0
     try:
-        with _Progress(progress, total, len(tasks)) as bar:
+        with _Progress(progress, total, len(open_tasks)) as bar:
             for result in results:
                 store.write(result)
                 finished += 1
-                bar.advance(result, finished)
+                open_tasks[result.task.cell] -= 1
+                cells += open_tasks[result.task.cell] == 0
+                bar.advance(result, cells)
     except KeyboardInterrupt:
         import sys
 
@@ -218,8 +227,8 @@ class _Progress:
     """Rich progress on standard error (cells done, trials per second, time left), or
     nothing."""
 
-    def __init__(self, show: bool, trials: int, tasks: int) -> None:
-        self.show, self.trials, self.tasks = show, trials, tasks
+    def __init__(self, show: bool, trials: int, cells: int) -> None:
+        self.show, self.trials, self.cells = show, trials, cells
         self.bar: Any = None
         self.start = time.perf_counter()
 
@@ -240,17 +249,17 @@ class _Progress:
                                 TextColumn("left"), TimeRemainingColumn(),
                                 console=Console(stderr=True), transient=False)
             self.bar.__enter__()
-            self.task = self.bar.add_task(f"cells 0/{self.tasks}", total=self.trials,
+            self.task = self.bar.add_task(f"cells 0/{self.cells}", total=self.trials,
                                           speed="")
         return self
 
-    def advance(self, result: CellResult, finished: int) -> None:
+    def advance(self, result: CellResult, cells: int) -> None:
         if self.bar is None:
             return
         self.bar.advance(self.task, len(result.task.trials))
         done = self.bar.tasks[0].completed
         speed = done / max(time.perf_counter() - self.start, 1e-9)
-        self.bar.update(self.task, description=f"cells {finished}/{self.tasks}",
+        self.bar.update(self.task, description=f"cells {cells}/{self.cells}",
                         speed=f"{speed:.2f} trials/s")
 
     def __exit__(self, *exc: object) -> None:

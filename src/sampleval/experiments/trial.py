@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from sampleval.estimators.base import MEAN_TOPIC, TopicView, topic_views
+from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import EstimateSpec
 from sampleval.experiments import metaeval
@@ -112,6 +112,34 @@ class Estimates:
     num_rel: np.ndarray
 
 
+@dataclass(frozen=True)
+class _Table:
+    """A family's result rows as arrays: ``topic`` and ``run`` positions in the truth's
+    arrays (topic -1: the mean over topics), ``measure`` names, ``value``, ``lo``, ``hi``;
+    ``topics``: which of the truth's topics the family estimated."""
+
+    measure: np.ndarray
+    topic: np.ndarray
+    run: np.ndarray
+    value: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    topics: np.ndarray
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, positions: tuple[dict[str, int], dict[str, int]],
+           topics: np.ndarray) -> _Table:
+        topic_at, run_at = positions
+        topic_at = {**topic_at, MEAN_TOPIC: -1}
+        def numbers(column: str) -> np.ndarray:
+            return table[column].to_numpy(dtype=np.float64)
+
+        return cls(table["measure"].to_numpy(dtype=object),
+                   np.array([topic_at[t] for t in table["query_id"].tolist()], dtype=np.int64),
+                   np.array([run_at[r] for r in table["run"].tolist()], dtype=np.int64),
+                   numbers("value"), numbers("lo"), numbers("hi"), topics)
+
+
 @dataclass
 class Worker:
     """A :class:`Setup` in one process, with the oracle and the selection pools made once."""
@@ -119,8 +147,8 @@ class Worker:
     setup: Setup
     _oracle: Oracle | None = field(default=None, init=False, repr=False)
     _pools: dict[int, Pool] = field(default_factory=dict, init=False, repr=False)
-    _category_lists: dict[str, list[str]] | None = field(default=None, init=False,
-                                                         repr=False)
+    _category_dtypes: dict[str, pd.CategoricalDtype] | None = field(
+        default=None, init=False, repr=False)
 
     @property
     def oracle(self) -> Oracle:
@@ -150,33 +178,32 @@ class Worker:
         """
         from threadpoolctl import threadpool_limits
 
-        rows: list[pd.DataFrame] = []
+        rows: list[dict[str, np.ndarray]] = []
         stats: list[dict[str, Any]] = []
         with threadpool_limits(limits=1, user_api="blas"):
             for trial in task.trials:
                 trial_rows, trial_stats = self.trial(task.cell, trial)
                 rows += trial_rows
                 stats += trial_stats
-        return CellResult(task, pd.concat(rows, ignore_index=True),
+        return CellResult(task, self._frame(task.cell, rows),
                           _typed(pd.DataFrame(stats), STAT_COLUMNS))
 
-    def trial(self, cell: Cell, trial: int) -> tuple[list[pd.DataFrame], list[dict[str, Any]]]:
-        """One trial of ``cell``: its rows (one frame per target) and statistics."""
+    def trial(self, cell: Cell, trial: int
+              ) -> tuple[list[dict[str, np.ndarray]], list[dict[str, Any]]]:
+        """One trial of ``cell``: its rows (columns, one set per target) and statistics."""
         setup, truth = self.setup, self.setup.truth
         start = time.perf_counter()
         rng = trial_rng(setup.seed, cell.method.text, cell.budget.label, trial, cell.split)
         selector = cell.method.make(self.selection_pool(cell.split), cell.budget.budget(), rng)
         sample = simulate(selector, self.oracle).sample()
-        views: dict[str, list[TopicView]] = {}
-        r_cache: dict[tuple[str, float], np.ndarray] = {}
-        estimates = [self.estimate(plan, sample, views, r_cache)
-                     for plan in setup.plans[cell.method.text]]
+        estimates = self.estimate(setup.plans[cell.method.text], sample)
         seconds = time.perf_counter() - start
         judged = _judged_per_topic(sample, truth.topics)
         contributing = setup.splits[cell.split].mask()
         keys: dict[str, Any] = {"method": cell.method.text, "rate": cell.budget.rate,
-                "budget": cell.budget.count, "trial": trial, "split": cell.split}
-        frames, stats = [], []
+                                "budget": cell.budget.count, "trial": trial,
+                                "split": cell.split}
+        columns, stats = [], []
         for plan, est in zip(setup.plans[cell.method.text], estimates, strict=True):
             name = str(plan.target.exact)
             true, official = truth.pool[name], truth.qrels[name]
@@ -184,36 +211,54 @@ class Worker:
             counted = truth.present & est.topics[:, None]
             true_mean = _mean_over_topics(true, counted)
             labels = {**keys, "measure": plan.target.name, "estimator": plan.estimator}
-            frames.append(self._rows(labels, est, true, official, true_mean,
-                                     _mean_over_topics(official, counted), judged, true_r,
-                                     contributing))
+            columns.append(self._rows(labels, est, true, official, true_mean,
+                                      _mean_over_topics(official, counted), judged, true_r,
+                                      contributing))
             stats.append({**labels, **self._statistics(est, true, true_mean, true_r,
                                                        contributing),
                           "judged": float(judged.mean()), "seconds": seconds})
-        return frames, stats
+        return columns, stats
 
     # -- estimation ----------------------------------------------------------------------------
 
-    def estimate(self, plan: Plan, sample: Sample, views: dict[str, list[TopicView]],
-                 r_cache: dict[tuple[str, float], np.ndarray]) -> Estimates:
-        """``plan``'s estimates from ``sample`` (``views``, ``r_cache``: shared by the
-        trial's targets)."""
-        level = plan.target.level
-        if plan.spec is None:
-            out = self._exact(plan, sample, self._views(sample, "float32", views))
-        else:
-            out = self._family(plan.spec, level, sample, views)
-        key = ("exact" if plan.r_exact else plan.r_spec.family if plan.r_spec else "", level)
-        if key[0] and key not in r_cache:
-            if plan.r_exact:
-                r_cache[key] = self._judged_relevant(self._views(sample, "float32", views),
-                                                     level)
+    def estimate(self, plans: Sequence[Plan], sample: Sample) -> list[Estimates]:
+        """Each plan's estimates from ``sample``, with R-hat beside them. Each family
+        computes all its measures (and R) at a level in one call, on views of the sample
+        aligned once per score precision."""
+        views: dict[str, list[TopicView]] = {}
+        wanted: dict[tuple[str, float], list[EstimateSpec]] = {}
+        for plan in plans:
+            for spec in (plan.spec, plan.r_spec):
+                if spec is not None:
+                    specs = wanted.setdefault((spec.family, plan.target.level), [])
+                    specs += [] if spec in specs else [spec]
+        tables = {key: self._compute(key[0], key[1], specs, sample, views)
+                  for key, specs in wanted.items()}
+        out = []
+        for plan in plans:
+            level = plan.target.level
+            if plan.spec is None:
+                aligned = self._views(sample, "float32", views)
+                est = self._exact(plan, aligned)
+                est.num_rel = self._judged_relevant(aligned, level)
             else:
-                assert plan.r_spec is not None
-                r_cache[key] = _row_means(self._family(plan.r_spec, level, sample,
-                                                       views).value)
-        out.num_rel = r_cache.get(key, np.full(len(self.setup.truth.topics), np.nan))
+                est = self._estimates(tables[plan.spec.family, level], plan.spec)
+                if plan.r_spec is not None:
+                    r_hat = self._estimates(tables[plan.r_spec.family, level], plan.r_spec)
+                    est.num_rel = _row_means(r_hat.value)
+            out.append(est)
         return out
+
+    def _compute(self, family_name: str, level: float, specs: list[EstimateSpec],
+                 sample: Sample, views: dict[str, list[TopicView]]) -> _Table:
+        """A family's estimates of ``specs``, and which topics they cover."""
+        family = FAMILIES[family_name]
+        aligned = self._views(sample, np.dtype(family.score_type).name, views)
+        topics = np.zeros(len(self.setup.truth.topics), dtype=bool)
+        topics[self._topic_index(aligned)] = True
+        table = (family.compute(self.pool.run_names, aligned, sample, specs, level,
+                                self.setup.ci) if aligned else pd.DataFrame(columns=COLUMNS))
+        return _Table.of(table, self._positions, topics)
 
     def _views(self, sample: Sample, precision: str, cache: dict[str, list[TopicView]]
                ) -> list[TopicView]:
@@ -232,32 +277,30 @@ class Worker:
                          nan_runs.copy(), nan_runs.copy(), np.zeros(shape[0], dtype=bool),
                          np.full(shape[0], np.nan))
 
-    def _family(self, spec: EstimateSpec, level: float, sample: Sample,
-                views: dict[str, list[TopicView]]) -> Estimates:
-        family = FAMILIES[spec.family]
-        aligned = self._views(sample, np.dtype(family.score_type).name, views)
+    def _estimates(self, table: _Table, spec: EstimateSpec) -> Estimates:
+        """``spec``'s estimates in a family's table, as arrays."""
         out = self._empty()
-        if not aligned:
-            return out
-        table = family.compute(self.pool.run_names, aligned, sample, [spec], level,
-                               self.setup.ci)
-        runs = {r: i for i, r in enumerate(self.pool.run_names)}
-        topics = {t: i for i, t in enumerate(self.setup.truth.topics)}
-        mean = table["query_id"].to_numpy() == MEAN_TOPIC
-        per_topic = table[~mean]
-        t_idx = per_topic["query_id"].map(topics).to_numpy()
-        r_idx = per_topic["run"].map(runs).to_numpy()
-        for target, column in ((out.value, "value"), (out.lo, "lo"), (out.hi, "hi")):
-            target[t_idx, r_idx] = per_topic[column].to_numpy(dtype=np.float64)
-        overall = table[mean]
-        m_idx = overall["run"].map(runs).to_numpy()
-        for target, column in ((out.mean, "value"), (out.mean_lo, "lo"),
-                               (out.mean_hi, "hi")):
-            target[m_idx] = overall[column].to_numpy(dtype=np.float64)
-        out.topics[self._topic_index(aligned)] = True
+        out.topics = table.topics
+        mine = table.measure == spec.name
+        per_topic = mine & (table.topic >= 0)
+        t_idx, r_idx = table.topic[per_topic], table.run[per_topic]
+        overall = mine & (table.topic < 0)
+        m_idx = table.run[overall]
+        for target, mean, values in ((out.value, out.mean, table.value),
+                                     (out.lo, out.mean_lo, table.lo),
+                                     (out.hi, out.mean_hi, table.hi)):
+            target[t_idx, r_idx] = values[per_topic]
+            mean[m_idx] = values[overall]
         return out
 
-    def _exact(self, plan: Plan, sample: Sample, aligned: list[TopicView]) -> Estimates:
+    @property
+    def _positions(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Each topic's and each run's position in the truth's arrays."""
+        truth = self.setup.truth
+        return ({t: i for i, t in enumerate(truth.topics)},
+                {r: i for i, r in enumerate(truth.run_names)})
+
+    def _exact(self, plan: Plan, aligned: list[TopicView]) -> Estimates:
         """The exact measure with the judged documents as qrels (unjudged: not relevant)."""
         out = self._empty()
         for t, view in zip(self._topic_index(aligned), aligned, strict=True):
@@ -280,32 +323,30 @@ class Worker:
     def _rows(self, labels: dict[str, Any], est: Estimates, true: np.ndarray,
               official: np.ndarray, true_mean: np.ndarray, official_mean: np.ndarray,
               judged: np.ndarray, true_r: np.ndarray, contributing: np.ndarray
-              ) -> pd.DataFrame:
-        """One target's rows: per topic (where the run retrieved), then the means (topic
-        ``all``); text columns categorical with the same categories in every frame."""
+              ) -> dict[str, np.ndarray]:
+        """One target's rows as columns: per topic (where the run retrieved), then the
+        means (topic ``all``); text columns as codes into :attr:`_dtypes`."""
         truth = self.setup.truth
         n_topics, n_runs = truth.present.shape
         if self.setup.per_topic:
             t_idx, r_idx = np.nonzero(truth.present)
         else:
             t_idx = r_idx = np.zeros(0, dtype=np.int64)
-        runs = np.arange(n_runs)
         n = len(t_idx) + n_runs
 
         def both(per_topic: np.ndarray, mean: np.ndarray | float) -> np.ndarray:
             return np.concatenate([per_topic, np.broadcast_to(mean, n_runs)])
 
-        categories = self._categories
-        data: dict[str, Any] = {
-            "method": _coded(np.zeros(n, dtype=np.int32), [labels["method"]]),
+        dtypes = self._dtypes
+        return {
             "rate": np.full(n, np.nan if labels["rate"] is None else labels["rate"]),
             "budget": np.full(n, np.nan if labels["budget"] is None else labels["budget"]),
             "trial": np.full(n, labels["trial"], dtype=np.int32),
             "split": np.full(n, labels["split"], dtype=np.int32),
-            **{column: _coded(np.full(n, categories[column].index(labels[column])),
-                              categories[column]) for column in ("measure", "estimator")},
-            "run": _coded(both(r_idx, runs), categories["run"]),
-            "topic": _coded(both(t_idx, np.full(n_runs, n_topics)), categories["topic"]),
+            **{column: np.full(n, dtypes[column].categories.get_loc(labels[column]),
+                               dtype=np.int32) for column in ("measure", "estimator")},
+            "run": both(r_idx, np.arange(n_runs)),
+            "topic": both(t_idx, n_topics),
             "estimate": both(est.value[t_idx, r_idx], est.mean),
             "lo": both(est.lo[t_idx, r_idx], est.mean_lo),
             "hi": both(est.hi[t_idx, r_idx], est.mean_hi),
@@ -317,20 +358,29 @@ class Worker:
             "num_rel_estimate": both(est.num_rel[t_idx],
                                      float(_row_means(est.num_rel[None, :])[0])),
         }
+
+    def _frame(self, cell: Cell, parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+        """Rows' columns as one frame (:data:`ROW_COLUMNS`), text columns categorical."""
+        data: dict[str, Any] = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
+        for column, dtype in self._dtypes.items():
+            data[column] = pd.Categorical.from_codes(data[column].astype(np.int32),
+                                                     dtype=dtype)
+        n = len(data["trial"])
+        data["method"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int32),
+                                                   dtype=pd.CategoricalDtype([cell.method.text]))
         return pd.DataFrame(data)[ROW_COLUMNS]
 
     @property
-    def _categories(self) -> dict[str, list[str]]:
-        """The categories of the rows' text columns other than ``method``."""
-        if self._category_lists is None:
+    def _dtypes(self) -> dict[str, pd.CategoricalDtype]:
+        """The categories of the rows' text columns other than ``method``, made once."""
+        if self._category_dtypes is None:
             plans = [p for ps in self.setup.plans.values() for p in ps]
-            self._category_lists = {
-                "run": list(self.setup.truth.run_names),
-                "topic": [*self.setup.truth.topics, MEAN_TOPIC],
-                "measure": list(dict.fromkeys(p.target.name for p in plans)),
-                "estimator": list(dict.fromkeys(p.estimator for p in plans)),
-            }
-        return self._category_lists
+            lists = {"run": list(self.setup.truth.run_names),
+                     "topic": [*self.setup.truth.topics, MEAN_TOPIC],
+                     "measure": list(dict.fromkeys(p.target.name for p in plans)),
+                     "estimator": list(dict.fromkeys(p.estimator for p in plans))}
+            self._category_dtypes = {c: pd.CategoricalDtype(v) for c, v in lists.items()}
+        return self._category_dtypes
 
     def _statistics(self, est: Estimates, true: np.ndarray, true_mean: np.ndarray,
                     true_r: np.ndarray, contributing: np.ndarray) -> dict[str, Any]:
@@ -384,12 +434,6 @@ def _row_means(values: np.ndarray) -> np.ndarray:
 def _judged_per_topic(sample: Sample, topics: Sequence[str]) -> np.ndarray:
     judged = sample.judged().groupby("query_id").size()
     return judged.reindex(list(topics), fill_value=0).to_numpy(dtype=np.float64)
-
-
-def _coded(codes: np.ndarray, categories: list[str]) -> pd.Series:
-    """A categorical column of ``categories`` from their ``codes``."""
-    return pd.Series(pd.Categorical.from_codes(codes.astype(np.int32),
-                                               dtype=pd.CategoricalDtype(categories)))
 
 
 def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
