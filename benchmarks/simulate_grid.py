@@ -4,8 +4,9 @@ Runs one ``sampleval simulate`` grid on TREC-COVID round 5 (the 126 runs pooled 
 the round-5 qrels as truth, AP, Rprec and P@30): every method at one budget, a few trials
 each, first with one worker, then with two, each into a fresh output directory. It prints,
 per method, the seconds a trial takes (selection and estimation, from trial_stats.parquet),
-the wall time of each pass and their ratio (the ideal on two cores: 2x), and checks that the
-two passes wrote identical trials. Before timing, one trial per method on a budget of 2
+the wall time of each pass and their ratio (the ideal on two cores: 2x), the CPU time of the
+one-worker pass (less sensitive than wall time to other jobs on the machine), and checks that
+the two passes wrote identical trials. Before timing, one trial per method on a budget of 2
 documents per topic loads the compiled (numba) kernels.
 
 There is no peer tool to compare with: the reference code of these experiments (e.g.
@@ -51,19 +52,20 @@ def main() -> int:
         root = Path(scratch)
 
         def grid(name: str, jobs: int, budgets: list[int] | None = None,
-                 trials: int = args.trials) -> float:
-            start = time.perf_counter()
+                 trials: int = args.trials) -> tuple[float, float]:
+            """Wall and CPU seconds (this process's) of one grid."""
+            start, cpu = time.perf_counter(), time.process_time()
             simulate(runs, qrels, METHODS, rates=None if budgets else [args.rate],
                      budgets=budgets, trials=trials, measures=MEASURES, output=root / name,
                      depth=100, jobs=jobs, figures=False)
-            return time.perf_counter() - start
+            return time.perf_counter() - start, time.process_time() - cpu
 
         import warnings
 
         warnings.simplefilter("ignore", UserWarning)  # importance: no estimator of AP
         grid("warm-up", 1, budgets=[2], trials=1)
-        one = grid("one", 1)
-        two = grid("two", 2)
+        one, one_cpu = grid("one", 1)
+        two, _ = grid("two", 2)
         stats = pd.read_parquet(root / "one" / "trial_stats.parquet")
         same = pd.read_parquet(root / "one" / "trials.parquet").equals(
             pd.read_parquet(root / "two" / "trials.parquet"))
@@ -78,8 +80,9 @@ def main() -> int:
         table.add_row(str(method), f"{seconds:.2f}")
     Console(width=110).print(table)
     trials = len(METHODS) * args.trials
-    print(f"one worker: {one:.1f} s wall ({one / trials:.2f} s per trial); two workers: "
-          f"{two:.1f} s wall; speed-up {one / two:.2f}x (ideal 2x); trials identical: {same}")
+    print(f"one worker: {one:.1f} s wall ({one / trials:.2f} s per trial), {one_cpu:.1f} s "
+          f"of CPU ({one_cpu / trials:.2f} s per trial); two workers: {two:.1f} s wall; "
+          f"speed-up {one / two:.2f}x (ideal 2x); trials identical: {same}")
     print(f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     return 0 if same else 1
 

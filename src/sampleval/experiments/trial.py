@@ -7,10 +7,7 @@ each split's selection pool). A trial then
 
 1. selects from the pool of the split's contributing runs (``Pool.subset``) with the trial's
    own generator (:mod:`.seeds`), judged by the oracle;
-2. aligns the sample with the pool of *all* runs (each estimator family's score precision)
-   and calls the family's ``compute`` directly (``estimators.estimate`` would rebuild the
-   Pool from the runs every time), or, for a design no family accepts, computes the exact
-   measure on the judged documents;
+2. estimates every target from the sample for all runs (:mod:`.estimates`);
 3. returns tidy rows (:data:`ROW_COLUMNS`: per topic and the mean over topics, topic
    ``all``) and one row of per-sample statistics per target (:data:`STAT_COLUMNS`, from
    :mod:`.metaeval`): the sample's rms over runs (all, contributing, left out), Kendall's
@@ -29,12 +26,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimators.base import MEAN_TOPIC
 from sampleval.experiments import metaeval
+from sampleval.experiments.estimates import (
+    Estimates,
+    estimate,
+    mean_over_topics,
+    row_means,
+)
 from sampleval.experiments.seeds import trial_rng
-from sampleval.measures.exact import RankedGrades, compute, relevance
 from sampleval.selection.base import Oracle, qrels_oracle, simulate
 
 if TYPE_CHECKING:
@@ -98,49 +98,6 @@ class CellResult:
 
 
 @dataclass
-class Estimates:
-    """One target's estimates in one trial: ``[topics, runs]`` values and interval bounds,
-    their means over topics (``[runs]``), the estimated topics, and R-hat per topic."""
-
-    value: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    mean: np.ndarray
-    mean_lo: np.ndarray
-    mean_hi: np.ndarray
-    topics: np.ndarray
-    num_rel: np.ndarray
-
-
-@dataclass(frozen=True)
-class _Table:
-    """A family's result rows as arrays: ``topic`` and ``run`` positions in the truth's
-    arrays (topic -1: the mean over topics), ``measure`` names, ``value``, ``lo``, ``hi``;
-    ``topics``: which of the truth's topics the family estimated."""
-
-    measure: np.ndarray
-    topic: np.ndarray
-    run: np.ndarray
-    value: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    topics: np.ndarray
-
-    @classmethod
-    def of(cls, table: pd.DataFrame, positions: tuple[dict[str, int], dict[str, int]],
-           topics: np.ndarray) -> _Table:
-        topic_at, run_at = positions
-        topic_at = {**topic_at, MEAN_TOPIC: -1}
-        def numbers(column: str) -> np.ndarray:
-            return table[column].to_numpy(dtype=np.float64)
-
-        return cls(table["measure"].to_numpy(dtype=object),
-                   np.array([topic_at[t] for t in table["query_id"].tolist()], dtype=np.int64),
-                   np.array([run_at[r] for r in table["run"].tolist()], dtype=np.int64),
-                   numbers("value"), numbers("lo"), numbers("hi"), topics)
-
-
-@dataclass
 class Worker:
     """A :class:`Setup` in one process, with the oracle and the selection pools made once."""
 
@@ -196,7 +153,8 @@ class Worker:
         rng = trial_rng(setup.seed, cell.method.text, cell.budget.label, trial, cell.split)
         selector = cell.method.make(self.selection_pool(cell.split), cell.budget.budget(), rng)
         sample = simulate(selector, self.oracle).sample()
-        estimates = self.estimate(setup.plans[cell.method.text], sample)
+        estimates = estimate(setup.pools, truth, sample, setup.plans[cell.method.text],
+                             setup.ci)
         seconds = time.perf_counter() - start
         judged = _judged_per_topic(sample, truth.topics)
         contributing = setup.splits[cell.split].mask()
@@ -209,114 +167,15 @@ class Worker:
             true, official = truth.pool[name], truth.qrels[name]
             true_r = truth.num_rel[plan.target.level]
             counted = truth.present & est.topics[:, None]
-            true_mean = _mean_over_topics(true, counted)
+            true_mean = mean_over_topics(true, counted)
             labels = {**keys, "measure": plan.target.name, "estimator": plan.estimator}
             columns.append(self._rows(labels, est, true, official, true_mean,
-                                      _mean_over_topics(official, counted), judged, true_r,
+                                      mean_over_topics(official, counted), judged, true_r,
                                       contributing))
             stats.append({**labels, **self._statistics(est, true, true_mean, true_r,
                                                        contributing),
                           "judged": float(judged.mean()), "seconds": seconds})
         return columns, stats
-
-    # -- estimation ----------------------------------------------------------------------------
-
-    def estimate(self, plans: Sequence[Plan], sample: Sample) -> list[Estimates]:
-        """Each plan's estimates from ``sample``, with R-hat beside them. Each family
-        computes all its measures (and R) at a level in one call, on views of the sample
-        aligned once per score precision."""
-        views: dict[str, list[TopicView]] = {}
-        wanted: dict[tuple[str, float], list[EstimateSpec]] = {}
-        for plan in plans:
-            for spec in (plan.spec, plan.r_spec):
-                if spec is not None:
-                    specs = wanted.setdefault((spec.family, plan.target.level), [])
-                    specs += [] if spec in specs else [spec]
-        tables = {key: self._compute(key[0], key[1], specs, sample, views)
-                  for key, specs in wanted.items()}
-        out = []
-        for plan in plans:
-            level = plan.target.level
-            if plan.spec is None:
-                aligned = self._views(sample, "float32", views)
-                est = self._exact(plan, aligned)
-                est.num_rel = self._judged_relevant(aligned, level)
-            else:
-                est = self._estimates(tables[plan.spec.family, level], plan.spec)
-                if plan.r_spec is not None:
-                    r_hat = self._estimates(tables[plan.r_spec.family, level], plan.r_spec)
-                    est.num_rel = _row_means(r_hat.value)
-            out.append(est)
-        return out
-
-    def _compute(self, family_name: str, level: float, specs: list[EstimateSpec],
-                 sample: Sample, views: dict[str, list[TopicView]]) -> _Table:
-        """A family's estimates of ``specs``, and which topics they cover."""
-        family = FAMILIES[family_name]
-        aligned = self._views(sample, np.dtype(family.score_type).name, views)
-        topics = np.zeros(len(self.setup.truth.topics), dtype=bool)
-        topics[self._topic_index(aligned)] = True
-        table = (family.compute(self.pool.run_names, aligned, sample, specs, level,
-                                self.setup.ci) if aligned else pd.DataFrame(columns=COLUMNS))
-        return _Table.of(table, self._positions, topics)
-
-    def _views(self, sample: Sample, precision: str, cache: dict[str, list[TopicView]]
-               ) -> list[TopicView]:
-        if precision not in cache:
-            cache[precision] = topic_views(self.setup.pools[precision], sample)
-        return cache[precision]
-
-    def _topic_index(self, views: list[TopicView]) -> np.ndarray:
-        position = {t: i for i, t in enumerate(self.setup.truth.topics)}
-        return np.array([position[v.pool.topic] for v in views], dtype=np.int64)
-
-    def _empty(self) -> Estimates:
-        shape = (len(self.setup.truth.topics), len(self.setup.truth.run_names))
-        nan_topics, nan_runs = np.full(shape, np.nan), np.full(shape[1], np.nan)
-        return Estimates(nan_topics, nan_topics.copy(), nan_topics.copy(), nan_runs,
-                         nan_runs.copy(), nan_runs.copy(), np.zeros(shape[0], dtype=bool),
-                         np.full(shape[0], np.nan))
-
-    def _estimates(self, table: _Table, spec: EstimateSpec) -> Estimates:
-        """``spec``'s estimates in a family's table, as arrays."""
-        out = self._empty()
-        out.topics = table.topics
-        mine = table.measure == spec.name
-        per_topic = mine & (table.topic >= 0)
-        t_idx, r_idx = table.topic[per_topic], table.run[per_topic]
-        overall = mine & (table.topic < 0)
-        m_idx = table.run[overall]
-        for target, mean, values in ((out.value, out.mean, table.value),
-                                     (out.lo, out.mean_lo, table.lo),
-                                     (out.hi, out.mean_hi, table.hi)):
-            target[t_idx, r_idx] = values[per_topic]
-            mean[m_idx] = values[overall]
-        return out
-
-    @property
-    def _positions(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Each topic's and each run's position in the truth's arrays."""
-        truth = self.setup.truth
-        return ({t: i for i, t in enumerate(truth.topics)},
-                {r: i for i, r in enumerate(truth.run_names)})
-
-    def _exact(self, plan: Plan, aligned: list[TopicView]) -> Estimates:
-        """The exact measure with the judged documents as qrels (unjudged: not relevant)."""
-        out = self._empty()
-        for t, view in zip(self._topic_index(aligned), aligned, strict=True):
-            judged = view.sample.labels[view.sample.judged]
-            grades = RankedGrades(view.labels_at_rank(), view.pool.lengths, judged)
-            out.value[t] = compute(plan.target.exact, grades, 1.0)
-        out.topics[self._topic_index(aligned)] = True
-        out.mean = _mean_over_topics(out.value, self.setup.truth.present & out.topics[:, None])
-        return out
-
-    def _judged_relevant(self, aligned: list[TopicView], level: float) -> np.ndarray:
-        """R counted on the judged documents, per topic."""
-        out = np.full(len(self.setup.truth.topics), np.nan)
-        for t, view in zip(self._topic_index(aligned), aligned, strict=True):
-            out[t] = relevance(view.sample.labels[view.sample.judged], level).sum()
-        return out
 
     # -- output --------------------------------------------------------------------------------
 
@@ -356,7 +215,7 @@ class Worker:
             "contributed": both(contributing[r_idx], contributing),
             "num_rel": both(true_r[t_idx], float(true_r.mean())),
             "num_rel_estimate": both(est.num_rel[t_idx],
-                                     float(_row_means(est.num_rel[None, :])[0])),
+                                     float(row_means(est.num_rel[None, :])[0])),
         }
 
     def _frame(self, cell: Cell, parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
@@ -413,22 +272,6 @@ class Worker:
         out["covered_topic"], out["intervals_topic"] = metaeval.coverage(
             est.lo[present], est.hi[present], true[present])
         return out
-
-
-def _mean_over_topics(values: np.ndarray, counted: np.ndarray) -> np.ndarray:
-    """Each run's mean over the ``counted`` topics (``[topics, runs]`` mask); NaN for a run
-    with none."""
-    counts = counted.sum(axis=0)
-    sums = np.where(counted, values, 0.0).sum(axis=0)
-    return np.divide(sums, counts, out=np.full(values.shape[1], np.nan), where=counts > 0)
-
-
-def _row_means(values: np.ndarray) -> np.ndarray:
-    """The mean of each row's finite values (NaN for a row without any)."""
-    finite = np.isfinite(values)
-    counts = finite.sum(axis=1)
-    sums = np.where(finite, values, 0.0).sum(axis=1)
-    return np.divide(sums, counts, out=np.full(len(counts), np.nan), where=counts > 0)
 
 
 def _judged_per_topic(sample: Sample, topics: Sequence[str]) -> np.ndarray:
