@@ -54,8 +54,7 @@ def render(directory: str | Path, rate: float | None = None,
                                      "rms of the left-out runs, tau of all runs"))
     drawn.append(figures.bias_variance(here, out / "bias_variance",
                                        f"bias and variance at {column} {label}"))
-    means = store.read_means()
-    means = means[np.isclose(means[column].to_numpy(dtype=np.float64), chosen)]
+    means = store.read_means(filters=[(column, "==", chosen)])
     first = means[(means["trial"] == means["trial"].min()) & (means["split"] == 0)]
     drawn.append(figures.scatter(first, out / "scatter",
                                  f"estimated vs true, trial {int(first['trial'].min())} "
@@ -73,13 +72,13 @@ def render(directory: str | Path, rate: float | None = None,
 def _chosen(summary: pd.DataFrame, column: str, wanted: float | None) -> float:
     values = sorted(set(summary[column].dropna().astype(float)))
     if wanted is not None:
-        if not any(np.isclose(values, wanted)):
+        near = [v for v in values if np.isclose(v, wanted)]
+        if not near:
             raise UsageError(f"the simulation has no {column} {wanted:g} (it has "
                              f"{', '.join(f'{v:g}' for v in values)})")
-        return float(wanted)
-    if column == "rate" and any(np.isclose(values, DEFAULT_RATE)):
-        return DEFAULT_RATE
-    return values[len(values) // 2]
+        return near[0]  # the stored value, so the parquet filters match it exactly
+    near = [v for v in values if column == "rate" and np.isclose(v, DEFAULT_RATE)]
+    return near[0] if near else values[len(values) // 2]
 
 
 def _r_rows(path: Path, column: str, chosen: float, measure: str) -> pd.DataFrame | None:
@@ -87,8 +86,8 @@ def _r_rows(path: Path, column: str, chosen: float, measure: str) -> pd.DataFram
     estimates at the chosen budget (None without per-topic rows or R estimates)."""
     rows = pd.read_parquet(path, columns=["method", column, "measure", "trial", "split",
                                           "topic", "num_rel", "num_rel_estimate"],
-                           filters=[("topic", "!=", MEAN_TOPIC), ("measure", "==", measure)])
-    rows = rows[np.isclose(rows[column].to_numpy(dtype=np.float64), chosen)]
+                           filters=[(column, "==", chosen), ("topic", "!=", MEAN_TOPIC),
+                                    ("measure", "==", measure)])  # a budget's row groups only
     rows = rows.drop_duplicates(["method", "trial", "split", "topic"])
     rows = rows[rows["num_rel_estimate"].notna()]
     return rows if len(rows) else None

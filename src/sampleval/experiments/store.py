@@ -120,9 +120,10 @@ class Store:
             _write_all(self.directory / name, (t for t in tables if t is not None),
                        split_means=kind == "rows")
 
-    def read_means(self) -> pd.DataFrame:
-        """The mean-over-topics rows of trials.parquet."""
-        return pd.read_parquet(self.directory / TRIALS, filters=[("topic", "==", MEAN_TOPIC)])
+    def read_means(self, filters: list[tuple[str, str, Any]] | None = None) -> pd.DataFrame:
+        """The mean-over-topics rows of trials.parquet (and ``filters``, pyarrow's)."""
+        return pd.read_parquet(self.directory / TRIALS,
+                               filters=[("topic", "==", MEAN_TOPIC), *(filters or [])])
 
     def read_stats(self) -> pd.DataFrame:
         return pd.read_parquet(self.directory / STATS)
