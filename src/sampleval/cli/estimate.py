@@ -8,11 +8,13 @@ import sys
 from sampleval.cli._app import (
     add_command,
     add_depth,
+    add_duplicates,
     add_name_by,
     add_per_topic,
     add_rel_level,
     add_runs_argument,
     bounded_float,
+    check_stdin_once,
     split_names,
     stderr_is_terminal,
     stdout_console,
@@ -31,7 +33,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "sampleval, NIST sampled qrels 'topic iter docno stratum rel', "
                              "Million Query prels 'qid docno rel method prob', or qrels 'qid "
                              "iter docno rel' whose negative rel means 'pooled, not judged' "
-                             "(trec_eval's infAP input)")
+                             "(trec_eval's infAP input); a file may be '-' (standard input) "
+                             "or a pipe")
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", action="append", metavar="MEASURE",
                         help="an estimator's name: BASE~FAMILY (AP~ht, P@10~ht, nDCG@10~is) "
@@ -52,6 +55,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "applies), the mean as topic 'all'; json: {run: {topic: "
                              "{measure: {value, lo, hi}}}}")
     add_name_by(parser)
+    add_duplicates(parser)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -61,9 +65,11 @@ def run(args: argparse.Namespace) -> None:
     from sampleval.io.samples import load_sample
     from sampleval.report import print_table, to_json, to_tsv
 
+    check_stdin_once(args.sample, args.runs)
     judgments = load_sample(args.sample, args.sample_format)
     names = split_names(args.measure) if args.measure else list(default_estimates(judgments))
-    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
+    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
+                       duplicates=args.duplicates)
     results = estimate(judgments, loaded, names, depth=args.depth, level=args.rel_level,
                        ci=args.ci)
     if not args.per_topic:

@@ -54,7 +54,7 @@ def estimate(sample: Sample, runs: Sequence[Run], measures: Sequence[str], *,
     """
     if not 0 < ci < 1:
         raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
-    specs = [parse_estimate(m) for m in measures]
+    specs = list(dict.fromkeys(parse_estimate(m) for m in measures))
     for spec in specs:
         family = FAMILIES[spec.family]
         if sample.design not in family.designs:
