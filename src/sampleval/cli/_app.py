@@ -69,7 +69,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
 
 
 COMMAND_MODULES = ("evaluate", "estimate", "sample", "judge", "export", "sample_eval",
-                   "trec_eval", "campaign")
+                   "trec_eval", "campaign", "simulate")
 
 
 def build_parser() -> Parser:

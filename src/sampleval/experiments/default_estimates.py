@@ -9,7 +9,7 @@ designs), every trial judges ``--rate`` of each topic's depth-``--depth`` pool o
 round 5 (126 runs, 50 topics) from the round-5 qrels, and every estimator whose family
 accepts the method's design estimates each measure of
 :data:`sampleval.estimators.DEFAULT_MEASURES` for all 126 runs. The truth is the exact
-measure with the whole pool judged (``compare_methods.pool_qrels``). Per (method, measure,
+measure with the whole pool judged (``sampleval simulate``'s truth, :mod:`.truth`). Per (method, measure,
 estimator) it prints, over runs and trials, for each run's mean over topics: the rms error,
 the bias, the share of the estimate's intervals that contain the truth (``cover``), the mean
 share of the value that is imputation (``imputed``), and which estimator the families'
@@ -34,9 +34,11 @@ from sampleval.core.pool import Pool
 from sampleval.estimators import DEFAULT_MEASURES, estimate
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import EstimateSpec, estimator_for
-from sampleval.evaluation import MEAN_TOPIC, evaluate
+from sampleval.evaluation import MEAN_TOPIC
 from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.compare_methods import pool_qrels
+from sampleval.experiments.estimates import mean_over_topics
+from sampleval.experiments.truth import compute_truth
+from sampleval.measures.names import parse_measure
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 DEFAULT_METHODS = ("uniform", "strata:strategy=depthk+equal", "stratified", "active")
@@ -83,7 +85,9 @@ def measure_accuracy(runs: Sequence[Any], qrels: Any, methods: Sequence[str], ra
     pool = Pool.from_runs(runs, depth)
     names = list(pool.run_names)
     plain = [b if c is None else f"{b}@{c}" for b, c in DEFAULT_MEASURES]
-    truth = topic_means(evaluate(pool_qrels(qrels, pool), pool, plain), names)
+    exact = compute_truth(pool, qrels, [parse_measure(m) for m in plain], [])
+    truth = pd.DataFrame({m: mean_over_topics(exact.pool[str(parse_measure(m))], exact.present)
+                          for m in plain}, index=list(exact.run_names)).reindex(names)
     oracle = qrels_oracle(qrels)
     rows = []
     for text in methods:
