@@ -220,3 +220,22 @@ def test_more_relevant_than_uniform_random(round5: tuple[Pool, Oracle, Pool],
         print(f"  {name:<44} {found:5d} relevant of {len(judged)} judged "
               f"({found / expected:.1f}x)")
         assert found > 1.5 * expected
+
+
+def test_active_stops_when_no_draw_can_reach_an_unjudged_document() -> None:
+    """floor=0: once every relevant document found sits in one run whose documents are all
+    judged, that run takes all the weight and no draw can bring a new document; the topic
+    ends short of its budget instead of drawing forever."""
+    from sampleval.selection.active import ActiveSelector
+
+    pool = toy_pool({"a": ["a1", "a2"], "b": [f"b{i}" for i in range(30)]})
+    selector = ActiveSelector(pool, Budget(count=20), np.random.default_rng(3), batch=4,
+                              floor=0.0)
+    oracle = toy_oracle({"a1", "a2"})
+    for _ in range(100):
+        proposed = selector.propose("1", 4)
+        if not proposed:
+            break
+        selector.observe("1", oracle("1", proposed))
+    judged = selector.sample().judged()
+    assert {"a1", "a2"} <= set(judged["doc_id"]) and len(judged) < 20

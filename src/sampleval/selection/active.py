@@ -271,6 +271,16 @@ class _TopicDraws:
             drawn = drawn[:fresh[left - 1] + 1]
         self.add_round(run_probs, drawn)
 
+    def chance_of_new(self, kind: str, floor: float) -> float:
+        """The probability that a draw of the next round brings a document not yet judged.
+
+        After a round without a new document the weights are unchanged, so this is the
+        chance of every later round too; 0 (with ``floor=0``, all the weight on runs whose
+        pooled documents are all judged) means the budget can never be spent."""
+        run_probs = run_distribution(self.weights(kind), self.present, floor)
+        unjudged = np.isnan(self.labels[self.occ_doc])
+        return float((run_probs[self.occ_run[unjudged]] * self.occ_prior[unjudged]).sum())
+
     def judge(self, where: np.ndarray, labels: np.ndarray) -> None:
         """Take labels of pending documents; once the round's are all in, its relevant
         documents (in pool order, whatever order they came in) join the AP estimates."""
@@ -390,6 +400,8 @@ class ActiveSelector(Selector):
         while (not draws.pending and draws.judged < draws.budget
                and (cap is None or draws.rounds < cap)):
             draws.draw_round(self.kind, self.floor, self._round_size(draws))
+            if not draws.pending and draws.chance_of_new(self.kind, self.floor) == 0.0:
+                break  # no draw can reach an unjudged document: the budget cannot be spent
         return [str(d) for d in draws.docnos[draws.pending[:n]]]
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
