@@ -60,7 +60,9 @@ class EstimatorFamily:
     preferred when a plain measure such as ``AP`` is to be estimated from a sample of that
     design); ``compute`` estimates the requested measures for every run and topic;
     ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
-    doubles, trec_eval floats).
+    doubles, trec_eval floats); ``needs_predictions``: the family reads predicted relevance
+    (``TopicView.predictions``), so it is never a plain measure's default and
+    :func:`sampleval.estimators.estimate` refuses it without predictions.
     """
 
     name: str
@@ -70,6 +72,7 @@ class EstimatorFamily:
     designs: Mapping[str, int]
     compute: FamilyFunction
     score_type: type[np.floating] = np.float32
+    needs_predictions: bool = False
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 
@@ -82,9 +85,9 @@ class EstimatorFamily:
 
     def preference(self, design: str, base: str) -> int | None:
         """How much this family is preferred for ``base`` on ``design`` (lower first; None:
-        it does not apply)."""
+        it does not apply, or it needs predictions, which a plain measure does not bring)."""
         declared = self.base(base)
-        if declared is None or design not in self.designs:
+        if declared is None or design not in self.designs or self.needs_predictions:
             return None
         return self.designs[design] + declared.penalty
 
