@@ -155,6 +155,14 @@ def add_name_by(parser: argparse.ArgumentParser) -> None:
                              "automatically, with a warning")
 
 
+def add_predictions(parser: argparse.ArgumentParser, use: str) -> None:
+    parser.add_argument("--predictions", metavar="FILE",
+                        help="predicted relevance 'qid iter docno value' (plain or .gz; "
+                             "value a grade or a probability of relevance in [0, max "
+                             "grade]; documents without a line predict 0): " + use +
+                             " (docs/predictions.md)")
+
+
 # -- output -------------------------------------------------------------------------------------
 
 def stderr_is_terminal() -> bool:

@@ -10,6 +10,7 @@ from sampleval.cli._app import (
     add_depth,
     add_name_by,
     add_per_topic,
+    add_predictions,
     add_rel_level,
     add_runs_argument,
     bounded_float,
@@ -51,21 +52,27 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "'run topic measure value lo hi' (lo, hi empty where no interval "
                              "applies), the mean as topic 'all'; json: {run: {topic: "
                              "{measure: {value, lo, hi}}}}")
+    add_predictions(parser, "what the prediction-powered estimators (P@10~ppi, AP~ppi ...) "
+                            "correct with the judged sample")
     add_name_by(parser)
 
 
 def run(args: argparse.Namespace) -> None:
-    from sampleval.estimators import default_estimates, estimate
+    from sampleval.estimators import default_estimates, estimate, largest_grade, requested
     from sampleval.evaluation import MEAN_TOPIC
     from sampleval.io import read_runs
+    from sampleval.io.predictions import read_predictions
     from sampleval.io.samples import load_sample
     from sampleval.report import print_table, to_json, to_tsv
 
     judgments = load_sample(args.sample, args.sample_format)
     names = split_names(args.measure) if args.measure else list(default_estimates(judgments))
+    requested(judgments, names, args.predictions is not None)  # fails before runs are read
+    predicted = (None if args.predictions is None
+                 else read_predictions(args.predictions, largest_grade(judgments)))
     loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
     results = estimate(judgments, loaded, names, depth=args.depth, level=args.rel_level,
-                       ci=args.ci)
+                       ci=args.ci, predictions=predicted)
     if not args.per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
     if args.format == "table":

@@ -9,6 +9,7 @@ import sys
 from sampleval.cli._app import (
     add_command,
     add_name_by,
+    add_predictions,
     add_runs_argument,
     positive_int,
     rate,
@@ -46,6 +47,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
                         help="a parameter of the method (see 'sampleval methods'), e.g. "
                              "strategy=2strata or k=10; repeat for several")
+    add_predictions(parser, "for the methods that use them (stratified --param "
+                            "size=residual)")
     add_name_by(parser)
     add_command(commands, "methods", run_methods,
                 "list the selection methods and the estimator families",
@@ -61,6 +64,7 @@ def run_sample(args: argparse.Namespace) -> None:
 
     from sampleval.core.pool import Pool
     from sampleval.io import read_qrels, read_runs
+    from sampleval.io.predictions import read_predictions
     from sampleval.params import resolve
     from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
@@ -72,13 +76,18 @@ def run_sample(args: argparse.Namespace) -> None:
             raise UsageError(f"--param expects NAME=VALUE, not {text!r}")
         params[name.strip()] = value.strip()
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
-    oracle = qrels_oracle(read_qrels(args.qrels))
+    if args.predictions is not None and not cls.takes_predictions:
+        raise UsageError(f"method {args.method!r} does not use predictions")
+    qrels = read_qrels(args.qrels)
+    oracle = qrels_oracle(qrels)
+    predicted = None if args.predictions is None else read_predictions(
+        args.predictions, max(1.0, float(qrels.frame["relevance"].max())))
     loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
     seed = args.seed
     if seed is None:
         seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     selector = cls(Pool.from_runs(loaded, depth=args.depth), Budget(args.budget, args.rate),
-                   np.random.default_rng(seed), **params)
+                   np.random.default_rng(seed), predictions=predicted, **params)
     result = simulate(selector, oracle).sample()
     result = replace(result, meta={**result.meta, "seed": seed})
     result.save(args.output)
