@@ -352,7 +352,7 @@ def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
 def test_command_lines(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
                        tmp_path: Path) -> None:
     """sample --predictions with size=residual, estimate --predictions, and the one-line
-    errors of a ppi measure without predictions and of a method that does not use them."""
+    error of a ppi measure without predictions."""
     runs, qrels, _, truth = collection
     (tmp_path / "runs").mkdir()
     for run in runs:
@@ -376,7 +376,3 @@ def test_command_lines(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
     assert missing.stderr.strip() == ("sampleval: error: P@10~ppi needs predictions of "
                                       "relevance (--predictions FILE; in the library, "
                                       "predictions=)")
-    wrong = run_cli("sample", "uniform", *common, "-o", tmp_path / "u", "--predictions",
-                    tmp_path / "pred.txt.gz")
-    assert wrong.returncode == 2
-    assert wrong.stderr.strip() == "sampleval: error: method 'uniform' does not use predictions"

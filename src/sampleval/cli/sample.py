@@ -76,8 +76,7 @@ def run_sample(args: argparse.Namespace) -> None:
             raise UsageError(f"--param expects NAME=VALUE, not {text!r}")
         params[name.strip()] = value.strip()
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
-    if args.predictions is not None and not cls.takes_predictions:
-        raise UsageError(f"method {args.method!r} does not use predictions")
+    cls.check_predictions(args.predictions is not None)
     qrels = read_qrels(args.qrels)
     oracle = qrels_oracle(qrels)
     predicted = None if args.predictions is None else read_predictions(

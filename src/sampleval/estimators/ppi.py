@@ -89,7 +89,7 @@ its residual is its label, as in ``~ht``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -137,10 +137,11 @@ class Units:
         if self.kind != "ht" or self.delta is None:
             return np.zeros((k, k, n_runs))
         used = np.flatnonzero((stacked != 0).any(axis=(0, 1)))  # the rest adds nothing
-        x = np.ascontiguousarray(stacked[..., used])
         if not len(used):
             return np.zeros((k, k, n_runs))
-        applied = (x.reshape(k * n_runs, len(used)) @ self.delta[np.ix_(used, used)]).reshape(x.shape)
+        x = np.ascontiguousarray(stacked[..., used])
+        delta = self.delta[np.ix_(used, used)]
+        applied = (x.reshape(k * n_runs, len(used)) @ delta).reshape(x.shape)
         return np.einsum("irm,jrm->ijr", applied, x)
 
 
@@ -387,6 +388,13 @@ def _grade_shares(values: np.ndarray, grades: np.ndarray) -> np.ndarray:
 
 
 # -- power tuning and the family ------------------------------------------------------------------
+
+def predictions_alone(spec: EstimateSpec, level: float, data: TopicData) -> np.ndarray:
+    """The measure of the predictions alone, with no sample (every label replaced by its
+    prediction; biased wherever they are): ``[n_runs]``, for contrast in experiments."""
+    blind = replace(data, labels=data.predicted)
+    return topic_estimate(spec, level, blind)(np.ones((2, data.ranks.shape[0]))).value
+
 
 def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
                tuning: str = "cross-fit") -> PPIResult:

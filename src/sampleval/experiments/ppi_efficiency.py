@@ -3,7 +3,7 @@ controlled quality, how much narrower the intervals and how much smaller the err
 same judging budget, and whether the estimates stay unbiased.
 
     python -m sampleval.experiments.ppi_efficiency [--trials N] [--rate R] [--method M]
-        [--measures P@10,AP] [--predictors flip10,noise,...] [--data DIR]
+        [--measures P@10,AP] [--predictors flip10,noise,...] [--guide NAME] [--data DIR]
 
 On TREC-COVID round 5 (the depth-100 pool of the 126 runs; the truth is each run's exact
 measure with the pool judged in full from the round-5 qrels, unjudged documents not
@@ -23,7 +23,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,13 +37,12 @@ from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC, TopicView, summarise, topic_views
 from sampleval.estimators.horvitz_thompson import estimate_ht
-from sampleval.estimators.names import EstimateSpec, parse_estimate
+from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import (
-    TopicData,
     ppi_values,
+    predictions_alone,
     sample_form,
     topic_data,
-    topic_estimate,
 )
 from sampleval.evaluation import evaluate
 from sampleval.experiments._cli import read_round5, simulation_parser
@@ -120,36 +118,33 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
             result = ppi_values(spec, topics, level)
             out[(name, measure)] = _means(names, views, spec.name, result.value,
                                           result.variance)
-            alone = np.array([_alone(spec, level, t) for t in topics])
+            alone = np.array([predictions_alone(spec, level, t) for t in topics])
             out[(f"alone:{name}", measure)] = _means(names, views, spec.name, alone,
                                                      np.zeros_like(alone))
     return out
 
 
-def _alone(spec: EstimateSpec, level: float, data: TopicData) -> np.ndarray:
-    """The measure of the predictions alone (no sample): the ppi estimate at lam = 1 with
-    every label replaced by its prediction, i.e. the measure of the predictions over the
-    frame."""
-    blind = replace(data, labels=data.predicted)
-    return topic_estimate(spec, level, blind)(np.ones((2, data.ranks.shape[0]))).value
-
-
 def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: float,
         trials: int, measures: Sequence[str], predictor_names: Sequence[str],
-        seed: int = 0) -> pd.DataFrame:
+        seed: int = 0, guide: str | None = None) -> pd.DataFrame:
     """The simulation of the module docstring on ``pool``'s topics: one row per (predictor,
-    measure); trial i samples with seed ``seed + i``."""
+    measure); trial i samples with seed ``seed + i``; ``guide``: the predictor (one of
+    ``predictor_names``) whose predictions the selection method receives (``stratified``
+    with ``size=residual``)."""
     truth_rows = evaluate(pool_qrels(qrels, pool), pool, list(measures))
     truth_rows = truth_rows[truth_rows["query_id"] == MEAN_TOPIC]
     truth = {m: truth_rows[truth_rows["measure"] == m].set_index("run")["value"].reindex(
         list(pool.run_names)).to_numpy() for m in measures}
     predictions = make_predictions(pool, qrels, predictor_names, seed)
+    if guide is not None and guide not in predictions:
+        raise UsageError(f"the guide {guide!r} is not among the predictors")
+    guiding = {} if guide is None else {"predictions": predictions[guide]}
     oracle = qrels_oracle(qrels)
     values: dict[tuple[str, str], list[np.ndarray]] = {}
     halves: dict[tuple[str, str], list[np.ndarray]] = {}
     for trial in range(trials):
         selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(
-            seed + trial), **params)
+            seed + trial), **guiding, **params)
         sample = simulate(selector, oracle).sample()
         for key, (value, half) in trial_estimates(pool, sample, measures, predictions).items():
             values.setdefault(key, []).append(value)
@@ -201,6 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--predictors", default=",".join(PREDICTORS),
                         help=f"comma-separated predictors (default all: "
                              f"{', '.join(PREDICTORS)})")
+    parser.add_argument("--guide", help="the predictor whose predictions the selection "
+                                        "method uses (e.g. --method stratified:size=residual "
+                                        "--guide fused)")
     args = parser.parse_args(argv)
     console = Console(width=160)
     method, _, given = args.method.partition(":")
@@ -211,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = time.perf_counter()
         table = run(Pool.from_runs(runs, args.depth), qrels, method,
                     parse_assignments(given), args.rate, args.trials, measures, names,
-                    args.seed)
+                    args.seed, args.guide)
     except UsageError as exc:
         console.print(f"[red]{exc}")
         return 1

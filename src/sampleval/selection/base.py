@@ -93,14 +93,19 @@ class Selector(ABC):
         resolved = resolve(self.parameters, params, self.name)
         self.params: dict[str, Any] = {k: v for k, v in resolved.items() if v is not None}
         """Every parameter's value (given, else its default; unset ones left out)."""
-        if predictions is not None and not self.takes_predictions:
-            raise UsageError(f"method {self.name!r} does not use predictions")
+        self.check_predictions(predictions is not None)
         self.predicted: dict[str, np.ndarray] | None = None if predictions is None else {
             t: predictions.for_topic(t, pool.docnos_of(t)) for t in pool.topics}
         """Each topic's predicted relevance of its pooled documents (pool order, 0 where none
         is given), when predictions were given."""
         self._predictions_source = None if predictions is None else predictions.source
         self._positions: dict[str, dict[str, int]] = {}
+
+    @classmethod
+    def check_predictions(cls, given: bool) -> None:
+        """UsageError when predictions are given to a method that does not use them."""
+        if given and not cls.takes_predictions:
+            raise UsageError(f"method {cls.name!r} does not use predictions")
 
     @abstractmethod
     def propose(self, topic: str, n: int) -> list[str]:
