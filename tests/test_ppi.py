@@ -149,19 +149,26 @@ def census_of(pool: Pool, truth: pd.DataFrame) -> Sample:
     return Sample("census", frame)
 
 
+def assert_exact(estimates: pd.DataFrame, pool: Pool, truth: pd.DataFrame, tol: float
+                 ) -> None:
+    """Every per-topic estimate is the exact measure (the pool judged from ``truth``), with
+    an interval of no width."""
+    got = by_measure(estimates, "ppi")
+    exact = evaluate(Qrels.from_frame(truth[["query_id", "doc_id", "relevance"]]), pool,
+                     list(EXACT)).set_index(["measure", "run", "query_id"]).sort_index()
+    exact = exact[exact.index.get_level_values("query_id") != "all"]
+    np.testing.assert_allclose(got.loc[exact.index, "value"], exact["value"], atol=tol)
+    np.testing.assert_allclose(got["hi"] - got["lo"], 0.0, atol=tol)
+
+
 def test_census_is_exact(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """A census: every estimate is the exact measure, with no width, whatever the
     predictions (pure noise here)."""
     runs, _, pool, truth = collection
     census = census_of(pool, truth)
     noise = pure_noise(truth, np.random.default_rng(0))
-    got = by_measure(estimate(census, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
-                              predictions=noise), "ppi")
-    exact = evaluate(Qrels.from_frame(truth[["query_id", "doc_id", "relevance"]]), pool,
-                     list(EXACT)).set_index(["measure", "run", "query_id"]).sort_index()
-    exact = exact[exact.index.get_level_values("query_id") != "all"]
-    np.testing.assert_allclose(got.loc[exact.index, "value"], exact["value"], atol=1e-12)
-    np.testing.assert_allclose(got["hi"] - got["lo"], 0.0, atol=1e-12)
+    assert_exact(estimate(census, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
+                          predictions=noise), pool, truth, 1e-12)
 
 
 @pytest.mark.parametrize("method", ["stratified", "importance"])
@@ -172,13 +179,8 @@ def test_perfect_predictions_have_no_variance(
     runs, qrels, pool, truth = collection
     sample = sample_of(pool, qrels, method)
     perfect = truth[["query_id", "doc_id"]].assign(prediction=truth["relevance"])
-    got = by_measure(estimate(sample, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
-                              predictions=perfect), "ppi")
-    exact = evaluate(Qrels.from_frame(truth[["query_id", "doc_id", "relevance"]]), pool,
-                     list(EXACT)).set_index(["measure", "run", "query_id"]).sort_index()
-    exact = exact[exact.index.get_level_values("query_id") != "all"]
-    np.testing.assert_allclose(got.loc[exact.index, "value"], exact["value"], atol=1e-9)
-    np.testing.assert_allclose(got["hi"] - got["lo"], 0.0, atol=1e-9)
+    assert_exact(estimate(sample, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
+                          predictions=perfect), pool, truth, 1e-9)
 
 
 def test_power_tuning_solves_for_two_coefficients() -> None:
