@@ -1,216 +1,157 @@
-"""sampleval vs pytrec_eval, end to end, on TREC-COVID round 5 (126 runs).
+"""sampleval vs pytrec_eval as a user runs them, on TREC-COVID round 5 (126 runs), in one run.
 
-Both tools read every run file and the qrels, then compute AP, P@20, nDCG@20, Rprec and Bpref
-for every run and topic. The script checks that they agree, times each of sampleval's phases
-and, as a floor, the time just to gunzip the run files into bytes.
+- evaluate: ``sampleval evaluate QRELS RUN... -m AP,P@20,nDCG@20,Rprec,Bpref -f tsv -q`` as a
+  command, against ``benchmarks/pytrec_eval_evaluate.py`` (a script that parses the qrels and
+  every gzipped run with pytrec_eval and evaluates them with one ``RelevanceEvaluator``), each
+  a fresh process: wall time and peak memory (the process's maximum resident set size);
+- startup: ``sampleval --help`` and ``sampleval evaluate --help`` against ``python -c pass``;
+- the floor: inflating every run file into memory on 2 threads, with zlib and with ISA-L.
 
     .venv/bin/python benchmarks/evaluate_vs_pytrec_eval.py [--data DIR] [--repeat N]
 
-``--data`` is the ``trec-covid`` directory (default: ``../shared/data/trec-covid`` next to the
-repository). Each repeat runs both tools, alternating which goes first so that the page cache
-and allocator warm-up favour neither; the best of the repeats is reported for each.
+The tools run in turn, alternating which goes first; medians of the repeats are reported with
+their ratios. The script fails (exit 1) unless both tools print the same values within 1e-9
+for every run, topic and measure. Quote it with the machine's load (printed).
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
-import gzip
-import math
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-import pytrec_eval
-from rich.console import Console
-from rich.table import Table
+from isal import isal_zlib
 
-from sampleval.core.pool import Pool
-from sampleval.evaluation import MEAN_TOPIC, evaluate
-from sampleval.io.qrels import read_qrels
-from sampleval.io.runs import read_runs
-from sampleval.measures.names import parse_measures
-
-MEASURES = ("AP", "P@20", "nDCG@20", "Rprec", "Bpref")
-PYTREC_MEASURES = {"map", "P.20", "ndcg_cut.20", "Rprec", "bpref"}
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "trec-covid"
+SAMPLEVAL = Path(sys.executable).parent / "sampleval"
+MEASURES = "AP,P@20,nDCG@20,Rprec,Bpref"
 TOLERANCE = 1e-9
-RUNS_GLOB = "round5/runs/*.gz"
-QRELS_FILE = "qrels/qrels.covid-round5.txt"
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "trec-covid"
 
 
-@dataclass
-class Timed:
-    """One tool's pass: seconds per phase (in order) and what the pass produced."""
-
-    phases: dict[str, float] = field(default_factory=dict)
-    output: Any = None
-
-    @property
-    def total(self) -> float:
-        return sum(self.phases.values())
-
-
-class Clock:
-    """Seconds since the last lap, with time.perf_counter."""
-
-    def __init__(self) -> None:
-        self.last = time.perf_counter()
-
-    def lap(self) -> float:
-        now = time.perf_counter()
-        elapsed, self.last = now - self.last, now
-        return elapsed
+def timed(command: list[str], output: Path | None = None) -> tuple[float, float]:
+    """Wall seconds and peak resident memory (MB) of one run of ``command`` (its standard
+    output to ``output``); a failing command stops the benchmark."""
+    with open(output or os.devnull, "wb") as out:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(command[:3])} ... exited {process.returncode}: "
+                 f"{process.stderr.read().decode() if process.stderr else ''}")
+    return wall, usage.ru_maxrss / 1024  # Linux: kilobytes
 
 
-def run_sampleval(run_paths: list[Path], qrels_path: Path) -> Timed:
-    out = Timed()
-    clock = Clock()
-    runs = read_runs(run_paths)
-    out.phases["read runs"] = clock.lap()
-    qrels = read_qrels(qrels_path)
-    out.phases["read qrels"] = clock.lap()
-    pool = Pool.from_runs(runs, qrels=qrels, topics=qrels.topics)
-    out.phases["build Pool"] = clock.lap()
-    results = evaluate(qrels, pool, MEASURES)
-    out.phases["compute measures"] = clock.lap()
-    out.output = (runs, results)
+def values(path: Path) -> dict[tuple[str, str, str], float]:
+    """(run, topic, measure) -> value of a ``run topic measure value`` TSV (header optional,
+    means over topics left out)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        run, topic, measure, value = line.split("\t")
+        if topic not in ("all", "topic"):
+            out[(run, topic, measure)] = float(value)
     return out
 
 
-def run_pytrec_eval(run_paths: list[Path], qrels_path: Path) -> Timed:
-    out = Timed()
-    clock = Clock()
-    with qrels_path.open() as fh:
-        qrels = pytrec_eval.parse_qrel(fh)
-    out.phases["parse qrels"] = clock.lap()
-    runs = {}
-    for path in run_paths:
-        with gzip.open(path, "rt") as fh:
-            runs[path] = pytrec_eval.parse_run(fh)
-    out.phases["parse runs"] = clock.lap()
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES)
-    out.phases["build evaluator"] = clock.lap()
-    results = {path: evaluator.evaluate(run) for path, run in runs.items()}
-    out.phases["evaluate"] = clock.lap()
-    out.output = results
-    return out
-
-
-def gunzip_floor(run_paths: list[Path]) -> float:
-    clock = Clock()
-    total = sum(len(gzip.decompress(p.read_bytes())) for p in run_paths)
+def inflate_floor(paths: list[Path], inflate: Callable[[bytes], bytes]) -> float:
+    """Seconds to inflate every file into memory on 2 threads (files already read)."""
+    blobs = [p.read_bytes() for p in paths]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=2) as workers:
+        total = sum(len(b) for b in workers.map(inflate, blobs))
     assert total > 0
-    return clock.lap()
+    return time.perf_counter() - start
 
 
-def max_difference(sampleval_out: Any, pytrec_out: dict[Path, dict[str, dict[str, float]]]
-                   ) -> tuple[float, int, str]:
-    """Largest |sampleval - pytrec_eval| over runs x topics x measures (and the runs' means),
-    how many values were compared, and where the largest difference is."""
-    runs, results = sampleval_out
-    trec_name = {str(m): m.trec_name for m in parse_measures(list(MEASURES))}
-    by_name = {r.name: Path(r.source) for r in runs}
-    theirs: dict[tuple[str, str, str], float] = {}
-    for name, path in by_name.items():
-        for topic, values in pytrec_out[path].items():
-            for measure, trec in trec_name.items():
-                theirs[(name, topic, measure)] = values[trec]
-    ours = {(r, q, m): v for r, q, m, v in results[results["query_id"] != MEAN_TOPIC]
-            .itertuples(index=False, name=None)}
-    if ours.keys() != theirs.keys():
-        only_ours, only_theirs = ours.keys() - theirs.keys(), theirs.keys() - ours.keys()
-        sys.exit(f"FAIL: the tools evaluated different (run, topic, measure) sets: "
-                 f"{len(only_ours)} only in sampleval (e.g. {sorted(only_ours)[:3]}), "
-                 f"{len(only_theirs)} only in pytrec_eval (e.g. {sorted(only_theirs)[:3]})")
-    worst, where = 0.0, "-"
-    for key, value in ours.items():
-        diff = abs(value - theirs[key])
-        if not diff <= worst:  # NaN counts as a failure too
-            worst, where = (math.inf if math.isnan(diff) else diff), " / ".join(key)
-    # The means over topics: pytrec_eval gives per-topic values, so average them here.
-    means = results[results["query_id"] == MEAN_TOPIC]
-    for name, measure, value in means[["run", "measure", "value"]].itertuples(
-            index=False, name=None):
-        per_topic = [v[trec_name[measure]] for v in pytrec_out[by_name[name]].values()]
-        diff = abs(value - math.fsum(per_topic) / len(per_topic))
-        if not diff <= worst:
-            worst, where = (math.inf if math.isnan(diff) else diff), f"{name} / mean / {measure}"
-    return worst, len(ours) + len(means), where
+def median_line(name: str, figures: list[float], unit: str = "s") -> str:
+    low, mid, high = min(figures), statistics.median(figures), max(figures)
+    return f"{name:<34} median {mid:7.3f} {unit}  (min {low:.3f}, max {high:.3f})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="the trec-covid directory (default: %(default)s)")
-    parser.add_argument("--repeat", type=int, default=3, help="passes per tool (best is kept)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each command")
     args = parser.parse_args()
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    data: Path = args.data
-    qrels_path = data / QRELS_FILE
-    run_paths = sorted(data.glob(RUNS_GLOB))
-    if not qrels_path.is_file() or not run_paths:
-        sys.exit(f"TREC-COVID data not found: need {data / RUNS_GLOB} and {qrels_path} "
-                 f"(pass --data DIR)")
+    qrels = args.data / "qrels" / "qrels.covid-round5.txt"
+    runs = sorted((args.data / "round5" / "runs").glob("*.gz"))
+    if not qrels.is_file() or not runs:
+        sys.exit(f"TREC-COVID data not found under {args.data} (pass --data DIR)")
+    print(f"{len(runs)} runs, {qrels.name}; measures {MEASURES}; {args.repeat} repeats; "
+          f"load average before: {os.getloadavg()[0]:.2f}")
 
-    console = Console(soft_wrap=True)
-    console.print(f"TREC-COVID round 5: {len(run_paths)} runs, qrels {qrels_path.name}; "
-                  f"measures {', '.join(MEASURES)}; {args.repeat} repeat(s)")
-    tools: dict[str, Callable[[list[Path], Path], Timed]] = {
-        "sampleval": run_sampleval, "pytrec_eval": run_pytrec_eval}
-    passes: dict[str, list[Timed]] = {name: [] for name in tools}
-    floors: list[float] = []
-    for i in range(args.repeat):
-        order = list(tools) if i % 2 == 0 else list(reversed(tools))
-        for name in order:
-            gc.collect()
-            timed = tools[name](run_paths, qrels_path)
-            if i > 0:
-                timed.output = None  # only the first pass's outputs are compared
-            passes[name].append(timed)
-            console.print(f"  repeat {i + 1}: {name:<11} {timed.total:7.2f} s")
-        gc.collect()
-        floors.append(gunzip_floor(run_paths))
+    startup = {"python -c pass": [sys.executable, "-c", "pass"],
+               "sampleval --help": [str(SAMPLEVAL), "--help"],
+               "sampleval evaluate --help": [str(SAMPLEVAL), "evaluate", "--help"]}
+    start_times: dict[str, list[float]] = {name: [] for name in startup}
+    for command in startup.values():
+        timed(command)  # warm-up: page cache
+    for _ in range(max(args.repeat, 5)):
+        for name, command in startup.items():
+            start_times[name].append(timed(command)[0])
 
-    worst, compared, where = max_difference(passes["sampleval"][0].output,
-                                            passes["pytrec_eval"][0].output)
-    for timed in (passes["sampleval"][0], passes["pytrec_eval"][0]):
-        timed.output = None
+    with tempfile.TemporaryDirectory() as tmp:
+        outputs = {"sampleval": Path(tmp) / "sampleval.tsv",
+                   "pytrec_eval": Path(tmp) / "pytrec_eval.tsv"}
+        commands = {
+            "sampleval": [str(SAMPLEVAL), "evaluate", str(qrels), *map(str, runs), "-m",
+                          MEASURES, "-f", "tsv", "-q", "--name-by", "file"],
+            "pytrec_eval": [sys.executable, str(HERE / "pytrec_eval_evaluate.py"), str(qrels),
+                            *map(str, runs)],
+        }
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        peaks: dict[str, list[float]] = {name: [] for name in commands}
+        timed(commands["sampleval"], outputs["sampleval"])  # warm-up: page cache, kernels
+        for i in range(args.repeat):
+            for name in (list(commands) if i % 2 == 0 else list(reversed(commands))):
+                wall, peak = timed(commands[name], outputs[name])
+                walls[name].append(wall)
+                peaks[name].append(peak)
+        ours, theirs = values(outputs["sampleval"]), values(outputs["pytrec_eval"])
+    floors = {"zlib, 2 threads": inflate_floor(runs, lambda b: zlib.decompress(b, wbits=31)),
+              "ISA-L, 2 threads": inflate_floor(
+                  runs, lambda b: isal_zlib.decompress(b, wbits=31))}
 
-    best = {name: min(ps, key=lambda t: t.total) for name, ps in passes.items()}
-    for name in tools:
-        table = Table(title=f"{name}: best of {args.repeat} (seconds)", title_justify="left")
-        table.add_column("phase")
-        table.add_column("best pass", justify="right")
-        table.add_column("min per phase", justify="right")
-        for phase, seconds in best[name].phases.items():
-            fastest = min(t.phases[phase] for t in passes[name])
-            table.add_row(phase, f"{seconds:.3f}", f"{fastest:.3f}")
-        table.add_row("total", f"{best[name].total:.3f}", "", style="bold")
-        console.print(table)
-    floor = min(floors)
-    s_best, p_best = best["sampleval"].total, best["pytrec_eval"].total
-    console.print(f"floor, gunzip all run files to bytes: {floor:.3f} s (best of {len(floors)}); "
-                  f"sampleval reads runs in {best['sampleval'].phases['read runs'] / floor:.1f}x "
-                  f"that, end to end {s_best / floor:.1f}x")
-    for i in range(args.repeat):
-        s, p = passes["sampleval"][i].total, passes["pytrec_eval"][i].total
-        console.print(f"repeat {i + 1}: sampleval {s:.2f} s, pytrec_eval {p:.2f} s, "
-                      f"ratio {p / s:.2f}x")
-    console.print(f"end to end (best of {args.repeat}): sampleval {s_best:.2f} s, "
-                  f"pytrec_eval {p_best:.2f} s")
-    console.print(f"speed-up: {p_best / s_best:.1f}x  (pytrec_eval / sampleval)", style="bold")
-    console.print(f"max abs difference: {worst:.3g} over {compared} values "
-                  f"(runs x topics x measures, and each run's means); largest at {where}")
+    print("\nstartup (wall, fresh process each):")
+    for name, figures in start_times.items():
+        print("  " + median_line(name, figures))
+    base = statistics.median(start_times["python -c pass"])
+    for name in ("sampleval --help", "sampleval evaluate --help"):
+        print(f"  {name}: {statistics.median(start_times[name]) / base:.1f}x python -c pass")
+
+    print("\nevaluate all runs (wall, fresh process each):")
+    for name in commands:
+        print("  " + median_line(name, walls[name]))
+        print("  " + median_line(f"{name} peak memory", peaks[name], "MB"))
+    ratios = [s / p for s, p in zip(walls["sampleval"], walls["pytrec_eval"], strict=True)]
+    print(f"  sampleval / pytrec_eval: {statistics.median(ratios):.3f} (median of pairs; "
+          f"{min(ratios):.3f}-{max(ratios):.3f})")
+
+    print("\ninflate every run file into memory:")
+    for name, seconds in floors.items():
+        print(f"  {name:<24} {seconds:.3f} s")
+    ours_median = statistics.median(walls["sampleval"])
+    print(f"  sampleval evaluate takes {ours_median / floors['ISA-L, 2 threads']:.1f}x the "
+          f"ISA-L floor, {ours_median / floors['zlib, 2 threads']:.1f}x zlib's")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+    if ours.keys() != theirs.keys():
+        sys.exit(f"FAIL: different (run, topic, measure) sets: {len(ours)} vs {len(theirs)}")
+    worst = max(abs(v - theirs[k]) for k, v in ours.items())
+    print(f"max abs difference over {len(ours)} values: {worst:.3g}")
     if not worst <= TOLERANCE:
-        console.print(f"FAIL: sampleval and pytrec_eval differ by {worst:.3g} > {TOLERANCE:g} "
-                      f"({where})", style="bold red")
-        sys.exit(1)
-    console.print(f"agree within {TOLERANCE:g}", style="green")
+        sys.exit(f"FAIL: the tools differ by {worst:.3g} > {TOLERANCE:g}")
 
 
 if __name__ == "__main__":

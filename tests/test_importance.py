@@ -166,33 +166,39 @@ def test_fractional_labels_stay_unbiased_for_the_expected_label() -> None:
 
 def test_sampling_distributions_by_hand() -> None:
     lam = np.array([1.0, 0.5])  # lambda at ranks 1, 2
-    prior = np.array([0.64, 0.16])  # u~ at ranks 1, 2: sqrt 0.8, 0.4
+    prior = np.array([0.64, 0.16])  # u~ at ranks 1, 2
     one = np.array([1, 2, 0])  # the system ranks x, y; z not retrieved
-    # eq. 8: lambda sqrt(u~) = 0.8, 0.2, 0 -> 0.8, 0.2, 0; eps = 0.3 mixes 0.1 each
-    assert imp.single_system_q(prior, one, 0.3, lam) == pytest.approx(
-        [0.7 * 0.8 + 0.1, 0.7 * 0.2 + 0.1, 0.1])
+    # eq. 8: u~ lambda + eps = .64 + .3, .08 + .3, .3 (eps on the unnormalised weights)
+    weights = np.array([0.94, 0.38, 0.3])
+    assert imp.single_system_q(prior, one, 0.3, lam) == pytest.approx(weights / weights.sum())
+    # form=sqrt: sqrt(u~) lambda = .8, .2, 0
+    assert imp.single_system_q(prior, one, 0.0, lam, "sqrt") == pytest.approx([0.8, 0.2, 0])
     two = np.array([[1, 2, 0], [2, 0, 1]])
-    # priors: x (.64+.16)/2 = .4, y .16, z .64; eq. 11: sqrt(p sum lambda^2)
-    weights = np.sqrt(np.array([0.4 * 1.25, 0.16 * 0.25, 0.64 * 1.0]))
+    # u~ averaged over both systems, 0 where one did not retrieve: x .4, y .08, z .32
+    u = np.array([0.4, 0.08, 0.32])
+    weights = u * np.sqrt(np.array([1.25, 0.25, 1.0]))  # eq. 11
     assert imp.sqrt_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
-    # eq. 13: |lambda_1 - lambda_2| sqrt(p) = .5 sqrt(.4), .5 sqrt(.16), 1 sqrt(.64)
-    weights = np.array([0.5 * math.sqrt(0.4), 0.5 * 0.4, 0.8])
+    weights = u * np.array([0.5, 0.5, 1.0])  # eq. 13: |lambda_1 - lambda_2|
     assert imp.pairwise_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
+    # eq. 15 over two systems: sqrt(2 (d/2)^2) = |d| / sqrt(2), the same Q as eq. 13
     assert imp.krel_q(prior, two, 0.0, lam) == pytest.approx(
         imp.pairwise_q(prior, two, 0.0, lam))
-    assert imp.krel_q(prior, two, 0.0, lam, baseline=None) == pytest.approx(
+    assert imp.krel_q(prior, two, 0.0, lam, baseline=0) == pytest.approx(
         imp.pairwise_q(prior, two, 0.0, lam))
-    # MEAN: system 1 (.8, .2, 0), system 2 (.2, 0, .8) normalised, averaged
-    assert imp.mean_q(prior, two, 0.0, lam) == pytest.approx([0.5, 0.1, 0.4])
+    weights = u * np.array([1.5, 0.5, 1.0])  # MEAN: u~ sum_j lambda_j
+    assert imp.mean_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
     assert imp.sqrt_q(prior, one[None], 0.0, lam) == pytest.approx(
         imp.single_system_q(prior, one, 0.0, lam))
+    assert imp.named_prior("trec", 3) == pytest.approx([16 / 35, 16 / 36, 16 / 37])
+    assert imp.named_prior("synth", 2001)[[0, 1999, 2000]] == pytest.approx(
+        [4 * 1999 / 2000, 0.0, 0.0])
 
 
 def test_rank_prior_by_hand() -> None:
     # ranks 1, 2 over two runs: rank 1 judged 2x (1 relevant), rank 2 judged 1x (relevant),
     # overall 2/3; one pseudo-judgment: (1 + 2/3) / 3, (1 + 2/3) / 2
     labels = [np.array([[1.0, np.nan], [0.0, 2.0]])]
-    assert imp.rank_prior(labels, level=1.0, strength=1.0) == pytest.approx([5 / 9, 5 / 6])
+    assert imp.fitted_prior(labels, level=1.0, strength=1.0) == pytest.approx([5 / 9, 5 / 6])
 
 
 def test_errors() -> None:
@@ -216,9 +222,9 @@ def test_errors() -> None:
 
 
 def sqrt_distribution(view: TopicView, prior: np.ndarray) -> np.ndarray:
-    """SQRT-Q (eq. 11) for DCG@10 over every run, with 10% of the uniform distribution."""
+    """SQRT-Q (eq. 11) for DCG@10 over every run, eps = 0.05."""
     ranks = view.rank_of(np.arange(len(view.sample.docnos)))
-    return imp.sqrt_q(prior, ranks, 0.1, imp.rank_weights("DCG", 10, len(prior)))
+    return imp.sqrt_q(prior, ranks, 0.05, imp.rank_weights("DCG", 10, len(prior)))
 
 
 @pytest.mark.shared
@@ -227,7 +233,7 @@ def test_exact_expectation_equals_the_truth(
     """E_Q[U-hat] = sum_x Q(x) term(x) = the measure, for every run and topic; ratios:
     their components' expectations give trec_eval's R@10, nDCG@10 and nDCG."""
     qrels, pool, views = round5_census
-    prior = imp.rank_prior([v.labels_at_rank() for v in views])
+    prior = imp.fitted_prior([v.labels_at_rank() for v in views])
     exact = evaluate(qrels, pool, ["P@10", "R@10", "nDCG@10", "nDCG"]).set_index(
         ["query_id", "measure", "run"])["value"].sort_index()
     worst = 0.0
@@ -257,7 +263,7 @@ def test_sample_entry_agrees_with_the_array_core(
     """An importance Sample of 20 SQRT draws per topic: estimate_is gives what the array
     functions give, for the three interval kinds."""
     _, pool, views = round5_census
-    prior = imp.rank_prior([v.labels_at_rank() for v in views])
+    prior = imp.fitted_prior([v.labels_at_rank() for v in views])
     rng = np.random.default_rng(5)
     frame, draws, probs, stats = [], [], [], []
     spec = parse_estimate("DCG@10~is")
@@ -293,10 +299,13 @@ def test_sample_entry_agrees_with_the_array_core(
 def test_monte_carlo_bias_and_coverage(
         round5_census: tuple[Qrels, Pool, list[TopicView]]) -> None:
     """1000 trials of 20 SQRT draws per topic: the mean over topics is unbiased (within 3 SE
-    for >= 95% of runs) and the 95% CLT interval covers it 90-98% of the time."""
+    for >= 95% of runs) and the 95% CLT interval covers it 85-98% of the time. With the
+    paper's Q (eps = 0.05 on the unnormalised weights, about half of Q's mass on round 5's
+    pools of ~8000 documents) the per-draw terms are skewed and 20 draws give 0.88 for P@10
+    (the CLT is asymptotic); Hoeffding and Bernstein keep >= 0.95."""
     _, _, views = round5_census
     start = time.perf_counter()
-    prior = imp.rank_prior([v.labels_at_rank() for v in views])
+    prior = imp.fitted_prior([v.labels_at_rank() for v in views])
     rng = np.random.default_rng(2016)
     trials, n = 1000, 20
     present = np.array([v.pool.present for v in views])
@@ -330,7 +339,7 @@ def test_monte_carlo_bias_and_coverage(
                 within = np.mean(np.abs(bias) <= 3 * se)
                 print(f"{name}: mean bias {bias.mean():+.5f}, within 3 SE for {within:.3f}")
                 assert within >= 0.95
-                assert 0.90 <= covered.mean() <= 0.98
+                assert 0.85 <= covered.mean() <= 0.98
             else:
                 assert covered.mean() >= 0.95
     print(f"Monte Carlo: {time.perf_counter() - start:.1f} s")

@@ -76,6 +76,24 @@ def test_sample_eval_semantics_on_a_hand_made_sample() -> None:
         assert got[name] == pytest.approx(value, abs=1e-12), name
 
 
+def test_a_never_sampled_stratum_is_outside_the_frame() -> None:
+    """Issue 9, item 1: a stratum C whose documents were never judged must not be given
+    sample_eval's smoothed rate 1/3 above relevant documents (while R-hat gives it 0): its
+    documents count as outside the frame, so the estimates equal those of the sample without
+    them. The run ranks two C documents above b1 and a1."""
+    unsampled = pd.DataFrame({"query_id": "1", "iteration": "0", "doc_id": ["c1", "c2", "c3"],
+                              "stratum": "C", "relevance": -1.0})
+    with_c = Sample.from_sample_qrels(pd.concat([SAMPLE, unsampled], ignore_index=True))
+    run = Run.from_frame(pd.DataFrame({
+        "query_id": "1", "doc_id": ["c1", "a2", "c2", "b1", "x", "a1", "b2"],
+        "score": [7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0]}), name="r")
+    measures = ["xinfAP", "infNDCG", "iP@5", "inum_rel_ret", "AP~ht"]
+    got = estimate(with_c, [run], measures).query("query_id == '1'").set_index("measure")
+    without = estimate(Sample.from_sample_qrels(SAMPLE), [run], measures)
+    for name, value in without.query("query_id == '1'").set_index("measure")["value"].items():
+        assert got.loc[name, "value"] == pytest.approx(value, abs=1e-12), name
+
+
 def test_infap_on_a_hand_made_sample() -> None:
     """trec_eval's formula on one topic: pool a, b, c, d with c unjudged (grade -1)."""
     qrels = Qrels.from_frame(pd.DataFrame({"query_id": "1", "doc_id": ["a", "b", "c", "d"],

@@ -168,7 +168,6 @@ def test_bad_score_names_its_line(tmp_path: Path, score: str, sep: str) -> None:
     pytest.param("1\tQ0\ta\t1\t0.5\tt\n\n1\tQ0\tb\t0.4\tt\n1\tQ0\tc\t3\t0.3\tt\n", 3,
                  id="no-rank-tab"),
     pytest.param("1  Q0 a 1 0.5 t\n1 Q0 b\n", 2, id="three-columns-padded"),
-    pytest.param("1 Q0 a 1 0.5 t\n1 Q0 b 2 0.4 t x\n", 2, id="seven-columns"),
 ])
 def test_wrong_column_count_names_its_line(tmp_path: Path, text: str, line: int) -> None:
     """A run line with the wrong number of columns is an InputError naming it."""

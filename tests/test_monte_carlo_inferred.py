@@ -1,4 +1,6 @@
-"""Monte Carlo on real data: xinfAP's bias and the coverage of its intervals.
+"""Monte Carlo on real data: xinfAP's bias and the coverage of its intervals, the default
+(stratified jackknife) against the linearised variance it replaced (issue 9, item 2; the
+100-trial, 50-topic, 126-run figures: ``python -m sampleval.experiments.interval_coverage``).
 
 Round 5, runs cut to depth 100, the round-5 qrels as truth over the depth-100 pool (documents
 without a judgment count as not relevant). Each trial draws a fresh stratified sample (strata
@@ -61,22 +63,29 @@ def test_xinfap_bias_and_interval_coverage(covid: Path) -> None:
     truth = truth.loc[topics, list(pool.run_names)].to_numpy()
     rng = np.random.default_rng(2026)
     z = z_value(0.95)
-    errors, covered, covered_mean = [], [], []
+    errors: list[np.ndarray] = []
+    covered: dict[str, list[np.ndarray]] = {"jackknife": [], "linear": []}
+    covered_mean: dict[str, list[np.ndarray]] = {"jackknife": [], "linear": []}
     for _ in range(TRIALS):
         views = topic_views(pool, stratified_sample(pool, rng))
-        parts = [nist_topic(v, 1, frozenset({"xinfAP", "variance"})) for v in views]
-        est = np.array([p["xinfAP"] for p in parts])
-        var = np.array([p["xinfAP_var"] for p in parts])
+        for var in covered:
+            parts = [nist_topic(v, 1, frozenset({"xinfAP", "variance"}), var) for v in views]
+            est = np.array([p["xinfAP"] for p in parts])
+            variance = np.array([p["xinfAP_var"] for p in parts])
+            covered[var].append(np.abs(est - truth) <= z * np.sqrt(variance))
+            mean_var = variance.sum(axis=0) / len(topics) ** 2
+            covered_mean[var].append(np.abs(est.mean(0) - truth.mean(0))
+                                     <= z * np.sqrt(mean_var))
         errors.append(est - truth)
-        covered.append(np.abs(est - truth) <= z * np.sqrt(var))
-        mean_var = var.sum(axis=0) / len(topics) ** 2
-        covered_mean.append(np.abs(est.mean(0) - truth.mean(0)) <= z * np.sqrt(mean_var))
     bias = np.mean(errors, axis=0)
     rms = np.sqrt(np.mean(np.square(errors), axis=0))
+    cover = {v: (float(np.mean(covered[v])), float(np.mean(covered_mean[v]))) for v in covered}
     print(f"\nxinfAP over {TRIALS} stratified samples: mean bias {bias.mean():+.4f}, "
           f"max |bias| {np.abs(bias).max():.4f}, mean rms {rms.mean():.4f}; 95% interval "
-          f"coverage per topic {np.mean(covered):.3f}, of the mean {np.mean(covered_mean):.3f}")
+          f"coverage per topic / of the mean: " + ", ".join(
+              f"{v} {t:.3f} / {m:.3f}" for v, (t, m) in cover.items()))
     assert abs(bias.mean()) < 0.01 and np.abs(bias).max() < 0.05
-    # the linearised intervals run narrow (reported in the issue's note); guard the level
-    assert 0.75 <= np.mean(covered) <= 0.99
-    assert 0.75 <= np.mean(covered_mean) <= 0.99
+    # measured: jackknife 0.903 / 0.950, linear 0.851 / 0.877 (seed 2026)
+    assert 0.85 <= cover["jackknife"][0] <= 0.99 and 0.91 <= cover["jackknife"][1] <= 0.99
+    assert cover["jackknife"][0] > cover["linear"][0]
+    assert cover["jackknife"][1] > cover["linear"][1]

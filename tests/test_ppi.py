@@ -90,9 +90,10 @@ def test_by_hand(hand: tuple[list[Run], Sample, Predictions]) -> None:
     """lam = 1: sum_U f + sum_S (y - f)/pi, and the HT variance of the residuals."""
     runs, sample, predictions = hand
     views = topic_views(Pool.from_runs(runs), sample, predictions)
-    specs = [parse_estimate(m) for m in ("NumRel~ppi", "P@2~ppi")]
-    got = estimate_ppi(("A", "B"), views, sample, specs, 1.0, 0.95, tuning="none")
+    specs = [parse_estimate(m) for m in ("NumRel~ppi(tuning=none)", "P@2~ppi(tuning=none)")]
+    got = estimate_ppi(("A", "B"), views, sample, specs, 1.0, 0.95)
     got = got[got["query_id"] == "1"].set_index(["measure", "run"])
+    got = got.rename(index=lambda m: m.removesuffix("(tuning=none)"), level="measure")
     z = 1.959963984540054
     # NumRel: 2.4 + (0.1 - 0.2) + (-0.3 + 0.6)/0.5; Var: stratum B, Delta_kk = 1/2,
     # Delta_34 = 1 - (1/4)/(1/6) = -1/2, x = (-0.6, 1.2): 0.5 (0.36 + 1.44) - 0.72 = ... + 0.72
@@ -109,14 +110,16 @@ def test_by_hand(hand: tuple[list[Run], Sample, Predictions]) -> None:
 
 def test_no_predictions_is_ht(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """Predictions all 0 (here: one document predicted 0, the rest missing): every measure is
-    ~ht's, value and interval, on a stratified sample and on a with-replacement one (ht
-    form)."""
+    ~ht's, value and interval (AP's linearised variance, ~ht's var=linear), on a stratified
+    sample and on a with-replacement one (ht form)."""
     runs, qrels, pool, _ = collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     for method in ("stratified", "active"):
         sample = sample_of(pool, qrels, method)
-        ht = by_measure(estimate(sample, runs, [f"{m}~ht" for m in MEASURES], depth=DEPTH),
+        linear = [f"{m}~ht(var=linear)" if m.startswith("AP") else f"{m}~ht" for m in MEASURES]
+        ht = estimate(sample, runs, linear, depth=DEPTH)  # ~ppi's AP variance is linearised
+        ht = by_measure(ht.assign(measure=ht["measure"].str.removesuffix("(var=linear)")),
                         "ht")
         views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
                             Predictions.from_frame(zero))
@@ -211,6 +214,9 @@ def test_tuning_and_form_options(collection: tuple[list[Run], Qrels, Pool, pd.Da
         ppi_values(parse_estimate("P@10~ppi"), topics, 1.0, "fast")
     with pytest.raises(UsageError, match="form"):
         topic_data(views[0], sample, "both")
+    with pytest.raises(UsageError, match="tuning"):
+        parse_estimate("AP~ppi(tuning=fast)")
+    assert parse_estimate("p@10~PPI(Tuning=None)").name == "P@10~ppi(tuning=none)"
 
 
 # -- requests, predictions and their reader ---------------------------------------------------

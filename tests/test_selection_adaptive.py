@@ -57,9 +57,19 @@ def test_registered() -> None:
         assert cls.design == "pooled" and cls.estimator_families() == []
 
 
+def seeded_start(pool: Pool, budget: int, run: int) -> MTFSelector:
+    """An MTF selector over ``pool`` whose random start run (topic 1) is ``run``."""
+    for seed in range(100):
+        selector = MTFSelector(pool, Budget(count=budget), np.random.default_rng(seed))
+        if selector._arms_state("1")["start"] == run:
+            return selector
+    raise AssertionError("no seed starts there")
+
+
 def test_mtf_follows_the_rule_step_by_step() -> None:
     # Run A: a1 R, a2 N, a3 R, a4 N, a5 R. Run B: b1 N, b2 R, a2 (already judged), b3 R, b4 N.
-    # Priorities start at A = B = 0; the highest priority has the turn, ties by run order (A).
+    # Priorities start at A = B = 0; the start run has the turn, then the highest priority,
+    # ties by run order (A). Starting from A:
     #  1. a1 R: A keeps the turn.
     #  2. a2 N: A = -1; highest priority is B (0).
     #  3. b1 N: B = -1; A and B tie at -1, run order gives A.
@@ -69,15 +79,34 @@ def test_mtf_follows_the_rule_step_by_step() -> None:
     #  7. B's next is a2, judged already: skipped without effect; b3 R: B keeps the turn.
     #  8. b4 N: B = -2; tie at -2, run order gives A.
     #  9. a5 R; every document is judged (budget = pool size = 9).
+    # Starting from B: b1 N (B = -1), a1 R, a2 N (A = -1), tie: A: a3 R, a4 N (A = -2), B: b2 R,
+    # b3 R, b4 N (B = -2), tie: A: a5.
     pool = toy_pool({"A": ["a1", "a2", "a3", "a4", "a5"], "B": ["b1", "b2", "a2", "b3", "b4"]})
     oracle = toy_oracle({"a1", "a3", "a5", "b2", "b3"})
-    selector = simulate(MTFSelector(pool, Budget(count=9), np.random.default_rng(0)), oracle)
+    selector = simulate(seeded_start(pool, 9, 0), oracle)
     assert sequence(selector, "1") == ["a1", "a2", "b1", "a3", "a4", "b2", "b3", "b4", "a5"]
-    assert selector.state()["topics"]["1"]["arms"] == {"priority": [-2, -2]}
+    assert selector.state()["topics"]["1"]["arms"] == {"priority": [-2, -2], "start": 0}
+    from_b = simulate(seeded_start(pool, 9, 1), oracle)
+    assert sequence(from_b, "1") == ["b1", "a1", "a2", "a3", "a4", "b2", "b3", "b4", "a5"]
     # a smaller budget stops early: the same prefix, then nothing more
-    short = simulate(MTFSelector(pool, Budget(count=4), np.random.default_rng(0)), oracle)
+    short = simulate(seeded_start(pool, 4, 0), oracle)
     assert sequence(short, "1") == ["a1", "a2", "b1", "a3"]
     assert short.propose("1", 3) == []
+
+
+def test_mtf_and_mab_start_at_random() -> None:
+    """Issue 9, item 7: MTF's first run is drawn at random (seeded), as the reference code
+    does; the bandits break ties (all arms, at the start) at random."""
+    pool = toy_pool({name: [f"{name}{k}" for k in range(4)] for name in "ABCD"})
+    oracle = toy_oracle(set())
+    for cls in (MTFSelector, MABSelector):
+        first = Counter(simulate(cls(pool, Budget(count=1), np.random.default_rng(seed)),
+                                 oracle).state()["topics"]["1"]["runs"][0]
+                        for seed in range(200))
+        assert set(first) == {0, 1, 2, 3} and min(first.values()) >= 25, (cls, first)
+        again = [simulate(cls(pool, Budget(count=8), np.random.default_rng(7)), oracle)
+                 for _ in range(2)]
+        assert sequence(again[0], "1") == sequence(again[1], "1")
 
 
 @pytest.mark.parametrize("params", BANDITS, ids=lambda p: "-".join(map(str, p.values())))
@@ -108,7 +137,7 @@ def test_mab_parameters() -> None:
 
 def test_batches_and_bad_labels() -> None:
     pool = toy_pool({"A": ["a1", "a2", "a3"], "B": ["a2", "b1", "b2"]})
-    selector = MTFSelector(pool, Budget(count=5), np.random.default_rng(0))
+    selector = seeded_start(pool, 5, 0)
     first = selector.propose("1", 2)  # the turn holder's next two documents, labels unknown
     second = selector.propose("1", 10)  # pending documents are never proposed again
     assert first == ["a1", "a2"] and second == ["a3", "b1", "b2"]

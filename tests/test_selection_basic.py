@@ -8,8 +8,10 @@ process) gives the uninterrupted sample; the ``sample`` and ``methods`` commands
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
@@ -24,7 +26,7 @@ from sampleval.core.inclusion import judged_design
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
-from sampleval.errors import UsageError
+from sampleval.errors import SamplingWarning, UsageError
 from sampleval.io import read_runs, write_qrels, write_run
 from sampleval.selection import METHODS, Budget, Selector, qrels_oracle, simulate
 from sampleval.selection.base import Oracle
@@ -84,6 +86,9 @@ def test_budget_spent_exactly_without_repeats(small: tuple[Pool, Oracle], method
         expected = chosen.budget_for(tp.topic)
         if "k" in params:  # the depth-k pool, cut by a smaller budget
             expected = min(expected, int((tp.best_rank() <= params["k"]).sum()))
+        if params.get("strategy") == "pool":  # the deepest depth-k pool that fits
+            pooled = np.cumsum(np.bincount(tp.best_rank()))
+            expected = int(pooled[pooled <= expected].max(initial=0))
         assert len(asked[tp.topic]) == len(set(asked[tp.topic])) == expected
         judged = frame[(frame["query_id"] == tp.topic) & frame["relevance"].notna()]
         assert sorted(judged["doc_id"]) == sorted(asked[tp.topic])
@@ -102,16 +107,71 @@ def test_depth_k_takes_documents_rank_by_rank(small: tuple[Pool, Oracle]) -> Non
     assert (ranks <= np.sort(best)[24]).all()
 
 
-def test_pool_strategy_is_a_depth_k_pool_plus_part_of_the_next_rank(
-        small: tuple[Pool, Oracle]) -> None:
+def test_voorhees_strategies_as_specified(small: tuple[Pool, Oracle]) -> None:
+    """Issue 9, item 6: the default strategy is 2strata; pool is one exhaustive stratum (the
+    deepest depth-k pool within the budget, the same whatever the seed, nothing random);
+    3strata's third stratum (best ranks 31-) is sampled at a tenth of the second's rate."""
     pool, oracle = small
-    sample = simulate(selector(pool, "strata", {"strategy": "pool"}, Budget(count=30)),
-                      oracle).sample()
+    assert selector(pool, "strata", {}, Budget(count=30)).params["strategy"] == "2strata"
+    samples = [simulate(selector(pool, "strata", {"strategy": "pool"}, Budget(count=30),
+                                 seed=seed), oracle).sample() for seed in (1, 2)]
     for tp in pool:
         best = tp.best_rank()
-        judged = sample.topic(tp.topic).judged
-        k = int(best[judged].max()) - 1
-        assert judged[best <= k].all() and judged.sum() == min(30, tp.size)
+        pooled = np.cumsum(np.bincount(best))
+        k = int(np.searchsorted(pooled, 30, side="right")) - 1
+        for sample in samples:
+            judged = sample.topic(tp.topic).judged
+            assert (judged == (best <= k)).all() and 0 < judged.sum() <= 30
+    frame = Pool.from_runs([Run.from_frame(pd.DataFrame({  # one run of 200 documents
+        "query_id": "1", "doc_id": [f"d{i:03d}" for i in range(200)],
+        "score": np.arange(200, 0, -1.0)}), "r")])
+    three = selector(frame, "strata", {"strategy": "3strata"}, Budget(count=30))
+    layout = three._layout(frame["1"], 30)  # type: ignore[attr-defined]
+    sizes = np.bincount(layout.codes, minlength=len(layout.labels))
+    rates = dict(zip(layout.labels, layout.counts / np.maximum(sizes, 1), strict=True))
+    assert rates["1-10"] == 1.0 and sizes[list(layout.labels).index("31-")] == 170
+    assert rates["31-"] == pytest.approx(rates["11-30"] / 10, abs=0.01)
+
+
+def test_yilmaz4_is_depth_k_then_three_equal_strata_sampled_3_1_5_1() -> None:
+    """Issue 9, item 6: the top stratum is the depth-k pool within half the budget; the rest,
+    by best rank, in three strata of equal size that share the rest of the budget 3:1.5:1."""
+    rng = np.random.default_rng(0)
+    runs = [Run.from_frame(pd.DataFrame({
+        "query_id": "1", "doc_id": [f"d{i:04d}" for i in rng.choice(3000, 300, replace=False)],
+        "score": np.arange(300, 0, -1.0)}), f"r{r}") for r in range(8)]
+    pool = Pool.from_runs(runs)
+    budget = 400
+    chosen = selector(pool, "strata", {"strategy": "yilmaz4"}, Budget(count=budget))
+    layout = chosen._layout(pool["1"], budget)  # type: ignore[attr-defined]
+    best = pool["1"].best_rank()
+    top = layout.codes == 0
+    k = int(best[top].max())
+    assert top.sum() <= budget // 2 < (best <= k + 1).sum() and (top == (best <= k)).all()
+    sizes = np.bincount(layout.codes)[1:]
+    assert sizes.max() - sizes.min() <= 1
+    counts = layout.counts[1:]
+    assert counts.sum() == budget - top.sum()
+    assert counts / counts.sum() == pytest.approx([3 / 5.5, 1.5 / 5.5, 1 / 5.5], abs=0.01)
+    deeper = [best[layout.codes == h] for h in (1, 2, 3)]
+    assert deeper[0].max() <= deeper[1].min() and deeper[1].max() <= deeper[2].min()
+
+
+def test_a_budget_that_starves_a_stratum_warns_with_the_fix(small: tuple[Pool, Oracle]
+                                                            ) -> None:
+    """Issue 10, item 3: 2strata with a budget smaller than the top-10 pool leaves the
+    deeper stratum without a judgment; the selector says so once, with the budget that
+    reaches it, and that budget does."""
+    pool, oracle = small
+    with pytest.warns(SamplingWarning, match=r"Judge at least (\d+) documents") as caught:
+        simulate(selector(pool, "strata", {}, Budget(count=5)), oracle)
+    assert len(caught) == 1
+    need = int(re.search(r"at least (\d+)", str(caught[0].message))[1])  # type: ignore[index]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sample = simulate(selector(pool, "strata", {}, Budget(count=need)), oracle).sample()
+    for topic in pool.topics:
+        assert sample.topic(topic).strata()[1].min() >= 1
 
 
 def test_allocation_meets_rates_and_scales_them_to_the_budget() -> None:
@@ -318,3 +378,17 @@ def test_bad_requests_give_one_line_errors(tiny_files: tuple[Path, Path],
         assert name in listing.stdout
     assert "stratified" in listing.stdout and "pooled" in listing.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_a_starved_stratum_is_one_warning_line(tiny_files: tuple[Path, Path],
+                                               tmp_path: Path) -> None:
+    """Issue 10, item 3 on the command line: a budget below the exhaustive top stratum writes
+    the sample and says, in one line, which budget reaches every stratum."""
+    folder, qrels = tiny_files
+    result = run_cli(["sample", "strata", folder / "*.run", "--qrels", qrels, "-n", "3",
+                      "--param", "strata=1-3:1,4-:0.5", "-o", tmp_path / "out", "--seed", "1"])
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sampleval: warning: strata: in 2 of 2 "
+                                                   "topics"), result.stderr
+    assert "--budget" in lines[0] and (tmp_path / "out" / "sample.json").exists()

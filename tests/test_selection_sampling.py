@@ -36,10 +36,10 @@ from sampleval.selection.active import (
     estimated_ap,
     insert_hits,
     run_distribution,
-    run_prior,
 )
+from sampleval.selection.ap_prior import prior_at_ranks, rank_prior, run_prior
 from sampleval.selection.base import Oracle, rng_state
-from sampleval.selection.stratified import PriorStratifiedSelector, rank_weights
+from sampleval.selection.stratified import PriorStratifiedSelector
 
 METHODS: dict[str, type[Selector]] = {"stratified": PriorStratifiedSelector,
                                       "active": ActiveSelector}
@@ -58,12 +58,21 @@ def synthetic_pool(seed: int = 0, n_runs: int = 4, n_docs: int = 30, depth: int 
     return Pool.from_runs(runs, depth=depth)
 
 
-def test_rank_weights_sum_to_one_and_never_vanish() -> None:
-    for depth in (1, 5, 100):
-        w = rank_weights(depth)
-        assert w.sum() == pytest.approx(1.0)
-        assert w[-1] == pytest.approx(1.0 / depth**2) and (np.diff(w) < 0).all()
-        assert w[0] == pytest.approx((1.0 / np.arange(1, depth + 1)).sum() / depth)
+def test_ap_priors_by_hand() -> None:
+    """The three named AP-priors on a list of 3 (issue 9, item 4): Aslam et al.'s
+    (1/6)(1 + 1 + 1/2 + 1/3), (1/6)(1 + 1/2 + 1/3), (1/6)(1 + 1/3); the same without the
+    constant term, (1/3)(1/r + ... + 1/3); log(3/r), normalised (0 at the last rank)."""
+    assert rank_prior(3, "aslam") == pytest.approx([17 / 36, 11 / 36, 8 / 36])
+    assert rank_prior(3, "harmonic") == pytest.approx([11 / 18, 5 / 18, 2 / 18])
+    logs = np.log([3.0, 1.5, 1.0])
+    assert rank_prior(3, "log") == pytest.approx(logs / logs.sum())
+    for kind in ("aslam", "harmonic", "log"):
+        for n in (1, 5, 100):
+            w = rank_prior(n, kind)
+            assert w.sum() == pytest.approx(1.0) and (np.diff(w) < 0).all()
+    # a second run retrieving only the third document: its whole prior on it
+    both = prior_at_ranks(np.array([[1, 2, 3], [0, 0, 1]]))
+    assert both == pytest.approx([17 / 72, 11 / 72, (8 / 36 + 1) / 2])
 
 
 def test_run_prior_is_each_runs_ap_prior() -> None:
@@ -71,7 +80,7 @@ def test_run_prior_is_each_runs_ap_prior() -> None:
     prior = run_prior(ranking)
     assert np.allclose(prior.sum(axis=1), 1.0)
     assert (prior[ranking == PAD] == 0).all() and (prior[ranking != PAD] > 0).all()
-    assert np.allclose(prior[0, :7], rank_weights(7)) and np.allclose(prior[1], rank_weights(10))
+    assert np.allclose(prior[0, :7], rank_prior(7)) and np.allclose(prior[1], rank_prior(10))
 
 
 def test_estimated_ap_is_the_ht_core_under_independence() -> None:
@@ -107,13 +116,47 @@ def test_run_distribution_keeps_a_floor_for_every_present_run() -> None:
 
 
 @pytest.mark.parametrize(("method", "params"), [
-    ("active", {"batch": "0"}), ("active", {"floor": "0"}), ("active", {"floor": "1.5"}),
+    ("active", {"batch": "0"}), ("active", {"floor": "-0.1"}), ("active", {"floor": "1.5"}),
     ("active", {"weights": "recall"}), ("active", {"batch": "three"}),
+    ("active", {"rounds": "0"}), ("active", {"rounds": "3", "batch": "3"}),
+    ("active", {"prior": "uniform"}), ("stratified", {"prior": "flat"}),
     ("stratified", {"per_stratum": "1"}), ("stratified", {"depth": "3"}),
 ])
 def test_bad_parameters(method: str, params: dict[str, str]) -> None:
     with pytest.raises(UsageError):
         METHODS[method](synthetic_pool(), Budget(count=5), np.random.default_rng(0), **params)
+
+
+def toy_oracle(topic: str, docs: list[str]) -> dict[str, float]:
+    """Every third document (by number) relevant."""
+    return {d: float(int(d[1:]) % 3 == 0) for d in docs}
+
+
+def test_active_rounds_follow_the_reference_code() -> None:
+    """Issue 9, item 3: rounds=3 (the default) draws int(B/3) documents per round until B
+    distinct documents are judged, the last round cut at the draw that brings the B-th;
+    batch=3 draws 3 per round. floor=0 is allowed (neither the paper nor its code has one)."""
+    pool = synthetic_pool(n_runs=6, n_docs=60, depth=20)
+    budget = 24
+    default = simulate(ActiveSelector(pool, Budget(count=budget), np.random.default_rng(5)),
+                       toy_oracle)
+    explicit = ActiveSelector(pool, Budget(count=budget), np.random.default_rng(5), rounds=3,
+                              floor=0.0)
+    assert explicit.params["rounds"] == 3 and "batch" not in explicit.params
+    for selector in (default, simulate(explicit, toy_oracle)):
+        sample = selector.sample()
+        assert sample.rounds is not None and sample.draws is not None
+        sizes = sample.rounds["size"].to_numpy()
+        assert (sizes[:-1] == budget // 3).all() and 1 <= sizes[-1] <= budget // 3
+        assert len(sizes) <= 50
+        assert sample.judged()["doc_id"].nunique() == budget
+        last = sample.draws[sample.draws["round"] == len(sizes)]["doc_id"]
+        assert last.iloc[-1] not in set(sample.draws["doc_id"].iloc[:-1])  # the B-th new one
+    batched = simulate(ActiveSelector(pool, Budget(count=budget), np.random.default_rng(5),
+                                      batch=3), toy_oracle).sample()
+    assert batched.rounds is not None
+    assert (batched.rounds["size"] <= 3).all() and len(batched.rounds) >= budget // 3
+    assert batched.judged()["doc_id"].nunique() == budget
 
 
 def test_active_rejects_documents_it_did_not_propose() -> None:
@@ -184,7 +227,9 @@ def test_budget_spent_exactly_without_duplicates(pool5: Pool, oracle: Oracle, me
         assert sample.round_probs is not None
         sizes = sample.rounds.groupby("query_id")["size"]
         assert (sizes.sum() == sample.draws.groupby("query_id").size()).all()
-        assert sample.rounds["size"].max() <= params.get("batch", 3)
+        per_round = sample.rounds.groupby("query_id")["size"].max()
+        limit = [params.get("batch", selector.budget_for(t) // 3) for t in per_round.index]
+        assert (per_round <= limit).all()
         sampled = sample.draws.groupby("query_id")["doc_id"].nunique()
         assert (sample.round_probs.groupby("query_id").size() == sampled * sizes.size()).all()
 
@@ -241,14 +286,15 @@ def expected_next_probs(pool: Pool, sample: Sample, floor: float) -> np.ndarray:
     for s, row in enumerate(tp.ranking):
         length = int((row != PAD).sum())
         tail = np.cumsum((1.0 / np.arange(1, length + 1))[::-1])[::-1]
-        probs[row[:length]] += runs[s] * tail / length
+        probs[row[:length]] += runs[s] * (1 + tail) / (2 * length)  # Aslam et al.'s prior
     return probs
 
 
 @pytest.mark.shared
 def test_active_draws_follow_the_reported_distribution(topic1: Pool, oracle: Oracle) -> None:
     size = topic1["1"].size
-    selector = ActiveSelector(topic1, Budget(count=size), np.random.default_rng(3))
+    selector = ActiveSelector(topic1, Budget(count=size), np.random.default_rng(3), batch=3,
+                              floor=0.1)
     simulate(selector, oracle, batch=3, rounds=10)
     history = selector.sample()
     assert history.rounds is not None
@@ -276,8 +322,10 @@ def test_active_draws_follow_the_reported_distribution(topic1: Pool, oracle: Ora
         assert np.allclose(reported["probability"], expected[at], rtol=1e-9, atol=0)
     assert expected.sum() == pytest.approx(1.0)
     big = expected * counts.sum() >= 5
-    observed = np.append(counts[big], counts[~big].sum())
-    wanted = np.append(expected[big], expected[~big].sum()) * counts.sum()
+    observed, wanted = counts[big], expected[big] * counts.sum()
+    if (~big).any():  # the rare documents pooled into one cell
+        observed = np.append(observed, counts[~big].sum())
+        wanted = np.append(wanted, expected[~big].sum() * counts.sum())
     assert chisquare(observed, wanted).pvalue > 1e-3
     share = counts / counts.sum()
     se = np.sqrt(expected * (1 - expected) / counts.sum())

@@ -17,8 +17,9 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.estimators.base import TopicView, relevance, topic_views, z_value
 from sampleval.estimators.names import parse_estimate
-from sampleval.estimators.statap import ap_prior, estimate_statap, statap_core
+from sampleval.estimators.statap import estimate_statap, statap_core
 from sampleval.evaluation import evaluate
+from sampleval.selection.ap_prior import prior_at_ranks
 
 STATAP = parse_estimate("statAP")
 
@@ -46,14 +47,6 @@ def test_prels_by_hand() -> None:
     # pair d1 d3: c = 1/3, (1-pi)(1-pi')/(pi^2 pi'^2) = 24, so 24/9; Var = (86/9) / 8^2.
     half = z_value(0.95) * math.sqrt(86 / 9 / 64)
     assert row["hi"] - row["value"] == pytest.approx(half)
-
-
-def test_ap_prior_by_hand() -> None:
-    # a list of 3: (1/6)(1 + 1 + 1/2 + 1/3), (1/6)(1 + 1/2 + 1/3), (1/6)(1 + 1/3); a second
-    # run retrieving only the third document, first: (1/2)(1 + 1) = 1.
-    weights = ap_prior(np.array([[1, 2, 3], [0, 0, 1]]))
-    assert weights == pytest.approx([17 / 36 / 2, 11 / 36 / 2, (8 / 36 + 1) / 2])
-    assert ap_prior(np.array([[1, 2, 3]])).sum() == pytest.approx(1.0)
 
 
 # Six documents; the run ranks b1 a1 a2 b2 a3; relevant a1 a3 b1 b2: R = 4 and
@@ -140,7 +133,7 @@ def test_monte_carlo_bias(
     estimates, variances, truth = [], [], []
     for view in views:
         n_docs = len(view.sample.docnos)
-        prior = ap_prior(view.rank_of(np.arange(n_docs)))
+        prior = prior_at_ranks(view.rank_of(np.arange(n_docs)))
         pi = inclusion_for(0.9 * prior / prior.sum() + 0.1 / n_docs, 100.0)
         y = relevance(view.sample.labels, 1.0)
         at_rank = np.where(view.frame_at_rank >= 0, view.frame_at_rank, n_docs)

@@ -31,3 +31,9 @@ class InputError(SampleValError):
 
 class UsageError(SampleValError):
     """A request that cannot be carried out as asked (unknown measure, conflicting options)."""
+
+
+class SamplingWarning(UserWarning):
+    """A design that will not estimate what it seems to (a stratum left without a judgment,
+    a budget the method cannot spend): the sample is still written, with the fix in the
+    message."""

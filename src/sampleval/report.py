@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
@@ -19,21 +20,27 @@ FORMATS = ("table", "tsv", "json", "trec")
 
 def format_value(value: float, measure: str) -> str:
     """A value at full precision; counts (NumRel, NumRet, NumRelRet) as integers."""
+    return _formatted(value, _is_count(measure))
+
+
+def _formatted(value: float, count: bool) -> str:
     if math.isnan(value):
         return ""
-    if _is_count(measure) and float(value).is_integer():
+    if count and value.is_integer():
         return str(int(value))
-    return repr(float(value))
+    return repr(value)
 
 
 def to_tsv(results: pd.DataFrame, interval: bool = False) -> str:
     """``run topic measure value`` rows with a header (plus ``lo hi`` when ``interval``)."""
     header = ["run", "topic", "measure", "value"] + (["lo", "hi"] if interval else [])
     numbers = ["value", "lo", "hi"] if interval else ["value"]
-    lines = ["\t".join(header)]
-    for run, topic, measure, *values in _rows(results, numbers):
-        lines.append("\t".join([run, topic, measure] + [format_value(v, measure)
-                                                        for v in values]))
+    labels = [results[c].astype(str).tolist() for c in ("run", "query_id", "measure")]
+    count = {m: _is_count(m) for m in set(labels[2])}  # once per measure, not per row
+    cells = [[_formatted(v, count[m]) for v, m in zip(
+        results[c].to_numpy(dtype=np.float64).tolist(), labels[2], strict=True)]
+        for c in numbers]
+    lines = ["\t".join(header), *map("\t".join, zip(*labels, *cells, strict=True))]
     return "\n".join(lines) + "\n"
 
 

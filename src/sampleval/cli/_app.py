@@ -15,13 +15,18 @@ import importlib
 import re
 import shutil
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 PROG = "sampleval"
+T = TypeVar("T")
 Commands = "argparse._SubParsersAction[Parser]"
 
 
@@ -63,7 +68,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     return parser
 
 
-COMMAND_MODULES = ("evaluate", "estimate", "sample")
+COMMAND_MODULES = ("evaluate", "estimate", "sample", "sample_eval")
 
 
 def build_parser() -> Parser:
@@ -117,16 +122,21 @@ def rate(text: str) -> float:
     return value
 
 
+_NAME = re.compile(r"(?:[^,\s(]+|\([^)]*\))+")
+
+
 def split_names(texts: Sequence[str]) -> list[str]:
-    """Names given repeated or comma/space-separated, flattened in order."""
-    return [part for text in texts for part in re.split(r"[,\s]+", text.strip()) if part]
+    """Names given repeated or comma/space-separated, flattened in order; a comma inside
+    parentheses belongs to the name (``AP~ht(var=linear,ap=paper)``)."""
+    return [part for text in texts for part in _NAME.findall(text)]
 
 
 # -- options several commands share ------------------------------------------------------------
 
 def add_runs_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN",
-                        help="run files 'qid Q0 docno rank score tag' (plain or .gz), "
+                        help="run files 'qid Q0 docno rank score tag' (plain or .gz; '-' "
+                             "reads standard input; pipes such as <(zcat run.gz) work), "
                              "directories of runs, or glob patterns")
 
 
@@ -148,6 +158,21 @@ def add_rel_level(parser: argparse.ArgumentParser) -> None:
                              "uses the grades")
 
 
+def add_duplicates(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--duplicates", choices=("error", "first", "last"), default="error",
+                        help="a document a run repeats within a topic: error (stop and name "
+                             "both lines, as trec_eval does), first (keep the occurrence that "
+                             "ranks highest: highest score, then earlier line), last (keep "
+                             "the last line, as sample_eval.pl and pytrec_eval do)")
+
+
+def check_stdin_once(*inputs: str | Sequence[str]) -> None:
+    """Refuse a command line that names standard input (``-``) more than once."""
+    names = [name for item in inputs for name in ([item] if isinstance(item, str) else item)]
+    if names.count("-") > 1:
+        raise UsageError("standard input ('-') can be read only once")
+
+
 def add_name_by(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name-by", choices=("tag", "file"), default="tag",
                         help="name runs by their tag (6th column) or by file name (without "
@@ -161,6 +186,26 @@ def add_predictions(parser: argparse.ArgumentParser, use: str) -> None:
                              "value a grade or a probability of relevance in [0, max "
                              "grade]; documents without a line predict 0): " + use +
                              " (docs/predictions.md)")
+
+
+# -- work in the background ------------------------------------------------------------------
+
+@contextmanager
+def in_background(work: Callable[..., T], *args: Any, **kwargs: Any) -> Iterator[Future[T]]:
+    """Start ``work(*args, **kwargs)`` on a thread; the block runs meanwhile (for instance
+    importing pandas and numba while the run files inflate and parse: ISA-L and Arrow release
+    the GIL) and takes the result with ``.result()``, which re-raises the work's error."""
+    with ThreadPoolExecutor(max_workers=1) as side:
+        yield side.submit(work, *args, **kwargs)
+
+
+def start_reading_runs(args: argparse.Namespace) -> Any:
+    """``in_background`` reading of the command's runs (``args.runs``, ``args.name_by``,
+    ``args.duplicates``), with a progress bar when standard error is a terminal."""
+    from sampleval.io.runs import read_runs  # light: numpy, pyarrow, ISA-L
+
+    return in_background(read_runs, args.runs, name_by=args.name_by,
+                         progress=stderr_is_terminal(), duplicates=args.duplicates)
 
 
 # -- output -------------------------------------------------------------------------------------

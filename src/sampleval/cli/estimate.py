@@ -8,12 +8,14 @@ import sys
 from sampleval.cli._app import (
     add_command,
     add_depth,
+    add_duplicates,
     add_name_by,
     add_per_topic,
     add_predictions,
     add_rel_level,
     add_runs_argument,
     bounded_float,
+    check_stdin_once,
     split_names,
     stderr_is_terminal,
     stdout_console,
@@ -32,7 +34,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "sampleval, NIST sampled qrels 'topic iter docno stratum rel', "
                              "Million Query prels 'qid docno rel method prob', or qrels 'qid "
                              "iter docno rel' whose negative rel means 'pooled, not judged' "
-                             "(trec_eval's infAP input)")
+                             "(trec_eval's infAP input); a file may be '-' (standard input) "
+                             "or a pipe")
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", action="append", metavar="MEASURE",
                         help="an estimator's name: BASE~FAMILY (AP~ht, P@10~ht, nDCG@10~is) "
@@ -55,6 +58,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_predictions(parser, "what the prediction-powered estimators (P@10~ppi, AP~ppi ...) "
                             "correct with the judged sample")
     add_name_by(parser)
+    add_duplicates(parser)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -65,12 +69,14 @@ def run(args: argparse.Namespace) -> None:
     from sampleval.io.samples import load_sample
     from sampleval.report import print_table, to_json, to_tsv
 
+    check_stdin_once(args.sample, args.runs)
     judgments = load_sample(args.sample, args.sample_format)
     names = split_names(args.measure) if args.measure else list(default_estimates(judgments))
     requested(judgments, names, args.predictions is not None)  # fails before runs are read
     predicted = (None if args.predictions is None
                  else read_predictions(args.predictions, largest_grade(judgments)))
-    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
+    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
+                       duplicates=args.duplicates)
     results = estimate(judgments, loaded, names, depth=args.depth, level=args.rel_level,
                        ci=args.ci, predictions=predicted)
     if not args.per_topic:

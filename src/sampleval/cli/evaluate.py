@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 from sampleval.cli._app import (
     add_command,
     add_depth,
+    add_duplicates,
     add_name_by,
     add_per_topic,
     add_rel_level,
     add_runs_argument,
+    check_stdin_once,
     split_names,
-    stderr_is_terminal,
+    start_reading_runs,
     stdout_console,
 )
 from sampleval.measures.names import DEFAULT_MEASURES
@@ -29,8 +31,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "evaluate", run,
                          "evaluate runs exactly against qrels, as trec_eval does")
     parser.add_argument("qrels", metavar="QRELS",
-                        help="qrels file 'qid iter docno rel' (plain or .gz); negative rel: "
-                             "pooled, not judged")
+                        help="qrels file 'qid iter docno rel' (plain or .gz, or '-' for "
+                             "standard input); negative rel: pooled, not judged")
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", action="append", metavar="MEASURE",
                         help="measure to compute, ir_measures style (AP, P@10, R@100, Rprec, "
@@ -54,16 +56,22 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "'all'; json: {run: {topic: {measure: value}}}; trec: "
                              "trec_eval's text output")
     add_name_by(parser)
+    add_duplicates(parser)
 
 
 def run(args: argparse.Namespace) -> None:
-    from sampleval.evaluation import MEAN_TOPIC, evaluate
-    from sampleval.io import read_qrels, read_runs
     from sampleval.measures.names import parse_measures
 
     measures = parse_measures(split_names(args.measure or list(DEFAULT_MEASURES)))
-    judgments = read_qrels(args.qrels)
-    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
+    check_stdin_once(args.qrels, args.runs)
+    with start_reading_runs(args) as reading:  # the runs load while pandas and numba import
+        from sampleval.core._kernels import load_compiled
+        from sampleval.evaluation import MEAN_TOPIC, evaluate
+        from sampleval.io.qrels import read_qrels
+
+        load_compiled()
+        judgments = read_qrels(args.qrels)
+        loaded = reading.result()
     results = evaluate(judgments, loaded, measures, depth=args.depth, rel_level=args.rel_level,
                        all_topics=args.all_topics, judged_only=args.judged_only)
     if not args.per_topic:

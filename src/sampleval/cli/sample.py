@@ -8,9 +8,11 @@ import sys
 
 from sampleval.cli._app import (
     add_command,
+    add_duplicates,
     add_name_by,
     add_predictions,
     add_runs_argument,
+    check_stdin_once,
     positive_int,
     rate,
     stderr_is_terminal,
@@ -28,8 +30,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_runs_argument(parser)
     parser.add_argument("--qrels", required=True, metavar="ORACLE",
                         help="qrels 'qid iter docno rel' that answer for the assessor "
-                             "(simulation); a document they do not judge counts as not "
-                             "relevant")
+                             "(simulation; '-' reads standard input); a document they do not "
+                             "judge counts as not relevant")
     parser.add_argument("-o", "--output", required=True, metavar="SAMPLE",
                         help="directory to write the sample to: sample.json and its tables "
                              "(docs/sample-format.md), read by 'sampleval estimate'")
@@ -50,6 +52,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_predictions(parser, "for the methods that use them (stratified --param "
                             "size=residual)")
     add_name_by(parser)
+    add_duplicates(parser)
     add_command(commands, "methods", run_methods,
                 "list the selection methods and the estimator families",
                 "List the selection methods (their design, parameters and the estimator "
@@ -77,11 +80,13 @@ def run_sample(args: argparse.Namespace) -> None:
         params[name.strip()] = value.strip()
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
     cls.check_predictions(args.predictions is not None)
+    check_stdin_once(args.qrels, args.runs)
     qrels = read_qrels(args.qrels)
     oracle = qrels_oracle(qrels)
     predicted = None if args.predictions is None else read_predictions(
         args.predictions, max(1.0, float(qrels.frame["relevance"].max())))
-    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal())
+    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
+                       duplicates=args.duplicates)
     seed = args.seed
     if seed is None:
         seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
@@ -107,13 +112,17 @@ def run_methods(args: argparse.Namespace) -> None:
     for name, cls in METHODS.items():
         families = ", ".join(cls.estimator_families()) or (
             "none (exact measures on the judged documents)")
+        unit = "" if cls.budget_unit == "judgments" else f"; the budget counts {cls.budget_unit}"
         lines += [f"  {name}: {cls.summary}",
-                  f"      design: {cls.design}; estimators: {families}"]
+                  f"      design: {cls.design}; estimators: {families}{unit}"]
         lines += [f"      {p.name} ({p.type.__name__}): {p.describe()}" for p in cls.parameters]
         lines.append("")
-    lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME)", ""]
+    lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "
+              "NAME(OPTION=VALUE), e.g. xinfAP(var=appendix))", ""]
     for name, family in FAMILIES.items():
         lines += [f"  {name}: {family.title} ({family.reference})",
                   f"      measures: {', '.join(family.measure_names())}",
-                  f"      designs: {', '.join(family.designs)}", ""]
+                  f"      designs: {', '.join(family.designs)}"]
+        lines += [f"      option {line}" for line in family.option_lines()]
+        lines.append("")
     sys.stdout.write("\n".join(lines))

@@ -161,3 +161,12 @@ def topic_rankings(topic: np.ndarray, doc: np.ndarray, order: np.ndarray,
             if cells[j] >= 0:
                 cells[j] = local[cells[j]]
     return lengths, doc_ids[:doc_bounds[-1]], doc_bounds, rankings, ranking_bounds
+
+
+def load_compiled() -> None:
+    """Load a kernel from numba's on-disk cache with the argument types the Pool build uses.
+    The first compiled call of a process initialises LLVM (about 0.3 s of CPU); a command
+    calls this while its input files are still being read, so that the Pool build does not
+    pay it later."""
+    pack_short(np.zeros(2, dtype=np.int32), np.zeros(1, dtype=np.uint8),
+               np.zeros(1, dtype=np.uint64))

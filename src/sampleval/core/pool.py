@@ -103,7 +103,8 @@ class Pool:
         doc_chunks, bounds = _chunks([r.table["doc_id"] for r in runs])
         vocabulary, doc_col = _sorted_vocabulary(doc_chunks)  # doc_col: each row's doc id
         topic_names, topic_codes = _unified(_chunks([r.table["query_id"] for r in runs])[0])
-        order = np.empty(len(doc_col), dtype=np.int64)  # all rows ranked, run after run
+        # all rows ranked, run after run (int32 where it fits: memory)
+        order = np.empty(len(doc_col), dtype=np.int32 if len(doc_col) < 2**31 else np.int64)
         for run, start, end in zip(runs, bounds[:-1], bounds[1:], strict=True):
             np.add(trec_order(topic_codes[start:end], run.table["score"].to_numpy(),
                               doc_col[start:end], score_type), start, out=order[start:end])
@@ -184,12 +185,18 @@ def _packed_vocabulary(chunks: list[pa.DictionaryArray]) -> tuple[np.ndarray, np
         if not pack_short(offsets, np.frombuffer(data or b"", np.uint8), keys[start:end]):
             return None
     codes, distinct = factorize_keys(keys)
+    del keys  # memory: the largest array here, no longer needed
     order = np.argsort(distinct)
     key = np.empty(len(order), dtype=np.int32)
     key[order] = np.arange(len(order))
     entry_key = key[codes]  # each dictionary entry's sorted position
-    rows = np.concatenate([entry_key[start:][chunk.indices.to_numpy(zero_copy_only=False)]
-                           for chunk, start in zip(chunks, starts[:-1], strict=True)])
+    del codes
+    rows = np.empty(sum(len(chunk) for chunk in chunks), dtype=np.int32)
+    at = 0
+    for chunk, start in zip(chunks, starts[:-1], strict=True):  # into place: no concatenation
+        np.take(entry_key[start:], chunk.indices.to_numpy(zero_copy_only=False),
+                out=rows[at:at + len(chunk)])
+        at += len(chunk)
     return _unpacked(distinct[order]), rows
 
 

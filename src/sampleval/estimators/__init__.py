@@ -57,7 +57,7 @@ def requested(sample: Sample, measures: Sequence[str],
               with_predictions: bool = False) -> list[EstimateSpec]:
     """The estimated measures named, each checked to apply to the sample's design and to
     have the predictions it needs (UsageError, before any run is read)."""
-    specs = [parse_estimate(m) for m in measures]
+    specs = list(dict.fromkeys(parse_estimate(m) for m in measures))
     for spec in specs:
         family = FAMILIES[spec.family]
         if sample.design not in family.designs:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.predictions import Predictions
@@ -98,6 +97,8 @@ def gain(labels: np.ndarray) -> np.ndarray:
 
 def z_value(ci: float) -> float:
     """The two-sided normal quantile for confidence level ``ci`` (1.96 for 0.95)."""
+    from scipy.stats import norm  # here: scipy.stats takes longer to import than many commands
+
     return float(norm.ppf(0.5 + ci / 2.0))
 
 

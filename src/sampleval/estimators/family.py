@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sampleval.params import Param
 from sampleval.registry import Registry
 
 if TYPE_CHECKING:
@@ -40,12 +41,14 @@ class Base:
     whether it takes a cutoff (``no``, ``optional``, ``required``), the established name it
     prints as (``xinfAP``, ``iP``; None: ``BASE[@k]~FAMILY``), and ``penalty``, added to the
     family's design preference when choosing the default estimator of this measure (a
-    family can be preferred for AP but not for P@k)."""
+    family can be preferred for AP but not for P@k), and ``options``: the names of the
+    family's options (:attr:`EstimatorFamily.options`) this measure takes."""
 
     name: str
     cutoff: str = "no"
     alias: str | None = None
     penalty: int = 0
+    options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.cutoff not in CUTOFF_RULES:
@@ -60,9 +63,12 @@ class EstimatorFamily:
     preferred when a plain measure such as ``AP`` is to be estimated from a sample of that
     design); ``compute`` estimates the requested measures for every run and topic;
     ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
-    doubles, trec_eval floats); ``needs_predictions``: the family reads predicted relevance
-    (``TopicView.predictions``), so it is never a plain measure's default and
-    :func:`sampleval.estimators.estimate` refuses it without predictions.
+    doubles, trec_eval floats); ``options`` are the estimator's named variants, written
+    ir_measures-style after the measure's name (``xinfAP(var=appendix)``,
+    ``AP~ht(var=jackknife)``), each a :class:`~sampleval.params.Param` whose default is the
+    variant used when none is named; each base lists the options it takes;
+    ``needs_predictions``: the family reads predicted relevance (``TopicView.predictions``), so it is never a plain measure's
+    default and :func:`sampleval.estimators.estimate` refuses it without predictions.
     """
 
     name: str
@@ -72,12 +78,22 @@ class EstimatorFamily:
     designs: Mapping[str, int]
     compute: FamilyFunction
     score_type: type[np.floating] = np.float32
+    options: tuple[Param, ...] = ()
     needs_predictions: bool = False
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 
     def __post_init__(self) -> None:
         self._by_name.update({b.name: b for b in self.bases})
+        declared = {p.name for p in self.options}
+        for b in self.bases:
+            unknown = set(b.options) - declared
+            if unknown:
+                raise ValueError(f"{self.name}: {b.name} takes undeclared options {unknown}")
+
+    def option(self, name: str) -> Param | None:
+        """The declared option ``name`` (None when the family has none by that name)."""
+        return next((p for p in self.options if p.name == name), None)
 
     def base(self, name: str) -> Base | None:
         """The declared base measure ``name`` (None when the family does not estimate it)."""
@@ -98,6 +114,16 @@ class EstimatorFamily:
             cut = {"no": "", "optional": "[@k]", "required": "@k"}[b.cutoff]
             names.append(f"{b.alias}{cut}" if b.alias else f"{b.name}{cut}~{self.name}")
         return names
+
+    def option_lines(self) -> list[str]:
+        """One line per option for help texts: its name, the measures that take it, and
+        :meth:`~sampleval.params.Param.describe`."""
+        lines = []
+        for p in self.options:
+            takers = [n for b, n in zip(self.bases, self.measure_names(), strict=True)
+                      if p.name in b.options]
+            lines.append(f"{p.name} ({', '.join(takers)}): {p.describe()}")
+        return lines
 
 
 FAMILIES: Registry[EstimatorFamily] = Registry("estimator family", "sampleval.estimators")

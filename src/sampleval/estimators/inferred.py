@@ -33,20 +33,53 @@ run-level (not frame-level) stratum sizes in infNDCG, and the rounding of N_g. R
 to depth 1000 as the script does; documents outside the frame are ignored by every sum.
 Relevance is ``label >= level`` (the script's ``rel > 0`` for level 1).
 
-Variances (for intervals): the script reports none. Both infAP and xinfAP are ratios of two
-stratified estimates, T/R with T = sum_h (N_h/n_h) sum_{sampled d in h} y_d (y_d: the
-estimated precision at d when d is relevant and retrieved, else 0) and R = sum_h (N_h/n_h)
-sum x_d (x_d: d relevant); infAP is the one-stratum case (its N/n cancels). Following
-Yilmaz, Kanoulas & Aslam (2008, sec. 2: sampling variance plus the variance of each
-precision estimate), the variance is the stratified ratio estimator's linearisation
-(Cochran, Sampling Techniques, 1977, sec. 6.11),
+Variances (for intervals; the script reports none), option ``var`` (``xinfAP(var=...)``,
+``infAP(var=...)``). Both infAP and xinfAP are ratios of two stratified estimates, T/R with
+T = sum_h (N_h/n_h) sum_{sampled d in h} y_d (y_d: the estimated precision at d, PC_d, when d
+is relevant and retrieved, else 0) and R = sum_h (N_h/n_h) sum x_d (x_d: d relevant); infAP
+is the one-stratum case. Three estimates of Var(T/R):
 
-    Var ~ (1/R^2) [ sum_h N_h^2 (1 - n_h/N_h) s_h^2(y - AP x) / n_h
-                    + sum_{d relevant, retrieved} (N_h/n_h)^2 Var(prec_d) ],
+- ``jackknife`` (the default): the stratified delete-one jackknife (Wolter, Introduction to
+  Variance Estimation, 2007, sec. 4.5): each sampled document j of stratum h in turn is
+  taken as not sampled (the estimate recomputed with n_h - 1 sampled in h), and
+  v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in h} (theta_(j) - mean_h theta_(.))^2
+  (strata with n_h < 2 add nothing). Its 95% intervals cover best (table below).
+- ``appendix``: Yilmaz, Kanoulas & Aslam, SIGIR 2008, Appendix, with precisions at
+  different cut-offs dependent: var = (1 - p) sigma^2 / r + (1/r^2) [sum_k Var(PC_k) + 2
+  sum_{k<m} (k/m) Var(PC_k)], p the sampled share of the pool, r the sampled relevant
+  documents, sigma^2 = sum_k (PC_k - AP)^2 / (r - 1) over them (PC_k = 0 when the run did
+  not retrieve k), k and m ranks of relevant documents, Var(PC_k) = (|d100|_{k-1}/k)^2
+  p_k (1 - p_k)/n_{k-1} (1 - (n_{k-1} - 1)/(|d100|_{k-1} - 1)) with p_k = r_{k-1}/n_{k-1}
+  unsmoothed (their footnote 4), |d100|_{k-1} the pool documents above rank k and n_{k-1},
+  r_{k-1} the sampled and sampled relevant ones. The paper prints the variance of the
+  proportion alone: the factor (|d100|_{k-1}/(k-1))^2 of PC-above is 1 in its setting (runs
+  of the depth-100 pool, every document above rank k <= 100 in it), and is kept here. Where
+  n_{k-1} = 0 the formula is undefined; 1/4, the largest variance of a proportion, is used.
+  For xinfAP (the paper gives no variance) the same two components per stratum, following
+  its sec. 3 decomposition AP = sum_h P_h E_h (P_h = R_h/R): (1) sum_h P_h^2 (1 - n_h/N_h)
+  sigma_h^2 / r_h and (2) with c_k = (N_h/n_h)/R-hat for k in h, sum_k c_k^2 Var(PC_k) +
+  2 sum_{k<m} c_k c_m (k/m) Var(PC_k), Var(PC_k) = (1/k^2) sum_g d_g^2 Var(p_g) over the
+  strata g above k.
+- ``linear``: the stratified ratio estimator's linearisation (Cochran, Sampling
+  Techniques, 1977, sec. 6.11) plus independent precision variances, our derivation from
+  the paper's sec. 2 before the Appendix was at hand:
+  Var ~ (1/R^2) [sum_h N_h^2 (1 - n_h/N_h) s_h^2(y - AP x) / n_h + sum_{d relevant,
+  retrieved} (N_h/n_h)^2 Var(PC_d)], Var(PC_d) from the unbiased hypergeometric variance
+  (1 - n/N) p(1 - p)/(n - 1) of each in-stratum rate at sample_eval's smoothed p.
 
-with Var(prec_d) from the hypergeometric variance of each in-stratum precision above d.
-This is our derivation (the paper's appendix was not at hand), checked for coverage by
-simulation (see the tests).
+Coverage of the 95% intervals (per topic and run / of each run's mean over topics), TREC-COVID
+round 5, depth-100 pool of the 126 runs, 50 topics, 100 samples, ``python -m
+sampleval.experiments.interval_coverage --trials 100 --designs strata,uniform``:
+
+    design                        jackknife       appendix        linear
+    xinfAP, strata (1-10 all,     0.865 / 0.931   0.829 / 0.907   0.830 / 0.866
+      11-30 at 30%, 31- at 10%)
+    infAP, uniform 10%            0.768 / 0.747   0.731 / 0.631   0.709 / 0.563
+
+Under the uniform 10% sample infAP's mean over topics is biased (-0.018 in mean AP: with few
+judged documents above a relevant one near the top, the smoothed precision above it tends to
+1/2, low for good runs), which no variance can cover; the per-topic coverage still ranks the
+variants the same way.
 """
 
 from __future__ import annotations
@@ -55,21 +88,37 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
-from sampleval.estimators._kernels import nist_pass, ratio_variance_sums, srs_variance
+from sampleval.estimators._kernels import (
+    VAR_APPENDIX,
+    VAR_LINEAR,
+    VAR_NONE,
+    infap_replicates,
+    nist_pass,
+    nist_replicates,
+    ratio_variance_sums,
+    srs_variance,
+)
 from sampleval.estimators.base import TopicView, summarise
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.names import EstimateSpec
+from sampleval.params import Param
 
 INFAP_EPSILON = 1e-5
 NIST_RELEVANT_EPSILON = 1e-5
 NIST_SAMPLED_EPSILON = 3e-5
 NIST_MAX_RESULTS = 1000
+VARIANCES = ("jackknife", "appendix", "linear")
+VAR_OPTION = Param("var", str, "jackknife", "variance of the estimate: jackknife (stratified "
+                   "delete-one), appendix (Yilmaz, Kanoulas & Aslam 2008, Appendix) or "
+                   "linear (linearised ratio, independent precisions)", choices=VARIANCES)
 
 
 # -- infAP (trec_eval) -------------------------------------------------------------------------
 
-def infap_topic(view: TopicView, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """infAP and its variance for every run on one topic (trec_eval's ``m_infap.c``)."""
+def infap_topic(view: TopicView, level: float, var: str = VAR_OPTION.default
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """infAP (trec_eval's ``m_infap.c``) and its variance (``var``: module docstring) for
+    every run on one topic."""
     frame_idx = view.frame_at_rank
     in_frame = frame_idx >= 0
     labels = view.labels_at_rank()
@@ -84,19 +133,76 @@ def infap_topic(view: TopicView, level: float) -> tuple[np.ndarray, np.ndarray]:
     rank = np.arange(1, labels.shape[1] + 1)
     density = (r_above + INFAP_EPSILON) / (r_above + n_above + 2 * INFAP_EPSILON)
     prec = (1.0 + (r_above + n_above + u_above) * density) / rank
-    big_r = float(np.count_nonzero(view.sample.judged & (view.sample.labels >= level)))
+    ts = view.sample
+    relevant = ts.judged & (ts.labels >= level)
+    big_r = float(np.count_nonzero(relevant))
     value = np.where(rel, prec, 0.0).sum(axis=1) / big_r if big_r else np.zeros(view.n_runs)
-    # variance: one stratum, infAP's uniform sample of the pool (module docstring)
+    size, n_judged = len(ts.docnos), int(np.count_nonzero(ts.judged))
+    if var == "jackknife":
+        judged_index = np.where(ts.judged, np.cumsum(ts.judged) - 1, -1)
+        _, rep = infap_replicates(np.ascontiguousarray(frame_idx), ts.judged, relevant,
+                                  judged_index, INFAP_EPSILON)
+        left = big_r - relevant[ts.judged]
+        replicates = np.divide(rep, left, out=np.zeros_like(rep), where=left > 0)
+        variance = stratified_jackknife(replicates, np.zeros(n_judged, dtype=np.int64),
+                                        np.array([size]), np.array([n_judged]))
+        return value, variance
+    if var == "appendix":
+        above = r_above + n_above + u_above
+        var_prec = (above / rank) ** 2 * _appendix_proportion(r_above, r_above + n_above,
+                                                              above)
+        own = np.where(rel, var_prec, 0.0)
+        later = np.where(rel, rank * var_prec, 0.0)
+        cov = (np.where(rel, (np.cumsum(later, axis=1) - later) / rank, 0.0)).sum(axis=1)
+        pc = _at_frame(view, np.where(rel, prec, 0.0))[:, relevant]
+        spread = _appendix_spread(pc, value)
+        within = (own.sum(axis=1) + 2.0 * cov) / big_r**2 if big_r else 0.0
+        return value, (1.0 - n_judged / max(size, 1)) * spread + within
+    # linear: one stratum, infAP's uniform sample of the pool (module docstring)
     var_prec = (r_above + n_above + u_above) ** 2 * srs_variance(
         density, r_above + n_above, r_above + n_above + u_above) / rank**2
-    ts = view.sample
-    x = (ts.judged & (ts.labels >= level)).astype(np.float64)
+    x = relevant.astype(np.float64)
     strata = np.where(ts.judged, 0, -1)
     variance = _ratio_variance(_at_frame(view, np.where(rel, prec, 0.0)),
                                _at_frame(view, np.where(rel, var_prec, 0.0)),
-                               x, strata, np.array([len(ts.docnos)]),
-                               np.array([np.count_nonzero(ts.judged)]), value)
+                               x, strata, np.array([size]), np.array([n_judged]), value)
     return value, variance
+
+
+def _appendix_proportion(s: np.ndarray, m: np.ndarray, big_d: np.ndarray) -> np.ndarray:
+    """The Appendix's variance of a proportion s/m of m drawn from big_d, elementwise
+    (``_kernels.appendix_variance``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = s / m
+        value = p * (1.0 - p) / m * (1.0 - (m - 1.0) / (big_d - 1.0))
+    value = np.where(m == 0, 0.25, value)
+    return np.where((big_d <= 0) | (m >= big_d), 0.0, value)
+
+
+def _appendix_spread(pc: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+    """sigma^2 / r, the Appendix's first component without its (1 - p): the spread of the
+    precisions ``pc`` (``[n_runs, r]``, at the sampled relevant documents) around the
+    estimate, sum (PC_k - AP)^2 / (r - 1) / r; 0 for r < 2."""
+    r = pc.shape[1]
+    if r < 2:
+        return np.zeros(pc.shape[0])
+    return ((pc - estimate[:, None]) ** 2).sum(axis=1) / (r - 1) / r
+
+
+def stratified_jackknife(replicates: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
+                         n_sampled: np.ndarray) -> np.ndarray:
+    """The stratified delete-one jackknife variance, per run: ``replicates`` ``[n_runs,
+    n_units]`` (the estimate without each sampled unit), ``strata`` each unit's stratum,
+    ``sizes`` N_h and ``n_sampled`` n_h; sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in h}
+    (theta_(j) - mean_h)^2, strata with n_h < 2 left out."""
+    variance = np.zeros(replicates.shape[0])
+    for h, (big_n, n) in enumerate(zip(sizes, n_sampled, strict=True)):
+        if n < 2:
+            continue
+        part = replicates[:, strata == h]
+        spread = ((part - part.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+        variance += (1.0 - n / big_n) * (n - 1) / n * spread
+    return variance
 
 
 def _at_frame(view: TopicView, at_rank: np.ndarray) -> np.ndarray:
@@ -131,10 +237,11 @@ def _ratio_variance(y: np.ndarray, own: np.ndarray, x: np.ndarray, strata: np.nd
 
 # -- xinfAP, infNDCG, iP@k, inum_rel (NIST sample_eval) -------------------------------------
 
-def nist_topic(view: TopicView, level: float, parts: frozenset[str]) -> dict[str, np.ndarray]:
+def nist_topic(view: TopicView, level: float, parts: frozenset[str],
+               var: str = VAR_OPTION.default) -> dict[str, np.ndarray]:
     """sample_eval's per-topic quantities for every run (module docstring). ``parts`` says
-    which to compute: ``xinfAP``, ``variance`` (xinfAP's), ``infNDCG``, ``rel_ret`` (inum_rel_ret
-    at every rank, for iP@k); ``inum_rel`` always comes."""
+    which to compute: ``xinfAP``, ``variance`` (xinfAP's, by ``var``), ``infNDCG``,
+    ``rel_ret`` (inum_rel_ret at every rank, for iP@k); ``inum_rel`` always comes."""
     frame_at_rank = np.ascontiguousarray(view.frame_at_rank[:, :NIST_MAX_RESULTS])
     n_runs, width = frame_at_rank.shape
     ts = view.sample
@@ -142,19 +249,39 @@ def nist_topic(view: TopicView, level: float, parts: frozenset[str]) -> dict[str
     sizes, n_sampled = ts.strata()
     relevant = ts.judged & (ts.labels >= level)
     scale = np.divide(sizes, n_sampled, out=np.zeros(n_strata), where=n_sampled > 0)
-    big_r = float((np.bincount(ts.stratum[relevant], minlength=n_strata) * scale).sum())
+    r_sampled = np.bincount(ts.stratum[relevant], minlength=n_strata)
+    big_r = float((r_sampled * scale).sum())
     out = {"inum_rel": np.full(n_runs, big_r)}
     judged = ts.judged
-    sap, gain, docs, smp, y, own, rel_ret = nist_pass(
-        frame_at_rank, ts.stratum, ts.labels, np.where(judged, np.cumsum(judged) - 1, -1),
-        float(level), n_strata, np.log2(np.arange(1, width + 1) + 1), "variance" in parts,
-        "rel_ret" in parts)
+    sampled_index = np.where(judged, np.cumsum(judged) - 1, -1)
+    with_var = "variance" in parts
+    kind = {"linear": VAR_LINEAR, "appendix": VAR_APPENDIX}.get(var, VAR_NONE) if with_var \
+        else VAR_NONE
+    coef = scale / big_r if big_r else np.zeros(n_strata)
+    sap, gain, docs, smp, y, own, cov, rel_ret = nist_pass(
+        frame_at_rank, ts.stratum, ts.labels, sampled_index, float(level), n_strata,
+        np.log2(np.arange(1, width + 1) + 1), kind, coef, "rel_ret" in parts)
     if parts & {"xinfAP", "variance"}:
         out["xinfAP"] = (sap * scale).sum(axis=1) / big_r if big_r else np.zeros(n_runs)
-        if "variance" in parts:  # over the sampled documents only: the others add nothing
+    if with_var:  # over the sampled documents only: the others add nothing
+        strata = ts.stratum[judged]
+        if var == "jackknife":
+            out["xinfAP_var"] = _nist_jackknife(view, frame_at_rank, level, sizes,
+                                                n_sampled, r_sampled, sampled_index)
+        elif var == "appendix":
+            is_rel = relevant[judged]
+            share = r_sampled * scale / big_r if big_r else np.zeros(n_strata)
+            spread = np.zeros(n_runs)
+            for h in range(n_strata):
+                in_h = is_rel & (strata == h)
+                spread += share[h] ** 2 * (1.0 - n_sampled[h] / sizes[h]) * _appendix_spread(
+                    y[:, in_h], out["xinfAP"])
+            c = coef[strata]
+            out["xinfAP_var"] = spread + (own * c**2).sum(axis=1) + 2.0 * cov
+        else:
             out["xinfAP_var"] = _ratio_variance(
-                y, own, relevant[judged].astype(np.float64), ts.stratum[judged], sizes,
-                n_sampled, out["xinfAP"])
+                y, own, relevant[judged].astype(np.float64), strata, sizes, n_sampled,
+                out["xinfAP"])
     if "infNDCG" in parts:
         dcg = np.divide(docs * gain, smp, out=np.zeros_like(gain), where=smp > 0).sum(axis=1)
         ideal = _nist_ideal_dcg(view, scale)
@@ -162,6 +289,26 @@ def nist_topic(view: TopicView, level: float, parts: frozenset[str]) -> dict[str
     if "rel_ret" in parts:
         out["rel_ret"] = rel_ret
     return out
+
+
+def _nist_jackknife(view: TopicView, frame_at_rank: np.ndarray, level: float,
+                    sizes: np.ndarray, n_sampled: np.ndarray, r_sampled: np.ndarray,
+                    sampled_index: np.ndarray) -> np.ndarray:
+    """xinfAP's stratified delete-one jackknife variance (module docstring), per run."""
+    ts = view.sample
+    scale = np.divide(sizes, n_sampled, out=np.zeros(len(sizes)), where=n_sampled > 0)
+    total, own = nist_replicates(frame_at_rank, ts.stratum, ts.labels, sampled_index,
+                                 float(level), scale)
+    strata = ts.stratum[ts.judged]
+    is_rel = ts.labels[ts.judged] >= level
+    # each replicate's design: one fewer sampled (and sampled relevant) in the unit's stratum
+    left = n_sampled[strata] - 1.0
+    new_scale = np.divide(sizes[strata], left, out=np.zeros(len(strata)), where=left > 0)
+    change = new_scale - scale[strata]
+    r_hat = (r_sampled * scale).sum() + change * r_sampled[strata] - new_scale * is_rel
+    numerator = total + change * own
+    replicates = np.divide(numerator, r_hat, out=np.zeros_like(numerator), where=r_hat > 0)
+    return stratified_jackknife(replicates, strata, sizes, n_sampled)
 
 
 def _nist_ideal_dcg(view: TopicView, scale: np.ndarray) -> float:
@@ -197,23 +344,33 @@ def precision_at(rel_ret: np.ndarray, cutoff: int) -> np.ndarray:
 
 def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                        specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
-    """infAP for every run and topic, with normal intervals (see ``infap_topic``)."""
-    results = [infap_topic(v, level) for v in views]
-    values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
-    variances = np.array([r[1] for r in results]).reshape(len(views), len(run_names))
-    return pd.concat([summarise(run_names, views, spec.name, values, variances, ci)
-                      for spec in specs], ignore_index=True)
+    """infAP for every run and topic, with normal intervals from the variance ``var`` (see
+    ``infap_topic``)."""
+    frames = []
+    for spec in specs:
+        results = [infap_topic(v, level, spec.option("var")) for v in views]
+        values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
+        variances = np.array([r[1] for r in results]).reshape(len(views), len(run_names))
+        frames.append(summarise(run_names, views, spec.name, values, variances, ci))
+    return pd.concat(frames, ignore_index=True)
 
 
 def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                   specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
     """xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret as sample_eval computes them (each
-    topic's quantities computed once for all the requested measures)."""
+    topic's quantities computed once for all the requested measures; xinfAP's variance once
+    per requested ``var``)."""
     wanted = {"AP": ("xinfAP", "variance"), "nDCG": ("infNDCG",), "P": ("rel_ret",),
               "NumRelRet": ("rel_ret",), "NumRel": ()}
     parts = frozenset(p for spec in specs for p in wanted[spec.base])
-    per_topic = [nist_topic(v, level, parts) for v in views]
+    variants = list(dict.fromkeys(spec.option("var") for spec in specs if spec.base == "AP"))
+    first = variants[0] if variants else VAR_OPTION.default
+    per_topic = [nist_topic(v, level, parts, first) for v in views]
     shape = (len(views), len(run_names))
+    var_of = {first: [t["xinfAP_var"] for t in per_topic]} if variants else {}
+    for var in variants[1:]:
+        var_of[var] = [nist_topic(v, level, frozenset({"variance"}), var)["xinfAP_var"]
+                       for v in views]
 
     def stack(rows: list[np.ndarray]) -> np.ndarray:
         return np.array(rows).reshape(shape)
@@ -223,7 +380,7 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
         variances = None
         if spec.base == "AP":
             values = stack([t["xinfAP"] for t in per_topic])
-            variances = stack([t["xinfAP_var"] for t in per_topic])
+            variances = stack(var_of[spec.option("var")])
         elif spec.base == "nDCG":
             values = stack([t["infNDCG"] for t in per_topic])
         elif spec.base == "P":
@@ -238,16 +395,17 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
 
 register_family(EstimatorFamily(
     name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
-    reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c",
-    bases=(Base("AP", alias="infAP"),),
+    reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
+    bases=(Base("AP", alias="infAP", options=("var",)),),
     designs={"stratified": 3, "census": 3},
-    compute=estimate_trec_eval))
+    compute=estimate_trec_eval, options=(VAR_OPTION,)))
 
 register_family(EstimatorFamily(
     name="nist", title="NIST sample_eval's xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret",
-    reference="Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4; NIST sample_eval.pl",
-    bases=(Base("AP", alias="xinfAP"), Base("nDCG", alias="infNDCG"),
+    reference="Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4 and Appendix; NIST "
+              "sample_eval.pl",
+    bases=(Base("AP", alias="xinfAP", options=("var",)), Base("nDCG", alias="infNDCG"),
            Base("P", "required", alias="iP", penalty=5), Base("NumRel", alias="inum_rel"),
            Base("NumRelRet", alias="inum_rel_ret", penalty=5)),
     designs={"stratified": 1, "census": 1},
-    compute=estimate_nist, score_type=np.float64))
+    compute=estimate_nist, score_type=np.float64, options=(VAR_OPTION,)))

@@ -1,34 +1,52 @@
 """Names of estimated measures: ``BASE[@k]~FAMILY`` (``AP~ht``, ``P@10~is``) or a family's
 established names (``infAP``, ``xinfAP``, ``infNDCG``, ``iP@10``, ``inum_rel``, ``statAP``),
-all taken from the families' declarations (:mod:`sampleval.estimators.family`)."""
+all taken from the families' declarations (:mod:`sampleval.estimators.family`).
+
+A family's options follow the name ir_measures-style, in parentheses, either after the whole
+name or after the base: ``xinfAP(var=appendix)``, ``AP~ht(var=jackknife,ap=paper)``,
+``AP(var=jackknife)@10~ht``. Names are case-insensitive where that is unambiguous (``ap~ht``,
+``XINFAP``, ``ndcg@10~HT``); an unknown name gets a "did you mean".
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sampleval.errors import UsageError
-from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.family import FAMILIES, EstimatorFamily
+from sampleval.params import parse_assignments
 from sampleval.registry import did_you_mean
 
-_FORM = re.compile(r"^(?P<base>[A-Za-z_]+)(?:@(?P<cut>\d+))?(?:~(?P<family>[a-z_]+))?$")
+_FORM = re.compile(r"^(?P<base>[A-Za-z_]+)(?:\((?P<early>[^()]*)\))?(?:@(?P<cut>\d+))?"
+                   r"(?:~(?P<family>[A-Za-z_]+))?(?:\((?P<late>[^()]*)\))?$")
 
 
 @dataclass(frozen=True)
 class EstimateSpec:
-    """One estimated measure: its family, base measure, cutoff, and the name it prints as.
-    Made only for what the family declares (UsageError otherwise)."""
+    """One estimated measure: its family, base measure, cutoff, options, and the name it
+    prints as. Made only for what the family declares (UsageError otherwise).
+
+    ``options`` are ``(name, value)`` pairs of the family's declared options that this base
+    takes; values are converted and checked by the option's declaration, and options at
+    their default are dropped, so that ``xinfAP(var=jackknife)`` and ``xinfAP`` (when
+    jackknife is the default) are the same estimate, printed ``xinfAP``.
+    """
 
     family: str
     base: str
     cutoff: int | None = None
+    options: tuple[tuple[str, Any], ...] = field(default=())
 
     def __post_init__(self) -> None:
-        declared = FAMILIES[self.family].base(self.base)
+        family = FAMILIES[self.family]
+        declared = family.base(self.base)
         if declared is None:
-            offered = ", ".join(FAMILIES[self.family].measure_names())
-            raise UsageError(f"{self.base}~{self.family}: the {self.family} family estimates "
-                             f"{offered}")
+            offered = ", ".join(family.measure_names())
+            hint = did_you_mean(self.base, [b.name for b in family.bases])
+            raise UsageError(f"{self.base}~{self.family}{hint}: the {self.family} family "
+                             f"estimates {offered}")
         if declared.cutoff == "required" and self.cutoff is None:
             example = replace(self, cutoff=10).name
             raise UsageError(f"{self.name} needs a cutoff, e.g. {example}")
@@ -36,14 +54,54 @@ class EstimateSpec:
             raise UsageError(f"{self.name}: {replace(self, cutoff=None).name} takes no cutoff")
         if self.cutoff is not None and self.cutoff < 1:
             raise UsageError(f"{self.name}: the cutoff must be at least 1")
+        object.__setattr__(self, "options", _checked_options(family, declared.options,
+                                                             self.options, self._plain_name))
 
     @property
-    def name(self) -> str:
+    def _plain_name(self) -> str:
         cut = "" if self.cutoff is None else f"@{self.cutoff}"
         declared = FAMILIES[self.family].base(self.base)
         if declared is not None and declared.alias:
             return f"{declared.alias}{cut}"
         return f"{self.base}{cut}~{self.family}"
+
+    @property
+    def name(self) -> str:
+        """``xinfAP``, ``AP@10~ht``, with the options not at their default:
+        ``AP~ht(var=linear)``."""
+        if not self.options:
+            return self._plain_name
+        return f"{self._plain_name}({','.join(f'{k}={v}' for k, v in self.options)})"
+
+    def option(self, name: str) -> Any:
+        """The value of option ``name``: as given, else its declared default."""
+        for key, value in self.options:
+            if key == name:
+                return value
+        declared = FAMILIES[self.family].option(name)
+        if declared is None:
+            raise KeyError(f"the {self.family} family has no option {name!r}")
+        return declared.default
+
+
+def _checked_options(family: EstimatorFamily, allowed: tuple[str, ...],
+                     given: tuple[tuple[str, Any], ...], name: str
+                     ) -> tuple[tuple[str, Any], ...]:
+    """``given`` converted by their declarations, in declaration order, defaults dropped."""
+    values: dict[str, Any] = {}
+    for given_key, value in given:
+        key = _case_insensitive(given_key, list(allowed))
+        if key is None:
+            takes = f"takes {', '.join(allowed)}" if allowed else "takes no options"
+            raise UsageError(f"{name} has no option {given_key!r}"
+                             f"{did_you_mean(given_key, list(allowed))} ({name} {takes})")
+        param = family.option(key)
+        assert param is not None
+        if param.choices and isinstance(value, str):
+            value = _case_insensitive(value, [str(c) for c in param.choices]) or value
+        values[key] = param.convert(value, name)
+    return tuple((p.name, values[p.name]) for p in family.options
+                 if p.name in values and values[p.name] != p.default)
 
 
 def established_names() -> dict[str, tuple[str, str]]:
@@ -51,27 +109,56 @@ def established_names() -> dict[str, tuple[str, str]]:
     return {b.alias: (f.name, b.name) for f in FAMILIES.values() for b in f.bases if b.alias}
 
 
+def _case_insensitive(name: str, known: list[str]) -> str | None:
+    """``name`` itself if known, else the one known name equal to it ignoring case."""
+    if name in known:
+        return name
+    same = [k for k in known if k.lower() == name.lower()]
+    return same[0] if len(same) == 1 else None
+
+
 def parse_estimate(text: str) -> EstimateSpec:
-    """Parse ``AP~ht``, ``P@10~is``, ``xinfAP``, ``iP@10`` ...; UsageError when unknown."""
-    match = _FORM.match(text.strip())
+    """Parse ``AP~ht``, ``P@10~is``, ``xinfAP``, ``iP@10``, ``xinfAP(var=appendix)`` ...
+    (case-insensitive where unambiguous); UsageError when unknown."""
+    text = text.strip()
+    match = _FORM.match(text)
     if match is None:
         raise UsageError(f"cannot read the estimated measure {text!r} (write BASE~FAMILY, "
-                         "e.g. AP~ht or P@10~ht, or an established name such as xinfAP)")
+                         "e.g. AP~ht or P@10~ht, or an established name such as xinfAP, "
+                         "options in parentheses: xinfAP(var=appendix))")
+    if match["early"] is not None and match["late"] is not None:
+        raise UsageError(f"{text!r}: give the options once, in one pair of parentheses")
     base, cut, family = match["base"], match["cut"], match["family"]
     cutoff = None if cut is None else int(cut)
+    options = tuple(_options(match["early"] or match["late"] or "", text).items())
     if family is None:
         aliases = established_names()
-        if base not in aliases:
+        alias = _case_insensitive(base, list(aliases))
+        if alias is None:
             known = sorted(aliases)
             raise UsageError(f"unknown estimated measure {text!r}{did_you_mean(base, known)}: "
                              f"use BASE~FAMILY (e.g. AP~ht, P@10~ht) or one of "
                              f"{', '.join(known)}")
-        family, base = aliases[base]
-    elif family not in FAMILIES:
+        family, base = aliases[alias]
+    else:
         known = FAMILIES.names()
-        raise UsageError(f"unknown estimator family {family!r} in {text!r}"
-                         f"{did_you_mean(family, known)} (one of {', '.join(known)})")
-    return EstimateSpec(family, base, cutoff)
+        found = _case_insensitive(family, known)
+        if found is None:
+            raise UsageError(f"unknown estimator family {family!r} in {text!r}"
+                             f"{did_you_mean(family, known)} (one of {', '.join(known)})")
+        family = found
+        bases = [b.name for b in FAMILIES[family].bases]
+        base = _case_insensitive(base, bases) or base
+    return EstimateSpec(family, base, cutoff, options)
+
+
+def _options(text: str, whole: str) -> dict[str, str]:
+    """``var=appendix,ap=paper`` as a dict (values still text)."""
+    try:
+        return parse_assignments(text, separator=",")
+    except UsageError:
+        raise UsageError(f"{whole!r}: options are NAME=VALUE, separated by commas, e.g. "
+                         "xinfAP(var=appendix)") from None
 
 
 def estimator_for(base: str, cutoff: int | None, design: str) -> EstimateSpec | None:

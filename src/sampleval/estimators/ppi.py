@@ -20,7 +20,8 @@ the predictions: they only move the variance.
 
 Ratio measures are ratios of such estimates, as for ``~ht`` (:mod:`.horvitz_thompson`): R@k and
 Rprec = (a difference estimate of the relevant retrieved) / R-hat(lam), R-hat(lam) the
-difference estimate of R (Rprec cut at int(R-hat + 0.5)); nDCG = DCG-hat / IDCG of the counts
+difference estimate of R (Rprec cut at floor(R-hat), or int(R-hat + 0.5) with ``cut=round``,
+as ``Rprec~ht``'s option); nDCG = DCG-hat / IDCG of the counts
 N-hat_g(lam) of each grade, rounded as NIST's sample_eval rounds (a prediction f predicts the
 indicator of integer grade g linearly: f = 1.3 predicts 0.7 of grade 1 and 0.3 of grade 2);
 AP = N/R with N = sum_{i, j} x_ij, x_ij = y_i y_j 1{rank_j < rank_i}/rank_i (x_ii =
@@ -69,8 +70,9 @@ topics adds: lam_t - lam* is O(1/sqrt(total sample)) and multiplies a residual o
 order, so that term is of a smaller order than the variance (PPI++'s asymptotic argument for
 a consistently estimated lam); the Monte Carlo tests check the coverage. A single topic has
 no other topic to learn from: there lam is its own plug-in estimate (PPI++'s, valid
-asymptotically). ``tuning="none"`` fixes lam = 1 (the plain difference estimator),
-``"plug-in"`` uses every topic including t, unshrunk.
+asymptotically). ``tuning=none`` fixes lam = 1 (the plain difference estimator),
+``tuning=plug-in`` uses every topic including t, unshrunk (options written after the name:
+``AP~ppi(tuning=none)``).
 
 A ratio can come out impossible: its denominator estimate not positive or below what the
 sample itself shows (R-hat(lam) under the number of relevant documents judged, a grade count
@@ -104,6 +106,7 @@ from sampleval.estimators.hansen_hurwitz import rank_coefficients, topic_draws
 from sampleval.estimators.horvitz_thompson import _delta, _run_docs
 from sampleval.estimators.importance import ideal_dcg
 from sampleval.estimators.names import EstimateSpec
+from sampleval.params import Param
 
 FORMS = ("ht", "draws")
 TUNINGS = ("cross-fit", "plug-in", "none")
@@ -142,7 +145,8 @@ class Units:
         x = np.ascontiguousarray(stacked[..., used])
         delta = self.delta[np.ix_(used, used)]
         applied = (x.reshape(k * n_runs, len(used)) @ delta).reshape(x.shape)
-        return np.einsum("irm,jrm->ijr", applied, x)
+        # sum_m applied[i, r, m] x[j, r, m], as one batched matmul over the runs
+        return np.matmul(applied.transpose(1, 0, 2), x.transpose(1, 2, 0)).transpose(1, 2, 0)
 
 
 @dataclass(frozen=True)
@@ -329,8 +333,8 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
 
     def at(lam: np.ndarray) -> Parts:
         r_hat = r_y - lam[1] * (r_f - frame_r)
-        if spec.base == "Rprec":  # the relevant retrieved within k = int(R-hat + 0.5)
-            k = np.floor(r_hat + 0.5)[:, None]
+        if spec.base == "Rprec":  # the relevant retrieved within k = floor(R-hat [+ 0.5])
+            k = np.floor(r_hat + (0.5 if spec.option("cut") == "round" else 0.0))[:, None]
             top = (ranks > 0) & (ranks <= k)
             (n_y_, num_y_), (n_f_, num_f_) = _linear(top, y, units), _linear(top, f, units)
             frame_n_ = (((frame_ranks > 0) & (frame_ranks <= k)) * frame_f).sum(axis=-1)
@@ -474,15 +478,15 @@ def minimising(gram: np.ndarray, cross: np.ndarray) -> np.ndarray:
 
 def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                  specs: list[EstimateSpec], level: float, ci: float, *,
-                 form: str | None = None, tuning: str = "cross-fit") -> pd.DataFrame:
+                 form: str | None = None) -> pd.DataFrame:
     """Prediction-powered estimates of ``specs`` for every run and topic (and their mean),
     with normal intervals at level ``ci``; ``form`` (``ht``, ``draws``; default by the
-    sample's design, :func:`sample_form`) and ``tuning`` as the module docstring says."""
-    chosen = form or sample_form(sample)
-    topics = [topic_data(view, sample, chosen) for view in views]
+    sample's design, :func:`sample_form`) and each spec's ``tuning`` option as the module
+    docstring says."""
+    topics = [topic_data(view, sample, form or sample_form(sample)) for view in views]
     frames = []
     for spec in specs:
-        result = ppi_values(spec, topics, level, tuning)
+        result = ppi_values(spec, topics, level, spec.option("tuning"))
         frames.append(summarise(run_names, views, spec.name, result.value, result.variance,
                                 ci))
     return pd.concat(frames, ignore_index=True)
@@ -492,8 +496,18 @@ register_family(EstimatorFamily(
     name="ppi", title="prediction-powered (difference) estimators: predictions for every "
                       "document, corrected by the sample's residuals; power-tuned",
     reference="Sarndal et al. 1992, ch. 6; Angelopoulos et al. 2023 (PPI, PPI++)",
-    bases=(Base("AP", "optional"), Base("P", "required"), Base("R", "required"),
-           Base("Rprec"), Base("nDCG", "optional"), Base("DCG", "optional"), Base("NumRel")),
+    bases=tuple(Base(name, cutoff, options=("tuning", *extra))
+                for name, cutoff, extra in (
+                    ("AP", "optional", ()), ("P", "required", ()), ("R", "required", ()),
+                    ("Rprec", "no", ("cut",)), ("nDCG", "optional", ()),
+                    ("DCG", "optional", ()), ("NumRel", "no", ()))),
     designs={"census": 5, "stratified": 5, "poisson": 5, "inclusion": 5,
              "with-replacement": 5, "importance": 5},
-    compute=estimate_ppi, needs_predictions=True))
+    compute=estimate_ppi, needs_predictions=True,
+    options=(
+        Param("tuning", str, "cross-fit", "the coefficient lam on the predictions: cross-fit "
+              "(power-tuned on the other topics, shrunk, in [0, 1]), plug-in (on every topic) "
+              "or none (lam = 1, the plain difference estimator)", choices=TUNINGS),
+        Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
+              "or round (int(R-hat + 0.5))", choices=("floor", "round")),
+    )))

@@ -44,17 +44,6 @@ from sampleval.estimators.names import EstimateSpec
 _CHUNK = 1 << 22  # rank-pair matrix entries per chunk of runs
 
 
-def ap_prior(ranks: np.ndarray) -> np.ndarray:
-    """Each document's AP-prior weight averaged over the runs (``ranks [n_runs, n_docs]``,
-    1-based, 0 = not retrieved): rank r of a list of N documents weighs (1/2N)(1 + 1/r +
-    1/(r+1) + ... + 1/N), which sums to 1 over the list (Aslam, Pavlu & Yilmaz 2006, sec. 3)."""
-    lengths = ranks.max(axis=1, keepdims=True, initial=0)
-    harmonic = np.append(0.0, np.cumsum(1.0 / np.arange(1, lengths.max(initial=0) + 1)))
-    weight = (1.0 + harmonic[lengths] - harmonic[np.maximum(ranks - 1, 0)]) / (
-        2.0 * np.maximum(lengths, 1))
-    return np.where(ranks > 0, weight, 0.0).mean(axis=0)
-
-
 @dataclass(frozen=True)
 class PairCorrection:
     """Dependence between inclusions, e_dj = pi_d pi_j / pi_dj - 1 (0 under independence and on

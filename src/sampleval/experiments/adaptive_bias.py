@@ -83,7 +83,10 @@ def simulate_errors(pool: Pool, oracle: Oracle, trials: int, rate: float = 0.1,
     values = {(f, m): np.empty((trials, *shape[m])) for f in ESTIMATORS for m in MEASURES}
     steps = range(trials)
     for trial in track(steps, description="trials") if progress else steps:
-        selector = ActiveSelector(pool, Budget(rate=rate), np.random.default_rng(seed + trial))
+        # the design the README's figures were measured on (3 draws a round, a floor of 0.1:
+        # the per-draw estimator needs p_t(d) > 0 at every draw, which floor=0 does not give)
+        selector = ActiveSelector(pool, Budget(rate=rate), np.random.default_rng(seed + trial),
+                                  batch=3, floor=0.1, prior="harmonic")
         sample = simulate(selector, oracle).sample()
         views = topic_views(pool, sample)
         for measure in MEASURES:

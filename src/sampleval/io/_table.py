@@ -1,16 +1,22 @@
 """Whitespace-separated text tables (runs, qrels, sampled qrels, prels) read fast and checked.
 
 Every format sampleval reads is a text file of whitespace-separated columns, one record a line,
-plain or gzipped. :func:`read_table` reads one into a :class:`pyarrow.Table`:
+plain or gzipped, from a file, a pipe (``<(zcat run.gz)``) or standard input (``-``).
+:func:`load` reads the bytes once (inflating gzip, detected by its magic number, with ISA-L),
+so pipes, which cannot be read twice, work like files. :func:`read_table` then parses them
+into a :class:`pyarrow.Table`:
 
-1. a fast path: pyarrow's multi-threaded CSV reader, used when the first line shows a single
-   tab or a single space between columns;
-2. a general path: pandas' C parser splitting on any run of whitespace (files that mix
-   separators or pad columns);
-3. when either path fails, or a value is not acceptable, :func:`_locate_error` streams the file
+1. lines starting with ``#`` (comments, as trec_eval 10 allows) are blanked first, only when
+   the file has any; a UTF-8 byte-order mark and CRLF line ends are accepted as they are;
+2. the fast path: pyarrow's multi-threaded CSV reader, when the first line shows one tab or
+   one space between exactly the format's columns and no other white space occurs;
+3. the general path, for files that mix separators, pad columns or (runs) carry fields past
+   the last column: the bytes are regularised (one space between tokens, none at line ends,
+   extra fields cut) and read by the same CSV reader;
+4. when parsing fails, or a value is not acceptable, :func:`_locate_error` scans the bytes
    line by line and raises an :class:`~sampleval.errors.InputError` naming the first bad line.
 
-The slow scan only runs on bad input, so good files pay for the fast path alone.
+Blank lines are skipped everywhere. Good files pay for the fast path alone.
 """
 
 from __future__ import annotations
@@ -18,24 +24,37 @@ from __future__ import annotations
 import codecs
 import gzip
 import math
-import zlib
+import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import IO, Literal, cast
+from typing import Literal, cast
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
+from isal import isal_zlib
 
+from sampleval._arrow import repeats
 from sampleval.errors import InputError
 
 Kind = Literal["token", "dict", "float", "skip"]
+STDIN = "-"
+STDIN_NAME = "<stdin>"
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = codecs.BOM_UTF8
 _SNIFF_BYTES = 1 << 16
+# Arrow parses a file in blocks of this size: one block (so one dictionary per column, no
+# unification later) for files up to 64 MiB, several threads for larger ones
+_BLOCK_BYTES = 1 << 26
+_COMMENT = re.compile(rb"(?m)^#[^\n]*")
+_ALL_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
+_SPACES = re.compile(rb"  +")
+# isal's stub types its error class as an instance, hence the cast
+_GZIP_ERRORS = (cast(type[Exception], isal_zlib.error), OSError, EOFError)
 
 
 Rule = Callable[[np.ndarray], np.ndarray]
@@ -59,11 +78,14 @@ class Column:
 
 @dataclass(frozen=True)
 class TableFormat:
-    """A line format: its columns and, optionally, columns whose values must be unique together."""
+    """A line format: its columns; whether a line may carry fields past them (ignored);
+    columns whose values must be unique together, and what to tell a user who repeats them."""
 
     name: str
     columns: tuple[Column, ...]
     unique: tuple[str, ...] = ()
+    extra_fields: bool = False
+    repeat_hint: str = ""
 
     @property
     def width(self) -> int:
@@ -73,51 +95,116 @@ class TableFormat:
         return " ".join(c.described for c in self.columns)
 
 
-def as_path(path: str | PathLike[str]) -> Path:
-    """Check that ``path`` names a readable file; return it as a Path."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError(p, None, "no such file")
-    if p.is_dir():
-        raise InputError(p, None, "is a directory, not a file")
-    return p
+@dataclass(frozen=True, eq=False)
+class Source:
+    """A text file's bytes, read once and inflated: a file, a pipe or standard input.
+    ``name`` is what messages call it (``<stdin>`` for standard input)."""
+
+    name: str
+    data: bytes
 
 
-def open_text_bytes(path: Path) -> IO[bytes]:
-    """Open ``path`` for reading bytes, decompressing gzip transparently (by magic number)."""
+def load(path: str | PathLike[str] | Source) -> Source:
+    """Read ``path`` (``-``: standard input) whole, inflating gzip (detected by content)."""
+    if isinstance(path, Source):
+        return path
+    if str(path) == STDIN:
+        name, raw = STDIN_NAME, sys.stdin.buffer.read()
+    else:
+        p = Path(path)
+        name = str(p)
+        if not p.exists():
+            raise InputError(p, None, "no such file")
+        if p.is_dir():
+            raise InputError(p, None, "is a directory, not a file")
+        try:
+            with p.open("rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise InputError(p, None, f"cannot read: {exc.strerror or exc}") from None
+    if raw[:2] == _GZIP_MAGIC:
+        raw = _inflate(name, raw)
+    return Source(name, raw)
+
+
+def _inflate(name: str, raw: bytes) -> bytes:
+    """The content of gzip data (every member of a concatenated file); ISA-L's inflate is
+    about 2.5x zlib's and releases the GIL, so threads inflate files in parallel."""
+    parts = []
     try:
-        with path.open("rb") as probe:
-            magic = probe.read(2)
-        if magic == _GZIP_MAGIC:
-            return cast(IO[bytes], gzip.open(path, "rb"))
-        return path.open("rb")
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        while raw:
+            inflater = isal_zlib.decompressobj(wbits=31)
+            parts.append(inflater.decompress(raw))
+            if not inflater.eof:
+                raise InputError(name, None, "truncated gzip data (the file ends early)")
+            raw = inflater.unused_data.lstrip(b"\x00")  # gzip allows zero padding
+            if raw and raw[:2] != _GZIP_MAGIC:
+                raise InputError(name, None, "trailing garbage after the gzip data")
+    except _GZIP_ERRORS as exc:
+        raise InputError(name, None, f"corrupt gzip data: {exc}") from None
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _sniff(path: Path) -> bytes:
-    """The first bytes of the (decompressed) file, checked to be text."""
-    try:
-        with open_text_bytes(path) as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except (OSError, EOFError) as exc:
-        raise InputError(path, None, f"cannot read (corrupt gzip?): {exc}") from None
+def _check_text(source: Source) -> None:
+    """Refuse binary content (a NUL byte or invalid UTF-8 in the first 64 KiB)."""
+    head = source.data[:_SNIFF_BYTES]
     if b"\x00" in head:
-        raise InputError(path, None, "binary file, not a text table")
+        raise InputError(source.name, None, "binary file, not a text table")
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError:
-        raise InputError(path, None, "binary file, not UTF-8 text") from None
-    return head
+        raise InputError(source.name, None, "binary file, not UTF-8 text") from None
 
 
-def _delimiter(head: bytes, width: int) -> str | None:
-    """The single-character delimiter the first line uses, if it uses exactly one."""
-    first = next((ln for ln in head.split(b"\n") if ln.strip()), b"").rstrip(b"\r")
+def _body(data: bytes) -> bytes:
+    """The bytes without a byte-order mark, comment lines blanked (kept as empty lines)."""
+    if data.startswith(_BOM):
+        data = data[len(_BOM):]
+    if b"#" in data and (data.startswith(b"#") or b"\n#" in data):  # memchr first: fast
+        data = _COMMENT.sub(b"", data)
+    return data
+
+
+def first_line(data: bytes) -> bytes:
+    """The first line holding more than white space (comments and the BOM already gone)."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line = data[start:end]
+        if line.strip():
+            return line.rstrip(b"\r")
+        start = end + 1
+    return b""
+
+
+def first_tokens(source: Source) -> list[str]:
+    """The tokens of the first data line (blank and comment lines skipped)."""
+    return first_line(_body(source.data)).decode("utf-8", "replace").split()
+
+
+def _delimiter(body: bytes, width: int) -> str | None:
+    """The single-character delimiter the file keeps to, if any: its first line splits into
+    exactly ``width`` fields on it and no other white space occurs (fast byte searches)."""
+    first = first_line(body)
     for delim in (b"\t", b" "):
-        if len(first.split(delim)) == width:
+        other = b" " if delim == b"\t" else b"\t"
+        if len(first.split(delim)) == width and not any(
+                bad in body for bad in (other, b"\x0b", b"\x0c")):
             return delim.decode()
     return None
+
+
+def _regularised(body: bytes, fmt: TableFormat) -> bytes:
+    """One space between tokens and none at line ends; for formats that allow it, fields
+    past the last column cut off."""
+    text = _SPACES.sub(b" ", body.translate(_ALL_SPACE))
+    text = text.replace(b" \n", b"\n").replace(b"\n ", b"\n").strip(b" ")
+    if fmt.extra_fields:
+        token = rb"[^ \n]+"
+        text = re.sub(rb"(?m)^((?:%s ){%d}%s) [^\n]*" % (token, fmt.width - 1, token), rb"\1",
+                      text)
+    return text
 
 
 def _arrow_type(kind: Kind) -> pa.DataType:
@@ -125,162 +212,133 @@ def _arrow_type(kind: Kind) -> pa.DataType:
         "token": pa.string(),
         "dict": pa.dictionary(pa.int32(), pa.string()),
         "float": pa.float64(),
-        "skip": pa.dictionary(pa.int32(), pa.string()),
+        "skip": pa.string(),
     }[kind]
 
 
-def _read_arrow(path: Path, fmt: TableFormat, delimiter: str, gz: bool) -> pa.Table | None:
-    """Parse with Arrow's CSV reader split on ``delimiter``; None when the file does not keep
-    to one delimiter between non-empty tokens (then the whitespace parser takes over)."""
-    stream = pa.input_stream(str(path), compression="gzip" if gz else None)
+def _read_arrow(data: bytes, fmt: TableFormat, delimiter: str) -> pa.Table | None:
+    """Parse with Arrow's CSV reader split on ``delimiter``; None when a line does not have
+    the format's fields, a number does not parse, or a field is empty (a doubled delimiter,
+    or one at a line's start or end). Columns of kind ``skip`` are checked, then dropped."""
     try:
         table = pcsv.read_csv(
-            stream,
-            read_options=pcsv.ReadOptions(column_names=[c.name for c in fmt.columns]),
+            pa.BufferReader(data),
+            read_options=pcsv.ReadOptions(column_names=[c.name for c in fmt.columns],
+                                          block_size=_BLOCK_BYTES),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
                                             ignore_empty_lines=True),
             convert_options=pcsv.ConvertOptions(
                 column_types={c.name: _arrow_type(c.kind) for c in fmt.columns},
                 strings_can_be_null=False, quoted_strings_can_be_null=False, null_values=[]),
         )
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
-    if not all(_clean_tokens(table[c.name]) for c in fmt.columns if c.kind != "float"):
+    if not all(_non_empty(table[c.name]) for c in fmt.columns if c.kind != "float"):
         return None
     return table.drop_columns([c.name for c in fmt.columns if c.kind == "skip"])
 
 
-def _clean_tokens(column: pa.ChunkedArray) -> bool:
-    """Whether every value is a non-empty token without white space (for dictionary columns
-    only the distinct values are checked)."""
-    chunks = [c.dictionary if pa.types.is_dictionary(c.type) else c for c in column.chunks]
-    return all(pc.all(pc.match_substring_regex(c, r"^\S+$")).as_py() in (True, None)
-               for c in chunks)
+def _non_empty(column: pa.ChunkedArray) -> bool:
+    """Whether no value is the empty string (for dictionary columns: no dictionary entry)."""
+    for chunk in column.chunks:
+        values = chunk.dictionary if pa.types.is_dictionary(chunk.type) else chunk
+        if len(values) and pc.min(pc.binary_length(values)).as_py() == 0:
+            return False
+    return True
 
 
-def _read_pandas(path: Path, fmt: TableFormat, gz: bool) -> pa.Table:
-    """Parse splitting on any run of white space. Numbers are read as text and converted by
-    Arrow (correctly rounded, as strtod is); a short or long line raises ValueError."""
-    dtypes = {c.name: ("category" if c.kind in ("dict", "skip") else str) for c in fmt.columns}
-    frame = pd.read_csv(
-        path, sep=r"\s+", header=None, names=[c.name for c in fmt.columns], dtype=dtypes,
-        engine="c", na_filter=False, quoting=3, compression="gzip" if gz else None,
-        skip_blank_lines=True,
-    )
-    if any((frame[c].astype(str) == "").any() for c in frame):  # a short line's missing cells
-        raise ValueError("short line")
-    keep = [c.name for c in fmt.columns if c.kind != "skip"]
-    return pa.Table.from_pandas(frame[keep], preserve_index=False)
-
-
-def _tokens(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """Each non-blank line's number and whitespace-separated tokens."""
-    number = 0
-    with open_text_bytes(path) as raw:
+def _lines(source: Source) -> Iterator[tuple[int, list[str]]]:
+    """Each data line's number and whitespace-separated tokens (blank and comment lines
+    skipped)."""
+    data = source.data[len(_BOM):] if source.data.startswith(_BOM) else source.data
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.startswith(b"#"):
+            continue
         try:
-            for number, line in enumerate(raw, start=1):
-                try:
-                    text = line.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise InputError(path, number, "not UTF-8 text") from None
-                tokens = text.split()
-                if tokens:
-                    yield number, tokens
-        except (EOFError, OSError, zlib.error):
-            raise InputError(path, None,
-                             f"corrupt or truncated gzip data after line {number}") from None
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(source.name, number, "not UTF-8 text") from None
+        tokens = text.split()
+        if tokens:
+            yield number, tokens
 
 
-def _locate_error(path: Path, fmt: TableFormat) -> None:
-    """Stream the file and raise an InputError for its first bad line, if it has one."""
+def _locate_error(source: Source, fmt: TableFormat) -> None:
+    """Scan the lines and raise an InputError for the first bad one, if there is one."""
     positions = {c.name: i for i, c in enumerate(fmt.columns)}
     key_at = [positions[name] for name in fmt.unique]
     seen: dict[tuple[str, ...], int] = {}
-    for number, tokens in _tokens(path):
-        if len(tokens) != fmt.width:
-            raise InputError(path, number, f"expected {fmt.width} columns ({fmt.layout()}), "
-                                           f"found {len(tokens)}")
-        for column, token in zip(fmt.columns, tokens, strict=True):
+    for number, tokens in _lines(source):
+        if len(tokens) != fmt.width and not (fmt.extra_fields and len(tokens) > fmt.width):
+            more = " or more" if fmt.extra_fields else ""
+            raise InputError(source.name, number,
+                             f"expected {fmt.width}{more} columns ({fmt.layout()}), "
+                             f"found {len(tokens)}")
+        for column, token in zip(fmt.columns, tokens, strict=False):
             if column.kind == "float":
                 try:
                     value = float(token)
                 except ValueError:
                     value = math.nan
                 if not math.isfinite(value):
-                    raise InputError(path, number,
+                    raise InputError(source.name, number,
                                      f"{column.described} {token!r} is not a finite number")
                 if column.rule is not None and not column.rule(np.array([value]))[0]:
-                    raise InputError(path, number,
+                    raise InputError(source.name, number,
                                      f"{column.described} {token} {column.rule_text}")
         if key_at:
             key = tuple(tokens[i] for i in key_at)
             if key in seen:
                 what = ", ".join(f"{fmt.columns[i].described} {tokens[i]}" for i in key_at)
-                raise InputError(path, number, f"{what} repeated (first at line {seen[key]})")
+                raise InputError(source.name, number, f"{what} repeated (first at line "
+                                                      f"{seen[key]}){fmt.repeat_hint}")
             seen[key] = number
 
 
-def _bad_values(table: pa.Table, fmt: TableFormat) -> bool:
-    """Whether a parsed table holds values the format forbids (non-finite numbers, repeats)."""
+def _bad_numbers(table: pa.Table, fmt: TableFormat) -> bool:
+    """Whether a parsed table holds numbers the format forbids (non-finite, against a rule)."""
     for c in fmt.columns:
         if c.kind == "float":
             values = table[c.name].to_numpy()
             if not np.isfinite(values).all() or (c.rule is not None and not c.rule(values).all()):
                 return True
-    if fmt.unique:
-        key = np.zeros(table.num_rows, dtype=np.int64)
-        for name in fmt.unique:
-            codes = _codes(table[name]).astype(np.int64)
-            key = key * (int(codes.max(initial=0)) + 1) + codes
-        return len(pd.unique(key)) != len(key)
     return False
 
 
-def _codes(column: pa.ChunkedArray) -> np.ndarray:
-    """Integer codes of a string column (equal codes for equal strings)."""
-    if pa.types.is_dictionary(column.type):
-        combined = column.unify_dictionaries().combine_chunks()
-        return combined.indices.to_numpy(zero_copy_only=False)
-    return pd.factorize(column.to_numpy(zero_copy_only=False))[0]
-
-
-def read_table(path: str | PathLike[str], fmt: TableFormat) -> pa.Table:
-    """Read a whitespace-separated file of format ``fmt``; raise InputError naming the bad line."""
-    p = as_path(path)
-    head = _sniff(p)
-    if not head.strip():
-        raise InputError(p, None, f"empty file: no {fmt.name} lines")
-    gz = _is_gzip(p)
-    delimiter = _delimiter(head, fmt.width)
-    table = None if delimiter is None else _read_arrow(p, fmt, delimiter, gz)
+def read_table(path: str | PathLike[str] | Source, fmt: TableFormat,
+               unique: bool = True) -> pa.Table:
+    """Read a whitespace-separated file (or pipe, or ``-``) of format ``fmt``; raise an
+    InputError naming the bad line. ``unique=False`` skips the check that the format's
+    ``unique`` columns do not repeat (the caller resolves repeats)."""
+    source = load(path)
+    _check_text(source)
+    body = _body(source.data)
+    if not re.search(rb"\S", body):
+        raise InputError(source.name, None, f"empty file: no {fmt.name} lines")
+    delimiter = _delimiter(body, fmt.width)
+    table = None if delimiter is None else _read_arrow(body, fmt, delimiter)
     if table is None:
-        try:
-            table = _normalised(_read_pandas(p, fmt, gz), fmt)
-        except (ValueError, pd.errors.ParserError, pa.ArrowInvalid, OSError, EOFError,
-                zlib.error):
-            _locate_error(p, fmt)
-            raise InputError(p, None, f"cannot parse as {fmt.name} ({fmt.layout()})") from None
+        table = _read_arrow(_regularised(body, fmt), fmt, " ")
+    if table is None:
+        _locate_error(source, fmt)
+        raise InputError(source.name, None, f"cannot parse as {fmt.name} ({fmt.layout()})")
     if table.num_rows == 0:
-        raise InputError(p, None, f"empty file: no {fmt.name} lines")
+        raise InputError(source.name, None, f"empty file: no {fmt.name} lines")
     table = _normalised(table, fmt)
-    if _bad_values(table, fmt):
-        _locate_error(p, fmt)
+    if _bad_numbers(table, fmt) or (unique and fmt.unique and
+                                    repeats(table, fmt.unique).any()):
+        _locate_error(source, fmt)
     return table
 
 
 def _normalised(table: pa.Table, fmt: TableFormat) -> pa.Table:
-    """Give each column the one Arrow type its kind promises, whichever parser read it."""
+    """Give each column the one Arrow type its kind promises."""
     table = table.replace_schema_metadata(None)
     for c in fmt.columns:
         if c.kind != "skip" and table[c.name].type != _arrow_type(c.kind):
             index = table.schema.get_field_index(c.name)
             table = table.set_column(index, c.name, table[c.name].cast(_arrow_type(c.kind)))
     return table
-
-
-def _is_gzip(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(2) == _GZIP_MAGIC
 
 
 def write_lines(path: str | PathLike[str], lines: Iterator[str] | Sequence[str]) -> None:

@@ -7,7 +7,7 @@ from os import PathLike
 import numpy as np
 
 from sampleval.core.qrels import Qrels
-from sampleval.io._table import Column, TableFormat, read_table, write_lines
+from sampleval.io._table import Column, Source, TableFormat, load, read_table, write_lines
 
 QRELS_FORMAT = TableFormat(
     name="qrels",
@@ -21,16 +21,17 @@ QRELS_FORMAT = TableFormat(
 )
 
 
-def read_qrels(path: str | PathLike[str]) -> Qrels:
-    """Read a qrels file (plain or gzipped). Grades may be any finite number; a negative grade
-    means "in the pool, not judged". A document judged twice for a topic is an error, as for
-    trec_eval."""
-    table = read_table(path, QRELS_FORMAT)
+def read_qrels(path: str | PathLike[str] | Source) -> Qrels:
+    """Read a qrels file (plain or gzipped; ``-`` reads standard input; pipes work). Grades
+    may be any finite number (``1`` or ``1.0``); a negative grade means "in the pool, not
+    judged". A document judged twice for a topic is an error: judgments are never dropped."""
+    source = load(path)
+    table = read_table(source, QRELS_FORMAT)
     frame = table.to_pandas()
     for column in ("query_id", "iteration", "doc_id"):
         frame[column] = frame[column].to_numpy(dtype=object)
     return Qrels(frame=frame[["query_id", "doc_id", "relevance", "iteration"]],
-                 source=str(path))
+                 source=source.name)
 
 
 def format_grade(value: float) -> str:

@@ -11,12 +11,20 @@ from concurrent.futures import ThreadPoolExecutor
 from os import PathLike
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import track
+import pyarrow as pa
 
-from sampleval.core.run import Run
+from sampleval.core.run import Run, check_duplicates, keep_one
 from sampleval.errors import InputError
-from sampleval.io._table import Column, TableFormat, read_table, write_lines
+from sampleval.io._table import (
+    STDIN,
+    Column,
+    Source,
+    TableFormat,
+    first_tokens,
+    load,
+    read_table,
+    write_lines,
+)
 
 RUN_FORMAT = TableFormat(
     name="TREC run",
@@ -26,34 +34,53 @@ RUN_FORMAT = TableFormat(
         Column("doc_id", "dict", "docno"),
         Column("rank", "skip", "rank"),
         Column("score", "float", "score"),
-        Column("tag", "dict", "tag"),
+        Column("tag", "skip", "tag"),
     ),
     unique=("query_id", "doc_id"),
+    extra_fields=True,
+    repeat_hint="; --duplicates first|last keeps one (duplicates= in the library)",
 )
 
 
-def read_run(path: str | PathLike[str], name: str | None = None) -> Run:
-    """Read one TREC run file (plain or gzipped).
+def read_run(path: str | PathLike[str] | Source, name: str | None = None,
+             duplicates: str = "error") -> Run:
+    """Read one TREC run file (plain or gzipped; ``-`` reads standard input; pipes work).
 
-    The second column may hold any token (CLEF files put ``AF``/``NF`` there) and the rank
-    column is not trusted: rank documents with :meth:`Run.to_frame` or a Pool, which order by
-    score descending and break ties by docno descending, as trec_eval does. A docno repeated
-    within a topic is an error, as it is for trec_eval ("duplicate docs"). The run is named by
-    its tag (the first tag of the file) unless ``name`` is given.
+    The second column may hold any token (CLEF files put ``AF``/``NF`` there), fields after
+    the sixth are ignored, and the rank column is not trusted: rank documents with
+    :meth:`Run.to_frame` or a Pool, which order by score descending and break ties by docno
+    descending, as trec_eval does. A docno repeated within a topic is an error, as it is for
+    trec_eval ("duplicate docs"), unless ``duplicates`` is ``first`` (keep the occurrence that
+    ranks highest) or ``last`` (keep the last line, as sample_eval.pl does and as a dict
+    filled line by line, pytrec_eval's input, does). The
+    run is named by its tag (the first tag of the file) unless ``name`` is given.
     """
-    table = read_table(path, RUN_FORMAT)
-    tag = table["tag"].combine_chunks()
-    run_name = name if name is not None else str(tag.dictionary[tag.indices[0].as_py()])
-    return Run(name=run_name, table=table.drop_columns(["tag"]), source=str(path))
+    check_duplicates(duplicates)
+    source = load(path)
+    table = read_table(source, RUN_FORMAT, unique=duplicates == "error")
+    return run_of_table(table, source, name, duplicates)
+
+
+def run_of_table(table: pa.Table, source: Source, name: str | None, duplicates: str) -> Run:
+    """A Run from a table :func:`read_table` read from ``source`` in :data:`RUN_FORMAT`
+    (repeats resolved by ``duplicates``, ``first`` or ``last``; ``error``: already checked);
+    named ``name``, or else by the tag of the file's first line."""
+    if duplicates != "error":
+        table = keep_one(table, duplicates)
+    run_name = name if name is not None else first_tokens(source)[RUN_FORMAT.width - 1]
+    return Run(name=run_name, table=table, source=source.name)
 
 
 def expand_run_paths(specs: Iterable[str | PathLike[str]]) -> list[Path]:
-    """Files named by ``specs``: files as given, directories by their visible files (sorted),
-    glob patterns by their matches (sorted). A spec that names nothing is an error."""
+    """Files named by ``specs``: files (and pipes, and ``-`` for standard input) as given,
+    directories by their visible files (sorted), glob patterns by their matches (sorted). A
+    spec that names nothing is an error."""
     paths: list[Path] = []
     for spec in specs:
         p = Path(spec)
-        if p.is_dir():
+        if str(spec) == STDIN:
+            paths.append(p)
+        elif p.is_dir():
             found = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
             if not found:
                 raise InputError(p, None, "directory holds no run files")
@@ -71,27 +98,41 @@ def expand_run_paths(specs: Iterable[str | PathLike[str]]) -> list[Path]:
 
 
 def file_run_name(path: str | PathLike[str]) -> str:
-    """A run name from its file: the base name without a ``.gz`` suffix."""
+    """A run name from its file: the base name without a ``.gz`` suffix (``stdin`` for
+    standard input)."""
+    if str(path) == STDIN:
+        return "stdin"
     name = Path(path).name
     return name[:-3] if name.endswith(".gz") else name
 
 
 def read_runs(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
-              name_by: str = "tag", progress: bool = False) -> list[Run]:
+              name_by: str = "tag", progress: bool = False,
+              duplicates: str = "error") -> list[Run]:
     """Read many runs: a directory, a glob pattern, a file, or a list of any of these.
 
     ``name_by="tag"`` names each run by its tag; when two runs share a tag, every run is named
     by its file instead (with a warning). ``name_by="file"`` always names runs by file.
-    ``progress`` shows a progress bar on standard error.
+    ``progress`` shows a progress bar on standard error. ``duplicates``: see :func:`read_run`.
     """
     if name_by not in ("tag", "file"):
         raise ValueError(f"name_by must be 'tag' or 'file', not {name_by!r}")
+    check_duplicates(duplicates)
     items = [specs] if isinstance(specs, (str, PathLike)) else list(specs)
     paths = expand_run_paths(items)
+
+    def read(path: Path) -> Run:
+        return read_run(path, duplicates=duplicates)
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as workers:
-        loaded = workers.map(read_run, paths)  # Arrow and zlib release the GIL
-        runs = list(track(loaded, total=len(paths), description="reading runs",
-                          transient=True, console=Console(stderr=True)) if progress else loaded)
+        loaded: Iterable[Run] = workers.map(read, paths)  # Arrow and ISA-L release the GIL
+        if progress:
+            from rich.console import Console
+            from rich.progress import track
+
+            loaded = track(loaded, total=len(paths), description="reading runs",
+                           transient=True, console=Console(stderr=True))
+        runs = list(loaded)
     tags = Counter(r.name for r in runs)
     shared = sorted(t for t, n in tags.items() if n > 1)
     if name_by == "tag" and shared:

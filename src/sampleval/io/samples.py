@@ -17,10 +17,12 @@ import pyarrow as pa
 from sampleval.core.sample import Sample
 from sampleval.errors import InputError, UsageError
 from sampleval.io._table import (
+    STDIN,
     Column,
+    Source,
     TableFormat,
-    as_path,
-    open_text_bytes,
+    first_tokens,
+    load,
     read_table,
     write_lines,
 )
@@ -59,14 +61,14 @@ def _frame(table: pa.Table, text_columns: list[str]) -> pd.DataFrame:
     return frame
 
 
-def read_sample_qrels(path: str | PathLike[str]) -> pd.DataFrame:
+def read_sample_qrels(path: str | PathLike[str] | Source) -> pd.DataFrame:
     """Read ``topic iter docno stratum rel`` lines into a DataFrame with columns
     ``query_id, iteration, doc_id, stratum, relevance`` (stratum kept as text)."""
     table = read_table(path, SAMPLE_QRELS_FORMAT)
     return _frame(table, ["query_id", "iteration", "doc_id", "stratum"])
 
 
-def read_prels(path: str | PathLike[str]) -> pd.DataFrame:
+def read_prels(path: str | PathLike[str] | Source) -> pd.DataFrame:
     """Read ``qid docno rel method prob`` lines into a DataFrame with columns
     ``query_id, doc_id, relevance, method, probability``; every probability must lie in (0, 1]."""
     return _frame(read_table(path, PRELS_FORMAT), ["query_id", "doc_id", "method"])
@@ -99,21 +101,24 @@ def load_sample(path: str | PathLike[str], sample_format: str = "auto") -> Sampl
     NIST's ``topic iter docno stratum rel``; ``prels``: ``qid docno rel method prob``.
     ``auto`` picks by the directory, or by the first line: 4 columns are qrels; 5 columns are
     prels when the third and fifth are numbers, the fifth in (0, 1], and the fourth (the
-    method) is not a number; otherwise sampled qrels.
+    method) is not a number; otherwise sampled qrels. A file is read once, so ``-`` (standard
+    input) and pipes work.
     """
     if sample_format not in SAMPLE_FORMATS:
         raise UsageError(f"unknown sample format {sample_format!r} "
                          f"(one of {', '.join(SAMPLE_FORMATS)})")
     p = Path(path)
-    if sample_format == "auto":
-        sample_format = "sampleval" if p.is_dir() else _sniff_format(p)
-    if sample_format == "sampleval":
+    if sample_format == "sampleval" or (sample_format == "auto" and str(path) != STDIN
+                                        and p.is_dir()):
         return Sample.load(p)
+    source = load(path)
+    if sample_format == "auto":
+        sample_format = _sniff_format(source)
     if sample_format == "qrels":
-        return Sample.from_qrels(read_qrels(p))
+        return Sample.from_qrels(read_qrels(source))
     if sample_format == "prels":
-        return Sample.from_prels(read_prels(p), source=str(p))
-    return Sample.from_sample_qrels(read_sample_qrels(p), source=str(p))
+        return Sample.from_prels(read_prels(source), source=source.name)
+    return Sample.from_sample_qrels(read_sample_qrels(source), source=source.name)
 
 
 def _number(token: str) -> float | None:
@@ -123,15 +128,13 @@ def _number(token: str) -> float | None:
         return None
 
 
-def _sniff_format(path: Path) -> str:
-    with open_text_bytes(as_path(path)) as fh:
-        first = next((line.decode("utf-8", "replace").split() for line in fh if line.strip()),
-                     [])
+def _sniff_format(source: Source) -> str:
+    first = first_tokens(source)
     if len(first) == 4:
         return "qrels"
     if len(first) == 5:
         rel, method, prob = _number(first[2]), _number(first[3]), _number(first[4])
         is_prels = rel is not None and method is None and prob is not None and 0 < prob <= 1
         return "prels" if is_prels else "sample-qrels"
-    raise InputError(path, 1, f"cannot tell the sample format from {len(first)} columns "
+    raise InputError(source.name, None, f"cannot tell the sample format from {len(first)} columns "
                               "(give --sample-format)")

@@ -4,13 +4,14 @@ Retrieval Evaluation", CIKM 2017 (Algorithm 1; sec. 2-3).
 Each topic is sampled in rounds t = 1, 2, ... Round t
 
 1. puts a distribution P_t over the runs that retrieved anything for the topic, in proportion
-   to each run's weight a_s, mixed with the uniform distribution so that no run's
-   probability reaches 0: P_t(s) = (1 - floor) a_s / sum a + floor / S. The weight is
-   (``weights=ap``, the paper's choice) the run's AP estimated from the judgments so far, or
-   (``weights=prior-mass``, the alternative of the paper's code) the prior mass w_s of its
-   judged relevant documents. Until the first relevant document is found, P_t is uniform;
-2. within run s, documents follow its AP-prior over its own L_s retrieved (pooled)
-   documents, w_s(r) = (1/L_s) sum_{j=r}^{L_s} 1/j (sums to 1, w_s(L_s) = 1/L_s^2 > 0), so
+   to each run's weight a_s: P_t(s) = (1 - floor) a_s / sum a + floor / S (``floor`` 0 by
+   default: neither the paper nor its code mixes in the uniform distribution). The weight is
+   (``weights=ap``, the paper's choice, sec. 2.2) the run's AP estimated from the judgments
+   so far, or (``weights=prior-mass``, the default of the paper's code) the AP-prior mass of
+   its judged relevant documents. Until the first relevant document is found (so in round
+   1), P_t is uniform;
+2. within run s, documents follow its AP-prior over its own L_s retrieved (pooled) documents
+   (``prior``, :mod:`.ap_prior`; default the paper's (1/2L)(1 + 1/r + ... + 1/L)), so
    p_t(d) = sum_s P_t(s) w_s(rank_s(d));
 3. draws N_t documents i.i.d. from p_t (with replacement), each as the paper's Algorithm 1
    does: a run from P_t, then a rank from the run's AP-prior, and has the new ones judged.
@@ -19,6 +20,21 @@ The inclusion probabilities accumulate over the rounds (sec. 3): pi_i = 1 - prod
 (1 - p_t(i))^N_t and pi_ij = pi_i + pi_j - [1 - prod_t (1 - p_t(i) - p_t(j))^N_t]; the Sample
 (design ``with-replacement``) records every draw, N_t, and p_t(i) of every sampled document
 at every round, so that ``core.inclusion`` computes them, and Horvitz-Thompson estimators apply.
+Round 1 is uniform over the runs and every rank has a positive prior (except the last under
+``prior=log``), so every pooled document has pi_i > 0 whatever the floor; a floor keeps
+p_t(d) > 0 in every round, which only the per-draw estimator (``~hh``, unbiased when every
+draw can reach every document) needs.
+
+Rounds. The paper sets "the batch size N_b" to 3 (sec. 4), which can be read as 3 draws per
+round; its code (repository dli1/activesampling, ``ActiveModel.sample``) draws int(B/3)
+documents per round (B the topic's budget; B when B < 3), stops as soon as B distinct
+documents are judged (the rest of that round's draws are dropped) and after at most 50
+rounds: about three rounds in all. ``rounds=R`` (default 3) does the same with int(B/R) per
+round (the draws after the one that brings the B-th distinct document are not made);
+``batch=N`` draws N_t = min(N, budget left) per round instead, rounds going on until the
+budget is spent (no cap), the far more adaptive reading sampleval used before. Either way the
+number of rounds, and the last N_t, depend on the draws; the formulas above treat them as
+fixed.
 
 Choices (ours where the paper is silent):
 
@@ -27,13 +43,7 @@ Choices (ours where the paper is silent):
   also treats inclusions as independent there), for all runs at once from where the judged
   relevant documents sit in the rank matrix; relevance is label >= 1 (``estimators.base.
   relevance`` at level 1). Estimates from the Sample use the exact pi_ij;
-- ``floor`` (default 0.1): the share of each round's run distribution spread uniformly, so
-  every pooled document keeps p_t(d) >= floor w_s(rank_s(d)) / S > 0 and pi_i > 0;
-- the budget counts distinct judged documents. A round draws N_t = min(batch, budget left)
-  times, so it can never bring more new documents than the budget allows, and rounds go on
-  (a round whose draws were all judged before adds nothing) until the budget is spent: the
-  budget is met exactly and no draw is discarded. The number of rounds, and so N_t, depends on
-  the draws, as in the paper; the formulas above treat them as fixed;
+- the budget counts distinct judged documents, as in the paper's code;
 - the AP estimates are updated once a round's documents are all judged (they steer only the
   next round), taking the round's relevant documents in pool order, so the state, and a
   restored state replayed round by round, do not depend on the order labels arrive in;
@@ -55,26 +65,18 @@ from numba import njit
 
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
 from sampleval.estimators.base import relevance
 from sampleval.params import Param
+from sampleval.selection.ap_prior import PRIORS, run_prior
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
-from sampleval.selection.stratified import harmonic
 
 WEIGHTS = ("ap", "prior-mass")
+MAX_ROUNDS = 50  # the reference code's cap on rounds (rounds= mode)
 _TABLES = {"frame": ["query_id", "doc_id", "relevance", "stratum", "inclusion"],
            "draws": ["query_id", "round", "doc_id", "probability"],
            "rounds": ["query_id", "round", "size"],
            "round_probs": ["query_id", "round", "doc_id", "probability"]}
-
-
-def run_prior(ranking: np.ndarray) -> np.ndarray:
-    """``[n_runs, width]``: each run's AP-prior over its own retrieved documents, w_s(r) =
-    (1/L_s) sum_{j=r}^{L_s} 1/j (0 at padding)."""
-    width = ranking.shape[1]
-    length = (ranking != PAD).sum(axis=1, keepdims=True)
-    h = harmonic(width)
-    weight = (h[length] - h[:width]) / np.maximum(length, 1)
-    return np.where(ranking != PAD, weight, 0.0)
 
 
 # -- compiled kernels: one round costs a few of these calls, whatever the pool's size --------
@@ -189,7 +191,7 @@ class _TopicDraws:
     """
 
     def __init__(self, tp: TopicPool, docnos: np.ndarray, budget: int,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, prior_kind: str) -> None:
         self.ranking = tp.ranking
         self.docnos = docnos
         self.size = tp.size
@@ -197,7 +199,7 @@ class _TopicDraws:
         self.rng = rng
         self.present = (tp.lengths > 0).astype(np.float64)
         self.lengths = tp.lengths
-        prior = run_prior(tp.ranking)
+        prior = run_prior(tp.ranking, prior_kind)
         n_runs, self.width = prior.shape
         self.cdf = (np.cumsum(prior, axis=1) + np.arange(n_runs)[:, None]).ravel()
         # every (run, rank) occurrence of a pooled document, grouped by document
@@ -255,12 +257,19 @@ class _TopicDraws:
         labels = self.labels
         self.pending = [d for d in dict.fromkeys(drawn.tolist()) if labels[d] != labels[d]]
 
-    def draw_round(self, kind: str, floor: float, batch: int) -> None:
-        """Draw min(batch, budget left) documents from this round's p_t."""
-        size = min(batch, self.budget - self.judged)
+    def draw_round(self, kind: str, floor: float, size: int) -> None:
+        """Draw ``size`` documents from this round's p_t, cut after the draw that brings the
+        last new document the budget allows (the later draws are not made)."""
         run_probs = run_distribution(self.weights(kind), self.present, floor)
-        self.add_round(run_probs, draw(run_probs, self.rng.random((2, size)), self.cdf,
-                                       self.ranking, self.lengths))
+        drawn = draw(run_probs, self.rng.random((2, size)), self.cdf, self.ranking,
+                     self.lengths)
+        left = self.budget - self.judged
+        new = np.isnan(self.labels[drawn])
+        _, first = np.unique(drawn, return_index=True)
+        fresh = np.sort(first[new[first]])  # where each new document is first drawn
+        if len(fresh) > left:
+            drawn = drawn[:fresh[left - 1] + 1]
+        self.add_round(run_probs, drawn)
 
     def judge(self, where: np.ndarray, labels: np.ndarray) -> None:
         """Take labels of pending documents; once the round's are all in, its relevant
@@ -329,34 +338,58 @@ class ActiveSelector(Selector):
     design: ClassVar[str] = "with-replacement"
     summary: ClassVar[str] = "active sampling (Li & Kanoulas, CIKM 2017, Algorithm 1)"
     parameters: ClassVar[tuple[Param, ...]] = (
-        Param("batch", int, 3, "draws per round", check=lambda n: n >= 1,
-              requirement="at least 1"),
-        Param("weights", str, "ap", "run weights: ap (estimated AP) or prior-mass (AP-prior "
-              "mass of the judged relevant documents)", choices=WEIGHTS),
-        Param("floor", float, 0.1, "share of each round's run distribution spread uniformly",
-              check=lambda x: 0 < x <= 1, requirement="in (0, 1]"),
+        Param("rounds", int, 3, "the reference code's rounds: each draws int(B/rounds) "
+              "documents (B the topic's budget), rounds go on until B distinct documents are "
+              "judged, at most 50", check=lambda n: n >= 1, requirement="at least 1"),
+        Param("batch", int, None, "draws per round instead of rounds= (N_t = min(batch, "
+              "budget left)); batch=3 was sampleval's reading of the paper's batch size 3",
+              check=lambda n: n >= 1, requirement="at least 1"),
+        Param("weights", str, "ap", "run weights: ap (estimated AP, the paper) or prior-mass "
+              "(AP-prior mass of the judged relevant documents, the reference code)",
+              choices=WEIGHTS),
+        Param("floor", float, 0.0, "share of each round's run distribution spread uniformly "
+              "(neither the paper nor its code has one)", check=lambda x: 0 <= x <= 1,
+              requirement="in [0, 1]"),
+        Param("prior", str, "aslam", "AP-prior over each run's ranks (selection.ap_prior)",
+              choices=PRIORS),
     )
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
+        if "batch" in params and "rounds" in params:
+            raise UsageError("active: give rounds or batch, not both")
         super().__init__(pool, budget, rng, **params)
-        self.batch = self.params["batch"]
+        if "batch" in params:
+            del self.params["rounds"]
+        self.batch: int | None = self.params.get("batch")
+        self.rounds: int | None = self.params.get("rounds")
         self.floor = self.params["floor"]
         self.kind = self.params["weights"]
         self._initial_rng = rng_state(rng)
         seeds = rng.integers(0, 2**63, size=len(pool.topics))
         self._topics = {t: _TopicDraws(pool[t], pool.docnos_of(t), self.budget_for(t),
-                                       np.random.default_rng(s))
+                                       np.random.default_rng(s), self.params["prior"])
                         for t, s in zip(pool.topics, seeds, strict=True)}
 
+    def _round_size(self, draws: _TopicDraws) -> int:
+        """N_t: int(B/rounds) (B itself when smaller than rounds), or min(batch, budget
+        left)."""
+        if self.batch is not None:
+            return min(self.batch, draws.budget - draws.judged)
+        assert self.rounds is not None
+        return draws.budget if draws.budget < self.rounds else draws.budget // self.rounds
+
     def batch_size(self, topic: str) -> int:
-        return self.batch  # a round's draws are made before any of them is judged
+        # a round's draws are made before any of them is judged
+        return max(1, self._round_size(self._of_topic(self._topics, topic)))
 
     def propose(self, topic: str, n: int) -> list[str]:
         draws = self._of_topic(self._topics, topic)
         self._check_batch(n)
-        while not draws.pending and draws.judged < draws.budget:
-            draws.draw_round(self.kind, self.floor, self.batch)
+        cap = MAX_ROUNDS if self.batch is None else None
+        while (not draws.pending and draws.judged < draws.budget
+               and (cap is None or draws.rounds < cap)):
+            draws.draw_round(self.kind, self.floor, self._round_size(draws))
         return [str(d) for d in draws.docnos[draws.pending[:n]]]
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:

@@ -82,6 +82,9 @@ class Selector(ABC):
     """One line: what the method is, and the paper it follows."""
     parameters: ClassVar[tuple[Param, ...]] = ()
     """Its parameters (``--param NAME=VALUE``), declared once (:class:`.params.Param`)."""
+    budget_unit: ClassVar[str] = "judgments"
+    """What the budget counts: ``judgments`` (distinct documents judged) or ``draws``
+    (i.i.d. draws, a document drawn twice judged once: fewer judgments than the budget)."""
     takes_predictions: ClassVar[bool] = False
     """Whether it can use predicted relevance (``predictions=``; ``--predictions FILE``)."""
 

@@ -237,6 +237,7 @@ class DynamicSelector(Selector):
         k = self.params["k"]
         self.knee = self.params["stop"] == "knee"
         texts = self._corpus()
+        self._initial_rng = rng_state(rng)
         seeds = rng.integers(0, 2**63, size=len(pool.topics))
         self._topics: dict[str, _Topic] = {}
         for topic, seed in zip(pool.topics, seeds, strict=True):
@@ -304,7 +305,7 @@ class DynamicSelector(Selector):
                              "chosen": [c.tolist() for c in s.chosen],
                              "judged": {"index": judged.tolist(),
                                         "label": s.labels[judged].tolist()}}
-        return {**self._state_header(), "topics": topics}
+        return {**self._state_header(self._initial_rng), "topics": topics}
 
     @classmethod
     def restore(cls, pool: Pool, state: dict[str, Any]) -> DynamicSelector:

@@ -14,7 +14,12 @@ run is skipped. Variants (``variant=``):
           as one goes down its ranking: after the arm's pulls with rewards x_1 .. x_m,
           alpha = 1 + sum_i d^(m-i) x_i and beta = 1 + sum_i d^(m-i) (1 - x_i), d =
           ``discount`` (d = 1: the stationary MM; d = 0: only the last outcome counts).
-          The default d = 0.7 is this module's choice, not a value checked against the paper.
+          This update rule and its default d = 0.7 are ours: Losada et al.'s own
+          definition of MM-NS and its default setting (which Li & Kanoulas, CIKM 2017,
+          sec. 4.4 use through the authors' R code) could not be consulted here (the
+          search tool holds only the papers' abstracts, and the reference code of Li &
+          Kanoulas calls the R function without including it), so results with ``mm-ns``
+          are not those of the paper's MM-NS.
 ``mm``    the stationary max-mean bandit: the same with d = 1 (alpha - 1 relevant and
           beta - 1 non-relevant documents pulled from the run).
 ``ucb``   UCB1-Tuned (Auer, Cesa-Bianchi & Fischer, Machine Learning 47, 2002): every live arm
@@ -22,10 +27,10 @@ run is skipped. Variants (``variant=``):
           over n pulls of the arm and t pulls in all, V = mean (1 - mean) (the variance of
           binary rewards; an upper bound for fractional ones).
 
-All variants are deterministic: ties go to the earlier run in pool order, so the first pull
-is the first run. The sample has design ``pooled`` (judged documents pi = 1, unjudged 0), and
-no sampling estimator applies; the exact measures on the judged set (unjudged documents
-non-relevant) are what remain. ``propose(topic, n)`` with n > 1 makes n pulls under the current
+Ties between arms of equal score (every arm at the start) are broken uniformly at random
+(seeded: the same seed gives the same sample). The sample has design ``pooled`` (judged
+documents pi = 1, unjudged 0), and no sampling estimator applies; the exact measures on the
+judged set (unjudged documents non-relevant) are what remain. ``propose(topic, n)`` with n > 1 makes n pulls under the current
 posteriors (the best arm's next n documents, then the next arm's when it runs out) before
 their rewards are known; :func:`~sampleval.selection.base.simulate` pulls one at a time.
 """
@@ -77,21 +82,34 @@ class MABSelector(RunWalker):
         self._misses = {t: np.zeros(pool.n_runs) for t in pool.topics}
 
     def _choose(self, topic: str, live: np.ndarray) -> int:
-        if not live.any():
-            return -1
+        while live.any():
+            tied = self._best_arms(topic, live)
+            # drop exhausted arms before drawing among the tied, so that the draw (and the
+            # sample) is the same whether or not a run's exhaustion was noticed before
+            walk = self._walk(topic)
+            exhausted = [r for r in tied if walk.next_doc(int(r)) < 0]
+            live[exhausted] = False
+            tied = tied[live[tied]]
+            if len(tied):
+                return int(tied[0] if len(tied) == 1 else self._rngs[topic].choice(tied))
+        return -1
+
+    def _best_arms(self, topic: str, live: np.ndarray) -> np.ndarray:
+        """The live arms of the highest score (UCB: the untried live arms first)."""
         hits, misses = self._hits[topic], self._misses[topic]
         if self.variant == "ucb":
             pulls = hits + misses
             untried = live & (pulls == 0)
             if untried.any():
-                return int(np.argmax(untried))
+                return np.flatnonzero(untried)
             n = np.where(pulls > 0, pulls, 1.0)  # every live arm has been pulled by now
             mean, log_t = hits / n, math.log(pulls.sum())
             spread = mean * (1.0 - mean) + np.sqrt(2.0 * log_t / n)
             score = mean + np.sqrt(log_t / n * np.minimum(0.25, spread))
         else:
             score = (1.0 + hits) / (2.0 + hits + misses)
-        return int(np.argmax(np.where(live, score, -np.inf)))  # the first maximum: run order
+        score = np.where(live, score, -np.inf)
+        return np.flatnonzero(score == score.max())
 
     def _learn(self, topic: str, run: int, label: float) -> None:
         reward = min(max(label, 0.0), 1.0)

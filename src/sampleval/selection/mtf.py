@@ -4,26 +4,25 @@ it shares with the bandit selectors of :mod:`sampleval.selection.mab`.
 
 MTF treats the runs as sources with priorities and judges, per topic, the next unjudged
 document of the source with the highest priority. The rule implemented here (per topic,
-with a fixed number of judgments per topic):
+with a fixed number of judgments per topic), as the reference code of Li & Kanoulas's MTF
+baseline (CIKM 2017; repository dli1/activesampling, ``MTFModel``) runs it:
 
-1. every run starts with the same priority (0);
-2. the next document comes from the run with the highest priority, ties going to the earlier
-   run in pool order; so a run keeps the turn while its documents are relevant (label >= 1,
-   trec_eval's default relevance level);
-3. a non-relevant document lowers its run's priority by one, which passes the turn on;
-4. a run whose documents are all judged (or pending) drops out; a document already judged
+1. every run starts with the same priority (0), and the first run is drawn at random
+   (uniformly among the runs with a ranking for the topic; seeded);
+2. a run keeps the turn while its documents are relevant (label >= 1, trec_eval's default
+   relevance level); a non-relevant document lowers its priority by one and passes the turn
+   to the run with the highest priority, ties going to the earlier run in pool order (the
+   start run has no precedence once it has missed);
+3. a run whose documents are all judged (or pending) drops out; a document already judged
    through another run is skipped without changing any priority.
 
-With equal starting priorities this visits the runs round-robin, each run judging until it
-finds a non-relevant document. It is the MTF baseline of Li & Kanoulas (CIKM 2017), except
-that the first run is the first in pool order (not drawn at random), so that the whole
-procedure is deterministic.
+With equal starting priorities this visits the runs round-robin after the start run, each
+run judging until it finds a non-relevant document.
 
-The choice is deterministic: the sample has design ``pooled`` (judged documents pi = 1,
-unjudged pi = 0), and no sampling estimator applies (no family accepts a ``pooled`` design).
-What remains is
-the exact measures on the judged set alone, unjudged documents counting as non-relevant
-(trec_eval on ``sample().to_qrels()``).
+The choice is deterministic given the start run: the sample has design ``pooled`` (judged
+documents pi = 1, unjudged pi = 0), and no sampling estimator applies (no family accepts a
+``pooled`` design). What remains is the exact measures on the judged set alone, unjudged
+documents counting as non-relevant (trec_eval on ``sample().to_qrels()``).
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ import pandas as pd
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.selection.base import Budget, Selector, register
+from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
 
 
 class _Walk:
@@ -112,7 +111,13 @@ class RunWalker(Selector):
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
+        self._initial_rng = rng_state(rng)
         self._walks = {t: _Walk(pool[t], pool.docnos_of(t)) for t in pool.topics}
+        # each topic draws from its own Generator, so the order topics are worked on in
+        # does not change the sample
+        seeds = rng.integers(0, 2**63, size=len(pool.topics))
+        self._rngs = {t: np.random.default_rng(s) for t, s in zip(pool.topics, seeds,
+                                                                    strict=True)}
 
     # -- what a method defines --------------------------------------------------------------
 
@@ -183,16 +188,18 @@ class RunWalker(Selector):
         return Sample(self.design, frame, meta=self._sample_meta())
 
     def state(self) -> dict[str, Any]:
-        return {**self._state_header(),
-                "topics": {t: {**w.to_json(), "arms": self._arms_state(t)}
+        return {**self._state_header(self._initial_rng),
+                "topics": {t: {**w.to_json(), "arms": self._arms_state(t),
+                               "rng": rng_state(self._rngs[t])}
                            for t, w in self._walks.items() if w.docs}}
 
     @classmethod
     def restore(cls, pool: Pool, state: dict[str, Any]) -> Selector:
-        selector = cls._from_header(pool, state)
+        selector = cls._from_header(pool, state)  # built from the initial RNG, as at first
         for topic, saved in state["topics"].items():
             selector._walk(topic).load(saved)
             selector._load_arms(topic, saved["arms"])
+            selector._rngs[topic] = rng_from_state(saved["rng"])
         return selector
 
     def _walk(self, topic: str) -> _Walk:
@@ -205,17 +212,27 @@ class MTFSelector(RunWalker):
     for the exact rule."""
 
     name: ClassVar[str] = "mtf"
-    summary: ClassVar[str] = "Move-to-Front pooling (Cormack, Palmer & Clarke, SIGIR 1998)"
+    summary: ClassVar[str] = ("Move-to-Front pooling from a random run (Cormack, Palmer & "
+                              "Clarke, SIGIR 1998)")
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
         self._priority = {t: np.zeros(pool.n_runs, dtype=np.int64) for t in pool.topics}
+        self._start = {t: self._draw_start(t) for t in pool.topics}
+
+    def _draw_start(self, topic: str) -> int:
+        """A run drawn uniformly among those with a ranking for the topic (-1: none)."""
+        runs = np.flatnonzero(self.pool[topic].lengths > 0)
+        return int(self._rngs[topic].choice(runs)) if len(runs) else -1
 
     def _choose(self, topic: str, live: np.ndarray) -> int:
         if not live.any():
             return -1
         priority = np.where(live, self._priority[topic], np.iinfo(np.int64).min)
+        start = self._start[topic]
+        if start >= 0 and live[start] and priority[start] == 0 == priority.max():
+            return start  # the start run keeps the turn until its first miss
         return int(np.argmax(priority))  # the first maximum: ties by run order
 
     def _learn(self, topic: str, run: int, label: float) -> None:
@@ -223,7 +240,8 @@ class MTFSelector(RunWalker):
             self._priority[topic][run] -= 1
 
     def _arms_state(self, topic: str) -> dict[str, Any]:
-        return {"priority": self._priority[topic].tolist()}
+        return {"priority": self._priority[topic].tolist(), "start": self._start[topic]}
 
     def _load_arms(self, topic: str, saved: dict[str, Any]) -> None:
         self._priority[topic] = np.asarray(saved["priority"], dtype=np.int64)
+        self._start[topic] = int(saved["start"])

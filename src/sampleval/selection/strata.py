@@ -11,8 +11,8 @@ iP@k, inum_rel (``nist``), Horvitz-Thompson (``ht``) and statAP (``stat``).
 The strata come from ``--param strata=1-10:1,11-30:0.3,31-100:0.1`` (best-rank range ``LO-HI``
 or open ``LO-``, then ``:RATE``; documents outside every range form a stratum ``other`` that is
 never sampled) or from a named ``--param strategy=NAME`` (:data:`STRATEGIES`; default
-``3strata``). The budget B of a topic (``--budget``/``--rate``) is always spent exactly, as far
-as the strata with a positive rate hold documents:
+``2strata``). The budget B of a topic (``--budget``/``--rate``) is spent exactly, as far as
+the strata with a positive rate hold documents:
 
 1. strata at rate 1 are *exhaustive*: judged completely first, in rank order; the one where
    the budget runs out is sampled with what is left, and later ones (and all others) get none;
@@ -22,22 +22,29 @@ as the strata with a positive rate hold documents:
 3. n_h is rounded from these real numbers by largest remainder, which keeps their total.
 
 So rates written for a budget of sum_h rate_h N_h are met as written (n_h = round(rate_h N_h));
-another budget scales the non-exhaustive rates. Named strategies, each budget-matched as above
-(the papers fix strata and rates per collection, not per budget):
+another budget scales the non-exhaustive rates. A stratum with a positive rate that the
+budget leaves without a single judgment (an exhaustive top stratum larger than the budget)
+would count as outside the frame in every estimate (``core.sample``): the selector warns
+(:class:`~sampleval.errors.SamplingWarning`) with the budget that would reach it.
 
-- Voorhees, "The effect of sampling strategy on inferred measures", SIGIR 2014 (sec. 2; its
-  exact stratum bounds were not available to us, so these are our reading of its four
-  strategy families): ``pool``: top-k pooling, k the deepest depth whose pool fits the budget,
-  the leftover drawn at random from rank k+1's documents, deeper ones not judged;
-  ``1stratum``: one uniform sample of the whole pool (infAP's design); ``2strata``: the top-10
-  pool exhaustively, the rest of the budget uniformly over best ranks 11 and deeper;
-  ``3strata``: the top-10 pool exhaustively, then best ranks 11-30 and 31 and deeper at rates
-  in the ratio 3:1 (the 100%/30%/10% shape of NIST's sampled pools).
-- Yilmaz, Kanoulas & Aslam, SIGIR 2008 (sec. 4): ``depthk+equal``: the depth-k pool, k the
+Named strategies, each budget-matched as above (the papers fix strata and rates per
+collection, not per budget):
+
+- Voorhees, "The effect of sampling strategy on inferred measures", SIGIR 2014 (its list of
+  strategies is cut off in our copy; what survives and the paper's discussion give):
+  ``pool``: a single exhaustively judged stratum, the depth-k pool for the deepest k that
+  fits the budget (no random part; the rest of the budget is not spent); ``1stratum``: one
+  uniform sample of the whole pool (infAP's design); ``2strata`` (the default, the strategy
+  the paper recommends): the top-10 pool exhaustively, the rest of the budget uniformly over
+  best ranks 11 and deeper; ``3strata``: the top-10 pool exhaustively, best ranks 11-30 at a
+  moderate rate and a deep, very sparsely sampled third stratum, best ranks 31 and deeper at
+  a tenth of that rate (the 1:10 ratio is ours; the paper shows such a stratum to be the
+  worst choice: its few judgments weigh the most).
+- Yilmaz, Kanoulas & Aslam, SIGIR 2008: ``depthk+equal`` (sec. 3.1): the depth-k pool, k the
   deepest depth whose pool holds at most half the budget, plus the rest of the budget (at
-  least as many documents) drawn uniformly from the remainder of the pool; ``yilmaz4``: four
-  strata by best rank, 1-10 exhaustive, then 11-25, 26-50 and 51 and deeper with sample
-  *sizes* allocated 3:1.5:1 (rates 3/N_2 : 1.5/N_3 : 1/N_4; the bounds are ours).
+  least as many documents) drawn uniformly from the remainder of the pool; ``yilmaz4``
+  (sec. 5): the same depth-k stratum, and the rest of the pool, by best rank, cut into three
+  strata of equal size that share the rest of the budget 3 : 1.5 : 1 (55% / 27% / 18%).
 
 This module also holds what every select-up-front method shares (:class:`PlannedSelector`,
 :class:`StratifiedSelector`): at the first ``propose`` the whole design's sample is drawn for
@@ -50,6 +57,7 @@ judgments the judged set is itself a stratified simple random sample.
 from __future__ import annotations
 
 import re
+import warnings
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -61,7 +69,7 @@ import pandas as pd
 
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample
-from sampleval.errors import UsageError
+from sampleval.errors import SamplingWarning, UsageError
 from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register
 
@@ -89,6 +97,11 @@ class PlannedSelector(Selector):
                                                                          np.ndarray]:
         """The frame's ``stratum`` and ``inclusion`` columns, given which docs are judged."""
 
+    def _plan_all(self) -> dict[str, np.ndarray]:
+        """Every topic's plan (in pool order, so the draws do not depend on the topic asked
+        first)."""
+        return {t: self._plan(self.pool[t], self.budget_for(t)) for t in self.pool.topics}
+
     def batch_size(self, topic: str) -> int:
         return max(1, self.budget_for(topic))  # the plan is fixed: hand it out whole
 
@@ -96,8 +109,7 @@ class PlannedSelector(Selector):
         tp = self._of_topic(self.pool.topic_pools, topic)
         self._check_batch(n)
         if self._order is None:
-            self._order = {t: self._plan(self.pool[t], self.budget_for(t))
-                           for t in self.pool.topics}
+            self._order = self._plan_all()
         start = self._given[topic]
         chosen = self._order[topic][start:start + n]
         self._given[topic] = start + len(chosen)
@@ -148,12 +160,21 @@ class PlannedSelector(Selector):
 
 @dataclass(frozen=True)
 class Layout:
-    """A topic's strata: each pooled document's stratum code, each stratum's label and its
-    planned sample size n_h."""
+    """A topic's strata: each pooled document's stratum code, each stratum's label, its
+    planned sample size n_h, and whether the design means to sample it (``wanted``; None:
+    every stratum)."""
 
     codes: np.ndarray
     labels: np.ndarray
     counts: np.ndarray
+    wanted: np.ndarray | None = None
+
+    def starved(self) -> list[str]:
+        """The labels of the strata the design means to sample that hold documents but get
+        no judgment."""
+        sizes = np.bincount(self.codes, minlength=len(self.labels))
+        wanted = np.ones(len(self.labels), bool) if self.wanted is None else self.wanted
+        return [str(x) for x in self.labels[wanted & (sizes > 0) & (self.counts == 0)]]
 
 
 class StratifiedSelector(PlannedSelector):
@@ -169,6 +190,39 @@ class StratifiedSelector(PlannedSelector):
     def _plan(self, tp: TopicPool, budget: int) -> np.ndarray:
         layout = self._layout(tp, budget)
         return handout(layout.codes, layout.counts, self.rng.random(tp.size))
+
+    def _plan_all(self) -> dict[str, np.ndarray]:
+        plans = super()._plan_all()
+        starved = {t: self._layout(self.pool[t], self.budget_for(t)).starved()
+                   for t in self.pool.topics}
+        starved = {t: labels for t, labels in starved.items() if labels}
+        if starved:
+            need = max(self._reaching_budget(self.pool[t]) for t in starved)
+            topic, labels = next(iter(starved.items()))
+            warnings.warn(SamplingWarning(
+                f"{self.name}: in {len(starved)} of {len(plans)} topics the budget leaves "
+                f"a stratum the design samples without a single judgment (topic {topic}: "
+                f"{', '.join(labels)}); its documents would count as outside the frame "
+                f"(not relevant) in every estimate. Judge at least {need} documents per "
+                f"topic (--budget {need}) to reach every stratum{self._starved_hint()}"),
+                stacklevel=3)
+        return plans
+
+    def _reaching_budget(self, tp: TopicPool) -> int:
+        """The smallest budget at which no stratum the design samples goes unjudged (the
+        pool's size at most)."""
+        low, high = self.budget_for(tp.topic), tp.size
+        while low < high:
+            mid = (low + high) // 2
+            if self._layout(tp, mid).starved():
+                low = mid + 1
+            else:
+                high = mid
+        return low
+
+    def _starved_hint(self) -> str:
+        """How else to avoid unjudged strata, for the warning (``, or ...``)."""
+        return ""
 
     def _design_columns(self, tp: TopicPool, judged: np.ndarray) -> tuple[np.ndarray,
                                                                          np.ndarray]:
@@ -232,9 +286,15 @@ def allocate(sizes: np.ndarray, rates: np.ndarray, budget: int) -> np.ndarray:
 
 def water_fill(caps: np.ndarray, weights: np.ndarray, total: float) -> np.ndarray:
     """x_h = min(caps_h, c weights_h) with sum_h x_h = total (all caps when they do not
-    reach it); weights must be positive."""
+    reach it); a weight of 0 gets nothing (so less than total when the others' caps fall
+    short)."""
     if caps.sum() <= total:
         return caps
+    if (weights <= 0).any():
+        out = np.zeros(len(caps))
+        some = weights > 0
+        out[some] = water_fill(caps[some], weights[some], total) if some.any() else []
+        return out
     threshold = caps / weights
     order = np.argsort(threshold, kind="stable")
     capped = np.cumsum(caps[order]) - caps[order]
@@ -259,41 +319,58 @@ def _fitting_depth(best: np.ndarray, n: int) -> int:
     return int(np.searchsorted(pooled, n, side="right")) - 1
 
 
-def _pool(best: np.ndarray, budget: int) -> list[Stratum]:
-    k = _fitting_depth(best, budget)
-    return [Stratum(1, k, 1.0), Stratum(k + 1, k + 1, 1.0), Stratum(k + 2, None, 0.0)]
+Strategy = Callable[[np.ndarray, int], "Layout"]
 
 
-def _depthk_equal(best: np.ndarray, budget: int) -> list[Stratum]:
+def _ranges(*strata: Stratum) -> Strategy:
+    """A strategy of fixed best-rank ranges and rates."""
+    return lambda best, budget: layout_of(best, list(strata), budget)
+
+
+def _pool(best: np.ndarray, budget: int) -> Layout:
+    return layout_of(best, [Stratum(1, _fitting_depth(best, budget), 1.0)], budget)
+
+
+def _depthk_equal(best: np.ndarray, budget: int) -> Layout:
     k = _fitting_depth(best, budget // 2)
-    return [Stratum(1, k, 1.0), Stratum(k + 1, None, 0.5)]
+    return layout_of(best, [Stratum(1, k, 1.0), Stratum(k + 1, None, 0.5)], budget)
 
 
-def _yilmaz4(best: np.ndarray, budget: int) -> list[Stratum]:
-    # sizes n_h in the ratio 3:1.5:1: rates share_h / N_h (divided by 4 to stay below 1,
-    # which only the common scale factor sees)
-    deeper = [(11, 25, 3.0), (26, 50, 1.5), (51, None, 1.0)]
-    sizes = [int(((best >= lo) & (best <= (hi or best.max(initial=0)))).sum())
-             for lo, hi, _ in deeper]
-    return [Stratum(1, 10, 1.0)] + [
-        Stratum(lo, hi, share / size / 4 if size else 0.0)
-        for (lo, hi, share), size in zip(deeper, sizes, strict=True)]
+YILMAZ4_SHARES = (3.0, 1.5, 1.0)
 
 
-STRATEGIES: dict[str, tuple[str, Callable[[np.ndarray, int], list[Stratum]]]] = {
-    "pool": ("top-k pool as deep as the budget goes, leftover sampled at rank k+1 "
+def _yilmaz4(best: np.ndarray, budget: int) -> Layout:
+    """The depth-k stratum of ``depthk+equal``, and the rest of the pool by best rank (ties
+    in pool order) in three strata of equal size sharing the rest of the budget 3 : 1.5 : 1."""
+    k = _fitting_depth(best, budget // 2)
+    codes = np.zeros(len(best), dtype=np.int64)
+    rest = np.flatnonzero(best > k)
+    rest = rest[np.argsort(best[rest], kind="stable")]
+    labels = [f"1-{k}"]
+    for h, part in enumerate(np.array_split(rest, 3), start=1):
+        codes[part] = h
+        span = f"{best[part].min()}-{best[part].max()}" if len(part) else "none"
+        labels.append(f"{span}#{h}")  # equal-size strata may share a best rank
+    sizes = np.bincount(codes, minlength=4)
+    shares = np.array(YILMAZ4_SHARES) / np.maximum(sizes[1:], 1)
+    rates = np.concatenate([[1.0], 0.5 * shares / shares.max()])  # n_h in the share ratio
+    return Layout(codes, np.array(labels, dtype=object), allocate(sizes, rates, budget))
+
+
+STRATEGIES: dict[str, tuple[str, Strategy]] = {
+    "pool": ("one exhaustive stratum, the deepest depth-k pool the budget covers "
              "(Voorhees 2014)", _pool),
     "1stratum": ("one uniform sample of the pool (Voorhees 2014)",
-                 lambda best, budget: [Stratum(1, None, 1.0)]),
-    "2strata": ("top 10 exhaustive, the rest uniformly (Voorhees 2014)",
-                lambda best, budget: [Stratum(1, 10, 1.0), Stratum(11, None, 0.1)]),
-    "3strata": ("top 10 exhaustive, 11-30 and 31- at rates 3:1 (Voorhees 2014)",
-                lambda best, budget: [Stratum(1, 10, 1.0), Stratum(11, 30, 0.3),
-                                      Stratum(31, None, 0.1)]),
+                 _ranges(Stratum(1, None, 1.0))),
+    "2strata": ("top 10 exhaustive, the rest uniformly (Voorhees 2014, recommended)",
+                _ranges(Stratum(1, 10, 1.0), Stratum(11, None, 0.1))),
+    "3strata": ("top 10 exhaustive, 11-30, and 31- sampled at a tenth of 11-30's rate "
+                "(Voorhees 2014)", _ranges(Stratum(1, 10, 1.0), Stratum(11, 30, 0.3),
+                                           Stratum(31, None, 0.03))),
     "depthk+equal": ("depth-k pool of half the budget plus as many sampled from the rest "
-                     "(Yilmaz et al. 2008)", _depthk_equal),
-    "yilmaz4": ("1-10 exhaustive, 11-25, 26-50, 51- with sizes 3:1.5:1 (Yilmaz et al. 2008)",
-                _yilmaz4),
+                     "(Yilmaz et al. 2008, sec. 3.1)", _depthk_equal),
+    "yilmaz4": ("depth-k pool of half the budget, the rest in three equal strata sampled "
+                "3 : 1.5 : 1 (Yilmaz et al. 2008, sec. 5)", _yilmaz4),
 }
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d*)\s*:\s*([0-9.eE+-]+)\s*$")
 
@@ -338,7 +415,7 @@ def layout_of(best: np.ndarray, strata: list[Stratum], budget: int) -> Layout:
     sizes = np.bincount(codes, minlength=len(strata) + 1)
     rates = np.array([s.rate for s in strata] + [0.0])
     labels = np.array([s.label for s in strata] + ["other"], dtype=object)
-    return Layout(codes, labels, allocate(sizes, rates, budget))
+    return Layout(codes, labels, allocate(sizes, rates, budget), wanted=rates > 0)
 
 
 @register
@@ -349,7 +426,7 @@ class StrataSelector(StratifiedSelector):
     summary: ClassVar[str] = ("stratified random sampling by best rank (Voorhees 2014; "
                               "Yilmaz, Kanoulas & Aslam, SIGIR 2008)")
     parameters: ClassVar[tuple[Param, ...]] = (
-        Param("strategy", str, "3strata", "named strata", choices=tuple(STRATEGIES)),
+        Param("strategy", str, "2strata", "named strata", choices=tuple(STRATEGIES)),
         Param("strata", str, None, "custom strata by best rank and rate, e.g. "
               "1-10:1,11-30:0.3,31-:0.1 (instead of strategy)"),
     )
@@ -360,13 +437,14 @@ class StrataSelector(StratifiedSelector):
         if "strategy" in params and "strata" in params:
             raise UsageError("give either strategy or strata, not both")
         if "strata" in self.params:
-            custom = parse_strata(self.params["strata"])
-            self._strata: Callable[[np.ndarray, int], list[Stratum]] = (
-                lambda best, budget: custom)
+            self._strata = _ranges(*parse_strata(self.params["strata"]))
             del self.params["strategy"]
         else:
             self._strata = STRATEGIES[self.params["strategy"]][1]
 
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
-        best = tp.best_rank()
-        return layout_of(best, self._strata(best, budget), budget)
+        return self._strata(tp.best_rank(), budget)
+
+    def _starved_hint(self) -> str:
+        return (", or strata whose exhaustive (rate 1) part fits the budget (fewer ranks at "
+                "rate 1, or --param strategy=1stratum)")

@@ -2,15 +2,11 @@
 
 Pavlu & Aslam, "A practical sampling strategy for efficient retrieval evaluation" (2007), as
 Li & Kanoulas, "Active Sampling for Large-scale Information Retrieval Evaluation", CIKM 2017,
-sec. 2.2 describe it: each document has a prior, fixed for the whole process, from the
-AP-prior over ranks,
-
-    w(r) = (1/D) sum_{j=r}^{D} 1/j,   r = 1..D (D = the pool depth),
-
-which sums to 1 over the ranks (sum_r sum_{j>=r} 1/j = D) and gives the last rank 1/D^2 > 0;
-a document's prior is the mean over the runs of w(its rank in the run) (0 for a run that did
-not retrieve it; the papers average the runs' distributions, the sum would give the same
-normalised prior).
+sec. 2.2 and 4.4 describe it: each document has a prior, fixed for the whole process, the
+mean over the runs of each run's AP-prior at the document's rank (:mod:`.ap_prior`,
+``prior=``, default Aslam et al.'s (1/2N)(1 + 1/r + ... + 1/N) over each run's N pooled
+documents; 0 for a run that did not retrieve it; the papers average the runs'
+distributions).
 
 Pavlu & Aslam sample *without* replacement, with inclusion probabilities proportional to
 the prior (their improvement over the with-replacement sampling of Aslam, Pavlu & Yilmaz,
@@ -52,30 +48,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sampleval.core.pool import PAD, Pool, TopicPool
+from sampleval.core.pool import Pool, TopicPool
 from sampleval.errors import UsageError
 from sampleval.params import Param
+from sampleval.selection.ap_prior import PRIORS, document_prior
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill
-
-
-def harmonic(n: int) -> np.ndarray:
-    """H_0..H_n (H_0 = 0)."""
-    return np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
-
-
-def rank_weights(depth: int) -> np.ndarray:
-    """The AP-prior over ranks 1..depth: w(r) = (1/depth) sum_{j=r}^{depth} 1/j (sums to 1)."""
-    h = harmonic(depth)
-    return (h[depth] - h[:depth]) / max(depth, 1)
-
-
-def document_prior(tp: TopicPool, depth: int) -> np.ndarray:
-    """Each pooled document's prior: the mean over the runs of w(its rank), normalised."""
-    runs, cols = np.nonzero(tp.ranking != PAD)
-    weight = rank_weights(depth)[cols]
-    prior = np.bincount(tp.ranking[runs, cols], weights=weight, minlength=tp.size)
-    return prior / prior.sum() if tp.size else prior
 
 
 def residual_spread(predicted: np.ndarray, floor: float) -> np.ndarray:
@@ -98,6 +76,8 @@ class PriorStratifiedSelector(StratifiedSelector):
     parameters: ClassVar[tuple[Param, ...]] = (
         Param("per_stratum", int, 2, "target number of judgments per stratum",
               check=lambda n: n >= 2, requirement="at least 2"),
+        Param("prior", str, "aslam", "AP-prior over each run's ranks (selection.ap_prior)",
+              choices=PRIORS),
         Param("size", str, "prior", "what pi_i follows: prior, the AP-prior; residual, the "
               "AP-prior times the predicted residual spread (needs --predictions)",
               choices=("prior", "residual")),
@@ -119,17 +99,16 @@ class PriorStratifiedSelector(StratifiedSelector):
             raise UsageError("stratified uses predictions only with size=residual "
                              "(--param size=residual)")
 
-    def _size(self, tp: TopicPool, depth: int) -> np.ndarray:
+    def _size(self, tp: TopicPool) -> np.ndarray:
         """What the target pi_i is proportional to: the AP-prior, times the predicted
         residual spread with size=residual."""
-        prior = document_prior(tp, depth)
+        prior = document_prior(tp, self.params["prior"])
         if self.predicted is None:
             return prior
         return prior * residual_spread(self.predicted[tp.topic], self.params["spread_floor"])
 
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
-        depth = self.pool.depth or tp.ranking.shape[1]
-        prior = self._size(tp, depth)
+        prior = self._size(tp)
         target = water_fill(np.ones(tp.size), prior, float(budget))
         certain = target >= 1.0
         rest = np.flatnonzero(~certain)

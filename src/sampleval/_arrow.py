@@ -1,0 +1,56 @@
+"""Small helpers on Arrow string columns that readers and the core types share.
+
+Only numpy and pyarrow: the readers run in background threads while the command line imports
+pandas and numba, so nothing on the reading path may wait for those imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def dictionary_array(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """One dictionary array for a (possibly chunked, possibly plain string) column."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks == 1:
+            return column.chunk(0)
+        return column.unify_dictionaries().combine_chunks()
+    return column
+
+
+def codes_of(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Integer codes of a string column (equal codes for equal strings), int64."""
+    indices = dictionary_array(column).indices
+    return indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def repeats(table: pa.Table, columns: Sequence[str], keep: str = "first") -> np.ndarray:
+    """For each row, whether another row has the same values in ``columns`` and wins:
+    ``keep="first"``, the earlier row; ``keep="last"``, the later. Rows that repeat nothing
+    are False; one row of each repeated key is False too.
+
+    Fast when repeats are rare: the last column's values that occur once (by a bincount)
+    settle most rows; only the rest are compared on the whole key.
+    """
+    codes = [codes_of(table[name]) for name in columns]
+    last = codes[-1]
+    shared = np.bincount(last)[last] > 1 if len(last) else np.zeros(0, dtype=bool)
+    out = np.zeros(len(last), dtype=bool)
+    rows = np.flatnonzero(shared)
+    if not len(rows):
+        return out
+    key = np.zeros(len(rows), dtype=np.int64)
+    for c in codes:
+        key = key * (int(c.max()) + 1) + c[rows]
+    if keep == "last":
+        rows, key = rows[::-1], key[::-1]
+    winners = np.unique(key, return_index=True)[1]  # first occurrence in this row order
+    out[rows] = True
+    out[rows[winners]] = False
+    return out

@@ -1,0 +1,1 @@
+"""Drop-in replacements for the field's reference tools, output byte for byte."""

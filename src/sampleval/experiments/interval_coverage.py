@@ -1,0 +1,157 @@
+"""How often the 95% intervals of xinfAP, infAP and AP~ht cover the truth, per variance
+variant (issue 9, item 2): judge samples of the depth-k pool of TREC-COVID round 5 from the
+round-5 qrels, estimate every run's AP per topic and its mean over topics, and count the
+intervals that contain the exact AP (the pool judged in full).
+
+    python -m sampleval.experiments.interval_coverage [--trials N] [--rate R] [--designs ...]
+
+Designs: ``strata`` (best rank 1-10 judged fully, 11-30 at 30%, 31 and deeper at 10%, the
+shape of NIST's sampled pools), ``uniform`` (a simple random sample of ``--rate`` of each
+topic's pool, infAP's design) and ``active`` (Li & Kanoulas's active sampling at ``--rate``,
+its defaults). Each trial draws one sample per design (seed SEED + trial).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.sample import Sample
+from sampleval.estimators.base import MEAN_TOPIC, topic_views
+from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.names import parse_estimate
+from sampleval.evaluation import evaluate
+from sampleval.experiments._cli import read_round5, simulation_parser
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+
+MEASURES = {
+    "strata": ("xinfAP(var=jackknife)", "xinfAP(var=appendix)", "xinfAP(var=linear)",
+               "AP~ht(var=jackknife)", "AP~ht(var=linear)"),
+    "uniform": ("infAP(var=jackknife)", "infAP(var=appendix)", "infAP(var=linear)",
+                "xinfAP(var=jackknife)", "AP~ht(var=jackknife)", "AP~ht(var=linear)"),
+    "active": ("AP~ht(var=jackknife)", "AP~ht(var=linear)", "AP~ht(var=jackknife,ap=paper)",
+               "AP~ht(var=linear,ap=paper)"),
+}
+STRATA = ((1, 10, 1.0), (11, 30, 0.3), (31, None, 0.1))
+
+
+def fixed_rate_sample(pool: Pool, rng: np.random.Generator,
+                      strata: Sequence[tuple[int, int | None, float]]) -> Sample:
+    """A stratified sample by best rank at fixed rates (round(rate N_h), at least 1), judged
+    from the pool's labels (unjudged: not relevant)."""
+    parts = []
+    for tp in pool:
+        best = tp.best_rank()
+        truth = np.nan_to_num(tp.labels, nan=0.0)
+        labels = np.full(tp.size, np.nan)
+        names = np.empty(tp.size, dtype=object)
+        for lo, hi, rate in strata:
+            members = np.flatnonzero((best >= lo) & (best <= (hi or best.max(initial=0))))
+            names[members] = f"{lo}-{hi or ''}"
+            if len(members):
+                take = min(len(members), max(1, round(rate * len(members))))
+                chosen = rng.choice(members, size=take, replace=False)
+                labels[chosen] = truth[chosen]
+        parts.append(pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos[tp.doc_ids],
+                                   "relevance": labels, "stratum": names}))
+    frame = pd.concat(parts, ignore_index=True)
+    groups = frame.groupby(["query_id", "stratum"])["relevance"]
+    frame["inclusion"] = groups.transform("count") / groups.transform("size")
+    return Sample("stratified", frame)
+
+
+def draw(design: str, pool: Pool, qrels: Qrels, rate: float, seed: int) -> Sample:
+    """One sample of ``design`` (module docstring)."""
+    rng = np.random.default_rng(seed)
+    if design == "strata":
+        return fixed_rate_sample(pool, rng, STRATA)
+    if design == "uniform":
+        return fixed_rate_sample(pool, rng, ((1, None, rate),))
+    selector = METHODS["active"](pool, Budget(rate=rate), rng)
+    return simulate(selector, qrels_oracle(qrels)).sample()
+
+
+def truth(pool: Pool, measure: str) -> pd.DataFrame:
+    """Exact ``measure`` of every run and topic with the whole (labelled) pool judged:
+    ``[topics, runs]``, the mean over topics as row ``all``."""
+    judged = Qrels.from_frame(pd.concat(
+        pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos[tp.doc_ids],
+                      "relevance": np.nan_to_num(tp.labels, nan=0.0)}) for tp in pool))
+    exact = evaluate(judged, pool, [measure])
+    return exact.pivot(index="query_id", columns="run", values="value")
+
+
+def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, rate: float,
+             trials: int, seed: int, measures: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per design and measure (``measures``, default :data:`MEASURES`): the share of
+    intervals covering the truth per (topic, run) and for each run's mean, the mean
+    half-widths, the bias of the mean and its rms error."""
+    targets: dict[str, pd.DataFrame] = {}
+    runs = pool32.run_names
+    tally: dict[tuple[str, str], list[np.ndarray]] = {}
+    for trial in range(trials):
+        for design in designs:
+            sample = draw(design, pool32, qrels, rate, seed + trial)
+            for name in measures or MEASURES[design]:
+                spec = parse_estimate(name)
+                exact = spec.base + ("" if spec.cutoff is None else f"@{spec.cutoff}")
+                if exact not in targets:
+                    targets[exact] = truth(pool32, exact)
+                target = targets[exact]
+                family = FAMILIES[spec.family]
+                pool = pool64 if family.score_type == np.float64 else pool32
+                rows = family.compute(runs, topic_views(pool, sample), sample, [spec], 1.0,
+                                      0.95)
+                where = pd.MultiIndex.from_frame(rows[["query_id", "run"]])
+                rows = rows.assign(truth=target.stack().reindex(where).to_numpy())
+                covered = (rows["lo"] <= rows["truth"]) & (rows["truth"] <= rows["hi"])
+                mean = rows["query_id"] == MEAN_TOPIC
+                tally.setdefault((design, name), []).append(np.array([
+                    covered[~mean].mean(), covered[mean].mean(),
+                    ((rows["hi"] - rows["lo"]) / 2)[~mean].mean(),
+                    ((rows["hi"] - rows["lo"]) / 2)[mean].mean(),
+                    (rows["value"] - rows["truth"])[mean].mean(),
+                    ((rows["value"] - rows["truth"])[mean] ** 2).mean()]))
+        print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
+    out = [{"design": d, "measure": m, **dict(zip(
+        ("cover_topic", "cover_mean", "half_topic", "half_mean", "bias_mean", "rms_mean"),
+        np.mean(values, axis=0), strict=True))} for (d, m), values in tally.items()]
+    table = pd.DataFrame(out)
+    table["rms_mean"] = np.sqrt(table["rms_mean"])
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = simulation_parser(__doc__, trials=100)
+    parser.add_argument("--designs", default="strata,uniform,active",
+                        help="comma-separated designs among strata, uniform, active "
+                             "(default all)")
+    parser.add_argument("--measures", help="estimated measures to check on every design, "
+                        "separated by ';' (default: each design's own list)")
+    args = parser.parse_args(argv)
+    designs = [d.strip() for d in args.designs.split(",") if d.strip()]
+    unknown = [d for d in designs if d not in MEASURES]
+    if unknown:
+        parser.error(f"unknown design(s) {', '.join(unknown)} (one of {', '.join(MEASURES)})")
+    runs, qrels = read_round5(args.data)
+    start = time.perf_counter()
+    pool32 = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
+    pool64 = Pool.from_runs(runs, depth=args.depth, qrels=qrels, score_type=np.float64)
+    measures = [m.strip() for m in args.measures.split(";")] if args.measures else None
+    table = coverage(designs, pool32, pool64, qrels, args.rate, args.trials, args.seed,
+                     measures)
+    print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool32.topics)} topics, depth "
+          f"{args.depth}, rate {args.rate} (uniform, active), {args.trials} trials, "
+          f"{time.perf_counter() - start:.0f} s")
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
