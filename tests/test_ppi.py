@@ -27,6 +27,7 @@ from sampleval.evaluation import evaluate
 from sampleval.io import write_qrels, write_run
 from sampleval.io.predictions import read_predictions, write_predictions
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.selection.importance import ImportanceSelector, doc_ranks
 from sampleval.selection.stratified import PriorStratifiedSelector, residual_spread
 from sampleval.synthetic import make_collection
 from sampleval.synthetic_predictions import (
@@ -312,6 +313,34 @@ def test_residual_design_follows_the_predicted_spread(
     pd.testing.assert_frame_equal(a.frame, b.frame)
 
 
+def test_importance_prior_from_predictions(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """importance prior=predictions: Q(y) ∝ f(y) sqrt(sum_j lambda_j(y)^2) + eps (eq. 11
+    with the predictions in u~'s slot, sec. 3.3), per document whatever its ranks; the state
+    round trip gives the same sample, and ~ppi estimates it in the per-draw form."""
+    runs, qrels, pool, truth = collection
+    predicted = pool_truth(pool, qrels).assign(
+        prediction=np.random.default_rng(2).uniform(0, 1, len(truth)))
+    predictions = Predictions.from_frame(predicted[["query_id", "doc_id", "prediction"]])
+    topic = pool.topics[0]
+    tp = pool[topic]
+    selector = METHODS["importance"](pool, Budget(rate=0.3), np.random.default_rng(4),
+                                     prior="predictions", predictions=predictions)
+    f = predictions.for_topic(topic, pool.docnos_of(topic))
+    ranks = doc_ranks(tp).astype(np.float64)
+    lam = np.where(ranks > 0, 1 / np.log2(np.maximum(ranks, 1) + 1), 0.0)
+    weight = f * np.sqrt((lam**2).sum(axis=0)) + 0.05
+    np.testing.assert_allclose(selector.distribution(tp), weight / weight.sum())
+    selector.propose(topic, 3)
+    restored = ImportanceSelector.restore(pool, selector.state())
+    oracle = qrels_oracle(qrels)
+    a, b = simulate(selector, oracle).sample(), simulate(restored, oracle).sample()
+    pd.testing.assert_frame_equal(a.draws, b.draws)
+    assert a.meta["params"]["prior"] == "predictions"
+    got = estimate(a, runs, ["P@10~ppi"], depth=DEPTH, predictions=predictions)
+    assert np.isfinite(got["value"]).all()
+
+
 def test_predictions_only_where_a_method_uses_them(
         collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     _, _, pool, truth = collection
@@ -323,6 +352,10 @@ def test_predictions_only_where_a_method_uses_them(
         METHODS["stratified"](pool, Budget(rate=0.3), rng, size="residual")
     with pytest.raises(UsageError, match="only with size=residual"):
         METHODS["stratified"](pool, Budget(rate=0.3), rng, predictions=predictions)
+    with pytest.raises(UsageError, match="needs predictions"):
+        METHODS["importance"](pool, Budget(rate=0.3), rng, prior="predictions")
+    with pytest.raises(UsageError, match="only as its prior"):
+        METHODS["importance"](pool, Budget(rate=0.3), rng, predictions=predictions)
 
 
 # -- the seeded predictors -------------------------------------------------------------------------

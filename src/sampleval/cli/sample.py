@@ -50,7 +50,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="a parameter of the method (see 'sampleval methods'), e.g. "
                              "strategy=2strata or k=10; repeat for several")
     add_predictions(parser, "for the methods that use them (stratified --param "
-                            "size=residual)")
+                            "size=residual, importance --param prior=predictions)")
     add_name_by(parser)
     add_duplicates(parser)
     add_command(commands, "methods", run_methods,

@@ -54,6 +54,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -95,8 +96,8 @@ def at_rank(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     return padded[np.where(ranks <= len(values), ranks, 0)]
 
 
-def rank_prior(labels_at_rank: Sequence[np.ndarray], level: float = 1.0,
-               strength: float = 1.0) -> np.ndarray:
+def fitted_prior(labels_at_rank: Sequence[np.ndarray], level: float = 1.0,
+                 strength: float = 1.0) -> np.ndarray:
     """The rank-based prior u~(r): the relevance rate of the judged documents at rank r over
     every run and topic (``labels_at_rank``: per topic ``[n_runs, width]`` labels, NaN when
     unjudged), smoothed toward the overall rate p by ``strength`` pseudo-judgments:
@@ -112,73 +113,99 @@ def rank_prior(labels_at_rank: Sequence[np.ndarray], level: float = 1.0,
     return (relevant + strength * overall) / (judged + strength)
 
 
-def document_prior(prior_u: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """A document's prior probability of relevance: u~ at its rank, averaged over the systems
-    that retrieved it (``ranks``: ``[n_docs]`` or ``[k, n_docs]``, 1-based, 0 = not
-    retrieved); 0 for a document no system retrieved."""
-    ranks = np.atleast_2d(ranks)
-    retrieved = (ranks > 0) & (ranks <= len(prior_u))
-    return at_rank(prior_u, ranks).sum(axis=0) / np.maximum(retrieved.sum(axis=0), 1)
+TREC_PRIOR = "trec"
+SYNTH_PRIOR = "synth"
+FORMS = ("paper", "sqrt")
 
 
-def _mixed(weights: np.ndarray, eps: float) -> np.ndarray:
-    """(1 - eps) weights / sum(weights) + eps / N: the eps floor keeps every document in Q's
-    support, which unbiasedness needs wherever lambda rel may be non-zero."""
-    n = weights.shape[-1]
-    total = weights.sum()
-    shape = weights / total if total > 0 else np.full(n, 1.0 / n)
-    return (1.0 - eps) * shape + eps / n
+def named_prior(name: str, width: int) -> np.ndarray:
+    """u~(r), r = 1..width, of Schnabel et al. sec. 3.3: ``trec`` 16/(r + 34), the average
+    label at rank r over TREC-8's systems; ``synth`` 4 (1 - r/2000) (0 past rank 2000), for
+    SYNTH's grades 0-4."""
+    ranks = np.arange(1, width + 1, dtype=np.float64)
+    if name == TREC_PRIOR:
+        return 16.0 / (ranks + 34.0)
+    if name == SYNTH_PRIOR:
+        return np.maximum(4.0 * (1.0 - ranks / 2000.0), 0.0)
+    raise UsageError(f"unknown prior {name!r} (trec, synth, or numbers u1,u2,...)")
 
 
-def single_system_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float,
-                    lam: np.ndarray) -> np.ndarray:
-    """Q for one system h (Schnabel et al. eq. 8): Q(y) ∝ lambda(rank_h(y)) sqrt(u~(rank_h(y)))
-    mixed with eps of the uniform distribution. Var(U-hat) = (sum_y lambda^2 rel^2 / Q - U^2)/n
-    has expectation (sum_y lambda^2 p(y) / Q - E U^2)/n under a prior with P(rel(y) = 1) = p(y),
-    minimised by Q ∝ lambda sqrt(p). ``ranks``: ``[n_docs]``; ``lam``: lambda per rank."""
-    return _mixed(at_rank(lam, ranks) * np.sqrt(document_prior(prior_u, ranks)), eps)
+@dataclass(frozen=True)
+class DocumentPrior:
+    """u~(y) given for each document (pool order) instead of by rank: predicted relevance
+    in the prior slot of sec. 3.3 (``importance --param prior=predictions``)."""
+
+    values: np.ndarray
 
 
-def sqrt_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray) -> np.ndarray:
+Prior: TypeAlias = "np.ndarray | DocumentPrior"
+"""u~: by rank (u~ at ranks 1, 2, ...) or by document."""
+
+
+def expected_relevance(prior_u: Prior, ranks: np.ndarray) -> np.ndarray:
+    """u~(y) of each document: u~ at its rank averaged over all the systems (sec. 4.2), a
+    system that did not retrieve it counting 0 (``ranks``: ``[n_docs]`` or ``[k, n_docs]``,
+    1-based, 0 = not retrieved); a :class:`DocumentPrior` as it is."""
+    if isinstance(prior_u, DocumentPrior):
+        return prior_u.values
+    return at_rank(prior_u, np.atleast_2d(ranks)).mean(axis=0)
+
+
+def _q(relevance_prior: np.ndarray, weight: np.ndarray, eps: float, form: str) -> np.ndarray:
+    """Q(y) proportional to u~(y) weight(y) + eps (eq. 7-8: eps added to the unnormalised
+    weights), or with ``form="sqrt"`` to sqrt(u~(y)) weight(y) + eps."""
+    u = relevance_prior if form == "paper" else np.sqrt(relevance_prior)
+    unnormalised = u * weight + eps
+    total = unnormalised.sum()
+    return unnormalised / total if total > 0 else np.full(len(weight), 1.0 / max(len(weight), 1))
+
+
+def single_system_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
+                    form: str = "paper") -> np.ndarray:
+    """Q for one system h (Schnabel et al. eq. 8): Q(y) ∝ u~(y) lambda_h(y) + eps, the
+    variance-optimal Q* ∝ u P of eq. 5 with u~ for the unknown u. ``ranks``: ``[n_docs]``;
+    ``lam``: lambda per rank. ``form="sqrt"``: sqrt(u~) in place of u~, which minimises the
+    expected variance when rel(y) is 0/1 with P(rel = 1) = u~ (E[rel^2] = u~)."""
+    return _q(expected_relevance(prior_u, ranks), at_rank(lam, ranks), eps, form)
+
+
+def sqrt_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
+           form: str = "paper") -> np.ndarray:
     """Q for k systems at once (Schnabel et al. eq. 11, SQRT): minimising sum_j Var(U-hat_j)
-    gives Q(y) ∝ sqrt(p(y) sum_j lambda_j(y)^2). ``ranks``: ``[k, n_docs]``."""
+    gives Q(y) ∝ u~(y) sqrt(sum_j lambda_j(y)^2), + eps as in eq. 8. ``ranks``: ``[k,
+    n_docs]``."""
     lam_docs = at_rank(lam, np.atleast_2d(ranks))
-    return _mixed(np.sqrt(document_prior(prior_u, ranks) * (lam_docs**2).sum(axis=0)), eps)
+    return _q(expected_relevance(prior_u, ranks), np.sqrt((lam_docs**2).sum(axis=0)), eps,
+              form)
 
 
-def mean_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray) -> np.ndarray:
-    """The MEAN heuristic: the average over the k systems of their eq. 8 distributions (systems
-    that retrieved nothing left out). ``ranks``: ``[k, n_docs]``."""
-    ranks = np.atleast_2d(ranks)
-    weights = at_rank(lam, ranks) * np.sqrt(at_rank(prior_u, ranks))
-    totals = weights.sum(axis=1, keepdims=True)
-    used = totals[:, 0] > 0
-    return _mixed((weights[used] / totals[used]).mean(axis=0) if used.any() else
-                  np.zeros(ranks.shape[1]), eps)
+def mean_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
+           form: str = "paper") -> np.ndarray:
+    """The MEAN heuristic (sec. 4.2, after Yilmaz et al.): Q(y) ∝ u~(y) sum_j lambda_j(y) +
+    eps. ``ranks``: ``[k, n_docs]``."""
+    lam_docs = at_rank(lam, np.atleast_2d(ranks))
+    return _q(expected_relevance(prior_u, ranks), lam_docs.sum(axis=0), eps, form)
 
 
-def pairwise_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float,
-               lam: np.ndarray) -> np.ndarray:
+def pairwise_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
+               form: str = "paper") -> np.ndarray:
     """Q for the difference U(h) - U(h') of two systems (Schnabel et al. eq. 13):
-    Q(y) ∝ |lambda_h(y) - lambda_h'(y)| sqrt(p(y)). ``ranks``: ``[2, n_docs]``."""
+    Q(y) ∝ u~(y) |lambda_h(y) - lambda_h'(y)| + eps. ``ranks``: ``[2, n_docs]``."""
     lam_docs = at_rank(lam, np.atleast_2d(ranks))
-    return _mixed(np.abs(lam_docs[0] - lam_docs[1]) * np.sqrt(document_prior(prior_u, ranks)),
-                  eps)
+    return _q(expected_relevance(prior_u, ranks), np.abs(lam_docs[0] - lam_docs[1]), eps,
+              form)
 
 
-def krel_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
-           baseline: int | None = 0) -> np.ndarray:
-    """Q for comparing k systems (Schnabel et al. eq. 15, KREL): minimising the summed variance
-    of the estimated differences gives Q(y) ∝ sqrt(p(y) sum_j (lambda_j(y) - lambda_b(y))^2)
-    against the baseline system b, or, with ``baseline=None`` (ranking the k systems: every
-    pair), Q(y) ∝ sqrt(p(y) sum_{i<j} (lambda_i - lambda_j)^2) = sqrt(p k sum_j (lambda_j -
-    mean lambda)^2). ``ranks``: ``[k, n_docs]``."""
+def krel_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
+           baseline: int | None = None, form: str = "paper") -> np.ndarray:
+    """Q for the k systems' performances relative to their mean (Schnabel et al. eq. 15,
+    KREL): Q(y) ∝ u~(y) sqrt(sum_j (lambda_j(y) - mean_j lambda_j(y))^2) + eps; with a
+    ``baseline`` system b (ours: each system against b), sqrt(sum_j (lambda_j - lambda_b)^2).
+    ``ranks``: ``[k, n_docs]``."""
     lam_docs = at_rank(lam, np.atleast_2d(ranks))
-    if baseline is None:
-        spread = len(lam_docs) * ((lam_docs - lam_docs.mean(axis=0)) ** 2).sum(axis=0)
-    else:
-        spread = ((lam_docs - lam_docs[baseline]) ** 2).sum(axis=0)
-    return _mixed(np.sqrt(document_prior(prior_u, ranks) * spread), eps)
+    centre = lam_docs.mean(axis=0) if baseline is None else lam_docs[baseline]
+    spread = np.sqrt(((lam_docs - centre) ** 2).sum(axis=0))
+    return _q(expected_relevance(prior_u, ranks), spread, eps, form)
 
 
 # -- the estimator, on arrays -----------------------------------------------------------------
