@@ -24,6 +24,7 @@ from sampleval.estimators.base import topic_views
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import estimate_ppi, minimising, ppi_values, topic_data
 from sampleval.evaluation import evaluate
+from sampleval.experiments.ppi_efficiency import matching_budget
 from sampleval.io import write_qrels, write_run
 from sampleval.io.predictions import read_predictions, write_predictions
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
@@ -356,6 +357,22 @@ def test_predictions_only_where_a_method_uses_them(
         METHODS["importance"](pool, Budget(rate=0.3), rng, prior="predictions")
     with pytest.raises(UsageError, match="only as its prior"):
         METHODS["importance"](pool, Budget(rate=0.3), rng, predictions=predictions)
+
+
+def test_matching_budget() -> None:
+    """The budget at which ~ppi's rms equals ~ht's at the reference: interpolated between
+    the rates around the first crossing; the smallest rate (flagged) when already below;
+    NaN when never."""
+    rows = [("ht", "P@10~ht", r, e) for r, e in ((0.05, 0.04), (0.1, 0.02))]
+    rows += [("good", "P@10~ppi", r, e) for r, e in ((0.05, 0.01), (0.1, 0.005))]
+    rows += [("half", "P@10~ppi", r, e) for r, e in ((0.05, 0.03), (0.1, 0.01))]
+    rows += [("bad", "P@10~ppi", r, e) for r, e in ((0.05, 0.05), (0.1, 0.03))]
+    sweep = pd.DataFrame(rows, columns=["predictor", "measure", "rate", "rms"])
+    got = matching_budget(sweep, 0.1).set_index("predictor")
+    assert got.loc["good", "budget"] == 0.05 and got.loc["good", "at_most"]
+    assert got.loc["half", "budget"] == pytest.approx(0.075)  # 0.03 -> 0.01: 0.02 halfway
+    assert got.loc["half", "saved"] == pytest.approx(0.25)
+    assert np.isnan(got.loc["bad", "budget"])
 
 
 # -- the seeded predictors -------------------------------------------------------------------------
