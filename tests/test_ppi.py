@@ -243,6 +243,26 @@ def test_ppi_needs_predictions_and_is_never_a_default(
         estimate(sample, runs, ["P@10~ppi"], predictions=big.assign(prediction=0.5))
 
 
+def test_predictions_as_a_frame_or_a_path(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], tmp_path: Path) -> None:
+    """estimate() takes the predictions as Predictions, a DataFrame or a file, like its other
+    inputs; a ~ppi value reports coverage and an imputed share of 0 (a correction of
+    expectation 0, not a guess)."""
+    runs, qrels, pool, truth = collection
+    sample = sample_of(pool, qrels, "stratified")
+    predicted = flipped(truth, 0.1, np.random.default_rng(2))
+    write_predictions(Predictions.from_frame(predicted), tmp_path / "pred.txt")
+    sample.save(tmp_path / "s")
+    names = ["P@10~ppi", "AP~ppi"]
+    base = estimate(sample, runs, names, predictions=Predictions.from_frame(predicted))
+    for given in (predicted, tmp_path / "pred.txt", str(tmp_path / "pred.txt")):
+        pd.testing.assert_frame_equal(estimate(tmp_path / "s", runs, names,
+                                               predictions=given), base)
+    assert (base["imputed"] == 0).all() and base["coverage"].between(0, 1).all()
+    with pytest.raises(UsageError, match="predictions must be"):
+        estimate(sample, runs, names, predictions=[0.5])  # type: ignore[arg-type]
+
+
 def test_dataframe_predictions_are_checked() -> None:
     frame = pd.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"],
                           "prediction": [0.5, 1.0]})
@@ -434,3 +454,19 @@ def test_command_lines(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
     assert missing.stderr.strip() == ("sampleval: error: P@10~ppi needs predictions of "
                                       "relevance (--predictions FILE; in the library, "
                                       "predictions=)")
+    # judged outside sampleval: the same design, the predictions kept in the saved state
+    listed = run_cli("sample", "stratified", *common[:1], *common[3:], "-o", tmp_path / "j",
+                     "--param", "size=residual", "--predictions", tmp_path / "pred.txt.gz")
+    assert listed.returncode == 0, listed.stderr
+    judged = run_cli("judge", tmp_path / "j", tmp_path / "qrels.txt")
+    assert judged.returncode == 0, judged.stderr
+    again = run_cli("estimate", tmp_path / "j", tmp_path / "runs", "-m", "P@10~ppi,AP~ppi",
+                    "--predictions", tmp_path / "pred.txt.gz", "-f", "tsv", "-o",
+                    tmp_path / "est.tsv")
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    assert (tmp_path / "est.tsv").read_text() == got.stdout
+    header = got.stdout.splitlines()[0].split("\t")
+    assert header[-2:] == ["coverage", "imputed"] and all(float(r[-1]) == 0 for r in rows)
+    clobber = run_cli("estimate", tmp_path / "s", tmp_path / "runs", "-m", "P@10~ppi",
+                      "--predictions", tmp_path / "pred.txt.gz", "-o", tmp_path / "pred.txt.gz")
+    assert clobber.returncode == 2 and "sampleval: error:" in clobber.stderr

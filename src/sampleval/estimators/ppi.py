@@ -82,6 +82,15 @@ document judged a ratio of two small corrections is noise. That topic and run th
 lam = 0, the estimate of ``~ht`` (or the per-draw one): a check on the sample, so not exactly
 unbiased, but it only replaces impossible values (the Monte Carlo tests measure the bias).
 
+Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
+rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
+predictions' frame total and F-hat_HT its estimate from the same units as the labels' one
+(``~ht``'s, or the per-draw one): the predictions enter only through a correction whose
+expectation is 0 whatever they are, so no part of the value is a constant that the sample
+cannot correct, which is what the column reports (smoothing guesses such as infAP's 1/2).
+How far a value leans on the predictions shows instead in lam (0: none) and in the interval:
+wrong predictions widen it, or tuning turns them down; they do not bias it.
+
 Labels and predictions are mapped alike: binary measures (NumRel, P, R, AP, Rprec) use
 ``base.relevance`` (clip(value - level + 1, 0, 1): a probability of relevance at level 1 is
 itself), DCG and nDCG the value as gain. A frame document without a prediction predicts 0:
