@@ -9,7 +9,8 @@ as JSON, restoring it and continuing gives the very sample and state an uninterr
 gives; the sample survives its directory. Estimator families: every declared measure and
 option parses back from its printed name; a census gives the exact measure for every base a
 family declares, when the family accepts a census; on a sample of each design the family
-accepts, every measure estimates finite values.
+accepts, every measure estimates finite values (a family that reads predicted relevance gets
+noisy predictions in both).
 """
 
 from __future__ import annotations
@@ -182,6 +183,16 @@ def test_names_round_trip(family: str, base: str) -> None:
             option.default)
 
 
+def predictions_for(family: EstimatorFamily) -> pd.DataFrame | None:
+    """For a family that reads predicted relevance: noisy predictions of every judged
+    document (uniform on [0, the largest grade], seeded); None for the others."""
+    if not family.needs_predictions:
+        return None
+    frame = QRELS.frame[["query_id", "doc_id"]]
+    top = max(1.0, float(QRELS.frame["relevance"].max()))
+    return frame.assign(prediction=np.random.default_rng(3).uniform(0, top, len(frame)))
+
+
 def census() -> Sample:
     frame = QRELS.frame.rename(columns={})[["query_id", "doc_id", "relevance"]]
     return Sample("census", frame.assign(relevance=frame["relevance"].astype(float),
@@ -216,7 +227,7 @@ def test_census_is_exact(family: str, base: str) -> None:
     declared = FAMILIES[family]
     sample = census()
     for spec in measure_specs(declared, declared.base(base) or Base(base)):
-        got = estimate(sample, RUNS, [spec.name])
+        got = estimate(sample, RUNS, [spec.name], predictions=predictions_for(declared))
         got = got[got["query_id"] != "all"].set_index(["run", "query_id"])["value"]
         want = exact_value(spec.base, spec.cutoff)
         tolerance = 1e-4 if family in ("nist", "trec_eval") else 1e-9
@@ -253,7 +264,7 @@ def test_every_measure_on_every_accepted_design(family: str, design: str) -> Non
         pytest.skip(f"no way to make a {design} sample here")
     declared = FAMILIES[family]
     names = [s.name for b in declared.bases for s in measure_specs(declared, b)]
-    out = estimate(sample, RUNS, names)
+    out = estimate(sample, RUNS, names, predictions=predictions_for(declared))
     assert set(out["measure"]) == set(names)
     assert np.isfinite(out["value"]).all() and (out["value"] >= -1e-12).all()
     bounded = out[out["lo"].notna()]

@@ -8,7 +8,10 @@
   or a list of them (read with :func:`sampleval.io.read_runs`);
 - qrels: a :class:`Qrels`, a DataFrame (``query_id``, ``doc_id``, ``relevance``), a qrels
   file, or a sample directory whose design is deterministic (its judgments, exactly);
-- a sample: a :class:`Sample` or anything :func:`sampleval.io.samples.load_sample` reads.
+- a sample: a :class:`Sample` or anything :func:`sampleval.io.samples.load_sample` reads;
+- predictions (``estimate``, the selectors that take them): a :class:`Predictions`, a
+  DataFrame (``query_id``, ``doc_id``, ``prediction``) or a predictions file (read with
+  :func:`sampleval.io.predictions.read_predictions`).
 
 Files are read only through :mod:`sampleval.io`, so every format rule lives there.
 """
@@ -22,6 +25,7 @@ from typing import TypeAlias
 
 import pandas as pd
 
+from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import HEADER, Sample
@@ -30,6 +34,7 @@ from sampleval.errors import InputError, UsageError
 RunsLike: TypeAlias = "Run | Sequence[Run | str | PathLike[str]] | pd.DataFrame | str | PathLike[str]"
 QrelsLike: TypeAlias = "Qrels | pd.DataFrame | str | PathLike[str]"
 SampleLike: TypeAlias = "Sample | str | PathLike[str]"
+PredictionsLike: TypeAlias = "Predictions | pd.DataFrame | str | PathLike[str]"
 
 RUN_NAME_COLUMNS = ("run", "system")
 DETERMINISTIC_DESIGNS = ("pooled", "census")
@@ -110,3 +115,19 @@ def as_sample(sample: SampleLike) -> Sample:
 
         return load_sample(sample)
     raise UsageError(f"sample must be a Sample or a path, not {type(sample).__name__}")
+
+
+def as_predictions(predictions: PredictionsLike, max_grade: float | None = None
+                   ) -> Predictions:
+    """Predictions from any of the forms in the module docstring; a file's values must lie in
+    [0, ``max_grade``] (checked line by line as it is read)."""
+    if isinstance(predictions, Predictions):
+        return predictions
+    if isinstance(predictions, pd.DataFrame):
+        return Predictions.from_frame(predictions)
+    if isinstance(predictions, (str, PathLike)):
+        from sampleval.io.predictions import read_predictions
+
+        return read_predictions(predictions, max_grade)
+    raise UsageError("predictions must be Predictions, a DataFrame or a path, not "
+                     f"{type(predictions).__name__}")

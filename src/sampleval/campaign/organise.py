@@ -228,7 +228,8 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
     if bad:
         raise UsageError(f"topic id {bad[0]!r} cannot be used in a campaign (letters, digits, "
                          "'.', '_', '-'; at most 64)")
-    selector = cls(pool, design.budget, np.random.default_rng(seed), **design.params)
+    options: dict[str, Any] = dict(design.params)
+    selector = cls(pool, design.budget, np.random.default_rng(seed), **options)
     first = {t: selector.propose(t, selector.batch_size(t)) for t in pool.topics}
     texts = _texts(corpus, pool) if corpus is not None else []
     token = new_secret()

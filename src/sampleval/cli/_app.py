@@ -192,6 +192,14 @@ def add_name_by(parser: argparse.ArgumentParser) -> None:
                              "automatically, with a warning")
 
 
+def add_predictions(parser: argparse.ArgumentParser, use: str) -> None:
+    parser.add_argument("--predictions", metavar="FILE",
+                        help="predicted relevance 'qid iter docno value' (plain or .gz; "
+                             "value a grade or a probability of relevance in [0, max "
+                             "grade]; documents without a line predict 0): " + use +
+                             " (docs/predictions.md)")
+
+
 def add_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the results to FILE instead of standard output (a file "

@@ -13,6 +13,7 @@ from sampleval.cli._app import (
     add_name_by,
     add_output,
     add_per_topic,
+    add_predictions,
     add_rel_level,
     add_runs_argument,
     bounded_float,
@@ -73,6 +74,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "mean as topic 'all'; json: {run: {topic: {measure: {value, lo, "
                              "hi, coverage, imputed}}}}")
     add_output(parser)
+    add_predictions(parser, "what the prediction-powered estimators (P@10~ppi, AP~ppi ...) "
+                            "correct with the judged sample")
     add_name_by(parser)
     add_duplicates(parser)
 
@@ -87,22 +90,34 @@ def check_order(sample: str, runs: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from sampleval.estimators import SAMPLE_DEPTH, estimate
+    from sampleval.estimators import (
+        SAMPLE_DEPTH,
+        default_estimates,
+        estimate,
+        largest_grade,
+        requested,
+    )
     from sampleval.evaluation import MEAN_TOPIC
     from sampleval.io import read_runs
+    from sampleval.io.predictions import read_predictions
     from sampleval.io.samples import load_sample
     from sampleval.report import ESTIMATE_NUMBERS, print_table, to_json, to_tsv
 
-    check_stdin_once(args.sample, args.runs)
+    predictions = [] if args.predictions is None else [args.predictions]
+    check_stdin_once(args.sample, args.runs, predictions)
     check_order(args.sample, args.runs)
-    output = Output(args.output, [args.sample, *args.runs])
+    output = Output(args.output, [args.sample, *args.runs, *predictions])
     judgments = load_sample(args.sample, args.sample_format)
-    names = split_names(args.measure) if args.measure else None
+    names = split_names(args.measure) if args.measure else list(default_estimates(judgments))
+    requested(judgments, names, args.predictions is not None)  # fails before runs are read
+    predicted = (None if args.predictions is None
+                 else read_predictions(args.predictions, largest_grade(judgments)))
     loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
                        duplicates=args.duplicates)
     results = estimate(judgments, loaded, names,
                        depth=SAMPLE_DEPTH if args.depth is None else args.depth,
-                       level=args.rel_level, ci=args.ci, progress=stderr_is_terminal())
+                       level=args.rel_level, ci=args.ci, predictions=predicted,
+                       progress=stderr_is_terminal())
     if not args.per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
     if args.format == "table":

@@ -11,6 +11,7 @@ from sampleval.cli._app import (
     add_command,
     add_duplicates,
     add_name_by,
+    add_predictions,
     add_runs_argument,
     check_stdin_once,
     parse_params,
@@ -76,6 +77,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "strata, uniform, stratified, depth-k and importance, a round "
                              "for active and dynamic, one for mtf and mab; more makes an "
                              "adaptive method adapt less often)")
+    add_predictions(parser, "for the methods that use them (stratified --param "
+                            "size=residual, importance --param prior=predictions)")
     add_name_by(parser)
     add_duplicates(parser)
     add_command(commands, "methods", run_methods,
@@ -93,27 +96,33 @@ def run_sample(args: argparse.Namespace) -> None:
     from sampleval.core.pool import Pool
     from sampleval.core.sample import check_new_directory
     from sampleval.io import expand_run_paths, read_qrels, read_runs
+    from sampleval.io.predictions import read_predictions
     from sampleval.params import resolve
     from sampleval.selection import METHODS, Budget, qrels_oracle
 
     cls = METHODS[args.method]
     params = parse_params(args.param)
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
+    cls.check_predictions(args.predictions is not None)
     check_new_directory(args.output)
-    check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs)
+    predictions = [] if args.predictions is None else [args.predictions]
+    check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs, predictions)
     files = expand_run_paths(args.runs)
     if args.qrels is None:
         from sampleval.judging import check_run_files
 
         check_run_files(files)
     oracle = None if args.qrels is None else read_qrels(args.qrels)
+    # on the judgments' scale: the oracle's grades when it is given, else only >= 0
+    top = None if oracle is None else max(1.0, float(oracle.frame["relevance"].max()))
+    predicted = None if args.predictions is None else read_predictions(args.predictions, top)
     loaded = read_runs(files, name_by=args.name_by, progress=stderr_is_terminal(),
                        duplicates=args.duplicates)
     seed = args.seed
     if seed is None:
         seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     selector = cls(Pool.from_runs(loaded, depth=args.depth), Budget(args.budget, args.rate),
-                   np.random.default_rng(seed), **params)
+                   np.random.default_rng(seed), predictions=predicted, **params)
     if oracle is None:
         from sampleval.judging import TO_JUDGE, read_to_judge, start
 

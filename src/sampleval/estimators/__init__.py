@@ -28,6 +28,7 @@ import pandas as pd
 
 from sampleval.aggregation import topic_sums
 from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
@@ -36,7 +37,7 @@ from sampleval.estimators.imputation import MOSTLY
 from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
 
 if TYPE_CHECKING:
-    from sampleval.inputs import RunsLike, SampleLike
+    from sampleval.inputs import PredictionsLike, RunsLike, SampleLike
 
 # the plain measures `sampleval estimate` estimates when none is named, each with the
 # estimator its sample's design prefers (names.estimator_for)
@@ -52,7 +53,14 @@ SAMPLE_DEPTH = "sample"
 """``estimate(depth=SAMPLE_DEPTH)``: the depth the sample was pooled at (the default)."""
 
 __all__ = ["DEFAULT_MEASURES", "MEAN_TOPIC", "MIN_COVERAGE", "RESULT_COLUMNS",
-           "default_estimates", "estimate"]
+           "default_estimates", "estimate", "largest_grade", "requested"]
+
+
+def largest_grade(sample: Sample) -> float:
+    """The top of the judgments' scale: the sample's largest label, at least 1 (so that
+    probabilities of relevance always fit)."""
+    labels = sample.frame["relevance"].to_numpy(dtype=np.float64)
+    return max(1.0, float(np.nanmax(labels, initial=0.0)))
 
 
 def default_estimates(sample: Sample) -> tuple[str, ...]:
@@ -72,8 +80,40 @@ def default_estimates(sample: Sample) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def requested(sample: Sample, measures: Sequence[str],
+              with_predictions: bool = False) -> list[EstimateSpec]:
+    """The estimated measures named, each checked to apply to the sample's design and to
+    have the predictions it needs (UsageError, before any run is read)."""
+    specs = list(dict.fromkeys(parse_estimate(m) for m in measures))
+    for spec in specs:
+        family = FAMILIES[spec.family]
+        if sample.design not in family.designs:
+            raise UsageError(f"{spec.name} needs a {' or '.join(family.designs)} sample, "
+                             f"not a {sample.design} one")
+        if family.needs_predictions and not with_predictions:
+            raise UsageError(f"{spec.name} needs predictions of relevance (--predictions "
+                             "FILE; in the library, predictions=)")
+    return specs
+
+
+def _check_predictions(predictions: Predictions, sample: Sample) -> None:
+    """Predictions on the judgments' scale that name some of the sample's documents (a
+    warning says how many of them lack one)."""
+    predictions.check_scale(largest_grade(sample))
+    share = predictions.coverage(sample.frame)
+    where = f" in {predictions.source}" if predictions.source else ""
+    if share == 0:
+        raise UsageError(f"the predictions{where} name none of the sample's documents (do "
+                         "their topic ids and docnos match the sample's?)")
+    if share < 1:
+        warnings.warn(f"the predictions{where} cover {share:.1%} of the sample's frame "
+                      "documents; the others predict 0 (unbiased, but without the "
+                      "predictions' gain; see docs/predictions.md)", stacklevel=3)
+
+
 def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None = None, *,
              depth: int | str | None = SAMPLE_DEPTH, level: float = 1, ci: float = 0.95,
+             predictions: PredictionsLike | None = None,
              progress: bool = False) -> pd.DataFrame:
     """Estimate ``measures`` (default: :func:`default_estimates`) for ``runs`` from
     ``sample``.
@@ -83,7 +123,10 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
     score``, and ``run`` for several runs), or paths of run files, directories or globs.
     ``depth``: each run's top ``depth`` documents per topic; by default the depth the sample
     was pooled at (``sample.meta["pool_depth"]``; all documents when it records none), and
-    another depth warns what it means (None: all documents).
+    another depth warns what it means (None: all documents). ``predictions`` (a
+    :class:`~sampleval.core.predictions.Predictions`, a DataFrame ``query_id, doc_id,
+    prediction`` or a predictions file) feed the families that use them (``P@10~ppi``);
+    their values must not exceed the sample's largest grade (or 1).
 
     Returns columns ``run, query_id, measure, value, lo, hi, coverage, imputed``: ``lo``/
     ``hi`` the ``ci`` confidence interval (NaN where the estimator gives none); ``coverage``
@@ -92,20 +135,19 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
     mean over the topics it retrieved for (the sum for counts such as NumRel~ht). Only
     topics the sample has are estimated. ``progress`` shows a bar on standard error.
     """
-    from sampleval.inputs import as_runs, as_sample
+    from sampleval.inputs import as_predictions, as_runs, as_sample
     from sampleval.progress import steps
 
     sample = as_sample(sample)
-    loaded = as_runs(runs)
     if not 0 < ci < 1:
         raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
     names = list(default_estimates(sample) if measures is None else measures)
-    specs = list(dict.fromkeys(parse_estimate(m) for m in names))
-    for spec in specs:
-        family = FAMILIES[spec.family]
-        if sample.design not in family.designs:
-            raise UsageError(f"{spec.name} needs a {' or '.join(family.designs)} sample, "
-                             f"not a {sample.design} one")
+    specs = requested(sample, names, predictions is not None)
+    predicted = None if predictions is None else as_predictions(predictions,
+                                                                largest_grade(sample))
+    if predicted is not None and any(FAMILIES[s.family].needs_predictions for s in specs):
+        _check_predictions(predicted, sample)
+    loaded = as_runs(runs)
     depth = _depth(sample, depth)
     run_names = tuple(r.name for r in loaded)
     pools: dict[type[np.floating], Pool] = {}
@@ -120,7 +162,8 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
             if family.score_type not in pools:
                 pools[family.score_type] = Pool.from_runs(
                     loaded, depth=depth, topics=sample.topics, score_type=family.score_type)
-            views = topic_views(pools[family.score_type], sample)
+            views = topic_views(pools[family.score_type], sample,
+                                predicted if family.needs_predictions else None)
             if not views:
                 raise UsageError("the sample and the runs have no topic in common")
             rows = family.compute(run_names, views, sample, mine, level, ci)

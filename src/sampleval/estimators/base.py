@@ -18,6 +18,7 @@ import pandas as pd
 
 from sampleval.aggregation import aggregate_of, over_topics, topic_sums
 from sampleval.core.pool import Pool, TopicPool
+from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample, TopicSample
 from sampleval.estimators.names import parse_estimate
 
@@ -30,12 +31,15 @@ class TopicView:
     """One topic: the runs' rankings (``pool``) and the sample's frame (``sample``), aligned.
 
     ``frame_at_rank``: ``[n_runs, width]`` index into the frame of the document at each rank
-    (-1: outside the frame, or past the end of the run).
+    (-1: outside the frame, or past the end of the run). ``predictions``: the predicted value
+    of each frame document (0 where none is given; None: no predictions were given), read by
+    the prediction-powered family (:mod:`.ppi`).
     """
 
     pool: TopicPool
     sample: TopicSample
     frame_at_rank: np.ndarray
+    predictions: np.ndarray | None = None
 
     @property
     def n_runs(self) -> int:
@@ -55,8 +59,10 @@ class TopicView:
         return ranks[:, frame_index]
 
 
-def topic_views(pool: Pool, sample: Sample) -> list[TopicView]:
-    """Align every pool topic that the sample also has (in the pool's topic order)."""
+def topic_views(pool: Pool, sample: Sample,
+                predictions: Predictions | None = None) -> list[TopicView]:
+    """Align every pool topic that the sample also has (in the pool's topic order), and the
+    ``predictions`` (if any) with each topic's frame."""
     views = []
     sample_topics = set(sample.topics)
     vocabulary = _vocabulary(pool)  # sorted (strcmp order): found by binary search
@@ -71,7 +77,8 @@ def topic_views(pool: Pool, sample: Sample) -> list[TopicView]:
         # one slot per pool doc, and a last one that the ranking's PAD (-1) indexes
         frame_of_pool_doc = np.full(tp.size + 1, -1, dtype=np.int64)
         frame_of_pool_doc[pos[hit]] = np.flatnonzero(hit)
-        views.append(TopicView(tp, ts, frame_of_pool_doc[tp.ranking]))
+        predicted = None if predictions is None else predictions.for_topic(tp.topic, ts.docnos)
+        views.append(TopicView(tp, ts, frame_of_pool_doc[tp.ranking], predicted))
     return views
 
 

@@ -72,7 +72,10 @@ class EstimatorFamily:
     ``AP~ht(var=jackknife)``), each a :class:`~sampleval.params.Param` whose default is the
     variant used when none is named; each base lists the options it takes; ``imputed``
     (None: the family imputes nothing) gives the share of each estimate that its smoothing
-    constants make up, so that ``estimate`` can flag the estimates that are mostly a guess.
+    constants make up, so that ``estimate`` can flag the estimates that are mostly a guess;
+    ``needs_predictions``: the family reads predicted relevance (``TopicView.predictions``),
+    so it is never a plain measure's default and :func:`sampleval.estimators.estimate`
+    refuses it without predictions.
     """
 
     name: str
@@ -84,6 +87,7 @@ class EstimatorFamily:
     score_type: type[np.floating] = np.float32
     options: tuple[Param, ...] = ()
     imputed: ImputedShare | None = None
+    needs_predictions: bool = False
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 
@@ -105,9 +109,9 @@ class EstimatorFamily:
 
     def preference(self, design: str, base: str) -> int | None:
         """How much this family is preferred for ``base`` on ``design`` (lower first; None:
-        it does not apply)."""
+        it does not apply, or it needs predictions, which a plain measure does not bring)."""
         declared = self.base(base)
-        if declared is None or design not in self.designs:
+        if declared is None or design not in self.designs or self.needs_predictions:
             return None
         return self.designs[design] + declared.penalty
 

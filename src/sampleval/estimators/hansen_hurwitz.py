@@ -78,21 +78,28 @@ def estimate_hh(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     values = np.zeros((len(views), len(run_names)))
     variances = np.zeros_like(values)
     for t, view in enumerate(views):
-        topic = view.pool.topic
-        rows = sample.rows("draws", topic)
-        if rows.empty:
-            raise UsageError(f"topic {topic} has no draws")
-        x = view.sample.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
-        if (x < 0).any():
-            raise UsageError(f"topic {topic}: a drawn document is not in the frame")
-        labels = view.sample.labels[x]
-        if np.isnan(labels).any():
-            raise UsageError(f"topic {topic}: a drawn document has no judgment")
-        probs = rows["probability"].to_numpy(dtype=np.float64)
-        if not (probs > 0).all():
-            raise UsageError(f"topic {topic}: a draw has no positive probability")
-        values[t], variances[t] = per_draw(spec, level, view.rank_of(x), labels, probs)
+        x, probs = topic_draws(sample, view)
+        values[t], variances[t] = per_draw(spec, level, view.rank_of(x), view.sample.labels[x],
+                                           probs)
     return summarise(run_names, views, spec.name, values, variances, ci)
+
+
+def topic_draws(sample: Sample, view: TopicView) -> tuple[np.ndarray, np.ndarray]:
+    """A topic's draws, in order: each one's frame index and draw probability p_k(d_k);
+    UsageError when a draw is outside the frame, unjudged, or has no positive probability."""
+    topic = view.pool.topic
+    rows = sample.rows("draws", topic)
+    if rows.empty:
+        raise UsageError(f"topic {topic} has no draws")
+    x = view.sample.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
+    if (x < 0).any():
+        raise UsageError(f"topic {topic}: a drawn document is not in the frame")
+    if np.isnan(view.sample.labels[x]).any():
+        raise UsageError(f"topic {topic}: a drawn document has no judgment")
+    probs = rows["probability"].to_numpy(dtype=np.float64)
+    if not (probs > 0).all():
+        raise UsageError(f"topic {topic}: a draw has no positive probability")
+    return x, probs
 
 
 register_family(EstimatorFamily(

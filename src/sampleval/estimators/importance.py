@@ -54,6 +54,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -129,10 +130,24 @@ def named_prior(name: str, width: int) -> np.ndarray:
     raise UsageError(f"unknown prior {name!r} (trec, synth, or numbers u1,u2,...)")
 
 
-def expected_relevance(prior_u: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class DocumentPrior:
+    """u~(y) given for each document (pool order) instead of by rank: predicted relevance
+    in the prior slot of sec. 3.3 (``importance --param prior=predictions``)."""
+
+    values: np.ndarray
+
+
+Prior: TypeAlias = "np.ndarray | DocumentPrior"
+"""u~: by rank (u~ at ranks 1, 2, ...) or by document."""
+
+
+def expected_relevance(prior_u: Prior, ranks: np.ndarray) -> np.ndarray:
     """u~(y) of each document: u~ at its rank averaged over all the systems (sec. 4.2), a
     system that did not retrieve it counting 0 (``ranks``: ``[n_docs]`` or ``[k, n_docs]``,
-    1-based, 0 = not retrieved)."""
+    1-based, 0 = not retrieved); a :class:`DocumentPrior` as it is."""
+    if isinstance(prior_u, DocumentPrior):
+        return prior_u.values
     return at_rank(prior_u, np.atleast_2d(ranks)).mean(axis=0)
 
 
@@ -145,7 +160,7 @@ def _q(relevance_prior: np.ndarray, weight: np.ndarray, eps: float, form: str) -
     return unnormalised / total if total > 0 else np.full(len(weight), 1.0 / max(len(weight), 1))
 
 
-def single_system_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
+def single_system_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
                     form: str = "paper") -> np.ndarray:
     """Q for one system h (Schnabel et al. eq. 8): Q(y) ∝ u~(y) lambda_h(y) + eps, the
     variance-optimal Q* ∝ u P of eq. 5 with u~ for the unknown u. ``ranks``: ``[n_docs]``;
@@ -154,7 +169,7 @@ def single_system_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.
     return _q(expected_relevance(prior_u, ranks), at_rank(lam, ranks), eps, form)
 
 
-def sqrt_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
+def sqrt_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
            form: str = "paper") -> np.ndarray:
     """Q for k systems at once (Schnabel et al. eq. 11, SQRT): minimising sum_j Var(U-hat_j)
     gives Q(y) ∝ u~(y) sqrt(sum_j lambda_j(y)^2), + eps as in eq. 8. ``ranks``: ``[k,
@@ -164,7 +179,7 @@ def sqrt_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
               form)
 
 
-def mean_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
+def mean_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
            form: str = "paper") -> np.ndarray:
     """The MEAN heuristic (sec. 4.2, after Yilmaz et al.): Q(y) ∝ u~(y) sum_j lambda_j(y) +
     eps. ``ranks``: ``[k, n_docs]``."""
@@ -172,7 +187,7 @@ def mean_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
     return _q(expected_relevance(prior_u, ranks), lam_docs.sum(axis=0), eps, form)
 
 
-def pairwise_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
+def pairwise_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
                form: str = "paper") -> np.ndarray:
     """Q for the difference U(h) - U(h') of two systems (Schnabel et al. eq. 13):
     Q(y) ∝ u~(y) |lambda_h(y) - lambda_h'(y)| + eps. ``ranks``: ``[2, n_docs]``."""
@@ -181,7 +196,7 @@ def pairwise_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarr
               form)
 
 
-def krel_q(prior_u: np.ndarray, ranks: np.ndarray, eps: float, lam: np.ndarray,
+def krel_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
            baseline: int | None = None, form: str = "paper") -> np.ndarray:
     """Q for the k systems' performances relative to their mean (Schnabel et al. eq. 15,
     KREL): Q(y) ∝ u~(y) sqrt(sum_j (lambda_j(y) - mean_j lambda_j(y))^2) + eps; with a

@@ -13,7 +13,9 @@ For each (run, topic) these functions return the *imputed share*: the part of th
 comes from those constants (strata with nothing sampled above the rank, for NIST; no judged
 document above, for infAP), divided by the value (0 when the value is 0). ``estimate`` reports
 it in the ``imputed`` column and flags values whose share exceeds one half. Estimators that
-impute nothing (Horvitz-Thompson, statAP, importance sampling, per-draw) have share 0; infNDCG
+impute nothing (Horvitz-Thompson, statAP, importance sampling, per-draw) have share 0, and so
+do the prediction-powered ones (``~ppi``: ``~ht``'s estimate plus lam times the predictions'
+frame total minus its estimate, a correction of expectation 0; :mod:`.ppi`); infNDCG
 and inum_rel give unsampled strata no weight rather than a constant, so their share is 0 too
 (documents outside the sample's reach show in the frame coverage instead).
 """

@@ -51,7 +51,8 @@ class MethodSpec:
 
     def make(self, pool: Pool, budget: Budget, rng: np.random.Generator) -> Selector:
         """The selector over ``pool`` with this budget, generator and parameters."""
-        return self.selector(pool, budget, rng, **dict(self.params))
+        options: dict[str, Any] = dict(self.params)
+        return self.selector(pool, budget, rng, **options)
 
 
 def parse_method(text: str) -> MethodSpec:

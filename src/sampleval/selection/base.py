@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+import pandas as pd
 
 from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
@@ -83,16 +85,30 @@ class Selector(ABC):
     budget_unit: ClassVar[str] = "judgments"
     """What the budget counts: ``judgments`` (distinct documents judged) or ``draws``
     (i.i.d. draws, a document drawn twice judged once: fewer judgments than the budget)."""
+    takes_predictions: ClassVar[bool] = False
+    """Whether it can use predicted relevance (``predictions=``; ``--predictions FILE``)."""
 
-    def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
-                 **params: Any) -> None:
+    def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator, *,
+                 predictions: Predictions | None = None, **params: Any) -> None:
         self.pool = pool
         self.budget = budget
         self.rng = rng
         resolved = resolve(self.parameters, params, self.name)
         self.params: dict[str, Any] = {k: v for k, v in resolved.items() if v is not None}
         """Every parameter's value (given, else its default; unset ones left out)."""
+        self.check_predictions(predictions is not None)
+        self.predicted: dict[str, np.ndarray] | None = None if predictions is None else {
+            t: predictions.for_topic(t, pool.docnos_of(t)) for t in pool.topics}
+        """Each topic's predicted relevance of its pooled documents (pool order, 0 where none
+        is given), when predictions were given."""
+        self._predictions_source = None if predictions is None else predictions.source
         self._positions: dict[str, dict[str, int]] = {}
+
+    @classmethod
+    def check_predictions(cls, given: bool) -> None:
+        """UsageError when predictions are given to a method that does not use them."""
+        if given and not cls.takes_predictions:
+            raise UsageError(f"method {cls.name!r} does not use predictions")
 
     @abstractmethod
     def propose(self, topic: str, n: int) -> list[str]:
@@ -179,18 +195,27 @@ class Selector(ABC):
 
     def _sample_meta(self) -> dict[str, Any]:
         """What every Sample records of the method that made it."""
-        return {"method": self.name, "params": dict(self.params),
-                "budget": self.budget.to_dict(), "pool_depth": self.pool.depth,
-                "runs": list(self.pool.run_names)}
+        meta: dict[str, Any] = {"method": self.name, "params": dict(self.params),
+                                 "budget": self.budget.to_dict(),
+                                 "pool_depth": self.pool.depth,
+                                 "runs": list(self.pool.run_names)}
+        if self.predicted is not None:
+            meta["predictions"] = self._predictions_source or "given"
+        return meta
 
     def _state_header(self, rng: dict[str, Any] | None = None) -> dict[str, Any]:
         """The part of ``state()`` every method shares: method, parameters, budget, the pool
         it works on, and the RNG (``rng``: a saved RNG state to record instead of the
         current one)."""
-        return {"method": self.name, "params": dict(self.params),
-                "budget": self.budget.to_dict(), "runs": list(self.pool.run_names),
-                "pool_sizes": {t: tp.size for t, tp in self.pool.topic_pools.items()},
-                "rng": rng_state(self.rng) if rng is None else rng}
+        header: dict[str, Any] = {
+            "method": self.name, "params": dict(self.params), "budget": self.budget.to_dict(),
+            "runs": list(self.pool.run_names),
+            "pool_sizes": {t: tp.size for t, tp in self.pool.topic_pools.items()},
+            "rng": rng_state(self.rng) if rng is None else rng}
+        if self.predicted is not None:
+            header["predicted"] = {t: v.tolist() for t, v in self.predicted.items()}
+            header["predictions_source"] = self._predictions_source
+        return header
 
     @classmethod
     def _from_header(cls: type[T], pool: Pool, state: dict[str, Any]) -> T:
@@ -203,8 +228,16 @@ class Selector(ABC):
         if state.get("runs") != list(pool.run_names) or state.get("pool_sizes") != sizes:
             raise UsageError("the saved state was made over another pool (runs, topics or "
                              "pool sizes differ)")
+        predicted = state.get("predicted")
+        predictions = None if predicted is None else Predictions.from_frame(pd.DataFrame({
+            "query_id": np.concatenate([np.full(len(v), t, dtype=object)
+                                        for t, v in predicted.items()]),
+            "doc_id": np.concatenate([pool.docnos_of(t) for t in predicted]),
+            "prediction": np.concatenate([np.asarray(v, dtype=np.float64)
+                                          for v in predicted.values()])}),
+            state.get("predictions_source"))
         return cls(pool, Budget(**state["budget"]), rng_from_state(state["rng"]),
-                   **state["params"])
+                   predictions=predictions, **state["params"])
 
 
 S = TypeVar("S", bound=type[Selector])

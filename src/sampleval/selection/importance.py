@@ -22,7 +22,9 @@ wherever a run's lambda rel is (eq. 4 is unbiased only then) and u~ or the weigh
 The prior u~(y) (``prior``): ``trec``, 16/(r + 34) (sec. 3.3, the average label at rank r
 over TREC-8's systems; the default), ``synth``, 4 (1 - r/2000) (sec. 3.3, for SYNTH's grades
 0-4), or a list ``u1,u2,...`` (u~ at ranks 1, 2, ...; the last value holds for deeper ranks;
-``estimators.importance.fitted_prior`` fits one on judged topics). For the forms over several
+``estimators.importance.fitted_prior`` fits one on judged topics), or ``predictions``: each
+document's predicted relevance (``--predictions FILE``; a missing document predicts 0, so
+only eps lets it be drawn), in place of a rank-based guess. For the forms over several
 runs, u~(y) is averaged over all of them, a run that did not retrieve y counting 0 (sec.
 4.2); for ``single`` it is u~ at the run's own rank. ``form=sqrt`` puts sqrt(u~) in place of
 u~ (ours: the minimiser of the expected variance when rel(y) is 0/1 with P(rel = 1) = u~,
@@ -56,6 +58,8 @@ from sampleval.estimators.importance import (
     FORMS,
     SYNTH_PRIOR,
     TREC_PRIOR,
+    DocumentPrior,
+    Prior,
     krel_q,
     mean_q,
     named_prior,
@@ -68,6 +72,7 @@ from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register, rng_state
 
 Q_KINDS = ("single", "sqrt", "mean", "pairwise", "krel")
+PREDICTIONS_PRIOR = "predictions"
 MEASURES = ("P", "DCG")
 _DRAWS = ["query_id", "round", "doc_id", "probability"]
 
@@ -98,7 +103,8 @@ def _prior_values(text: str) -> np.ndarray | None:
 
 
 def _valid_prior(text: str) -> bool:
-    return text in (TREC_PRIOR, SYNTH_PRIOR) or _prior_values(text) is not None
+    return text in (TREC_PRIOR, SYNTH_PRIOR, PREDICTIONS_PRIOR) or _prior_values(
+        text) is not None
 
 
 class _TopicDraws:
@@ -135,6 +141,7 @@ class ImportanceSelector(Selector):
     design: ClassVar[str] = "importance"
     summary: ClassVar[str] = "importance sampling from Q (Schnabel et al., ICTIR 2016)"
     budget_unit: ClassVar[str] = "draws"
+    takes_predictions: ClassVar[bool] = True
     parameters: ClassVar[tuple[Param, ...]] = (
         Param("q", str, "sqrt", "sampling distribution: single (eq. 8, needs run), sqrt "
               "(eq. 11), mean, pairwise (eq. 13, needs runs), krel (eq. 15, optional "
@@ -148,9 +155,11 @@ class ImportanceSelector(Selector):
         Param("cutoff", int, None, "depth of the measure's rank weights (unset: every rank; "
               "P needs one)", check=lambda n: n >= 1, requirement="at least 1"),
         Param("measure", str, "DCG", "rank weights of P or DCG", choices=MEASURES),
-        Param("prior", str, TREC_PRIOR, "u~: trec (16/(r+34)), synth (4(1 - r/2000)) or "
-              "u~(1),u~(2),...", check=_valid_prior,
-              requirement="trec, synth, or non-negative numbers separated by commas"),
+        Param("prior", str, TREC_PRIOR, "u~: trec (16/(r+34)), synth (4(1 - r/2000)), "
+              "u~(1),u~(2),... or predictions (each document's predicted relevance, needs "
+              "--predictions)", check=_valid_prior,
+              requirement="trec, synth, predictions, or non-negative numbers separated by "
+                          "commas"),
         Param("form", str, "paper", "paper (u~ lambda) or sqrt (sqrt(u~) lambda)",
               choices=FORMS),
     )
@@ -158,6 +167,13 @@ class ImportanceSelector(Selector):
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
+        from_predictions = self.params["prior"] == PREDICTIONS_PRIOR
+        if from_predictions and self.predicted is None:
+            raise UsageError("importance: prior=predictions needs predictions (--predictions "
+                             "FILE; in the library, predictions=)")
+        if not from_predictions and self.predicted is not None:
+            raise UsageError("importance uses predictions only as its prior "
+                             "(--param prior=predictions)")
         self.kind = self.params["q"]
         self.measure = self.params["measure"]
         self.eps = self.params["eps"]
@@ -174,8 +190,11 @@ class ImportanceSelector(Selector):
                               np.random.default_rng(seed))
             self._topics[topic] = _TopicDraws(pool.docnos_of(topic), q, drawn)
 
-    def _prior(self, width: int) -> np.ndarray:
-        """u~ at ranks 1..width."""
+    def _prior(self, tp: TopicPool, width: int) -> Prior:
+        """u~ at ranks 1..width, or each document's predicted relevance."""
+        if self.params["prior"] == PREDICTIONS_PRIOR:
+            assert self.predicted is not None
+            return DocumentPrior(self.predicted[tp.topic])
         values = _prior_values(self.params["prior"])
         if values is None:
             return named_prior(self.params["prior"], width)
@@ -209,7 +228,7 @@ class ImportanceSelector(Selector):
             return np.zeros(0)
         width = max(tp.ranking.shape[1], 1)
         lam = rank_weights(self.measure, self.cutoff, width)
-        prior, form = self._prior(width), self.params["form"]
+        prior, form = self._prior(tp, width), self.params["form"]
         ranks = doc_ranks(tp)
         if self.kind == "single":
             assert self.chosen is not None

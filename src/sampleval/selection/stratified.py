@@ -30,6 +30,16 @@ mass is never used as a probability. The default per_stratum = 2 keeps every wit
 pi_ij > 0, which the HT variance estimator needs. Documents are handed out across strata in
 proportion (``strata.handout``), so the judged set after any number of judgments is itself a
 stratified simple random sample.
+
+With predictions of relevance (``--param size=residual --predictions FILE``), the target
+follows prior_i s_i instead, s_i the predicted residual spread (:func:`residual_spread`): the
+allocation that minimises the variance of the difference estimator (``~ppi``) of a total
+sum_i w_i y_i under independent inclusion, sum_i (1/pi_i - 1) w_i^2 E(y_i - f_i)^2, is pi_i
+proportional to w_i sqrt(E(y_i - f_i)^2) (a Lagrange multiplier on sum_i pi_i = n; Sarndal,
+Swensson & Wretman 1992, ch. 12 on optimal designs for model-assisted estimators), here
+with w_i the AP-prior and E(y_i - f_i)^2 = p_i (1 - p_i) for a prediction read as the
+probability p_i of relevance. Documents the predictions are sure about are judged less, the
+doubtful ones more; a floor keeps each one's pi_i positive.
 """
 
 from __future__ import annotations
@@ -39,10 +49,20 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import Pool, TopicPool
+from sampleval.errors import UsageError
 from sampleval.params import Param
 from sampleval.selection.ap_prior import PRIORS, document_prior
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill
+
+
+def residual_spread(predicted: np.ndarray, floor: float) -> np.ndarray:
+    """floor + (1 - floor) 2 sqrt(p (1 - p)), p = clip(prediction, 0, 1): the standard
+    deviation of a relevance label whose probability is p (a prediction read as one),
+    scaled to [floor, 1]; the floor keeps every document's inclusion probability positive,
+    which unbiasedness needs wherever a prediction may be wrong."""
+    p = np.clip(predicted, 0.0, 1.0)
+    return floor + (1.0 - floor) * 2.0 * np.sqrt(p * (1.0 - p))
 
 
 @register
@@ -58,15 +78,37 @@ class PriorStratifiedSelector(StratifiedSelector):
               check=lambda n: n >= 2, requirement="at least 2"),
         Param("prior", str, "aslam", "AP-prior over each run's ranks (selection.ap_prior)",
               choices=PRIORS),
+        Param("size", str, "prior", "what pi_i follows: prior, the AP-prior; residual, the "
+              "AP-prior times the predicted residual spread (needs --predictions)",
+              choices=("prior", "residual")),
+        Param("spread_floor", float, 0.1, "with size=residual, the share of the largest "
+              "spread every document keeps (so that each can be judged)",
+              check=lambda x: 0 < x <= 1, requirement="in (0, 1]"),
     )
+    takes_predictions: ClassVar[bool] = True
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
         self.per_stratum = self.params["per_stratum"]
+        residual = self.params["size"] == "residual"
+        if residual and self.predicted is None:
+            raise UsageError("stratified: size=residual needs predictions (--predictions "
+                             "FILE; in the library, predictions=)")
+        if not residual and self.predicted is not None:
+            raise UsageError("stratified uses predictions only with size=residual "
+                             "(--param size=residual)")
+
+    def _size(self, tp: TopicPool) -> np.ndarray:
+        """What the target pi_i is proportional to: the AP-prior, times the predicted
+        residual spread with size=residual."""
+        prior = document_prior(tp, self.params["prior"])
+        if self.predicted is None:
+            return prior
+        return prior * residual_spread(self.predicted[tp.topic], self.params["spread_floor"])
 
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
-        prior = document_prior(tp, self.params["prior"])
+        prior = self._size(tp)
         target = water_fill(np.ones(tp.size), prior, float(budget))
         certain = target >= 1.0
         rest = np.flatnonzero(~certain)

@@ -1,0 +1,522 @@
+"""Prediction-powered estimators: machine predictions for every frame document, corrected by
+the judged sample's residuals (family ``ppi``: ``P@10~ppi``, ``AP~ppi`` ...).
+
+A measure linear in the labels is a total over the topic's frame U, T = sum_{i in U} w_i y_i
+(w_i the run's rank weight: 1/k on the top k for P@k, 1/log2(r + 1) for DCG, 1 for NumRel).
+With predictions f_i of every frame document, the difference (model-assisted) estimator
+(Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, ch. 6; "prediction-
+powered inference", Angelopoulos et al., Science 2023; for IR measures Oosterhuis et al.,
+KDD 2024) is
+
+    T-hat(lam) = lam sum_{i in U} w_i f_i + sum_{k in S} W_k w_k (y_k - lam f_k),
+
+over the sample's units S with weights W_k: for a design with inclusion probabilities (the
+``ht`` form) the judged documents with W_k = 1/pi_k, a Horvitz-Thompson estimate of the
+residual total; for draws (the ``draws`` form: importance samples, with-replacement samples
+that record their draws) the n draws d_k with W_k = 1/(n p_k(d_k)), the per-draw
+(Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities by the martingale argument
+of :mod:`.hansen_hurwitz`. For any lam fixed before the sample, E[T-hat(lam)] = T whatever
+the predictions: they only move the variance.
+
+Ratio measures are ratios of such estimates, as for ``~ht`` (:mod:`.horvitz_thompson`): R@k and
+Rprec = (a difference estimate of the relevant retrieved) / R-hat(lam), R-hat(lam) the
+difference estimate of R (Rprec cut at floor(R-hat), or int(R-hat + 0.5) with ``cut=round``,
+as ``Rprec~ht``'s option); nDCG = DCG-hat / IDCG of the counts
+N-hat_g(lam) of each grade, rounded as NIST's sample_eval rounds (a prediction f predicts the
+indicator of integer grade g linearly: f = 1.3 predicts 0.7 of grade 1 and 0.3 of grade 2);
+AP = N/R with N = sum_{i, j} x_ij, x_ij = y_i y_j 1{rank_j < rank_i}/rank_i (x_ii =
+y_i^2/rank_i) a sum over pairs, estimated by lam sum_U x-hat_ij + sum_{k, l in S} W_kl
+(x_kl - lam x-hat_kl), x-hat_ij = f_i f_j 1{rank_j < rank_i}/rank_i and x-hat_ii = f_i/rank_i
+(the expected pair term of independent labels of mean f), W_kk = W_k and W_kl = 1/pi_kl (ht)
+or 1/(n (n - 1) p_k p_l) for draws of two different documents, 0 for two draws of one (the
+U-statistic over ordered pairs of draws: unbiased by the same martingale argument, draw l's
+probability given everything before it). On a census (pi = 1) every estimate is the exact
+measure; with predictions all 0 the ht form is ``~ht`` exactly (value and variance).
+
+Variance. Each estimate is linearised (Taylor; Sarndal et al. 1992, ch. 5) into per-unit
+values iota_k, so that estimate - truth ~ sum_k iota_k - E; a ratio Q = N/R has u_k =
+(iota^N_k - Q iota^R_k)/R-hat. The labels' and the predictions' parts separate: u = u^y - lam
+u^f, so V(lam) = V(u^y) - 2 lam C(u^y, u^f) + lam^2 V(u^f), with the design's bilinear form:
+the Horvitz-Thompson variance estimator sum_{k, l in S} (1 - pi_k pi_l / pi_kl) a_k b_l (its
+pi_ij, :func:`sampleval.core.inclusion.judged_design`) for the ht form, n times the sample
+covariance of the per-unit values for draws (s^2/n of the per-draw terms; a pair sum's
+per-draw term is its Hoeffding projection, W_kk x_kk + sum_{l != k} W_kl (x_kl + x_lk)).
+Intervals are normal (``base.summarise``).
+
+Power tuning (PPI++: Angelopoulos, Duchi & Zrnic, "PPI++: Efficient Prediction-Powered
+Inference", arXiv 2311.01453, 2023): V(lam) is smallest at lam* = C(u^y, u^f) / V(u^f), a
+multiple of the predictions that is 0 for useless ones (T-hat(0) is ``~ht``) and 1 for good
+ones. A ratio gets two coefficients, lam_N on the predictions in its numerator and lam_R in
+its denominator (R, or nDCG's grade counts), u = u^y - lam_N u^f_N - lam_R u^f_R, minimised
+jointly (lam = G^-1 c, G the 2x2 form of the u^f, c their forms with u^y): predictions can
+help one and hurt the other (hard labels with false positives predict P@k well and R badly;
+R-hat of ``~ht`` sums relevant documents only). G and c are summed over the runs (lam
+minimises the summed variance: a predictor's quality is its own, not a run's, and one topic's
+sample holds few units per run) and over topics, *cross-fitted*: topic t uses
+
+    lam_t = (sum_{s != t} G_s)^-1 sum_{s != t} c_s,
+
+the forms of the other topics, linearised at lam = 0 where the predictions play no part (when
+they show no variance, nothing is learnt: lam = 1, the plain difference estimator). lam_t is
+then shrunk by its own uncertainty (the delta method over the other topics, :func:`tuned`:
+a useless predictor's lam-hat is noise around 0 and goes to about 0) and clipped to [0, 1],
+between ``~ht`` and the plain difference estimator (above 1 would only pay for predictions
+on a smaller scale than the labels: give graded measures predicted grades). Topics are
+sampled independently (every selection method samples each topic on its own), so lam_t is
+independent of topic t's sample: topic t's estimate is exactly as unbiased as with a fixed
+lam, and V_t(lam_t) is its design's variance estimator as it stands. The mean over topics
+takes Var = sum_t V_t / T^2, leaving out the covariance that lam_t's dependence on the other
+topics adds: lam_t - lam* is O(1/sqrt(total sample)) and multiplies a residual of the same
+order, so that term is of a smaller order than the variance (PPI++'s asymptotic argument for
+a consistently estimated lam); the Monte Carlo tests check the coverage. A single topic has
+no other topic to learn from: there lam is its own plug-in estimate (PPI++'s, valid
+asymptotically). ``tuning=none`` fixes lam = 1 (the plain difference estimator),
+``tuning=plug-in`` uses every topic including t, unshrunk (options written after the name:
+``AP~ppi(tuning=none)``).
+
+A ratio can come out impossible: its denominator estimate not positive or below what the
+sample itself shows (R-hat(lam) under the number of relevant documents judged, a grade count
+under the documents of that grade judged), or the ratio outside [0, 1]. Large weights on a
+few predictions that the sample found wrong do that on small samples, and with no relevant
+document judged a ratio of two small corrections is noise. That topic and run then take
+lam = 0, the estimate of ``~ht`` (or the per-draw one): a check on the sample, so not exactly
+unbiased, but it only replaces impossible values (the Monte Carlo tests measure the bias).
+
+Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
+rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
+predictions' frame total and F-hat_HT its estimate from the same units as the labels' one
+(``~ht``'s, or the per-draw one): the predictions enter only through a correction whose
+expectation is 0 whatever they are, so no part of the value is a constant that the sample
+cannot correct, which is what the column reports (smoothing guesses such as infAP's 1/2).
+How far a value leans on the predictions shows instead in lam (0: none) and in the interval:
+wrong predictions widen it, or tuning turns them down; they do not bias it.
+
+Labels and predictions are mapped alike: binary measures (NumRel, P, R, AP, Rprec) use
+``base.relevance`` (clip(value - level + 1, 0, 1): a probability of relevance at level 1 is
+itself), DCG and nDCG the value as gain. A frame document without a prediction predicts 0:
+its residual is its label, as in ``~ht``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.inclusion import judged_design
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+from sampleval.estimators.base import TopicView, gain, relevance, summarise
+from sampleval.estimators.family import Base, EstimatorFamily, register_family
+from sampleval.estimators.hansen_hurwitz import rank_coefficients, topic_draws
+from sampleval.estimators.horvitz_thompson import _delta, _run_docs
+from sampleval.estimators.importance import ideal_dcg
+from sampleval.estimators.names import EstimateSpec
+from sampleval.params import Param
+
+FORMS = ("ht", "draws")
+TUNINGS = ("cross-fit", "plug-in", "none")
+_GRADED = ("DCG", "nDCG")
+
+
+@dataclass(frozen=True)
+class Units:
+    """What a topic's estimate sums over: the judged documents (``ht``), the draws
+    (``draws``) or the frame's documents all weighing 1 (``census``, for the predictions'
+    frame totals). ``index``: each unit's frame position; ``weight``: W_k; ``pair``: W_kl
+    (``[m, m]``, diagonal unused; None: 1 for every pair); ``delta``: the HT variance weights
+    1 - pi_k pi_l / pi_kl (``ht`` only)."""
+
+    kind: str
+    index: np.ndarray
+    weight: np.ndarray
+    pair: np.ndarray | None = None
+    delta: np.ndarray | None = None
+
+    def forms(self, vectors: list[np.ndarray]) -> np.ndarray:
+        """``[k, k, n_runs]``: the design's variance form of every pair of the per-unit values
+        ``vectors`` (each ``[n_runs, m]``): Var(a) on the diagonal, Cov(a, b) off it."""
+        stacked = np.stack(vectors)
+        k, n_runs, m = stacked.shape
+        if self.kind == "draws":
+            if m < 2:
+                return np.full((k, k, n_runs), np.nan)
+            centred = stacked - stacked.mean(axis=-1, keepdims=True)
+            return m * np.einsum("irm,jrm->ijr", centred, centred) / (m - 1)
+        if self.kind != "ht" or self.delta is None:
+            return np.zeros((k, k, n_runs))
+        used = np.flatnonzero((stacked != 0).any(axis=(0, 1)))  # the rest adds nothing
+        if not len(used):
+            return np.zeros((k, k, n_runs))
+        x = np.ascontiguousarray(stacked[..., used])
+        delta = self.delta[np.ix_(used, used)]
+        applied = (x.reshape(k * n_runs, len(used)) @ delta).reshape(x.shape)
+        # sum_m applied[i, r, m] x[j, r, m], as one batched matmul over the runs
+        return np.matmul(applied.transpose(1, 0, 2), x.transpose(1, 2, 0)).transpose(1, 2, 0)
+
+
+@dataclass(frozen=True)
+class TopicData:
+    """One topic, ready for any measure: the sample's units with their raw labels and
+    predictions, ``[n_runs, m]`` ranks (0: not retrieved) and the first unit of each distinct
+    document (``distinct``), and the frame documents with a non-zero prediction (``frame``, a
+    census) with theirs."""
+
+    units: Units
+    labels: np.ndarray
+    predicted: np.ndarray
+    ranks: np.ndarray
+    distinct: np.ndarray
+    frame: Units
+    frame_predicted: np.ndarray
+    frame_ranks: np.ndarray
+
+
+class PPIResult(NamedTuple):
+    """Per-topic estimates and their variances (``[topics, n_runs]``) and the lam each used
+    (``[topics, 2, n_runs]``: in the numerator, in the denominator)."""
+
+    value: np.ndarray
+    variance: np.ndarray
+    lam: np.ndarray
+
+
+# -- units of each form ---------------------------------------------------------------------
+
+def sample_form(sample: Sample) -> str:
+    """The form a sample takes by default: ``draws`` for importance samples and
+    with-replacement samples that record their draws (per-draw estimates stay unbiased when
+    the draw probabilities adapt, as active sampling's do), else ``ht``."""
+    if sample.design == "importance" or (
+            sample.design == "with-replacement" and sample.draws is not None):
+        return "draws"
+    return "ht"
+
+
+def topic_data(view: TopicView, sample: Sample, form: str) -> TopicData:
+    """The units of ``view``'s topic in ``form`` (``ht`` or ``draws``) and its frame totals."""
+    if view.predictions is None:
+        raise UsageError("the prediction-powered estimators need predictions")
+    if form == "draws":
+        units = _draw_units(sample, view)
+    elif form == "ht":
+        judged = np.flatnonzero(view.sample.judged)
+        used = judged[(view.sample.labels[judged] > 0) | (view.predictions[judged] > 0)]
+        design = judged_design(sample, view.sample, used)  # other units contribute nothing
+        pair = np.divide(1.0, design.pi_joint, out=np.zeros(design.pi_joint.shape),
+                         where=design.pi_joint > 0)
+        units = Units("ht", design.index, 1.0 / design.pi, pair,
+                      _delta(design.pi, design.pi_joint))
+    else:
+        raise UsageError(f"unknown form {form!r} (one of {', '.join(FORMS)})")
+    predicted_docs = np.flatnonzero(view.predictions > 0)
+    frame = Units("census", predicted_docs, np.ones(len(predicted_docs)))
+    distinct = np.unique(units.index, return_index=True)[1]  # a document drawn twice: once
+    return TopicData(units, view.sample.labels[units.index], view.predictions[units.index],
+                     view.rank_of(units.index), distinct, frame, view.predictions[predicted_docs],
+                     view.rank_of(predicted_docs))
+
+
+def _draw_units(sample: Sample, view: TopicView) -> Units:
+    """The draws as units: W_k = 1/(n p_k); W_kl = 1/(n (n-1) p_k p_l), 0 for two draws of
+    one document."""
+    if sample.draws is None:
+        raise UsageError("the per-draw form needs the sample's draws with their probabilities")
+    x, probs = topic_draws(sample, view)
+    n = len(x)
+    pair = np.where(x[:, None] == x[None, :], 0.0,
+                    1.0 / (max(n * (n - 1), 1) * np.outer(probs, probs)))
+    return Units("draws", x, 1.0 / (n * probs), pair)
+
+
+# -- sums over units --------------------------------------------------------------------------
+
+def _linear(coef: np.ndarray | float, values: np.ndarray, units: Units
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """sum_k W_k coef_k v_k per run, and each unit's share (``[n_runs, m]``)."""
+    share = coef * (units.weight * values)
+    return share.sum(axis=-1), share
+
+
+def _pair_sums(values: np.ndarray, diagonal: np.ndarray, ranks: np.ndarray, units: Units,
+               cutoff: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """AP's numerator sum_{k, l} W_kl x_kl, x_kl = v_k v_l 1{rank_l < rank_k}/rank_k and
+    x_kk = diagonal_k/rank_k (within ``cutoff``), for each of the ``[c, m]`` ``values``
+    (``[c, n_runs]``), and each unit's linearised value W_kk x_kk + sum_{l != k} W_kl (x_kl +
+    x_lk) (``[c, n_runs, m]``; zeros for a census)."""
+    docs = _run_docs(ranks, cutoff)
+    rank = docs.rank[..., 0]
+    real = rank > 0
+    v = np.where(real, values[:, docs.doc], 0.0)  # [c, n_runs, K]
+    inverse = np.divide(1.0, rank, out=np.zeros(rank.shape), where=real)
+    own = np.where(real, units.weight[docs.doc] * diagonal[:, docs.doc], 0.0) * inverse
+    shares = np.zeros((len(values), *ranks.shape))
+    if units.pair is None:  # a census: every document once, every pair weighs 1
+        order = np.argsort(np.where(real, rank, np.iinfo(np.int64).max), axis=1,
+                           kind="stable")[None]
+        ranked = np.take_along_axis(v, order, axis=2)
+        above = np.empty_like(ranked)
+        np.put_along_axis(above, order, np.cumsum(ranked, axis=2) - ranked, axis=2)
+        return (own + v * inverse * above).sum(axis=2), shares
+    weights = units.pair[docs.doc[:, :, None], docs.doc[:, None, :]]
+    upper = real[:, None, :] & (rank[:, None, :] < rank[:, :, None])  # [r, k, l]: l above k
+    weights = np.where(upper, weights, 0.0)
+    off = v * inverse * np.moveaxis(weights @ np.moveaxis(v, 0, -1), -1, 0)
+    below = np.moveaxis(np.swapaxes(weights, 1, 2) @ np.moveaxis(v * inverse, 0, -1), -1, 0)
+    for j in range(len(values)):
+        np.put_along_axis(shares[j], docs.doc, np.where(real, own[j] + off[j] + v[j] * below[j],
+                                                        0.0), axis=1)
+    return (own + off).sum(axis=2), shares
+
+
+class Parts(NamedTuple):
+    """One topic's estimate per run; the linearised per-unit values of the labels' part
+    (``u_y``, ``[n_runs, m]``) and of the predictions' parts in the numerator and in the
+    denominator (``u_f``, ``[2, n_runs, m]``; zero in the denominator for linear measures):
+    the variance is form(u_y - lam_N u_f[0] - lam_R u_f[1]); and whether the estimate is
+    defined (a ratio's denominator estimate is positive and not below what the sample
+    already shows)."""
+
+    value: np.ndarray
+    u_y: np.ndarray
+    u_f: np.ndarray
+    defined: np.ndarray
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray, num_y: np.ndarray,
+           num_f: np.ndarray, den_y: np.ndarray, den_f: np.ndarray,
+           possible: np.ndarray) -> Parts:
+    """Q = N/R per run (0 where R <= 0) and the linearised u_y = (iota^N_y - Q iota^R_y)/R,
+    u_f = (iota^N_f, -Q iota^R_f)/R; defined where R is positive and not below its known
+    lower bound (``possible``) and Q lies in [0, 1], the range of every ratio measure here."""
+    ok = denominator > 0
+    q = np.divide(numerator, denominator, out=np.zeros(numerator.shape), where=ok)
+    scale = np.where(ok, 1.0 / np.where(ok, denominator, 1.0), 0.0)[:, None]
+    u_f = np.stack(np.broadcast_arrays(num_f * scale, -q[:, None] * den_f * scale))
+    in_range = (q >= -1e-9) & (q <= 1.0 + 1e-9)
+    return Parts(q, (num_y - q[:, None] * den_y) * scale, u_f, ok & possible & in_range)
+
+
+# -- the measures -------------------------------------------------------------------------------
+
+Estimate = Callable[[np.ndarray], Parts]
+
+
+def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimate:
+    """The estimate of ``spec`` for every run of one topic as a function of lam
+    (``[2, n_runs]``: the predictions' coefficients in the numerator and in the denominator
+    of a ratio; a linear measure uses the first), with its linearised per-unit values
+    (:class:`Parts`). The sums that do not depend on lam are made once, here."""
+    graded = spec.base in _GRADED
+    value: Callable[[np.ndarray], np.ndarray] = (
+        gain if graded else (lambda v: relevance(v, level)))
+    y, f, frame_f = value(data.labels), value(data.predicted), value(data.frame_predicted)
+    units, ranks, frame_ranks, cut = data.units, data.ranks, data.frame_ranks, spec.cutoff
+    n_runs = ranks.shape[0]
+    if spec.base in ("NumRel", "P", "DCG"):
+        coef = rank_coefficients(spec.base, ranks, cut)
+        total_y, share_y = _linear(coef, y, units)
+        total_f, share_f = _linear(coef, f, units)
+        frame_total = (rank_coefficients(spec.base, frame_ranks, cut) * frame_f).sum(axis=-1)
+        u_f = np.stack([share_f, np.zeros(share_f.shape)])
+        defined = np.ones(n_runs, dtype=bool)
+        return lambda lam: Parts(total_y - lam[0] * (total_f - frame_total), share_y, u_f,
+                                 defined)
+    if spec.base == "nDCG":
+        return _ndcg(y, f, frame_f, data, cut)
+    r_y, den_y = _linear(1.0, y, units)  # R: the same for every run
+    r_f, den_f = _linear(1.0, f, units)
+    frame_r = frame_f.sum()
+    found = y[data.distinct].sum()  # the relevant documents judged: R is at least that
+    if spec.base == "AP":
+        (n_y, n_f), (num_y, num_f) = _pair_sums(np.stack([y, f]), np.stack([y * y, f]), ranks,
+                                                units, cut)
+        frame_n = _pair_sums(frame_f[None], frame_f[None], frame_ranks, data.frame, cut)[0][0]
+    elif spec.base == "R":
+        top = (ranks > 0) & (ranks <= cut)
+        (n_y, num_y), (n_f, num_f) = _linear(top, y, units), _linear(top, f, units)
+        frame_n = (((frame_ranks > 0) & (frame_ranks <= cut)) * frame_f).sum(axis=-1)
+
+    def at(lam: np.ndarray) -> Parts:
+        r_hat = r_y - lam[1] * (r_f - frame_r)
+        if spec.base == "Rprec":  # the relevant retrieved within k = floor(R-hat [+ 0.5])
+            k = np.floor(r_hat + (0.5 if spec.option("cut") == "round" else 0.0))[:, None]
+            top = (ranks > 0) & (ranks <= k)
+            (n_y_, num_y_), (n_f_, num_f_) = _linear(top, y, units), _linear(top, f, units)
+            frame_n_ = (((frame_ranks > 0) & (frame_ranks <= k)) * frame_f).sum(axis=-1)
+        else:
+            n_y_, num_y_, n_f_, num_f_, frame_n_ = n_y, num_y, n_f, num_f, frame_n
+        return _ratio(n_y_ - lam[0] * (n_f_ - frame_n_), r_hat, num_y_, num_f_, den_y, den_f,
+                      r_hat >= found - 1e-9)
+    return at
+
+
+def _ndcg(y: np.ndarray, f: np.ndarray, frame_f: np.ndarray, data: TopicData,
+          cutoff: int | None) -> Estimate:
+    """nDCG = DCG-hat / IDCG(rounded N-hat_g): each grade's count a difference estimate, the
+    predicted indicator of grade g linear in f between integer grades."""
+    units = data.units
+    coef = rank_coefficients("DCG", data.ranks, cutoff)
+    d_y, num_y = _linear(coef, y, units)
+    d_f, num_f = _linear(coef, f, units)
+    frame_d = (rank_coefficients("DCG", data.frame_ranks, cutoff) * frame_f).sum(axis=-1)
+    top = float(np.ceil(max(f.max(initial=0.0), frame_f.max(initial=0.0))))
+    grades = np.union1d(y[y > 0], np.arange(1.0, top + 1.0))[::-1]  # decreasing
+    is_grade = (y[None, :] == grades[:, None]).astype(np.float64)  # [G, m]
+    share = _grade_shares(f, grades)
+    count_y = (is_grade * units.weight).sum(axis=1)[:, None]
+    count_f = ((share * units.weight).sum(axis=1) - _grade_shares(frame_f, grades).sum(axis=1)
+               )[:, None]
+    found = is_grade[:, data.distinct].sum(axis=1)[:, None]  # each grade judged so far
+    n_runs = data.ranks.shape[0]
+
+    def at(lam: np.ndarray) -> Parts:
+        counts = count_y - lam[1][None, :] * count_f  # [G, n_runs]
+        possible = (counts >= found - 1e-9).all(axis=0)
+        counts = np.maximum(np.floor(counts + 0.5), 0.0)  # rounded as sample_eval rounds
+        if len(grades):
+            ideal, slope = ideal_dcg(grades, counts, cutoff)  # [n_runs], [G, n_runs]
+        else:
+            ideal, slope = np.zeros(n_runs), np.zeros((0, n_runs))
+        den_y = (slope.T @ is_grade) * units.weight
+        den_f = (slope.T @ share) * units.weight
+        return _ratio(d_y - lam[0] * (d_f - frame_d), ideal, num_y, num_f, den_y, den_f,
+                      possible)
+    return at
+
+
+def _grade_shares(values: np.ndarray, grades: np.ndarray) -> np.ndarray:
+    """``[G, n]``: how much of grade g each value predicts, linear between integer grades
+    (1.3: 0.7 of grade 1, 0.3 of grade 2; a value below 1 that share of grade 1; above the
+    top grade, all of it). Only integer grades receive shares."""
+    top = grades.max(initial=0.0)
+    clipped = np.minimum(values, top)
+    low = np.floor(clipped)
+    frac = clipped - low
+    return ((grades[:, None] == low[None, :]) * (1.0 - frac)
+            + (grades[:, None] == low[None, :] + 1.0) * frac)
+
+
+# -- power tuning and the family ------------------------------------------------------------------
+
+def predictions_alone(spec: EstimateSpec, level: float, data: TopicData) -> np.ndarray:
+    """The measure of the predictions alone, with no sample (every label replaced by its
+    prediction; biased wherever they are): ``[n_runs]``, for contrast in experiments."""
+    blind = replace(data, labels=data.predicted)
+    return topic_estimate(spec, level, blind)(np.ones((2, data.ranks.shape[0]))).value
+
+
+def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
+               tuning: str = "cross-fit") -> PPIResult:
+    """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
+    ``tuning`` says (``cross-fit``, ``plug-in``, ``none``; see the module docstring)."""
+    if tuning not in TUNINGS:
+        raise UsageError(f"unknown tuning {tuning!r} (one of {', '.join(TUNINGS)})")
+    n_runs = topics[0].ranks.shape[0] if topics else 0
+    estimates = [topic_estimate(spec, level, data) for data in topics]
+    lam = np.ones((len(topics), 2, n_runs))
+    if tuning != "none":
+        gram = np.zeros((len(topics), 2, 2))
+        cross = np.zeros((len(topics), 2))
+        for t, (data, at) in enumerate(zip(topics, estimates, strict=True)):
+            parts = at(np.zeros((2, n_runs)))  # linearised where the predictions play no part
+            forms = np.nan_to_num(data.units.forms([parts.u_y, parts.u_f[0], parts.u_f[1]]))
+            cross[t] = forms[0, 1:].sum(axis=-1)  # summed over the runs
+            gram[t] = forms[1:, 1:].sum(axis=-1)
+        lam[:] = tuned(gram, cross, tuning)[:, :, None]
+    values, variances = np.zeros((len(topics), n_runs)), np.zeros((len(topics), n_runs))
+    for t, (data, at) in enumerate(zip(topics, estimates, strict=True)):
+        parts = at(lam[t])
+        if not parts.defined.all():  # the correction went astray: ~ht's estimate there
+            lam[t] = np.where(parts.defined, lam[t], 0.0)
+            parts = at(lam[t])
+        values[t] = parts.value
+        u = parts.u_y - lam[t, 0][:, None] * parts.u_f[0] - lam[t, 1][:, None] * parts.u_f[1]
+        variances[t] = data.units.forms([u])[0, 0]
+    return PPIResult(values, variances, lam)
+
+
+def tuned(gram: np.ndarray, cross: np.ndarray, tuning: str) -> np.ndarray:
+    """Each topic's lam (``[T, 2]``) from every topic's forms summed over the runs
+    (``gram [T, 2, 2]``, ``cross [T, 2]``): cross-fitted (the other topics' sums) and shrunk
+    by their uncertainty, or ``plug-in`` (every topic's, as is); clipped to [0, 1].
+
+    The shrinkage: lam-hat_t = G^-1 C over the other topics s has, by the delta method over
+    them (independent topics), Var = sum_s d_s d_s', d_s = G^-1 (c_s - g_s lam-hat_t); the
+    excess variance of using k lam-hat instead of lam* is (k lam-hat - lam*)^2 V(u^f), whose
+    expectation is smallest at k = lam*^2 / (lam*^2 + Var), estimated with lam-hat for lam*.
+    A useless predictor's lam-hat is noise around 0 and is shrunk to about 0; a good one's
+    is kept."""
+    if tuning == "plug-in" or len(gram) == 1:
+        return np.broadcast_to(np.clip(minimising(gram.sum(axis=0), cross.sum(axis=0)),
+                                       0.0, 1.0), cross.shape).copy()
+    others_gram, others_cross = gram.sum(axis=0) - gram, cross.sum(axis=0) - cross
+    lam = minimising(others_gram, others_cross)  # [t, 2]
+    residual = cross[None, :, :] - np.einsum("sjk,tk->tsj", gram, lam)  # [t, s, 2]
+    residual[np.arange(len(gram)), np.arange(len(gram))] = 0.0  # topic t itself is left out
+    influence = np.einsum("tjk,tsk->tsj", np.linalg.pinv(others_gram), residual)
+    var = (influence**2).sum(axis=1)
+    keep = np.divide(lam**2, lam**2 + var, out=np.ones(lam.shape), where=lam**2 + var > 0)
+    return np.clip(lam * keep, 0.0, 1.0)
+
+
+def minimising(gram: np.ndarray, cross: np.ndarray) -> np.ndarray:
+    """lam = G^-1 c (``gram [..., 2, 2]``, ``cross [..., 2]``), which minimises
+    V - 2 c'lam + lam'G lam; a coefficient whose variance is not positive (nothing learnt)
+    is 1 and the other is tuned given it, and nearly collinear parts share one coefficient."""
+    lam = np.ones(cross.shape)
+    var = np.diagonal(gram, axis1=-2, axis2=-1)
+    usable = var > np.maximum(1e-9 * var.max(axis=-1, keepdims=True), 1e-15)  # not rounding
+    det = var[..., 0] * var[..., 1] - gram[..., 0, 1] * gram[..., 1, 0]
+    both = usable.all(axis=-1) & (det > 1e-9 * var[..., 0] * var[..., 1])
+    if both.any():
+        lam[both] = np.linalg.solve(gram[both], cross[both][..., None])[..., 0]
+    shared = usable.all(axis=-1) & ~both
+    total = gram[shared].sum(axis=(-2, -1))
+    lam[shared] = np.divide(cross[shared].sum(axis=-1), total, out=np.ones(total.shape),
+                            where=total > 0)[:, None]
+    alone = usable & ~usable.all(axis=-1, keepdims=True)  # the other coefficient stays 1
+    other = gram[..., 0, 1]
+    lam[alone] = (cross[alone] - np.broadcast_to(other[..., None], cross.shape)[alone]
+                  ) / var[alone]
+    return lam
+
+
+def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                 specs: list[EstimateSpec], level: float, ci: float, *,
+                 form: str | None = None) -> pd.DataFrame:
+    """Prediction-powered estimates of ``specs`` for every run and topic (and their mean),
+    with normal intervals at level ``ci``; ``form`` (``ht``, ``draws``; default by the
+    sample's design, :func:`sample_form`) and each spec's ``tuning`` option as the module
+    docstring says."""
+    topics = [topic_data(view, sample, form or sample_form(sample)) for view in views]
+    frames = []
+    for spec in specs:
+        result = ppi_values(spec, topics, level, spec.option("tuning"))
+        frames.append(summarise(run_names, views, spec.name, result.value, result.variance,
+                                ci))
+    return pd.concat(frames, ignore_index=True)
+
+
+register_family(EstimatorFamily(
+    name="ppi", title="prediction-powered (difference) estimators: predictions for every "
+                      "document, corrected by the sample's residuals; power-tuned",
+    reference="Sarndal et al. 1992, ch. 6; Angelopoulos et al. 2023 (PPI, PPI++)",
+    bases=tuple(Base(name, cutoff, options=("tuning", *extra))
+                for name, cutoff, extra in (
+                    ("AP", "optional", ()), ("P", "required", ()), ("R", "required", ()),
+                    ("Rprec", "no", ("cut",)), ("nDCG", "optional", ()),
+                    ("DCG", "optional", ()), ("NumRel", "no", ()))),
+    designs={"census": 5, "stratified": 5, "poisson": 5, "inclusion": 5,
+             "with-replacement": 5, "importance": 5},
+    compute=estimate_ppi, needs_predictions=True,
+    options=(
+        Param("tuning", str, "cross-fit", "the coefficient lam on the predictions: cross-fit "
+              "(power-tuned on the other topics, shrunk, in [0, 1]), plug-in (on every topic) "
+              "or none (lam = 1, the plain difference estimator)", choices=TUNINGS),
+        Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
+              "or round (int(R-hat + 0.5))", choices=("floor", "round")),
+    )))

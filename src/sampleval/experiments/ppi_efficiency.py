@@ -1,0 +1,356 @@
+"""Prediction-powered estimates against Horvitz-Thompson, by simulation: for predictors of
+controlled quality, how much narrower the intervals and how much smaller the errors, at the
+same judging budget, and whether the estimates stay unbiased.
+
+    python -m sampleval.experiments.ppi_efficiency [--trials N] [--rate R] [--method M]
+        [--measures P@10,AP] [--predictors flip10,noise,...] [--guide NAME] [--data DIR]
+        [--rates 0.03,0.05,0.1 --reference 0.1 --figure F.png] [--output F.csv]
+
+On TREC-COVID round 5 (the depth-100 pool of the 126 runs; the truth is each run's exact
+measure with the pool judged in full from the round-5 qrels, unjudged documents not
+relevant), each trial judges ``rate`` of every topic's pool with a selection method and
+estimates every run's mean over topics with the method's ``~ht`` estimator (``~hh`` on draws
+is not offered for AP, so the comparison is always with ``~ht``) and with ``~ppi`` under each
+predictor of :mod:`sampleval.synthetic_predictions` (made once, seeded: the predictions are
+fixed, the samples vary). One row per (predictor, measure): rms error and bias of the mean
+over topics (over trials and runs), mean 95% interval width, coverage of the truth, the share
+of runs whose mean estimate over the trials lies within 3 standard errors of the truth, and
+the ratios of rms and width to ``~ht``'s. For contrast, the predictions alone (no sample):
+their rms error, and the share of runs whose value lies within those 3 standard errors.
+With ``--rates``, the same at each budget, and the budget ``~ppi`` needs to match ``~ht``'s
+rms error at ``--reference`` (the judgments saved), drawn with ``--figure``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
+from sampleval.core.qrels import Qrels
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+from sampleval.estimators.base import MEAN_TOPIC, TopicView, summarise, topic_views
+from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.horvitz_thompson import estimate_ht
+from sampleval.estimators.names import parse_estimate
+from sampleval.estimators.ppi import (
+    ppi_values,
+    predictions_alone,
+    sample_form,
+    topic_data,
+)
+from sampleval.evaluation import evaluate
+from sampleval.experiments._cli import read_round5, simulation_parser
+from sampleval.experiments.compare_methods import pool_qrels
+from sampleval.params import parse_assignments
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.synthetic_predictions import (
+    deep_over_calls,
+    flipped,
+    fused,
+    pool_truth,
+    pure_noise,
+)
+
+Predictor = Callable[[pd.DataFrame, Pool, np.random.Generator], pd.DataFrame]
+PREDICTORS: dict[str, Predictor] = {
+    "flip10": lambda truth, pool, rng: flipped(truth, 0.1, rng),
+    "flip30": lambda truth, pool, rng: flipped(truth, 0.3, rng),
+    "flip50": lambda truth, pool, rng: flipped(truth, 0.5, rng),
+    "deep": lambda truth, pool, rng: deep_over_calls(truth, 0.5, rng, pool.depth),
+    "noise": lambda truth, pool, rng: pure_noise(truth, rng),
+    "fused": lambda truth, pool, rng: fused(pool, 0.1),
+}
+COLUMNS = ["predictor", "measure", "trials", "rms", "bias", "width", "coverage", "within3se",
+           "rms_ratio", "width_ratio", "alone_rms", "alone_within3se"]
+
+
+def make_predictions(pool: Pool, qrels: Qrels, names: Sequence[str], seed: int
+                     ) -> dict[str, Predictions]:
+    """The named predictors' predictions of every pooled document, each from its own child
+    of ``seed``'s SeedSequence (independent of the trials' ``default_rng(seed + i)``; note
+    that ``default_rng([s, 0])`` is ``default_rng(s)``)."""
+    truth = pool_truth(pool, qrels)
+    children = np.random.SeedSequence(seed).spawn(len(names))
+    out = {}
+    for name, child in zip(names, children, strict=True):
+        if name not in PREDICTORS:
+            raise UsageError(f"unknown predictor {name!r} (one of {', '.join(PREDICTORS)})")
+        out[name] = Predictions.from_frame(PREDICTORS[name](
+            truth, pool, np.random.default_rng(child)), source=name)
+    return out
+
+
+def _means(run_names: tuple[str, ...], views: list[TopicView], measure: str,
+           values: np.ndarray, variances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's mean over topics and the half-width of its 95% interval."""
+    rows = summarise(run_names, views, measure, values, variances, 0.95)
+    rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(run_names))
+    return rows["value"].to_numpy(), (rows["hi"] - rows["value"]).to_numpy()
+
+
+def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
+                    predictions: dict[str, Predictions], level: float = 1.0,
+                    alone: bool = True
+                    ) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    """For one sample: (estimator, measure) -> each run's mean over topics and the half-width
+    of its 95% interval, for ``~ht`` (where the sample's design has inclusion probabilities)
+    and for ``~ppi`` under each predictor (and, under ``alone:NAME`` when ``alone``, the
+    predictions' own value with no sample: the same for every sample)."""
+    names = pool.run_names
+    views = topic_views(pool, sample)
+    out = {}
+    if sample.design in FAMILIES["ht"].designs:
+        for measure in measures:
+            spec = parse_estimate(f"{measure}~ht")
+            rows = estimate_ht(names, views, sample, spec, level, 0.95)
+            rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(names))
+            out[("ht", measure)] = (rows["value"].to_numpy(),
+                                    (rows["hi"] - rows["value"]).to_numpy())
+    form = sample_form(sample)
+    for name, predicted in predictions.items():
+        views = topic_views(pool, sample, predicted)
+        topics = [topic_data(v, sample, form) for v in views]
+        for measure in measures:
+            spec = parse_estimate(f"{measure}~ppi")
+            result = ppi_values(spec, topics, level)
+            out[(name, measure)] = _means(names, views, spec.name, result.value,
+                                          result.variance)
+            if alone:
+                blind = np.array([predictions_alone(spec, level, t) for t in topics])
+                out[(f"alone:{name}", measure)] = _means(names, views, spec.name, blind,
+                                                         np.zeros_like(blind))
+    return out
+
+
+def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: float,
+        trials: int, measures: Sequence[str], predictor_names: Sequence[str],
+        seed: int = 0, guide: str | None = None,
+        progress: Callable[[int], None] | None = None) -> pd.DataFrame:
+    """The simulation of the module docstring on ``pool``'s topics: one row per (predictor,
+    measure); trial i samples with seed ``seed + i``; ``guide``: the predictor (one of
+    ``predictor_names``) whose predictions the selection method receives (``stratified``
+    with ``size=residual``, ``importance`` with ``prior=predictions``); ``progress`` is
+    called with the number of trials done. Without ``~ht`` (an importance sample) there is
+    no ``ht`` row and the ratios are NaN."""
+    truth_rows = evaluate(pool_qrels(qrels, pool), pool, list(measures))
+    truth_rows = truth_rows[truth_rows["query_id"] == MEAN_TOPIC]
+    truth = {m: truth_rows[truth_rows["measure"] == m].set_index("run")["value"].reindex(
+        list(pool.run_names)).to_numpy() for m in measures}
+    predictions = make_predictions(pool, qrels, predictor_names, seed)
+    if guide is not None and guide not in predictions:
+        raise UsageError(f"the guide {guide!r} is not among the predictors")
+    guiding = {} if guide is None else {"predictions": predictions[guide]}
+    oracle = qrels_oracle(qrels)
+    values: dict[tuple[str, str], list[np.ndarray]] = {}
+    halves: dict[tuple[str, str], list[np.ndarray]] = {}
+    for trial in range(trials):
+        selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(
+            seed + trial), **guiding, **params)
+        sample = simulate(selector, oracle).sample()
+        estimates = trial_estimates(pool, sample, measures, predictions, alone=trial == 0)
+        for key, (value, half) in estimates.items():
+            values.setdefault(key, []).append(value)
+            halves.setdefault(key, []).append(half)
+        if progress is not None:
+            progress(trial + 1)
+    rows = []
+    baseline = "ht" if any(k[0] == "ht" for k in values) else None
+    for name in [*([baseline] if baseline else []), *predictor_names]:
+        for measure in measures:
+            est, half = np.array(values[(name, measure)]), np.array(halves[(name, measure)])
+            true = truth[measure]
+            rms = float(np.sqrt(np.mean((est - true) ** 2)))
+            ht_rms, ht_half = np.nan, np.nan
+            if baseline:
+                ht_rms = float(np.sqrt(np.mean((np.array(values[("ht", measure)]) - true) ** 2)))
+                ht_half = float(np.mean(halves[("ht", measure)]))
+            se = est.std(axis=0, ddof=1) / np.sqrt(trials) if trials > 1 else np.inf
+            alone = (np.array(values[(f"alone:{name}", measure)])[0]
+                     if name != "ht" else np.full(len(true), np.nan))
+            rows.append({
+                "predictor": name, "measure": f"{measure}~{'ht' if name == 'ht' else 'ppi'}",
+                "trials": trials, "rms": rms, "bias": float(np.mean(est - true)),
+                "width": float(np.mean(2 * half)),
+                "coverage": float(np.mean(np.abs(est - true) <= half)),
+                "within3se": float(np.mean(np.abs(est.mean(axis=0) - true) <= 3 * se)),
+                "rms_ratio": rms / ht_rms,
+                "width_ratio": float(np.mean(half)) / ht_half,
+                "alone_rms": float(np.sqrt(np.mean((alone - true) ** 2))),
+                "alone_within3se": float(np.mean(np.abs(alone - true) <= 3 * se))
+                if name != "ht" else np.nan,
+            })
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def budget_sweep(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any],
+                 rates: Sequence[float], trials: int, measures: Sequence[str],
+                 predictor_names: Sequence[str], seed: int = 0, guide: str | None = None,
+                 progress: Callable[[float, int], None] | None = None) -> pd.DataFrame:
+    """:func:`run` at each of ``rates`` (same seeds), one table with a ``rate`` column."""
+    tables = []
+    for rate in rates:
+        tick = None if progress is None else functools.partial(progress, rate)
+        table = run(pool, qrels, method, params, rate, trials, measures, predictor_names,
+                    seed, guide, tick)
+        tables.append(table.assign(rate=rate))
+    return pd.concat(tables, ignore_index=True)
+
+
+def matching_budget(sweep: pd.DataFrame, reference: float) -> pd.DataFrame:
+    """For each (predictor, measure) of ``sweep``: the budget (share of each topic's pool) at
+    which ``~ppi``'s rms error equals ``~ht``'s at ``reference``, by linear interpolation
+    between the swept rates (the first crossing from above); ``saved`` = 1 - budget /
+    reference. ``budget`` is the smallest rate swept, flagged ``at_most``, when ``~ppi`` is
+    already as good there, and NaN when it is not as good at any rate swept."""
+    rows = []
+    for measure in sweep["measure"].str.split("~").str[0].unique():
+        ht = sweep[(sweep["predictor"] == "ht") & (sweep["measure"] == f"{measure}~ht")]
+        target = float(ht.loc[np.isclose(ht["rate"], reference), "rms"].iloc[0])
+        ppi = sweep[sweep["measure"] == f"{measure}~ppi"]
+        for name, curve in ppi.groupby("predictor", sort=False):
+            curve = curve.sort_values("rate")
+            rate, rms = curve["rate"].to_numpy(), curve["rms"].to_numpy()
+            below = np.flatnonzero(rms <= target)
+            budget, at_most = np.nan, False
+            if len(below) and below[0] == 0:
+                budget, at_most = float(rate[0]), True
+            elif len(below):
+                i = below[0]
+                budget = float(np.interp(target, [rms[i], rms[i - 1]], [rate[i], rate[i - 1]]))
+            rows.append({"predictor": name, "measure": measure, "ht_rms": target,
+                         "budget": budget, "at_most": at_most,
+                         "saved": 1.0 - budget / reference})
+    return pd.DataFrame(rows)
+
+
+def plot_sweep(sweep: pd.DataFrame, matches: pd.DataFrame, reference: float,
+               path: Path, title: str) -> None:
+    """One panel per measure: rms error of the mean over topics against the budget, ``~ht``
+    and ``~ppi`` under each predictor, with ``~ht``'s rms at ``reference`` and the budget
+    each predictor needs to match it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measures = list(matches["measure"].unique())
+    fig, axes = plt.subplots(1, len(measures), figsize=(5.5 * len(measures), 4.2),
+                             squeeze=False)
+    for ax, measure in zip(axes[0], measures, strict=True):
+        ht = sweep[sweep["measure"] == f"{measure}~ht"].sort_values("rate")
+        ax.plot(100 * ht["rate"], ht["rms"], "k--o", label="~ht", linewidth=2)
+        target = matches.loc[matches["measure"] == measure, "ht_rms"].iloc[0]
+        ax.axhline(target, color="grey", linestyle=":", linewidth=1)
+        ppi = sweep[sweep["measure"] == f"{measure}~ppi"]
+        for name, curve in ppi.groupby("predictor", sort=False):
+            curve = curve.sort_values("rate")
+            line = ax.plot(100 * curve["rate"], curve["rms"], "-o", markersize=3,
+                           label=f"~ppi, {name}")[0]
+            match = matches[(matches["measure"] == measure) & (matches["predictor"] == name)]
+            budget = float(match["budget"].iloc[0])
+            if np.isfinite(budget):
+                ax.plot([100 * budget], [target], marker="v", color=line.get_color(),
+                        markersize=9)
+        ax.set_xlabel("budget (% of each topic's pool judged)")
+        ax.set_ylabel("rms error of the mean over topics")
+        ax.set_title(f"{measure}: triangles = budget matching ~ht at {reference:.0%}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def render(table: pd.DataFrame, title: str) -> Table:
+    out = Table(title=title)
+    for column in COLUMNS:
+        out.add_column(column, justify="left" if column in ("predictor", "measure")
+                       else "right")
+    for row in table.itertuples(index=False):
+        out.add_row(str(row.predictor), str(row.measure), str(row.trials),
+                    *(f"{getattr(row, c):.4f}" for c in COLUMNS[3:]))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = simulation_parser(__doc__, trials=10)
+    parser.add_argument("--method", default="stratified",
+                        help="selection method, NAME or NAME:KEY=VALUE;KEY=VALUE "
+                             "(default stratified)")
+    parser.add_argument("--measures", default="P@10,AP",
+                        help="comma-separated measures (default P@10,AP)")
+    parser.add_argument("--predictors", default=",".join(PREDICTORS),
+                        help=f"comma-separated predictors (default all: "
+                             f"{', '.join(PREDICTORS)})")
+    parser.add_argument("--guide", help="the predictor whose predictions the selection "
+                                        "method uses (e.g. --method stratified:size=residual "
+                                        "--guide fused)")
+    parser.add_argument("--rates", help="comma-separated budgets to sweep (e.g. "
+                                        "0.03,0.05,0.07,0.1; overrides --rate), with the "
+                                        "budget ~ppi needs to match ~ht at --reference")
+    parser.add_argument("--reference", type=float, default=0.1,
+                        help="with --rates: the budget of ~ht to match (default 0.1, one of "
+                             "the rates)")
+    parser.add_argument("--figure", type=Path, help="with --rates: write the rms-against-"
+                                                    "budget figure here (PNG)")
+    parser.add_argument("--output", type=Path, help="also write the table(s) as CSV here "
+                                                    "(with --rates: OUTPUT and "
+                                                    "OUTPUT.budget.csv)")
+    args = parser.parse_args(argv)
+    console = Console(width=160)
+    method, _, given = args.method.partition(":")
+    measures = [m.strip() for m in args.measures.split(",") if m.strip()]
+    names = [p.strip() for p in args.predictors.split(",") if p.strip()]
+    rates = ([float(r) for r in args.rates.split(",")] if args.rates else [args.rate])
+    if args.rates and not any(np.isclose(r, args.reference) for r in rates):
+        console.print(f"[red]--reference {args.reference} is not among --rates")
+        return 1
+
+    def progress(rate: float, done: int) -> None:
+        if not sys.stdout.isatty():
+            print(f"rate {rate}: {done}/{args.trials} trials "
+                  f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+
+    try:
+        runs, qrels = read_round5(args.data)
+        start = time.perf_counter()
+        sweep = budget_sweep(Pool.from_runs(runs, args.depth), qrels, method,
+                             parse_assignments(given), rates, args.trials, measures, names,
+                             args.seed, args.guide, progress)
+    except UsageError as exc:
+        console.print(f"[red]{exc}")
+        return 1
+    seconds = time.perf_counter() - start
+    for rate, table in sweep.groupby("rate", sort=False):
+        console.print(render(table, f"TREC-COVID round 5: {len(runs)} runs, depth {args.depth}, "
+                                    f"{args.method} at rate {rate}, {args.trials} trials"))
+    console.print(f"{seconds:.0f} s")
+    if args.output:
+        sweep.to_csv(args.output, index=False)
+    if args.rates:
+        matches = matching_budget(sweep, args.reference)
+        console.print(matches.to_string(index=False, float_format="{:.4f}".format))
+        if args.output:
+            matches.to_csv(f"{args.output}.budget.csv", index=False)
+        if args.figure:
+            plot_sweep(sweep, matches, args.reference, args.figure,
+                       f"TREC-COVID round 5, depth {args.depth}, {args.method}, "
+                       f"{args.trials} trials per budget")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,472 @@
+"""Prediction-powered estimators (``~ppi``), predictions input and the designs that use them:
+closed forms (a hand-computed case, a census, perfect predictions, predictions all 0), the
+reader's one-line errors, the command lines, and the seeded predictors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.core.sample import Sample
+from sampleval.errors import InputError, UsageError
+from sampleval.estimators import estimate
+from sampleval.estimators.base import topic_views
+from sampleval.estimators.names import parse_estimate
+from sampleval.estimators.ppi import estimate_ppi, minimising, ppi_values, topic_data
+from sampleval.evaluation import evaluate
+from sampleval.experiments.ppi_efficiency import matching_budget
+from sampleval.io import write_qrels, write_run
+from sampleval.io.predictions import read_predictions, write_predictions
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.selection.importance import ImportanceSelector, doc_ranks
+from sampleval.selection.stratified import PriorStratifiedSelector, residual_spread
+from sampleval.synthetic import make_collection
+from sampleval.synthetic_predictions import (
+    calibrate,
+    deep_over_calls,
+    flipped,
+    fused,
+    pool_truth,
+    pure_noise,
+)
+
+SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
+DEPTH = 30
+MEASURES = ("P@10", "DCG@10", "NumRel", "R@10", "Rprec", "AP", "AP@10", "nDCG", "nDCG@10")
+EXACT = ("P@10", "R@10", "Rprec", "AP", "AP@10", "nDCG", "nDCG@10")  # evaluate() has these
+
+
+@pytest.fixture(scope="module")
+def collection() -> tuple[list[Run], Qrels, Pool, pd.DataFrame]:
+    """A small synthetic collection: 6 runs, 8 topics, its depth-30 pool judged in full
+    (qrels), and every pooled document's truth (:func:`pool_truth`)."""
+    made = make_collection(np.random.default_rng(3), n_topics=8, n_runs=6, n_docs=400,
+                           depth=DEPTH, pool_depth=DEPTH)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    pool = Pool.from_runs(runs, depth=DEPTH)
+    return runs, qrels, pool, pool_truth(pool, qrels)
+
+
+def sample_of(pool: Pool, qrels: Qrels, method: str, seed: int = 1, **params: object) -> Sample:
+    selector = METHODS[method](pool, Budget(rate=0.3), np.random.default_rng(seed), **params)
+    return simulate(selector, qrels_oracle(qrels)).sample()
+
+
+def by_measure(table: pd.DataFrame, family: str) -> pd.DataFrame:
+    return table.assign(base=table["measure"].str.replace(f"~{family}", "", regex=False)
+                        ).set_index(["base", "run", "query_id"]).sort_index()
+
+
+# -- closed forms ------------------------------------------------------------------------------
+
+@pytest.fixture
+def hand() -> tuple[list[Run], Sample, Predictions]:
+    """One topic: stratum A = {d1, d2} judged in full, stratum B = {d3..d6} with d3, d4
+    judged (pi 1/2, pi_34 = 1/6); labels d1 1, d2 0, d3 0, d4 1; predictions d1 0.9, d2 0.2,
+    d3 0.3, d4 0.4, d5 0.6 (d6 none: 0). Run A = d1 d3 d5 d2, run B = d6 d4 d1."""
+    frame = pd.DataFrame({"query_id": "1", "doc_id": ["d1", "d2", "d3", "d4", "d5", "d6"],
+                          "relevance": [1.0, 0.0, 0.0, 1.0, np.nan, np.nan],
+                          "stratum": ["A", "A", "B", "B", "B", "B"]})
+    sample = Sample.from_sample_qrels(frame.fillna({"relevance": -1.0}))
+    runs = [Run.from_frame(pd.DataFrame({"query_id": "1", "doc_id": docs,
+                                         "score": np.arange(len(docs), 0, -1.0)}), name)
+            for name, docs in {"A": ["d1", "d3", "d5", "d2"], "B": ["d6", "d4", "d1"]}.items()]
+    predictions = Predictions.from_frame(pd.DataFrame({
+        "query_id": "1", "doc_id": ["d1", "d2", "d3", "d4", "d5"],
+        "prediction": [0.9, 0.2, 0.3, 0.4, 0.6]}))
+    return runs, sample, predictions
+
+
+def test_by_hand(hand: tuple[list[Run], Sample, Predictions]) -> None:
+    """lam = 1: sum_U f + sum_S (y - f)/pi, and the HT variance of the residuals."""
+    runs, sample, predictions = hand
+    views = topic_views(Pool.from_runs(runs), sample, predictions)
+    specs = [parse_estimate(m) for m in ("NumRel~ppi(tuning=none)", "P@2~ppi(tuning=none)")]
+    got = estimate_ppi(("A", "B"), views, sample, specs, 1.0, 0.95)
+    got = got[got["query_id"] == "1"].set_index(["measure", "run"])
+    got = got.rename(index=lambda m: m.removesuffix("(tuning=none)"), level="measure")
+    z = 1.959963984540054
+    # NumRel: 2.4 + (0.1 - 0.2) + (-0.3 + 0.6)/0.5; Var: stratum B, Delta_kk = 1/2,
+    # Delta_34 = 1 - (1/4)/(1/6) = -1/2, x = (-0.6, 1.2): 0.5 (0.36 + 1.44) - 0.72 = ... + 0.72
+    for run in ("A", "B"):
+        assert got.loc[("NumRel~ppi", run), "value"] == pytest.approx(2.9)
+        assert got.loc[("NumRel~ppi", run), "hi"] == pytest.approx(2.9 + z * np.sqrt(1.62))
+    # P@2, run A (d1, d3): (0.9 + 0.3)/2 + (0.1 - 0.3/0.5)/2; Var 0.5 * (-0.3)^2
+    assert got.loc[("P@2~ppi", "A"), "value"] == pytest.approx(0.35)
+    assert got.loc[("P@2~ppi", "A"), "hi"] == pytest.approx(0.35 + z * np.sqrt(0.045))
+    # run B (d6, d4): 0.4/2 + (0.6/0.5)/2; Var 0.5 * 0.6^2
+    assert got.loc[("P@2~ppi", "B"), "value"] == pytest.approx(0.8)
+    assert got.loc[("P@2~ppi", "B"), "hi"] == pytest.approx(0.8 + z * np.sqrt(0.18))
+
+
+def test_no_predictions_is_ht(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """Predictions all 0 (here: one document predicted 0, the rest missing): every measure is
+    ~ht's, value and interval (AP's linearised variance, ~ht's var=linear), on a stratified
+    sample and on a with-replacement one (ht form)."""
+    runs, qrels, pool, _ = collection
+    zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
+                         "prediction": [0.0]})
+    for method in ("stratified", "active"):
+        sample = sample_of(pool, qrels, method)
+        linear = [f"{m}~ht(var=linear)" if m.startswith("AP") else f"{m}~ht" for m in MEASURES]
+        ht = estimate(sample, runs, linear, depth=DEPTH)  # ~ppi's AP variance is linearised
+        ht = by_measure(ht.assign(measure=ht["measure"].str.removesuffix("(var=linear)")),
+                        "ht")
+        views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
+                            Predictions.from_frame(zero))
+        ppi = by_measure(estimate_ppi(tuple(r.name for r in runs), views, sample,
+                                      [parse_estimate(f"{m}~ppi") for m in MEASURES], 1.0,
+                                      0.95, form="ht"), "ppi")
+        for column in ("value", "lo", "hi"):
+            np.testing.assert_allclose(ppi[column], ht[column], rtol=1e-9, atol=1e-12)
+
+
+def test_no_predictions_on_draws_is_per_draw(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """On an importance sample (per-draw form), predictions all 0 give ~hh exactly."""
+    runs, qrels, pool, _ = collection
+    sample = sample_of(pool, qrels, "importance")
+    zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
+                         "prediction": [0.0]})
+    names = ("P@10", "DCG@10", "NumRel")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # coverage warning
+        ppi = by_measure(estimate(sample, runs, [f"{m}~ppi" for m in names], depth=DEPTH,
+                                  predictions=zero), "ppi")
+    hh = by_measure(estimate(sample, runs, [f"{m}~hh" for m in names], depth=DEPTH), "hh")
+    for column in ("value", "lo", "hi"):
+        np.testing.assert_allclose(ppi[column], hh[column], rtol=1e-9, atol=1e-12)
+
+
+def census_of(pool: Pool, truth: pd.DataFrame) -> Sample:
+    frame = truth[["query_id", "doc_id", "relevance"]].assign(stratum="1", inclusion=1.0)
+    return Sample("census", frame)
+
+
+def assert_exact(estimates: pd.DataFrame, pool: Pool, truth: pd.DataFrame, tol: float
+                 ) -> None:
+    """Every per-topic estimate is the exact measure (the pool judged from ``truth``), with
+    an interval of no width."""
+    got = by_measure(estimates, "ppi")
+    exact = evaluate(Qrels.from_frame(truth[["query_id", "doc_id", "relevance"]]), pool,
+                     list(EXACT)).set_index(["measure", "run", "query_id"]).sort_index()
+    exact = exact[exact.index.get_level_values("query_id") != "all"]
+    np.testing.assert_allclose(got.loc[exact.index, "value"], exact["value"], atol=tol)
+    np.testing.assert_allclose(got["hi"] - got["lo"], 0.0, atol=tol)
+
+
+def test_census_is_exact(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """A census: every estimate is the exact measure, with no width, whatever the
+    predictions (pure noise here)."""
+    runs, _, pool, truth = collection
+    census = census_of(pool, truth)
+    noise = pure_noise(truth, np.random.default_rng(0))
+    assert_exact(estimate(census, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
+                          predictions=noise), pool, truth, 1e-12)
+
+
+@pytest.mark.parametrize("method", ["stratified", "importance"])
+def test_perfect_predictions_have_no_variance(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str) -> None:
+    """Predictions equal to the labels: the power-tuned estimate is the exact measure with
+    zero variance, on a stratified sample (ht form) and on importance draws."""
+    runs, qrels, pool, truth = collection
+    sample = sample_of(pool, qrels, method)
+    perfect = truth[["query_id", "doc_id"]].assign(prediction=truth["relevance"])
+    assert_exact(estimate(sample, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
+                          predictions=perfect), pool, truth, 1e-9)
+
+
+def test_power_tuning_solves_for_two_coefficients() -> None:
+    """lam = G^-1 c; a coefficient with no variance stays 1 and the other is tuned given it;
+    collinear parts share one coefficient."""
+    gram = np.array([[[2.0, 0.5], [0.5, 1.0]], [[0.0, 0.0], [0.0, 4.0]],
+                     [[1.0, 2.0], [2.0, 4.0]]])
+    cross = np.array([[1.0, 2.0], [3.0, 2.0], [3.0, 6.0]])
+    lam = minimising(gram, cross)
+    np.testing.assert_allclose(lam[0], np.linalg.solve(gram[0], cross[0]))
+    np.testing.assert_allclose(lam[1], [1.0, 0.5])
+    np.testing.assert_allclose(lam[2], [1.0, 1.0])  # (3 + 6) / (1 + 4 + 4)
+
+
+def test_tuning_and_form_options(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]
+                                 ) -> None:
+    """Cross-fitted lam lies in [0, 1]; tuning='none' is lam = 1; unknown options fail."""
+    runs, qrels, pool, truth = collection
+    sample = sample_of(pool, qrels, "stratified")
+    noisy = Predictions.from_frame(flipped(truth, 0.3, np.random.default_rng(0)))
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
+    topics = [topic_data(v, sample, "ht") for v in views]
+    tuned = ppi_values(parse_estimate("AP~ppi"), topics, 1.0)
+    assert ((tuned.lam >= 0) & (tuned.lam <= 1)).all()
+    plain = ppi_values(parse_estimate("P@10~ppi"), topics, 1.0, "none")
+    assert (plain.lam == 1).all()
+    with pytest.raises(UsageError, match="tuning"):
+        ppi_values(parse_estimate("P@10~ppi"), topics, 1.0, "fast")
+    with pytest.raises(UsageError, match="form"):
+        topic_data(views[0], sample, "both")
+    with pytest.raises(UsageError, match="tuning"):
+        parse_estimate("AP~ppi(tuning=fast)")
+    assert parse_estimate("p@10~PPI(Tuning=None)").name == "P@10~ppi(tuning=none)"
+
+
+# -- requests, predictions and their reader ---------------------------------------------------
+
+def test_ppi_needs_predictions_and_is_never_a_default(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    runs, qrels, pool, _ = collection
+    sample = sample_of(pool, qrels, "stratified")
+    with pytest.raises(UsageError, match="needs predictions"):
+        estimate(sample, runs, ["P@10~ppi"])
+    from sampleval.estimators import default_estimates
+
+    assert not any("~ppi" in name for name in default_estimates(sample))
+    stray = pd.DataFrame({"query_id": ["1"], "doc_id": ["nowhere"], "prediction": [0.5]})
+    with pytest.raises(UsageError, match="name none of the sample's documents"):
+        estimate(sample, runs, ["P@10~ppi"], predictions=stray)
+    big = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
+                        "prediction": [9.0]})
+    with pytest.raises(UsageError, match="above the largest grade"):
+        estimate(sample, runs, ["P@10~ppi"], predictions=big)
+    with pytest.warns(UserWarning, match="cover"):
+        estimate(sample, runs, ["P@10~ppi"], predictions=big.assign(prediction=0.5))
+
+
+def test_predictions_as_a_frame_or_a_path(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], tmp_path: Path) -> None:
+    """estimate() takes the predictions as Predictions, a DataFrame or a file, like its other
+    inputs; a ~ppi value reports coverage and an imputed share of 0 (a correction of
+    expectation 0, not a guess)."""
+    runs, qrels, pool, truth = collection
+    sample = sample_of(pool, qrels, "stratified")
+    predicted = flipped(truth, 0.1, np.random.default_rng(2))
+    write_predictions(Predictions.from_frame(predicted), tmp_path / "pred.txt")
+    sample.save(tmp_path / "s")
+    names = ["P@10~ppi", "AP~ppi"]
+    base = estimate(sample, runs, names, predictions=Predictions.from_frame(predicted))
+    for given in (predicted, tmp_path / "pred.txt", str(tmp_path / "pred.txt")):
+        pd.testing.assert_frame_equal(estimate(tmp_path / "s", runs, names,
+                                               predictions=given), base)
+    assert (base["imputed"] == 0).all() and base["coverage"].between(0, 1).all()
+    with pytest.raises(UsageError, match="predictions must be"):
+        estimate(sample, runs, names, predictions=[0.5])  # type: ignore[arg-type]
+
+
+def test_dataframe_predictions_are_checked() -> None:
+    frame = pd.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"],
+                          "prediction": [0.5, 1.0]})
+    assert Predictions.from_frame(frame).for_topic("1", np.array(["b", "c", "a"])).tolist() \
+        == [1.0, 0.0, 0.5]
+    with pytest.raises(UsageError, match="missing: prediction"):
+        Predictions.from_frame(frame.drop(columns="prediction"))
+    with pytest.raises(UsageError, match="finite number >= 0"):
+        Predictions.from_frame(frame.assign(prediction=[0.5, -1.0]))
+    with pytest.raises(UsageError, match="finite number >= 0"):
+        Predictions.from_frame(frame.assign(prediction=[0.5, np.nan]))
+    with pytest.raises(UsageError, match="more than once"):
+        Predictions.from_frame(frame.assign(doc_id=["a", "a"]))
+
+
+def test_reader(tmp_path: Path) -> None:
+    """Any whitespace, gzip, any iter token; the qrels' one-line errors."""
+    path = tmp_path / "p.txt"
+    path.write_text("1 0 d1 0.5\n1\tx\td2   2\n\n2 Q0 d1 0\n")
+    got = read_predictions(path)
+    assert got.frame.to_dict("list") == {"query_id": ["1", "1", "2"],
+                                         "doc_id": ["d1", "d2", "d1"],
+                                         "prediction": [0.5, 2.0, 0.0]}
+    write_predictions(got, tmp_path / "p.txt.gz")
+    again = read_predictions(tmp_path / "p.txt.gz")
+    pd.testing.assert_frame_equal(again.frame, got.frame)
+    cases = {"1 0 d1 -0.5\n": r"p\.txt:1: value -0\.5 is negative",
+             "1 0 d1 0.5\n1 0 d1 1\n": r":2: qid 1, docno d1 repeated \(first at line 1\)",
+             "1 0 d1\n": r":1: expected 4 columns",
+             "1 0 d1 abc\n": r":1: value 'abc' is not a finite number"}
+    for text, message in cases.items():
+        path.write_text(text)
+        with pytest.raises(InputError, match=message):
+            read_predictions(path)
+    path.write_text("1 0 d1 0.5\n1 0 d2 3\n")
+    with pytest.raises(InputError, match=r":2: value 3 is not in \[0, 2\]"):
+        read_predictions(path, max_grade=2)
+
+
+# -- the design that uses predictions ------------------------------------------------------------
+
+def test_residual_design_follows_the_predicted_spread(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """size=residual: documents the predictions are sure about (0 or 1) are judged with a
+    smaller pi than doubtful ones (0.5); the state round trip gives the same sample."""
+    _, qrels, pool, truth = collection
+    spread = residual_spread(np.array([0.0, 0.5, 1.0, 2.0]), 0.1)
+    np.testing.assert_allclose(spread, [0.1, 1.0, 0.1, 0.1])
+    doubtful = pool_truth(pool, qrels).assign(
+        prediction=np.where(np.arange(len(truth)) % 2 == 0, 0.5, 0.0))
+    predictions = Predictions.from_frame(doubtful[["query_id", "doc_id", "prediction"]])
+    plain = sample_of(pool, qrels, "stratified", seed=4)
+    guided = sample_of(pool, qrels, "stratified", seed=4, size="residual",
+                       predictions=predictions)
+    frame = guided.frame.merge(doubtful[["query_id", "doc_id", "prediction"]],
+                               on=["query_id", "doc_id"])
+    base = plain.frame.set_index(["query_id", "doc_id"])["inclusion"]
+    ratio = frame.set_index(["query_id", "doc_id"])["inclusion"] / base
+    half = frame.set_index(["query_id", "doc_id"])["prediction"] == 0.5
+    assert ratio[half].mean() > 2 * ratio[~half].mean()
+    assert guided.meta["params"]["size"] == "residual"
+    assert (guided.frame["inclusion"] > 0).all()
+    selector = METHODS["stratified"](pool, Budget(rate=0.3), np.random.default_rng(4),
+                                     size="residual", predictions=predictions)
+    selector.propose(pool.topics[0], 3)
+    restored = PriorStratifiedSelector.restore(pool, selector.state())
+    oracle = qrels_oracle(qrels)
+    a, b = simulate(selector, oracle).sample(), simulate(restored, oracle).sample()
+    pd.testing.assert_frame_equal(a.frame, b.frame)
+
+
+def test_importance_prior_from_predictions(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """importance prior=predictions: Q(y) ∝ f(y) sqrt(sum_j lambda_j(y)^2) + eps (eq. 11
+    with the predictions in u~'s slot, sec. 3.3), per document whatever its ranks; the state
+    round trip gives the same sample, and ~ppi estimates it in the per-draw form."""
+    runs, qrels, pool, truth = collection
+    predicted = pool_truth(pool, qrels).assign(
+        prediction=np.random.default_rng(2).uniform(0, 1, len(truth)))
+    predictions = Predictions.from_frame(predicted[["query_id", "doc_id", "prediction"]])
+    topic = pool.topics[0]
+    tp = pool[topic]
+    selector = METHODS["importance"](pool, Budget(rate=0.3), np.random.default_rng(4),
+                                     prior="predictions", predictions=predictions)
+    f = predictions.for_topic(topic, pool.docnos_of(topic))
+    ranks = doc_ranks(tp).astype(np.float64)
+    lam = np.where(ranks > 0, 1 / np.log2(np.maximum(ranks, 1) + 1), 0.0)
+    weight = f * np.sqrt((lam**2).sum(axis=0)) + 0.05
+    np.testing.assert_allclose(selector.distribution(tp), weight / weight.sum())
+    selector.propose(topic, 3)
+    restored = ImportanceSelector.restore(pool, selector.state())
+    oracle = qrels_oracle(qrels)
+    a, b = simulate(selector, oracle).sample(), simulate(restored, oracle).sample()
+    pd.testing.assert_frame_equal(a.draws, b.draws)
+    assert a.meta["params"]["prior"] == "predictions"
+    got = estimate(a, runs, ["P@10~ppi"], depth=DEPTH, predictions=predictions)
+    assert np.isfinite(got["value"]).all()
+
+
+def test_predictions_only_where_a_method_uses_them(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    _, _, pool, truth = collection
+    predictions = Predictions.from_frame(pure_noise(truth, np.random.default_rng(0)))
+    rng = np.random.default_rng(0)
+    with pytest.raises(UsageError, match="does not use predictions"):
+        METHODS["uniform"](pool, Budget(rate=0.3), rng, predictions=predictions)
+    with pytest.raises(UsageError, match="needs predictions"):
+        METHODS["stratified"](pool, Budget(rate=0.3), rng, size="residual")
+    with pytest.raises(UsageError, match="only with size=residual"):
+        METHODS["stratified"](pool, Budget(rate=0.3), rng, predictions=predictions)
+    with pytest.raises(UsageError, match="needs predictions"):
+        METHODS["importance"](pool, Budget(rate=0.3), rng, prior="predictions")
+    with pytest.raises(UsageError, match="only as its prior"):
+        METHODS["importance"](pool, Budget(rate=0.3), rng, predictions=predictions)
+
+
+def test_matching_budget() -> None:
+    """The budget at which ~ppi's rms equals ~ht's at the reference: interpolated between
+    the rates around the first crossing; the smallest rate (flagged) when already below;
+    NaN when never."""
+    rows = [("ht", "P@10~ht", r, e) for r, e in ((0.05, 0.04), (0.1, 0.02))]
+    rows += [("good", "P@10~ppi", r, e) for r, e in ((0.05, 0.01), (0.1, 0.005))]
+    rows += [("half", "P@10~ppi", r, e) for r, e in ((0.05, 0.03), (0.1, 0.01))]
+    rows += [("bad", "P@10~ppi", r, e) for r, e in ((0.05, 0.05), (0.1, 0.03))]
+    sweep = pd.DataFrame(rows, columns=["predictor", "measure", "rate", "rms"])
+    got = matching_budget(sweep, 0.1).set_index("predictor")
+    assert got.loc["good", "budget"] == 0.05 and got.loc["good", "at_most"]
+    assert got.loc["half", "budget"] == pytest.approx(0.075)  # 0.03 -> 0.01: 0.02 halfway
+    assert got.loc["half", "saved"] == pytest.approx(0.25)
+    assert np.isnan(got.loc["bad", "budget"])
+
+
+# -- the seeded predictors -------------------------------------------------------------------------
+
+def test_predictors(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    _, _, pool, truth = collection
+    grades = truth["relevance"].to_numpy()
+    same = flipped(truth, 0.3, np.random.default_rng(5))
+    pd.testing.assert_frame_equal(same, flipped(truth, 0.3, np.random.default_rng(5)))
+    changed = same["prediction"].to_numpy() != grades
+    assert 0.25 < changed.mean() < 0.35
+    assert set(np.unique(same["prediction"])) <= set(np.unique(grades)) | {0.0, 1.0}
+    deep = deep_over_calls(truth, 1.0, np.random.default_rng(5), DEPTH)
+    called = deep["prediction"].to_numpy() != grades
+    assert (grades[called] == 0).all() and (deep["prediction"].to_numpy()[called] == 1).all()
+    best = truth["best_rank"].to_numpy()
+    assert called[best > 20].mean() > called[best <= 5].mean()
+    assert not called[best == 1].any()
+    noise = pure_noise(truth, np.random.default_rng(5))["prediction"]
+    assert noise.between(0, grades.max()).all() and noise.nunique() == len(noise)
+    label_free = fused(pool, prevalence=0.2)
+    for _, rows in label_free.groupby("query_id"):
+        assert rows["prediction"].mean() == pytest.approx(0.2, abs=1e-6)
+        assert rows["prediction"].between(0, 1).all()
+    np.testing.assert_allclose(calibrate(np.array([1.0, 0.5, 0.25]), 0.5).mean(), 0.5)
+
+
+# -- command lines ----------------------------------------------------------------------------------
+
+def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SAMPLEVAL, *map(str, args)], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_command_lines(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
+                       tmp_path: Path) -> None:
+    """sample --predictions with size=residual, estimate --predictions, and the one-line
+    error of a ppi measure without predictions."""
+    runs, qrels, _, truth = collection
+    (tmp_path / "runs").mkdir()
+    for run in runs:
+        write_run(run, tmp_path / "runs" / f"{run.name}.txt")
+    write_qrels(qrels, tmp_path / "qrels.txt")
+    write_predictions(Predictions.from_frame(flipped(truth, 0.1, np.random.default_rng(1))),
+                      tmp_path / "pred.txt.gz")
+    common = [tmp_path / "runs", "--qrels", tmp_path / "qrels.txt", "--rate", "0.3",
+              "--depth", str(DEPTH), "--seed", "1"]
+    made = run_cli("sample", "stratified", *common, "-o", tmp_path / "s", "--param",
+                   "size=residual", "--predictions", tmp_path / "pred.txt.gz")
+    assert made.returncode == 0, made.stderr
+    got = run_cli("estimate", tmp_path / "s", tmp_path / "runs", "--depth", str(DEPTH), "-m",
+                  "P@10~ppi,AP~ppi", "--predictions", tmp_path / "pred.txt.gz", "-f", "tsv")
+    assert got.returncode == 0, got.stderr
+    rows = [line.split("\t") for line in got.stdout.splitlines()[1:]]
+    assert {r[2] for r in rows} == {"P@10~ppi", "AP~ppi"} and len(rows) == 2 * len(runs)
+    assert all(float(r[4]) <= float(r[3]) <= float(r[5]) for r in rows)
+    missing = run_cli("estimate", tmp_path / "s", tmp_path / "runs", "-m", "P@10~ppi")
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == ("sampleval: error: P@10~ppi needs predictions of "
+                                      "relevance (--predictions FILE; in the library, "
+                                      "predictions=)")
+    # judged outside sampleval: the same design, the predictions kept in the saved state
+    listed = run_cli("sample", "stratified", *common[:1], *common[3:], "-o", tmp_path / "j",
+                     "--param", "size=residual", "--predictions", tmp_path / "pred.txt.gz")
+    assert listed.returncode == 0, listed.stderr
+    judged = run_cli("judge", tmp_path / "j", tmp_path / "qrels.txt")
+    assert judged.returncode == 0, judged.stderr
+    again = run_cli("estimate", tmp_path / "j", tmp_path / "runs", "-m", "P@10~ppi,AP~ppi",
+                    "--predictions", tmp_path / "pred.txt.gz", "-f", "tsv", "-o",
+                    tmp_path / "est.tsv")
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    assert (tmp_path / "est.tsv").read_text() == got.stdout
+    header = got.stdout.splitlines()[0].split("\t")
+    assert header[-2:] == ["coverage", "imputed"] and all(float(r[-1]) == 0 for r in rows)
+    clobber = run_cli("estimate", tmp_path / "s", tmp_path / "runs", "-m", "P@10~ppi",
+                      "--predictions", tmp_path / "pred.txt.gz", "-o", tmp_path / "pred.txt.gz")
+    assert clobber.returncode == 2 and "sampleval: error:" in clobber.stderr
