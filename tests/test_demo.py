@@ -4,17 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from sampleval.demo import main
+from sampleval.demo import DEPTH, main
 
 
-def test_demo_evaluates_samples_and_estimates(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_evaluates_estimates_and_simulates(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     main([str(tmp_path / "demo")])
     out = capsys.readouterr().out
     assert "Leaderboard" in out and "Estimates (95% intervals)" in out
+    assert "Simulation summary" in out
+    assert f"-M {DEPTH}" in out and f"--depth {DEPTH}" in out  # one depth throughout
     assert (tmp_path / "demo" / "sample" / "sample.json").exists()
     taus = [float(line.rsplit(":", 1)[1]) for line in out.splitlines()
             if line.startswith("Kendall's tau")]
     assert len(taus) == 2 and min(taus) >= 0.8
+    simulation = tmp_path / "demo" / "simulation"
+    summary = pd.read_csv(simulation / "summary.csv")
+    assert len(summary) == 4 * 3 * 2 and (summary["trials"] == 10).all()
+    # the sampling methods' error shrinks as the budget grows
+    for (method, measure), part in summary.groupby(["method", "measure"]):
+        if method in ("uniform", "stratified", "active"):
+            rms = part.sort_values("rate")["rms"].to_numpy()
+            assert rms[-1] < rms[0], (method, measure)
+    assert (simulation / "figures" / "rms_tau.png").stat().st_size > 1000
+    assert (simulation / "report.html").exists()

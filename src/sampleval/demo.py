@@ -1,11 +1,16 @@
 """``make demo``: generate a seeded synthetic collection, write it as TREC files, evaluate it
-exactly, then judge a stratified sample of its pool and estimate the same leaderboard.
+exactly, estimate the same leaderboard from one sample of its pool, then measure by
+simulation how well four ways of choosing what to judge recover every run's measures.
+
+Every number is of the runs cut at depth 20, the depth the collection's qrels were pooled
+to: the exact leaderboard, the estimates and the simulation's truth describe the same thing.
 
 Run it as ``python -m sampleval.demo [OUTPUT_DIR]`` (default ``demo-output``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -22,11 +27,15 @@ from sampleval.io.samples import load_sample
 from sampleval.synthetic import make_collection
 
 SEED = 20261122
+DEPTH = 20  # make_collection's pool depth: the qrels are complete to this depth
+METHODS = "depth-k,uniform,stratified,active"
+RATES = "0.1,0.2,0.3"
+TRIALS = 10
 
 
 def write_collection(directory: Path) -> dict[str, float]:
     """Write the synthetic runs (``runs/*.gz``) and qrels; return each run's latent quality."""
-    collection = make_collection(np.random.default_rng(SEED))
+    collection = make_collection(np.random.default_rng(SEED), pool_depth=DEPTH)
     (directory / "runs").mkdir(parents=True, exist_ok=True)
     for name, frame in collection.runs.items():
         write_run(Run.from_frame(frame, name=name), directory / "runs" / f"{name}.gz")
@@ -34,36 +43,46 @@ def write_collection(directory: Path) -> dict[str, float]:
     return collection.true_quality
 
 
+def show(args: list[str]) -> None:
+    """Print a command line, then run it."""
+    print("$ sampleval " + " ".join(args))
+    cli_run(args)
+
+
 def main(argv: list[str]) -> None:
     directory = Path(argv[0] if argv else "demo-output")
+    runs_dir, qrels_path = str(directory / "runs"), str(directory / "qrels.txt")
     quality = write_collection(directory)
-    print(f"Synthetic collection (seed {SEED}) written to {directory}/: "
-          f"{len(quality)} runs, qrels.txt\n")
-    print(f"$ sampleval evaluate {directory}/qrels.txt {directory}/runs -m AP,nDCG@10,P@10,"
-          "Bpref,Judged@10")
-    cli_run(["evaluate", str(directory / "qrels.txt"), str(directory / "runs"),
-         "-m", "AP,nDCG@10,P@10,Bpref,Judged@10"])
-    runs = read_runs(directory / "runs")
-    board = leaderboard(evaluate(read_qrels(directory / "qrels.txt"), runs, ["AP"], depth=20))
+    print(f"Synthetic collection (seed {SEED}) written to {directory}/: {len(quality)} runs, "
+          f"qrels.txt judging each topic's depth-{DEPTH} pool\n")
+    show(["evaluate", qrels_path, runs_dir, "-M", str(DEPTH), "-m",
+          "AP,nDCG@10,P@10,Bpref,Judged@10"])
+    runs = read_runs(runs_dir)
+    board = leaderboard(evaluate(read_qrels(qrels_path), runs, ["AP"], depth=DEPTH))
     tau = kendalltau(board["AP"], [quality[r] for r in board.index]).statistic
     print(f"\nKendall's tau between the AP leaderboard and the runs' latent quality: {tau:.3f}")
 
-    print("\nNow judge only 30% of the depth-20 pool, chosen by AP-prior stratified sampling, "
-          "and estimate:")
-    print(f"$ sampleval sample stratified {directory}/runs --qrels {directory}/qrels.txt "
-          f"--rate 0.3 --depth 20 --seed {SEED} -o {directory}/sample")
-    cli_run(["sample", "stratified", str(directory / "runs"), "--qrels",
-         str(directory / "qrels.txt"), "--rate", "0.3", "--depth", "20", "--seed", str(SEED),
-         "-o", str(directory / "sample")])
-    print(f"$ sampleval estimate {directory}/sample {directory}/runs --depth 20 "
-          "-m AP~ht,P@10~ht,nDCG@10~ht")
-    cli_run(["estimate", str(directory / "sample"), str(directory / "runs"), "--depth", "20",
-         "-m", "AP~ht,P@10~ht,nDCG@10~ht"])
-    estimated = leaderboard(estimate(load_sample(directory / "sample"), runs, ["AP~ht"],
-                                     depth=20))
+    print(f"\nJudge only 30% of the depth-{DEPTH} pool, chosen by AP-prior stratified sampling, "
+          "and estimate the same measures:")
+    sample_dir = str(directory / "sample")
+    show(["sample", "stratified", runs_dir, "--qrels", qrels_path, "--rate", "0.3", "--depth",
+          str(DEPTH), "--seed", str(SEED), "-o", sample_dir])
+    show(["estimate", sample_dir, runs_dir, "--depth", str(DEPTH), "-m",
+          "AP~ht,P@10~ht,nDCG@10~ht"])
+    estimated = leaderboard(estimate(load_sample(sample_dir), runs, ["AP~ht"], depth=DEPTH))
     tau = kendalltau(estimated["AP~ht"], board.loc[estimated.index, "AP"]).statistic
     print(f"\nKendall's tau between the estimated and the fully judged AP leaderboards: "
           f"{tau:.3f}")
+
+    print(f"\nOne sample is one draw. Simulate {TRIALS} judging campaigns per method and "
+          "budget, and measure how far each method's estimates land from the truth:")
+    jobs = str(min(2, len(os.sched_getaffinity(0))))
+    show(["simulate", runs_dir, "--qrels", qrels_path, "--methods", METHODS, "--rates", RATES,
+          "--trials", str(TRIALS), "--measures", "AP,P@10", "--depth", str(DEPTH), "--seed",
+          str(SEED), "--jobs", jobs, "-o", str(directory / "simulation")])
+    print(f"\nrms against the budget, one line per method: "
+          f"{directory / 'simulation' / 'figures' / 'rms_tau.png'}; everything on one page: "
+          f"{directory / 'simulation' / 'report.html'}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
+from sampleval.core._kernels import with_replacement_inclusion
 from sampleval.core.sample import Sample, TopicSample
 from sampleval.errors import UsageError
 
@@ -40,9 +42,20 @@ def judged_design(sample: Sample, topic: TopicSample,
                   index: np.ndarray | None = None) -> JudgedDesign:
     """pi_i and pi_ij of a topic's judged documents under the sample's design (``index``:
     the frame positions of the judged documents wanted, in increasing order; default all;
-    an estimator to which a document contributes nothing can leave it out)."""
+    an estimator to which a document contributes nothing can leave it out). Computed once
+    per topic and index for a sample, then taken from the sample's cache."""
     if index is None:
         index = np.flatnonzero(topic.judged)
+    key = (topic.topic, np.asarray(index, dtype=np.int64).tobytes())
+    cached = sample._designs.get(key)
+    if cached is None:
+        cached = sample._designs[key] = _design(sample, topic, index)
+        for shared in (cached.index, cached.pi, cached.pi_joint):
+            shared.setflags(write=False)  # shared by every later caller
+    return cached
+
+
+def _design(sample: Sample, topic: TopicSample, index: np.ndarray) -> JudgedDesign:
     if sample.design in ("census", "pooled"):
         n = len(index)
         return JudgedDesign(index, np.ones(n), np.ones((n, n)))
@@ -81,17 +94,14 @@ def _with_replacement(sample: Sample, topic: TopicSample, index: np.ndarray) -> 
     sizes = rounds.set_index("round").loc[round_ids, "size"].to_numpy(dtype=np.float64)
     # p[i, t]: draw probability of judged document i at round t
     p = np.zeros((len(index), len(round_ids)))
-    row = topic.locate(probs["doc_id"].to_numpy(dtype=object).astype(str))
-    where = np.searchsorted(index, row)
-    ok = (row >= 0) & (where < len(index))
-    ok[ok] = index[where[ok]] == row[ok]
+    row_of_frame_doc = np.full(len(topic.docnos) + 1, -1, dtype=np.int64)  # last: outside
+    row_of_frame_doc[index] = np.arange(len(index))
+    # the table repeats a few docnos many times: locate each distinct one once
+    codes, distinct = pd.factorize(probs["doc_id"])
+    frame_pos = topic.locate(np.asarray(distinct, dtype=object).astype(str))
+    row = row_of_frame_doc[frame_pos][codes]
+    ok = row >= 0
     col = np.searchsorted(round_ids, probs["round"].to_numpy())
-    p[where[ok], col[ok]] = probs["probability"].to_numpy(dtype=np.float64)[ok]
-    log_miss = np.log1p(-np.minimum(p, 1.0)) @ sizes
-    pi = -np.expm1(log_miss)
-    pair_miss = np.clip(1.0 - p[:, None, :] - p[None, :, :], 0.0, 1.0)
-    with np.errstate(divide="ignore"):
-        log_pair = np.log(pair_miss) @ sizes
-    joint = pi[:, None] + pi[None, :] - (1.0 - np.exp(log_pair))
-    np.fill_diagonal(joint, pi)
+    p[row[ok], col[ok]] = probs["probability"].to_numpy(dtype=np.float64)[ok]
+    pi, joint = with_replacement_inclusion(p, sizes)
     return JudgedDesign(index, pi, joint)

@@ -114,6 +114,27 @@ class Pool:
                    depth=depth, topic_pools=pools)
         return pool if qrels is None else pool.with_labels(qrels)
 
+    def subset(self, run_names: Sequence[str]) -> Pool:
+        """The pool of some of its runs (in the order given), as :meth:`from_runs` would build
+        it from those runs alone at the same depth, without reading them again: each topic
+        keeps the documents these runs retrieved, with their labels. The docno vocabulary
+        stays the whole pool's (``docnos_of`` is the same either way)."""
+        position = {name: i for i, name in enumerate(self.run_names)}
+        missing = [name for name in run_names if name not in position]
+        if missing:
+            raise ValueError(f"runs not in the pool: {', '.join(missing)}")
+        rows = np.array([position[name] for name in run_names], dtype=np.int64)
+        pools = {}
+        for topic, tp in self.topic_pools.items():
+            lengths = tp.lengths[rows]
+            ranking = tp.ranking[rows, :int(lengths.max(initial=0))]
+            used = np.unique(ranking[ranking != PAD])
+            local = np.full(tp.size + 1, PAD, dtype=tp.ranking.dtype)  # the last slot: PAD
+            local[used] = np.arange(len(used))
+            pools[topic] = TopicPool(topic, tp.doc_ids[used], local[ranking], lengths,
+                                     tp.labels[used])
+        return replace(self, run_names=tuple(run_names), topic_pools=pools)
+
     def with_labels(self, qrels: Qrels) -> Pool:
         """A pool whose labels are the qrels' grades (``NaN`` where a document has no
         judgment or a negative grade, trec_eval's "in the pool, not judged")."""

@@ -109,6 +109,10 @@ class Sample:
                                                       repr=False)
     _topic_samples: dict[str, TopicSample] = field(default_factory=dict, init=False,
                                                    repr=False)
+    _designs: dict[tuple[str, bytes], Any] = field(default_factory=dict, init=False,
+                                                   repr=False)
+    """Inclusion probabilities already computed (``core.inclusion.judged_design``), so that
+    estimating several measures from one sample computes each topic's pi_ij once."""
 
     def __post_init__(self) -> None:
         if self.design not in DESIGNS:

@@ -10,6 +10,7 @@ variances, with normal intervals; families with other intervals build their own 
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +57,7 @@ def topic_views(pool: Pool, sample: Sample) -> list[TopicView]:
     """Align every pool topic that the sample also has (in the pool's topic order)."""
     views = []
     sample_topics = set(sample.topics)
-    vocabulary = pool.docnos.astype(str)  # sorted (strcmp order): found by binary search
+    vocabulary = _vocabulary(pool)  # sorted (strcmp order): found by binary search
     for tp in pool:
         if tp.topic not in sample_topics:
             continue
@@ -70,6 +71,18 @@ def topic_views(pool: Pool, sample: Sample) -> list[TopicView]:
         frame_of_pool_doc[pos[hit]] = np.flatnonzero(hit)
         views.append(TopicView(tp, ts, frame_of_pool_doc[tp.ranking]))
     return views
+
+
+_VOCABULARIES: weakref.WeakKeyDictionary[Pool, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def _vocabulary(pool: Pool) -> np.ndarray:
+    """The pool's docnos as a numpy string array, made once per pool (a simulation aligns
+    many samples with one pool)."""
+    vocabulary = _VOCABULARIES.get(pool)
+    if vocabulary is None:
+        vocabulary = _VOCABULARIES[pool] = pool.docnos.astype(str)
+    return vocabulary
 
 
 def relevance(labels: np.ndarray, level: float) -> np.ndarray:

@@ -1,23 +1,11 @@
-"""Experiments on the methods themselves: meta-evaluation measures (:mod:`.metaeval`) and
-the comparison of selection methods by simulation (:mod:`.compare_methods`, also
-``python -m sampleval.experiments.compare_methods``)."""
+"""Experiments on the methods themselves: ``sampleval simulate`` and ``sampleval report``.
 
-from sampleval.experiments.metaeval import (
-    bias,
-    kendall_tau,
-    rms_error,
-    significant_pair_accuracy,
-    significant_pairs,
-    tau_ap,
-    variance,
-)
-
-__all__ = [
-    "bias",
-    "kendall_tau",
-    "rms_error",
-    "significant_pair_accuracy",
-    "significant_pairs",
-    "tau_ap",
-    "variance",
-]
+One job per module: :mod:`.grid` (methods x budgets x splits, cell keys), :mod:`.seeds`
+(each trial's seed), :mod:`.splits` (which runs select), :mod:`.targets` (what is estimated,
+and how, per method), :mod:`.truth` (the exact values), :mod:`.estimates` (one sample's
+estimates of every target), :mod:`.trial` (one cell's trials), :mod:`.backends` (local
+processes, Dask), :mod:`.store` (the output directory, resumable), :mod:`.metaeval` (rms,
+bias, variance, tau, tau_AP, Voorhees' accuracy), :mod:`.summary` (summary.csv),
+:mod:`.figures` and :mod:`.report` (figures and the HTML page), and :mod:`.runner`
+(``simulate()``, the whole command as a library call).
+"""

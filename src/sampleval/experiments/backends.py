@@ -1,0 +1,134 @@
+"""Where a simulation's tasks run: this process, local worker processes, or a Dask cluster.
+
+Every backend takes the :class:`~.trial.Setup` once and sends it once to each worker (the
+process pool's initializer; Dask's ``scatter(broadcast=True)``), then yields each task's
+:class:`~.trial.CellResult` as it finishes, in whatever order. Results do not depend on the
+backend or the number of workers: each trial draws from its own seed (:mod:`.seeds`).
+Closing the generator (Ctrl-C in the caller) stops the workers at once.
+
+Local workers are started with ``spawn`` (a fresh interpreter that unpickles the Setup, as a
+Dask worker does), not ``fork``, which is unsafe once Arrow's and numba's threads run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections.abc import Iterator, Sequence
+
+from sampleval.errors import UsageError
+from sampleval.experiments.trial import CellResult, Setup, Task, Worker
+
+BACKENDS = ("local", "dask")
+
+_WORKER: Worker | None = None
+"""This process' Worker (in a worker process, or a Dask worker)."""
+
+
+def check_backend(backend: str, scheduler: str | None) -> None:
+    """UsageError for an unknown backend, or a scheduler without Dask."""
+    if backend not in BACKENDS:
+        raise UsageError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if scheduler is not None and backend != "dask":
+        raise UsageError("--scheduler is for --backend dask")
+
+
+def run_tasks(setup: Setup, tasks: Sequence[Task], *, backend: str = "local", jobs: int = 1,
+              scheduler: str | None = None) -> Iterator[CellResult]:
+    """Each task's result as it finishes (see the module docstring)."""
+    check_backend(backend, scheduler)
+    if backend == "local":
+        return _local(setup, tasks, jobs)
+    return _dask(setup, tasks, jobs, scheduler)
+
+
+def _local(setup: Setup, tasks: Sequence[Task], jobs: int) -> Iterator[CellResult]:
+    if jobs <= 1 or len(tasks) <= 1:
+        worker = Worker(setup)
+        for task in tasks:
+            yield worker.run(task)
+        return
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    executor = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
+                                   mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(setup,))
+    try:
+        pending = {executor.submit(_run, task) for task in tasks}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield future.result()
+    except BrokenProcessPool:
+        raise UsageError("the worker processes stopped before finishing (out of memory? "
+                         "When calling simulate() with jobs > 1 from a script, guard its "
+                         "top level with: if __name__ == '__main__')") from None
+    finally:
+        _stop(executor)
+
+
+def _stop(executor: object) -> None:
+    """Shut a process pool down now: cancel what has not started and end the workers
+    (``terminate_workers`` from Python 3.14; before, the pool's own process table)."""
+    executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[attr-defined]
+    terminate = getattr(executor, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        process.terminate()
+        process.join()
+
+
+def _start_worker(setup: Setup) -> None:
+    """Process-pool initializer: keep the Setup; leave Ctrl-C to the main process, which
+    stops the workers itself."""
+    global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER = Worker(setup)
+
+
+def _run(task: Task) -> CellResult:
+    assert _WORKER is not None, "the worker was not initialised"
+    return _WORKER.run(task)
+
+
+def _run_with(setup: Setup, task: Task) -> CellResult:
+    """A Dask task: the worker's Worker for this Setup (made at its first task)."""
+    global _WORKER
+    if _WORKER is None or _WORKER.setup is not setup:
+        _WORKER = Worker(setup)
+    return _WORKER.run(task)
+
+
+def _dask(setup: Setup, tasks: Sequence[Task], jobs: int,
+          scheduler: str | None) -> Iterator[CellResult]:
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise UsageError("--backend dask needs Dask: pip install 'sampleval[dask]'") from None
+    import logging
+
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=max(jobs, 1), threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(scheduler, timeout=30)
+        except OSError as exc:
+            raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
+    futures = []
+    try:
+        shared = client.scatter(setup, broadcast=True)
+        futures = [client.submit(_run_with, shared, task, pure=False) for task in tasks]
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        if futures:
+            client.cancel(futures)
+        client.close()
+        if cluster is not None:
+            cluster.close()

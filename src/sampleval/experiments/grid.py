@@ -1,0 +1,162 @@
+"""The grid of a simulation: methods x budgets x splits (cells), each run for trials 0..N-1.
+
+A method is written ``NAME`` or ``NAME:KEY=VALUE;KEY=VALUE`` (``active:batch=5``,
+``strata:strategy=2strata``); its parameters are checked against the method's own
+declarations (:mod:`sampleval.params`) when the grid is made, before any work starts. A cell's
+key names it in the output directory and in its trials' seeds, so a cell can be recomputed
+alone and a changed grid finds the cells it shares with an earlier one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sampleval.errors import UsageError
+from sampleval.params import parse_assignments, resolve
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sampleval.core.pool import Pool
+    from sampleval.selection.base import Budget, Selector
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A selection method with the parameters given for it (as texts, sorted by name)."""
+
+    name: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The canonical spelling: ``NAME`` or ``NAME:KEY=VALUE;...`` (keys sorted)."""
+        if not self.params:
+            return self.name
+        return f"{self.name}:" + ";".join(f"{k}={v}" for k, v in self.params)
+
+    @property
+    def selector(self) -> type[Selector]:
+        from sampleval.selection import METHODS
+
+        return METHODS[self.name]
+
+    @property
+    def design(self) -> str:
+        return self.selector.design
+
+    def make(self, pool: Pool, budget: Budget, rng: np.random.Generator) -> Selector:
+        """The selector over ``pool`` with this budget, generator and parameters."""
+        return self.selector(pool, budget, rng, **dict(self.params))
+
+
+def parse_method(text: str) -> MethodSpec:
+    """``NAME`` or ``NAME:KEY=VALUE;KEY=VALUE``, checked against the method's declared
+    parameters (UsageError naming the method and the parameter otherwise)."""
+    from sampleval.selection import METHODS
+
+    name, _, assignments = text.strip().partition(":")
+    cls = METHODS[name.strip()]
+    try:
+        given = parse_assignments(assignments)
+    except UsageError as exc:
+        raise UsageError(f"method {text!r}: {exc}") from None
+    resolve(cls.parameters, given, cls.name)
+    return MethodSpec(cls.name, tuple(sorted(given.items())))
+
+
+def split_methods(texts: Sequence[str]) -> list[str]:
+    """Method texts from ``--methods`` values: separated by commas, except that a comma inside
+    a parameter value (``importance:q=pairwise;runs=A,B``) stays there: a part that does not
+    start with a method's name continues the previous method's parameters."""
+    from sampleval.selection import METHODS
+
+    out: list[str] = []
+    for text in texts:
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            starts_method = part.partition(":")[0].strip() in METHODS
+            if out and ":" in out[-1] and not starts_method:
+                out[-1] = f"{out[-1]},{part}"
+            else:
+                out.append(part)
+    return out
+
+
+@dataclass(frozen=True)
+class BudgetSpec:
+    """A per-topic budget of the grid: a share of each topic's pool (``rate``) or a number of
+    documents (``count``)."""
+
+    rate: float | None = None
+    count: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``rate=0.05`` or ``budget=300``: its part of a cell's key."""
+        return f"rate={self.rate!r}" if self.rate is not None else f"budget={self.count}"
+
+    def budget(self) -> Budget:
+        from sampleval.selection.base import Budget
+
+        return Budget(count=self.count, rate=self.rate)
+
+
+def budgets_from(rates: Sequence[float] | None, counts: Sequence[int] | None
+                 ) -> list[BudgetSpec]:
+    """The grid's budgets, in the order given, without repeats."""
+    specs = ([BudgetSpec(rate=float(r)) for r in rates] if rates
+             else [BudgetSpec(count=int(c)) for c in counts or ()])
+    if not specs:
+        raise UsageError("give the budgets with --rates or --budgets")
+    return list(dict.fromkeys(specs))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One method at one budget on one split of the runs; its trials are numbered 0..N-1."""
+
+    method: MethodSpec
+    budget: BudgetSpec
+    split: int
+
+    @property
+    def key(self) -> str:
+        """A name for files: readable, and unique through a hash of the exact method text."""
+        digest = hashlib.sha256(self.method.text.encode()).hexdigest()[:8]
+        readable = re.sub(r"[^A-Za-z0-9.]+", "-", self.method.text).strip("-")
+        budget = self.budget.label.replace("=", "-")
+        return f"{readable}__{budget}__split-{self.split}__{digest}"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Methods x budgets x splits, ``trials`` trials each."""
+
+    methods: tuple[MethodSpec, ...]
+    budgets: tuple[BudgetSpec, ...]
+    trials: int
+    splits: int = 1
+
+    def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise UsageError("--trials must be at least 1")
+        if len({m.text for m in self.methods}) < len(self.methods):
+            raise UsageError("a method is listed twice")
+
+    def cells(self) -> Iterator[Cell]:
+        """Every cell, methods first, then budgets, then splits (the output's row order)."""
+        for method in self.methods:
+            for budget in self.budgets:
+                for split in range(self.splits):
+                    yield Cell(method, budget, split)
+
+    def describe(self) -> dict[str, Any]:
+        return {"methods": [m.text for m in self.methods],
+                "budgets": [b.label for b in self.budgets], "trials": self.trials,
+                "splits": self.splits}

@@ -1,0 +1,267 @@
+"""``sampleval simulate`` as a library call: check the request, build what the trials share
+once, run the cells that are not done yet, and write the tables (and figures).
+
+    from sampleval.experiments.runner import simulate
+    summary = simulate(runs, qrels, ["uniform", "active:batch=5"], rates=[0.05, 0.1],
+                       trials=30, measures=["AP", "P@30"], output="sim-out", jobs=2)
+
+Everything a user can get wrong (methods, parameters, measures, the leave-out setting, an
+output directory of another experiment) is checked before any trial runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.errors import UsageError
+from sampleval.estimators.family import FAMILIES
+from sampleval.experiments.backends import check_backend, run_tasks
+from sampleval.experiments.grid import (
+    Grid,
+    MethodSpec,
+    budgets_from,
+    parse_method,
+    split_methods,
+)
+from sampleval.experiments.splits import Split, make_splits
+from sampleval.experiments.store import Store
+from sampleval.experiments.summary import summarise
+from sampleval.experiments.targets import Plan, Target, parse_targets, plan_for
+from sampleval.experiments.trial import CellResult, Setup, Task
+from sampleval.experiments.truth import compute_truth
+
+SUMMARY = "summary.csv"
+TASK_TRIALS = 10
+"""Trials per task at most: what a worker computes, and a part holds, at a time (a Ctrl-C
+loses at most this much per worker)."""
+
+
+def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
+             rates: Sequence[float] | None = None, budgets: Sequence[int] | None = None,
+             trials: int, measures: Sequence[str], output: str | Path,
+             depth: int | None = 100, seed: int = 0, leave_out: str = "none",
+             groups: str | Path | None = None, splits: int = 50, jobs: int = 1,
+             backend: str = "local", scheduler: str | None = None, per_topic: bool = True,
+             progress: bool = False, figures: bool = True) -> pd.DataFrame:
+    """Run the grid ``methods`` x (``rates`` or ``budgets``) x splits, ``trials`` trials
+    each, into the directory ``output`` (:mod:`.store`), and return the summary (also
+    written to ``summary.csv``; figures and report.html too, unless ``figures`` is False).
+    See ``docs/simulate.md`` for every argument."""
+    if seed < 0:
+        raise UsageError("--seed must be a non-negative whole number")
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    check_backend(backend, scheduler)
+    specs = [parse_method(m) for m in split_methods(methods)]
+    if not specs:
+        raise UsageError("give at least one method with --methods")
+    targets = parse_targets(measures)
+    plans = _plans(specs, targets)
+    pool = _pool(runs, qrels, depth)
+    split_list = make_splits(pool.run_names, leave_out, groups, splits, seed)
+    grid = Grid(tuple(specs), tuple(budgets_from(rates, budgets)), trials, len(split_list))
+    store = Store(output)
+    store.open(_inputs(pool, qrels, targets, seed, leave_out, split_list, per_topic), grid,
+               {"runs": pool.n_runs, "topics": len(pool.topics),
+                "left_out": [s.left_out for s in split_list]})
+    tasks = _pending(store, grid)
+    if tasks:
+        setup = _setup(runs, pool, qrels, targets, plans, split_list, seed, per_topic)
+        _run(store, setup, tasks, grid, backend=backend, jobs=jobs, scheduler=scheduler,
+             progress=progress)
+    store.consolidate(grid)
+    summary = summarise(store.read_means(), store.read_stats(), leave_out != "none")
+    summary.to_csv(store.directory / SUMMARY, index=False)
+    if figures:
+        from sampleval.experiments.report import render
+
+        render(store.directory)
+    return summary
+
+
+# -- checking and planning -----------------------------------------------------------------------
+
+
+def _plans(specs: Sequence[MethodSpec], targets: Sequence[Target]
+           ) -> dict[str, tuple[Plan, ...]]:
+    """Each method's plans; a warning names the (method, measure) pairs no estimator serves,
+    a UsageError a method left with none."""
+    plans: dict[str, tuple[Plan, ...]] = {}
+    for spec in specs:
+        made = [(t, plan_for(t, spec.design)) for t in targets]
+        left = [t.name for t, p in made if p is None]
+        if len(left) == len(made):
+            raise UsageError(f"method {spec.text} ({spec.design} samples): no estimator of "
+                             f"{', '.join(left)} applies; 'sampleval methods' lists what "
+                             "each family estimates")
+        if left:
+            warnings.warn(f"{spec.text}: no estimator of {', '.join(left)} applies to its "
+                          f"{spec.design} samples; left out", stacklevel=3)
+        plans[spec.text] = tuple(p for _, p in made if p is not None)
+    return plans
+
+
+def _pool(runs: Sequence[Run], qrels: Qrels, depth: int | None) -> Pool:
+    """The depth-K pool of all runs over the topics the qrels judge."""
+    if not runs:
+        raise UsageError("no runs given")
+    if depth is not None and depth < 1:
+        raise UsageError("--depth must be at least 1")
+    judged = set(qrels.topics)
+    pool = Pool.from_runs(runs, depth=depth)
+    kept = {t: tp for t, tp in pool.topic_pools.items() if t in judged and tp.size > 0}
+    if not kept:
+        raise UsageError("the runs and the qrels have no topic in common")
+    return replace(pool, topic_pools=kept)
+
+
+def _setup(runs: Sequence[Run], pool: Pool, qrels: Qrels, targets: Sequence[Target],
+           plans: dict[str, tuple[Plan, ...]], splits: Sequence[Split], seed: int,
+           per_topic: bool) -> Setup:
+    """What the trials share: the pool in each score precision the plans' estimator families
+    compare scores in, and the truth."""
+    pools = {"float32": pool}
+    families = {s.family for ps in plans.values() for plan in ps
+                for s in (plan.spec, plan.r_spec) if s is not None}
+    if any(FAMILIES[f].score_type == np.float64 for f in families):
+        double = Pool.from_runs(runs, depth=pool.depth, score_type=np.float64)
+        pools["float64"] = replace(double, topic_pools={t: double[t] for t in pool.topics})
+    truth = compute_truth(pool, qrels, list(dict.fromkeys(t.exact for t in targets)),
+                          sorted({t.level for t in targets}))
+    return Setup(pools, truth, qrels, tuple(splits), plans, seed, per_topic)
+
+
+def _inputs(pool: Pool, qrels: Qrels, targets: Sequence[Target], seed: int, leave_out: str,
+            splits: Sequence[Split], per_topic: bool) -> dict[str, Any]:
+    """What the results depend on besides the grid, as compared between runs of one
+    output directory."""
+    digest = hashlib.sha256()
+    for name in pool.run_names:
+        digest.update(name.encode() + b"\0")
+    digest.update(str(pool.depth).encode())
+    for tp in pool:
+        digest.update(tp.topic.encode() + b"\0")
+        digest.update("\0".join(pool.docnos[tp.doc_ids]).encode())
+        digest.update(np.ascontiguousarray(tp.ranking, dtype=np.int32).tobytes())
+    judged = qrels.judged()[["query_id", "doc_id", "relevance"]].sort_values(
+        ["query_id", "doc_id"])
+    qrels_digest = hashlib.sha256(judged.to_csv(index=False).encode()).hexdigest()
+    split_digest = hashlib.sha256(repr([(s.contributing, s.left_out) for s in splits]).encode())
+    return {"runs": digest.hexdigest(), "qrels": qrels_digest, "depth": pool.depth,
+            "measures": [t.name for t in targets], "seed": seed, "leave_out": leave_out,
+            "splits": split_digest.hexdigest(), "per_topic": per_topic}
+
+
+def _pending(store: Store, grid: Grid) -> list[Task]:
+    """The tasks of the trials no part holds: per cell, each stretch of consecutive missing
+    trials, cut into tasks of at most :data:`TASK_TRIALS`; larger budgets first (they take
+    longest), which evens out the workers' load."""
+    tasks = []
+    for cell in grid.cells():
+        done = store.done(cell)
+        missing = [t for t in range(grid.trials) if t not in done]
+        for stretch in _stretches(missing):
+            for start in range(0, len(stretch), TASK_TRIALS):
+                tasks.append(Task(cell, tuple(stretch[start:start + TASK_TRIALS])))
+    size = {b: i for i, b in enumerate(sorted(grid.budgets, key=lambda b: (b.rate or 0,
+                                                                          b.count or 0)))}
+    return sorted(tasks, key=lambda task: -size[task.cell.budget])
+
+
+def _stretches(trials: Sequence[int]) -> Iterator[list[int]]:
+    stretch: list[int] = []
+    for trial in trials:
+        if stretch and trial != stretch[-1] + 1:
+            yield stretch
+            stretch = []
+        stretch.append(trial)
+    if stretch:
+        yield stretch
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+def _run(store: Store, setup: Setup, tasks: Sequence[Task], grid: Grid, *, backend: str,
+         jobs: int, scheduler: str | None, progress: bool) -> None:
+    """Run ``tasks``, writing each result as it comes; on Ctrl-C stop the workers, keep what
+    finished, and say how to resume."""
+    total = sum(len(t.trials) for t in tasks)
+    open_tasks = Counter(task.cell for task in tasks)
+    results = run_tasks(setup, tasks, backend=backend, jobs=jobs, scheduler=scheduler)
+    finished = cells = 0
+    try:
+        with _Progress(progress, total, len(open_tasks)) as bar:
+            for result in results:
+                store.write(result)
+                finished += 1
+                open_tasks[result.task.cell] -= 1
+                cells += open_tasks[result.task.cell] == 0
+                bar.advance(result, cells)
+    except KeyboardInterrupt:
+        import sys
+
+        sys.stderr.write(f"stopped after {finished} of {len(tasks)} tasks; their trials are "
+                         f"kept in {store.parts}: run the same command again to resume\n")
+        raise
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+
+
+class _Progress:
+    """Rich progress on standard error (cells done, trials per second, time left), or
+    nothing."""
+
+    def __init__(self, show: bool, trials: int, cells: int) -> None:
+        self.show, self.trials, self.cells = show, trials, cells
+        self.bar: Any = None
+        self.start = time.perf_counter()
+
+    def __enter__(self) -> _Progress:
+        if self.show:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                TextColumn("{task.completed}/{task.total} trials"),
+                                TextColumn("{task.fields[speed]}"), TimeElapsedColumn(),
+                                TextColumn("left"), TimeRemainingColumn(),
+                                console=Console(stderr=True), transient=False)
+            self.bar.__enter__()
+            self.task = self.bar.add_task(f"cells 0/{self.cells}", total=self.trials,
+                                          speed="")
+        return self
+
+    def advance(self, result: CellResult, cells: int) -> None:
+        if self.bar is None:
+            return
+        self.bar.advance(self.task, len(result.task.trials))
+        done = self.bar.tasks[0].completed
+        speed = done / max(time.perf_counter() - self.start, 1e-9)
+        self.bar.update(self.task, description=f"cells {cells}/{self.cells}",
+                        speed=f"{speed:.2f} trials/s")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
