@@ -63,6 +63,7 @@ from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, gain, relevance, summarise, z_value
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
+from sampleval.params import Param
 
 INTERVALS = ("clt", "hoeffding", "bernstein")
 DEFAULT_INTERVAL = "clt"
@@ -415,12 +416,15 @@ def _frame_q(sample: Sample, view: TopicView) -> np.ndarray:
 
 def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                 spec: EstimateSpec, level: float, ci: float, *,
-                interval: str = DEFAULT_INTERVAL, max_grade: float | None = None
+                interval: str | None = None, max_grade: float | None = None
                 ) -> pd.DataFrame:
     """P@k, DCG, nDCG and R@k by importance sampling (eq. 4) from an ``importance`` sample, with
     ``interval`` intervals (``clt``, ``hoeffding``, ``bernstein``; see the module docstring).
     ``max_grade`` bounds DCG's gain for the Hoeffding and Bernstein ranges (default: the
-    largest judged grade in the sample)."""
+    largest judged grade in the sample). ``interval`` unset: the estimator's ``interval``
+    option (``DCG~is(interval=hoeffding)``; default ``clt``)."""
+    if interval is None:
+        interval = str(spec.option("interval"))
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the draws of an importance sample (each with its Q)")
     if interval != "clt" and sample.round_probs is None:
@@ -463,7 +467,11 @@ register_family(EstimatorFamily(
     name="is", title="importance sampling (eq. 4) with CLT, Hoeffding or empirical-Bernstein "
                      "intervals",
     reference="Schnabel et al., ICTIR 2016, eq. 4, 16, 17",
-    bases=(Base("P", "required"), Base("DCG", "optional"), Base("nDCG", "optional"),
-           Base("R", "required")),
+    bases=tuple(Base(name, cutoff, options=("interval",)) for name, cutoff in
+                (("P", "required"), ("DCG", "optional"), ("nDCG", "optional"),
+                 ("R", "required"))),
     designs={"importance": 1},
-    compute=each_measure(estimate_is)))
+    compute=each_measure(estimate_is),
+    options=(Param("interval", str, DEFAULT_INTERVAL, "the intervals: clt (eq. 16, normal), "
+                   "hoeffding (eq. 17, exact, sample-independent) or bernstein (empirical "
+                   "Bernstein, Maurer & Pontil 2009)", choices=INTERVALS),)))

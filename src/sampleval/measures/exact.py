@@ -119,6 +119,15 @@ def ndcg(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     return _ratio(dcg, float(ideal @ _discount(len(ideal))))
 
 
+def dcg(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
+    """DCG (``dcg``; not in trec_eval, whose nDCG's numerator it is): gain = grade, discount
+    ``1/log2(rank+1)``, summed over the ranking (with a cutoff, its top k). Schnabel et al.
+    (ICTIR 2016) estimate it unnormalised."""
+    grades = g.grades if m.cutoff is None else g.grades[:, :m.cutoff]
+    gains = np.nan_to_num(np.clip(grades, 0, None), nan=0.0)
+    return np.asarray(gains @ _discount(gains.shape[1]))
+
+
 def reciprocal_rank(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     """RR: 1 / rank of the first relevant (grade >= level) document (0 if none; with a
     cutoff, in the top k)."""
@@ -170,6 +179,7 @@ KERNELS: dict[str, Kernel] = {
     "R": recall,
     "Rprec": r_precision,
     "nDCG": ndcg,
+    "DCG": dcg,
     "RR": reciprocal_rank,
     "Bpref": bpref,
     "Judged": judged_at,

@@ -15,6 +15,7 @@ _SPECS: dict[str, tuple[str, str, str]] = {
     "R": ("required", "mean", "recall"),
     "Rprec": ("no", "mean", "Rprec"),
     "nDCG": ("optional", "mean", "ndcg"),
+    "DCG": ("optional", "mean", "dcg"),
     "RR": ("optional", "mean", "recip_rank"),
     "Bpref": ("no", "mean", "bpref"),
     "Judged": ("required", "mean", "judged"),
@@ -22,7 +23,8 @@ _SPECS: dict[str, tuple[str, str, str]] = {
     "NumRet": ("no", "sum", "num_ret"),
     "NumRelRet": ("no", "sum", "num_rel_ret"),
 }
-_CUT_TREC_NAMES = {"AP": "map_cut", "nDCG": "ndcg_cut", "RR": "recip_rank_cut"}
+_CUT_TREC_NAMES = {"AP": "map_cut", "nDCG": "ndcg_cut", "DCG": "dcg_cut",
+                   "RR": "recip_rank_cut"}
 _TREC_ALIASES = {
     "map": "AP", "P": "P", "recall": "R", "Rprec": "Rprec", "ndcg": "nDCG", "ndcg_cut": "nDCG",
     "map_cut": "AP", "recip_rank": "RR", "bpref": "Bpref", "num_rel": "NumRel",
@@ -101,7 +103,7 @@ def _checked(name: str, cut: str | None, params: str | None, text: str) -> Measu
         key, _, value = param.partition("=")
         if key.strip() != "rel" or not value.strip().lstrip("-").isdigit():
             raise UsageError(f"measure {text!r}: the only parameter is rel=<integer level>")
-        if name == "nDCG":
-            raise UsageError(f"measure {text!r}: nDCG uses every grade as its gain, not rel")
+        if name in ("nDCG", "DCG"):
+            raise UsageError(f"measure {text!r}: {name} uses every grade as its gain, not rel")
         rel = int(value)
     return Measure(name=name, cutoff=None if cut is None else int(cut), rel=rel)
