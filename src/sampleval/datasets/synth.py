@@ -111,8 +111,8 @@ def make_synth(rng: np.random.Generator, rankings: int = 6000, items: int = 2000
     return Synth(grades, systems)
 
 
-def _write_lines(path: Path, columns: Sequence[np.ndarray]) -> None:
-    """Space-separated lines of equally long columns."""
+def _write_lines(path: Path, columns: Sequence[np.ndarray | str | int]) -> None:
+    """Space-separated lines of equally long columns (a scalar repeats)."""
     import pandas as pd
 
     pd.DataFrame(dict(enumerate(columns))).to_csv(path, sep=" ", header=False, index=False)
@@ -123,20 +123,14 @@ def write_synth(synth: Synth, directory: str | Path) -> Path:
     root = Path(directory)
     (root / "runs").mkdir(parents=True, exist_ok=True)
     rankings, items = synth.grades.shape
-    import pandas as pd
-
     qid = np.repeat(np.arange(1, rankings + 1), items)
-    docnos = pd.Categorical.from_codes(np.arange(items),
-                                       [f"y{j}" for j in range(1, items + 1)])
+    docnos = np.array([f"y{j}" for j in range(1, items + 1)], dtype=object)
     _write_lines(root / "qrels.txt",
-                 [qid, np.zeros(len(qid), np.int8), docnos[np.tile(np.arange(items), rankings)],
-                  synth.grades.ravel()])
+                 [qid, 0, docnos[np.tile(np.arange(items), rankings)], synth.grades.ravel()])
     rank = np.tile(np.arange(1, items + 1), rankings)
     for name, ranking in synth.systems.items():
         _write_lines(root / "runs" / f"{name}.txt",
-                     [qid, pd.Categorical.from_codes(np.zeros(len(qid), np.int8), ["Q0"]),
-                      docnos[ranking.ravel()], rank, items - rank + 1,
-                      pd.Categorical.from_codes(np.zeros(len(qid), np.int8), [name])])
+                     [qid, "Q0", docnos[ranking.ravel()], rank, items - rank + 1, name])
     return root
 
 

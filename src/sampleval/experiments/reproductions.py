@@ -104,8 +104,8 @@ def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int) -> str:
         lambda t: t.groupby(topics.loc[t.index, "topic"], observed=True).first().std(ddof=1))
     deep_sd = sd_topic * TO_LN * math.sqrt(1 / DEEP_TOPICS - 1 / PAPER_RANKINGS)
     runs = read_runs(sorted((synth / "runs").iterdir()))
-    top = evaluate(read_qrels(synth / "qrels.txt"), runs, ["DCG@5"])
-    top = top[top["query_id"] == "all"].set_index("run")["value"] * TO_LN
+    table = evaluate(read_qrels(synth / "qrels.txt"), runs, ["DCG@5"])
+    top = table[table["query_id"] == "all"].set_index("run")["value"] * TO_LN
 
     def estimate(kind: str, system: str) -> tuple[float, float]:
         rows = point[(point["kind"] == kind) & (point["run"] == system)]["estimate"] * TO_LN
@@ -158,7 +158,8 @@ def _table7(single: pd.DataFrame, pairwise: pd.DataFrame, scale: float) -> pd.Da
         d = est[a] - est[b]
         rows["PW"].append((float(d.mean()), float(d.std(ddof=1))))
     return pd.DataFrame({"": list(rows), "SYNTH": [
-        _fmt(np.mean([m for m, _ in v]) * TO_LN, np.mean([s for _, s in v]) * TO_LN * scale)
+        _fmt(float(np.mean([m for m, _ in v])) * TO_LN,
+             float(np.mean([s for _, s in v])) * TO_LN * scale)
         for v in rows.values()]})
 
 
