@@ -17,6 +17,9 @@
   DCGs are converted to the paper's discount (1/ln(r + 1) = 1/(ln 2 log2(r + 1)): times
   1/ln 2), and standard deviations and half-widths to 6000 rankings (times sqrt(T / 6000):
   topics are sampled independently with a fixed budget each, so they scale as 1/sqrt(T)).
+- ``synth-truth [--rankings T] [--seed S]``: the true values of SYNTH in memory, at the
+  paper's size by default: each system's U_S and TOP with the paper's discount, and DEEP's
+  exact standard deviation (no sampling, so no simulation is needed).
 - ``summary OUTDIR [--rate R]``: the summary.csv rows (rms, bias, variance, tau, tau_AP,
   significant-pair accuracy with min/max, R correlation, coverage) as a table.
 - ``cormack OUTDIR``: Cormack et al. (SIGIR 2019): bias, RMSE, tau and tau_AP of MAP against
@@ -140,6 +143,22 @@ def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int) -> str:
     return "\n".join(parts)
 
 
+def synth_truth(rankings: int, seed: int) -> str:
+    """U_S, TOP and DEEP's standard deviation of every SYNTH system (SHIFT-3, -5, -7)."""
+    from sampleval.datasets.synth import make_synth
+
+    synth = make_synth(np.random.default_rng(seed), rankings, shifts=(3, 5, 7))
+    weights = 1.0 / np.log(np.arange(2, 7))
+    rows = []
+    for name, ranking in synth.systems.items():
+        dcg = synth.dcg(name, discount="ln")
+        top = np.take_along_axis(synth.grades, ranking[:, :5], axis=1) @ weights
+        sd = float(dcg.std(ddof=1)) * math.sqrt(1 / DEEP_TOPICS - 1 / rankings)
+        rows.append({"system": name, "U_S": _fmt(float(dcg.mean())),
+                     "TOP": _fmt(float(top.mean())), "DEEP": _fmt(float(dcg.mean()), sd)})
+    return _markdown(pd.DataFrame(rows))
+
+
 def _table7(single: pd.DataFrame, pairwise: pd.DataFrame, scale: float) -> pd.DataFrame:
     """TRUE, SINGLE and PW: the mean over the pairs of the mean difference, ± the mean over the
     pairs of its standard deviation over trials."""
@@ -221,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("out7", type=Path, nargs="?")
     p.add_argument("--synth", type=Path, required=True, help="the SYNTH files simulated")
     p.add_argument("--rankings", type=int, required=True, help="rankings in those files")
+    p = sub.add_parser("synth-truth", help="SYNTH's U_S, TOP and DEEP, computed exactly")
+    p.add_argument("--rankings", type=int, default=PAPER_RANKINGS)
+    p.add_argument("--seed", type=int, default=0)
     p = sub.add_parser("summary", help="summary.csv as a Markdown table")
     p.add_argument("outdir", type=Path)
     p.add_argument("--rate", type=float)
@@ -234,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.kind == "schnabel":
         print(schnabel(args.out34, args.out7, args.synth, args.rankings))
+    elif args.kind == "synth-truth":
+        print(synth_truth(args.rankings, args.seed))
     elif args.kind == "summary":
         print(summary(args.outdir, args.rate, args.columns.split(",")))
     elif args.kind == "cormack":
