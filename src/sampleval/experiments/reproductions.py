@@ -25,14 +25,14 @@
 - ``cormack OUTDIR``: Cormack et al. (SIGIR 2019): bias, RMSE, tau and tau_AP of MAP against
   the depth-100 pool truth and against the full qrels, and the coverage (judged relevant over
   relevant in the pool, per topic) of the deterministic methods (Table 1).
-- ``figures OUTDIR --to DIR``: copies the simulation's figures (PNG) under ``DIR``.
+- ``figures OUTDIR --to DIR [--only NAMES]``: the simulation's figures (PNG), under ``DIR``,
+  reduced to a 64-colour palette (a third of the size, for the repository).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import shutil
 import sys
 from collections.abc import Sequence
 from itertools import combinations
@@ -249,10 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--columns", default=",".join(SUMMARY_COLUMNS))
     p = sub.add_parser("cormack", help="Cormack et al.: MAP against both truths, coverage")
     p.add_argument("outdir", type=Path)
-    p = sub.add_parser("figures", help="copy a simulation's PNG figures")
+    p = sub.add_parser("figures", help="copy a simulation's PNG figures, palette-reduced")
     p.add_argument("outdir", type=Path)
     p.add_argument("--to", type=Path, required=True)
     p.add_argument("--prefix", default="")
+    p.add_argument("--only", default="", help="figure names to copy, comma-separated")
     args = parser.parse_args(argv)
     if args.kind == "schnabel":
         print(schnabel(args.out34, args.out7, args.synth, args.rankings))
@@ -263,9 +264,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.kind == "cormack":
         print(cormack(args.outdir))
     else:
+        from PIL import Image
+
         args.to.mkdir(parents=True, exist_ok=True)
+        only = set(filter(None, args.only.split(",")))
         for png in sorted((args.outdir / "figures").glob("*.png")):
-            shutil.copy(png, args.to / f"{args.prefix}{png.name}")
+            if not only or png.stem in only:
+                with Image.open(png) as image:
+                    image.convert("RGB").quantize(64).save(
+                        args.to / f"{args.prefix}{png.name}", optimize=True)
     return 0
 
 
