@@ -61,7 +61,8 @@ def test_schnabel_tables(tmp_path: Path) -> None:
     out7.mkdir()
     trials_frame(pairs, truth, topic_truth).to_parquet(out7 / "trials.parquet")
 
-    text = rep.schnabel(out34, out7, synth, rankings=600)
+    text = rep.schnabel(out34, out7, synth, rankings=600, figure=tmp_path / "sd.png")
+    assert (tmp_path / "sd.png").stat().st_size > 0
     ln, scale = 1 / math.log(2), math.sqrt(600 / 6000)
     lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines()}
     # Table 3, OPT: U_S 10/ln 2; DEEP sd sqrt(2) sqrt(1/15 - 1/6000) / ln 2; UBIS sd of

@@ -45,6 +45,9 @@ PAPER_RANKINGS = 6000
 PAPER_SYSTEMS = ("OPT", "REVERSE-75", "REVERSE-150", "SHIFT-3", "SHIFT-7")
 TO_LN = 1.0 / math.log(2.0)  # the paper's DCG (1/ln(r + 1)) per unit of ours (1/log2(r + 1))
 DEEP_TOPICS = 15  # ceil(30,000 / 2000) rankings judged in full
+# Schnabel et al.'s standard deviations over 100 trials (Tables 3 and 4), for the figure
+PAPER_SD = {"DEEP": (1.69, 1.75, 1.59, 1.69, 1.75), "UBIS(u~P)": (1.22, 1.07, 0.97, 1.10, 1.12),
+            "UBIS(P)": (1.98, 1.45, 1.33, 1.67, 1.45), "UBIS(1)": (3.05, 2.64, 2.20, 2.63, 2.45)}
 
 
 def _means(directory: Path) -> pd.DataFrame:
@@ -89,8 +92,10 @@ def _own_rows(means: pd.DataFrame) -> pd.DataFrame:
     return m[own & m["kind"].notna() & (m["kind"] != "PW")]
 
 
-def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int) -> str:
-    """Tables 3, 4, 7 and 9 (see the module docstring)."""
+def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int,
+             figure: Path | None = None) -> str:
+    """Tables 3, 4, 7 and 9 (see the module docstring); ``figure``: a PNG of the standard
+    deviations beside the paper's."""
     from sampleval.evaluation import evaluate
     from sampleval.io import read_qrels, read_runs
 
@@ -135,12 +140,41 @@ def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int) -> str:
         "HI ± (eq. 17 as printed, 2x ours)": [
             _fmt(2 * float(h_half[hrows["run"] == s].mean())) for s in systems],
     })
+    if figure is not None:
+        ours = {"DEEP": [float(deep_sd[s]) for s in PAPER_SYSTEMS]}
+        ours.update({k: [estimate(k, s)[1] for s in PAPER_SYSTEMS]
+                     for k in ("UBIS(u~P)", "UBIS(P)", "UBIS(1)")})
+        _sd_figure(ours, figure)
     parts = [f"Table 3 (DCG, the paper's discount; SDs at {PAPER_RANKINGS} rankings)",
              _markdown(t3), "", "Table 4", _markdown(t4), "", "Table 9", _markdown(t9)]
     if out7 is not None:
         parts += ["", "Table 7 (pairs of " + ", ".join(PAPER_SYSTEMS) + ")",
                   _markdown(_table7(point, _means(out7), scale))]
     return "\n".join(parts)
+
+
+def _sd_figure(ours: dict[str, list[float]], path: Path) -> None:
+    """Grouped bars: each method's standard deviation per system, the paper's and ours."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(ours), figsize=(11, 2.8), sharey=True)
+    x = np.arange(len(PAPER_SYSTEMS))
+    for ax, (kind, values) in zip(axes, ours.items(), strict=True):
+        ax.bar(x - 0.2, PAPER_SD[kind], 0.4, label="paper (100 trials)", color="0.7")
+        ax.bar(x + 0.2, values, 0.4, label="ours", color="tab:blue")
+        ax.set_title(kind)
+        ax.set_xticks(x, [s.replace("REVERSE", "REV") for s in PAPER_SYSTEMS], rotation=45,
+                      fontsize=7)
+    axes[0].set_ylabel("sd of DCG estimate")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("SYNTH, 5 judgments per ranking: standard deviation over trials (6000 rankings)",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def synth_truth(rankings: int, seed: int) -> str:
@@ -240,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("out7", type=Path, nargs="?")
     p.add_argument("--synth", type=Path, required=True, help="the SYNTH files simulated")
     p.add_argument("--rankings", type=int, required=True, help="rankings in those files")
+    p.add_argument("--figure", type=Path, help="also draw the standard deviations (PNG)")
     p = sub.add_parser("synth-truth", help="SYNTH's U_S, TOP and DEEP, computed exactly")
     p.add_argument("--rankings", type=int, default=PAPER_RANKINGS)
     p.add_argument("--seed", type=int, default=0)
@@ -256,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--only", default="", help="figure names to copy, comma-separated")
     args = parser.parse_args(argv)
     if args.kind == "schnabel":
-        print(schnabel(args.out34, args.out7, args.synth, args.rankings))
+        print(schnabel(args.out34, args.out7, args.synth, args.rankings, args.figure))
     elif args.kind == "synth-truth":
         print(synth_truth(args.rankings, args.seed))
     elif args.kind == "summary":
