@@ -41,7 +41,8 @@ run retrieved for (topics sampled independently; M = sum_t w_t U_t, w_t = 1/T):
   A single topic is the case T = 1, w = 1. Schnabel et al. name it as future work.
 
 Hoeffding and Bernstein intervals are intersected with the measure's range ([0, 1], or
-[0, inf) for DCG). For the ratios R and nDCG they bound each mean the ratio is made of (at
+[0, inf) for DCG), then widened to hold the estimate itself where that lies outside the range
+(eq. 4 is unbiased, not range-bound: a P@k estimate can exceed 1). For the ratios R and nDCG they bound each mean the ratio is made of (at
 delta / C for C means, a union bound; R's and the grade counts' terms range up to
 max_y 1/Q(y) over the frame) and take the ratio's extreme values over that box; the mean over
 topics averages the topics' boxes taken at delta / (sum of their C) (a union bound over
@@ -396,6 +397,9 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
                "hi": np.stack([b[1] for b in topic_box]),
                "mean_lo": (weight * np.stack([b[0] for b in mean_box])).sum(axis=0),
                "mean_hi": (weight * np.stack([b[1] for b in mean_box])).sum(axis=0)}
+    out["lo"], out["hi"] = np.fmin(out["lo"], values), np.fmax(out["hi"], values)
+    out["mean_lo"] = np.fmin(out["mean_lo"], mean)
+    out["mean_hi"] = np.fmax(out["mean_hi"], mean)
     return {"value": values, "mean": mean, **out}
 
 
