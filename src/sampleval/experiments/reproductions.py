@@ -104,7 +104,7 @@ def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int,
     means["run"] = means["run"].astype(str)
     point = means[means["estimator"].astype(str) == "DCG~is"]
     hoeffding = means[means["estimator"].astype(str) != "DCG~is"]
-    systems = list(dict.fromkeys(point["run"]))
+    systems = list(dict.fromkeys(point[point["kind"] == "UBIS(u~P)"]["run"]))
     truth = point.groupby("run")["truth"].first() * TO_LN
     topics = pd.read_parquet(out34 / "trials.parquet", columns=["run", "topic", "truth", "trial"],
                              filters=[("topic", "!=", "all"), ("trial", "==", 0)])
@@ -164,7 +164,7 @@ def _sd_figure(ours: dict[str, list[float]], path: Path) -> None:
     x = np.arange(len(PAPER_SYSTEMS))
     for ax, (kind, values) in zip(axes, ours.items(), strict=True):
         ax.bar(x - 0.2, PAPER_SD[kind], 0.4, label="paper (100 trials)", color="0.7")
-        ax.bar(x + 0.2, values, 0.4, label="ours", color="tab:blue")
+        ax.bar(x + 0.2, values, 0.4, label="ours (DEEP: exact)", color="tab:blue")
         ax.set_title(kind)
         ax.set_xticks(x, [s.replace("REVERSE", "REV") for s in PAPER_SYSTEMS], rotation=45,
                       fontsize=7)
