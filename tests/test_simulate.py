@@ -429,3 +429,25 @@ def test_command_line_errors_are_one_line(files: tuple[Path, Path], tmp_path: Pa
         cli_run([*base[:-4], "--measures", "Bpref", "-o", str(tmp_path / "x"),
                  "--methods", "uniform"])
     assert not (tmp_path / "x" / "trials.parquet").exists()
+
+
+def test_duplicates_mean_what_they_mean_for_estimate(files: tuple[Path, Path],
+                                                     collection: tuple[list[Run], Qrels],
+                                                     tmp_path: Path) -> None:
+    """A run repeating a document in a topic stops the command (naming the file and the
+    option) unless --duplicates first|last says which line counts."""
+    runs_dir, qrels_path = files
+    runs, _ = collection
+    lines = [f"{r.query_id} Q0 {r.doc_id} {i + 1} {r.score} dup"
+             for i, r in enumerate(runs[0].to_frame().itertuples())]
+    first = lines[0].split()
+    lines.append(f"{first[0]} Q0 {first[2]} {len(lines) + 1} -1000 dup")
+    (tmp_path / "dup.txt").write_text("\n".join(lines) + "\n")
+    base = ["simulate", str(tmp_path / "dup.txt"), *(str(p) for p in runs_dir.iterdir()),
+            "--qrels", str(qrels_path), "--methods", "depth-k", "--budgets", "5",
+            "--trials", "1", "--measures", "P@10", "--no-report", "-o"]
+    with pytest.raises(InputError, match=r"dup\.txt.*--duplicates"):
+        cli_run([*base, str(tmp_path / "error")])
+    cli_run([*base, str(tmp_path / "first"), "--duplicates", "first"])
+    rows = pd.read_parquet(tmp_path / "first" / "trials.parquet")
+    assert "dup" in set(rows["run"]) and len(set(rows["run"])) == len(runs) + 1

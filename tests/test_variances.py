@@ -191,3 +191,14 @@ def test_options_are_named_and_checked() -> None:
         estimate(sample, runs, ["xinfAP(ap=paper)"])
     with pytest.raises(UsageError, match="did you mean var"):
         estimate(sample, runs, ["AP~ht(vr=linear)"])
+
+
+def test_poisson_jackknife_without_a_relevant_judged_document() -> None:
+    """A topic whose judged documents are all not relevant estimates AP 0 with variance 0
+    (an empty set of contributing documents, as simulations meet at small budgets)."""
+    runs, table = random_case(5)
+    judged = table[table["relevance"] >= 0].assign(relevance=0.0, probability=0.5)
+    rows = per_run(Sample.from_prels(judged[["query_id", "doc_id", "relevance",
+                                             "probability"]]), runs, "AP~ht")
+    assert (rows["value"] == 0).all()
+    assert (half_width(rows) == 0).all()

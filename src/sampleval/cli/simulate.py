@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING
 
 from sampleval.cli._app import (
     add_command,
+    add_duplicates,
     add_name_by,
     add_runs_argument,
+    check_stdin_once,
     positive_int,
     rate,
     split_names,
+    start_reading_runs,
     stderr_is_terminal,
     stdout_console,
 )
@@ -112,6 +115,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="directory for the results (created; a directory of an earlier "
                              "run of the same inputs is resumed)")
     add_name_by(parser)
+    add_duplicates(parser)
 
     report = add_command(commands, "report", run_report,
                          "redraw a simulation's figures and write its one-page HTML report",
@@ -128,12 +132,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> None:
-    from sampleval.experiments.runner import simulate
-    from sampleval.io import read_qrels, read_runs
+    check_stdin_once(args.qrels, args.runs)
+    with start_reading_runs(args) as reading:
+        from sampleval.experiments.runner import simulate
+        from sampleval.io import read_qrels
 
+        qrels = read_qrels(args.qrels)
+        loaded = reading.result()
     progress = stderr_is_terminal()
-    qrels = read_qrels(args.qrels)
-    loaded = read_runs(args.runs, name_by=args.name_by, progress=progress)
     summary = simulate(loaded, qrels, args.methods, rates=args.rates,
                        budgets=args.budgets, trials=args.trials,
                        measures=split_names(args.measures), output=args.output,

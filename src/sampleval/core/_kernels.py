@@ -163,15 +163,6 @@ def topic_rankings(topic: np.ndarray, doc: np.ndarray, order: np.ndarray,
     return lengths, doc_ids[:doc_bounds[-1]], doc_bounds, rankings, ranking_bounds
 
 
-def load_compiled() -> None:
-    """Load a kernel from numba's on-disk cache with the argument types the Pool build uses.
-    The first compiled call of a process initialises LLVM (about 0.3 s of CPU); a command
-    calls this while its input files are still being read, so that the Pool build does not
-    pay it later."""
-    pack_short(np.zeros(2, dtype=np.int32), np.zeros(1, dtype=np.uint8),
-               np.zeros(1, dtype=np.uint64))
-
-
 @numba.njit(cache=True)
 def with_replacement_inclusion(p: np.ndarray, sizes: np.ndarray
                                ) -> tuple[np.ndarray, np.ndarray]:
@@ -221,3 +212,12 @@ def with_replacement_inclusion(p: np.ndarray, sizes: np.ndarray
                 total += np.log(product)
             joint[i, j] = joint[j, i] = pi[i] + pi[j] + np.expm1(total)
     return pi, joint
+
+
+def load_compiled() -> None:
+    """Load a kernel from numba's on-disk cache with the argument types the Pool build uses.
+    The first compiled call of a process initialises LLVM (about 0.3 s of CPU); a command
+    calls this while its input files are still being read, so that the Pool build does not
+    pay it later."""
+    pack_short(np.zeros(2, dtype=np.int32), np.zeros(1, dtype=np.uint8),
+               np.zeros(1, dtype=np.uint64))

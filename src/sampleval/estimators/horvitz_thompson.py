@@ -213,7 +213,7 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
     run_idx = np.repeat(np.arange(n_runs), width)
     kept = terms.docs.rank[..., 0].reshape(-1) > 0
     np.subtract.at(num_wo, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
-                   terms.contribution.reshape(n_runs * width, -1)[kept])
+                   terms.contribution.reshape(n_runs * width, *terms.contribution.shape[2:])[kept])
     r_wo = r_hat[None, :] - x.T  # [m, B]
     replicate = np.divide(num_wo, r_wo[None], out=np.zeros(num_wo.shape), where=r_wo[None] > 0)
     variance = ((1.0 - pi)[None, :, None] * (replicate - value[:, None, :]) ** 2).sum(axis=1)

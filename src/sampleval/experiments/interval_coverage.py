@@ -26,8 +26,10 @@ from sampleval.core.sample import Sample
 from sampleval.estimators.base import MEAN_TOPIC, topic_views
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import parse_estimate
-from sampleval.evaluation import evaluate
 from sampleval.experiments._cli import read_round5, simulation_parser
+from sampleval.experiments.estimates import mean_over_topics
+from sampleval.experiments.truth import compute_truth
+from sampleval.measures.names import parse_measure
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 MEASURES = {
@@ -77,14 +79,15 @@ def draw(design: str, pool: Pool, qrels: Qrels, rate: float, seed: int) -> Sampl
     return simulate(selector, qrels_oracle(qrels)).sample()
 
 
-def truth(pool: Pool, measure: str) -> pd.DataFrame:
-    """Exact ``measure`` of every run and topic with the whole (labelled) pool judged:
-    ``[topics, runs]``, the mean over topics as row ``all``."""
-    judged = Qrels.from_frame(pd.concat(
-        pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos[tp.doc_ids],
-                      "relevance": np.nan_to_num(tp.labels, nan=0.0)}) for tp in pool))
-    exact = evaluate(judged, pool, [measure])
-    return exact.pivot(index="query_id", columns="run", values="value")
+def truth(pool: Pool, qrels: Qrels, measure: str) -> pd.DataFrame:
+    """Exact ``measure`` of every run and topic with the whole pool judged (the truth of
+    ``sampleval simulate``, :mod:`.truth`): ``[topics, runs]``, each run's mean over the
+    topics it retrieved for as row ``all``."""
+    exact = compute_truth(pool, qrels, [parse_measure(measure)], [])
+    values = exact.pool[str(parse_measure(measure))]
+    mean = mean_over_topics(values, exact.present)
+    return pd.DataFrame(np.vstack([values, mean]), index=[*exact.topics, MEAN_TOPIC],
+                        columns=list(exact.run_names))
 
 
 def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, rate: float,
@@ -102,7 +105,7 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
                 spec = parse_estimate(name)
                 exact = spec.base + ("" if spec.cutoff is None else f"@{spec.cutoff}")
                 if exact not in targets:
-                    targets[exact] = truth(pool32, exact)
+                    targets[exact] = truth(pool32, qrels, exact)
                 target = targets[exact]
                 family = FAMILIES[spec.family]
                 pool = pool64 if family.score_type == np.float64 else pool32
