@@ -45,8 +45,12 @@ def test_schnabel_tables(tmp_path: Path) -> None:
                                    shifts=(3, 7)), tmp_path / "synth")
     truth = {s: 10.0 + i for i, s in enumerate(SYSTEMS)}
     topic_truth = {s: [truth[s] - 1, truth[s] + 1] for s in SYSTEMS}  # sd sqrt(2)
-    single = {f"importance:q=single;run={s};prior=synth": {s: [truth[s] - 1, truth[s] + 1]}
-              for s in SYSTEMS}
+    # each UBIS(u~P) sampler estimates every system: its own at truth -+ 1, the others at
+    # truth -+ 2 in trial 0, 1 (so a sampler's own-minus-other difference is -+ 1 around the
+    # true difference)
+    single = {f"importance:q=single;run={s};prior=synth": {
+        r: [truth[r] - 1, truth[r] + 1] if r == s else [truth[r] - 2, truth[r] + 2]
+        for r in SYSTEMS} for s in SYSTEMS}
     single["importance:q=single;run=OPT;prior=1"] = {"OPT": [9.0, 11.0, 13.0]}
     single["importance:q=single;run=OPT;measure=P;cutoff=20;prior=1"] = {
         s: [truth[s]] * 2 for s in SYSTEMS}
@@ -75,12 +79,15 @@ def test_schnabel_tables(tmp_path: Path) -> None:
     assert f"{10 * ln:.2f} ± 0.00" in text
     # Table 9: CLT half-width 1, coverage 1.00 of 2 trials, Hoeffding 2 x 3
     assert f"| {1 * ln * scale:.2f} | 1.00 (2) | {6 * ln * scale:.2f} |" in text
-    # Table 7: TRUE = mean of truth[a] - truth[b] = -2 over the 10 pairs (i < j);
-    # SINGLE: (a - b) over trials is constant -> sd 0; PW: differences 0, 2 -> mean 1 + TRUE
+    # Table 7: TRUE = mean of truth[a] - truth[b] over the 10 pairs (i < j); SINGLE (own
+    # half each): (a - b) over trials is constant -> sd 0; SINGLE (all draws for both): the
+    # samplers' differences are TRUE + (1, -1) and TRUE + (-1, 1): their mean is TRUE, sd 0;
+    # PW: differences 0, 2 -> mean 1 + TRUE, sd sqrt(2)
     true_diff = np.mean([truth[a] - truth[b] for i, a in enumerate(SYSTEMS)
                          for b in SYSTEMS[i + 1:]])
     assert lines["TRUE"].endswith(f"{true_diff * ln:.2f} ± 0.00 |")
-    assert lines["SINGLE"].endswith(f"{true_diff * ln:.2f} ± 0.00 |")
+    assert lines["SINGLE (own half each)"].endswith(f"{true_diff * ln:.2f} ± 0.00 |")
+    assert lines["SINGLE (all draws for both)"].endswith(f"{true_diff * ln:.2f} ± 0.00 |")
     assert lines["PW"].endswith(f"{(true_diff + 1) * ln:.2f} ± "
                                 f"{math.sqrt(2) * scale * ln:.2f} |")
 

@@ -12,8 +12,11 @@
   in ``DIR``; DEEP (15 random rankings judged in full, b = 30,000) is exact: the mean of a
   simple random sample of 15 of the paper's 6000 rankings, with standard deviation
   s sqrt(1/15 - 1/6000), s the standard deviation of the rankings' DCGs. SINGLE (b/2 per
-  system) is the difference of two independent samplers' estimates at budget b, its variance
-  doubled (n i.i.d. draws per topic: the variance is proportional to 1/n).
+  system) is read two ways: each system estimated from its own sampler (the difference of
+  two independent samplers' estimates at budget b, its variance doubled: with n i.i.d.
+  draws per topic the variance is proportional to 1/n), or, as the paper's "from all of the
+  samples" suggests, both systems estimated from both samplers' draws (the two differences
+  averaged, 2b draws, variance doubled).
   DCGs are converted to the paper's discount (1/ln(r + 1) = 1/(ln 2 log2(r + 1)): times
   1/ln 2), and standard deviations and half-widths to 6000 rankings (times sqrt(T / 6000):
   topics are sampled independently with a fixed budget each, so they scale as 1/sqrt(T)).
@@ -84,11 +87,19 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _with_kind(means: pd.DataFrame) -> pd.DataFrame:
+    """The rows with columns ``kind`` (:func:`_kind`), ``target`` (the sampler's system) and
+    ``run`` as text."""
+    return means.assign(kind=means["method"].astype(str).map(_kind),
+                        target=means["method"].astype(str).map(
+                            lambda s: _method_param(s, "run")),
+                        run=means["run"].astype(str))
+
+
 def _own_rows(means: pd.DataFrame) -> pd.DataFrame:
     """Rows where a single-system sampler estimates its own system (UBIS(1): every system)."""
-    m = means.assign(kind=means["method"].astype(str).map(_kind),
-                     target=means["method"].astype(str).map(lambda s: _method_param(s, "run")))
-    own = (m["kind"] == "UBIS(1)") | (m["target"] == m["run"].astype(str))
+    m = _with_kind(means)
+    own = (m["kind"] == "UBIS(1)") | (m["target"] == m["run"])
     return m[own & m["kind"].notna() & (m["kind"] != "PW")]
 
 
@@ -100,8 +111,8 @@ def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int,
     from sampleval.io import read_qrels, read_runs
 
     scale = math.sqrt(rankings / PAPER_RANKINGS)
-    means = _own_rows(_means(out34))
-    means["run"] = means["run"].astype(str)
+    everything = _means(out34)
+    means = _own_rows(everything)
     point = means[means["estimator"].astype(str) == "DCG~is"]
     hoeffding = means[means["estimator"].astype(str) != "DCG~is"]
     systems = list(dict.fromkeys(point[point["kind"] == "UBIS(u~P)"]["run"]))
@@ -149,7 +160,7 @@ def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int,
              _markdown(t3), "", "Table 4", _markdown(t4), "", "Table 9", _markdown(t9)]
     if out7 is not None:
         parts += ["", "Table 7 (pairs of " + ", ".join(PAPER_SYSTEMS) + ")",
-                  _markdown(_table7(point, _means(out7), scale))]
+                  _markdown(_table7(point, _with_kind(everything), _means(out7), scale))]
     return "\n".join(parts)
 
 
@@ -193,18 +204,29 @@ def synth_truth(rankings: int, seed: int) -> str:
     return _markdown(pd.DataFrame(rows))
 
 
-def _table7(single: pd.DataFrame, pairwise: pd.DataFrame, scale: float) -> pd.DataFrame:
+def _table7(single: pd.DataFrame, every_run: pd.DataFrame, pairwise: pd.DataFrame,
+            scale: float) -> pd.DataFrame:
     """TRUE, SINGLE and PW: the mean over the pairs of the mean difference, ± the mean over the
-    pairs of its standard deviation over trials."""
+    pairs of its standard deviation over trials. SINGLE is read two ways from the UBIS(u~P)
+    samplers at budget b: each system estimated from its own sampler's b/2 draws (variance
+    doubled), and every draw used for both systems (the two samplers' differences averaged;
+    they spend 2b draws together, so the variance is doubled to give that of b)."""
     own = single[single["kind"] == "UBIS(u~P)"].set_index(["run", "trial"])["estimate"]
+    ubis = every_run[every_run["kind"] == "UBIS(u~P)"]
+    shared = ubis.set_index(["target", "run", "trial"])["estimate"]
     truth = single.groupby("run")["truth"].first()
     pw = pairwise.assign(run=pairwise["run"].astype(str),
                          method=pairwise["method"].astype(str))
-    rows: dict[str, list[tuple[float, float]]] = {"TRUE": [], "SINGLE": [], "PW": []}
+    rows: dict[str, list[tuple[float, float]]] = {
+        "TRUE": [], "SINGLE (own half each)": [], "SINGLE (all draws for both)": [], "PW": []}
     for a, b in combinations(PAPER_SYSTEMS, 2):
         rows["TRUE"].append((truth[a] - truth[b], 0.0))
         diff = (own[a] - own[b]).dropna()
-        rows["SINGLE"].append((float(diff.mean()), float(diff.std(ddof=1)) * math.sqrt(2)))
+        rows["SINGLE (own half each)"].append((float(diff.mean()),
+                                               float(diff.std(ddof=1)) * math.sqrt(2)))
+        both = ((shared[a][a] - shared[a][b]) + (shared[b][a] - shared[b][b])).dropna() / 2
+        rows["SINGLE (all draws for both)"].append((float(both.mean()),
+                                                    float(both.std(ddof=1)) * math.sqrt(2)))
         cell = pw[pw["method"].map(lambda m, a=a, b=b: _method_param(m, "runs") == f"{a},{b}")]
         est = cell.pivot_table(index="trial", columns="run", values="estimate",
                                observed=True)
