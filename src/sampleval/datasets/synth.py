@@ -10,8 +10,9 @@ parameters are drawn is ``draw``:
   distributed is, marginally, Categorical(alpha / sum(alpha)), so the grades are drawn from
   that directly (the same distribution, without 60 million gamma variates). This is the
   reading that reproduces the paper's numbers: its true DCGs (Table 3, U_S: 284.40, 277.63,
-  271.32, -, 269.87) and TOP's (16.98, 10.00, 8.51, -, 0.00) are ours to 0.1 at 600 x 2000
-  (``docs/reproductions.md``), while one draw per ranking gives OPT about 236.
+  271.32, -, 269.87) and TOP's (16.98, 10.00, 8.51, -, 0.00) are ours to within 0.1 at
+  6000 x 2000, seed 0 (``python -m sampleval.experiments.reproductions synth-truth``;
+  ``docs/reproductions.md``), while one draw per ranking gives OPT about 236.
 - ``ranking``: one parameter vector per ranking (heterogeneous queries).
 - ``once``: one parameter vector for the whole data set.
 
