@@ -188,11 +188,11 @@ def _sd_figure(ours: dict[str, list[float]], path: Path) -> None:
     plt.close(fig)
 
 
-def synth_truth(rankings: int, seed: int) -> str:
+def synth_truth(rankings: int, seed: int, draw: str = "item") -> str:
     """U_S, TOP and DEEP's standard deviation of every SYNTH system (SHIFT-3, -5, -7)."""
     from sampleval.datasets.synth import make_synth
 
-    synth = make_synth(np.random.default_rng(seed), rankings, shifts=(3, 5, 7))
+    synth = make_synth(np.random.default_rng(seed), rankings, shifts=(3, 5, 7), draw=draw)
     weights = 1.0 / np.log(np.arange(2, 7))
     rows = []
     for name, ranking in synth.systems.items():
@@ -300,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("synth-truth", help="SYNTH's U_S, TOP and DEEP, computed exactly")
     p.add_argument("--rankings", type=int, default=PAPER_RANKINGS)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--draw", default="item", help="where the Dirichlet is drawn "
+                   "(datasets.synth): item, ranking or once")
     p = sub.add_parser("summary", help="summary.csv as a Markdown table")
     p.add_argument("outdir", type=Path)
     p.add_argument("--rate", type=float)
@@ -315,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.kind == "schnabel":
         print(schnabel(args.out34, args.out7, args.synth, args.rankings, args.figure))
     elif args.kind == "synth-truth":
-        print(synth_truth(args.rankings, args.seed))
+        print(synth_truth(args.rankings, args.seed, args.draw))
     elif args.kind == "summary":
         print(summary(args.outdir, args.rate, args.columns.split(",")))
     elif args.kind == "cormack":
