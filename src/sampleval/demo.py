@@ -11,6 +11,7 @@ Run it as ``python -m sampleval.demo [OUTPUT_DIR]`` (default ``demo-output``).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -65,6 +66,7 @@ def main(argv: list[str]) -> None:
     print(f"\nJudge only 30% of the depth-{DEPTH} pool, chosen by AP-prior stratified sampling, "
           "and estimate the same measures:")
     sample_dir = str(directory / "sample")
+    shutil.rmtree(sample_dir, ignore_errors=True)  # the demo's own, from a last run
     show(["sample", "stratified", runs_dir, "--qrels", qrels_path, "--rate", "0.3", "--depth",
           str(DEPTH), "--seed", str(SEED), "-o", sample_dir])
     show(["estimate", sample_dir, runs_dir, "--depth", str(DEPTH), "-m",

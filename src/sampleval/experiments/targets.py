@@ -100,7 +100,10 @@ def plan_for(target: Target, design: str) -> Plan | None:
     elif design == "pooled":
         spec = None
     else:
-        spec = estimator_for(target.exact.name, target.exact.cutoff, design)
+        cut = target.exact.cutoff
+        whole = cut is None or float(cut).is_integer()  # estimators take whole-rank cutoffs
+        spec = estimator_for(target.exact.name, None if cut is None else int(cut), design) \
+            if whole else None
         if spec is None:
             return None
     if spec is None:
