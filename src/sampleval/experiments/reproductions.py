@@ -123,7 +123,7 @@ def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int,
         lambda t: t.groupby(topics.loc[t.index, "topic"], observed=True).first().std(ddof=1))
     deep_sd = sd_topic * TO_LN * math.sqrt(1 / DEEP_TOPICS - 1 / PAPER_RANKINGS)
     runs = read_runs(sorted((synth / "runs").iterdir()))
-    table = evaluate(read_qrels(synth / "qrels.txt"), runs, ["DCG@5"])
+    table = evaluate(read_qrels(synth / "qrels.txt"), runs, ["DCG"], depth=5)  # DCG@5
     top = table[table["query_id"] == "all"].set_index("run")["value"] * TO_LN
 
     def estimate(kind: str, system: str) -> tuple[float, float]:
