@@ -194,6 +194,28 @@ def test_sampling_distributions_by_hand() -> None:
         [4 * 1999 / 2000, 0.0, 0.0])
 
 
+def test_hoeffding_by_name_by_hand() -> None:
+    """The ``interval`` option of the family (``P@2~is(interval=hoeffding)``): eq. 17 with
+    the range b = max lambda / Q over the frame. Topic 1: lambda = 1/2 on a, b, so
+    b = max(.5/.4, .5/.3) = 5/3 and the half-width is b sqrt(ln(2/delta) / (2n)), n = 3."""
+    pool, sample = toy({"1": TOPIC_1})
+    spec = parse_estimate("P@2~is(interval=hoeffding)")
+    assert spec.option("interval") == "hoeffding"
+    out = imp.estimate_is(pool.run_names, topic_views(pool, sample), sample, spec, 1.0,
+                          0.95).set_index("query_id")
+    half = 5 / 3 * math.sqrt(LN40 / 6)  # > 5/6, so the interval is clipped to [0, 1]
+    assert out.loc["1", "lo"] == pytest.approx(max(5 / 6 - half, 0.0))
+    assert out.loc["1", "hi"] == pytest.approx(min(5 / 6 + half, 1.0))
+    dcg = imp.estimate_is(pool.run_names, topic_views(pool, sample), sample,
+                          parse_estimate("DCG@2~is(interval=hoeffding)"), 1.0, 0.95)
+    # DCG@2: lambda = 1, 1/log2(3) on a, b; b = max(1/.4, (1/log2 3)/.3) with the largest
+    # judged grade 1; terms a: 2.5, c: 0, a: 2.5 -> 5/3; DCG's range is [0, inf)
+    b = max(1 / 0.4, 1 / math.log2(3) / 0.3)
+    assert dcg["hi"].iloc[0] - 5 / 3 == pytest.approx(b * math.sqrt(LN40 / 6))
+    with pytest.raises(UsageError, match="interval"):
+        parse_estimate("P@2~is(interval=wald)")
+
+
 def test_rank_prior_by_hand() -> None:
     # ranks 1, 2 over two runs: rank 1 judged 2x (1 relevant), rank 2 judged 1x (relevant),
     # overall 2/3; one pseudo-judgment: (1 + 2/3) / 3, (1 + 2/3) / 2

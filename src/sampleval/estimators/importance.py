@@ -41,7 +41,8 @@ run retrieved for (topics sampled independently; M = sum_t w_t U_t, w_t = 1/T):
   A single topic is the case T = 1, w = 1. Schnabel et al. name it as future work.
 
 Hoeffding and Bernstein intervals are intersected with the measure's range ([0, 1], or
-[0, inf) for DCG). For the ratios R and nDCG they bound each mean the ratio is made of (at
+[0, inf) for DCG), then widened to hold the estimate itself where that lies outside the range
+(eq. 4 is unbiased, not range-bound: a P@k estimate can exceed 1). For the ratios R and nDCG they bound each mean the ratio is made of (at
 delta / C for C means, a union bound; R's and the grade counts' terms range up to
 max_y 1/Q(y) over the frame) and take the ratio's extreme values over that box; the mean over
 topics averages the topics' boxes taken at delta / (sum of their C) (a union bound over
@@ -64,6 +65,7 @@ from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, gain, relevance, summarise, z_value
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
+from sampleval.params import Param
 
 INTERVALS = ("clt", "hoeffding", "bernstein")
 DEFAULT_INTERVAL = "clt"
@@ -410,6 +412,9 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
                "hi": np.stack([b[1] for b in topic_box]),
                "mean_lo": (weight * np.stack([b[0] for b in mean_box])).sum(axis=0),
                "mean_hi": (weight * np.stack([b[1] for b in mean_box])).sum(axis=0)}
+    out["lo"], out["hi"] = np.fmin(out["lo"], values), np.fmax(out["hi"], values)
+    out["mean_lo"] = np.fmin(out["mean_lo"], mean)
+    out["mean_hi"] = np.fmax(out["mean_hi"], mean)
     return {"value": values, "mean": mean, **out}
 
 
@@ -430,12 +435,15 @@ def _frame_q(sample: Sample, view: TopicView) -> np.ndarray:
 
 def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                 spec: EstimateSpec, level: float, ci: float, *,
-                interval: str = DEFAULT_INTERVAL, max_grade: float | None = None
+                interval: str | None = None, max_grade: float | None = None
                 ) -> pd.DataFrame:
     """P@k, DCG, nDCG and R@k by importance sampling (eq. 4) from an ``importance`` sample, with
     ``interval`` intervals (``clt``, ``hoeffding``, ``bernstein``; see the module docstring).
     ``max_grade`` bounds DCG's gain for the Hoeffding and Bernstein ranges (default: the
-    largest judged grade in the sample)."""
+    largest judged grade in the sample). ``interval`` unset: the estimator's ``interval``
+    option (``DCG~is(interval=hoeffding)``; default ``clt``)."""
+    if interval is None:
+        interval = str(spec.option("interval"))
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the draws of an importance sample (each with its Q)")
     if interval != "clt" and sample.round_probs is None:
@@ -478,7 +486,11 @@ register_family(EstimatorFamily(
     name="is", title="importance sampling (eq. 4) with CLT, Hoeffding or empirical-Bernstein "
                      "intervals",
     reference="Schnabel et al., ICTIR 2016, eq. 4, 16, 17",
-    bases=(Base("P", "required"), Base("DCG", "optional"), Base("nDCG", "optional"),
-           Base("R", "required")),
+    bases=tuple(Base(name, cutoff, options=("interval",)) for name, cutoff in
+                (("P", "required"), ("DCG", "optional"), ("nDCG", "optional"),
+                 ("R", "required"))),
     designs={"importance": 1},
-    compute=each_measure(estimate_is)))
+    compute=each_measure(estimate_is),
+    options=(Param("interval", str, DEFAULT_INTERVAL, "the intervals: clt (eq. 16, normal), "
+                   "hoeffding (eq. 17, exact, sample-independent) or bernstein (empirical "
+                   "Bernstein, Maurer & Pontil 2009)", choices=INTERVALS),)))

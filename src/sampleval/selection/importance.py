@@ -74,7 +74,6 @@ from sampleval.selection.base import Budget, Selector, register, rng_state
 Q_KINDS = ("single", "sqrt", "mean", "pairwise", "krel")
 PREDICTIONS_PRIOR = "predictions"
 MEASURES = ("P", "DCG")
-_DRAWS = ["query_id", "round", "doc_id", "probability"]
 
 
 def doc_ranks(tp: TopicPool) -> np.ndarray:
@@ -118,19 +117,39 @@ class _TopicDraws:
         self.order = drawn[np.sort(first)]  # distinct documents by first draw
         self.labels = np.full(len(docnos), np.nan)
 
-    def tables(self, topic: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-        """The frame, draws (up to the first unjudged one) and round_probs."""
+    def drawn_so_far(self) -> np.ndarray:
+        """The draws up to the first draw of a document not yet judged."""
         unjudged = np.flatnonzero(np.isnan(self.labels[self.drawn]))
-        x = self.drawn[: unjudged[0] if len(unjudged) else len(self.drawn)]
-        return (
-            pd.DataFrame({"query_id": np.full(len(self.docnos), topic, dtype=object),
-                          "doc_id": self.docnos, "relevance": self.labels, "stratum": "",
-                          "inclusion": np.nan}),
-            pd.DataFrame({"query_id": topic, "round": np.arange(1, len(x) + 1),
-                          "doc_id": self.docnos[x], "probability": self.q[x]}),
-            pd.DataFrame({"query_id": topic, "round": 0, "doc_id": self.docnos,
-                          "probability": self.q}),
-        )
+        return self.drawn[: unjudged[0] if len(unjudged) else len(self.drawn)]
+
+
+def _tables(topics: dict[str, _TopicDraws]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The frame, draws (each topic's up to its first unjudged one) and round_probs of every
+    topic, each built as one table."""
+    names = list(topics)
+    sizes = np.array([len(d.docnos) for d in topics.values()], dtype=np.int64)
+    drawn = [d.drawn_so_far() for d in topics.values()]
+    counts = np.array([len(x) for x in drawn], dtype=np.int64)
+    qid = np.array(names, dtype=object)
+
+    def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    docnos = cat([d.docnos for d in topics.values()], object)
+    q = cat([d.q for d in topics.values()], np.float64)
+    frame = pd.DataFrame({"query_id": np.repeat(qid, sizes), "doc_id": docnos,
+                          "relevance": cat([d.labels for d in topics.values()], np.float64),
+                          "stratum": "", "inclusion": np.nan})
+    draws = pd.DataFrame({
+        "query_id": np.repeat(qid, counts),
+        "round": cat([np.arange(1, c + 1) for c in counts], np.int64),
+        "doc_id": cat([d.docnos[x] for d, x in zip(topics.values(), drawn, strict=True)],
+                      object),
+        "probability": cat([d.q[x] for d, x in zip(topics.values(), drawn, strict=True)],
+                           np.float64)})
+    round_probs = pd.DataFrame({"query_id": np.repeat(qid, sizes), "round": 0,
+                                "doc_id": docnos, "probability": q})
+    return frame, draws, round_probs
 
 
 @register
@@ -260,12 +279,7 @@ class ImportanceSelector(Selector):
         draws.labels[where] = labels
 
     def sample(self) -> Sample:
-        tables = [d.tables(t) for t, d in self._topics.items()]
-        columns = (["query_id", "doc_id", "relevance", "stratum", "inclusion"], _DRAWS, _DRAWS)
-        frame, draws, round_probs = (
-            pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
-            for parts, cols in zip(zip(*tables, strict=True) if tables else ([],) * 3, columns,
-                                   strict=True))
+        frame, draws, round_probs = _tables(self._topics)
         return Sample(self.design, frame, draws=draws, round_probs=round_probs,
                       meta=self._sample_meta())
 
