@@ -50,9 +50,10 @@ from sampleval.estimators.ppi import (
     sample_form,
     topic_data,
 )
-from sampleval.evaluation import evaluate
 from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.compare_methods import pool_qrels
+from sampleval.experiments.estimates import mean_over_topics
+from sampleval.experiments.truth import compute_truth
+from sampleval.measures.names import parse_measure
 from sampleval.params import parse_assignments
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.synthetic_predictions import (
@@ -144,10 +145,9 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
     with ``size=residual``, ``importance`` with ``prior=predictions``); ``progress`` is
     called with the number of trials done. Without ``~ht`` (an importance sample) there is
     no ``ht`` row and the ratios are NaN."""
-    truth_rows = evaluate(pool_qrels(qrels, pool), pool, list(measures))
-    truth_rows = truth_rows[truth_rows["query_id"] == MEAN_TOPIC]
-    truth = {m: truth_rows[truth_rows["measure"] == m].set_index("run")["value"].reindex(
-        list(pool.run_names)).to_numpy() for m in measures}
+    exact = compute_truth(pool, qrels, [parse_measure(m) for m in measures], [])
+    truth = {m: mean_over_topics(exact.pool[str(parse_measure(m))], exact.present)
+             for m in measures}
     predictions = make_predictions(pool, qrels, predictor_names, seed)
     if guide is not None and guide not in predictions:
         raise UsageError(f"the guide {guide!r} is not among the predictors")
