@@ -1,6 +1,6 @@
 """A selection method in one file of its own, loaded as a plugin (``SAMPLEVAL_PLUGINS``), is
-listed by ``sampleval methods``, works in ``sampleval sample``, and is collected and passed
-by the contract tests, with nothing else changed (issue 9)."""
+listed by ``sampleval methods``, works in ``sampleval sample`` and ``sampleval simulate``, and
+is collected and passed by the contract tests, with nothing else changed (issue 9)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
@@ -84,6 +85,13 @@ def test_a_plugin_method_is_offered_everywhere(tmp_path: Path,
                    "--seed", "1"], env)
     assert sampled.returncode == 0, sampled.stderr
     assert "12 judged" in sampled.stdout and (out / "sample.json").exists()
+    simulated = run([str(SAMPLEVAL), "simulate", str(files[0]), "--qrels", str(files[1]),
+                     "--methods", "toy-top:share=0.5,uniform", "--budgets", "4", "--trials",
+                     "2", "--measures", "P@5", "--depth", "20", "-o", str(tmp_path / "sim")],
+                    env)
+    assert simulated.returncode == 0, simulated.stderr
+    summary = pd.read_csv(tmp_path / "sim" / "summary.csv")
+    assert set(summary["method"]) == {"toy-top:share=0.5", "uniform"}
     checked = run([sys.executable, "-m", "pytest", "tests/test_contracts.py", "-v",
                    "-p", "no:cacheprovider", "-k", "toy-top"], env)
     passed = [line for line in checked.stdout.splitlines()
