@@ -68,7 +68,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     return parser
 
 
-COMMAND_MODULES = ("evaluate", "estimate", "sample", "sample_eval")
+COMMAND_MODULES = ("evaluate", "estimate", "compare", "sample", "sample_eval")
 
 
 def build_parser() -> Parser:
