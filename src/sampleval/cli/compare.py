@@ -116,7 +116,7 @@ def print_comparison(table: pd.DataFrame, args: argparse.Namespace) -> None:
     for row in table.itertuples(index=False):
         shown.add_row(str(row.run_a), str(row.run_b), f"{row.mean_a:.4f}",
                       f"{row.mean_b:.4f}", f"{row.diff:+.4f}",
-                      f"[{row.lo:+.4f}, {row.hi:+.4f}]", _p(row.p), _p(row.p_adjusted),
+                      f"[{row.lo:+.4f}, {row.hi:+.4f}]", _p(float(row.p)), _p(float(row.p_adjusted)),
                       "*" if row.significant else "")
     console = stdout_console()
     console.print(shown)
