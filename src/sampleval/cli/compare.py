@@ -113,11 +113,13 @@ def print_comparison(table: pd.DataFrame, args: argparse.Namespace) -> None:
                           ("B", "right"), ("A - B", "right"), ("interval", "right"),
                           ("p", "right"), ("p adj.", "right"), ("", "left")):
         shown.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for row in table.itertuples(index=False):
-        shown.add_row(str(row.run_a), str(row.run_b), f"{row.mean_a:.4f}",
-                      f"{row.mean_b:.4f}", f"{row.diff:+.4f}",
-                      f"[{row.lo:+.4f}, {row.hi:+.4f}]", _p(float(row.p)), _p(float(row.p_adjusted)),
-                      "*" if row.significant else "")
+    numbers = table[["mean_a", "mean_b", "diff", "lo", "hi", "p", "p_adjusted"]].to_numpy(
+        dtype=float)
+    for a, b, (mean_a, mean_b, diff, lo, hi, p, adjusted), significant in zip(
+            table["run_a"], table["run_b"], numbers, table["significant"], strict=True):
+        shown.add_row(str(a), str(b), f"{mean_a:.4f}", f"{mean_b:.4f}", f"{diff:+.4f}",
+                      f"[{lo:+.4f}, {hi:+.4f}]", _p(p), _p(adjusted),
+                      "*" if significant else "")
     console = stdout_console()
     console.print(shown)
     console.print(f"{int(table['significant'].sum())} of {len(table)} pairs significant; "
