@@ -76,13 +76,13 @@ def compare(sample: Sample, runs: Sequence[Run], measure: str, *,
 
 def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str | None = None,
                        correction: str = "holm", alpha: float = 0.05,
-                       ci: float = 0.95) -> pd.DataFrame:
+                       ci: float = 0.95, ranked: bool = True) -> pd.DataFrame:
     """Paired comparisons from per-topic values (``[topics, runs]``, NaN: the run has no
     value on that topic; each pair uses the topics both have).
 
     Pairs: with ``baseline``, every other run minus the baseline; otherwise every pair, the
-    runs ordered by their mean over all their topics (best first) and each pair written as
-    the better-ranked run minus the other. Columns: ``run_a, run_b, measure, topics`` (the
+    runs ordered by their mean over all their topics (best first; ``ranked=False``: in column
+    order) and each pair written as the earlier run minus the later one. Columns: ``run_a, run_b, measure, topics`` (the
     number paired), ``mean_a, mean_b`` (over the paired topics), ``diff`` (mean_a - mean_b),
     ``lo, hi`` (the ``ci`` interval mean +- t_{T-1} s / sqrt(T)), ``t``, ``p`` (two-sided),
     ``p_adjusted`` (by ``correction``) and ``significant`` (p_adjusted < ``alpha``).
@@ -104,7 +104,8 @@ def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str |
             raise UsageError(f"the baseline {baseline!r} has no estimate on the sample's topics")
         pairs = [(n, baseline) for n in names if n != baseline]
     else:
-        order = per_topic.mean(axis=0).sort_values(ascending=False, kind="stable").index
+        order = (per_topic.mean(axis=0).sort_values(ascending=False, kind="stable").index
+                 if ranked else per_topic.columns)
         pairs = [(str(a), str(b)) for i, a in enumerate(order) for b in order[i + 1:]]
     values = per_topic.to_numpy(dtype=np.float64)
     column = {n: i for i, n in enumerate(names)}

@@ -15,7 +15,9 @@ Ranking agreement of one estimated scoring with the true one (both ``[runs]``):
   the top more than swaps near the bottom;
 - :func:`significant_pair_accuracy`: of the run pairs a paired t-test over topics finds
   significantly different on the true per-topic scores, the share the estimates also find
-  significant in the same direction.
+  significant in the same direction;
+- :func:`significance_agreement`: Voorhees's five outcomes of the significant-pair
+  determination (true positive, true negative, miss, false alarm, inversion) and its accuracy.
 """
 
 from __future__ import annotations
@@ -94,3 +96,24 @@ def significant_pair_accuracy(estimated: np.ndarray, truth: np.ndarray,
     est_sign, est_sig = significant_pairs(estimated, alpha)
     agree = est_sig & (est_sign == true_sign)
     return float(agree[true_sig].mean())
+
+
+def significance_agreement(true_sign: np.ndarray, true_sig: np.ndarray, est_sign: np.ndarray,
+                           est_sig: np.ndarray) -> dict[str, float]:
+    """Voorhees's accuracy of the significant-pair determination (SIGIR 2014, sec. 3): per
+    pair (the same pairs in both, e.g. from :func:`significant_pairs`), true positive
+    (significant in both, same direction), true negative (in neither), miss (significant
+    only in the truth), false alarm (only in the estimate), inversion (in both, opposite
+    directions); accuracy = (TP + TN) / (TP + TN + miss + false alarm + 2 inversions), an
+    inversion counting as both a false alarm and a miss. Returns the five counts and
+    ``accuracy``."""
+    t_sig, e_sig = np.asarray(true_sig, bool), np.asarray(est_sig, bool)
+    same = np.sign(true_sign) == np.sign(est_sign)
+    counts = {"true_positive": int((t_sig & e_sig & same).sum()),
+              "true_negative": int((~t_sig & ~e_sig).sum()),
+              "miss": int((t_sig & ~e_sig).sum()),
+              "false_alarm": int((~t_sig & e_sig).sum()),
+              "inversion": int((t_sig & e_sig & ~same).sum())}
+    right = counts["true_positive"] + counts["true_negative"]
+    wrong = counts["miss"] + counts["false_alarm"] + 2 * counts["inversion"]
+    return {**counts, "accuracy": right / (right + wrong) if right + wrong else float("nan")}
