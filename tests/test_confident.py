@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from sampleval import cli
 from sampleval.confident import ConfidentJudging, Target
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators import MEAN_TOPIC, estimate
 from sampleval.evaluation import evaluate
@@ -90,28 +94,64 @@ def test_stratified_designs_reach_every_stratum_before_allocation(
                               np.random.default_rng(2)).judgments_to_cover(topic) in (0, 1)
 
 
-TRIALS = 20
+def _campaigns(pool: Pool, qrels: Qrels, truth: np.ndarray, start: int,
+               trials: int) -> tuple[np.ndarray, float]:
+    """Mean error of each run's estimated mean AP over ``trials`` adaptive campaigns
+    (uniform design, target 0.04), and the coverage of the final intervals."""
+    errors, covered = [], []
+    for seed in range(trials):
+        selector = METHODS["uniform"](pool, Budget(rate=1.0), np.random.default_rng(seed))
+        judging = ConfidentJudging(selector, Target("AP~ht", 0.04), start=start, batch=4)
+        judging.run(qrels_oracle(qrels))
+        present = judging.present
+        mean = np.where(present, judging.value, 0.0).sum(axis=0) / present.sum(axis=0)
+        errors.append(mean - truth)
+        covered.append(np.abs(mean - truth) <= judging.half_widths())
+    return np.mean(errors, axis=0), float(np.mean(covered))
 
 
-def test_adaptive_stopping_monte_carlo(collection: tuple[list[Run], Qrels, Pool]) -> None:
-    """Over repeated adaptive campaigns the mean estimate of each run's mean AP stays
-    within Monte Carlo error of the truth, and the final intervals cover (40 trials,
-    seeds 0-39; measured: bias within 2.2 standard errors, coverage 0.95)."""
+def test_optional_stopping_bias_shrinks_with_the_pilot(
+        collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """Adaptive allocation stops topics whose estimate looks certain, which biases AP-hat
+    down (the module docstring); a larger fixed pilot per topic shrinks the bias and
+    restores coverage. Measured (20 campaigns, seeds 0-19): start 8: mean error -0.028
+    over the runs, worst -0.060, coverage 0.58; start 40: -0.008, worst -0.020, coverage
+    0.89 (``_campaigns`` at 20). Here 10 campaigns each."""
     runs, qrels, pool = collection
     exact = evaluate(qrels, runs, ["AP"], depth=30)
     truth = exact[exact["query_id"] == MEAN_TOPIC].set_index("run")["value"]
     truth = truth.loc[list(pool.run_names)].to_numpy()
-    estimates, covered = [], []
-    for seed in range(TRIALS):
-        selector = METHODS["uniform"](pool, Budget(rate=1.0), np.random.default_rng(seed))
-        judging = ConfidentJudging(selector, Target("AP~ht", 0.04), start=8, batch=4)
-        judging.run(qrels_oracle(qrels))
-        mean = np.where(judging.present, judging.value, 0.0).sum(axis=0) / judging.present.sum(
-            axis=0)
-        estimates.append(mean)
-        covered.append(np.abs(mean - truth) <= judging.half_widths())
-    errors = np.array(estimates) - truth
-    se = errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
-    print(errors.mean(axis=0), se, np.mean(covered), np.mean([0]))
-    assert np.all(np.abs(errors.mean(axis=0)) <= 3.5 * se + 1e-3)
-    assert np.mean(covered) >= 0.85
+    small, small_cover = _campaigns(pool, qrels, truth, 8, 10)
+    large, large_cover = _campaigns(pool, qrels, truth, 40, 10)
+    assert small.mean() < -0.01  # the bias the docstring warns of
+    assert np.abs(large).mean() < 0.5 * np.abs(small).mean()
+    assert large_cover > small_cover and large_cover >= 0.8
+
+
+def test_sample_command_judges_until_confident(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    data = make_collection(np.random.default_rng(4), n_topics=6, n_runs=4, n_docs=300,
+                           depth=20, pool_depth=20, rel_rate=0.1)
+    names = []
+    for name, frame in data.runs.items():
+        path = tmp_path / f"{name}.txt"
+        frame.assign(q0="Q0", rank=1, tag=name)[
+            ["query_id", "q0", "doc_id", "rank", "score", "tag"]].to_csv(
+            path, sep=" ", header=False, index=False)
+        names.append(str(path))
+    data.qrels.assign(iter=0)[["query_id", "iter", "doc_id", "relevance"]].to_csv(
+        tmp_path / "qrels.txt", sep=" ", header=False, index=False)
+    out = tmp_path / "sample"
+    cli.run(["sample", "uniform", *names, "--qrels", str(tmp_path / "qrels.txt"), "-r", "1",
+             "-o", str(out), "-s", "3", "--target", "AP~ht:0.06", "--start", "5"])
+    line = capsys.readouterr().out
+    assert "target AP~ht:0.06: target met" in line, line
+    sample = Sample.load(out)
+    runs = [Run.from_frame(frame, name) for name, frame in data.runs.items()]
+    rows = estimate(sample, runs, ["AP~ht"])
+    rows = rows[rows["query_id"] == MEAN_TOPIC]
+    assert ((rows["hi"] - rows["lo"]) / 2).max() <= 0.06
+    assert len(sample.judged()) < len(sample.frame)
+    with pytest.raises(UsageError, match="only with --target"):
+        cli.run(["sample", "uniform", *names, "--qrels", str(tmp_path / "qrels.txt"), "-r",
+                 "1", "-o", str(out), "--ceiling", "10"])

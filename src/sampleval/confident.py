@@ -25,8 +25,10 @@ T with V_t the topic's estimated sampling variance. :class:`ConfidentJudging` th
    the other topics instead;
 3. it judges the whole plan, re-estimates the topics it touched, and plans again (a few
    phases, not a look after every batch: see below); it stops when every targeted
-   half-width meets the target (estimated, not projected), when ``ceiling`` judgments are
-   spent, or when no topic's design has anything left to propose.
+   half-width meets the target with no further judgment planned (the estimates'
+   half-widths, with step 2's stand-in variance on a topic where nothing relevant was
+   found), when ``ceiling`` judgments are spent, or when no topic's design has anything
+   left to propose.
 
 Why each topic's design stays valid. The rule never chooses documents: it decides only how
 many documents each topic's own sequential design hands out, and the selector keeps its
@@ -302,10 +304,10 @@ class ConfidentJudging:
         if self._queue:
             return self._queue.pop(0)
         self._refresh()
-        if (self.half_widths() <= self.target.half_width).all():
+        order = self.plan()
+        if self._projection == 0:
             self.reason = "target met"
             return None
-        order = self.plan()
         if not len(order):
             self.reason = ("the target cannot be met: no topic's design has judgments left "
                            "that would narrow the widest interval")

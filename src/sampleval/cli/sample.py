@@ -48,6 +48,25 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
                         help="a parameter of the method (see 'sampleval methods'), e.g. "
                              "strategy=2strata or k=10; repeat for several")
+    target = parser.add_argument_group(
+        "judging until confident (docs/confident.md)",
+        "With --target, the budget (-n/-r) is each topic's ceiling, which the method's design "
+        "is laid out for; judging stops once every targeted run's interval is narrow enough.")
+    target.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
+                        help="stop when the 95%% half-width of every run's mean over topics "
+                             "is at most HALF_WIDTH, e.g. AP:0.01 or AP~ht:0.02; each next "
+                             "batch goes to the topic where it narrows the widest interval "
+                             "most")
+    target.add_argument("--target-run", action="append", metavar="RUN",
+                        help="only these runs must meet the target (repeat; default: all)")
+    target.add_argument("--ceiling", type=positive_int, metavar="N",
+                        help="judge at most N documents in all (default: the budget of every "
+                             "topic)")
+    target.add_argument("--start", type=positive_int, default=20, metavar="N",
+                        help="judgments per topic before allocating (more where the design "
+                             "needs more to reach every stratum)")
+    target.add_argument("--batch", type=positive_int, default=5, metavar="N",
+                        help="documents per allocation step")
     add_name_by(parser)
     add_duplicates(parser)
     add_command(commands, "methods", run_methods,
@@ -75,6 +94,13 @@ def run_sample(args: argparse.Namespace) -> None:
             raise UsageError(f"--param expects NAME=VALUE, not {text!r}")
         params[name.strip()] = value.strip()
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
+    target = None
+    if args.target is not None:
+        from sampleval.confident import Target
+
+        target = Target.parse(args.target, args.target_run)
+    elif args.target_run or args.ceiling:
+        raise UsageError("--target-run and --ceiling apply only with --target")
     check_stdin_once(args.qrels, args.runs)
     oracle = qrels_oracle(read_qrels(args.qrels))
     loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
@@ -84,7 +110,17 @@ def run_sample(args: argparse.Namespace) -> None:
         seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     selector = cls(Pool.from_runs(loaded, depth=args.depth), Budget(args.budget, args.rate),
                    np.random.default_rng(seed), **params)
-    result = simulate(selector, oracle).sample()
+    reached = ""
+    if target is None:
+        result = simulate(selector, oracle).sample()
+    else:
+        from sampleval.confident import ConfidentJudging
+
+        status = ConfidentJudging(selector, target, ceiling=args.ceiling, start=args.start,
+                                  batch=args.batch).run(oracle)
+        result = selector.sample()
+        reached = (f"; target {target.measure}:{target.half_width}: {status.reason}, widest "
+                   f"half-width {status.widest:.4f}")
     result = replace(result, meta={**result.meta, "seed": seed})
     result.save(args.output)
     judged = result.judged()
@@ -92,8 +128,8 @@ def run_sample(args: argparse.Namespace) -> None:
     relevant = int((judged["relevance"] > 0).sum())
     low, high = (per_topic.min(), per_topic.max()) if len(per_topic) else (0, 0)
     sys.stdout.write(f"{args.method}: {len(per_topic)} topics, {len(judged)} judged "
-                     f"({low}-{high} per topic), {relevant} relevant found; sample written "
-                     f"to {args.output}\n")
+                     f"({low}-{high} per topic), {relevant} relevant found{reached}; sample "
+                     f"written to {args.output}\n")
 
 
 def run_methods(args: argparse.Namespace) -> None:
