@@ -55,6 +55,19 @@ COLUMNS = ["run_a", "run_b", "measure", "topics", "mean_a", "mean_b", "diff", "l
            "t", "p", "p_adjusted", "significant"]
 
 
+def default_measure(sample: Sample) -> str:
+    """The estimator ``compare`` uses when none is named: ``AP~ht`` where the sample's
+    design admits it (Horvitz-Thompson: centred errors, so the paired test keeps its level;
+    xinfAP on AP-prior stratified samples does not, docs/compare.md), else the estimator of
+    AP (or the first default) the design prefers."""
+    from sampleval.estimators import default_estimates
+    from sampleval.estimators.family import FAMILIES
+
+    if sample.design in FAMILIES["ht"].designs:
+        return "AP~ht"
+    return default_estimates(sample)[0]
+
+
 def compare(sample: Sample, runs: Sequence[Run], measure: str, *,
             baseline: str | None = None, correction: str = "holm", alpha: float = 0.05,
             ci: float = 0.95, depth: int | None = None, level: float = 1) -> pd.DataFrame:

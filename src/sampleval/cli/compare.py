@@ -47,8 +47,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", metavar="MEASURE",
                         help="one estimator's name, as 'sampleval estimate -m' takes it (AP~ht, "
-                             "xinfAP, P@10~ht, nDCG@10~is ...); default: AP by the estimator "
-                             "the sample's design prefers")
+                             "xinfAP, P@10~ht, nDCG@10~is ...); default: AP~ht where the "
+                             "sample's design admits it (unbiased, so tests keep their level: "
+                             "docs/compare.md), else AP by the estimator the design prefers")
     parser.add_argument("--baseline", metavar="RUN",
                         help="compare every run against this one (its name) instead of every "
                              "pair")
@@ -80,12 +81,11 @@ def run(args: argparse.Namespace) -> None:
     if args.measure is not None and "," in args.measure.split("(")[0]:
         raise UsageError("compare takes one measure (-m); run it once per measure")
     with start_reading_runs(args) as reading:
-        from sampleval.comparison import compare, forest_plot
-        from sampleval.estimators import default_estimates
+        from sampleval.comparison import compare, default_measure, forest_plot
         from sampleval.io.samples import load_sample
 
         judgments = load_sample(args.sample, args.sample_format)
-        measure = args.measure or default_estimates(judgments)[0]
+        measure = args.measure or default_measure(judgments)
         loaded = reading.result()
     table = compare(judgments, loaded, measure, baseline=args.baseline,
                     correction=args.correction, alpha=args.alpha, ci=args.ci,
