@@ -19,6 +19,8 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import SampleValError, UsageError
 from sampleval.evaluation import evaluate
+from sampleval.experiments.compare_accuracy import equal_grade_copy, exact_per_topic
+from sampleval.experiments.metaeval import significance_agreement
 from sampleval.synthetic import make_collection
 
 SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
@@ -157,3 +159,29 @@ def test_cli_error_is_one_line(files: dict[str, str]) -> None:
 def test_cli_errors(files: dict[str, str], extra: list[str], message: str) -> None:
     with pytest.raises(SampleValError, match=message):
         cli.run(["compare", files["sample"], *files["runs"].split(), *extra])
+
+
+def test_equal_grade_copy_keeps_every_exact_measure() -> None:
+    """A run and its copy with equal-grade documents traded: identical exact measures on
+    every topic, different rankings (the null pairs of compare_accuracy)."""
+    runs, qrels = _collection()
+    run = runs[2]
+    copy = equal_grade_copy(run, qrels, np.random.default_rng(0), depth=40)
+    measures = ["AP", "P@5", "P@10", "nDCG@10", "nDCG", "Rprec", "RR", "R@20", "Bpref"]
+    for measure in measures:
+        a = exact_per_topic(qrels, [run], measure, 40).to_numpy()
+        b = exact_per_topic(qrels, [copy], measure, 40).to_numpy()
+        assert np.array_equal(a, b), measure
+    before = run.to_frame(depth=40)["doc_id"].to_numpy()
+    after = copy.to_frame()["doc_id"].to_numpy()
+    assert sorted(before) == sorted(after) and (before != after).mean() > 0.5
+
+
+def test_voorhees_accuracy_counts() -> None:
+    true_sign = np.array([1, 1, -1, 1, -1, 1])
+    true_sig = np.array([True, True, True, False, False, True])
+    est_sign = np.array([1, 1, 1, -1, 1, 1])
+    est_sig = np.array([True, False, True, True, False, True])
+    got = significance_agreement(true_sign, true_sig, est_sign, est_sig)
+    assert got == {"true_positive": 2, "true_negative": 1, "miss": 1, "false_alarm": 1,
+                   "inversion": 1, "accuracy": 3 / 7}

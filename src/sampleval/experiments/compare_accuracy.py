@@ -48,8 +48,10 @@ def equal_grade_copy(run: Run, qrels: Qrels, rng: np.random.Generator, depth: in
     """``run`` cut to its top ``depth`` documents per topic (trec_eval order), in which
     documents of the same true grade (qrels grade; unjudged or negative: 0) trade places
     at random; scores are ``depth + 1 - rank`` so the new order is the one ranked. Every
-    measure that depends only on the grade at each rank (all of trec_eval's on these qrels)
-    is unchanged, topic by topic."""
+    measure that depends only on the grade at each rank is unchanged, topic by topic (with
+    qrels that judge every retrieved document, as the pool judged in full does, that is all
+    of trec_eval's; otherwise Bpref, which tells judged from unjudged non-relevant
+    documents, can change)."""
     frame = run.to_frame(depth=depth)
     judged = qrels.judged()
     truth = pd.Series(np.maximum(judged["relevance"].to_numpy(dtype=np.float64), 0.0),
