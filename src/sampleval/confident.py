@@ -167,6 +167,8 @@ class ConfidentJudging:
         self.exhausted = np.zeros(len(self.topics), dtype=bool)
         self.variance = np.full((len(self.topics), len(names)), np.nan)
         self.value = np.full_like(self.variance, np.nan)
+        self.found = np.zeros(len(self.topics), dtype=bool)
+        """Whether a relevant document (label >= level) has been judged, per topic."""
         self.first = np.minimum(self.capacity, np.maximum(
             start, [selector.judgments_to_cover(t) for t in self.topics]))
         """Each topic's judgments fixed in advance: ``start``, or more when its design needs
@@ -197,6 +199,9 @@ class ConfidentJudging:
         ti = rows["query_id"].map(t_index).to_numpy()
         ri = rows["run"].map(r_index).to_numpy()
         half = (rows["hi"] - rows["lo"]).to_numpy(dtype=np.float64) / 2.0
+        for i in topic_indices:
+            labels = sample.topic(self.topics[i]).labels
+            self.found[i] = bool((labels[~np.isnan(labels)] >= self.level).any())
         self.value[ti, ri] = rows["value"].to_numpy(dtype=np.float64)
         self.variance[ti, ri] = (half / self.z) ** 2
 
@@ -217,13 +222,13 @@ class ConfidentJudging:
 
     def _planning_variance(self, present: np.ndarray, open_: np.ndarray) -> np.ndarray:
         """The targeted runs' variances the plan starts from: the estimates, except on a
-        topic whose estimates are all 0 while its design has judgments left (no relevant
-        document found yet: a variance estimate of 0 says nothing about what is unseen),
+        topic where no relevant document has been found while its design has judgments left
+        (its variance estimates are 0, which says nothing about what is unseen),
         where each run gets the median over the other topics of its variance per unit of
         g(n) = 1/n - 1/N, times the topic's own g(n_t)."""
         v = np.nan_to_num(self.variance[:, self.runs])
         g = 1.0 / np.maximum(self.judged, 1) - 1.0 / self.pool_size
-        blank = (v <= 0).all(axis=1) & open_ & (g > 0)
+        blank = ~self.found & open_ & (g > 0)
         if blank.any() and (~blank).any():
             unit = np.where(present & (g > 0)[:, None], v / np.where(g > 0, g, 1.0)[:, None],
                             np.nan)[~blank]

@@ -6,7 +6,7 @@ is the truth.
 
 For each target half-width h (the 95% half-width of every run's mean AP~ht over the 50
 topics), ``--trials`` adaptive campaigns (:class:`~sampleval.confident.ConfidentJudging`
-driving ``--method`` laid out for ``--ceiling`` of each topic's pool, ``--start`` judgments
+driving ``--method`` laid out for ``--ceiling`` of each topic's pool (one per target), ``--start`` judgments
 per topic first, batches of ``--batch``) report the judgments used, the final widest
 half-width, the coverage of the final intervals of the runs' means (the share that contain
 the true MAP), and the bias of the mean estimates (mean over trials of estimate - truth,
@@ -104,9 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--targets", default="0.02,0.01",
                         help="target half-widths of every run's mean AP (default 0.02,0.01)")
     parser.add_argument("--method", default="stratified", help="selection method")
-    parser.add_argument("--ceiling", type=float, default=0.5,
+    parser.add_argument("--ceiling", default="0.25,0.45",
                         help="each topic's budget in the adaptive campaigns, as a share of "
-                             "its pool; the design is laid out for it (default 0.5)")
+                             "its pool (the design is laid out for it), one per target or one "
+                             "for all (default 0.25,0.45)")
     parser.add_argument("--start", type=int, default=20,
                         help="judgments per topic before the rule allocates (default 20)")
     parser.add_argument("--batch", type=int, default=5, help="documents per batch")
@@ -125,9 +126,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(fixed(pool, truth_qrels, truth, rate, method=args.method,
                           trials=args.fixed_trials, seed=args.seed))
         print(f"fixed rate {rate} done", file=sys.stderr, flush=True)
-    for target in (float(t) for t in args.targets.split(",") if t.strip()):
+    targets = [float(t) for t in args.targets.split(",") if t.strip()]
+    ceilings = [float(c) for c in args.ceiling.split(",") if c.strip()]
+    if len(ceilings) not in (1, len(targets)):
+        parser.error("give one --ceiling, or one per target")
+    for target, ceiling in zip(targets, ceilings * len(targets) if len(ceilings) == 1
+                               else ceilings, strict=True):
         rows.append(adaptive(pool, truth_qrels, truth, target, method=args.method,
-                             ceiling=args.ceiling, start=args.start, batch=args.batch,
+                             ceiling=ceiling, start=args.start, batch=args.batch,
                              trials=args.trials, seed=args.seed))
     table = pd.DataFrame(rows)
     print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool.topics)} topics, depth "
