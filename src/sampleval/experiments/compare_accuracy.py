@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from sampleval.cli._app import split_names
 from sampleval.comparison import paired_differences
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -179,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     accuracy, null = run_experiment(
         runs, qrels, method=args.method, rate=args.rate, depth=args.depth,
-        measures=[m.strip() for m in args.measures.split(",") if m.strip()],
+        measures=split_names([args.measures]),
         trials=args.trials, accuracy_trials=min(args.accuracy_trials, args.trials),
         n_null=args.null_runs, seed=args.seed)
     print(f"TREC-COVID round 5: {len(runs)} runs, depth {args.depth}, {args.method} at rate "
