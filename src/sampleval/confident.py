@@ -23,8 +23,10 @@ T with V_t the topic's estimated sampling variance. :class:`ConfidentJudging` th
    topic where nothing relevant has been found has variance estimates of 0, which say
    nothing about what is unseen: the plan gives it the median variance (per unit of g) of
    the other topics instead;
-3. it judges the whole plan, re-estimates the topics it touched, and plans again (a few
-   phases, not a look after every batch: see below); it stops when every targeted
+3. it judges the first half of the plan, re-estimates the topics it touched, and plans
+   again (a few phases, not a look after every batch; the whole plan would overshoot, as
+   the projection is pessimistic where a design's census strata are handed out in
+   proportion); it stops when every targeted
    half-width meets the target with no further judgment planned (the estimates'
    half-widths, with step 2's stand-in variance on a topic where nothing relevant was
    found), when ``ceiling`` judgments are spent, or when no topic's design has anything
@@ -317,7 +319,7 @@ class ConfidentJudging:
             self.reason = ("the target cannot be met: no topic's design has judgments left "
                            "that would narrow the widest interval")
             return None
-        self._queue = order.tolist()
+        self._queue = order[:max(1, (len(order) + 1) // 2)].tolist()
         return self._queue.pop(0)
 
     def _refresh(self) -> None:
