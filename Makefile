@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean trec_eval
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,13 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python -m sampleval.demo
 
+# NIST's trec_eval 10.0 built into ~/.cache/sampleval for the differential tests (never
+# committed); from $(TREC_EVAL_SRC) or a clone from GitHub. make test goes on without it.
+trec_eval:
+	scripts/build_trec_eval.sh
+
 test: $(VENV)/.installed-test
+	-@scripts/build_trec_eval.sh >/dev/null || echo "(differential tests against trec_eval will skip)"
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest

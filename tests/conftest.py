@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -35,6 +39,12 @@ def covid() -> Path:
 
 
 @pytest.fixture(scope="session")
+def trec_eval_suite() -> Path:
+    """trec_eval 10's own test suite: inputs, golden outputs, README table of the cases."""
+    return shared_path("trec_eval-test")
+
+
+@pytest.fixture(scope="session")
 def cranfield_dir() -> Path:
     """The Cranfield 1400 directory (texts, queries, qrels)."""
     return shared_path("cranfield")
@@ -52,3 +62,38 @@ def round5_census(covid: Path) -> tuple[Qrels, Pool, list[TopicView]]:
                          on=["query_id", "doc_id"])
     frame = frame.assign(relevance=frame["relevance"].fillna(0.0), stratum="", inclusion=1.0)
     return qrels, pool, topic_views(pool, Sample("census", frame))
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What one in-process command line did."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run ``sampleval ARGS...`` in this process (as the console script does: errors as one
+    line and exit code 2, warnings as lines on stderr), without a new interpreter's start-up
+    cost; returns its exit code and output."""
+    from sampleval.cli import main
+
+    def invoke(*args: object) -> CliResult:
+        capsys.readouterr()
+        saved = sys.argv
+        sys.argv = ["sampleval", *map(str, args)]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("always")
+                main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            sys.argv = saved
+        out = capsys.readouterr()
+        return CliResult(code, out.out, out.err)
+
+    return invoke

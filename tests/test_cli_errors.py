@@ -14,12 +14,17 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+
+from sampleval.core.sample import Sample
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
 
@@ -56,16 +61,22 @@ SEEDED = random.Random(20240601)
 BINARY = SEEDED.randbytes(300) + b"\x00" + SEEDED.randbytes(100)
 
 
+ANY_PATH = "<any path>"
+
+
 @dataclass(frozen=True)
 class Case:
-    """One bad invocation: files to write, arguments (``@name`` stands for the path of the
-    file ``name``), the file the message must name, and the line to blame."""
+    """One bad invocation: files to write, the command and its arguments (``@name`` stands
+    for the path of the file ``name``), the file the message must name (None: no file;
+    ``ANY_PATH``: not checked), the line to blame, what the message must say and must not."""
 
     files: dict[str, str | bytes] = field(default_factory=dict)
     args: tuple[str, ...] = ("@qrels", "@run")
     blame: str | None = None
     line: int | None = None
     says: tuple[str, ...] = ()
+    command: str = "evaluate"
+    lacks: tuple[str, ...] = ()
 
 
 def case(run: str | bytes | None = None, qrels: str | bytes | None = None, *,
@@ -80,6 +91,119 @@ def case(run: str | bytes | None = None, qrels: str | bytes | None = None, *,
         blame = "run" if run is not None else "qrels" if qrels is not None else None
     return Case(files=files, args=args, blame=blame, line=line, says=says)
 
+
+def sample_files(name: str, sample: Sample, judging: dict[str, object] | None = None
+                 ) -> dict[str, str | bytes]:
+    """The files of ``sample`` saved as directory ``name`` (with a ``judging`` header part,
+    as judging outside sampleval writes it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "s"
+        out.mkdir()
+        sample.write(out, extra=None if judging is None else {"judging": judging})
+        return {f"{name}/{f.name}": f.read_bytes() for f in sorted(out.iterdir())}
+
+
+def tiny_sample(design: str) -> Sample:
+    """Topic 1 of GOOD_QRELS as a sample: d1, d2 judged of d1..d4."""
+    frame = pd.DataFrame({"query_id": "1", "doc_id": ["d1", "d2", "d3", "d4"],
+                          "relevance": [1.0, 0.0, np.nan, np.nan], "stratum": "1",
+                          "inclusion": [0.5, 0.5, np.nan, np.nan]})
+    if design == "with-replacement":
+        rounds = pd.DataFrame({"query_id": "1", "round": [1], "size": [2]})
+        probs = pd.DataFrame({"query_id": "1", "round": [1, 1], "doc_id": ["d1", "d2"],
+                              "probability": [0.3, 0.3]})
+        return Sample(design, frame.assign(stratum=""), draws=probs, rounds=rounds,
+                      round_probs=probs, meta={"method": "active", "pool_depth": 3})
+    return Sample(design, frame, meta={"method": "uniform", "pool_depth": 3})
+
+
+STRATIFIED = sample_files("strat", tiny_sample("stratified"))
+POOLED = sample_files("pooled", tiny_sample("pooled"))
+ACTIVE = sample_files("active", tiny_sample("with-replacement"))
+PENDING = sample_files("pending", tiny_sample("stratified"),
+                       {"pending": 2, "complete": False, "runs": ["/nonexistent/run.gz"]})
+SAMPLE_ARGS = ("uniform", "@run", "--qrels", "@qrels", "--budget", "2")
+
+
+def command_case(command: str, *args: str, blame: str | None, says: tuple[str, ...] = (),
+                 lacks: tuple[str, ...] = (), files: dict[str, str | bytes] | None = None
+                 ) -> Case:
+    """A bad invocation of ``command`` with a good qrels and run and ``files`` beside."""
+    return Case(files={"qrels": GOOD_QRELS, "run": GOOD_RUN, **(files or {})}, args=args,
+                blame=blame, says=says, command=command, lacks=lacks)
+
+
+SAMPLE_CASES = [
+    pytest.param(command_case("sample", *SAMPLE_ARGS, "-o", "@existing", blame="existing",
+                              files={"existing": "notes\n"}, says=("not a directory",)),
+                 id="sample-o-existing-file"),
+    pytest.param(command_case("sample", *SAMPLE_ARGS, "-o", "@strat", blame="strat",
+                              files=STRATIFIED, says=("holds a sample",)),
+                 id="sample-o-directory-holding-a-sample"),
+    pytest.param(command_case("sample", *SAMPLE_ARGS, "-o", "@busy", blame="busy",
+                              files={"busy/notes.txt": "x\n"}, says=("not empty",)),
+                 id="sample-o-non-empty-directory"),
+    pytest.param(command_case("sample", "uniform", "@run", "--budget", "2", "-o", "@s",
+                              "--batch", "0", blame=None, says=("--batch",)),
+                 id="sample-batch-0"),
+    pytest.param(command_case("estimate", "@run", "@strat", "--sample-format", "sampleval",
+                              blame="strat", files=STRATIFIED, says=("comes first",)),
+                 id="estimate-swapped-arguments-sampleval-format"),
+    pytest.param(command_case("estimate", "@run", "@strat", blame="strat", files=STRATIFIED,
+                              says=("comes first",), lacks=("--sample-format",)),
+                 id="estimate-swapped-arguments"),
+    pytest.param(command_case("estimate", "@run", "@sample.txt", blame="run",
+                              files={"sample.txt": "1 0 d1 A 1\n1 0 d2 A -1\n"},
+                              says=("TREC run", "sample first"), lacks=("--sample-format",)),
+                 id="estimate-swapped-files"),
+    pytest.param(command_case("estimate", "@pending", "@run", blame="pending", files=PENDING,
+                              says=("2 proposed documents", "sampleval judge")),
+                 id="estimate-while-documents-await-labels"),
+    pytest.param(command_case("estimate", "@pooled", "@run", blame=None, files=POOLED,
+                              says=("sampleval evaluate",)),
+                 id="estimate-pooled-sample"),
+    pytest.param(command_case("estimate", "@strat", "@run", "-o", "@strat/results.tsv",
+                              blame="strat/results.tsv", files=STRATIFIED,
+                              says=("inputs",)),
+                 id="estimate-o-an-input"),
+    pytest.param(command_case("evaluate", "@strat", "@run", blame="strat", files=STRATIFIED,
+                              says=("stratified sample", "sampleval estimate")),
+                 id="evaluate-random-sample-as-qrels"),
+    pytest.param(command_case("evaluate", "@qrels", "@run", "-o", "@folder", blame="folder",
+                              files={"folder/x": "1"}, says=("is a directory",)),
+                 id="evaluate-o-directory"),
+    pytest.param(command_case("evaluate", "@qrels", "@run", "-o", "@qrels", blame="qrels",
+                              says=("inputs",)), id="evaluate-o-its-qrels"),
+    pytest.param(command_case("evaluate", "@qrels", "@run", "-o", "@nowhere/out.tsv",
+                              blame="nowhere/out.tsv", says=("no such directory",)),
+                 id="evaluate-o-missing-directory"),
+    pytest.param(command_case("export", "@strat", "-o", "@existing", blame="existing",
+                              files={**STRATIFIED, "existing": "1 0 d9 1\n"},
+                              says=("exists",)), id="export-o-existing-file"),
+    pytest.param(command_case("export", "@active", "-o", "@out.txt", "--as", "sample-qrels",
+                              blame=None, files=ACTIVE, says=("with-replacement", "prels")),
+                 id="export-with-replacement-as-sample-qrels"),
+    pytest.param(command_case("export", "@missing", "-o", "@out.txt", blame="missing"),
+                 id="export-missing-sample"),
+    pytest.param(command_case("judge", "@strat", "@qrels", blame="strat", files=STRATIFIED,
+                              says=("not started for judging",)),
+                 id="judge-a-finished-sample"),
+    pytest.param(command_case("judge", "@pending", "@missing.qrels", blame="missing.qrels",
+                              files=PENDING), id="judge-missing-judgments"),
+    pytest.param(command_case("judge", "@pending", "@qrels", blame=ANY_PATH, files=PENDING,
+                              says=("/nonexistent/run.gz", "give them again")),
+                 id="judge-runs-moved"),
+    pytest.param(command_case("sample", "uniform", "-", "--budget", "2", "-o", "@s",
+                              blame=ANY_PATH, says=("-: standard input", "cannot read again",
+                                                    "--qrels")),
+                 id="sample-to-judge-from-standard-input"),
+    pytest.param(command_case("evaluate", "@qrels", "@run", "-m", "xinfap", blame=None,
+                              says=("xinfAP is an estimate", "sampleval estimate")),
+                 id="evaluate-an-estimator-name"),
+    pytest.param(command_case("evaluate", "@qrels", "@run", "-m", "ndgc@10", blame=None,
+                              says=("did you mean nDCG?",)),
+                 id="evaluate-misspelt-measure"),
+]
 
 ERROR_CASES = [
     pytest.param(case(run="1 Q0 d1 1 0.9 t\n1 Q0 d2 2 0.8 t\n1 Q0 d3 0.7 t\n1 Q0 d4 4 0.6 t\n",
@@ -122,6 +246,7 @@ ERROR_CASES = [
                       says=("tagA", "no topic")), id="no-common-topic"),
     pytest.param(case(qrels="2 0 d1 1\n2 0 d2 0\n", blame=None, says=("tagA", "no topic")),
                  id="no-common-topic-default-measures"),
+    *SAMPLE_CASES,
 ]
 
 
@@ -134,8 +259,9 @@ def materialise(root: Path, spec: Case) -> list[str]:
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8", newline="")
-    return ["evaluate", *(str(root / a[1:]) if a.startswith("@") else a for a in spec.args),
-            "--format", "tsv"]
+    args = [str(root / a[1:]) if a.startswith("@") else a for a in spec.args]
+    return [spec.command, *args, *(["--format", "tsv"] if spec.command in (
+        "evaluate", "estimate") else [])]
 
 
 @dataclass(frozen=True)
@@ -175,7 +301,9 @@ def test_bad_input_is_one_line(request: pytest.FixtureRequest, spec: Case,
     assert len(lines) == 1, got.stderr
     line = lines[0]
     assert line.startswith("sampleval: error: ")
-    if spec.blame is not None:
+    if spec.blame == ANY_PATH:
+        pass
+    elif spec.blame is not None:
         where = str(got.root / spec.blame)
         where += f":{spec.line}: " if spec.line is not None else ": "
         assert line.startswith(f"sampleval: error: {where}"), line
@@ -183,6 +311,11 @@ def test_bad_input_is_one_line(request: pytest.FixtureRequest, spec: Case,
         assert str(got.root) not in line
     for text in spec.says:
         assert text in line, line
+    for text in spec.lacks:
+        assert text not in line, line
+    for name, content in spec.files.items():  # a refused command changes no file
+        expected = content if isinstance(content, bytes) else content.encode()
+        assert (got.root / name).read_bytes() == expected, name
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> dict[str, Path]:

@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
 from sampleval.datasets import (
     MODELS,
     cranfield_runs,
@@ -26,7 +28,7 @@ def directory(cranfield_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(directory: Path) -> dict[str, pd.DataFrame]:
-    return cranfield_runs(directory, depth=100)
+    return {run.name: run.to_frame() for run in cranfield_runs(directory, depth=100)}
 
 
 def precision_at_10(run: pd.DataFrame, qrels: pd.DataFrame) -> float:
@@ -63,7 +65,7 @@ def test_queries_are_numbered_in_file_order(directory: Path) -> None:
 
 @pytest.mark.shared
 def test_qrels_grades(directory: Path) -> None:
-    qrels = read_qrels(directory)
+    qrels = read_qrels(directory).frame
     grade = qrels.set_index(["query_id", "doc_id"])["relevance"]
     assert grade["1", "184"] == 3  # line 1: "1 184 2"
     assert grade["1", "13"] == 1  # line 7: "1 13 4"
@@ -79,7 +81,7 @@ def test_qrels_grades(directory: Path) -> None:
 
 @pytest.mark.shared
 def test_bm25_beats_term_overlap(directory: Path, runs: dict[str, pd.DataFrame]) -> None:
-    qrels = read_qrels(directory)
+    qrels = read_qrels(directory).frame
     assert set(runs) == {f"cran-{model}" for model in MODELS}
     bm25 = precision_at_10(runs["cran-bm25"], qrels)
     weak = precision_at_10(runs["cran-tf"], qrels)
@@ -87,13 +89,16 @@ def test_bm25_beats_term_overlap(directory: Path, runs: dict[str, pd.DataFrame])
 
 
 @pytest.mark.shared
-def test_runs_have_depth_rows_per_query(runs: dict[str, pd.DataFrame]) -> None:
+def test_runs_have_depth_rows_per_query(directory: Path, runs: dict[str, pd.DataFrame]) -> None:
+    assert all(isinstance(run, Run) for run in cranfield_runs(directory, depth=5))
     for name, run in runs.items():
-        assert list(run.columns) == ["query_id", "doc_id", "score"], name
+        assert list(run.columns) == ["query_id", "doc_id", "score", "rank"], name
         sizes = run.groupby("query_id").size()
         assert len(sizes) == 225 and (sizes == 100).all(), name
         assert not run.duplicated(["query_id", "doc_id"]).any(), name
-        assert run.groupby("query_id")["score"].is_monotonic_decreasing.all(), name
+        # ranked as trec_eval ranks: scores compared in single precision
+        single = run.assign(score=run["score"].astype("float32"))
+        assert single.groupby("query_id")["score"].is_monotonic_decreasing.all(), name
 
 
 @pytest.mark.shared
@@ -121,7 +126,10 @@ def test_bad_relevance_code(tmp_path: Path) -> None:
 
 def test_duplicate_pair_keeps_highest_grade(tmp_path: Path) -> None:
     (tmp_path / "cranqrel").write_text("1 5 3\n1 5 1\n1 6 -1\n")
-    assert read_qrels(tmp_path).values.tolist() == [["1", "5", 4]]
+    qrels = read_qrels(tmp_path)
+    assert isinstance(qrels, Qrels)  # the type sampleval.io.read_qrels gives
+    frame = qrels.frame
+    assert frame[["query_id", "doc_id", "relevance"]].values.tolist() == [["1", "5", 4.0]]
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -298,9 +298,11 @@ def test_with_replacement_sample_uses_its_pi_joint() -> None:
         np.testing.assert_allclose(variance(rows), np.maximum(core.variance, 0), rtol=1e-9)
 
 
-def test_nothing_judged_estimates_zero() -> None:
+@pytest.mark.parametrize("ap", [ht.average_precision, ht.average_precision_jackknife])
+def test_nothing_judged_estimates_zero(ap: ht.Estimator) -> None:
+    """A topic with no judged document (a sample stopped early) estimates AP 0 +- 0."""
     empty = np.zeros(0)
-    out = ht.average_precision(empty, empty, np.zeros((0, 0)), np.zeros((3, 0), np.int64))
+    out = ap(empty, empty, np.zeros((0, 0)), np.zeros((3, 0), np.int64))
     assert out.value.tolist() == out.variance.tolist() == [0.0, 0.0, 0.0]
 
 

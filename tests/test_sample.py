@@ -40,7 +40,58 @@ def test_every_table_round_trips(tmp_path: Path) -> None:
         pd.testing.assert_frame_equal(getattr(loaded, name), getattr(sample, name),
                                       check_dtype=False)
     header = json.loads((tmp_path / "s" / "sample.json").read_text())
-    assert header["format"] == "sampleval-sample" and header["version"] == 1
+    assert header["format"] == "sampleval-sample" and header["version"] == 2
+    # the tables are plain Parquet: pandas alone reads them, float64 bit for bit
+    plain = pd.read_parquet(tmp_path / "s" / "round_probs.parquet")
+    assert plain["probability"].tolist() == sample.round_probs["probability"].tolist()
+
+
+def test_version_1_directories_are_still_read(tmp_path: Path) -> None:
+    """The TSV layout sampleval wrote before format 2 (empty cells: none)."""
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "sample.json").write_text(json.dumps({
+        "format": "sampleval-sample", "version": 1, "design": "with-replacement",
+        "tables": ["draws", "frame", "round_probs", "rounds"], "meta": {"method": "active"}}))
+    (old / "frame.tsv").write_text("query_id\tdoc_id\trelevance\tstratum\tinclusion\n"
+                                   "1\ta\t1\t\t\n1\tb\t\t\t\n1\tc\t0.5\t\t\n")
+    (old / "draws.tsv").write_text("query_id\tround\tdoc_id\tprobability\n1\t1\ta\t0.5\n"
+                                   "1\t1\tc\t0.25\n")
+    (old / "rounds.tsv").write_text("query_id\tround\tsize\n1\t1\t2\n")
+    (old / "round_probs.tsv").write_text("query_id\tround\tdoc_id\tprobability\n"
+                                         "1\t1\ta\t0.5\n1\t1\tc\t0.25\n")
+    sample = load_sample(old)
+    assert sample.design == "with-replacement"
+    assert sample.frame["relevance"].tolist()[::2] == [1.0, 0.5]
+    assert np.isnan(sample.frame["relevance"].iloc[1])
+    assert sample.frame["stratum"].tolist() == ["", "", ""]
+    again = Sample.load(sample.save(tmp_path / "new"))  # rewritten as version 2
+    pd.testing.assert_frame_equal(again.frame, sample.frame, check_dtype=False)
+    assert json.loads((tmp_path / "new" / "sample.json").read_text())["version"] == 2
+
+
+def test_a_sample_prints_a_summary() -> None:
+    text = str(with_replacement_sample())
+    assert text == repr(with_replacement_sample())
+    assert text == ("Sample(design='with-replacement', method='active', 1 topics, 4 frame "
+                    "documents, 2 judged (2 relevant); tables: frame, draws, rounds, "
+                    "round_probs)")
+
+
+def test_a_sample_is_never_written_over_another(tmp_path: Path) -> None:
+    first = with_replacement_sample().save(tmp_path / "s")
+    before = {f.name: f.read_bytes() for f in first.iterdir()}
+    with pytest.raises(UsageError, match="holds a sample already"):
+        Sample.from_sample_qrels(pd.DataFrame({
+            "query_id": "1", "iteration": "0", "doc_id": ["x"], "stratum": "1",
+            "relevance": [1.0]})).save(first)
+    assert {f.name: f.read_bytes() for f in first.iterdir()} == before
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="not a directory"):
+        with_replacement_sample().save(tmp_path / "file")
+    (tmp_path / "empty").mkdir()
+    assert Sample.load(with_replacement_sample().save(tmp_path / "empty")).design == (
+        "with-replacement")
 
 
 def test_with_replacement_inclusion_probabilities() -> None:
@@ -112,7 +163,7 @@ def test_formats_are_detected(tmp_path: Path) -> None:
 def test_a_broken_header_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "sample.json").write_text('{"format": "other", "version": 1}')
-    with pytest.raises(InputError, match="not a sampleval-sample version 1 header"):
+    with pytest.raises(InputError, match="not a sampleval-sample header of version 1 or 2"):
         Sample.load(tmp_path / "s")
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match="no such directory"):
         Sample.load(tmp_path / "missing")

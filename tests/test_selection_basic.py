@@ -304,8 +304,10 @@ def test_resuming_in_a_fresh_process(small: tuple[Pool, Oracle], tmp_path: Path)
                            str(tmp_path / "state.json"), str(tmp_path / "resumed")],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    for name in ("sample.json", "frame.tsv"):
-        assert (tmp_path / "resumed" / name).read_text() == (tmp_path / "whole" / name).read_text()
+    assert (tmp_path / "resumed" / "sample.json").read_text() == (
+        tmp_path / "whole" / "sample.json").read_text()
+    assert (tmp_path / "resumed" / "frame.parquet").read_bytes() == (
+        tmp_path / "whole" / "frame.parquet").read_bytes()
 
 
 # -- (d, e) the command line ----------------------------------------------------------------
@@ -326,13 +328,15 @@ def test_sample_then_estimate(covid: Path, tmp_path: Path) -> None:
     for result in done:
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("strata: 50 topics, ") and result.stdout.count("\n") == 1
-    assert (tmp_path / "a" / "frame.tsv").read_text() == (tmp_path / "b" / "frame.tsv").read_text()
+    assert (tmp_path / "a" / "frame.parquet").read_bytes() == (
+        tmp_path / "b" / "frame.parquet").read_bytes()
     header = json.loads((tmp_path / "a" / "sample.json").read_text())
     assert header["design"] == "stratified" and header["meta"]["seed"] == 1
     estimated = run_cli(["estimate", tmp_path / "a", *runs, "-m", "xinfAP", "-f", "tsv"])
     assert estimated.returncode == 0, estimated.stderr
     lines = estimated.stdout.splitlines()
-    assert lines[0] == "run\ttopic\tmeasure\tvalue\tlo\thi" and len(lines) == 1 + len(runs)
+    assert lines[0] == "run\ttopic\tmeasure\tvalue\tlo\thi\tcoverage\timputed"
+    assert len(lines) == 1 + len(runs)
     assert all(0 <= float(line.split("\t")[3]) <= 1 for line in lines[1:])
 
 

@@ -173,9 +173,8 @@ def test_covid_round5_from_runs(covid: Path) -> None:
 
 @pytest.mark.shared
 def test_cranfield_with_texts(cranfield_dir: Path) -> None:
-    frames = cranfield_runs(cranfield_dir, depth=100)
-    runs = [Run.from_frame(f, name) for name, f in frames.items()]
-    qrels = Qrels.from_frame(read_qrels(cranfield_dir))
+    runs = cranfield_runs(cranfield_dir, depth=100)
+    qrels = read_qrels(cranfield_dir)
     topics = [str(q) for q in range(1, 11)]
     pool = Pool.from_runs(runs, depth=100, topics=topics)
     params = {"strategy": "D50", "corpus": "cranfield", "corpus_dir": str(cranfield_dir),

@@ -8,6 +8,7 @@ mean, plus the options: relevance level, judged-only, depth, all topics.
 from __future__ import annotations
 
 import gzip
+import math
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,25 @@ MEASURES = {
 }
 PYTREC_MEASURES = {"map", "P.5,20", "recall.100", "Rprec", "ndcg", "ndcg_cut.10,20",
                    "recip_rank", "bpref", "num_rel", "num_ret", "num_rel_ret", "map_cut.10"}
+# trec_eval's other measures that pytrec_eval (trec_eval 9.0.x inside) computes
+MORE_MEASURES = {
+    "GMAP": "gm_map", "gm_bpref": "gm_bpref", "infAP": "infAP", "binG": "binG", "G": "G",
+    "ndcg_rel": "ndcg_rel", "Rndcg": "Rndcg", "NumQ": "num_q",
+    "num_nonrel_judged_ret": "num_nonrel_judged_ret", "SetP": "set_P", "SetR": "set_recall",
+    "SetAP": "set_map", "SetF": "set_F", "set_relative_P": "set_relative_P",
+    "utility": "utility", "relative_P@5": "relative_P_5", "relative_P@100": "relative_P_100",
+    "Success@1": "success_1", "Success@10": "success_10", "Rprec_mult@0.2": "Rprec_mult_0.20",
+    "Rprec_mult@1.6": "Rprec_mult_1.60", "Rprec_mult@2.0": "Rprec_mult_2.00",
+}
+PYTREC_MORE = {"gm_map", "gm_bpref", "infAP", "binG", "G", "ndcg_rel", "Rndcg", "num_q",
+               "num_nonrel_judged_ret", "set_P", "set_recall", "set_map", "set_F",
+               "set_relative_P", "utility", "relative_P.5,100", "success.1,10", "Rprec_mult",
+               "iprec_at_recall", "11pt_avg"}
+LEVELS = [i / 10 for i in range(11)]
+# interpolated precision: trec_eval 10 takes the round(x * R)-th relevant document, 9.0.x
+# (pytrec_eval) the int(x * R + 0.9)-th: they agree on the topics where both give the same
+INTERPOLATED = {f"IPrec@{x}": f"iprec_at_recall_{x:.2f}" for x in LEVELS} | {
+    "11pt_avg": "11pt_avg"}
 
 
 def pytrec_runs(paths: list[Path]) -> dict[str, dict[str, dict[str, float]]]:
@@ -48,9 +68,9 @@ def pytrec_runs(paths: list[Path]) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def reference(qrels: dict, runs: dict, measures: dict[str, str] = MEASURES,
-              **options: object) -> pd.DataFrame:
+              pytrec_measures: set[str] = PYTREC_MEASURES, **options: object) -> pd.DataFrame:
     """pytrec_eval's per-topic values and trec_eval's aggregate, as a tidy frame."""
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES, **options)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, pytrec_measures, **options)
     rows = []
     for run, ranking in runs.items():
         per_topic = evaluator.evaluate(ranking)
@@ -172,13 +192,44 @@ def test_round1_matches_trec_eval(covid: Path) -> None:
 @pytest.mark.parametrize("level", [1, 3])
 def test_cranfield_matches_trec_eval(cranfield_dir: Path, level: int) -> None:
     """Cranfield's codes mapped to grades 4 (complete answer) .. 1, runs of our own models."""
-    frames = cranfield_runs(cranfield_dir, depth=100)
-    qrels_frame = read_cranfield_qrels(cranfield_dir)
-    runs = [Run.from_frame(f, name=n) for n, f in frames.items()]
+    runs = cranfield_runs(cranfield_dir, depth=100)
+    frames = {run.name: run.to_frame() for run in runs}
+    qrels_frame = read_cranfield_qrels(cranfield_dir).frame
     ref_qrels: dict[str, dict[str, int]] = {}
     for q, d, r in qrels_frame[["query_id", "doc_id", "relevance"]].itertuples(index=False):
         ref_qrels.setdefault(q, {})[d] = int(r)
     ref_runs = {n: {q: dict(zip(g["doc_id"], g["score"].astype(float), strict=True))
                     for q, g in f.groupby("query_id")} for n, f in frames.items()}
-    ours = evaluate(Qrels.from_frame(qrels_frame), runs, list(MEASURES), rel_level=level)
+    ours = evaluate(qrels_frame, runs, list(MEASURES), rel_level=level)
     assert_agree(ours, reference(ref_qrels, ref_runs, relevance_level=level))
+
+
+def test_round5_more_measures_match_trec_eval(round5: tuple) -> None:
+    """gm_map, infAP, G, Rndcg, set measures, utility, relative_P, success, Rprec_mult ...:
+    per topic and mean (pytrec_eval gives gm_map per topic as log(max(AP, 0.00001)))."""
+    qrels, runs, ref_qrels, ref_runs = round5
+    subset = runs[::6]
+    ours = evaluate(qrels, subset, list(MORE_MEASURES))
+    theirs = reference(ref_qrels, {r.name: ref_runs[r.name] for r in subset},
+                       MORE_MEASURES, PYTREC_MORE)
+    geometric = ours["measure"].isin(["GMAP", "gm_bpref"]) & (ours["query_id"] != MEAN_TOPIC)
+    ours.loc[geometric, "value"] = np.log(np.maximum(ours.loc[geometric, "value"], 1e-5))
+    assert_agree(ours, theirs)
+
+
+def test_round5_interpolated_precision_matches_where_the_rules_agree(round5: tuple) -> None:
+    """IPrec@x and 11pt_avg agree with pytrec_eval on every topic where round(x R) equals
+    int(x R + 0.9) for the 11 levels (and differ on the others, as trec_eval 10 does)."""
+    qrels, runs, ref_qrels, ref_runs = round5
+    subset = runs[::6]
+    r = qrels.judged().assign(rel=lambda f: f["relevance"] >= 1).groupby("query_id")["rel"].sum()
+    same = {t for t, n in r.items()
+            if all(math.floor(x * n + 0.5) == int(x * n + 0.9) for x in LEVELS)}
+    assert 10 <= len(same) < len(r)
+    ours = evaluate(qrels, subset, list(INTERPOLATED))
+    theirs = reference(ref_qrels, {r.name: ref_runs[r.name] for r in subset},
+                       INTERPOLATED, PYTREC_MORE)
+    assert_agree(ours[ours["query_id"].isin(same)], theirs[theirs["query_id"].isin(same)])
+    differs = ours[~ours["query_id"].isin(same) & (ours["query_id"] != MEAN_TOPIC)].merge(
+        theirs, on=["run", "query_id", "measure"], suffixes=("", "_ref"))
+    assert (differs["value"] - differs["value_ref"]).abs().max() > 1e-3

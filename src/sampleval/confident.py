@@ -108,7 +108,8 @@ class Target:
             return parse_estimate(self.measure)  # established names: xinfAP, infAP ...
         except UsageError:
             plain = parse_measure(self.measure)
-        spec = estimator_for(plain.name, plain.cutoff, design)
+        cutoff = None if plain.cutoff is None else int(plain.cutoff)
+        spec = estimator_for(plain.name, cutoff, design)
         if spec is None:
             raise UsageError(f"no estimator of {self.measure} applies to a {design} sample")
         return spec

@@ -6,6 +6,7 @@ Run it as ``python -m sampleval.demo [OUTPUT_DIR]`` (default ``demo-output``).
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -50,6 +51,7 @@ def main(argv: list[str]) -> None:
 
     print("\nNow judge only 30% of the depth-20 pool, chosen by AP-prior stratified sampling, "
           "and estimate:")
+    shutil.rmtree(directory / "sample", ignore_errors=True)  # the demo's own, from a last run
     print(f"$ sampleval sample stratified {directory}/runs --qrels {directory}/qrels.txt "
           f"--rate 0.3 --depth 20 --seed {SEED} -o {directory}/sample")
     cli_run(["sample", "stratified", str(directory / "runs"), "--qrels",

@@ -1,23 +1,33 @@
-"""Exact evaluation of runs against qrels, as trec_eval computes it, for many runs at once."""
+"""Exact evaluation of runs against qrels (or preferences, or qrels of judgment groups), as
+trec_eval computes it, for many runs at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
+from sampleval.aggregation import over_topics
 from sampleval.core.pool import Pool
+from sampleval.core.prefs import GroupQrels, Preferences
 from sampleval.core.qrels import Qrels
-from sampleval.core.run import Run
+from sampleval.core.run import Run, ranks_within, trec_order
 from sampleval.errors import UsageError
+from sampleval.inputs import QrelsLike, RunsLike, as_qrels, as_runs
 from sampleval.measures.exact import RankedGrades, compute
+from sampleval.measures.groups import compute_groups
 from sampleval.measures.names import DEFAULT_MEASURES, Measure, parse_measures
+from sampleval.measures.prefs import TopicPrefs, positions, prefs_values, topic_prefs
 
 MEAN_TOPIC = "all"
+GEOMETRIC_FLOOR = 0.00001  # trec_eval's MIN_GEO_MEAN: gm_map and gm_bpref floor values here
 
 
-def evaluate(qrels: Qrels, runs: Sequence[Run] | Pool,
+Judgments = Qrels | Preferences | GroupQrels
+
+
+def evaluate(qrels: Judgments | QrelsLike, runs: RunsLike | Pool,
              measures: Sequence[str | Measure] = DEFAULT_MEASURES, *,
              depth: int | None = None, rel_level: int = 1, all_topics: bool = False,
              judged_only: bool = False) -> pd.DataFrame:
@@ -25,52 +35,194 @@ def evaluate(qrels: Qrels, runs: Sequence[Run] | Pool,
 
     Returns a DataFrame with columns ``run, query_id, measure, value``; each run's mean over
     topics has ``query_id == "all"`` (the counts ``NumRel``, ``NumRet``, ``NumRelRet`` are
-    summed, as trec_eval sums them).
+    summed, as trec_eval sums them; ``GMAP`` and ``gm_bpref`` take the geometric mean of
+    values floored at 0.00001).
 
+    - ``qrels``: :class:`Qrels`; or :class:`~sampleval.core.prefs.Preferences` for the
+      preference measures (``prefs_*``, which read plain qrels as trec_eval's
+      ``qrels_prefs``: the second column a judgment group); or
+      :class:`~sampleval.core.prefs.GroupQrels` for the judgment-group measures
+      (``map_avgjg``, ``P_avgjg@k``, ``Rprec_mult_avgjg@x``, which read plain qrels as one
+      group per value of the second column).
     - ``depth``: only each run's top ``depth`` documents per topic count (trec_eval ``-M``).
     - ``rel_level``: grades at or above it are relevant (trec_eval ``-l``).
     - ``all_topics``: average over every qrels topic, a topic the run lacks scoring 0
       (trec_eval ``-c``); by default, over the topics both the run and the qrels have.
     - ``judged_only``: drop unjudged documents from each ranking first (trec_eval ``-J``).
 
-    ``runs`` may be a :class:`Pool` built earlier (then ``depth`` must be None).
+    ``qrels`` may also be a DataFrame, a qrels file or a deterministic sample's directory;
+    ``runs`` a Run, a list of Runs, a DataFrame or paths (:mod:`sampleval.inputs`), or a
+    :class:`Pool` built earlier (then ``depth`` must be None; preference measures need the
+    runs themselves).
     """
+    if not isinstance(qrels, (Preferences, GroupQrels)):
+        qrels = as_qrels(qrels)
     parsed = list(dict.fromkeys(  # in the order given, without repeats
         m for item in measures
         for m in ([item] if isinstance(item, Measure) else parse_measures([item]))))
+    topics = qrels.topics
     if isinstance(runs, Pool):
         if depth is not None:
             raise UsageError("give the depth when building the Pool, not to evaluate()")
-        pool = runs.with_labels(qrels)
+        pool = runs
     else:
-        pool = Pool.from_runs(runs, depth=depth, qrels=qrels, topics=qrels.topics)
-    return _tabulate(pool, qrels, parsed, rel_level, all_topics, judged_only)
-
-
-def _tabulate(pool: Pool, qrels: Qrels, measures: list[Measure], rel_level: int,
-              all_topics: bool, judged_only: bool) -> pd.DataFrame:
-    judged = qrels.judged()
-    topic_grades = {t: rows["relevance"].to_numpy()
-                    for t, rows in judged.groupby("query_id", sort=False)}
-    n_runs, n_measures = pool.n_runs, len(measures)
-    topics = [t for t in qrels.topics if t in pool.topic_pools]
-    values = np.zeros((len(topics), n_measures, n_runs))
-    included = np.zeros((len(topics), n_runs), dtype=bool)
-    for i, topic in enumerate(topics):
-        tp = pool[topic]
-        ranked = RankedGrades(tp.labels_at_ranks(), tp.lengths,
-                              topic_grades.get(topic, np.zeros(0)))
-        if judged_only:
-            ranked = ranked.judged_only()
-        for j, measure in enumerate(measures):
-            values[i, j] = compute(measure, ranked, rel_level)
-        included[i] = True if all_topics else tp.present
+        runs = as_runs(runs)
+        pool = Pool.from_runs(runs, depth=depth, topics=topics)
+    topics = [t for t in topics if t in pool.topic_pools]
+    values = np.zeros((len(topics), len(parsed), pool.n_runs))
+    for kind in ("qrels", "groups", "prefs"):
+        wanted = [j for j, m in enumerate(parsed) if m.spec.judgments == kind]
+        if not wanted:
+            continue
+        if kind == "prefs" and isinstance(runs, Pool):
+            raise UsageError("preference measures need the runs, not a Pool")
+        chosen = [parsed[j] for j in wanted]
+        if kind == "qrels":
+            found = _qrels_values(pool, _as_qrels(qrels), topics, chosen, rel_level,
+                                  judged_only)
+        elif kind == "groups":
+            found = _group_values(pool, _as_groups(qrels), topics, chosen, rel_level,
+                                  judged_only)
+        else:
+            found = _prefs_values(_as_prefs(qrels), runs, topics, chosen,  # type: ignore[arg-type]
+                                  depth, np.float32)
+        values[:, wanted] = found
+    included = np.array([np.ones(pool.n_runs, dtype=bool) if all_topics
+                         else pool[t].present for t in topics]).reshape(len(topics),
+                                                                          pool.n_runs)
     counted = included.sum(axis=0)
-    if n_runs and not counted.all():
+    if pool.n_runs and not counted.all():
         lonely = [pool.run_names[k] for k in np.flatnonzero(counted == 0)]
         raise UsageError(f"no topic has both results and judgments for run(s) "
                          f"{', '.join(lonely)}: check that the qrels belong to these runs")
-    return _frame(pool.run_names, topics, measures, values, included)
+    return _frame(pool.run_names, topics, parsed, values, included)
+
+
+def _as_qrels(judgments: Judgments) -> Qrels:
+    if not isinstance(judgments, Qrels):
+        raise UsageError("this measure needs qrels (one grade per document), not "
+                         f"{type(judgments).__name__}")
+    return judgments
+
+
+def _as_groups(judgments: Judgments) -> GroupQrels:
+    if isinstance(judgments, Qrels):
+        return GroupQrels.from_qrels(judgments)
+    if not isinstance(judgments, GroupQrels):
+        raise UsageError("the judgment-group measures need qrels of judgment groups")
+    return judgments
+
+
+def _as_prefs(judgments: Judgments) -> Preferences:
+    if isinstance(judgments, Qrels):
+        return Preferences.from_qrels(judgments)
+    if not isinstance(judgments, Preferences):
+        raise UsageError("the preference measures need preferences or qrels")
+    return judgments
+
+
+def ranked_topics(pool: Pool, qrels: Qrels, topics: Sequence[str],
+                  judged_only: bool = False) -> Iterator[tuple[str, RankedGrades]]:
+    """Each topic's rankings as the exact measures read them, from ``pool`` labelled with
+    ``qrels``; documents with a negative grade are marked as "in the pool, not judged"
+    (:attr:`RankedGrades.pooled`)."""
+    labelled = pool.with_labels(qrels)
+    judged = qrels.judged()
+    topic_grades = {t: rows["relevance"].to_numpy()
+                    for t, rows in judged.groupby("query_id", sort=False)}
+    negative = qrels.frame[qrels.frame["relevance"] < 0]
+    in_pool = None if negative.empty else pool.with_labels(
+        Qrels(frame=negative.assign(relevance=1.0)))
+    for topic in topics:
+        tp = labelled[topic]
+        pooled = None if in_pool is None else ~np.isnan(in_pool[topic].labels_at_ranks())
+        ranked = RankedGrades(tp.labels_at_ranks(), tp.lengths,
+                              topic_grades.get(topic, np.zeros(0)), pooled)
+        yield topic, (ranked.judged_only() if judged_only else ranked)
+
+
+def group_rankings(pool: Pool, groups: GroupQrels, topics: Sequence[str],
+                   judged_only: bool = False) -> dict[str, list[RankedGrades]]:
+    """For each topic, its rankings labelled by each of its judgment groups (in byte order
+    of the group names, as trec_eval takes them)."""
+    by_topic: dict[str, list[RankedGrades]] = {t: [] for t in topics}
+    present = groups.frame.groupby("group", sort=False)["query_id"].unique()
+    for name, qrels in groups.groups():
+        mine = [t for t in topics if t in set(present[name])]
+        for topic, ranked in ranked_topics(pool, qrels, mine, judged_only):
+            by_topic[topic].append(ranked)
+    return by_topic
+
+
+def prefs_rankings(prefs: Preferences, runs: Sequence[Run], topics: Sequence[str],
+                   depth: int | None, score_type: type[np.floating]
+                   ) -> Iterator[tuple[str, TopicPrefs, np.ndarray, np.ndarray]]:
+    """For each topic with preferences: its preferences, each judged document's position in
+    each run (:func:`sampleval.measures.prefs.positions`) and the judged documents each run
+    retrieved. Runs are ranked by score, ties by docno ascending (trec_eval ranks this way
+    for preferences, and by docno descending for qrels)."""
+    ranked = [_ranks(run, depth, score_type) for run in runs]
+    rows_of = dict(tuple(prefs.frame.groupby("query_id", sort=False)))
+    for topic in topics:
+        if topic not in rows_of:
+            continue
+        rows = rows_of[topic]
+        judged = topic_prefs(rows, prefs.source)
+        where = np.zeros((len(ranked), len(judged.docs)), dtype=np.int64)
+        for i, run_ranks in enumerate(ranked):
+            mine = run_ranks.get(topic)
+            if mine is not None:
+                where[i] = mine.reindex(judged.docs, fill_value=0).to_numpy()
+        pos, njr = positions(where)
+        yield topic, judged, pos, njr
+
+
+def _ranks(run: Run, depth: int | None, score_type: type[np.floating]) -> dict[str, pd.Series]:
+    """Each topic's ranks of the run's documents (by docno), ties broken by docno ascending."""
+    frame = run.to_frame()
+    topic_key = pd.factorize(frame["query_id"])[0]
+    doc_key = frame["doc_id"].map(lambda d: str(d).encode()).rank(method="dense").to_numpy(
+        dtype=np.int64)
+    order = trec_order(topic_key, frame["score"].to_numpy(), doc_key.max(initial=0) - doc_key,
+                       score_type)
+    ranked = frame.iloc[order]
+    rank = ranks_within(topic_key[order])
+    keep = rank <= (depth if depth is not None else len(rank))
+    ranked = ranked.assign(rank=rank)[keep]
+    return {str(t): rows.set_index("doc_id")["rank"]
+            for t, rows in ranked.groupby("query_id", sort=False)}
+
+
+def _qrels_values(pool: Pool, qrels: Qrels, topics: Sequence[str], measures: list[Measure],
+                  rel_level: int, judged_only: bool) -> np.ndarray:
+    values = np.zeros((len(topics), len(measures), pool.n_runs))
+    for i, (_, ranked) in enumerate(ranked_topics(pool, qrels, topics, judged_only)):
+        for j, measure in enumerate(measures):
+            values[i, j] = compute(measure, ranked, rel_level)
+    return values
+
+
+def _group_values(pool: Pool, groups: GroupQrels, topics: Sequence[str],
+                  measures: list[Measure], rel_level: int, judged_only: bool) -> np.ndarray:
+    values = np.zeros((len(topics), len(measures), pool.n_runs))
+    by_topic = group_rankings(pool, groups, topics, judged_only)
+    for i, topic in enumerate(topics):
+        if by_topic[topic]:
+            for j, measure in enumerate(measures):
+                values[i, j] = compute_groups(measure, by_topic[topic], rel_level)
+    return values
+
+
+def _prefs_values(prefs: Preferences, runs: Sequence[Run], topics: Sequence[str],
+                  measures: list[Measure], depth: int | None,
+                  score_type: type[np.floating]) -> np.ndarray:
+    values = np.zeros((len(topics), len(measures), len(runs)))
+    index = {t: i for i, t in enumerate(topics)}
+    for topic, judged, pos, njr in prefs_rankings(prefs, runs, topics, depth, score_type):
+        found = prefs_values(judged, pos, njr)
+        for j, measure in enumerate(measures):
+            values[index[topic], j] = found[measure.name]
+    return values
 
 
 def _frame(run_names: tuple[str, ...], topics: list[str], measures: list[Measure],
@@ -86,11 +238,11 @@ def _frame(run_names: tuple[str, ...], topics: list[str], measures: list[Measure
         "measure": names[m_idx[keep]],
         "value": values[keep],
     })
-    masked = np.where(keep, values, 0.0)
-    sums = masked.sum(axis=0)
-    counts = np.maximum(included.sum(axis=0), 1)
-    is_sum = np.array([m.aggregate == "sum" for m in measures])[:, None]
-    means = np.where(is_sum, sums, sums / counts)
+    aggregate = np.array([m.aggregate for m in measures])[:, None]
+    logs = np.log(np.maximum(values, GEOMETRIC_FLOOR))
+    means = np.where(aggregate == "sum", over_topics(values, keep, "sum"),
+                     over_topics(values, keep, "mean"))
+    means = np.where(aggregate == "gmean", np.exp(over_topics(logs, keep, "mean")), means)
     m_all, r_all = np.meshgrid(np.arange(n_measures), np.arange(n_runs), indexing="ij")
     overall = pd.DataFrame({
         "run": np.asarray(run_names, dtype=object)[r_all.ravel()],

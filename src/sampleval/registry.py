@@ -42,12 +42,13 @@ def load_plugins() -> None:
 
 
 def did_you_mean(name: str, known: list[str]) -> str:
-    """`` (did you mean X?)`` for the closest known name, or nothing."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    if not close:
-        lowered = {k.lower(): k for k in known}
-        close = [lowered[name.lower()]] if name.lower() in lowered else []
-    return f" (did you mean {close[0]}?)" if close else ""
+    """`` (did you mean X?)`` for the closest known name ignoring case (the first of
+    ``known`` written that way when several are), or nothing."""
+    lowered: dict[str, str] = {}
+    for k in known:
+        lowered.setdefault(k.lower(), k)
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]}?)" if close else ""
 
 
 class Registry(Generic[T]):

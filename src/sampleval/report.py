@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,15 +33,19 @@ def _formatted(value: float, count: bool) -> str:
     return repr(value)
 
 
-def to_tsv(results: pd.DataFrame, interval: bool = False) -> str:
-    """``run topic measure value`` rows with a header (plus ``lo hi`` when ``interval``)."""
-    header = ["run", "topic", "measure", "value"] + (["lo", "hi"] if interval else [])
-    numbers = ["value", "lo", "hi"] if interval else ["value"]
+ESTIMATE_NUMBERS = ("value", "lo", "hi", "coverage", "imputed")
+"""The numeric columns of ``estimate``'s results, in the order TSV and JSON give them."""
+
+
+def to_tsv(results: pd.DataFrame, numbers: Sequence[str] = ("value",)) -> str:
+    """``run topic measure`` and the ``numbers`` columns (``value``; estimates add ``lo hi
+    coverage imputed``), one row per (run, topic, measure), with a header."""
+    header = ["run", "topic", "measure", *numbers]
     labels = [results[c].astype(str).tolist() for c in ("run", "query_id", "measure")]
     count = {m: _is_count(m) for m in set(labels[2])}  # once per measure, not per row
-    cells = [[_formatted(v, count[m]) for v, m in zip(
-        results[c].to_numpy(dtype=np.float64).tolist(), labels[2], strict=True)]
-        for c in numbers]
+    cells = [[_formatted(v, column == "value" and count[m]) for v, m in zip(
+        results[column].to_numpy(dtype=np.float64).tolist(), labels[2], strict=True)]
+        for column in numbers]
     lines = ["\t".join(header), *map("\t".join, zip(*labels, *cells, strict=True))]
     return "\n".join(lines) + "\n"
 
@@ -52,15 +58,14 @@ def _rows(results: pd.DataFrame, numbers: list[str]) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True))
 
 
-def to_json(results: pd.DataFrame, interval: bool = False) -> str:
+def to_json(results: pd.DataFrame, numbers: Sequence[str] = ("value",)) -> str:
     """``{run: {topic: {measure: value}}}``, as pytrec_eval nests results (topic ``all``:
-    the mean); with ``interval``, each value is ``{"value": v, "lo": l, "hi": h}`` (null
-    where no interval applies)."""
+    the mean); with more ``numbers`` than the value, each cell is ``{"value": v, "lo": l,
+    ...}`` (null where a number does not apply)."""
     nested: dict[str, dict[str, dict[str, Any]]] = {}
-    numbers = ["value", "lo", "hi"] if interval else ["value"]
-    for run, topic, measure, *values in _rows(results, numbers):
+    for run, topic, measure, *values in _rows(results, list(numbers)):
         cell: Any = values[0]
-        if interval:
+        if len(numbers) > 1:
             cell = {k: (None if math.isnan(v) else v) for k, v in zip(numbers, values,
                                                                        strict=True)}
         nested.setdefault(run, {}).setdefault(topic, {})[measure] = cell
@@ -84,16 +89,26 @@ def to_trec(results: pd.DataFrame) -> str:
 
 def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboard") -> None:
     """A readable table: runs ranked by the first measure's mean, four decimals; per-topic
-    rows (when present) listed under their run."""
+    rows (when present) listed under their run. Estimates show ``± half`` their interval,
+    their run's frame coverage, and ``*`` when more than half of the value is imputed."""
+    from sampleval.estimators.imputation import MOSTLY
+
     measures = list(dict.fromkeys(results["measure"]))
-    wide = results.pivot_table(index=["run", "query_id"], columns="measure", values="value",
-                               sort=False)[measures]
-    half = None
-    if "lo" in results.columns:
-        spread = results.assign(half=(results["hi"] - results["lo"]) / 2)
-        half = spread.pivot_table(index=["run", "query_id"], columns="measure", values="half",
-                                  sort=False, dropna=False).reindex(columns=measures)
-    means = wide.xs(MEAN_TOPIC, level="query_id")[measures[0]]
+
+    values = results.pivot_table(index=["run", "query_id"], columns="measure", values="value",
+                                 sort=False)[measures]
+
+    def wide(column: str) -> pd.DataFrame:
+        """Another column, aligned with ``values`` (NaN kept: no interval, say)."""
+        return results.pivot_table(index=["run", "query_id"], columns="measure",
+                                   values=column, sort=False, dropna=False,
+                                   aggfunc="first").reindex(index=values.index,
+                                                            columns=measures)
+
+    half = (wide("hi") - wide("lo")) / 2 if "lo" in results.columns else None
+    imputed = wide("imputed") if "imputed" in results.columns else None
+    coverage = wide("coverage")[measures[0]] if "coverage" in results.columns else None
+    means = values.xs(MEAN_TOPIC, level="query_id")[measures[0]]
     order = means.sort_values(ascending=False, kind="stable").index
     has_topics = (results["query_id"] != MEAN_TOPIC).any()
     table = Table(title=title, title_justify="left")
@@ -101,29 +116,42 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
     table.add_column("run")
     if has_topics:
         table.add_column("topic")
+    if coverage is not None:
+        table.add_column("coverage", justify="right")
     for m in measures:
         table.add_column(m, justify="right")
     for position, run in enumerate(order, start=1):
-        block = wide.loc[run]
+        block = values.loc[run]
         topics = [t for t in block.index if t != MEAN_TOPIC] + [MEAN_TOPIC]
         for topic in topics if has_topics else [MEAN_TOPIC]:
-            cells = [_cell(block.loc[topic, m], m, None if half is None else
-                           half.loc[(run, topic), m]) for m in measures]
+            key = (run, topic)
+            cells = [_cell(block.loc[topic, m], m,
+                           None if half is None else half.loc[key, m],
+                           imputed is not None and imputed.loc[key, m] > MOSTLY)
+                     for m in measures]
             lead = [str(position) if topic == MEAN_TOPIC else "", run]
-            table.add_row(*lead, *([topic] if has_topics else []), *cells)
+            lead += [topic] if has_topics else []
+            lead += [] if coverage is None else [f"{coverage.loc[key]:.0%}"]
+            table.add_row(*lead, *cells)
     console.print(table)
+    if imputed is not None and (imputed.to_numpy() > MOSTLY).any():
+        console.print(f"* more than {MOSTLY:.0%} of the value is the estimator's imputation")
 
 
-def _cell(value: float, measure: str, half: float | None = None) -> str:
-    """A value as the table shows it: four decimals (counts as integers), and ``± half``
-    the confidence interval's width when there is one."""
+def _cell(value: float, measure: str, half: float | None = None,
+          flagged: bool = False) -> str:
+    """A value as the table shows it: four decimals (counts as integers), ``± half`` the
+    confidence interval's width when there is one, ``*`` when ``flagged`` (mostly
+    imputed)."""
+    mark = "*" if flagged else ""
     if half is not None and not math.isnan(half):
-        return f"{value:.4f} ±{half:.4f}"
+        return f"{value:.4f} ±{half:.4f}{mark}"
     if _is_count(measure):
-        return str(int(value))
-    return f"{value:.4f}"
+        return str(int(value)) + mark
+    return f"{value:.4f}{mark}"
 
 
+@functools.cache
 def _is_count(measure: str) -> bool:
     """Exact counts print as integers; estimated ones (``inum_rel``, ``NumRel~ht``) do not."""
     try:

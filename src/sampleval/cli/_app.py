@@ -68,7 +68,8 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     return parser
 
 
-COMMAND_MODULES = ("evaluate", "estimate", "compare", "sample", "sample_eval")
+COMMAND_MODULES = ("evaluate", "estimate", "compare", "sample", "judge", "export",
+                   "sample_eval", "trec_eval")
 
 
 def build_parser() -> Parser:
@@ -180,6 +181,12 @@ def add_name_by(parser: argparse.ArgumentParser) -> None:
                              "automatically, with a warning")
 
 
+def add_output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the results to FILE instead of standard output (a file "
+                             "there is replaced, unless it is one of the command's inputs)")
+
+
 # -- work in the background ------------------------------------------------------------------
 
 @contextmanager
@@ -201,6 +208,58 @@ def start_reading_runs(args: argparse.Namespace) -> Any:
 
 
 # -- output -------------------------------------------------------------------------------------
+
+class Output:
+    """Where a command's results go: standard output, or the ``-o`` FILE, checked before
+    any work is done (a directory, a missing parent, one of the ``inputs`` or a file inside
+    an input directory is refused, one line) and written whole (to a temporary name, then
+    renamed)."""
+
+    def __init__(self, path: str | None, inputs: Sequence[str] = ()) -> None:
+        from pathlib import Path
+
+        from sampleval.errors import UsageError
+
+        self.path = None if path is None else Path(path)
+        if self.path is None:
+            return
+        if self.path.is_dir():
+            raise UsageError(f"{self.path}: is a directory; -o takes a file name")
+        if not self.path.parent.is_dir():
+            raise UsageError(f"{self.path}: no such directory {self.path.parent}")
+        target = self.path.resolve()
+        for given in map(Path, inputs):
+            inside = given.is_dir() and given.resolve() in target.parents
+            if inside or (self.path.exists() and given.exists() and self.path.samefile(given)):
+                raise UsageError(f"{self.path}: is one of the command's inputs, or inside one; "
+                                 "-o would overwrite it: write the results elsewhere")
+
+    def write(self, text: str) -> None:
+        if self.path is None:
+            sys.stdout.write(text)
+            return
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(self.path)
+
+    def console(self) -> Console:
+        """A console for tables: the terminal's width on a terminal, else wide and plain
+        (its text is collected; :meth:`write` it)."""
+        import io
+
+        from rich.console import Console
+
+        if self.path is None:
+            return stdout_console()
+        return Console(file=io.StringIO(), width=240, color_system=None)
+
+    def write_console(self, console: Console) -> None:
+        """Write what a :meth:`console` collected (a no-op for standard output)."""
+        import io
+
+        if self.path is not None and isinstance(console.file, io.StringIO):
+            self.write(console.file.getvalue())
+
 
 def stderr_is_terminal() -> bool:
     return sys.stderr.isatty()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
+from pathlib import Path
 
 from sampleval.cli._app import (
+    Output,
     add_command,
     add_depth,
     add_duplicates,
     add_name_by,
+    add_output,
     add_per_topic,
     add_rel_level,
     add_runs_argument,
@@ -17,8 +19,8 @@ from sampleval.cli._app import (
     check_stdin_once,
     split_names,
     stderr_is_terminal,
-    stdout_console,
 )
+from sampleval.errors import UsageError
 
 SAMPLE_FORMATS = ("auto", "sampleval", "qrels", "sample-qrels", "prels")
 FORMATS = ("table", "tsv", "json")
@@ -27,7 +29,18 @@ FORMATS = ("table", "tsv", "json")
 def add_commands(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "estimate", run,
                          "estimate measures from incomplete judgments, with confidence "
-                         "intervals")
+                         "intervals",
+                         "Estimate measures of the runs from a sample of judgments and the "
+                         "design that chose them, with confidence intervals.\n\n"
+                         "Every estimate also says how far it can be trusted: 'coverage' is "
+                         "the share of the run's top documents (to the sample's depth) "
+                         "inside the sample's frame (documents outside it count as not "
+                         "relevant, so a low coverage means an estimate biased low; below "
+                         "90% warns), and 'imputed' the share of the value that the "
+                         "estimator's smoothing guesses rather than measures (more than "
+                         "half: marked * and warned). Counts (NumRel~ht, inum_rel) are summed "
+                         "over topics, as trec_eval sums NumRel; the rest are averaged. See "
+                         "docs/estimating.md.")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="the judgments and their design: a sample directory written by "
                              "sampleval, NIST sampled qrels 'topic iter docno stratum rel', "
@@ -40,43 +53,63 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="an estimator's name: BASE~FAMILY (AP~ht, P@10~ht, nDCG@10~is) "
                              "or an established name (xinfAP, infNDCG, iP@10, infAP, statAP); "
                              "'sampleval methods' lists every family and its measures; repeat "
-                             "or separate with commas (default: by the sample's design)")
+                             "or separate with commas (default: AP, nDCG@10, P@10 and NumRel, "
+                             "each by the estimator measured most accurate on the sample's "
+                             "design)")
     parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
                         help="confidence level of the intervals (lo, hi)")
     add_per_topic(parser)
-    add_depth(parser)
+    add_depth(parser, "use only each run's top N documents per topic (default: the depth the "
+                      "sample was pooled at, recorded in its sample.json; another depth warns "
+                      "what it means)")
     add_rel_level(parser)
     parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
                         help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
                              "file is told by its columns")
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
-                        help="table: a readable leaderboard with ± half-intervals; tsv: header "
-                             "'run topic measure value lo hi' (lo, hi empty where no interval "
-                             "applies), the mean as topic 'all'; json: {run: {topic: "
-                             "{measure: {value, lo, hi}}}}")
+                        help="table: a readable leaderboard with ± half-intervals and each "
+                             "run's coverage; tsv: header 'run topic measure value lo hi "
+                             "coverage imputed' (lo, hi empty where no interval applies), the "
+                             "mean as topic 'all'; json: {run: {topic: {measure: {value, lo, "
+                             "hi, coverage, imputed}}}}")
+    add_output(parser)
     add_name_by(parser)
     add_duplicates(parser)
 
 
+def check_order(sample: str, runs: list[str]) -> None:
+    """A sample directory given among the runs means the arguments were swapped."""
+    for given in runs:
+        if (Path(given) / "sample.json").is_file() and not Path(sample).is_dir():
+            raise UsageError(f"{given}: a sample directory given as a run, while {sample} "
+                             "is not a sample directory: the sample comes first (sampleval "
+                             "estimate SAMPLE RUN...)")
+
+
 def run(args: argparse.Namespace) -> None:
-    from sampleval.estimators import default_estimates, estimate
+    from sampleval.estimators import SAMPLE_DEPTH, estimate
     from sampleval.evaluation import MEAN_TOPIC
     from sampleval.io import read_runs
     from sampleval.io.samples import load_sample
-    from sampleval.report import print_table, to_json, to_tsv
+    from sampleval.report import ESTIMATE_NUMBERS, print_table, to_json, to_tsv
 
     check_stdin_once(args.sample, args.runs)
+    check_order(args.sample, args.runs)
+    output = Output(args.output, [args.sample, *args.runs])
     judgments = load_sample(args.sample, args.sample_format)
-    names = split_names(args.measure) if args.measure else list(default_estimates(judgments))
+    names = split_names(args.measure) if args.measure else None
     loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
                        duplicates=args.duplicates)
-    results = estimate(judgments, loaded, names, depth=args.depth, level=args.rel_level,
-                       ci=args.ci)
+    results = estimate(judgments, loaded, names,
+                       depth=SAMPLE_DEPTH if args.depth is None else args.depth,
+                       level=args.rel_level, ci=args.ci, progress=stderr_is_terminal())
     if not args.per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
     if args.format == "table":
-        print_table(results, stdout_console(), title=f"Estimates ({args.ci:.0%} intervals)")
+        console = output.console()
+        print_table(results, console, title=f"Estimates ({args.ci:.0%} intervals)")
+        output.write_console(console)
     elif args.format == "tsv":
-        sys.stdout.write(to_tsv(results, interval=True))
+        output.write(to_tsv(results, ESTIMATE_NUMBERS))
     else:
-        sys.stdout.write(to_json(results, interval=True))
+        output.write(to_json(results, ESTIMATE_NUMBERS))

@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
 from sampleval.cli._app import (
+    Output,
     add_command,
     add_depth,
     add_duplicates,
     add_name_by,
+    add_output,
     add_per_topic,
     add_rel_level,
     add_runs_argument,
     check_stdin_once,
-    split_names,
     start_reading_runs,
-    stdout_console,
 )
-from sampleval.measures.names import DEFAULT_MEASURES
+from sampleval.measures.names import DEFAULT_MEASURES, measure_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,13 +31,19 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          "evaluate runs exactly against qrels, as trec_eval does")
     parser.add_argument("qrels", metavar="QRELS",
                         help="qrels file 'qid iter docno rel' (plain or .gz, or '-' for "
-                             "standard input); negative rel: pooled, not judged")
+                             "standard input; negative rel: pooled, not judged), or a sample "
+                             "directory of a deterministic design (depth-k, mtf, mab: its "
+                             "judgments are exact; a sample drawn at random is refused: "
+                             "estimate it instead)")
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", action="append", metavar="MEASURE",
-                        help="measure to compute, ir_measures style (AP, P@10, R@100, Rprec, "
-                             "nDCG, nDCG@20, RR, Bpref, Judged@10, NumRel, NumRet, NumRelRet; "
-                             "parameters like AP(rel=2)); trec_eval names (map, P_10, "
-                             "ndcg_cut_20) also work; repeat or separate with commas "
+                        help="measure to compute, ir_measures style (AP, P@10, nDCG@20, "
+                             "AP(rel=2), P@10(rel=2), nDCG(gains={1:1,2:3})); trec_eval names "
+                             "(map, P_10, ndcg_cut_20) also work, in any case when "
+                             "unambiguous; repeat or separate with commas. Measures: "
+                             f"{', '.join(measure_names())} (docs/trec_eval.md describes "
+                             "them; prefs_* read the qrels as preferences, *_avgjg the qrels' "
+                             "second column as judgment groups) "
                              f"(default: {', '.join(DEFAULT_MEASURES)})")
     add_per_topic(parser)
     add_depth(parser)
@@ -55,6 +60,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "value', one row per (run, topic, measure), the mean as topic "
                              "'all'; json: {run: {topic: {measure: value}}}; trec: "
                              "trec_eval's text output")
+    add_output(parser)
     add_name_by(parser)
     add_duplicates(parser)
 
@@ -62,29 +68,32 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> None:
     from sampleval.measures.names import parse_measures
 
-    measures = parse_measures(split_names(args.measure or list(DEFAULT_MEASURES)))
+    measures = parse_measures(args.measure or list(DEFAULT_MEASURES))
     check_stdin_once(args.qrels, args.runs)
+    output = Output(args.output, [args.qrels, *args.runs])
     with start_reading_runs(args) as reading:  # the runs load while pandas and numba import
         from sampleval.core._kernels import load_compiled
         from sampleval.evaluation import MEAN_TOPIC, evaluate
-        from sampleval.io.qrels import read_qrels
+        from sampleval.inputs import as_qrels
 
         load_compiled()
-        judgments = read_qrels(args.qrels)
+        judgments = as_qrels(args.qrels)
         loaded = reading.result()
     results = evaluate(judgments, loaded, measures, depth=args.depth, rel_level=args.rel_level,
                        all_topics=args.all_topics, judged_only=args.judged_only)
     if not args.per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
-    emit(results, args.format)
+    emit(results, args.format, output)
 
 
-def emit(results: pd.DataFrame, output_format: str) -> None:
-    """Print exact results in one of :data:`FORMATS`."""
+def emit(results: pd.DataFrame, output_format: str, output: Output) -> None:
+    """Write exact results in one of :data:`FORMATS`."""
     from sampleval.report import print_table, to_json, to_trec, to_tsv
 
     if output_format == "table":
-        print_table(results, stdout_console())
+        console = output.console()
+        print_table(results, console)
+        output.write_console(console)
     else:
         writer = {"tsv": to_tsv, "json": to_json, "trec": to_trec}[output_format]
-        sys.stdout.write(writer(results))
+        output.write(writer(results))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from sampleval.cli._app import (
     add_command,
@@ -18,29 +19,50 @@ from sampleval.cli._app import (
 )
 from sampleval.errors import UsageError
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sampleval.core.sample import Sample
+    from sampleval.selection import Selector
+    from sampleval.selection.base import Oracle
+
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "sample", run_sample,
-                         "choose documents to judge with a selection method, judged by qrels, "
-                         "and save the sample with its design")
+                         "choose documents to judge with a selection method: list them for "
+                         "judging in any tool, or simulate the judging with qrels",
+                         "Choose documents to judge with a selection method and keep the "
+                         "design that chose them, so that 'sampleval estimate' can estimate "
+                         "from the judgments without bias.\n\n"
+                         "Without --qrels, the documents to judge are listed in "
+                         "SAMPLE/to-judge.tsv (topic, docno, stratum, inclusion); judge them "
+                         "in any tool and import the labels with 'sampleval judge SAMPLE "
+                         "JUDGMENTS', which lists the next batch for methods that adapt to the "
+                         "labels. With --qrels, the qrels answer for the assessor (a "
+                         "simulation) and the finished sample is written at once. See "
+                         "docs/judging.md.")
     parser.add_argument("method", metavar="METHOD",
                         help="selection method, e.g. strata, stratified, active, uniform (all "
                              "of them: 'sampleval methods')")
     add_runs_argument(parser)
-    parser.add_argument("--qrels", required=True, metavar="ORACLE",
-                        help="qrels 'qid iter docno rel' that answer for the assessor "
-                             "(simulation; '-' reads standard input); a document they do not "
-                             "judge counts as not relevant")
+    parser.add_argument("--qrels", metavar="ORACLE",
+                        help="simulate the judging: qrels 'qid iter docno rel' answer for the "
+                             "assessor ('-' reads standard input; a document they do not "
+                             "judge counts as not relevant); without it, the documents are "
+                             "listed for judging")
     parser.add_argument("-o", "--output", required=True, metavar="SAMPLE",
-                        help="directory to write the sample to: sample.json and its tables "
-                             "(docs/sample-format.md), read by 'sampleval estimate'")
+                        help="a new (or empty) directory to write the sample to: sample.json "
+                             "and its tables (docs/sample-format.md), and the documents to "
+                             "judge; an existing file or a directory holding anything is "
+                             "refused")
     budget = parser.add_mutually_exclusive_group(required=True)
     budget.add_argument("-n", "--budget", type=positive_int, metavar="N",
                         help="judge N documents per topic (all of a smaller pool)")
     budget.add_argument("-r", "--rate", type=rate, metavar="R",
                         help="judge a fraction R in (0, 1] of each topic's pool, rounded up")
     parser.add_argument("-M", "--depth", type=positive_int, metavar="K",
-                        help="pool each run's top K documents per topic (trec_eval order); "
+                        help="pool each run's top K documents per topic (trec_eval order), "
+                             "recorded as the sample's depth, which 'estimate' then uses; "
                              "default: all they retrieved")
     parser.add_argument("-s", "--seed", type=int, metavar="S",
                         help="seed of the random draws; default: a fresh one, recorded in "
@@ -48,10 +70,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
                         help="a parameter of the method (see 'sampleval methods'), e.g. "
                              "strategy=2strata or k=10; repeat for several")
+    parser.add_argument("-b", "--batch", type=positive_int, metavar="N",
+                        help="documents per topic handed out at a time (default: as many as "
+                             "the method can before it needs labels: the whole plan for "
+                             "strata, uniform, stratified, depth-k and importance, a round "
+                             "for active and dynamic, one for mtf and mab; more makes an "
+                             "adaptive method adapt less often)")
     target = parser.add_argument_group(
         "judging until confident (docs/confident.md)",
         "With --target, the budget (-n/-r) is each topic's ceiling, which the method's design "
-        "is laid out for; judging stops once every targeted run's interval is narrow enough.")
+        "is laid out for; judging stops once every targeted run's interval is narrow enough; "
+        "--batch is the allocation step (default 5).")
     target.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
                         help="stop when the 95%% half-width of every run's mean over topics "
                              "is at most HALF_WIDTH, e.g. AP:0.01 or AP~ht:0.02; each next "
@@ -65,8 +94,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     target.add_argument("--start", type=positive_int, default=20, metavar="N",
                         help="judgments per topic before allocating (more where the design "
                              "needs more to reach every stratum)")
-    target.add_argument("--batch", type=positive_int, default=5, metavar="N",
-                        help="documents per allocation step")
     add_name_by(parser)
     add_duplicates(parser)
     add_command(commands, "methods", run_methods,
@@ -82,9 +109,10 @@ def run_sample(args: argparse.Namespace) -> None:
     import numpy as np
 
     from sampleval.core.pool import Pool
-    from sampleval.io import read_qrels, read_runs
+    from sampleval.core.sample import check_new_directory
+    from sampleval.io import expand_run_paths, read_qrels, read_runs
     from sampleval.params import resolve
-    from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+    from sampleval.selection import METHODS, Budget, qrels_oracle
 
     cls = METHODS[args.method]
     params: dict[str, str] = {}
@@ -99,58 +127,129 @@ def run_sample(args: argparse.Namespace) -> None:
         from sampleval.confident import Target
 
         target = Target.parse(args.target, args.target_run)
+        if args.qrels is None:
+            raise UsageError("--target judges with --qrels (a simulation); a campaign's "
+                             "target is not offered on the command line yet")
     elif args.target_run or args.ceiling:
         raise UsageError("--target-run and --ceiling apply only with --target")
-    check_stdin_once(args.qrels, args.runs)
-    oracle = qrels_oracle(read_qrels(args.qrels))
-    loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
+    check_new_directory(args.output)
+    check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs)
+    files = expand_run_paths(args.runs)
+    if args.qrels is None:
+        from sampleval.judging import check_run_files
+
+        check_run_files(files)
+    oracle = None if args.qrels is None else read_qrels(args.qrels)
+    loaded = read_runs(files, name_by=args.name_by, progress=stderr_is_terminal(),
                        duplicates=args.duplicates)
     seed = args.seed
     if seed is None:
         seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     selector = cls(Pool.from_runs(loaded, depth=args.depth), Budget(args.budget, args.rate),
                    np.random.default_rng(seed), **params)
+    if oracle is None:
+        from sampleval.judging import TO_JUDGE, read_to_judge, start
+
+        progress = start(args.output, files, selector, args.batch, args.name_by,
+                         meta={"seed": seed}, duplicates=args.duplicates)
+        listed = read_to_judge(progress.directory)
+        sys.stdout.write(f"{args.method}: {_counts(listed['topic'], 'to judge')}, listed in "
+                         f"{progress.directory / TO_JUDGE} (topic, docno, stratum, "
+                         "inclusion); judge them in any tool, then import the labels (a qrels "
+                         f"file 'topic iter docno rel') with: sampleval judge {args.output} "
+                         "JUDGMENTS\n")
+        return
     reached = ""
     if target is None:
-        result = simulate(selector, oracle).sample()
+        result = _simulated(selector, qrels_oracle(oracle), args.batch)
     else:
         from sampleval.confident import ConfidentJudging
 
         status = ConfidentJudging(selector, target, ceiling=args.ceiling, start=args.start,
-                                  batch=args.batch).run(oracle)
+                                  batch=args.batch or 5).run(qrels_oracle(oracle))
         result = selector.sample()
         reached = (f"; target {target.measure}:{target.half_width}: {status.reason}, widest "
                    f"half-width {status.widest:.4f}")
     result = replace(result, meta={**result.meta, "seed": seed})
     result.save(args.output)
     judged = result.judged()
-    per_topic = judged.groupby("query_id").size().reindex(result.topics, fill_value=0)
     relevant = int((judged["relevance"] > 0).sum())
+    sys.stdout.write(f"{args.method}: {_counts(judged['query_id'], 'judged', result.topics)}"
+                     f", {relevant} relevant found{reached}; sample written to "
+                     f"{args.output}\n")
+
+
+def _counts(topics: pd.Series, what: str, every: list[str] | None = None) -> str:
+    """``T topics, N WHAT (lo-hi per topic)`` for a column of topics."""
+    per_topic = topics.value_counts()
+    if every is not None:
+        per_topic = per_topic.reindex(every, fill_value=0)
     low, high = (per_topic.min(), per_topic.max()) if len(per_topic) else (0, 0)
-    sys.stdout.write(f"{args.method}: {len(per_topic)} topics, {len(judged)} judged "
-                     f"({low}-{high} per topic), {relevant} relevant found{reached}; sample "
-                     f"written to {args.output}\n")
+    return f"{len(per_topic)} topics, {int(per_topic.sum())} {what} ({low}-{high} per topic)"
+
+
+def _simulated(selector: Selector, oracle: Oracle, batch: int | None) -> Sample:
+    """The sample of ``selector`` judged by ``oracle``, with a progress bar over the topics
+    on a terminal."""
+    from sampleval.progress import steps
+    from sampleval.selection import simulate
+
+    seen: set[str] = set()
+    with steps(len(selector.pool.topics), f"{selector.name}: judging",
+               stderr_is_terminal()) as step:
+
+        def answer(topic: str, docnos: list[str]) -> dict[str, float]:
+            if topic not in seen:
+                seen.add(topic)
+                step(f"{selector.name}: judging topic {topic}")
+            return oracle(topic, docnos)
+
+        return simulate(selector, answer, batch=batch).sample()
 
 
 def run_methods(args: argparse.Namespace) -> None:
+    import shutil
+    import textwrap
+
+    from sampleval.estimators import DEFAULT_MEASURES
     from sampleval.estimators.family import FAMILIES
+    from sampleval.estimators.names import estimator_for
     from sampleval.selection import METHODS
 
-    lines = ["Selection methods (sampleval sample METHOD ... --param NAME=VALUE)", ""]
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+
+    def entry(head: str, body: str = "", indent: int = 6) -> str:
+        """``head: body`` wrapped to the width, continued lines indented under it."""
+        text = f"{head}: {body}" if body else head
+        return textwrap.fill(text, width, initial_indent=" " * indent,
+                             subsequent_indent=" " * (indent + 4),
+                             break_on_hyphens=False, break_long_words=False)
+
+    def defaults(design: str) -> str:
+        chosen = [estimator_for(base, cut, design) for base, cut in DEFAULT_MEASURES]
+        names = [spec.name for spec in chosen if spec is not None]
+        return ", ".join(names) or "none"
+
+    lines = ["Selection methods (sampleval sample METHOD RUN... --param NAME=VALUE)", ""]
     for name, cls in METHODS.items():
-        families = ", ".join(cls.estimator_families()) or (
-            "none (exact measures on the judged documents)")
+        lines.append(entry(name, cls.summary, indent=2))
         unit = "" if cls.budget_unit == "judgments" else f"; the budget counts {cls.budget_unit}"
-        lines += [f"  {name}: {cls.summary}",
-                  f"      design: {cls.design}; estimators: {families}{unit}"]
-        lines += [f"      {p.name} ({p.type.__name__}): {p.describe()}" for p in cls.parameters]
+        if cls.design == "pooled":
+            lines.append(entry("design", "pooled (deterministic): its judgments are exact, "
+                                         "evaluate them with 'sampleval evaluate SAMPLE RUN...'"
+                                         f"{unit}"))
+        else:
+            lines.append(entry("design", cls.design + unit))
+            lines.append(entry("estimator families", ", ".join(cls.estimator_families())))
+            lines.append(entry("estimated by default", defaults(cls.design)))
+        lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]
         lines.append("")
-    lines += ["Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "
-              "NAME(OPTION=VALUE), e.g. xinfAP(var=appendix))", ""]
+    lines += [entry("Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "
+                    "NAME(OPTION=VALUE), e.g. xinfAP(var=appendix))", indent=0), ""]
     for name, family in FAMILIES.items():
-        lines += [f"  {name}: {family.title} ({family.reference})",
-                  f"      measures: {', '.join(family.measure_names())}",
-                  f"      designs: {', '.join(family.designs)}"]
-        lines += [f"      option {line}" for line in family.option_lines()]
+        lines += [entry(name, f"{family.title} ({family.reference})", indent=2),
+                  entry("measures", ", ".join(family.measure_names())),
+                  entry("designs", ", ".join(family.designs))]
+        lines += [entry(f"option {line}") for line in family.option_lines()]
         lines.append("")
     sys.stdout.write("\n".join(lines))

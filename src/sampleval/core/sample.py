@@ -21,14 +21,19 @@ designs) and its first-order inclusion probability pi_i. Designs:
 ``pooled``            a deterministic choice (depth-k, MTF, bandits): judged documents have
                       pi = 1, and only estimators that assume nothing else apply.
 
-Saved as a directory readable without sampleval: ``sample.json`` (format name, version,
-design, free metadata) and TSV tables with a header line (``frame.tsv`` always; ``draws.tsv``,
-``rounds.tsv``, ``round_probs.tsv`` when the design has them).
+Saved as a directory readable without sampleval (docs/sample-format.md): ``sample.json``
+(format name, version, design, free metadata) and one Parquet file per table (``frame``
+always; ``draws``, ``rounds``, ``round_probs`` when the design has them), which pandas,
+pyarrow, polars, DuckDB or R's arrow read directly. Version 1 directories (the same tables as
+tab-separated text) are still read.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -36,13 +41,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import sort_topics
 from sampleval.errors import InputError, UsageError
 
 FORMAT_NAME = "sampleval-sample"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)
+HEADER = "sample.json"
 DESIGNS = ("census", "stratified", "poisson", "inclusion", "with-replacement", "importance",
            "pooled")
 _TABLES = {
@@ -51,6 +60,8 @@ _TABLES = {
     "rounds": ["query_id", "round", "size"],
     "round_probs": ["query_id", "round", "doc_id", "probability"],
 }
+_TEXT = ("query_id", "doc_id", "stratum")
+_INTEGER = ("round", "size")
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,22 @@ class Sample:
     def __post_init__(self) -> None:
         if self.design not in DESIGNS:
             raise UsageError(f"unknown design {self.design!r} (one of {', '.join(DESIGNS)})")
+
+    def __repr__(self) -> str:
+        """A one-line summary: design, method, topics, frame and judged documents, tables."""
+        judged = self.frame["relevance"].notna()
+        relevant = int((self.frame["relevance"] > 0).sum())
+        method = self.meta.get("method") or self.meta.get("from")
+        parts = [f"design={self.design!r}"] + ([f"method={method!r}"] if method else []) + [
+            f"{len(self.topics)} topics", f"{len(self.frame)} frame documents",
+            f"{int(judged.sum())} judged ({relevant} relevant)"]
+        if "pool_depth" in self.meta:
+            depth = self.meta["pool_depth"]
+            parts.append(f"pool depth {'all' if depth is None else depth}")
+        tables = [name for name in _TABLES if getattr(self, name) is not None]
+        return f"Sample({', '.join(parts)}; tables: {', '.join(tables)})"
+
+    __str__ = __repr__
 
     @property
     def topics(self) -> list[str]:
@@ -219,40 +246,131 @@ class Sample:
     # -- persistence ------------------------------------------------------------------------
 
     def save(self, directory: str | PathLike[str]) -> Path:
-        """Write the sample as a directory (``sample.json`` and TSV tables); return it."""
+        """Write the sample as a new directory (``sample.json`` and Parquet tables) and return
+        it. The directory must not exist or be empty (UsageError otherwise): a sample is
+        never written over another one. It appears whole or not at all."""
         out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
+        check_new_directory(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would hide the sample from others
+        try:
+            self.write(tmp)
+            os.replace(tmp, out)  # onto an absent or empty directory
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return out
+
+    def write(self, directory: str | PathLike[str], extra: dict[str, Any] | None = None
+              ) -> None:
+        """Write (or rewrite) the sample's files in an existing directory: each table to a
+        temporary name then renamed, the header last (with ``extra`` header fields), and the
+        table files of an earlier version of the sample that this one lacks removed."""
+        out = Path(directory)
         tables = {name: getattr(self, name) for name in _TABLES
                   if getattr(self, name) is not None}
         for name, table in tables.items():
-            tmp = out / f"{name}.tsv.tmp"
-            table[_TABLES[name]].to_csv(tmp, sep="\t", index=False, float_format="%.17g",
-                                        na_rep="")
-            tmp.replace(out / f"{name}.tsv")
+            tmp = out / f".{name}.parquet.tmp"
+            pq.write_table(_arrow(table, _TABLES[name]), tmp, compression="zstd",
+                           compression_level=9, use_dictionary=list(_TEXT),
+                           use_byte_stream_split=["relevance", "inclusion", "probability"])
+            tmp.replace(out / f"{name}.parquet")
         header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "design": self.design,
-                  "tables": sorted(tables), "meta": self.meta}
-        (out / "sample.json").write_text(json.dumps(header, indent=1) + "\n")
-        return out
+                  "tables": sorted(tables), "meta": self.meta, **(extra or {})}
+        tmp = out / f".{HEADER}.tmp"
+        tmp.write_text(json.dumps(header, indent=1) + "\n")
+        tmp.replace(out / HEADER)
+        for name in _TABLES.keys() - tables.keys():
+            for stale in (out / f"{name}.parquet", out / f"{name}.tsv"):
+                stale.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, directory: str | PathLike[str]) -> Sample:
-        """Read a sample saved by :meth:`save`."""
+        """Read a sample written by :meth:`save` (format version 2, Parquet tables) or by
+        sampleval before it (version 1, TSV tables)."""
+        header = read_header(directory)
         path = Path(directory)
-        header_path = path / "sample.json"
-        try:
-            header = json.loads(header_path.read_text())
-        except FileNotFoundError:
-            raise InputError(header_path, None, "no such file (not a sample directory)") from None
-        except json.JSONDecodeError as exc:
-            raise InputError(header_path, exc.lineno, f"not JSON: {exc.msg}") from None
-        if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
-            raise InputError(header_path, None, f"not a {FORMAT_NAME} version "
-                                                f"{FORMAT_VERSION} header")
-        tables: dict[str, Any] = {name: _read_tsv(path / f"{name}.tsv", _TABLES[name])
-                                  for name in header.get("tables", [])}
+        version = header["version"]
+        tables = {name: (_read_tsv(path / f"{name}.tsv", _TABLES[name]) if version == 1 else
+                         _read_parquet(path / f"{name}.parquet", _TABLES[name]))
+                  for name in header.get("tables", []) if name in _TABLES}
         if "frame" not in tables:
-            raise InputError(header_path, None, "the header lists no frame table")
-        return cls(design=header["design"], meta=header.get("meta", {}), **tables)
+            raise InputError(path / HEADER, None, "the header lists no frame table")
+        return cls(design=header["design"], frame=tables["frame"], draws=tables.get("draws"),
+                   rounds=tables.get("rounds"), round_probs=tables.get("round_probs"),
+                   meta=header.get("meta", {}))
+
+
+def read_header(directory: str | PathLike[str]) -> dict[str, Any]:
+    """A sample directory's ``sample.json`` (InputError when it is missing or not a
+    sampleval sample header of a version this sampleval reads)."""
+    path = Path(directory)
+    header_path = path / HEADER
+    if not path.is_dir():
+        what = "no such directory" if not path.exists() else "not a directory"
+        raise InputError(path, None, f"{what} (a sample directory holds {HEADER})")
+    try:
+        header = json.loads(header_path.read_text())
+    except FileNotFoundError:
+        raise InputError(header_path, None, "no such file (not a sample directory)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(header_path, exc.lineno, f"not JSON: {exc.msg}") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME or header.get(
+            "version") not in READ_VERSIONS:
+        raise InputError(header_path, None, f"not a {FORMAT_NAME} header of version "
+                                            f"{' or '.join(map(str, READ_VERSIONS))}")
+    return header
+
+
+def pending_count(header: dict[str, Any]) -> int:
+    """How many proposed documents a sample directory's header says await a label (judging
+    outside sampleval, :mod:`sampleval.judging`; 0 for a finished sample)."""
+    judging = header.get("judging")
+    return int(judging.get("pending", 0)) if isinstance(judging, dict) else 0
+
+
+def check_new_directory(directory: str | PathLike[str]) -> None:
+    """Refuse, as one UsageError, a target for a new sample that is a file, or a directory
+    that holds anything (another sample above all)."""
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{path}: exists and is not a directory; a sample is written to a new "
+                         "directory: choose another name")
+    if path.is_dir() and any(path.iterdir()):
+        what = "holds a sample already" if (path / HEADER).exists() else "is not empty"
+        raise UsageError(f"{path}: {what}; a sample is written to a new or empty directory "
+                         "(nothing there is overwritten): choose another name")
+
+
+def _arrow(table: pd.DataFrame, columns: list[str]) -> pa.Table:
+    """A table's columns with fixed types: text, int64 or float64."""
+    arrays = {}
+    for column in columns:
+        values = table[column]
+        if column in _TEXT:
+            arrays[column] = pa.array(values.astype(str).to_numpy(dtype=object),
+                                      type=pa.string())
+        elif column in _INTEGER:
+            arrays[column] = pa.array(values.to_numpy(dtype=np.int64))
+        else:
+            arrays[column] = pa.array(values.to_numpy(dtype=np.float64), from_pandas=True)
+    return pa.table(arrays)
+
+
+def _read_parquet(path: Path, columns: list[str]) -> pd.DataFrame:
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, None, f"cannot read the sample table: {exc}") from None
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise InputError(path, None, f"lacks the column(s) {', '.join(missing)}")
+    return table.select(columns).to_pandas()
 
 
 def _sampled_strata(labels: np.ndarray, judged: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sampleval.core.qrels import Qrels
 from sampleval.errors import InputError
 
 DOCUMENTS_FILE = "cran.all.1400"
@@ -127,8 +128,9 @@ def _parse_qrel(path: Path, number: int, line: str) -> tuple[str, str, int]:
     return str(query), str(doc), code
 
 
-def read_qrels(directory: str | PathLike[str]) -> pd.DataFrame:
-    """Read ``cranqrel``: columns ``query_id, doc_id, relevance`` (graded, higher is better).
+def read_qrels(directory: str | PathLike[str]) -> Qrels:
+    """Read ``cranqrel`` as :class:`Qrels` (as ``sampleval.io.read_qrels`` gives them):
+    ``query_id, doc_id, relevance`` graded, higher is better.
 
     Cleverdon's code c (1 = complete answer ... 4 = minimum interest, 5 = no interest)
     becomes grade ``5 - c``: 4 = complete answer ... 1 = minimum interest, 0 = no interest.
@@ -151,4 +153,5 @@ def read_qrels(directory: str | PathLike[str]) -> pd.DataFrame:
         raise InputError(path, None, "no relevance judgments found")
     frame = pd.DataFrame(judged, columns=["query_id", "doc_id", "relevance"])
     best = frame.groupby(["query_id", "doc_id"], sort=False)["relevance"].idxmax()
-    return frame.loc[best.sort_values()].reset_index(drop=True)
+    return Qrels.from_frame(frame.loc[best.sort_values()].reset_index(drop=True),
+                            source=str(path))

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from sampleval.core.run import Run
 from sampleval.datasets.cranfield import read_documents, read_queries
 from sampleval.errors import UsageError
 
@@ -183,7 +184,9 @@ def rank(
     return _top(scores, doc_ids, query_ids, depth)
 
 
-def cranfield_runs(directory: str | PathLike[str], depth: int = 100) -> dict[str, pd.DataFrame]:
-    """One run per model in ``MODELS`` over the Cranfield collection, keyed ``cran-<model>``."""
+def cranfield_runs(directory: str | PathLike[str], depth: int = 100) -> list[Run]:
+    """One :class:`Run` per model in ``MODELS`` over the Cranfield collection, named
+    ``cran-<model>`` (as ``sampleval.io.read_runs`` gives runs)."""
     documents, queries = read_documents(directory), read_queries(directory)
-    return {f"cran-{model}": rank(documents, queries, model, depth) for model in MODELS}
+    return [Run.from_frame(rank(documents, queries, model, depth), f"cran-{model}",
+                           source=str(directory)) for model in MODELS]

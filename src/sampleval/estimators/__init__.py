@@ -2,78 +2,263 @@
 
 The families declare themselves in their own modules (:mod:`.family`); the registry
 :data:`~sampleval.estimators.family.FAMILIES` lists them (``sampleval methods`` prints them).
+
+Besides the estimate and its interval, every row says how far it can be trusted
+(docs/estimating.md):
+
+- ``coverage``: the share of the run's top documents (to the estimation depth) that lie inside
+  the sample's frame. Documents outside it count as not relevant, so a run the frame does not
+  cover (it did not contribute to the pool, or the sample was pooled from other runs) is
+  estimated low; :data:`MIN_COVERAGE` triggers a warning;
+- ``imputed``: the share of the value that the estimator's smoothing constants make up rather
+  than judgments (:mod:`.imputation`); a value more than half imputed is flagged.
+
+The estimation depth defaults to the depth the sample was pooled at (``meta.pool_depth``),
+so that the runs are cut where the frame was; another depth warns what it means.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from sampleval.aggregation import topic_sums
 from sampleval.core.pool import Pool
-from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, topic_views
-from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
+from sampleval.estimators.family import FAMILIES, ImputedShare
+from sampleval.estimators.imputation import MOSTLY
 from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
+
+if TYPE_CHECKING:
+    from sampleval.inputs import RunsLike, SampleLike
 
 # the plain measures `sampleval estimate` estimates when none is named, each with the
 # estimator its sample's design prefers (names.estimator_for)
 DEFAULT_MEASURES: tuple[tuple[str, int | None], ...] = (
     ("AP", None), ("nDCG", 10), ("P", 10), ("NumRel", None))
 
-__all__ = ["MEAN_TOPIC", "default_estimates", "estimate"]
+RESULT_COLUMNS = [*COLUMNS, "coverage", "imputed"]
+MIN_COVERAGE = 0.9
+"""A run whose mean frame coverage is below this gets a warning."""
+COVERAGE_DEPTH = 100
+"""The depth coverage is measured at when neither the sample nor the caller gives one."""
+SAMPLE_DEPTH = "sample"
+"""``estimate(depth=SAMPLE_DEPTH)``: the depth the sample was pooled at (the default)."""
+
+__all__ = ["DEFAULT_MEASURES", "MEAN_TOPIC", "MIN_COVERAGE", "RESULT_COLUMNS",
+           "default_estimates", "estimate"]
 
 
 def default_estimates(sample: Sample) -> tuple[str, ...]:
     """The measures estimated by default for ``sample``: each of :data:`DEFAULT_MEASURES` by
-    the estimator its design prefers, with trec_eval's infAP first when every topic is one
-    uniformly sampled stratum (infAP's own design)."""
+    the estimator its design prefers (the families' declarations: ``designs`` preferences and
+    ``Base.penalty``, chosen by the accuracy measured with
+    ``python -m sampleval.experiments.default_estimates``)."""
     if sample.design == "pooled":
         raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
-                         "evaluate its judgments exactly with 'sampleval evaluate' instead")
+                         "its judged documents are evaluated exactly, with 'sampleval "
+                         "evaluate SAMPLE RUN...'")
     specs = [estimator_for(base, cut, sample.design) for base, cut in DEFAULT_MEASURES]
     names = [s.name for s in specs if s is not None]
     if not names:
         raise UsageError(f"no estimator is available for a {sample.design} sample; "
                          "name one with --measure")
-    uniform = sample.design in ("stratified", "census") and (
-        sample.frame.groupby("query_id")["stratum"].nunique().max() <= 1)
-    return tuple(dict.fromkeys((["infAP"] if uniform else []) + names))
+    return tuple(dict.fromkeys(names))
 
 
-def estimate(sample: Sample, runs: Sequence[Run], measures: Sequence[str], *,
-             depth: int | None = None, level: float = 1, ci: float = 0.95) -> pd.DataFrame:
-    """Estimate ``measures`` for ``runs`` from ``sample``.
+def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None = None, *,
+             depth: int | str | None = SAMPLE_DEPTH, level: float = 1, ci: float = 0.95,
+             progress: bool = False) -> pd.DataFrame:
+    """Estimate ``measures`` (default: :func:`default_estimates`) for ``runs`` from
+    ``sample``.
 
-    Returns columns ``run, query_id, measure, value, lo, hi`` (``lo``/``hi``: the ``ci``
-    confidence interval, NaN where the estimator gives none); the mean over the topics each
-    run retrieved for has ``query_id == "all"``. Only topics the sample has are estimated.
+    ``sample``: a :class:`Sample` or a path :func:`sampleval.io.samples.load_sample` reads;
+    ``runs``: a Run, a list of Runs, a DataFrame (ir_measures columns ``query_id, doc_id,
+    score``, and ``run`` for several runs), or paths of run files, directories or globs.
+    ``depth``: each run's top ``depth`` documents per topic; by default the depth the sample
+    was pooled at (``sample.meta["pool_depth"]``; all documents when it records none), and
+    another depth warns what it means (None: all documents).
+
+    Returns columns ``run, query_id, measure, value, lo, hi, coverage, imputed``: ``lo``/
+    ``hi`` the ``ci`` confidence interval (NaN where the estimator gives none); ``coverage``
+    the share of the run's top documents inside the sample's frame; ``imputed`` the share of
+    the value that is the estimator's imputation. ``query_id == "all"`` holds each run's
+    mean over the topics it retrieved for (the sum for counts such as NumRel~ht). Only
+    topics the sample has are estimated. ``progress`` shows a bar on standard error.
     """
+    from sampleval.inputs import as_runs, as_sample
+    from sampleval.progress import steps
+
+    sample = as_sample(sample)
+    loaded = as_runs(runs)
     if not 0 < ci < 1:
         raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
-    specs = list(dict.fromkeys(parse_estimate(m) for m in measures))
+    names = list(default_estimates(sample) if measures is None else measures)
+    specs = list(dict.fromkeys(parse_estimate(m) for m in names))
     for spec in specs:
         family = FAMILIES[spec.family]
         if sample.design not in family.designs:
             raise UsageError(f"{spec.name} needs a {' or '.join(family.designs)} sample, "
                              f"not a {sample.design} one")
-    run_names = tuple(r.name for r in runs)
+    depth = _depth(sample, depth)
+    run_names = tuple(r.name for r in loaded)
     pools: dict[type[np.floating], Pool] = {}
     frames = []
-    for name in dict.fromkeys(s.family for s in specs):
-        family = FAMILIES[name]
-        if family.score_type not in pools:
-            pools[family.score_type] = Pool.from_runs(runs, depth=depth, topics=sample.topics,
-                                                      score_type=family.score_type)
-        views = topic_views(pools[family.score_type], sample)
-        if not views:
-            raise UsageError("the sample and the runs have no topic in common")
-        mine: list[EstimateSpec] = [s for s in specs if s.family == name]
-        frames.append(family.compute(run_names, views, sample, mine, level, ci))
+    views: list[TopicView] = []
+    families = list(dict.fromkeys(s.family for s in specs))
+    with steps(len(families), "estimating", progress) as step:
+        for name in families:
+            family = FAMILIES[name]
+            mine: list[EstimateSpec] = [s for s in specs if s.family == name]
+            step(f"estimating {', '.join(s.name for s in mine)}")
+            if family.score_type not in pools:
+                pools[family.score_type] = Pool.from_runs(
+                    loaded, depth=depth, topics=sample.topics, score_type=family.score_type)
+            views = topic_views(pools[family.score_type], sample)
+            if not views:
+                raise UsageError("the sample and the runs have no topic in common")
+            rows = family.compute(run_names, views, sample, mine, level, ci)
+            frames.append(_with_imputed(rows, family.imputed, views, sample, mine, level,
+                                        run_names))
     order = {s.name: i for i, s in enumerate(specs)}
-    out = pd.concat(frames, ignore_index=True)[COLUMNS]
-    return out.sort_values("measure", key=lambda m: m.map(order), kind="stable").reset_index(
+    out = pd.concat(frames, ignore_index=True)
+    out = out.sort_values("measure", key=lambda m: m.map(order), kind="stable").reset_index(
         drop=True)
+    coverage_depth = depth if depth is not None else (
+        None if "pool_depth" in sample.meta else COVERAGE_DEPTH)
+    per_topic = frame_coverage(views, coverage_depth, _strata_bound(sample))
+    present = _present(views, len(run_names))
+    overall = topic_sums(per_topic, present) / np.maximum(present.sum(axis=0), 1)
+    out["coverage"] = _cells(out, views, run_names, per_topic, overall)
+    _warn_coverage(run_names, overall, coverage_depth)
+    _warn_imputed(out, sample.design)
+    return out[RESULT_COLUMNS]
+
+
+def _depth(sample: Sample, depth: int | str | None) -> int | None:
+    """The estimation depth: the sample's pool depth unless another is given (with a
+    warning saying what the other depth means)."""
+    recorded = "pool_depth" in sample.meta
+    pool_depth = sample.meta.get("pool_depth")
+    if depth == SAMPLE_DEPTH:
+        return pool_depth if recorded else None
+    if isinstance(depth, str):
+        raise UsageError(f"depth must be a number of documents, None or {SAMPLE_DEPTH!r}, "
+                         f"not {depth!r}")
+    if recorded and depth != pool_depth:
+        drawn = "everything the runs retrieved" if pool_depth is None else (
+            f"each run's top {pool_depth}")
+        if depth is not None and (pool_depth is None or depth < pool_depth):
+            meaning = (f"the estimates are of the runs cut to their top {depth}, judged "
+                       f"against a frame pooled from {drawn}")
+        else:
+            meaning = (f"documents ranked below {pool_depth} are in the frame only where "
+                       "another run ranked them higher, and the others count as not "
+                       "relevant, so measures that reach that deep (AP, NumRelRet) are "
+                       "biased low")
+        warnings.warn(f"estimating at depth {'all' if depth is None else depth} although the "
+                      f"sample was pooled from {drawn}: {meaning}; leave the depth out to "
+                      "use the sample's", stacklevel=3)
+    return depth
+
+
+def _strata_bound(sample: Sample) -> bool:
+    """Whether the frame ends at the strata with a judged document (stratified designs, read
+    as sampleval reads them: ``Sample.keep_empty_strata`` False)."""
+    return sample.design in ("stratified", "census") and not sample.keep_empty_strata
+
+
+def frame_coverage(views: list[TopicView], depth: int | None,
+                   strata_bound: bool = False) -> np.ndarray:
+    """``[topics, runs]``: the share of each run's top ``min(depth, retrieved)`` documents
+    (all of them when ``depth`` is None) that lie inside the sample's frame (0 where the run
+    retrieved nothing). ``strata_bound``: a document of a stratum with no judged document
+    (stratum code -1) is outside the frame, as every estimator counts it."""
+    out = np.zeros((len(views), views[0].n_runs if views else 0))
+    for t, view in enumerate(views):
+        top = view.frame_at_rank if depth is None else view.frame_at_rank[:, :depth]
+        length = view.pool.lengths if depth is None else np.minimum(view.pool.lengths, depth)
+        within = top >= 0
+        if strata_bound:
+            within &= np.append(view.sample.stratum, -1)[top] >= 0
+        inside = within.sum(axis=1)
+        out[t] = np.divide(inside, length, out=np.zeros(len(length)), where=length > 0)
+    return out
+
+
+def _present(views: list[TopicView], n_runs: int) -> np.ndarray:
+    return np.array([v.pool.present for v in views], dtype=bool).reshape(len(views), n_runs)
+
+
+def _cells(rows: pd.DataFrame, views: list[TopicView], run_names: tuple[str, ...],
+           per_topic: np.ndarray, overall: np.ndarray) -> np.ndarray:
+    """For each result row, its run's value of a ``[topics, runs]`` quantity at the row's
+    topic (``overall[run]`` on the rows of topic ``all``)."""
+    topic_index = {v.pool.topic: t for t, v in enumerate(views)}
+    run_index = {name: r for r, name in enumerate(run_names)}
+    r = rows["run"].map(run_index).to_numpy(dtype=np.int64)
+    t = rows["query_id"].map(lambda q: topic_index.get(q, -1)).to_numpy(dtype=np.int64)
+    table = np.vstack([per_topic, overall[None, :]]) if len(run_names) else np.zeros((1, 0))
+    return table[np.where(t >= 0, t, len(views)), r] if len(rows) else np.zeros(0)
+
+
+def _with_imputed(rows: pd.DataFrame, share: ImputedShare | None, views: list[TopicView],
+                  sample: Sample, specs: list[EstimateSpec], level: float,
+                  run_names: tuple[str, ...]) -> pd.DataFrame:
+    """``rows`` with the ``imputed`` column: each value's imputed share (0 for a family
+    that imputes nothing); a mean's (or sum's) share is the topics' shares weighted by
+    their values."""
+    rows = rows.assign(imputed=0.0)
+    if share is None:
+        return rows
+    topics = [v.pool.topic for v in views]
+    present = _present(views, len(run_names))
+    for spec in specs:
+        mine = (rows["measure"] == spec.name).to_numpy()
+        values = (rows[mine & (rows["query_id"] != MEAN_TOPIC).to_numpy()]
+                  .pivot(index="query_id", columns="run", values="value")
+                  .reindex(index=topics, columns=list(run_names)).fillna(0.0).to_numpy())
+        shares = share(views, sample, spec, level, values)
+        weight = topic_sums(values, present)
+        overall = np.divide(topic_sums(shares * values, present), weight,
+                            out=np.zeros(len(run_names)), where=weight > 0)
+        rows.loc[mine, "imputed"] = _cells(rows[mine], views, run_names, shares, overall)
+    return rows
+
+
+def _warn_coverage(run_names: tuple[str, ...], overall: np.ndarray,
+                   depth: int | None) -> None:
+    low = np.flatnonzero(overall < MIN_COVERAGE)
+    if not len(low):
+        return
+    worst = low[np.argsort(overall[low], kind="stable")]
+    listed = ", ".join(f"{run_names[i]} {overall[i]:.2f}" for i in worst[:5])
+    more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
+    top = "documents" if depth is None else f"top {depth} documents"
+    warnings.warn(f"{len(worst)} of {len(run_names)} runs have less than "
+                  f"{MIN_COVERAGE:.0%} of their {top} inside the sample's frame ({listed}"
+                  f"{more}): documents outside the frame count as not relevant, so their "
+                  "estimates are biased low (column 'coverage'; docs/estimating.md)",
+                  stacklevel=3)
+
+
+def _warn_imputed(results: pd.DataFrame, design: str) -> None:
+    means = results[results["query_id"] == MEAN_TOPIC]
+    for measure, rows in means.groupby("measure", sort=False):
+        flagged = int((rows["imputed"] > MOSTLY).sum())
+        if not flagged:
+            continue
+        spec = parse_estimate(str(measure))
+        better = estimator_for(spec.base, spec.cutoff, design)
+        hint = f"; {better.name} imputes nothing" if better is not None and better.family != (
+            spec.family) and FAMILIES[better.family].imputed is None else ""
+        warnings.warn(f"{measure}: more than half of the value is imputed by the estimator's "
+                      f"smoothing, not measured, for {flagged} of {len(rows)} runs (column "
+                      f"'imputed', marked * in the table){hint}", stacklevel=3)
+

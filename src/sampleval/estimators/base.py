@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from sampleval.aggregation import aggregate_of, over_topics, topic_sums
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample, TopicSample
+from sampleval.estimators.names import parse_estimate
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
@@ -98,19 +100,21 @@ def z_value(ci: float) -> float:
 def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
               values: np.ndarray, variances: np.ndarray | None, ci: float) -> pd.DataFrame:
     """Rows for per-topic estimates ``values[topic, run]`` and their mean over the topics each
-    run retrieved for, with normal intervals from ``variances[topic, run]`` (topics sampled
-    independently: Var(mean) = sum Var / T^2). Without variances, lo and hi are NaN."""
+    run retrieved for (their sum for counts: :mod:`sampleval.aggregation`), with normal
+    intervals from ``variances[topic, run]`` (topics sampled independently: Var(mean) =
+    sum Var / T^2, Var(sum) = sum Var). Without variances, lo and hi are NaN."""
     present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
-    counts = np.maximum(present.sum(axis=0), 1)
-    mean = np.where(present, values, 0.0).sum(axis=0) / counts
+    aggregate = aggregate_of(parse_estimate(measure).base)
+    mean = over_topics(values, present, aggregate)
     z = z_value(ci)
     if variances is None:
         half_topic = np.full(values.shape, np.nan)
         half_mean = np.full(len(run_names), np.nan)
     else:
         half_topic = z * np.sqrt(np.maximum(variances, 0.0))
-        half_mean = z * np.sqrt(np.where(present, np.maximum(variances, 0.0), 0.0).sum(axis=0)
-                                ) / counts
+        total = np.sqrt(topic_sums(np.maximum(variances, 0.0), present))
+        half_mean = z * (total if aggregate == "sum" else total / np.maximum(
+            present.sum(axis=0), 1))
     t_idx, r_idx = np.nonzero(present)
     topics = np.array([v.pool.topic for v in views], dtype=object)
     names = np.asarray(run_names, dtype=object)

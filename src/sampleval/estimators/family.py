@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 FamilyFunction = Callable[
     [tuple[str, ...], "list[TopicView]", "Sample", "list[EstimateSpec]", float, float],
     "pd.DataFrame"]
+# (aligned topics, sample, one requested measure, level, its values [topics, runs]) -> the
+# share of each value that is imputation [topics, runs] (:mod:`.imputation`)
+ImputedShare = Callable[
+    ["list[TopicView]", "Sample", "EstimateSpec", float, np.ndarray], np.ndarray]
 OneMeasure = Callable[
     [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float, float],
     "pd.DataFrame"]
@@ -66,7 +70,9 @@ class EstimatorFamily:
     doubles, trec_eval floats); ``options`` are the estimator's named variants, written
     ir_measures-style after the measure's name (``xinfAP(var=appendix)``,
     ``AP~ht(var=jackknife)``), each a :class:`~sampleval.params.Param` whose default is the
-    variant used when none is named; each base lists the options it takes.
+    variant used when none is named; each base lists the options it takes; ``imputed``
+    (None: the family imputes nothing) gives the share of each estimate that its smoothing
+    constants make up, so that ``estimate`` can flag the estimates that are mostly a guess.
     """
 
     name: str
@@ -77,6 +83,7 @@ class EstimatorFamily:
     compute: FamilyFunction
     score_type: type[np.floating] = np.float32
     options: tuple[Param, ...] = ()
+    imputed: ImputedShare | None = None
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 

@@ -213,7 +213,7 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
     run_idx = np.repeat(np.arange(n_runs), width)
     kept = terms.docs.rank[..., 0].reshape(-1) > 0
     np.subtract.at(num_wo, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
-                   terms.contribution.reshape(n_runs * width, -1)[kept])
+                   terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
     r_wo = r_hat[None, :] - x.T  # [m, B]
     replicate = np.divide(num_wo, r_wo[None], out=np.zeros(num_wo.shape), where=r_wo[None] > 0)
     variance = ((1.0 - pi)[None, :, None] * (replicate - value[:, None, :]) ** 2).sum(axis=1)
@@ -550,7 +550,7 @@ register_family(EstimatorFamily(
     reference="Li & Kanoulas, CIKM 2017, sec. 3",
     bases=(Base("AP", "optional", options=("var", "ap")), Base("P", "required"),
            Base("R", "required"), Base("Rprec", options=("cut",)), Base("nDCG", "optional"),
-           Base("DCG", "optional"), Base("NumRel")),
+           Base("DCG", "optional"), Base("NumRel", penalty=3)),
     designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
     compute=each_measure(estimate_ht),
     options=(

@@ -100,6 +100,7 @@ from sampleval.estimators._kernels import (
 )
 from sampleval.estimators.base import TopicView, summarise
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
+from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
 from sampleval.params import Param
 
@@ -398,14 +399,15 @@ register_family(EstimatorFamily(
     reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
     bases=(Base("AP", alias="infAP", options=("var",)),),
     designs={"stratified": 3, "census": 3},
-    compute=estimate_trec_eval, options=(VAR_OPTION,)))
+    compute=estimate_trec_eval, options=(VAR_OPTION,), imputed=infap_share))
 
 register_family(EstimatorFamily(
     name="nist", title="NIST sample_eval's xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret",
     reference="Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4 and Appendix; NIST "
               "sample_eval.pl",
     bases=(Base("AP", alias="xinfAP", options=("var",)), Base("nDCG", alias="infNDCG"),
-           Base("P", "required", alias="iP", penalty=5), Base("NumRel", alias="inum_rel"),
+           Base("P", "required", alias="iP", penalty=5),
+           Base("NumRel", alias="inum_rel", penalty=5),
            Base("NumRelRet", alias="inum_rel_ret", penalty=5)),
     designs={"stratified": 1, "census": 1},
-    compute=estimate_nist, score_type=np.float64, options=(VAR_OPTION,)))
+    compute=estimate_nist, score_type=np.float64, options=(VAR_OPTION,), imputed=nist_share))

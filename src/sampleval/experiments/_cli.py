@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from sampleval.core.qrels import Qrels
@@ -37,4 +38,10 @@ def read_round5(data: Path) -> tuple[list[Run], Qrels]:
     qrels_path = data / "qrels" / "qrels.covid-round5.txt"
     if not qrels_path.exists():
         raise UsageError(f"data missing: {qrels_path}")
-    return read_runs(data / "round5" / "runs"), read_qrels(qrels_path)
+    return (read_runs(data / "round5" / "runs", progress=show_progress()),
+            read_qrels(qrels_path))
+
+
+def show_progress() -> bool:
+    """Whether experiments show progress bars: when standard error is a terminal."""
+    return sys.stderr.isatty()

@@ -31,7 +31,7 @@ from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, relevance, topic_views
 from sampleval.estimators.hansen_hurwitz import estimate_hh
 from sampleval.estimators.names import parse_estimate
-from sampleval.experiments._cli import read_round5, simulation_parser
+from sampleval.experiments._cli import read_round5, show_progress, simulation_parser
 from sampleval.selection import Budget, simulate
 from sampleval.selection.active import ActiveSelector
 from sampleval.selection.base import Oracle
@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pool = replace(pool, topic_pools={t: pool[t] for t in args.topics.split(",")})
     start = time.perf_counter()
     errors = simulate_errors(pool, qrels_oracle(qrels), args.trials,
-                             rate=args.rate, seed=args.seed, progress=True)
+                             rate=args.rate, seed=args.seed, progress=show_progress())
     console.print(render(errors.summary(), f"active sampling at {args.rate:.0%}, "
                                            f"{len(pool.topics)} topics x {pool.n_runs} runs, "
                                            f"{args.trials} trials "

@@ -27,7 +27,7 @@ from sampleval.core.run import Run
 from sampleval.errors import UsageError
 from sampleval.estimators import estimate
 from sampleval.evaluation import MEAN_TOPIC, evaluate
-from sampleval.experiments._cli import read_round5, simulation_parser
+from sampleval.experiments._cli import read_round5, show_progress, simulation_parser
 from sampleval.experiments.metaeval import (
     bias,
     kendall_tau,
@@ -36,6 +36,7 @@ from sampleval.experiments.metaeval import (
     tau_ap,
     variance,
 )
+from sampleval.progress import steps
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.base import Oracle
 
@@ -130,7 +131,7 @@ def pool_qrels(qrels: Qrels, pool: Pool) -> Qrels:
 
 def compare(runs: Sequence[Run], qrels: Qrels, methods: Mapping[str, MethodSpec],
             rate: float = 0.1, depth: int = 100, trials: int = 30, rng_seed: int = 0,
-            alpha: float = 0.05) -> pd.DataFrame:
+            alpha: float = 0.05, progress: bool = False) -> pd.DataFrame:
     """For each method, ``trials`` simulated campaigns (seed ``rng_seed + trial``, the same
     for every method) judging ``rate`` of each topic's depth-``depth`` pool from ``qrels``.
 
@@ -153,28 +154,30 @@ def compare(runs: Sequence[Run], qrels: Qrels, methods: Mapping[str, MethodSpec]
     oracle = qrels_oracle(qrels)
     budget = Budget(rate=rate)
     rows = []
-    for name, spec in methods.items():
-        means = np.empty((trials, len(names)))
-        taus, taps, accs, select, total = (np.empty(trials) for _ in range(5))
-        for trial in range(trials):
-            start = time.perf_counter()
-            scores, select[trial] = run_trial(pool, runs, oracle, spec, budget,
-                                              rng_seed + trial)
-            total[trial] = time.perf_counter() - start
-            means[trial] = _means(scores, names)
-            taus[trial] = kendall_tau(means[trial], true_mean)
-            taps[trial] = tau_ap(means[trial], true_mean)
-            est_topic = _per_topic(scores, names).reindex(true_topic.index)
-            complete = est_topic.notna().all(axis=1).to_numpy()
-            accs[trial] = significant_pair_accuracy(est_topic.to_numpy()[complete],
-                                                    true_topic.to_numpy()[complete], alpha)
-        rows.append({
-            "method": name, "measure": spec[2] or "AP (judged)", "trials": trials,
-            "rms": rms_error(means, true_mean), "bias": bias(means, true_mean),
-            "rms_qrels": rms_error(means, full_mean),
-            "variance": variance(means), "tau": taus.mean(), "tau_ap": taps.mean(),
-            "sig_acc": accs.mean(), "select_s": select.mean(), "trial_s": total.mean(),
-        })
+    with steps(len(methods) * trials, "trials", progress) as step:
+        for name, spec in methods.items():
+            means = np.empty((trials, len(names)))
+            taus, taps, accs, select, total = (np.empty(trials) for _ in range(5))
+            for trial in range(trials):
+                step(f"{name}: trial {trial + 1} of {trials}")
+                start = time.perf_counter()
+                scores, select[trial] = run_trial(pool, runs, oracle, spec, budget,
+                                                  rng_seed + trial)
+                total[trial] = time.perf_counter() - start
+                means[trial] = _means(scores, names)
+                taus[trial] = kendall_tau(means[trial], true_mean)
+                taps[trial] = tau_ap(means[trial], true_mean)
+                est_topic = _per_topic(scores, names).reindex(true_topic.index)
+                complete = est_topic.notna().all(axis=1).to_numpy()
+                accs[trial] = significant_pair_accuracy(est_topic.to_numpy()[complete],
+                                                        true_topic.to_numpy()[complete], alpha)
+            rows.append({
+                "method": name, "measure": spec[2] or "AP (judged)", "trials": trials,
+                "rms": rms_error(means, true_mean), "bias": bias(means, true_mean),
+                "rms_qrels": rms_error(means, full_mean),
+                "variance": variance(means), "tau": taus.mean(), "tau_ap": taps.mean(),
+                "sig_acc": accs.mean(), "select_s": select.mean(), "trial_s": total.mean(),
+            })
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -222,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         methods = {m: method_spec(m, methods) for m in wanted}
         runs, qrels = read_round5(args.data)
         table = compare(runs, qrels, methods, rate=args.rate, depth=args.depth,
-                        trials=args.trials, rng_seed=args.seed)
+                        trials=args.trials, rng_seed=args.seed, progress=show_progress())
     except UsageError as exc:
         console.print(f"[red]{exc}")
         return 1

@@ -183,6 +183,12 @@ def first_tokens(source: Source) -> list[str]:
     return first_line(_body(source.data)).decode("utf-8", "replace").split()
 
 
+def last_tokens(source: Source) -> list[str]:
+    """The tokens of the last data line (blank and comment lines skipped)."""
+    body = _body(source.data).rstrip()
+    return body[body.rfind(b"\n") + 1:].decode("utf-8", "replace").split()
+
+
 def _delimiter(body: bytes, width: int) -> str | None:
     """The single-character delimiter the file keeps to, if any: its first line splits into
     exactly ``width`` fields on it and no other white space occurs (fast byte searches)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from sampleval.core.sample import Sample
+from sampleval.core.sample import Sample, pending_count, read_header
 from sampleval.errors import InputError, UsageError
 from sampleval.io._table import (
     STDIN,
@@ -108,8 +108,14 @@ def load_sample(path: str | PathLike[str], sample_format: str = "auto") -> Sampl
         raise UsageError(f"unknown sample format {sample_format!r} "
                          f"(one of {', '.join(SAMPLE_FORMATS)})")
     p = Path(path)
-    if sample_format == "sampleval" or (sample_format == "auto" and str(path) != STDIN
-                                        and p.is_dir()):
+    if sample_format == "auto" and str(path) != STDIN and p.is_dir():
+        sample_format = "sampleval"
+    if sample_format == "sampleval":
+        waiting = pending_count(read_header(p))
+        if waiting:
+            raise UsageError(f"{p}: {waiting} proposed documents have no label yet (listed in "
+                             f"{p / 'to-judge.tsv'}): judge them, then import the labels with "
+                             f"'sampleval judge {p} JUDGMENTS'")
         return Sample.load(p)
     source = load(path)
     if sample_format == "auto":
@@ -132,9 +138,12 @@ def _sniff_format(source: Source) -> str:
     first = first_tokens(source)
     if len(first) == 4:
         return "qrels"
+    if len(first) == 6:
+        raise UsageError(f"{source.name}: looks like a TREC run (6 columns), not a sample: give "
+                         "the sample first, then the runs (sampleval estimate SAMPLE RUN...)")
     if len(first) == 5:
         rel, method, prob = _number(first[2]), _number(first[3]), _number(first[4])
         is_prels = rel is not None and method is None and prob is not None and 0 < prob <= 1
         return "prels" if is_prels else "sample-qrels"
-    raise InputError(source.name, None, f"cannot tell the sample format from {len(first)} columns "
-                              "(give --sample-format)")
+    raise InputError(source.name, None, f"cannot tell the sample format from {len(first)} "
+                                        "columns (give --sample-format)")

@@ -396,6 +396,20 @@ class ActiveSelector(Selector):
         draws = self._of_topic(self._topics, topic)
         draws.judge(*self._received(topic, judgments, np.asarray(draws.pending)))
 
+    def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
+        """pi_i of each proposed document over the rounds drawn so far, this one included:
+        what it will be if the sampling stops after this round (later rounds raise it)."""
+        draws = self._of_topic(self._topics, topic)
+        positions = self._pool_positions(topic)
+        pi = np.empty(len(docnos))
+        for i, docno in enumerate(docnos):
+            doc = positions[docno]
+            occ = slice(draws.occ_start[doc], draws.occ_start[doc + 1])
+            pi[i] = -np.expm1(log_miss_of(draws.run_probs[:draws.rounds],
+                                          draws.sizes[:draws.rounds], draws.occ_run[occ],
+                                          draws.occ_prior[occ]))
+        return [""] * len(docnos), pi
+
     def sample(self) -> Sample:
         parts = {t: d.tables() for t, d in self._topics.items()}
         tables = {name: _stacked(parts, name, columns) for name, columns in _TABLES.items()}

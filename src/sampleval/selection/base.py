@@ -125,6 +125,14 @@ class Selector(ABC):
                      if cls.design in f.designs]
         return [name for _, name in sorted(accepting)]
 
+    def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
+        """For documents just proposed for ``topic``: the stratum each will have in the sample
+        ("" where the design has none) and its inclusion probability under the design as it
+        stands (1 for a deterministic design; NaN where the design fixes it only later).
+        Judging outside sampleval lists both beside the documents to judge."""
+        n = len(docnos)
+        return [""] * n, np.full(n, 1.0 if self.design == "pooled" else np.nan)
+
     def budget_for(self, topic: str) -> int:
         return self.budget.for_topic(self.pool[topic].size)
 
@@ -156,10 +164,7 @@ class Selector(ABC):
                   proposed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pool-local indices (into ``pool.docnos_of(topic)``) and labels of ``judgments``;
         every document must be among the ``proposed`` indices and every label finite."""
-        positions = self._positions.get(topic)
-        if positions is None:
-            docnos = self.pool.docnos_of(topic)
-            positions = self._positions[topic] = {d: i for i, d in enumerate(docnos)}
+        positions = self._pool_positions(topic)
         allowed = set(np.asarray(proposed).tolist())
         where = np.fromiter((positions.get(d, -1) for d in judgments), dtype=np.int64,
                             count=len(judgments))
@@ -170,6 +175,14 @@ class Selector(ABC):
         if not np.isfinite(labels).all():
             raise UsageError(f"topic {topic}: labels must be finite numbers")
         return where, labels
+
+    def _pool_positions(self, topic: str) -> dict[str, int]:
+        """Each pooled docno of ``topic`` -> its index in ``pool.docnos_of(topic)``."""
+        positions = self._positions.get(topic)
+        if positions is None:
+            docnos = self.pool.docnos_of(topic)
+            positions = self._positions[topic] = {d: i for i, d in enumerate(docnos)}
+        return positions
 
     def _sample_meta(self) -> dict[str, Any]:
         """What every Sample records of the method that made it."""

@@ -277,6 +277,16 @@ class DynamicSelector(Selector):
         where, labels = self._received(topic, judgments, state.pending)
         state.labels[where] = labels
 
+    def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
+        """Each proposed document's batch (its stratum) and the batch's sampling rate."""
+        state = self._of_topic(self._topics, topic)
+        codes = state.batch_of()
+        positions = self._pool_positions(topic)
+        batch = codes[[positions[d] for d in docnos]]
+        rate = np.array([len(c) / max(len(b), 1) for b, c in zip(state.batches, state.chosen,
+                                                                  strict=True)])
+        return [f"b{j + 1:03d}" for j in batch], rate[batch]
+
     def sample(self) -> Sample:
         parts = []
         for topic, state in self._topics.items():

@@ -226,6 +226,9 @@ class ImportanceSelector(Selector):
         return (mean_q if self.kind == "mean" else sqrt_q)(prior, ranks[used], self.eps, lam,
                                                            form)
 
+    def batch_size(self, topic: str) -> int:
+        return max(1, len(self._of_topic(self._topics, topic).order))  # drawn up front
+
     def propose(self, topic: str, n: int) -> list[str]:
         draws = self._of_topic(self._topics, topic)
         self._check_batch(n)

@@ -191,6 +191,15 @@ class StratifiedSelector(PlannedSelector):
         layout = self._layout(tp, budget)
         return handout(layout.codes, layout.counts, self.rng.random(tp.size))
 
+    def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
+        """Each proposed document's stratum and pi_i = n_h / N_h of the planned sample."""
+        layout = self._layout(self.pool[topic], self.budget_for(topic))
+        sizes = np.bincount(layout.codes, minlength=len(layout.labels))
+        pi = np.divide(layout.counts, sizes, out=np.zeros(len(sizes)), where=sizes > 0)
+        positions = self._pool_positions(topic)
+        codes = layout.codes[[positions[d] for d in docnos]]
+        return [str(label) for label in layout.labels[codes]], pi[codes]
+
     def _plan_all(self) -> dict[str, np.ndarray]:
         plans = super()._plan_all()
         starved = {t: self._layout(self.pool[t], self.budget_for(t)).starved()

@@ -1,0 +1,188 @@
+"""What every exact measure kernel works on: one topic's rankings for all runs at once.
+
+Kernels (one module per family: :mod:`.ranked`, :mod:`.interpolated`, :mod:`.judged`,
+:mod:`.gain`, :mod:`.sets`) register under their library names with :func:`kernel` and
+take ``(RankedGrades, Measure, level)``, returning one value per run. They follow trec_eval
+10's ``m_*.c`` files and do the same floating-point operations in the same order (sums
+accumulate rank by rank, divisions are not replaced by multiplications, logarithms come
+from the C library through :mod:`math`), so values agree with trec_eval to the last bit,
+not merely to 1e-15.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sampleval.measures.names import Measure
+
+UNJUDGED_IN_POOL = -2.0  # trec_eval's code for a qrels line with a negative grade
+NOT_IN_POOL = -1.0  # ... and for a document missing from the qrels
+
+
+@dataclass(frozen=True, eq=False)
+class RankedGrades:
+    """One topic as the exact measures see it.
+
+    ``grades``: ``[n_runs, width]`` grade at each rank (``NaN``: unjudged, or past the end
+    of a run); ``lengths``: documents retrieved per run; ``topic_grades``: the grades of
+    every judged document of the topic in the qrels (retrieved or not); ``pooled``
+    (optional, same shape as ``grades``): True where an unjudged document is in the qrels
+    with a negative grade (trec_eval's "in the pool, not judged"), which infAP, relstring
+    and gains given to negative levels tell apart from documents missing from the qrels.
+    """
+
+    grades: np.ndarray
+    lengths: np.ndarray
+    topic_grades: np.ndarray
+    pooled: np.ndarray | None = None
+    _memo: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def width(self) -> int:
+        return int(self.grades.shape[1])
+
+    def judged_only(self) -> RankedGrades:
+        """trec_eval's ``-J``: unjudged documents removed from every ranking, order kept."""
+        judged = ~np.isnan(self.grades)
+        order = np.argsort(~judged, axis=1, kind="stable")
+        return RankedGrades(np.take_along_axis(self.grades, order, axis=1),
+                            judged.sum(axis=1), self.topic_grades)
+
+    def memo(self, key: Any, make: Callable[[], np.ndarray]) -> np.ndarray:
+        """``make()``, computed once per topic for ``key`` (intermediates kernels share)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def retrieved(self) -> np.ndarray:
+        """``[n_runs, width]`` True at the ranks each run filled."""
+        return self.memo("retrieved", lambda: np.arange(self.width) < self.lengths[:, None])
+
+    def codes(self) -> np.ndarray:
+        """trec_eval's relevance codes at each rank: the grade, -1 (not in the qrels) or -2
+        (in the qrels with a negative grade); ``NaN`` past a run's end."""
+        def make() -> np.ndarray:
+            unjudged = np.full(self.grades.shape, NOT_IN_POOL)
+            if self.pooled is not None:
+                unjudged[self.pooled] = UNJUDGED_IN_POOL
+            codes = np.where(np.isnan(self.grades), unjudged, self.grades)
+            return np.where(self.retrieved(), codes, np.nan)
+        return self.memo("codes", make)
+
+
+Kernel = Callable[[RankedGrades, Measure, float], np.ndarray]
+KERNELS: dict[str, Kernel] = {}
+
+
+def kernel(*names: str) -> Callable[[Kernel], Kernel]:
+    """Register a kernel under library measure names (:data:`.names.SPECS`)."""
+    def register(function: Kernel) -> Kernel:
+        for name in names:
+            KERNELS[name] = function
+        return function
+    return register
+
+
+def relevance(grades: np.ndarray, level: float) -> np.ndarray:
+    """Binary relevance of grades: clip(grade - level + 1, 0, 1), 0 for unjudged (NaN).
+
+    On integer grades this is trec_eval's ``grade >= level``; a fractional grade (the mean of
+    several assessors' binary votes) counts as its share of "relevant" votes, so sums over
+    documents (AP, P@k, R@k, Rprec, R) are linear in the labels, as the design-based
+    estimators assume (Schnabel et al., ICTIR 2016, sec. 7).
+    """
+    return np.nan_to_num(np.clip(grades - level + 1.0, 0.0, 1.0), nan=0.0)
+
+
+def relevant(g: RankedGrades, level: float) -> np.ndarray:
+    """``[n_runs, width]`` relevance (:func:`relevance`) at each rank."""
+    return g.memo(("rel", level), lambda: relevance(g.grades, level))
+
+
+def seen_relevant(g: RankedGrades, level: float) -> np.ndarray:
+    """``[n_runs, width]`` relevant documents (grade >= level) up to each rank."""
+    return g.memo(("seen", level), lambda: np.cumsum(is_relevant(g, level), axis=1))
+
+
+def is_relevant(g: RankedGrades, level: float) -> np.ndarray:
+    """``[n_runs, width]`` True where the grade is at least ``level`` (a yes or no, for the
+    measures that need one: RR, Bpref, infAP, interpolated precision ...)."""
+    return g.memo(("isrel", level), lambda: np.nan_to_num(g.grades, nan=-np.inf) >= level)
+
+
+def found(g: RankedGrades, level: float) -> np.ndarray:
+    """``[n_runs, width + 1]`` relevant documents in the top i, i = 0..width."""
+    def make() -> np.ndarray:
+        counts = np.zeros((g.n_runs, g.width + 1))
+        np.cumsum(relevant(g, level), axis=1, out=counts[:, 1:])
+        return counts
+    return g.memo(("found", level), make)
+
+
+def num_rel(g: RankedGrades, level: float) -> float:
+    """R: the relevance (:func:`relevance`) of the topic's judged documents, summed."""
+    return float(g.memo(("R", level), lambda: np.array(
+        relevance(g.topic_grades, level).sum())))
+
+
+def num_rel_ret(g: RankedGrades, level: float) -> np.ndarray:
+    """Relevant documents retrieved, per run."""
+    return found(g, level)[:, -1]
+
+
+def top(g: RankedGrades, level: float, k: int) -> np.ndarray:
+    """Relevant documents in each run's top k."""
+    return found(g, level)[:, min(max(k, 0), g.width)]
+
+
+def seqsum(values: np.ndarray) -> np.ndarray:
+    """Row sums accumulated left to right (as trec_eval's loops add), not pairwise."""
+    if values.shape[1] == 0:
+        return np.zeros(values.shape[0])
+    return np.cumsum(values, axis=1)[:, -1]
+
+
+def ratio(numerator: np.ndarray, denominator: np.ndarray | float) -> np.ndarray:
+    """numerator / denominator (per run), 0 where the denominator is 0 (trec_eval's
+    convention)."""
+    if np.isscalar(denominator):
+        return numerator / denominator if denominator else np.zeros(len(numerator))
+    den = np.asarray(denominator, dtype=np.float64)
+    return np.divide(numerator, den, out=np.zeros(len(den)), where=den != 0)
+
+
+_LOG2 = np.zeros(0)
+
+
+def log2_of(n: int) -> np.ndarray:
+    """log2(1), ..., log2(n) from the C library (``_LOG2[i] = log2(i + 1)``)."""
+    global _LOG2
+    if len(_LOG2) < n:
+        _LOG2 = np.array([math.log2(i + 1) for i in range(max(n, 2 * len(_LOG2)))])
+    return _LOG2[:n]
+
+
+def discount(width: int) -> np.ndarray:
+    """log2(rank + 1) for ranks 1..width (DCG's discount divides by it)."""
+    return log2_of(width + 1)[1:]
+
+
+def c_map(function: Callable[[float], float], values: np.ndarray) -> np.ndarray:
+    """``function`` (a :mod:`math` function) applied elementwise, as C computes it."""
+    flat = [function(v) for v in values.ravel().tolist()]
+    return np.array(flat, dtype=np.float64).reshape(values.shape)
+
+
+def c_round(values: np.ndarray) -> np.ndarray:
+    """C's ``lround``: to the nearest integer, halves away from zero."""
+    whole = np.trunc(values)
+    return whole + np.sign(values) * (np.abs(values - whole) >= 0.5)
