@@ -68,8 +68,8 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     return parser
 
 
-COMMAND_MODULES = ("evaluate", "estimate", "sample", "judge", "export", "sample_eval",
-                   "trec_eval", "campaign", "simulate")
+COMMAND_MODULES = ("evaluate", "estimate", "compare", "sample", "judge", "export",
+                   "sample_eval", "trec_eval", "campaign", "simulate")
 
 
 def build_parser() -> Parser:

@@ -19,6 +19,7 @@ from sampleval.cli._app import (
     rate,
     stderr_is_terminal,
 )
+from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,6 +80,24 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "adaptive method adapt less often)")
     add_predictions(parser, "for the methods that use them (stratified --param "
                             "size=residual, importance --param prior=predictions)")
+    target = parser.add_argument_group(
+        "judging until confident (docs/confident.md)",
+        "With --target, the budget (-n/-r) is each topic's ceiling, which the method's design "
+        "is laid out for; judging stops once every targeted run's interval is narrow enough; "
+        "--batch is the allocation step (default 5).")
+    target.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
+                        help="stop when the 95%% half-width of every run's mean over topics "
+                             "is at most HALF_WIDTH, e.g. AP:0.01 or AP~ht:0.02; each next "
+                             "batch goes to the topic where it narrows the widest interval "
+                             "most")
+    target.add_argument("--target-run", action="append", metavar="RUN",
+                        help="only these runs must meet the target (repeat; default: all)")
+    target.add_argument("--ceiling", type=positive_int, metavar="N",
+                        help="judge at most N documents in all (default: the budget of every "
+                             "topic)")
+    target.add_argument("--start", type=positive_int, default=20, metavar="N",
+                        help="judgments per topic before allocating (more where the design "
+                             "needs more to reach every stratum)")
     add_name_by(parser)
     add_duplicates(parser)
     add_command(commands, "methods", run_methods,
@@ -104,6 +123,16 @@ def run_sample(args: argparse.Namespace) -> None:
     params = parse_params(args.param)
     resolve(cls.parameters, params, cls.name)  # bad parameters fail before any file is read
     cls.check_predictions(args.predictions is not None)
+    target = None
+    if args.target is not None:
+        from sampleval.confident import Target
+
+        target = Target.parse(args.target, args.target_run)
+        if args.qrels is None:
+            raise UsageError("--target judges with --qrels (a simulation); a campaign's "
+                             "target is not offered on the command line yet")
+    elif args.target_run or args.ceiling:
+        raise UsageError("--target-run and --ceiling apply only with --target")
     check_new_directory(args.output)
     predictions = [] if args.predictions is None else [args.predictions]
     check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs, predictions)
@@ -135,13 +164,24 @@ def run_sample(args: argparse.Namespace) -> None:
                          f"file 'topic iter docno rel') with: sampleval judge {args.output} "
                          "JUDGMENTS\n")
         return
-    result = _simulated(selector, qrels_oracle(oracle), args.batch)
+    reached = ""
+    if target is None:
+        result = _simulated(selector, qrels_oracle(oracle), args.batch)
+    else:
+        from sampleval.confident import ConfidentJudging
+
+        status = ConfidentJudging(selector, target, ceiling=args.ceiling, start=args.start,
+                                  batch=args.batch or 5).run(qrels_oracle(oracle))
+        result = selector.sample()
+        reached = (f"; target {target.measure}:{target.half_width}: {status.reason}, widest "
+                   f"half-width {status.widest:.4f}")
     result = replace(result, meta={**result.meta, "seed": seed})
     result.save(args.output)
     judged = result.judged()
     relevant = int((judged["relevance"] > 0).sum())
     sys.stdout.write(f"{args.method}: {_counts(judged['query_id'], 'judged', result.topics)}"
-                     f", {relevant} relevant found; sample written to {args.output}\n")
+                     f", {relevant} relevant found{reached}; sample written to "
+                     f"{args.output}\n")
 
 
 def _counts(topics: pd.Series, what: str, every: list[str] | None = None) -> str:

@@ -8,4 +8,9 @@ processes, Dask), :mod:`.store` (the output directory, resumable), :mod:`.metaev
 bias, variance, tau, tau_AP, Voorhees' accuracy), :mod:`.summary` (summary.csv),
 :mod:`.figures` and :mod:`.report` (figures and the HTML page), and :mod:`.runner`
 (``simulate()``, the whole command as a library call).
+
+Studies behind the docs' figures, each ``python -m sampleval.experiments.<name>``:
+:mod:`.interval_coverage`, :mod:`.importance_variants`, :mod:`.default_estimates`,
+:mod:`.ppi_efficiency`, :mod:`.compare_accuracy`, :mod:`.confident_judging`,
+:mod:`.reproductions`.
 """

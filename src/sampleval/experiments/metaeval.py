@@ -228,8 +228,16 @@ def pair_outcomes(estimated: np.ndarray, truth: np.ndarray,
     on the estimated per-topic scores (both ``[topics, runs]``, same topics and runs)."""
     true_sign, true_sig = significant_pairs(truth, alpha)
     est_sign, est_sig = significant_pairs(estimated, alpha)
+    return classify_pairs(true_sign, true_sig, est_sign, est_sig)
+
+
+def classify_pairs(true_sign: np.ndarray, true_sig: np.ndarray, est_sign: np.ndarray,
+                   est_sig: np.ndarray) -> PairOutcomes:
+    """Voorhees' categories from each pair's direction and significance, on the truth and on
+    the estimates (the same pairs in the same order, e.g. from :func:`significant_pairs`)."""
+    true_sig, est_sig = np.asarray(true_sig, dtype=bool), np.asarray(est_sig, dtype=bool)
     both = true_sig & est_sig
-    same = est_sign == true_sign
+    same = np.sign(est_sign) == np.sign(true_sign)
     return PairOutcomes(true_positive=int((both & same).sum()),
                         true_negative=int((~true_sig & ~est_sig).sum()),
                         miss=int((true_sig & ~est_sig).sum()),

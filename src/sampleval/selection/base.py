@@ -158,6 +158,13 @@ class Selector(ABC):
         plan for methods that fix them in advance): the simulator's default batch."""
         return 1
 
+    def judgments_to_cover(self, topic: str) -> int:
+        """How many judgments of ``topic`` this design hands out before every part of its
+        frame can be sampled (for stratified designs: every stratum it samples has a
+        judged document; a stratum without one is outside the frame for every estimate).
+        Any prefix of a sequential design's draws is a sample of the whole frame: 1."""
+        return 1
+
     def _of_topic(self, per_topic: Mapping[str, V], topic: str) -> V:
         """``per_topic[topic]``, or a UsageError naming a topic the pool lacks."""
         if topic not in per_topic:

@@ -217,6 +217,16 @@ class StratifiedSelector(PlannedSelector):
                 stacklevel=3)
         return plans
 
+    def judgments_to_cover(self, topic: str) -> int:
+        """The position in the hand-out order at which the last stratum of the plan gets its
+        first document (the plan is drawn now if it was not yet)."""
+        tp = self._of_topic(self.pool.topic_pools, topic)
+        if self._order is None:
+            self._order = self._plan_all()
+        codes = self._layout(tp, self.budget_for(topic)).codes[self._order[topic]]
+        first = np.unique(codes, return_index=True)[1]
+        return int(first.max()) + 1 if len(first) else 0
+
     def _reaching_budget(self, tp: TopicPool) -> int:
         """The smallest budget at which no stratum the design samples goes unjudged (the
         pool's size at most)."""

@@ -1,0 +1,130 @@
+"""``sampleval compare``: is run A really better than run B, on sampled judgments?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from sampleval.cli._app import (
+    add_command,
+    add_depth,
+    add_duplicates,
+    add_name_by,
+    add_rel_level,
+    add_runs_argument,
+    bounded_float,
+    check_stdin_once,
+    start_reading_runs,
+    stdout_console,
+)
+from sampleval.cli.estimate import SAMPLE_FORMATS
+from sampleval.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMATS = ("table", "tsv", "json")
+DESCRIPTION = """\
+Compare runs on a measure estimated from sampled judgments: for every pair of runs (or every
+run against --baseline), the estimated difference of the mean over topics, its confidence
+interval, and a paired t-test over topics on the per-topic estimated differences, with
+Holm's or Benjamini-Hochberg's correction over the pairs.
+
+The per-topic difference is estimated from the one sample both runs share, so judgments
+both runs rank alike cancel; the spread of the per-topic differences carries the sampling
+variance as well as the topic variation (docs/compare.md)."""
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(commands, "compare", run,
+                         "compare runs pairwise on sampled judgments: differences, "
+                         "intervals, paired tests", DESCRIPTION)
+    parser.add_argument("sample", metavar="SAMPLE",
+                        help="the judgments and their design, as 'sampleval estimate' reads "
+                             "them (a sample directory, NIST sampled qrels, prels, or qrels "
+                             "with -1 for 'pooled, not judged')")
+    add_runs_argument(parser)
+    parser.add_argument("-m", "--measure", metavar="MEASURE",
+                        help="one estimator's name, as 'sampleval estimate -m' takes it (AP~ht, "
+                             "xinfAP, P@10~ht, nDCG@10~is ...); default: AP~ht where the "
+                             "sample's design admits it (unbiased, so tests keep their level: "
+                             "docs/compare.md), else AP by the estimator the design prefers")
+    parser.add_argument("--baseline", metavar="RUN",
+                        help="compare every run against this one (its name) instead of every "
+                             "pair")
+    parser.add_argument("--correction", choices=("holm", "bh", "none"), default="holm",
+                        help="multiple-comparison correction over the pairs: holm (family-"
+                             "wise error), bh (Benjamini-Hochberg false discovery rate), none")
+    parser.add_argument("--alpha", type=bounded_float(0.0001, 0.5), default=0.05,
+                        metavar="A", help="a pair is significant when its adjusted p < A")
+    parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
+                        help="confidence level of the intervals of the differences")
+    parser.add_argument("--plot", metavar="FILE",
+                        help="also draw a forest plot of the differences to FILE (png, pdf "
+                             "or svg)")
+    add_depth(parser)
+    add_rel_level(parser)
+    parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
+                        help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
+                             "file is told by its columns")
+    parser.add_argument("-f", "--format", choices=FORMATS, default="table",
+                        help="table: one line per pair, significant ones marked; tsv: header "
+                             "'run_a run_b measure topics mean_a mean_b diff lo hi t p "
+                             "p_adjusted significant'; json: a list of such records")
+    add_name_by(parser)
+    add_duplicates(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    check_stdin_once(args.sample, args.runs)
+    if args.measure is not None and "," in args.measure.split("(")[0]:
+        raise UsageError("compare takes one measure (-m); run it once per measure")
+    with start_reading_runs(args) as reading:
+        from sampleval.comparison import compare, default_measure, forest_plot
+        from sampleval.io.samples import load_sample
+
+        judgments = load_sample(args.sample, args.sample_format)
+        measure = args.measure or default_measure(judgments)
+        loaded = reading.result()
+    table = compare(judgments, loaded, measure, baseline=args.baseline,
+                    correction=args.correction, alpha=args.alpha, ci=args.ci,
+                    depth=args.depth, level=args.rel_level)
+    if args.plot:
+        forest_plot(table, args.plot)
+    if args.format == "table":
+        print_comparison(table, args)
+    elif args.format == "tsv":
+        sys.stdout.write(table.to_csv(sep="\t", index=False, float_format="%.6g",
+                                      lineterminator="\n"))
+    else:
+        sys.stdout.write(table.to_json(orient="records", indent=1, double_precision=10) + "\n")
+
+
+def print_comparison(table: pd.DataFrame, args: argparse.Namespace) -> None:
+    """The comparison as a rich table: one line per pair, significant pairs marked."""
+    from rich.table import Table
+
+    measure = str(table["measure"].iloc[0])
+    shown = Table(title=f"{measure}: paired differences ({args.ci:.0%} intervals, "
+                        f"correction {args.correction}, alpha {args.alpha})",
+                  title_justify="left")
+    for name, justify in (("run A", "left"), ("run B", "left"), ("A", "right"),
+                          ("B", "right"), ("A - B", "right"), ("interval", "right"),
+                          ("p", "right"), ("p adj.", "right"), ("", "left")):
+        shown.add_column(name, justify=justify)  # type: ignore[arg-type]
+    numbers = table[["mean_a", "mean_b", "diff", "lo", "hi", "p", "p_adjusted"]].to_numpy(
+        dtype=float)
+    for a, b, (mean_a, mean_b, diff, lo, hi, p, adjusted), significant in zip(
+            table["run_a"], table["run_b"], numbers, table["significant"], strict=True):
+        shown.add_row(str(a), str(b), f"{mean_a:.4f}", f"{mean_b:.4f}", f"{diff:+.4f}",
+                      f"[{lo:+.4f}, {hi:+.4f}]", _p(p), _p(adjusted),
+                      "*" if significant else "")
+    console = stdout_console()
+    console.print(shown)
+    console.print(f"{int(table['significant'].sum())} of {len(table)} pairs significant; "
+                  f"{int(table['topics'].min())} topics paired")
+
+
+def _p(value: float) -> str:
+    return f"{value:.2e}" if value < 1e-4 else f"{value:.4f}"

@@ -1,0 +1,215 @@
+"""Comparing runs on sampled judgments: the difference of two runs' means, its interval, a
+paired test over topics, and multiple-comparison correction (``sampleval compare``).
+
+The per-topic difference is estimated from the one sample both runs share. Every estimator
+family in :mod:`sampleval.estimators` is, per topic, either linear in a run's per-document
+weights (the Horvitz-Thompson totals P@k, DCG@k of Li & Kanoulas, CIKM 2017, sec. 3; the
+importance estimator of Schnabel et al., ICTIR 2016, eq. 4) or a ratio whose denominator does
+not depend on the run (AP-hat, R@k, Rprec over R-hat; nDCG over IDCG-hat; xinfAP, infAP and
+statAP over their estimated R). So the difference of the two runs' estimates *is* the
+estimator applied to the difference of their weights: a judged document both runs rank alike
+adds the same term to both and cancels, and for an importance sample this is Schnabel et
+al.'s pairwise estimate (eq. 4 with weights P(x; S) - P(x; S'); eq. 13 is the sampling
+distribution that makes it efficient, ``importance`` with the pairwise form). For the ratio
+measures it is the difference of the two ratio estimates over the shared denominator. No
+second estimator is needed: :func:`compare` takes the per-topic estimates
+:func:`sampleval.estimators.estimate` returns and subtracts them.
+
+Why the paired t-test over topics covers both sources of variance. With T topics, the
+estimated difference on topic t is d-hat_t = d_t + e_t: the true difference d_t plus the
+sampling error e_t, which has mean (nearly) 0 given the topic (the estimators are unbiased
+or ratio-consistent) and is independent across topics (each topic is sampled on its own).
+Over topics drawn from a population, Var(d-hat_t) = Var(d_t) + E[Var(e_t | t)], and the
+sample variance s^2 of the d-hat_t estimates exactly this sum. So mean(d-hat) +- t_{T-1}
+s / sqrt(T) accounts for the topic variation and the sampling variance together, without
+any per-topic variance of the difference: it is the "ultimate cluster" variance estimator of
+two-stage sampling (the spread of the first-stage units' estimates carries the second
+stage's variance with it), with topics as first-stage units and documents as second-stage
+units. For the fixed topics at hand (a conditional question: is the mean over *these*
+topics different?) the same interval is conservative, since s^2 then also holds Var(d_t).
+Two pairs whose true difference is 0 on every topic have d_t = 0, so the test is a t-test of
+the sampling errors alone and keeps its level as long as they are centred; the
+``compare_accuracy`` experiment measures that level, and the coverage, on TREC-COVID
+(``docs/compare.md``).
+
+Corrections: Holm's step-down (family-wise error) and Benjamini-Hochberg (false discovery
+rate, ``scipy.stats.false_discovery_control``), over the pairs compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from sampleval.errors import UsageError
+
+if TYPE_CHECKING:
+    from sampleval.core.run import Run
+    from sampleval.core.sample import Sample
+
+CORRECTIONS = ("holm", "bh", "none")
+COLUMNS = ["run_a", "run_b", "measure", "topics", "mean_a", "mean_b", "diff", "lo", "hi",
+           "t", "p", "p_adjusted", "significant"]
+
+
+def default_measure(sample: Sample) -> str:
+    """The estimator ``compare`` uses when none is named: ``AP~ht`` where the sample's
+    design admits it (Horvitz-Thompson: centred errors, so the paired test keeps its level;
+    xinfAP on AP-prior stratified samples does not, docs/compare.md), else the estimator of
+    AP (or the first default) the design prefers."""
+    from sampleval.estimators import default_estimates
+    from sampleval.estimators.family import FAMILIES
+
+    if sample.design in FAMILIES["ht"].designs:
+        return "AP~ht"
+    return default_estimates(sample)[0]
+
+
+def compare(sample: Sample, runs: Sequence[Run], measure: str, *,
+            baseline: str | None = None, correction: str = "holm", alpha: float = 0.05,
+            ci: float = 0.95, depth: int | None = None, level: float = 1) -> pd.DataFrame:
+    """Every pair of ``runs`` (or every run against ``baseline``) compared on ``measure``
+    estimated from ``sample``: the columns of :func:`paired_differences`."""
+    from sampleval.estimators import MEAN_TOPIC, estimate
+
+    names = [r.name for r in runs]
+    if baseline is not None and baseline not in names:
+        raise UsageError(f"the baseline {baseline!r} is not among the runs "
+                         f"({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
+    rows = estimate(sample, runs, [measure], depth=depth, level=level, ci=ci)
+    rows = rows[rows["query_id"] != MEAN_TOPIC]
+    per_topic = rows.pivot(index="query_id", columns="run", values="value")
+    per_topic = per_topic.reindex(columns=[n for n in names if n in per_topic.columns])
+    return paired_differences(per_topic, str(rows["measure"].iloc[0]), baseline=baseline,
+                              correction=correction, alpha=alpha, ci=ci)
+
+
+def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str | None = None,
+                       correction: str = "holm", alpha: float = 0.05,
+                       ci: float = 0.95, ranked: bool = True) -> pd.DataFrame:
+    """Paired comparisons from per-topic values (``[topics, runs]``, NaN: the run has no
+    value on that topic; each pair uses the topics both have).
+
+    Pairs: with ``baseline``, every other run minus the baseline; otherwise every pair, the
+    runs ordered by their mean over all their topics (best first; ``ranked=False``: in column
+    order) and each pair written as the earlier run minus the later one. Columns: ``run_a, run_b, measure, topics`` (the
+    number paired), ``mean_a, mean_b`` (over the paired topics), ``diff`` (mean_a - mean_b),
+    ``lo, hi`` (the ``ci`` interval mean +- t_{T-1} s / sqrt(T)), ``t``, ``p`` (two-sided),
+    ``p_adjusted`` (by ``correction``) and ``significant`` (p_adjusted < ``alpha``).
+    """
+    from scipy import stats
+
+    if correction not in CORRECTIONS:
+        raise UsageError(f"unknown correction {correction!r} (one of {', '.join(CORRECTIONS)})")
+    if not 0 < alpha < 1:
+        raise UsageError(f"alpha must lie in (0, 1), not {alpha}")
+    if not 0 < ci < 1:
+        raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
+    if per_topic.shape[1] < 2:
+        raise UsageError("comparing needs at least two runs with estimates on the sample's "
+                         "topics")
+    names = list(per_topic.columns)
+    if baseline is not None:
+        if baseline not in names:
+            raise UsageError(f"the baseline {baseline!r} has no estimate on the sample's topics")
+        pairs = [(n, baseline) for n in names if n != baseline]
+    else:
+        order = (per_topic.mean(axis=0).sort_values(ascending=False, kind="stable").index
+                 if ranked else per_topic.columns)
+        pairs = [(str(a), str(b)) for i, a in enumerate(order) for b in order[i + 1:]]
+    values = per_topic.to_numpy(dtype=np.float64)
+    column = {n: i for i, n in enumerate(names)}
+    a_idx = np.array([column[a] for a, _ in pairs])
+    b_idx = np.array([column[b] for _, b in pairs])
+    diff = values[:, a_idx] - values[:, b_idx]  # [topics, pairs]
+    both = ~np.isnan(diff)
+    n = both.sum(axis=0)
+    if (n < 2).any():
+        bad = int(np.flatnonzero(n < 2)[0])
+        raise UsageError(f"runs {pairs[bad][0]} and {pairs[bad][1]} share fewer than two "
+                         "topics with estimates: no paired test is possible")
+    mean, sd = _mean_sd(diff, both, n)
+    se = sd / np.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se > 0, mean / np.where(se > 0, se, 1.0),
+                     np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
+    p = 2.0 * stats.t.sf(np.abs(t), n - 1)
+    half = stats.t.ppf(0.5 + ci / 2.0, n - 1) * se
+    adjusted = adjust(p, correction)
+    mean_a = np.nanmean(np.where(both, values[:, a_idx], np.nan), axis=0)
+    mean_b = np.nanmean(np.where(both, values[:, b_idx], np.nan), axis=0)
+    return pd.DataFrame({
+        "run_a": [a for a, _ in pairs], "run_b": [b for _, b in pairs], "measure": measure,
+        "topics": n, "mean_a": mean_a, "mean_b": mean_b, "diff": mean, "lo": mean - half,
+        "hi": mean + half, "t": t, "p": p, "p_adjusted": adjusted,
+        "significant": adjusted < alpha,
+    })[COLUMNS]
+
+
+def _mean_sd(diff: np.ndarray, both: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+    """Per column, the mean and the sample standard deviation (ddof 1) of the present
+    values."""
+    filled = np.where(both, diff, 0.0)
+    mean = filled.sum(axis=0) / n
+    spread = np.where(both, diff - mean, 0.0)
+    return mean, np.sqrt((spread ** 2).sum(axis=0) / (n - 1))
+
+
+def adjust(p: np.ndarray, correction: str) -> np.ndarray:
+    """p-values adjusted for the number compared: ``holm`` (Holm's step-down, controls the
+    family-wise error rate), ``bh`` (Benjamini-Hochberg, controls the false discovery rate
+    under independence or positive dependence), ``none``."""
+    from scipy import stats
+
+    p = np.asarray(p, dtype=np.float64)
+    if correction == "none" or len(p) == 0:
+        return p.copy()
+    if correction == "bh":
+        return np.asarray(stats.false_discovery_control(p, method="bh"))
+    if correction != "holm":
+        raise UsageError(f"unknown correction {correction!r} (one of {', '.join(CORRECTIONS)})")
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order])
+    out = np.empty(len(p))
+    out[order] = np.minimum(stepped, 1.0)
+    return out
+
+
+def forest_plot(table: pd.DataFrame, path: str, title: str | None = None) -> None:
+    """A forest plot of ``table`` (:func:`paired_differences`' columns): one line per pair,
+    its difference and interval, significant pairs filled; written to ``path`` (the format
+    from its suffix: png, pdf, svg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(table)
+    fig, ax = plt.subplots(figsize=(7.0, max(2.0, 0.28 * n + 1.2)))
+    y = np.arange(n)[::-1]
+    sig = table["significant"].to_numpy(dtype=bool)
+    diff = table["diff"].to_numpy(dtype=np.float64)
+    err = np.vstack([diff - table["lo"].to_numpy(dtype=np.float64),
+                     table["hi"].to_numpy(dtype=np.float64) - diff])
+    ax.errorbar(diff, y, xerr=err, fmt="none", ecolor="0.35", elinewidth=1.2, capsize=2)
+    ax.scatter(diff[sig], y[sig], color="C3", zorder=3, label="significant")
+    ax.scatter(diff[~sig], y[~sig], facecolor="white", edgecolor="0.2", zorder=3,
+               label="not significant")
+    ax.axvline(0.0, color="0.6", linewidth=0.8, linestyle="--")
+    ax.set_yticks(y, [f"{a} - {b}" for a, b in zip(table["run_a"], table["run_b"],
+                                                   strict=True)], fontsize=7)
+    measure = str(table["measure"].iloc[0]) if n else ""
+    ax.set_xlabel(f"difference in mean {measure}")
+    ax.set_title(title or f"{measure}: paired differences", fontsize=10)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot write the plot to {path}: {exc}") from None
+    finally:
+        plt.close(fig)
