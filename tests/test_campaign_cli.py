@@ -95,6 +95,47 @@ def test_export_then_estimate_is_sample_then_estimate(covid: Path, covid_runs: P
     assert "coronavirus origin" in status  # the topic statements were read
 
 
+def test_a_campaign_selects_by_predictions_as_sample_does(covid: Path, covid_runs: Path,
+                                                          tmp_path: Path, run_cli) -> None:
+    """``campaign create --predictions`` with stratified:size=residual: the selector keeps
+    the predictions in its saved state, so the campaign judged by an oracle exports the very
+    sample ``sampleval sample`` draws with them; its status shows live estimates, and the
+    export's P@10~ppi estimates are those of the sample."""
+    import numpy as np
+
+    from sampleval.core.pool import Pool
+    from sampleval.io import read_qrels, read_runs
+    from sampleval.io.predictions import write_predictions
+    from sampleval.synthetic_predictions import flipped, pool_truth
+
+    db = tmp_path / "campaigns.db"
+    qrels = covid / "qrels" / "qrels.covid-round5.txt"
+    pool = Pool.from_runs(read_runs([covid_runs]), depth=20)
+    predicted = tmp_path / "predicted.txt"
+    write_predictions(flipped(pool_truth(pool, read_qrels(qrels)), 0.3,
+                              np.random.default_rng(3)), predicted)
+    params = ["--param", "size=residual", "--predictions", predicted]
+    run_cli("campaign", "create", "guided", "--runs", covid_runs, "--method", "stratified",
+            "--budget", "25", "--depth", "20", "--seed", "42", "--grades", "0,1,2", *params,
+            "--db", db)
+    simulated = run_cli("campaign", "simulate", "guided", "--qrels", qrels, "--assessors",
+                        "2", "--db", db)
+    assert "75 judgments" in simulated.stdout, simulated.stdout
+    assert "P@10~ht" in run_cli("campaign", "status", "guided", "--db", db).stdout
+    run_cli("campaign", "export", "guided", "-o", tmp_path / "exported", "--db", db)
+    run_cli("sample", "stratified", covid_runs, "--qrels", qrels, "-o", tmp_path / "sampled",
+            "-n", "25", "-M", "20", "-s", "42", *params)
+    ppi = ["-f", "tsv", "-m", "P@10~ppi,P@10~ht", "--predictions", predicted]
+    exported = run_cli("estimate", tmp_path / "exported", covid_runs, *ppi).stdout
+    assert exported == run_cli("estimate", tmp_path / "sampled", covid_runs, *ppi).stdout
+    assert "P@10~ppi" in exported
+    unused = run_cli("campaign", "create", "plain", "--runs", covid_runs, "--method",
+                     "uniform", "--budget", "5", "--predictions", predicted, "--db", db,
+                     check=False)
+    assert unused.returncode == 2
+    assert unused.stderr == "sampleval: error: method 'uniform' does not use predictions\n"
+
+
 def test_campaign_commands_fail_in_one_line(covid_runs: Path, tmp_path: Path,
                                             run_cli) -> None:
     db = tmp_path / "c.db"

@@ -451,3 +451,61 @@ def test_duplicates_mean_what_they_mean_for_estimate(files: tuple[Path, Path],
     cli_run([*base, str(tmp_path / "first"), "--duplicates", "first"])
     rows = pd.read_parquet(tmp_path / "first" / "trials.parquet")
     assert "dup" in set(rows["run"]) and len(set(rows["run"])) == len(runs) + 1
+
+
+# -- predictions ---------------------------------------------------------------------------------
+
+
+def test_predictions_reach_selectors_and_ppi_estimates(
+        collection: tuple[list[Run], Qrels], files: tuple[Path, Path], tmp_path: Path) -> None:
+    """``--predictions`` guide stratified:size=residual and feed P@10~ppi; the rows are those
+    of the selector and ``estimators.estimate`` given the same predictions, whatever --jobs;
+    a ppi measure without predictions fails in one line before any run is read."""
+    from sampleval.io.predictions import read_predictions, write_predictions
+    from sampleval.synthetic_predictions import flipped, pool_truth
+
+    runs, qrels = collection
+    runs_dir, qrels_path = files
+    pool = Pool.from_runs(runs, depth=DEPTH)
+    predicted = tmp_path / "predicted.txt.gz"
+    write_predictions(flipped(pool_truth(pool, qrels), 0.3, np.random.default_rng(5)), predicted)
+    base = ["simulate", str(runs_dir), "--qrels", str(qrels_path), "--methods",
+            "stratified,stratified:size=residual", "--rates", "0.3", "--trials", "2",
+            "--measures", "P@10~ppi,P@10", "-M", str(DEPTH), "--no-report"]
+    for jobs in ("1", "2"):
+        cli_run([*base, "--predictions", str(predicted), "-j", jobs,
+                 "-o", str(tmp_path / jobs)])
+    rows = pd.read_parquet(tmp_path / "1" / "trials.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "2" / "trials.parquet"), rows)
+    estimators = rows.groupby("measure", observed=True)["estimator"].unique()
+    assert [str(e) for e in estimators["P@10~ppi"]] == ["P@10~ppi"]
+    assert "P@10~ppi" not in set(estimators["P@10"])
+
+    predictions = read_predictions(predicted)
+    for method in ("stratified", "stratified:size=residual"):
+        spec = parse_method(method)
+        selector = spec.make(pool, Budget(rate=0.3), trial_rng(0, spec.text, "rate=0.3", 1, 0),
+                             predictions)
+        assert (selector.predicted is not None) == (method != "stratified")
+        sample = judge(selector, qrels_oracle(qrels)).sample()
+        mine = rows[(rows["method"] == method) & (rows["trial"] == 1)]
+        for measure in ("P@10~ppi", "P@10"):
+            estimator = str(mine.loc[mine["measure"] == measure, "estimator"].iloc[0])
+            want = estimate(sample, runs, [estimator], depth=DEPTH,
+                            predictions=predictions).set_index(["run", "query_id"])
+            got = mine[mine["measure"] == measure].set_index(["run", "topic"]).reindex(
+                want.index)
+            np.testing.assert_allclose(got["estimate"], want["value"], rtol=1e-12,
+                                       atol=1e-12, err_msg=f"{method} {measure}")
+
+    command = [*base[:1], str(tmp_path / "no-such-run"), *base[2:], "-o", str(tmp_path / "none")]
+    command[command.index("--methods") + 1] = "stratified"
+    missing = subprocess.run([str(SAMPLEVAL), *command],
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert missing.returncode == 2
+    assert missing.stderr == ("sampleval: error: P@10~ppi needs predictions of relevance "
+                              "(--predictions FILE; in the library, predictions=)\n")
+    assert not (tmp_path / "none").exists()
+    with pytest.raises(UsageError, match="no method or measure uses the predictions"):
+        cli_run([*command[:command.index("--measures") + 1], "P@10", "--predictions",
+                 str(predicted), "-o", str(tmp_path / "none")])

@@ -42,6 +42,7 @@ from sampleval.campaign.store import Store
 from sampleval.campaign.tokens import digest, new_secret
 from sampleval.campaign.topics import Statement
 from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import SampleValError, UsageError
@@ -101,6 +102,9 @@ class Design:
     seed: int | None = None
     grades: tuple[Grade, ...] = (Grade(0.0, "0"), Grade(1.0, "1"))
     overlap: float = 0.0
+    predictions: Predictions | None = None
+    """Predicted relevance for a method that selects by it (``--predictions FILE``); the
+    selector keeps each pooled document's value in its saved state."""
 
 
 @dataclass(frozen=True)
@@ -229,7 +233,8 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
         raise UsageError(f"topic id {bad[0]!r} cannot be used in a campaign (letters, digits, "
                          "'.', '_', '-'; at most 64)")
     options: dict[str, Any] = dict(design.params)
-    selector = cls(pool, design.budget, np.random.default_rng(seed), **options)
+    selector = cls(pool, design.budget, np.random.default_rng(seed),
+                   predictions=design.predictions, **options)
     first = {t: selector.propose(t, selector.batch_size(t)) for t in pool.topics}
     texts = _texts(corpus, pool) if corpus is not None else []
     token = new_secret()

@@ -11,6 +11,7 @@ from sampleval.cli._app import (
     add_command,
     add_duplicates,
     add_name_by,
+    add_predictions,
     check_stdin_once,
     parse_params,
     positive_int,
@@ -119,6 +120,9 @@ def _create(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap", type=float, default=0.0, metavar="SHARE",
                    help="share of documents that every assessor of a topic judges "
                         "(agreement studies)")
+    add_predictions(p, "for the methods that select by them (stratified --param "
+                       "size=residual, importance --param prior=predictions), kept in the "
+                       "campaign's saved selector state")
     add_name_by(p)
     add_duplicates(p)
     _db(p)
@@ -187,20 +191,25 @@ def _simulate(sub: argparse._SubParsersAction) -> None:
 
 def run_create(args: argparse.Namespace) -> None:
     require_extra()
-    check_stdin_once(args.runs, args.topics or [], args.corpus or [])
+    check_stdin_once(args.runs, args.topics or [], args.corpus or [],
+                     args.predictions or [])
     with start_reading_runs(args) as reading:  # the runs parse while the store's code loads
         from sampleval.campaign.organise import Design, create_campaign, parse_grades
         from sampleval.campaign.store import Store
         from sampleval.campaign.topics import read_topics
+        from sampleval.io.predictions import read_predictions
         from sampleval.params import resolve
         from sampleval.selection import METHODS, Budget
 
         cls = METHODS[args.method]
         params = parse_params(args.param)
         resolve(cls.parameters, params, cls.name)  # bad parameters fail before the store
+        cls.check_predictions(args.predictions is not None)
         grades = tuple(parse_grades(args.grades))
+        predicted = None if args.predictions is None else read_predictions(
+            args.predictions, max(g.value for g in grades))
         design = Design(args.name, cls.name, Budget(args.budget, args.rate), params,
-                        args.depth, args.seed, grades, args.overlap)
+                        args.depth, args.seed, grades, args.overlap, predicted)
         statements = read_topics(args.topics) if args.topics else None
         runs = reading.result()
     store = Store(args.db)

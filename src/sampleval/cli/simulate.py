@@ -13,6 +13,7 @@ from sampleval.cli._app import (
     add_command,
     add_duplicates,
     add_name_by,
+    add_predictions,
     add_runs_argument,
     check_stdin_once,
     positive_int,
@@ -114,6 +115,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                         help="directory for the results (created; a directory of an earlier "
                              "run of the same inputs is resumed)")
+    add_predictions(parser, "for the methods that select by them "
+                            "(stratified:size=residual, importance:prior=predictions) and the "
+                            "prediction-powered measures (P@10~ppi, AP~ppi ...)")
     add_name_by(parser)
     add_duplicates(parser)
 
@@ -132,7 +136,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> None:
-    check_stdin_once(args.qrels, args.runs)
+    from sampleval.experiments.runner import check_predictions
+
+    predictions = [] if args.predictions is None else [args.predictions]
+    check_stdin_once(args.qrels, args.runs, predictions)
+    check_predictions(args.methods, split_names(args.measures), args.predictions is not None)
     with start_reading_runs(args) as reading:
         from sampleval.experiments.runner import simulate
         from sampleval.io import read_qrels
@@ -146,7 +154,8 @@ def run_simulate(args: argparse.Namespace) -> None:
                        depth=args.depth, seed=args.seed, leave_out=args.leave_out,
                        groups=args.groups, splits=args.splits, jobs=args.jobs,
                        backend=args.backend, scheduler=args.scheduler,
-                       per_topic=args.per_topic, progress=progress, figures=args.report)
+                       per_topic=args.per_topic, progress=progress, figures=args.report,
+                       predictions=args.predictions)
     print_summary(summary)
     drawn = ", figures/, report.html" if args.report else ""
     sys.stdout.write(f"written to {args.output}/: summary.csv, trials.parquet, "

@@ -26,6 +26,7 @@ from sampleval.measures.exact import RankedGrades, compute, relevance
 
 if TYPE_CHECKING:
     from sampleval.core.pool import Pool
+    from sampleval.core.predictions import Predictions
     from sampleval.core.sample import Sample
     from sampleval.experiments.targets import Plan
     from sampleval.experiments.truth import Truth
@@ -57,10 +58,11 @@ class Estimates:
 
 
 def estimate(pools: dict[str, Pool], truth: Truth, sample: Sample, plans: Sequence[Plan],
-             ci: float) -> list[Estimates]:
+             ci: float, predictions: Predictions | None = None) -> list[Estimates]:
     """Each plan's estimates from ``sample`` (see the module docstring); ``pools``: the pool
-    of all runs by score precision (``"float32"``, ``"float64"``)."""
-    return _Sample(pools, truth, sample, ci).estimates(plans)
+    of all runs by score precision (``"float32"``, ``"float64"``); ``predictions``: for the
+    families that need them (``~ppi``)."""
+    return _Sample(pools, truth, sample, ci, predictions).estimates(plans)
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,11 @@ class _Table:
 class _Sample:
     """One sample, aligned once per score precision, each family computed once per level."""
 
-    def __init__(self, pools: dict[str, Pool], truth: Truth, sample: Sample, ci: float):
+    def __init__(self, pools: dict[str, Pool], truth: Truth, sample: Sample, ci: float,
+                 predictions: Predictions | None = None):
         self.pools, self.truth, self.sample, self.ci = pools, truth, sample, ci
-        self.views: dict[str, list[TopicView]] = {}
+        self.predictions = predictions
+        self.views: dict[tuple[str, bool], list[TopicView]] = {}
         self.topic_at = {t: i for i, t in enumerate(truth.topics)}
         self.run_at = {r: i for i, r in enumerate(truth.run_names)}
 
@@ -109,10 +113,14 @@ class _Sample:
             out.append(est)
         return out
 
-    def aligned(self, precision: str) -> list[TopicView]:
-        if precision not in self.views:
-            self.views[precision] = topic_views(self.pools[precision], self.sample)
-        return self.views[precision]
+    def aligned(self, precision: str, predicted: bool = False) -> list[TopicView]:
+        """The sample aligned with the pool of ``precision``, with the predictions when
+        ``predicted``."""
+        key = (precision, predicted)
+        if key not in self.views:
+            self.views[key] = topic_views(self.pools[precision], self.sample,
+                                          self.predictions if predicted else None)
+        return self.views[key]
 
     def topic_index(self, views: list[TopicView]) -> np.ndarray:
         return np.array([self.topic_at[v.pool.topic] for v in views], dtype=np.int64)
@@ -123,7 +131,7 @@ class _Sample:
     def compute(self, family_name: str, level: float, specs: list[EstimateSpec]) -> _Table:
         """A family's estimates of ``specs`` at ``level``, as arrays."""
         family = FAMILIES[family_name]
-        views = self.aligned(np.dtype(family.score_type).name)
+        views = self.aligned(np.dtype(family.score_type).name, family.needs_predictions)
         topics = np.zeros(len(self.truth.topics), dtype=bool)
         topics[self.topic_index(views)] = True
         table = (family.compute(self.truth.run_names, views, self.sample, specs, level,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from sampleval.core.pool import Pool
+    from sampleval.core.predictions import Predictions
     from sampleval.selection.base import Budget, Selector
 
 
@@ -49,9 +50,20 @@ class MethodSpec:
     def design(self) -> str:
         return self.selector.design
 
-    def make(self, pool: Pool, budget: Budget, rng: np.random.Generator) -> Selector:
-        """The selector over ``pool`` with this budget, generator and parameters."""
+    @property
+    def uses_predictions(self) -> bool:
+        """Whether the method, with these parameters, selects by predicted relevance
+        (``stratified:size=residual``, ``importance:prior=predictions``)."""
+        cls = self.selector
+        return cls.uses_predictions(resolve(cls.parameters, dict(self.params), cls.name))
+
+    def make(self, pool: Pool, budget: Budget, rng: np.random.Generator,
+             predictions: Predictions | None = None) -> Selector:
+        """The selector over ``pool`` with this budget, generator and parameters, given
+        ``predictions`` when it uses them."""
         options: dict[str, Any] = dict(self.params)
+        if self.uses_predictions:
+            options["predictions"] = predictions
         return self.selector(pool, budget, rng, **options)
 
 

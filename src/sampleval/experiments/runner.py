@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
@@ -42,6 +43,7 @@ from sampleval.experiments.summary import summarise
 from sampleval.experiments.targets import Plan, Target, parse_targets, plan_for
 from sampleval.experiments.trial import CellResult, Setup, Task
 from sampleval.experiments.truth import compute_truth
+from sampleval.inputs import PredictionsLike, as_predictions
 
 SUMMARY = "summary.csv"
 TASK_TRIALS = 10
@@ -55,31 +57,38 @@ def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
              depth: int | None = 100, seed: int = 0, leave_out: str = "none",
              groups: str | Path | None = None, splits: int = 50, jobs: int = 1,
              backend: str = "local", scheduler: str | None = None, per_topic: bool = True,
-             progress: bool = False, figures: bool = True) -> pd.DataFrame:
+             progress: bool = False, figures: bool = True,
+             predictions: PredictionsLike | None = None) -> pd.DataFrame:
     """Run the grid ``methods`` x (``rates`` or ``budgets``) x splits, ``trials`` trials
     each, into the directory ``output`` (:mod:`.store`), and return the summary (also
     written to ``summary.csv``; figures and report.html too, unless ``figures`` is False).
+    ``predictions`` (a Predictions, a DataFrame ``query_id, doc_id, prediction`` or a
+    predictions file) go to the methods that select by them and the ``~ppi`` measures.
     See ``docs/simulate.md`` for every argument."""
     if seed < 0:
         raise UsageError("--seed must be a non-negative whole number")
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     check_backend(backend, scheduler)
+    check_predictions(methods, measures, predictions is not None)
     specs = [parse_method(m) for m in split_methods(methods)]
     if not specs:
         raise UsageError("give at least one method with --methods")
     targets = parse_targets(measures)
     plans = _plans(specs, targets)
     pool = _pool(runs, qrels, depth)
+    predicted = None if predictions is None else _predictions(predictions, pool, qrels)
     split_list = make_splits(pool.run_names, leave_out, groups, splits, seed)
     grid = Grid(tuple(specs), tuple(budgets_from(rates, budgets)), trials, len(split_list))
     store = Store(output)
-    store.open(_inputs(pool, qrels, targets, seed, leave_out, split_list, per_topic), grid,
+    store.open(_inputs(pool, qrels, targets, seed, leave_out, split_list, per_topic,
+                       predicted), grid,
                {"runs": pool.n_runs, "topics": len(pool.topics),
                 "left_out": [s.left_out for s in split_list]})
     tasks = _pending(store, grid)
     if tasks:
-        setup = _setup(runs, pool, qrels, targets, plans, split_list, seed, per_topic)
+        setup = _setup(runs, pool, qrels, targets, plans, split_list, seed, per_topic,
+                       predicted)
         _run(store, setup, tasks, grid, backend=backend, jobs=jobs, scheduler=scheduler,
              progress=progress)
     store.consolidate(grid)
@@ -93,6 +102,39 @@ def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
 
 
 # -- checking and planning -----------------------------------------------------------------------
+
+
+def check_predictions(methods: Sequence[str], measures: Sequence[str], given: bool) -> None:
+    """UsageError (before any file is read) when a method or a measure needs predictions
+    and none are given, or predictions are given that nothing uses."""
+    users = [s.text for s in map(parse_method, split_methods(methods)) if s.uses_predictions]
+    users += [t.name for t in parse_targets(measures)
+              if t.given is not None and FAMILIES[t.given.family].needs_predictions]
+    if users and not given:
+        raise UsageError(f"{users[0]} needs predictions of relevance (--predictions FILE; "
+                         "in the library, predictions=)")
+    if given and not users:
+        raise UsageError("no method or measure uses the predictions (see "
+                         "docs/predictions.md)")
+
+
+def _predictions(predictions: PredictionsLike, pool: Pool, qrels: Qrels) -> Predictions:
+    """The predictions, read once and checked against the qrels' scale and the pool (none
+    of the pooled documents predicted: UsageError; some: a warning)."""
+    top = max(1.0, float(qrels.frame["relevance"].max()))
+    predicted = as_predictions(predictions, top)
+    predicted.check_scale(top)
+    pooled = pd.DataFrame([(t, d) for t in pool.topics for d in pool.docnos_of(t)],
+                          columns=["query_id", "doc_id"])
+    share = predicted.coverage(pooled)
+    where = f" in {predicted.source}" if predicted.source else ""
+    if share == 0:
+        raise UsageError(f"the predictions{where} name none of the pooled documents (do "
+                         "their topic ids and docnos match the runs'?)")
+    if share < 1:
+        warnings.warn(f"the predictions{where} cover {share:.1%} of the pooled documents; "
+                      "the others predict 0 (see docs/predictions.md)", stacklevel=3)
+    return predicted
 
 
 def _plans(specs: Sequence[MethodSpec], targets: Sequence[Target]
@@ -130,7 +172,7 @@ def _pool(runs: Sequence[Run], qrels: Qrels, depth: int | None) -> Pool:
 
 def _setup(runs: Sequence[Run], pool: Pool, qrels: Qrels, targets: Sequence[Target],
            plans: dict[str, tuple[Plan, ...]], splits: Sequence[Split], seed: int,
-           per_topic: bool) -> Setup:
+           per_topic: bool, predictions: Predictions | None = None) -> Setup:
     """What the trials share: the pool in each score precision the plans' estimator families
     compare scores in, and the truth."""
     pools = {"float32": pool}
@@ -141,11 +183,13 @@ def _setup(runs: Sequence[Run], pool: Pool, qrels: Qrels, targets: Sequence[Targ
         pools["float64"] = replace(double, topic_pools={t: double[t] for t in pool.topics})
     truth = compute_truth(pool, qrels, list(dict.fromkeys(t.exact for t in targets)),
                           sorted({t.level for t in targets}))
-    return Setup(pools, truth, qrels, tuple(splits), plans, seed, per_topic)
+    return Setup(pools, truth, qrels, tuple(splits), plans, seed, per_topic,
+                 predictions=predictions)
 
 
 def _inputs(pool: Pool, qrels: Qrels, targets: Sequence[Target], seed: int, leave_out: str,
-            splits: Sequence[Split], per_topic: bool) -> dict[str, Any]:
+            splits: Sequence[Split], per_topic: bool,
+            predictions: Predictions | None = None) -> dict[str, Any]:
     """What the results depend on besides the grid, as compared between runs of one
     output directory."""
     digest = hashlib.sha256()
@@ -160,9 +204,13 @@ def _inputs(pool: Pool, qrels: Qrels, targets: Sequence[Target], seed: int, leav
         ["query_id", "doc_id"])
     qrels_digest = hashlib.sha256(judged.to_csv(index=False).encode()).hexdigest()
     split_digest = hashlib.sha256(repr([(s.contributing, s.left_out) for s in splits]).encode())
+    predicted = None if predictions is None else hashlib.sha256(
+        predictions.frame.sort_values(["query_id", "doc_id"]).to_csv(index=False).encode()
+    ).hexdigest()
     return {"runs": digest.hexdigest(), "qrels": qrels_digest, "depth": pool.depth,
             "measures": [t.name for t in targets], "seed": seed, "leave_out": leave_out,
-            "splits": split_digest.hexdigest(), "per_topic": per_topic}
+            "splits": split_digest.hexdigest(), "per_topic": per_topic,
+            "predictions": predicted}
 
 
 def _pending(store: Store, grid: Grid) -> list[Task]:

@@ -39,6 +39,7 @@ from sampleval.selection.base import Oracle, qrels_oracle, simulate
 
 if TYPE_CHECKING:
     from sampleval.core.pool import Pool
+    from sampleval.core.predictions import Predictions
     from sampleval.core.qrels import Qrels
     from sampleval.core.sample import Sample
     from sampleval.experiments.grid import Cell
@@ -78,6 +79,8 @@ class Setup:
     per_topic: bool = True
     ci: float = 0.95
     alpha: float = 0.05
+    predictions: Predictions | None = None
+    """Predicted relevance, for the methods that select by it and the ``~ppi`` targets."""
 
 
 @dataclass(frozen=True)
@@ -151,10 +154,11 @@ class Worker:
         setup, truth = self.setup, self.setup.truth
         start = time.perf_counter()
         rng = trial_rng(setup.seed, cell.method.text, cell.budget.label, trial, cell.split)
-        selector = cell.method.make(self.selection_pool(cell.split), cell.budget.budget(), rng)
+        selector = cell.method.make(self.selection_pool(cell.split), cell.budget.budget(), rng,
+                                    setup.predictions)
         sample = simulate(selector, self.oracle).sample()
         estimates = estimate(setup.pools, truth, sample, setup.plans[cell.method.text],
-                             setup.ci)
+                             setup.ci, setup.predictions)
         seconds = time.perf_counter() - start
         judged = _judged_per_topic(sample, truth.topics)
         contributing = setup.splits[cell.split].mask()

@@ -105,6 +105,12 @@ class Selector(ABC):
         self._positions: dict[str, dict[str, int]] = {}
 
     @classmethod
+    def uses_predictions(cls, params: dict[str, Any]) -> bool:
+        """Whether the method with these (resolved) parameters uses predictions; methods
+        that take them under some parameters only say which."""
+        return cls.takes_predictions
+
+    @classmethod
     def check_predictions(cls, given: bool) -> None:
         """UsageError when predictions are given to a method that does not use them."""
         if given and not cls.takes_predictions:

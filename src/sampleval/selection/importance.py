@@ -183,10 +183,14 @@ class ImportanceSelector(Selector):
               choices=FORMS),
     )
 
+    @classmethod
+    def uses_predictions(cls, params: dict[str, Any]) -> bool:
+        return bool(params.get("prior") == PREDICTIONS_PRIOR)
+
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
-        from_predictions = self.params["prior"] == PREDICTIONS_PRIOR
+        from_predictions = self.uses_predictions(self.params)
         if from_predictions and self.predicted is None:
             raise UsageError("importance: prior=predictions needs predictions (--predictions "
                              "FILE; in the library, predictions=)")

@@ -91,13 +91,17 @@ class PriorStratifiedSelector(StratifiedSelector):
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
         self.per_stratum = self.params["per_stratum"]
-        residual = self.params["size"] == "residual"
+        residual = self.uses_predictions(self.params)
         if residual and self.predicted is None:
             raise UsageError("stratified: size=residual needs predictions (--predictions "
                              "FILE; in the library, predictions=)")
         if not residual and self.predicted is not None:
             raise UsageError("stratified uses predictions only with size=residual "
                              "(--param size=residual)")
+
+    @classmethod
+    def uses_predictions(cls, params: dict[str, Any]) -> bool:
+        return bool(params.get("size") == "residual")
 
     def _size(self, tp: TopicPool) -> np.ndarray:
         """What the target pi_i is proportional to: the AP-prior, times the predicted
