@@ -238,11 +238,17 @@ def _frame(run_names: tuple[str, ...], topics: list[str], measures: list[Measure
         "measure": names[m_idx[keep]],
         "value": values[keep],
     })
-    aggregate = np.array([m.aggregate for m in measures])[:, None]
-    logs = np.log(np.maximum(values, GEOMETRIC_FLOOR))
-    means = np.where(aggregate == "sum", over_topics(values, keep, "sum"),
-                     over_topics(values, keep, "mean"))
-    means = np.where(aggregate == "gmean", np.exp(over_topics(logs, keep, "mean")), means)
+    aggregate = np.array([m.aggregate for m in measures])
+    means = np.empty((n_measures, n_runs))
+    for kind in ("sum", "mean", "gmean"):  # each measure's topics summed once, exactly
+        rows = aggregate == kind
+        if not rows.any():
+            continue
+        part = values[:, rows]
+        if kind == "gmean":
+            part = np.log(np.maximum(part, GEOMETRIC_FLOOR))
+        combined = over_topics(part, keep[:, rows], "sum" if kind == "sum" else "mean")
+        means[rows] = np.exp(combined) if kind == "gmean" else combined
     m_all, r_all = np.meshgrid(np.arange(n_measures), np.arange(n_runs), indexing="ij")
     overall = pd.DataFrame({
         "run": np.asarray(run_names, dtype=object)[r_all.ravel()],
