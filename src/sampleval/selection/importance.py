@@ -18,6 +18,10 @@ to the unnormalised weights (eq. 7-8):
 
 The paper adds eps in eq. 7-8 only; it is added to every form here, since Q must be positive
 wherever a run's lambda rel is (eq. 4 is unbiased only then) and u~ or the weight can vanish.
+It costs the difference forms variance: on SYNTH (docs/reproductions.md, Table 7, 100
+rankings, 20 trials) PW's standard deviation is 0.29 with eps 0.0347 (0.05 in the paper's
+units) and 0.16 with eps 1e-6, the paper's 0.18; give ``eps=1e-6`` for eq. 13 and 15 as
+printed.
 
 The prior u~(y) (``prior``): ``trec``, 16/(r + 34) (sec. 3.3, the average label at rank r
 over TREC-8's systems; the default), ``synth``, 4 (1 - r/2000) (sec. 3.3, for SYNTH's grades
