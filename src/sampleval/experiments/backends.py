@@ -1,10 +1,13 @@
 """Where a simulation's tasks run: this process, local worker processes, or a Dask cluster.
 
 Every backend takes the :class:`~.trial.Setup` once and sends it once to each worker (the
-process pool's initializer; Dask's ``scatter(broadcast=True)``), then yields each task's
-:class:`~.trial.CellResult` as it finishes, in whatever order. Results do not depend on the
-backend or the number of workers: each trial draws from its own seed (:mod:`.seeds`).
-Closing the generator (Ctrl-C in the caller) stops the workers at once.
+process pool's initializer; Dask's ``scatter(broadcast=True)``), then asks the
+:class:`~.schedule.Schedule` for tasks, keeping two per worker submitted (one running, one
+waiting, so no worker waits for this process), and yields each task's
+:class:`~.trial.CellResult` as it finishes, in whatever order, after telling the schedule.
+Results do not depend on the backend or the number of workers: each trial draws from its
+own seed (:mod:`.seeds`). Closing the generator (Ctrl-C in the caller) stops the workers at
+once.
 
 Local workers are started with ``spawn`` (a fresh interpreter that unpickles the Setup, as a
 Dask worker does), not ``fork``, which is unsafe once Arrow's and numba's threads run.
@@ -14,15 +17,19 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from sampleval.errors import UsageError
+from sampleval.experiments.schedule import Schedule
 from sampleval.experiments.trial import CellResult, Setup, Task, Worker
 
 BACKENDS = ("local", "dask")
 
 _WORKER: Worker | None = None
 """This process' Worker (in a worker process, or a Dask worker)."""
+
+AHEAD = 2
+"""Tasks submitted per worker at a time."""
 
 
 def check_backend(backend: str, scheduler: str | None) -> None:
@@ -33,33 +40,45 @@ def check_backend(backend: str, scheduler: str | None) -> None:
         raise UsageError("--scheduler is for --backend dask")
 
 
-def run_tasks(setup: Setup, tasks: Sequence[Task], *, backend: str = "local", jobs: int = 1,
+def run_tasks(setup: Setup, schedule: Schedule, *, backend: str = "local", jobs: int = 1,
               scheduler: str | None = None) -> Iterator[CellResult]:
     """Each task's result as it finishes (see the module docstring)."""
     check_backend(backend, scheduler)
     if backend == "local":
-        return _local(setup, tasks, jobs)
-    return _dask(setup, tasks, jobs, scheduler)
+        return _local(setup, schedule, jobs)
+    return _dask(setup, schedule, jobs, scheduler)
 
 
-def _local(setup: Setup, tasks: Sequence[Task], jobs: int) -> Iterator[CellResult]:
-    if jobs <= 1 or len(tasks) <= 1:
+def _local(setup: Setup, schedule: Schedule, jobs: int) -> Iterator[CellResult]:
+    if jobs <= 1 or schedule.total <= 1:
         worker = Worker(setup)
-        for task in tasks:
-            yield worker.run(task)
+        for task in schedule.tasks():
+            result = worker.run(task)
+            schedule.finished(result)
+            yield result
         return
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    executor = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
+    workers = schedule.workers = min(jobs, schedule.total)
+    executor = ProcessPoolExecutor(max_workers=workers,
                                    mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_start_worker, initargs=(setup,))
     try:
-        pending = {executor.submit(_run, task) for task in tasks}
+        pending: set[Future[CellResult]] = set()
+
+        def submit() -> None:
+            while len(pending) < AHEAD * workers and (task := schedule.next()) is not None:
+                pending.add(executor.submit(_run, task))
+
+        submit()
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                yield future.result()
+                result = future.result()
+                schedule.finished(result)
+                submit()
+                yield result
     except BrokenProcessPool:
         raise UsageError("the worker processes stopped before finishing (out of memory? "
                          "When calling simulate() with jobs > 1 from a script, guard its "
@@ -102,7 +121,7 @@ def _run_with(setup: Setup, task: Task) -> CellResult:
     return _WORKER.run(task)
 
 
-def _dask(setup: Setup, tasks: Sequence[Task], jobs: int,
+def _dask(setup: Setup, schedule: Schedule, jobs: int,
           scheduler: str | None) -> Iterator[CellResult]:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
@@ -120,15 +139,28 @@ def _dask(setup: Setup, tasks: Sequence[Task], jobs: int,
             client = Client(scheduler, timeout=30)
         except OSError as exc:
             raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
-    futures = []
+    futures: set[object] = set()
     try:
         shared = client.scatter(setup, broadcast=True)
-        futures = [client.submit(_run_with, shared, task, pure=False) for task in tasks]
-        for future in as_completed(futures):
-            yield future.result()
+        workers = schedule.workers = max(1, len(client.scheduler_info().get("workers", {})))
+        running = as_completed()
+
+        def submit() -> None:
+            while len(futures) < AHEAD * workers and (task := schedule.next()) is not None:
+                future = client.submit(_run_with, shared, task, pure=False)
+                futures.add(future)
+                running.add(future)
+
+        submit()
+        for future in running:
+            futures.discard(future)
+            result = future.result()
+            schedule.finished(result)
+            submit()
+            yield result
     finally:
         if futures:
-            client.cancel(futures)
+            client.cancel(list(futures))
         client.close()
         if cluster is not None:
             cluster.close()

@@ -12,10 +12,8 @@ output directory of another experiment) is checked before any trial runs.
 from __future__ import annotations
 
 import hashlib
-import time
 import warnings
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,24 +29,24 @@ from sampleval.errors import UsageError
 from sampleval.estimators.family import FAMILIES
 from sampleval.experiments.backends import check_backend, run_tasks
 from sampleval.experiments.grid import (
+    Cell,
     Grid,
     MethodSpec,
     budgets_from,
     parse_method,
     split_methods,
 )
+from sampleval.experiments.schedule import Schedule
 from sampleval.experiments.splits import Split, make_splits
 from sampleval.experiments.store import Store
 from sampleval.experiments.summary import summarise
 from sampleval.experiments.targets import Plan, Target, parse_targets, plan_for
-from sampleval.experiments.trial import CellResult, Setup, Task
+from sampleval.experiments.trial import Setup
 from sampleval.experiments.truth import compute_truth
 from sampleval.inputs import PredictionsLike, as_predictions
+from sampleval.progress import Bar
 
 SUMMARY = "summary.csv"
-TASK_TRIALS = 10
-"""Trials per task at most: what a worker computes, and a part holds, at a time (a Ctrl-C
-loses at most this much per worker)."""
 
 
 def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
@@ -85,11 +83,11 @@ def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
                        predicted), grid,
                {"runs": pool.n_runs, "topics": len(pool.topics),
                 "left_out": [s.left_out for s in split_list]})
-    tasks = _pending(store, grid)
-    if tasks:
+    schedule = Schedule(_missing(store, grid), grid, jobs)
+    if schedule:
         setup = _setup(runs, pool, qrels, targets, plans, split_list, seed, per_topic,
                        predicted)
-        _run(store, setup, tasks, grid, backend=backend, jobs=jobs, scheduler=scheduler,
+        _run(store, setup, schedule, backend=backend, jobs=jobs, scheduler=scheduler,
              progress=progress)
     store.consolidate(grid)
     summary = summarise(store.read_means(), store.read_stats(), leave_out != "none")
@@ -213,103 +211,43 @@ def _inputs(pool: Pool, qrels: Qrels, targets: Sequence[Target], seed: int, leav
             "predictions": predicted}
 
 
-def _pending(store: Store, grid: Grid) -> list[Task]:
-    """The tasks of the trials no part holds: per cell, each stretch of consecutive missing
-    trials, cut into tasks of at most :data:`TASK_TRIALS`; larger budgets first (they take
-    longest), which evens out the workers' load."""
-    tasks = []
+def _missing(store: Store, grid: Grid) -> dict[Cell, list[int]]:
+    """Per cell, the trials no part holds."""
+    missing = {}
     for cell in grid.cells():
         done = store.done(cell)
-        missing = [t for t in range(grid.trials) if t not in done]
-        for stretch in _stretches(missing):
-            for start in range(0, len(stretch), TASK_TRIALS):
-                tasks.append(Task(cell, tuple(stretch[start:start + TASK_TRIALS])))
-    size = {b: i for i, b in enumerate(sorted(grid.budgets, key=lambda b: (b.rate or 0,
-                                                                          b.count or 0)))}
-    return sorted(tasks, key=lambda task: -size[task.cell.budget])
-
-
-def _stretches(trials: Sequence[int]) -> Iterator[list[int]]:
-    stretch: list[int] = []
-    for trial in trials:
-        if stretch and trial != stretch[-1] + 1:
-            yield stretch
-            stretch = []
-        stretch.append(trial)
-    if stretch:
-        yield stretch
+        missing[cell] = [t for t in range(grid.trials) if t not in done]
+    return missing
 
 
 # -- running -------------------------------------------------------------------------------------
 
 
-def _run(store: Store, setup: Setup, tasks: Sequence[Task], grid: Grid, *, backend: str,
-         jobs: int, scheduler: str | None, progress: bool) -> None:
-    """Run ``tasks``, writing each result as it comes; on Ctrl-C stop the workers, keep what
-    finished, and say how to resume."""
-    total = sum(len(t.trials) for t in tasks)
-    open_tasks = Counter(task.cell for task in tasks)
-    results = run_tasks(setup, tasks, backend=backend, jobs=jobs, scheduler=scheduler)
-    finished = cells = 0
+def _run(store: Store, setup: Setup, schedule: Schedule, *, backend: str, jobs: int,
+         scheduler: str | None, progress: bool) -> None:
+    """Run the ``schedule``'s trials, writing each task's result as it comes; on Ctrl-C stop
+    the workers, keep what finished, and say how to resume."""
+    left = {cell: len(trials) for cell, trials in schedule.missing.items()}
+    total, cells = schedule.total, len(left)
+    results = run_tasks(setup, schedule, backend=backend, jobs=jobs, scheduler=scheduler)
+    finished = cells_done = 0
     try:
-        with _Progress(progress, total, len(open_tasks)) as bar:
+        with Bar(total, f"cells 0/{cells}", progress, unit="trials", timing=True,
+                 transient=False) as bar:
             for result in results:
                 store.write(result)
-                finished += 1
-                open_tasks[result.task.cell] -= 1
-                cells += open_tasks[result.task.cell] == 0
-                bar.advance(result, cells)
+                trials = len(result.task.trials)
+                finished += trials
+                left[result.task.cell] -= trials
+                cells_done += left[result.task.cell] == 0
+                bar.advance(trials, f"cells {cells_done}/{cells}")
     except KeyboardInterrupt:
         import sys
 
-        sys.stderr.write(f"stopped after {finished} of {len(tasks)} tasks; their trials are "
-                         f"kept in {store.parts}: run the same command again to resume\n")
+        sys.stderr.write(f"stopped after {finished} of {total} trials; they are kept in "
+                         f"{store.parts}: run the same command again to resume\n")
         raise
     finally:
         close = getattr(results, "close", None)
         if close is not None:
             close()
-
-
-class _Progress:
-    """Rich progress on standard error (cells done, trials per second, time left), or
-    nothing."""
-
-    def __init__(self, show: bool, trials: int, cells: int) -> None:
-        self.show, self.trials, self.cells = show, trials, cells
-        self.bar: Any = None
-        self.start = time.perf_counter()
-
-    def __enter__(self) -> _Progress:
-        if self.show:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                TextColumn("{task.completed}/{task.total} trials"),
-                                TextColumn("{task.fields[speed]}"), TimeElapsedColumn(),
-                                TextColumn("left"), TimeRemainingColumn(),
-                                console=Console(stderr=True), transient=False)
-            self.bar.__enter__()
-            self.task = self.bar.add_task(f"cells 0/{self.cells}", total=self.trials,
-                                          speed="")
-        return self
-
-    def advance(self, result: CellResult, cells: int) -> None:
-        if self.bar is None:
-            return
-        self.bar.advance(self.task, len(result.task.trials))
-        done = self.bar.tasks[0].completed
-        speed = done / max(time.perf_counter() - self.start, 1e-9)
-        self.bar.update(self.task, description=f"cells {cells}/{self.cells}",
-                        speed=f"{speed:.2f} trials/s")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(*exc)

@@ -102,11 +102,18 @@ class CellResult:
 
 @dataclass
 class Worker:
-    """A :class:`Setup` in one process, with the oracle and the selection pools made once."""
+    """A :class:`Setup` in one process, with what it derives from it made once: the oracle,
+    the selection pools, the truth's paired t-tests, and the sample and estimates of a cell
+    whose method drew nothing from its generator (such as depth-k: every trial of the cell
+    selects the same documents, so they are selected and estimated once per worker)."""
 
     setup: Setup
     _oracle: Oracle | None = field(default=None, init=False, repr=False)
     _pools: dict[int, Pool] = field(default_factory=dict, init=False, repr=False)
+    _true_pairs: dict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, init=False, repr=False)
+    _fixed: dict[Cell, tuple[Sample, list[Estimates]]] = field(
+        default_factory=dict, init=False, repr=False)
     _category_dtypes: dict[str, pd.CategoricalDtype] | None = field(
         default=None, init=False, repr=False)
 
@@ -153,12 +160,7 @@ class Worker:
         """One trial of ``cell``: its rows (columns, one set per target) and statistics."""
         setup, truth = self.setup, self.setup.truth
         start = time.perf_counter()
-        rng = trial_rng(setup.seed, cell.method.text, cell.budget.label, trial, cell.split)
-        selector = cell.method.make(self.selection_pool(cell.split), cell.budget.budget(), rng,
-                                    setup.predictions)
-        sample = simulate(selector, self.oracle).sample()
-        estimates = estimate(setup.pools, truth, sample, setup.plans[cell.method.text],
-                             setup.ci, setup.predictions)
+        sample, estimates = self._estimates(cell, trial)
         seconds = time.perf_counter() - start
         judged = _judged_per_topic(sample, truth.topics)
         contributing = setup.splits[cell.split].mask()
@@ -176,10 +178,27 @@ class Worker:
             columns.append(self._rows(labels, est, true, official, true_mean,
                                       mean_over_topics(official, counted), judged, true_r,
                                       contributing))
-            stats.append({**labels, **self._statistics(est, true, true_mean, true_r,
+            stats.append({**labels, **self._statistics(name, est, true, true_mean, true_r,
                                                        contributing),
                           "judged": float(judged.mean()), "seconds": seconds})
         return columns, stats
+
+    def _estimates(self, cell: Cell, trial: int) -> tuple[Sample, list[Estimates]]:
+        """The trial's sample and its estimates of the cell's plans (see the class
+        docstring for the cells whose method draws nothing)."""
+        if cell in self._fixed:
+            return self._fixed[cell]
+        setup = self.setup
+        rng = trial_rng(setup.seed, cell.method.text, cell.budget.label, trial, cell.split)
+        drawn = rng.bit_generator.state
+        selector = cell.method.make(self.selection_pool(cell.split), cell.budget.budget(), rng,
+                                    setup.predictions)
+        sample = simulate(selector, self.oracle).sample()
+        estimates = estimate(setup.pools, setup.truth, sample, setup.plans[cell.method.text],
+                             setup.ci, setup.predictions)
+        if rng.bit_generator.state == drawn:
+            self._fixed[cell] = (sample, estimates)
+        return sample, estimates
 
     # -- output --------------------------------------------------------------------------------
 
@@ -245,9 +264,10 @@ class Worker:
             self._category_dtypes = {c: pd.CategoricalDtype(v) for c, v in lists.items()}
         return self._category_dtypes
 
-    def _statistics(self, est: Estimates, true: np.ndarray, true_mean: np.ndarray,
+    def _statistics(self, name: str, est: Estimates, true: np.ndarray, true_mean: np.ndarray,
                     true_r: np.ndarray, contributing: np.ndarray) -> dict[str, Any]:
-        """The per-sample statistics of one target (see the module docstring)."""
+        """The per-sample statistics of the target of measure ``name`` (see the module
+        docstring)."""
         finite = np.isfinite(est.mean) & np.isfinite(true_mean)
         out: dict[str, Any] = {
             "rms": float(metaeval.sample_rms(est.mean, true_mean)[0]),
@@ -262,9 +282,15 @@ class Worker:
         }
         complete = (self.setup.truth.present.all(axis=1) & est.topics
                     & np.isfinite(est.value).all(axis=1))
-        outcomes = (metaeval.pair_outcomes(est.value[complete], true[complete],
-                                           self.setup.alpha)
-                    if complete.sum() > 1 and len(true_mean) > 1 else None)
+        outcomes = None
+        if complete.sum() > 1 and len(true_mean) > 1:
+            key = (name, complete.tobytes())
+            if key not in self._true_pairs:
+                self._true_pairs[key] = metaeval.significant_pairs(true[complete],
+                                                                   self.setup.alpha)
+            outcomes = metaeval.classify_pairs(
+                *self._true_pairs[key],
+                *metaeval.significant_pairs(est.value[complete], self.setup.alpha))
         for name in ("true_positive", "true_negative", "miss", "false_alarm", "inversion"):
             out[f"sig_{name}"] = getattr(outcomes, name) if outcomes else np.nan
         out["sig_accuracy"] = outcomes.accuracy if outcomes else np.nan

@@ -25,6 +25,7 @@ from sampleval.io._table import (
     read_table,
     write_lines,
 )
+from sampleval.progress import track
 
 RUN_FORMAT = TableFormat(
     name="TREC run",
@@ -126,12 +127,7 @@ def read_runs(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as workers:
         loaded: Iterable[Run] = workers.map(read, paths)  # Arrow and ISA-L release the GIL
-        if progress:
-            from rich.console import Console
-            from rich.progress import track
-
-            loaded = track(loaded, total=len(paths), description="reading runs",
-                           transient=True, console=Console(stderr=True))
+        loaded = track(loaded, len(paths), "reading runs", progress)
         runs = list(loaded)
     tags = Counter(r.name for r in runs)
     shared = sorted(t for t, n in tags.items() if n > 1)
