@@ -30,7 +30,7 @@ from sampleval.experiments.seeds import trial_rng, trial_seed
 from sampleval.experiments.splits import make_splits, tag_prefix
 from sampleval.experiments.summary import COLUMNS
 from sampleval.experiments.targets import parse_target, plan_for
-from sampleval.experiments.trial import ROW_COLUMNS
+from sampleval.experiments.trial import ROW_COLUMNS, TOPIC_COLUMNS
 from sampleval.io import write_qrels, write_run
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from sampleval.selection import simulate as judge
@@ -223,6 +223,51 @@ def test_tables_of_a_simulation(simulated: Path, collection: tuple[list[Run], Qr
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     # ... the qrels judge documents beyond depth 20, so R and AP differ there
     assert not np.allclose(first["truth"], first["truth_qrels"])
+
+
+def test_topic_counts_say_what_each_sample_reached(
+        simulated: Path, collection: tuple[list[Run], Qrels], tmp_path: Path) -> None:
+    """trial_topics.parquet: relevant pooled documents, and those judged and reached (the
+    universe: pooling's judged documents, uniform's whole pool, Dynamic Sampling's batches
+    recounted from its own sample; undefined for active's with-replacement sample)."""
+    runs, qrels = collection
+    pool = Pool.from_runs(runs, depth=DEPTH)
+    relevant = {tp.topic: int((np.nan_to_num(tp.labels) >= 1).sum())
+                for tp in pool.with_labels(qrels)}
+    topics = pd.read_parquet(simulated / "trial_topics.parquet")
+    assert list(topics.columns) == TOPIC_COLUMNS
+    assert len(topics) == 4 * 2 * 3 * len(pool.topics)
+    assert (topics["relevant"] == topics["topic"].astype(str).map(relevant)).all()
+    rows = pd.read_parquet(simulated / "trials.parquet")
+    judged = rows[rows["topic"] != MEAN_TOPIC].groupby(
+        ["method", "rate", "trial", "topic"], observed=True)["judged"].first()
+    mine = topics.set_index(["method", "rate", "trial", "topic"])["judged"]
+    pd.testing.assert_series_equal(mine.reindex(judged.index).astype(float), judged,
+                                   check_names=False)
+    for method in ("depth-k", "mtf"):
+        own = topics[topics["method"] == method]
+        assert (own["reached"] == own["judged"]).all()
+        assert (own["relevant_reached"] == own["relevant_judged"]).all()
+    uniform = topics[topics["method"] == "uniform"]
+    sizes = uniform["topic"].astype(str).map({tp.topic: tp.size for tp in pool})
+    assert (uniform["reached"] == sizes).all()
+    assert (uniform["relevant_reached"] == uniform["relevant"]).all()
+    assert topics.loc[topics["method"].str.startswith("active"), "reached"].isna().all()
+    simulate(runs, qrels, ["dynamic"], budgets=[12], trials=1, measures=["AP"],
+             output=tmp_path / "ds", depth=DEPTH, figures=False)
+    ds = pd.read_parquet(tmp_path / "ds" / "trial_topics.parquet").set_index("topic")
+    rng = trial_rng(0, "dynamic", "budget=12", 0, 0)
+    frame = judge(METHODS["dynamic"](pool, Budget(count=12), rng), qrels_oracle(qrels)
+                  ).sample().frame
+    batches = frame[frame["stratum"] != "rest"]
+    relevant_docs = set(qrels.frame.loc[qrels.frame["relevance"] >= 1, "doc_id"] + "\0"
+                        + qrels.frame.loc[qrels.frame["relevance"] >= 1, "query_id"])
+    for topic, reached in batches.groupby("query_id"):
+        assert ds.loc[topic, "reached"] == len(reached) < pool[str(topic)].size
+        assert ds.loc[topic, "relevant_reached"] == sum(
+            f"{d}\0{topic}" in relevant_docs for d in reached["doc_id"])
+    assert (ds["relevant_reached"] <= ds["relevant"]).all()
+    assert (ds["relevant_reached"] >= ds["relevant_judged"]).all()
 
 
 @pytest.mark.parametrize("method", ["uniform", "active:batch=5;floor=0.1"])

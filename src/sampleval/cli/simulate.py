@@ -38,7 +38,8 @@ with the whole pool judged). Trials are seeded from --seed, the method, the budg
 and the split, so results do not depend on --jobs, the backend or the order cells run in.
 
 OUTDIR receives trials.parquet (one row per method, budget, trial, split, measure, run and
-topic; topic 'all' is the mean), trial_stats.parquet, summary.csv (rms, bias, variance,
+topic; topic 'all' is the mean), trial_stats.parquet, trial_topics.parquet (per topic:
+documents judged and reached, relevant ones among them), summary.csv (rms, bias, variance,
 Kendall's tau, tau_AP, Voorhees' significant-pair accuracy, R correlation, interval
 coverage), figures/ and report.html. Finished trials are written as they come: after Ctrl-C
 or a crash, the same command resumes; a changed grid reuses the cells it shares.
@@ -159,7 +160,7 @@ def run_simulate(args: argparse.Namespace) -> None:
     print_summary(summary)
     drawn = ", figures/, report.html" if args.report else ""
     sys.stdout.write(f"written to {args.output}/: summary.csv, trials.parquet, "
-                     f"trial_stats.parquet{drawn}\n")
+                     f"trial_stats.parquet, trial_topics.parquet{drawn}\n")
 
 
 def run_report(args: argparse.Namespace) -> None:

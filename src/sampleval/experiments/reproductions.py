@@ -26,8 +26,9 @@
 - ``summary OUTDIR [--rate R]``: the summary.csv rows (rms, bias, variance, tau, tau_AP,
   significant-pair accuracy with min/max, R correlation, coverage) as a table.
 - ``cormack OUTDIR``: Cormack et al. (SIGIR 2019): bias, RMSE, tau and tau_AP of MAP against
-  the depth-100 pool truth and against the full qrels, and the coverage (judged relevant over
-  relevant in the pool, per topic) of the deterministic methods (Table 1).
+  the depth-100 pool truth and against the full qrels, and every method's coverage (Table 1:
+  relevant documents in the universe its sample was drawn from over relevant in the pool,
+  per topic, from trial_topics.parquet).
 - ``figures OUTDIR --to DIR [--only NAMES]``: the simulation's figures (PNG), under ``DIR``,
   reduced to a 64-colour palette (a third of the size, for the repository).
 """
@@ -251,10 +252,11 @@ def summary(directory: Path, rate: float | None, columns: Sequence[str]) -> str:
 
 
 def cormack(directory: Path) -> str:
-    """Bias, RMSE, tau, tau_AP of MAP against both truths; coverage of the pooled methods."""
+    """Bias, RMSE, tau, tau_AP of MAP against both truths; every method's coverage."""
     from sampleval.experiments import metaeval
 
     trials = pd.read_parquet(directory / "trials.parquet")
+    reach = pd.read_parquet(directory / "trial_topics.parquet")
     rows = []
     for method, part in trials.groupby("method", observed=True, sort=False):
         means = part[part["topic"] == "all"]
@@ -271,14 +273,21 @@ def cormack(directory: Path) -> str:
             row[f"RMSE ({name})"] = f"{rmse.mean():.4f}"
             row[f"tau ({name})"] = f"{np.mean(taus):.3f}"
             row[f"tau_AP ({name})"] = f"{np.mean(tau_ap):.3f}"
-        topics = part[(part["topic"] != "all") & (part["num_rel"] > 0)]
-        if str(means["estimator"].iloc[0]).endswith("(judged)") and len(topics):
-            per_topic = (topics["num_rel_estimate"] / topics["num_rel"]).groupby(
-                [topics["trial"], topics["topic"]], observed=True).first()
-            row["coverage avg/min/max"] = (f"{per_topic.mean():.2f} / {per_topic.min():.2f} / "
-                                           f"{per_topic.max():.2f}")
+        row["coverage avg/min/max"] = _coverage(reach, str(method))
         rows.append(row)
     return _markdown(pd.DataFrame(rows).fillna(""))
+
+
+def _coverage(reach: pd.DataFrame, method: str) -> str:
+    """Cormack et al.'s coverage (sec. 3), the share of the relevant documents inside the
+    universe the method's sample was drawn from (``relevant_reached / relevant``: Dynamic
+    Sampling's batches, the judged documents of pooling), per topic and trial: the mean,
+    minimum and maximum over them ("" where the universe is undefined)."""
+    mine = reach[(reach["method"] == method) & (reach["relevant"] > 0)]
+    share = (mine["relevant_reached"] / mine["relevant"]).dropna()
+    if share.empty:
+        return ""
+    return f"{share.mean():.2f} / {share.min():.2f} / {share.max():.2f}"
 
 
 SUMMARY_COLUMNS = ("method", "rate", "budget", "measure", "estimator", "samples", "rms", "bias",

@@ -5,13 +5,13 @@ Layout of OUTDIR:
 - ``experiment.json``: what the results depend on besides the grid (a fingerprint of the
   pooled runs and of the qrels, depth, measures, seed, the splits) and the last grid run. A
   directory made from other inputs is refused, so results never mix;
-- ``parts/<cell key>/tFIRST-LAST.rows.parquet`` and ``.stats.parquet``: the rows and per-trial
-  statistics of a cell's trials FIRST..LAST, written (to a temporary name, then renamed: the
-  rows file last) as each task finishes. Ctrl-C or a crash loses only unfinished tasks; the
+- ``parts/<cell key>/tFIRST-LAST.rows.parquet``, ``.stats.parquet`` and ``.topics.parquet``:
+  the rows, per-trial statistics and per-topic counts of a cell's trials FIRST..LAST, written
+  (to a temporary name, then renamed: the rows file last) as each task finishes. Ctrl-C or a crash loses only unfinished tasks; the
   same command again runs only the trials no part holds, and a changed grid reuses the cells
   it shares with earlier ones;
-- ``trials.parquet`` and ``trial_stats.parquet``: every part of the current grid (its cells,
-  trials 0..N-1) in grid order, each cell's mean-over-topics rows (topic ``all``) in their own
+- ``trials.parquet``, ``trial_stats.parquet`` and ``trial_topics.parquet``: every part of the
+  current grid (its cells, trials 0..N-1) in grid order, each cell's mean-over-topics rows (topic ``all``) in their own
   row group before its per-topic rows, so ``filters=[("topic", "==", "all")]`` reads little.
 """
 
@@ -36,6 +36,9 @@ from sampleval.experiments.trial import CATEGORIES, CellResult
 MANIFEST = "experiment.json"
 TRIALS = "trials.parquet"
 STATS = "trial_stats.parquet"
+TOPICS = "trial_topics.parquet"
+KINDS = (("rows", TRIALS), ("stats", STATS), ("topics", TOPICS))
+"""Each kind of part and the table it goes to."""
 _PART = re.compile(r"^t(\d+)-(\d+)\.rows\.parquet$")
 
 
@@ -93,6 +96,7 @@ class Store:
         folder.mkdir(parents=True, exist_ok=True)
         stem = f"t{trials[0]:05d}-{trials[-1]:05d}"
         _write_parquet(result.stats, folder / f"{stem}.stats.parquet")
+        _write_parquet(result.topics, folder / f"{stem}.topics.parquet")
         _write_parquet(result.rows, folder / f"{stem}.rows.parquet")  # last: marks it done
 
     def cell_tables(self, cell: Cell, trials: int, kind: str) -> pd.DataFrame | None:
@@ -106,7 +110,10 @@ class Store:
             match = _PART.match(path.name)
             if match and int(match[1]) < trials:
                 stem = path.name.removesuffix(".rows.parquet")
-                frame = pd.read_parquet(path.with_name(f"{stem}.{kind}.parquet"))
+                part = path.with_name(f"{stem}.{kind}.parquet")
+                if not part.exists():  # topics: absent from parts written before them
+                    continue
+                frame = pd.read_parquet(part)
                 frames.append(frame[frame["trial"] < trials])
         if not frames:
             return None
@@ -114,11 +121,26 @@ class Store:
         return out.sort_values("trial", kind="stable").reset_index(drop=True)
 
     def consolidate(self, grid: Grid) -> None:
-        """Write trials.parquet and trial_stats.parquet for ``grid`` from the parts."""
-        for kind, name in (("rows", TRIALS), ("stats", STATS)):
+        """Write the tables of ``grid`` (:data:`KINDS`) from the parts (trial_topics.parquet
+        only when every part has its topics)."""
+        for kind, name in KINDS:
+            if kind == "topics" and not self._complete(kind, grid):
+                (self.directory / name).unlink(missing_ok=True)
+                continue
             tables = (self.cell_tables(cell, grid.trials, kind) for cell in grid.cells())
             _write_all(self.directory / name, (t for t in tables if t is not None),
                        split_means=kind == "rows")
+
+    def _complete(self, kind: str, grid: Grid) -> bool:
+        """Whether every part of ``grid``'s cells has its ``kind`` file."""
+        for cell in grid.cells():
+            folder = self.parts / cell.key
+            for path in folder.glob("*.rows.parquet") if folder.is_dir() else ():
+                stem = path.name.removesuffix(".rows.parquet")
+                if _PART.match(path.name) and not path.with_name(
+                        f"{stem}.{kind}.parquet").exists():
+                    return False
+        return True
 
     def read_means(self, filters: list[tuple[str, str, Any]] | None = None) -> pd.DataFrame:
         """The mean-over-topics rows of trials.parquet (and ``filters``, pyarrow's)."""

@@ -13,7 +13,7 @@ each split's selection pool). A trial then
    :mod:`.metaeval`): the sample's rms over runs (all, contributing, left out), Kendall's
    tau and tau_AP of the mean scores, Voorhees' pair outcomes on the per-topic scores, the
    correlation of estimated and true R per topic, interval coverage counts, and the time the
-   trial took.
+   trial took; and one row per topic of what the sample reached (:data:`TOPIC_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -62,6 +62,20 @@ STAT_COLUMNS = ["method", "rate", "budget", "trial", "split", "measure", "estima
                 "intervals_topic", "judged", "seconds"]
 """trial_stats.parquet: one row per (cell, trial, target), see the module docstring."""
 
+TOPIC_COLUMNS = ["method", "rate", "budget", "trial", "split", "topic", "judged", "reached",
+                 "relevant", "relevant_judged", "relevant_reached"]
+"""trial_topics.parquet: one row per (cell, trial, topic). ``relevant``: the topic's pooled
+documents the qrels grade 1 or more; ``judged``/``relevant_judged``: the documents (the
+relevant ones) the sample judged; ``reached``/``relevant_reached``: those (the relevant ones)
+with a positive inclusion probability, the universe the sample was drawn from (Cormack et
+al., SIGIR 2019, sec. 3: for Dynamic Sampling the documents its batches reached; for pooling
+the judged ones; for uniform or stratified sampling the whole pool), NaN where the design
+leaves inclusion probabilities undefined (with-replacement and importance samples). Coverage
+as Cormack et al. define it is relevant_reached / relevant."""
+
+COVERAGE_LEVEL = 1.0
+"""The grade from which a document counts as relevant in :data:`TOPIC_COLUMNS`."""
+
 CATEGORIES = ("method", "measure", "estimator", "run", "topic")
 
 
@@ -93,11 +107,12 @@ class Task:
 
 @dataclass(frozen=True)
 class CellResult:
-    """A task's output: its rows and its per-trial statistics."""
+    """A task's output: its rows, its per-trial statistics and its per-topic counts."""
 
     task: Task
     rows: pd.DataFrame
     stats: pd.DataFrame
+    topics: pd.DataFrame
 
 
 @dataclass
@@ -114,6 +129,7 @@ class Worker:
         default_factory=dict, init=False, repr=False)
     _fixed: dict[Cell, tuple[Sample, list[Estimates]]] = field(
         default_factory=dict, init=False, repr=False)
+    _relevant: dict[str, np.ndarray] | None = field(default=None, init=False, repr=False)
     _category_dtypes: dict[str, pd.CategoricalDtype] | None = field(
         default=None, init=False, repr=False)
 
@@ -147,17 +163,22 @@ class Worker:
 
         rows: list[dict[str, np.ndarray]] = []
         stats: list[dict[str, Any]] = []
+        topics: list[dict[str, Any]] = []
         with threadpool_limits(limits=1, user_api="blas"):
             for trial in task.trials:
-                trial_rows, trial_stats = self.trial(task.cell, trial)
+                trial_rows, trial_stats, trial_topics = self.trial(task.cell, trial)
                 rows += trial_rows
                 stats += trial_stats
+                topics += trial_topics
         return CellResult(task, self._frame(task.cell, rows),
-                          _typed(pd.DataFrame(stats), STAT_COLUMNS))
+                          _typed(pd.DataFrame(stats), STAT_COLUMNS),
+                          _typed(pd.DataFrame(topics), TOPIC_COLUMNS))
 
-    def trial(self, cell: Cell, trial: int
-              ) -> tuple[list[dict[str, np.ndarray]], list[dict[str, Any]]]:
-        """One trial of ``cell``: its rows (columns, one set per target) and statistics."""
+    def trial(self, cell: Cell, trial: int) -> tuple[list[dict[str, np.ndarray]],
+                                                     list[dict[str, Any]],
+                                                     list[dict[str, Any]]]:
+        """One trial of ``cell``: its rows (columns, one set per target), statistics and
+        per-topic counts."""
         setup, truth = self.setup, self.setup.truth
         start = time.perf_counter()
         sample, estimates = self._estimates(cell, trial)
@@ -181,7 +202,31 @@ class Worker:
             stats.append({**labels, **self._statistics(name, est, true, true_mean, true_r,
                                                        contributing),
                           "judged": float(judged.mean()), "seconds": seconds})
-        return columns, stats
+        return columns, stats, [{**keys, **counts} for counts in self._reach(sample)]
+
+    def _reach(self, sample: Sample) -> list[dict[str, Any]]:
+        """Per topic, what the sample judged and reached (see :data:`TOPIC_COLUMNS`)."""
+        if self._relevant is None:
+            census = self.setup.qrels.judged()
+            census = census[census["relevance"] >= COVERAGE_LEVEL]
+            self._relevant = {
+                t: np.intersect1d(self.pool.docnos_of(t).astype(str),
+                                  census.loc[census["query_id"] == t, "doc_id"].to_numpy(
+                                      dtype=str))
+                for t in self.setup.truth.topics}
+        out = []
+        for topic, relevant in self._relevant.items():
+            ts = sample.topic(topic)
+            is_relevant = np.isin(ts.docnos, relevant)
+            defined = not np.isnan(ts.inclusion).any()
+            reached = ts.inclusion > 0
+            out.append({"topic": topic, "judged": int(ts.judged.sum()),
+                        "reached": float(reached.sum()) if defined else np.nan,
+                        "relevant": len(relevant),
+                        "relevant_judged": int((is_relevant & ts.judged).sum()),
+                        "relevant_reached": (float((is_relevant & reached).sum()) if defined
+                                             else np.nan)})
+        return out
 
     def _estimates(self, cell: Cell, trial: int) -> tuple[Sample, list[Estimates]]:
         """The trial's sample and its estimates of the cell's plans (see the class
