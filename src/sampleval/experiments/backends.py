@@ -142,6 +142,8 @@ def _dask(setup: Setup, schedule: Schedule, jobs: int,
     futures: set[object] = set()
     try:
         shared = client.scatter(setup, broadcast=True)
+        if cluster is not None:
+            client.wait_for_workers(max(jobs, 1))
         workers = schedule.workers = max(1, len(client.scheduler_info().get("workers", {})))
         running = as_completed()
 
