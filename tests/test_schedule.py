@@ -18,7 +18,7 @@ def _result(task: Task) -> CellResult:
     seconds = COST[task.cell.method.name] * (task.cell.budget.rate or 0) * 10
     stats = pd.DataFrame({"trial": list(task.trials) * 2,  # two targets per trial
                           "seconds": [seconds] * (2 * len(task.trials))})
-    return CellResult(task, pd.DataFrame(), stats)
+    return CellResult(task, pd.DataFrame(), stats, pd.DataFrame())
 
 
 def _grid(trials: int) -> Grid:

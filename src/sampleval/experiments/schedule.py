@@ -48,7 +48,6 @@ class Schedule:
         self.missing = {cell: sorted(trials) for cell, trials in missing.items() if trials}
         self.workers = max(1, workers)
         self.total = sum(len(t) for t in self.missing.values())
-        self.cells = len(self.missing)
         self._seconds: dict[Cell, tuple[float, int]] = {}
         self._running: dict[Cell, int] = {}
         size = {b: i for i, b in enumerate(sorted(grid.budgets, key=lambda b: (
