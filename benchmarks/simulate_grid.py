@@ -5,8 +5,10 @@ the round-5 qrels as truth, AP, Rprec and P@30): every method at one budget, a f
 each, first with one worker, then with two, each into a fresh output directory. It prints,
 per method, the seconds a trial takes (selection and estimation, from trial_stats.parquet),
 the wall time of each pass and their ratio (the ideal on two cores: 2x), the CPU time of the
-one-worker pass (less sensitive than wall time to other jobs on the machine), and checks that
-the two passes wrote identical trials. Before timing, one trial per method on a budget of 2
+one-worker pass (less sensitive than wall time to other jobs on the machine), how busy the two
+workers were (their trials' seconds over twice the pass's wall time: what the schedule
+decides, whatever else runs on the machine), and checks that the two passes wrote identical
+trials. Before timing, one trial per method on a budget of 2
 documents per topic loads the compiled (numba) kernels.
 
 There is no peer tool to compare with: the reference code of these experiments (e.g.
@@ -67,6 +69,8 @@ def main() -> int:
         one, one_cpu = grid("one", 1)
         two, _ = grid("two", 2)
         stats = pd.read_parquet(root / "one" / "trial_stats.parquet")
+        busy = pd.read_parquet(root / "two" / "trial_stats.parquet").drop_duplicates(
+            ["method", "trial"])["seconds"].sum() / (2 * two)
         same = pd.read_parquet(root / "one" / "trials.parquet").equals(
             pd.read_parquet(root / "two" / "trials.parquet"))
     per_trial = stats.drop_duplicates(["method", "trial"]).groupby(
@@ -81,8 +85,9 @@ def main() -> int:
     Console(width=110).print(table)
     trials = len(METHODS) * args.trials
     print(f"one worker: {one:.1f} s wall ({one / trials:.2f} s per trial), {one_cpu:.1f} s "
-          f"of CPU ({one_cpu / trials:.2f} s per trial); two workers: {two:.1f} s wall; "
-          f"speed-up {one / two:.2f}x (ideal 2x); trials identical: {same}")
+          f"of CPU ({one_cpu / trials:.2f} s per trial); two workers: {two:.1f} s wall, "
+          f"busy {busy:.0%} of it; speed-up {one / two:.2f}x (ideal 2x); trials identical: "
+          f"{same}")
     print(f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     return 0 if same else 1
 
