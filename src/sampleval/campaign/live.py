@@ -8,7 +8,9 @@ for the answer on that thread and stores it, so assessors' requests never wait f
 estimators, nor compete with them for the interpreter. Exports also run in the worker.
 
 The worker reads the store itself (its own connections); it keeps each campaign's runs
-and pool between computations, and exits when the server's process is gone.
+and pool between computations, and exits when the server's process is gone. It runs at a
+lower CPU priority (nice 10), so that on a busy machine the assessors' requests get a CPU
+before the leaderboard does.
 """
 
 from __future__ import annotations
@@ -100,7 +102,11 @@ _POOLS: dict[tuple[str, int], Any] = {}
 
 
 def _worker_init(parent: int) -> None:
-    """Exit when the server's process is gone (a killed server leaves no worker behind)."""
+    """Yield the CPU to the server (nice 10); exit when the server's process is gone (a
+    killed server leaves no worker behind)."""
+    with suppress(OSError, AttributeError):
+        os.nice(10)
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
