@@ -177,10 +177,10 @@ def scheduled(pid: int) -> dict[tuple[int, str], tuple[float, float]]:
     out: dict[tuple[int, str], tuple[float, float]] = {}
     for process in pids:
         with contextlib.suppress(OSError):
-            for task in Path(f"/proc/{process}/task").iterdir():
+            for thread in Path(f"/proc/{process}/task").iterdir():
                 with contextlib.suppress(OSError, ValueError):
-                    on_cpu, queued, _ = (task / "schedstat").read_text().split()
-                    out[process, task.name] = (int(on_cpu) / 1e9, int(queued) / 1e9)
+                    on_cpu, queued, _ = (thread / "schedstat").read_text().split()
+                    out[process, thread.name] = (int(on_cpu) / 1e9, int(queued) / 1e9)
     return out
 
 
