@@ -157,6 +157,8 @@ class Runtime:
     topics: dict[str, TopicState]
     lock: threading.RLock = field(default_factory=threading.RLock)
     assigned: set[tuple[int, str]] = field(default_factory=set)
+    stopped: str | None = None
+    """Why the campaign stopped handing out documents (its target is met), or None."""
     texts: dict[str, tuple[str, str] | None] = field(default_factory=dict)
     """Documents' (title, text) as read from the store (None: no text), kept once read:
     texts never change after a campaign is created."""
@@ -179,6 +181,8 @@ class Offer:
     has_text: bool = False
     judged: int = 0
     mine: int = 0
+    note: str = ""
+    """Why there is nothing more, when the campaign stopped early (its target is met)."""
 
 
 @dataclass(frozen=True)
@@ -304,10 +308,17 @@ class CampaignService:
                            m.Judgment.retracted_at.is_(None))):
                 state, docno = items[item_id]
                 state.judges.setdefault(docno, set()).add(person_id)
-        runtime = Runtime(info, selector, version, topics)
+        runtime = Runtime(info, selector, version, topics, stopped=info.stopped)
         for state in topics.values():
             self._advance(runtime, state)
         return runtime
+
+    def stop(self, campaign_id: int, why: str) -> None:
+        """Hand out no more documents in the campaign (its target is met; the store has
+        recorded it). Judgments of documents already shown are still accepted."""
+        found = self._runtimes.get(campaign_id)
+        if found is not None:
+            found.stopped = why
 
     def _reload(self, runtime: Runtime) -> None:
         """Replace a runtime whose selector may no longer match the store."""
@@ -345,6 +356,8 @@ class CampaignService:
     def next_document(self, person: Person, qid: str) -> Offer:
         """The document ``person`` should judge next on topic ``qid`` (leased to them)."""
         runtime, state = self.topic(person, qid)
+        if runtime.stopped is not None:
+            return self._offer("done", runtime, state, person)
         with state.lock:
             if state.complete():  # a batch left complete by an earlier failure
                 self._advance(runtime, state)
@@ -386,7 +399,8 @@ class CampaignService:
             if known is not None:
                 (title, text), has_text = known, True
         mine = sum(1 for judges in state.judges.values() if person.id in judges)
-        return Offer(status, state, docno, title, text, has_text, state.judged(), mine)
+        note = (runtime.stopped or "") if status == "done" else ""
+        return Offer(status, state, docno, title, text, has_text, state.judged(), mine, note)
 
     def judge(self, person: Person, qid: str, docno: str, label: float,
               seconds: float | None, key: str) -> Judged:

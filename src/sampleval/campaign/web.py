@@ -221,6 +221,7 @@ def create_app(url: str, *, live: bool = True, interval: float = 2.0) -> FastAPI
     store = Store(url)
     estimates = LiveEstimates(store, interval)
     service = CampaignService(store, on_judgment=estimates.poke if live else None)
+    estimates.on_stop = service.stop
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
