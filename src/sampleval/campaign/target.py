@@ -96,11 +96,14 @@ def target_status(selector: Selector, sample: Sample, target: Target, start: int
     widest_run = (max(status.half_widths, key=lambda r: status.half_widths[r])
                   if status.half_widths else None)
     met = status.projected_needed == 0 and short == 0
+    some = status.judged > 0  # before any judgment every variance reads 0: say nothing
     out = {"target": f"{target.measure}:{target.half_width:g}", "measure": rule.spec.name,
            "half_width": target.half_width,
            "runs": None if target.runs is None else list(target.runs),
-           "half_widths": {r: _finite(w) for r, w in status.half_widths.items()},
-           "widest": _finite(status.widest), "widest_run": widest_run,
+           "half_widths": {r: _finite(w) if some else None
+                           for r, w in status.half_widths.items()},
+           "widest": _finite(status.widest) if some else None,
+           "widest_run": widest_run if some else None,
            "projected_needed": status.projected_needed, "next_topics": upcoming,
            "short_of_start": short, "start": start, "judged": status.judged, "met": met}
     out["text"] = describe(out)
