@@ -20,6 +20,16 @@ The time counts from the first request to the last answer (server start excluded
 is that of each judge request (POST, committed before answered, the next document in the
 answer).
 
+What the latency is made of. ``server p99`` is the p99 of the server's own ``Server-Timing``
+(from the request reaching the app to its answer: the request's work, the commit's flush,
+waits for the interpreter lock and for a CPU); the rest of the client's latency is spent in
+sockets, in uvicorn's parsing and in the client's own threads. ``cpu ms/j`` is the CPU time
+the server (with its live-estimates worker) spent per judgment, and ``wait ms/j`` the time
+its threads were ready to run but had no CPU (the kernel's run-queue delay,
+``/proc/PID/task/*/schedstat``), per judgment: the share of the latency the machine's other
+load causes. ``--hog N`` adds N busy processes during the runs, to see how the figures move
+with load.
+
 There is no peer campaign server to run here (HiCAL needs its own stack), so the reference
 is the store itself: ``naive`` commits judgments one transaction at a time from one thread,
 with the same durability (SQLite WAL, ``synchronous=FULL``; PostgreSQL with fsync on), the
@@ -27,7 +37,7 @@ rate a server without group commit could at best reach; the table prints the ser
 over it.
 
     .venv/bin/python benchmarks/campaign_load.py [--clients 8,32] [--stores sqlite,postgresql]
-        [--method strata] [--judgments 3200]
+        [--method strata] [--judgments 3200] [--hog N]
 
 Targets (issue 11): on SQLite with 32 clients, p99 under 100 ms and at least 200
 judgments per second (read: ``max`` reaches 200/s, and at 200/s ``paced`` p99 < 100 ms).
@@ -36,7 +46,10 @@ judgments per second (read: ``max`` reaches 200/s, and at 200/s ``paced`` p99 < 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -71,6 +84,8 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=TARGET_RATE,
                         help="judgments per second of the paced run")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--hog", type=int, default=0,
+                        help="busy processes running beside the server (CPU contention)")
     args = parser.parse_args()
     collection = make_collection(np.random.default_rng(args.seed), n_topics=TOPICS, n_runs=12,
                                  n_docs=3000, depth=100, pool_depth=100)
@@ -80,13 +95,16 @@ def main() -> int:
     clients = [int(c) for c in args.clients.split(",")]
     console = Console(width=140)
     table = Table(title=f"Campaign server load: method {args.method}, {TOPICS} topics x "
-                        f"{budget} judgments, {os.cpu_count()} cores, load average at start "
-                        f"{os.getloadavg()[0]:.2f}")
+                        f"{budget} judgments, {os.cpu_count()} cores, {args.hog} hog(s), "
+                        f"load average at start {_load()}")
     for column in ("store", "clients", "run", "judgments", "seconds", "judgments/s", "p50 ms",
-                   "p99 ms", "naive commits/s", "ratio"):
+                   "p99 ms", "server p99 ms", "cpu ms/j", "wait ms/j", "naive commits/s",
+                   "ratio"):
         table.add_column(column, justify="left" if column == "store" else "right")
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.hog)]
     with tempfile.TemporaryDirectory() as tmp:
         try:
             for store_kind in args.stores.split(","):
@@ -106,15 +124,22 @@ def main() -> int:
                         teams[run] = oracle_assessors(store, run, n)
                     store.close()
                     with ServerProcess(url, log=Path(tmp) / f"{store_kind}{n}.log") as server:
+                        assert server.process is not None
                         for run, team in teams.items():
+                            before = scheduled(server.process.pid)
                             report = drive(server.url, run, team, oracle,
                                            rate=args.rate if run == "paced" else None)
+                            cpu, wait = used(before, scheduled(server.process.pid))
                             rate = report.judgments / report.seconds
                             p99 = percentile(report.latencies, 0.99) * 1000
+                            per = 1000 / max(report.judgments, 1)
                             table.add_row(store_kind, str(n), run, str(report.judgments),
                                           f"{report.seconds:.1f}", f"{rate:.0f}",
                                           f"{percentile(report.latencies, 0.5) * 1000:.1f}",
-                                          f"{p99:.1f}", f"{naive:.0f}", f"{rate / naive:.1f}x")
+                                          f"{p99:.1f}",
+                                          f"{percentile(report.server_latencies, 0.99) * 1000:.1f}",
+                                          f"{cpu * per:.2f}", f"{wait * per:.2f}",
+                                          f"{naive:.0f}", f"{rate / naive:.1f}x")
                             results[store_kind, n, run] = (rate, p99)
                 if postgres is not None:
                     postgres.stop()
@@ -122,14 +147,52 @@ def main() -> int:
         finally:
             if postgres is not None:
                 postgres.stop()
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
     if ("sqlite", 32, "max") in results and ("sqlite", 32, "paced") in results:
         reached = results["sqlite", 32, "max"][0] >= TARGET_RATE
         quick = results["sqlite", 32, "paced"][1] < TARGET_P99_MS
         table.caption = (f"SQLite, 32 clients: >= {TARGET_RATE:.0f} judgments/s "
                          f"{'met' if reached else 'NOT met'}; p99 < {TARGET_P99_MS:.0f} ms at "
-                         f"{args.rate:.0f}/s {'met' if quick else 'NOT met'}")
+                         f"{args.rate:.0f}/s {'met' if quick else 'NOT met'}; load average "
+                         f"at the end {_load()}")
     console.print(table)
     return 0
+
+
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def scheduled(pid: int) -> dict[tuple[int, str], tuple[float, float]]:
+    """Per thread of process ``pid`` and of its children: seconds on a CPU and seconds ready
+    but waiting for one (run-queue delay), from Linux's ``schedstat`` (empty elsewhere)."""
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                pids += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children")
+                         .read_text().split()]
+    out: dict[tuple[int, str], tuple[float, float]] = {}
+    for process in pids:
+        with contextlib.suppress(OSError):
+            for thread in Path(f"/proc/{process}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    on_cpu, queued, _ = (thread / "schedstat").read_text().split()
+                    out[process, thread.name] = (int(on_cpu) / 1e9, int(queued) / 1e9)
+    return out
+
+
+def used(before: dict[tuple[int, str], tuple[float, float]],
+         after: dict[tuple[int, str], tuple[float, float]]) -> tuple[float, float]:
+    """CPU seconds and run-queue seconds between two :func:`scheduled` readings (threads
+    that ended in between are not counted; NaN when nothing could be read)."""
+    if not after:
+        return math.nan, math.nan
+    cpu = sum(c - before.get(k, (0.0, 0.0))[0] for k, (c, _) in after.items())
+    wait = sum(w - before.get(k, (0.0, 0.0))[1] for k, (_, w) in after.items())
+    return cpu, wait
 
 
 def naive_commits(url: str, count: int = 300) -> float:

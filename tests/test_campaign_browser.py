@@ -2,7 +2,8 @@
 (through its executable path: no browser is downloaded). An assessor logs in with their
 link, judges Cranfield abstracts with the mouse and with the keyboard, undoes a judgment,
 meets hostile document text (shown as text, never run), and the organiser's page then shows
-the progress and the live estimates. Screenshots go to the test artifacts."""
+the progress, the live estimates and the target's half-widths. Screenshots go to the test
+artifacts."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def build(folder: Path, cranfield: Path) -> tuple[str, str, str]:
     store = Store(url)
     grades = tuple(parse_grades("0:not relevant,1:partly relevant,2:relevant"))
     organiser = create_campaign(store, Design("cranfield", "strata", Budget(8), depth=20,
-                                              seed=4, grades=grades), runs,
+                                              seed=4, grades=grades, target="AP:0.1"), runs,
                                 read_topics(folder / "topics.xml"), folder / "corpus.jsonl")
     alice = add_person(store, "cranfield", "alice", list(TOPICS))[0]
     store.close()
@@ -157,6 +158,9 @@ def test_an_assessor_judges_in_the_browser_and_the_organiser_watches(
         assert "xinfAP" in page.inner_text("#estimates")
         assert page.locator("table.board tbody tr").count() >= 5  # the five runs
         assert "alice" in page.inner_text("#people")
+        target = page.inner_text("#target")  # the target: every run's half-width against it
+        assert "at most 0.1" in target and "Widest now" in target, target
+        assert page.locator("#half-widths tbody tr").count() == 5
         page.screenshot(path=str(shots / "organiser-page.png"), full_page=True)
         context.close()
     assert errors == []

@@ -151,6 +151,12 @@ def test_campaign_commands_fail_in_one_line(covid_runs: Path, tmp_path: Path,
         (["campaign", "status", "x", "--db", db], "no campaign named 'x'"),
         (["campaign", "create", "x", "--runs", covid_runs, "--method", "uniform", "--budget",
           "5", "--db", tmp_path / "missing" / "c.db"], "does not exist"),
+        (["campaign", "create", "x", "--runs", covid_runs, "--method", "uniform", "--budget",
+          "5", "--target-run", "r", "--db", db], "only with --target"),
+        (["campaign", "create", "x", "--runs", covid_runs, "--method", "uniform", "--budget",
+          "5", "--target", "AP", "--db", db], "cannot read the target"),
+        (["campaign", "create", "x", "--runs", covid_runs, "--method", "uniform", "--budget",
+          "5", "--target", "AP:0.05", "--target-run", "nope", "--db", db], "not in the pool"),
     ]
     for args, words in cases:
         done = run_cli(*args, check=False)
@@ -175,3 +181,9 @@ def test_campaign_commands_fail_in_one_line(covid_runs: Path, tmp_path: Path,
                     "--base-url", "http://judging.example.org:9000/").stdout
     assert "http://judging.example.org:9000/login?token=" in added
     assert "assessor of topics 1, 2" in added
+    made = run_cli("campaign", "create", "y", "--runs", covid_runs, "--method", "uniform",
+                   "--budget", "5", "--target", "AP:0.05", "--start", "3", "--db", db).stdout
+    assert "target AP:0.05 (every run;" in made and "after 3 judgments per topic" in made
+    shown = " ".join(run_cli("campaign", "status", "y", "--db", db).stdout.split())
+    assert "Target: target xinfAP half-width <= 0.05: no half-width yet" in shown
+    assert f"{3 * 3} judgments to go before every topic has its first 3" in shown

@@ -85,6 +85,8 @@ class OfferOut(BaseModel):
     topic: TopicOut
     document: DocumentOut | None
     mine: int = Field(description="your standing judgments on this topic")
+    note: str = Field("", description="with status done: why, when the campaign stopped "
+                                      "before its budget (its target is met)")
 
 
 class JudgmentOut(BaseModel):
@@ -139,7 +141,7 @@ def offer_out(offer: Offer) -> OfferOut:
     document = None if offer.docno is None else DocumentOut(
         docno=offer.docno, title=offer.title, text=offer.text, has_text=offer.has_text)
     return OfferOut(status=offer.status, topic=topic_out(offer.topic), document=document,
-                    mine=offer.mine)
+                    mine=offer.mine, note=offer.note)
 
 
 def judgment_out(judged: Judged) -> JudgmentOut:
@@ -221,6 +223,8 @@ def status(campaign: CampaignName, request: Request,
         "estimates": {"rows": found.estimates, "note": found.estimates_note,
                       "computed_at": found.estimated_at,
                       "judgments": found.estimated_judgments},
+        "target": found.confidence,
+        "stopped": found.campaign.stopped, "stopped_at": found.stopped_at,
     }
 
 

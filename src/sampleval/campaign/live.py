@@ -8,7 +8,9 @@ for the answer on that thread and stores it, so assessors' requests never wait f
 estimators, nor compete with them for the interpreter. Exports also run in the worker.
 
 The worker reads the store itself (its own connections); it keeps each campaign's runs
-and pool between computations, and exits when the server's process is gone.
+and pool between computations, and exits when the server's process is gone. It runs at a
+lower CPU priority (nice 10), so that on a busy machine the assessors' requests get a CPU
+before the leaderboard does.
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ T = TypeVar("T")
 class LiveEstimates:
     """The background recomputation (see the module docstring)."""
 
-    def __init__(self, store: Store, interval: float = 2.0) -> None:
+    def __init__(self, store: Store, interval: float = 2.0,
+                 on_stop: Callable[[int, str], None] | None = None) -> None:
         self.store = store
         self.interval = interval
+        self.on_stop = on_stop or (lambda _campaign, _why: None)
+        """Told when a campaign's target is met (it stops handing out documents)."""
         self._dirty: set[int] = set()
         self._last: dict[int, float] = {}
         self._wake = threading.Condition()
@@ -85,12 +90,17 @@ class LiveEstimates:
                     continue
                 self._dirty.discard(campaign_id)
             self._last[campaign_id] = time.monotonic()
+            confidence: dict[str, Any] | None = None
             try:
-                rows, note, count = self.run(compute, self.store.url, campaign_id)
+                rows, note, count, confidence = self.run(compute, self.store.url, campaign_id)
             except Exception as exc:  # an estimator failing must not stop the campaign
                 rows, note, count = [], f"estimates failed: {type(exc).__name__}: {exc}", -1
+            stopped = None
             with suppress(Exception):  # a failed save: the next judgment brings another try
-                save_estimates(self.store, campaign_id, rows, note, count)
+                stopped = save_estimates(self.store, campaign_id, rows, note, count,
+                                         confidence)
+            if stopped is not None:
+                self.on_stop(campaign_id, stopped)
 
 
 # -- in the worker process ----------------------------------------------------------------------
@@ -100,7 +110,11 @@ _POOLS: dict[tuple[str, int], Any] = {}
 
 
 def _worker_init(parent: int) -> None:
-    """Exit when the server's process is gone (a killed server leaves no worker behind)."""
+    """Yield the CPU to the server (nice 10); exit when the server's process is gone (a
+    killed server leaves no worker behind)."""
+    with suppress(OSError, AttributeError):
+        os.nice(10)
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
@@ -119,13 +133,15 @@ def _store(url: str) -> Store:
     return _STORES[url]
 
 
-def compute(url: str, campaign_id: int) -> tuple[list[dict[str, Any]], str, int]:
-    """The campaign's leaderboard now: rows, note, and the judgments it reflects."""
+def compute(url: str, campaign_id: int
+            ) -> tuple[list[dict[str, Any]], str, int, dict[str, Any] | None]:
+    """The campaign's leaderboard now: rows, note, the judgments it reflects, and the
+    target's status (None without a target; :mod:`.target`)."""
     from sampleval.campaign import models as m
     from sampleval.campaign.organise import (
         CampaignInfo,
         build_pool,
-        current_sample,
+        confidence_now,
         judgment_count,
         leaderboard,
         load_runs,
@@ -135,7 +151,7 @@ def compute(url: str, campaign_id: int) -> tuple[list[dict[str, Any]], str, int]
     with store.read() as session:
         row = session.get(m.Campaign, campaign_id)
         if row is None:
-            return [], "no such campaign", 0
+            return [], "no such campaign", 0, None
         info = CampaignInfo.of(row)
         key = (url, campaign_id)
         if key not in _POOLS:
@@ -143,9 +159,9 @@ def compute(url: str, campaign_id: int) -> tuple[list[dict[str, Any]], str, int]
             _POOLS[key] = (runs, build_pool(info, runs))
         runs, pool = _POOLS[key]
         count = judgment_count(session, campaign_id)
-        sample = current_sample(session, info, pool)
+        sample, confidence = confidence_now(session, info, pool)
     rows, note = leaderboard(sample, runs)
-    return rows, note, count
+    return rows, note, count, confidence
 
 
 def export_archive(url: str, campaign: str, rule: str) -> tuple[bytes, int]:

@@ -4,7 +4,9 @@ One database holds any number of campaigns; every other row belongs to exactly o
 (directly or through its topic), so nothing is shared across campaigns.
 
 - ``campaigns``: the design (method, parameters, budget, pool depth, seed, grade scale,
-  overlap share) fixed at creation;
+  overlap share, and an optional target: ``MEASURE:HALF_WIDTH``, the runs it concerns, the
+  judgments per topic before it may stop the campaign) fixed at creation; when the target
+  is met, why and when the campaign stopped handing out documents;
 - ``runs``: the runs the pool was built from, stored whole (Arrow IPC, compressed), so the
   pool and the live leaderboard need no files after creation;
 - ``topics``: the pool's topics with their statement (title, description, narrative) and
@@ -19,7 +21,8 @@ One database holds any number of campaigns; every other row belongs to exactly o
   each has the client's idempotency key, unique within the campaign;
 - ``selector_states``: the selector's ``state()`` (its random generator included) after the
   latest batch, with a version counting the batches handed out;
-- ``estimates``: the latest live estimates (leaderboard rows) and what they reflect;
+- ``estimates``: the latest live estimates (leaderboard rows) and what they reflect, with
+  the target's status (half-widths, projection) when the campaign has a target;
 - ``sessions``: browser sessions (SHA-256 of the cookie) with their CSRF token.
 """
 
@@ -67,6 +70,11 @@ class Campaign(Base):
     grades: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     overlap: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    target: Mapped[str | None] = mapped_column(String(128))
+    target_runs: Mapped[list[str] | None] = mapped_column(JSON)
+    target_start: Mapped[int | None] = mapped_column(Integer)
+    stopped: Mapped[str | None] = mapped_column(Text)
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class RunData(Base):
@@ -181,6 +189,7 @@ class Estimate(Base):
     computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
     rows: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     note: Mapped[str] = mapped_column(Text, default="")
+    confidence: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 JUDGMENTS: Table = Judgment.__table__  # type: ignore[assignment]

@@ -39,8 +39,10 @@ from sampleval.campaign import models as m
 from sampleval.campaign.corpus import read_corpus
 from sampleval.campaign.labels import RULES, Vote, choose
 from sampleval.campaign.store import Store
+from sampleval.campaign.target import DEFAULT_START, judging, parse_target, target_status
 from sampleval.campaign.tokens import digest, new_secret
 from sampleval.campaign.topics import Statement
+from sampleval.confident import Target
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.run import Run
@@ -105,6 +107,12 @@ class Design:
     predictions: Predictions | None = None
     """Predicted relevance for a method that selects by it (``--predictions FILE``); the
     selector keeps each pooled document's value in its saved state."""
+    target: str | None = None
+    """``MEASURE:HALF_WIDTH``: stop handing out documents once met (:mod:`.target`)."""
+    target_runs: tuple[str, ...] = ()
+    """The runs the target concerns (none given: every run)."""
+    target_start: int = DEFAULT_START
+    """Judgments each topic receives before the target may stop the campaign."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,14 @@ class CampaignInfo:
     grades: tuple[Grade, ...]
     overlap: float
     created_at: datetime
+    target: str | None = None
+    target_runs: tuple[str, ...] = ()
+    target_start: int = DEFAULT_START
+    stopped: str | None = None
+    """Why the campaign stopped handing out documents (None: it has not)."""
+
+    def parsed_target(self) -> Target | None:
+        return None if self.target is None else parse_target(self.target, self.target_runs)
 
     @property
     def budget_unit(self) -> str:
@@ -136,7 +152,8 @@ class CampaignInfo:
         return cls(row.id, row.name, row.method, dict(row.params),
                    Budget(row.budget_count, row.budget_rate), row.depth, int(row.seed),
                    tuple(Grade(float(g["value"]), str(g["label"])) for g in row.grades),
-                   row.overlap, row.created_at)
+                   row.overlap, row.created_at, row.target, tuple(row.target_runs or ()),
+                   row.target_start or DEFAULT_START, row.stopped)
 
 
 # -- encodings --------------------------------------------------------------------------------
@@ -235,6 +252,9 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
     options: dict[str, Any] = dict(design.params)
     selector = cls(pool, design.budget, np.random.default_rng(seed),
                    predictions=design.predictions, **options)
+    if design.target is not None:  # a target the design cannot estimate fails here
+        judging(selector, parse_target(design.target, design.target_runs),
+                design.target_start)
     first = {t: selector.propose(t, selector.batch_size(t)) for t in pool.topics}
     texts = _texts(corpus, pool) if corpus is not None else []
     token = new_secret()
@@ -245,7 +265,9 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
             budget_count=design.budget.count, budget_rate=design.budget.rate,
             depth=design.depth, seed=str(seed),
             grades=[{"value": g.value, "label": g.label} for g in design.grades],
-            overlap=design.overlap)
+            overlap=design.overlap, target=design.target,
+            target_runs=list(design.target_runs) or None,
+            target_start=design.target_start if design.target is not None else None)
         session.add(campaign)
         session.flush()
         session.add_all(m.RunData(campaign_id=campaign.id, position=i, name=run.name,
@@ -349,8 +371,13 @@ def votes_by_item(session: Session, campaign_id: int, observed: bool | None = No
 
 
 def current_sample(session: Session, info: CampaignInfo, pool: Pool) -> Sample:
-    """The sample so far: the selector as saved with its latest batch, which has observed
-    every completed batch, plus the judged part of each open batch (the latest judgment of
+    """The sample so far (:func:`current_selector`'s)."""
+    return current_selector(session, info, pool).sample()
+
+
+def current_selector(session: Session, info: CampaignInfo, pool: Pool) -> Selector:
+    """The selector as saved with its latest batch, which has observed every completed
+    batch, having also observed the judged part of each open batch (the latest judgment of
     each document), where the method accepts part of a batch (see ``Selector.observe``)."""
     selector, _ = restore_selector(session, info, pool)
     pending: dict[str, dict[str, float]] = {}
@@ -359,7 +386,7 @@ def current_sample(session: Session, info: CampaignInfo, pool: Pool) -> Sample:
     for qid, labels in pending.items():
         with suppress(SampleValError):  # a method taking whole batches only: left out
             selector.observe(qid, labels)
-    return selector.sample()
+    return selector
 
 
 def labelled(sample: Sample, votes: dict[tuple[str, str], list[Vote]], rule: str
@@ -451,15 +478,17 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def estimates_now(store: Store, campaign: str) -> tuple[list[dict[str, Any]], str, int]:
-    """The leaderboard of the campaign's current sample (rows, note, judgments counted)."""
+def estimates_now(store: Store, campaign: str
+                  ) -> tuple[list[dict[str, Any]], str, int, dict[str, Any] | None]:
+    """The leaderboard of the campaign's current sample (rows, note, judgments counted) and
+    the target's status (None without a target)."""
     with store.read() as session:
         info = CampaignInfo.of(campaign_row(session, campaign))
         runs = load_runs(session, info.id)
-        sample = current_sample(session, info, build_pool(info, runs))
+        sample, confidence = confidence_now(session, info, build_pool(info, runs))
         count = judgment_count(session, info.id)
     rows, note = leaderboard(sample, runs)
-    return rows, note, count
+    return rows, note, count, confidence
 
 
 def judgment_count(session: Session, campaign_id: int) -> int:
@@ -469,14 +498,45 @@ def judgment_count(session: Session, campaign_id: int) -> int:
 
 
 def save_estimates(store: Store, campaign_id: int, rows: list[dict[str, Any]], note: str,
-                   judgments: int) -> None:
+                   judgments: int, confidence: dict[str, Any] | None = None) -> str | None:
+    """Store the live estimates (and the target's status); when the status says the target
+    is met, record that the campaign stops handing out documents. Returns why the campaign
+    stopped when it stops now (None otherwise)."""
     with store.write() as session:
         row = session.get(m.Estimate, campaign_id)
         if row is None:
             session.add(m.Estimate(campaign_id=campaign_id, rows=rows, note=note,
-                                   judgments=judgments))
+                                   judgments=judgments, confidence=confidence))
         else:
             row.rows, row.note, row.judgments, row.computed_at = rows, note, judgments, m.now()
+            row.confidence = confidence
+        if confidence is None or not confidence.get("met"):
+            return None
+        campaign = session.get(m.Campaign, campaign_id)
+        if campaign is None or campaign.stopped is not None:
+            return None
+        widest = confidence.get("widest")
+        campaign.stopped = (f"its target {confidence['target']} is met" + (
+            "" if widest is None else f" (widest 95% half-width {widest:.4f})"))
+        campaign.stopped_at = m.now()
+        return campaign.stopped
+
+
+def confidence_now(session: Session, info: CampaignInfo, pool: Pool
+                   ) -> tuple[Sample, dict[str, Any] | None]:
+    """The current sample and, for a campaign with a target, the target's status
+    (:func:`sampleval.campaign.target.target_status`)."""
+    selector = current_selector(session, info, pool)
+    sample = selector.sample()
+    target = info.parsed_target()
+    if target is None:
+        return sample, None
+    items = select(m.Topic.qid, func.count(m.Item.id)).join(m.Item).where(
+        m.Topic.campaign_id == info.id, m.Topic.done.is_(True)).group_by(m.Topic.qid)
+    judged = sample.judged()["query_id"].astype(str).value_counts()
+    finished = {qid for qid, count in session.execute(items)
+                if int(judged.get(qid, 0)) >= count}
+    return sample, target_status(selector, sample, target, info.target_start, finished)
 
 
 def judgment_log(store: Store, campaign: str) -> list[dict[str, Any]]:
@@ -550,6 +610,9 @@ class Status:
     estimates_note: str
     estimated_at: datetime | None
     estimated_judgments: int | None
+    confidence: dict[str, Any] | None = None
+    """The target's status with the latest estimates (:func:`.target.target_status`)."""
+    stopped_at: datetime | None = None
 
     @property
     def judged(self) -> int:
@@ -606,6 +669,8 @@ def campaign_status(store: Store, campaign: str) -> Status:
             else:
                 seconds.setdefault(person_id, []).append(float(secs or 0.0))
         estimate = session.get(m.Estimate, info.id)
+        stopped_at = session.scalar(select(m.Campaign.stopped_at).where(
+            m.Campaign.id == info.id))
     names = {p.id: p.name for p in people}
     by_topic: dict[str, list[str]] = {}
     for person_id, qids in assigned.items():
@@ -625,4 +690,6 @@ def campaign_status(store: Store, campaign: str) -> Status:
         estimates=list(estimate.rows) if estimate else [],
         estimates_note=estimate.note if estimate else "not computed yet",
         estimated_at=estimate.computed_at if estimate else None,
-        estimated_judgments=estimate.judgments if estimate else None)
+        estimated_judgments=estimate.judgments if estimate else None,
+        confidence=estimate.confidence if estimate else None,
+        stopped_at=stopped_at)

@@ -8,6 +8,7 @@ the templates.
 from __future__ import annotations
 
 import math
+from contextlib import suppress
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Query, Request
@@ -155,26 +156,61 @@ def _panel(request: Request, campaign: str) -> dict[str, Any]:
     return {"status": status, "boards": leaderboards(status.estimates)}
 
 
+def measure_range(measure: str) -> tuple[float, float]:
+    """The values ``measure`` (an estimator's name such as ``AP~ht`` or ``xinfAP``, or a
+    measure's, ``nDCG@10``) can take: ``[0, inf)`` for counts (trec_eval prints them as
+    integers: NumRel, NumRelRet) and unnormalised DCG, ``[0, 1]`` for the others (precision,
+    recall, AP, Rprec, nDCG, RR, Bpref)."""
+    from sampleval.errors import SampleValError
+    from sampleval.estimators.names import parse_estimate
+    from sampleval.measures.names import parse_measure, spec_of
+
+    text = measure
+    with suppress(SampleValError):
+        estimated = parse_estimate(measure)
+        text = estimated.base + ("" if estimated.cutoff is None else f"@{estimated.cutoff}")
+    try:
+        plain = parse_measure(text)
+        spec = spec_of(plain.name, plain.cutoff)
+    except (SampleValError, KeyError):
+        return 0.0, math.inf
+    unbounded = spec.trec_kind == "count" or spec.key.lower() == "dcg"
+    return 0.0, math.inf if unbounded else 1.0
+
+
 def leaderboards(rows: list[dict[str, Any]], width: float = 160.0) -> list[dict[str, Any]]:
     """Per measure, the runs best first with their interval drawn on a common scale:
-    ``x``, ``lo_x``, ``hi_x`` in [0, width] for the SVG bars."""
+    ``x``, ``lo_x``, ``hi_x`` in [0, width] for the SVG bars. A normal-approximation
+    interval can reach past what the measure can be (below 0, above 1): its bar is drawn
+    clipped to the measure's range (:func:`measure_range`), ``clipped`` says so, and the
+    interval column keeps the estimator's half-width."""
     measures = list(dict.fromkeys(r["measure"] for r in rows))
     boards = []
     for measure in measures:
+        floor, ceiling = measure_range(measure)
+
+        def clip(value: float, floor: float = floor, ceiling: float = ceiling) -> float:
+            return min(max(value, floor), ceiling)
+
         mine = [r for r in rows if r["measure"] == measure and r["value"] is not None]
-        ends = [v for r in mine for v in (r["value"], r["lo"], r["hi"]) if v is not None]
-        low, high = (min(0.0, *ends), max(ends)) if ends else (0.0, 1.0)
+        ends = [clip(v) for r in mine for v in (r["value"], r["lo"], r["hi"]) if v is not None]
+        low, high = (min(floor, *ends), max(ends)) if ends else (0.0, 1.0)
         span = high - low or 1.0
 
-        def at(value: float | None, low: float = low, span: float = span) -> float:
-            return 0.0 if value is None else round((value - low) / span * width, 2)
+        def at(value: float, low: float = low, span: float = span) -> float:
+            return round((clip(value) - low) / span * width, 2)
 
-        entries = [{**r, "x": at(r["value"]), "lo_x": at(r["lo"] if r["lo"] is not None
-                                                           else r["value"]),
-                    "hi_x": at(r["hi"] if r["hi"] is not None else r["value"]),
-                    "half": None if r["lo"] is None or r["hi"] is None or math.isnan(
-                        r["hi"] - r["lo"]) else (r["hi"] - r["lo"]) / 2}
-                   for r in sorted(mine, key=lambda r: -r["value"])]
+        entries = []
+        for r in sorted(mine, key=lambda r: -r["value"]):
+            lo = r["value"] if r["lo"] is None else r["lo"]
+            hi = r["value"] if r["hi"] is None else r["hi"]
+            entries.append({**r, "x": at(r["value"]), "lo_x": at(lo), "hi_x": at(hi),
+                            "clipped": clip(lo) != lo or clip(hi) != hi,
+                            "half": None if r["lo"] is None or r["hi"] is None or math.isnan(
+                                r["hi"] - r["lo"]) else (r["hi"] - r["lo"]) / 2})
         boards.append({"measure": measure, "entries": entries, "low": low, "high": high,
-                       "width": width})
+                       "width": width, "range": (floor, ceiling),
+                       "range_text": (f"{floor:g} to {ceiling:g}" if math.isfinite(ceiling)
+                                      else f"at least {floor:g}"),
+                       "clipped": any(e["clipped"] for e in entries)})
     return boards

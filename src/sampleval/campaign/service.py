@@ -16,6 +16,11 @@ number. A crash between a judgment's commit and that transaction loses nothing: 
 the runtime finds the batch complete and observes it then, with the same labels, so the
 selector continues exactly as it would have.
 
+Locks. Each topic's in-memory state has its own lock, so an assessor's request waits only
+for requests on the same topic; the runtime's lock guards the selector (shared by all
+topics) and its saved version while a batch is observed. A topic's lock is always taken
+before the runtime's.
+
 Several assessors may share a topic: open items are leased to one assessor at a time (for
 :data:`LEASE_SECONDS`; leases live in memory only), and items chosen for the campaign's
 overlap share are also offered to every other assessor of the topic once judged, for
@@ -129,6 +134,7 @@ class TopicState:
     open: list[str] = field(default_factory=list)
     judges: dict[str, set[int]] = field(default_factory=dict)
     leases: dict[str, tuple[int, float]] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def judged(self) -> int:
         return sum(1 for d in self.order if self.judges.get(d))
@@ -151,6 +157,11 @@ class Runtime:
     topics: dict[str, TopicState]
     lock: threading.RLock = field(default_factory=threading.RLock)
     assigned: set[tuple[int, str]] = field(default_factory=set)
+    stopped: str | None = None
+    """Why the campaign stopped handing out documents (its target is met), or None."""
+    texts: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+    """Documents' (title, text) as read from the store (None: no text), kept once read:
+    texts never change after a campaign is created."""
 
     @property
     def grade_values(self) -> set[float]:
@@ -170,6 +181,8 @@ class Offer:
     has_text: bool = False
     judged: int = 0
     mine: int = 0
+    note: str = ""
+    """Why there is nothing more, when the campaign stopped early (its target is met)."""
 
 
 @dataclass(frozen=True)
@@ -295,10 +308,17 @@ class CampaignService:
                            m.Judgment.retracted_at.is_(None))):
                 state, docno = items[item_id]
                 state.judges.setdefault(docno, set()).add(person_id)
-        runtime = Runtime(info, selector, version, topics)
+        runtime = Runtime(info, selector, version, topics, stopped=info.stopped)
         for state in topics.values():
             self._advance(runtime, state)
         return runtime
+
+    def stop(self, campaign_id: int, why: str) -> None:
+        """Hand out no more documents in the campaign (its target is met; the store has
+        recorded it). Judgments of documents already shown are still accepted."""
+        found = self._runtimes.get(campaign_id)
+        if found is not None:
+            found.stopped = why
 
     def _reload(self, runtime: Runtime) -> None:
         """Replace a runtime whose selector may no longer match the store."""
@@ -336,7 +356,9 @@ class CampaignService:
     def next_document(self, person: Person, qid: str) -> Offer:
         """The document ``person`` should judge next on topic ``qid`` (leased to them)."""
         runtime, state = self.topic(person, qid)
-        with runtime.lock:
+        if runtime.stopped is not None:
+            return self._offer("done", runtime, state, person)
+        with state.lock:
             if state.complete():  # a batch left complete by an earlier failure
                 self._advance(runtime, state)
             now = time.monotonic()
@@ -345,8 +367,8 @@ class CampaignService:
                 state.leases[docno] = (person.id, now + LEASE_SECONDS)
             waiting = bool(state.open) or not state.done
         if docno is None:
-            return self._offer("wait" if waiting else "done", state, person)
-        return self._offer("judge", state, person, docno)
+            return self._offer("wait" if waiting else "done", runtime, state, person)
+        return self._offer("judge", runtime, state, person, docno)
 
     def _pick(self, state: TopicState, person: int, now: float) -> str | None:
         mine = [d for d, (who, until) in state.leases.items()
@@ -363,18 +385,22 @@ class CampaignService:
                 return docno
         return None
 
-    def _offer(self, status: str, state: TopicState, person: Person,
+    def _offer(self, status: str, runtime: Runtime, state: TopicState, person: Person,
                docno: str | None = None) -> Offer:
         title = text = ""
         has_text = False
         if docno is not None:
-            with self.store.connect() as connection:
-                found = connection.execute(_DOCUMENT, {"campaign": person.campaign_id,
-                                                       "docno": docno}).first()
-            if found is not None:
-                title, text, has_text = found.title, found.text, True
+            if docno not in runtime.texts:
+                with self.store.connect() as connection:
+                    found = connection.execute(_DOCUMENT, {"campaign": person.campaign_id,
+                                                           "docno": docno}).first()
+                runtime.texts[docno] = None if found is None else (found.title, found.text)
+            known = runtime.texts[docno]
+            if known is not None:
+                (title, text), has_text = known, True
         mine = sum(1 for judges in state.judges.values() if person.id in judges)
-        return Offer(status, state, docno, title, text, has_text, state.judged(), mine)
+        note = (runtime.stopped or "") if status == "done" else ""
+        return Offer(status, state, docno, title, text, has_text, state.judged(), mine, note)
 
     def judge(self, person: Person, qid: str, docno: str, label: float,
               seconds: float | None, key: str) -> Judged:
@@ -391,7 +417,7 @@ class CampaignService:
         if isinstance(outcome, ServiceError):
             raise outcome
         if not outcome.replayed:
-            with runtime.lock:
+            with state.lock:
                 state.judges.setdefault(docno, set()).add(person.id)
                 state.leases.pop(docno, None)
                 if docno in state.open and state.complete():
@@ -452,25 +478,26 @@ class CampaignService:
             standing = set(session.scalars(select(m.Judgment.assessor_id).where(
                 m.Judgment.item_id == row.item_id, m.Judgment.retracted_at.is_(None),
                 m.Judgment.id != row.id)))
-        with runtime.lock:
+        with state.lock:
             state.judges[docno] = standing
             state.leases[docno] = (person.id, time.monotonic() + LEASE_SECONDS)
         self.on_judgment(person.campaign_id)
         undone = Judged(row.key, docno, row.label, row.created_at, replayed=False)
-        return undone, self._offer("judge", state, person, docno)
+        return undone, self._offer("judge", runtime, state, person, docno)
 
     # -- batches ----------------------------------------------------------------------------
 
     def _advance(self, runtime: Runtime, state: TopicState) -> None:
         """Observe the topic's open batch if every item has a judgment, and store the next
         batch with the selector's new state, in one transaction (module docstring). Caller
-        holds ``runtime.lock`` (or owns the runtime)."""
-        while state.complete():
-            try:
-                self._observe_batch(runtime, state)
-            except BaseException:
-                self._reload(runtime)  # the selector may have moved: rebuild from the store
-                raise
+        holds ``state.lock`` (or owns the runtime)."""
+        with runtime.lock:
+            while state.complete():
+                try:
+                    self._observe_batch(runtime, state)
+                except BaseException:
+                    self._reload(runtime)  # the selector may have moved: rebuild from the store
+                    raise
 
     def _observe_batch(self, runtime: Runtime, state: TopicState) -> None:
         selector, info = runtime.selector, runtime.info

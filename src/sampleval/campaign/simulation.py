@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,11 +43,14 @@ class Assessor:
 @dataclass
 class Report:
     """What the assessors did: acknowledged judgments (keys, and the (topic, docno) each
-    judged), request latencies of the judge requests, retries, and the wall time."""
+    judged), request latencies of the judge requests as the clients saw them and as the
+    server reported them (its ``Server-Timing``: from the request reaching the app to the
+    answer), retries, and the wall time."""
 
     keys: list[str] = field(default_factory=list)
     judged: list[tuple[str, str]] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
+    server_latencies: list[float] = field(default_factory=list)
     retries: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -132,6 +136,7 @@ def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report:
                     report.keys.append(body["key"])
                     report.judged.append((topic, docno))
                     report.latencies.append(elapsed)
+                    report.server_latencies.append(client.server_seconds)
                 offer = answer["next"]
     except Exception as exc:
         with report.lock:
@@ -150,6 +155,8 @@ class _Client:
         self.headers = {"Authorization": f"Bearer {token}",
                         "Content-Type": "application/json"}
         self.connection: http.client.HTTPConnection | None = None
+        self.server_seconds = math.nan
+        """The last answer's time in the server (its ``Server-Timing`` header)."""
 
     def close(self) -> None:
         if self.connection is not None:
@@ -169,6 +176,7 @@ class _Client:
                 self.connection.request(method, path, body=payload, headers=self.headers)
                 response = self.connection.getresponse()
                 data = response.read()
+                self.server_seconds = _server_seconds(response.getheader("server-timing"))
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
                 problem = type(exc).__name__
@@ -186,6 +194,16 @@ class _Client:
                 report.retries += 1
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
+
+
+def _server_seconds(header: str | None) -> float:
+    """The ``app;dur=MS`` of a ``Server-Timing`` header, in seconds (NaN without one)."""
+    for part in (header or "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == "dur":
+            with suppress(ValueError):
+                return float(value) / 1000
+    return math.nan
 
 
 def percentile(values: Sequence[float], share: float) -> float:

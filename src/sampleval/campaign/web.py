@@ -15,11 +15,17 @@ Security model (``docs/campaigns.md`` explains it to organisers):
 - bodies are limited to :data:`MAX_BODY` bytes and validated; texts are escaped by the
   templates (Jinja2 autoescaping) and set as text by the scripts, never as markup; a strict
   Content-Security-Policy allows scripts and styles from the server only.
+
+Every answer carries a ``Server-Timing: app;dur=MS`` header: the milliseconds from the
+request reaching the app to its answer starting (browsers' developer tools show it; the
+load benchmark compares it with what the client waited, to tell the server's time from
+the machine's queues).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -147,6 +153,7 @@ class Guard:
         received = 0
         too_large = False
         started = False
+        begun = time.perf_counter()
 
         async def limited() -> Message:
             nonlocal received, too_large
@@ -171,7 +178,9 @@ class Guard:
                          (b"x-content-type-options", b"nosniff"),
                          (b"x-frame-options", b"DENY"),
                          (b"referrer-policy", b"same-origin"),
-                         (b"cache-control", b"no-store")]
+                         (b"cache-control", b"no-store"),
+                         (b"server-timing",
+                          f"app;dur={(time.perf_counter() - begun) * 1000:.2f}".encode())]
                 message["headers"] = list(message.get("headers", [])) + extra
             await send(message)
 
@@ -212,6 +221,7 @@ def create_app(url: str, *, live: bool = True, interval: float = 2.0) -> FastAPI
     store = Store(url)
     estimates = LiveEstimates(store, interval)
     service = CampaignService(store, on_judgment=estimates.poke if live else None)
+    estimates.on_stop = service.stop
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from sampleval.cli._app import (
     add_command,
@@ -123,6 +124,22 @@ def _create(sub: argparse._SubParsersAction) -> None:
     add_predictions(p, "for the methods that select by them (stratified --param "
                        "size=residual, importance --param prior=predictions), kept in the "
                        "campaign's saved selector state")
+    target = p.add_argument_group(
+        "judging until confident (docs/campaigns.md, docs/confident.md)",
+        "With --target, the organiser page and 'campaign status' show each targeted run's "
+        "current 95%% half-width against the target and a projection of the judgments "
+        "still needed; once the target is met (and every topic has its --start "
+        "judgments), the campaign stops handing out documents. The budget stays each "
+        "topic's ceiling; documents are not reallocated between topics.")
+    target.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
+                        help="the 95%% half-width of every run's mean over topics to reach, "
+                             "e.g. AP:0.01 or AP~ht:0.02")
+    target.add_argument("--target-run", action="append", metavar="RUN",
+                        help="only these runs must meet the target (repeat; default: all)")
+    target.add_argument("--start", type=positive_int, metavar="N",
+                        help="judgments every topic receives before the target may stop the "
+                             "campaign (more where the design needs more to reach every "
+                             "stratum; default: 20)")
     add_name_by(p)
     add_duplicates(p)
     _db(p)
@@ -190,6 +207,8 @@ def _simulate(sub: argparse._SubParsersAction) -> None:
 
 
 def run_create(args: argparse.Namespace) -> None:
+    from dataclasses import replace
+
     require_extra()
     check_stdin_once(args.runs, args.topics or [], args.corpus or [],
                      args.predictions or [])
@@ -208,8 +227,13 @@ def run_create(args: argparse.Namespace) -> None:
         grades = tuple(parse_grades(args.grades))
         predicted = None if args.predictions is None else read_predictions(
             args.predictions, max(g.value for g in grades))
+        if args.target is None and (args.target_run or args.start):
+            raise UsageError("--target-run and --start apply only with --target")
         design = Design(args.name, cls.name, Budget(args.budget, args.rate), params,
-                        args.depth, args.seed, grades, args.overlap, predicted)
+                        args.depth, args.seed, grades, args.overlap, predicted,
+                        args.target, tuple(args.target_run or ()))
+        if args.start is not None:
+            design = replace(design, target_start=args.start)
         statements = read_topics(args.topics) if args.topics else None
         runs = reading.result()
     store = Store(args.db)
@@ -226,11 +250,20 @@ def run_create(args: argparse.Namespace) -> None:
         f"campaign {info.name!r} created: method {info.method}, {len(runs)} runs pooled to "
         f"{depth}, {len(status.topics)} topics, a budget of {status.budget} "
         f"{'draws' if info.budget_unit == 'draws' else 'documents'} to judge, "
-        f"seed {info.seed}, grades {', '.join(g.text for g in info.grades)}\n"
+        f"seed {info.seed}, grades {', '.join(g.text for g in info.grades)}"
+        f"{_target_text(info)}\n"
         f"organiser login: {BASE_URL}/login?token={token}\n"
         f"organiser token: {token}\n"
         f"next: 'sampleval campaign add-assessor {info.name} PERSON' for each assessor, then "
         f"'sampleval serve'\n")
+
+
+def _target_text(info: Any) -> str:
+    if info.target is None:
+        return ""
+    runs = ", ".join(info.target_runs) if info.target_runs else "every run"
+    return (f", target {info.target} ({runs}; stops handing out documents once met, after "
+            f"{info.target_start} judgments per topic)")
 
 
 def run_add_assessor(args: argparse.Namespace) -> None:
@@ -263,7 +296,7 @@ def run_status(args: argparse.Namespace) -> None:
     store = Store(args.db)
     try:
         status = campaign_status(store, args.name)
-        rows, note, counted = estimates_now(store, args.name)
+        rows, note, counted, confidence = estimates_now(store, args.name)
     finally:
         store.close()
     console = stdout_console()
@@ -285,6 +318,19 @@ def run_status(args: argparse.Namespace) -> None:
         people.add_row(p.name, p.role, str(p.judgments), str(p.retracted), f"{p.seconds:.0f}",
                        "" if p.median_seconds is None else f"{p.median_seconds:.1f}")
     console.print(people)
+    if confidence is not None:
+        widths = Table(title=f"Target: {confidence['text']}", title_justify="left")
+        for column in ("run", "95% half-width", "target", "met"):
+            widths.add_column(column, justify="left" if column == "run" else "right")
+        for run, width in sorted(confidence["half_widths"].items(),
+                                 key=lambda item: -(item[1] or 0.0)):
+            widths.add_row(run, "" if width is None else f"{width:.4f}",
+                           f"{confidence['half_width']:g}",
+                           "yes" if width is not None and width <= confidence["half_width"]
+                           else "")
+        console.print(widths)
+    if info.stopped:
+        console.print(f"Stopped handing out documents: {info.stopped}")
     if not rows:
         console.print(f"Estimates: {note}")
         return

@@ -129,8 +129,8 @@ def run_sample(args: argparse.Namespace) -> None:
 
         target = Target.parse(args.target, args.target_run)
         if args.qrels is None:
-            raise UsageError("--target judges with --qrels (a simulation); a campaign's "
-                             "target is not offered on the command line yet")
+            raise UsageError("--target judges with --qrels (a simulation); for people "
+                             "judging, give it to 'sampleval campaign create --target'")
     elif args.target_run or args.ceiling:
         raise UsageError("--target-run and --ceiling apply only with --target")
     check_new_directory(args.output)

@@ -68,7 +68,8 @@
       "(no text in the corpus for this document: judge it by its docno)") : "";
     $("state").textContent = status === "wait"
       ? "Other assessors are finishing this batch; the next document comes in a moment."
-      : status === "done" ? "This topic is done. Thank you!" : "";
+      : status === "done" ? (offer.note ? "The campaign has stopped: " + offer.note + ". Thank you!"
+        : "This topic is done. Thank you!") : "";
     const topic = offer.topic;
     $("progress").max = topic.goal;
     $("progress").value = topic.judged;
