@@ -94,10 +94,12 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
              trials: int, seed: int, measures: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per design and measure (``measures``, default :data:`MEASURES`): the share of
     intervals covering the truth per (topic, run) and for each run's mean, the mean
-    half-widths, the bias of the mean and its rms error."""
+    half-widths, the bias of the mean and its rms error, and the diagnosis of the mean's
+    miss (:func:`diagnose`)."""
     targets: dict[str, pd.DataFrame] = {}
     runs = pool32.run_names
     tally: dict[tuple[str, str], list[np.ndarray]] = {}
+    means: dict[tuple[str, str], list[np.ndarray]] = {}
     for trial in range(trials):
         for design in designs:
             sample = draw(design, pool32, qrels, rate, seed + trial)
@@ -121,13 +123,43 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
                     ((rows["hi"] - rows["lo"]) / 2)[mean].mean(),
                     (rows["value"] - rows["truth"])[mean].mean(),
                     ((rows["value"] - rows["truth"])[mean] ** 2).mean()]))
+                overall = rows[mean].set_index("run").reindex(list(runs))
+                means.setdefault((design, name), []).append(np.stack([
+                    overall["value"].to_numpy(), overall["truth"].to_numpy(),
+                    ((overall["hi"] - overall["lo"]) / 2).to_numpy()]))
         print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
     out = [{"design": d, "measure": m, **dict(zip(
         ("cover_topic", "cover_mean", "half_topic", "half_mean", "bias_mean", "rms_mean"),
-        np.mean(values, axis=0), strict=True))} for (d, m), values in tally.items()]
+        np.mean(values, axis=0), strict=True)), **diagnose(np.stack(means[d, m]))}
+        for (d, m), values in tally.items()]
     table = pd.DataFrame(out)
     table["rms_mean"] = np.sqrt(table["rms_mean"])
     return table
+
+
+def diagnose(trials: np.ndarray, z: float = 1.959963984540054) -> dict[str, float]:
+    """How much of the mean's coverage miss is bias and how much is too small a variance
+    estimate, from ``trials`` ``[trials, 3, runs]`` (each run's estimated mean over topics,
+    its truth and its interval's half-width, per trial). Per run r, over the trials: the
+    bias b_r (mean estimate - truth), the spread sd_r of the estimates, and the mean
+    standard error se_r (half-width / z). Columns, averaged over the runs with sd_r > 0:
+    ``bias_sd`` the root mean square of b_r/sd_r; ``se_sd`` the mean of se_r/sd_r; and the
+    coverage a normal estimate would have with only one of the two faults:
+    ``cover_if_unbiased`` = P(|Z| < z se_r/sd_r) (the variance estimate's share of the miss)
+    and ``cover_if_true_se`` = P(|Z + b_r/sd_r| < z) (the bias's share)."""
+    from scipy.stats import norm
+
+    value, target, half = trials[:, 0], trials[:, 1], trials[:, 2]
+    sd = value.std(axis=0, ddof=1) if len(value) > 1 else np.zeros(value.shape[1])
+    usable = sd > 0
+    if not usable.any():
+        return dict.fromkeys(("bias_sd", "se_sd", "cover_if_unbiased", "cover_if_true_se"),
+                             float("nan"))
+    shift = (value.mean(axis=0) - target.mean(axis=0))[usable] / sd[usable]
+    ratio = (half.mean(axis=0) / z)[usable] / sd[usable]
+    return {"bias_sd": float(np.sqrt(np.mean(shift**2))), "se_sd": float(np.mean(ratio)),
+            "cover_if_unbiased": float(np.mean(2 * norm.cdf(z * ratio) - 1)),
+            "cover_if_true_se": float(np.mean(norm.cdf(z - shift) - norm.cdf(-z - shift)))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
