@@ -21,7 +21,8 @@ size, which Poisson and with-replacement samples lack); AP's default (``AP~ht(va
 delete-one jackknife instead (:func:`stratified_average_precision` on stratified samples,
 :func:`average_precision_jackknife` on the others), which covers best. Coverage of AP~ht's 95%
 intervals (per topic and run / of each run's mean over topics), TREC-COVID round 5, depth-100
-pool of the 126 runs, 100 samples, ``python -m sampleval.experiments.interval_coverage``:
+pool of the 126 runs, 100 samples, ``python -m sampleval.experiments.interval_coverage``
+(measured before the ``bias`` option, so with ``bias=none``):
 
     design                                        jackknife       linear
     strata (1-10 all, 11-30 at 30%, 31- at 10%)   0.851 / 0.950   0.847 / 0.943
