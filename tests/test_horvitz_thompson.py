@@ -164,7 +164,8 @@ def test_hand_average_precision() -> None:
     # S = 1.5 + 3 * 0.625 + 1.5 * 1.2 = 5.175 (the pair form: diagonal 1.5 + 0.75 + 0.3, pairs
     # (1/4)/(2/9) + (1/5)/(1/3) + (1/5)/(2/9) = 1.125 + 0.6 + 0.9); AP-hat = 5.175/6.
     # r2: prec_e = 1, prec_b = (1 + 3)/2 = 2, prec_a = (1 + 3 + 2)/4 = 1.5; S = 3 + 3 + 2.25.
-    rows = estimate(pool, sample, EstimateSpec("ht", "AP", options=(("var", "linear"),)))
+    rows = estimate(pool, sample, EstimateSpec("ht", "AP", options=(("var", "linear"),
+                                                                     ("bias", "none"))))
     assert rows.loc["r1", "value"] == pytest.approx(0.8625)
     assert rows.loc["r2", "value"] == pytest.approx(8.25 / 6)
     # Linearised: e_k = prec_k + sum_{i below k} (1/rank_i) pi_k/pi_ki. r1: e_a = 1 + 3/4 + 2/5
@@ -290,7 +291,7 @@ def test_with_replacement_sample_uses_its_pi_joint() -> None:
     pi, joint = with_replacement_design(np.array([p[d] for d in judged]), 4)
     ranks = np.array([[3, 4, 1], [2, 1, 4]])  # a, c, e in each run
     y = np.array([1.0, 0.0, 1.0])
-    linear = EstimateSpec("ht", "AP", options=(("var", "linear"),))
+    linear = EstimateSpec("ht", "AP", options=(("var", "linear"), ("bias", "none")))
     for spec, core in [(linear, ht.average_precision(y, pi, joint, ranks)),
                        (EstimateSpec("ht", "P", 3), ht.precision(y, pi, joint, ranks, 3))]:
         rows = estimate(pool, sample, spec)

@@ -174,3 +174,41 @@ def test_is_estimate_end_to_end(pool: Pool) -> None:
     mean = pd.concat(values, axis=1).mean(axis=1)
     for name, value in truth.items():
         assert mean[name] == pytest.approx(value, abs=0.05)
+
+
+def test_eps_zero_for_the_difference_forms(pool: Pool) -> None:
+    """Issue 9: eq. 13 and 15 have no eps. eps=0 is accepted for q=pairwise and q=krel:
+    Q is 0 exactly where the runs' weights agree, so the pairwise estimate of P@10(A) -
+    P@10(B) stays unbiased (Monte Carlo, fixed seeds), although each run's own estimate
+    misses d05 (relevant, in both top 10s at equal weight, Q = 0): why q=sqrt, single and
+    mean refuse eps=0, as does a prior that is 0 where the weights differ."""
+    tp = pool["1"]
+    ranks = doc_ranks(tp)
+    lam = np.where((ranks > 0) & (ranks <= 10), 0.1, 0.0)
+    q = make(pool, 3, q="pairwise", runs="A,B", measure="P", cutoff=10, eps=0).distribution(tp)
+    np.testing.assert_array_equal(q == 0, lam[0] == lam[1])
+    spread = np.sqrt(((lam - lam.mean(axis=0)) ** 2).sum(axis=0))
+    krel = make(pool, 3, q="krel", measure="P", cutoff=10, eps=0).distribution(tp)
+    np.testing.assert_array_equal(krel == 0, spread == 0)
+    assert q.sum() == pytest.approx(1.0) and krel.sum() == pytest.approx(1.0)
+    runs = toy_runs()
+    diffs, own = [], []
+    for seed in range(100):
+        sample = simulate(make(pool, 6, seed=seed, q="pairwise", runs="A,B", measure="P",
+                               cutoff=10, eps=0), oracle).sample()
+        out = estimate(sample, runs, ["P@10~is"])
+        out = out[out["query_id"] == "all"].set_index("run")["value"]
+        diffs.append(out["A"] - out["B"])
+        own.append(out["A"])
+    truth = {name: sum(d in RELEVANT for d in docs[:10]) / 10 for name, docs in RANKINGS.items()}
+    se = np.std(diffs, ddof=1) / np.sqrt(len(diffs))
+    assert abs(np.mean(diffs) - (truth["A"] - truth["B"])) < 3 * se
+    own_se = np.std(own, ddof=1) / np.sqrt(len(own))
+    assert abs(np.mean(own) - (truth["A"] - 0.1)) < 3 * own_se  # d05 is never drawn
+    assert truth["A"] - np.mean(own) > 6 * own_se
+    for bad in ({"eps": "0"}, {"q": "mean", "eps": "0"}, {"q": "single", "run": "A", "eps": "0"},
+                {"eps": "-0.1"}):
+        with pytest.raises(UsageError, match="eps"):
+            make(pool, 3, **bad)
+    with pytest.raises(UsageError, match="eps=0 needs a prior above 0"):
+        make(pool, 3, q="pairwise", runs="A,B", eps=0, prior="0.5,0.5,0")

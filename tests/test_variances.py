@@ -72,8 +72,8 @@ def brute_stratified_jackknife(runs: list[Run], table: pd.DataFrame, measure: st
     return total
 
 
-@pytest.mark.parametrize("measure", ["xinfAP", "infAP", "AP~ht", "AP@10~ht",
-                                     "AP~ht(ap=paper)"])
+@pytest.mark.parametrize("measure", ["xinfAP", "infAP", "AP~ht(bias=none)",
+                                     "AP@10~ht(bias=none)", "AP~ht(ap=paper,bias=none)"])
 def test_stratified_jackknife_equals_its_replicates(measure: str) -> None:
     for seed in (1, 2):
         runs, table = random_case(seed)
@@ -94,11 +94,12 @@ def test_poisson_jackknife_equals_its_replicates() -> None:
     judged = table[table["relevance"] >= 0].assign(
         probability=rng.uniform(0.2, 0.9, int((table["relevance"] >= 0).sum())))
     prels = judged[["query_id", "doc_id", "relevance", "probability"]]
-    rows = per_run(Sample.from_prels(prels), runs, "AP~ht")
+    rows = per_run(Sample.from_prels(prels), runs, "AP~ht(bias=none)")
     theta = rows["value"]
     expected = pd.Series(0.0, index=theta.index)
     for k in prels.index:
-        without = per_run(Sample.from_prels(prels.drop(index=k)), runs, "AP~ht")["value"]
+        without = per_run(Sample.from_prels(prels.drop(index=k)), runs,
+                          "AP~ht(bias=none)")["value"]
         expected += (1 - prels.loc[k, "probability"]) * (without - theta) ** 2
     np.testing.assert_allclose((half_width(rows) / Z) ** 2, expected[rows.index], rtol=1e-9,
                                atol=1e-14)
@@ -157,11 +158,11 @@ def test_ap_paper_counts_each_document_at_one_over_pi_squared() -> None:
     prels = pd.DataFrame({"query_id": "1", "doc_id": ["a", "b"], "relevance": [1.0, 1.0],
                           "probability": [0.5, 0.25]})
     sample = Sample.from_prels(prels)
-    paper = per_run(sample, [run], "AP~ht(ap=paper)").loc["r", "value"]
+    paper = per_run(sample, [run], "AP~ht(ap=paper,bias=none)").loc["r", "value"]
     # PC(1) = 2, PC(3) = (2 + 4)/3 = 2; sum = 2 * 2 + 2 * 4 = 12
     assert paper == pytest.approx(12 / 6)
     # ours: a: (1/pi_a) * 1; b: (1/pi_b) (1 + pi_b/pi_ab)/3 with pi_ab = 1/8: 4 * 3/3
-    ours = per_run(sample, [run], "AP~ht").loc["r", "value"]
+    ours = per_run(sample, [run], "AP~ht(bias=none)").loc["r", "value"]
     assert ours == pytest.approx((2 + 4) / 6)
 
 

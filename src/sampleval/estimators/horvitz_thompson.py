@@ -21,7 +21,8 @@ size, which Poisson and with-replacement samples lack); AP's default (``AP~ht(va
 delete-one jackknife instead (:func:`stratified_average_precision` on stratified samples,
 :func:`average_precision_jackknife` on the others), which covers best. Coverage of AP~ht's 95%
 intervals (per topic and run / of each run's mean over topics), TREC-COVID round 5, depth-100
-pool of the 126 runs, 100 samples, ``python -m sampleval.experiments.interval_coverage``:
+pool of the 126 runs, 100 samples, ``python -m sampleval.experiments.interval_coverage``
+(measured before the ``bias`` option, so with ``bias=none``):
 
     design                                        jackknife       linear
     strata (1-10 all, 11-30 at 30%, 31- at 10%)   0.851 / 0.950   0.847 / 0.943
@@ -29,7 +30,29 @@ pool of the 126 runs, 100 samples, ``python -m sampleval.experiments.interval_co
     active 10% (its defaults)                     0.840 / 0.309   0.826 / 0.275
 
 Active sampling's mean is biased (+0.019 in mean AP; ``ap=paper``: +0.029), which no
-variance covers (README, "Estimating from incomplete judgments"). The linearised form:
+variance covers (README, "Estimating from incomplete judgments").
+
+Ratio bias (``AP~ht(bias=...)``): AP-hat = N-hat/R-hat is a ratio of two unbiased estimates,
+biased by about (AP V(R-hat) - C(N-hat, R-hat))/R^2 (Cochran, Sampling Techniques, 1977, ch.
+6), which shows when R-hat is noisy. ``taylor`` subtracts that first-order bias estimated
+with the HT (co)variances (:func:`_ratio`); ``jackknife`` the delete-one jackknife's bias
+estimate (Quenouille 1956, Tukey 1958; stratified, Jones 1974: :func:`stratified_average_
+precision`; (1 - pi)-weighted on the other designs: :func:`average_precision_jackknife`);
+``none`` leaves AP-hat as it is. Mean over topics of each run's AP, TREC-COVID round 5, coverage
+of the 95% interval / bias / rms (``python -m sampleval.experiments.interval_coverage
+--designs D [--rate R] --trials N --measures 'AP~ht;AP~ht(bias=jackknife);AP~ht(bias=taylor)'``):
+
+    design (trials)           none                  jackknife             taylor
+    strata (100)              0.950 +0.0007 0.0034  0.949 +0.0001 0.0034  0.950 +0.0001 0.0034
+    uniform 10% (100)         0.847 -0.0150 0.0301  0.886 -0.0050 0.0291  0.883 -0.0077 0.0283
+    stratified method 3% (60) 0.758 +0.0173 0.0251  0.841 +0.0124 0.0223  0.890 +0.0087 0.0192
+    active 10% (100)          0.309 +0.0187 0.0231  0.412 +0.0153 0.0197  0.396 +0.0158 0.0202
+
+Under active sampling most of the bias is not the ratio's (it stays 2.3 standard deviations
+after either correction): the adaptive run weights make the computed pi_i larger than the
+true chance of inclusion (docs/methods.md). ``taylor`` is the default: lowest rms wherever
+the bias matters, a tie elsewhere; at 5% (50 trials) none / jackknife / taylor cover 0.768 /
+0.850 / 0.873 with rms 0.0184 / 0.0155 / 0.0145. The linearised form:
 V-hat(sum_S z_i/pi_i) = sum_{i,j in S} (pi_ij - pi_i pi_j)/pi_ij (z_i/pi_i)(z_j/pi_j), pi_ii = pi_i
 (unbiased when every pi_ij > 0; it can be negative, and ``summarise`` clips it at 0); for a
 ratio Q-hat = A-hat/B-hat the Taylor-linearised (delta-method) variance, the HT variance
@@ -83,6 +106,7 @@ class _RunDocs(NamedTuple):
     rank: np.ndarray
 
 
+BIASES = ("taylor", "jackknife", "none")
 Estimator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int | None], HTEstimate]
 
 
@@ -175,7 +199,8 @@ def ap_terms(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndar
 
 
 def average_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-                      cutoff: int | None = None, paper: bool = False) -> HTEstimate:
+                      cutoff: int | None = None, paper: bool = False,
+                      taylor: bool = False) -> HTEstimate:
     """AP-hat = (1/R-hat) sum_{i in S} (y_i/pi_i) prec-hat_i (Li & Kanoulas 2017, sec. 3; the
     shape of statAP, Pavlu & Aslam), for the documents i the run retrieved (within ``cutoff``),
     with prec-hat_i = (1/rank_i) (y_i + sum_{j in S, rank_j < rank_i} y_j pi_i/pi_ij).
@@ -188,21 +213,34 @@ def average_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks
     1/pi_i^2 (biased upward: E[1{i in S}/pi_i^2] = 1/pi_i). Linearised variance: the pair sum
     moves with each document k's weight through its row and its column, e_k = y_k (prec-hat_k
     + sum_{i in S below k} (y_i/rank_i) pi_k/pi_ik); u_k = (e_k - AP-hat y_k)/R-hat.
+    ``taylor``: less the ratio's estimated first-order bias (:func:`_ratio`).
     """
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     return _ratio(terms.num, terms.contribution * pi[terms.docs.doc][:, :, None], terms.docs,
-                  y, (y / pi).sum(axis=-1), pi, pi_joint)
+                  y, (y / pi).sum(axis=-1), pi, pi_joint, taylor)
 
 
 def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray,
                                 ranks: np.ndarray, cutoff: int | None = None,
-                                paper: bool = False) -> HTEstimate:
+                                paper: bool = False, correct: bool = False) -> HTEstimate:
     """AP-hat (:func:`average_precision`) with the delete-one jackknife variance of a design
     with (nearly) independent inclusions (Poisson, prels, with-replacement rounds):
     v = sum_{k in S} (1 - pi_k) (AP-hat_(k) - AP-hat)^2, AP-hat_(k) the estimate without k
     (its pairs and its 1/pi_k in R-hat removed). For a total this is the Poisson HT variance
     sum (1 - pi_k) y_k^2/pi_k^2; for the ratio it keeps AP's curvature, which the
-    linearisation drops (the module docstring has the figures)."""
+    linearisation drops (the module docstring has the figures).
+
+    ``correct``: less the jackknife estimate of the ratio's bias. Deleting k moves the
+    numerator by its contribution c_k and R-hat by x_k = y_k/pi_k, so AP-hat_(k) - AP-hat =
+    -(c_k - AP-hat x_k)/(R-hat - x_k): a first-order part -(c_k - AP-hat x_k)/R-hat, which
+    under Poisson-type sampling does not sum to 0 as it does in Quenouille's equal-weight
+    jackknife, plus a second-order part. The bias estimate keeps the second-order part:
+    b = sum_{k in S} (1 - pi_k) [AP-hat_(k) - AP-hat + (c_k - AP-hat x_k)/R-hat]
+      = sum_{k in S} (1 - pi_k) x_k (AP-hat x_k - c_k) / (R-hat (R-hat - x_k)),
+    which to first order is (AP-hat V-hat(R-hat) - C-hat(N-hat, R-hat))/R-hat^2 with the
+    Poisson variance estimators, the classical bias of a ratio estimate (Cochran, Sampling
+    Techniques, 3rd ed., 1977, ch. 6, the bias of the ratio estimate to order 1/n; Sarndal,
+    Swensson & Wretman 1992, sec. 7.3.1)."""
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     x = _flat(y) / pi  # [B, m]
     r_hat = x.sum(axis=-1)  # [B]
@@ -217,13 +255,21 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
     r_wo = r_hat[None, :] - x.T  # [m, B]
     replicate = np.divide(num_wo, r_wo[None], out=np.zeros(num_wo.shape), where=r_wo[None] > 0)
     variance = ((1.0 - pi)[None, :, None] * (replicate - value[:, None, :]) ** 2).sum(axis=1)
+    if correct:
+        share = np.zeros(num_wo.shape)  # c_k per run and document
+        np.add.at(share, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
+                  terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
+        linear = np.divide(share - value[:, None, :] * x.T[None], r_hat[None, None, :],
+                           out=np.zeros(share.shape), where=r_hat[None, None, :] > 0)
+        step = np.where(r_wo[None] > 0, replicate - value[:, None, :] + linear, 0.0)
+        value = value - ((1.0 - pi)[None, :, None] * step).sum(axis=1)
     return _shaped(value, variance, y)
 
 
 def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
                                  n_sampled: np.ndarray, ranks: np.ndarray,
-                                 cutoff: int | None = None, paper: bool = False
-                                 ) -> HTEstimate:
+                                 cutoff: int | None = None, paper: bool = False,
+                                 correct: bool = False) -> HTEstimate:
     """AP-hat (:func:`average_precision`) on a stratified sample, with the stratified
     delete-one jackknife variance (Wolter, Introduction to Variance Estimation, 2007, sec.
     4.5): v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in S_h} (AP-hat_(j) - mean_h)^2, where
@@ -241,6 +287,13 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     replicate changes one stratum's a (a correction through that stratum's row and column
     sums) and loses the left-out document's pairs (through running sums over the run, all
     weighted by a and within its stratum): O(runs x documents) in all.
+
+    ``correct``: less the stratified jackknife estimate of the bias (Quenouille, Biometrika
+    1956; Tukey 1958; for strata Jones, JASA 1974, as in Wolter 2007, sec. 4.5, with the
+    finite-population factor of sampling without replacement): b = sum_h (1 - n_h/N_h)
+    (n_h - 1) (mean_h - AP-hat), mean_h the mean of the stratum's replicates. It removes the
+    O(1/n) bias of the ratio (Cochran 1977, ch. 6: Quenouille's less-biased ratio estimate);
+    a census (n_h = N_h) is left exact.
     """
     n_runs, n_strata = ranks.shape[0], len(sizes)
     docs = _run_docs(ranks, cutoff)
@@ -288,6 +341,7 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     position[rows, doc[rows, cols]] = cols
     units = np.arange(len(y))
     variance = np.zeros(n_runs)
+    bias = np.zeros(n_runs)
     for h in range(n_strata):
         n_h = int(n_sampled[h])
         if n_h < 2 or n_h >= sizes[h]:
@@ -316,7 +370,8 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
         mean = (reps.sum(axis=1) + others_n * rest) / n_h
         spread = ((reps - mean[:, None]) ** 2).sum(axis=1) + others_n * (rest - mean) ** 2
         variance += (1.0 - n_h / sizes[h]) * (n_h - 1) / n_h * spread
-    return HTEstimate(value, variance)
+        bias += (1.0 - n_h / sizes[h]) * (n_h - 1) * (mean - value)
+    return HTEstimate(value - bias if correct else value, variance)
 
 
 def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.ndarray
@@ -438,13 +493,18 @@ def _total(a: np.ndarray, docs: _RunDocs, pi: np.ndarray, pi_joint: np.ndarray,
 
 
 def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
-           denominator: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray) -> HTEstimate:
+           denominator: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray,
+           taylor: bool = False) -> HTEstimate:
     """Q-hat = numerator / denominator per run, with the linearised variance.
 
     ``a`` (``[n_runs, K, B]``, on each run's documents) and ``b`` (``[..., m]``) are each
     judged document's linearised contributions to the numerator and the denominator:
     u_i = (a_i - Q-hat b_i) / B-hat, so V-hat(Q-hat) = (a'Da - 2 Q-hat a'Db + Q-hat^2 b'Db) /
-    B-hat^2 on x_i = z_i/pi_i, D the HT weights.
+    B-hat^2 on x_i = z_i/pi_i, D the HT weights. ``taylor``: Q-hat less its estimated
+    first-order bias (Q-hat b'Db - a'Db)/B-hat^2 = (Q-hat V-hat(B-hat) - C-hat(A-hat,
+    B-hat))/B-hat^2, the second-order Taylor bias of a ratio of two unbiased estimates
+    (Cochran, Sampling Techniques, 1977, ch. 6; Sarndal, Swensson & Wretman 1992, sec. 7.3),
+    with the design's HT (co)variance estimators.
     """
     delta = _delta(pi, pi_joint)
     x_a = a / pi[docs.doc][:, :, None]
@@ -456,6 +516,9 @@ def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
     own = (x_b * delta_b).sum(axis=-1)
     spread = _quadratic(x_a, docs, delta) - 2.0 * q * cross + q * q * own
     variance = np.divide(spread, denom * denom, out=np.zeros(q.shape), where=denom > 0)
+    if taylor:
+        q = q - np.divide(q * own - cross, denom * denom, out=np.zeros(q.shape),
+                          where=denom > 0)
     return _shaped(q, variance, b)
 
 
@@ -524,19 +587,7 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
     contributing = y != 0  # a document with y = 0 adds nothing to a sum, its variance or R-hat
     index = judged[contributing]
     if spec.base == "AP":
-        paper = spec.option("ap") == "paper"
-        if spec.option("var") == "jackknife":
-            if sample.design in ("stratified", "census"):
-                sizes, n_sampled = view.sample.strata()
-                return stratified_average_precision(
-                    y[contributing], view.sample.stratum[index], sizes, n_sampled,
-                    view.rank_of(index), spec.cutoff, paper)
-            design = judged_design(sample, view.sample, index)
-            return average_precision_jackknife(y[contributing], design.pi, design.pi_joint,
-                                               view.rank_of(index), spec.cutoff, paper)
-        design = judged_design(sample, view.sample, index)
-        return average_precision(y[contributing], design.pi, design.pi_joint,
-                                 view.rank_of(index), spec.cutoff, paper)
+        return _topic_ap(view, sample, spec, y[contributing], index)
     design = judged_design(sample, view.sample, index)
     if spec.base == "Rprec":
         return r_precision(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
@@ -545,10 +596,41 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
                      spec.cutoff)
 
 
+def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray,
+              index: np.ndarray) -> HTEstimate:
+    """AP-hat of one topic for every run by its options: the variance of ``var`` and the
+    value less the bias estimate of ``bias`` (the jackknife's is stratified on stratified
+    samples, :func:`stratified_average_precision`)."""
+    paper, bias = spec.option("ap") == "paper", spec.option("bias")
+    ranks = view.rank_of(index)
+
+    def jackknife() -> HTEstimate:
+        if sample.design in ("stratified", "census"):
+            sizes, n_sampled = view.sample.strata()
+            return stratified_average_precision(y, view.sample.stratum[index], sizes,
+                                                n_sampled, ranks, spec.cutoff, paper,
+                                                bias == "jackknife")
+        design = judged_design(sample, view.sample, index)
+        return average_precision_jackknife(y, design.pi, design.pi_joint, ranks, spec.cutoff,
+                                           paper, bias == "jackknife")
+
+    def linear() -> HTEstimate:
+        design = judged_design(sample, view.sample, index)
+        return average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
+                                 bias == "taylor")
+
+    first, other = (jackknife, linear) if spec.option("var") == "jackknife" else (linear,
+                                                                                 jackknife)
+    out = first()
+    if bias != "none" and (bias == "jackknife") != (first is jackknife):
+        return HTEstimate(other().value, out.variance)  # the value from the other
+    return out
+
+
 register_family(EstimatorFamily(
     name="ht", title="Horvitz-Thompson totals and ratio estimators, HT variances with pi_ij",
     reference="Li & Kanoulas, CIKM 2017, sec. 3",
-    bases=(Base("AP", "optional", options=("var", "ap")), Base("P", "required"),
+    bases=(Base("AP", "optional", options=("var", "bias", "ap")), Base("P", "required"),
            Base("R", "required"), Base("Rprec", options=("cut",)), Base("nDCG", "optional"),
            Base("DCG", "optional"), Base("NumRel", penalty=3)),
     designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
@@ -557,6 +639,10 @@ register_family(EstimatorFamily(
         Param("var", str, "jackknife", "AP's variance: jackknife (delete-one: stratified on "
               "stratified samples, with (1 - pi) weights on the others) or linear "
               "(linearised ratio, HT variance with pi_ij)", choices=("jackknife", "linear")),
+        Param("bias", str, "taylor", "AP's ratio bias: taylor (less the ratio's "
+              "first-order bias, (AP V(R) - C(N, R))/R^2, with HT (co)variances), jackknife "
+              "(less the delete-one jackknife's bias estimate: stratified on stratified "
+              "samples, Quenouille/Jones) or none (AP-hat as it is)", choices=BIASES),
         Param("ap", str, "ours", "AP-hat: ours (pairs weighted by 1/pi_ij, each document "
               "itself by 1/pi_i) or paper (Li & Kanoulas's PC(r(i)) with the document itself "
               "at 1/pi_i, so 1/pi_i^2 on the diagonal)", choices=("ours", "paper")),

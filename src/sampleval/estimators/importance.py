@@ -157,6 +157,10 @@ def _q(relevance_prior: np.ndarray, weight: np.ndarray, eps: float, form: str) -
     """Q(y) proportional to u~(y) weight(y) + eps (eq. 7-8: eps added to the unnormalised
     weights), or with ``form="sqrt"`` to sqrt(u~(y)) weight(y) + eps."""
     u = relevance_prior if form == "paper" else np.sqrt(relevance_prior)
+    if eps == 0 and np.any((u <= 0) & (weight > 0)):
+        raise UsageError("importance: eps=0 needs a prior above 0 wherever the runs' "
+                         "weights differ (a document there with prior 0 could never be "
+                         "drawn); give eps > 0")
     unnormalised = u * weight + eps
     total = unnormalised.sum()
     return unnormalised / total if total > 0 else np.full(len(weight), 1.0 / max(len(weight), 1))

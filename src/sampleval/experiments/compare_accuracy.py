@@ -112,7 +112,9 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, method: str, rate: floa
                    n_null: int, seed: int, alpha: float = 0.05) -> tuple[pd.DataFrame,
                                                                          pd.DataFrame]:
     """The two tables of the module docstring: accuracy (one row per measure) and null
-    pairs (one row per measure)."""
+    pairs (one row per measure, with :func:`null_diagnosis`)."""
+    from scipy import stats
+
     pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
     truth_qrels = pool_truth(pool)
     exact = exact_per_topic(truth_qrels, runs, "AP", depth)
@@ -151,8 +153,11 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, method: str, rate: floa
             every = paired_differences(per_topic_estimates(null_pools, sample, measure),
                                        measure, correction="none", alpha=alpha, ranked=False)
             result = every.set_index(["run_a", "run_b"]).loc[pairs]
+            quantile = stats.t.ppf(0.975, result["topics"].to_numpy() - 1)
             null[measure].append(np.stack([result["p"].to_numpy() < alpha,
-                                           result["diff"].to_numpy()]))
+                                           result["diff"].to_numpy(),
+                                           (result["hi"] - result["lo"]).to_numpy()
+                                           / (2 * quantile)]))
         print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
     acc_table = pd.DataFrame([{"measure": m, **pd.DataFrame(rows).mean().to_dict()}
                               for m, rows in accuracy.items() if rows])
@@ -162,8 +167,25 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, method: str, rate: floa
         "se": float(np.std([x[0].mean() for x in v], ddof=1) / np.sqrt(len(v)))
         if len(v) > 1 else float("nan"),
         "mean_diff": float(np.mean([x[1] for x in v])),
+        **null_diagnosis(np.stack(v)),
     } for m, v in null.items()])
     return acc_table, null_table
+
+
+def null_diagnosis(trials: np.ndarray) -> dict[str, float]:
+    """Why the null pairs' test rejects more (or less) often than alpha, from ``trials``
+    ``[trials, 3, pairs]`` (rejected, the estimated difference of the means, the paired
+    test's standard error s/sqrt(T)): per pair over the trials, the mean difference over
+    its spread (``bias_sd``, root mean square over the pairs: a bias the test takes for a
+    difference) and the mean standard error over that spread (``se_sd``, mean over the
+    pairs: below 1, the test's denominator is too small)."""
+    diff, se = trials[:, 1], trials[:, 2]
+    if len(diff) < 2:
+        return {"bias_sd": float("nan"), "se_sd": float("nan")}
+    sd = diff.std(axis=0, ddof=1)
+    usable = sd > 0
+    return {"bias_sd": float(np.sqrt(np.mean((diff.mean(axis=0)[usable] / sd[usable]) ** 2))),
+            "se_sd": float(np.mean(se.mean(axis=0)[usable] / sd[usable]))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,8 +7,15 @@ intervals that contain the exact AP (the pool judged in full).
 
 Designs: ``strata`` (best rank 1-10 judged fully, 11-30 at 30%, 31 and deeper at 10%, the
 shape of NIST's sampled pools), ``uniform`` (a simple random sample of ``--rate`` of each
-topic's pool, infAP's design) and ``active`` (Li & Kanoulas's active sampling at ``--rate``,
-its defaults). Each trial draws one sample per design (seed SEED + trial).
+topic's pool, infAP's design), ``active`` (Li & Kanoulas's active sampling at ``--rate``,
+its defaults) and ``stratified`` (the ``stratified`` method, AP-prior strata, at
+``--rate``). Each trial draws one sample per design (seed SEED + trial). ``--predictor
+NAME`` gives the ``~ppi`` measures the predictions of one of
+:data:`sampleval.experiments.ppi_efficiency.PREDICTORS` (made once, seeded).
+
+Each row also diagnoses the miss of the mean's intervals (:func:`diagnose`): how far the
+bias shifts the estimates, in standard deviations, and how the estimated standard error
+compares with the true spread over the trials.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
 from sampleval.estimators.base import MEAN_TOPIC, topic_views
@@ -28,6 +36,7 @@ from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import parse_estimate
 from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.estimates import mean_over_topics
+from sampleval.experiments.ppi_efficiency import PREDICTORS, make_predictions
 from sampleval.experiments.truth import compute_truth
 from sampleval.measures.names import parse_measure
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
@@ -39,6 +48,7 @@ MEASURES = {
                 "xinfAP(var=jackknife)", "AP~ht(var=jackknife)", "AP~ht(var=linear)"),
     "active": ("AP~ht(var=jackknife)", "AP~ht(var=linear)", "AP~ht(var=jackknife,ap=paper)",
                "AP~ht(var=linear,ap=paper)"),
+    "stratified": ("AP~ht", "AP~ht(bias=jackknife)", "xinfAP", "xinfAP(bias=jackknife)"),
 }
 STRATA = ((1, 10, 1.0), (11, 30, 0.3), (31, None, 0.1))
 
@@ -75,7 +85,7 @@ def draw(design: str, pool: Pool, qrels: Qrels, rate: float, seed: int) -> Sampl
         return fixed_rate_sample(pool, rng, STRATA)
     if design == "uniform":
         return fixed_rate_sample(pool, rng, ((1, None, rate),))
-    selector = METHODS["active"](pool, Budget(rate=rate), rng)
+    selector = METHODS[design](pool, Budget(rate=rate), rng)
     return simulate(selector, qrels_oracle(qrels)).sample()
 
 
@@ -91,13 +101,16 @@ def truth(pool: Pool, qrels: Qrels, measure: str) -> pd.DataFrame:
 
 
 def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, rate: float,
-             trials: int, seed: int, measures: Sequence[str] | None = None) -> pd.DataFrame:
+             trials: int, seed: int, measures: Sequence[str] | None = None,
+             predictions: Predictions | None = None) -> pd.DataFrame:
     """One row per design and measure (``measures``, default :data:`MEASURES`): the share of
     intervals covering the truth per (topic, run) and for each run's mean, the mean
-    half-widths, the bias of the mean and its rms error."""
+    half-widths, the bias of the mean and its rms error, and the diagnosis of the mean's
+    miss (:func:`diagnose`); ``predictions`` go to the families that need them."""
     targets: dict[str, pd.DataFrame] = {}
     runs = pool32.run_names
     tally: dict[tuple[str, str], list[np.ndarray]] = {}
+    means: dict[tuple[str, str], list[np.ndarray]] = {}
     for trial in range(trials):
         for design in designs:
             sample = draw(design, pool32, qrels, rate, seed + trial)
@@ -109,8 +122,9 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
                 target = targets[exact]
                 family = FAMILIES[spec.family]
                 pool = pool64 if family.score_type == np.float64 else pool32
-                rows = family.compute(runs, topic_views(pool, sample), sample, [spec], 1.0,
-                                      0.95)
+                views = topic_views(pool, sample,
+                                    predictions if family.needs_predictions else None)
+                rows = family.compute(runs, views, sample, [spec], 1.0, 0.95)
                 where = pd.MultiIndex.from_frame(rows[["query_id", "run"]])
                 rows = rows.assign(truth=target.stack().reindex(where).to_numpy())
                 covered = (rows["lo"] <= rows["truth"]) & (rows["truth"] <= rows["hi"])
@@ -121,23 +135,57 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
                     ((rows["hi"] - rows["lo"]) / 2)[mean].mean(),
                     (rows["value"] - rows["truth"])[mean].mean(),
                     ((rows["value"] - rows["truth"])[mean] ** 2).mean()]))
+                overall = rows[mean].set_index("run").reindex(list(runs))
+                means.setdefault((design, name), []).append(np.stack([
+                    overall["value"].to_numpy(), overall["truth"].to_numpy(),
+                    ((overall["hi"] - overall["lo"]) / 2).to_numpy()]))
         print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
     out = [{"design": d, "measure": m, **dict(zip(
         ("cover_topic", "cover_mean", "half_topic", "half_mean", "bias_mean", "rms_mean"),
-        np.mean(values, axis=0), strict=True))} for (d, m), values in tally.items()]
+        np.mean(values, axis=0), strict=True)), **diagnose(np.stack(means[d, m]))}
+        for (d, m), values in tally.items()]
     table = pd.DataFrame(out)
     table["rms_mean"] = np.sqrt(table["rms_mean"])
     return table
 
 
+def diagnose(trials: np.ndarray, z: float = 1.959963984540054) -> dict[str, float]:
+    """How much of the mean's coverage miss is bias and how much is too small a variance
+    estimate, from ``trials`` ``[trials, 3, runs]`` (each run's estimated mean over topics,
+    its truth and its interval's half-width, per trial). Per run r, over the trials: the
+    bias b_r (mean estimate - truth), the spread sd_r of the estimates, and the mean
+    standard error se_r (half-width / z). Columns, averaged over the runs with sd_r > 0:
+    ``bias_sd`` the root mean square of b_r/sd_r; ``se_sd`` the mean of se_r/sd_r; and the
+    coverage a normal estimate would have with only one of the two faults:
+    ``cover_if_unbiased`` = P(|Z| < z se_r/sd_r) (the variance estimate's share of the miss)
+    and ``cover_if_true_se`` = P(|Z + b_r/sd_r| < z) (the bias's share)."""
+    from scipy.stats import norm
+
+    value, target, half = trials[:, 0], trials[:, 1], trials[:, 2]
+    sd = value.std(axis=0, ddof=1) if len(value) > 1 else np.zeros(value.shape[1])
+    usable = sd > 0
+    if not usable.any():
+        return dict.fromkeys(("bias_sd", "se_sd", "cover_if_unbiased", "cover_if_true_se"),
+                             float("nan"))
+    shift = (value.mean(axis=0) - target.mean(axis=0))[usable] / sd[usable]
+    ratio = (half.mean(axis=0) / z)[usable] / sd[usable]
+    return {"bias_sd": float(np.sqrt(np.mean(shift**2))), "se_sd": float(np.mean(ratio)),
+            "cover_if_unbiased": float(np.mean(2 * norm.cdf(z * ratio) - 1)),
+            "cover_if_true_se": float(np.mean(norm.cdf(z - shift) - norm.cdf(-z - shift)))}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = simulation_parser(__doc__, trials=100)
     parser.add_argument("--designs", default="strata,uniform,active",
-                        help="comma-separated designs among strata, uniform, active "
-                             "(default all)")
+                        help="comma-separated designs among strata, uniform, active, "
+                             "stratified (default strata,uniform,active)")
     parser.add_argument("--measures", help="estimated measures to check on every design, "
                         "separated by ';' (default: each design's own list)")
+    parser.add_argument("--predictor", help="predictions for the ~ppi measures: one of "
+                        f"{', '.join(PREDICTORS)}")
     args = parser.parse_args(argv)
+    if args.predictor is not None and args.predictor not in PREDICTORS:
+        parser.error(f"unknown predictor {args.predictor} (one of {', '.join(PREDICTORS)})")
     designs = [d.strip() for d in args.designs.split(",") if d.strip()]
     unknown = [d for d in designs if d not in MEASURES]
     if unknown:
@@ -147,10 +195,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     pool32 = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
     pool64 = Pool.from_runs(runs, depth=args.depth, qrels=qrels, score_type=np.float64)
     measures = [m.strip() for m in args.measures.split(";")] if args.measures else None
+    predictions = None if args.predictor is None else make_predictions(
+        pool32, qrels, [args.predictor], args.seed)[args.predictor]
     table = coverage(designs, pool32, pool64, qrels, args.rate, args.trials, args.seed,
-                     measures)
+                     measures, predictions)
     print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool32.topics)} topics, depth "
-          f"{args.depth}, rate {args.rate} (uniform, active), {args.trials} trials, "
+          f"{args.depth}, rate {args.rate} (uniform, active, stratified), {args.trials} trials, "
           f"{time.perf_counter() - start:.0f} s")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     return 0

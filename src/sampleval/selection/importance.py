@@ -16,12 +16,19 @@ to the unnormalised weights (eq. 7-8):
 - ``q=krel`` (eq. 15): Q ∝ u~ sqrt(sum_j (lambda_j - mean lambda)^2) + eps, or against a
   ``baseline`` run b (ours), sqrt(sum_j (lambda_j - lambda_b)^2).
 
-The paper adds eps in eq. 7-8 only; it is added to every form here, since Q must be positive
-wherever a run's lambda rel is (eq. 4 is unbiased only then) and u~ or the weight can vanish.
-It costs the difference forms variance: on SYNTH (docs/reproductions.md, Table 7, 100
-rankings, 20 trials) PW's standard deviation is 0.29 with eps 0.0347 (0.05 in the paper's
-units) and 0.16 with eps 1e-6, the paper's 0.18; give ``eps=1e-6`` for eq. 13 and 15 as
-printed.
+The paper adds eps in eq. 7-8 only; it is added to every form here by default, since Q must
+be positive wherever a run's lambda rel is (eq. 4 is unbiased only then) and u~ or the weight
+can vanish. It costs the difference forms variance: on SYNTH (docs/reproductions.md, Table 7,
+100 rankings, 20 trials) PW's standard deviation is 0.29 with eps 0.0347 (0.05 in the paper's
+units) and 0.16 with eps 1e-6, the paper's 0.18. ``eps=0`` gives eq. 13 and 15 as printed,
+and is accepted for those two forms only: their Q is 0 only where the runs' weights agree
+(lambda_A = lambda_B; every lambda_j at their mean or at the baseline's), and such a document
+adds nothing to the differences they estimate (U(A) - U(B), U(j) - U(b)), so the pairwise
+estimate of a difference stays unbiased (an estimate of one run's own measure from such a
+sample does not: relevant documents of Q = 0 are never drawn). The prior must then be above
+0 wherever the weights differ (``prior=predictions`` with a document predicted 0, or a list
+with a 0, is refused with eps=0). For ``single``, ``sqrt`` and ``mean``, whose targets are
+each run's own measure, eps=0 is refused.
 
 The prior u~(y) (``prior``): ``trec``, 16/(r + 34) (sec. 3.3, the average label at rank r
 over TREC-8's systems; the default), ``synth``, 4 (1 - r/2000) (sec. 3.3, for SYNTH's grades
@@ -76,6 +83,7 @@ from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register, rng_state
 
 Q_KINDS = ("single", "sqrt", "mean", "pairwise", "krel")
+DIFFERENCE_KINDS = ("pairwise", "krel")  # forms whose targets are differences of runs
 PREDICTIONS_PRIOR = "predictions"
 MEASURES = ("P", "DCG")
 
@@ -173,8 +181,9 @@ class ImportanceSelector(Selector):
         Param("runs", str, None, "the two runs of q=pairwise, A,B"),
         Param("baseline", str, None, "q=krel against this run (unset: against the runs' "
               "mean, eq. 15)"),
-        Param("eps", float, 0.05, "added to Q's unnormalised weights (eq. 7-8)",
-              check=lambda x: x > 0, requirement="positive"),
+        Param("eps", float, 0.05, "added to Q's unnormalised weights (eq. 7-8); 0 (eq. 13, "
+              "15 as printed) only with q=pairwise or q=krel and a prior above 0",
+              check=lambda x: x >= 0, requirement="0 or more"),
         Param("cutoff", int, None, "depth of the measure's rank weights (unset: every rank; "
               "P needs one)", check=lambda n: n >= 1, requirement="at least 1"),
         Param("measure", str, "DCG", "rank weights of P or DCG", choices=MEASURES),
@@ -204,6 +213,10 @@ class ImportanceSelector(Selector):
         self.kind = self.params["q"]
         self.measure = self.params["measure"]
         self.eps = self.params["eps"]
+        if self.eps == 0 and self.kind not in DIFFERENCE_KINDS:
+            raise UsageError(f"importance: eps=0 only with q=pairwise or q=krel (eq. 13, 15): "
+                             f"with q={self.kind} a document of Q = 0 may be relevant and "
+                             "count in a run's measure, and no draw can reach it")
         self.cutoff: int | None = self.params.get("cutoff")
         if self.measure == "P" and self.cutoff is None:
             raise UsageError("importance: measure=P needs a cutoff, e.g. cutoff=10")
