@@ -54,3 +54,26 @@ def repeats(table: pa.Table, columns: Sequence[str], keep: str = "first") -> np.
     out[rows] = True
     out[rows[winners]] = False
     return out
+
+
+def packed_keys(strings: pa.Array) -> np.ndarray | None:
+    """Each string of a string array as a uint64 that orders as ``strcmp`` orders the strings:
+    its bytes big-endian, zero-padded to 8. None when a string is longer than 8 bytes or
+    holds a NUL byte (those could not be told apart), or the array has nulls. TREC-COVID,
+    MS MARCO and numeric docnos fit; integers sort and hash several times faster than
+    strings."""
+    n = len(strings)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if strings.null_count or not pa.types.is_string(strings.type):
+        return None
+    _, offsets_buffer, data_buffer = strings.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int32, n + 1, strings.offset * 4)
+    data = np.frombuffer(data_buffer or b"\x00", np.uint8)
+    lengths = np.diff(offsets)
+    if lengths.max() > 8 or not (data[offsets[0]:offsets[-1]].all()):
+        return None
+    column = np.arange(8)
+    at = np.minimum(offsets[:-1, None] + column, len(data) - 1)
+    padded = np.where(column < lengths[:, None], data[at], 0).astype(np.uint8)
+    return padded.view(">u8").ravel().astype(np.uint64)
