@@ -362,8 +362,9 @@ def evaluate_topics(opts: Options, items: list[Item], judgments: Qrels | Prefere
     trec_eval's stand-in ranking)."""
     import numpy as np
 
+    from sampleval.core.graded import ranked_grades, run_grades
     from sampleval.core.pool import Pool
-    from sampleval.evaluation import group_rankings, prefs_rankings, ranked_topics
+    from sampleval.evaluation import group_rankings, judged_index, prefs_rankings
     from sampleval.measures.exact import compute
     from sampleval.measures.groups import compute_groups
     from sampleval.measures.prefs import prefs_values
@@ -379,24 +380,24 @@ def evaluate_topics(opts: Options, items: list[Item], judgments: Qrels | Prefere
             for j, item in enumerate(items):
                 if item.measure is not None and item.spec.judgments == "prefs":
                     out[topic].values[j] = float(found[item.measure.name][0])
-    else:
+    elif opts.rel_format == "qrels_jg":
         pool = Pool.from_runs([full], depth=opts.max_docs, topics=topics,
                               score_type=np.float64)
-        if opts.rel_format == "qrels_jg":
-            by_topic = group_rankings(pool, judgments, topics, opts.judged_only)  # type: ignore[arg-type]
-            for topic in topics:
-                for j, item in enumerate(items):
-                    if item.measure is not None and item.spec.judgments == "groups":
-                        out[topic].values[j] = float(compute_groups(
-                            item.measure, by_topic[topic], level)[0])
-        else:
-            for topic, ranked in ranked_topics(pool, judgments, topics,  # type: ignore[arg-type]
-                                               opts.judged_only):
-                for j, item in enumerate(items):
-                    if item.measure is not None:
-                        out[topic].values[j] = float(compute(item.measure, ranked, level)[0])
-                    elif item.spec.trec == "relstring":
-                        out[topic].relstring = relstring(ranked.codes()[0], item.length)
+        by_topic = group_rankings(pool, judgments, topics, opts.judged_only)  # type: ignore[arg-type]
+        for topic in topics:
+            for j, item in enumerate(items):
+                if item.measure is not None and item.spec.judgments == "groups":
+                    out[topic].values[j] = float(compute_groups(
+                        item.measure, by_topic[topic], level)[0])
+    else:
+        index = judged_index(judgments, topics)  # type: ignore[arg-type]
+        graded = [run_grades(full, index, opts.max_docs, np.float64)]
+        for topic, ranked in ranked_grades(graded, index, opts.judged_only):
+            for j, item in enumerate(items):
+                if item.measure is not None:
+                    out[topic].values[j] = float(compute(item.measure, ranked, level)[0])
+                elif item.spec.trec == "relstring":
+                    out[topic].relstring = relstring(ranked.codes()[0], item.length)
     for values in out.values():
         for j, item in enumerate(items):
             if item.spec.trec == "num_q":
@@ -544,11 +545,9 @@ def evaluate_files(opts: Options, items: list[Item]) -> str:
     from sampleval.compat._inputs import read_results  # light: numpy, pyarrow
 
     rel_info_file, results_file = opts.files
-    with in_background(read_results, results_file) as reading:  # while pandas, numba import
+    with in_background(read_results, results_file) as reading:  # while pandas imports
         from sampleval.compat._inputs import read_rel_info, read_zscores, settle_repeats
-        from sampleval.core._kernels import load_compiled
 
-        load_compiled()
         judgments = read_rel_info(rel_info_file, opts.rel_format)
         run_, source = reading.result()
     runid = run_.name
