@@ -48,7 +48,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = codecs.BOM_UTF8
 _SNIFF_BYTES = 1 << 16
 # Arrow parses a file in blocks of this size: one block (so one dictionary per column, no
-# unification later) for files up to 64 MiB, several threads for larger ones
+# unification later) for files up to 64 MiB, on the calling thread (commands read several
+# files on threads of their own); several threads for larger ones
 _BLOCK_BYTES = 1 << 26
 _COMMENT = re.compile(rb"(?m)^#[^\n]*")
 _ALL_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
@@ -218,7 +219,7 @@ def _arrow_type(kind: Kind) -> pa.DataType:
         "token": pa.string(),
         "dict": pa.dictionary(pa.int32(), pa.string()),
         "float": pa.float64(),
-        "skip": pa.string(),
+        "skip": pa.binary(),  # checked for empty fields, then dropped: no UTF-8 check
     }[kind]
 
 
@@ -230,7 +231,8 @@ def _read_arrow(data: bytes, fmt: TableFormat, delimiter: str) -> pa.Table | Non
         table = pcsv.read_csv(
             pa.BufferReader(data),
             read_options=pcsv.ReadOptions(column_names=[c.name for c in fmt.columns],
-                                          block_size=_BLOCK_BYTES),
+                                          block_size=_BLOCK_BYTES,
+                                          use_threads=len(data) > _BLOCK_BYTES),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
                                             ignore_empty_lines=True),
             convert_options=pcsv.ConvertOptions(
