@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import dictionary_array, repeats
+from sampleval._arrow import dictionary_array, numpy_of, repeats
 from sampleval.core.run import Run, keep_one, ranks_within, sorted_codes, trec_order
 from sampleval.errors import InputError
 from sampleval.io._table import Column, Source, TableFormat, last_tokens, load, read_table
@@ -147,7 +147,7 @@ def read_rel_info(path: str, rel_format: str) -> QrelsColumns | Preferences | Gr
         table = read_table(path, QRELS_FORMAT)
         return QrelsColumns(table["query_id"].combine_chunks(),
                             table["doc_id"].combine_chunks(),
-                            _whole(table["relevance"].to_numpy()))
+                            _whole(numpy_of(table["relevance"])))
     from sampleval.core.prefs import GroupQrels
     from sampleval.io.prefs import read_group_qrels, read_prefs, read_qrels_prefs
 

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import dictionary_array, packed_keys
+from sampleval._arrow import arrow_of, dictionary_array, numpy_of, packed_keys, strings_of
 from sampleval.core.run import Run, ranks_within, sorted_codes, trec_order
 from sampleval.measures.base import RankedGrades
 
@@ -55,9 +55,9 @@ class JudgedIndex:
               topics: Sequence[str]) -> JudgedIndex:
         """From the qrels' columns (strings, strings, float grades) and the topics to
         evaluate, in order."""
-        topic_at = _positions(_strings(query_ids), pa.array(list(topics), pa.string()))
+        topic_at = _positions(_strings(query_ids), strings_of(list(topics)))
         docs = dictionary_array(_strings(doc_ids))
-        doc_at = docs.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        doc_at = numpy_of(docs.indices).astype(np.int64)
         wanted = topic_at >= 0
         keys = topic_at[wanted] * max(len(docs.dictionary), 1) + doc_at[wanted]
         grades = relevance[wanted]
@@ -112,15 +112,15 @@ def run_grades(run: Run, index: JudgedIndex, depth: int | None = None,
         raise ValueError("depth must be a positive number of documents")
     query = dictionary_array(run.table["query_id"])
     doc = dictionary_array(run.table["doc_id"])
-    topic_code = query.indices.to_numpy(zero_copy_only=False)
-    doc_code = doc.indices.to_numpy(zero_copy_only=False)
+    topic_code = numpy_of(query.indices)
+    doc_code = numpy_of(doc.indices)
 
     def doc_order(rows: np.ndarray) -> np.ndarray:  # strcmp order, for the rows that tie
-        keys = packed_keys(doc.dictionary.take(pa.array(doc_code[rows])))
+        keys = packed_keys(doc.dictionary.take(arrow_of(doc_code[rows])))
         return sorted_codes(doc.dictionary)[doc_code[rows]] if keys is None else keys
 
-    order = trec_order(topic_code, run.table["score"].to_numpy(), doc_order, score_type)
-    topic_at = _positions(query.dictionary, pa.array(index.topics, pa.string()))[
+    order = trec_order(topic_code, numpy_of(run.table["score"]), doc_order, score_type)
+    topic_at = _positions(query.dictionary, strings_of(index.topics))[
         topic_code[order]]
     keep = topic_at >= 0
     if depth is not None:
@@ -174,5 +174,4 @@ def _strings(values: Strings) -> pa.Array:
 
 def _positions(values: pa.Array, among: pa.Array) -> np.ndarray:
     """Each value's position in ``among`` (-1 where absent), int64."""
-    found = pc.index_in(values, value_set=among).fill_null(-1)
-    return found.to_numpy(zero_copy_only=False).astype(np.int64)
+    return numpy_of(pc.index_in(values, value_set=among), missing=-1).astype(np.int64)

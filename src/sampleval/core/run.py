@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import dictionary_array, repeats
+from sampleval._arrow import arrow_of, dictionary_array, numpy_of, repeats
 from sampleval.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def _ascending_bits(values: np.ndarray) -> np.ndarray:
 
 def sorted_codes(dictionary: pa.Array) -> np.ndarray:
     """For each entry of a string dictionary, its position in byte-wise (strcmp) order."""
-    order = pc.array_sort_indices(dictionary).to_numpy()
+    order = numpy_of(pc.array_sort_indices(dictionary))
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     return position
@@ -237,9 +237,9 @@ def keep_one(table: pa.Table, duplicates: str) -> pa.Table:
     if duplicates not in ("first", "last"):
         raise UsageError(f"keep_one needs 'first' or 'last', not {duplicates!r}")
     if duplicates == "first":  # highest score first; of equal scores, the earlier row
-        order = np.argsort(-table["score"].to_numpy(), kind="stable")
+        order = np.argsort(-numpy_of(table["score"]), kind="stable")
         dropped = np.zeros(table.num_rows, dtype=bool)
-        dropped[order] = repeats(table.take(pa.array(order)), ("query_id", "doc_id"))
+        dropped[order] = repeats(table.take(arrow_of(order)), ("query_id", "doc_id"))
     else:
         dropped = repeats(table, ("query_id", "doc_id"), keep="last")
     keep = ~dropped
@@ -255,5 +255,5 @@ def _pick(frame: pd.DataFrame, aliases: tuple[str, ...], source: str | None) -> 
 
 def _present_values(column: pa.ChunkedArray) -> list[str]:
     arr = dictionary_array(column)
-    used = np.unique(arr.indices.to_numpy())
-    return [str(v) for v in arr.dictionary.take(pa.array(used)).to_pylist()]
+    used = np.unique(numpy_of(arr.indices))
+    return [str(v) for v in arr.dictionary.take(arrow_of(used)).to_pylist()]

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 from isal import isal_zlib
 
-from sampleval._arrow import repeats
+from sampleval._arrow import numpy_of, repeats
 from sampleval.errors import InputError
 
 Kind = Literal["token", "dict", "float", "skip"]
@@ -307,7 +307,7 @@ def _bad_numbers(table: pa.Table, fmt: TableFormat) -> bool:
     """Whether a parsed table holds numbers the format forbids (non-finite, against a rule)."""
     for c in fmt.columns:
         if c.kind == "float":
-            values = table[c.name].to_numpy()
+            values = numpy_of(table[c.name])
             if not np.isfinite(values).all() or (c.rule is not None and not c.rule(values).all()):
                 return True
     return False
