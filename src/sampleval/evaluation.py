@@ -1,5 +1,11 @@
 """Exact evaluation of runs against qrels (or preferences, or qrels of judgment groups), as
-trec_eval computes it, for many runs at once."""
+trec_eval computes it, for many runs at once.
+
+Qrels measures on runs read each run's grades straight from the qrels
+(:mod:`sampleval.core.graded`: no Pool, no compiled kernels), which is also how the command
+line streams run files (:func:`evaluate_graded`); a :class:`Pool` given instead is read
+through :func:`ranked_topics`, with the same values. Judgment-group measures build a Pool;
+preference measures rank each run themselves."""
 
 from __future__ import annotations
 
