@@ -33,27 +33,39 @@ def codes_of(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 def repeats(table: pa.Table, columns: Sequence[str], keep: str = "first") -> np.ndarray:
     """For each row, whether another row has the same values in ``columns`` and wins:
     ``keep="first"``, the earlier row; ``keep="last"``, the later. Rows that repeat nothing
-    are False; one row of each repeated key is False too.
-
-    Fast when repeats are rare: the last column's values that occur once (by a bincount)
-    settle most rows; only the rest are compared on the whole key.
-    """
-    codes = [codes_of(table[name]) for name in columns]
-    last = codes[-1]
-    shared = np.bincount(last)[last] > 1 if len(last) else np.zeros(0, dtype=bool)
-    out = np.zeros(len(last), dtype=bool)
-    rows = np.flatnonzero(shared)
+    are False; one row of each repeated key is False too."""
+    out = np.zeros(table.num_rows, dtype=bool)
+    rows, key = _shared_keys(table, columns)
     if not len(rows):
         return out
-    key = np.zeros(len(rows), dtype=np.int64)
-    for c in codes:
-        key = key * (int(c.max()) + 1) + c[rows]
     if keep == "last":
         rows, key = rows[::-1], key[::-1]
     winners = np.unique(key, return_index=True)[1]  # first occurrence in this row order
     out[rows] = True
     out[rows[winners]] = False
     return out
+
+
+def has_repeats(table: pa.Table, columns: Sequence[str]) -> bool:
+    """Whether two rows have the same values in ``columns`` (:func:`repeats`' question
+    without its answer row by row: a hash count, no sort)."""
+    _, key = _shared_keys(table, columns)
+    return len(key) > 0 and len(pc.unique(arrow_of(key))) < len(key)
+
+
+def _shared_keys(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose last column's value occurs more than once, and their whole keys as
+    integers (equal keys for equal values). Fast when repeats are rare: a bincount of the
+    last column settles most rows."""
+    codes = [codes_of(table[name]) for name in columns]
+    last = codes[-1]
+    if not len(last):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    rows = np.flatnonzero(np.bincount(last)[last] > 1)
+    key = np.zeros(len(rows), dtype=np.int64)
+    for c in codes:
+        key = key * (int(c.max()) + 1) + c[rows]
+    return rows, key
 
 
 def packed_keys(strings: pa.Array) -> np.ndarray | None:

@@ -123,6 +123,7 @@ def _read_graded(args: argparse.Namespace, index: JudgedIndex | None
 
     import pyarrow.compute as pc
 
+    from sampleval._arrow import numpy_of
     from sampleval.core.graded import JudgedIndex, run_grades
     from sampleval.core.run import sort_topics
     from sampleval.io._table import read_table
@@ -133,7 +134,7 @@ def _read_graded(args: argparse.Namespace, index: JudgedIndex | None
         table = read_table(args.qrels, QRELS_FORMAT)
         topics = sort_topics([str(t) for t in pc.unique(table["query_id"]).to_pylist()])
         index = JudgedIndex.build(table["query_id"], table["doc_id"],
-                                  table["relevance"].to_numpy(), topics)
+                                  numpy_of(table["relevance"]), topics)
     judged = index
     names, graded = read_runs_as(args.runs, lambda run: run_grades(run, judged, args.depth),
                                  name_by=args.name_by, progress=stderr_is_terminal(),

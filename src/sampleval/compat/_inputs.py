@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import dictionary_array, numpy_of, repeats
+from sampleval._arrow import dictionary_array, has_repeats, numpy_of, repeats
 from sampleval.core.run import Run, keep_one, ranks_within, sorted_codes, trec_order
 from sampleval.errors import InputError
 from sampleval.io._table import Column, Source, TableFormat, last_tokens, load, read_table
@@ -72,8 +72,7 @@ def settle_repeats(run: Run, source: Source, topics: Collection[str], depth: int
     ``sampleval evaluate --duplicates`` does.
     """
     table = run.table
-    repeated = repeats(table, ("query_id", "doc_id"))
-    if not repeated.any():
+    if not has_repeats(table, ("query_id", "doc_id")):
         return run
     if duplicates == "error":
         _refuse_counted_repeats(table, source, topics, depth)

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 from isal import isal_zlib
 
-from sampleval._arrow import numpy_of, repeats
+from sampleval._arrow import has_repeats, numpy_of
 from sampleval.errors import InputError
 
 Kind = Literal["token", "dict", "float", "skip"]
@@ -334,7 +334,7 @@ def read_table(path: str | PathLike[str] | Source, fmt: TableFormat,
         raise InputError(source.name, None, f"empty file: no {fmt.name} lines")
     table = _normalised(table, fmt)
     if _bad_numbers(table, fmt) or (unique and fmt.unique and
-                                    repeats(table, fmt.unique).any()):
+                                    has_repeats(table, fmt.unique)):
         _locate_error(source, fmt)
     return table
 
