@@ -115,3 +115,12 @@ def test_trec_eval_on_qrels_imports_neither_pandas_nor_numba(tmp_path: Path) -> 
                           check=True)
     assert done.stderr.strip() == "[]"
     assert "map                   \tall\t" in done.stdout
+
+
+def test_a_run_lacking_a_topic_scores_zero_with_all_topics() -> None:
+    qrels = Qrels.from_frame(pd.DataFrame({"query_id": ["1", "7"], "doc_id": ["a", "b"],
+                                           "relevance": [1, 1]}))
+    run = Run.from_frame(pd.DataFrame({"query_id": ["1"], "doc_id": ["a"], "score": [1.0]}),
+                         "r")
+    values = evaluate(qrels, [run], ["iprec_at_recall_0.00", "AP"], all_topics=True)
+    assert values["value"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.5, 0.5]

@@ -158,6 +158,9 @@ def results_frame(run_names: Sequence[str], topics: list[str], measures: list[Me
     """The results DataFrame of :func:`evaluate` from ``[topics, measures, runs]`` values and
     ``present`` (``[topics, runs]``: the run retrieved documents for the topic); refuses a
     run that shares no topic with the judgments."""
+    # a run lacking a topic measures an empty ranking; where that is 0 / 0 (interpolated
+    # precision at recall 0) it scores 0, as trec_eval -c's stand-in ranking scores it
+    values = np.where(np.isnan(values) & ~present[:, None, :], 0.0, values)
     included = np.ones_like(present) if all_topics else present
     counted = included.sum(axis=0)
     if len(run_names) and not counted.all():
