@@ -127,8 +127,9 @@ def run_grades(run: Run, index: JudgedIndex, depth: int | None = None,
         keep &= ranks_within(topic_code[order]) <= depth
     rows = order[keep]
     topic_at = topic_at[keep]
-    by_topic = np.argsort(topic_at, kind="stable")  # the run's topic order -> the index's
-    rows, topic_at = rows[by_topic], topic_at[by_topic]
+    if np.any(topic_at[1:] < topic_at[:-1]):  # the run's topic order -> the index's
+        by_topic = np.argsort(topic_at, kind="stable")
+        rows, topic_at = rows[by_topic], topic_at[by_topic]
     docno_at = _positions(doc.dictionary, index.docnos)[doc_code[rows]]
     known = np.flatnonzero(docno_at >= 0)  # docnos the qrels judge for some topic
     at = index.lines(topic_at[known], docno_at[known])
