@@ -3,7 +3,8 @@
 - evaluate: ``sampleval evaluate QRELS RUN... -m AP,P@20,nDCG@20,Rprec,Bpref -f tsv -q`` as a
   command, against ``benchmarks/pytrec_eval_evaluate.py`` (a script that parses the qrels and
   every gzipped run with pytrec_eval and evaluates them with one ``RelevanceEvaluator``), each
-  a fresh process: wall time and peak memory (the process's maximum resident set size);
+  a fresh process: wall time, CPU time (user + system, all threads: on a loaded machine the
+  steadier figure) and peak memory (the process's maximum resident set size);
 - startup: ``sampleval --help`` and ``sampleval evaluate --help`` against ``python -c pass``;
 - the floor: inflating every run file into memory on 2 threads, with zlib and with ISA-L.
 
@@ -37,9 +38,10 @@ MEASURES = "AP,P@20,nDCG@20,Rprec,Bpref"
 TOLERANCE = 1e-9
 
 
-def timed(command: list[str], output: Path | None = None) -> tuple[float, float]:
-    """Wall seconds and peak resident memory (MB) of one run of ``command`` (its standard
-    output to ``output``); a failing command stops the benchmark."""
+def timed(command: list[str], output: Path | None = None) -> tuple[float, float, float]:
+    """Wall seconds, peak resident memory (MB) and CPU seconds (user + system) of one run of
+    ``command`` (its standard output to ``output``); a failing command stops the
+    benchmark."""
     with open(output or os.devnull, "wb") as out:
         start = time.perf_counter()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE)
@@ -49,7 +51,7 @@ def timed(command: list[str], output: Path | None = None) -> tuple[float, float]
     if process.returncode != 0:
         sys.exit(f"FAIL: {' '.join(command[:3])} ... exited {process.returncode}: "
                  f"{process.stderr.read().decode() if process.stderr else ''}")
-    return wall, usage.ru_maxrss / 1024  # Linux: kilobytes
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime  # maxrss: KB
 
 
 def values(path: Path) -> dict[tuple[str, str, str], float]:
@@ -112,12 +114,14 @@ def main() -> None:
         }
         walls: dict[str, list[float]] = {name: [] for name in commands}
         peaks: dict[str, list[float]] = {name: [] for name in commands}
-        timed(commands["sampleval"], outputs["sampleval"])  # warm-up: page cache, kernels
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
+        timed(commands["sampleval"], outputs["sampleval"])  # warm-up: page cache
         for i in range(args.repeat):
             for name in (list(commands) if i % 2 == 0 else list(reversed(commands))):
-                wall, peak = timed(commands[name], outputs[name])
+                wall, peak, cpu = timed(commands[name], outputs[name])
                 walls[name].append(wall)
                 peaks[name].append(peak)
+                cpus[name].append(cpu)
         ours, theirs = values(outputs["sampleval"]), values(outputs["pytrec_eval"])
     floors = {"zlib, 2 threads": inflate_floor(runs, lambda b: zlib.decompress(b, wbits=31)),
               "ISA-L, 2 threads": inflate_floor(
@@ -133,10 +137,13 @@ def main() -> None:
     print("\nevaluate all runs (wall, fresh process each):")
     for name in commands:
         print("  " + median_line(name, walls[name]))
+        print("  " + median_line(f"{name} CPU", cpus[name]))
         print("  " + median_line(f"{name} peak memory", peaks[name], "MB"))
-    ratios = [s / p for s, p in zip(walls["sampleval"], walls["pytrec_eval"], strict=True)]
-    print(f"  sampleval / pytrec_eval: {statistics.median(ratios):.3f} (median of pairs; "
-          f"{min(ratios):.3f}-{max(ratios):.3f})")
+    for what, by_tool in (("wall", walls), ("CPU", cpus)):
+        ratios = [s / p for s, p in zip(by_tool["sampleval"], by_tool["pytrec_eval"],
+                                        strict=True)]
+        print(f"  sampleval / pytrec_eval, {what}: {statistics.median(ratios):.3f} (median of "
+              f"pairs; {min(ratios):.3f}-{max(ratios):.3f})")
 
     print("\ninflate every run file into memory:")
     for name, seconds in floors.items():

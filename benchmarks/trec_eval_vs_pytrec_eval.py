@@ -51,11 +51,16 @@ for name in names:
 """
 
 
-def timed(command: list[str]) -> float:
-    """Wall-clock seconds of one run of ``command`` (output discarded; must succeed)."""
+def timed(command: list[str]) -> tuple[float, float]:
+    """Wall-clock and CPU (user + system) seconds of one run of ``command`` (output
+    discarded; must succeed)."""
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"FAIL: {' '.join(command[:3])} ... exited {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def timing(data: Path, run_name: str, repeat: int, trec_eval: str | None) -> None:
@@ -72,25 +77,28 @@ def timing(data: Path, run_name: str, repeat: int, trec_eval: str | None) -> Non
             with gzip.open(run, "rb") as source, plain.open("wb") as target:
                 shutil.copyfileobj(source, target)
             commands["trec_eval (C)"] = [trec_eval, "-m", "all_trec", str(qrels), str(plain)]
-        for command in commands.values():  # warm-up: page cache, compiled-kernel cache
+        for command in commands.values():  # warm-up: page cache
             timed(command)
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(repeat):
             for name, command in commands.items():
-                times[name].append(timed(command))
-    print(f"one run ({run_name}), -m all_trec, {repeat} alternating passes, median seconds:")
+                wall, cpu = timed(command)
+                times[name].append(wall)
+                cpus[name].append(cpu)
+    print(f"one run ({run_name}), -m all_trec, {repeat} alternating passes, median seconds "
+          "(wall; CPU, user + system):")
     for name, values in times.items():
         print(f"  {name:<20} {statistics.median(values):7.3f}  "
-              f"(min {min(values):.3f}, max {max(values):.3f})")
-    ratios = [s / p for s, p in zip(times["sampleval trec_eval"], times["pytrec_eval"],
-                                    strict=True)]
-    print(f"  sampleval / pytrec_eval, median of pairwise ratios: "
-          f"{statistics.median(ratios):.2f}")
-    if "trec_eval (C)" in times:
-        ratios = [s / c for s, c in zip(times["sampleval trec_eval"], times["trec_eval (C)"],
-                                        strict=True)]
-        print(f"  sampleval / trec_eval (C), median of pairwise ratios: "
-              f"{statistics.median(ratios):.2f}")
+              f"(min {min(values):.3f}, max {max(values):.3f}); "
+              f"CPU {statistics.median(cpus[name]):.3f}")
+    peers = ["pytrec_eval"] + (["trec_eval (C)"] if "trec_eval (C)" in times else [])
+    for peer in peers:
+        for what, figures in (("wall", times), ("CPU", cpus)):
+            ratios = [s / p for s, p in zip(figures["sampleval trec_eval"], figures[peer],
+                                            strict=True)]
+            print(f"  sampleval / {peer}, {what}, median of pairwise ratios: "
+                  f"{statistics.median(ratios):.2f}")
 
 
 def built_trec_eval() -> str | None:

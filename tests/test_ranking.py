@@ -64,3 +64,46 @@ def test_pool_vocabulary_does_not_depend_on_docno_length(docnos: list[str]) -> N
         assert np.array_equal(a.doc_ids, b.doc_ids)
         assert np.array_equal(a.ranking, b.ranking)
         assert np.array_equal(a.lengths, b.lengths)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_grouped_rows_sort_only_their_ties(data: st.DataObject) -> None:
+    """Rows already grouped by topic with scores not increasing (how run files come): the
+    ties are sorted by docno, whether the keys come as an array or from a function."""
+    n = data.draw(st.integers(1, 200))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    topic = np.sort(rng.integers(0, 5, n))
+    score = rng.choice(BASES, n) + rng.choice(NUDGES, n)
+    doc = rng.permutation(10 * n)[:n].astype(np.uint64)
+    for score_type in (np.float32, np.float64):
+        grouped = np.lexsort((-score.astype(score_type), topic))  # ties in random doc order
+        t, s, d = topic[grouped], score[grouped], doc[grouped]
+        expected = np.lexsort((-d.astype(np.int64), -s.astype(score_type), t))
+        asked: list[int] = []
+
+        def key(rows: np.ndarray, d: np.ndarray = d, asked: list[int] = asked) -> np.ndarray:
+            asked.extend(rows.tolist())
+            return d[rows]
+
+        assert np.array_equal(trec_order(t, s, d, score_type), expected)
+        assert np.array_equal(trec_order(t, s, key, score_type), expected)
+        tied = (t[1:] == t[:-1]) & (s.astype(score_type)[1:] == s.astype(score_type)[:-1])
+        assert len(asked) == np.count_nonzero(np.r_[tied, False] | np.r_[False, tied])
+
+
+@pytest.mark.parametrize("strings", [
+    ["d3", "d10", "d2", "é", "zz", "abcdefgh", "a", ""],
+    ["b", "a", "ab", "ba", "\x7f", "ÿ"],
+])
+def test_packed_keys_order_as_strcmp(strings: list[str]) -> None:
+    import pyarrow as pa
+
+    from sampleval._arrow import packed_keys
+
+    keys = packed_keys(pa.array(strings).slice(1))  # an offset into the buffers too
+    assert keys is not None
+    assert np.argsort(keys, kind="stable").tolist() == sorted(
+        range(len(strings) - 1), key=lambda i: strings[1:][i].encode())
+    assert packed_keys(pa.array(["123456789"])) is None  # 9 bytes
+    assert packed_keys(pa.array(["a\x00"])) is None  # a NUL byte

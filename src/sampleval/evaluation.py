@@ -1,5 +1,11 @@
 """Exact evaluation of runs against qrels (or preferences, or qrels of judgment groups), as
-trec_eval computes it, for many runs at once."""
+trec_eval computes it, for many runs at once.
+
+Qrels measures on runs read each run's grades straight from the qrels
+(:mod:`sampleval.core.graded`: no Pool, no compiled kernels), which is also how the command
+line streams run files (:func:`evaluate_graded`); a :class:`Pool` given instead is read
+through :func:`ranked_topics`, with the same values. Judgment-group measures build a Pool;
+preference measures rank each run themselves."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.aggregation import over_topics
+from sampleval.core.graded import JudgedIndex, RunGrades, ranked_grades, run_grades
 from sampleval.core.pool import Pool
 from sampleval.core.prefs import GroupQrels, Preferences
 from sampleval.core.qrels import Qrels
@@ -57,45 +64,110 @@ def evaluate(qrels: Judgments | QrelsLike, runs: RunsLike | Pool,
     """
     if not isinstance(qrels, (Preferences, GroupQrels)):
         qrels = as_qrels(qrels)
-    parsed = list(dict.fromkeys(  # in the order given, without repeats
-        m for item in measures
-        for m in ([item] if isinstance(item, Measure) else parse_measures([item]))))
+    parsed = parse_measure_list(measures)
     topics = qrels.topics
     if isinstance(runs, Pool):
         if depth is not None:
             raise UsageError("give the depth when building the Pool, not to evaluate()")
-        pool = runs
+        pool: Pool | None = runs
+        run_list: list[Run] | None = None
+        run_names = runs.run_names
+        topics = [t for t in topics if t in runs.topic_pools]
     else:
-        runs = as_runs(runs)
-        pool = Pool.from_runs(runs, depth=depth, topics=topics)
-    topics = [t for t in topics if t in pool.topic_pools]
-    values = np.zeros((len(topics), len(parsed), pool.n_runs))
+        pool, run_list = None, as_runs(runs)
+        run_names = tuple(r.name for r in run_list)
+    values = np.zeros((len(topics), len(parsed), len(run_names)))
+    present = None
     for kind in ("qrels", "groups", "prefs"):
         wanted = [j for j, m in enumerate(parsed) if m.spec.judgments == kind]
         if not wanted:
             continue
-        if kind == "prefs" and isinstance(runs, Pool):
-            raise UsageError("preference measures need the runs, not a Pool")
         chosen = [parsed[j] for j in wanted]
-        if kind == "qrels":
-            found = _qrels_values(pool, _as_qrels(qrels), topics, chosen, rel_level,
-                                  judged_only)
-        elif kind == "groups":
-            found = _group_values(pool, _as_groups(qrels), topics, chosen, rel_level,
-                                  judged_only)
+        if kind == "qrels" and run_list is not None:
+            index = judged_index(_as_qrels(qrels), topics)
+            graded = [run_grades(r, index, depth) for r in run_list]
+            found = graded_values(graded, index, chosen, rel_level, judged_only)
+            present = np.array([g.lengths for g in graded]).reshape(len(graded), len(index.topics)).T > 0
+        elif kind == "prefs":
+            if run_list is None:
+                raise UsageError("preference measures need the runs, not a Pool")
+            found = _prefs_values(_as_prefs(qrels), run_list, topics, chosen, depth,
+                                  np.float32)
         else:
-            found = _prefs_values(_as_prefs(qrels), runs, topics, chosen,  # type: ignore[arg-type]
-                                  depth, np.float32)
+            if pool is None:
+                assert run_list is not None
+                pool = Pool.from_runs(run_list, depth=depth, topics=topics)
+            if kind == "qrels":
+                found = _qrels_values(pool, _as_qrels(qrels), topics, chosen, rel_level,
+                                      judged_only)
+            else:
+                found = _group_values(pool, _as_groups(qrels), topics, chosen, rel_level,
+                                      judged_only)
         values[:, wanted] = found
-    included = np.array([np.ones(pool.n_runs, dtype=bool) if all_topics
-                         else pool[t].present for t in topics]).reshape(len(topics),
-                                                                          pool.n_runs)
+    if present is None:
+        if pool is None:
+            assert run_list is not None
+            pool = Pool.from_runs(run_list, depth=depth, topics=topics)
+        present = np.array([pool[t].present for t in topics]).reshape(len(topics),
+                                                                       len(run_names))
+    return results_frame(run_names, topics, parsed, values, present, all_topics)
+
+
+def parse_measure_list(measures: Sequence[str | Measure]) -> list[Measure]:
+    """Measures given as names or :class:`Measure` objects, in the order given, without
+    repeats."""
+    return list(dict.fromkeys(
+        m for item in measures
+        for m in ([item] if isinstance(item, Measure) else parse_measures([item]))))
+
+
+def judged_index(qrels: Qrels, topics: Sequence[str]) -> JudgedIndex:
+    """The qrels of ``topics`` as :func:`~sampleval.core.graded.run_grades` looks them up."""
+    frame = qrels.frame
+    return JudgedIndex.build(frame["query_id"].to_numpy(), frame["doc_id"].to_numpy(),
+                             frame["relevance"].to_numpy(dtype=np.float64), topics)
+
+
+def graded_values(graded: Sequence[RunGrades], index: JudgedIndex, measures: list[Measure],
+                  rel_level: int, judged_only: bool) -> np.ndarray:
+    """``[topics, measures, runs]`` values of qrels measures on runs reduced by
+    :func:`~sampleval.core.graded.run_grades`."""
+    values = np.zeros((len(index.topics), len(measures), len(graded)))
+    for i, (_, ranked) in enumerate(ranked_grades(graded, index, judged_only)):
+        for j, measure in enumerate(measures):
+            values[i, j] = compute(measure, ranked, rel_level)
+    return values
+
+
+def evaluate_graded(graded: Sequence[RunGrades], index: JudgedIndex,
+                    measures: Sequence[str | Measure] = DEFAULT_MEASURES, *,
+                    rel_level: int = 1, all_topics: bool = False,
+                    judged_only: bool = False) -> pd.DataFrame:
+    """:func:`evaluate` for qrels measures on runs already reduced to their grades
+    (:func:`~sampleval.core.graded.run_grades`, depth applied there), which is how
+    ``sampleval evaluate`` streams its run files."""
+    parsed = parse_measure_list(measures)
+    values = graded_values(graded, index, parsed, rel_level, judged_only)
+    present = np.array([g.lengths for g in graded]).reshape(len(graded), len(index.topics)).T > 0
+    return results_frame([g.name for g in graded], list(index.topics), parsed, values,
+                         present, all_topics)
+
+
+def results_frame(run_names: Sequence[str], topics: list[str], measures: list[Measure],
+                  values: np.ndarray, present: np.ndarray, all_topics: bool) -> pd.DataFrame:
+    """The results DataFrame of :func:`evaluate` from ``[topics, measures, runs]`` values and
+    ``present`` (``[topics, runs]``: the run retrieved documents for the topic); refuses a
+    run that shares no topic with the judgments."""
+    # a run lacking a topic measures an empty ranking; where that is 0 / 0 (interpolated
+    # precision at recall 0) it scores 0, as trec_eval -c's stand-in ranking scores it
+    values = np.where(np.isnan(values) & ~present[:, None, :], 0.0, values)
+    included = np.ones_like(present) if all_topics else present
     counted = included.sum(axis=0)
-    if pool.n_runs and not counted.all():
-        lonely = [pool.run_names[k] for k in np.flatnonzero(counted == 0)]
+    if len(run_names) and not counted.all():
+        lonely = [run_names[int(k)] for k in np.flatnonzero(counted == 0)]
         raise UsageError(f"no topic has both results and judgments for run(s) "
                          f"{', '.join(lonely)}: check that the qrels belong to these runs")
-    return _frame(pool.run_names, topics, parsed, values, included)
+    return _frame(tuple(run_names), topics, measures, values, included)
 
 
 def _as_qrels(judgments: Judgments) -> Qrels:

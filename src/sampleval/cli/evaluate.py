@@ -16,12 +16,17 @@ from sampleval.cli._app import (
     add_rel_level,
     add_runs_argument,
     check_stdin_once,
+    in_background,
     start_reading_runs,
+    stderr_is_terminal,
 )
 from sampleval.measures.names import DEFAULT_MEASURES, measure_names
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from sampleval.core.graded import JudgedIndex, RunGrades
+    from sampleval.measures.names import Measure
 
 FORMATS = ("table", "tsv", "json", "trec")
 
@@ -71,19 +76,70 @@ def run(args: argparse.Namespace) -> None:
     measures = parse_measures(args.measure or list(DEFAULT_MEASURES))
     check_stdin_once(args.qrels, args.runs)
     output = Output(args.output, [args.qrels, *args.runs])
-    with start_reading_runs(args) as reading:  # the runs load while pandas and numba import
-        from sampleval.core._kernels import load_compiled
-        from sampleval.evaluation import MEAN_TOPIC, evaluate
-        from sampleval.inputs import as_qrels
+    if all(m.spec.judgments == "qrels" for m in measures):
+        results = _evaluate_streaming(args, measures)
+    else:  # preference and judgment-group measures read the runs themselves
+        with start_reading_runs(args) as reading:  # the runs load while pandas imports
+            from sampleval.evaluation import evaluate
+            from sampleval.inputs import as_qrels
 
-        load_compiled()
-        judgments = as_qrels(args.qrels)
-        loaded = reading.result()
-    results = evaluate(judgments, loaded, measures, depth=args.depth, rel_level=args.rel_level,
-                       all_topics=args.all_topics, judged_only=args.judged_only)
+            judgments = as_qrels(args.qrels)
+            loaded = reading.result()
+        results = evaluate(judgments, loaded, measures, depth=args.depth,
+                           rel_level=args.rel_level, all_topics=args.all_topics,
+                           judged_only=args.judged_only)
     if not args.per_topic:
+        from sampleval.evaluation import MEAN_TOPIC
+
         results = results[results["query_id"] == MEAN_TOPIC]
     emit(results, args.format, output)
+
+
+def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> pd.DataFrame:
+    """Qrels measures: the qrels and the runs are read, and each run reduced to its grades
+    (``core.graded``), on background threads while pandas imports; no run's table outlives
+    its reduction."""
+    from pathlib import Path
+
+    index = None
+    if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
+        from sampleval.evaluation import judged_index
+        from sampleval.inputs import as_qrels
+
+        judgments = as_qrels(args.qrels)
+        index = judged_index(judgments, judgments.topics)
+    with in_background(_read_graded, args, index) as reading:
+        from sampleval.evaluation import evaluate_graded
+
+        index, graded = reading.result()
+    return evaluate_graded(graded, index, measures, rel_level=args.rel_level,
+                           all_topics=args.all_topics, judged_only=args.judged_only)
+
+
+def _read_graded(args: argparse.Namespace, index: JudgedIndex | None
+                 ) -> tuple[JudgedIndex, list[RunGrades]]:
+    """The qrels' index (unless given) and every run reduced to its grades, named."""
+    from dataclasses import replace
+
+    import pyarrow.compute as pc
+
+    from sampleval._arrow import numpy_of
+    from sampleval.core.graded import JudgedIndex, run_grades
+    from sampleval.core.run import sort_topics
+    from sampleval.io._table import read_table
+    from sampleval.io.qrels import QRELS_FORMAT
+    from sampleval.io.runs import read_runs_as
+
+    if index is None:
+        table = read_table(args.qrels, QRELS_FORMAT)
+        topics = sort_topics([str(t) for t in pc.unique(table["query_id"]).to_pylist()])
+        index = JudgedIndex.build(table["query_id"], table["doc_id"],
+                                  numpy_of(table["relevance"]), topics)
+    judged = index
+    names, graded = read_runs_as(args.runs, lambda run: run_grades(run, judged, args.depth),
+                                 name_by=args.name_by, progress=stderr_is_terminal(),
+                                 duplicates=args.duplicates)
+    return index, [replace(g, name=n) for n, g in zip(names, graded, strict=True)]
 
 
 def emit(results: pd.DataFrame, output_format: str, output: Output) -> None:

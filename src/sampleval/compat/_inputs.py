@@ -19,20 +19,22 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from sampleval._arrow import dictionary_array, repeats
+from sampleval._arrow import dictionary_array, has_repeats, numpy_of, repeats
 from sampleval.core.run import Run, keep_one, ranks_within, sorted_codes, trec_order
 from sampleval.errors import InputError
 from sampleval.io._table import Column, Source, TableFormat, last_tokens, load, read_table
 from sampleval.io.runs import RUN_FORMAT
 
 if TYPE_CHECKING:
+    from sampleval.core.graded import JudgedIndex
     from sampleval.core.prefs import GroupQrels, Preferences
-    from sampleval.core.qrels import Qrels
 
 ZSCORE_FORMAT = TableFormat(
     name="z-scores",
@@ -70,8 +72,7 @@ def settle_repeats(run: Run, source: Source, topics: Collection[str], depth: int
     ``sampleval evaluate --duplicates`` does.
     """
     table = run.table
-    repeated = repeats(table, ("query_id", "doc_id"))
-    if not repeated.any():
+    if not has_repeats(table, ("query_id", "doc_id")):
         return run
     if duplicates == "error":
         _refuse_counted_repeats(table, source, topics, depth)
@@ -112,18 +113,43 @@ def _line_numbers(source: Source, topic: str, docno: str) -> list[int]:
             if tuple(line.split()[:3:2]) == key]
 
 
-def read_rel_info(path: str, rel_format: str) -> Qrels | Preferences | GroupQrels:
-    """The judgments of ``-R rel_format``: qrels, prefs, qrels_prefs or qrels_jg."""
-    from sampleval.core.prefs import GroupQrels
-    from sampleval.core.qrels import Qrels
-    from sampleval.io.prefs import read_group_qrels, read_prefs, read_qrels_prefs
-    from sampleval.io.qrels import read_qrels
+@dataclass(frozen=True, eq=False)
+class QrelsColumns:
+    """A qrels file as trec_eval reads it (whole grades), in columns: all the qrels measures
+    need (:meth:`index`), with numpy and pyarrow only."""
 
+    query_ids: pa.Array
+    doc_ids: pa.Array
+    relevance: np.ndarray
+
+    def topics(self) -> list[str]:
+        """The topics with a qrels line, in byte order (trec_eval's)."""
+        return sorted(map(str, pc.unique(self.query_ids).to_pylist()), key=str.encode)
+
+    def positive(self) -> int:
+        """Lines with a grade above 0 (trec_eval's num_rel under ``-c``)."""
+        return int(np.count_nonzero(self.relevance > 0))
+
+    def index(self, topics: list[str]) -> JudgedIndex:
+        """The lookup table of ``topics``' judgments (:mod:`sampleval.core.graded`)."""
+        from sampleval.core.graded import JudgedIndex
+
+        return JudgedIndex.build(self.query_ids, self.doc_ids, self.relevance, topics)
+
+
+def read_rel_info(path: str, rel_format: str) -> QrelsColumns | Preferences | GroupQrels:
+    """The judgments of ``-R rel_format``: qrels (as columns: no pandas), prefs,
+    qrels_prefs or qrels_jg."""
     if rel_format == "qrels":
-        qrels = read_qrels(path)
-        return Qrels(frame=qrels.frame.assign(relevance=_whole(qrels.frame["relevance"]
-                                                               .to_numpy())),
-                     source=qrels.source)
+        from sampleval.io.qrels import QRELS_FORMAT
+
+        table = read_table(path, QRELS_FORMAT)
+        return QrelsColumns(table["query_id"].combine_chunks(),
+                            table["doc_id"].combine_chunks(),
+                            _whole(numpy_of(table["relevance"])))
+    from sampleval.core.prefs import GroupQrels
+    from sampleval.io.prefs import read_group_qrels, read_prefs, read_qrels_prefs
+
     if rel_format == "qrels_jg":
         groups = read_group_qrels(path)
         return GroupQrels(frame=groups.frame.assign(relevance=_whole(

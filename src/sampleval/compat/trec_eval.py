@@ -32,8 +32,8 @@ from sampleval.errors import UsageError
 from sampleval.measures.names import SPECS, Measure, MeasureSpec, nickname_members, trec_spec
 
 if TYPE_CHECKING:
+    from sampleval.compat._inputs import QrelsColumns
     from sampleval.core.prefs import GroupQrels, Preferences
-    from sampleval.core.qrels import Qrels
     from sampleval.core.run import Run
 
 VERSION = "10.0"
@@ -356,47 +356,52 @@ def _with_stand_ins(run: Run, topics: list[str]) -> Run:
     return RunType(name=run.name, table=pa.concat_tables([table, extra]), source=run.source)
 
 
-def evaluate_topics(opts: Options, items: list[Item], judgments: Qrels | Preferences |
+def evaluate_topics(opts: Options, items: list[Item], judgments: QrelsColumns | Preferences |
                     GroupQrels, run: Run, topics: list[str]) -> list[TopicValues]:
     """Each topic's values (``topics``: evaluated in this order, the run's missing ones on
     trec_eval's stand-in ranking)."""
     import numpy as np
 
-    from sampleval.core.pool import Pool
-    from sampleval.evaluation import group_rankings, prefs_rankings, ranked_topics
+    from sampleval.compat._inputs import QrelsColumns
+    from sampleval.core.graded import ranked_grades, run_grades
     from sampleval.measures.exact import compute
-    from sampleval.measures.groups import compute_groups
-    from sampleval.measures.prefs import prefs_values
 
     present = set(run.topics)
     full = _with_stand_ins(run, [t for t in topics if t not in present])
     out = {t: TopicValues(t, [None] * len(items)) for t in topics}
     level = opts.level
-    if opts.rel_format in ("prefs", "qrels_prefs"):
+    if isinstance(judgments, QrelsColumns):
+        index = judgments.index(topics)
+        graded = [run_grades(full, index, opts.max_docs, np.float64)]
+        for topic, ranked in ranked_grades(graded, index, opts.judged_only):
+            for j, item in enumerate(items):
+                if item.measure is not None:
+                    out[topic].values[j] = float(compute(item.measure, ranked, level)[0])
+                elif item.spec.trec == "relstring":
+                    out[topic].relstring = relstring(ranked.codes()[0], item.length)
+    elif opts.rel_format in ("prefs", "qrels_prefs"):
+        from sampleval.evaluation import prefs_rankings
+        from sampleval.measures.prefs import prefs_values
+
         for topic, judged, pos, njr in prefs_rankings(judgments, [full], topics,  # type: ignore[arg-type]
                                                       opts.max_docs, np.float64):
             found = prefs_values(judged, pos, njr)
             for j, item in enumerate(items):
                 if item.measure is not None and item.spec.judgments == "prefs":
                     out[topic].values[j] = float(found[item.measure.name][0])
-    else:
+    else:  # qrels_jg
+        from sampleval.core.pool import Pool
+        from sampleval.evaluation import group_rankings
+        from sampleval.measures.groups import compute_groups
+
         pool = Pool.from_runs([full], depth=opts.max_docs, topics=topics,
                               score_type=np.float64)
-        if opts.rel_format == "qrels_jg":
-            by_topic = group_rankings(pool, judgments, topics, opts.judged_only)  # type: ignore[arg-type]
-            for topic in topics:
-                for j, item in enumerate(items):
-                    if item.measure is not None and item.spec.judgments == "groups":
-                        out[topic].values[j] = float(compute_groups(
-                            item.measure, by_topic[topic], level)[0])
-        else:
-            for topic, ranked in ranked_topics(pool, judgments, topics,  # type: ignore[arg-type]
-                                               opts.judged_only):
-                for j, item in enumerate(items):
-                    if item.measure is not None:
-                        out[topic].values[j] = float(compute(item.measure, ranked, level)[0])
-                    elif item.spec.trec == "relstring":
-                        out[topic].relstring = relstring(ranked.codes()[0], item.length)
+        by_topic = group_rankings(pool, judgments, topics, opts.judged_only)  # type: ignore[arg-type]
+        for topic in topics:
+            for j, item in enumerate(items):
+                if item.measure is not None and item.spec.judgments == "groups":
+                    out[topic].values[j] = float(compute_groups(
+                        item.measure, by_topic[topic], level)[0])
     for values in out.values():
         for j, item in enumerate(items):
             if item.spec.trec == "num_q":
@@ -538,23 +543,20 @@ def run(argv: Sequence[str], out: TextIO | None = None) -> None:
 
 def evaluate_files(opts: Options, items: list[Item]) -> str:
     """Read the two files (and the z-scores), evaluate, and format."""
-    import numpy as np
 
     from sampleval.cli._app import in_background
-    from sampleval.compat._inputs import read_results  # light: numpy, pyarrow
+    from sampleval.compat._inputs import QrelsColumns, read_results  # numpy, pyarrow only
 
     rel_info_file, results_file = opts.files
-    with in_background(read_results, results_file) as reading:  # while pandas, numba import
+    with in_background(read_results, results_file) as reading:
         from sampleval.compat._inputs import read_rel_info, read_zscores, settle_repeats
-        from sampleval.core._kernels import load_compiled
 
-        load_compiled()
         judgments = read_rel_info(rel_info_file, opts.rel_format)
         run_, source = reading.result()
     runid = run_.name
     zscores = read_zscores(opts.zscores) if opts.zscores is not None else None
-    rel_topics = sorted(map(str, judgments.frame["query_id"].unique()),
-                        key=lambda t: t.encode())
+    rel_topics = judgments.topics() if isinstance(judgments, QrelsColumns) else sorted(
+        map(str, judgments.frame["query_id"].unique()), key=str.encode)
     wanted = rel_topics if opts.debug_query is None else [
         t for t in rel_topics if t == opts.debug_query]
     present = set(run_.topics)
@@ -574,6 +576,5 @@ def evaluate_files(opts: Options, items: list[Item]) -> str:
             _stand_in_cleanup(values, items)
         if zscores is not None:
             _zscores(values, items, zscores, z_topics)
-    positive = int(np.count_nonzero(judgments.frame["relevance"].to_numpy() > 0)) \
-        if opts.rel_format == "qrels" else 0
+    positive = judgments.positive() if isinstance(judgments, QrelsColumns) else 0
     return report(opts, items, per_topic, runid, len(rel_topics), positive)

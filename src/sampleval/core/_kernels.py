@@ -1,5 +1,7 @@
-"""Compiled passes over all the runs' rows at once: trec_eval order checks and the Pool's
-per-topic ranking matrices (see ``run.py`` and ``pool.py`` for what they mean)."""
+"""Compiled passes (numba) over all the runs' rows at once: the Pool's vocabulary and
+per-topic ranking matrices (see ``pool.py`` for what they mean), and inclusion
+probabilities. Imported only where they run: exact evaluation (``core.graded``) needs none,
+so ``evaluate`` and ``trec_eval`` never import numba."""
 
 from __future__ import annotations
 
@@ -7,41 +9,6 @@ import numba
 import numpy as np
 
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: spreads keys over slots
-
-
-@numba.njit(cache=True)
-def in_trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray) -> bool:
-    """Whether the rows already stand in trec_eval order (``run.trec_order``): topic
-    ascending, then score descending, then ``doc_key`` descending, every step strict."""
-    for i in range(1, len(topic)):
-        if topic[i] != topic[i - 1]:
-            if topic[i] < topic[i - 1]:
-                return False
-        elif score[i] != score[i - 1]:
-            if score[i] > score[i - 1]:
-                return False
-        elif doc_key[i] >= doc_key[i - 1]:
-            return False
-    return True
-
-
-@numba.njit(cache=True)
-def pack_short(offsets: np.ndarray, data: np.ndarray, out: np.ndarray) -> bool:
-    """Each string of an Arrow string array (``offsets`` int32, ``data`` uint8) as a uint64
-    into ``out``: its bytes big-endian, zero-padded to 8, so the integers order as strcmp
-    orders the strings. False (``out`` then partly filled) when a string is longer than 8
-    bytes or holds a NUL byte, as those could not be told apart."""
-    nul = False
-    for i in range(len(out)):
-        start, length = offsets[i], offsets[i + 1] - offsets[i]
-        if length > 8:
-            return False
-        key = np.uint64(0)
-        for j in range(start, start + length):
-            key = (key << np.uint64(8)) | np.uint64(data[j])
-            nul |= data[j] == 0
-        out[i] = key << np.uint64(8 * (8 - length)) if length else key
-    return not nul
 
 
 @numba.njit(cache=True)
@@ -78,26 +45,6 @@ def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 table_keys[slot], table_ids[slot] = distinct[code], code
             distinct = np.concatenate((distinct, np.empty_like(distinct)))
     return codes, distinct[:n]
-
-
-@numba.njit(cache=True)
-def refine_ties(order: np.ndarray, topic: np.ndarray, single: np.ndarray, score: np.ndarray,
-                doc_key: np.ndarray) -> None:
-    """Re-sort, in place, the stretches of ``order`` (rows in trec order by their float32
-    scores ``single``) that tie in single precision but not in ``score``'s own precision, by
-    score descending (stably: the docno-descending order of ties stays). Float rounding is
-    monotone, so the rest of the order already holds."""
-    start = 0
-    for i in range(1, len(order) + 1):
-        if i < len(order) and topic[order[i]] == topic[order[start]] and (
-                single[order[i]] == single[order[start]]):
-            continue
-        for j in range(start + 1, i):
-            if score[order[j]] > score[order[j - 1]]:
-                stretch = order[start:i]
-                stretch[:] = stretch[np.argsort(-score[stretch], kind="mergesort")]
-                break
-        start = i
 
 
 @numba.njit(cache=True)
@@ -212,12 +159,3 @@ def with_replacement_inclusion(p: np.ndarray, sizes: np.ndarray
                 total += np.log(product)
             joint[i, j] = joint[j, i] = pi[i] + pi[j] + np.expm1(total)
     return pi, joint
-
-
-def load_compiled() -> None:
-    """Load a kernel from numba's on-disk cache with the argument types the Pool build uses.
-    The first compiled call of a process initialises LLVM (about 0.3 s of CPU); a command
-    calls this while its input files are still being read, so that the Pool build does not
-    pay it later."""
-    pack_short(np.zeros(2, dtype=np.int32), np.zeros(1, dtype=np.uint8),
-               np.zeros(1, dtype=np.uint64))

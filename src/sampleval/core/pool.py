@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sampleval.core._kernels import factorize_keys, pack_short, topic_rankings
+from sampleval._arrow import packed_keys
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run, sort_topics, sorted_codes, trec_order
 
@@ -191,20 +191,19 @@ def _sorted_vocabulary(chunks: list[pa.DictionaryArray]) -> tuple[np.ndarray, np
 def _packed_vocabulary(chunks: list[pa.DictionaryArray]) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`_sorted_vocabulary` for strings of at most 8 bytes without NUL bytes (TREC-COVID,
     MS MARCO, numeric docnos), None for others: each string becomes an integer that orders
-    as strcmp (``core._kernels.pack_short``), and integers unify several times faster."""
+    as strcmp (``_arrow.packed_keys``), and integers unify several times faster."""
+    from sampleval.core._kernels import factorize_keys  # numba: only where a Pool is built
+
     if not chunks:
         return None
     sizes = [len(chunk.dictionary) for chunk in chunks]
     keys = np.empty(sum(sizes), dtype=np.uint64)
     starts = np.cumsum([0, *sizes])
     for chunk, start, end in zip(chunks, starts[:-1], starts[1:], strict=True):
-        strings = chunk.dictionary
-        if not len(strings):
-            continue
-        _, offsets, data = strings.buffers()
-        offsets = np.frombuffer(offsets, np.int32, len(strings) + 1, strings.offset * 4)
-        if not pack_short(offsets, np.frombuffer(data or b"", np.uint8), keys[start:end]):
+        packed = packed_keys(chunk.dictionary)
+        if packed is None:
             return None
+        keys[start:end] = packed
     codes, distinct = factorize_keys(keys)
     del keys  # memory: the largest array here, no longer needed
     order = np.argsort(distinct)
@@ -222,7 +221,7 @@ def _packed_vocabulary(chunks: list[pa.DictionaryArray]) -> tuple[np.ndarray, np
 
 
 def _unpacked(keys: np.ndarray) -> np.ndarray:
-    """The strings ``core._kernels.pack_short`` made ``keys`` from, as an object array."""
+    """The strings ``_arrow.packed_keys`` made ``keys`` from, as an object array."""
     raw = keys.astype(">u8").view(np.uint8).reshape(-1, 8)
     kept = raw != 0  # the strings' bytes; the zero padding goes
     offsets = np.concatenate([[0], np.cumsum(kept.sum(axis=1))]).astype(np.int32)
@@ -236,6 +235,8 @@ def _topic_pools(topic_names: list[str], topic_codes: np.ndarray, doc_col: np.nd
                  wanted: Sequence[str] | None, n_docs: int) -> dict[str, TopicPool]:
     """The TopicPools of ``wanted`` topics (default: every topic, in natural order) from all
     rows (``core._kernels.topic_rankings`` explains the arguments)."""
+    from sampleval.core._kernels import topic_rankings  # numba: only where a Pool is built
+
     names = sort_topics(topic_names) if wanted is None else list(wanted)
     code_of = {name: i for i, name in enumerate(topic_names)}
     keep = np.zeros(len(topic_names), dtype=bool)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -9,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import dictionary_array, repeats
+from sampleval._arrow import arrow_of, dictionary_array, numpy_of, repeats
 from sampleval.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -24,42 +25,88 @@ _DOC_ALIASES = ("doc_id", "docno", "docid")
 DUPLICATES = ("error", "first", "last")
 
 
-def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: np.ndarray,
+DocKey = np.ndarray | Callable[[np.ndarray], np.ndarray]
+
+
+def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: DocKey,
                score_type: type[np.floating] = np.float32) -> np.ndarray:
     """Permutation that sorts rows as trec_eval does.
 
     Rows are grouped by ``topic`` (ascending code), then ordered by score descending, ties
     broken by docno descending. ``doc_key`` must order like the docno strings (for example the
-    position of each docno in a sorted vocabulary): trec_eval compares docnos with ``strcmp``,
-    which is the order of their UTF-8 bytes. Scores are compared in single precision, as
-    trec_eval stores them (``float sim``): scores that differ only beyond float32 precision
-    tie (``score_type=np.float64`` compares as NIST's Perl ``sample_eval`` does). The rank
-    column of a run file is ignored, as trec_eval ignores it.
+    position of each docno in a sorted vocabulary, or :func:`sampleval._arrow.packed_keys`):
+    trec_eval compares docnos with ``strcmp``, which is the order of their UTF-8 bytes. Scores
+    are compared in single precision, as trec_eval stores them (``float sim``): scores that
+    differ only beyond float32 precision tie (``score_type=np.float64`` compares as NIST's
+    Perl ``sample_eval`` does). The rank column of a run file is ignored, as trec_eval
+    ignores it. ``doc_key`` may also be a function giving the keys of the rows it is passed
+    (row indices), called for the rows that need one.
 
-    The three keys are packed into one 64-bit integer when they fit (one sort instead of a
-    three-key lexsort, about 3x faster): scores by their order-preserving float32 bits; for
-    double precision, the rare groups that tie in float32 only are then re-sorted. Rows
-    already in order (run files written by trec tools usually are) are only checked.
+    Run files written by trec tools are usually in order already but for ties: then only the
+    rows of each tie are sorted (by docno), and only they need a docno key. Otherwise the three keys are packed into one
+    64-bit integer when they fit (one sort instead of a three-key lexsort, about 3x faster):
+    scores by their order-preserving float32 bits; for double precision, the rare groups that
+    tie in float32 only are then re-sorted. All numpy: no compiled kernel, so the exact
+    measures start without numba.
     """
-    from sampleval.core._kernels import in_trec_order, refine_ties
-
-    if in_trec_order(topic, score.astype(score_type, copy=False), doc_key):
-        return np.arange(len(topic))
+    scores = score.astype(score_type, copy=False)
+    if _grouped_descending(topic, scores):
+        return _ties_by_docno(topic, scores, doc_key)
+    if callable(doc_key):
+        doc_key = doc_key(np.arange(len(topic)))
     single = score.astype(np.float32)
-    if score_type is not np.float32 and in_trec_order(topic, single, doc_key):
-        order = np.arange(len(topic))
-    else:
-        topic_bits = max(int(topic.max(initial=0)), 1).bit_length()
-        doc_bits = max(int(doc_key.max(initial=0)), 1).bit_length()
-        if topic_bits + 32 + doc_bits > 64:
-            return np.lexsort((-doc_key, -score.astype(score_type), topic))
-        doc_desc = np.uint64((1 << doc_bits) - 1) - doc_key.astype(np.uint64)
-        group = (topic.astype(np.uint64) << np.uint64(32)) | _ascending_bits(-single)
-        # stable (timsort): run files are nearly in order already, 10x faster than quicksort
-        order = np.argsort((group << np.uint64(doc_bits)) | doc_desc, kind="stable")
+    topic_bits = max(int(topic.max(initial=0)), 1).bit_length()
+    doc_bits = max(int(doc_key.max(initial=0)), 1).bit_length()
+    if topic_bits + 32 + doc_bits > 64:
+        return np.lexsort((_descending(doc_key), -scores, topic))
+    doc_desc = np.uint64((1 << doc_bits) - 1) - doc_key.astype(np.uint64)
+    group = (topic.astype(np.uint64) << np.uint64(32)) | _ascending_bits(-single)
+    # stable (timsort): run files are nearly in order already, 10x faster than quicksort
+    order = np.argsort((group << np.uint64(doc_bits)) | doc_desc, kind="stable")
     if score_type is not np.float32:
-        refine_ties(order, topic, single, score.astype(score_type), doc_key)
+        _refine_ties(order, topic, single, scores)
     return order
+
+
+def _grouped_descending(topic: np.ndarray, score: np.ndarray) -> bool:
+    """Whether topics never decrease and scores never increase within a topic."""
+    same = topic[1:] == topic[:-1]
+    return bool(np.all((topic[1:] > topic[:-1]) | (same & (score[1:] <= score[:-1]))))
+
+
+def _descending(key: np.ndarray) -> np.ndarray:
+    """A key that sorts ascending as ``key`` sorts descending (unsigned keys too)."""
+    return ~key if key.dtype.kind == "u" else -key.astype(np.int64)
+
+
+def _ties_by_docno(topic: np.ndarray, score: np.ndarray, doc_key: DocKey) -> np.ndarray:
+    """trec order of rows grouped by topic with scores not increasing: the rows of each
+    stretch of equal (topic, score) sorted by docno descending, the rest left in place."""
+    order = np.arange(len(topic))
+    tie = (topic[1:] == topic[:-1]) & (score[1:] == score[:-1])
+    if not tie.any():
+        return order
+    follows = np.r_[False, tie]  # the row ties the one before it
+    tied = np.flatnonzero(np.r_[tie, False] | follows)
+    group = np.cumsum(~follows[tied])  # a stretch starts at a tied row that follows none
+    key = doc_key(tied) if callable(doc_key) else doc_key[tied]
+    if np.any((group[1:] == group[:-1]) & (key[1:] >= key[:-1])):
+        order[tied] = tied[np.lexsort((_descending(key), group))]
+    return order
+
+
+def _refine_ties(order: np.ndarray, topic: np.ndarray, single: np.ndarray,
+                 score: np.ndarray) -> None:
+    """Re-sort, in place, the stretches of ``order`` (rows in trec order by their float32
+    scores ``single``) that tie in single precision but not in ``score``'s own precision, by
+    score descending (stably: the docno-descending order of ties stays). Float rounding is
+    monotone, so the rest of the order already holds."""
+    t, s = topic[order], single[order]
+    tie = (t[1:] == t[:-1]) & (s[1:] == s[:-1])
+    if not np.any(tie & (score[order[1:]] > score[order[:-1]])):
+        return
+    group = np.cumsum(np.r_[True, ~tie])
+    order[:] = order[np.lexsort((-score[order], group))]
 
 
 def _ascending_bits(values: np.ndarray) -> np.ndarray:
@@ -71,7 +118,7 @@ def _ascending_bits(values: np.ndarray) -> np.ndarray:
 
 def sorted_codes(dictionary: pa.Array) -> np.ndarray:
     """For each entry of a string dictionary, its position in byte-wise (strcmp) order."""
-    order = pc.array_sort_indices(dictionary).to_numpy()
+    order = numpy_of(pc.array_sort_indices(dictionary))
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     return position
@@ -190,9 +237,9 @@ def keep_one(table: pa.Table, duplicates: str) -> pa.Table:
     if duplicates not in ("first", "last"):
         raise UsageError(f"keep_one needs 'first' or 'last', not {duplicates!r}")
     if duplicates == "first":  # highest score first; of equal scores, the earlier row
-        order = np.argsort(-table["score"].to_numpy(), kind="stable")
+        order = np.argsort(-numpy_of(table["score"]), kind="stable")
         dropped = np.zeros(table.num_rows, dtype=bool)
-        dropped[order] = repeats(table.take(pa.array(order)), ("query_id", "doc_id"))
+        dropped[order] = repeats(table.take(arrow_of(order)), ("query_id", "doc_id"))
     else:
         dropped = repeats(table, ("query_id", "doc_id"), keep="last")
     keep = ~dropped
@@ -208,5 +255,5 @@ def _pick(frame: pd.DataFrame, aliases: tuple[str, ...], source: str | None) -> 
 
 def _present_values(column: pa.ChunkedArray) -> list[str]:
     arr = dictionary_array(column)
-    used = np.unique(arr.indices.to_numpy())
-    return [str(v) for v in arr.dictionary.take(pa.array(used)).to_pylist()]
+    used = np.unique(numpy_of(arr.indices))
+    return [str(v) for v in arr.dictionary.take(arrow_of(used)).to_pylist()]

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 from isal import isal_zlib
 
-from sampleval._arrow import repeats
+from sampleval._arrow import has_repeats, numpy_of
 from sampleval.errors import InputError
 
 Kind = Literal["token", "dict", "float", "skip"]
@@ -48,7 +48,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = codecs.BOM_UTF8
 _SNIFF_BYTES = 1 << 16
 # Arrow parses a file in blocks of this size: one block (so one dictionary per column, no
-# unification later) for files up to 64 MiB, several threads for larger ones
+# unification later) for files up to 64 MiB, on the calling thread (commands read several
+# files on threads of their own); several threads for larger ones
 _BLOCK_BYTES = 1 << 26
 _COMMENT = re.compile(rb"(?m)^#[^\n]*")
 _ALL_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
@@ -218,7 +219,7 @@ def _arrow_type(kind: Kind) -> pa.DataType:
         "token": pa.string(),
         "dict": pa.dictionary(pa.int32(), pa.string()),
         "float": pa.float64(),
-        "skip": pa.string(),
+        "skip": pa.binary(),  # checked for empty fields, then dropped: no UTF-8 check
     }[kind]
 
 
@@ -230,7 +231,8 @@ def _read_arrow(data: bytes, fmt: TableFormat, delimiter: str) -> pa.Table | Non
         table = pcsv.read_csv(
             pa.BufferReader(data),
             read_options=pcsv.ReadOptions(column_names=[c.name for c in fmt.columns],
-                                          block_size=_BLOCK_BYTES),
+                                          block_size=_BLOCK_BYTES,
+                                          use_threads=len(data) > _BLOCK_BYTES),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
                                             ignore_empty_lines=True),
             convert_options=pcsv.ConvertOptions(
@@ -305,7 +307,7 @@ def _bad_numbers(table: pa.Table, fmt: TableFormat) -> bool:
     """Whether a parsed table holds numbers the format forbids (non-finite, against a rule)."""
     for c in fmt.columns:
         if c.kind == "float":
-            values = table[c.name].to_numpy()
+            values = numpy_of(table[c.name])
             if not np.isfinite(values).all() or (c.rule is not None and not c.rule(values).all()):
                 return True
     return False
@@ -332,7 +334,7 @@ def read_table(path: str | PathLike[str] | Source, fmt: TableFormat,
         raise InputError(source.name, None, f"empty file: no {fmt.name} lines")
     table = _normalised(table, fmt)
     if _bad_numbers(table, fmt) or (unique and fmt.unique and
-                                    repeats(table, fmt.unique).any()):
+                                    has_repeats(table, fmt.unique)):
         _locate_error(source, fmt)
     return table
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from os import PathLike
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sampleval.core.qrels import Qrels
 from sampleval.io._table import Column, Source, TableFormat, load, read_table, write_lines
+
+if TYPE_CHECKING:
+    from sampleval.core.qrels import Qrels  # pandas: imported where a Qrels is made
 
 QRELS_FORMAT = TableFormat(
     name="qrels",
@@ -25,6 +28,8 @@ def read_qrels(path: str | PathLike[str] | Source) -> Qrels:
     """Read a qrels file (plain or gzipped; ``-`` reads standard input; pipes work). Grades
     may be any finite number (``1`` or ``1.0``); a negative grade means "in the pool, not
     judged". A document judged twice for a topic is an error: judgments are never dropped."""
+    from sampleval.core.qrels import Qrels
+
     source = load(path)
     table = read_table(source, QRELS_FORMAT)
     frame = table.to_pandas()

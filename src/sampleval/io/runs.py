@@ -6,10 +6,11 @@ import glob
 import os
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from os import PathLike
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -41,6 +42,7 @@ RUN_FORMAT = TableFormat(
     extra_fields=True,
     repeat_hint="; --duplicates first|last keeps one (duplicates= in the library)",
 )
+T = TypeVar("T")
 
 
 def read_run(path: str | PathLike[str] | Source, name: str | None = None,
@@ -116,32 +118,46 @@ def read_runs(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
     by its file instead (with a warning). ``name_by="file"`` always names runs by file.
     ``progress`` shows a progress bar on standard error. ``duplicates``: see :func:`read_run`.
     """
+    names, runs = read_runs_as(specs, _as_read, name_by, progress, duplicates)
+    return [Run(name=n, table=r.table, source=r.source) for n, r in zip(names, runs, strict=True)]
+
+
+def _as_read(run: Run) -> Run:
+    return run
+
+
+def read_runs_as(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
+                 convert: Callable[[Run], T], name_by: str = "tag", progress: bool = False,
+                 duplicates: str = "error") -> tuple[list[str], list[T]]:
+    """:func:`read_runs`, each run handed to ``convert`` on its reading thread as soon as it
+    is read, and only what ``convert`` returns kept: a command that reduces each run (to
+    its grades, say) never holds every run's table. Returns the runs' names (chosen as
+    :func:`read_runs` chooses them) and the converted runs, in the order of the files."""
     if name_by not in ("tag", "file"):
         raise ValueError(f"name_by must be 'tag' or 'file', not {name_by!r}")
     check_duplicates(duplicates)
     items = [specs] if isinstance(specs, (str, PathLike)) else list(specs)
     paths = expand_run_paths(items)
 
-    def read(path: Path) -> Run:
-        return read_run(path, duplicates=duplicates)
+    def read(path: Path) -> tuple[str, T]:
+        run = read_run(path, duplicates=duplicates)
+        return run.name, convert(run)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as workers:
-        loaded: Iterable[Run] = workers.map(read, paths)  # Arrow and ISA-L release the GIL
-        loaded = track(loaded, len(paths), "reading runs", progress)
-        runs = list(loaded)
-    tags = Counter(r.name for r in runs)
+        loaded: Iterable[tuple[str, T]] = workers.map(read, paths)  # ISA-L, Arrow: no GIL
+        read_items = list(track(loaded, len(paths), "reading runs", progress))
+    names = [name for name, _ in read_items]
+    tags = Counter(names)
     shared = sorted(t for t, n in tags.items() if n > 1)
     if name_by == "tag" and shared:
         warnings.warn(f"runs share the tag(s) {', '.join(shared)}: naming runs by file instead",
-                      stacklevel=2)
+                      stacklevel=3)
     if name_by == "file" or shared:
-        runs = [Run(name=file_run_name(p), table=r.table, source=r.source)
-                for p, r in zip(paths, runs, strict=True)]
-    names = Counter(r.name for r in runs)
-    clash = sorted(n for n, k in names.items() if k > 1)
+        names = [file_run_name(p) for p in paths]
+    clash = sorted(n for n, k in Counter(names).items() if k > 1)
     if clash:
         raise InputError(None, None, f"two runs would have the same name: {', '.join(clash)}")
-    return runs
+    return names, [item for _, item in read_items]
 
 
 def write_run(run: Run, path: str | PathLike[str], depth: int | None = None) -> None:

@@ -67,16 +67,20 @@ class RankedGrades:
         """``[n_runs, width]`` True at the ranks each run filled."""
         return self.memo("retrieved", lambda: np.arange(self.width) < self.lengths[:, None])
 
-    def codes(self) -> np.ndarray:
+    def codes(self, ranks: int | None = None) -> np.ndarray:
         """trec_eval's relevance codes at each rank: the grade, -1 (not in the qrels) or -2
-        (in the qrels with a negative grade); ``NaN`` past a run's end."""
-        def make() -> np.ndarray:
-            unjudged = np.full(self.grades.shape, NOT_IN_POOL)
+        (in the qrels with a negative grade); ``NaN`` past a run's end. ``ranks``: the first
+        ranks only (a cutoff measure need not code all of them)."""
+        def make(width: int) -> np.ndarray:
+            grades = self.grades[:, :width]
+            unjudged = np.full(grades.shape, NOT_IN_POOL)
             if self.pooled is not None:
-                unjudged[self.pooled] = UNJUDGED_IN_POOL
-            codes = np.where(np.isnan(self.grades), unjudged, self.grades)
-            return np.where(self.retrieved(), codes, np.nan)
-        return self.memo("codes", make)
+                unjudged[self.pooled[:, :width]] = UNJUDGED_IN_POOL
+            codes = np.where(np.isnan(grades), unjudged, grades)
+            return np.where(self.retrieved()[:, :width], codes, np.nan)
+        if ranks is None or "codes" in self._memo:
+            return self.memo("codes", lambda: make(self.width))[:, :ranks]
+        return make(ranks)
 
 
 Kernel = Callable[[RankedGrades, Measure, float], np.ndarray]

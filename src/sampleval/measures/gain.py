@@ -110,11 +110,13 @@ def _ideal(entries: list[Entry]) -> np.ndarray:
     return np.array(ideal)
 
 
-def _terms(g: RankedGrades, table: GainTable) -> tuple[np.ndarray, np.ndarray]:
-    """Each rank's gain, and gain / log2(rank + 1) where the gain is not 0."""
-    gains = table.gains(g.codes())
+def _terms(g: RankedGrades, table: GainTable, ranks: int | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Each rank's gain, and gain / log2(rank + 1) where the gain is not 0 (``ranks``: of
+    the first ranks only)."""
+    gains = table.gains(g.codes(ranks))
     with np.errstate(invalid="ignore"):
-        return gains, np.where(gains != 0, gains / discount(g.width), 0.0)
+        return gains, np.where(gains != 0, gains / discount(gains.shape[1]), 0.0)
 
 
 def _ideal_dcg(table: GainTable) -> np.ndarray:
@@ -131,12 +133,12 @@ def ndcg(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     """nDCG; with a cutoff, DCG and ideal DCG over the top k (``ndcg_cut``), and when the
     ideal DCG is 0, the DCG itself (as ``ndcg_cut``)."""
     table = _table(g, m)
-    _, terms = _terms(g, table)
+    k = None if m.cutoff is None else int(m.cutoff)
+    _, terms = _terms(g, table, k)
     ideal = _ideal_dcg(table)
-    if m.cutoff is None:
+    if k is None:
         return ratio(seqsum(terms), ideal[-1] if len(ideal) else 0.0)
-    k = int(m.cutoff)
-    dcg = seqsum(terms[:, :k])
+    dcg = seqsum(terms)
     best = ideal[min(k, len(ideal)) - 1] if len(ideal) else 0.0
     return dcg / best if best > 0 else dcg
 

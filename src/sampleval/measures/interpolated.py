@@ -45,7 +45,7 @@ def _interpolated(g: RankedGrades, level: float, counts: np.ndarray, in_loop: np
     nothing relevant was retrieved)."""
     rel_ret = num_rel_ret(g, level)[:, None]
     best = _best_precision_below(g, level)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0 prints -nan, as there
         final = np.where(rel_ret > 0, best[:, :1] if g.width else 0.0,
                          rel_ret / g.lengths[:, None])
     seen = seen_relevant(g, level)
@@ -53,6 +53,8 @@ def _interpolated(g: RankedGrades, level: float, counts: np.ndarray, in_loop: np
     for j in range(counts.shape[1]):
         c = counts[:, j]
         loop = in_loop[:, j] & (c >= 1) & (c <= rel_ret[:, 0])
+        if not loop.any():  # also when no run retrieved anything: no rank to look up
+            continue
         rank = np.argmax(seen >= c[:, None], axis=1)
         out[loop, j] = best[loop, rank[loop]]
     return np.where(skipped, 0.0, out)
