@@ -200,14 +200,27 @@ class PPIResult(NamedTuple):
 
 # -- units of each form ---------------------------------------------------------------------
 
-def sample_form(sample: Sample) -> str:
-    """The form a sample takes by default: ``ht`` for every design with inclusion
-    probabilities, with-replacement samples that record their rounds (active sampling)
-    included, so that lam = 0 is ``~ht``'s estimate on the same sample; ``draws`` for
-    importance samples and with-replacement samples with draws but no rounds."""
+LINEAR = ("NumRel", "P", "DCG")
+
+
+def sample_form(sample: Sample, base: str | None = None) -> str:
+    """The form ``base`` (a measure's base name; None: a linear one) takes on ``sample`` by
+    default: ``ht`` for every design with inclusion probabilities, except that on
+    with-replacement samples (active sampling) only the linear measures take it, so that
+    lam = 0 is ``~ht``'s estimate there; the ratio measures take ``draws`` there, as do
+    importance samples and with-replacement samples with draws but no rounds.
+
+    Why, on active samples: the per-draw form stays unbiased under adaptive draws, where
+    ``~ht``'s is not, but for P@10 its rms error is 2-5 times ``~ht``'s (draws spread over
+    the whole pool; power tuning cannot do better than lam = 0, the per-draw estimate), while
+    for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the per-draw form's rms is
+    0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are
+    ratios with the same adaptive denominator as AP and follow it (not measured)."""
     if sample.design == "importance" or (
             sample.design == "with-replacement"
             and (sample.rounds is None or sample.round_probs is None)):
+        return "draws"
+    if sample.design == "with-replacement" and base is not None and base not in LINEAR:
         return "draws"
     return "ht"
 
@@ -383,7 +396,7 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
             data.frame.totals[key] = compute()
         return data.frame.totals[key]
 
-    if spec.base in ("NumRel", "P", "DCG"):
+    if spec.base in LINEAR:
         coef = rank_coefficients(spec.base, ranks, cut)
         total_y, share_y = _linear(coef, y, units)
         total_f, share_f = _linear(coef, f, units)
@@ -566,7 +579,7 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
     frames = []
     for spec in specs:
         chosen = form or spec.option("form")
-        chosen = sample_form(sample) if chosen == "design" else chosen
+        chosen = sample_form(sample, spec.base) if chosen == "design" else chosen
         if chosen not in topics:
             topics[chosen] = [topic_data(view, sample, chosen) for view in views]
         result = ppi_values(spec, topics[chosen], level, spec.option("tuning"))
@@ -591,10 +604,10 @@ register_family(EstimatorFamily(
         Param("tuning", str, "cross-fit", "the coefficient lam on the predictions: cross-fit "
               "(power-tuned on the other topics, shrunk, in [0, 1]), plug-in (on every topic) "
               "or none (lam = 1, the plain difference estimator)", choices=TUNINGS),
-        Param("form", str, "design", "design (the sample's: Horvitz-Thompson wherever the "
-              "design has inclusion probabilities, active sampling's included, so that lam = 0 "
-              "is ~ht; per-draw for importance samples), ht, or draws (the per-draw form: "
-              "unbiased under adaptive draws, but a higher variance on active samples)",
+        Param("form", str, "design", "design (Horvitz-Thompson wherever the design has "
+              "inclusion probabilities, but per-draw for importance samples and for ratio "
+              "measures on active samples), ht, or draws (the per-draw form: unbiased under "
+              "adaptive draws; for P@k on active samples a much higher variance)",
               choices=("design", *FORMS)),
         Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
               "or round (int(R-hat + 0.5))", choices=("floor", "round")),

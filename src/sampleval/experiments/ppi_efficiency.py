@@ -54,6 +54,7 @@ from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import (
     FORMS,
     FrameData,
+    TopicData,
     frame_data,
     ppi_values,
     predictions_alone,
@@ -136,8 +137,8 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
                     ) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
     """For one sample: (estimator, measure) -> each run's mean over topics and the half-width
     of its 95% interval, for ``~ht`` (where the sample's design has inclusion probabilities)
-    and for ``~ppi`` in ``form`` (default: the sample's, :func:`sample_form`) under each
-    predictor (and, under ``alone:NAME`` when ``alone``, the predictions' own value with no
+    and for ``~ppi`` in ``form`` (default: the measure's on the sample, :func:`sample_form`)
+    under each predictor (and, under ``alone:NAME`` when ``alone``, the predictions' own value with no
     sample: the same for every sample). Every predictor is estimated on one set of units per
     topic (:func:`topic_datas`)."""
     fixed = (predictions if isinstance(predictions, FixedPredictions)
@@ -152,12 +153,15 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
             rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(names))
             out[("ht", measure)] = (rows["value"].to_numpy(),
                                     (rows["hi"] - rows["value"]).to_numpy())
-    form = form or sample_form(sample)
-    per_topic = [topic_datas(view, sample, form, *fixed.for_view(view)) for view in views]
-    for p, name in enumerate(fixed.predictions):
-        topics = [datas[p] for datas in per_topic]
-        for measure in measures:
-            spec = parse_estimate(f"{measure}~ppi")
+    per_form: dict[str, list[list[TopicData]]] = {}
+    for measure in measures:
+        spec = parse_estimate(f"{measure}~ppi")
+        chosen = form or sample_form(sample, spec.base)
+        if chosen not in per_form:
+            per_form[chosen] = [topic_datas(view, sample, chosen, *fixed.for_view(view))
+                                for view in views]
+        for p, name in enumerate(fixed.predictions):
+            topics = [datas[p] for datas in per_form[chosen]]
             result = ppi_values(spec, topics, level)
             out[(name, measure)] = _means(names, views, spec.name, result.value,
                                           result.variance)
