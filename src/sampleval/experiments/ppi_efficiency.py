@@ -35,7 +35,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -67,6 +67,7 @@ from sampleval.experiments.truth import compute_truth
 from sampleval.measures.names import parse_measure
 from sampleval.params import parse_assignments
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.selection.base import Oracle
 from sampleval.synthetic_predictions import (
     deep_over_calls,
     flipped,
@@ -138,9 +139,9 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     """For one sample: (estimator, measure) -> each run's mean over topics and the half-width
     of its 95% interval, for ``~ht`` (where the sample's design has inclusion probabilities)
     and for ``~ppi`` in ``form`` (default: the measure's on the sample, :func:`sample_form`)
-    under each predictor (and, under ``alone:NAME`` when ``alone``, the predictions' own value with no
-    sample: the same for every sample). Every predictor is estimated on one set of units per
-    topic (:func:`topic_datas`)."""
+    under each predictor (and, under ``alone:NAME`` when ``alone``, the predictions' own
+    value with no sample: the same for every sample). Every predictor is estimated on one
+    set of units per topic (:func:`topic_datas`)."""
     fixed = (predictions if isinstance(predictions, FixedPredictions)
              else FixedPredictions(predictions))
     names = pool.run_names
@@ -175,20 +176,20 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
 Trials = dict[tuple[str, str], list[np.ndarray]]
 
 
-def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: float,
-        trials: int, measures: Sequence[str], predictor_names: Sequence[str],
-        seed: int = 0, guide: str | None = None,
-        progress: Callable[[int], None] | None = None, raw: Path | None = None,
-        form: str | None = None) -> pd.DataFrame:
-    """The simulation of the module docstring on ``pool``'s topics: one row per (predictor,
-    measure); trial i samples with seed ``seed + i``; ``guide``: the predictor (one of
-    ``predictor_names``) whose predictions the selection method receives (``stratified``
-    with ``size=residual``, ``importance`` with ``prior=predictions``); ``progress`` is
-    called with the number of trials done; ``raw``: an .npz file rewritten after every
-    trial with every estimate so far (:func:`load_raw`), so that a run cut short still
-    yields its trials; when it exists, its trials are kept and the run goes on from there
-    (the same arguments are assumed); ``form``: the ``~ppi`` form (default the sample's). Without ``~ht`` (an importance sample) there is no ``ht`` row and
-    the ratios are NaN."""
+class Setup(NamedTuple):
+    """What every trial shares: each measure's truth (each run's mean over topics), the
+    predictions (:class:`FixedPredictions`), the judging oracle and the selection method's
+    ``predictions`` argument (empty without a guide)."""
+
+    truth: dict[str, np.ndarray]
+    fixed: FixedPredictions
+    oracle: Oracle
+    guiding: dict[str, Predictions]
+
+
+def study_setup(pool: Pool, qrels: Qrels, measures: Sequence[str],
+                predictor_names: Sequence[str], seed: int, guide: str | None) -> Setup:
+    """The :class:`Setup` of :func:`run`'s arguments, made once for every rate."""
     exact = compute_truth(pool, qrels, [parse_measure(m) for m in measures], [])
     truth = {m: mean_over_topics(exact.pool[str(parse_measure(m))], exact.present)
              for m in measures}
@@ -196,8 +197,25 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
     if guide is not None and guide not in predictions:
         raise UsageError(f"the guide {guide!r} is not among the predictors")
     guiding = {} if guide is None else {"predictions": predictions[guide]}
-    fixed = FixedPredictions(predictions)
-    oracle = qrels_oracle(qrels)
+    return Setup(truth, FixedPredictions(predictions), qrels_oracle(qrels), guiding)
+
+
+def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: float,
+        trials: int, measures: Sequence[str], predictor_names: Sequence[str],
+        seed: int = 0, guide: str | None = None,
+        progress: Callable[[int], None] | None = None, raw: Path | None = None,
+        form: str | None = None, setup: Setup | None = None) -> pd.DataFrame:
+    """The simulation of the module docstring on ``pool``'s topics: one row per (predictor,
+    measure); trial i samples with seed ``seed + i``; ``guide``: the predictor (one of
+    ``predictor_names``) whose predictions the selection method receives (``stratified``
+    with ``size=residual``, ``importance`` with ``prior=predictions``); ``progress`` is
+    called with the number of trials done; ``raw``: an .npz file rewritten after every
+    trial with every estimate so far (:func:`load_raw`), so that a run cut short still
+    yields its trials; when it exists, its trials are kept and the run goes on from there
+    (the same arguments are assumed); ``setup``: :func:`study_setup`'s, if already made; ``form``: the ``~ppi`` form (default the sample's). Without ``~ht`` (an importance sample) there is no ``ht`` row and
+    the ratios are NaN."""
+    truth, fixed, oracle, guiding = setup or study_setup(pool, qrels, measures,
+                                                         predictor_names, seed, guide)
     values: Trials = {}
     halves: Trials = {}
     if raw is not None and raw.exists():  # resume: the trials already done are kept
@@ -296,13 +314,14 @@ def budget_sweep(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any],
     then filled ``chunk`` trials at a time at each rate in turn, so that a run stopped early
     has about as many trials at every rate (and is resumed where it stopped)."""
     steps = [trials] if raw is None else [*range(chunk, trials, chunk), trials]
+    setup = study_setup(pool, qrels, measures, predictor_names, seed, guide)
     tables: dict[float, pd.DataFrame] = {}
     for upto in steps:
         for rate in rates:
             tick = None if progress is None else functools.partial(progress, rate)
             table = run(pool, qrels, method, params, rate, upto, measures, predictor_names,
                         seed, guide, tick, None if raw is None else raw / f"rate{rate}.npz",
-                        form)
+                        form, setup)
             tables[rate] = table.assign(rate=rate)
     return pd.concat(tables.values(), ignore_index=True)
 
