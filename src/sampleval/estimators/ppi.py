@@ -12,11 +12,14 @@ KDD 2024) is
 
 over the sample's units S with weights W_k: for a design with inclusion probabilities (the
 ``ht`` form) the judged documents with W_k = 1/pi_k, a Horvitz-Thompson estimate of the
-residual total; for draws (the ``draws`` form: importance samples, with-replacement samples
-that record their draws) the n draws d_k with W_k = 1/(n p_k(d_k)), the per-draw
-(Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities by the martingale argument
-of :mod:`.hansen_hurwitz`. For any lam fixed before the sample, E[T-hat(lam)] = T whatever
-the predictions: they only move the variance.
+residual total; for draws (the ``draws`` form) the n draws d_k with W_k = 1/(n p_k(d_k)),
+the per-draw (Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities by the
+martingale argument of :mod:`.hansen_hurwitz`. For any lam fixed before the sample,
+E[T-hat(lam)] = T whatever the predictions (under the ``ht`` form, as far as ``~ht`` is
+unbiased on that design): they only move the variance. Importance samples take the
+``draws`` form; active (with-replacement) samples the ``ht`` form for the linear measures,
+so that lam = 0 is ``~ht`` there, and the ``draws`` form for the ratios (:func:`sample_form`
+says why, with the measured figures); the ``form`` option overrides it.
 
 Ratio measures are ratios of such estimates, as for ``~ht`` (:mod:`.horvitz_thompson`): R@k and
 Rprec = (a difference estimate of the relevant retrieved) / R-hat(lam), R-hat(lam) the
@@ -223,6 +226,21 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     if sample.design == "with-replacement" and base is not None and base not in LINEAR:
         return "draws"
     return "ht"
+
+
+def chosen_form(sample: Sample, spec: EstimateSpec) -> str:
+    """The form ``spec``'s ``form`` option asks for on ``sample``: ``design`` as
+    :func:`sample_form` says; ``draws`` wherever the sample records its draws and ``ht``
+    wherever it has inclusion probabilities, each the other form on a sample that lacks what
+    it needs (a census has no draws, importance draws no inclusion probabilities), so that
+    one request applies to samples of every design."""
+    option = spec.option("form")
+    default = sample_form(sample, spec.base)
+    if option == "draws" and sample.draws is not None:
+        return "draws"
+    if option == "ht" and sample_form(sample) == "ht":
+        return "ht"
+    return default
 
 
 def topic_data(view: TopicView, sample: Sample, form: str) -> TopicData:
@@ -578,8 +596,7 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
     topics: dict[str, list[TopicData]] = {}
     frames = []
     for spec in specs:
-        chosen = form or spec.option("form")
-        chosen = sample_form(sample, spec.base) if chosen == "design" else chosen
+        chosen = form or chosen_form(sample, spec)
         if chosen not in topics:
             topics[chosen] = [topic_data(view, sample, chosen) for view in views]
         result = ppi_values(spec, topics[chosen], level, spec.option("tuning"))
@@ -606,8 +623,10 @@ register_family(EstimatorFamily(
               "or none (lam = 1, the plain difference estimator)", choices=TUNINGS),
         Param("form", str, "design", "design (Horvitz-Thompson wherever the design has "
               "inclusion probabilities, but per-draw for importance samples and for ratio "
-              "measures on active samples), ht, or draws (the per-draw form: unbiased under "
-              "adaptive draws; for P@k on active samples a much higher variance)",
+              "measures on active samples), ht (wherever the sample has inclusion "
+              "probabilities), or draws (the per-draw form wherever the sample records its "
+              "draws: unbiased under adaptive draws; for P@k on active samples a much higher "
+              "variance)",
               choices=("design", *FORMS)),
         Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
               "or round (int(R-hat + 0.5))", choices=("floor", "round")),
