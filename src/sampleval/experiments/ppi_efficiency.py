@@ -15,8 +15,10 @@ is not offered for AP, so the comparison is always with ``~ht``) and with ``~ppi
 predictor of :mod:`sampleval.synthetic_predictions` (made once, seeded: the predictions are
 fixed, the samples vary). One row per (predictor, measure): rms error and bias of the mean
 over topics (over trials and runs), mean 95% interval width, coverage of the truth, the share
-of runs whose mean estimate over the trials lies within 3 standard errors of the truth, and
-the ratios of rms and width to ``~ht``'s. For contrast, the predictions alone (no sample):
+of runs whose mean estimate over the trials lies within 3 standard errors of the truth, the
+median over runs of those 3 standard errors (``detect3se``: about the smallest bias that
+criterion detects; it shrinks as 1/sqrt(trials)), and the ratios of rms and width to
+``~ht``'s. For contrast, the predictions alone (no sample):
 their rms error, and the share of runs whose value lies within those 3 standard errors.
 With ``--rates``, the same at each budget, and the budget ``~ppi`` needs to match ``~ht``'s
 rms error at ``--reference`` (the judgments saved), drawn with ``--figure``. ``--raw DIR``
@@ -86,7 +88,7 @@ PREDICTORS: dict[str, Predictor] = {
     "fused": lambda truth, pool, rng: fused(pool, 0.1),
 }
 COLUMNS = ["predictor", "measure", "trials", "rms", "bias", "width", "coverage", "within3se",
-           "rms_ratio", "width_ratio", "alone_rms", "alone_within3se"]
+           "detect3se", "rms_ratio", "width_ratio", "alone_rms", "alone_within3se"]
 
 
 def make_predictions(pool: Pool, qrels: Qrels, names: Sequence[str], seed: int
@@ -294,6 +296,7 @@ def summary(truth: dict[str, np.ndarray], values: Trials, halves: Trials,
                 "width": float(np.mean(2 * half)),
                 "coverage": float(np.mean(np.abs(est - true) <= half)),
                 "within3se": float(np.mean(np.abs(est.mean(axis=0) - true) <= 3 * se)),
+                "detect3se": float(np.median(3 * se)),
                 "rms_ratio": rms / ht_rms,
                 "width_ratio": float(np.mean(half)) / ht_half,
                 "alone_rms": float(np.sqrt(np.mean((alone - true) ** 2))),
