@@ -84,8 +84,7 @@ def test_intervals_cover(stratified: pd.DataFrame, predictor: str, measure: str)
 @pytest.fixture(scope="module")
 def active(small: tuple[Qrels, Pool]) -> pd.DataFrame:
     qrels, pool = small
-    table = run(pool, qrels, "active", {}, 0.1, TRIALS, ["P@10", "AP"], ["noise", "fused"],
-                SEED)
+    table = run(pool, qrels, "active", {}, 0.1, TRIALS, ["P@10", "AP"], ["noise"], SEED)
     print(table.to_string())
     return table.set_index(["predictor", "measure"])
 
