@@ -19,7 +19,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import InputError, UsageError
-from sampleval.estimators import estimate
+from sampleval.estimators import estimate, ppi
 from sampleval.estimators.base import topic_views
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import estimate_ppi, minimising, ppi_values, topic_data
@@ -130,6 +130,45 @@ def test_no_predictions_is_ht(collection: tuple[list[Run], Qrels, Pool, pd.DataF
                                       0.95, form="ht"), "ppi")
         for column in ("value", "lo", "hi"):
             np.testing.assert_allclose(ppi[column], ht[column], rtol=1e-9, atol=1e-12)
+
+
+def test_lam_zero_on_an_active_sample_is_ht(
+        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an active sample the linear measures take ~ht's form (inclusion probabilities over
+    the rounds), so power tuning that turns useless predictions down to lam = 0 gives ~ht's
+    estimate exactly, value and interval, whatever the predictions (pure noise here). The
+    ratio measures take the per-draw form there, and ``form=draws`` gives it to the linear
+    ones too (~hh with predictions all 0)."""
+    runs, qrels, pool, truth = collection
+    sample = sample_of(pool, qrels, "active")
+    noise = pure_noise(truth, np.random.default_rng(5))
+    linear = ("P@10", "DCG@10", "NumRel")
+    monkeypatch.setattr(ppi, "tuned", lambda gram, cross, tuning: np.zeros(cross.shape))
+    ht = by_measure(estimate(sample, runs, [f"{m}~ht" for m in linear], depth=DEPTH), "ht")
+    got = by_measure(estimate(sample, runs, [f"{m}~ppi" for m in linear], depth=DEPTH,
+                              predictions=noise), "ppi")
+    for column in ("value", "lo", "hi"):
+        np.testing.assert_allclose(got[column], ht[column], rtol=1e-9, atol=1e-12)
+    monkeypatch.undo()
+    ratios = ("AP", "R@10", "nDCG@10")
+    default = estimate(sample, runs, [f"{m}~ppi" for m in ratios], depth=DEPTH,
+                       predictions=noise)
+    draws = estimate(sample, runs, [f"{m}~ppi(form=draws)" for m in ratios], depth=DEPTH,
+                     predictions=noise)
+    pd.testing.assert_frame_equal(
+        default.drop(columns="measure"), draws.drop(columns="measure"))
+    zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
+                         "prediction": [0.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # coverage warning
+        per_draw = estimate(sample, runs, [f"{m}~ppi(form=draws)" for m in linear],
+                            depth=DEPTH, predictions=zero)
+    per_draw = by_measure(per_draw.assign(measure=per_draw["measure"].str.removesuffix(
+        "(form=draws)")), "ppi")
+    hh = by_measure(estimate(sample, runs, [f"{m}~hh" for m in linear], depth=DEPTH), "hh")
+    for column in ("value", "lo", "hi"):
+        np.testing.assert_allclose(per_draw[column], hh[column], rtol=1e-9, atol=1e-12)
 
 
 def test_no_predictions_on_draws_is_per_draw(

@@ -12,11 +12,14 @@ KDD 2024) is
 
 over the sample's units S with weights W_k: for a design with inclusion probabilities (the
 ``ht`` form) the judged documents with W_k = 1/pi_k, a Horvitz-Thompson estimate of the
-residual total; for draws (the ``draws`` form: importance samples, with-replacement samples
-that record their draws) the n draws d_k with W_k = 1/(n p_k(d_k)), the per-draw
-(Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities by the martingale argument
-of :mod:`.hansen_hurwitz`. For any lam fixed before the sample, E[T-hat(lam)] = T whatever
-the predictions: they only move the variance.
+residual total; for draws (the ``draws`` form) the n draws d_k with W_k = 1/(n p_k(d_k)),
+the per-draw (Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities by the
+martingale argument of :mod:`.hansen_hurwitz`. For any lam fixed before the sample,
+E[T-hat(lam)] = T whatever the predictions (under the ``ht`` form, as far as ``~ht`` is
+unbiased on that design): they only move the variance. Importance samples take the
+``draws`` form; active (with-replacement) samples the ``ht`` form for the linear measures,
+so that lam = 0 is ``~ht`` there, and the ``draws`` form for the ratios (:func:`sample_form`
+says why, with the measured figures); the ``form`` option overrides it.
 
 Ratio measures are ratios of such estimates, as for ``~ht`` (:mod:`.horvitz_thompson`): R@k and
 Rprec = (a difference estimate of the relevant retrieved) / R-hat(lam), R-hat(lam) the
@@ -111,7 +114,7 @@ its residual is its label, as in ``~ht``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -170,20 +173,34 @@ class Units:
 
 
 @dataclass(frozen=True)
+class FrameData:
+    """The frame documents with a non-zero prediction (``units``, a census), their
+    predictions and ``[n_runs, m]`` ranks, and the predictions' frame totals once computed
+    (``totals``, by measure: they do not depend on the sample, so a simulation that draws
+    many samples from one frame computes them once)."""
+
+    units: Units
+    predicted: np.ndarray
+    ranks: np.ndarray
+    totals: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
 class TopicData:
     """One topic, ready for any measure: the sample's units with their raw labels and
     predictions, ``[n_runs, m]`` ranks (0: not retrieved) and the first unit of each distinct
-    document (``distinct``), and the frame documents with a non-zero prediction (``frame``, a
-    census) with theirs."""
+    document (``distinct``), and the predictions' frame (:class:`FrameData`). ``geometry``
+    caches what AP's pair sums take from the units and ranks alone (shared by every
+    predictor estimated on the same units)."""
 
     units: Units
     labels: np.ndarray
     predicted: np.ndarray
     ranks: np.ndarray
     distinct: np.ndarray
-    frame: Units
-    frame_predicted: np.ndarray
-    frame_ranks: np.ndarray
+    frame: FrameData
+    geometry: dict[int | None, tuple[np.ndarray, ...]] = field(default_factory=dict,
+                                                              compare=False)
 
 
 class PPIResult(NamedTuple):
@@ -197,38 +214,89 @@ class PPIResult(NamedTuple):
 
 # -- units of each form ---------------------------------------------------------------------
 
-def sample_form(sample: Sample) -> str:
-    """The form a sample takes by default: ``draws`` for importance samples and
-    with-replacement samples that record their draws (per-draw estimates stay unbiased when
-    the draw probabilities adapt, as active sampling's do), else ``ht``."""
+LINEAR = ("NumRel", "P", "DCG")
+
+
+def sample_form(sample: Sample, base: str | None = None) -> str:
+    """The form ``base`` (a measure's base name; None: a linear one) takes on ``sample`` by
+    default: ``ht`` for every design with inclusion probabilities, except that on
+    with-replacement samples (active sampling) only the linear measures take it, so that
+    lam = 0 is ``~ht``'s estimate there; the ratio measures take ``draws`` there, as do
+    importance samples and with-replacement samples with draws but no rounds.
+
+    Why, on active samples: the per-draw form stays unbiased under adaptive draws, where
+    ``~ht``'s is not, but for P@10 its rms error is 2-5 times ``~ht``'s (draws spread over
+    the whole pool; power tuning cannot do better than lam = 0, the per-draw estimate), while
+    for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the per-draw form's rms is
+    0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are
+    ratios with the same adaptive denominator as AP and follow it (not measured)."""
     if sample.design == "importance" or (
-            sample.design == "with-replacement" and sample.draws is not None):
+            sample.design == "with-replacement"
+            and (sample.rounds is None or sample.round_probs is None)):
+        return "draws"
+    if sample.design == "with-replacement" and base is not None and base not in LINEAR:
         return "draws"
     return "ht"
+
+
+def chosen_form(sample: Sample, spec: EstimateSpec) -> str:
+    """The form ``spec``'s ``form`` option asks for on ``sample``: ``design`` as
+    :func:`sample_form` says; ``draws`` wherever the sample records its draws and ``ht``
+    wherever it has inclusion probabilities, each the other form on a sample that lacks what
+    it needs (a census has no draws, importance draws no inclusion probabilities), so that
+    one request applies to samples of every design."""
+    option = spec.option("form")
+    default = sample_form(sample, spec.base)
+    if option == "draws" and sample.draws is not None:
+        return "draws"
+    if option == "ht" and sample_form(sample) == "ht":
+        return "ht"
+    return default
 
 
 def topic_data(view: TopicView, sample: Sample, form: str) -> TopicData:
     """The units of ``view``'s topic in ``form`` (``ht`` or ``draws``) and its frame totals."""
     if view.predictions is None:
         raise UsageError("the prediction-powered estimators need predictions")
+    return topic_datas(view, sample, form, [view.predictions])[0]
+
+
+def frame_data(view: TopicView, predicted: np.ndarray) -> FrameData:
+    """The frame documents of ``view``'s topic that ``predicted`` (one value per frame
+    document) predicts above 0."""
+    docs = np.flatnonzero(predicted > 0)
+    return FrameData(Units("census", docs, np.ones(len(docs))), predicted[docs],
+                     view.rank_of(docs))
+
+
+def topic_datas(view: TopicView, sample: Sample, form: str, predictions: list[np.ndarray],
+                frames: list[FrameData] | None = None) -> list[TopicData]:
+    """:func:`topic_data` for several predictors at once (each of ``predictions`` a value per
+    frame document; ``frames`` their :func:`frame_data`, made here when not given): one set
+    of units (in the ``ht`` form the judged documents that a label or any of the predictions
+    makes count), shared with AP's pair geometry, so that every predictor is estimated on the
+    same units at the cost of one."""
     if form == "draws":
         units = _draw_units(sample, view)
     elif form == "ht":
         judged = np.flatnonzero(view.sample.judged)
-        used = judged[(view.sample.labels[judged] > 0) | (view.predictions[judged] > 0)]
-        design = judged_design(sample, view.sample, used)  # other units contribute nothing
+        counts = view.sample.labels[judged] > 0
+        for predicted in predictions:
+            counts |= predicted[judged] > 0
+        design = judged_design(sample, view.sample, judged[counts])  # the rest adds nothing
         pair = np.divide(1.0, design.pi_joint, out=np.zeros(design.pi_joint.shape),
                          where=design.pi_joint > 0)
         units = Units("ht", design.index, 1.0 / design.pi, pair,
                       _delta(design.pi, design.pi_joint))
     else:
         raise UsageError(f"unknown form {form!r} (one of {', '.join(FORMS)})")
-    predicted_docs = np.flatnonzero(view.predictions > 0)
-    frame = Units("census", predicted_docs, np.ones(len(predicted_docs)))
+    if frames is None:
+        frames = [frame_data(view, predicted) for predicted in predictions]
     distinct = np.unique(units.index, return_index=True)[1]  # a document drawn twice: once
-    return TopicData(units, view.sample.labels[units.index], view.predictions[units.index],
-                     view.rank_of(units.index), distinct, frame, view.predictions[predicted_docs],
-                     view.rank_of(predicted_docs))
+    labels, ranks = view.sample.labels[units.index], view.rank_of(units.index)
+    geometry: dict[int | None, tuple[np.ndarray, ...]] = {}
+    return [TopicData(units, labels, predicted[units.index], ranks, distinct, frame, geometry)
+            for predicted, frame in zip(predictions, frames, strict=True)]
 
 
 def _draw_units(sample: Sample, view: TopicView) -> Units:
@@ -253,34 +321,56 @@ def _linear(coef: np.ndarray | float, values: np.ndarray, units: Units
 
 
 def _pair_sums(values: np.ndarray, diagonal: np.ndarray, ranks: np.ndarray, units: Units,
-               cutoff: int | None) -> tuple[np.ndarray, np.ndarray]:
+               cutoff: int | None, geometry: dict[int | None, tuple[np.ndarray, ...]] | None
+               = None) -> tuple[np.ndarray, np.ndarray]:
     """AP's numerator sum_{k, l} W_kl x_kl, x_kl = v_k v_l 1{rank_l < rank_k}/rank_k and
     x_kk = diagonal_k/rank_k (within ``cutoff``), for each of the ``[c, m]`` ``values``
     (``[c, n_runs]``), and each unit's linearised value W_kk x_kk + sum_{l != k} W_kl (x_kl +
-    x_lk) (``[c, n_runs, m]``; zeros for a census)."""
-    docs = _run_docs(ranks, cutoff)
-    rank = docs.rank[..., 0]
-    real = rank > 0
-    v = np.where(real, values[:, docs.doc], 0.0)  # [c, n_runs, K]
-    inverse = np.divide(1.0, rank, out=np.zeros(rank.shape), where=real)
-    own = np.where(real, units.weight[docs.doc] * diagonal[:, docs.doc], 0.0) * inverse
+    x_lk) (``[c, n_runs, m]``; zeros for a census). ``geometry``: a cache, by cutoff, of what
+    comes from ``ranks`` and ``units`` alone (for callers that sum other values over the
+    same units and ranks)."""
+    cached = None if geometry is None else geometry.get(cutoff)
+    if cached is None:
+        cached = _pair_geometry(ranks, units, cutoff)
+        if geometry is not None:
+            geometry[cutoff] = cached
+    doc, real, inverse, own_weight, arranged = cached
+    v = np.where(real, values[:, doc], 0.0)  # [c, n_runs, K]
+    own = own_weight * diagonal[:, doc]
     shares = np.zeros((len(values), *ranks.shape))
     if units.pair is None:  # a census: every document once, every pair weighs 1
-        order = np.argsort(np.where(real, rank, np.iinfo(np.int64).max), axis=1,
-                           kind="stable")[None]
+        order = arranged[None]
         ranked = np.take_along_axis(v, order, axis=2)
         above = np.empty_like(ranked)
         np.put_along_axis(above, order, np.cumsum(ranked, axis=2) - ranked, axis=2)
         return (own + v * inverse * above).sum(axis=2), shares
-    weights = units.pair[docs.doc[:, :, None], docs.doc[:, None, :]]
-    upper = real[:, None, :] & (rank[:, None, :] < rank[:, :, None])  # [r, k, l]: l above k
-    weights = np.where(upper, weights, 0.0)
+    weights = arranged
     off = v * inverse * np.moveaxis(weights @ np.moveaxis(v, 0, -1), -1, 0)
     below = np.moveaxis(np.swapaxes(weights, 1, 2) @ np.moveaxis(v * inverse, 0, -1), -1, 0)
     for j in range(len(values)):
-        np.put_along_axis(shares[j], docs.doc, np.where(real, own[j] + off[j] + v[j] * below[j],
-                                                        0.0), axis=1)
+        np.put_along_axis(shares[j], doc, np.where(real, own[j] + off[j] + v[j] * below[j],
+                                                   0.0), axis=1)
     return (own + off).sum(axis=2), shares
+
+
+def _pair_geometry(ranks: np.ndarray, units: Units, cutoff: int | None
+                   ) -> tuple[np.ndarray, ...]:
+    """What :func:`_pair_sums` takes from the ranks and units: each run's documents within
+    the cutoff (``[n_runs, K]`` unit index), which are real (not padding), 1/rank, W_kk/rank,
+    and the pair weights W_kl of l ranked above k (``[n_runs, K, K]``), or for a census each
+    run's documents in rank order."""
+    docs = _run_docs(ranks, cutoff)
+    rank = docs.rank[..., 0]
+    real = rank > 0
+    inverse = np.divide(1.0, rank, out=np.zeros(rank.shape), where=real)
+    own_weight = np.where(real, units.weight[docs.doc], 0.0) * inverse
+    if units.pair is None:
+        order = np.argsort(np.where(real, rank, np.iinfo(np.int64).max), axis=1,
+                           kind="stable")
+        return docs.doc, real, inverse, own_weight, order
+    weights = units.pair[docs.doc[:, :, None], docs.doc[:, None, :]]
+    upper = real[:, None, :] & (rank[:, None, :] < rank[:, :, None])  # [r, k, l]: l above k
+    return docs.doc, real, inverse, own_weight, np.where(upper, weights, 0.0)
 
 
 class Parts(NamedTuple):
@@ -326,17 +416,26 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
     graded = spec.base in _GRADED
     value: Callable[[np.ndarray], np.ndarray] = (
         gain if graded else (lambda v: relevance(v, level)))
-    y, f, frame_f = value(data.labels), value(data.predicted), value(data.frame_predicted)
-    units, ranks, frame_ranks, cut = data.units, data.ranks, data.frame_ranks, spec.cutoff
+    y, f, frame_f = value(data.labels), value(data.predicted), value(data.frame.predicted)
+    units, ranks, frame_ranks, cut = data.units, data.ranks, data.frame.ranks, spec.cutoff
     n_runs = ranks.shape[0]
-    if spec.base in ("NumRel", "P", "DCG"):
+
+    def frame_total(name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """A total of the predictions over the frame, made once per frame and measure."""
+        key = (name, spec.base, cut, level)
+        if key not in data.frame.totals:
+            data.frame.totals[key] = compute()
+        return data.frame.totals[key]
+
+    if spec.base in LINEAR:
         coef = rank_coefficients(spec.base, ranks, cut)
         total_y, share_y = _linear(coef, y, units)
         total_f, share_f = _linear(coef, f, units)
-        frame_total = (rank_coefficients(spec.base, frame_ranks, cut) * frame_f).sum(axis=-1)
+        frame_linear = frame_total("linear", lambda: (
+            rank_coefficients(spec.base, frame_ranks, cut) * frame_f).sum(axis=-1))
         u_f = np.stack([share_f, np.zeros(share_f.shape)])
         defined = np.ones(n_runs, dtype=bool)
-        return lambda lam: Parts(total_y - lam[0] * (total_f - frame_total), share_y, u_f,
+        return lambda lam: Parts(total_y - lam[0] * (total_f - frame_linear), share_y, u_f,
                                  defined)
     if spec.base == "nDCG":
         return _ndcg(y, f, frame_f, data, cut)
@@ -346,12 +445,14 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
     found = y[data.distinct].sum()  # the relevant documents judged: R is at least that
     if spec.base == "AP":
         (n_y, n_f), (num_y, num_f) = _pair_sums(np.stack([y, f]), np.stack([y * y, f]), ranks,
-                                                units, cut)
-        frame_n = _pair_sums(frame_f[None], frame_f[None], frame_ranks, data.frame, cut)[0][0]
+                                                units, cut, data.geometry)
+        frame_n = frame_total("pairs", lambda: _pair_sums(
+            frame_f[None], frame_f[None], frame_ranks, data.frame.units, cut)[0][0])
     elif spec.base == "R":
         top = (ranks > 0) & (ranks <= cut)
         (n_y, num_y), (n_f, num_f) = _linear(top, y, units), _linear(top, f, units)
-        frame_n = (((frame_ranks > 0) & (frame_ranks <= cut)) * frame_f).sum(axis=-1)
+        frame_n = frame_total("top", lambda: (
+            ((frame_ranks > 0) & (frame_ranks <= cut)) * frame_f).sum(axis=-1))
 
     def at(lam: np.ndarray) -> Parts:
         r_hat = r_y - lam[1] * (r_f - frame_r)
@@ -375,7 +476,7 @@ def _ndcg(y: np.ndarray, f: np.ndarray, frame_f: np.ndarray, data: TopicData,
     coef = rank_coefficients("DCG", data.ranks, cutoff)
     d_y, num_y = _linear(coef, y, units)
     d_f, num_f = _linear(coef, f, units)
-    frame_d = (rank_coefficients("DCG", data.frame_ranks, cutoff) * frame_f).sum(axis=-1)
+    frame_d = (rank_coefficients("DCG", data.frame.ranks, cutoff) * frame_f).sum(axis=-1)
     top = float(np.ceil(max(f.max(initial=0.0), frame_f.max(initial=0.0))))
     grades = np.union1d(y[y > 0], np.arange(1.0, top + 1.0))[::-1]  # decreasing
     is_grade = (y[None, :] == grades[:, None]).astype(np.float64)  # [G, m]
@@ -518,13 +619,16 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
                  specs: list[EstimateSpec], level: float, ci: float, *,
                  form: str | None = None) -> pd.DataFrame:
     """Prediction-powered estimates of ``specs`` for every run and topic (and their mean),
-    with normal intervals at level ``ci``; ``form`` (``ht``, ``draws``; default by the
-    sample's design, :func:`sample_form`) and each spec's ``tuning`` option as the module
-    docstring says."""
-    topics = [topic_data(view, sample, form or sample_form(sample)) for view in views]
+    with normal intervals at level ``ci``; the form is ``form`` if given, else each spec's
+    ``form`` option (``design``: by the sample's design, :func:`sample_form`), and each
+    spec's ``tuning`` option as the module docstring says."""
+    topics: dict[str, list[TopicData]] = {}
     frames = []
     for spec in specs:
-        result = ppi_values(spec, topics, level, spec.option("tuning"))
+        chosen = form or chosen_form(sample, spec)
+        if chosen not in topics:
+            topics[chosen] = [topic_data(view, sample, chosen) for view in views]
+        result = ppi_values(spec, topics[chosen], level, spec.option("tuning"))
         frames.append(summarise(run_names, views, spec.name, result.value, result.variance,
                                 ci))
     return pd.concat(frames, ignore_index=True)
@@ -534,7 +638,7 @@ register_family(EstimatorFamily(
     name="ppi", title="prediction-powered (difference) estimators: predictions for every "
                       "document, corrected by the sample's residuals; power-tuned",
     reference="Sarndal et al. 1992, ch. 6; Angelopoulos et al. 2023 (PPI, PPI++)",
-    bases=tuple(Base(name, cutoff, options=("tuning", *extra))
+    bases=tuple(Base(name, cutoff, options=("tuning", "form", *extra))
                 for name, cutoff, extra in (
                     ("AP", "optional", ("bias",)), ("P", "required", ()),
                     ("R", "required", ()),
@@ -549,6 +653,13 @@ register_family(EstimatorFamily(
               "or none (lam = 1, the plain difference estimator)", choices=TUNINGS),
         Param("bias", str, "taylor", "AP's ratio bias, as AP~ht's: taylor (less the ratio's "
               "first-order bias, (AP V(R) - C(N, R))/R^2) or none", choices=("taylor", "none")),
+        Param("form", str, "design", "design (Horvitz-Thompson wherever the design has "
+              "inclusion probabilities, but per-draw for importance samples and for ratio "
+              "measures on active samples), ht (wherever the sample has inclusion "
+              "probabilities), or draws (the per-draw form wherever the sample records its "
+              "draws: unbiased under adaptive draws; for P@k on active samples a much higher "
+              "variance)",
+              choices=("design", *FORMS)),
         Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
               "or round (int(R-hat + 0.5))", choices=("floor", "round")),
     )))

@@ -5,6 +5,7 @@ same judging budget, and whether the estimates stay unbiased.
     python -m sampleval.experiments.ppi_efficiency [--trials N] [--rate R] [--method M]
         [--measures P@10,AP] [--predictors flip10,noise,...] [--guide NAME] [--data DIR]
         [--rates 0.03,0.05,0.1 --reference 0.1 --figure F.png] [--output F.csv]
+        [--form ht|draws] [--raw DIR] [--from-raw DIR]
 
 On TREC-COVID round 5 (the depth-100 pool of the 126 runs; the truth is each run's exact
 measure with the pool judged in full from the round-5 qrels, unjudged documents not
@@ -14,11 +15,19 @@ is not offered for AP, so the comparison is always with ``~ht``) and with ``~ppi
 predictor of :mod:`sampleval.synthetic_predictions` (made once, seeded: the predictions are
 fixed, the samples vary). One row per (predictor, measure): rms error and bias of the mean
 over topics (over trials and runs), mean 95% interval width, coverage of the truth, the share
-of runs whose mean estimate over the trials lies within 3 standard errors of the truth, and
-the ratios of rms and width to ``~ht``'s. For contrast, the predictions alone (no sample):
+of runs whose mean estimate over the trials lies within 3 standard errors of the truth, the
+median over runs of those 3 standard errors (``detect3se``: about the smallest bias that
+criterion detects; it shrinks as 1/sqrt(trials)), and the ratios of rms and width to
+``~ht``'s. For contrast, the predictions alone (no sample):
 their rms error, and the share of runs whose value lies within those 3 standard errors.
 With ``--rates``, the same at each budget, and the budget ``~ppi`` needs to match ``~ht``'s
-rms error at ``--reference`` (the judgments saved), drawn with ``--figure``.
+rms error at ``--reference`` (the judgments saved), drawn with ``--figure``. ``--raw DIR``
+keeps every trial's estimates (rewritten after each trial), and ``--from-raw DIR`` makes the
+tables and figure from them: a long run stopped early still gives the trials it finished.
+
+A trial's cost is mostly the estimates: every predictor is estimated on one set of units per
+topic (:func:`sampleval.estimators.ppi.topic_datas`), and the predictions' frame totals are
+made once for all trials (:class:`FixedPredictions`).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -45,10 +54,14 @@ from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.horvitz_thompson import estimate_ht
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import (
+    FORMS,
+    FrameData,
+    TopicData,
+    frame_data,
     ppi_values,
     predictions_alone,
     sample_form,
-    topic_data,
+    topic_datas,
 )
 from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.estimates import mean_over_topics
@@ -56,6 +69,7 @@ from sampleval.experiments.truth import compute_truth
 from sampleval.measures.names import parse_measure
 from sampleval.params import parse_assignments
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.selection.base import Oracle
 from sampleval.synthetic_predictions import (
     deep_over_calls,
     flipped,
@@ -74,7 +88,7 @@ PREDICTORS: dict[str, Predictor] = {
     "fused": lambda truth, pool, rng: fused(pool, 0.1),
 }
 COLUMNS = ["predictor", "measure", "trials", "rms", "bias", "width", "coverage", "within3se",
-           "rms_ratio", "width_ratio", "alone_rms", "alone_within3se"]
+           "detect3se", "rms_ratio", "width_ratio", "alone_rms", "alone_within3se"]
 
 
 def make_predictions(pool: Pool, qrels: Qrels, names: Sequence[str], seed: int
@@ -101,14 +115,37 @@ def _means(run_names: tuple[str, ...], views: list[TopicView], measure: str,
     return rows["value"].to_numpy(), (rows["hi"] - rows["value"]).to_numpy()
 
 
+class FixedPredictions:
+    """Each predictor's values on each topic's frame and its :class:`FrameData` (the
+    predictions' frame totals), made once and reused by every trial whose sample has the
+    same frame (the designs here sample from the whole pool, so every trial's does)."""
+
+    def __init__(self, predictions: dict[str, Predictions]) -> None:
+        self.predictions = predictions
+        self._by_topic: dict[str, tuple[np.ndarray, list[np.ndarray], list[FrameData]]] = {}
+
+    def for_view(self, view: TopicView) -> tuple[list[np.ndarray], list[FrameData]]:
+        topic, docnos = view.pool.topic, view.sample.docnos
+        cached = self._by_topic.get(topic)
+        if cached is None or not np.array_equal(cached[0], docnos):
+            values = [p.for_topic(topic, docnos) for p in self.predictions.values()]
+            cached = (docnos, values, [frame_data(view, v) for v in values])
+            self._by_topic[topic] = cached
+        return cached[1], cached[2]
+
+
 def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
-                    predictions: dict[str, Predictions], level: float = 1.0,
-                    alone: bool = True
+                    predictions: dict[str, Predictions] | FixedPredictions,
+                    level: float = 1.0, alone: bool = True, form: str | None = None
                     ) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
     """For one sample: (estimator, measure) -> each run's mean over topics and the half-width
     of its 95% interval, for ``~ht`` (where the sample's design has inclusion probabilities)
-    and for ``~ppi`` under each predictor (and, under ``alone:NAME`` when ``alone``, the
-    predictions' own value with no sample: the same for every sample)."""
+    and for ``~ppi`` in ``form`` (default: the measure's on the sample, :func:`sample_form`)
+    under each predictor (and, under ``alone:NAME`` when ``alone``, the predictions' own
+    value with no sample: the same for every sample). Every predictor is estimated on one
+    set of units per topic (:func:`topic_datas`)."""
+    fixed = (predictions if isinstance(predictions, FixedPredictions)
+             else FixedPredictions(predictions))
     names = pool.run_names
     views = topic_views(pool, sample)
     out = {}
@@ -119,12 +156,15 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
             rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(names))
             out[("ht", measure)] = (rows["value"].to_numpy(),
                                     (rows["hi"] - rows["value"]).to_numpy())
-    form = sample_form(sample)
-    for name, predicted in predictions.items():
-        views = topic_views(pool, sample, predicted)
-        topics = [topic_data(v, sample, form) for v in views]
-        for measure in measures:
-            spec = parse_estimate(f"{measure}~ppi")
+    per_form: dict[str, list[list[TopicData]]] = {}
+    for measure in measures:
+        spec = parse_estimate(f"{measure}~ppi")
+        chosen = form or sample_form(sample, spec.base)
+        if chosen not in per_form:
+            per_form[chosen] = [topic_datas(view, sample, chosen, *fixed.for_view(view))
+                                for view in views]
+        for p, name in enumerate(fixed.predictions):
+            topics = [datas[p] for datas in per_form[chosen]]
             result = ppi_values(spec, topics, level)
             out[(name, measure)] = _means(names, views, spec.name, result.value,
                                           result.variance)
@@ -135,16 +175,23 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     return out
 
 
-def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: float,
-        trials: int, measures: Sequence[str], predictor_names: Sequence[str],
-        seed: int = 0, guide: str | None = None,
-        progress: Callable[[int], None] | None = None) -> pd.DataFrame:
-    """The simulation of the module docstring on ``pool``'s topics: one row per (predictor,
-    measure); trial i samples with seed ``seed + i``; ``guide``: the predictor (one of
-    ``predictor_names``) whose predictions the selection method receives (``stratified``
-    with ``size=residual``, ``importance`` with ``prior=predictions``); ``progress`` is
-    called with the number of trials done. Without ``~ht`` (an importance sample) there is
-    no ``ht`` row and the ratios are NaN."""
+Trials = dict[tuple[str, str], list[np.ndarray]]
+
+
+class Setup(NamedTuple):
+    """What every trial shares: each measure's truth (each run's mean over topics), the
+    predictions (:class:`FixedPredictions`), the judging oracle and the selection method's
+    ``predictions`` argument (empty without a guide)."""
+
+    truth: dict[str, np.ndarray]
+    fixed: FixedPredictions
+    oracle: Oracle
+    guiding: dict[str, Predictions]
+
+
+def study_setup(pool: Pool, qrels: Qrels, measures: Sequence[str],
+                predictor_names: Sequence[str], seed: int, guide: str | None) -> Setup:
+    """The :class:`Setup` of :func:`run`'s arguments, made once for every rate."""
     exact = compute_truth(pool, qrels, [parse_measure(m) for m in measures], [])
     truth = {m: mean_over_topics(exact.pool[str(parse_measure(m))], exact.present)
              for m in measures}
@@ -152,25 +199,89 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
     if guide is not None and guide not in predictions:
         raise UsageError(f"the guide {guide!r} is not among the predictors")
     guiding = {} if guide is None else {"predictions": predictions[guide]}
-    oracle = qrels_oracle(qrels)
-    values: dict[tuple[str, str], list[np.ndarray]] = {}
-    halves: dict[tuple[str, str], list[np.ndarray]] = {}
-    for trial in range(trials):
+    return Setup(truth, FixedPredictions(predictions), qrels_oracle(qrels), guiding)
+
+
+def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: float,
+        trials: int, measures: Sequence[str], predictor_names: Sequence[str],
+        seed: int = 0, guide: str | None = None,
+        progress: Callable[[int], None] | None = None, raw: Path | None = None,
+        form: str | None = None, setup: Setup | None = None) -> pd.DataFrame:
+    """The simulation of the module docstring on ``pool``'s topics: one row per (predictor,
+    measure); trial i samples with seed ``seed + i``; ``guide``: the predictor (one of
+    ``predictor_names``) whose predictions the selection method receives (``stratified``
+    with ``size=residual``, ``importance`` with ``prior=predictions``); ``progress`` is
+    called with the number of trials done; ``raw``: an .npz file rewritten after every
+    trial with every estimate so far (:func:`load_raw`), so that a run cut short still
+    yields its trials; when it exists, its trials are kept and the run goes on from there
+    (the same arguments are assumed); ``setup``: :func:`study_setup`'s, if already made; ``form``: the ``~ppi`` form (default the sample's). Without ``~ht`` (an importance sample) there is no ``ht`` row and
+    the ratios are NaN."""
+    truth, fixed, oracle, guiding = setup or study_setup(pool, qrels, measures,
+                                                         predictor_names, seed, guide)
+    values: Trials = {}
+    halves: Trials = {}
+    if raw is not None and raw.exists():  # resume: the trials already done are kept
+        _, values, halves, _ = load_raw(raw)
+    done = max((len(v) for k, v in values.items() if not k[0].startswith("alone:")),
+               default=0)
+    for trial in range(done, trials):
         selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(
             seed + trial), **guiding, **params)
         sample = simulate(selector, oracle).sample()
-        estimates = trial_estimates(pool, sample, measures, predictions, alone=trial == 0)
+        estimates = trial_estimates(pool, sample, measures, fixed, alone=trial == 0,
+                                    form=form)
         for key, (value, half) in estimates.items():
             values.setdefault(key, []).append(value)
             halves.setdefault(key, []).append(half)
+        if raw is not None:
+            save_raw(raw, truth, values, halves)
         if progress is not None:
             progress(trial + 1)
+    return summary(truth, values, halves, predictor_names)
+
+
+def save_raw(path: Path, truth: dict[str, np.ndarray], values: Trials, halves: Trials
+             ) -> None:
+    """Every estimate so far (``[trials, runs]`` per estimator and measure) and the truth,
+    as one .npz (written beside, then renamed: a reader never sees half a file)."""
+    arrays = {f"truth|{m}": t for m, t in truth.items()}
+    for key in values:
+        arrays[f"{key[0]}|{key[1]}|value"] = np.array(values[key])
+        arrays[f"{key[0]}|{key[1]}|half"] = np.array(halves[key])
+    partial = path.with_name(path.name + ".partial.npz")
+    np.savez(partial, **arrays)  # type: ignore[arg-type]
+    partial.replace(path)
+
+
+def load_raw(path: Path) -> tuple[dict[str, np.ndarray], Trials, Trials, list[str]]:
+    """What :func:`save_raw` wrote: the truth, the values and half-widths, and the
+    predictors (in the order they were run)."""
+    truth: dict[str, np.ndarray] = {}
+    values: Trials = {}
+    halves: Trials = {}
+    names: list[str] = []
+    with np.load(path) as data:
+        for name in data.files:
+            parts = name.split("|")
+            if parts[0] == "truth":
+                truth[parts[1]] = data[name]
+                continue
+            (values if parts[2] == "value" else halves)[(parts[0], parts[1])] = list(data[name])
+            if parts[0] not in ("ht", *names) and not parts[0].startswith("alone:"):
+                names.append(parts[0])
+    return truth, values, halves, names
+
+
+def summary(truth: dict[str, np.ndarray], values: Trials, halves: Trials,
+            predictor_names: Sequence[str]) -> pd.DataFrame:
+    """One row per (predictor, measure) over the trials in ``values`` (see the module
+    docstring)."""
     rows = []
     baseline = "ht" if any(k[0] == "ht" for k in values) else None
     for name in [*([baseline] if baseline else []), *predictor_names]:
-        for measure in measures:
+        for measure, true in truth.items():
             est, half = np.array(values[(name, measure)]), np.array(halves[(name, measure)])
-            true = truth[measure]
+            trials = len(est)
             rms = float(np.sqrt(np.mean((est - true) ** 2)))
             ht_rms, ht_half = np.nan, np.nan
             if baseline:
@@ -185,6 +296,7 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
                 "width": float(np.mean(2 * half)),
                 "coverage": float(np.mean(np.abs(est - true) <= half)),
                 "within3se": float(np.mean(np.abs(est.mean(axis=0) - true) <= 3 * se)),
+                "detect3se": float(np.median(3 * se)),
                 "rms_ratio": rms / ht_rms,
                 "width_ratio": float(np.mean(half)) / ht_half,
                 "alone_rms": float(np.sqrt(np.mean((alone - true) ** 2))),
@@ -197,14 +309,38 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
 def budget_sweep(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any],
                  rates: Sequence[float], trials: int, measures: Sequence[str],
                  predictor_names: Sequence[str], seed: int = 0, guide: str | None = None,
-                 progress: Callable[[float, int], None] | None = None) -> pd.DataFrame:
-    """:func:`run` at each of ``rates`` (same seeds), one table with a ``rate`` column."""
+                 progress: Callable[[float, int], None] | None = None,
+                 raw: Path | None = None, form: str | None = None, chunk: int = 10
+                 ) -> pd.DataFrame:
+    """:func:`run` at each of ``rates`` (same seeds), one table with a ``rate`` column;
+    ``raw``: a directory for each rate's estimates (``rate{RATE}.npz``, :func:`from_raw`),
+    then filled ``chunk`` trials at a time at each rate in turn, so that a run stopped early
+    has about as many trials at every rate (and is resumed where it stopped)."""
+    steps = [trials] if raw is None else [*range(chunk, trials, chunk), trials]
+    setup = study_setup(pool, qrels, measures, predictor_names, seed, guide)
+    tables: dict[float, pd.DataFrame] = {}
+    for upto in steps:
+        for rate in rates:
+            tick = None if progress is None else functools.partial(progress, rate)
+            table = run(pool, qrels, method, params, rate, upto, measures, predictor_names,
+                        seed, guide, tick, None if raw is None else raw / f"rate{rate}.npz",
+                        form, setup)
+            tables[rate] = table.assign(rate=rate)
+    return pd.concat(tables.values(), ignore_index=True)
+
+
+def from_raw(directory: Path) -> pd.DataFrame:
+    """The sweep table of the trials saved in ``directory`` by :func:`budget_sweep` (as many
+    as were done at each rate: see the ``trials`` column)."""
     tables = []
-    for rate in rates:
-        tick = None if progress is None else functools.partial(progress, rate)
-        table = run(pool, qrels, method, params, rate, trials, measures, predictor_names,
-                    seed, guide, tick)
-        tables.append(table.assign(rate=rate))
+    for path in sorted(directory.glob("rate*.npz")):
+        if path.name.endswith(".partial.npz"):
+            continue
+        truth, values, halves, names = load_raw(path)
+        rate = float(path.name[len("rate"):-len(".npz")])
+        tables.append(summary(truth, values, halves, names).assign(rate=rate))
+    if not tables:
+        raise UsageError(f"no rate*.npz in {directory}")
     return pd.concat(tables, ignore_index=True)
 
 
@@ -309,6 +445,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="also write the table(s) as CSV here "
                                                     "(with --rates: OUTPUT and "
                                                     "OUTPUT.budget.csv)")
+    parser.add_argument("--form", choices=FORMS, help="the ~ppi form (default the sample's: "
+                                                      "ht, or draws for importance samples)")
+    parser.add_argument("--raw", type=Path, help="a directory for every trial's estimates, "
+                                                 "rewritten after each trial (rate{RATE}.npz)")
+    parser.add_argument("--from-raw", type=Path, help="no simulation: the tables, budgets "
+                                                      "and figure of the trials saved by --raw "
+                                                      "in this directory")
     args = parser.parse_args(argv)
     console = Console(width=160)
     method, _, given = args.method.partition(":")
@@ -324,23 +467,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"rate {rate}: {done}/{args.trials} trials "
                   f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
 
+    start = time.perf_counter()
     try:
-        runs, qrels = read_round5(args.data)
-        start = time.perf_counter()
-        sweep = budget_sweep(Pool.from_runs(runs, args.depth), qrels, method,
-                             parse_assignments(given), rates, args.trials, measures, names,
-                             args.seed, args.guide, progress)
+        if args.from_raw:
+            sweep = from_raw(args.from_raw)
+        else:
+            runs, qrels = read_round5(args.data)
+            start = time.perf_counter()
+            if args.raw:
+                args.raw.mkdir(parents=True, exist_ok=True)
+            sweep = budget_sweep(Pool.from_runs(runs, args.depth), qrels, method,
+                                 parse_assignments(given), rates, args.trials, measures, names,
+                                 args.seed, args.guide, progress, args.raw, args.form)
     except UsageError as exc:
         console.print(f"[red]{exc}")
         return 1
     seconds = time.perf_counter() - start
     for rate, table in sweep.groupby("rate", sort=False):
-        console.print(render(table, f"TREC-COVID round 5: {len(runs)} runs, depth {args.depth}, "
-                                    f"{args.method} at rate {rate}, {args.trials} trials"))
+        console.print(render(table, f"TREC-COVID round 5, depth {args.depth}, {args.method} "
+                                    f"at rate {rate}, {table['trials'].max()} trials"))
     console.print(f"{seconds:.0f} s")
     if args.output:
         sweep.to_csv(args.output, index=False)
-    if args.rates:
+    if sweep["rate"].nunique() > 1:
         matches = matching_budget(sweep, args.reference)
         console.print(matches.to_string(index=False, float_format="{:.4f}".format))
         if args.output:
@@ -348,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.figure:
             plot_sweep(sweep, matches, args.reference, args.figure,
                        f"TREC-COVID round 5, depth {args.depth}, {args.method}, "
-                       f"{args.trials} trials per budget")
+                       f"{sweep['trials'].min()}-{sweep['trials'].max()} trials per budget")
     return 0
 
 
