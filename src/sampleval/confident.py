@@ -71,6 +71,7 @@ from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC, topic_views, z_value
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
+from sampleval.selection.ap_prior import document_prior
 from sampleval.selection.base import Oracle, Selector
 from sampleval.selection.strata import Layout, StratifiedSelector, handout
 
@@ -145,6 +146,7 @@ class Phase:
     order: np.ndarray
     codes: np.ndarray
     labels: np.ndarray
+    counts: np.ndarray
     given: int = 0
 
     @property
@@ -227,6 +229,8 @@ class ConfidentJudging:
         self._queue: list[int] = []
         self._projection: int | None = None
         self._reach: dict[tuple[int, int], int] = {}
+        self._priors: dict[int, np.ndarray] = {}
+        self._factor_cache: dict[tuple[int, int, int], np.ndarray] = {}
 
     # -- estimation ------------------------------------------------------------------------
 
@@ -385,21 +389,18 @@ class ConfidentJudging:
 
     def _plan_phases(self) -> np.ndarray:
         """Committed design: each topic's next phase size, greedily (module docstring)."""
-        remaining = self.pool_size - self.judged
+        remaining = (self.pool_size - self.judged).astype(np.int64)
         room = np.where(self.exhausted, 0, np.minimum(self.capacity - self.judged,
                                                       remaining)).astype(np.int64)
         left = self.ceiling - self._handed()
-        last_m = np.array([int((self.phase_of[i] == len(p) - 1).sum()) if p else 0
-                           for i, p in enumerate(self.phases)], dtype=np.float64)
-        last_n = np.array([int((p[-1].codes >= 0).sum()) if p else 0 for p in self.phases],
-                          dtype=np.float64)
-        g_last = _g(last_m, last_n)
+        factor_last = np.array([self._last_factor(i) for i in range(len(self.topics))])
         present = self.present[:, self.runs]
-        base = self._planning_variance(present, room > 0, g_last, SHRINK)
-        scale = np.divide(remaining, last_n, out=np.zeros(len(remaining)), where=last_n > 0)
-        unit = np.divide(base, g_last[:, None], out=np.zeros_like(base),
-                         where=g_last[:, None] > 0) * (scale ** 2)[:, None]
-        least = np.array([self._least(i) if room[i] else 0 for i in range(len(room))])
+        base = self._planning_variance(present, room > 0, factor_last, SHRINK)
+        unit = np.divide(base, factor_last[:, None], out=np.zeros_like(base),
+                         where=factor_last[:, None] > 0)
+        factors = self._factors(room)  # [T, max room + 1]
+        topics = np.arange(len(self.topics))
+        least = np.array([self._least(i) if room[i] else 0 for i in topics.tolist()])
         extra = np.zeros(len(self.topics), dtype=np.int64)
         current = base.copy()
         for i in np.flatnonzero((np.array([len(p) for p in self.phases]) == 1) & (room > 0)):
@@ -407,37 +408,87 @@ class ConfidentJudging:
             if size < least[i]:
                 break
             extra[i], left = size, left - size
-            current[i] = unit[i] * _g(size, remaining[i])
+            current[i] = unit[i] * factors[i, size]
         count = np.maximum(present.sum(axis=0), 1)
         limit = (self.target.half_width * (1 - self.margin) * count / self.z) ** 2
         total = np.where(present, current, 0.0).sum(axis=0)
+        jumps: dict[int, np.ndarray] = {}
         while left > 0:
             over = total > limit
             if not over.any():
                 break
             w = int(np.argmax(np.where(over, total / limit, -np.inf)))
+            if w not in jumps:  # a fresh phase must beat the last one: its least size
+                with np.errstate(invalid="ignore"):  # 0 * inf where a topic has no room
+                    beats = unit[:, w, None] * factors < base[:, w, None]
+                beats[:, 0] = False
+                first = np.where(beats.any(axis=1), beats.argmax(axis=1), room + 1)
+                jumps[w] = np.maximum(least, first + self.batch)
             fresh = extra == 0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                even = 1.0 / (current[:, w] / unit[:, w] + 1.0 / np.maximum(remaining, 1))
-            even = np.nan_to_num(even, nan=0.0, posinf=0.0)
-            jump = np.maximum(least, (np.ceil(even / self.batch) + 1) * self.batch)
-            step = np.minimum(np.where(fresh, jump, self.batch), room - extra).astype(np.int64)
-            step = np.minimum(step, left)
+            step = np.minimum(np.where(fresh, jumps[w], self.batch), room - extra)
+            step = np.minimum(step, left).astype(np.int64)
             valid = (step > 0) & present[:, w] & (unit[:, w] > 0) & ~(fresh & (step < least))
-            after = unit[:, w] * _g(extra + step, remaining)
-            gain = np.where(valid, (current[:, w] - after) / np.maximum(step, 1), -np.inf)
+            with np.errstate(invalid="ignore"):
+                after = unit[:, w] * factors[topics, np.where(valid, extra + step, 0)]
+                gain = np.where(valid, (current[:, w] - after) / np.maximum(step, 1), -np.inf)
             best = int(np.argmax(gain))
             if not np.isfinite(gain[best]) or gain[best] <= 0:
                 break
             extra[best] += step[best]
             left -= int(step[best])
-            new = unit[best] * _g(extra[best], remaining[best])
+            new = unit[best] * factors[best, extra[best]]
             total += np.where(present[best], new - current[best], 0.0)
             current[best] = new
         open_rest = sum(len(p[-1].order) - p[-1].given for p in self.phases if p)
         self._projection = (open_rest + int(extra.sum())
                             if not (total > limit).any() else None)
         return extra
+
+    def _prior(self, i: int) -> np.ndarray:
+        """Topic ``i``'s documents' AP-prior (pool order), the proxy of their variance."""
+        if i not in self._priors:
+            self._priors[i] = document_prior(self.selector.pool[self.topics[i]])
+        return self._priors[i]
+
+    def _design_factor(self, i: int, keep: np.ndarray, size: int,
+                       layout: Layout | None = None) -> float:
+        """sum_j (1/pi_j - 1) q_j over the documents ``keep`` marks, pi_j those of a phase
+        of ``size`` laid out over them (``layout``, if given), q_j the AP-prior: the
+        variance of a Horvitz-Thompson total whose documents' squared contributions are
+        expected in proportion to their AP-prior (module docstring)."""
+        selector = self.selector
+        assert isinstance(selector, StratifiedSelector)
+        if layout is None:
+            layout = selector.layout_within(self.topics[i], keep, size)
+        inside = layout.codes >= 0
+        codes = layout.codes[inside]
+        sizes = np.bincount(codes, minlength=len(layout.labels))
+        pi = np.divide(layout.counts, sizes, out=np.zeros(len(sizes)), where=sizes > 0)[codes]
+        q = self._prior(i)[inside]
+        return float(np.sum(np.where(pi > 0, 1.0 / np.where(pi > 0, pi, 1.0) - 1.0, 0.0) * q))
+
+    def _last_factor(self, i: int) -> float:
+        """The design factor of topic ``i``'s last phase (0 without one)."""
+        if not self.phases[i]:
+            return 0.0
+        phase = self.phases[i][-1]
+        return self._design_factor(i, phase.codes >= 0, phase.budget,
+                                   Layout(phase.codes, phase.labels, phase.counts))
+
+    def _factors(self, room: np.ndarray) -> np.ndarray:
+        """``[T, max(room) + 1]``: each topic's design factor of a next phase of m documents
+        over those it has not judged, m = 0..its room (exact at about 12 sizes spaced
+        geometrically, linear between them; inf at m = 0 and beyond the room)."""
+        out = np.full((len(room), int(room.max(initial=0)) + 2), np.inf)
+        for i in np.flatnonzero(room > 0).tolist():
+            key = (i, int(self.judged[i]), int(room[i]))
+            if key not in self._factor_cache:
+                keep = np.isnan(self.labels[i])
+                sizes = np.unique(np.round(np.geomspace(1, room[i], 12)).astype(np.int64))
+                values = [self._design_factor(i, keep, int(m)) for m in sizes]
+                self._factor_cache[key] = np.interp(np.arange(1, room[i] + 1), sizes, values)
+            out[i, 1:room[i] + 1] = self._factor_cache[key]
+        return out
 
     def _least(self, i: int) -> int:
         """The smallest phase topic ``i`` may receive now: ``start``, or more where its
@@ -676,7 +727,7 @@ class ConfidentJudging:
                     layout = selector.layout_within(t, keep, saved_phase["budget"])
                     judging.phases[i].append(Phase(
                         saved_phase["budget"], np.asarray(saved_phase["order"], dtype=np.int64),
-                        layout.codes, layout.labels, saved_phase["given"]))
+                        layout.codes, layout.labels, layout.counts, saved_phase["given"]))
         judging._pending = set(np.flatnonzero(judging.judged > 0).tolist())
         return judging
 
@@ -687,23 +738,13 @@ SHRINK = 0.5
 the mean over the topics (module docstring)."""
 
 
-def _g(m: Any, n: Any) -> Any:
-    """1/m - 1/n, the variance factor of a simple random sample of m from n (0 at m >= n;
-    0 for m = 0 too: no sample, nothing planned from it)."""
-    m = np.asarray(m, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = 1.0 / m - 1.0 / n
-    return np.where((m > 0) & (n > m), out, 0.0)
-
-
 def _phase(layout: Layout, budget: int, keep: np.ndarray, rng: np.random.Generator) -> Phase:
     """A phase of ``layout``: a stratified simple random sample of its documents in
     hand-out order (:func:`~sampleval.selection.strata.handout`)."""
     inside = np.flatnonzero(keep)
     codes = layout.codes[inside]
     order = inside[handout(codes, layout.counts, rng.random(len(inside)))]
-    return Phase(budget, order, layout.codes, layout.labels)
+    return Phase(budget, order, layout.codes, layout.labels, layout.counts)
 
 
 def _restricted(sample: Any, topics: Sequence[str]) -> Any:

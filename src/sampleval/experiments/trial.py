@@ -35,7 +35,7 @@ from sampleval.experiments.estimates import (
     row_means,
 )
 from sampleval.experiments.seeds import trial_rng
-from sampleval.selection.base import Oracle, qrels_oracle, simulate
+from sampleval.selection.base import Oracle, qrels_oracle
 
 if TYPE_CHECKING:
     from sampleval.core.pool import Pool
@@ -156,7 +156,7 @@ class Worker:
         rng = trial_rng(setup.seed, cell.method.text, cell.budget.label, trial, cell.split)
         selector = cell.method.make(self.selection_pool(cell.split), cell.budget.budget(), rng,
                                     setup.predictions)
-        sample = simulate(selector, self.oracle).sample()
+        sample = cell.method.judge(selector, self.oracle)
         estimates = estimate(setup.pools, truth, sample, setup.plans[cell.method.text],
                              setup.ci, setup.predictions)
         seconds = time.perf_counter() - start
