@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -132,8 +134,8 @@ def test_optional_stopping_bias_of_the_adaptive_rule_shrinks_with_the_pilot(
     assert large_cover > small_cover and large_cover >= 0.8
 
 
-def test_sample_command_judges_until_confident(tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def _write_collection(tmp_path: Path) -> tuple[Any, list[str]]:
+    """The test collection of the command-line tests as files: its data and run paths."""
     data = make_collection(np.random.default_rng(4), n_topics=6, n_runs=4, n_docs=300,
                            depth=20, pool_depth=20, rel_rate=0.1)
     names = []
@@ -145,6 +147,12 @@ def test_sample_command_judges_until_confident(tmp_path: Path,
         names.append(str(path))
     data.qrels.assign(iter=0)[["query_id", "iter", "doc_id", "relevance"]].to_csv(
         tmp_path / "qrels.txt", sep=" ", header=False, index=False)
+    return data, names
+
+
+def test_sample_command_judges_until_confident(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    data, names = _write_collection(tmp_path)
     out = tmp_path / "sample"
     cli.run(["sample", "uniform", *names, "--qrels", str(tmp_path / "qrels.txt"), "-r", "1",
              "-o", str(out), "-s", "3", "--target", "AP~ht:0.06", "--start", "5"])
@@ -159,6 +167,39 @@ def test_sample_command_judges_until_confident(tmp_path: Path,
     with pytest.raises(UsageError, match="only with --target"):
         cli.run(["sample", "uniform", *names, "--qrels", str(tmp_path / "qrels.txt"), "-r",
                  "1", "-o", str(out), "--ceiling", "10"])
+
+
+def test_judging_until_confident_outside_sampleval_gives_the_simulated_sample(
+        tmp_path: Path) -> None:
+    """``sample --target`` without --qrels, then ``judge`` step by step with the labels of
+    the listed documents (saved and resumed at every step), ends with the very sample
+    ``sample --target --qrels`` simulates with the same seed."""
+    from sampleval.judging import read_to_judge
+
+    data, names = _write_collection(tmp_path)
+    common = ["uniform", *names, "-r", "1", "-s", "3", "--target", "AP~ht:0.06", "--start",
+              "5"]
+    cli.run(["sample", *common, "--qrels", str(tmp_path / "qrels.txt"), "-o",
+             str(tmp_path / "simulated")])
+    out = tmp_path / "judged"
+    cli.run(["sample", *common, "-o", str(out)])
+    truth = data.qrels.set_index(["query_id", "doc_id"])["relevance"]
+    steps = 0
+    while not json.loads((out / "sample.json").read_text())["judging"]["complete"]:
+        listed = read_to_judge(out)
+        assert listed["inclusion"].between(0, 1).all() and len(listed)
+        labels = [truth.get((t, d), 0) for t, d in zip(listed["topic"], listed["docno"],
+                                                       strict=True)]
+        listed.assign(iter=0, rel=labels)[["topic", "iter", "docno", "rel"]].to_csv(
+            tmp_path / "labels.txt", sep=" ", header=False, index=False)
+        cli.run(["judge", str(out), str(tmp_path / "labels.txt")])
+        steps += 1
+    assert steps >= 2  # the pilot, then the final phases
+    judged, simulated = Sample.load(out), Sample.load(tmp_path / "simulated")
+    columns = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
+    pd.testing.assert_frame_equal(
+        judged.frame[columns].sort_values(["query_id", "doc_id"], ignore_index=True),
+        simulated.frame[columns].sort_values(["query_id", "doc_id"], ignore_index=True))
 
 
 def _committed_after_pilot(pool: Pool, qrels: Qrels, seed: int) -> dict[str, object]:

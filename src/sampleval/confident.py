@@ -4,55 +4,80 @@ Yilmaz, Kanoulas & Aslam (SIGIR 2008, sec. 6) close by proposing to let the conf
 intervals decide the sampling and the number of judgments. Here the organiser sets a
 :class:`Target`, e.g. ``AP:0.01``: the 95% half-width of each run's mean over topics (for
 every run, or for the runs named), as ``sampleval estimate`` reports it, z sqrt(sum_t V_t) /
-T with V_t the topic's estimated sampling variance. :class:`ConfidentJudging` then drives a
-:class:`~sampleval.selection.base.Selector` through ``propose``/``observe``:
+T with V_t the topic's estimated sampling variance. :class:`ConfidentJudging` then decides
+how many documents each topic's design receives, in one of two ways.
 
-1. every topic's design first receives ``start`` judgments (so each has a variance), or
-   more when its design needs more before every stratum it samples has a judgment
-   (:meth:`~sampleval.selection.base.Selector.judgments_to_cover`: a stratum without one
-   is outside the frame of every estimate, so stopping earlier would count its documents
-   as not relevant);
-2. from the current variances it projects, for every topic, how a topic's variance shrinks
-   with more judgments under its design: V_t(m) = V_t(n_t) g_t(m) / g_t(n_t), with
-   g_t(n) = 1/n - 1/N_t (simple random sampling's variance with the finite-population
-   correction, N_t the topic's pool; a with-replacement design's 1/n is the same up to the
-   correction). Greedily, batch by batch, it gives the next batch to the topic where it
-   shrinks the widest targeted interval most, until every targeted half-width meets the
-   target in projection or the ceiling is spent; the number of judgments this plan adds is
-   the *projection of the judgments still needed* (:meth:`ConfidentJudging.status`). A
-   topic where nothing relevant has been found has variance estimates of 0, which say
-   nothing about what is unseen: the plan gives it the median variance (per unit of g) of
-   the other topics instead;
-3. it judges the first half of the plan, re-estimates the topics it touched, and plans
-   again (a few phases, not a look after every batch; the whole plan would overshoot, as
-   the projection is pessimistic where a design's census strata are handed out in
-   proportion); it stops when every targeted
-   half-width meets the target with no further judgment planned (the estimates'
-   half-widths, with step 2's stand-in variance on a topic where nothing relevant was
-   found), when ``ceiling`` judgments are spent, or when no topic's design has anything
-   left to propose.
+**The phase-committed design** (the default for methods that lay out stratified samples:
+``strata``, ``stratified``, ``uniform``, without predictions). Judging goes in phases; every
+phase of a topic is the method's own design laid out afresh
+(:meth:`~sampleval.selection.strata.StratifiedSelector.layout_within`) for a size fixed
+*before* any of its documents is judged, over the documents the topic has not judged yet:
 
-Why each topic's design stays valid. The rule never chooses documents: it decides only how
-many documents each topic's own sequential design hands out, and the selector keeps its
-design for its full per-topic budget (the ceiling). For methods that fix their sample in
-advance and hand it out in proportion (``strata``, ``stratified``, ``uniform``: the judged set
-after any number of judgments is itself a stratified simple random sample,
-:mod:`sampleval.selection.strata`) and for sequential designs that record their draw
-probabilities as they go (``active``, ``importance``), the inclusion probabilities of what was
-judged are exactly those the sample reports, *given the number judged*.
+1. the pilot: ``start`` judgments per topic (the method's layout for that budget over the
+   whole pool);
+2. from the estimates, a plan gives each topic the size of its next phase (below); every
+   topic's pilot is followed by a final phase of at least ``start`` documents (more where
+   its design needs more to reach every stratum), so that no topic's last phase is one
+   whose being last was decided from its own labels;
+3. the phases are judged in full, without looking; then, if every targeted half-width
+   meets the target, judging stops; otherwise a new plan gives further phases to the
+   topics where they help most (a *shortfall*), until the target holds, the ``ceiling``
+   is spent, or no design has documents left.
 
-What the rule does change is that this number now depends on the labels seen (optional
-stopping): a topic that looked certain (a small variance estimate) stops early. For a
-linear (Horvitz-Thompson) estimator the estimate given a fixed size is unbiased, but with
-a label-dependent size E[theta-hat] can move by the covariance between the stopping size and
-the estimate; for the ratio estimators (AP = numerator / R-hat, xinfAP) there is also their
-usual O(1/n) bias, which stopping small samples early can enlarge. Both shrink as ``start``
-grows (each topic's first ``start`` judgments are fixed in advance and the allocation
-beyond them depends on the labels only through the variances), and the bias of a
-topic's estimate enters the mean over T topics divided by T. The ``confident_judging``
-experiment (``python -m sampleval.experiments.confident_judging``; ``docs/confident.md``)
-measures it on TREC-COVID round 5: the mean estimate against the truth over repeated
-adaptive campaigns, and the coverage of the final intervals.
+The sample (:meth:`ConfidentJudging.sample`) is an ordinary stratified sample: each topic's
+documents judged before its last phase form one stratum judged in full (``earlier``, pi =
+1), and its last phase's strata hold the documents not judged before it, pi = n_h / N_h.
+
+Why it is valid. Given everything judged before a topic's last phase (the history H), the
+last phase's size and layout are fixed, and it is a stratified simple random sample of the
+documents not judged yet (``handout`` of i.i.d. uniform keys). The Horvitz-Thompson estimate
+of a total, sum_{earlier} y_i + sum_{last} y_i / pi_i, therefore has conditional mean the
+true total whatever H was and however the sizes were chosen from it, hence unconditional mean
+the true total; its variance estimate is that of a fixed-size stratified sample, so the
+interval covers with its nominal level given H (to the normal approximation), hence overall.
+Topics' last phases are independent given H, so the variances add over topics. The earlier
+phases are not wasted (their documents count exactly); only their information about the
+documents *not* judged is set aside. What the design does not control is a shortfall: when
+a phase meant to be final falls short, the decision that it was not final depends on its
+labels. With C the event that the interval of the phase meant to be final covers and S a
+shortfall, the interval used covers unless (not C and not S) or (S and the next phase's
+interval misses): P(miss) <= alpha + alpha P(S), and the bias is
+-E[(theta-hat - theta) 1(S)], at most sd(theta-hat) sqrt(P(S)). Plans therefore aim at the
+target times (1 - ``margin``) and are made from variances that err on the safe side.
+``tests/test_confident.py`` checks the conditional unbiasedness by Monte Carlo with the
+history held fixed.
+
+The plan. For topic t and each targeted run, the last phase's estimated variance V_t is
+divided by that phase's *design factor* D = sum_j (1/pi_j - 1) q_j (over the documents the
+phase could draw, pi_j their inclusion probabilities, q_j their AP-prior,
+:func:`~sampleval.selection.ap_prior.document_prior`): the variance of a Horvitz-Thompson
+total whose documents' squared contributions are expected in proportion to their AP-prior
+(a relevant document weighs about 1/R in AP wherever it lies, and relevance is likelier
+where the prior is high). A next phase of m documents over what is left then has variance
+V_t(m) = (V_t / D_last) D_t(m), D_t(m) computed from the layout the method would make
+(exactly at about 12 sizes, linearly between them). For a uniform design D = (N/m - 1) Q,
+simple random sampling's 1/m - 1/N; for AP-prior sampling it falls faster, as the top
+documents become certain. Measured on TREC-COVID round 5 (``stratified``, ratio of the
+widest half-widths squared between fixed rates 0.1 and 0.2, 0.2 and 0.4): 3.6 and 4.0
+observed, 2.9 and 4.1 from D, 2.3 and 2.7 from 1/m - 1/N. V_t / D_last, estimated from a
+small sample, is noisy, and a topic whose sample missed its rare relevant documents looks
+certain: each topic's value is shrunk halfway to the mean over the topics (:data:`SHRINK`;
+a topic where nothing relevant has been found gets the mean). Greedily, batch by batch, the
+next judgments go where they shrink the widest targeted interval most per judgment (a topic
+without a phase in this plan first needs one large enough to beat its last phase); the
+number of judgments planned is the *projection of the judgments still needed*
+(:meth:`ConfidentJudging.status`).
+
+**The adaptive rule** (``committed=False``; any method, e.g. ``active`` or ``importance``,
+whose designs record their draw probabilities as they go): every topic first receives
+``start`` judgments (or :meth:`~sampleval.selection.base.Selector.judgments_to_cover`), then
+the rule plans as above with V_t(m) = V_t g(m) / g(n_t), g(n) = 1/n - 1/N_t, judges the first
+half of the plan through the selector's own ``propose``/``observe``, re-estimates and plans
+again. Each topic's design hands out its documents in its own order, so the inclusion
+probabilities are those the sample reports *given the number judged*; but that number
+depends on the labels (optional stopping: a topic that looks certain stops early), which
+biases AP down and makes the intervals under-cover (``docs/confident.md``: coverage 0.75 at
+target 0.02 on TREC-COVID). It is kept for the designs the committed phases do not cover.
 """
 
 from __future__ import annotations
@@ -554,6 +579,23 @@ class ConfidentJudging:
             if proposed:
                 return self.topics[topic], proposed
             self.exhausted[topic] = True
+
+    def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
+        """For documents :meth:`next_batch` just proposed for ``topic``: the stratum each
+        has in :meth:`sample` and its inclusion probability once its phase is judged
+        (committed design: ``PHASE:STRATUM`` and n_h / N_h of the phase's plan; the
+        selector's own otherwise)."""
+        if not self.committed:
+            return self.selector.proposal_design(topic, docnos)
+        index = self.topics.index(topic)
+        last = len(self.phases[index]) - 1
+        phase = self.phases[index][last]
+        inside = phase.codes >= 0
+        sizes = np.bincount(phase.codes[inside], minlength=len(phase.labels))
+        pi = np.divide(phase.counts, sizes, out=np.zeros(len(sizes)), where=sizes > 0)
+        where = self.selector._pool_positions(topic)
+        codes = phase.codes[[where[d] for d in docnos]]
+        return [f"{last}:{phase.labels[c]}" for c in codes], pi[codes]
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
         """Record the labels of documents :meth:`next_batch` proposed."""

@@ -115,6 +115,7 @@ def run_sample(args: argparse.Namespace) -> None:
 
     import numpy as np
 
+    from sampleval.confident import ConfidentJudging
     from sampleval.core.pool import Pool
     from sampleval.core.sample import check_new_directory
     from sampleval.io import expand_run_paths, read_qrels, read_runs
@@ -131,9 +132,6 @@ def run_sample(args: argparse.Namespace) -> None:
         from sampleval.confident import Target
 
         target = Target.parse(args.target, args.target_run)
-        if args.qrels is None:
-            raise UsageError("--target judges with --qrels (a simulation); a campaign's "
-                             "target is not offered on the command line yet")
     elif args.target_run or args.ceiling:
         raise UsageError("--target-run and --ceiling apply only with --target")
     check_new_directory(args.output)
@@ -158,7 +156,11 @@ def run_sample(args: argparse.Namespace) -> None:
     if oracle is None:
         from sampleval.judging import TO_JUDGE, read_to_judge, start
 
-        progress = start(args.output, files, selector, args.batch, args.name_by,
+        judged_by: Selector | ConfidentJudging = selector
+        if target is not None:
+            judged_by = ConfidentJudging(selector, target, ceiling=args.ceiling,
+                                         start=args.start, batch=args.batch or 5)
+        progress = start(args.output, files, judged_by, args.batch, args.name_by,
                          meta={"seed": seed}, duplicates=args.duplicates)
         listed = read_to_judge(progress.directory)
         sys.stdout.write(f"{args.method}: {_counts(listed['topic'], 'to judge')}, listed in "
@@ -171,8 +173,6 @@ def run_sample(args: argparse.Namespace) -> None:
     if target is None:
         result = _simulated(selector, qrels_oracle(oracle), args.batch)
     else:
-        from sampleval.confident import ConfidentJudging
-
         judging = ConfidentJudging(selector, target, ceiling=args.ceiling, start=args.start,
                                    batch=args.batch or 5)
         status = judging.run(qrels_oracle(oracle))
