@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,9 +54,11 @@ def test_stops_at_the_target_with_the_widths_estimate_reports(
     assert status.widest <= 0.03 and status.projected_needed == 0
     total = sum(pool[t].size for t in pool.topics)
     assert status.judged < total  # it stopped before judging everything
-    assert status.judged == len(selector.sample().judged()) == sum(status.per_topic.values())
+    assert judging.committed  # uniform lays out stratified samples: phases
+    sample = judging.sample()
+    assert status.judged == len(sample.judged()) == sum(status.per_topic.values())
     assert len(set(status.per_topic.values())) > 1  # the topics got different shares
-    rows = estimate(selector.sample(), runs, ["AP~ht"], depth=30)
+    rows = estimate(sample, runs, ["AP~ht"], depth=30)
     rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run")
     reported = pd.Series(status.half_widths)
     assert reported.to_numpy() == pytest.approx(
@@ -97,11 +101,13 @@ def test_stratified_designs_reach_every_stratum_before_allocation(
 def _campaigns(pool: Pool, qrels: Qrels, truth: np.ndarray, start: int,
                trials: int) -> tuple[np.ndarray, float]:
     """Mean error of each run's estimated mean AP over ``trials`` adaptive campaigns
-    (uniform design, target 0.04), and the coverage of the final intervals."""
+    (uniform design, target 0.04, the adaptive rule), and the coverage of the final
+    intervals."""
     errors, covered = [], []
     for seed in range(trials):
         selector = METHODS["uniform"](pool, Budget(rate=1.0), np.random.default_rng(seed))
-        judging = ConfidentJudging(selector, Target("AP~ht", 0.04), start=start, batch=4)
+        judging = ConfidentJudging(selector, Target("AP~ht", 0.04), start=start, batch=4,
+                                   committed=False)
         judging.run(qrels_oracle(qrels))
         present = judging.present
         mean = np.where(present, judging.value, 0.0).sum(axis=0) / present.sum(axis=0)
@@ -110,9 +116,9 @@ def _campaigns(pool: Pool, qrels: Qrels, truth: np.ndarray, start: int,
     return np.mean(errors, axis=0), float(np.mean(covered))
 
 
-def test_optional_stopping_bias_shrinks_with_the_pilot(
+def test_optional_stopping_bias_of_the_adaptive_rule_shrinks_with_the_pilot(
         collection: tuple[list[Run], Qrels, Pool]) -> None:
-    """Adaptive allocation stops topics whose estimate looks certain, which biases AP-hat
+    """The adaptive rule (``committed=False``) stops topics whose estimate looks certain, which biases AP-hat
     down (the module docstring); a larger fixed pilot per topic shrinks the bias and
     restores coverage. Measured (20 campaigns, seeds 0-19): start 8: mean error -0.033
     over the runs, worst -0.076, coverage 0.54; start 40: -0.010, worst -0.029, coverage
@@ -128,8 +134,8 @@ def test_optional_stopping_bias_shrinks_with_the_pilot(
     assert large_cover > small_cover and large_cover >= 0.8
 
 
-def test_sample_command_judges_until_confident(tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def _write_collection(tmp_path: Path) -> tuple[Any, list[str]]:
+    """The test collection of the command-line tests as files: its data and run paths."""
     data = make_collection(np.random.default_rng(4), n_topics=6, n_runs=4, n_docs=300,
                            depth=20, pool_depth=20, rel_rate=0.1)
     names = []
@@ -141,6 +147,12 @@ def test_sample_command_judges_until_confident(tmp_path: Path,
         names.append(str(path))
     data.qrels.assign(iter=0)[["query_id", "iter", "doc_id", "relevance"]].to_csv(
         tmp_path / "qrels.txt", sep=" ", header=False, index=False)
+    return data, names
+
+
+def test_sample_command_judges_until_confident(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    data, names = _write_collection(tmp_path)
     out = tmp_path / "sample"
     cli.run(["sample", "uniform", *names, "--qrels", str(tmp_path / "qrels.txt"), "-r", "1",
              "-o", str(out), "-s", "3", "--target", "AP~ht:0.06", "--start", "5"])
@@ -155,3 +167,117 @@ def test_sample_command_judges_until_confident(tmp_path: Path,
     with pytest.raises(UsageError, match="only with --target"):
         cli.run(["sample", "uniform", *names, "--qrels", str(tmp_path / "qrels.txt"), "-r",
                  "1", "-o", str(out), "--ceiling", "10"])
+
+
+def test_judging_until_confident_outside_sampleval_gives_the_simulated_sample(
+        tmp_path: Path) -> None:
+    """``sample --target`` without --qrels, then ``judge`` step by step with the labels of
+    the listed documents (saved and resumed at every step), ends with the very sample
+    ``sample --target --qrels`` simulates with the same seed."""
+    from sampleval.judging import read_to_judge
+
+    data, names = _write_collection(tmp_path)
+    common = ["uniform", *names, "-r", "1", "-s", "3", "--target", "AP~ht:0.06", "--start",
+              "5"]
+    cli.run(["sample", *common, "--qrels", str(tmp_path / "qrels.txt"), "-o",
+             str(tmp_path / "simulated")])
+    out = tmp_path / "judged"
+    cli.run(["sample", *common, "-o", str(out)])
+    truth = data.qrels.set_index(["query_id", "doc_id"])["relevance"]
+    steps = 0
+    while not json.loads((out / "sample.json").read_text())["judging"]["complete"]:
+        listed = read_to_judge(out)
+        assert listed["inclusion"].between(0, 1).all() and len(listed)
+        labels = [truth.get((t, d), 0) for t, d in zip(listed["topic"], listed["docno"],
+                                                       strict=True)]
+        listed.assign(iter=0, rel=labels)[["topic", "iter", "docno", "rel"]].to_csv(
+            tmp_path / "labels.txt", sep=" ", header=False, index=False)
+        cli.run(["judge", str(out), str(tmp_path / "labels.txt")])
+        steps += 1
+    assert steps >= 2  # the pilot, then the final phases
+    judged, simulated = Sample.load(out), Sample.load(tmp_path / "simulated")
+    columns = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
+    pd.testing.assert_frame_equal(
+        judged.frame[columns].sort_values(["query_id", "doc_id"], ignore_index=True),
+        simulated.frame[columns].sort_values(["query_id", "doc_id"], ignore_index=True))
+
+
+def _committed_after_pilot(pool: Pool, qrels: Qrels, seed: int) -> dict[str, object]:
+    """The state of a committed campaign (uniform, NumRel~ht, start 6) once every topic's
+    pilot is judged and nothing more is planned."""
+    selector = METHODS["uniform"](pool, Budget(rate=1.0), np.random.default_rng(seed))
+    judging = ConfidentJudging(selector, Target("NumRel~ht", 100.0), start=6)
+    oracle = qrels_oracle(qrels)
+    while not judging.phases[-1] or judging.phases[-1][-1].open:
+        topic, docnos = judging.next_batch() or ("", [])
+        judging.observe(topic, oracle(topic, docnos))
+    return judging.state()
+
+
+def test_committed_phases_are_unbiased_given_the_history(
+        collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """The design's claim (module docstring): given what was judged before it, the final
+    phase is a stratified simple random sample of fixed size of the documents not judged,
+    so Horvitz-Thompson estimates are unbiased whatever the history. One pilot, then 100
+    final phases drawn from it (the generator replaced): the mean estimated number of
+    relevant documents of every topic matches the truth within 3.5 standard errors, and the
+    documents judged in the pilot count with inclusion probability 1."""
+    from sampleval.selection.base import rng_state
+
+    _, qrels, pool = collection
+    state = _committed_after_pilot(pool, qrels, 5)
+    oracle = qrels_oracle(qrels)
+    values = []
+    for seed in range(100):
+        state["selector"]["rng"] = rng_state(np.random.default_rng(seed))  # type: ignore[index]
+        judging = ConfidentJudging.restore(pool, state)
+        status = judging.run(oracle)
+        assert status.reason == "target met"
+        assert [len(p) for p in judging.phases] == [2] * len(pool.topics)  # pilot + final
+        values.append(judging.value[:, 0])
+    sample = judging.sample()
+    earlier = sample.frame[sample.frame["stratum"] == "earlier"]
+    assert len(earlier) == 6 * len(pool.topics) and (earlier["inclusion"] == 1).all()
+    truth = np.array([np.sum(pool[t].labels >= 1) for t in pool.topics])
+    errors = np.array(values) - truth
+    se = errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
+    assert (np.abs(errors.mean(axis=0)) <= 3.5 * np.maximum(se, 1e-9)).all()
+    assert errors.std(axis=0).max() > 0  # the final phases did differ
+
+
+@pytest.mark.parametrize(("method", "committed"), [("stratified", True), ("uniform", False)])
+def test_stopping_saving_and_resuming_judges_as_if_uninterrupted(
+        collection: tuple[list[Run], Qrels, Pool], method: str, committed: bool) -> None:
+    """state() -> JSON -> restore() -> continue, after any number of batches, gives the
+    very judgments, sample and status an uninterrupted campaign gives (what ``judge``
+    needs to stop and resume)."""
+    import json
+
+    _, qrels, pool = collection
+    oracle = qrels_oracle(qrels)
+
+    def campaign(stop_after: int | None) -> tuple[list[tuple[str, list[str]]], ConfidentJudging]:
+        selector = METHODS[method](pool, Budget(rate=0.6), np.random.default_rng(3))
+        judging = ConfidentJudging(selector, Target("AP~ht", 0.05), start=6, batch=4,
+                                   committed=committed)
+        batches = []
+        while (batch := judging.next_batch()) is not None:
+            batches.append(batch)
+            judging.observe(batch[0], oracle(*batch))
+            if len(batches) == stop_after:
+                judging = ConfidentJudging.restore(pool, json.loads(json.dumps(
+                    judging.state())))
+        return batches, judging
+
+    whole, uninterrupted = campaign(None)
+    assert uninterrupted.committed == committed and len(whole) > 20
+    end = uninterrupted.status()
+    for stop in (1, len(whole) // 3, len(whole) - 1):
+        batches, resumed = campaign(stop)
+        assert batches == whole
+        again = resumed.status()
+        assert (again.judged, again.reason, again.half_widths, again.projected_needed) == (
+            end.judged, end.reason, end.half_widths, end.projected_needed)
+        pd.testing.assert_frame_equal(resumed.sample().frame, uninterrupted.sample().frame)
+    with pytest.raises(UsageError, match="not a saved state"):
+        ConfidentJudging.restore(pool, {"format": "something else"})

@@ -562,3 +562,39 @@ def test_predictions_reach_selectors_and_ppi_estimates(
     with pytest.raises(UsageError, match="no method or measure uses the predictions"):
         cli_run([*command[:command.index("--measures") + 1], "P@10", "--predictions",
                  str(predicted), "-o", str(tmp_path / "none")])
+
+
+def test_a_target_modifier_judges_until_confident(collection: tuple[list[Run], Qrels],
+                                                  tmp_path: Path) -> None:
+    """``uniform:target=AP~ht:0.1;start=5``: the cell's budget caps each topic, judging stops
+    at the target, the judgments used are reported per trial, and the results do not depend
+    on --jobs."""
+    spec = parse_method("uniform:start=5;target=AP~ht:0.1")
+    assert spec.text == "uniform:start=5;target=AP~ht:0.1" and spec.params == ()
+    assert parse_method("strata:strategy=1stratum;target=AP:0.01").params == (
+        ("strategy", "1stratum"),)
+    with pytest.raises(UsageError, match="MEASURE:HALF_WIDTH"):
+        parse_method("uniform:target=AP")
+    with pytest.raises(UsageError, match="start= applies only with target="):
+        parse_method("uniform:start=5")
+    with pytest.raises(UsageError, match="no estimator of AP applies"):
+        parse_method("depth-k:target=AP:0.01")
+    runs, qrels = collection
+    grid = {"methods": ["uniform:target=AP~ht:0.1;start=5"], "rates": [0.8],
+            "trials": 2, "measures": ["AP"], "depth": DEPTH, "figures": False}
+    tables = {}
+    for jobs in (1, 2):
+        summary = simulate(runs, qrels, output=tmp_path / str(jobs), jobs=jobs,
+                           **grid)  # type: ignore[arg-type]
+        tables[jobs] = (pd.read_parquet(tmp_path / str(jobs) / "trials.parquet"),
+                        pd.read_parquet(tmp_path / str(jobs) / "trial_stats.parquet").drop(
+                            columns="seconds"))
+    pd.testing.assert_frame_equal(tables[2][0], tables[1][0])
+    pd.testing.assert_frame_equal(tables[2][1], tables[1][1])
+    targeted = tables[1][1]["judged"]  # per topic, mean over the topics
+    pool = Pool.from_runs(runs, depth=DEPTH)
+    budget = np.mean([np.ceil(0.8 * tp.size) for tp in pool])
+    assert (targeted < budget).all() and (targeted >= 2 * 5).all()  # pilot + final phase
+    assert summary["judged"].iloc[0] == pytest.approx(targeted.mean())
+    means = tables[1][0].query("topic == 'all' and method == 'uniform:start=5;target=AP~ht:0.1'")
+    assert ((means["hi"] - means["lo"]) / 2).max() <= 0.1

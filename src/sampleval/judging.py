@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sampleval.confident import STATE_FORMAT, ConfidentJudging
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -60,18 +61,26 @@ class Progress:
 
 
 def start(directory: str | PathLike[str], run_files: Sequence[str | PathLike[str]],
-          selector: Selector, batch: int | None = None, name_by: str = "tag",
-          meta: dict[str, Any] | None = None, duplicates: str = "error") -> Progress:
+          selector: Selector | ConfidentJudging, batch: int | None = None,
+          name_by: str = "tag", meta: dict[str, Any] | None = None,
+          duplicates: str = "error") -> Progress:
     """Create the judging directory for ``selector`` (new, over a Pool of the runs read from
     ``run_files`` with ``name_by`` and ``duplicates``: :func:`sampleval.io.read_runs`) and
     list its first documents to judge, ``batch`` per topic at a time (default: the method's
-    ``batch_size``). ``meta`` joins the sample's metadata (the seed, say)."""
+    ``batch_size``). ``meta`` joins the sample's metadata (the seed, say). A
+    :class:`~sampleval.confident.ConfidentJudging` (its committed design) judges until
+    confident: each step lists what it hands out until its phases wait for labels."""
     out = Path(directory)
     check_new_directory(out)
     check_run_files(run_files)
     judging = {"runs": [str(Path(f).resolve()) for f in run_files], "name_by": name_by,
                "duplicates": duplicates, "batch": batch, "meta": meta or {}}
-    pending = _propose(selector, set(selector.pool.topics), batch)
+    if isinstance(selector, ConfidentJudging) and not selector.committed:
+        raise UsageError(f"{selector.selector.name}: judging until confident outside "
+                         "sampleval needs a method whose phases can be committed (strata, "
+                         "stratified, uniform, without predictions)")
+    pending = _propose(selector, set(selector.selector.pool.topics if isinstance(
+        selector, ConfidentJudging) else selector.pool.topics), batch)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -109,7 +118,10 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
     loaded = [r for r in runs if isinstance(r, Run)] if runs and all(
         isinstance(r, Run) for r in runs) else _recorded_runs(path, judging, progress, runs)
     pool = Pool.from_runs(loaded, depth=meta.get("pool_depth"))
-    selector = METHODS[meta["method"]].restore(pool, _read_state(path))
+    state = _read_state(path)
+    selector: Selector | ConfidentJudging = (
+        ConfidentJudging.restore(pool, state) if state.get("format") == STATE_FORMAT
+        else METHODS[meta["method"]].restore(pool, state))
     listed = read_to_judge(path)
     labelled = _labels(listed, judgments)
     for topic, rows in labelled.groupby("topic", sort=False):
@@ -120,6 +132,8 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
         raise UsageError(f"{path}: {len(waiting)} listed documents still lack a label in "
                          "the judgments; stopping needs them all (the design is a whole)")
     done_topics = set(pool.topics) - set(waiting["topic"].astype(str))
+    if isinstance(selector, ConfidentJudging) and len(waiting):
+        done_topics = set()  # the next phases are planned from every label of these
     fresh = pd.DataFrame(columns=TO_JUDGE_COLUMNS) if stop else _propose(
         selector, done_topics, judging.get("batch"))
     pending = pd.concat([waiting, fresh], ignore_index=True) if len(fresh) else waiting
@@ -145,9 +159,19 @@ def read_to_judge(directory: str | PathLike[str]) -> pd.DataFrame:
     return table[TO_JUDGE_COLUMNS]
 
 
-def _propose(selector: Selector, topics: set[str], batch: int | None) -> pd.DataFrame:
-    """The next documents of each of ``topics`` (in pool order), with their design."""
+def _propose(selector: Selector | ConfidentJudging, topics: set[str], batch: int | None
+             ) -> pd.DataFrame:
+    """The next documents of each of ``topics`` (in pool order), with their design; of
+    judging until confident, every document it hands out before it needs labels."""
     parts = []
+    if isinstance(selector, ConfidentJudging):
+        while topics and (proposed := selector.next_batch()) is not None:
+            topic, docnos = proposed
+            strata, inclusion = selector.proposal_design(topic, docnos)
+            parts.append(pd.DataFrame({"topic": topic, "docno": docnos, "stratum": strata,
+                                       "inclusion": np.asarray(inclusion, dtype=np.float64)}))
+        return (pd.concat(parts, ignore_index=True) if parts
+                else pd.DataFrame(columns=TO_JUDGE_COLUMNS))
     for topic in selector.pool.topics:
         if topic not in topics:
             continue
@@ -213,8 +237,8 @@ def _read_state(path: Path) -> dict[str, Any]:
     return state
 
 
-def _write(path: Path, selector: Selector, pending: pd.DataFrame, judging: dict[str, Any],
-           complete: bool) -> Progress:
+def _write(path: Path, selector: Selector | ConfidentJudging, pending: pd.DataFrame,
+           judging: dict[str, Any], complete: bool) -> Progress:
     """Write the step: the state and the list to temporary names, renamed, then the sample
     with its header last."""
     sample: Sample = selector.sample()

@@ -82,22 +82,25 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                             "size=residual, importance --param prior=predictions)")
     target = parser.add_argument_group(
         "judging until confident (docs/confident.md)",
-        "With --target, the budget (-n/-r) is each topic's ceiling, which the method's design "
-        "is laid out for; judging stops once every targeted run's interval is narrow enough; "
-        "--batch is the allocation step (default 5).")
+        "With --target, the budget (-n/-r) is each topic's cap; judging stops once every "
+        "targeted run's interval is narrow enough. Methods that lay out stratified samples "
+        "(strata, stratified, uniform) judge in committed phases: a pilot of --start per "
+        "topic, then phases whose sizes are fixed before they are judged, each laid out "
+        "afresh over the documents not judged yet; others follow the adaptive rule. --batch "
+        "is the allocation step (default 5).")
     target.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
                         help="stop when the 95%% half-width of every run's mean over topics "
-                             "is at most HALF_WIDTH, e.g. AP:0.01 or AP~ht:0.02; each next "
-                             "batch goes to the topic where it narrows the widest interval "
-                             "most")
+                             "is at most HALF_WIDTH, e.g. AP:0.01 or AP~ht:0.02; judgments go "
+                             "to the topics where they narrow the widest interval most")
     target.add_argument("--target-run", action="append", metavar="RUN",
                         help="only these runs must meet the target (repeat; default: all)")
     target.add_argument("--ceiling", type=positive_int, metavar="N",
                         help="judge at most N documents in all (default: the budget of every "
                              "topic)")
     target.add_argument("--start", type=positive_int, default=20, metavar="N",
-                        help="judgments per topic before allocating (more where the design "
-                             "needs more to reach every stratum)")
+                        help="each topic's pilot before allocating, and the least size of "
+                             "its final phase (more where the design needs more to reach every "
+                             "stratum); default 20")
     add_name_by(parser)
     add_duplicates(parser)
     add_command(commands, "methods", run_methods,
@@ -112,6 +115,7 @@ def run_sample(args: argparse.Namespace) -> None:
 
     import numpy as np
 
+    from sampleval.confident import ConfidentJudging
     from sampleval.core.pool import Pool
     from sampleval.core.sample import check_new_directory
     from sampleval.io import expand_run_paths, read_qrels, read_runs
@@ -128,9 +132,6 @@ def run_sample(args: argparse.Namespace) -> None:
         from sampleval.confident import Target
 
         target = Target.parse(args.target, args.target_run)
-        if args.qrels is None:
-            raise UsageError("--target judges with --qrels (a simulation); for people "
-                             "judging, give it to 'sampleval campaign create --target'")
     elif args.target_run or args.ceiling:
         raise UsageError("--target-run and --ceiling apply only with --target")
     check_new_directory(args.output)
@@ -155,7 +156,11 @@ def run_sample(args: argparse.Namespace) -> None:
     if oracle is None:
         from sampleval.judging import TO_JUDGE, read_to_judge, start
 
-        progress = start(args.output, files, selector, args.batch, args.name_by,
+        judged_by: Selector | ConfidentJudging = selector
+        if target is not None:
+            judged_by = ConfidentJudging(selector, target, ceiling=args.ceiling,
+                                         start=args.start, batch=args.batch or 5)
+        progress = start(args.output, files, judged_by, args.batch, args.name_by,
                          meta={"seed": seed}, duplicates=args.duplicates)
         listed = read_to_judge(progress.directory)
         sys.stdout.write(f"{args.method}: {_counts(listed['topic'], 'to judge')}, listed in "
@@ -168,11 +173,10 @@ def run_sample(args: argparse.Namespace) -> None:
     if target is None:
         result = _simulated(selector, qrels_oracle(oracle), args.batch)
     else:
-        from sampleval.confident import ConfidentJudging
-
-        status = ConfidentJudging(selector, target, ceiling=args.ceiling, start=args.start,
-                                  batch=args.batch or 5).run(qrels_oracle(oracle))
-        result = selector.sample()
+        judging = ConfidentJudging(selector, target, ceiling=args.ceiling, start=args.start,
+                                   batch=args.batch or 5)
+        status = judging.run(qrels_oracle(oracle))
+        result = judging.sample()
         reached = (f"; target {target.measure}:{target.half_width}: {status.reason}, widest "
                    f"half-width {status.widest:.4f}")
     result = replace(result, meta={**result.meta, "seed": seed})

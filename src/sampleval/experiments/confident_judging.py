@@ -41,24 +41,28 @@ MEASURE = "AP~ht"
 def _summary(estimates: np.ndarray, half: np.ndarray, truth: np.ndarray) -> dict[str, float]:
     """Coverage and bias of ``estimates`` ``[trials, runs]`` with half-widths ``half``."""
     covered = np.abs(estimates - truth) <= half
+    trials = covered.mean(axis=1)  # the runs of one trial share its sample: not independent
     per_run = (estimates - truth).mean(axis=0)
     worst = int(np.argmax(np.abs(per_run)))
     se = (estimates[:, worst] - truth[worst]).std(ddof=1) / np.sqrt(len(estimates)) \
         if len(estimates) > 1 else float("nan")
-    return {"coverage": float(covered.mean()), "bias_mean": float(per_run.mean()),
+    return {"coverage": float(covered.mean()),
+            "coverage_se": float(trials.std(ddof=1) / np.sqrt(len(trials)))
+            if len(trials) > 1 else float("nan"), "bias_mean": float(per_run.mean()),
             "bias_worst": float(per_run[worst]), "bias_worst_se": float(se)}
 
 
 def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *,
              method: str, ceiling: float, start: int, batch: int, trials: int,
-             seed: int) -> dict[str, object]:
+             seed: int, committed: bool = True, margin: float = 0.05) -> dict[str, object]:
     """The adaptive campaigns' row (module docstring)."""
     oracle = qrels_oracle(qrels_truth)
-    used, widest, estimates, halves = [], [], [], []
+    used, widest, estimates, halves, phases = [], [], [], [], []
     for trial in range(trials):
         selector = METHODS[method](pool, Budget(rate=ceiling),
                                    np.random.default_rng(seed + trial))
-        judging = ConfidentJudging(selector, Target(MEASURE, target), start=start, batch=batch)
+        judging = ConfidentJudging(selector, Target(MEASURE, target), start=start, batch=batch,
+                                   committed=committed, margin=margin)
         status = judging.run(oracle)
         present = judging.present
         mean = np.where(present, judging.value, 0.0).sum(axis=0) / present.sum(axis=0)
@@ -66,12 +70,16 @@ def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *
         widest.append(status.widest)
         estimates.append(mean)
         halves.append(judging.half_widths())
+        phases.append(max((len(p) for p in judging.phases), default=0))
         print(f"target {target}: trial {trial + 1}/{trials}, {status.judged} judgments, "
-              f"{status.reason}", file=sys.stderr, flush=True)
-    return {"design": f"adaptive (ceiling {ceiling})", "target": target,
+              f"{status.reason}, widest {status.widest:.4f}, phases {phases[-1]}",
+              file=sys.stderr, flush=True)
+    design = "committed" if committed else "adaptive rule"
+    return {"design": f"{design} (ceiling {ceiling})", "target": target,
             "judgments": float(np.mean(used)), "judgments_sd": float(np.std(used, ddof=1))
             if trials > 1 else float("nan"), "widest": float(np.mean(widest)),
             "met": float(np.mean(np.array(widest) <= target)),
+            "phases": float(np.mean(phases)) if committed else float("nan"),
             **_summary(np.array(estimates), np.array(halves), truth)}
 
 
@@ -108,8 +116,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="each topic's budget in the adaptive campaigns, as a share of "
                              "its pool (the design is laid out for it), one per target or one "
                              "for all (default 0.25,0.45)")
-    parser.add_argument("--start", type=int, default=20,
-                        help="judgments per topic before the rule allocates (default 20)")
+    parser.add_argument("--start", type=int, default=40,
+                        help="each topic's pilot, and the least size of its final phase "
+                             "(default 40)")
+    parser.add_argument("--margin", type=float, default=0.05,
+                        help="phases are planned to reach the target times (1 - MARGIN) "
+                             "(default 0.05)")
+    parser.add_argument("--adaptive-rule", action="store_true",
+                        help="judge with the adaptive rule of earlier versions instead of "
+                             "the phase-committed design (its intervals under-cover)")
     parser.add_argument("--batch", type=int, default=5, help="documents per batch")
     parser.add_argument("--fixed-rates", default="0.1,0.15,0.2,0.3,0.4,0.5",
                         help="fixed per-topic budgets to compare with")
@@ -134,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                else ceilings, strict=True):
         rows.append(adaptive(pool, truth_qrels, truth, target, method=args.method,
                              ceiling=ceiling, start=args.start, batch=args.batch,
-                             trials=args.trials, seed=args.seed))
+                             trials=args.trials, seed=args.seed,
+                             committed=not args.adaptive_rule, margin=args.margin))
     table = pd.DataFrame(rows)
     print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool.topics)} topics, depth "
           f"{args.depth} ({sum(tp.size for tp in pool)} pooled documents), {args.method}, "

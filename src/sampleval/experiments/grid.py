@@ -2,7 +2,10 @@
 
 A method is written ``NAME`` or ``NAME:KEY=VALUE;KEY=VALUE`` (``active:batch=5``,
 ``strata:strategy=2strata``); its parameters are checked against the method's own
-declarations (:mod:`sampleval.params`) when the grid is made, before any work starts. A cell's
+declarations (:mod:`sampleval.params`) when the grid is made, before any work starts. Two
+modifiers judge until confident (:mod:`sampleval.confident`) instead of spending the budget:
+``target=MEASURE:HALF_WIDTH`` (as ``sample --target``: ``stratified:target=AP:0.01``; the
+cell's budget is then each topic's cap) and ``start=N`` (each topic's pilot, default 20). A cell's
 key names it in the output directory and in its trials' seeds, so a cell can be recomputed
 alone and a changed grid finds the cells it shares with an earlier one.
 """
@@ -23,7 +26,8 @@ if TYPE_CHECKING:
 
     from sampleval.core.pool import Pool
     from sampleval.core.predictions import Predictions
-    from sampleval.selection.base import Budget, Selector
+    from sampleval.core.sample import Sample
+    from sampleval.selection.base import Budget, Oracle, Selector
 
 
 @dataclass(frozen=True)
@@ -32,13 +36,16 @@ class MethodSpec:
 
     name: str
     params: tuple[tuple[str, str], ...] = ()
+    modifiers: tuple[tuple[str, str], ...] = ()
+    """``target`` and ``start``, when the method judges until confident (sorted by name)."""
 
     @property
     def text(self) -> str:
         """The canonical spelling: ``NAME`` or ``NAME:KEY=VALUE;...`` (keys sorted)."""
-        if not self.params:
+        given = sorted(self.params + self.modifiers)
+        if not given:
             return self.name
-        return f"{self.name}:" + ";".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.name}:" + ";".join(f"{k}={v}" for k, v in given)
 
     @property
     def selector(self) -> type[Selector]:
@@ -66,6 +73,21 @@ class MethodSpec:
             options["predictions"] = predictions
         return self.selector(pool, budget, rng, **options)
 
+    def judge(self, selector: Selector, oracle: Oracle) -> Sample:
+        """The sample ``selector`` gives when ``oracle`` judges: its whole budget, or until
+        the target holds with the ``target`` modifier."""
+        from sampleval.selection.base import simulate
+
+        modifiers = dict(self.modifiers)
+        if "target" not in modifiers:
+            return simulate(selector, oracle).sample()
+        from sampleval.confident import ConfidentJudging, Target
+
+        judging = ConfidentJudging(selector, Target.parse(modifiers["target"]),
+                                   start=int(modifiers.get("start", TARGET_START)))
+        judging.run(oracle)
+        return judging.sample()
+
 
 def parse_method(text: str) -> MethodSpec:
     """``NAME`` or ``NAME:KEY=VALUE;KEY=VALUE``, checked against the method's declared
@@ -78,8 +100,32 @@ def parse_method(text: str) -> MethodSpec:
         given = parse_assignments(assignments)
     except UsageError as exc:
         raise UsageError(f"method {text!r}: {exc}") from None
+    modifiers = {k: given.pop(k) for k in MODIFIERS if k in given}
     resolve(cls.parameters, given, cls.name)
-    return MethodSpec(cls.name, tuple(sorted(given.items())))
+    if modifiers:
+        _check_modifiers(text, cls, modifiers)
+    return MethodSpec(cls.name, tuple(sorted(given.items())), tuple(sorted(modifiers.items())))
+
+
+MODIFIERS = ("target", "start")
+TARGET_START = 20
+
+
+def _check_modifiers(text: str, cls: type[Selector], modifiers: dict[str, str]) -> None:
+    """UsageError unless ``target`` reads as a target whose estimator applies to the
+    method's samples and ``start`` (only with a target) is a positive number."""
+    from sampleval.confident import Target
+    from sampleval.estimators.family import FAMILIES
+
+    if "target" not in modifiers:
+        raise UsageError(f"method {text!r}: start= applies only with target=")
+    spec = Target.parse(modifiers["target"]).spec(cls.design)
+    if cls.design not in FAMILIES[spec.family].designs:
+        raise UsageError(f"method {text!r}: {spec.name} does not apply to {cls.name}'s "
+                         f"{cls.design} samples")
+    start = modifiers.get("start", str(TARGET_START))
+    if not start.isdigit() or int(start) < 1:
+        raise UsageError(f"method {text!r}: start must be a positive whole number")
 
 
 def split_methods(texts: Sequence[str]) -> list[str]:

@@ -35,7 +35,7 @@ from sampleval.experiments.estimates import (
     row_means,
 )
 from sampleval.experiments.seeds import trial_rng
-from sampleval.selection.base import Oracle, qrels_oracle, simulate
+from sampleval.selection.base import Oracle, qrels_oracle
 
 if TYPE_CHECKING:
     from sampleval.core.pool import Pool
@@ -238,7 +238,7 @@ class Worker:
         drawn = rng.bit_generator.state
         selector = cell.method.make(self.selection_pool(cell.split), cell.budget.budget(), rng,
                                     setup.predictions)
-        sample = simulate(selector, self.oracle).sample()
+        sample = cell.method.judge(selector, self.oracle)
         estimates = estimate(setup.pools, setup.truth, sample, setup.plans[cell.method.text],
                              setup.ci, setup.predictions)
         if rng.bit_generator.state == drawn:

@@ -172,7 +172,7 @@ class Layout:
     def starved(self) -> list[str]:
         """The labels of the strata the design means to sample that hold documents but get
         no judgment."""
-        sizes = np.bincount(self.codes, minlength=len(self.labels))
+        sizes = np.bincount(self.codes[self.codes >= 0], minlength=len(self.labels))  # -1: none
         wanted = np.ones(len(self.labels), bool) if self.wanted is None else self.wanted
         return [str(x) for x in self.labels[wanted & (sizes > 0) & (self.counts == 0)]]
 
@@ -190,6 +190,23 @@ class StratifiedSelector(PlannedSelector):
     def _plan(self, tp: TopicPool, budget: int) -> np.ndarray:
         layout = self._layout(tp, budget)
         return handout(layout.codes, layout.counts, self.rng.random(tp.size))
+
+    def layout_within(self, topic: str, keep: np.ndarray, budget: int) -> Layout:
+        """The design laid out afresh for ``budget`` judgments over only the documents
+        ``keep`` marks (a boolean mask over the topic's pool), as if the pool held only
+        them, ranked where the runs ranked them: the strata of a later phase that samples
+        the documents not judged yet (:mod:`sampleval.confident`). Documents outside
+        ``keep`` get the code -1."""
+        tp = self._of_topic(self.pool.topic_pools, topic)
+        kept = np.flatnonzero(keep)
+        local = np.full(tp.size + 1, -1, dtype=tp.ranking.dtype)  # the last slot: padding
+        local[kept] = np.arange(len(kept))
+        sub = TopicPool(topic, tp.doc_ids[kept], local[tp.ranking], tp.lengths,
+                        tp.labels[kept])
+        inner = self._layout(sub, budget)
+        codes = np.full(tp.size, -1, dtype=np.int64)
+        codes[kept] = inner.codes
+        return Layout(codes, inner.labels, inner.counts, inner.wanted)
 
     def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
         """Each proposed document's stratum and pi_i = n_h / N_h of the planned sample."""
