@@ -9,14 +9,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.estimators.base import TopicView, topic_views
 from sampleval.io import read_qrels, read_runs
+from sampleval.synthetic import make_collection
+from sampleval.synthetic_predictions import pool_truth
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -122,3 +126,15 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, out.out, out.err)
 
     return invoke
+
+
+@pytest.fixture(scope="module")
+def judged_collection() -> tuple[list[Run], Qrels, Pool, pd.DataFrame]:
+    """A small synthetic collection: 6 runs, 8 topics, its depth-30 pool judged in full
+    (qrels), and every pooled document's truth (:func:`pool_truth`)."""
+    made = make_collection(np.random.default_rng(3), n_topics=8, n_runs=6, n_docs=400,
+                           depth=30, pool_depth=30)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    pool = Pool.from_runs(runs, depth=30)
+    return runs, qrels, pool, pool_truth(pool, qrels)

@@ -30,7 +30,6 @@ from sampleval.io.predictions import read_predictions, write_predictions
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.importance import ImportanceSelector, doc_ranks
 from sampleval.selection.stratified import PriorStratifiedSelector, residual_spread
-from sampleval.synthetic import make_collection
 from sampleval.synthetic_predictions import (
     calibrate,
     deep_over_calls,
@@ -44,18 +43,6 @@ SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 DEPTH = 30
 MEASURES = ("P@10", "DCG@10", "NumRel", "R@10", "Rprec", "AP", "AP@10", "nDCG", "nDCG@10")
 EXACT = ("P@10", "R@10", "Rprec", "AP", "AP@10", "nDCG", "nDCG@10")  # evaluate() has these
-
-
-@pytest.fixture(scope="module")
-def collection() -> tuple[list[Run], Qrels, Pool, pd.DataFrame]:
-    """A small synthetic collection: 6 runs, 8 topics, its depth-30 pool judged in full
-    (qrels), and every pooled document's truth (:func:`pool_truth`)."""
-    made = make_collection(np.random.default_rng(3), n_topics=8, n_runs=6, n_docs=400,
-                           depth=DEPTH, pool_depth=DEPTH)
-    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
-    qrels = Qrels.from_frame(made.qrels)
-    pool = Pool.from_runs(runs, depth=DEPTH)
-    return runs, qrels, pool, pool_truth(pool, qrels)
 
 
 def sample_of(pool: Pool, qrels: Qrels, method: str, seed: int = 1, **params: object) -> Sample:
@@ -110,11 +97,11 @@ def test_by_hand(hand: tuple[list[Run], Sample, Predictions]) -> None:
     assert got.loc[("P@2~ppi", "B"), "hi"] == pytest.approx(0.8 + z * np.sqrt(0.18))
 
 
-def test_no_predictions_is_ht(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """Predictions all 0 (here: one document predicted 0, the rest missing): every measure is
     ~ht's, value and interval (AP's linearised variance, ~ht's var=linear), on a stratified
     sample and on a with-replacement one (ht form)."""
-    runs, qrels, pool, _ = collection
+    runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     for method in ("stratified", "active"):
@@ -133,14 +120,14 @@ def test_no_predictions_is_ht(collection: tuple[list[Run], Qrels, Pool, pd.DataF
 
 
 def test_lam_zero_on_an_active_sample_is_ht(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """On an active sample the linear measures take ~ht's form (inclusion probabilities over
     the rounds), so power tuning that turns useless predictions down to lam = 0 gives ~ht's
     estimate exactly, value and interval, whatever the predictions (pure noise here). The
     ratio measures take the per-draw form there, and ``form=draws`` gives it to the linear
     ones too (~hh with predictions all 0)."""
-    runs, qrels, pool, truth = collection
+    runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, "active")
     noise = pure_noise(truth, np.random.default_rng(5))
     linear = ("P@10", "DCG@10", "NumRel")
@@ -172,9 +159,9 @@ def test_lam_zero_on_an_active_sample_is_ht(
 
 
 def test_no_predictions_on_draws_is_per_draw(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """On an importance sample (per-draw form), predictions all 0 give ~hh exactly."""
-    runs, qrels, pool, _ = collection
+    runs, qrels, pool, _ = judged_collection
     sample = sample_of(pool, qrels, "importance")
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
@@ -205,10 +192,10 @@ def assert_exact(estimates: pd.DataFrame, pool: Pool, truth: pd.DataFrame, tol: 
     np.testing.assert_allclose(got["hi"] - got["lo"], 0.0, atol=tol)
 
 
-def test_census_is_exact(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+def test_census_is_exact(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """A census: every estimate is the exact measure, with no width, whatever the
     predictions (pure noise here)."""
-    runs, _, pool, truth = collection
+    runs, _, pool, truth = judged_collection
     census = census_of(pool, truth)
     noise = pure_noise(truth, np.random.default_rng(0))
     assert_exact(estimate(census, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
@@ -217,10 +204,10 @@ def test_census_is_exact(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]
 
 @pytest.mark.parametrize("method", ["stratified", "importance"])
 def test_perfect_predictions_have_no_variance(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str) -> None:
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str) -> None:
     """Predictions equal to the labels: the power-tuned estimate is the exact measure with
     zero variance, on a stratified sample (ht form) and on importance draws."""
-    runs, qrels, pool, truth = collection
+    runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, method)
     perfect = truth[["query_id", "doc_id"]].assign(prediction=truth["relevance"])
     assert_exact(estimate(sample, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
@@ -239,10 +226,10 @@ def test_power_tuning_solves_for_two_coefficients() -> None:
     np.testing.assert_allclose(lam[2], [1.0, 1.0])  # (3 + 6) / (1 + 4 + 4)
 
 
-def test_tuning_and_form_options(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]
+def test_tuning_and_form_options(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]
                                  ) -> None:
     """Cross-fitted lam lies in [0, 1]; tuning='none' is lam = 1; unknown options fail."""
-    runs, qrels, pool, truth = collection
+    runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, "stratified")
     noisy = Predictions.from_frame(flipped(truth, 0.3, np.random.default_rng(0)))
     views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
@@ -263,8 +250,8 @@ def test_tuning_and_form_options(collection: tuple[list[Run], Qrels, Pool, pd.Da
 # -- requests, predictions and their reader ---------------------------------------------------
 
 def test_ppi_needs_predictions_and_is_never_a_default(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    runs, qrels, pool, _ = collection
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    runs, qrels, pool, _ = judged_collection
     sample = sample_of(pool, qrels, "stratified")
     with pytest.raises(UsageError, match="needs predictions"):
         estimate(sample, runs, ["P@10~ppi"])
@@ -283,11 +270,11 @@ def test_ppi_needs_predictions_and_is_never_a_default(
 
 
 def test_predictions_as_a_frame_or_a_path(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], tmp_path: Path) -> None:
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], tmp_path: Path) -> None:
     """estimate() takes the predictions as Predictions, a DataFrame or a file, like its other
     inputs; a ~ppi value reports coverage and an imputed share of 0 (a correction of
     expectation 0, not a guess)."""
-    runs, qrels, pool, truth = collection
+    runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, "stratified")
     predicted = flipped(truth, 0.1, np.random.default_rng(2))
     write_predictions(Predictions.from_frame(predicted), tmp_path / "pred.txt")
@@ -344,10 +331,10 @@ def test_reader(tmp_path: Path) -> None:
 # -- the design that uses predictions ------------------------------------------------------------
 
 def test_residual_design_follows_the_predicted_spread(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """size=residual: documents the predictions are sure about (0 or 1) are judged with a
     smaller pi than doubtful ones (0.5); the state round trip gives the same sample."""
-    _, qrels, pool, truth = collection
+    _, qrels, pool, truth = judged_collection
     spread = residual_spread(np.array([0.0, 0.5, 1.0, 2.0]), 0.1)
     np.testing.assert_allclose(spread, [0.1, 1.0, 0.1, 0.1])
     doubtful = pool_truth(pool, qrels).assign(
@@ -374,11 +361,11 @@ def test_residual_design_follows_the_predicted_spread(
 
 
 def test_importance_prior_from_predictions(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """importance prior=predictions: Q(y) ∝ f(y) sqrt(sum_j lambda_j(y)^2) + eps (eq. 11
     with the predictions in u~'s slot, sec. 3.3), per document whatever its ranks; the state
     round trip gives the same sample, and ~ppi estimates it in the per-draw form."""
-    runs, qrels, pool, truth = collection
+    runs, qrels, pool, truth = judged_collection
     predicted = pool_truth(pool, qrels).assign(
         prediction=np.random.default_rng(2).uniform(0, 1, len(truth)))
     predictions = Predictions.from_frame(predicted[["query_id", "doc_id", "prediction"]])
@@ -402,8 +389,8 @@ def test_importance_prior_from_predictions(
 
 
 def test_predictions_only_where_a_method_uses_them(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    _, _, pool, truth = collection
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    _, _, pool, truth = judged_collection
     predictions = Predictions.from_frame(pure_noise(truth, np.random.default_rng(0)))
     rng = np.random.default_rng(0)
     with pytest.raises(UsageError, match="does not use predictions"):
@@ -436,8 +423,8 @@ def test_matching_budget() -> None:
 
 # -- the seeded predictors -------------------------------------------------------------------------
 
-def test_predictors(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    _, _, pool, truth = collection
+def test_predictors(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    _, _, pool, truth = judged_collection
     grades = truth["relevance"].to_numpy()
     same = flipped(truth, 0.3, np.random.default_rng(5))
     pd.testing.assert_frame_equal(same, flipped(truth, 0.3, np.random.default_rng(5)))
@@ -466,11 +453,11 @@ def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)
 
 
-def test_command_lines(collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
+def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
                        tmp_path: Path) -> None:
     """sample --predictions with size=residual, estimate --predictions, and the one-line
     error of a ppi measure without predictions."""
-    runs, qrels, _, truth = collection
+    runs, qrels, _, truth = judged_collection
     (tmp_path / "runs").mkdir()
     for run in runs:
         write_run(run, tmp_path / "runs" / f"{run.name}.txt")

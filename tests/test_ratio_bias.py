@@ -41,26 +41,15 @@ CORRECTED = ("AP~ht(bias=jackknife)", "AP~ht(bias=taylor)", "AP~ht(var=linear,bi
              "xinfAP(bias=jackknife)", "xinfAP(var=linear,bias=jackknife)")
 
 
-@pytest.fixture(scope="module")
-def collection() -> tuple[list[Run], Qrels, Pool, pd.DataFrame]:
-    """6 runs, 8 topics, the depth-30 pool judged in full, and its truth."""
-    made = make_collection(np.random.default_rng(3), n_topics=8, n_runs=6, n_docs=400,
-                           depth=DEPTH, pool_depth=DEPTH)
-    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
-    qrels = Qrels.from_frame(made.qrels)
-    pool = Pool.from_runs(runs, depth=DEPTH)
-    return runs, qrels, pool, pool_truth(pool, qrels)
-
-
 def per_topic(table: pd.DataFrame) -> pd.DataFrame:
     table = table[table["query_id"] != MEAN_TOPIC]
     return table.pivot_table(index=["run", "query_id"], columns="measure", values="value")
 
 
 def test_census_is_exact_with_every_bias_option(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """A census has no bias to remove: every corrected estimate is the exact AP."""
-    runs, _, pool, truth = collection
+    runs, _, pool, truth = judged_collection
     census = Sample("census", truth[["query_id", "doc_id", "relevance"]].assign(
         stratum="1", inclusion=1.0))
     exact = evaluate(Qrels.from_frame(truth[["query_id", "doc_id", "relevance"]]), pool,
@@ -133,10 +122,10 @@ def test_poisson_jackknife_bias_by_brute_force() -> None:
 
 
 def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """Predictions all 0: AP~ppi(bias=taylor) is AP~ht(var=linear,bias=taylor), value and
     interval, on a stratified and an active sample."""
-    runs, qrels, pool, _ = collection
+    runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     for method in ("stratified", "active"):
@@ -188,14 +177,14 @@ def test_correction_reduces_the_bias_of_a_small_uniform_sample() -> None:
 
 
 def test_options_are_declared_and_named(
-        collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """The new options appear in ``sampleval methods`` (built from the declarations) and a
     wrong value is one clear error."""
     out = subprocess.run([SAMPLEVAL, "methods"], capture_output=True, text=True, check=True)
     text = " ".join(out.stdout.split())
     for taker in ("bias (AP[@k]~ht)", "bias (infAP)", "bias (xinfAP)", "bias (AP[@k]~ppi)"):
         assert f"option {taker}" in text, taker
-    runs, _, _, truth = collection
+    runs, _, _, truth = judged_collection
     census = Sample("census", truth[["query_id", "doc_id", "relevance"]].assign(
         stratum="1", inclusion=1.0))
     with pytest.raises(UsageError, match="bias"):
