@@ -136,7 +136,7 @@ def test_cli_tsv_and_json(files: dict[str, str], capsys: pytest.CaptureFixture[s
              files["first"], "--correction", "bh"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t") == ["run_a", "run_b", "measure", "topics", "mean_a",
-                                    "mean_b", "diff", "lo", "hi", "t", "p", "p_adjusted",
+                                    "mean_b", "diff", "lo", "hi", "t", "df", "p", "p_adjusted",
                                     "significant"]
     assert len(lines) == 4 and all(line.split("\t")[1] == files["first"] for line in lines[1:])
     cli.run(["compare", files["sample"], *runs, "-m", "xinfAP", "-f", "json"])

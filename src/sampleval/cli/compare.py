@@ -60,6 +60,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         metavar="A", help="a pair is significant when its adjusted p < A")
     parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
                         help="confidence level of the intervals of the differences")
+    parser.add_argument("--df", choices=("satterthwaite", "topics"), default="satterthwaite",
+                        help="the paired t-test's degrees of freedom: satterthwaite (the "
+                             "effective number, from each topic's sampling variance of the "
+                             "difference where the estimator gives it, as AP~ht and the "
+                             "other ~ht do; T - 1 for other estimators and on a census) or "
+                             "topics (T - 1 always, the textbook paired t-test, which "
+                             "rejects too often when a few topics carry most of the sampling "
+                             "variance: docs/compare.md)")
     parser.add_argument("--plot", metavar="FILE",
                         help="also draw a forest plot of the differences to FILE (png, pdf "
                              "or svg)")
@@ -70,7 +78,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "file is told by its columns")
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: one line per pair, significant ones marked; tsv: header "
-                             "'run_a run_b measure topics mean_a mean_b diff lo hi t p "
+                             "'run_a run_b measure topics mean_a mean_b diff lo hi t df p "
                              "p_adjusted significant'; json: a list of such records")
     add_name_by(parser)
     add_duplicates(parser)
@@ -89,7 +97,7 @@ def run(args: argparse.Namespace) -> None:
         loaded = reading.result()
     table = compare(judgments, loaded, measure, baseline=args.baseline,
                     correction=args.correction, alpha=args.alpha, ci=args.ci,
-                    depth=args.depth, level=args.rel_level)
+                    depth=args.depth, level=args.rel_level, df=args.df)
     if args.plot:
         forest_plot(table, args.plot)
     if args.format == "table":

@@ -53,7 +53,8 @@ SAMPLE_DEPTH = "sample"
 """``estimate(depth=SAMPLE_DEPTH)``: the depth the sample was pooled at (the default)."""
 
 __all__ = ["DEFAULT_MEASURES", "MEAN_TOPIC", "MIN_COVERAGE", "RESULT_COLUMNS",
-           "default_estimates", "estimate", "largest_grade", "requested"]
+           "default_estimates", "estimate", "estimate_differences", "largest_grade",
+           "requested"]
 
 
 def largest_grade(sample: Sample) -> float:
@@ -182,6 +183,40 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
     _warn_coverage(run_names, overall, coverage_depth)
     _warn_imputed(out, sample.design)
     return out[RESULT_COLUMNS]
+
+
+def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
+                         pairs: Sequence[tuple[str, str]], *,
+                         depth: int | str | None = SAMPLE_DEPTH,
+                         level: float = 1) -> pd.DataFrame | None:
+    """The estimated sampling variance of each per-topic difference ``measure``_a -
+    ``measure``_b, for each pair (a, b) of run names: a ``[topics, pairs]`` frame indexed by
+    query_id, one column per pair (``"a - b"``), or None where the estimator's family
+    gives no variance of a difference (``EstimatorFamily.differences``)."""
+    from sampleval.inputs import as_runs, as_sample
+
+    sample = as_sample(sample)
+    (spec,) = requested(sample, [measure])
+    family = FAMILIES[spec.family]
+    if family.differences is None or not pairs:
+        return None
+    loaded = as_runs(runs)
+    run_names = tuple(r.name for r in loaded)
+    index = {name: i for i, name in enumerate(run_names)}
+    missing = [n for pair in pairs for n in pair if n not in index]
+    if missing:
+        raise UsageError(f"no run named {missing[0]!r} among the runs given")
+    with warnings.catch_warnings():  # estimate() has said what a depth means
+        warnings.simplefilter("ignore")
+        depth = _depth(sample, depth)
+    pool = Pool.from_runs(loaded, depth=depth, topics=sample.topics,
+                          score_type=family.score_type)
+    views = topic_views(pool, sample)
+    at = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64)
+    _, variances = family.differences(run_names, views, sample, spec, level, at)
+    return pd.DataFrame(variances, index=pd.Index([v.pool.topic for v in views],
+                                                  name="query_id"),
+                        columns=[f"{a} - {b}" for a, b in pairs])
 
 
 def _depth(sample: Sample, depth: int | str | None) -> int | None:

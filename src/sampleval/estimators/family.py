@@ -32,6 +32,11 @@ FamilyFunction = Callable[
 # share of each value that is imputation [topics, runs] (:mod:`.imputation`)
 ImputedShare = Callable[
     ["list[TopicView]", "Sample", "EstimateSpec", float, np.ndarray], np.ndarray]
+# (run names, aligned topics, sample, one measure, level, pairs [P, 2] of run indices) ->
+# per topic and pair the estimated difference and its variance, both [topics, P]
+DifferenceFunction = Callable[
+    [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float, np.ndarray],
+    "tuple[np.ndarray, np.ndarray]"]
 OneMeasure = Callable[
     [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float, float],
     "pd.DataFrame"]
@@ -75,7 +80,9 @@ class EstimatorFamily:
     constants make up, so that ``estimate`` can flag the estimates that are mostly a guess;
     ``needs_predictions``: the family reads predicted relevance (``TopicView.predictions``),
     so it is never a plain measure's default and :func:`sampleval.estimators.estimate`
-    refuses it without predictions.
+    refuses it without predictions; ``differences`` (None: not offered) estimates the
+    difference of two runs per topic with the variance of that difference, which
+    :mod:`sampleval.comparison` uses for the paired test's degrees of freedom.
     """
 
     name: str
@@ -88,6 +95,7 @@ class EstimatorFamily:
     options: tuple[Param, ...] = ()
     imputed: ImputedShare | None = None
     needs_predictions: bool = False
+    differences: DifferenceFunction | None = None
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 

@@ -113,45 +113,52 @@ Estimator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int | None
 # -- the array-level core ------------------------------------------------------------------
 
 def num_rel(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-            cutoff: int | None = None) -> HTEstimate:
+            cutoff: int | None = None, pairs: np.ndarray | None = None) -> HTEstimate:
     """R-hat = sum_S y_i/pi_i, the HT estimate of the number of relevant documents in the
-    frame (Li & Kanoulas 2017, sec. 3); the same for every run (``cutoff`` must be None)."""
+    frame (Li & Kanoulas 2017, sec. 3); the same for every run (``cutoff`` must be None), so
+    every difference of runs (``pairs``) is 0."""
     _no_cutoff("NumRel", cutoff)
     x = _flat(y) / pi
     total = x.sum(axis=-1)
+    if pairs is not None:
+        zero = np.zeros((len(pairs), len(total)))
+        return _shaped(zero, zero, y)
     variance = (x * (x @ _delta(pi, pi_joint))).sum(axis=-1)
     runs = (ranks.shape[0], len(total))
     return _shaped(np.broadcast_to(total, runs), np.broadcast_to(variance, runs), y)
 
 
 def precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-              cutoff: int | None) -> HTEstimate:
+              cutoff: int | None, pairs: np.ndarray | None = None) -> HTEstimate:
     """P@k-hat = (1/k) sum_{i in S, rank_i <= k} y_i/pi_i (Li & Kanoulas 2017, sec. 3), with
     its HT variance."""
     k = _needs_cutoff("P", cutoff)
     docs = _run_docs(ranks, k)
-    return _total(_columns(y, docs) / k, docs, pi, pi_joint, y)
+    return _total(_columns(y, docs) / k, docs, pi, pi_joint, y, pairs)
 
 
 def dcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-        cutoff: int | None = None) -> HTEstimate:
+        cutoff: int | None = None, pairs: np.ndarray | None = None) -> HTEstimate:
     """DCG@k-hat = sum_{i in S, rank_i <= k} gain_i/(pi_i log2(rank_i + 1)) (the HT estimator
     of Li & Kanoulas 2017, sec. 3, applied to DCG's sum), with its HT variance."""
     docs = _run_docs(ranks, cutoff)
-    return _total(_columns(gain, docs) * _discount(docs.rank), docs, pi, pi_joint, gain)
+    return _total(_columns(gain, docs) * _discount(docs.rank), docs, pi, pi_joint, gain,
+                  pairs)
 
 
 def recall(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-           cutoff: int | None) -> HTEstimate:
+           cutoff: int | None, pairs: np.ndarray | None = None) -> HTEstimate:
     """R@k-hat = (sum_{i in S, rank_i <= k} y_i/pi_i) / R-hat, a ratio estimator (Li &
     Kanoulas 2017, sec. 3), with its linearised variance."""
     docs = _run_docs(ranks, _needs_cutoff("R", cutoff))
     a = _columns(y, docs)
-    return _ratio(_ht_sum(a, docs, pi), a, docs, y, (y / pi).sum(axis=-1), pi, pi_joint)
+    return _ratio(_ht_sum(a, docs, pi), a, docs, y, (y / pi).sum(axis=-1), pi, pi_joint,
+                  pairs=pairs)
 
 
 def r_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-                cutoff: int | None = None, cut: str = "floor") -> HTEstimate:
+                cutoff: int | None = None, cut: str = "floor",
+                pairs: np.ndarray | None = None) -> HTEstimate:
     """Rprec-hat = (sum_{i in S, rank_i <= c} y_i/pi_i) / R-hat: precision at rank R as a ratio
     estimator (Li & Kanoulas 2017, sec. 3), the cut c = floor(R-hat) (``cut="floor"``, the
     paper's r(i) <= R-hat) or c = int(R-hat + 0.5) (``cut="round"``, sampleval's before: the
@@ -164,7 +171,7 @@ def r_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.n
     docs = _run_docs(ranks, None)
     shift = 0.5 if cut == "round" else 0.0
     a = _columns(y, docs) * (docs.rank <= np.floor(np.reshape(r_hat, -1) + shift))
-    return _ratio(_ht_sum(a, docs, pi), a, docs, y, r_hat, pi, pi_joint)
+    return _ratio(_ht_sum(a, docs, pi), a, docs, y, r_hat, pi, pi_joint, pairs=pairs)
 
 
 class APTerms(NamedTuple):
@@ -200,7 +207,7 @@ def ap_terms(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndar
 
 def average_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
                       cutoff: int | None = None, paper: bool = False,
-                      taylor: bool = False) -> HTEstimate:
+                      taylor: bool = False, pairs: np.ndarray | None = None) -> HTEstimate:
     """AP-hat = (1/R-hat) sum_{i in S} (y_i/pi_i) prec-hat_i (Li & Kanoulas 2017, sec. 3; the
     shape of statAP, Pavlu & Aslam), for the documents i the run retrieved (within ``cutoff``),
     with prec-hat_i = (1/rank_i) (y_i + sum_{j in S, rank_j < rank_i} y_j pi_i/pi_ij).
@@ -217,12 +224,13 @@ def average_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks
     """
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     return _ratio(terms.num, terms.contribution * pi[terms.docs.doc][:, :, None], terms.docs,
-                  y, (y / pi).sum(axis=-1), pi, pi_joint, taylor)
+                  y, (y / pi).sum(axis=-1), pi, pi_joint, taylor, pairs)
 
 
 def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray,
                                 ranks: np.ndarray, cutoff: int | None = None,
-                                paper: bool = False, correct: bool = False) -> HTEstimate:
+                                paper: bool = False, correct: bool = False,
+                                pairs: np.ndarray | None = None) -> HTEstimate:
     """AP-hat (:func:`average_precision`) with the delete-one jackknife variance of a design
     with (nearly) independent inclusions (Poisson, prels, with-replacement rounds):
     v = sum_{k in S} (1 - pi_k) (AP-hat_(k) - AP-hat)^2, AP-hat_(k) the estimate without k
@@ -240,7 +248,10 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
     which to first order is (AP-hat V-hat(R-hat) - C-hat(N-hat, R-hat))/R-hat^2 with the
     Poisson variance estimators, the classical bias of a ratio estimate (Cochran, Sampling
     Techniques, 3rd ed., 1977, ch. 6, the bias of the ratio estimate to order 1/n; Sarndal,
-    Swensson & Wretman 1992, sec. 7.3.1)."""
+    Swensson & Wretman 1992, sec. 7.3.1).
+
+    ``pairs``: per pair (a, b) of runs, the difference AP-hat_a - AP-hat_b and its
+    jackknife variance, from the differences of their replicates."""
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     x = _flat(y) / pi  # [B, m]
     r_hat = x.sum(axis=-1)  # [B]
@@ -254,7 +265,9 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
                    terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
     r_wo = r_hat[None, :] - x.T  # [m, B]
     replicate = np.divide(num_wo, r_wo[None], out=np.zeros(num_wo.shape), where=r_wo[None] > 0)
-    variance = ((1.0 - pi)[None, :, None] * (replicate - value[:, None, :]) ** 2).sum(axis=1)
+    moved = replicate - value[:, None, :]
+    variance = ((1.0 - pi)[None, :, None] * (
+        moved if pairs is None else _contrast(moved, pairs)) ** 2).sum(axis=1)
     if correct:
         share = np.zeros(num_wo.shape)  # c_k per run and document
         np.add.at(share, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
@@ -263,13 +276,14 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
                            out=np.zeros(share.shape), where=r_hat[None, None, :] > 0)
         step = np.where(r_wo[None] > 0, replicate - value[:, None, :] + linear, 0.0)
         value = value - ((1.0 - pi)[None, :, None] * step).sum(axis=1)
-    return _shaped(value, variance, y)
+    return _shaped(value if pairs is None else _contrast(value, pairs), variance, y)
 
 
 def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
                                  n_sampled: np.ndarray, ranks: np.ndarray,
                                  cutoff: int | None = None, paper: bool = False,
-                                 correct: bool = False) -> HTEstimate:
+                                 correct: bool = False,
+                                 pairs: np.ndarray | None = None) -> HTEstimate:
     """AP-hat (:func:`average_precision`) on a stratified sample, with the stratified
     delete-one jackknife variance (Wolter, Introduction to Variance Estimation, 2007, sec.
     4.5): v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in S_h} (AP-hat_(j) - mean_h)^2, where
@@ -294,6 +308,10 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     (n_h - 1) (mean_h - AP-hat), mean_h the mean of the stratum's replicates. It removes the
     O(1/n) bias of the ratio (Cochran 1977, ch. 6: Quenouille's less-biased ratio estimate);
     a census (n_h = N_h) is left exact.
+
+    ``pairs``: per pair (a, b) of runs, AP-hat_a - AP-hat_b and its jackknife variance, from
+    the differences of their replicates (both runs' replicates leave out the same document,
+    so what they share cancels).
     """
     n_runs, n_strata = ranks.shape[0], len(sizes)
     docs = _run_docs(ranks, cutoff)
@@ -340,8 +358,12 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     rows, cols = np.nonzero(kept)
     position[rows, doc[rows, cols]] = cols
     units = np.arange(len(y))
-    variance = np.zeros(n_runs)
-    bias = np.zeros(n_runs)
+
+    def per(values: np.ndarray) -> np.ndarray:  # per run, or per pair's difference
+        return values if pairs is None else _contrast(values, pairs)
+
+    variance = np.zeros(n_runs if pairs is None else len(pairs))
+    bias = np.zeros_like(variance)
     for h in range(n_strata):
         n_h = int(n_sampled[h])
         if n_h < 2 or n_h >= sizes[h]:
@@ -366,12 +388,13 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
             r_j = r_base - a2[h] * y[j]
             reps[:, i] = (base - loss) / r_j if r_j > 0 else 0.0
         others_n = n_h - len(members)  # judged documents with y = 0: one replicate each
-        rest = base / r_base if r_base > 0 else np.zeros(n_runs)
+        rest = per(base / r_base if r_base > 0 else np.zeros(n_runs))
+        reps = per(reps)
         mean = (reps.sum(axis=1) + others_n * rest) / n_h
         spread = ((reps - mean[:, None]) ** 2).sum(axis=1) + others_n * (rest - mean) ** 2
         variance += (1.0 - n_h / sizes[h]) * (n_h - 1) / n_h * spread
-        bias += (1.0 - n_h / sizes[h]) * (n_h - 1) * (mean - value)
-    return HTEstimate(value - bias if correct else value, variance)
+        bias += (1.0 - n_h / sizes[h]) * (n_h - 1) * (mean - per(value))
+    return HTEstimate(per(value) - bias if correct else per(value), variance)
 
 
 def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.ndarray
@@ -405,7 +428,7 @@ def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.
 
 
 def ndcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-         cutoff: int | None = None) -> HTEstimate:
+         cutoff: int | None = None, pairs: np.ndarray | None = None) -> HTEstimate:
     """nDCG@k-hat = DCG@k-hat / IDCG@k-hat (ratio estimator; DCG-hat as in :func:`dcg`).
 
     The ideal DCG ranks N_g-hat documents of each grade g > 0 (best first), with
@@ -415,7 +438,7 @@ def ndcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarr
     docs = _run_docs(ranks, cutoff)
     ideal, influence = _ideal_dcg(gain, pi, cutoff)
     a = _columns(gain, docs) * _discount(docs.rank)
-    return _ratio(_ht_sum(a, docs, pi), a, docs, influence, ideal, pi, pi_joint)
+    return _ratio(_ht_sum(a, docs, pi), a, docs, influence, ideal, pi, pi_joint, pairs=pairs)
 
 
 # -- helpers of the core --------------------------------------------------------------------
@@ -486,15 +509,42 @@ def _quadratic(x: np.ndarray, docs: _RunDocs, delta: np.ndarray) -> np.ndarray:
 
 
 def _total(a: np.ndarray, docs: _RunDocs, pi: np.ndarray, pi_joint: np.ndarray,
-           like: np.ndarray) -> HTEstimate:
-    """The HT estimate sum_S a_i/pi_i per run and its HT variance."""
+           like: np.ndarray, pairs: np.ndarray | None = None) -> HTEstimate:
+    """The HT estimate sum_S a_i/pi_i per run and its HT variance (per pair of runs, of
+    their difference, with ``pairs``)."""
     x = a / pi[docs.doc][:, :, None]
+    if pairs is not None:
+        diff = _contrast(_on_frame(x, docs, len(pi)), pairs)
+        return _shaped(diff.sum(axis=1), _frame_quadratic(diff, _delta(pi, pi_joint)), like)
     return _shaped(x.sum(axis=1), _quadratic(x, docs, _delta(pi, pi_joint)), like)
+
+
+def _contrast(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """Per pair (a, b) of run indices (``pairs`` ``[P, 2]``), ``values[a] - values[b]``
+    along the first (run) axis."""
+    return values[pairs[:, 0]] - values[pairs[:, 1]]
+
+
+def _on_frame(x: np.ndarray, docs: _RunDocs, m: int) -> np.ndarray:
+    """Per-run values on each run's documents (``[n_runs, K, B]``) spread over the judged
+    documents, ``[n_runs, m, B]`` (0 where the run did not retrieve the document), so that
+    two runs' values line up document by document."""
+    out = np.zeros((x.shape[0], m, x.shape[2]))
+    runs = np.repeat(np.arange(x.shape[0]), x.shape[1])
+    np.add.at(out, (runs, docs.doc.reshape(-1)), np.where(docs.rank > 0, x, 0.0).reshape(
+        runs.size, x.shape[2]))
+    return out
+
+
+def _frame_quadratic(x: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """sum_{k,l} x_k delta_kl x_l for ``x`` ``[P, m, B]`` on the judged documents:
+    ``[P, B]``."""
+    return np.einsum("pkb,kl,plb->pb", x, delta, x, optimize=True)
 
 
 def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
            denominator: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray,
-           taylor: bool = False) -> HTEstimate:
+           taylor: bool = False, pairs: np.ndarray | None = None) -> HTEstimate:
     """Q-hat = numerator / denominator per run, with the linearised variance.
 
     ``a`` (``[n_runs, K, B]``, on each run's documents) and ``b`` (``[..., m]``) are each
@@ -505,6 +555,11 @@ def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
     B-hat))/B-hat^2, the second-order Taylor bias of a ratio of two unbiased estimates
     (Cochran, Sampling Techniques, 1977, ch. 6; Sarndal, Swensson & Wretman 1992, sec. 7.3),
     with the design's HT (co)variance estimators.
+
+    ``pairs``: per pair (a, b) of runs, Q-hat_a - Q-hat_b over the shared denominator and
+    its variance, the HT variance of the difference of their residuals u^a_i - u^b_i (the
+    documents both runs weight alike cancel; the difference's linearisation, since the
+    denominator is common).
     """
     delta = _delta(pi, pi_joint)
     x_a = a / pi[docs.doc][:, :, None]
@@ -512,6 +567,7 @@ def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
     delta_b = x_b @ delta
     denom = np.reshape(denominator, -1)
     q = np.divide(numerator, denom, out=np.zeros(numerator.shape), where=denom > 0)
+    q_hat = q
     cross = (x_a * delta_b.T[docs.doc]).sum(axis=1)
     own = (x_b * delta_b).sum(axis=-1)
     spread = _quadratic(x_a, docs, delta) - 2.0 * q * cross + q * q * own
@@ -519,6 +575,12 @@ def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
     if taylor:
         q = q - np.divide(q * own - cross, denom * denom, out=np.zeros(q.shape),
                           where=denom > 0)
+    if pairs is not None:
+        residual = _on_frame(x_a, docs, len(pi)) - q_hat[:, None, :] * x_b.T[None]
+        spread = _frame_quadratic(_contrast(residual, pairs), delta)
+        variance = np.divide(spread, denom * denom, out=np.zeros(spread.shape),
+                             where=denom > 0)
+        return _shaped(_contrast(q, pairs), variance, b)
     return _shaped(q, variance, b)
 
 
@@ -577,9 +639,24 @@ def estimate_ht(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     return summarise(run_names, views, spec.name, values, variances, ci)
 
 
+def differences_ht(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                   spec: EstimateSpec, level: float,
+                   pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per topic and pair (a, b) of run indices (``pairs`` ``[P, 2]``), the estimated
+    difference ``spec``_a - ``spec``_b and its estimated variance, both ``[topics, P]``:
+    the estimator applied to the difference of the two runs' weights from the one sample
+    they share, with the variance of that difference (not of either run alone)."""
+    values = np.zeros((len(views), len(pairs)))
+    variances = np.zeros_like(values)
+    for t, view in enumerate(views):
+        values[t], variances[t] = _topic_estimate(view, sample, spec, level, pairs)
+    return values, variances
+
+
 def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
-                    level: float) -> HTEstimate:
-    """One topic's estimate for every run, from its judged documents."""
+                    level: float, pairs: np.ndarray | None = None) -> HTEstimate:
+    """One topic's estimate for every run (``pairs``: for every pair's difference), from its
+    judged documents."""
     estimator, graded = ESTIMATORS[spec.base]
     judged = np.flatnonzero(view.sample.judged)
     labels = view.sample.labels[judged]
@@ -587,17 +664,17 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
     contributing = y != 0  # a document with y = 0 adds nothing to a sum, its variance or R-hat
     index = judged[contributing]
     if spec.base == "AP":
-        return _topic_ap(view, sample, spec, y[contributing], index)
+        return _topic_ap(view, sample, spec, y[contributing], index, pairs)
     design = judged_design(sample, view.sample, index)
     if spec.base == "Rprec":
         return r_precision(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
-                           spec.cutoff, spec.option("cut"))
+                           spec.cutoff, spec.option("cut"), pairs)
     return estimator(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
-                     spec.cutoff)
+                     spec.cutoff, pairs)
 
 
 def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray,
-              index: np.ndarray) -> HTEstimate:
+              index: np.ndarray, pairs: np.ndarray | None = None) -> HTEstimate:
     """AP-hat of one topic for every run by its options: the variance of ``var`` and the
     value less the bias estimate of ``bias`` (the jackknife's is stratified on stratified
     samples, :func:`stratified_average_precision`)."""
@@ -609,15 +686,15 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
             sizes, n_sampled = view.sample.strata()
             return stratified_average_precision(y, view.sample.stratum[index], sizes,
                                                 n_sampled, ranks, spec.cutoff, paper,
-                                                bias == "jackknife")
+                                                bias == "jackknife", pairs)
         design = judged_design(sample, view.sample, index)
         return average_precision_jackknife(y, design.pi, design.pi_joint, ranks, spec.cutoff,
-                                           paper, bias == "jackknife")
+                                           paper, bias == "jackknife", pairs)
 
     def linear() -> HTEstimate:
         design = judged_design(sample, view.sample, index)
         return average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
-                                 bias == "taylor")
+                                 bias == "taylor", pairs)
 
     first, other = (jackknife, linear) if spec.option("var") == "jackknife" else (linear,
                                                                                  jackknife)
@@ -634,7 +711,7 @@ register_family(EstimatorFamily(
            Base("R", "required"), Base("Rprec", options=("cut",)), Base("nDCG", "optional"),
            Base("DCG", "optional"), Base("NumRel", penalty=3)),
     designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
-    compute=each_measure(estimate_ht),
+    compute=each_measure(estimate_ht), differences=differences_ht,
     options=(
         Param("var", str, "jackknife", "AP's variance: jackknife (delete-one: stratified on "
               "stratified samples, with (1 - pi) weights on the others) or linear "

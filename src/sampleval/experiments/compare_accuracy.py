@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.cli._app import split_names
-from sampleval.comparison import paired_differences
+from sampleval.comparison import pair_order, paired_differences
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -84,6 +84,39 @@ def per_topic_estimates(pools: dict[type[np.floating], Pool], sample: Sample,
     return rows.pivot(index="query_id", columns="run", values="value")[list(pool.run_names)]
 
 
+def difference_variances(pools: dict[type[np.floating], Pool], sample: Sample, measure: str,
+                         per_topic: pd.DataFrame, pairs: list[tuple[str, str]]
+                         ) -> np.ndarray | None:
+    """``[topics, pairs]`` estimated sampling variances of the per-topic differences, in
+    ``per_topic``'s topic order (None: the family gives none)."""
+    spec = parse_estimate(measure)
+    family = FAMILIES[spec.family]
+    if family.differences is None:
+        return None
+    pool = pools[family.score_type]
+    views = topic_views(pool, sample)
+    index = {name: i for i, name in enumerate(pool.run_names)}
+    at = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64)
+    _, variances = family.differences(pool.run_names, views, sample, spec, 1.0, at)
+    order = {v.pool.topic: t for t, v in enumerate(views)}
+    return variances[[order[q] for q in per_topic.index]]
+
+
+def compared(pools: dict[type[np.floating], Pool], sample: Sample, measure: str,
+             alpha: float, dfs: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """Every pair of the pools' runs (in column order) compared on ``measure`` from
+    ``sample`` as ``sampleval compare --df DF`` compares them, without correction: one
+    table per rule in ``dfs``, from the same estimates."""
+    per_topic = per_topic_estimates(pools, sample, measure)
+    pairs = pair_order(per_topic, ranked=False)
+    variances = (difference_variances(pools, sample, measure, per_topic, pairs)
+                 if "satterthwaite" in dfs else None)
+    return {df: paired_differences(per_topic, measure, correction="none", alpha=alpha,
+                                   pairs=pairs,
+                                   sampling_variance=None if df == "topics" else variances)
+            for df in dfs}
+
+
 def exact_per_topic(qrels: Qrels, runs: Sequence[Run], measure: str,
                     depth: int) -> pd.DataFrame:
     """``[topics, runs]`` exact ``measure`` at ``depth`` (trec_eval's semantics)."""
@@ -109,10 +142,12 @@ def null_runs(runs: Sequence[Run], truth: pd.DataFrame, count: int) -> list[Run]
 
 def run_experiment(runs: Sequence[Run], qrels: Qrels, *, method: str, rate: float,
                    depth: int, measures: Sequence[str], trials: int, accuracy_trials: int,
-                   n_null: int, seed: int, alpha: float = 0.05) -> tuple[pd.DataFrame,
-                                                                         pd.DataFrame]:
-    """The two tables of the module docstring: accuracy (one row per measure) and null
-    pairs (one row per measure, with :func:`null_diagnosis`)."""
+                   n_null: int, seed: int, alpha: float = 0.05,
+                   dfs: Sequence[str] = ("satterthwaite",)) -> tuple[pd.DataFrame,
+                                                                     pd.DataFrame]:
+    """The two tables of the module docstring: accuracy (one row per measure and
+    degrees-of-freedom rule in ``dfs``) and null pairs (the same, with
+    :func:`null_diagnosis`); every rule tests the same samples' estimates."""
     from scipy import stats
 
     pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
@@ -133,49 +168,50 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, method: str, rate: floa
     full_pools = {t: Pool.from_runs(runs, depth=depth, score_type=t) for t in score_types}
     null_pools = {t: Pool.from_runs(null_set, depth=depth, score_type=t) for t in score_types}
     pairs = [(o.name, c.name) for o, c in zip(originals, copies, strict=True)]
-    accuracy: dict[str, list[dict[str, float]]] = {m: [] for m in measures}
-    null: dict[str, list[np.ndarray]] = {m: [] for m in measures}
+    cells = [(m, df) for m in measures for df in dfs]
+    accuracy: dict[tuple[str, str], list[dict[str, float]]] = {c: [] for c in cells}
+    null: dict[tuple[str, str], list[np.ndarray]] = {c: [] for c in cells}
     oracle = qrels_oracle(truth_qrels)
     for trial in range(trials):
         selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(seed + trial))
         sample = simulate(selector, oracle).sample()
         for measure in measures:
             if trial < accuracy_trials:
-                est = paired_differences(per_topic_estimates(full_pools, sample, measure),
-                                         measure, correction="none", alpha=alpha,
-                                         ranked=False)
-                outcome = classify_pairs(
-                    np.sign(true_diff), true_pairs["significant"].to_numpy(),
-                    np.sign(est["diff"].to_numpy()), est["significant"].to_numpy())
-                covered = (est["lo"] <= true_diff) & (true_diff <= est["hi"])
-                accuracy[measure].append({**asdict(outcome), "accuracy": outcome.accuracy,
-                                          "coverage": float(covered.mean())})
-            every = paired_differences(per_topic_estimates(null_pools, sample, measure),
-                                       measure, correction="none", alpha=alpha, ranked=False)
-            result = every.set_index(["run_a", "run_b"]).loc[pairs]
-            quantile = stats.t.ppf(0.975, result["topics"].to_numpy() - 1)
-            null[measure].append(np.stack([result["p"].to_numpy() < alpha,
-                                           result["diff"].to_numpy(),
-                                           (result["hi"] - result["lo"]).to_numpy()
-                                           / (2 * quantile)]))
+                for df, est in compared(full_pools, sample, measure, alpha, dfs).items():
+                    outcome = classify_pairs(
+                        np.sign(true_diff), true_pairs["significant"].to_numpy(),
+                        np.sign(est["diff"].to_numpy()), est["significant"].to_numpy())
+                    covered = (est["lo"] <= true_diff) & (true_diff <= est["hi"])
+                    accuracy[measure, df].append({**asdict(outcome),
+                                                  "accuracy": outcome.accuracy,
+                                                  "coverage": float(covered.mean())})
+            for df, every in compared(null_pools, sample, measure, alpha, dfs).items():
+                result = every.set_index(["run_a", "run_b"]).loc[pairs]
+                quantile = stats.t.ppf(0.975, result["df"].to_numpy())
+                null[measure, df].append(np.stack([result["p"].to_numpy() < alpha,
+                                                   result["diff"].to_numpy(),
+                                                   (result["hi"] - result["lo"]).to_numpy()
+                                                   / (2 * quantile),
+                                                   result["df"].to_numpy()]))
         print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
-    acc_table = pd.DataFrame([{"measure": m, **pd.DataFrame(rows).mean().to_dict()}
-                              for m, rows in accuracy.items() if rows])
+    acc_table = pd.DataFrame([{"measure": m, "df": df, **pd.DataFrame(rows).mean().to_dict()}
+                              for (m, df), rows in accuracy.items() if rows])
     null_table = pd.DataFrame([{
-        "measure": m, "pairs": len(pairs), "trials": len(v),
+        "measure": m, "df": df, "pairs": len(pairs), "trials": len(v),
         "false_positive_rate": float(np.mean([x[0] for x in v])),
         "se": float(np.std([x[0].mean() for x in v], ddof=1) / np.sqrt(len(v)))
         if len(v) > 1 else float("nan"),
         "mean_diff": float(np.mean([x[1] for x in v])),
+        "mean_df": float(np.mean([x[3] for x in v])),
         **null_diagnosis(np.stack(v)),
-    } for m, v in null.items()])
+    } for (m, df), v in null.items()])
     return acc_table, null_table
 
 
 def null_diagnosis(trials: np.ndarray) -> dict[str, float]:
     """Why the null pairs' test rejects more (or less) often than alpha, from ``trials``
-    ``[trials, 3, pairs]`` (rejected, the estimated difference of the means, the paired
-    test's standard error s/sqrt(T)): per pair over the trials, the mean difference over
+    ``[trials, 4, pairs]`` (rejected, the estimated difference of the means, the paired
+    test's standard error s/sqrt(T), its degrees of freedom): per pair over the trials, the mean difference over
     its spread (``bias_sd``, root mean square over the pairs: a bias the test takes for a
     difference) and the mean standard error over that spread (``se_sd``, mean over the
     pairs: below 1, the test's denominator is too small)."""
@@ -199,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="estimators of AP, comma-separated (default AP~ht,xinfAP)")
     parser.add_argument("--null-runs", type=int, default=10,
                         help="runs paired with their equal-grade copy (default 10)")
+    parser.add_argument("--df", default="satterthwaite",
+                        help="the paired test's degrees of freedom, comma-separated to "
+                             "compare rules on the same samples: satterthwaite (compare's "
+                             "default), topics (T - 1) (default satterthwaite)")
     args = parser.parse_args(argv)
     runs, qrels = read_round5(args.data)
     start = time.perf_counter()
@@ -206,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs, qrels, method=args.method, rate=args.rate, depth=args.depth,
         measures=split_names([args.measures]),
         trials=args.trials, accuracy_trials=min(args.accuracy_trials, args.trials),
-        n_null=args.null_runs, seed=args.seed)
+        n_null=args.null_runs, seed=args.seed, dfs=split_names([args.df]))
     print(f"TREC-COVID round 5: {len(runs)} runs, depth {args.depth}, {args.method} at rate "
           f"{args.rate}, {args.trials} trials ({min(args.accuracy_trials, args.trials)} with "
           f"every pair), {time.perf_counter() - start:.0f} s")
