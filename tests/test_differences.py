@@ -214,7 +214,7 @@ def test_compare_uses_the_difference_variances(
     """On a sample, compare's df comes from the ht family's difference variances (below
     T - 1 for some pair); on a census every df is T - 1 and the test is scipy's paired
     t-test; ``df="topics"`` is always T - 1."""
-    runs, qrels, pool, truth = judged_collection
+    runs, _, pool, truth = judged_collection
     census = Sample("census", truth[["query_id", "doc_id", "relevance"]].assign(
         stratum="1", inclusion=1.0))
     table = compare(census, runs, "AP~ht", correction="none", depth=30)
