@@ -71,8 +71,7 @@ per topic.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
@@ -107,7 +106,13 @@ class _RunDocs(NamedTuple):
 
 
 BIASES = ("taylor", "jackknife", "none")
-Estimator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int | None], HTEstimate]
+class Estimator(Protocol):
+    """A core estimator: (y, pi, pi_joint, ranks, cutoff) -> per run; with ``pairs``, per
+    pair's difference."""
+
+    def __call__(self, y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray,
+                 ranks: np.ndarray, cutoff: int | None, /, *,
+                 pairs: np.ndarray | None = None) -> HTEstimate: ...
 
 
 # -- the array-level core ------------------------------------------------------------------
@@ -670,7 +675,7 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
         return r_precision(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
                            spec.cutoff, spec.option("cut"), pairs)
     return estimator(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
-                     spec.cutoff, pairs)
+                     spec.cutoff, pairs=pairs)
 
 
 def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray,
