@@ -234,11 +234,13 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     importance samples and with-replacement samples with draws but no rounds.
 
     Why, on active samples: the per-draw form stays unbiased under adaptive draws, where
-    ``~ht``'s is not, but for P@10 its rms error is 2-5 times ``~ht``'s (draws spread over
-    the whole pool; power tuning cannot do better than lam = 0, the per-draw estimate), while
-    for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the per-draw form's rms is
-    0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are
-    ratios with the same adaptive denominator as AP and follow it (not measured)."""
+    ``~ht``'s is not (provided every round can draw every document: ``active``'s default
+    ``floor=0`` lets a later round give a few documents probability 0), but for P@10 its rms
+    error is 2-5 times ``~ht``'s (draws spread over the whole pool; power tuning cannot do
+    better than lam = 0, the per-draw estimate), while for AP, whose ``~ht`` estimate is
+    biased there by +0.02-0.03, the per-draw form's rms is 0.5-0.7 of ``~ht``'s
+    (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are ratios with the same
+    adaptive denominator as AP and follow it (not measured)."""
     if sample.design == "importance" or (
             sample.design == "with-replacement"
             and (sample.rounds is None or sample.round_probs is None)):
