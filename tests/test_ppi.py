@@ -24,7 +24,7 @@ from sampleval.estimators.base import topic_views
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import estimate_ppi, minimising, ppi_values, topic_data
 from sampleval.evaluation import evaluate
-from sampleval.experiments.ppi_efficiency import matching_budget
+from sampleval.experiments import ppi_efficiency
 from sampleval.io import write_qrels, write_run
 from sampleval.io.predictions import read_predictions, write_predictions
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
@@ -247,6 +247,58 @@ def test_tuning_and_form_options(judged_collection: tuple[list[Run], Qrels, Pool
     assert parse_estimate("p@10~PPI(Tuning=None)").name == "P@10~ppi(tuning=none)"
 
 
+def test_uncorrected_is_bias_none(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]
+                                  ) -> None:
+    """One computation gives AP~ppi with and without the ratio-bias correction: its
+    ``uncorrected`` is bias=none's estimate (same lam, same variance)."""
+    runs, qrels, pool, truth = judged_collection
+    sample = sample_of(pool, qrels, "stratified")
+    noisy = Predictions.from_frame(flipped(truth, 0.3, np.random.default_rng(0)))
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
+    taylor = ppi_values(parse_estimate("AP~ppi"), [topic_data(v, sample, "ht") for v in views],
+                        1.0)
+    plain = ppi_values(parse_estimate("AP~ppi(bias=none)"),
+                       [topic_data(v, sample, "ht") for v in views], 1.0)
+    np.testing.assert_array_equal(taylor.uncorrected, plain.value)
+    np.testing.assert_array_equal(taylor.variance, plain.variance)
+    assert np.abs(taylor.value - plain.value).max() > 0  # the correction is not nothing
+    np.testing.assert_array_equal(plain.uncorrected, plain.value)
+
+
+def test_pair_sums_over_draws_from_the_definition() -> None:
+    """AP's pair sum over draws (W_kl = a_k a_l, factorised and summed in rank order) and
+    each draw's linearised value, against the double sum written out: repeated draws of one
+    document (never each other's pair), documents some runs did not retrieve, a cutoff."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        frame, n, n_runs = int(rng.integers(2, 15)), int(rng.integers(1, 25)), 3
+        x, probs = rng.integers(0, frame, n), rng.uniform(0.02, 0.3, n)
+        frame_ranks = np.zeros((n_runs, frame), dtype=np.int64)
+        for r in range(n_runs):
+            kept = rng.random(frame) < 0.7
+            frame_ranks[r, kept] = rng.permutation(int(kept.sum())) + 1
+        ranks = frame_ranks[:, x]
+        pair_weight = 1.0 / (max(n * (n - 1), 1) * np.outer(probs, probs))
+        units = ppi.Units("draws", x, 1.0 / (n * probs),
+                          factor=1.0 / (np.sqrt(max(n * (n - 1), 1)) * probs))
+        values, diagonal = rng.random((2, n)), rng.random((2, n))
+        for cut in (None, 4):
+            sums, shares = ppi._pair_sums(values, diagonal, ranks, units, cut)
+            for c in range(2):
+                for r in range(n_runs):
+                    inside = (ranks[r] > 0) & (ranks[r] <= (cut or frame))
+                    x_kl = np.zeros((n, n))
+                    for k in np.flatnonzero(inside):
+                        x_kl[k, k] = units.weight[k] * diagonal[c, k] / ranks[r, k]
+                        for j in np.flatnonzero(inside & (ranks[r] < ranks[r, k])):
+                            x_kl[k, j] = pair_weight[k, j] * values[c, k] * values[c, j
+                                                                                   ] / ranks[r, k]
+                    assert sums[c, r] == pytest.approx(x_kl.sum(), rel=1e-12, abs=1e-12)
+                    own = np.diagonal(x_kl)
+                    linear = own + (x_kl + x_kl.T).sum(axis=1) - 2 * own
+                    np.testing.assert_allclose(shares[c, r], linear, rtol=1e-12, atol=1e-12)
+
+
 # -- requests, predictions and their reader ---------------------------------------------------
 
 def test_ppi_needs_predictions_and_is_never_a_default(
@@ -414,11 +466,36 @@ def test_matching_budget() -> None:
     rows += [("half", "P@10~ppi", r, e) for r, e in ((0.05, 0.03), (0.1, 0.01))]
     rows += [("bad", "P@10~ppi", r, e) for r, e in ((0.05, 0.05), (0.1, 0.03))]
     sweep = pd.DataFrame(rows, columns=["predictor", "measure", "rate", "rms"])
-    got = matching_budget(sweep, 0.1).set_index("predictor")
+    got = ppi_efficiency.matching_budget(sweep, 0.1).set_index("predictor")
     assert got.loc["good", "budget"] == 0.05 and got.loc["good", "at_most"]
     assert got.loc["half", "budget"] == pytest.approx(0.075)  # 0.03 -> 0.01: 0.02 halfway
     assert got.loc["half", "saved"] == pytest.approx(0.25)
     assert np.isnan(got.loc["bad", "budget"])
+
+
+def test_study_resumes_with_an_added_measure(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], tmp_path: Path) -> None:
+    """A measure with estimator options is recorded under its own name, its truth the
+    measure's; a run resumed with a measure it lacks computes it for the trials already done
+    (the same seeds, the same samples): the same estimates as a run that had it from the
+    start."""
+    _, qrels, pool, _ = judged_collection
+    args = (pool, qrels, "stratified", {}, 0.3, 2)
+    raw = tmp_path / "resumed.npz"
+    ppi_efficiency.run(*args, ["P@10"], ["noise"], 5, raw=raw)
+    both = ["P@10", "AP(bias=none)", "AP"]
+    table = ppi_efficiency.run(*args, both, ["noise"], 5, raw=raw)
+    ppi_efficiency.run(*args, both, ["noise"], 5, raw=tmp_path / "fresh.npz")
+    truths, resumed, _, _ = ppi_efficiency.load_raw(raw)
+    _, fresh, _, _ = ppi_efficiency.load_raw(tmp_path / "fresh.npz")
+    assert set(resumed) == set(fresh)
+    for key in fresh:
+        np.testing.assert_array_equal(np.array(resumed[key]), np.array(fresh[key]))
+    np.testing.assert_array_equal(truths["AP(bias=none)"], truths["AP"])
+    assert not np.array_equal(resumed[("noise", "AP")], resumed[("noise", "AP(bias=none)")])
+    assert set(table["measure"]) == {"P@10~ht", "P@10~ppi", "AP(bias=none)~ht",
+                                     "AP(bias=none)~ppi", "AP~ht", "AP~ppi"}
+    assert (table["trials"] == 2).all()
 
 
 # -- the seeded predictors -------------------------------------------------------------------------

@@ -141,14 +141,17 @@ class Units:
     """What a topic's estimate sums over: the judged documents (``ht``), the draws
     (``draws``) or the frame's documents all weighing 1 (``census``, for the predictions'
     frame totals). ``index``: each unit's frame position; ``weight``: W_k; ``pair``: W_kl
-    (``[m, m]``, diagonal unused; None: 1 for every pair); ``delta``: the HT variance weights
-    1 - pi_k pi_l / pi_kl (``ht`` only)."""
+    (``[m, m]``, diagonal unused; None: ``factor``'s, or 1 for every pair); ``factor``: a_k
+    with W_kl = a_k a_l for units of two different documents (draws; two draws of one
+    document are never a pair of AP's sum, which takes documents ranked strictly above);
+    ``delta``: the HT variance weights 1 - pi_k pi_l / pi_kl (``ht`` only)."""
 
     kind: str
     index: np.ndarray
     weight: np.ndarray
     pair: np.ndarray | None = None
     delta: np.ndarray | None = None
+    factor: np.ndarray | None = None
 
     def forms(self, vectors: list[np.ndarray]) -> np.ndarray:
         """``[k, k, n_runs]``: the design's variance form of every pair of the per-unit values
@@ -190,8 +193,9 @@ class TopicData:
     """One topic, ready for any measure: the sample's units with their raw labels and
     predictions, ``[n_runs, m]`` ranks (0: not retrieved) and the first unit of each distinct
     document (``distinct``), and the predictions' frame (:class:`FrameData`). ``geometry``
-    caches what AP's pair sums take from the units and ranks alone (shared by every
-    predictor estimated on the same units)."""
+    caches what AP's pair sums take from the units and ranks alone, ``label_sums`` the
+    labels' own pair sums (both shared by every predictor estimated on the same units and
+    labels)."""
 
     units: Units
     labels: np.ndarray
@@ -201,15 +205,20 @@ class TopicData:
     frame: FrameData
     geometry: dict[int | None, tuple[np.ndarray, ...]] = field(default_factory=dict,
                                                               compare=False)
+    label_sums: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False)
 
 
 class PPIResult(NamedTuple):
-    """Per-topic estimates and their variances (``[topics, n_runs]``) and the lam each used
-    (``[topics, 2, n_runs]``: in the numerator, in the denominator)."""
+    """Per-topic estimates and their variances (``[topics, n_runs]``), the lam each used
+    (``[topics, 2, n_runs]``: in the numerator, in the denominator) and the estimates
+    before the ratio-bias correction (``uncorrected``: ``bias=none``'s, with the same lam
+    and variance; equal to ``value`` where no correction was asked for)."""
 
     value: np.ndarray
     variance: np.ndarray
     lam: np.ndarray
+    uncorrected: np.ndarray
 
 
 # -- units of each form ---------------------------------------------------------------------
@@ -225,11 +234,13 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     importance samples and with-replacement samples with draws but no rounds.
 
     Why, on active samples: the per-draw form stays unbiased under adaptive draws, where
-    ``~ht``'s is not, but for P@10 its rms error is 2-5 times ``~ht``'s (draws spread over
-    the whole pool; power tuning cannot do better than lam = 0, the per-draw estimate), while
-    for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the per-draw form's rms is
-    0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are
-    ratios with the same adaptive denominator as AP and follow it (not measured)."""
+    ``~ht``'s is not (provided every round can draw every document: ``active``'s default
+    ``floor=0`` lets a later round give a few documents probability 0), but for P@10 its rms
+    error is 2-5 times ``~ht``'s (draws spread over the whole pool; power tuning cannot do
+    better than lam = 0, the per-draw estimate), while for AP, whose ``~ht`` estimate is
+    biased there by +0.02-0.03, the per-draw form's rms is 0.5-0.7 of ``~ht``'s
+    (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are ratios with the same
+    adaptive denominator as AP and follow it (not measured)."""
     if sample.design == "importance" or (
             sample.design == "with-replacement"
             and (sample.rounds is None or sample.round_probs is None)):
@@ -295,20 +306,21 @@ def topic_datas(view: TopicView, sample: Sample, form: str, predictions: list[np
     distinct = np.unique(units.index, return_index=True)[1]  # a document drawn twice: once
     labels, ranks = view.sample.labels[units.index], view.rank_of(units.index)
     geometry: dict[int | None, tuple[np.ndarray, ...]] = {}
-    return [TopicData(units, labels, predicted[units.index], ranks, distinct, frame, geometry)
+    label_sums: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
+    return [TopicData(units, labels, predicted[units.index], ranks, distinct, frame, geometry,
+                      label_sums)
             for predicted, frame in zip(predictions, frames, strict=True)]
 
 
 def _draw_units(sample: Sample, view: TopicView) -> Units:
-    """The draws as units: W_k = 1/(n p_k); W_kl = 1/(n (n-1) p_k p_l), 0 for two draws of
-    one document."""
+    """The draws as units: W_k = 1/(n p_k); W_kl = 1/(n (n-1) p_k p_l) = a_k a_l for two
+    draws of different documents (0 for two draws of one document, which share a rank)."""
     if sample.draws is None:
         raise UsageError("the per-draw form needs the sample's draws with their probabilities")
     x, probs = topic_draws(sample, view)
     n = len(x)
-    pair = np.where(x[:, None] == x[None, :], 0.0,
-                    1.0 / (max(n * (n - 1), 1) * np.outer(probs, probs)))
-    return Units("draws", x, 1.0 / (n * probs), pair)
+    return Units("draws", x, 1.0 / (n * probs),
+                 factor=1.0 / (np.sqrt(max(n * (n - 1), 1)) * probs))
 
 
 # -- sums over units --------------------------------------------------------------------------
@@ -334,19 +346,26 @@ def _pair_sums(values: np.ndarray, diagonal: np.ndarray, ranks: np.ndarray, unit
         cached = _pair_geometry(ranks, units, cutoff)
         if geometry is not None:
             geometry[cutoff] = cached
-    doc, real, inverse, own_weight, arranged = cached
+    doc, real, inverse, own_weight, arranged, *groups = cached
     v = np.where(real, values[:, doc], 0.0)  # [c, n_runs, K]
     own = own_weight * diagonal[:, doc]
     shares = np.zeros((len(values), *ranks.shape))
-    if units.pair is None:  # a census: every document once, every pair weighs 1
+    if units.pair is None and units.factor is None:  # a census: every pair weighs 1
         order = arranged[None]
         ranked = np.take_along_axis(v, order, axis=2)
         above = np.empty_like(ranked)
         np.put_along_axis(above, order, np.cumsum(ranked, axis=2) - ranked, axis=2)
         return (own + v * inverse * above).sum(axis=2), shares
-    weights = arranged
-    off = v * inverse * np.moveaxis(weights @ np.moveaxis(v, 0, -1), -1, 0)
-    below = np.moveaxis(np.swapaxes(weights, 1, 2) @ np.moveaxis(v * inverse, 0, -1), -1, 0)
+    if units.factor is not None:  # W_kl = a_k a_l: sums over the units ranked above, below
+        start, end = groups
+        a = np.where(real, units.factor[doc], 0.0)
+        off = v * inverse * a * _ranked_sums(a * v, arranged, start, end, above=True)
+        below = a * _ranked_sums(a * v * inverse, arranged, start, end, above=False)
+    else:
+        weights = arranged
+        off = v * inverse * np.moveaxis(weights @ np.moveaxis(v, 0, -1), -1, 0)
+        below = np.moveaxis(np.swapaxes(weights, 1, 2) @ np.moveaxis(v * inverse, 0, -1),
+                            -1, 0)
     for j in range(len(values)):
         np.put_along_axis(shares[j], doc, np.where(real, own[j] + off[j] + v[j] * below[j],
                                                    0.0), axis=1)
@@ -357,20 +376,51 @@ def _pair_geometry(ranks: np.ndarray, units: Units, cutoff: int | None
                    ) -> tuple[np.ndarray, ...]:
     """What :func:`_pair_sums` takes from the ranks and units: each run's documents within
     the cutoff (``[n_runs, K]`` unit index), which are real (not padding), 1/rank, W_kk/rank,
-    and the pair weights W_kl of l ranked above k (``[n_runs, K, K]``), or for a census each
-    run's documents in rank order."""
+    and the pair weights W_kl of l ranked above k (``[n_runs, K, K]``); or, where the pair
+    weights factor (a census, draws), each run's documents in rank order, and for draws the
+    first and last position in that order of each rank's group (the draws of one
+    document)."""
     docs = _run_docs(ranks, cutoff)
     rank = docs.rank[..., 0]
     real = rank > 0
     inverse = np.divide(1.0, rank, out=np.zeros(rank.shape), where=real)
     own_weight = np.where(real, units.weight[docs.doc], 0.0) * inverse
     if units.pair is None:
-        order = np.argsort(np.where(real, rank, np.iinfo(np.int64).max), axis=1,
-                           kind="stable")
-        return docs.doc, real, inverse, own_weight, order
+        padded = np.where(real, rank, np.iinfo(np.int64).max)
+        order = np.argsort(padded, axis=1, kind="stable")
+        if units.factor is None:
+            return docs.doc, real, inverse, own_weight, order
+        ranked = np.take_along_axis(padded, order, axis=1)
+        positions = np.broadcast_to(np.arange(ranked.shape[1]), ranked.shape)
+        first = np.ones(ranked.shape, dtype=bool)
+        first[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+        last = np.ones(ranked.shape, dtype=bool)
+        last[:, :-1] = first[:, 1:]
+        start = np.maximum.accumulate(np.where(first, positions, 0), axis=1)
+        end = np.minimum.accumulate(np.where(last, positions, ranked.shape[1])[:, ::-1],
+                                    axis=1)[:, ::-1]
+        return docs.doc, real, inverse, own_weight, order, start, end
     weights = units.pair[docs.doc[:, :, None], docs.doc[:, None, :]]
     upper = real[:, None, :] & (rank[:, None, :] < rank[:, :, None])  # [r, k, l]: l above k
     return docs.doc, real, inverse, own_weight, np.where(upper, weights, 0.0)
+
+
+def _ranked_sums(values: np.ndarray, order: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 above: bool) -> np.ndarray:
+    """For each run's documents (``values [c, n_runs, K]``): the sum of ``values`` over the
+    documents ranked strictly above (``above``) or strictly below, through cumulative sums
+    in rank order (``order``; ``start``, ``end``: the first and last position of each
+    position's rank in that order, so that draws of one document, which share a rank, are
+    never each other's pair)."""
+    cumulative = np.cumsum(np.take_along_axis(values, order[None], axis=2), axis=2)
+    if above:
+        ranked = np.where(start > 0, np.take_along_axis(
+            cumulative, np.maximum(start - 1, 0)[None], axis=2), 0.0)
+    else:
+        ranked = cumulative[..., -1:] - np.take_along_axis(cumulative, end[None], axis=2)
+    out = np.empty_like(ranked)
+    np.put_along_axis(out, np.broadcast_to(order[None], ranked.shape), ranked, axis=2)
+    return out
 
 
 class Parts(NamedTuple):
@@ -444,8 +494,12 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
     frame_r = frame_f.sum()
     found = y[data.distinct].sum()  # the relevant documents judged: R is at least that
     if spec.base == "AP":
-        (n_y, n_f), (num_y, num_f) = _pair_sums(np.stack([y, f]), np.stack([y * y, f]), ranks,
-                                                units, cut, data.geometry)
+        key = ("AP", cut, level)
+        if key not in data.label_sums:  # the same for every predictor
+            sums, shares = _pair_sums(y[None], (y * y)[None], ranks, units, cut, data.geometry)
+            data.label_sums[key] = (sums[0], shares[0])
+        n_y, num_y = data.label_sums[key]
+        (n_f,), (num_f,) = _pair_sums(f[None], f[None], ranks, units, cut, data.geometry)
         frame_n = frame_total("pairs", lambda: _pair_sums(
             frame_f[None], frame_f[None], frame_ranks, data.frame.units, cut)[0][0])
     elif spec.base == "R":
@@ -519,7 +573,7 @@ def _grade_shares(values: np.ndarray, grades: np.ndarray) -> np.ndarray:
 def predictions_alone(spec: EstimateSpec, level: float, data: TopicData) -> np.ndarray:
     """The measure of the predictions alone, with no sample (every label replaced by its
     prediction; biased wherever they are): ``[n_runs]``, for contrast in experiments."""
-    blind = replace(data, labels=data.predicted)
+    blind = replace(data, labels=data.predicted, label_sums={})
     return topic_estimate(spec, level, blind)(np.ones((2, data.ranks.shape[0]))).value
 
 
@@ -546,6 +600,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
             gram[t] = forms[1:, 1:].sum(axis=-1)
         lam[:] = tuned(gram, cross, tuning)[:, :, None]
     values, variances = np.zeros((len(topics), n_runs)), np.zeros((len(topics), n_runs))
+    corrected = np.zeros((len(topics), n_runs))
     for t, (data, at) in enumerate(zip(topics, estimates, strict=True)):
         parts = at(lam[t])
         if not parts.defined.all():  # the correction went astray: ~ht's estimate there
@@ -555,9 +610,11 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         u = parts.u_y - lam[t, 0][:, None] * parts.u_f[0] - lam[t, 1][:, None] * parts.u_f[1]
         variances[t] = data.units.forms([u])[0, 0]
         if bias == "taylor" and parts.den is not None:
-            values[t] -= taylor_bias(data.units, u, parts.den[0] - lam[t, 1][:, None]
-                                     * parts.den[1])
-    return PPIResult(values, variances, lam)
+            corrected[t] = values[t] - taylor_bias(data.units, u, parts.den[0]
+                                                   - lam[t, 1][:, None] * parts.den[1])
+        else:
+            corrected[t] = values[t]
+    return PPIResult(corrected, variances, lam, values)
 
 
 def taylor_bias(units: Units, u: np.ndarray, den: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ made once for all trials (:class:`FixedPredictions`).
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -56,6 +57,7 @@ from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import (
     FORMS,
     FrameData,
+    PPIResult,
     TopicData,
     frame_data,
     ppi_values,
@@ -66,7 +68,7 @@ from sampleval.estimators.ppi import (
 from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.estimates import mean_over_topics
 from sampleval.experiments.truth import compute_truth
-from sampleval.measures.names import parse_measure
+from sampleval.measures.names import parse_measure, split_measures
 from sampleval.params import parse_assignments
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.base import Oracle
@@ -157,17 +159,26 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
             out[("ht", measure)] = (rows["value"].to_numpy(),
                                     (rows["hi"] - rows["value"]).to_numpy())
     per_form: dict[str, list[list[TopicData]]] = {}
+    results: dict[tuple[object, ...], PPIResult] = {}
     for measure in measures:
         spec = parse_estimate(f"{measure}~ppi")
         chosen = form or sample_form(sample, spec.base)
         if chosen not in per_form:
             per_form[chosen] = [topic_datas(view, sample, chosen, *fixed.for_view(view))
                                 for view in views]
+        # AP with and without the ratio-bias correction: one computation (PPIResult)
+        corrects = spec.base == "AP" and spec.option("bias") == "taylor"
+        shared = (chosen, spec.base, spec.cutoff,
+                  tuple(o for o in spec.options if o[0] != "bias"))
         for p, name in enumerate(fixed.predictions):
             topics = [datas[p] for datas in per_form[chosen]]
-            result = ppi_values(spec, topics, level)
-            out[(name, measure)] = _means(names, views, spec.name, result.value,
-                                          result.variance)
+            if (*shared, p) not in results:
+                results[(*shared, p)] = ppi_values(
+                    spec, topics, level, spec.option("tuning"),
+                    bias="taylor" if spec.base == "AP" else None)
+            result = results[(*shared, p)]
+            out[(name, measure)] = _means(names, views, spec.name, result.value if corrects
+                                          else result.uncorrected, result.variance)
             if alone:
                 blind = np.array([predictions_alone(spec, level, t) for t in topics])
                 out[(f"alone:{name}", measure)] = _means(names, views, spec.name, blind,
@@ -189,12 +200,18 @@ class Setup(NamedTuple):
     guiding: dict[str, Predictions]
 
 
+def measured(entry: str) -> str:
+    """The measure an entry of ``measures`` estimates: ``AP(bias=none)`` (``AP~ht(bias=none)``
+    and ``AP~ppi(bias=none)``, recorded under that name) estimates AP."""
+    return str(parse_measure(re.sub(r"\([^()]*\)", "", entry)))
+
+
 def study_setup(pool: Pool, qrels: Qrels, measures: Sequence[str],
                 predictor_names: Sequence[str], seed: int, guide: str | None) -> Setup:
     """The :class:`Setup` of :func:`run`'s arguments, made once for every rate."""
-    exact = compute_truth(pool, qrels, [parse_measure(m) for m in measures], [])
-    truth = {m: mean_over_topics(exact.pool[str(parse_measure(m))], exact.present)
-             for m in measures}
+    plain = list(dict.fromkeys(measured(m) for m in measures))
+    exact = compute_truth(pool, qrels, [parse_measure(m) for m in plain], [])
+    truth = {m: mean_over_topics(exact.pool[measured(m)], exact.present) for m in measures}
     predictions = make_predictions(pool, qrels, predictor_names, seed)
     if guide is not None and guide not in predictions:
         raise UsageError(f"the guide {guide!r} is not among the predictors")
@@ -214,7 +231,8 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
     called with the number of trials done; ``raw``: an .npz file rewritten after every
     trial with every estimate so far (:func:`load_raw`), so that a run cut short still
     yields its trials; when it exists, its trials are kept and the run goes on from there
-    (the same arguments are assumed); ``setup``: :func:`study_setup`'s, if already made; ``form``: the ``~ppi`` form (default the sample's). Without ``~ht`` (an importance sample) there is no ``ht`` row and
+    (the same arguments are assumed; a measure it lacks is computed for the trials already
+    done, whose seeds give the same samples); ``setup``: :func:`study_setup`'s, if already made; ``form``: the ``~ppi`` form (default the sample's). Without ``~ht`` (an importance sample) there is no ``ht`` row and
     the ratios are NaN."""
     truth, fixed, oracle, guiding = setup or study_setup(pool, qrels, measures,
                                                          predictor_names, seed, guide)
@@ -222,14 +240,15 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
     halves: Trials = {}
     if raw is not None and raw.exists():  # resume: the trials already done are kept
         _, values, halves, _ = load_raw(raw)
-    done = max((len(v) for k, v in values.items() if not k[0].startswith("alone:")),
-               default=0)
-    for trial in range(done, trials):
+    done = {m: max((len(v) for k, v in values.items()
+                    if k[1] == m and not k[0].startswith("alone:")), default=0)
+            for m in measures}
+    for trial in range(min(done.values(), default=trials), trials):
+        todo = [m for m in measures if done[m] <= trial]  # a measure added on resuming
         selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(
             seed + trial), **guiding, **params)
         sample = simulate(selector, oracle).sample()
-        estimates = trial_estimates(pool, sample, measures, fixed, alone=trial == 0,
-                                    form=form)
+        estimates = trial_estimates(pool, sample, todo, fixed, alone=trial == 0, form=form)
         for key, (value, half) in estimates.items():
             values.setdefault(key, []).append(value)
             halves.setdefault(key, []).append(half)
@@ -427,7 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="selection method, NAME or NAME:KEY=VALUE;KEY=VALUE "
                              "(default stratified)")
     parser.add_argument("--measures", default="P@10,AP",
-                        help="comma-separated measures (default P@10,AP)")
+                        help="comma-separated measures (default P@10,AP), each with the "
+                             "estimators' options if any, recorded under that name: "
+                             "'P@10,AP,AP(bias=none)'")
     parser.add_argument("--predictors", default=",".join(PREDICTORS),
                         help=f"comma-separated predictors (default all: "
                              f"{', '.join(PREDICTORS)})")
@@ -455,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(width=160)
     method, _, given = args.method.partition(":")
-    measures = [m.strip() for m in args.measures.split(",") if m.strip()]
+    measures = split_measures(args.measures)
     names = [p.strip() for p in args.predictors.split(",") if p.strip()]
     rates = ([float(r) for r in args.rates.split(",")] if args.rates else [args.rate])
     if args.rates and not any(np.isclose(r, args.reference) for r in rates):
