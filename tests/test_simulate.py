@@ -5,6 +5,7 @@ independent of --jobs and the backend, resuming after Ctrl-C, and the report."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -384,21 +385,32 @@ def test_results_do_not_depend_on_jobs_or_backend(collection: tuple[list[Run], Q
         pd.testing.assert_frame_equal(tables[name][1], tables["one"][1])
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
 def test_ctrl_c_keeps_finished_trials_and_the_same_command_resumes(
-        collection: tuple[list[Run], Qrels], files: tuple[Path, Path], tmp_path: Path) -> None:
+        collection: tuple[list[Run], Qrels], files: tuple[Path, Path], tmp_path: Path,
+        jobs: int) -> None:
+    """jobs 1: SIGINT to the main process; jobs 2: to the whole process group, as a
+    terminal's Ctrl-C does (the workers too): every process is gone within seconds."""
     runs_dir, qrels_path = files
     out = tmp_path / "resumed"
     command = [str(SAMPLEVAL), "simulate", str(runs_dir), "--qrels", str(qrels_path),
                "--methods", "uniform,stratified,mtf,depth-k", "--rates", "0.1,0.2,0.3,0.4",
                "--trials", "2", "--measures", "AP,P@10", "--depth", str(DEPTH),
-               "--no-report", "-o", str(out)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+               "--jobs", str(jobs), "--no-report", "-o", str(out)]
+    process = subprocess.Popen(  # Ctrl-C as in a terminal, even if pytest runs in the
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,  # background
+        start_new_session=True, preexec_fn=_default_sigint)  # (where it is ignored)
     deadline = time.monotonic() + 120
     while not list(out.glob("parts/*/*.rows.parquet")) and time.monotonic() < deadline:
         time.sleep(0.01)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    if jobs == 1:
+        process.send_signal(signal.SIGINT)
+    else:
+        os.killpg(process.pid, signal.SIGINT)
+    sent = time.monotonic()
+    _, stderr = process.communicate(timeout=60)  # returns once every process holding the
+    assert time.monotonic() - sent < 15  # pipes (the workers too) is gone
+    assert "Traceback" not in stderr
     assert process.returncode == 2, stderr
     assert "run the same command again to resume" in stderr
     assert stderr.strip().endswith("sampleval: error: interrupted")
@@ -418,6 +430,35 @@ def test_ctrl_c_keeps_finished_trials_and_the_same_command_resumes(
                                   pd.read_csv(tmp_path / "whole" / "summary.csv").drop(
                                       columns=timing))
     assert not (out / "report.html").exists()  # --no-report
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_stopping_the_pool_ends_running_workers() -> None:
+    """backends._stop ends workers in the middle of a task (Python 3.11's shutdown forgets
+    its processes: read after it, they were left running, and the interpreter's exit
+    waited for their tasks), and workers started while SIGINT is held begin with it
+    blocked (a Ctrl-C to the process group cannot interrupt their start-up)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from sampleval.experiments.backends import _sigint_held, _stop
+
+    executor = ProcessPoolExecutor(max_workers=2,
+                                   mp_context=multiprocessing.get_context("spawn"))
+    with _sigint_held():
+        mask = executor.submit(signal.pthread_sigmask, signal.SIG_BLOCK, [])
+        for _ in range(2):
+            executor.submit(time.sleep, 120)
+    assert signal.SIGINT in mask.result(timeout=60)
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # restored
+    processes = list(executor._processes.values())
+    started = time.monotonic()
+    _stop(executor)
+    assert time.monotonic() - started < 10
+    assert all(not p.is_alive() for p in processes)
 
 
 def _trials_held(out: Path) -> int:

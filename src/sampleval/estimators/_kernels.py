@@ -147,38 +147,24 @@ def nist_pass(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.ndarray
 
 
 @numba.njit(cache=True)
-def _nist_continue(row: np.ndarray, stratum: np.ndarray, labels: np.ndarray,
-                   sampled_index: np.ndarray, level: float, start: int, skip: int,
-                   d: np.ndarray, s: np.ndarray, rels: np.ndarray, sap: np.ndarray) -> None:
-    """sample_eval's pass over one run's ``row`` from rank ``start`` on, continuing from the
-    counts ``d``, ``s``, ``rels`` and sums ``sap`` (updated in place), frame document
-    ``skip`` taken as not sampled (-1: none)."""
-    terms = np.empty(len(d))
-    for k in range(start, len(row)):
-        f = row[k]
-        if f < 0 or stratum[f] < 0:
-            continue
-        h = stratum[f]
-        sampled = sampled_index[f] >= 0 and f != skip
-        if sampled and labels[f] >= level:
-            for g in range(len(d)):
-                terms[g] = d[g] * (rels[g] + _REL_EPS) / (s[g] + _SMP_EPS)
-            sap[h] += (1.0 + pairwise_sum(terms)) / (k + 1)
-            rels[h] += 1
-        d[h] += 1
-        if sampled:
-            s[h] += 1
-
-
-@numba.njit(cache=True)
 def nist_replicates(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.ndarray,
                     sampled_index: np.ndarray, level: float, scale: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The delete-one replicates of sample_eval's precision sums: with sampled document j
     (j counting the sampled documents in frame order) taken as not sampled, ``total[r, j]``
     = sum_h scale_h SAP_h of run r and ``own[r, j]`` = SAP_{h(j)}, the sum in j's own stratum
-    (whose scale the replicate changes). A run's pass is redone from the rank of each sampled
-    document it retrieved; for the others it is the run's own pass."""
+    (whose scale the replicate changes); a run that did not retrieve j keeps its own sums.
+
+    Taking j (stratum g, rank k_j, delta = 1 if relevant else 0) out of the sample leaves
+    every count above a rank unchanged but g's: at each later relevant sampled rank k the
+    term d_g (s_g + eps) / (m_g + eps) of the precision above it becomes d_g (s_g - delta +
+    eps) / (m_g - 1 + eps), a change c_g(delta) that depends only on g's counts above k, and
+    j's own precision (if relevant) goes. c_g is constant between two documents of g, so one
+    pass per run sums, for each (g, delta), c_g times the weight scale_h/k of the relevant
+    ranks k of each such stretch (``total``; ``own``: only the ranks in g, weight 1/k), and
+    each replicate is its run's sums plus that sum's part after k_j: O(runs x width) (plus
+    the precisions' sums over strata), not a pass per sampled document (the pass per
+    document is the tests' reference, ``tests/test_replicates.py``)."""
     n_runs, width = frame_at_rank.shape
     n_strata = len(scale)
     n_sampled = int(sampled_index.max()) + 1 if len(sampled_index) else 0
@@ -192,30 +178,71 @@ def nist_replicates(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.n
     s = np.zeros(n_strata)
     rels = np.zeros(n_strata)
     sap = np.zeros(n_strata)
+    terms = np.zeros(n_strata)  # d_g (s_g + eps) / (m_g + eps), kept current
+    change = np.zeros((n_strata, 2))  # c_g(delta), kept current
+    after_total = np.zeros((n_strata, 2))  # sum of c_g(delta) scale_h / k up to here
+    after_own = np.zeros((n_strata, 2))  # sum of c_g(delta) / k over g's ranks up to here
+    weight_at = np.zeros(n_strata)  # the ranks' total weight at g's last document
+    # per sampled document the run retrieved: the sums up to its rank, its precision
+    unit = np.empty(n_sampled, dtype=np.int64)
+    before_total = np.empty(n_sampled)
+    before_own = np.empty(n_sampled)
+    prec_of = np.empty(n_sampled)
     for r in range(n_runs):
         row = frame_at_rank[r]
-        d[:] = 0.0
-        s[:] = 0.0
-        rels[:] = 0.0
-        sap[:] = 0.0
-        seen = np.zeros(n_sampled, dtype=np.bool_)
+        for a in (d, s, rels, sap, terms, weight_at):
+            a[:] = 0.0
+        for a2 in (change, after_total, after_own):
+            a2[:] = 0.0
+        weight = 0.0  # sum of scale_h / k over the relevant sampled ranks so far
+        n_pos = 0
         for k in range(width):
             f = row[k]
-            if f >= 0 and stratum[f] >= 0 and sampled_index[f] >= 0:
-                j = sampled_index[f]
-                seen[j] = True
-                d2, s2, rels2, sap2 = d.copy(), s.copy(), rels.copy(), sap.copy()
-                _nist_continue(row, stratum, labels, sampled_index, level, k, f,
-                               d2, s2, rels2, sap2)
-                total[r, j] = (sap2 * scale).sum()
-                own[r, j] = sap2[unit_stratum[j]]
-            _nist_continue(row[:k + 1], stratum, labels, sampled_index, level, k, -1,
-                           d, s, rels, sap)
-        base_total = (sap * scale).sum()
+            if f < 0 or stratum[f] < 0:
+                continue
+            h = stratum[f]
+            sampled = sampled_index[f] >= 0
+            delta = 1 if sampled and labels[f] >= level else 0
+            prec = 0.0
+            if delta:
+                prec = (1.0 + pairwise_sum(terms)) / (k + 1)
+                sap[h] += prec
+                weight += scale[h] / (k + 1)
+                for e in range(2):
+                    after_own[h, e] += change[h, e] / (k + 1)
+            for e in range(2):  # close h's stretch: c_h is about to change
+                after_total[h, e] += change[h, e] * (weight - weight_at[h])
+            weight_at[h] = weight
+            if sampled:
+                unit[n_pos] = f
+                before_total[n_pos] = after_total[h, delta]
+                before_own[n_pos] = after_own[h, delta]
+                prec_of[n_pos] = prec
+                n_pos += 1
+                s[h] += 1.0
+                rels[h] += delta
+            d[h] += 1.0
+            rate = (rels[h] + _REL_EPS) / (s[h] + _SMP_EPS)
+            terms[h] = d[h] * rate
+            for e in range(2):
+                change[h, e] = 0.0
+                if s[h] >= 1.0 and rels[h] >= e:
+                    change[h, e] = d[h] * ((rels[h] - e + _REL_EPS) / (s[h] - 1.0 + _SMP_EPS)
+                                           - rate)
+        base_total = 0.0
+        for g in range(n_strata):
+            base_total += sap[g] * scale[g]
+            for e in range(2):
+                after_total[g, e] += change[g, e] * (weight - weight_at[g])
+        total[r, :] = base_total
         for j in range(n_sampled):
-            if not seen[j]:
-                total[r, j] = base_total
-                own[r, j] = sap[unit_stratum[j]]
+            own[r, j] = sap[unit_stratum[j]]
+        for p in range(n_pos):
+            f = unit[p]
+            j, g = sampled_index[f], stratum[f]
+            delta = 1 if labels[f] >= level else 0
+            total[r, j] += after_total[g, delta] - before_total[p] - delta * scale[g] * prec_of[p]
+            own[r, j] += after_own[g, delta] - before_own[p] - delta * prec_of[p]
     return total, own
 
 
@@ -226,40 +253,60 @@ def infap_replicates(frame_at_rank: np.ndarray, judged: np.ndarray, relevant: np
     (``base``, ``[n_runs]``) and their delete-one replicates (``rep``, ``[n_runs,
     n_judged]``: judged document j taken as unjudged, j counting the judged documents in
     frame order). ``judged``/``relevant``: per frame document; ``frame_at_rank`` as in
-    :func:`nist_pass` (-1: outside the frame)."""
+    :func:`nist_pass` (-1: outside the frame).
+
+    As in :func:`nist_replicates`: taking j (delta = 1 if relevant) out changes, at each later
+    relevant judged rank k, only the density (r + eps)/(r + n + 2 eps) above it, into (r -
+    delta + eps)/(r + n - 1 + 2 eps) (r + n + u is unchanged), and removes j's own precision;
+    one forward pass records those changes, a backward pass sums them from the end."""
     n_runs, width = frame_at_rank.shape
     n_judged = int(judged_index.max()) + 1 if len(judged_index) else 0
     base = np.zeros(n_runs)
     rep = np.zeros((n_runs, n_judged))
+    at_rank = np.empty(n_judged, dtype=np.int64)
+    prec_at = np.empty(n_judged)
+    step = np.empty((n_judged, 2))
     for r in range(n_runs):
         row = frame_at_rank[r]
-        seen = np.zeros(n_judged, dtype=np.bool_)
-        for skip_rank in range(-1, width):
-            f = row[skip_rank] if skip_rank >= 0 else -1
-            if skip_rank >= 0 and (f < 0 or not judged[f]):
+        total, rel, non, unj = 0.0, 0.0, 0.0, 0.0
+        n_pos = 0
+        for k in range(width):
+            g = row[k]
+            if g < 0:
                 continue
-            total, rel, non, unj = 0.0, 0.0, 0.0, 0.0
-            for k in range(width):
-                g = row[k]
-                if g < 0:
-                    continue
-                is_judged = judged[g] and k != skip_rank
-                if is_judged and relevant[g]:
-                    density = (rel + epsilon) / (rel + non + 2.0 * epsilon)
-                    total += (1.0 + (rel + non + unj) * density) / (k + 1)
-                    rel += 1.0
-                elif is_judged:
-                    non += 1.0
-                else:
-                    unj += 1.0
-            if skip_rank < 0:
-                base[r] = total
+            if not judged[g]:
+                unj += 1.0
+                continue
+            at_rank[n_pos] = k
+            prec_at[n_pos] = 0.0
+            if relevant[g]:
+                density = (rel + epsilon) / (rel + non + 2.0 * epsilon)
+                prec = (1.0 + (rel + non + unj) * density) / (k + 1)
+                total += prec
+                prec_at[n_pos] = prec
+                for delta in range(2):
+                    change = 0.0
+                    if rel + non >= 1.0 and rel >= delta:
+                        change = (rel + non + unj) * (
+                            (rel - delta + epsilon) / (rel + non - 1.0 + 2.0 * epsilon)
+                            - density) / (k + 1)
+                    step[n_pos, delta] = change
+                rel += 1.0
             else:
-                rep[r, judged_index[f]] = total
-                seen[judged_index[f]] = True
-        for j in range(n_judged):
-            if not seen[j]:
-                rep[r, j] = base[r]
+                non += 1.0
+            n_pos += 1
+        base[r] = total
+        rep[r, :] = total
+        after0, after1 = 0.0, 0.0
+        for p in range(n_pos - 1, -1, -1):
+            g = row[at_rank[p]]
+            j = judged_index[g]
+            if relevant[g]:
+                rep[r, j] += after1 - prec_at[p]
+                after0 += step[p, 0]
+                after1 += step[p, 1]
+            else:
+                rep[r, j] += after0
     return base, rep
 
 

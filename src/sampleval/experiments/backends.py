@@ -16,8 +16,12 @@ Dask worker does), not ``fork``, which is unsafe once Arrow's and numba's thread
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import os
 import signal
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from sampleval.errors import UsageError
 from sampleval.experiments.schedule import Schedule
@@ -71,7 +75,8 @@ def _local(setup: Setup, schedule: Schedule, jobs: int) -> Iterator[CellResult]:
             while len(pending) < AHEAD * workers and (task := schedule.next()) is not None:
                 pending.add(executor.submit(_run, task))
 
-        submit()
+        with _sigint_held():  # the workers start here
+            submit()
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -89,15 +94,40 @@ def _local(setup: Setup, schedule: Schedule, jobs: int) -> Iterator[CellResult]:
 
 def _stop(executor: object) -> None:
     """Shut a process pool down now: cancel what has not started and end the workers
-    (``terminate_workers`` from Python 3.14; before, the pool's own process table)."""
-    executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[attr-defined]
+    (``terminate_workers`` from Python 3.14; before, the pool's own process table, read
+    before ``shutdown``, which forgets it: ending no worker, the interpreter's exit waited
+    for the running tasks to finish)."""
     terminate = getattr(executor, "terminate_workers", None)
     if terminate is not None:
-        terminate()
+        terminate()  # shuts the pool down (cancelling what has not started), then ends them
         return
-    for process in list((getattr(executor, "_processes", None) or {}).values()):
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
+    executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[attr-defined]
+    for process in processes:
         process.terminate()
+    for process in processes:
         process.join()
+    if manager is not None:  # it closes its pipe as it sees them gone: before the exit's
+        manager.join(10.0)  # handler writes to that pipe (else "Bad file descriptor")
+
+
+@contextmanager
+def _sigint_held() -> Iterator[None]:
+    """SIGINT blocked in this thread meanwhile: one that comes is delivered at the end, not
+    lost, and processes started meanwhile begin with it blocked (a signal mask is inherited
+    across fork and exec) until :func:`_start_worker` ignores it. So a Ctrl-C in a terminal,
+    which reaches the whole process group, finds a worker still starting (unpickling the
+    Setup) deaf to it, not raising KeyboardInterrupt with a traceback; the main process acts
+    on it once the workers have started, and stops them itself."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _start_worker(setup: Setup) -> None:
@@ -105,7 +135,26 @@ def _start_worker(setup: Setup) -> None:
     stops the workers itself."""
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # blocked until now (_sigint_held)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _exit_with_parent()
     _WORKER = Worker(setup)
+
+
+def _exit_with_parent() -> None:
+    """End this worker process as soon as the main process is gone, however it went (a
+    worker the main process was still starting when Ctrl-C stopped it is not one it can
+    stop: without this it would wait for tasks forever, holding the terminal)."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    sentinel = parent.sentinel
+
+    def watch() -> None:
+        multiprocessing.connection.wait([sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="sampleval-parent", daemon=True).start()
 
 
 def _run(task: Task) -> CellResult:
@@ -131,8 +180,10 @@ def _dask(setup: Setup, schedule: Schedule, jobs: int,
 
     cluster = None
     if scheduler is None:
-        cluster = LocalCluster(n_workers=max(jobs, 1), threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+        with _sigint_held():  # its processes start with Ctrl-C blocked: cluster.close() ends them
+            cluster = LocalCluster(n_workers=max(jobs, 1), threads_per_worker=1,
+                                   processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)
         client = Client(cluster)
     else:
         try:

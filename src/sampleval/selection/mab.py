@@ -86,9 +86,7 @@ class MABSelector(RunWalker):
             tied = self._best_arms(topic, live)
             # drop exhausted arms before drawing among the tied, so that the draw (and the
             # sample) is the same whether or not a run's exhaustion was noticed before
-            walk = self._walk(topic)
-            exhausted = [r for r in tied if walk.next_doc(int(r)) < 0]
-            live[exhausted] = False
+            live[tied[self._walk(topic).exhausted(tied)]] = False
             tied = tied[live[tied]]
             if len(tied):
                 return int(tied[0] if len(tied) == 1 else self._rngs[topic].choice(tied))

@@ -70,6 +70,18 @@ class _Walk:
         self.cursor[run] = c + free[0]
         return int(row[free[0]])
 
+    def exhausted(self, runs: np.ndarray) -> np.ndarray:
+        """Which of ``runs`` have no document left (as :meth:`next_doc` of each would say,
+        and moving their cursors as it does): a run whose cursor's document is free is
+        answered at once, the others by :meth:`next_doc`."""
+        cursor = self.cursor[runs]
+        free = cursor < self.lengths[runs]
+        free[free] = ~self.taken[self.ranking[runs[free], cursor[free]]]
+        out = np.zeros(len(runs), dtype=bool)
+        for i in np.flatnonzero(~free):
+            out[i] = self.next_doc(int(runs[i])) < 0
+        return out
+
     def take(self, doc: int, run: int) -> str:
         self.taken[doc] = True
         docno = str(self.docnos[doc])
