@@ -77,7 +77,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from sampleval.core.inclusion import judged_design
+from sampleval.core.inclusion import judged_design, stratified_inclusion
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, gain, relevance, summarise
@@ -107,6 +107,7 @@ class _RunDocs(NamedTuple):
 
 
 BIASES = ("taylor", "jackknife", "none")
+VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
 Estimator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int | None], HTEstimate]
 
 
@@ -374,6 +375,64 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     return HTEstimate(value - bias if correct else value, variance)
 
 
+def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
+                        taylor: bool, pi: np.ndarray, pi_joint: np.ndarray,
+                        strata: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                        ) -> np.ndarray:
+    """The delete-one jackknife variance of AP-hat *as reported* (:func:`average_precision`,
+    ``taylor``: less its first-order bias), each replicate recomputing the whole estimate,
+    the bias correction included, without one judged document; ``[n_runs]``.
+
+    ``strata`` = (each document's stratum, N_h, n_h), for stratified SRS: the stratified
+    delete-one jackknife (Wolter, Introduction to Variance Estimation, 2nd ed., 2007, sec.
+    4.5; Sarndal, Swensson & Wretman 1992, sec. 11.5), v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h
+    sum_{j in S_h} (theta_(hj) - mean_h)^2, the replicate theta_(hj) computed with j left out
+    and stratum h's design at n_h - 1 (pi_i = (n_h - 1)/N_h, pi_ij within h
+    (n_h - 1)(n_h - 2)/(N_h (N_h - 1))); strata with n_h < 2, and a census, add nothing.
+    Without ``strata`` (designs with independent inclusions, ``pi`` and ``pi_joint`` as
+    given): v = sum_{k in S} (1 - pi_k) (theta_(k) - theta-hat)^2, as
+    :func:`average_precision_jackknife`. With ``taylor=False`` both equal the jackknives of
+    :func:`stratified_average_precision` and :func:`average_precision_jackknife`; with it,
+    the variance includes what the estimated bias correction adds, which the jackknife of
+    the uncorrected AP-hat leaves out (docs/methods.md, "Variance of the corrected estimate").
+
+    ``y`` ``[m]``: the judged documents with y != 0 (deleting one with y = 0 changes only its
+    stratum's design, so each stratum's are one replicate counted n_h - m_h times); ``ranks``
+    ``[n_runs, m]``. Replicates of one stratum share their design, so they are computed as
+    one batch of ``y`` with one document zeroed per row.
+    """
+    n_runs, m = ranks.shape[0], len(y)
+
+    def replicates(rows: np.ndarray, p: np.ndarray, joint: np.ndarray) -> np.ndarray:
+        batch = np.repeat(y[None, :], len(rows), axis=0)
+        deleted = rows >= 0  # -1: a document with y = 0 deleted, only the design changes
+        batch[np.flatnonzero(deleted), rows[deleted]] = 0.0
+        return average_precision(batch, p, joint, ranks, cutoff, paper, taylor).value
+
+    variance = np.zeros(n_runs)
+    if m == 0:
+        return variance
+    if strata is None:
+        value = average_precision(y, pi, pi_joint, ranks, cutoff, paper, taylor).value
+        reps = replicates(np.arange(m), pi, pi_joint)  # [m, n_runs]
+        return ((1.0 - pi)[:, None] * (reps - value) ** 2).sum(axis=0)
+    stratum, sizes, n_sampled = strata
+    for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
+        if n_h < 2 or n_h >= big_n:
+            continue
+        less = n_sampled.astype(np.float64)
+        less[h] -= 1
+        p, joint = stratified_inclusion(stratum, sizes, less)
+        members = np.flatnonzero(stratum == h)
+        rest = int(n_h) - len(members)  # judged documents of h with y = 0
+        rows = np.r_[members, [-1] if rest else []].astype(np.int64)
+        reps = replicates(rows, p, joint)
+        weight = np.r_[np.ones(len(members)), [rest] if rest else []]
+        mean = weight @ reps / n_h
+        variance += (1.0 - n_h / big_n) * (n_h - 1) / n_h * (weight @ (reps - mean) ** 2)
+    return variance
+
+
 def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Per run, at each document (``[runs, K]`` in rank order, stratum ``g``): the sum of y
@@ -598,29 +657,38 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
 
 def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray,
               index: np.ndarray) -> HTEstimate:
-    """AP-hat of one topic for every run by its options: the variance of ``var`` and the
-    value less the bias estimate of ``bias`` (the jackknife's is stratified on stratified
-    samples, :func:`stratified_average_precision`)."""
-    paper, bias = spec.option("ap") == "paper", spec.option("bias")
+    """AP-hat of one topic for every run by its options: the value less the bias estimate
+    of ``bias``, and the variance of ``var`` (the jackknives are stratified on stratified
+    samples: :func:`stratified_average_precision`, :func:`replicate_jackknife`)."""
+    paper, bias, var = spec.option("ap") == "paper", spec.option("bias"), spec.option("var")
     ranks = view.rank_of(index)
+    stratified = sample.design in ("stratified", "census")
+    strata = None
+    if stratified:
+        sizes, n_sampled = view.sample.strata()
+        strata = (view.sample.stratum[index], sizes, n_sampled)
 
     def jackknife() -> HTEstimate:
-        if sample.design in ("stratified", "census"):
-            sizes, n_sampled = view.sample.strata()
-            return stratified_average_precision(y, view.sample.stratum[index], sizes,
-                                                n_sampled, ranks, spec.cutoff, paper,
-                                                bias == "jackknife")
+        if strata is not None:
+            return stratified_average_precision(y, strata[0], strata[1], strata[2], ranks,
+                                                spec.cutoff, paper, bias == "jackknife")
         design = judged_design(sample, view.sample, index)
         return average_precision_jackknife(y, design.pi, design.pi_joint, ranks, spec.cutoff,
                                            paper, bias == "jackknife")
+
+    if bias == "taylor" and var == "jackknife":  # the replicates recompute the correction
+        design = judged_design(sample, view.sample, index)
+        value = average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
+                                  True).value
+        return HTEstimate(value, replicate_jackknife(y, ranks, spec.cutoff, paper, True,
+                                                     design.pi, design.pi_joint, strata))
 
     def linear() -> HTEstimate:
         design = judged_design(sample, view.sample, index)
         return average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
                                  bias == "taylor")
 
-    first, other = (jackknife, linear) if spec.option("var") == "jackknife" else (linear,
-                                                                                 jackknife)
+    first, other = (linear, jackknife) if var == "linear" else (jackknife, linear)
     out = first()
     if bias != "none" and (bias == "jackknife") != (first is jackknife):
         return HTEstimate(other().value, out.variance)  # the value from the other
@@ -636,9 +704,12 @@ register_family(EstimatorFamily(
     designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
     compute=each_measure(estimate_ht),
     options=(
-        Param("var", str, "jackknife", "AP's variance: jackknife (delete-one: stratified on "
-              "stratified samples, with (1 - pi) weights on the others) or linear "
-              "(linearised ratio, HT variance with pi_ij)", choices=("jackknife", "linear")),
+        Param("var", str, "jackknife", "AP's variance: jackknife (delete-one, of the "
+              "estimate as reported: each replicate recomputes it, its bias correction "
+              "included; stratified on stratified samples, with (1 - pi) weights on the "
+              "others), jackknife-uncorrected (the same jackknife of AP-hat before the bias "
+              "correction, the default before) or linear (linearised ratio, HT variance with "
+              "pi_ij)", choices=VARIANCES),
         Param("bias", str, "taylor", "AP's ratio bias: taylor (less the ratio's "
               "first-order bias, (AP V(R) - C(N, R))/R^2, with HT (co)variances), jackknife "
               "(less the delete-one jackknife's bias estimate: stratified on stratified "
