@@ -418,12 +418,12 @@ def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, pa
         return ((1.0 - pi)[:, None] * (reps - value) ** 2).sum(axis=0)
     stratum, sizes, n_sampled = strata
     for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
-        if n_h < 2 or n_h >= big_n:
-            continue
+        members = np.flatnonzero(stratum == h)
+        if n_h < 2 or n_h >= big_n or not len(members):
+            continue  # no document of h with y != 0: every replicate is the estimate
         less = n_sampled.astype(np.float64)
         less[h] -= 1
         p, joint = stratified_inclusion(stratum, sizes, less)
-        members = np.flatnonzero(stratum == h)
         rest = int(n_h) - len(members)  # judged documents of h with y = 0
         rows = np.r_[members, [-1] if rest else []].astype(np.int64)
         reps = replicates(rows, p, joint)
