@@ -239,3 +239,39 @@ def test_compare_uses_the_difference_variances(
     assert variances is not None and (variances.to_numpy() >= 0).all()
     assert estimate_differences(sample, runs, "xinfAP", [(runs[0].name, runs[1].name)],
                                 depth=30) is None
+
+
+def test_replicate_jackknife_difference_by_brute_force() -> None:
+    """AP~ht's default variance (the jackknife of the Taylor-corrected estimate, each
+    replicate recomputing it) of a difference: the same jackknife of the differences of the
+    two runs' recomputed estimates."""
+    from sampleval.core.inclusion import stratified_inclusion
+    from sampleval.estimators.horvitz_thompson import replicate_jackknife
+
+    rng = np.random.default_rng(17)
+    m = 14
+    y = np.ones(m)
+    strata = np.repeat([0, 1, 2], [3, 5, 6])
+    sizes, n_sampled = np.array([5, 30, 90]), np.array([4, 9, 11])
+    ranks = _ranks(rng, m, 4)
+    a, b = PAIRS[:, 0], PAIRS[:, 1]
+    got = replicate_jackknife(y, ranks, None, False, True, *stratified_inclusion(
+        strata, sizes, n_sampled), (strata, sizes, n_sampled), PAIRS)
+    variance = np.zeros(len(PAIRS))
+    for h in range(3):
+        less = n_sampled.astype(float)
+        less[h] -= 1
+        pi, joint = stratified_inclusion(strata, sizes, less)
+        reps = [average_precision(np.where(np.arange(m) == j, 0.0, y), pi, joint, ranks,
+                                  taylor=True).value for j in np.flatnonzero(strata == h)]
+        reps += [average_precision(y, pi, joint, ranks, taylor=True).value] * int(
+            n_sampled[h] - np.count_nonzero(strata == h))
+        diffs = np.array([r[a] - r[b] for r in reps])
+        n_h = n_sampled[h]
+        variance += (1 - n_h / sizes[h]) * (n_h - 1) / n_h * (
+            (diffs - diffs.mean(axis=0)) ** 2).sum(axis=0)
+    np.testing.assert_allclose(got, variance, rtol=1e-10)
+    alone = replicate_jackknife(y, ranks, None, False, True, *stratified_inclusion(
+        strata, sizes, n_sampled), (strata, sizes, n_sampled))
+    np.testing.assert_allclose(got[3], alone[3], rtol=1e-12)
+    assert got[2] == 0 and got[0] > 0

@@ -74,15 +74,24 @@ def _design(sample: Sample, topic: TopicSample, index: np.ndarray) -> JudgedDesi
 
 def _stratified(topic: TopicSample, index: np.ndarray) -> JudgedDesign:
     sizes, sampled = topic.strata()
-    h = topic.stratum[index]
+    return JudgedDesign(index, *stratified_inclusion(topic.stratum[index], sizes, sampled))
+
+
+def stratified_inclusion(h: np.ndarray, sizes: np.ndarray, sampled: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """pi_i = n_h/N_h and pi_ij (n_h (n_h - 1)/(N_h (N_h - 1)) within a stratum, pi_i pi_j
+    across, pi_i on the diagonal) of documents in strata ``h`` of stratified SRS with
+    ``sizes`` N_h and ``sampled`` n_h. Where n_h < 2 no two documents of h are both sampled;
+    pi_ij is then taken as pi_i pi_j (an HT weight of 0) so that a document kept with y = 0
+    beside another of h, as in a jackknife replicate, adds nothing rather than 0/0."""
     big_n, n = sizes[h].astype(np.float64), sampled[h].astype(np.float64)
     pi = n / big_n
     same = h[:, None] == h[None, :]
     within = np.divide(n * (n - 1), big_n * (big_n - 1), out=np.ones_like(n),
                        where=big_n > 1)
-    joint = np.where(same, within[:, None], np.outer(pi, pi))
+    joint = np.where(same & (n[:, None] > 1), within[:, None], np.outer(pi, pi))
     np.fill_diagonal(joint, pi)
-    return JudgedDesign(index, pi, joint)
+    return pi, joint
 
 
 def _with_replacement(sample: Sample, topic: TopicSample, index: np.ndarray) -> JudgedDesign:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -43,12 +44,14 @@ from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 MEASURES = {
     "strata": ("xinfAP(var=jackknife)", "xinfAP(var=appendix)", "xinfAP(var=linear)",
-               "AP~ht(var=jackknife)", "AP~ht(var=linear)"),
+               "AP~ht(var=jackknife)", "AP~ht(var=jackknife-uncorrected)", "AP~ht(var=linear)"),
     "uniform": ("infAP(var=jackknife)", "infAP(var=appendix)", "infAP(var=linear)",
-                "xinfAP(var=jackknife)", "AP~ht(var=jackknife)", "AP~ht(var=linear)"),
+                "xinfAP(var=jackknife)", "AP~ht(var=jackknife)",
+                "AP~ht(var=jackknife-uncorrected)", "AP~ht(var=linear)"),
     "active": ("AP~ht(var=jackknife)", "AP~ht(var=linear)", "AP~ht(var=jackknife,ap=paper)",
                "AP~ht(var=linear,ap=paper)"),
-    "stratified": ("AP~ht", "AP~ht(bias=jackknife)", "xinfAP", "xinfAP(bias=jackknife)"),
+    "stratified": ("AP~ht", "AP~ht(var=jackknife-uncorrected)", "AP~ht(bias=jackknife)", "xinfAP",
+                   "xinfAP(bias=jackknife)"),
 }
 STRATA = ((1, 10, 1.0), (11, 30, 0.3), (31, None, 0.1))
 
@@ -102,11 +105,14 @@ def truth(pool: Pool, qrels: Qrels, measure: str) -> pd.DataFrame:
 
 def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, rate: float,
              trials: int, seed: int, measures: Sequence[str] | None = None,
-             predictions: Predictions | None = None) -> pd.DataFrame:
+             predictions: Predictions | None = None,
+             raw: list[pd.DataFrame] | None = None) -> pd.DataFrame:
     """One row per design and measure (``measures``, default :data:`MEASURES`): the share of
     intervals covering the truth per (topic, run) and for each run's mean, the mean
     half-widths, the bias of the mean and its rms error, and the diagnosis of the mean's
-    miss (:func:`diagnose`); ``predictions`` go to the families that need them."""
+    miss (:func:`diagnose`); ``predictions`` go to the families that need them. ``raw``, if
+    given, receives every trial's rows (``trial, design, measure, query_id, run, value,
+    truth, lo, hi`` and ``relevant``, the topic's judged relevant documents)."""
     targets: dict[str, pd.DataFrame] = {}
     runs = pool32.run_names
     tally: dict[tuple[str, str], list[np.ndarray]] = {}
@@ -114,6 +120,8 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
     for trial in range(trials):
         for design in designs:
             sample = draw(design, pool32, qrels, rate, seed + trial)
+            relevant = sample.judged().assign(rel=lambda f: f["relevance"] >= 1).groupby(
+                "query_id")["rel"].sum()
             for name in measures or MEASURES[design]:
                 spec = parse_estimate(name)
                 exact = spec.base + ("" if spec.cutoff is None else f"@{spec.cutoff}")
@@ -127,6 +135,10 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
                 rows = family.compute(runs, views, sample, [spec], 1.0, 0.95)
                 where = pd.MultiIndex.from_frame(rows[["query_id", "run"]])
                 rows = rows.assign(truth=target.stack().reindex(where).to_numpy())
+                if raw is not None:
+                    raw.append(rows.drop(columns="measure").assign(
+                        trial=trial, design=design, measure=name,
+                        relevant=rows["query_id"].map(relevant).fillna(0).astype(np.int64)))
                 covered = (rows["lo"] <= rows["truth"]) & (rows["truth"] <= rows["hi"])
                 mean = rows["query_id"] == MEAN_TOPIC
                 tally.setdefault((design, name), []).append(np.array([
@@ -183,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "separated by ';' (default: each design's own list)")
     parser.add_argument("--predictor", help="predictions for the ~ppi measures: one of "
                         f"{', '.join(PREDICTORS)}")
+    parser.add_argument("--raw", type=Path, help="also write every trial's estimates and "
+                        "intervals, per topic and run, to this parquet file")
     args = parser.parse_args(argv)
     if args.predictor is not None and args.predictor not in PREDICTORS:
         parser.error(f"unknown predictor {args.predictor} (one of {', '.join(PREDICTORS)})")
@@ -197,8 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     measures = [m.strip() for m in args.measures.split(";")] if args.measures else None
     predictions = None if args.predictor is None else make_predictions(
         pool32, qrels, [args.predictor], args.seed)[args.predictor]
+    raw: list[pd.DataFrame] | None = [] if args.raw else None
     table = coverage(designs, pool32, pool64, qrels, args.rate, args.trials, args.seed,
-                     measures, predictions)
+                     measures, predictions, raw)
+    if args.raw and raw:
+        pd.concat(raw, ignore_index=True).to_parquet(args.raw)
     print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool32.topics)} topics, depth "
           f"{args.depth}, rate {args.rate} (uniform, active, stratified), {args.trials} trials, "
           f"{time.perf_counter() - start:.0f} s")
