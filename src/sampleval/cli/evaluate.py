@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from sampleval.core.graded import JudgedIndex, RunGrades
+    from sampleval.exact_results import ExactResults
     from sampleval.measures.names import Measure
 
 FORMATS = ("table", "tsv", "json", "trec")
@@ -77,7 +78,11 @@ def run(args: argparse.Namespace) -> None:
     check_stdin_once(args.qrels, args.runs)
     output = Output(args.output, [args.qrels, *args.runs])
     if all(m.spec.judgments == "qrels" for m in measures):
-        results = _evaluate_streaming(args, measures)
+        exact = _evaluate_streaming(args, measures)
+        if args.format == "tsv":  # written from the arrays: no pandas
+            output.write(exact.tsv(per_topic=args.per_topic))
+            return
+        results = exact.frame()
     else:  # preference and judgment-group measures read the runs themselves
         with start_reading_runs(args) as reading:  # the runs load while pandas imports
             from sampleval.evaluation import evaluate
@@ -95,10 +100,10 @@ def run(args: argparse.Namespace) -> None:
     emit(results, args.format, output)
 
 
-def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> pd.DataFrame:
+def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> ExactResults:
     """Qrels measures: the qrels and the runs are read, and each run reduced to its grades
-    (``core.graded``), on background threads while pandas imports; no run's table outlives
-    its reduction."""
+    (``core.graded``), on background threads while the measures import; no run's table
+    outlives its reduction."""
     from pathlib import Path
 
     index = None
@@ -109,37 +114,53 @@ def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> pd
         judgments = as_qrels(args.qrels)
         index = judged_index(judgments, judgments.topics)
     with in_background(_read_graded, args, index) as reading:
-        from sampleval.evaluation import evaluate_graded
+        from sampleval.exact_results import graded_results
 
         index, graded = reading.result()
-    return evaluate_graded(graded, index, measures, rel_level=args.rel_level,
-                           all_topics=args.all_topics, judged_only=args.judged_only)
+    return graded_results(graded, index, measures, rel_level=args.rel_level,
+                          all_topics=args.all_topics, judged_only=args.judged_only)
 
 
 def _read_graded(args: argparse.Namespace, index: JudgedIndex | None
                  ) -> tuple[JudgedIndex, list[RunGrades]]:
-    """The qrels' index (unless given) and every run reduced to its grades, named."""
+    """The qrels' index (unless given) and every run reduced to its grades, named. The run
+    files inflate and parse while the qrels are read; each waits for the index to be
+    reduced. A bad qrels file is reported before a bad run file, as if read first."""
     from dataclasses import replace
 
+    from sampleval.core.graded import run_grades
+    from sampleval.io.runs import read_runs_as
+
+    def indexed(qrels: str) -> JudgedIndex:
+        return _qrels_index(qrels) if index is None else index
+
+    with in_background(indexed, args.qrels) as indexing:
+        try:
+            names, graded = read_runs_as(
+                args.runs, lambda run: run_grades(run, indexing.result(), args.depth),
+                name_by=args.name_by, progress=stderr_is_terminal(),
+                duplicates=args.duplicates)
+        except Exception:
+            indexing.result()
+            raise
+        return indexing.result(), [replace(g, name=n)
+                                   for n, g in zip(names, graded, strict=True)]
+
+
+def _qrels_index(path: str) -> JudgedIndex:
+    """The qrels file's judgments of all its topics (in natural order), indexed."""
     import pyarrow.compute as pc
 
     from sampleval._arrow import numpy_of
-    from sampleval.core.graded import JudgedIndex, run_grades
+    from sampleval.core.graded import JudgedIndex
     from sampleval.core.run import sort_topics
     from sampleval.io._table import read_table
     from sampleval.io.qrels import QRELS_FORMAT
-    from sampleval.io.runs import read_runs_as
 
-    if index is None:
-        table = read_table(args.qrels, QRELS_FORMAT)
-        topics = sort_topics([str(t) for t in pc.unique(table["query_id"]).to_pylist()])
-        index = JudgedIndex.build(table["query_id"], table["doc_id"],
-                                  numpy_of(table["relevance"]), topics)
-    judged = index
-    names, graded = read_runs_as(args.runs, lambda run: run_grades(run, judged, args.depth),
-                                 name_by=args.name_by, progress=stderr_is_terminal(),
-                                 duplicates=args.duplicates)
-    return index, [replace(g, name=n) for n, g in zip(names, graded, strict=True)]
+    table = read_table(path, QRELS_FORMAT)
+    topics = sort_topics([str(t) for t in pc.unique(table["query_id"]).to_pylist()])
+    return JudgedIndex.build(table["query_id"], table["doc_id"], numpy_of(table["relevance"]),
+                             topics)
 
 
 def emit(results: pd.DataFrame, output_format: str, output: Output) -> None:
