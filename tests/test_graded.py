@@ -175,3 +175,25 @@ def test_evaluate_tsv_imports_no_pandas(tmp_path: Path) -> None:
     expected = to_tsv(evaluate(Qrels.from_frame(qrels.frame), read_runs(paths),
                                ["AP", "NumRel", "nDCG@5"]))
     assert done.stdout == expected
+
+
+def test_repeat_check_by_flags_equals_hash_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``has_repeats`` marks a table of flags when the key combinations are few, and
+    counts hashed keys otherwise: the same answer, plain or dictionary columns."""
+    from sampleval._arrow import has_repeats
+
+    rng = np.random.default_rng(7)
+    tables = []
+    for repeat in (False, True):
+        pairs = {(str(t), f"d{d}") for t, d in rng.integers(0, 30, (200, 2))}
+        rows = sorted(pairs) + ([sorted(pairs)[5]] if repeat else [])
+        query, doc = (list(c) for c in zip(*rows, strict=True))
+        tables.append((repeat, pa.table({"query_id": pa.array(query),
+                                         "doc_id": pa.array(doc).dictionary_encode()})))
+    empty = pa.table({"query_id": pa.array([], pa.string()), "doc_id": pa.array([], pa.string())})
+    for dense in (True, False):
+        if not dense:
+            monkeypatch.setattr("sampleval._arrow.DENSE_KEYS", 0)
+        assert [has_repeats(t, ("query_id", "doc_id")) for _, t in tables] == [
+            repeat for repeat, _ in tables]
+        assert not has_repeats(empty, ("query_id", "doc_id"))

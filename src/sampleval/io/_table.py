@@ -223,6 +223,22 @@ def _arrow_type(kind: Kind) -> pa.DataType:
     }[kind]
 
 
+def _csv_type(kind: Kind) -> pa.DataType:
+    """The type the CSV reader gives a column: ``dict`` columns are read as strings and
+    encoded after (:func:`_encoded`): Arrow's CSV dictionary converter takes 0.5 s of CPU
+    for the two columns of 126 TREC-COVID runs, reading strings then encoding them 0.35 s."""
+    return pa.string() if kind == "dict" else _arrow_type(kind)
+
+
+def _encoded(table: pa.Table, fmt: TableFormat) -> pa.Table:
+    """The format's ``dict`` columns dictionary-encoded (a dictionary per chunk)."""
+    for c in fmt.columns:
+        if c.kind == "dict":
+            index = table.schema.get_field_index(c.name)
+            table = table.set_column(index, c.name, pc.dictionary_encode(table[c.name]))
+    return table
+
+
 def _read_arrow(data: bytes, fmt: TableFormat, delimiter: str) -> pa.Table | None:
     """Parse with Arrow's CSV reader split on ``delimiter``; None when a line does not have
     the format's fields, a number does not parse, or a field is empty (a doubled delimiter,
@@ -236,11 +252,12 @@ def _read_arrow(data: bytes, fmt: TableFormat, delimiter: str) -> pa.Table | Non
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False,
                                             ignore_empty_lines=True),
             convert_options=pcsv.ConvertOptions(
-                column_types={c.name: _arrow_type(c.kind) for c in fmt.columns},
+                column_types={c.name: _csv_type(c.kind) for c in fmt.columns},
                 strings_can_be_null=False, quoted_strings_can_be_null=False, null_values=[]),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
+    table = _encoded(table, fmt)
     if not all(_non_empty(table[c.name]) for c in fmt.columns if c.kind != "float"):
         return None
     return table.drop_columns([c.name for c in fmt.columns if c.kind == "skip"])
