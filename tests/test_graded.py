@@ -197,3 +197,19 @@ def test_repeat_check_by_flags_equals_hash_count(monkeypatch: pytest.MonkeyPatch
         assert [has_repeats(t, ("query_id", "doc_id")) for _, t in tables] == [
             repeat for repeat, _ in tables]
         assert not has_repeats(empty, ("query_id", "doc_id"))
+
+
+def test_sequential_row_sums_equal_accumulation() -> None:
+    """``seqsum`` adds each row's values left to right, as trec_eval's loops do: equal to
+    the last column of a cumulative sum to the bit (a pairwise sum differs in the last
+    digits), for one row, two rows and many, narrow and wide."""
+    from sampleval.measures.base import seqsum
+
+    rng = np.random.default_rng(11)
+    for runs, width in [(1, 1500), (2, 1000), (3, 1), (126, 1000), (5, 0), (40, 777)]:
+        values = rng.random((runs, width)) * 10.0 ** rng.integers(-3, 7, (runs, width))
+        values[rng.random((runs, width)) < 0.5] = 0.0
+        expected = np.cumsum(values, axis=1)[:, -1] if width else np.zeros(runs)
+        assert np.array_equal(seqsum(values), expected)
+        assert np.array_equal(seqsum(values[:, ::-1]), np.cumsum(values[:, ::-1], axis=1)[
+            :, -1] if width else np.zeros(runs))
