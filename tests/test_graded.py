@@ -213,3 +213,12 @@ def test_sequential_row_sums_equal_accumulation() -> None:
         assert np.array_equal(seqsum(values), expected)
         assert np.array_equal(seqsum(values[:, ::-1]), np.cumsum(values[:, ::-1], axis=1)[
             :, -1] if width else np.zeros(runs))
+
+
+def test_values_do_not_depend_on_the_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    qrels, runs = _collection(5, [f"d{i}" for i in range(40)])
+    frames = []
+    for cores in (1, 3):
+        monkeypatch.setattr("sampleval.exact_results.os.cpu_count", lambda cores=cores: cores)
+        frames.append(evaluate(qrels, runs, MEASURES))
+    pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -130,11 +132,21 @@ def parse_measure_list(measures: Sequence[str | Measure]) -> list[Measure]:
 def graded_values(graded: Sequence[RunGrades], index: JudgedIndex, measures: list[Measure],
                   rel_level: int, judged_only: bool) -> np.ndarray:
     """``[topics, measures, runs]`` values of qrels measures on runs reduced by
-    :func:`~sampleval.core.graded.run_grades`."""
+    :func:`~sampleval.core.graded.run_grades`. Topics are measured apart from each other,
+    so each core's thread takes every so many (numpy computes on the ``[runs, ranks]``
+    arrays without holding the GIL); the values do not depend on the threads."""
     values = np.zeros((len(index.topics), len(measures), len(graded)))
-    for i, (_, ranked) in enumerate(ranked_grades(graded, index, judged_only)):
-        for j, measure in enumerate(measures):
-            values[i, j] = compute(measure, ranked, rel_level)
+    workers = max(1, min(os.cpu_count() or 1, len(index.topics)))
+
+    def measure_topics(first: int) -> None:
+        positions = range(first, len(index.topics), workers)
+        for i, (_, ranked) in zip(positions, ranked_grades(graded, index, judged_only,
+                                                            positions), strict=True):
+            for j, measure in enumerate(measures):
+                values[i, j] = compute(measure, ranked, rel_level)
+
+    with ThreadPoolExecutor(max_workers=workers) as threads:
+        list(threads.map(measure_topics, range(workers)))
     return values
 
 

@@ -17,7 +17,7 @@ imports.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -150,16 +150,17 @@ def run_grades(run: Run, index: JudgedIndex, depth: int | None = None,
     return RunGrades(run.name, grades, pooled, lengths)
 
 
-def ranked_grades(runs: Sequence[RunGrades], index: JudgedIndex, judged_only: bool = False
-                  ) -> Iterator[tuple[str, RankedGrades]]:
-    """Each topic of ``index`` with every run's grades side by side (``[n_runs, width]``,
-    ``NaN`` past a run's end), as the exact measures read them; ``judged_only``: trec_eval's
-    ``-J``."""
+def ranked_grades(runs: Sequence[RunGrades], index: JudgedIndex, judged_only: bool = False,
+                  positions: Iterable[int] | None = None) -> Iterator[tuple[str, RankedGrades]]:
+    """Each topic of ``index`` (only those at ``positions``, when given) with every run's
+    grades side by side (``[n_runs, width]``, ``NaN`` past a run's end), as the exact
+    measures read them; ``judged_only``: trec_eval's ``-J``."""
     lengths = np.array([r.lengths for r in runs], dtype=np.int64).reshape(
         len(runs), len(index.topics))
     starts = np.cumsum(lengths, axis=1) - lengths
     any_pooled = any(r.pooled is not None for r in runs)
-    for t, topic in enumerate(index.topics):
+    for t in range(len(index.topics)) if positions is None else positions:
+        topic = index.topics[t]
         width = int(lengths[:, t].max(initial=0))
         grades = np.full((len(runs), width), np.nan)
         pooled = np.zeros((len(runs), width), dtype=bool) if any_pooled else None
