@@ -23,13 +23,17 @@ from sampleval.cli._app import (
 from sampleval.measures.names import DEFAULT_MEASURES, measure_names
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from sampleval.core.graded import JudgedIndex, RunGrades
     from sampleval.exact_results import ExactResults
+    from sampleval.io._source import Prefetch
     from sampleval.measures.names import Measure
 
 FORMATS = ("table", "tsv", "json", "trec")
+PREFETCH_BYTES = 1 << 26  # inflated run files held ahead of parsing: 30 TREC-COVID runs
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -103,29 +107,41 @@ def run(args: argparse.Namespace) -> None:
 def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> ExactResults:
     """Qrels measures: the qrels and the runs are read, and each run reduced to its grades
     (``core.graded``), on background threads while the measures import; no run's table
-    outlives its reduction."""
+    outlives its reduction. The run files start inflating (:class:`Prefetch`, at most
+    :data:`PREFETCH_BYTES` ahead) before numpy and pyarrow are imported, on the core the
+    imports leave idle."""
     from pathlib import Path
 
-    index = None
-    if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
-        from sampleval.evaluation import judged_index
-        from sampleval.inputs import as_qrels
+    from sampleval.errors import InputError
+    from sampleval.io._source import Prefetch, expand_run_paths
 
-        judgments = as_qrels(args.qrels)
-        index = judged_index(judgments, judgments.topics)
-    with in_background(_read_graded, args, index) as reading:
-        from sampleval.exact_results import graded_results
+    try:
+        paths: list[Path] | None = expand_run_paths(args.runs)
+    except InputError:  # reported by the reader, after any error in the qrels
+        paths = None
+    with Prefetch(paths or [], PREFETCH_BYTES) as prefetch:
+        index = None
+        if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
+            from sampleval.evaluation import judged_index
+            from sampleval.inputs import as_qrels
 
-        index, graded = reading.result()
+            judgments = as_qrels(args.qrels)
+            index = judged_index(judgments, judgments.topics)
+        with in_background(_read_graded, args, paths, index, prefetch) as reading:
+            from sampleval.exact_results import graded_results
+
+            index, graded = reading.result()
     return graded_results(graded, index, measures, rel_level=args.rel_level,
                           all_topics=args.all_topics, judged_only=args.judged_only)
 
 
-def _read_graded(args: argparse.Namespace, index: JudgedIndex | None
+def _read_graded(args: argparse.Namespace, paths: list[Path] | None,
+                 index: JudgedIndex | None, prefetch: Prefetch
                  ) -> tuple[JudgedIndex, list[RunGrades]]:
-    """The qrels' index (unless given) and every run reduced to its grades, named. The run
-    files inflate and parse while the qrels are read; each waits for the index to be
-    reduced. A bad qrels file is reported before a bad run file, as if read first."""
+    """The qrels' index (unless given) and every run (``paths``, else ``args.runs``)
+    reduced to its grades, named. The run files parse while the qrels are read; each waits
+    for the index to be reduced. A bad qrels file is reported before a bad run file, as if
+    read first."""
     from dataclasses import replace
 
     from sampleval.core.graded import run_grades
@@ -137,9 +153,10 @@ def _read_graded(args: argparse.Namespace, index: JudgedIndex | None
     with in_background(indexed, args.qrels) as indexing:
         try:
             names, graded = read_runs_as(
-                args.runs, lambda run: run_grades(run, indexing.result(), args.depth),
+                args.runs if paths is None else paths,
+                lambda run: run_grades(run, indexing.result(), args.depth),
                 name_by=args.name_by, progress=stderr_is_terminal(),
-                duplicates=args.duplicates)
+                duplicates=args.duplicates, prefetch=prefetch)
         except Exception:
             indexing.result()
             raise

@@ -25,26 +25,25 @@ import codecs
 import gzip
 import math
 import re
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
-from isal import isal_zlib
 
 from sampleval._arrow import has_repeats, numpy_of
 from sampleval.errors import InputError
+from sampleval.io._source import STDIN, STDIN_NAME, Source, load
+
+__all__ = ["STDIN", "STDIN_NAME", "Column", "Source", "TableFormat", "first_tokens", "last_tokens",
+           "load", "read_table", "write_lines"]
 
 Kind = Literal["token", "dict", "float", "skip"]
-STDIN = "-"
-STDIN_NAME = "<stdin>"
-_GZIP_MAGIC = b"\x1f\x8b"
 _BOM = codecs.BOM_UTF8
 _SNIFF_BYTES = 1 << 16
 # Arrow parses a file in blocks of this size: one block (so one dictionary per column, no
@@ -54,8 +53,6 @@ _BLOCK_BYTES = 1 << 26
 _COMMENT = re.compile(rb"(?m)^#[^\n]*")
 _ALL_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
 _SPACES = re.compile(rb"  +")
-# isal's stub types its error class as an instance, hence the cast
-_GZIP_ERRORS = (cast(type[Exception], isal_zlib.error), OSError, EOFError)
 
 
 Rule = Callable[[np.ndarray], np.ndarray]
@@ -94,56 +91,6 @@ class TableFormat:
 
     def layout(self) -> str:
         return " ".join(c.described for c in self.columns)
-
-
-@dataclass(frozen=True, eq=False)
-class Source:
-    """A text file's bytes, read once and inflated: a file, a pipe or standard input.
-    ``name`` is what messages call it (``<stdin>`` for standard input)."""
-
-    name: str
-    data: bytes
-
-
-def load(path: str | PathLike[str] | Source) -> Source:
-    """Read ``path`` (``-``: standard input) whole, inflating gzip (detected by content)."""
-    if isinstance(path, Source):
-        return path
-    if str(path) == STDIN:
-        name, raw = STDIN_NAME, sys.stdin.buffer.read()
-    else:
-        p = Path(path)
-        name = str(p)
-        if not p.exists():
-            raise InputError(p, None, "no such file")
-        if p.is_dir():
-            raise InputError(p, None, "is a directory, not a file")
-        try:
-            with p.open("rb") as fh:
-                raw = fh.read()
-        except OSError as exc:
-            raise InputError(p, None, f"cannot read: {exc.strerror or exc}") from None
-    if raw[:2] == _GZIP_MAGIC:
-        raw = _inflate(name, raw)
-    return Source(name, raw)
-
-
-def _inflate(name: str, raw: bytes) -> bytes:
-    """The content of gzip data (every member of a concatenated file); ISA-L's inflate is
-    about 2.5x zlib's and releases the GIL, so threads inflate files in parallel."""
-    parts = []
-    try:
-        while raw:
-            inflater = isal_zlib.decompressobj(wbits=31)
-            parts.append(inflater.decompress(raw))
-            if not inflater.eof:
-                raise InputError(name, None, "truncated gzip data (the file ends early)")
-            raw = inflater.unused_data.lstrip(b"\x00")  # gzip allows zero padding
-            if raw and raw[:2] != _GZIP_MAGIC:
-                raise InputError(name, None, "trailing garbage after the gzip data")
-    except _GZIP_ERRORS as exc:
-        raise InputError(name, None, f"corrupt gzip data: {exc}") from None
-    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _check_text(source: Source) -> None:
