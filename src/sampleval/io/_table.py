@@ -2,9 +2,9 @@
 
 Every format sampleval reads is a text file of whitespace-separated columns, one record a line,
 plain or gzipped, from a file, a pipe (``<(zcat run.gz)``) or standard input (``-``).
-:func:`load` reads the bytes once (inflating gzip, detected by its magic number, with ISA-L),
-so pipes, which cannot be read twice, work like files. :func:`read_table` then parses them
-into a :class:`pyarrow.Table`:
+:func:`~sampleval.io._source.load` reads the bytes once (inflating gzip, detected by its
+magic number, with ISA-L), so pipes, which cannot be read twice, work like files.
+:func:`read_table` then parses them into a :class:`pyarrow.Table`:
 
 1. lines starting with ``#`` (comments, as trec_eval 10 allows) are blanked first, only when
    the file has any; a UTF-8 byte-order mark and CRLF line ends are accepted as they are;
