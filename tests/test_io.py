@@ -474,7 +474,7 @@ def test_prefetch_hands_out_files_within_its_budget(tmp_path: Path) -> None:
         time.sleep(0.2)
         assert prefetch._held == len(b"1 Q0 d0 1 1.0 tag\n" * 100)  # one file, not more
         assert [prefetch.take(p).data[:8] for p in paths[:2]] == [b"1 Q0 d0 ", b"1 Q0 d1 "]
-        with pytest.raises(InputError, match="bad.gz.*corrupt gzip"):
+        with pytest.raises(InputError, match=r"bad\.gz.*corrupt gzip"):
             prefetch.take(tmp_path / "bad.gz")
         assert prefetch.take(paths[4]).name == str(paths[4])
         assert STDIN not in {str(p) for p in prefetch._loaded}
