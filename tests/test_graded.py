@@ -124,3 +124,101 @@ def test_a_run_lacking_a_topic_scores_zero_with_all_topics() -> None:
                          "r")
     values = evaluate(qrels, [run], ["iprec_at_recall_0.00", "AP"], all_topics=True)
     assert values["value"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.5, 0.5]
+
+
+@pytest.mark.parametrize("all_topics", [False, True])
+def test_tsv_from_arrays_equals_tsv_of_the_frame(all_topics: bool) -> None:
+    """``sampleval evaluate -f tsv`` writes from the arrays: the same bytes as ``to_tsv`` of
+    the DataFrame, per topic and combined, counts as integers, NaN empty, for runs in any
+    order and with a shared name (the frame's order: the name's last position)."""
+    from sampleval.exact_results import ExactResults
+    from sampleval.measures.names import parse_measures
+    from sampleval.report import to_tsv
+
+    measures = parse_measures(["AP", "NumRel", "GMAP", "iprec_at_recall_0.00", "P@5"])
+    rng = np.random.default_rng(4)
+    values = rng.random((3, len(measures), 3))
+    values[:, 1] = rng.integers(0, 5, (3, 3))  # NumRel: a count
+    values[1, 3, 1] = np.nan  # a NaN that stays (the run has the topic)
+    present = np.array([[True, False, True], [True, True, False], [False, True, True]])
+    for names in (["b", "a", "c"], ["a", "b", "a"]):
+        results = ExactResults.of(names, ["2", "10", "1"], measures, values, present,
+                                  all_topics)
+        frame = results.frame()
+        assert results.tsv() == to_tsv(frame)
+        assert results.tsv(per_topic=False) == to_tsv(frame[frame["query_id"] == "all"])
+    text = results.tsv()
+    assert f"a\tall\tNumRel\t{int(results.combined[1, 2])}\n" in text
+    assert "b\t10\tIPrec@0.0\t\n" in text
+
+
+def test_evaluate_tsv_imports_no_pandas(tmp_path: Path) -> None:
+    """The command writes TSV from arrays (pandas costs 0.3 s of CPU to import); its output
+    equals the library's DataFrame written by ``to_tsv``."""
+    from sampleval.report import to_tsv
+
+    qrels, runs = _collection(2, [f"d{i}" for i in range(40)])
+    (tmp_path / "qrels").write_text("".join(
+        f"{q} 0 {d} {g}\n" for q, d, g in qrels.frame[["query_id", "doc_id",
+                                                      "relevance"]].itertuples(index=False)))
+    paths = [tmp_path / f"run{i}" for i in range(len(runs))]
+    for run, path in zip(runs, paths, strict=True):
+        write_run(run, path)
+    script = ("import sys\nfrom sampleval.cli import main\n"
+              f"sys.argv = ['sampleval', 'evaluate', {str(tmp_path / 'qrels')!r}, "
+              f"*{[str(p) for p in paths]!r}, '-m', 'AP,NumRel,nDCG@5', '-q', '-f', 'tsv']\n"
+              "try:\n    main()\nfinally:\n"
+              "    print(sorted({'pandas', 'numba', 'scipy'} & set(sys.modules)), "
+              "file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.stderr.strip() == "[]", done.stderr
+    expected = to_tsv(evaluate(Qrels.from_frame(qrels.frame), read_runs(paths),
+                               ["AP", "NumRel", "nDCG@5"]))
+    assert done.stdout == expected
+
+
+def test_repeat_check_by_flags_equals_hash_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``has_repeats`` marks a table of flags when the key combinations are few, and
+    counts hashed keys otherwise: the same answer, plain or dictionary columns."""
+    from sampleval._arrow import has_repeats
+
+    rng = np.random.default_rng(7)
+    tables = []
+    for repeat in (False, True):
+        pairs = {(str(t), f"d{d}") for t, d in rng.integers(0, 30, (200, 2))}
+        rows = sorted(pairs) + ([sorted(pairs)[5]] if repeat else [])
+        query, doc = (list(c) for c in zip(*rows, strict=True))
+        tables.append((repeat, pa.table({"query_id": pa.array(query),
+                                         "doc_id": pa.array(doc).dictionary_encode()})))
+    empty = pa.table({"query_id": pa.array([], pa.string()), "doc_id": pa.array([], pa.string())})
+    for dense in (True, False):
+        if not dense:
+            monkeypatch.setattr("sampleval._arrow.DENSE_KEYS", 0)
+        assert [has_repeats(t, ("query_id", "doc_id")) for _, t in tables] == [
+            repeat for repeat, _ in tables]
+        assert not has_repeats(empty, ("query_id", "doc_id"))
+
+
+def test_sequential_row_sums_equal_accumulation() -> None:
+    """``seqsum`` adds each row's values left to right, as trec_eval's loops do: equal to
+    the last column of a cumulative sum to the bit (a pairwise sum differs in the last
+    digits), for one row, two rows and many, narrow and wide."""
+    from sampleval.measures.base import seqsum
+
+    rng = np.random.default_rng(11)
+    for runs, width in [(1, 1500), (2, 1000), (3, 1), (126, 1000), (5, 0), (40, 777)]:
+        values = rng.random((runs, width)) * 10.0 ** rng.integers(-3, 7, (runs, width))
+        values[rng.random((runs, width)) < 0.5] = 0.0
+        expected = np.cumsum(values, axis=1)[:, -1] if width else np.zeros(runs)
+        assert np.array_equal(seqsum(values), expected)
+        assert np.array_equal(seqsum(values[:, ::-1]), np.cumsum(values[:, ::-1], axis=1)[
+            :, -1] if width else np.zeros(runs))
+
+
+def test_values_do_not_depend_on_the_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    qrels, runs = _collection(5, [f"d{i}" for i in range(40)])
+    frames = []
+    for cores in (1, 3):
+        monkeypatch.setattr("sampleval.exact_results.os.cpu_count", lambda cores=cores: cores)
+        frames.append(evaluate(qrels, runs, MEASURES))
+    pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)

@@ -453,3 +453,29 @@ def test_write_read_round_trip_matches_reference(rows: dict[tuple[str, str], flo
     assert back.name == "prop"
     pd.testing.assert_frame_equal(back.to_frame(), run.to_frame())
     assert ranked(run) == reference_ranking(rows)
+
+
+def test_prefetch_hands_out_files_within_its_budget(tmp_path: Path) -> None:
+    """``Prefetch`` inflates files ahead in order, never holding more than its budget of
+    files not yet taken (but always one), raises a file's error when it is taken, leaves
+    standard input to ``take`` and stops when closed."""
+    import time
+
+    from sampleval.io._source import STDIN, Prefetch
+
+    paths = []
+    for i in range(5):
+        paths.append(tmp_path / f"run{i}.gz")
+        with gzip.open(paths[-1], "wt") as fh:
+            fh.write(f"1 Q0 d{i} 1 1.0 tag\n" * 100)
+    (tmp_path / "bad.gz").write_bytes(b"\x1f\x8b not gzip")
+    with Prefetch([*paths[:2], tmp_path / "bad.gz", *paths[2:], Path(STDIN)],
+                  budget=1) as prefetch:
+        time.sleep(0.2)
+        assert prefetch._held == len(b"1 Q0 d0 1 1.0 tag\n" * 100)  # one file, not more
+        assert [prefetch.take(p).data[:8] for p in paths[:2]] == [b"1 Q0 d0 ", b"1 Q0 d1 "]
+        with pytest.raises(InputError, match=r"bad\.gz.*corrupt gzip"):
+            prefetch.take(tmp_path / "bad.gz")
+        assert prefetch.take(paths[4]).name == str(paths[4])
+        assert STDIN not in {str(p) for p in prefetch._loaded}
+    assert not prefetch._loaded

@@ -70,14 +70,19 @@ def test_pool_vocabulary_does_not_depend_on_docno_length(docnos: list[str]) -> N
 @given(st.data())
 def test_grouped_rows_sort_only_their_ties(data: st.DataObject) -> None:
     """Rows already grouped by topic with scores not increasing (how run files come): the
-    ties are sorted by docno, whether the keys come as an array or from a function."""
+    ties are sorted by docno, whether the keys come as an array or from a function, and
+    whatever order the docnos of a tie come in (random; ascending, as most run files
+    list them, reversed without a sort; descending, left as they are)."""
     n = data.draw(st.integers(1, 200))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     topic = np.sort(rng.integers(0, 5, n))
     score = rng.choice(BASES, n) + rng.choice(NUDGES, n)
     doc = rng.permutation(10 * n)[:n].astype(np.uint64)
+    within = data.draw(st.sampled_from(["random", "ascending", "descending"]))
+    tie_key = {"random": np.zeros(n), "ascending": doc.astype(np.float64),
+               "descending": -doc.astype(np.float64)}[within]  # docnos' order within ties
     for score_type in (np.float32, np.float64):
-        grouped = np.lexsort((-score.astype(score_type), topic))  # ties in random doc order
+        grouped = np.lexsort((tie_key, -score.astype(score_type), topic))
         t, s, d = topic[grouped], score[grouped], doc[grouped]
         expected = np.lexsort((-d.astype(np.int64), -s.astype(score_type), t))
         asked: list[int] = []
@@ -95,6 +100,7 @@ def test_grouped_rows_sort_only_their_ties(data: st.DataObject) -> None:
 @pytest.mark.parametrize("strings", [
     ["d3", "d10", "d2", "é", "zz", "abcdefgh", "a", ""],
     ["b", "a", "ab", "ba", "\x7f", "ÿ"],
+    ["zzzzzzzz", "abcdefgh", "abcdefgi", "0a1b2c3d", "éééé", "ABCDEFGH"],  # fixed width
 ])
 def test_packed_keys_order_as_strcmp(strings: list[str]) -> None:
     import pyarrow as pa

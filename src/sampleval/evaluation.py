@@ -9,27 +9,35 @@ preference measures rank each run themselves."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
-from sampleval.aggregation import over_topics
-from sampleval.core.graded import JudgedIndex, RunGrades, ranked_grades, run_grades
+from sampleval.core.graded import JudgedIndex, RunGrades, run_grades
 from sampleval.core.pool import Pool
 from sampleval.core.prefs import GroupQrels, Preferences
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run, ranks_within, trec_order
 from sampleval.errors import UsageError
+from sampleval.exact_results import (
+    GEOMETRIC_FLOOR,
+    MEAN_TOPIC,
+    ExactResults,
+    graded_present,
+    graded_results,
+    graded_values,
+    parse_measure_list,
+)
 from sampleval.inputs import QrelsLike, RunsLike, as_qrels, as_runs
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.groups import compute_groups
-from sampleval.measures.names import DEFAULT_MEASURES, Measure, parse_measures
+from sampleval.measures.names import DEFAULT_MEASURES, Measure
 from sampleval.measures.prefs import TopicPrefs, positions, prefs_values, topic_prefs
 
-MEAN_TOPIC = "all"
-GEOMETRIC_FLOOR = 0.00001  # trec_eval's MIN_GEO_MEAN: gm_map and gm_bpref floor values here
-
+__all__ = ["GEOMETRIC_FLOOR", "MEAN_TOPIC", "evaluate", "evaluate_graded", "group_rankings",
+           "judged_index", "leaderboard", "parse_measure_list", "prefs_rankings",
+           "ranked_topics", "results_frame"]
 
 Judgments = Qrels | Preferences | GroupQrels
 
@@ -87,7 +95,7 @@ def evaluate(qrels: Judgments | QrelsLike, runs: RunsLike | Pool,
             index = judged_index(_as_qrels(qrels), topics)
             graded = [run_grades(r, index, depth) for r in run_list]
             found = graded_values(graded, index, chosen, rel_level, judged_only)
-            present = np.array([g.lengths for g in graded]).reshape(len(graded), len(index.topics)).T > 0
+            present = graded_present(graded, index)
         elif kind == "prefs":
             if run_list is None:
                 raise UsageError("preference measures need the runs, not a Pool")
@@ -113,14 +121,6 @@ def evaluate(qrels: Judgments | QrelsLike, runs: RunsLike | Pool,
     return results_frame(run_names, topics, parsed, values, present, all_topics)
 
 
-def parse_measure_list(measures: Sequence[str | Measure]) -> list[Measure]:
-    """Measures given as names or :class:`Measure` objects, in the order given, without
-    repeats."""
-    return list(dict.fromkeys(
-        m for item in measures
-        for m in ([item] if isinstance(item, Measure) else parse_measures([item]))))
-
-
 def judged_index(qrels: Qrels, topics: Sequence[str]) -> JudgedIndex:
     """The qrels of ``topics`` as :func:`~sampleval.core.graded.run_grades` looks them up."""
     frame = qrels.frame
@@ -128,46 +128,23 @@ def judged_index(qrels: Qrels, topics: Sequence[str]) -> JudgedIndex:
                              frame["relevance"].to_numpy(dtype=np.float64), topics)
 
 
-def graded_values(graded: Sequence[RunGrades], index: JudgedIndex, measures: list[Measure],
-                  rel_level: int, judged_only: bool) -> np.ndarray:
-    """``[topics, measures, runs]`` values of qrels measures on runs reduced by
-    :func:`~sampleval.core.graded.run_grades`."""
-    values = np.zeros((len(index.topics), len(measures), len(graded)))
-    for i, (_, ranked) in enumerate(ranked_grades(graded, index, judged_only)):
-        for j, measure in enumerate(measures):
-            values[i, j] = compute(measure, ranked, rel_level)
-    return values
-
-
 def evaluate_graded(graded: Sequence[RunGrades], index: JudgedIndex,
                     measures: Sequence[str | Measure] = DEFAULT_MEASURES, *,
                     rel_level: int = 1, all_topics: bool = False,
                     judged_only: bool = False) -> pd.DataFrame:
     """:func:`evaluate` for qrels measures on runs already reduced to their grades
-    (:func:`~sampleval.core.graded.run_grades`, depth applied there), which is how
-    ``sampleval evaluate`` streams its run files."""
-    parsed = parse_measure_list(measures)
-    values = graded_values(graded, index, parsed, rel_level, judged_only)
-    present = np.array([g.lengths for g in graded]).reshape(len(graded), len(index.topics)).T > 0
-    return results_frame([g.name for g in graded], list(index.topics), parsed, values,
-                         present, all_topics)
+    (:func:`~sampleval.core.graded.run_grades`, depth applied there): the DataFrame of
+    :func:`sampleval.exact_results.graded_results`."""
+    return graded_results(graded, index, measures, rel_level=rel_level,
+                          all_topics=all_topics, judged_only=judged_only).frame()
 
 
 def results_frame(run_names: Sequence[str], topics: list[str], measures: list[Measure],
                   values: np.ndarray, present: np.ndarray, all_topics: bool) -> pd.DataFrame:
     """The results DataFrame of :func:`evaluate` from ``[topics, measures, runs]`` values and
     ``present`` (``[topics, runs]``: the run retrieved documents for the topic); refuses a
-    run that shares no topic with the judgments."""
-    # a run lacking a topic measures an empty ranking; where that is 0 / 0 (interpolated
-    # precision at recall 0) it scores 0, as trec_eval -c's stand-in ranking scores it
-    values = np.where(np.isnan(values) & ~present[:, None, :], 0.0, values)
-    included = np.ones_like(present) if all_topics else present
-    counted = included.sum(axis=0)
-    if len(run_names) and not counted.all():
-        lonely = [run_names[int(k)] for k in np.flatnonzero(counted == 0)]
-        raise UsageError(f"no topic has both results and judgments for run(s) "
-                         f"{', '.join(lonely)}: check that the qrels belong to these runs")
-    return _frame(tuple(run_names), topics, measures, values, included)
+    run that shares no topic with the judgments (:meth:`ExactResults.of`)."""
+    return ExactResults.of(run_names, topics, measures, values, present, all_topics).frame()
 
 
 def _as_qrels(judgments: Judgments) -> Qrels:
@@ -295,47 +272,6 @@ def _prefs_values(prefs: Preferences, runs: Sequence[Run], topics: Sequence[str]
         for j, measure in enumerate(measures):
             values[index[topic], j] = found[measure.name]
     return values
-
-
-def _frame(run_names: tuple[str, ...], topics: list[str], measures: list[Measure],
-           values: np.ndarray, included: np.ndarray) -> pd.DataFrame:
-    n_topics, n_measures, n_runs = values.shape
-    t_idx, m_idx, r_idx = np.meshgrid(np.arange(n_topics), np.arange(n_measures),
-                                      np.arange(n_runs), indexing="ij")
-    keep = np.broadcast_to(included[:, None, :], values.shape)
-    names = np.array([str(m) for m in measures], dtype=object)
-    per_topic = pd.DataFrame({
-        "run": np.asarray(run_names, dtype=object)[r_idx[keep]],
-        "query_id": np.asarray(topics, dtype=object)[t_idx[keep]],
-        "measure": names[m_idx[keep]],
-        "value": values[keep],
-    })
-    aggregate = np.array([m.aggregate for m in measures])
-    means = np.empty((n_measures, n_runs))
-    for kind in ("sum", "mean", "gmean"):  # each measure's topics summed once, exactly
-        rows = aggregate == kind
-        if not rows.any():
-            continue
-        part = values[:, rows]
-        if kind == "gmean":
-            part = np.log(np.maximum(part, GEOMETRIC_FLOOR))
-        combined = over_topics(part, keep[:, rows], "sum" if kind == "sum" else "mean")
-        means[rows] = np.exp(combined) if kind == "gmean" else combined
-    m_all, r_all = np.meshgrid(np.arange(n_measures), np.arange(n_runs), indexing="ij")
-    overall = pd.DataFrame({
-        "run": np.asarray(run_names, dtype=object)[r_all.ravel()],
-        "query_id": MEAN_TOPIC,
-        "measure": names[m_all.ravel()],
-        "value": means.ravel(),
-    })
-    out = pd.concat([per_topic, overall], ignore_index=True)
-    return out.sort_values(["run"], kind="stable", key=_run_order(run_names)).reset_index(
-        drop=True)
-
-
-def _run_order(run_names: tuple[str, ...]) -> Callable[[pd.Series], pd.Series]:
-    position = {name: i for i, name in enumerate(run_names)}
-    return lambda column: column.map(position)
 
 
 def leaderboard(results: pd.DataFrame) -> pd.DataFrame:

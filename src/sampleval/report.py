@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections.abc import Sequence
@@ -13,24 +12,10 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from sampleval.errors import SampleValError
-from sampleval.evaluation import MEAN_TOPIC
+from sampleval.exact_results import MEAN_TOPIC, format_number, is_count
 from sampleval.measures.names import parse_measure
 
 FORMATS = ("table", "tsv", "json", "trec")
-
-
-def format_value(value: float, measure: str) -> str:
-    """A value at full precision; counts (NumRel, NumRet, NumRelRet) as integers."""
-    return _formatted(value, _is_count(measure))
-
-
-def _formatted(value: float, count: bool) -> str:
-    if math.isnan(value):
-        return ""
-    if count and value.is_integer():
-        return str(int(value))
-    return repr(value)
 
 
 ESTIMATE_NUMBERS = ("value", "lo", "hi", "coverage", "imputed")
@@ -42,8 +27,8 @@ def to_tsv(results: pd.DataFrame, numbers: Sequence[str] = ("value",)) -> str:
     coverage imputed``), one row per (run, topic, measure), with a header."""
     header = ["run", "topic", "measure", *numbers]
     labels = [results[c].astype(str).tolist() for c in ("run", "query_id", "measure")]
-    count = {m: _is_count(m) for m in set(labels[2])}  # once per measure, not per row
-    cells = [[_formatted(v, column == "value" and count[m]) for v, m in zip(
+    count = {m: is_count(m) for m in set(labels[2])}  # once per measure, not per row
+    cells = [[format_number(v, column == "value" and count[m]) for v, m in zip(
         results[column].to_numpy(dtype=np.float64).tolist(), labels[2], strict=True)]
         for column in numbers]
     lines = ["\t".join(header), *map("\t".join, zip(*labels, *cells, strict=True))]
@@ -146,15 +131,8 @@ def _cell(value: float, measure: str, half: float | None = None,
     mark = "*" if flagged else ""
     if half is not None and not math.isnan(half):
         return f"{value:.4f} ±{half:.4f}{mark}"
-    if _is_count(measure):
+    if is_count(measure):
         return str(int(value)) + mark
     return f"{value:.4f}{mark}"
 
 
-@functools.cache
-def _is_count(measure: str) -> bool:
-    """Exact counts print as integers; estimated ones (``inum_rel``, ``NumRel~ht``) do not."""
-    try:
-        return parse_measure(measure).aggregate == "sum"
-    except SampleValError:
-        return False

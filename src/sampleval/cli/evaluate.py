@@ -23,12 +23,17 @@ from sampleval.cli._app import (
 from sampleval.measures.names import DEFAULT_MEASURES, measure_names
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from sampleval.core.graded import JudgedIndex, RunGrades
+    from sampleval.exact_results import ExactResults
+    from sampleval.io._source import Prefetch
     from sampleval.measures.names import Measure
 
 FORMATS = ("table", "tsv", "json", "trec")
+PREFETCH_BYTES = 1 << 26  # inflated run files held ahead of parsing: 30 TREC-COVID runs
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -77,7 +82,11 @@ def run(args: argparse.Namespace) -> None:
     check_stdin_once(args.qrels, args.runs)
     output = Output(args.output, [args.qrels, *args.runs])
     if all(m.spec.judgments == "qrels" for m in measures):
-        results = _evaluate_streaming(args, measures)
+        exact = _evaluate_streaming(args, measures)
+        if args.format == "tsv":  # written from the arrays: no pandas
+            output.write(exact.tsv(per_topic=args.per_topic))
+            return
+        results = exact.frame()
     else:  # preference and judgment-group measures read the runs themselves
         with start_reading_runs(args) as reading:  # the runs load while pandas imports
             from sampleval.evaluation import evaluate
@@ -95,51 +104,80 @@ def run(args: argparse.Namespace) -> None:
     emit(results, args.format, output)
 
 
-def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> pd.DataFrame:
+def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> ExactResults:
     """Qrels measures: the qrels and the runs are read, and each run reduced to its grades
-    (``core.graded``), on background threads while pandas imports; no run's table outlives
-    its reduction."""
+    (``core.graded``), on background threads while the measures import; no run's table
+    outlives its reduction. The run files start inflating (:class:`Prefetch`, at most
+    :data:`PREFETCH_BYTES` ahead) before numpy and pyarrow are imported, on the core the
+    imports leave idle."""
     from pathlib import Path
 
-    index = None
-    if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
-        from sampleval.evaluation import judged_index
-        from sampleval.inputs import as_qrels
+    from sampleval.errors import InputError
+    from sampleval.io._source import Prefetch, expand_run_paths
 
-        judgments = as_qrels(args.qrels)
-        index = judged_index(judgments, judgments.topics)
-    with in_background(_read_graded, args, index) as reading:
-        from sampleval.evaluation import evaluate_graded
+    try:
+        paths: list[Path] | None = expand_run_paths(args.runs)
+    except InputError:  # reported by the reader, after any error in the qrels
+        paths = None
+    with Prefetch(paths or [], PREFETCH_BYTES) as prefetch:
+        index = None
+        if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
+            from sampleval.evaluation import judged_index
+            from sampleval.inputs import as_qrels
 
-        index, graded = reading.result()
-    return evaluate_graded(graded, index, measures, rel_level=args.rel_level,
-                           all_topics=args.all_topics, judged_only=args.judged_only)
+            judgments = as_qrels(args.qrels)
+            index = judged_index(judgments, judgments.topics)
+        with in_background(_read_graded, args, paths, index, prefetch) as reading:
+            from sampleval.exact_results import graded_results
+
+            index, graded = reading.result()
+    return graded_results(graded, index, measures, rel_level=args.rel_level,
+                          all_topics=args.all_topics, judged_only=args.judged_only)
 
 
-def _read_graded(args: argparse.Namespace, index: JudgedIndex | None
+def _read_graded(args: argparse.Namespace, paths: list[Path] | None,
+                 index: JudgedIndex | None, prefetch: Prefetch
                  ) -> tuple[JudgedIndex, list[RunGrades]]:
-    """The qrels' index (unless given) and every run reduced to its grades, named."""
+    """The qrels' index (unless given) and every run (``paths``, else ``args.runs``)
+    reduced to its grades, named. The run files parse while the qrels are read; each waits
+    for the index to be reduced. A bad qrels file is reported before a bad run file, as if
+    read first."""
     from dataclasses import replace
 
+    from sampleval.core.graded import run_grades
+    from sampleval.io.runs import read_runs_as
+
+    def indexed(qrels: str) -> JudgedIndex:
+        return _qrels_index(qrels) if index is None else index
+
+    with in_background(indexed, args.qrels) as indexing:
+        try:
+            names, graded = read_runs_as(
+                args.runs if paths is None else paths,
+                lambda run: run_grades(run, indexing.result(), args.depth),
+                name_by=args.name_by, progress=stderr_is_terminal(),
+                duplicates=args.duplicates, prefetch=prefetch)
+        except Exception:
+            indexing.result()
+            raise
+        return indexing.result(), [replace(g, name=n)
+                                   for n, g in zip(names, graded, strict=True)]
+
+
+def _qrels_index(path: str) -> JudgedIndex:
+    """The qrels file's judgments of all its topics (in natural order), indexed."""
     import pyarrow.compute as pc
 
     from sampleval._arrow import numpy_of
-    from sampleval.core.graded import JudgedIndex, run_grades
+    from sampleval.core.graded import JudgedIndex
     from sampleval.core.run import sort_topics
     from sampleval.io._table import read_table
     from sampleval.io.qrels import QRELS_FORMAT
-    from sampleval.io.runs import read_runs_as
 
-    if index is None:
-        table = read_table(args.qrels, QRELS_FORMAT)
-        topics = sort_topics([str(t) for t in pc.unique(table["query_id"]).to_pylist()])
-        index = JudgedIndex.build(table["query_id"], table["doc_id"],
-                                  numpy_of(table["relevance"]), topics)
-    judged = index
-    names, graded = read_runs_as(args.runs, lambda run: run_grades(run, judged, args.depth),
-                                 name_by=args.name_by, progress=stderr_is_terminal(),
-                                 duplicates=args.duplicates)
-    return index, [replace(g, name=n) for n, g in zip(names, graded, strict=True)]
+    table = read_table(path, QRELS_FORMAT)
+    topics = sort_topics([str(t) for t in pc.unique(table["query_id"]).to_pylist()])
+    return JudgedIndex.build(table["query_id"], table["doc_id"], numpy_of(table["relevance"]),
+                             topics)
 
 
 def emit(results: pd.DataFrame, output_format: str, output: Output) -> None:

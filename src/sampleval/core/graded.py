@@ -16,7 +16,8 @@ imports.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sampleval._arrow import arrow_of, dictionary_array, numpy_of, packed_keys, strings_of
-from sampleval.core.run import Run, ranks_within, sorted_codes, trec_order
+from sampleval.core.run import Run, sorted_codes, trec_order
 from sampleval.measures.base import RankedGrades
 
 Strings: TypeAlias = "np.ndarray | pa.Array | pa.ChunkedArray"
@@ -78,6 +79,11 @@ class JudgedIndex:
                    pooled=negative if negative.any() else None, topic_grades=topic_grades,
                    line_of=line_of)
 
+    @functools.cached_property
+    def topic_array(self) -> pa.Array:
+        """:attr:`topics` as an Arrow array (what each run's topics are looked up in)."""
+        return strings_of(self.topics)
+
     def lines(self, topic_at: np.ndarray, docno_at: np.ndarray) -> np.ndarray:
         """The position in :attr:`keys` of each (topic position, docno position) pair's
         qrels line, -1 where there is none."""
@@ -120,16 +126,15 @@ def run_grades(run: Run, index: JudgedIndex, depth: int | None = None,
         return sorted_codes(doc.dictionary)[doc_code[rows]] if keys is None else keys
 
     order = trec_order(topic_code, numpy_of(run.table["score"]), doc_order, score_type)
-    topic_at = _positions(query.dictionary, strings_of(index.topics))[
-        topic_code[order]]
-    keep = topic_at >= 0
-    if depth is not None:
-        keep &= ranks_within(topic_code[order]) <= depth
-    rows = order[keep]
-    topic_at = topic_at[keep]
-    if np.any(topic_at[1:] < topic_at[:-1]):  # the run's topic order -> the index's
-        by_topic = np.argsort(topic_at, kind="stable")
-        rows, topic_at = rows[by_topic], topic_at[by_topic]
+    # ``order`` holds each topic's rows in one block, blocks in code order: take the blocks
+    # of the evaluated topics in the index's order, each cut to ``depth``
+    counts = np.bincount(topic_code, minlength=len(query.dictionary))
+    position = _positions(query.dictionary, index.topic_array)
+    codes = np.argsort(position, kind="stable")[np.count_nonzero(position < 0):]
+    taken = counts[codes] if depth is None else np.minimum(counts[codes], depth)
+    shift = (np.cumsum(counts) - counts)[codes] - (np.cumsum(taken) - taken)
+    rows = order[np.arange(int(taken.sum())) + np.repeat(shift, taken)]
+    topic_at = np.repeat(position[codes], taken)
     docno_at = _positions(doc.dictionary, index.docnos)[doc_code[rows]]
     known = np.flatnonzero(docno_at >= 0)  # docnos the qrels judge for some topic
     at = index.lines(topic_at[known], docno_at[known])
@@ -140,20 +145,22 @@ def run_grades(run: Run, index: JudgedIndex, depth: int | None = None,
     if index.pooled is not None:
         pooled = np.zeros(len(rows), dtype=bool)
         pooled[known] = index.pooled[at]
-    lengths = np.bincount(topic_at, minlength=len(index.topics))
+    lengths = np.zeros(len(index.topics), dtype=np.int64)
+    lengths[position[codes]] = taken
     return RunGrades(run.name, grades, pooled, lengths)
 
 
-def ranked_grades(runs: Sequence[RunGrades], index: JudgedIndex, judged_only: bool = False
-                  ) -> Iterator[tuple[str, RankedGrades]]:
-    """Each topic of ``index`` with every run's grades side by side (``[n_runs, width]``,
-    ``NaN`` past a run's end), as the exact measures read them; ``judged_only``: trec_eval's
-    ``-J``."""
+def ranked_grades(runs: Sequence[RunGrades], index: JudgedIndex, judged_only: bool = False,
+                  positions: Iterable[int] | None = None) -> Iterator[tuple[str, RankedGrades]]:
+    """Each topic of ``index`` (only those at ``positions``, when given) with every run's
+    grades side by side (``[n_runs, width]``, ``NaN`` past a run's end), as the exact
+    measures read them; ``judged_only``: trec_eval's ``-J``."""
     lengths = np.array([r.lengths for r in runs], dtype=np.int64).reshape(
         len(runs), len(index.topics))
     starts = np.cumsum(lengths, axis=1) - lengths
     any_pooled = any(r.pooled is not None for r in runs)
-    for t, topic in enumerate(index.topics):
+    for t in range(len(index.topics)) if positions is None else positions:
+        topic = index.topics[t]
         width = int(lengths[:, t].max(initial=0))
         grades = np.full((len(runs), width), np.nan)
         pooled = np.zeros((len(runs), width), dtype=bool) if any_pooled else None

@@ -90,7 +90,15 @@ def _ties_by_docno(topic: np.ndarray, score: np.ndarray, doc_key: DocKey) -> np.
     tied = np.flatnonzero(np.r_[tie, False] | follows)
     group = np.cumsum(~follows[tied])  # a stretch starts at a tied row that follows none
     key = doc_key(tied) if callable(doc_key) else doc_key[tied]
-    if np.any((group[1:] == group[:-1]) & (key[1:] >= key[:-1])):
+    same = group[1:] == group[:-1]
+    if not np.any(same & (key[1:] >= key[:-1])):  # docnos descend already
+        return order
+    if not np.any(same & (key[1:] <= key[:-1])):  # ascend (most run files): reverse each
+        first = np.flatnonzero(np.r_[True, ~same])
+        last = np.r_[first[1:], len(tied)] - 1
+        at = group - 1
+        order[tied] = tied[first[at] + last[at] - np.arange(len(tied))]
+    else:
         order[tied] = tied[np.lexsort((_descending(key), group))]
     return order
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import warnings
 from collections import Counter
@@ -16,6 +15,7 @@ import pyarrow as pa
 
 from sampleval.core.run import Run, check_duplicates, keep_one
 from sampleval.errors import InputError
+from sampleval.io._source import Prefetch, expand_run_paths
 from sampleval.io._table import (
     STDIN,
     Column,
@@ -26,6 +26,9 @@ from sampleval.io._table import (
     read_table,
     write_lines,
 )
+
+__all__ = ["RUN_FORMAT", "expand_run_paths", "file_run_name", "read_run", "read_runs",
+           "read_runs_as", "run_of_table", "write_run"]
 from sampleval.progress import track
 
 RUN_FORMAT = TableFormat(
@@ -74,32 +77,6 @@ def run_of_table(table: pa.Table, source: Source, name: str | None, duplicates: 
     return Run(name=run_name, table=table, source=source.name)
 
 
-def expand_run_paths(specs: Iterable[str | PathLike[str]]) -> list[Path]:
-    """Files named by ``specs``: files (and pipes, and ``-`` for standard input) as given,
-    directories by their visible files (sorted), glob patterns by their matches (sorted). A
-    spec that names nothing is an error."""
-    paths: list[Path] = []
-    for spec in specs:
-        p = Path(spec)
-        if str(spec) == STDIN:
-            paths.append(p)
-        elif p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
-            if not found:
-                raise InputError(p, None, "directory holds no run files")
-            paths.extend(found)
-        elif p.exists():
-            paths.append(p)
-        elif glob.has_magic(str(spec)):
-            matches = sorted(Path(m) for m in glob.glob(str(spec)) if Path(m).is_file())
-            if not matches:
-                raise InputError(p, None, "pattern matches no file")
-            paths.extend(matches)
-        else:
-            raise InputError(p, None, "no such file")
-    return paths
-
-
 def file_run_name(path: str | PathLike[str]) -> str:
     """A run name from its file: the base name without a ``.gz`` suffix (``stdin`` for
     standard input)."""
@@ -128,11 +105,14 @@ def _as_read(run: Run) -> Run:
 
 def read_runs_as(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
                  convert: Callable[[Run], T], name_by: str = "tag", progress: bool = False,
-                 duplicates: str = "error") -> tuple[list[str], list[T]]:
+                 duplicates: str = "error", prefetch: Prefetch | None = None
+                 ) -> tuple[list[str], list[T]]:
     """:func:`read_runs`, each run handed to ``convert`` on its reading thread as soon as it
     is read, and only what ``convert`` returns kept: a command that reduces each run (to
     its grades, say) never holds every run's table. Returns the runs' names (chosen as
-    :func:`read_runs` chooses them) and the converted runs, in the order of the files."""
+    :func:`read_runs` chooses them) and the converted runs, in the order of the files.
+    ``prefetch``: the files' bytes are taken from it (a command starts it before its
+    imports)."""
     if name_by not in ("tag", "file"):
         raise ValueError(f"name_by must be 'tag' or 'file', not {name_by!r}")
     check_duplicates(duplicates)
@@ -140,7 +120,8 @@ def read_runs_as(specs: Sequence[str | PathLike[str]] | str | PathLike[str],
     paths = expand_run_paths(items)
 
     def read(path: Path) -> tuple[str, T]:
-        run = read_run(path, duplicates=duplicates)
+        run = read_run(path if prefetch is None else prefetch.take(path),
+                       duplicates=duplicates)
         return run.name, convert(run)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as workers:

@@ -104,7 +104,8 @@ def relevance(grades: np.ndarray, level: float) -> np.ndarray:
     documents (AP, P@k, R@k, Rprec, R) are linear in the labels, as the design-based
     estimators assume (Schnabel et al., ICTIR 2016, sec. 7).
     """
-    return np.nan_to_num(np.clip(grades - level + 1.0, 0.0, 1.0), nan=0.0)
+    clipped = np.clip(grades - level + 1.0, 0.0, 1.0)
+    return np.where(np.isnan(clipped), 0.0, clipped)
 
 
 def relevant(g: RankedGrades, level: float) -> np.ndarray:
@@ -120,7 +121,7 @@ def seen_relevant(g: RankedGrades, level: float) -> np.ndarray:
 def is_relevant(g: RankedGrades, level: float) -> np.ndarray:
     """``[n_runs, width]`` True where the grade is at least ``level`` (a yes or no, for the
     measures that need one: RR, Bpref, infAP, interpolated precision ...)."""
-    return g.memo(("isrel", level), lambda: np.nan_to_num(g.grades, nan=-np.inf) >= level)
+    return g.memo(("isrel", level), lambda: g.grades >= level)  # NaN >= level is False
 
 
 def found(g: RankedGrades, level: float) -> np.ndarray:
@@ -149,10 +150,17 @@ def top(g: RankedGrades, level: float, k: int) -> np.ndarray:
 
 
 def seqsum(values: np.ndarray) -> np.ndarray:
-    """Row sums accumulated left to right (as trec_eval's loops add), not pairwise."""
+    """Row sums accumulated left to right (as trec_eval's loops add), not pairwise.
+
+    numpy sums pairwise only along the axis it reads contiguously; summed over the first
+    axis of a ``[width, runs]`` copy, each run's sum takes its ranks one after another (in
+    an eighth of the time of a cumulative sum). A single run would be that contiguous axis,
+    so it is accumulated."""
     if values.shape[1] == 0:
         return np.zeros(values.shape[0])
-    return np.cumsum(values, axis=1)[:, -1]
+    if values.shape[0] < 2:
+        return np.cumsum(values, axis=1)[:, -1]
+    return np.ascontiguousarray(values.T).sum(axis=0)
 
 
 def ratio(numerator: np.ndarray, denominator: np.ndarray | float) -> np.ndarray:
@@ -170,9 +178,11 @@ _LOG2 = np.zeros(0)
 def log2_of(n: int) -> np.ndarray:
     """log2(1), ..., log2(n) from the C library (``_LOG2[i] = log2(i + 1)``)."""
     global _LOG2
-    if len(_LOG2) < n:
-        _LOG2 = np.array([math.log2(i + 1) for i in range(max(n, 2 * len(_LOG2)))])
-    return _LOG2[:n]
+    table = _LOG2  # one reference: threads measuring other topics may grow the table
+    if len(table) < n:
+        table = np.array([math.log2(i + 1) for i in range(max(n, 2 * len(table)))])
+        _LOG2 = table
+    return table[:n]
 
 
 def discount(width: int) -> np.ndarray:

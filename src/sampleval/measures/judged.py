@@ -36,7 +36,7 @@ def bpref(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     topic, combined over topics by a geometric mean."""
     rel = is_relevant(g, level)
     nonrel = _judged(g) & ~rel
-    above = (np.cumsum(nonrel, axis=1) - nonrel).astype(np.float64)
+    above = (np.cumsum(nonrel, axis=1, dtype=np.int32) - nonrel).astype(np.float64)
     r = int(np.count_nonzero(g.topic_grades >= level))
     n = int(np.count_nonzero(g.topic_grades < level))
     with np.errstate(divide="ignore", invalid="ignore"):
