@@ -655,21 +655,18 @@ def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
     delta_b = x_b @ delta
     denom = np.reshape(denominator, -1)
     q = np.divide(numerator, denom, out=np.zeros(numerator.shape), where=denom > 0)
-    q_hat = q
     cross = (x_a * delta_b.T[docs.doc]).sum(axis=1)
     own = (x_b * delta_b).sum(axis=-1)
-    spread = _quadratic(x_a, docs, delta) - 2.0 * q * cross + q * q * own
-    variance = np.divide(spread, denom * denom, out=np.zeros(q.shape), where=denom > 0)
+    if pairs is None:
+        spread = _quadratic(x_a, docs, delta) - 2.0 * q * cross + q * q * own
+    else:  # the residuals' differences, document by document
+        residual = _on_frame(x_a, docs, len(pi)) - q[:, None, :] * x_b.T[None]
+        spread = _frame_quadratic(_contrast(residual, pairs), delta)
+    variance = np.divide(spread, denom * denom, out=np.zeros(spread.shape), where=denom > 0)
     if taylor:
         q = q - np.divide(q * own - cross, denom * denom, out=np.zeros(q.shape),
                           where=denom > 0)
-    if pairs is not None:
-        residual = _on_frame(x_a, docs, len(pi)) - q_hat[:, None, :] * x_b.T[None]
-        spread = _frame_quadratic(_contrast(residual, pairs), delta)
-        variance = np.divide(spread, denom * denom, out=np.zeros(spread.shape),
-                             where=denom > 0)
-        return _shaped(_contrast(q, pairs), variance, b)
-    return _shaped(q, variance, b)
+    return _shaped(q if pairs is None else _contrast(q, pairs), variance, b)
 
 
 def _ideal_dcg(gain: np.ndarray, pi: np.ndarray,
