@@ -6,12 +6,15 @@ Monte Carlo check that they restore the test's level where t_{T-1} exceeds it.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
 from sampleval.comparison import compare, effective_df, paired_differences
+from sampleval.core.inclusion import stratified_inclusion
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -26,6 +29,7 @@ from sampleval.estimators.horvitz_thompson import (
     precision,
     r_precision,
     recall,
+    replicate_jackknife,
     stratified_average_precision,
 )
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
@@ -111,34 +115,49 @@ def test_a_pair_with_an_empty_run_is_the_run_alone(name: str) -> None:
         assert pairs.variance[0] > 0
 
 
+STRATA = np.repeat([0, 1, 2], [3, 5, 6])  # the judged relevant documents' strata
+SIZES, SAMPLED = np.array([5, 30, 90]), np.array([4, 9, 11])  # N_h, n_h (all judged)
+
+
+def _jackknife_of_differences(without: Callable[[int | None, np.ndarray], np.ndarray]
+                              ) -> np.ndarray:
+    """The stratified delete-one jackknife variance of each pair's difference, every
+    replicate recomputed from scratch by ``without(j, n)``: the per-run estimate with
+    judged relevant document j left out (None: a judged document with y = 0, which changes
+    only the design) under the stratum sizes ``n``."""
+    a, b = PAIRS[:, 0], PAIRS[:, 1]
+    variance = np.zeros(len(PAIRS))
+    for h in range(len(SIZES)):
+        less = SAMPLED.copy()
+        less[h] -= 1
+        members = np.flatnonzero(np.equal(STRATA, h))
+        reps = [without(int(j), less) for j in members]
+        reps += [without(None, less)] * int(SAMPLED[h] - len(members))
+        diffs = np.array([r[a] - r[b] for r in reps])
+        n_h = SAMPLED[h]
+        variance += (1 - n_h / SIZES[h]) * (n_h - 1) / n_h * (
+            (diffs - diffs.mean(axis=0)) ** 2).sum(axis=0)
+    return variance
+
+
 def test_stratified_jackknife_difference_by_brute_force() -> None:
     """The stratified delete-one jackknife variance of AP-hat_a - AP-hat_b, each
     replicate recomputed from scratch (one judged document left out, its stratum's weight
     N_h/(n_h - 1); the documents with y = 0 one replicate each)."""
-    rng = np.random.default_rng(5)
-    m = 14
-    y = np.ones(m)
-    strata = np.repeat([0, 1, 2], [3, 5, 6])
-    sizes, n_sampled = np.array([5, 30, 90]), np.array([4, 9, 11])
-    ranks = _ranks(rng, m, 4)
-    got = stratified_average_precision(y, strata, sizes, n_sampled, ranks, pairs=PAIRS)
-    plain = stratified_average_precision(y, strata, sizes, n_sampled, ranks)
+    y = np.ones(len(STRATA))
+    ranks = _ranks(np.random.default_rng(5), len(y), 4)
+
+    def without(j: int | None, n: np.ndarray) -> np.ndarray:
+        if j is None:
+            return stratified_average_precision(y, STRATA, SIZES, n, ranks).value
+        return stratified_average_precision(np.delete(y, j), np.delete(STRATA, j), SIZES, n,
+                                            np.delete(ranks, j, axis=1)).value
+
+    got = stratified_average_precision(y, STRATA, SIZES, SAMPLED, ranks, pairs=PAIRS)
+    plain = stratified_average_precision(y, STRATA, SIZES, SAMPLED, ranks)
     a, b = PAIRS[:, 0], PAIRS[:, 1]
-    variance = np.zeros(len(PAIRS))
-    for h in range(3):
-        less = n_sampled.copy()
-        less[h] -= 1
-        reps = [stratified_average_precision(np.delete(y, j), np.delete(strata, j), sizes,
-                                             less, np.delete(ranks, j, axis=1)).value
-                for j in np.flatnonzero(strata == h)]
-        reps += [stratified_average_precision(y, strata, sizes, less, ranks).value] * int(
-            n_sampled[h] - np.count_nonzero(strata == h))
-        diffs = np.array([r[a] - r[b] for r in reps])
-        n_h = n_sampled[h]
-        variance += (1 - n_h / sizes[h]) * (n_h - 1) / n_h * (
-            (diffs - diffs.mean(axis=0)) ** 2).sum(axis=0)
     np.testing.assert_allclose(got.value, plain.value[a] - plain.value[b], atol=1e-14)
-    np.testing.assert_allclose(got.variance, variance, rtol=1e-10)
+    np.testing.assert_allclose(got.variance, _jackknife_of_differences(without), rtol=1e-10)
     # the difference's variance is not the sum of the runs' (they share the sample)
     assert not np.allclose(got.variance[:2], plain.variance[a[:2]] + plain.variance[b[:2]])
 
@@ -245,33 +264,18 @@ def test_replicate_jackknife_difference_by_brute_force() -> None:
     """AP~ht's default variance (the jackknife of the Taylor-corrected estimate, each
     replicate recomputing it) of a difference: the same jackknife of the differences of the
     two runs' recomputed estimates."""
-    from sampleval.core.inclusion import stratified_inclusion
-    from sampleval.estimators.horvitz_thompson import replicate_jackknife
+    y = np.ones(len(STRATA))
+    ranks = _ranks(np.random.default_rng(17), len(y), 4)
 
-    rng = np.random.default_rng(17)
-    m = 14
-    y = np.ones(m)
-    strata = np.repeat([0, 1, 2], [3, 5, 6])
-    sizes, n_sampled = np.array([5, 30, 90]), np.array([4, 9, 11])
-    ranks = _ranks(rng, m, 4)
-    a, b = PAIRS[:, 0], PAIRS[:, 1]
-    got = replicate_jackknife(y, ranks, None, False, True, *stratified_inclusion(
-        strata, sizes, n_sampled), (strata, sizes, n_sampled), PAIRS)
-    variance = np.zeros(len(PAIRS))
-    for h in range(3):
-        less = n_sampled.astype(float)
-        less[h] -= 1
-        pi, joint = stratified_inclusion(strata, sizes, less)
-        reps = [average_precision(np.where(np.arange(m) == j, 0.0, y), pi, joint, ranks,
-                                  taylor=True).value for j in np.flatnonzero(strata == h)]
-        reps += [average_precision(y, pi, joint, ranks, taylor=True).value] * int(
-            n_sampled[h] - np.count_nonzero(strata == h))
-        diffs = np.array([r[a] - r[b] for r in reps])
-        n_h = n_sampled[h]
-        variance += (1 - n_h / sizes[h]) * (n_h - 1) / n_h * (
-            (diffs - diffs.mean(axis=0)) ** 2).sum(axis=0)
-    np.testing.assert_allclose(got, variance, rtol=1e-10)
-    alone = replicate_jackknife(y, ranks, None, False, True, *stratified_inclusion(
-        strata, sizes, n_sampled), (strata, sizes, n_sampled))
+    def without(j: int | None, n: np.ndarray) -> np.ndarray:
+        pi, joint = stratified_inclusion(STRATA, SIZES, n.astype(float))
+        kept = y if j is None else np.where(np.arange(len(y)) == j, 0.0, y)
+        return average_precision(kept, pi, joint, ranks, taylor=True).value
+
+    design = stratified_inclusion(STRATA, SIZES, SAMPLED)
+    strata = (STRATA, SIZES, SAMPLED)
+    got = replicate_jackknife(y, ranks, None, False, True, *design, strata, PAIRS)
+    np.testing.assert_allclose(got, _jackknife_of_differences(without), rtol=1e-10)
+    alone = replicate_jackknife(y, ranks, None, False, True, *design, strata)
     np.testing.assert_allclose(got[3], alone[3], rtol=1e-12)
     assert got[2] == 0 and got[0] > 0
