@@ -18,8 +18,10 @@ Conventions (trec_eval's where they apply):
 
 Variances use the HT variance estimator (not Sen-Yates-Grundy, which assumes a fixed sample
 size, which Poisson and with-replacement samples lack); AP's default (``AP~ht(var=...)``) is a
-delete-one jackknife instead (:func:`stratified_average_precision` on stratified samples,
-:func:`average_precision_jackknife` on the others), which covers best. Coverage of AP~ht's 95%
+delete-one jackknife instead, of the estimate as reported (:func:`replicate_jackknife`; of
+AP-hat before the bias correction, ``var=jackknife-uncorrected``:
+:func:`stratified_average_precision` on stratified samples, :func:`average_precision_jackknife`
+on the others), which covers best. Coverage of AP~ht's 95%
 intervals (per topic and run / of each run's mean over topics), TREC-COVID round 5, depth-100
 pool of the 126 runs, 100 samples, ``python -m sampleval.experiments.interval_coverage``
 (measured before the ``bias`` option, so with ``bias=none``):
