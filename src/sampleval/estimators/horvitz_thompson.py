@@ -454,37 +454,226 @@ def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, pa
     pair's difference AP-hat_a - AP-hat_b, from the differences of their replicates.
     """
     n_runs, m = ranks.shape[0], len(y)
-
-    def replicates(rows: np.ndarray, p: np.ndarray, joint: np.ndarray) -> np.ndarray:
-        batch = np.repeat(y[None, :], len(rows), axis=0)
-        deleted = rows >= 0  # -1: a document with y = 0 deleted, only the design changes
-        batch[np.flatnonzero(deleted), rows[deleted]] = 0.0
-        values = average_precision(batch, p, joint, ranks, cutoff, paper, taylor).value
-        return values if pairs is None else _contrast(values.T, pairs).T
-
     variance = np.zeros(n_runs if pairs is None else len(pairs))
     if m == 0:
         return variance
+
+    def per(values: np.ndarray) -> np.ndarray:  # [rows, n_runs] -> per run or pair
+        return values if pairs is None else _contrast(values.T, pairs).T
+
+    docs = _run_docs(ranks, cutoff)
     if strata is None:
-        value = average_precision(y, pi, pi_joint, ranks, cutoff, paper, taylor).value
-        value = value if pairs is None else _contrast(value, pairs)
-        reps = replicates(np.arange(m), pi, pi_joint)  # [m, n_runs or pairs]
-        return ((1.0 - pi)[:, None] * (reps - value) ** 2).sum(axis=0)
+        value, reps = _replicates_general(y, pi, pi_joint, docs, paper, taylor)
+        return ((1.0 - pi)[:, None] * (per(reps) - per(value[None]))  ** 2).sum(axis=0)
     stratum, sizes, n_sampled = strata
+    reps, rest = _replicates_stratified(y, stratum, sizes, n_sampled, docs, paper, taylor)
     for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
         members = np.flatnonzero(stratum == h)
         if n_h < 2 or n_h >= big_n or not len(members):
             continue  # no document of h with y != 0: every replicate is the estimate
-        less = n_sampled.astype(np.float64)
-        less[h] -= 1
-        p, joint = stratified_inclusion(stratum, sizes, less)
-        rest = int(n_h) - len(members)  # judged documents of h with y = 0
-        rows = np.r_[members, [-1] if rest else []].astype(np.int64)
-        reps = replicates(rows, p, joint)
-        weight = np.r_[np.ones(len(members)), [rest] if rest else []]
-        mean = weight @ reps / n_h
-        variance += (1.0 - n_h / big_n) * (n_h - 1) / n_h * (weight @ (reps - mean) ** 2)
+        others = int(n_h) - len(members)  # judged documents of h with y = 0
+        block = per(np.vstack([reps[members], rest[h:h + 1]]))
+        weight = np.r_[np.ones(len(members)), others]
+        mean = weight @ block / n_h
+        variance += (1.0 - n_h / big_n) * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
     return variance
+
+
+def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.ndarray,
+               taylor: bool) -> np.ndarray:
+    """AP-hat = num/R-hat (0 where R-hat is 0), with ``taylor`` less (AP-hat V-hat(R-hat) -
+    C-hat(N-hat, R-hat))/R-hat^2 (``own`` = V-hat(R-hat), ``cross`` = C-hat), as
+    :func:`_ratio` computes it."""
+    r_hat = np.broadcast_to(r_hat, num.shape)
+    q = np.divide(num, r_hat, out=np.zeros(num.shape), where=r_hat > 0)
+    if not taylor:
+        return q
+    return q - np.divide(q * own - cross, r_hat * r_hat, out=np.zeros(num.shape),
+                         where=r_hat > 0)
+
+
+def _pair_ranks(y: np.ndarray, docs: _RunDocs) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's y ``[n_runs, K]`` and y_k y_l / max(rank_k, rank_l) ``[n_runs, K, K]``
+    (0 on the diagonal and at padding): AP's pair (k, l), counted at the lower of the two."""
+    rank = docs.rank[..., 0]
+    y_run = np.where(rank > 0, y[docs.doc], 0.0)
+    low = np.maximum(rank[:, :, None], rank[:, None, :])
+    pair = np.divide(y_run[:, :, None] * y_run[:, None, :], low, out=np.zeros(low.shape),
+                     where=low > 0)
+    index = np.arange(rank.shape[1])
+    pair[:, index, index] = 0.0
+    return y_run, pair
+
+
+def _replicates_general(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, docs: _RunDocs,
+                        paper: bool, taylor: bool) -> tuple[np.ndarray, np.ndarray]:
+    """AP-hat as :func:`average_precision` computes it (``[n_runs]``) and its delete-one
+    replicates (``[m, n_runs]``, row j: y_j set to 0), each by updating the full sample's
+    sums rather than recomputing them.
+
+    AP-hat's numerator is sum_{k, l: rank_l <= rank_k} P_kl over each run's documents,
+    P_kl = y_k y_l/(max(rank_k, rank_l) pi_kl) (P_kk = y_k^2/(rank_k pi_k); ``paper``:
+    1/(pi_k pi_l), 1/pi_k^2 on the diagonal); document k's linearised contribution is its
+    row sum c_k. Deleting j removes its row and column: num_(j) = num - c_j, c_k(j) =
+    c_k - P_kj, x_(j) = x with x_j = y_j/pi_j at 0. The Taylor correction's HT (co)variances
+    V-hat(R-hat) = x'Dx and C-hat = sum_k c_k (Dx)_k (D the HT weights, :func:`_delta`)
+    change by the rank-one terms of x_j and the column P_.j: O(runs x K^2 + runs x m^2) for
+    all replicates instead of O(runs x K^2 x m)."""
+    m, n_runs = len(y), docs.doc.shape[0]
+    rank = docs.rank[..., 0]
+    inside = rank > 0
+    y_run, pair = _pair_ranks(y, docs)
+    joint = pi_joint[docs.doc[:, :, None], docs.doc[:, None, :]]
+    pi_run = pi[docs.doc]
+    if paper:
+        weight = 1.0 / (pi_run[:, :, None] * pi_run[:, None, :])
+        itself = 1.0 / (pi_run * pi_run)
+    else:
+        weight = 1.0 / np.where(joint > 0, joint, 1.0)
+        itself = 1.0 / pi_run
+    diag = np.divide(y_run * y_run * itself, rank, out=np.zeros(rank.shape), where=inside)
+    p_mat = pair * weight
+    width = rank.shape[1]
+    p_mat[:, np.arange(width), np.arange(width)] = diag
+    c = p_mat.sum(axis=2)  # [runs, K]
+    num = 0.5 * (c.sum(axis=1) + diag.sum(axis=1))
+    delta = _delta(pi, pi_joint)
+    x = y / pi
+    dx = x @ delta  # (x'D)_k
+    xd = delta @ x  # (Dx)_k
+    own = float(x @ dx)
+    r_hat = float(x.sum())
+    dx_run = np.where(inside, dx[docs.doc], 0.0)
+    cross = (c * dx_run).sum(axis=1)
+    value = _corrected(num, np.asarray(r_hat), np.asarray(own), cross, taylor)
+    # per run and deleted document j (frame order); j outside the run: no pair term
+    c_frame = np.zeros((n_runs, m))
+    rows = np.repeat(np.arange(n_runs), width)[inside.ravel()]
+    at = docs.doc[inside]
+    c_frame[rows, at] = c[inside]
+    c_delta = c_frame @ delta.T  # sum_k c_k D_jk
+    blocks = delta[docs.doc[:, :, None], docs.doc[:, None, :]]  # [r, j, k]: D_jk
+    p_dx = np.einsum("rk,rkj->rj", dx_run, p_mat)  # sum_k P_kj (x'D)_k
+    p_delta = np.einsum("rkj,rjk->rj", p_mat, blocks)  # sum_k P_kj D_jk
+    own_j = own - x * (dx + xd) + x * x * np.diagonal(delta)
+    pos_terms = p_dx - x[docs.doc] * p_delta + (c - diag) * (
+        dx[docs.doc] - x[docs.doc] * np.diagonal(delta)[docs.doc])
+    num_j = np.broadcast_to(num[:, None], (n_runs, m)).copy()
+    num_j[rows, at] -= c[inside]
+    cross_j = cross[:, None] - x[None, :] * c_delta
+    cross_j[rows, at] -= pos_terms[inside]
+    reps = _corrected(num_j, r_hat - x, own_j, cross_j, taylor)
+    return value, reps.T
+
+
+class _StratumDesign(NamedTuple):
+    """Per stratum, under stratified SRS with n_h of N_h sampled (Sarndal, Swensson &
+    Wretman 1992, sec. 3.7: pi_i = n_h/N_h, pi_ij = n_h (n_h - 1)/(N_h (N_h - 1)) within
+    h, pi_i pi_j across strata): ``a`` = 1/pi_i; ``within`` the pair weight 1/pi_ij of two
+    documents of h (1/(pi_i pi_j) when n_h < 2, as :func:`stratified_inclusion`, and under
+    ``paper``); ``itself`` a document's own weight (1/pi_i; ``paper``: 1/pi_i^2); the HT
+    variance weights (pi_ij - pi_i pi_j)/pi_ij of a document with itself (``own``) and of two
+    documents of h (``pair``; 0 across strata)."""
+
+    a: np.ndarray
+    within: np.ndarray
+    itself: np.ndarray
+    own: np.ndarray
+    pair: np.ndarray
+
+
+def _stratum_design(sizes: np.ndarray, n: np.ndarray, paper: bool) -> _StratumDesign:
+    big_n, n = sizes.astype(np.float64), n.astype(np.float64)
+    pi = n / big_n
+    a = np.divide(1.0, pi, out=np.zeros(len(n)), where=pi > 0)
+    joint = np.where(n > 1, np.divide(n * (n - 1), big_n * (big_n - 1), out=np.ones(len(n)),
+                                      where=big_n > 1), pi * pi)
+    within = a * a if paper else np.divide(1.0, joint, out=np.zeros(len(n)), where=joint > 0)
+    own = 1.0 - np.divide(pi * pi, pi, out=np.zeros(len(n)), where=pi > 0)
+    pair = 1.0 - np.divide(pi * pi, joint, out=np.ones(len(n)), where=joint > 0)
+    return _StratumDesign(a, within, a * a if paper else a, own, pair)
+
+
+def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray,
+                           n_sampled: np.ndarray, docs: _RunDocs, paper: bool, taylor: bool
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The replicates of :func:`replicate_jackknife` on a stratified sample: ``[m, n_runs]``,
+    row j AP-hat (``taylor``: corrected) with y_j at 0 and j's stratum h at n_h - 1, and
+    ``[strata, n_runs]``, row h with only h at n_h - 1 (a deleted document with y = 0).
+
+    Under stratified SRS a pair's weight depends only on the two strata (:class:`_
+    StratumDesign`), so with Q_kl = y_k y_l/max(rank_k, rank_l) and B_kg = sum_{l in g,
+    l != k} Q_kl (one matrix product per run), document k's contribution is
+    c_k = itself_g(k) y_k^2/rank_k + sum_g W(g(k), g) B_kg, and stratum h's design at
+    n_h - 1 changes only the weights involving h: c_k, AP-hat's numerator, R-hat and the HT
+    (co)variances of the Taylor correction (whose weights are block-diagonal by stratum)
+    follow in O(runs x K x strata) for every h at once. Deleting j then updates them as in
+    :func:`_replicates_general`, its column of pairs summed by stratum."""
+    m, n_runs = len(y), docs.doc.shape[0]
+    n_strata = len(sizes)
+    full = _stratum_design(sizes, n_sampled, paper)
+    less = _stratum_design(sizes, n_sampled - 1, paper)  # row h: stratum h's replicate design
+    rank = docs.rank[..., 0]
+    inside = rank > 0
+    y_run, pair = _pair_ranks(y, docs)
+    g_run = np.where(inside, stratum[docs.doc], 0)
+    member = (g_run[:, :, None] == np.arange(n_strata)) & inside[:, :, None]  # [r, k, g]
+    # frame level: x = y/pi, (Dx)_j = own_g x_j + pair_g (T_g - x_j), full and h's design
+    y_total = np.bincount(stratum, weights=y, minlength=n_strata)
+    x, x_less = y * full.a[stratum], y * less.a[stratum]
+    t_full, t_less = y_total * full.a, y_total * less.a
+    dx = full.own[stratum] * x + full.pair[stratum] * (t_full[stratum] - x)
+    dx_less = less.own[stratum] * x_less + less.pair[stratum] * (t_less[stratum] - x_less)
+    r_hat = float(x.sum())
+    own_total = float(x @ dx)
+    r_h = r_hat + t_less - t_full  # [strata]: R-hat under h's design
+    own_h = own_total + np.bincount(stratum, weights=x_less * dx_less - x * dx,
+                                    minlength=n_strata)
+    dx_run = np.where(inside, dx[docs.doc], 0.0)
+    dx_less_run = np.where(inside, dx_less[docs.doc], 0.0)
+    sums = pair @ np.concatenate([member, member * dx_run[:, :, None],
+                                  member * dx_less_run[:, :, None]], axis=2)
+    by_g, by_g_dx, by_g_dx_less = np.split(sums, 3, axis=2)  # sum_{l in g} Q_kl (Dx)_l
+    diag = np.divide(y_run * y_run, rank, out=np.zeros(rank.shape), where=inside)
+    a_k, a_less_k = full.a[g_run], less.a[g_run]
+    weighted = by_g @ full.a  # sum_g a_g B_kg
+    mine = np.take_along_axis(by_g, g_run[:, :, None], axis=2)[..., 0]  # B_k,g(k)
+    rest_a = weighted - a_k * mine
+    c = full.itself[g_run] * diag + a_k * rest_a + full.within[g_run] * mine
+    # c under h's design: [r, k, h]; h != g(k) rescales k's pairs with h, h = g(k) all of k's
+    c_h = c[:, :, None] + (a_k[:, :, None] * (less.a - full.a)) * by_g
+    c_mine = less.itself[g_run] * diag + a_less_k * rest_a + less.within[g_run] * mine
+    c_h = np.where(member, c_mine[:, :, None], c_h)
+    dx_h = np.where(member, dx_less_run[:, :, None], dx_run[:, :, None])
+    diag_sum = (full.itself[g_run] * diag).sum(axis=1)
+    diag_h = np.einsum("rkg,rk->rg", member, diag)
+    num_h = 0.5 * (c_h.sum(axis=1) + diag_sum[:, None]
+                   + (less.itself - full.itself) * diag_h)  # [r, h]
+    cross_h = (c_h * dx_h).sum(axis=1)
+    mine_total = (member * c_h).sum(axis=1)  # sum_{k in h} c_k under h's design
+    rest = _corrected(num_h, r_h, own_h, cross_h, taylor).T
+    # delete j (stratum h, h's design): at its position p in each run that retrieved it
+    h = stratum
+    xl = x_less
+    num_j = num_h[:, h].copy()  # [r, m]
+    cross_j = cross_h[:, h] - xl * less.pair[h] * mine_total[:, h]
+    g_in = g_run[inside]
+    xl_p = xl[docs.doc][inside]
+    p_jj = less.itself[g_in] * diag[inside]
+    c_p = c_mine[inside]
+    others = (by_g_dx[inside] @ full.a) - full.a[g_in] * np.take_along_axis(
+        by_g_dx[inside], g_in[:, None], axis=1)[:, 0]
+    own_dx = np.take_along_axis(by_g_dx_less[inside], g_in[:, None], axis=1)[:, 0]
+    p_dx = p_jj * dx_less[docs.doc][inside] + less.a[g_in] * others + less.within[g_in] * own_dx
+    p_d = p_jj * less.own[g_in] + less.pair[g_in] * less.within[g_in] * mine[inside]
+    c_d = (less.own[g_in] - less.pair[g_in]) * c_p  # the k = j part of sum_k c_k D_jk
+    at = (np.repeat(np.arange(n_runs), rank.shape[1])[inside.ravel()], docs.doc[inside])
+    num_j[at] -= c_p
+    cross_j[at] -= (xl_p * c_d + p_dx - xl_p * p_d
+                    + (c_p - p_jj) * (dx_less[docs.doc][inside] - less.own[g_in] * xl_p))
+    own_j = own_h[h] - 2.0 * xl * dx_less + xl * xl * less.own[h]
+    reps = _corrected(num_j, r_h[h] - xl, own_j, cross_j, taylor).T
+    return reps, rest
 
 
 def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.ndarray
