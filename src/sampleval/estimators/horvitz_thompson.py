@@ -100,6 +100,12 @@ import pandas as pd
 from sampleval.core.inclusion import judged_design, stratified_inclusion
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimators._ht_kernels import (
+    ap_contributions,
+    deleted_pair_sums,
+    quadratic,
+    stratum_pair_sums,
+)
 from sampleval.estimators.base import TopicView, gain, relevance, summarise
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
@@ -220,18 +226,9 @@ def ap_terms(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndar
     document's share of it (:func:`average_precision`); ``paper``: the pair weights of the
     paper's PC(r(i)), 1/(pi_i pi_j), the document itself at 1/pi_i^2."""
     docs = _run_docs(ranks, cutoff)
-    y_run = _columns(y, docs)
-    rank = docs.rank[..., 0]
-    above = (rank[:, None, :] > 0) & (rank[:, None, :] < rank[:, :, None])  # [r, k, l]: l above k
-    pi_run = pi[docs.doc]
-    pair = (pi_run[:, :, None] * pi_run[:, None, :] if paper
-            else pi_joint[docs.doc[:, :, None], docs.doc[:, None, :]])
-    given = pi_run[:, :, None] / np.where(pair > 0, pair, 1.0)  # pi_k / pi_kl
-    itself = (1.0 / pi_run if paper else np.ones_like(pi_run))[:, :, None]  # pi_k / pi_kk
-    prec = _over_rank(itself * y_run + np.where(above, given, 0.0) @ y_run, docs)
-    below = np.where(np.swapaxes(above, 1, 2), given, 0.0) @ _over_rank(y_run, docs)
-    x_run = y_run / pi_run[:, :, None]
-    return APTerms((x_run * prec).sum(axis=1), x_run * (prec + below), docs)
+    contribution, num = ap_contributions(_columns(y, docs), docs.rank[..., 0], docs.doc, pi,
+                                         pi_joint, paper)
+    return APTerms(num, contribution, docs)
 
 
 def average_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
@@ -492,19 +489,6 @@ def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.nd
                          where=r_hat > 0)
 
 
-def _pair_ranks(y: np.ndarray, docs: _RunDocs) -> tuple[np.ndarray, np.ndarray]:
-    """Each run's y ``[n_runs, K]`` and y_k y_l / max(rank_k, rank_l) ``[n_runs, K, K]``
-    (0 on the diagonal and at padding): AP's pair (k, l), counted at the lower of the two."""
-    rank = docs.rank[..., 0]
-    y_run = np.where(rank > 0, y[docs.doc], 0.0)
-    low = np.maximum(rank[:, :, None], rank[:, None, :])
-    pair = np.divide(y_run[:, :, None] * y_run[:, None, :], low, out=np.zeros(low.shape),
-                     where=low > 0)
-    index = np.arange(rank.shape[1])
-    pair[:, index, index] = 0.0
-    return y_run, pair
-
-
 def _replicates_general(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, docs: _RunDocs,
                         paper: bool, taylor: bool) -> tuple[np.ndarray, np.ndarray]:
     """AP-hat as :func:`average_precision` computes it (``[n_runs]``) and its delete-one
@@ -519,27 +503,19 @@ def _replicates_general(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, doc
     V-hat(R-hat) = x'Dx and C-hat = sum_k c_k (Dx)_k (D the HT weights, :func:`_delta`)
     change by the rank-one terms of x_j and the column P_.j: O(runs x K^2 + runs x m^2) for
     all replicates instead of O(runs x K^2 x m)."""
-    m, n_runs = len(y), docs.doc.shape[0]
+    m, (n_runs, width) = len(y), docs.doc.shape
     rank = docs.rank[..., 0]
     inside = rank > 0
-    y_run, pair = _pair_ranks(y, docs)
-    joint = pi_joint[docs.doc[:, :, None], docs.doc[:, None, :]]
-    pi_run = pi[docs.doc]
-    if paper:
-        weight = 1.0 / (pi_run[:, :, None] * pi_run[:, None, :])
-        itself = 1.0 / (pi_run * pi_run)
-    else:
-        weight = 1.0 / np.where(joint > 0, joint, 1.0)
-        itself = 1.0 / pi_run
-    diag = np.divide(y_run * y_run * itself, rank, out=np.zeros(rank.shape), where=inside)
-    p_mat = pair * weight
-    width = rank.shape[1]
-    p_mat[:, np.arange(width), np.arange(width)] = diag
-    c = p_mat.sum(axis=2)  # [runs, K]
-    num = 0.5 * (c.sum(axis=1) + diag.sum(axis=1))
+    y_run = np.where(inside, y[docs.doc], 0.0)
+    itself = 1.0 / (pi * pi) if paper else 1.0 / pi
+    diag = np.divide(y_run * y_run * itself[docs.doc], rank, out=np.zeros(rank.shape),
+                     where=inside)  # P_kk
     delta = _delta(pi, pi_joint)
     x = y / pi
     dx = x @ delta  # (x'D)_k
+    c, p_dx, p_delta, c_delta = deleted_pair_sums(y_run, rank, docs.doc, pi, pi_joint,
+                                                  paper, dx, delta)  # c_delta: sum_k c_k D_jk
+    num = 0.5 * (c.sum(axis=1) + diag.sum(axis=1))
     xd = delta @ x  # (Dx)_k
     own = float(x @ dx)
     r_hat = float(x.sum())
@@ -547,14 +523,8 @@ def _replicates_general(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, doc
     cross = (c * dx_run).sum(axis=1)
     value = _corrected(num, np.asarray(r_hat), np.asarray(own), cross, taylor)
     # per run and deleted document j (frame order); j outside the run: no pair term
-    c_frame = np.zeros((n_runs, m))
     rows = np.repeat(np.arange(n_runs), width)[inside.ravel()]
     at = docs.doc[inside]
-    c_frame[rows, at] = c[inside]
-    c_delta = c_frame @ delta.T  # sum_k c_k D_jk
-    blocks = delta[docs.doc[:, :, None], docs.doc[:, None, :]]  # [r, j, k]: D_jk
-    p_dx = np.einsum("rk,rkj->rj", dx_run, p_mat)  # sum_k P_kj (x'D)_k
-    p_delta = np.einsum("rkj,rjk->rj", p_mat, blocks)  # sum_k P_kj D_jk
     own_j = own - x * (dx + xd) + x * x * np.diagonal(delta)
     pos_terms = p_dx - x[docs.doc] * p_delta + (c - diag) * (
         dx[docs.doc] - x[docs.doc] * np.diagonal(delta)[docs.doc])
@@ -615,7 +585,7 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
     less = _stratum_design(sizes, n_sampled - 1, paper)  # row h: stratum h's replicate design
     rank = docs.rank[..., 0]
     inside = rank > 0
-    y_run, pair = _pair_ranks(y, docs)
+    y_run = np.where(inside, y[docs.doc], 0.0)
     g_run = np.where(inside, stratum[docs.doc], 0)
     member = (g_run[:, :, None] == np.arange(n_strata)) & inside[:, :, None]  # [r, k, g]
     # frame level: x = y/pi, (Dx)_j = own_g x_j + pair_g (T_g - x_j), full and h's design
@@ -631,12 +601,12 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
                                     minlength=n_strata)
     dx_run = np.where(inside, dx[docs.doc], 0.0)
     dx_less_run = np.where(inside, dx_less[docs.doc], 0.0)
-    sums = pair @ np.concatenate([member, member * dx_run[:, :, None],
-                                  member * dx_less_run[:, :, None]], axis=2)
-    by_g, by_g_dx, by_g_dx_less = np.split(sums, 3, axis=2)  # sum_{l in g} Q_kl (Dx)_l
+    sums = stratum_pair_sums(y_run, rank, g_run, np.stack(
+        [inside.astype(np.float64), dx_run, dx_less_run], axis=2), n_strata)
+    by_g, by_g_dx, by_g_dx_less = sums[:, :, 0], sums[:, :, 1], sums[:, :, 2]  # B, sum Q Dx
     diag = np.divide(y_run * y_run, rank, out=np.zeros(rank.shape), where=inside)
     a_k, a_less_k = full.a[g_run], less.a[g_run]
-    weighted = by_g @ full.a  # sum_g a_g B_kg
+    weighted = (by_g * full.a).sum(axis=2)  # sum_g a_g B_kg
     mine = np.take_along_axis(by_g, g_run[:, :, None], axis=2)[..., 0]  # B_k,g(k)
     rest_a = weighted - a_k * mine
     c = full.itself[g_run] * diag + a_k * rest_a + full.within[g_run] * mine
@@ -661,7 +631,7 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
     xl_p = xl[docs.doc][inside]
     p_jj = less.itself[g_in] * diag[inside]
     c_p = c_mine[inside]
-    others = (by_g_dx[inside] @ full.a) - full.a[g_in] * np.take_along_axis(
+    others = (by_g_dx[inside] * full.a).sum(axis=1) - full.a[g_in] * np.take_along_axis(
         by_g_dx[inside], g_in[:, None], axis=1)[:, 0]
     own_dx = np.take_along_axis(by_g_dx_less[inside], g_in[:, None], axis=1)[:, 0]
     p_dx = p_jj * dx_less[docs.doc][inside] + less.a[g_in] * others + less.within[g_in] * own_dx
@@ -783,8 +753,7 @@ def _ht_sum(a: np.ndarray, docs: _RunDocs, pi: np.ndarray) -> np.ndarray:
 
 def _quadratic(x: np.ndarray, docs: _RunDocs, delta: np.ndarray) -> np.ndarray:
     """sum_{k,l} x_k delta_kl x_l over each run's documents: ``[n_runs, B]``."""
-    blocks = delta[docs.doc[:, :, None], docs.doc[:, None, :]]
-    return ((blocks @ x) * x).sum(axis=1)
+    return quadratic(np.ascontiguousarray(x, dtype=np.float64), docs.doc, delta)
 
 
 def _total(a: np.ndarray, docs: _RunDocs, pi: np.ndarray, pi_joint: np.ndarray,
