@@ -20,10 +20,7 @@ import numpy as np
 @numba.njit(cache=True)
 def _pair_weight(pi: np.ndarray, pi_joint: np.ndarray, i: int, j: int, paper: bool) -> float:
     """1/pi_ij of two judged documents (``paper``: 1/(pi_i pi_j)); 1 where pi_ij <= 0."""
-    if paper:
-        pair = pi[i] * pi[j]
-    else:
-        pair = pi_joint[i, j]
+    pair = pi[i] * pi[j] if paper else pi_joint[i, j]
     return 1.0 / pair if pair > 0 else 1.0
 
 
@@ -52,15 +49,15 @@ def ap_contributions(y_run: np.ndarray, rank: np.ndarray, doc: np.ndarray, pi: n
                 term = y_run[r, k, b] * y_run[r, k, b] * own
                 contribution[r, k, b] += term
                 num[r, b] += term
-            for l in range(k + 1, width):
-                if rank[r, l] <= 0:
+            for o in range(k + 1, width):
+                if rank[r, o] <= 0:
                     continue
-                scale = _pair_weight(pi, pi_joint, dk, doc[r, l], paper) / max(
-                    rank[r, k], rank[r, l])
+                scale = _pair_weight(pi, pi_joint, dk, doc[r, o], paper) / max(
+                    rank[r, k], rank[r, o])
                 for b in range(batch):
-                    term = y_run[r, k, b] * y_run[r, l, b] * scale
+                    term = y_run[r, k, b] * y_run[r, o, b] * scale
                     contribution[r, k, b] += term
-                    contribution[r, l, b] += term
+                    contribution[r, o, b] += term
                     num[r, b] += term
     return contribution, num
 
@@ -75,10 +72,10 @@ def quadratic(x: np.ndarray, doc: np.ndarray, delta: np.ndarray) -> np.ndarray:
     for r in range(n_runs):
         for k in range(width):
             row[:] = 0.0
-            for l in range(width):
-                d = delta[doc[r, k], doc[r, l]]
+            for o in range(width):
+                d = delta[doc[r, k], doc[r, o]]
                 for b in range(batch):
-                    row[b] += d * x[r, l, b]
+                    row[b] += d * x[r, o, b]
             for b in range(batch):
                 out[r, b] += x[r, k, b] * row[b]
     return out
@@ -106,18 +103,18 @@ def deleted_pair_sums(y_run: np.ndarray, rank: np.ndarray, doc: np.ndarray, pi: 
             c[r, k] += term
             p_dx[r, k] += term * dx[dk]
             p_delta[r, k] += term * delta[dk, dk]
-            for l in range(k + 1, width):
-                if rank[r, l] <= 0:
+            for o in range(k + 1, width):
+                if rank[r, o] <= 0:
                     continue
-                dl = doc[r, l]
-                term = y_run[r, k] * y_run[r, l] * _pair_weight(pi, pi_joint, dk, dl, paper) / max(
-                    rank[r, k], rank[r, l])
+                do = doc[r, o]
+                term = y_run[r, k] * y_run[r, o] * _pair_weight(pi, pi_joint, dk, do, paper) / max(
+                    rank[r, k], rank[r, o])
                 c[r, k] += term
-                c[r, l] += term
-                p_dx[r, k] += term * dx[dl]
-                p_dx[r, l] += term * dx[dk]
-                p_delta[r, k] += term * delta[dk, dl]
-                p_delta[r, l] += term * delta[dl, dk]
+                c[r, o] += term
+                p_dx[r, k] += term * dx[do]
+                p_dx[r, o] += term * dx[dk]
+                p_delta[r, k] += term * delta[dk, do]
+                p_delta[r, o] += term * delta[do, dk]
     m = len(dx)
     c_delta = np.zeros((n_runs, m))
     for r in range(n_runs):
@@ -131,23 +128,77 @@ def deleted_pair_sums(y_run: np.ndarray, rank: np.ndarray, doc: np.ndarray, pi: 
 
 
 @numba.njit(cache=True)
-def stratum_pair_sums(y_run: np.ndarray, rank: np.ndarray, g_run: np.ndarray,
-                      values: np.ndarray, n_strata: int) -> np.ndarray:
-    """sum_{l != k, stratum g} Q_kl v_l with Q_kl = y_k y_l / max(rank_k, rank_l), per run,
-    document k, value v (``values`` ``[n_runs, K, V]``) and stratum g: ``[n_runs, K, V,
-    n_strata]``."""
-    n_runs, width, n_values = values.shape
-    out = np.zeros((n_runs, width, n_values, n_strata))
+def stratum_pair_sums(y_run: np.ndarray, rank: np.ndarray, g_run: np.ndarray, a: np.ndarray,
+                      dx: np.ndarray, dx_own: np.ndarray, n_strata: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                 np.ndarray]:
+    """Sums over the other documents l of each run's document k of Q_kl = y_k y_l /
+    max(rank_k, rank_l) (``horvitz_thompson._replicates_stratified``): B_kg, over the
+    documents of stratum g (``[n_runs, K, strata]``); sum_l a_g(l) Q_kl and sum_l a_g(l)
+    Q_kl dx_l; over k's own stratum, sum_l Q_kl, sum_l Q_kl dx_l and sum_l Q_kl dx_own_l
+    (each ``[n_runs, K]``; ``dx``, ``dx_own`` per run and document like ``y_run``, ``a``
+    per stratum)."""
+    n_runs, width = y_run.shape
+    by_g = np.zeros((n_runs, width, n_strata))
+    weighted = np.zeros((n_runs, width))
+    weighted_dx = np.zeros((n_runs, width))
+    mine = np.zeros((n_runs, width))
+    mine_dx = np.zeros((n_runs, width))
+    mine_dx_own = np.zeros((n_runs, width))
     for r in range(n_runs):
         for k in range(width):
             if rank[r, k] <= 0 or y_run[r, k] == 0:
                 continue
-            for l in range(k + 1, width):
-                if rank[r, l] <= 0:
+            gk = g_run[r, k]
+            for o in range(k + 1, width):
+                if rank[r, o] <= 0:
                     continue
-                q = y_run[r, k] * y_run[r, l] / max(rank[r, k], rank[r, l])
-                gk, gl = g_run[r, k], g_run[r, l]
-                for v in range(n_values):
-                    out[r, k, v, gl] += q * values[r, l, v]
-                    out[r, l, v, gk] += q * values[r, k, v]
-    return out
+                q = y_run[r, k] * y_run[r, o] / max(rank[r, k], rank[r, o])
+                go = g_run[r, o]
+                by_g[r, k, go] += q
+                by_g[r, o, gk] += q
+                weighted[r, k] += a[go] * q
+                weighted[r, o] += a[gk] * q
+                weighted_dx[r, k] += a[go] * q * dx[r, o]
+                weighted_dx[r, o] += a[gk] * q * dx[r, k]
+                if go == gk:
+                    mine[r, k] += q
+                    mine[r, o] += q
+                    mine_dx[r, k] += q * dx[r, o]
+                    mine_dx[r, o] += q * dx[r, k]
+                    mine_dx_own[r, k] += q * dx_own[r, o]
+                    mine_dx_own[r, o] += q * dx_own[r, k]
+    return by_g, weighted, weighted_dx, mine, mine_dx, mine_dx_own
+
+
+@numba.njit(cache=True)
+def stratum_design_sums(c: np.ndarray, c_own: np.ndarray, dx: np.ndarray, dx_own: np.ndarray,
+                        diag: np.ndarray, g_run: np.ndarray, rank: np.ndarray,
+                        by_g: np.ndarray, a_k: np.ndarray, step: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per run and stratum h, sums over the run's documents k under h's replicate design
+    (``horvitz_thompson._replicates_stratified``): k's contribution there is ``c_own`` (and
+    its (Dx)_k ``dx_own``) when k is in h, else ``c`` + a_g(k) ``step``_h B_kh (``by_g``
+    ``[n_runs, K, strata]``) with ``dx``. Returns sum_k c_k, sum_k c_k (Dx)_k, and over the
+    documents of h only, sum c_k and sum ``diag``_k, each ``[n_runs, strata]``."""
+    n_runs, width, n_strata = by_g.shape
+    total = np.zeros((n_runs, n_strata))
+    cross = np.zeros((n_runs, n_strata))
+    own_total = np.zeros((n_runs, n_strata))
+    own_diag = np.zeros((n_runs, n_strata))
+    for r in range(n_runs):
+        for k in range(width):
+            if rank[r, k] <= 0:
+                continue
+            gk = g_run[r, k]
+            for h in range(n_strata):
+                if h == gk:
+                    value = c_own[r, k]
+                    cross[r, h] += value * dx_own[r, k]
+                    own_total[r, h] += value
+                    own_diag[r, h] += diag[r, k]
+                else:
+                    value = c[r, k] + a_k[r, k] * step[h] * by_g[r, k, h]
+                    cross[r, h] += value * dx[r, k]
+                total[r, h] += value
+    return total, cross, own_total, own_diag

@@ -97,13 +97,14 @@ from typing import NamedTuple, Protocol
 import numpy as np
 import pandas as pd
 
-from sampleval.core.inclusion import judged_design, stratified_inclusion
+from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators._ht_kernels import (
     ap_contributions,
     deleted_pair_sums,
     quadratic,
+    stratum_design_sums,
     stratum_pair_sums,
 )
 from sampleval.estimators.base import TopicView, gain, relevance, summarise
@@ -579,15 +580,13 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
     (co)variances of the Taylor correction (whose weights are block-diagonal by stratum)
     follow in O(runs x K x strata) for every h at once. Deleting j then updates them as in
     :func:`_replicates_general`, its column of pairs summed by stratum."""
-    m, n_runs = len(y), docs.doc.shape[0]
-    n_strata = len(sizes)
+    n_runs, n_strata = docs.doc.shape[0], len(sizes)
     full = _stratum_design(sizes, n_sampled, paper)
     less = _stratum_design(sizes, n_sampled - 1, paper)  # row h: stratum h's replicate design
     rank = docs.rank[..., 0]
     inside = rank > 0
     y_run = np.where(inside, y[docs.doc], 0.0)
     g_run = np.where(inside, stratum[docs.doc], 0)
-    member = (g_run[:, :, None] == np.arange(n_strata)) & inside[:, :, None]  # [r, k, g]
     # frame level: x = y/pi, (Dx)_j = own_g x_j + pair_g (T_g - x_j), full and h's design
     y_total = np.bincount(stratum, weights=y, minlength=n_strata)
     x, x_less = y * full.a[stratum], y * less.a[stratum]
@@ -601,26 +600,18 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
                                     minlength=n_strata)
     dx_run = np.where(inside, dx[docs.doc], 0.0)
     dx_less_run = np.where(inside, dx_less[docs.doc], 0.0)
-    sums = stratum_pair_sums(y_run, rank, g_run, np.stack(
-        [inside.astype(np.float64), dx_run, dx_less_run], axis=2), n_strata)
-    by_g, by_g_dx, by_g_dx_less = sums[:, :, 0], sums[:, :, 1], sums[:, :, 2]  # B, sum Q Dx
+    by_g, weighted, weighted_dx, mine, mine_dx, mine_dx_less = stratum_pair_sums(
+        y_run, rank, g_run, full.a, dx_run, dx_less_run, n_strata)
     diag = np.divide(y_run * y_run, rank, out=np.zeros(rank.shape), where=inside)
     a_k, a_less_k = full.a[g_run], less.a[g_run]
-    weighted = (by_g * full.a).sum(axis=2)  # sum_g a_g B_kg
-    mine = np.take_along_axis(by_g, g_run[:, :, None], axis=2)[..., 0]  # B_k,g(k)
     rest_a = weighted - a_k * mine
     c = full.itself[g_run] * diag + a_k * rest_a + full.within[g_run] * mine
-    # c under h's design: [r, k, h]; h != g(k) rescales k's pairs with h, h = g(k) all of k's
-    c_h = c[:, :, None] + (a_k[:, :, None] * (less.a - full.a)) * by_g
+    # under h's design: h != g(k) rescales k's pairs with h; h = g(k) all of k's weights
     c_mine = less.itself[g_run] * diag + a_less_k * rest_a + less.within[g_run] * mine
-    c_h = np.where(member, c_mine[:, :, None], c_h)
-    dx_h = np.where(member, dx_less_run[:, :, None], dx_run[:, :, None])
+    c_total, cross_h, mine_total, diag_h = stratum_design_sums(
+        c, c_mine, dx_run, dx_less_run, diag, g_run, rank, by_g, a_k, less.a - full.a)
     diag_sum = (full.itself[g_run] * diag).sum(axis=1)
-    diag_h = np.einsum("rkg,rk->rg", member, diag)
-    num_h = 0.5 * (c_h.sum(axis=1) + diag_sum[:, None]
-                   + (less.itself - full.itself) * diag_h)  # [r, h]
-    cross_h = (c_h * dx_h).sum(axis=1)
-    mine_total = (member * c_h).sum(axis=1)  # sum_{k in h} c_k under h's design
+    num_h = 0.5 * (c_total + diag_sum[:, None] + (less.itself - full.itself) * diag_h)
     rest = _corrected(num_h, r_h, own_h, cross_h, taylor).T
     # delete j (stratum h, h's design): at its position p in each run that retrieved it
     h = stratum
@@ -631,10 +622,9 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
     xl_p = xl[docs.doc][inside]
     p_jj = less.itself[g_in] * diag[inside]
     c_p = c_mine[inside]
-    others = (by_g_dx[inside] * full.a).sum(axis=1) - full.a[g_in] * np.take_along_axis(
-        by_g_dx[inside], g_in[:, None], axis=1)[:, 0]
-    own_dx = np.take_along_axis(by_g_dx_less[inside], g_in[:, None], axis=1)[:, 0]
-    p_dx = p_jj * dx_less[docs.doc][inside] + less.a[g_in] * others + less.within[g_in] * own_dx
+    others = weighted_dx[inside] - full.a[g_in] * mine_dx[inside]
+    p_dx = (p_jj * dx_less[docs.doc][inside] + less.a[g_in] * others
+            + less.within[g_in] * mine_dx_less[inside])
     p_d = p_jj * less.own[g_in] + less.pair[g_in] * less.within[g_in] * mine[inside]
     c_d = (less.own[g_in] - less.pair[g_in]) * c_p  # the k = j part of sum_k c_k D_jk
     at = (np.repeat(np.arange(n_runs), rank.shape[1])[inside.ravel()], docs.doc[inside])
