@@ -555,7 +555,7 @@ class _StratumDesign(NamedTuple):
 
 def _stratum_design(sizes: np.ndarray, n: np.ndarray, paper: bool) -> _StratumDesign:
     big_n, n = sizes.astype(np.float64), n.astype(np.float64)
-    pi = n / big_n
+    pi = np.divide(n, big_n, out=np.zeros(len(n)), where=big_n > 0)
     a = np.divide(1.0, pi, out=np.zeros(len(n)), where=pi > 0)
     joint = np.where(n > 1, np.divide(n * (n - 1), big_n * (big_n - 1), out=np.ones(len(n)),
                                       where=big_n > 1), pi * pi)
@@ -632,7 +632,10 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
     cross_j[at] -= (xl_p * c_d + p_dx - xl_p * p_d
                     + (c_p - p_jj) * (dx_less[docs.doc][inside] - less.own[g_in] * xl_p))
     own_j = own_h[h] - 2.0 * xl * dx_less + xl * xl * less.own[h]
-    reps = _corrected(num_j, r_h[h] - xl, own_j, cross_j, taylor).T
+    # R-hat without j, exactly 0 when j was the only relevant document (as recomputed)
+    r_others = np.where(np.eye(n_strata, dtype=bool), 0.0, t_full).sum(axis=1)
+    r_j = r_others[h] + less.a[h] * (y_total[h] - y)
+    reps = _corrected(num_j, r_j, own_j, cross_j, taylor).T
     return reps, rest
 
 
