@@ -447,9 +447,16 @@ def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, pa
 
     ``y`` ``[m]``: the judged documents with y != 0 (deleting one with y = 0 changes only its
     stratum's design, so each stratum's are one replicate counted n_h - m_h times); ``ranks``
-    ``[n_runs, m]``. Replicates of one stratum share their design, so they are computed as
-    one batch of ``y`` with one document zeroed per row. ``pairs``: the variance of each
-    pair's difference AP-hat_a - AP-hat_b, from the differences of their replicates.
+    ``[n_runs, m]``. ``pairs``: the variance of each pair's difference AP-hat_a - AP-hat_b,
+    from the differences of their replicates.
+
+    No replicate is recomputed: each updates the full sample's sums (deleting j removes its
+    row and column of AP-hat's pairs and its term of R-hat and of the HT (co)variances),
+    :func:`_replicates_general` in O(runs x K^2 + runs x K x m) for every replicate, and on
+    stratified samples :func:`_replicates_stratified`, where pi_ij depends only on the two
+    strata, in O(runs x K^2 + runs x K x strata), where recomputing costs O(runs x K^2) per
+    replicate (K: a run's judged relevant documents, m: the topic's).
+    ``tests/test_ap_replicates.py`` checks both against the recomputation (1e-12 relative).
     """
     n_runs, m = ranks.shape[0], len(y)
     variance = np.zeros(n_runs if pairs is None else len(pairs))
@@ -539,12 +546,13 @@ def _replicates_general(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, doc
 
 class _StratumDesign(NamedTuple):
     """Per stratum, under stratified SRS with n_h of N_h sampled (Sarndal, Swensson &
-    Wretman 1992, sec. 3.7: pi_i = n_h/N_h, pi_ij = n_h (n_h - 1)/(N_h (N_h - 1)) within
-    h, pi_i pi_j across strata): ``a`` = 1/pi_i; ``within`` the pair weight 1/pi_ij of two
-    documents of h (1/(pi_i pi_j) when n_h < 2, as :func:`stratified_inclusion`, and under
-    ``paper``); ``itself`` a document's own weight (1/pi_i; ``paper``: 1/pi_i^2); the HT
-    variance weights (pi_ij - pi_i pi_j)/pi_ij of a document with itself (``own``) and of two
-    documents of h (``pair``; 0 across strata)."""
+    Wretman 1992, ch. 3, stratified sampling): pi_i = n_h/N_h, pi_ij = n_h (n_h - 1)/(N_h
+    (N_h - 1)) within h, pi_i pi_j across strata. ``a`` = 1/pi_i; ``within`` the pair
+    weight 1/pi_ij of two documents of h (1/(pi_i pi_j) when n_h < 2, as
+    :func:`stratified_inclusion`, and under ``paper``); ``itself`` a document's own weight
+    (1/pi_i; ``paper``: 1/pi_i^2); the HT variance weights (pi_ij - pi_i pi_j)/pi_ij of a
+    document with itself (``own``) and of two documents of h (``pair``; 0 across
+    strata)."""
 
     a: np.ndarray
     within: np.ndarray
@@ -574,7 +582,8 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
 
     Under stratified SRS a pair's weight depends only on the two strata (:class:`_
     StratumDesign`), so with Q_kl = y_k y_l/max(rank_k, rank_l) and B_kg = sum_{l in g,
-    l != k} Q_kl (one matrix product per run), document k's contribution is
+    l != k} Q_kl (one pass over each run's pairs, ``_ht_kernels.stratum_pair_sums``; no
+    ``[K, K]`` matrix of pi_ij), document k's contribution is
     c_k = itself_g(k) y_k^2/rank_k + sum_g W(g(k), g) B_kg, and stratum h's design at
     n_h - 1 changes only the weights involving h: c_k, AP-hat's numerator, R-hat and the HT
     (co)variances of the Taylor correction (whose weights are block-diagonal by stratum)
