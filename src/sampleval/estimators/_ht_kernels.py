@@ -65,14 +65,24 @@ def ap_contributions(y_run: np.ndarray, rank: np.ndarray, doc: np.ndarray, pi: n
 @numba.njit(cache=True)
 def quadratic(x: np.ndarray, doc: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """sum_{k, l} x_k delta_kl x_l over each run's documents (``x`` ``[n_runs, K, B]``, 0 at
-    padding): ``[n_runs, B]``."""
+    padding): ``[n_runs, B]``. Documents whose x is 0 in every column are skipped."""
     n_runs, width, batch = x.shape
     out = np.zeros((n_runs, batch))
     row = np.zeros(batch)
+    used = np.empty(width, dtype=np.int64)
     for r in range(n_runs):
+        n_used = 0
         for k in range(width):
+            for b in range(batch):
+                if x[r, k, b] != 0.0:
+                    used[n_used] = k
+                    n_used += 1
+                    break
+        for i in range(n_used):
+            k = used[i]
             row[:] = 0.0
-            for o in range(width):
+            for j in range(n_used):
+                o = used[j]
                 d = delta[doc[r, k], doc[r, o]]
                 for b in range(batch):
                     row[b] += d * x[r, o, b]
