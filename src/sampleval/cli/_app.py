@@ -200,6 +200,14 @@ def add_predictions(parser: argparse.ArgumentParser, use: str) -> None:
                              " (docs/predictions.md)")
 
 
+def add_target(group: Any, target_help: str) -> None:
+    """``--target MEASURE:HALF_WIDTH`` and ``--target-run`` (judging until confident), in
+    ``group``; ``target_help`` says what the target does for the command."""
+    group.add_argument("--target", metavar="MEASURE:HALF_WIDTH", help=target_help)
+    group.add_argument("--target-run", action="append", metavar="RUN",
+                       help="only these runs must meet the target (repeat; default: all)")
+
+
 def add_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the results to FILE instead of standard output (a file "

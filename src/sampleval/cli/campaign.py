@@ -13,6 +13,7 @@ from sampleval.cli._app import (
     add_duplicates,
     add_name_by,
     add_predictions,
+    add_target,
     check_stdin_once,
     parse_params,
     positive_int,
@@ -127,15 +128,12 @@ def _create(sub: argparse._SubParsersAction) -> None:
     target = p.add_argument_group(
         "judging until confident (docs/campaigns.md, docs/confident.md)",
         "With --target, the organiser page and 'campaign status' show each targeted run's "
-        "current 95%% half-width against the target and a projection of the judgments "
+        "current 95% half-width against the target and a projection of the judgments "
         "still needed; once the target is met (and every topic has its --start "
         "judgments), the campaign stops handing out documents. The budget stays each "
         "topic's ceiling; documents are not reallocated between topics.")
-    target.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
-                        help="the 95%% half-width of every run's mean over topics to reach, "
-                             "e.g. AP:0.01 or AP~ht:0.02")
-    target.add_argument("--target-run", action="append", metavar="RUN",
-                        help="only these runs must meet the target (repeat; default: all)")
+    add_target(target, "the 95%% half-width of every run's mean over topics to reach, e.g. "
+                       "AP:0.01 or AP~ht:0.02")
     target.add_argument("--start", type=positive_int, metavar="N",
                         help="judgments every topic receives before the target may stop the "
                              "campaign (more where the design needs more to reach every "

@@ -13,6 +13,7 @@ from sampleval.cli._app import (
     add_name_by,
     add_predictions,
     add_runs_argument,
+    add_target,
     check_stdin_once,
     parse_params,
     positive_int,
@@ -88,12 +89,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "topic, then phases whose sizes are fixed before they are judged, each laid out "
         "afresh over the documents not judged yet; others follow the adaptive rule. --batch "
         "is the allocation step (default 5).")
-    target.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
-                        help="stop when the 95%% half-width of every run's mean over topics "
-                             "is at most HALF_WIDTH, e.g. AP:0.01 or AP~ht:0.02; judgments go "
-                             "to the topics where they narrow the widest interval most")
-    target.add_argument("--target-run", action="append", metavar="RUN",
-                        help="only these runs must meet the target (repeat; default: all)")
+    add_target(target, "stop when the 95%% half-width of every run's mean over topics is at "
+                       "most HALF_WIDTH, e.g. AP:0.01 or AP~ht:0.02; judgments go to the "
+                       "topics where they narrow the widest interval most")
     target.add_argument("--ceiling", type=positive_int, metavar="N",
                         help="judge at most N documents in all (default: the budget of every "
                              "topic)")
