@@ -469,7 +469,7 @@ def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, pa
     docs = _run_docs(ranks, cutoff)
     if strata is None:
         value, reps = _replicates_general(y, pi, pi_joint, docs, paper, taylor)
-        return ((1.0 - pi)[:, None] * (per(reps) - per(value[None]))  ** 2).sum(axis=0)
+        return ((1.0 - pi)[:, None] * (per(reps) - per(value[None])) ** 2).sum(axis=0)
     stratum, sizes, n_sampled = strata
     reps, rest = _replicates_stratified(y, stratum, sizes, n_sampled, docs, paper, taylor)
     for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
