@@ -190,7 +190,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
 
 def _for_ht(measure: str) -> str:
     """``measure`` as a ``~ht`` name, without the options that only ``~ppi`` has
-    (``P@10(form=draws)`` is compared with ``P@10~ht``)."""
+    (``P(form=draws)@10`` is compared with ``P@10~ht``)."""
     match = re.fullmatch(r"([^()]*)\(([^()]*)\)(.*)", measure)
     if match is None:
         return f"{measure}~ht"
