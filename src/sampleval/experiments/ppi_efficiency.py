@@ -481,7 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                     "(with --rates: OUTPUT and "
                                                     "OUTPUT.budget.csv)")
     parser.add_argument("--form", choices=FORMS, help="the ~ppi form (default the sample's: "
-                                                      "draws for importance and active samples, else ht)")
+                                                      "ht, or draws for importance samples)")
     parser.add_argument("--raw", type=Path, help="a directory for every trial's estimates, "
                                                  "rewritten after each trial (rate{RATE}.npz)")
     parser.add_argument("--from-raw", type=Path, help="no simulation: the tables, budgets "
