@@ -21,10 +21,9 @@ tolerances are loose but honest:
   sqrt(0.95 * 0.05 / 12) = 0.06 (fused P@10 gave 0.848 on main's AP-prior); the 95% level
   itself is measured with more trials in docs/predictions.md.
 
-Under active sampling ``~ppi`` takes the per-draw form, unbiased under the adaptive draws
-where ``~ht``'s form is not, which is checked; pure noise is checked against ``~ht``'s rms
-there with ``form=ht`` (lam = 0 is ``~ht`` in that form; the per-draw P@10 has 1.2-2.7 times
-``~ht``'s rms, docs/predictions.md).
+Under active sampling ``~ppi`` takes ``~ht``'s form (inclusion probabilities over the rounds),
+so pure noise is checked against ``~ht``'s rms there too; the per-draw form (``form=draws``,
+unbiased under the adaptive draws where ``~ht`` is not) is checked for unbiasedness.
 """
 
 from __future__ import annotations
@@ -85,18 +84,18 @@ def test_intervals_cover(stratified: pd.DataFrame, predictor: str, measure: str)
 @pytest.fixture(scope="module")
 def active(small: tuple[Qrels, Pool]) -> pd.DataFrame:
     qrels, pool = small
-    table = run(pool, qrels, "active", {}, 0.1, TRIALS,
-                ["P(form=ht)@10", "AP", "AP(bias=jackknife)"], ["noise"], SEED)
+    table = run(pool, qrels, "active", {}, 0.1, TRIALS, ["P@10", "AP", "AP(bias=jackknife)"],
+                ["noise"], SEED)
     print(table.to_string())
     return table.set_index(["predictor", "measure"])
 
 
-@pytest.mark.parametrize("measure", ["P(form=ht)@10~ppi", "AP~ppi"])
+@pytest.mark.parametrize("measure", ["P@10~ppi", "AP~ppi"])
 def test_pure_noise_costs_little_under_active_sampling(active: pd.DataFrame,
                                                        measure: str) -> None:
-    """Item 4 on active samples, in ~ht's form for P@10 (lam = 0 is ~ht: pure noise, tuned
-    down, stays within 10% of ~ht's rms; the default per-draw form does not) and in the
-    default per-draw form for AP (whose ~ht estimate is biased there)."""
+    """Item 4 on active samples: ~ppi takes ~ht's form there (lam = 0 is ~ht), so pure
+    noise, tuned down, stays within 10% of ~ht's rms (the per-draw form had 2-5 times it
+    for P@10)."""
     assert active.loc[("noise", measure), "rms_ratio"] <= 1.10
 
 
@@ -114,12 +113,12 @@ def test_jackknife_corrects_more_of_the_ratio_bias_over_draws(active: pd.DataFra
 
 
 def test_per_draw_form_under_active_sampling(small: tuple[Qrels, Pool]) -> None:
-    """The default on active samples, the per-draw form, stays unbiased under the adaptive
+    """The per-draw form (``form=draws``) stays unbiased under active sampling's adaptive
     draws, where ~ht's form is biased (its P@10 bias on these samples, about -0.02, is
     ~ht's own)."""
     qrels, pool = small
     table = run(pool, qrels, "active", {}, 0.1, TRIALS, ["P@10"], ["noise", "fused"],
-                SEED).set_index(["predictor", "measure"])
+                SEED, form="draws").set_index(["predictor", "measure"])
     print(table.to_string())
     for predictor in ("noise", "fused"):
         assert table.loc[(predictor, "P@10~ppi"), "within3se"] >= 0.9

@@ -123,27 +123,26 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
 def test_lam_zero_on_an_active_sample_is_ht(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """On an active sample ``form=ht`` takes ~ht's form (inclusion probabilities over the
-    rounds), so power tuning that turns useless predictions down to lam = 0 gives ~ht's
-    estimate exactly, value and interval, whatever the predictions (pure noise here). Every
-    measure takes the per-draw form there by default (``form=draws``; ~hh with predictions
-    all 0)."""
+    """On an active sample the linear measures take ~ht's form (inclusion probabilities over
+    the rounds), so power tuning that turns useless predictions down to lam = 0 gives ~ht's
+    estimate exactly, value and interval, whatever the predictions (pure noise here). The
+    ratio measures take the per-draw form there, and ``form=draws`` gives it to the linear
+    ones too (~hh with predictions all 0)."""
     runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, "active")
     noise = pure_noise(truth, np.random.default_rng(5))
     linear = ("P@10", "DCG@10", "NumRel")
     monkeypatch.setattr(ppi, "tuned", lambda gram, cross, tuning: np.zeros(cross.shape))
     ht = by_measure(estimate(sample, runs, [f"{m}~ht" for m in linear], depth=DEPTH), "ht")
-    got = estimate(sample, runs, [f"{m}~ppi(form=ht)" for m in linear], depth=DEPTH,
-                   predictions=noise)
-    got = by_measure(got.assign(measure=got["measure"].str.removesuffix("(form=ht)")), "ppi")
+    got = by_measure(estimate(sample, runs, [f"{m}~ppi" for m in linear], depth=DEPTH,
+                              predictions=noise), "ppi")
     for column in ("value", "lo", "hi"):
         np.testing.assert_allclose(got[column], ht[column], rtol=1e-9, atol=1e-12)
     monkeypatch.undo()
-    every = ("P@10", "NumRel", "AP", "R@10", "nDCG@10")
-    default = estimate(sample, runs, [f"{m}~ppi" for m in every], depth=DEPTH,
+    ratios = ("AP", "R@10", "nDCG@10")
+    default = estimate(sample, runs, [f"{m}~ppi" for m in ratios], depth=DEPTH,
                        predictions=noise)
-    draws = estimate(sample, runs, [f"{m}~ppi(form=draws)" for m in every], depth=DEPTH,
+    draws = estimate(sample, runs, [f"{m}~ppi(form=draws)" for m in ratios], depth=DEPTH,
                      predictions=noise)
     pd.testing.assert_frame_equal(
         default.drop(columns="measure"), draws.drop(columns="measure"))

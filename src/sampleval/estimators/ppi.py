@@ -16,11 +16,10 @@ residual total; for draws (the ``draws`` form) the n draws d_k with W_k = 1/(n p
 the per-draw (Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities by the
 martingale argument of :mod:`.hansen_hurwitz`. For any lam fixed before the sample,
 E[T-hat(lam)] = T whatever the predictions (under the ``ht`` form, as far as ``~ht`` is
-unbiased on that design): they only move the variance. Importance samples and active
-(with-replacement) samples take the ``draws`` form, unbiased under active sampling's
-adaptive draws where the ``ht`` form keeps ``~ht``'s bias (:func:`sample_form` says why, with
-the measured figures); the ``form`` option overrides it (``form=ht`` on an active sample:
-lam = 0 is ``~ht``'s estimate).
+unbiased on that design): they only move the variance. Importance samples take the
+``draws`` form; active (with-replacement) samples the ``ht`` form for the linear measures,
+so that lam = 0 is ``~ht`` there, and the ``draws`` form for the ratios (:func:`sample_form`
+says why, with the measured figures); the ``form`` option overrides it.
 
 Ratio measures are ratios of such estimates, as for ``~ht`` (:mod:`.horvitz_thompson`): R@k and
 Rprec = (a difference estimate of the relevant retrieved) / R-hat(lam), R-hat(lam) the
@@ -236,32 +235,28 @@ class PPIResult(NamedTuple):
 LINEAR = ("NumRel", "P", "DCG")
 
 
-def sample_form(sample: Sample) -> str:
-    """The form every measure takes on ``sample`` by default: ``draws`` on importance samples
-    and on with-replacement samples (active sampling) that record their draws, ``ht`` on
-    every other design with inclusion probabilities.
+def sample_form(sample: Sample, base: str | None = None) -> str:
+    """The form ``base`` (a measure's base name; None: a linear one) takes on ``sample`` by
+    default: ``ht`` for every design with inclusion probabilities, except that on
+    with-replacement samples (active sampling) only the linear measures take it, so that
+    lam = 0 is ``~ht``'s estimate there; the ratio measures take ``draws`` there, as do
+    importance samples and with-replacement samples with draws but no rounds.
 
-    Why, on active samples: the per-draw form stays unbiased under adaptive draws (provided
-    every round can draw every document: ``active``'s default ``floor=0`` lets a later round
-    give a few documents probability 0), where ``~ht``'s form is not. Issue 13's criterion
-    (each run's mean estimate over 200 trials within 3 standard errors of the truth for 95%
-    of the runs, for every predictor) is met by the per-draw P@10 (97-99% of the runs at 5%
-    and 10%) and not by the ``ht`` form, which keeps ``~ht``'s adaptive bias (0-55%); the
-    price is the rms error, 1.2-2.7 times ``~ht``'s at 5% and 0.4-1.7 times at 10% for P@10
-    (``form=ht`` keeps the ``ht`` form: lam = 0 is then ``~ht``'s estimate, never worse than
-    it). For AP, biased there under ``~ht`` by +0.02, the per-draw form's rms is 0.5-0.6 of
-    ``~ht``'s (docs/predictions.md, "Active sampling")."""
+    Why, on active samples: the per-draw form stays unbiased under adaptive draws, where
+    ``~ht``'s is not (provided every round can draw every document: ``active``'s default
+    ``floor=0`` lets a later round give a few documents probability 0), but for P@10 its rms
+    error is 2-5 times ``~ht``'s (draws spread over the whole pool; power tuning cannot do
+    better than lam = 0, the per-draw estimate), while for AP, whose ``~ht`` estimate is
+    biased there by +0.02-0.03, the per-draw form's rms is 0.5-0.7 of ``~ht``'s
+    (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are ratios with the same
+    adaptive denominator as AP and follow it (not measured)."""
     if sample.design == "importance" or (
-            sample.design == "with-replacement" and sample.draws is not None):
+            sample.design == "with-replacement"
+            and (sample.rounds is None or sample.round_probs is None)):
+        return "draws"
+    if sample.design == "with-replacement" and base is not None and base not in LINEAR:
         return "draws"
     return "ht"
-
-
-def _has_inclusion(sample: Sample) -> bool:
-    """Whether the sample's design gives its judged documents inclusion probabilities."""
-    return sample.design != "importance" and (
-        sample.design != "with-replacement"
-        or (sample.rounds is not None and sample.round_probs is not None))
 
 
 def chosen_form(sample: Sample, spec: EstimateSpec) -> str:
@@ -271,11 +266,12 @@ def chosen_form(sample: Sample, spec: EstimateSpec) -> str:
     it needs (a census has no draws, importance draws no inclusion probabilities), so that
     one request applies to samples of every design."""
     option = spec.option("form")
+    default = sample_form(sample, spec.base)
     if option == "draws" and sample.draws is not None:
         return "draws"
-    if option == "ht" and _has_inclusion(sample):
+    if option == "ht" and sample_form(sample) == "ht":
         return "ht"
-    return sample_form(sample)
+    return default
 
 
 def topic_data(view: TopicView, sample: Sample, form: str) -> TopicData:
@@ -938,12 +934,12 @@ register_family(EstimatorFamily(
               "first-order bias, (AP V(R) - C(N, R))/R^2), jackknife (less the delete-one "
               "jackknife's bias estimate, stratified on stratified samples, with the "
               "jackknife variance) or none", choices=("taylor", "jackknife", "none")),
-        Param("form", str, "design", "design (per-draw on importance and active samples, "
-              "Horvitz-Thompson on the other designs), ht (wherever the sample has inclusion "
-              "probabilities: on active samples lam = 0 is ~ht, with ~ht's adaptive bias), or "
-              "draws (the per-draw form wherever the sample records its draws: unbiased "
-              "under adaptive draws; for P@k on active samples 1.2-2.7 times ~ht's rms error "
-              "at 5%)",
+        Param("form", str, "design", "design (Horvitz-Thompson wherever the design has "
+              "inclusion probabilities, but per-draw for importance samples and for ratio "
+              "measures on active samples), ht (wherever the sample has inclusion "
+              "probabilities), or draws (the per-draw form wherever the sample records its "
+              "draws: unbiased under adaptive draws; for P@k on active samples a much higher "
+              "variance)",
               choices=("design", *FORMS)),
         Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
               "or round (int(R-hat + 0.5))", choices=("floor", "round")),
