@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import InputError, UsageError
 from sampleval.estimators import estimate, ppi
-from sampleval.estimators.base import topic_views
+from sampleval.estimators.base import relevance, topic_views
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import estimate_ppi, minimising, ppi_values, topic_data
 from sampleval.evaluation import evaluate
@@ -180,13 +181,13 @@ def census_of(pool: Pool, truth: pd.DataFrame) -> Sample:
     return Sample("census", frame)
 
 
-def assert_exact(estimates: pd.DataFrame, pool: Pool, truth: pd.DataFrame, tol: float
-                 ) -> None:
+def assert_exact(estimates: pd.DataFrame, pool: Pool, truth: pd.DataFrame, tol: float,
+                 measures: tuple[str, ...] = EXACT) -> None:
     """Every per-topic estimate is the exact measure (the pool judged from ``truth``), with
     an interval of no width."""
     got = by_measure(estimates, "ppi")
     exact = evaluate(Qrels.from_frame(truth[["query_id", "doc_id", "relevance"]]), pool,
-                     list(EXACT)).set_index(["measure", "run", "query_id"]).sort_index()
+                     list(measures)).set_index(["measure", "run", "query_id"]).sort_index()
     exact = exact[exact.index.get_level_values("query_id") != "all"]
     np.testing.assert_allclose(got.loc[exact.index, "value"], exact["value"], atol=tol)
     np.testing.assert_allclose(got["hi"] - got["lo"], 0.0, atol=tol)
@@ -200,6 +201,10 @@ def test_census_is_exact(judged_collection: tuple[list[Run], Qrels, Pool, pd.Dat
     noise = pure_noise(truth, np.random.default_rng(0))
     assert_exact(estimate(census, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
                           predictions=noise), pool, truth, 1e-12)
+    for bias in ("jackknife", "none"):  # lo = hi = the exact AP with either correction
+        names = {f"AP{cut}~ppi(bias={bias})": f"AP{cut}~ppi" for cut in ("", "@10")}
+        got = estimate(census, runs, list(names), depth=DEPTH, predictions=noise)
+        assert_exact(got.replace({"measure": names}), pool, truth, 1e-12, ("AP", "AP@10"))
 
 
 @pytest.mark.parametrize("method", ["stratified", "importance"])
@@ -263,6 +268,103 @@ def test_uncorrected_is_bias_none(judged_collection: tuple[list[Run], Qrels, Poo
     np.testing.assert_array_equal(taylor.variance, plain.variance)
     assert np.abs(taylor.value - plain.value).max() > 0  # the correction is not nothing
     np.testing.assert_array_equal(plain.uncorrected, plain.value)
+
+
+def _replicate_ap(spec: object, data: ppi.TopicData, lam: np.ndarray, keep: np.ndarray,
+                  weight: np.ndarray, pair: np.ndarray | None = None,
+                  factor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """AP~ppi(lam) recomputed from scratch on the units ``keep`` with the given weights:
+    the value and R-hat (its labels' and predictions' parts written out)."""
+    u = data.units
+    units = ppi.Units(u.kind, u.index[keep], weight, pair, None, factor)
+    sub = replace(data, units=units, labels=data.labels[keep],
+                  predicted=data.predicted[keep], ranks=data.ranks[:, keep],
+                  distinct=np.unique(u.index[keep], return_index=True)[1], geometry={},
+                  label_sums={})
+    value = ppi.topic_estimate(spec, 1.0, sub)(lam).value  # type: ignore[arg-type]
+    y, f = relevance(data.labels[keep], 1.0), relevance(data.predicted[keep], 1.0)
+    r_hat = ((weight * y)[None] - lam[1][:, None] * (weight * f)[None]).sum(axis=1) + lam[
+        1] * relevance(data.frame.predicted, 1.0).sum()
+    return value, r_hat
+
+
+def _brute_jackknife(spec: object, data: ppi.TopicData, lam: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """ap_jackknife's bias-corrected value and variance, every replicate recomputed from
+    scratch with its design's weights (1/pi and 1/pi_kl, or the draws' 1/(n p))."""
+    u = data.units
+    m = len(u.index)
+    every = np.arange(m)
+    value, r_hat = _replicate_ap(spec, data, lam, every >= 0, u.weight, u.pair, u.factor)
+    if u.kind == "draws":  # Quenouille: n - 1 draws re-weighted
+        p = 1.0 / (m * u.weight)
+        reps = np.array([_replicate_ap(spec, data, lam, every != k, 1.0 / ((m - 1) * p[k != every]),
+                                       factor=1.0 / (np.sqrt((m - 1) * (m - 2)) * p[k != every]))[0]
+                         for k in range(m)])
+        mean = reps.mean(axis=0)
+        return value - (m - 1) * (mean - value), (m - 1) / m * ((reps - mean) ** 2).sum(axis=0)
+    if u.strata is None:  # independent inclusions: the same weights without k
+        assert u.pair is not None
+        pi = 1.0 / u.weight
+        bias, variance = np.zeros(len(value)), np.zeros(len(value))
+        for k in range(m):
+            keep = every != k
+            rep, r_rep = _replicate_ap(spec, data, lam, keep, u.weight[keep],
+                                       u.pair[np.ix_(keep, keep)])
+            linear = (value * r_hat - rep * r_rep - value * (r_hat - r_rep)) / r_hat
+            bias += (1 - pi[k]) * np.where(r_rep > 0, rep - value + linear, 0.0)
+            variance += (1 - pi[k]) * (rep - value) ** 2
+        return value - bias, variance
+    stratum, sizes, n_sampled = u.strata
+    bias, variance = np.zeros(len(value)), np.zeros(len(value))
+    for h in range(len(sizes)):
+        n_h = int(n_sampled[h])
+        if n_h < 2 or n_h >= sizes[h]:
+            continue
+        less = n_sampled.astype(np.float64)
+        less[h] -= 1
+        pi = less[stratum] / sizes[stratum]
+        same = stratum[:, None] == stratum[None, :]
+        within = less[stratum] * (less[stratum] - 1) / (sizes[stratum] * (sizes[stratum] - 1.0))
+        joint = np.where(same, within[:, None], np.outer(pi, pi))
+        np.fill_diagonal(joint, pi)
+        pair = np.divide(1.0, joint, out=np.zeros(joint.shape), where=joint > 0)
+        reps = [_replicate_ap(spec, data, lam, every != j, 1.0 / pi[every != j],
+                              pair[np.ix_(every != j, every != j)])[0]
+                for j in np.flatnonzero(stratum == h)]
+        reps += [_replicate_ap(spec, data, lam, every >= 0, 1.0 / pi, pair)[0]] * (
+            n_h - len(reps))  # judged documents that are not units: the weights change
+        spread = np.array(reps)
+        mean = spread.mean(axis=0)
+        scale = 1.0 - n_h / sizes[h]
+        variance += scale * (n_h - 1) / n_h * ((spread - mean) ** 2).sum(axis=0)
+        bias += scale * (n_h - 1) * (mean - value)
+    return value - bias, variance
+
+
+@pytest.mark.parametrize(("method", "form"), [("stratified", "ht"), ("active", "ht"),
+                                              ("active", "draws"), ("importance", "draws")])
+def test_ap_jackknife_by_brute_force(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str,
+        form: str) -> None:
+    """AP~ppi(bias=jackknife)'s closed-form replicates (stratified: strata re-weighted;
+    independent inclusions: (1 - pi)-weighted; draws: Quenouille's) against every replicate
+    recomputed from scratch, with and without a cutoff, lam not 1."""
+    runs, qrels, pool, truth = judged_collection
+    sample = sample_of(pool, qrels, method)
+    noisy = Predictions.from_frame(flipped(truth, 0.3, np.random.default_rng(0)))
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
+    lam = np.array([[0.7] * len(runs), [0.4] * len(runs)])
+    lam[:, 0] = 0.0  # one run at ~ht's estimate
+    for cut in ("", "@10"):
+        spec = parse_estimate(f"AP{cut}~ppi(bias=jackknife)")
+        for view in views[:3]:
+            data = topic_data(view, sample, form)
+            assert (data.units.strata is not None) == (method == "stratified")
+            got, want = ppi.ap_jackknife(spec, 1.0, data, lam), _brute_jackknife(spec, data, lam)
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-12)
+            assert np.abs(got[0] - ppi.topic_estimate(spec, 1.0, data)(lam).value).max() > 0
 
 
 def test_pair_sums_over_draws_from_the_definition() -> None:

@@ -59,10 +59,10 @@ from sampleval.estimators.ppi import (
     FrameData,
     PPIResult,
     TopicData,
+    chosen_form,
     frame_data,
     ppi_values,
     predictions_alone,
-    sample_form,
     topic_datas,
 )
 from sampleval.experiments._cli import read_round5, simulation_parser
@@ -142,7 +142,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
                     ) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
     """For one sample: (estimator, measure) -> each run's mean over topics and the half-width
     of its 95% interval, for ``~ht`` (where the sample's design has inclusion probabilities)
-    and for ``~ppi`` in ``form`` (default: the measure's on the sample, :func:`sample_form`)
+    and for ``~ppi`` in ``form`` (default: the measure's form option on the sample, :func:`chosen_form`)
     under each predictor (and, under ``alone:NAME`` when ``alone``, the predictions' own
     value with no sample: the same for every sample). Every predictor is estimated on one
     set of units per topic (:func:`topic_datas`)."""
@@ -153,7 +153,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     out = {}
     if sample.design in FAMILIES["ht"].designs:
         for measure in measures:
-            spec = parse_estimate(f"{measure}~ht")
+            spec = parse_estimate(_for_ht(measure))
             rows = estimate_ht(names, views, sample, spec, level, 0.95)
             rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(names))
             out[("ht", measure)] = (rows["value"].to_numpy(),
@@ -162,20 +162,22 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     results: dict[tuple[object, ...], PPIResult] = {}
     for measure in measures:
         spec = parse_estimate(f"{measure}~ppi")
-        chosen = form or sample_form(sample, spec.base)
+        chosen = form or chosen_form(sample, spec)
         if chosen not in per_form:
             per_form[chosen] = [topic_datas(view, sample, chosen, *fixed.for_view(view))
                                 for view in views]
-        # AP with and without the ratio-bias correction: one computation (PPIResult)
-        corrects = spec.base == "AP" and spec.option("bias") == "taylor"
-        shared = (chosen, spec.base, spec.cutoff,
-                  tuple(o for o in spec.options if o[0] != "bias"))
+        # AP with and without the taylor correction: one computation (PPIResult)
+        bias = spec.option("bias") if spec.base == "AP" else None
+        corrects = bias in ("taylor", "jackknife")
+        shared = (chosen, spec.base, spec.cutoff, bias == "jackknife",
+                  tuple(o for o in spec.options if o[0] not in ("bias", "form")))
         for p, name in enumerate(fixed.predictions):
             topics = [datas[p] for datas in per_form[chosen]]
             if (*shared, p) not in results:
                 results[(*shared, p)] = ppi_values(
                     spec, topics, level, spec.option("tuning"),
-                    bias="taylor" if spec.base == "AP" else None)
+                    bias=("jackknife" if bias == "jackknife" else "taylor")
+                    if spec.base == "AP" else None)
             result = results[(*shared, p)]
             out[(name, measure)] = _means(names, views, spec.name, result.value if corrects
                                           else result.uncorrected, result.variance)
@@ -184,6 +186,18 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
                 out[(f"alone:{name}", measure)] = _means(names, views, spec.name, blind,
                                                          np.zeros_like(blind))
     return out
+
+
+def _for_ht(measure: str) -> str:
+    """``measure`` as a ``~ht`` name, without the options that only ``~ppi`` has
+    (``P(form=draws)@10`` is compared with ``P@10~ht``)."""
+    match = re.fullmatch(r"([^()]*)\(([^()]*)\)(.*)", measure)
+    if match is None:
+        return f"{measure}~ht"
+    declared = {p.name for p in FAMILIES["ht"].options}
+    kept = [o for o in match[2].split(",") if o.split("=")[0].strip().lower() in declared]
+    options = f"({','.join(kept)})" if kept else ""
+    return f"{match[1]}{options}{match[3]}~ht"
 
 
 Trials = dict[tuple[str, str], list[np.ndarray]]
