@@ -126,7 +126,7 @@ class _RunDocs(NamedTuple):
     rank: np.ndarray
 
 
-BIASES = ("taylor", "jackknife", "none")
+BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
 VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
 
 
@@ -796,6 +796,22 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
         return average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
                                  bias == "taylor", pairs)
 
+    if bias == "taylor-jackknife" or (bias == "jackknife" and var == "jackknife"):
+        from sampleval.estimators import ap_replicates  # it builds on this module
+
+        if bias == "jackknife":  # the double jackknife
+            design = judged_design(sample, view.sample, index)
+            return ap_replicates.double_jackknife(y, ranks, spec.cutoff, paper, strata,
+                                                  design.pi, design.pi_joint, pairs)
+        if strata is None:
+            raise UsageError("AP~ht(bias=taylor-jackknife) needs a stratified sample "
+                             f"(this one is {sample.design}): use bias=taylor or jackknife")
+        corrected = ap_replicates.taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
+        if var == "jackknife":
+            return corrected
+        # var=jackknife-uncorrected or linear: the variance of AP-hat before any correction
+        first = linear if var == "linear" else jackknife
+        return HTEstimate(corrected.value, first().variance)
     first, other = (linear, jackknife) if var == "linear" else (jackknife, linear)
     out = first()
     if bias != "none" and (bias == "jackknife") != (first is jackknife):
