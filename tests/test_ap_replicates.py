@@ -131,7 +131,7 @@ def test_census_is_exact(
 def test_taylor_jackknife_needs_strata(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """On a design without strata the option says so (one line), not a wrong number."""
-    runs, _, pool, truth = judged_collection
+    runs, _, _, truth = judged_collection
     frame = truth[["query_id", "doc_id", "relevance"]].sample(frac=0.5, random_state=1)
     poisson = Sample("poisson", frame.assign(stratum="", inclusion=0.5))
     with pytest.raises(UsageError, match="stratified"):
