@@ -18,6 +18,7 @@ from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators import estimate
 from sampleval.estimators.ap_replicates import double_jackknife, taylor_jackknife
+from sampleval.estimators.base import MEAN_TOPIC
 from sampleval.estimators.horvitz_thompson import (
     average_precision,
     average_precision_jackknife,
@@ -136,3 +137,36 @@ def test_taylor_jackknife_needs_strata(
     poisson = Sample("poisson", frame.assign(stratum="", inclusion=0.5))
     with pytest.raises(UsageError, match="stratified"):
         estimate(poisson, runs, ["AP~ht(bias=taylor-jackknife)"], depth=30)
+
+
+def test_few_relevant_bound(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """A topic whose sample holds one relevant document gets a variance of at least 1/4
+    (``few=bound``, the default) from AP~ht, xinfAP and infAP; ``few=none`` keeps the
+    computed one; the other topics, and a census, are untouched."""
+    runs, _, _, truth = judged_collection
+    frame = truth[["query_id", "doc_id", "relevance"]].copy()
+    sparse = frame["query_id"] == frame["query_id"].iloc[0]
+    relevant = sparse & (frame["relevance"] >= 1)
+    frame.loc[relevant & (relevant.cumsum() > 1), "relevance"] = 0  # one relevant left
+    judged = frame.assign(stratum="1", relevance=frame["relevance"].where(
+        (np.arange(len(frame)) % 2 == 0) | relevant.to_numpy()))  # half judged, every topic
+    groups = judged.groupby("query_id")["relevance"]
+    sample = Sample("stratified", judged.assign(
+        inclusion=groups.transform("count") / groups.transform("size")))
+    names = ["AP~ht", "xinfAP", "infAP"]
+    bound = estimate(sample, runs, names, depth=30)
+    plain = estimate(sample, runs, [f"{n}(few=none)" for n in names], depth=30)
+    half = (bound["hi"] - bound["lo"]) / 2
+    half_plain = (plain["hi"] - plain["lo"]) / 2
+    found = (judged["relevance"] >= 1).groupby(judged["query_id"]).sum()
+    few = bound["query_id"].map(found).le(1).to_numpy()  # the mean's rows: NaN, not few
+    assert few[(bound["query_id"] == frame["query_id"].iloc[0]).to_numpy()].all()
+    assert (half[few] >= 1.959 * 0.5).all()
+    assert (half_plain[few] < 0.9).all()
+    many = ~few & (bound["query_id"] != MEAN_TOPIC).to_numpy()
+    assert many.sum() > 20
+    np.testing.assert_array_equal(half[many], half_plain[many])
+    census = Sample("census", frame.assign(stratum="1", inclusion=1.0))
+    exact = estimate(census, runs, names, depth=30)
+    np.testing.assert_array_equal(exact["lo"], exact["value"])

@@ -100,7 +100,14 @@ import pandas as pd
 from sampleval.core.inclusion import judged_design, stratified_inclusion
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import TopicView, gain, relevance, summarise
+from sampleval.estimators.base import (
+    FEW_OPTION,
+    TopicView,
+    few_relevant_bound,
+    gain,
+    relevance,
+    summarise,
+)
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
 from sampleval.params import Param
@@ -751,7 +758,12 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
     contributing = y != 0  # a document with y = 0 adds nothing to a sum, its variance or R-hat
     index = judged[contributing]
     if spec.base == "AP":
-        return _topic_ap(view, sample, spec, y[contributing], index, pairs)
+        out = _topic_ap(view, sample, spec, y[contributing], index, pairs)
+        if pairs is not None:
+            return out
+        return HTEstimate(out.value, few_relevant_bound(out.variance, view.sample,
+                                                        int(np.count_nonzero(y > 0)),
+                                                        spec.option("few")))
     design = judged_design(sample, view.sample, index)
     if spec.base == "Rprec":
         return r_precision(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
@@ -822,7 +834,7 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
 register_family(EstimatorFamily(
     name="ht", title="Horvitz-Thompson totals and ratio estimators, HT variances with pi_ij",
     reference="Li & Kanoulas, CIKM 2017, sec. 3",
-    bases=(Base("AP", "optional", options=("var", "bias", "ap")), Base("P", "required"),
+    bases=(Base("AP", "optional", options=("var", "bias", "ap", "few")), Base("P", "required"),
            Base("R", "required"), Base("Rprec", options=("cut",)), Base("nDCG", "optional"),
            Base("DCG", "optional"), Base("NumRel", penalty=3)),
     designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
@@ -841,6 +853,7 @@ register_family(EstimatorFamily(
         Param("ap", str, "ours", "AP-hat: ours (pairs weighted by 1/pi_ij, each document "
               "itself by 1/pi_i) or paper (Li & Kanoulas's PC(r(i)) with the document itself "
               "at 1/pi_i, so 1/pi_i^2 on the diagonal)", choices=("ours", "paper")),
+        FEW_OPTION,
         Param("cut", str, "floor", "Rprec's cut: floor (the paper's r(i) <= R-hat) or "
               "round (rank int(R-hat + 0.5))", choices=("floor", "round")),
     )))
