@@ -2,7 +2,8 @@
 ``bias=taylor-jackknife`` (the Taylor-corrected AP-hat less the jackknife's estimate of its
 remaining bias) and ``bias=jackknife``'s variance of the corrected estimate (the double
 jackknife). Each checked against its definition recomputed by brute force (documents
-physically removed, whatever their label) and exact on a census."""
+physically removed, whatever their label) and exact on a census. And ``few=bound``, the
+variance of a topic whose sample holds at most one relevant document (issue 9)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from sampleval.estimators.horvitz_thompson import (
     replicate_jackknife,
     stratified_average_precision,
 )
+from sampleval.estimators.names import parse_estimate
+from sampleval.evaluation import evaluate
+from sampleval.experiments.interval_coverage import fixed_rate_sample
+from sampleval.synthetic import make_collection
 
 
 def _case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -170,3 +175,32 @@ def test_few_relevant_bound(
     census = Sample("census", frame.assign(stratum="1", inclusion=1.0))
     exact = estimate(census, runs, names, depth=30)
     np.testing.assert_array_equal(exact["lo"], exact["value"])
+
+
+def test_few_relevant_bound_lifts_the_coverage_of_the_mean() -> None:
+    """Monte Carlo (40 fixed seeds, a uniform 10% sample of a synthetic pool of 20 topics
+    with few relevant documents, 5 runs): the share of the mean's 95% intervals covering
+    the mean AP. Seen: AP~ht 0.965 with the bound, 0.905 without (main's AP~ht); infAP(bias=
+    jackknife) 0.990 / 0.900. 200 intervals, correlated within a sample (s.e. about 0.03),
+    so the bounds leave a margin of one s.e."""
+    made = make_collection(np.random.default_rng(11), n_topics=20, n_runs=5, n_docs=1500,
+                           depth=100, pool_depth=100, rel_rate=0.04)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    pool = Pool.from_runs(runs, depth=100, qrels=qrels)
+    exact = evaluate(qrels, pool, ["AP"])
+    exact = exact[exact["query_id"] == MEAN_TOPIC].set_index("run")["value"]
+    names = [parse_estimate(n).name for n in ("AP~ht", "AP~ht(few=none)",
+                                              "infAP(bias=jackknife)",
+                                              "infAP(bias=jackknife,few=none)")]
+    rows = []
+    for seed in range(40):
+        sample = fixed_rate_sample(pool, np.random.default_rng(seed), ((1, None, 0.1),))
+        got = estimate(sample, runs, names, depth=100)
+        rows.append(got[got["query_id"] == MEAN_TOPIC])
+    table = pd.concat(rows)
+    truth = table["run"].map(exact)
+    covered = ((table["lo"] <= truth) & (truth <= table["hi"])).groupby(table["measure"]).mean()
+    for bound, plain in ((names[0], names[1]), (names[2], names[3])):
+        assert covered[bound] >= 0.93, covered
+        assert covered[plain] <= covered[bound] - 0.03, covered
