@@ -177,6 +177,7 @@ def test_few_relevant_bound(
     np.testing.assert_array_equal(exact["lo"], exact["value"])
 
 
+@pytest.mark.filterwarnings("ignore:.*imputed by the estimator")
 def test_few_relevant_bound_lifts_the_coverage_of_the_mean() -> None:
     """Monte Carlo (40 fixed seeds, a uniform 10% sample of a synthetic pool of 20 topics
     with few relevant documents, 5 runs): the share of the mean's 95% intervals covering
