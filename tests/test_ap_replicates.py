@@ -16,9 +16,12 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
-from sampleval.errors import UsageError
 from sampleval.estimators import estimate
-from sampleval.estimators.ap_replicates import double_jackknife, taylor_jackknife
+from sampleval.estimators.ap_replicates import (
+    double_jackknife,
+    taylor_jackknife,
+    taylor_jackknife_independent,
+)
 from sampleval.estimators.base import MEAN_TOPIC
 from sampleval.estimators.horvitz_thompson import (
     average_precision,
@@ -134,14 +137,36 @@ def test_census_is_exact(
     np.testing.assert_allclose(by.iloc[:, 0], by.iloc[:, 1], atol=1e-12)
 
 
-def test_taylor_jackknife_needs_strata(
-        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    """On a design without strata the option says so (one line), not a wrong number."""
-    runs, _, _, truth = judged_collection
-    frame = truth[["query_id", "doc_id", "relevance"]].sample(frac=0.5, random_state=1)
-    poisson = Sample("poisson", frame.assign(stratum="", inclusion=0.5))
-    with pytest.raises(UsageError, match="stratified"):
-        estimate(poisson, runs, ["AP~ht(bias=taylor-jackknife)"], depth=30)
+def test_taylor_jackknife_without_strata_by_brute_force() -> None:
+    """Independent inclusions: theta_T less sum_k (1 - pi_k)(theta_T(k) - theta_T +
+    (c_k - AP-hat x_k)/R-hat), c_k the numerator lost with k (recomputed as N-hat -
+    N-hat_(k) from the plain AP-hat with k physically removed)."""
+    y, _, _, _, ranks = _case(5)
+    rel = y != 0
+    y, ranks = y[rel], ranks[:, rel]
+    pi = np.random.default_rng(4).uniform(0.2, 0.9, len(y))
+    joint = np.outer(pi, pi)
+    np.fill_diagonal(joint, pi)
+
+    def ap(keep: np.ndarray, taylor: bool) -> np.ndarray:
+        return average_precision(y[keep], pi[keep], joint[np.ix_(keep, keep)],
+                                 ranks[:, keep], taylor=taylor).value
+
+    every = np.ones(len(y), dtype=bool)
+    theta, plain, r_hat = ap(every, True), ap(every, False), (y / pi).sum()
+    bias, variance = np.zeros_like(theta), np.zeros_like(theta)
+    for k in range(len(y)):
+        keep = np.arange(len(y)) != k
+        rep = ap(keep, True)
+        lost = plain * r_hat - ap(keep, False) * (r_hat - y[k] / pi[k])
+        bias += (1 - pi[k]) * (rep - theta + (lost - plain * y[k] / pi[k]) / r_hat)
+        variance += (1 - pi[k]) * (rep - theta) ** 2
+    got = taylor_jackknife_independent(y, ranks, None, False, pi, joint)
+    np.testing.assert_allclose(got.value, theta - bias, rtol=1e-10)
+    np.testing.assert_allclose(got.variance, variance, rtol=1e-10)
+    np.testing.assert_allclose(got.variance, replicate_jackknife(y, ranks, None, False, True,
+                                                                 pi, joint), rtol=1e-10)
+    assert np.abs(bias).max() > 1e-5
 
 
 def test_few_relevant_bound(

@@ -16,9 +16,12 @@ stratified samples (docs/methods.md, "Residual bias after the Taylor correction"
   none left in expectation, so b estimates what remains (the O(1/n) error of the estimated
   correction and the higher-order terms). Its variance is the replicates' jackknife
   variance of theta_T (the jackknife-corrected estimate has the same first-order variance,
-  Efron & Tibshirani 1993, sec. 10.5). Stratified samples only (the jackknife's bias
-  estimate needs Quenouille's equal-weight replicates; with (1 - pi) weights its first-order
-  part does not cancel).
+  Efron & Tibshirani 1993, sec. 10.5). On designs with independent inclusions (Poisson,
+  with-replacement rounds) the replicates are (1 - pi_k)-weighted, whose first-order part
+  does not cancel as Quenouille's equal-weight one does; as for ``AP~ht(bias=jackknife)``
+  there (:func:`~sampleval.estimators.horvitz_thompson.average_precision_jackknife`) it is
+  taken out, b = sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/R-hat] (the
+  Taylor term is O(1/n), so AP-hat's first-order part is the estimate's).
 - ``double``: the delete-one jackknife variance of the jackknife-corrected AP-hat
   (``stratified_average_precision(correct=True)``, ``average_precision_jackknife(
   correct=True)``), each replicate re-running the corrected estimator without one judged
@@ -34,6 +37,7 @@ import numpy as np
 from sampleval.core.inclusion import stratified_inclusion
 from sampleval.estimators.horvitz_thompson import (
     HTEstimate,
+    ap_terms,
     average_precision,
     average_precision_jackknife,
     stratified_average_precision,
@@ -97,6 +101,36 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
 
     variance, bias = stratified_replicates(stratum, sizes, n_sampled, replicates, value)
     return HTEstimate(value - bias, variance)
+
+
+def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int | None,
+                                 paper: bool, pi: np.ndarray, pi_joint: np.ndarray,
+                                 pairs: np.ndarray | None = None) -> HTEstimate:
+    """``AP~ht(bias=taylor-jackknife)`` on a design with independent inclusions (module
+    docstring): theta_T less sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/
+    R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
+    sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (``replicate_jackknife``'s)."""
+    value = average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value
+    m = len(y)
+    if m == 0:
+        return HTEstimate(_per(value, pairs), np.zeros_like(_per(value, pairs)))
+    batch = np.repeat(y[None, :], m, axis=0)
+    batch[np.arange(m), np.arange(m)] = 0.0
+    reps = average_precision(batch, pi, pi_joint, ranks, cutoff, paper, True).value  # [m, runs]
+    terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
+    share = np.zeros((ranks.shape[0], m))  # c_k per run and document
+    kept = terms.docs.rank[..., 0] > 0
+    rows = np.nonzero(kept)[0]
+    np.add.at(share, (rows, terms.docs.doc[kept]), terms.contribution[..., 0][kept])
+    x = y / pi
+    r_hat = float(x.sum())
+    plain = terms.num[:, 0] / r_hat if r_hat > 0 else np.zeros(ranks.shape[0])
+    linear = (share - plain[:, None] * x[None, :]).T / r_hat if r_hat > 0 else np.zeros(
+        (m, ranks.shape[0]))  # [m, runs]
+    moved = _per(reps, pairs) - _per(value, pairs)
+    weight = (1.0 - pi)[:, None]
+    bias = (weight * (moved + _per(linear, pairs))).sum(axis=0)
+    return HTEstimate(_per(value, pairs) - bias, (weight * moved**2).sum(axis=0))
 
 
 def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,

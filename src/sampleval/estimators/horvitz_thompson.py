@@ -825,9 +825,12 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
             return ap_replicates.double_jackknife(y, ranks, spec.cutoff, paper, strata,
                                                   design.pi, design.pi_joint, pairs)
         if strata is None:
-            raise UsageError("AP~ht(bias=taylor-jackknife) needs a stratified sample "
-                             f"(this one is {sample.design}): use bias=taylor or jackknife")
-        corrected = ap_replicates.taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
+            design = judged_design(sample, view.sample, index)
+            corrected = ap_replicates.taylor_jackknife_independent(
+                y, ranks, spec.cutoff, paper, design.pi, design.pi_joint, pairs)
+        else:
+            corrected = ap_replicates.taylor_jackknife(y, ranks, spec.cutoff, paper, strata,
+                                                       pairs)
         if var == "jackknife":
             return corrected
         # var=jackknife-uncorrected or linear: the variance of AP-hat before any correction
