@@ -127,7 +127,8 @@ def few_relevant_bound(variance: np.ndarray, topic: TopicSample, relevant: int,
     variance is the largest a measure confined to [0, 1] can have, 1/4 (Popoviciu's
     inequality). Coverage of the mean over topics, 70 samples, AP~ht / xinfAP(bias=
     jackknife) / infAP(bias=jackknife): 0.886 / 0.839 / 0.850 without, 0.925 / 0.917 /
-    0.920 with (docs/methods.md, "Topics with at most one relevant judged")."""
+    0.920 with (docs/methods.md, "Residual bias, and topics with at most one relevant
+    judged")."""
     judged = topic.judged
     census = bool(judged.any()) and bool((topic.inclusion[judged] >= 1.0).all())
     if few == "bound" and relevant <= 1 and not census:
