@@ -172,7 +172,7 @@ def test_taylor_jackknife_without_strata_by_brute_force() -> None:
 def test_few_relevant_bound(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """A topic whose sample holds one relevant document gets a variance of at least 1/4
-    (``few=bound``, the default) from AP~ht, xinfAP and infAP; ``few=none`` keeps the
+    (``few=bound``) from AP~ht, xinfAP and infAP; ``few=none`` keeps the
     computed one; the other topics, and a census, are untouched."""
     runs, _, _, truth = judged_collection
     frame = truth[["query_id", "doc_id", "relevance"]].copy()
@@ -185,7 +185,7 @@ def test_few_relevant_bound(
     sample = Sample("stratified", judged.assign(
         inclusion=groups.transform("count") / groups.transform("size")))
     names = ["AP~ht", "xinfAP", "infAP"]
-    bound = estimate(sample, runs, names, depth=30)
+    bound = estimate(sample, runs, [f"{n}(few=bound)" for n in names], depth=30)
     plain = estimate(sample, runs, [f"{n}(few=none)" for n in names], depth=30)
     half = (bound["hi"] - bound["lo"]) / 2
     half_plain = (plain["hi"] - plain["lo"]) / 2
@@ -216,8 +216,8 @@ def test_few_relevant_bound_lifts_the_coverage_of_the_mean() -> None:
     pool = Pool.from_runs(runs, depth=100, qrels=qrels)
     exact = evaluate(qrels, pool, ["AP"])
     exact = exact[exact["query_id"] == MEAN_TOPIC].set_index("run")["value"]
-    names = [parse_estimate(n).name for n in ("AP~ht", "AP~ht(few=none)",
-                                              "infAP(bias=jackknife)",
+    names = [parse_estimate(n).name for n in ("AP~ht(few=bound)", "AP~ht",
+                                              "infAP(bias=jackknife,few=bound)",
                                               "infAP(bias=jackknife,few=none)")]
     rows = []
     for seed in range(40):

@@ -78,8 +78,8 @@ at most one relevant judged"): ``bias=taylor-jackknife`` subtracts the stratifie
 jackknife's estimate of the Taylor-corrected estimate's own bias (:mod:`.ap_replicates`);
 it removes the bias left at ``stratified`` 3% (+0.005 -> -0.001, 10 samples) but adds
 variance the jackknife misses (the mean covers 0.933 against 0.957), so ``taylor`` stays
-the default. With ``bias=jackknife``, ``var=jackknife`` is the double jackknife. ``few``
-(default ``bound``): a topic whose sample holds at most one relevant document gets a
+the default. With ``bias=jackknife``, ``var=jackknife`` is the double jackknife. ``few=bound``
+(not the default yet): a topic whose sample holds at most one relevant document gets a
 variance of at least 1/4 (:func:`~sampleval.estimators.base.few_relevant_bound`).
 
 The linearised form:
