@@ -94,6 +94,11 @@ of the mean / its bias / rms:
     xinfAP, uniform 10%    none 0.610 / -0.0236 / 0.0292    jackknife 0.848 / -0.0062 / 0.0193
     xinfAP, strata         none 0.931 / +0.0015 / 0.0033    jackknife 0.943 / +0.0001 / 0.0031
 
+Option ``few=bound`` (the default is ``none``): a topic whose sample holds at most one relevant
+document gets a variance of at least 1/4 (:func:`~sampleval.estimators.base.
+few_relevant_bound`; under uniform 10% the mean's coverage 0.839 -> 0.917 for xinfAP(bias=
+jackknife), 0.850 -> 0.920 for infAP(bias=jackknife), 70 samples).
+
 What is left of the uniform rows' miss is mostly the variance: the jackknife's standard error
 is 0.83 of the corrected estimates' spread over the trials (docs/methods.md, "Ratio bias").
 """
@@ -114,7 +119,7 @@ from sampleval.estimators._kernels import (
     ratio_variance_sums,
     srs_variance,
 )
-from sampleval.estimators.base import TopicView, summarise
+from sampleval.estimators.base import FEW_OPTION, TopicView, few_relevant_bound, summarise
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
@@ -387,6 +392,14 @@ def precision_at(rel_ret: np.ndarray, cutoff: int) -> np.ndarray:
     return rel_ret[:, min(cutoff, rel_ret.shape[1]) - 1] / cutoff
 
 
+def _bounded(variance: np.ndarray, view: TopicView, level: float, few: str) -> np.ndarray:
+    """``variance`` under the ``few`` option (:func:`~sampleval.estimators.base.
+    few_relevant_bound`), from the topic's judged relevant documents."""
+    ts = view.sample
+    relevant = int(np.count_nonzero(ts.judged & (ts.labels >= level)))
+    return few_relevant_bound(variance, ts, relevant, few)
+
+
 # -- families --------------------------------------------------------------------------------
 
 def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -398,7 +411,9 @@ def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sampl
         results = [infap_topic(v, level, spec.option("var"), spec.option("bias"))
                    for v in views]
         values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
-        variances = np.array([r[1] for r in results]).reshape(len(views), len(run_names))
+        variances = np.array([_bounded(r[1], v, level, spec.option("few"))
+                              for r, v in zip(results, views, strict=True)]
+                             ).reshape(len(views), len(run_names))
         frames.append(summarise(run_names, views, spec.name, values, variances, ci))
     return pd.concat(frames, ignore_index=True)
 
@@ -432,7 +447,9 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
             values = stack([t["xinfAP"] for t in per_topic])
             if spec.option("bias") == "jackknife":
                 values = values - stack([t["xinfAP_bias"] for t in per_topic])
-            variances = stack(var_of[spec.option("var")])
+            variances = stack([_bounded(v, view, level, spec.option("few"))
+                               for v, view in zip(var_of[spec.option("var")], views,
+                                                  strict=True)])
         elif spec.base == "nDCG":
             values = stack([t["infNDCG"] for t in per_topic])
         elif spec.base == "P":
@@ -448,18 +465,20 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
 register_family(EstimatorFamily(
     name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
     reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
-    bases=(Base("AP", alias="infAP", options=("var", "bias")),),
+    bases=(Base("AP", alias="infAP", options=("var", "bias", "few")),),
     designs={"stratified": 3, "census": 3},
-    compute=estimate_trec_eval, options=(VAR_OPTION, BIAS_OPTION), imputed=infap_share))
+    compute=estimate_trec_eval, options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION),
+    imputed=infap_share))
 
 register_family(EstimatorFamily(
     name="nist", title="NIST sample_eval's xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret",
     reference="Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4 and Appendix; NIST "
               "sample_eval.pl",
-    bases=(Base("AP", alias="xinfAP", options=("var", "bias")), Base("nDCG", alias="infNDCG"),
+    bases=(Base("AP", alias="xinfAP", options=("var", "bias", "few")),
+           Base("nDCG", alias="infNDCG"),
            Base("P", "required", alias="iP", penalty=5),
            Base("NumRel", alias="inum_rel", penalty=5),
            Base("NumRelRet", alias="inum_rel_ret", penalty=5)),
     designs={"stratified": 1, "census": 1},
-    compute=estimate_nist, score_type=np.float64, options=(VAR_OPTION, BIAS_OPTION),
-    imputed=nist_share))
+    compute=estimate_nist, score_type=np.float64,
+    options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION), imputed=nist_share))

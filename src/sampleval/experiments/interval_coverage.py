@@ -46,12 +46,12 @@ MEASURES = {
     "strata": ("xinfAP(var=jackknife)", "xinfAP(var=appendix)", "xinfAP(var=linear)",
                "AP~ht(var=jackknife)", "AP~ht(var=jackknife-uncorrected)", "AP~ht(var=linear)"),
     "uniform": ("infAP(var=jackknife)", "infAP(var=appendix)", "infAP(var=linear)",
-                "xinfAP(var=jackknife)", "AP~ht(var=jackknife)",
+                "xinfAP(var=jackknife)", "AP~ht(var=jackknife)", "AP~ht(few=none)",
                 "AP~ht(var=jackknife-uncorrected)", "AP~ht(var=linear)"),
     "active": ("AP~ht(var=jackknife)", "AP~ht(var=linear)", "AP~ht(var=jackknife,ap=paper)",
                "AP~ht(var=linear,ap=paper)"),
-    "stratified": ("AP~ht", "AP~ht(var=jackknife-uncorrected)", "AP~ht(bias=jackknife)", "xinfAP",
-                   "xinfAP(bias=jackknife)"),
+    "stratified": ("AP~ht", "AP~ht(var=jackknife-uncorrected)", "AP~ht(bias=jackknife)",
+                   "AP~ht(bias=taylor-jackknife)", "xinfAP", "xinfAP(bias=jackknife)"),
 }
 STRATA = ((1, 10, 1.0), (11, 30, 0.3), (31, None, 0.1))
 
