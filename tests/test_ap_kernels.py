@@ -1,7 +1,7 @@
 """AP~ht's fast kernels (issue 9's speed): the compiled pair sums of AP-hat
 (``estimators/_ht_kernels.py``) and the replicate jackknife by updates
-(:func:`replicate_jackknife`: ``_replicates_general``, and by stratum sums on stratified
-samples, ``_replicates_stratified``) against the numpy matrix form they replaced, kept here
+(:func:`replicate_jackknife`: ``general_replicates``, and by stratum sums on stratified
+samples, ``stratified_replicates``) against the numpy matrix form they replaced, kept here
 as the reference: AP-hat's ``[runs, K, K]`` pair matrices, and every replicate recomputed
 from scratch with one document's y at 0 and its stratum's design at n_h - 1. Agreement to
 1e-12 relative on random cases (fractional labels, strata with n_h = 1, 2, N_h, ``paper``,

@@ -30,8 +30,6 @@ stratified samples (docs/methods.md, "Residual bias after the Taylor correction"
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from sampleval.core.inclusion import stratified_inclusion
@@ -40,41 +38,12 @@ from sampleval.estimators.horvitz_thompson import (
     ap_terms,
     average_precision,
     average_precision_jackknife,
+    general_replicates,
     stratified_average_precision,
+    stratified_replicates,
+    stratum_jackknife,
+    stratum_rows,
 )
-
-# (documents deleted, -1 for one judged document with y = 0; n_h after the deletion) ->
-# the replicate estimates ``[len(rows), n_runs]``
-Replicates = Callable[[np.ndarray, np.ndarray], np.ndarray]
-
-
-def stratified_replicates(stratum: np.ndarray, sizes: np.ndarray, n_sampled: np.ndarray,
-                          replicates: Replicates, value: np.ndarray
-                          ) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife's variance and bias estimate of an estimator with
-    value ``value`` (``[n_runs]``) from its replicates: per stratum h (n_h >= 2, not a
-    census), ``replicates(rows, less)`` re-estimates without each document of ``rows`` (the
-    judged documents with y != 0 of h; -1 stands for the n_h - m_h judged with y = 0, which
-    share one replicate), ``less`` n_sampled with h's count one fewer. Returns
-    (sum_h (1 - f_h) (n_h - 1)/n_h sum_j (theta_(hj) - mean_h)^2,
-     sum_h (1 - f_h) (n_h - 1) (mean_h - theta)), f_h = n_h/N_h (Wolter 2007, sec. 4.5)."""
-    variance = np.zeros(len(value))
-    bias = np.zeros(len(value))
-    for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
-        if n_h < 2 or n_h >= big_n:
-            continue
-        members = np.flatnonzero(stratum == h)
-        rest = int(n_h) - len(members)
-        rows = np.r_[members, [-1] if rest else []].astype(np.int64)
-        less = n_sampled.astype(np.float64)
-        less[h] -= 1
-        reps = replicates(rows, less)
-        weight = np.r_[np.ones(len(members)), [rest] if rest else []]
-        mean = weight @ reps / n_h
-        fpc = 1.0 - n_h / big_n
-        variance += fpc * (n_h - 1) / n_h * (weight @ (reps - mean) ** 2)
-        bias += fpc * (n_h - 1) * (mean - value)
-    return variance, bias
 
 
 def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
@@ -85,21 +54,17 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     with the jackknife variance of the Taylor-corrected estimate; ``[n_runs]`` each.
     ``strata`` = (each document's stratum, N_h, n_h); ``y`` the judged documents with
     y != 0, ``ranks`` ``[n_runs, m]``; ``pairs``: per pair (a, b) of runs, the difference
-    and its variance, from the differences of the replicates."""
-    stratum, sizes, n_sampled = strata
-    pi, joint = stratified_inclusion(stratum, sizes, n_sampled)
+    and its variance, from the differences of the replicates (the same replicates as
+    ``replicate_jackknife``'s, :func:`~sampleval.estimators.horvitz_thompson.
+    stratified_replicates`)."""
+    pi, joint = stratified_inclusion(*strata)
     value = _per(average_precision(y, pi, joint, ranks, cutoff, paper, True).value, pairs)
     if len(y) == 0:
         return HTEstimate(value, np.zeros_like(value))
-
-    def replicates(rows: np.ndarray, less: np.ndarray) -> np.ndarray:
-        batch = np.repeat(y[None, :], len(rows), axis=0)
-        deleted = rows >= 0
-        batch[np.flatnonzero(deleted), rows[deleted]] = 0.0
-        p, pj = stratified_inclusion(stratum, sizes, less)
-        return _per(average_precision(batch, p, pj, ranks, cutoff, paper, True).value, pairs)
-
-    variance, bias = stratified_replicates(stratum, sizes, n_sampled, replicates, value)
+    reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, True)
+    variance, bias = stratum_jackknife(
+        strata, lambda h, rows: _per(stratum_rows(reps, rest, h, rows), pairs), len(value),
+        value)
     return HTEstimate(value - bias, variance)
 
 
@@ -110,13 +75,11 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     docstring): theta_T less sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/
     R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
     sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (``replicate_jackknife``'s)."""
-    value = average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value
     m = len(y)
     if m == 0:
+        value = average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value
         return HTEstimate(_per(value, pairs), np.zeros_like(_per(value, pairs)))
-    batch = np.repeat(y[None, :], m, axis=0)
-    batch[np.arange(m), np.arange(m)] = 0.0
-    reps = average_precision(batch, pi, pi_joint, ranks, cutoff, paper, True).value  # [m, runs]
+    value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, True)  # [m, runs]
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     share = np.zeros((ranks.shape[0], m))  # c_k per run and document
     kept = terms.docs.rank[..., 0] > 0
@@ -156,16 +119,18 @@ def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     value = _per(stratified_average_precision(y, stratum, sizes, n_sampled, ranks, cutoff,
                                               paper, True).value, pairs)
 
-    def replicates(rows: np.ndarray, less: np.ndarray) -> np.ndarray:
+    def replicates(h: int, rows: np.ndarray) -> np.ndarray:
+        less = n_sampled.astype(np.int64)
+        less[h] -= 1
         out = np.empty((len(rows), len(value)))
-        for i, j in enumerate(rows):
+        for i, j in enumerate(rows):  # j = -1: a document with y = 0, only the design changes
             keep = np.arange(len(y)) != j
             out[i] = _per(stratified_average_precision(
-                y[keep], stratum[keep], sizes, less.astype(np.int64), ranks[:, keep], cutoff,
-                paper, True).value, pairs)
+                y[keep], stratum[keep], sizes, less, ranks[:, keep], cutoff, paper,
+                True).value, pairs)
         return out
 
-    variance, _ = stratified_replicates(stratum, sizes, n_sampled, replicates, value)
+    variance, _ = stratum_jackknife(strata, replicates, len(value))
     return HTEstimate(value, variance)
 
 

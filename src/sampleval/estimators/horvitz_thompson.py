@@ -101,6 +101,7 @@ per topic.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -468,8 +469,8 @@ def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, pa
 
     No replicate is recomputed: each updates the full sample's sums (deleting j removes its
     row and column of AP-hat's pairs and its term of R-hat and of the HT (co)variances),
-    :func:`_replicates_general` in O(runs x K^2 + runs x K x m) for every replicate, and on
-    stratified samples :func:`_replicates_stratified`, where pi_ij depends only on the two
+    :func:`general_replicates` in O(runs x K^2 + runs x K x m) for every replicate, and on
+    stratified samples :func:`stratified_replicates`, where pi_ij depends only on the two
     strata, in O(runs x K^2 + runs x K x strata), where recomputing costs O(runs x K^2) per
     replicate (K: a run's judged relevant documents, m: the topic's).
     ``tests/test_ap_kernels.py`` checks both against the recomputation (1e-12 relative).
@@ -482,22 +483,49 @@ def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, pa
     def per(values: np.ndarray) -> np.ndarray:  # [rows, n_runs] -> per run or pair
         return values if pairs is None else _contrast(values.T, pairs).T
 
-    docs = _run_docs(ranks, cutoff)
     if strata is None:
-        value, reps = _replicates_general(y, pi, pi_joint, docs, paper, taylor)
+        value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, taylor)
         return ((1.0 - pi)[:, None] * (per(reps) - per(value[None])) ** 2).sum(axis=0)
+    reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, taylor)
+    return stratum_jackknife(strata, lambda h, rows: per(stratum_rows(reps, rest, h, rows)),
+                             len(variance))[0]
+
+
+def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
+                      replicates: Callable[[int, np.ndarray], np.ndarray], width: int,
+                      value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife (Wolter, Introduction to Variance Estimation, 2nd
+    ed., 2007, sec. 4.5; Jones 1974) of an estimate of ``width`` values, from its
+    replicates: ``replicates(h, rows)`` ``[len(rows), width]`` re-estimates without each
+    judged document of ``rows`` (stratum h's documents with y != 0; -1 stands for h's
+    n_h - m_h judged documents with y = 0, which share one replicate), stratum h's design at
+    n_h - 1. Returns (v, b): v = sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h}
+    (theta_(hj) - mean_h)^2, and the bias estimate b = sum_h (1 - f_h) (n_h - 1)
+    (mean_h - ``value``) (zeros without ``value``), f_h = n_h/N_h. Strata with n_h < 2, a
+    census of h, and strata without a document with y != 0 (whose replicates all equal the
+    estimate) add nothing. ``strata`` = (each document's stratum, N_h, n_h)."""
     stratum, sizes, n_sampled = strata
-    reps, rest = _replicates_stratified(y, stratum, sizes, n_sampled, docs, paper, taylor)
+    variance, bias = np.zeros(width), np.zeros(width)
     for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
         members = np.flatnonzero(stratum == h)
         if n_h < 2 or n_h >= big_n or not len(members):
-            continue  # no document of h with y != 0: every replicate is the estimate
+            continue
         others = int(n_h) - len(members)  # judged documents of h with y = 0
-        block = per(np.vstack([reps[members], rest[h:h + 1]]))
+        block = replicates(h, np.r_[members, -1])
         weight = np.r_[np.ones(len(members)), others]
         mean = weight @ block / n_h
-        variance += (1.0 - n_h / big_n) * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
-    return variance
+        fpc = 1.0 - n_h / big_n
+        variance += fpc * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
+        if value is not None:
+            bias += fpc * (n_h - 1) * (mean - value)
+    return variance, bias
+
+
+def stratum_rows(reps: np.ndarray, rest: np.ndarray, h: int, rows: np.ndarray) -> np.ndarray:
+    """The replicates of ``rows`` of stratum h (:func:`stratum_jackknife`) from
+    :func:`stratified_replicates`' two arrays: ``reps[j]`` for a document, ``rest[h]`` for
+    -1."""
+    return np.vstack([reps[rows[rows >= 0]], rest[h:h + 1][:int((rows < 0).sum())]])
 
 
 def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.ndarray,
@@ -513,8 +541,9 @@ def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.nd
                          where=r_hat > 0)
 
 
-def _replicates_general(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, docs: _RunDocs,
-                        paper: bool, taylor: bool) -> tuple[np.ndarray, np.ndarray]:
+def general_replicates(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
+                       cutoff: int | None, paper: bool, taylor: bool
+                       ) -> tuple[np.ndarray, np.ndarray]:
     """AP-hat as :func:`average_precision` computes it (``[n_runs]``) and its delete-one
     replicates (``[m, n_runs]``, row j: y_j set to 0), each by updating the full sample's
     sums rather than recomputing them.
@@ -527,6 +556,7 @@ def _replicates_general(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, doc
     V-hat(R-hat) = x'Dx and C-hat = sum_k c_k (Dx)_k (D the HT weights, :func:`_delta`)
     change by the rank-one terms of x_j and the column P_.j: O(runs x K^2 + runs x m^2) for
     all replicates instead of O(runs x K^2 x m)."""
+    docs = _run_docs(ranks, cutoff)
     m, (n_runs, width) = len(y), docs.doc.shape
     rank = docs.rank[..., 0]
     inside = rank > 0
@@ -589,9 +619,9 @@ def _stratum_design(sizes: np.ndarray, n: np.ndarray, paper: bool) -> _StratumDe
     return _StratumDesign(a, within, a * a if paper else a, own, pair)
 
 
-def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray,
-                           n_sampled: np.ndarray, docs: _RunDocs, paper: bool, taylor: bool
-                           ) -> tuple[np.ndarray, np.ndarray]:
+def stratified_replicates(y: np.ndarray, strata: tuple[np.ndarray, np.ndarray, np.ndarray],
+                          ranks: np.ndarray, cutoff: int | None, paper: bool, taylor: bool
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """The replicates of :func:`replicate_jackknife` on a stratified sample: ``[m, n_runs]``,
     row j AP-hat (``taylor``: corrected) with y_j at 0 and j's stratum h at n_h - 1, and
     ``[strata, n_runs]``, row h with only h at n_h - 1 (a deleted document with y = 0).
@@ -604,7 +634,9 @@ def _replicates_stratified(y: np.ndarray, stratum: np.ndarray, sizes: np.ndarray
     n_h - 1 changes only the weights involving h: c_k, AP-hat's numerator, R-hat and the HT
     (co)variances of the Taylor correction (whose weights are block-diagonal by stratum)
     follow in O(runs x K x strata) for every h at once. Deleting j then updates them as in
-    :func:`_replicates_general`, its column of pairs summed by stratum."""
+    :func:`general_replicates`, its column of pairs summed by stratum."""
+    stratum, sizes, n_sampled = strata
+    docs = _run_docs(ranks, cutoff)
     n_runs, n_strata = docs.doc.shape[0], len(sizes)
     full = _stratum_design(sizes, n_sampled, paper)
     less = _stratum_design(sizes, n_sampled - 1, paper)  # row h: stratum h's replicate design
