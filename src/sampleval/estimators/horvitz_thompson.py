@@ -511,8 +511,9 @@ def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
         if n_h < 2 or n_h >= big_n or not len(members):
             continue
         others = int(n_h) - len(members)  # judged documents of h with y = 0
-        block = replicates(h, np.r_[members, -1])
-        weight = np.r_[np.ones(len(members)), others]
+        shared = [-1] if others else []  # one replicate for h's documents with y = 0
+        block = replicates(h, np.r_[members, shared].astype(np.int64))
+        weight = np.r_[np.ones(len(members)), [others] if others else []]
         mean = weight @ block / n_h
         fpc = 1.0 - n_h / big_n
         variance += fpc * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
