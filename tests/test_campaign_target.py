@@ -7,6 +7,7 @@ its whole draw sequence at once."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from pathlib import Path
@@ -31,6 +32,7 @@ from sampleval.campaign.organise import (
 from sampleval.campaign.pages import leaderboards, measure_range
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
+from sampleval.campaign.target import widest_first
 from sampleval.campaign.web import create_app
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
@@ -134,6 +136,37 @@ def test_the_campaign_shows_its_target_and_stops_when_it_is_met(tmp_path: Path) 
         assert "Stopped handing out documents" in page and "is met" in page
         assert page.count("<tr><td>run0") >= len(c.runs)
         assert 'id="half-widths"' in page and "class=\"target\"" in page
+
+
+def test_the_organiser_page_lists_runs_before_any_half_width_is_known(tmp_path: Path) -> None:
+    """Before the first judgment every run's half-width is None (the live estimates run at
+    0 judgments); the page lists them all, unknown last, instead of failing to sort them
+    (CI caught a 500 there when the first estimates were slow to compile)."""
+    c = collection()
+    url = f"sqlite:///{tmp_path}/t.db"
+    store = Store(url)
+    boss = create_campaign(store, _design(), c.runs)
+    store.close()
+    with TestClient(create_app(url, interval=0.05), base_url="http://127.0.0.1:8000") as client:
+        theirs = {"Authorization": f"Bearer {boss}"}
+        target = _wait(lambda: client.get("/api/campaigns/t/status",
+                                          headers=theirs).json()["target"])
+        assert target["judged"] == 0 and len(target["half_widths"]) == len(c.runs) > 1
+        assert set(target["half_widths"].values()) == {None}
+        form = client.get(f"/login?token={boss}").text
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)  # type: ignore[union-attr]
+        client.post("/login", data={"token": boss, "csrf_token": csrf}, follow_redirects=False)
+        page = client.get("/c/t/organiser")
+        assert page.status_code == 200, page.text
+        table = page.text.split('id="half-widths"', 1)[1].split("</table>", 1)[0]
+        assert [run for run in target["half_widths"] if f"<td>{run}</td>" in table] == list(
+            target["half_widths"])
+        assert table.count("<td class=\"num\">\u2013</td>") == len(c.runs)
+
+
+def test_runs_are_listed_widest_first_and_unknown_last() -> None:
+    assert widest_first({"a": None, "b": 0.1, "c": 0.3, "d": None, "e": 0.2}) == [
+        ("c", 0.3), ("e", 0.2), ("b", 0.1), ("a", None), ("d", None)]
 
 
 def test_a_target_is_checked_when_the_campaign_is_created(tmp_path: Path) -> None:

@@ -129,5 +129,12 @@ def describe(status: Mapping[str, Any]) -> str:
             f"they narrow the widest interval most (next: {', '.join(status['next_topics'])})")
 
 
+def widest_first(half_widths: Mapping[str, float | None]) -> list[tuple[str, float | None]]:
+    """``half_widths`` (a status's, JSON-ready) as (run, half-width) pairs, the widest
+    first and runs without a half-width yet (None: before any judgment, or infinite)
+    last, in their given order: the organiser page and ``campaign status`` list them so."""
+    return sorted(half_widths.items(), key=lambda item: (item[1] is None, -(item[1] or 0.0)))
+
+
 def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None

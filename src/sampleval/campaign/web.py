@@ -44,6 +44,7 @@ from sampleval import __version__
 from sampleval.campaign.live import LiveEstimates
 from sampleval.campaign.service import CampaignService, Person, ServiceError
 from sampleval.campaign.store import Store
+from sampleval.campaign.target import widest_first
 from sampleval.campaign.tokens import same
 from sampleval.errors import SampleValError
 
@@ -56,6 +57,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+templates.env.filters["widest_first"] = widest_first
 bearer = HTTPBearer(auto_error=False, description="the login token of an assessor or "
                                                   "organiser ('campaign add-assessor')")
 

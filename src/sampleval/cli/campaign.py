@@ -289,6 +289,7 @@ def run_status(args: argparse.Namespace) -> None:
 
     from sampleval.campaign.organise import campaign_status, estimates_now, rows_frame
     from sampleval.campaign.store import Store
+    from sampleval.campaign.target import widest_first
     from sampleval.report import print_table
 
     store = Store(args.db)
@@ -320,8 +321,7 @@ def run_status(args: argparse.Namespace) -> None:
         widths = Table(title=f"Target: {confidence['text']}", title_justify="left")
         for column in ("run", "95% half-width", "target", "met"):
             widths.add_column(column, justify="left" if column == "run" else "right")
-        for run, width in sorted(confidence["half_widths"].items(),
-                                 key=lambda item: -(item[1] or 0.0)):
+        for run, width in widest_first(confidence["half_widths"]):
             widths.add_row(run, "" if width is None else f"{width:.4f}",
                            f"{confidence['half_width']:g}",
                            "yes" if width is not None and width <= confidence["half_width"]
