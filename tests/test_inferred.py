@@ -16,13 +16,19 @@ import pandas as pd
 import pytest
 import pytrec_eval
 
+from sampleval.compat.sample_eval import sample_eval
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.estimators import default_estimates, estimate
 from sampleval.evaluation import evaluate
+from sampleval.experiments.targets import parse_target, plan_for
 from sampleval.io import read_qrels, read_runs
+from sampleval.io.samples import write_sample_qrels
+from sampleval.selection import METHODS, Budget, qrels_oracle
+from sampleval.selection import simulate as judge
+from sampleval.synthetic import make_collection
 
 EPS_REL, EPS_SMP = 1e-5, 3e-5  # sample_eval.pl's smoothing constants
 
@@ -170,6 +176,49 @@ def test_default_estimates_follow_the_design() -> None:
     """The design decides (not the number of strata): one stratum or several, a stratified
     sample gets the stratified design's defaults (docs/estimating.md)."""
     stratified = Sample.from_sample_qrels(SAMPLE)
-    assert default_estimates(stratified)[0] == "xinfAP"
+    assert default_estimates(stratified)[0] == "AP~ht"
     one_stratum = Sample.from_qrels(Qrels.from_frame(SAMPLE.drop(columns="stratum")))
     assert default_estimates(one_stratum) == default_estimates(stratified)
+
+
+def test_plain_ap_of_stratified_samples_and_censuses_is_ap_ht(tmp_path: Path) -> None:
+    """Issue 9: a plain AP resolves to AP~ht on uniform, strata, ``stratified`` and census
+    samples (better-covering intervals: estimators/inferred.py, "Not the default AP
+    estimator"), in ``estimate``'s default measures and in ``simulate``'s estimator column;
+    nDCG still resolves to infNDCG, and xinfAP by name is still sample_eval's xinfAP."""
+    made = make_collection(np.random.default_rng(3), n_topics=4, n_runs=5, n_docs=300,
+                           depth=20, pool_depth=20)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    pool = Pool.from_runs(runs, depth=20)
+    samples = {name: judge(METHODS[name](pool, Budget(rate=0.7), np.random.default_rng(i)),
+                           qrels_oracle(qrels)).sample()
+               for i, name in enumerate(("uniform", "strata", "stratified"))}
+    samples["census"] = Sample.from_qrels(qrels)
+    for name, sample in samples.items():
+        assert sample.design == ("census" if name == "census" else "stratified"), name
+        got = estimate(sample, runs)  # the default measures
+        assert "AP~ht" in set(got["measure"]) and "xinfAP" not in set(got["measure"]), name
+        assert default_estimates(sample)[0] == "AP~ht", name
+        plans = {t: plan_for(parse_target(t), sample.design) for t in ("AP", "nDCG", "xinfAP")}
+        assert {t: p.estimator for t, p in plans.items() if p} == {
+            "AP": "AP~ht", "nDCG": "infNDCG", "xinfAP": "xinfAP"}, name
+        assert plans["AP"] is not None and plans["AP"].r_spec is not None
+        assert plans["AP"].r_spec.name == "NumRel~ht"
+    # on the census AP~ht is the exact AP
+    ap_ht = estimate(samples["census"], runs, ["AP~ht"]).set_index(["run", "query_id"])
+    exact = evaluate(qrels, pool, ["AP"]).set_index(["run", "query_id"])
+    assert np.allclose(ap_ht["value"], exact.loc[ap_ht.index, "value"], rtol=0, atol=1e-12)
+    # xinfAP by name: sample_eval's number, in estimate and in the sample_eval drop-in
+    sample, run = Sample.from_sample_qrels(SAMPLE), Run.from_frame(RUN, name="r")
+    xinfap = hand_values()["xinfAP"]
+    with pytest.warns(UserWarning, match="inside the sample's frame"):  # x is outside it
+        got = estimate(sample, [run], ["xinfAP"]).set_index("query_id")
+    assert got.loc["1", "measure"] == "xinfAP"
+    assert got.loc["1", "value"] == pytest.approx(xinfap, abs=1e-12)
+    write_sample_qrels(SAMPLE, tmp_path / "sampled.qrels")
+    (tmp_path / "run.txt").write_text("".join(
+        f"1 Q0 {d} {i + 1} {s} r\n" for i, (d, s) in enumerate(zip(RUN["doc_id"], RUN["score"],
+                                                                    strict=True))))
+    printed = sample_eval(tmp_path / "sampled.qrels", tmp_path / "run.txt", per_topic=True)
+    assert f"infAP\t\t1\t\t{xinfap:6.4f}" in printed.splitlines()
