@@ -205,6 +205,7 @@ def test_tables_of_a_simulation(simulated: Path, collection: tuple[list[Run], Qr
     estimators = means.groupby(["method", "measure"], observed=True)["estimator"].first()
     assert estimators["mtf", "AP"] == "AP (judged)"
     assert estimators["uniform", "AP"] == estimator_for("AP", None, "stratified").name
+    assert estimators["uniform", "AP"] == "AP~ht"  # not xinfAP (issue 9)
     assert estimators["active:batch=5;floor=0.1", "NumRel~ht"] == "NumRel~ht"
     assert means["contributed"].all() and (means["split"] == 0).all()
     # the truth: the exact measure with the depth-20 pool judged in full by the qrels ...
@@ -487,9 +488,18 @@ def test_a_changed_grid_reuses_its_cells_and_other_inputs_are_refused(
     with pytest.raises(UsageError, match="other depth"):
         simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2, measures=["AP"], output=out,
                  depth=DEPTH + 1, figures=False)
-    with pytest.raises(UsageError, match="other measures"):
+    with pytest.raises(UsageError, match="other estimators, measures"):
         simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2, measures=["P@10"],
                  output=out, depth=DEPTH, figures=False)
+    # a directory whose plain AP resolved to another estimator (xinfAP, the default of
+    # stratified samples before) is not resumed under today's AP~ht
+    manifest = json.loads((out / "experiment.json").read_text())
+    assert manifest["inputs"]["estimators"]["AP"]["stratified"] == "AP~ht; R NumRel~ht"
+    manifest["inputs"]["estimators"]["AP"]["stratified"] = "xinfAP; R inum_rel"
+    (out / "experiment.json").write_text(json.dumps(manifest))
+    with pytest.raises(UsageError, match="with other estimators: give another -o"):
+        simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2,
+                 **options)  # type: ignore[arg-type]
 
 
 # -- the command line and the report -------------------------------------------------------------

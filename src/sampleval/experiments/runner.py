@@ -206,9 +206,26 @@ def _inputs(pool: Pool, qrels: Qrels, targets: Sequence[Target], seed: int, leav
         predictions.frame.sort_values(["query_id", "doc_id"]).to_csv(index=False).encode()
     ).hexdigest()
     return {"runs": digest.hexdigest(), "qrels": qrels_digest, "depth": pool.depth,
-            "measures": [t.name for t in targets], "seed": seed, "leave_out": leave_out,
-            "splits": split_digest.hexdigest(), "per_topic": per_topic,
-            "predictions": predicted}
+            "measures": [t.name for t in targets], "estimators": _resolved(targets),
+            "seed": seed, "leave_out": leave_out, "splits": split_digest.hexdigest(),
+            "per_topic": per_topic, "predictions": predicted}
+
+
+def _resolved(targets: Sequence[Target]) -> dict[str, dict[str, str | None]]:
+    """Each target's estimator, and R's beside it, on every design: a plain ``AP`` names
+    whatever the families' declarations prefer today (``AP~ht`` on stratified samples, once
+    ``xinfAP``), so a directory whose trials were made under other defaults is refused
+    rather than resumed with two estimators under one measure name."""
+    designs = sorted({d for f in FAMILIES.values() for d in f.designs} | {"pooled"})
+    resolved: dict[str, dict[str, str | None]] = {}
+    for target in targets:
+        resolved[target.name] = {}
+        for design in designs:
+            plan = plan_for(target, design)
+            r = "judged" if plan is not None and plan.r_exact else (
+                plan.r_spec.name if plan is not None and plan.r_spec is not None else "none")
+            resolved[target.name][design] = None if plan is None else f"{plan.estimator}; R {r}"
+    return resolved
 
 
 def _missing(store: Store, grid: Grid) -> dict[Cell, list[int]]:

@@ -3,8 +3,9 @@
 Layout of OUTDIR:
 
 - ``experiment.json``: what the results depend on besides the grid (a fingerprint of the
-  pooled runs and of the qrels, depth, measures, seed, the splits) and the last grid run. A
-  directory made from other inputs is refused, so results never mix;
+  pooled runs and of the qrels, depth, measures and the estimator each resolves to on every
+  design, seed, the splits) and the last grid run. A directory made from other inputs is
+  refused, so results never mix;
 - ``parts/<cell key>/tFIRST-LAST.rows.parquet``, ``.stats.parquet`` and ``.topics.parquet``:
   the rows, per-trial statistics and per-topic counts of a cell's trials FIRST..LAST, written
   (to a temporary name, then renamed: the rows file last) as each task finishes. Ctrl-C or a crash loses only unfinished tasks; the
