@@ -185,5 +185,5 @@ def test_campaign_commands_fail_in_one_line(covid_runs: Path, tmp_path: Path,
                    "--budget", "5", "--target", "AP:0.05", "--start", "3", "--db", db).stdout
     assert "target AP:0.05 (every run;" in made and "after 3 judgments per topic" in made
     shown = " ".join(run_cli("campaign", "status", "y", "--db", db).stdout.split())
-    assert "Target: target xinfAP half-width <= 0.05: no half-width yet" in shown
+    assert "Target: target AP~ht half-width <= 0.05: no half-width yet" in shown
     assert f"{3 * 3} judgments to go before every topic has its first 3" in shown

@@ -85,7 +85,8 @@ def test_short_help_version_and_piped_methods(cli: Callable[..., CliResult]) -> 
     """-h and --version exit 0; 'sampleval methods' piped keeps to 100 columns and names
     each design's default estimates."""
     for args, says in ((["-h"], "usage: sampleval"), (["--version"], "sampleval "),
-                       (["methods"], "estimated by default: xinfAP")):
+                       (["methods"], "estimated by default: AP~ht, nDCG@10~ht, P@10~ht, "
+                                     "NumRel~ht")):
         got = cli(*args)
         assert got.code == 0 and says in got.stdout, got.stderr
     assert max(len(line) for line in got.stdout.splitlines()) <= 100
