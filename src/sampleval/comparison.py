@@ -86,8 +86,9 @@ COLUMNS = ["run_a", "run_b", "measure", "topics", "mean_a", "mean_b", "diff", "l
 def default_measure(sample: Sample) -> str:
     """The estimator ``compare`` uses when none is named: ``AP~ht`` where the sample's
     design admits it (Horvitz-Thompson: centred errors, so the paired test keeps its level;
-    xinfAP on AP-prior stratified samples does not, docs/compare.md), else the estimator of
-    AP (or the first default) the design prefers."""
+    xinfAP on AP-prior stratified samples does not, docs/compare.md), also where it is not
+    the design's default AP (inclusion: statAP), else the estimator of AP (or the first
+    default) the design prefers."""
     from sampleval.estimators import default_estimates
     from sampleval.estimators.family import FAMILIES
 

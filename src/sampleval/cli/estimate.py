@@ -55,8 +55,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "or an established name (xinfAP, infNDCG, iP@10, infAP, statAP); "
                              "'sampleval methods' lists every family and its measures; repeat "
                              "or separate with commas (default: AP, nDCG@10, P@10 and NumRel, "
-                             "each by the estimator measured most accurate on the sample's "
-                             "design)")
+                             "each by the estimator the sample's design prefers: the most "
+                             "accurate one measured, and for AP on stratified samples the one "
+                             "whose intervals cover best, AP~ht; 'sampleval methods' lists "
+                             "them per method; docs/estimating.md)")
     parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
                         help="confidence level of the intervals (lo, hi)")
     add_per_topic(parser)

@@ -14,7 +14,10 @@ estimator) it prints, over runs and trials, for each run's mean over topics: the
 the bias, the share of the estimate's intervals that contain the truth (``cover``), the mean
 share of the value that is imputation (``imputed``), and which estimator the families'
 declarations choose today (``default``). The defaults are declared by the families
-(``designs`` preferences and ``Base.penalty``); this experiment is how they were chosen.
+(``designs`` preferences and ``Base.penalty``); this experiment is how they were chosen, but
+for AP on stratified samples and censuses, where the coverage of the intervals chose
+``AP~ht`` over xinfAP's lower rms under ``stratified`` (:mod:`sampleval.estimators.inferred`,
+"Not the default AP estimator"; docs/estimating.md).
 """
 
 from __future__ import annotations
@@ -154,7 +157,9 @@ def by_design(table: pd.DataFrame) -> pd.DataFrame:
     design's methods; the chosen one (``rule``) has the lowest rms, estimators within
     :data:`TIE` of it counting as tied and the tie going to the one whose intervals cover the
     truth most often (within :data:`TIE` too; an estimator without intervals covers
-    nothing), then to the families' present preference. ``default`` marks what the declarations choose today."""
+    nothing), then to the families' present preference. ``default`` marks what the
+    declarations choose today; for AP on stratified designs it departs from ``rule`` where
+    xinfAP's rms is the lower (the module docstring)."""
     mean = table.groupby(["design", "measure", "estimator"], sort=False).agg(
         rms=("rms", "mean"), cover=("cover", "mean"), default=("default", "first"),
         methods=("method", "nunique")).reset_index()
