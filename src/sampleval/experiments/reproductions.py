@@ -26,7 +26,8 @@
 - ``summary OUTDIR [--rate R]``: the summary.csv rows (rms, bias, variance, tau, tau_AP,
   significant-pair accuracy with min/max, R correlation, coverage) as a table.
 - ``cormack OUTDIR``: Cormack et al. (SIGIR 2019): bias, RMSE, tau and tau_AP of MAP against
-  the depth-100 pool truth and against the full qrels, and every method's coverage (Table 1:
+  the depth-100 pool truth and against the full qrels, one row per method and measure (``AP``
+  and the paper's ``xinfAP`` for Dynamic Sampling), and every method's coverage (Table 1:
   relevant documents in the universe its sample was drawn from over relevant in the pool,
   per topic, from trial_topics.parquet).
 - ``figures OUTDIR --to DIR [--only NAMES]``: the simulation's figures (PNG), under ``DIR``,
@@ -258,7 +259,7 @@ def cormack(directory: Path) -> str:
     trials = pd.read_parquet(directory / "trials.parquet")
     reach = pd.read_parquet(directory / "trial_topics.parquet")
     rows = []
-    for method, part in trials.groupby("method", observed=True, sort=False):
+    for (method, _), part in trials.groupby(["method", "measure"], observed=True, sort=False):
         means = part[part["topic"] == "all"]
         row: dict[str, object] = {"method": method, "estimator": str(means["estimator"].iloc[0]),
                                   "judged": f"{means['judged'].mean():.1f}"}
