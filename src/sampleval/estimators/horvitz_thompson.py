@@ -1042,6 +1042,8 @@ register_family(EstimatorFamily(
     bases=(Base("AP", "optional", options=("var", "bias", "ap", "few")), Base("P", "required"),
            Base("R", "required"), Base("Rprec", options=("cut",)), Base("nDCG", "optional"),
            Base("DCG", "optional"), Base("NumRel", penalty=3)),
+    # census, stratified: infNDCG (nist, 1) stays the default nDCG there, while AP~ht is the
+    # default AP (nist's AP base has a penalty: inferred.py, "Not the default AP estimator")
     designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
     compute=each_measure(estimate_ht), differences=differences_ht,
     options=(
