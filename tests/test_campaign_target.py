@@ -29,7 +29,7 @@ from sampleval.campaign.organise import (
     export_sample,
     parse_grades,
 )
-from sampleval.campaign.pages import leaderboards, measure_range
+from sampleval.campaign.pages import leaderboards
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
 from sampleval.campaign.target import widest_first
@@ -37,6 +37,7 @@ from sampleval.campaign.web import create_app
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
 from sampleval.estimators import MEAN_TOPIC, estimate
+from sampleval.estimators.names import measure_range
 from sampleval.selection import METHODS, Budget
 
 GRADES = tuple(parse_grades("0,1,2"))

@@ -195,6 +195,36 @@ def test_mostly_imputed_estimates_are_flagged(collection: tuple[list[Run], Qrels
     assert (defaults.loc[defaults["query_id"] == MEAN_TOPIC, "imputed"] <= MOSTLY).all()
 
 
+def test_estimates_outside_the_measure_s_range_are_explained() -> None:
+    """Two of ten documents judged (one stratum), both relevant at ranks 1 and 2: AP-hat =
+    (5 + 2.5 + 22.5) / 10 = 3 before the ratio correction (diagonal 1/(pi r) with pi = 0.2,
+    the pair 1/(pi_12 r) with pi_12 = 2/90, over R-hat = 2/0.2), far above what AP can be.
+    The per-topic value stays what the estimator gives, and a warning says where and why;
+    the same judgments with the other eight judged (a census) give AP = 1 and no warning."""
+    docs = [f"d{i}" for i in range(10)]
+    run = Run.from_frame(pd.DataFrame({"query_id": "1", "doc_id": docs,
+                                       "score": np.arange(10.0, 0.0, -1.0)}), name="r")
+    judged = [1.0, 1.0] + [-1.0] * 8
+    sample = Sample.from_sample_qrels(pd.DataFrame({
+        "query_id": "1", "iteration": "0", "doc_id": docs, "stratum": "A",
+        "relevance": judged}))
+    with pytest.warns(UserWarning) as got:
+        out = estimate(sample, [run], ["AP~ht(bias=none)", "AP~ht", "P@2~ht"])
+    values = out[out["query_id"] == "1"].set_index("measure")["value"]
+    assert values["AP~ht(bias=none)"] == pytest.approx(3.0)
+    assert values["AP~ht"] > 1 and values["P@2~ht"] == pytest.approx(5.0)
+    said = [str(w.message) for w in got if "per-topic estimates lie outside" in str(w.message)]
+    assert len(said) == 3
+    assert said[0].startswith("AP~ht(bias=none): 1 of 1 per-topic estimates lie outside [0, 1] "
+                              "(furthest 3: run r, topic 1)")
+    census = Sample.from_qrels(Qrels.from_frame(pd.DataFrame({
+        "query_id": "1", "doc_id": docs, "relevance": [1] * 2 + [0] * 8})))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exact = estimate(census, [run], ["AP~ht", "P@2~ht"])
+    assert exact.set_index(["measure", "query_id"]).loc[("AP~ht", "1"), "value"] == 1.0
+
+
 # -- 5. one aggregation rule --------------------------------------------------------------
 
 def test_counts_sum_over_topics_exact_or_estimated(collection: tuple[list[Run], Qrels]) -> None:

@@ -8,7 +8,6 @@ the templates.
 from __future__ import annotations
 
 import math
-from contextlib import suppress
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Query, Request
@@ -20,6 +19,7 @@ from sampleval.campaign.organise import TOPIC_ID, campaign_status
 from sampleval.campaign.service import Person, ServiceError
 from sampleval.campaign.tokens import new_secret, same
 from sampleval.campaign.web import LOGIN_COOKIE, SESSION_COOKIE, service_of, templates
+from sampleval.estimators.names import measure_range
 
 router = APIRouter(include_in_schema=False)
 
@@ -154,28 +154,6 @@ def organiser_panel(request: Request, campaign: CampaignName) -> Response:
 def _panel(request: Request, campaign: str) -> dict[str, Any]:
     status = campaign_status(service_of(request).store, campaign)
     return {"status": status, "boards": leaderboards(status.estimates)}
-
-
-def measure_range(measure: str) -> tuple[float, float]:
-    """The values ``measure`` (an estimator's name such as ``AP~ht`` or ``xinfAP``, or a
-    measure's, ``nDCG@10``) can take: ``[0, inf)`` for counts (trec_eval prints them as
-    integers: NumRel, NumRelRet) and unnormalised DCG, ``[0, 1]`` for the others (precision,
-    recall, AP, Rprec, nDCG, RR, Bpref)."""
-    from sampleval.errors import SampleValError
-    from sampleval.estimators.names import parse_estimate
-    from sampleval.measures.names import parse_measure, spec_of
-
-    text = measure
-    with suppress(SampleValError):
-        estimated = parse_estimate(measure)
-        text = estimated.base + ("" if estimated.cutoff is None else f"@{estimated.cutoff}")
-    try:
-        plain = parse_measure(text)
-        spec = spec_of(plain.name, plain.cutoff)
-    except (SampleValError, KeyError):
-        return 0.0, math.inf
-    unbounded = spec.trec_kind == "count" or spec.key.lower() == "dcg"
-    return 0.0, math.inf if unbounded else 1.0
 
 
 def leaderboards(rows: list[dict[str, Any]], width: float = 160.0) -> list[dict[str, Any]]:

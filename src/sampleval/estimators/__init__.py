@@ -34,7 +34,12 @@ from sampleval.errors import UsageError
 from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
 from sampleval.estimators.family import FAMILIES, ImputedShare
 from sampleval.estimators.imputation import MOSTLY
-from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
+from sampleval.estimators.names import (
+    EstimateSpec,
+    estimator_for,
+    measure_range,
+    parse_estimate,
+)
 
 if TYPE_CHECKING:
     from sampleval.inputs import PredictionsLike, RunsLike, SampleLike
@@ -183,6 +188,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
     out["coverage"] = _cells(out, views, run_names, per_topic, overall)
     _warn_coverage(run_names, overall, coverage_depth)
     _warn_imputed(out, sample.design)
+    _warn_out_of_range(out)
     return out[RESULT_COLUMNS]
 
 
@@ -341,3 +347,25 @@ def _warn_imputed(results: pd.DataFrame, design: str) -> None:
                       f"smoothing, not measured, for {flagged} of {len(rows)} runs (column "
                       f"'imputed', marked * in the table){hint}", stacklevel=3)
 
+
+def _warn_out_of_range(results: pd.DataFrame) -> None:
+    """Say where a topic's estimate lies outside what its measure can be (AP above 1): a
+    design-based estimate from few judgments is not bounded by the measure's range, and a
+    user reading the per-topic rows should know why (docs/estimating.md, "Estimates
+    outside the measure's range")."""
+    topics = results[results["query_id"] != MEAN_TOPIC]
+    for measure, rows in topics.groupby("measure", sort=False):
+        floor, ceiling = measure_range(str(measure))
+        values = rows["value"].to_numpy(dtype=np.float64)
+        beyond = np.maximum(floor - values, values - ceiling)  # > 0: outside
+        outside = beyond > 1e-12
+        if not outside.any():
+            continue
+        worst = rows.iloc[int(np.nanargmax(np.where(outside, beyond, -np.inf)))]
+        warnings.warn(f"{measure}: {int(outside.sum())} of {len(rows)} per-topic estimates lie "
+                      f"outside [{floor:g}, {ceiling:g}] (furthest {worst['value']:.3g}: run "
+                      f"{worst['run']}, topic {worst['query_id']}): a design-based estimate "
+                      "is not bounded by the measure's range (each judged document stands "
+                      "for 1/pi, and AP-hat also divides by an estimated R); the mean over "
+                      "topics is estimated as usual (docs/estimating.md, "
+                      "\"Estimates outside the measure's range\")", stacklevel=3)

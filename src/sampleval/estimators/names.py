@@ -10,11 +10,13 @@ name or after the base: ``xinfAP(var=appendix)``, ``AP~ht(var=jackknife,ap=paper
 
 from __future__ import annotations
 
+import math
 import re
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sampleval.errors import UsageError
+from sampleval.errors import SampleValError, UsageError
 from sampleval.estimators.family import FAMILIES, EstimatorFamily
 from sampleval.params import parse_assignments
 from sampleval.registry import did_you_mean
@@ -177,3 +179,23 @@ def estimator_for(base: str, cutoff: int | None, design: str) -> EstimateSpec | 
         if best is None or (rank, family.name) < best:
             best = (rank, family.name)
     return None if best is None else EstimateSpec(best[1], base, cutoff)
+
+
+def measure_range(measure: str) -> tuple[float, float]:
+    """The values ``measure`` (an estimator's name such as ``AP~ht`` or ``xinfAP``, or a
+    measure's, ``nDCG@10``) can take: ``[0, inf)`` for counts (trec_eval prints them as
+    integers: NumRel, NumRelRet) and unnormalised DCG, ``[0, 1]`` for the others (precision,
+    recall, AP, Rprec, nDCG, RR, Bpref)."""
+    from sampleval.measures.names import parse_measure, spec_of
+
+    text = measure
+    with suppress(SampleValError):
+        estimated = parse_estimate(measure)
+        text = estimated.base + ("" if estimated.cutoff is None else f"@{estimated.cutoff}")
+    try:
+        plain = parse_measure(text)
+        spec = spec_of(plain.name, plain.cutoff)
+    except (SampleValError, KeyError):
+        return 0.0, math.inf
+    unbounded = spec.trec_kind == "count" or spec.key.lower() == "dcg"
+    return 0.0, math.inf if unbounded else 1.0
