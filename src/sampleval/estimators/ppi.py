@@ -136,9 +136,15 @@ import pandas as pd
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import TopicView, gain, relevance, summarise
+from sampleval.estimators.base import (
+    TopicView,
+    gain,
+    rank_coefficients,
+    relevance,
+    summarise,
+    topic_draws,
+)
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.hansen_hurwitz import rank_coefficients, topic_draws
 from sampleval.estimators.horvitz_thompson import _delta, _run_docs
 from sampleval.estimators.importance import ideal_dcg
 from sampleval.estimators.names import EstimateSpec
@@ -650,6 +656,17 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         else:
             corrected[t] = values[t]
     return PPIResult(corrected, variances, lam, values)
+
+
+def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Sample,
+                        level: float) -> PPIResult:
+    """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
+    per-draw (Hansen-Hurwitz) estimate and its variance, AP's with its ``bias`` option
+    (``~hh``'s ratio measures, :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws)`` with
+    predictions all 0. Needs no predictions."""
+    topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
+              for view in views]
+    return ppi_values(spec, topics, level, tuning="none")
 
 
 def taylor_bias(units: Units, u: np.ndarray, den: np.ndarray) -> np.ndarray:
