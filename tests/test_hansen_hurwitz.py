@@ -5,8 +5,7 @@ comparison with Horvitz-Thompson on active sampling (TREC-COVID round 5)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import argparse
 import time
 import warnings
 from pathlib import Path
@@ -15,13 +14,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sampleval.cli.sample import run_methods
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import estimate
+from sampleval.estimators import default_estimates, estimate
+from sampleval.estimators.names import estimator_for
 from sampleval.experiments.runner import simulate as run_simulation
+from sampleval.experiments.targets import parse_target, plan_for
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.importance import ImportanceSelector
@@ -185,15 +187,43 @@ def test_ratios_need_draws(hand: tuple[list[Run], Sample]) -> None:
     assert str(caught.value) == "AP~hh needs the sample's draws with their probabilities"
 
 
-def test_ratio_measures_are_listed() -> None:
-    """``sampleval methods`` lists the new measures and their options (built from the
-    family's declaration)."""
-    out = subprocess.run([str(Path(sys.executable).parent / "sampleval"), "methods"],
-                         capture_output=True, text=True, check=True)
-    text = " ".join(out.stdout.split())
+def test_ratio_measures_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    """``sampleval methods`` lists the new measures, their options (built from the family's
+    declaration) and active's default estimates."""
+    run_methods(argparse.Namespace())
+    text = " ".join(capsys.readouterr().out.split())
     assert ("measures: P@k~hh, DCG[@k]~hh, NumRel~hh, AP[@k]~hh, R@k~hh, Rprec~hh, "
             "nDCG[@k]~hh") in text
     assert "option bias (AP[@k]~hh)" in text and "option cut (Rprec~hh)" in text
+    assert "estimated by default: AP~hh, nDCG@10~ht, P@10~ht, NumRel~hh" in text
+
+
+def test_plain_measures_of_active_and_importance_samples(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """A plain AP, R@k, Rprec or NumRel resolves to ~hh on with-replacement (active) samples,
+    P@k, DCG and nDCG to ~ht (module docstring, "Defaults"), in ``estimate``'s default
+    measures and in a campaign target's plan; on importance samples AP, Rprec and NumRel to
+    ~hh, the rest to ~is. ``AP~ht`` stays available by name."""
+    runs, qrels, pool, _ = judged_collection
+    expected = {"with-replacement": {"AP": "hh", "R@10": "hh", "Rprec": "hh", "NumRel": "hh",
+                                     "P@10": "ht", "DCG@10": "ht", "nDCG@10": "ht"},
+                "importance": {"AP": "hh", "R@10": "is", "Rprec": "hh", "NumRel": "hh",
+                               "P@10": "is", "DCG@10": "is", "nDCG@10": "is"}}
+    for design, families in expected.items():
+        for measure, family in families.items():
+            base, _, cut = measure.partition("@")
+            spec = estimator_for(base, int(cut) if cut else None, design)
+            assert spec is not None and spec.family == family, (design, measure)
+    selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1))
+    sample = simulate(selector, qrels_oracle(qrels)).sample()
+    assert default_estimates(sample) == ("AP~hh", "nDCG@10~ht", "P@10~ht", "NumRel~hh")
+    got = estimate(sample, runs, depth=30)
+    assert list(dict.fromkeys(got["measure"])) == list(default_estimates(sample))
+    plan = plan_for(parse_target("AP"), sample.design)
+    assert plan is not None and plan.estimator == "AP~hh"
+    assert plan.r_spec is not None and plan.r_spec.name == "NumRel~hh"
+    by_name = estimate(sample, runs, ["AP~ht"], depth=30)
+    assert set(by_name["measure"]) == {"AP~ht"}
 
 
 def test_equals_importance_sampling_for_linear_measures() -> None:

@@ -66,6 +66,30 @@ in general: no AP estimator is unbiased under a design that never judges the who
 since AP's multilinear form in the frame's labels has a term in all of them
 (docs/predictions.md, "What it computes", gives the proof). R@k, Rprec and nDCG divide by an
 estimated R or grade count and are biased in the same way (uncorrected).
+
+Defaults. On with-replacement samples (``active``) a plain AP, R@k, Rprec or NumRel is
+estimated here, P@k, DCG and nDCG by ``~ht`` (the preferences at the ``register_family``
+call below); on importance samples AP, Rprec and NumRel here (no other family estimates
+them there without predictions), P@k, DCG, nDCG and R@k by ``is``. ``~ht`` on active samples
+weights each judged document by 1/pi_i computed from the rounds, which adapt to the
+judgments: a relevant document found early raises its own later draw probabilities, so
+R-hat comes out low and every ratio over it high (docs/methods.md, "active"). The per-draw
+ratios do not carry that bias, only the ratio's own. TREC-COVID round 5, depth 100, the pool
+judged in full as the truth, 126 runs, 50 topics, ``active`` with its defaults, 200 trials
+per budget (seeds 7000-7199; ``python -m sampleval.experiments.interval_coverage --designs
+active --rate R --trials 50 --seed S --measures 'AP~ht;AP~hh;...' --raw F`` for S = 7000,
+7050, 7100, 7150, pooled; docs/predictions.md, "Active sampling: AP~hh"): rms error of each
+run's mean over topics, coverage of its 95% interval, and bias:
+
+    FIGURES
+
+``AP~hh`` has the lower rms and the better-covering intervals at both budgets, with
+every ``bias`` option; ``bias=jackknife`` covers best (DETAIL), so it is ``AP~hh``'s default
+and ``AP~hh`` the default AP there. ``AP~ht`` stays the paper's estimator by name (Li &
+Kanoulas, CIKM 2017, sec. 3). Rprec: RPREC. R@k: RK. nDCG@10: NDCG, so ``nDCG~ht`` stays the
+default, as P@10~ht does (its rms is the lower on active samples, docs/predictions.md); DCG
+follows P@k and nDCG (not measured). NumRel~hh was already the default (README, the 2000
+trials on topics 1-10).
 """
 
 from __future__ import annotations
@@ -125,10 +149,13 @@ register_family(EstimatorFamily(
                      "adaptive draw probabilities for totals, ratios over per-draw totals",
     reference="Hansen & Hurwitz 1943; a martingale argument; pairs of draws as a U-statistic "
               "(module docstring)",
-    bases=(Base("P", "required"), Base("DCG", "optional"), Base("NumRel"),
-           Base("AP", "optional", options=("bias",)), Base("R", "required"),
-           Base("Rprec", options=("cut",)), Base("nDCG", "optional")),
-    designs={"with-replacement": 3, "importance": 2},
+    # with-replacement: preferred (0) for AP, R@k, Rprec and NumRel, ahead of ~ht (1); P@k,
+    # DCG and nDCG carry a penalty of 2, so that ~ht stays their default there (lower rms);
+    # importance: `is` (1) for P@k, DCG, nDCG and R@k. Why: the module docstring, "Defaults"
+    bases=(Base("P", "required", penalty=2), Base("DCG", "optional", penalty=2),
+           Base("NumRel"), Base("AP", "optional", options=("bias",)), Base("R", "required"),
+           Base("Rprec", options=("cut",)), Base("nDCG", "optional", penalty=2)),
+    designs={"with-replacement": 0, "importance": 2},
     compute=each_measure(estimate_hh),
     options=(
         Param("bias", str, "taylor", "AP's ratio bias: taylor (less the ratio's first-order "
