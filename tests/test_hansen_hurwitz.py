@@ -103,7 +103,7 @@ def test_one_relevant_document_drawn_surely_is_exact() -> None:
                           "probability": 1.0})
     sample = Sample("with-replacement", frame, draws=draws)
     runs = runs_of({"A": ["d1", "d2"], "B": ["d2", "d1"]})
-    names = ["AP~hh", "AP~hh(bias=jackknife)", "AP~hh(bias=none)"]  # taylor: the default
+    names = ["AP~hh", "AP~hh(bias=taylor)", "AP~hh(bias=none)"]  # jackknife: the default
     out = estimate(sample, runs, names).set_index(["run", "measure", "query_id"])
     for name in names:
         for run, exact in (("A", 0.5), ("B", 1.0)):
@@ -157,8 +157,8 @@ def test_ratios_are_ppi_draws_without_predictions(
     runs, qrels, pool, _ = judged_collection
     selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1))
     sample = simulate(selector, qrels_oracle(qrels)).sample()
-    names = ["AP", "AP(bias=jackknife)", "AP(bias=none)", "AP@10", "R@10", "Rprec",
-             "Rprec(cut=round)", "nDCG", "nDCG@10"]
+    names = ["AP(bias=taylor)", "AP(bias=jackknife)", "AP(bias=none)", "AP@10(bias=taylor)",
+             "AP@10(bias=jackknife)", "R@10", "Rprec", "Rprec(cut=round)", "nDCG", "nDCG@10"]
 
     def named(base: str, family: str) -> str:
         head, _, options = base.partition("(")

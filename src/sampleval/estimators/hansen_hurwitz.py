@@ -57,10 +57,11 @@ a fixed n under adaptive draw probabilities, so long as every draw can reach eve
 that counts (p_k(d) > 0 wherever z_d != 0). So are N-hat and R-hat, AP's numerator and
 denominator. A ratio of two unbiased estimates is not: AP-hat = N-hat/R-hat is too high by
 about (AP V(R-hat) - C(N-hat, R-hat))/R^2 (Cochran, *Sampling Techniques*, 1977, sec. 6.8).
-AP's ``bias`` option removes part of it: ``taylor`` (the default) subtracts that term, with
-V and C estimated from the draws; ``jackknife`` subtracts Quenouille's delete-one jackknife
-estimate over the draws (Biometrika 1956; each replicate re-weights the other n - 1 draws,
-the interval takes the replicates' jackknife variance); ``none`` leaves AP-hat as it is.
+AP's ``bias`` option removes part of it: ``jackknife`` (the default, "Defaults" below)
+subtracts Quenouille's delete-one jackknife estimate over the draws (Biometrika 1956; each
+replicate re-weights the other n - 1 draws, the interval takes the replicates' jackknife
+variance); ``taylor`` subtracts that term, with V and C estimated from the draws; ``none``
+leaves AP-hat as it is.
 Both corrections take away the first-order (1/n) bias only, and no estimator can do better
 in general: no AP estimator is unbiased under a design that never judges the whole frame,
 since AP's multilinear form in the frame's labels has a term in all of them
@@ -158,10 +159,10 @@ register_family(EstimatorFamily(
     designs={"with-replacement": 0, "importance": 2},
     compute=each_measure(estimate_hh),
     options=(
-        Param("bias", str, "taylor", "AP's ratio bias: taylor (less the ratio's first-order "
-              "bias, (AP V(R) - C(N, R))/R^2, estimated from the draws), jackknife (less "
-              "Quenouille's delete-one jackknife estimate over the draws, with the jackknife "
-              "variance) or none (N-hat/R-hat as it is)",
+        Param("bias", str, "jackknife", "AP's ratio bias: jackknife (less Quenouille's "
+              "delete-one jackknife estimate over the draws, with the jackknife variance), "
+              "taylor (less the ratio's first-order bias, (AP V(R) - C(N, R))/R^2, estimated "
+              "from the draws) or none (N-hat/R-hat as it is)",
               choices=("taylor", "jackknife", "none")),
         Param("cut", str, "floor", "Rprec's cut: floor (rank floor(R-hat)) or round "
               "(int(R-hat + 0.5))", choices=("floor", "round")),
