@@ -263,8 +263,11 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     trials: 93-99% of the runs' mean P@10 within 3 standard errors of the truth, against
     0-42% for the ``ht`` form; with ``active``'s ``floor=0.05`` 98-100% at 0.5-1.5 times
     ``~ht``'s rms), while for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the
-    per-draw form's rms is 0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are ratios with the same
-    adaptive denominator as AP and follow it (not measured)."""
+    per-draw form's rms is 0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling").
+    R, Rprec and nDCG are ratios with the same adaptive denominator as AP and follow it.
+    With predictions all 0 (``~hh``, 200 trials) that holds for R@k and Rprec, not for
+    nDCG@10, whose per-draw rms is 1.5-1.8 times ``~ht``'s (docs/predictions.md, "Active
+    sampling: AP~hh and the defaults"); not measured with predictions."""
     if sample.design == "importance" or (
             sample.design == "with-replacement"
             and (sample.rounds is None or sample.round_probs is None)):
