@@ -1,25 +1,31 @@
-"""The per-draw (Hansen-Hurwitz) estimator: a hand-computed case, agreement with importance
-sampling's eq. 4, and a Monte Carlo comparison with Horvitz-Thompson on active sampling
-(TREC-COVID round 5)."""
+"""The per-draw (Hansen-Hurwitz) estimator: hand-computed cases, the exact expectation of
+AP's numerator and denominator under an adaptive design, agreement with importance
+sampling's eq. 4 and with ``~ppi(form=draws)`` without predictions, and a Monte Carlo
+comparison with Horvitz-Thompson on active sampling (TREC-COVID round 5)."""
 
 from __future__ import annotations
 
+import argparse
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from sampleval.cli.sample import run_methods
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import estimate
+from sampleval.estimators import default_estimates, estimate
+from sampleval.estimators.names import estimator_for
 from sampleval.experiments.runner import simulate as run_simulation
+from sampleval.experiments.targets import parse_target, plan_for
 from sampleval.io import read_qrels, read_runs
-from sampleval.selection import Budget, simulate
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.importance import ImportanceSelector
 
 
@@ -62,7 +68,7 @@ def test_by_hand(hand: tuple[list[Run], Sample]) -> None:
 
 def test_errors(hand: tuple[list[Run], Sample]) -> None:
     runs, sample = hand
-    for measure in ("NumRel@5~hh", "P~hh", "AP~hh"):
+    for measure in ("NumRel@5~hh", "P~hh", "infAP~hh"):
         with pytest.raises(UsageError):
             estimate(sample, runs, [measure])
     with pytest.raises(UsageError, match="with-replacement or importance sample"):
@@ -70,6 +76,154 @@ def test_errors(hand: tuple[list[Run], Sample]) -> None:
     unjudged = sample.draws.assign(doc_id=["d1", "d2", "d1"])  # type: ignore[union-attr]
     with pytest.raises(UsageError, match="judgment"):
         estimate(Sample("with-replacement", sample.frame, draws=unjudged), runs, ["P@2~hh"])
+
+
+def test_ratios_by_hand(hand: tuple[list[Run], Sample]) -> None:
+    """AP-hat = N-hat/R-hat (bias=none) and R@2 on the hand sample (relevant: d1, d3)."""
+    runs, sample = hand
+    out = estimate(sample, runs, ["AP~hh(bias=none)", "R@2~hh"])
+    got = out[out["query_id"] == "1"].set_index(["measure", "run"])["value"]
+    # R-hat = (1/0.5 + 1/0.25 + 1/0.4)/3 = 8.5/3. Run A = d1 d2 d3: the diagonal
+    # (1/(1 0.5) + 1/(3 0.25) + 1/(1 0.4))/3 = 35/18; the pairs of draws (d3 below d1):
+    # (2, 1) x = 1/3 at 1/(3 2 0.25 0.5) and (2, 3) x = 1/3 at 1/(3 2 0.25 0.4): 4/9 + 5/9;
+    # the two draws of d1 are no pair. N-hat = 53/18, AP-hat = 53/51 (above 1: not clipped)
+    assert got[("AP~hh(bias=none)", "A")] == pytest.approx(53 / 51, abs=1e-12)
+    # run B = d3 d4: only d3, at rank 1: N-hat = (1/0.25)/3, AP-hat = 8/17
+    assert got[("AP~hh(bias=none)", "B")] == pytest.approx(8 / 17, abs=1e-12)
+    # R@2 of A: d1 in the top 2, (2 + 0 + 2.5)/3 over R-hat
+    assert got[("R@2~hh", "A")] == pytest.approx(9 / 17, abs=1e-12)
+
+
+def test_one_relevant_document_drawn_surely_is_exact() -> None:
+    """Every draw takes the topic's one relevant document with probability 1: R-hat = 1 and
+    N-hat = 1/rank on every sample, so every AP~hh is the exact AP with no width."""
+    frame = pd.DataFrame({"query_id": "1", "doc_id": ["d1", "d2"], "relevance": [np.nan, 1.0],
+                          "stratum": "", "inclusion": np.nan})
+    draws = pd.DataFrame({"query_id": "1", "round": [1, 2, 3], "doc_id": "d2",
+                          "probability": 1.0})
+    sample = Sample("with-replacement", frame, draws=draws)
+    runs = runs_of({"A": ["d1", "d2"], "B": ["d2", "d1"]})
+    names = ["AP~hh", "AP~hh(bias=taylor)", "AP~hh(bias=none)"]  # jackknife: the default
+    out = estimate(sample, runs, names).set_index(["run", "measure", "query_id"])
+    for name in names:
+        for run, exact in (("A", 0.5), ("B", 1.0)):
+            row = out.xs((run, name, "1"))
+            assert (row["lo"], row["value"], row["hi"]) == pytest.approx((exact,) * 3,
+                                                                         abs=1e-12), name
+
+
+def test_numerator_and_denominator_are_unbiased_under_adaptive_draws() -> None:
+    """Three draws from three documents (relevant: d1, d3), each draw's probabilities set by
+    the label drawn before it. Over all 27 sequences, weighted by their probabilities,
+    E[R-hat] = R and E[N-hat] = N exactly (N-hat = AP-hat R-hat, AP-hat with bias=none: the
+    pair sum over draws is a U-statistic, unbiased by the martingale argument), while the
+    ratio N-hat/R-hat is biased (module docstring)."""
+    docs, labels = ["d1", "d2", "d3"], {"d1": 1.0, "d2": 0.0, "d3": 1.0}
+    first, after = [0.5, 0.3, 0.2], {1.0: [0.2, 0.3, 0.5], 0.0: [0.4, 0.2, 0.4]}
+    runs = runs_of({"A": ["d1", "d2", "d3"], "B": ["d3", "d1"], "C": ["d2", "d3", "d1"]})
+    exact_n = {"A": 1 + 1 / 3 + 1 / 3, "B": 1 + 1 / 2 + 1 / 2, "C": 1 / 2 + 1 / 3 + 1 / 3}
+    mean_n, mean_ap, mean_r = dict.fromkeys(exact_n, 0.0), dict.fromkeys(exact_n, 0.0), 0.0
+    for sequence in np.ndindex(3, 3, 3):
+        probs, dist = [], first
+        for i in sequence:
+            probs.append(dist[i])
+            dist = after[labels[docs[i]]]
+        drawn = [docs[i] for i in sequence]
+        frame = pd.DataFrame({"query_id": "1", "doc_id": docs, "stratum": "",
+                              "relevance": [labels[d] if d in drawn else np.nan for d in docs],
+                              "inclusion": np.nan})
+        draws = pd.DataFrame({"query_id": "1", "round": [1, 2, 3], "doc_id": drawn,
+                              "probability": probs})
+        out = estimate(Sample("with-replacement", frame, draws=draws), runs,
+                       ["AP~hh(bias=none)", "NumRel~hh"])
+        got = out[out["query_id"] == "1"].set_index(["measure", "run"])["value"]
+        weight = float(np.prod(probs))
+        r_hat = got[("NumRel~hh", "A")]
+        mean_r += weight * r_hat
+        for run in exact_n:
+            mean_n[run] += weight * got[("AP~hh(bias=none)", run)] * r_hat
+            mean_ap[run] += weight * got[("AP~hh(bias=none)", run)]
+    assert mean_r == pytest.approx(2.0, abs=1e-12)
+    for run, n in exact_n.items():
+        assert mean_n[run] == pytest.approx(n, abs=1e-12), run
+    assert abs(mean_ap["A"] - exact_n["A"] / 2) > 0.01  # the ratio is biased
+
+
+def test_ratios_are_ppi_draws_without_predictions(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """AP~hh (every bias), R@k~hh, Rprec~hh (both cuts), nDCG~hh are computed by the
+    per-draw form of ~ppi with every prediction 0: equal to AP~ppi(form=draws) etc. with
+    predictions all 0, value and interval, on an active sample."""
+    runs, qrels, pool, _ = judged_collection
+    selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1))
+    sample = simulate(selector, qrels_oracle(qrels)).sample()
+    names = ["AP(bias=taylor)", "AP(bias=jackknife)", "AP(bias=none)", "AP@10(bias=taylor)",
+             "AP@10(bias=jackknife)", "R@10", "Rprec", "Rprec(cut=round)", "nDCG", "nDCG@10"]
+
+    def named(base: str, family: str) -> str:
+        head, _, options = base.partition("(")
+        if family == "ppi":
+            options = f"form=draws,{options}" if options else "form=draws)"
+        return f"{head}~{family}" + (f"({options}" if options else "")
+
+    zero = pd.DataFrame({"query_id": [sample.topics[0]], "doc_id": [
+        pool.docnos_of(sample.topics[0])[0]], "prediction": [0.0]})
+    hh = estimate(sample, runs, [named(b, "hh") for b in names], depth=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the predictions cover one document
+        ppi = estimate(sample, runs, [named(b, "ppi") for b in names], depth=30,
+                       predictions=zero)
+    assert len(hh) == len(ppi) > len(names) * len(sample.topics)
+    for column in ("value", "lo", "hi"):
+        np.testing.assert_allclose(hh[column], ppi[column], rtol=0, atol=1e-12)
+    assert hh["lo"].notna().all() and (hh["hi"] > hh["lo"]).any()
+
+
+def test_ratios_need_draws(hand: tuple[list[Run], Sample]) -> None:
+    """AP~hh on a with-replacement sample that records no draws: one clear line."""
+    runs, sample = hand
+    with pytest.raises(UsageError) as caught:
+        estimate(Sample("with-replacement", sample.frame), runs, ["AP~hh"])
+    assert str(caught.value) == "AP~hh needs the sample's draws with their probabilities"
+
+
+def test_ratio_measures_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    """``sampleval methods`` lists the new measures, their options (built from the family's
+    declaration) and active's default estimates."""
+    run_methods(argparse.Namespace())
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("measures: P@k~hh, DCG[@k]~hh, NumRel~hh, AP[@k]~hh, R@k~hh, Rprec~hh, "
+            "nDCG[@k]~hh") in text
+    assert "option bias (AP[@k]~hh)" in text and "option cut (Rprec~hh)" in text
+    assert "estimated by default: AP~hh, nDCG@10~ht, P@10~ht, NumRel~hh" in text
+
+
+def test_plain_measures_of_active_and_importance_samples(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """A plain AP, R@k, Rprec or NumRel resolves to ~hh on with-replacement (active) samples,
+    P@k, DCG and nDCG to ~ht (module docstring, "Defaults"), in ``estimate``'s default
+    measures and in a campaign target's plan; on importance samples AP, Rprec and NumRel to
+    ~hh, the rest to ~is. ``AP~ht`` stays available by name."""
+    runs, qrels, pool, _ = judged_collection
+    expected = {"with-replacement": {"AP": "hh", "R@10": "hh", "Rprec": "hh", "NumRel": "hh",
+                                     "P@10": "ht", "DCG@10": "ht", "nDCG@10": "ht"},
+                "importance": {"AP": "hh", "R@10": "is", "Rprec": "hh", "NumRel": "hh",
+                               "P@10": "is", "DCG@10": "is", "nDCG@10": "is"}}
+    for design, families in expected.items():
+        for measure, family in families.items():
+            base, _, cut = measure.partition("@")
+            spec = estimator_for(base, int(cut) if cut else None, design)
+            assert spec is not None and spec.family == family, (design, measure)
+    selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1))
+    sample = simulate(selector, qrels_oracle(qrels)).sample()
+    assert default_estimates(sample) == ("AP~hh", "nDCG@10~ht", "P@10~ht", "NumRel~hh")
+    got = estimate(sample, runs, depth=30)
+    assert list(dict.fromkeys(got["measure"])) == list(default_estimates(sample))
+    plan = plan_for(parse_target("AP"), sample.design)
+    assert plan is not None and plan.estimator == "AP~hh"
+    assert plan.r_spec is not None and plan.r_spec.name == "NumRel~hh"
+    by_name = estimate(sample, runs, ["AP~ht"], depth=30)
+    assert set(by_name["measure"]) == {"AP~ht"}
 
 
 def test_equals_importance_sampling_for_linear_measures() -> None:

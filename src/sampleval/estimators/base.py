@@ -20,6 +20,7 @@ from sampleval.aggregation import aggregate_of, over_topics, topic_sums
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample, TopicSample
+from sampleval.errors import UsageError
 from sampleval.estimators.names import parse_estimate
 from sampleval.params import Param
 
@@ -114,6 +115,39 @@ def relevance(labels: np.ndarray, level: float) -> np.ndarray:
 def gain(labels: np.ndarray) -> np.ndarray:
     """DCG's gain: the grade itself, negative grades gaining nothing (trec_eval)."""
     return np.maximum(np.asarray(labels, dtype=np.float64), 0.0)
+
+
+def rank_coefficients(base: str, ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
+    """The coefficient of z_d = coefficient * value(label) at 1-based ``ranks`` (0: not
+    retrieved): 1 for NumRel, 1{r <= k}/k for P@k, 1/log2(r + 1) (r <= k) for DCG@k."""
+    if base == "NumRel":
+        if cutoff is not None:
+            raise UsageError("NumRel takes no cutoff")
+        return np.ones(ranks.shape)
+    kept = (ranks > 0) & (ranks <= (cutoff if cutoff is not None else np.inf))
+    if base == "P":
+        if cutoff is None:
+            raise UsageError("P needs a cutoff, e.g. P@10")
+        return kept / cutoff
+    return np.divide(1.0, np.log2(ranks + 1.0), out=np.zeros(ranks.shape), where=kept)
+
+
+def topic_draws(sample: Sample, view: TopicView) -> tuple[np.ndarray, np.ndarray]:
+    """A topic's draws, in order: each one's frame index and draw probability p_k(d_k);
+    UsageError when a draw is outside the frame, unjudged, or has no positive probability."""
+    topic = view.pool.topic
+    rows = sample.rows("draws", topic)
+    if rows.empty:
+        raise UsageError(f"topic {topic} has no draws")
+    x = view.sample.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
+    if (x < 0).any():
+        raise UsageError(f"topic {topic}: a drawn document is not in the frame")
+    if np.isnan(view.sample.labels[x]).any():
+        raise UsageError(f"topic {topic}: a drawn document has no judgment")
+    probs = rows["probability"].to_numpy(dtype=np.float64)
+    if not (probs > 0).all():
+        raise UsageError(f"topic {topic}: a draw has no positive probability")
+    return x, probs
 
 
 def few_relevant_bound(variance: np.ndarray, topic: TopicSample, relevant: int,

@@ -27,6 +27,93 @@ Totals, per run h (k the cutoff, r = rank_h(d); every draw's label must be judge
 
 rel is ``base.relevance`` at the level, gain ``base.gain``; documents outside the frame count
 as not relevant. Intervals are normal (``base.summarise``).
+
+Ratio measures (``AP~hh``, ``R@k~hh``, ``Rprec~hh``, ``nDCG[@k]~hh``) are ratios of such
+per-draw estimates, computed by :func:`sampleval.estimators.ppi.without_predictions`: the
+``draws`` form of the prediction-powered family (:mod:`.ppi`) with every prediction 0, so
+``AP~hh`` is ``AP~ppi(form=draws)`` with predictions all 0, value and interval, and the two
+cannot drift apart. R-hat = (1/n) sum_k rel(d_k)/p_k(d_k) (NumRel above). R@k and Rprec
+divide the per-draw estimate of the relevant retrieved in the top k (Rprec: k =
+floor(R-hat), or int(R-hat + 0.5) with ``cut=round``) by R-hat; nDCG divides DCG-hat by the
+ideal DCG of the per-draw counts of each grade, rounded as NIST's sample_eval rounds. AP =
+N/R, N = sum_{i, j} rel_i rel_j 1{rank_j < rank_i}/rank_i + sum_i rel_i/rank_i a sum over
+ordered pairs of documents, estimated by
+
+    N-hat = (1/n) sum_k rel_k/(rank_k p_k) + 1/(n (n - 1)) sum_{k != l} x_{d_k d_l}/(p_k p_l),
+
+the second sum over ordered pairs of draws of two different documents (draws of one document
+share a rank and are never a pair): a U-statistic of order 2 (Hoeffding, Ann. Math. Stat.,
+1948). For a pair k < l, E[x/(p_k p_l) | F_{l-1}] = sum_j x_{d_k j}/p_k(d_k) (draw l's
+probability given everything before it), whose expectation given F_{k-1} is the pair total:
+the pair sum is unbiased by the same martingale argument, the order of a pair mattering
+only through its rank condition. Variance: each estimate linearised (Taylor; Sarndal,
+Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, ch. 5) into per-draw values u_k
+(a pair sum's is its Hoeffding projection, W_kk x_kk + sum_{l != k} W_kl (x_kl + x_lk)),
+u_k = (iota^N_k - Q iota^R_k)/R-hat for a ratio Q = N/R, and estimated as n times their
+sample variance, s^2/n as for a total.
+
+What is unbiased. NumRel, P@k and DCG@k are totals: their per-draw estimate is unbiased for
+a fixed n under adaptive draw probabilities, so long as every draw can reach every document
+that counts (p_k(d) > 0 wherever z_d != 0). So are N-hat and R-hat, AP's numerator and
+denominator. A ratio of two unbiased estimates is not: AP-hat = N-hat/R-hat is too high by
+about (AP V(R-hat) - C(N-hat, R-hat))/R^2 (Cochran, *Sampling Techniques*, 1977, sec. 6.8).
+AP's ``bias`` option removes part of it: ``jackknife`` (the default, "Defaults" below)
+subtracts Quenouille's delete-one jackknife estimate over the draws (Biometrika 1956; each
+replicate re-weights the other n - 1 draws, the interval takes the replicates' jackknife
+variance); ``taylor`` subtracts that term, with V and C estimated from the draws; ``none``
+leaves AP-hat as it is.
+Both corrections take away the first-order (1/n) bias only, and no estimator can do better
+in general: no AP estimator is unbiased under a design that never judges the whole frame,
+since AP's multilinear form in the frame's labels has a term in all of them
+(docs/predictions.md, "What it computes", gives the proof). R@k, Rprec and nDCG divide by an
+estimated R or grade count and are biased in the same way (uncorrected).
+
+Defaults. On with-replacement samples (``active``) a plain AP, R@k, Rprec or NumRel is
+estimated here, P@k, DCG and nDCG by ``~ht`` (the preferences at the ``register_family``
+call below); on importance samples AP, Rprec and NumRel here (no other family estimates
+them there without predictions), P@k, DCG, nDCG and R@k by ``is``. ``~ht`` on active samples
+weights each judged document by 1/pi_i computed from the rounds, which adapt to the
+judgments: a relevant document found early raises its own later draw probabilities, so
+R-hat comes out low and every ratio over it high (docs/methods.md, "active"). The per-draw
+ratios do not carry that bias, only the ratio's own. TREC-COVID round 5, depth 100, the pool
+judged in full as the truth, 126 runs, 50 topics, ``active`` with its defaults, 200 trials
+per budget (R@k 100), run at load 4-7 on 2 cores::
+
+    nice -n 10 python -m sampleval.experiments.interval_coverage --designs active
+        --rate R --trials 50 --seed S --raw F --measures 'AP~ht;AP~hh(bias=taylor);
+        AP~hh(bias=jackknife);AP~hh(bias=none);Rprec~ht;Rprec~hh;nDCG@10~ht;nDCG@10~hh'
+
+for R = 0.05, 0.1 and S = 7000, 7050, 7100, 7150, pooled (R@k: ``--measures
+'R@10~ht;R@10~hh;R@100~ht;R@100~hh'``, S = 7000, 7050). rms error of each run's mean over
+topics, coverage of its 95% interval, and bias, at 5% / 10% (docs/predictions.md, "Active
+sampling: AP~hh and the defaults", adds per-topic coverage and the runs within 3 standard
+errors):
+
+    estimator               rms                covers the mean   bias
+    AP~ht                   0.0305 / 0.0195    0.48 / 0.44       +0.0238 / +0.0152
+    AP~hh(bias=jackknife)   0.0177 / 0.0110    0.90 / 0.91       +0.0069 / +0.0027
+    AP~hh(bias=taylor)      0.0191 / 0.0111    0.81 / 0.87       +0.0106 / +0.0043
+    AP~hh(bias=none)        0.0244 / 0.0136    0.66 / 0.77       +0.0175 / +0.0086
+    Rprec~ht                0.0427 / 0.0270    0.16 / 0.17       +0.0373 / +0.0235
+    Rprec~hh                0.0246 / 0.0140    0.57 / 0.72       +0.0188 / +0.0096
+    R@10~ht                 0.0131 / 0.0074    0.30 / 0.41       +0.0110 / +0.0059
+    R@10~hh                 0.0090 / 0.0054    0.64 / 0.73       +0.0060 / +0.0027
+    R@100~ht                0.0517 / 0.0311    0.12 / 0.14       +0.0460 / +0.0274
+    R@100~hh                0.0307 / 0.0165    0.42 / 0.62       +0.0251 / +0.0120
+    nDCG@10~ht              0.0520 / 0.0319    0.84 / 0.86       -0.0244 / -0.0128
+    nDCG@10~hh              0.0942 / 0.0467    0.92 / 0.92       -0.0023 / -0.0019
+
+``AP~hh`` has the lower rms and the better-covering intervals at both budgets, whatever its
+``bias`` option. ``bias=jackknife`` covers best at the lowest rms, so it is ``AP~hh``'s
+default, and ``AP~hh`` is the default AP there. It is not unbiased: 10% / 23% of the runs'
+mean over the 200 trials lie within 3 standard errors of the truth (``AP~ht`` 2% / 2%).
+``AP~ht`` stays the paper's estimator by name (Li & Kanoulas, CIKM 2017, sec. 3). Rprec and
+R@k: ``~hh`` is better on both counts at both budgets, so it is their default. nDCG@10:
+``~hh`` is nearly unbiased and covers better, but its rms is 1.5-1.8 times ``~ht``'s (its
+per-draw terms spread over the whole pool). So ``nDCG~ht`` stays the default, as P@10~ht
+does: its rms is the lower on active samples (docs/predictions.md). DCG follows P@k and
+nDCG (not measured). NumRel~hh was already the default (README, the 2000 trials on topics
+1-10).
 """
 
 from __future__ import annotations
@@ -36,24 +123,18 @@ import pandas as pd
 
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import TopicView, gain, relevance, summarise
+from sampleval.estimators.base import (
+    TopicView,
+    gain,
+    rank_coefficients,
+    relevance,
+    summarise,
+    topic_draws,
+)
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
-
-
-def rank_coefficients(base: str, ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
-    """The coefficient of z_d = coefficient * value(label) at 1-based ``ranks`` (0: not
-    retrieved): 1 for NumRel, 1{r <= k}/k for P@k, 1/log2(r + 1) (r <= k) for DCG@k."""
-    if base == "NumRel":
-        if cutoff is not None:
-            raise UsageError("NumRel~hh takes no cutoff")
-        return np.ones(ranks.shape)
-    kept = (ranks > 0) & (ranks <= (cutoff if cutoff is not None else np.inf))
-    if base == "P":
-        if cutoff is None:
-            raise UsageError("P~hh needs a cutoff, e.g. P@10~hh")
-        return kept / cutoff
-    return np.divide(1.0, np.log2(ranks + 1.0), out=np.zeros(ranks.shape), where=kept)
+from sampleval.estimators.ppi import LINEAR, without_predictions
+from sampleval.params import Param
 
 
 def per_draw(spec: EstimateSpec, level: float, ranks: np.ndarray, labels: np.ndarray,
@@ -70,11 +151,14 @@ def per_draw(spec: EstimateSpec, level: float, ranks: np.ndarray, labels: np.nda
 
 def estimate_hh(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                 spec: EstimateSpec, level: float, ci: float) -> pd.DataFrame:
-    """Per-draw estimates of ``spec`` (NumRel, P@k, DCG[@k]) for every run and topic, and their
-    mean, with normal intervals at level ``ci``, from a sample's draws and their
-    probabilities."""
+    """Per-draw estimates of ``spec`` for every run and topic, and their mean, with normal
+    intervals at level ``ci``, from a sample's draws and their probabilities (the ratio
+    measures through :func:`~sampleval.estimators.ppi.without_predictions`)."""
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
+    if spec.base not in LINEAR:
+        result = without_predictions(spec, views, sample, level)
+        return summarise(run_names, views, spec.name, result.value, result.variance, ci)
     values = np.zeros((len(views), len(run_names)))
     variances = np.zeros_like(values)
     for t, view in enumerate(views):
@@ -84,28 +168,25 @@ def estimate_hh(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     return summarise(run_names, views, spec.name, values, variances, ci)
 
 
-def topic_draws(sample: Sample, view: TopicView) -> tuple[np.ndarray, np.ndarray]:
-    """A topic's draws, in order: each one's frame index and draw probability p_k(d_k);
-    UsageError when a draw is outside the frame, unjudged, or has no positive probability."""
-    topic = view.pool.topic
-    rows = sample.rows("draws", topic)
-    if rows.empty:
-        raise UsageError(f"topic {topic} has no draws")
-    x = view.sample.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
-    if (x < 0).any():
-        raise UsageError(f"topic {topic}: a drawn document is not in the frame")
-    if np.isnan(view.sample.labels[x]).any():
-        raise UsageError(f"topic {topic}: a drawn document has no judgment")
-    probs = rows["probability"].to_numpy(dtype=np.float64)
-    if not (probs > 0).all():
-        raise UsageError(f"topic {topic}: a draw has no positive probability")
-    return x, probs
-
-
 register_family(EstimatorFamily(
     name="hh", title="per-draw (Hansen-Hurwitz) mean of z/p_t over all draws; unbiased under "
-                     "adaptive draw probabilities",
-    reference="Hansen & Hurwitz 1943; a martingale argument (module docstring)",
-    bases=(Base("P", "required"), Base("DCG", "optional"), Base("NumRel")),
-    designs={"with-replacement": 3, "importance": 2},
-    compute=each_measure(estimate_hh)))
+                     "adaptive draw probabilities for totals, ratios over per-draw totals",
+    reference="Hansen & Hurwitz 1943; a martingale argument; pairs of draws as a U-statistic "
+              "(module docstring)",
+    # with-replacement: preferred (0) for AP, R@k, Rprec and NumRel, ahead of ~ht (1); P@k,
+    # DCG and nDCG carry a penalty of 2, so that ~ht stays their default there (lower rms);
+    # importance: `is` (1) for P@k, DCG, nDCG and R@k. Why: the module docstring, "Defaults"
+    bases=(Base("P", "required", penalty=2), Base("DCG", "optional", penalty=2),
+           Base("NumRel"), Base("AP", "optional", options=("bias",)), Base("R", "required"),
+           Base("Rprec", options=("cut",)), Base("nDCG", "optional", penalty=2)),
+    designs={"with-replacement": 0, "importance": 2},
+    compute=each_measure(estimate_hh),
+    options=(
+        Param("bias", str, "jackknife", "AP's ratio bias: jackknife (less Quenouille's "
+              "delete-one jackknife estimate over the draws, with the jackknife variance), "
+              "taylor (less the ratio's first-order bias, (AP V(R) - C(N, R))/R^2, estimated "
+              "from the draws) or none (N-hat/R-hat as it is)",
+              choices=("taylor", "jackknife", "none")),
+        Param("cut", str, "floor", "Rprec's cut: floor (rank floor(R-hat)) or round "
+              "(int(R-hat + 0.5))", choices=("floor", "round")),
+    )))

@@ -136,9 +136,15 @@ import pandas as pd
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import TopicView, gain, relevance, summarise
+from sampleval.estimators.base import (
+    TopicView,
+    gain,
+    rank_coefficients,
+    relevance,
+    summarise,
+    topic_draws,
+)
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.hansen_hurwitz import rank_coefficients, topic_draws
 from sampleval.estimators.horvitz_thompson import _delta, _run_docs
 from sampleval.estimators.importance import ideal_dcg
 from sampleval.estimators.names import EstimateSpec
@@ -257,8 +263,11 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     trials: 93-99% of the runs' mean P@10 within 3 standard errors of the truth, against
     0-42% for the ``ht`` form; with ``active``'s ``floor=0.05`` 98-100% at 0.5-1.5 times
     ``~ht``'s rms), while for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the
-    per-draw form's rms is 0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling"). R, Rprec and nDCG are ratios with the same
-    adaptive denominator as AP and follow it (not measured)."""
+    per-draw form's rms is 0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling").
+    R, Rprec and nDCG are ratios with the same adaptive denominator as AP and follow it.
+    With predictions all 0 (``~hh``, 200 trials) that holds for R@k and Rprec, not for
+    nDCG@10, whose per-draw rms is 1.5-1.8 times ``~ht``'s (docs/predictions.md, "Active
+    sampling: AP~hh and the defaults"); not measured with predictions."""
     if sample.design == "importance" or (
             sample.design == "with-replacement"
             and (sample.rounds is None or sample.round_probs is None)):
@@ -650,6 +659,17 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         else:
             corrected[t] = values[t]
     return PPIResult(corrected, variances, lam, values)
+
+
+def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Sample,
+                        level: float) -> PPIResult:
+    """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
+    per-draw (Hansen-Hurwitz) estimate and its variance, AP's with its ``bias`` option
+    (``~hh``'s ratio measures, :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws)`` with
+    predictions all 0. Needs no predictions."""
+    topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
+              for view in views]
+    return ppi_values(spec, topics, level, tuning="none")
 
 
 def taylor_bias(units: Units, u: np.ndarray, den: np.ndarray) -> np.ndarray:
