@@ -13,7 +13,9 @@ from sampleval.demo import DEPTH, main
 def test_demo_evaluates_estimates_and_simulates(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     main([str(tmp_path / "demo")])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "sampleval: warning: P@10~ht:" in err  # a small sample: values above 1, said so
+    assert all(line.startswith("sampleval: warning: ") for line in err.splitlines())
     assert "Leaderboard" in out and "Estimates (95% intervals)" in out
     assert "Simulation summary" in out
     assert f"-M {DEPTH}" in out and f"--depth {DEPTH}" in out  # one depth throughout

@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import kendalltau
 
 from sampleval.cli import run as cli_run
+from sampleval.cli._app import warn
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.estimators import estimate
@@ -51,6 +53,7 @@ def show(args: list[str]) -> None:
 
 
 def main(argv: list[str]) -> None:
+    warnings.showwarning = warn  # one line each, as the sampleval command prints them
     directory = Path(argv[0] if argv else "demo-output")
     runs_dir, qrels_path = str(directory / "runs"), str(directory / "qrels.txt")
     quality = write_collection(directory)

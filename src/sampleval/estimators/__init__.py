@@ -366,6 +366,7 @@ def _warn_out_of_range(results: pd.DataFrame) -> None:
                       f"outside [{floor:g}, {ceiling:g}] (furthest {worst['value']:.3g}: run "
                       f"{worst['run']}, topic {worst['query_id']}): a design-based estimate "
                       "is not bounded by the measure's range (each judged document stands "
-                      "for 1/pi, and AP-hat also divides by an estimated R); the mean over "
-                      "topics is estimated as usual (docs/estimating.md, "
+                      "for 1/pi documents, and ratios such as AP-hat also divide by an "
+                      "estimated R); the mean over topics is estimated as usual "
+                      "(docs/estimating.md, "
                       "\"Estimates outside the measure's range\")", stacklevel=3)
