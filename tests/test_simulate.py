@@ -497,7 +497,15 @@ def test_a_changed_grid_reuses_its_cells_and_other_inputs_are_refused(
     assert manifest["inputs"]["estimators"]["AP"]["stratified"] == "AP~ht; R NumRel~ht"
     manifest["inputs"]["estimators"]["AP"]["stratified"] = "xinfAP; R inum_rel"
     (out / "experiment.json").write_text(json.dumps(manifest))
-    with pytest.raises(UsageError, match="with other estimators: give another -o"):
+    said = (r"with other estimators \(AP on stratified samples: xinfAP; R inum_rel there, "
+            r"AP~ht; R NumRel~ht now\): give another -o")
+    with pytest.raises(UsageError, match=said):
+        simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2,
+                 **options)  # type: ignore[arg-type]
+    del manifest["inputs"]["estimators"]  # made before the record existed
+    (out / "experiment.json").write_text(json.dumps(manifest))
+    with pytest.raises(UsageError, match=r"other estimators \(it was made before simulate "
+                                         r"recorded what each measure resolves to\)"):
         simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2,
                  **options)  # type: ignore[arg-type]
 

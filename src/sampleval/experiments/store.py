@@ -64,7 +64,8 @@ class Store:
                              if previous.get("inputs", {}).get(k) != inputs.get(k))
             if changed:
                 raise UsageError(f"{self.directory} holds a simulation with other "
-                                 f"{', '.join(changed)}: give another -o, or remove it")
+                                 f"{', '.join(changed)}{_estimators_changed(previous, inputs)}"
+                                 ": give another -o, or remove it")
         elif self.directory.exists() and any(self.directory.iterdir()):
             raise UsageError(f"{self.directory} is not empty and holds no {MANIFEST}: give "
                              "another -o")
@@ -198,3 +199,22 @@ def _write_text(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text)
     os.replace(partial, path)
+
+
+def _estimators_changed(previous: dict[str, Any], inputs: dict[str, Any]) -> str:
+    """Where a directory's estimators differ from today's (``inputs["estimators"]``: per
+    measure and design, what it resolves to), the first difference, for the error message:
+    a directory made under other defaults says which default moved."""
+    before = previous.get("inputs", {}).get("estimators")
+    now = inputs.get("estimators", {})
+    if before == now:
+        return ""
+    if before is None:
+        return " (it was made before simulate recorded what each measure resolves to)"
+    for measure, designs in now.items():
+        for design, resolved in designs.items():
+            then = before.get(measure, {}).get(design)
+            if then != resolved:
+                return (f" ({measure} on {design} samples: {then or 'nothing'} there, "
+                        f"{resolved or 'nothing'} now)")
+    return ""
