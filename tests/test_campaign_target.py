@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from campaign_support import collection
+from campaign_support import collection, reference
 from sampleval.campaign import models as m
 from sampleval.campaign.organise import (
     Design,
@@ -29,6 +30,7 @@ from sampleval.campaign.organise import (
     export_sample,
     parse_grades,
 )
+from sampleval.campaign.organise import leaderboard as leaderboard_rows
 from sampleval.campaign.pages import leaderboards
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
@@ -163,6 +165,21 @@ def test_the_organiser_page_lists_runs_before_any_half_width_is_known(tmp_path: 
         assert [run for run in target["half_widths"] if f"<td>{run}</td>" in table] == list(
             target["half_widths"])
         assert table.count("<td class=\"num\">\u2013</td>") == len(c.runs)
+
+
+def test_the_live_leaderboard_says_what_estimate_warns_instead_of_logging_it() -> None:
+    """A strata sample of 10 documents per topic from a depth-50 pool: the runs' top 50
+    lie mostly outside its frame, which ``estimate`` warns of; the campaign's leaderboard
+    puts that sentence in the note its page shows, once, and lets no warning through to
+    the server's log."""
+    c = collection()
+    sample = reference(c.runs, "strata", Budget(10), 50, 7, c.oracle)
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        rows, note = leaderboard_rows(sample, c.runs)
+    assert rows and not escaped
+    assert note.startswith("95% confidence intervals; ")
+    assert note.count("inside the sample's frame") == 1
 
 
 def test_runs_are_listed_widest_first_and_unknown_last() -> None:

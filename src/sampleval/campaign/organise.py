@@ -21,6 +21,7 @@ import json
 import math
 import re
 import statistics
+import warnings
 import zlib
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
@@ -443,7 +444,9 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     """Every run's mean estimates (``run, measure, value, lo, hi``; 95% intervals) from
     ``sample``, the measures ``sampleval estimate`` shows by default; for a pooled sample,
     exact measures with unjudged documents counted not relevant, without intervals. An
-    explanation instead of rows when nothing can be estimated yet."""
+    explanation instead of rows when nothing can be estimated yet. What ``estimate`` warns
+    of (runs outside the frame, per-topic values outside the measure's range) goes into
+    the note the organiser page shows, not into the server's log at every refresh."""
     from sampleval.estimators import MEAN_TOPIC, default_estimates, estimate
     from sampleval.evaluation import evaluate
 
@@ -455,8 +458,11 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
             results = results.assign(lo=np.nan, hi=np.nan)
             note = "exact measures on the judged documents (a pooled design has no intervals)"
         else:
-            results = estimate(sample, runs, default_estimates(sample))
-            note = "95% confidence intervals"
+            with warnings.catch_warnings(record=True) as said:  # shown, not logged each time
+                warnings.simplefilter("always")
+                results = estimate(sample, runs, default_estimates(sample))
+            note = "; ".join(["95% confidence intervals",
+                              *dict.fromkeys(str(w.message) for w in said)])
     except SampleValError as exc:
         return [], f"no estimates yet: {exc}"
     means = results[results["query_id"] == MEAN_TOPIC]
