@@ -46,8 +46,9 @@ MEASURES = ("P@10", "DCG@10", "NumRel", "R@10", "Rprec", "AP", "AP@10", "nDCG", 
 EXACT = ("P@10", "R@10", "Rprec", "AP", "AP@10", "nDCG", "nDCG@10")  # evaluate() has these
 
 
-def sample_of(pool: Pool, qrels: Qrels, method: str, seed: int = 1, **params: object) -> Sample:
-    selector = METHODS[method](pool, Budget(rate=0.3), np.random.default_rng(seed), **params)
+def sample_of(pool: Pool, qrels: Qrels, method: str, seed: int = 1, rate: float = 0.3,
+              **params: object) -> Sample:
+    selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(seed), **params)
     return simulate(selector, qrels_oracle(qrels)).sample()
 
 
@@ -201,7 +202,7 @@ def test_census_is_exact(judged_collection: tuple[list[Run], Qrels, Pool, pd.Dat
     noise = pure_noise(truth, np.random.default_rng(0))
     assert_exact(estimate(census, runs, [f"{m}~ppi" for m in EXACT], depth=DEPTH,
                           predictions=noise), pool, truth, 1e-12)
-    for bias in ("jackknife", "none"):  # lo = hi = the exact AP with either correction
+    for bias in ("jackknife", "taylor-jackknife", "none"):  # lo = hi = the exact AP
         names = {f"AP{cut}~ppi(bias={bias})": f"AP{cut}~ppi" for cut in ("", "@10")}
         got = estimate(census, runs, list(names), depth=DEPTH, predictions=noise)
         assert_exact(got.replace({"measure": names}), pool, truth, 1e-12, ("AP", "AP@10"))
@@ -675,3 +676,121 @@ def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataF
     clobber = run_cli("estimate", tmp_path / "s", tmp_path / "runs", "-m", "P@10~ppi",
                       "--predictions", tmp_path / "pred.txt.gz", "-o", tmp_path / "pred.txt.gz")
     assert clobber.returncode == 2 and "sampleval: error:" in clobber.stderr
+
+
+# -- AP~ppi(bias=taylor-jackknife) -------------------------------------------------------------
+
+def _taylor_replicate(spec: object, data: ppi.TopicData, lam: np.ndarray, keep: np.ndarray,
+                      pi: np.ndarray, joint: np.ndarray) -> np.ndarray:
+    """theta_T = AP-hat(lam) less taylor_bias, recomputed from scratch on the units ``keep``
+    with inclusion probabilities ``pi`` and ``joint`` (the replicate's design)."""
+    u = data.units
+    pi, joint = pi[keep], joint[np.ix_(keep, keep)]
+    pair = np.divide(1.0, joint, out=np.zeros(joint.shape), where=joint > 0)
+    delta = 1.0 - np.divide(np.outer(pi, pi), joint, out=np.zeros(joint.shape), where=joint > 0)
+    units = ppi.Units("ht", u.index[keep], 1.0 / pi, pair, delta)
+    sub = replace(data, units=units, labels=data.labels[keep], predicted=data.predicted[keep],
+                  ranks=data.ranks[:, keep],
+                  distinct=np.unique(u.index[keep], return_index=True)[1], geometry={},
+                  label_sums={})
+    parts = ppi.topic_estimate(spec, 1.0, sub)(lam)  # type: ignore[arg-type]
+    assert parts.den is not None
+    u_all = parts.u_y - lam[0][:, None] * parts.u_f[0] - lam[1][:, None] * parts.u_f[1]
+    den = parts.den[0] - lam[1][:, None] * parts.den[1]
+    return parts.value - ppi.taylor_bias(units, u_all, den)
+
+
+def _brute_taylor_jackknife(spec: object, data: ppi.TopicData, lam: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ap_taylor_jackknife's value, variance and b, every replicate's AP-hat and Taylor term
+    recomputed from scratch with stratum h's design at n_h - 1."""
+    u = data.units
+    assert u.strata is not None
+    stratum, sizes, n_sampled = u.strata
+    every = np.arange(len(u.index))
+
+    def design(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pi = counts[stratum] / sizes[stratum]
+        within = counts[stratum] * (counts[stratum] - 1) / (sizes[stratum] * (sizes[stratum]
+                                                                              - 1.0))
+        joint = np.where(stratum[:, None] == stratum[None, :], within[:, None],
+                         np.outer(pi, pi))
+        np.fill_diagonal(joint, pi)
+        return pi, joint
+
+    value = _taylor_replicate(spec, data, lam, every >= 0, *design(n_sampled.astype(float)))
+    bias, variance = np.zeros(len(value)), np.zeros(len(value))
+    for h in range(len(sizes)):
+        n_h = int(n_sampled[h])
+        if n_h < 2 or n_h >= sizes[h]:
+            continue
+        less = n_sampled.astype(np.float64)
+        less[h] -= 1
+        pi, joint = design(less)
+        reps = [_taylor_replicate(spec, data, lam, every != j, pi, joint)
+                for j in np.flatnonzero(stratum == h)]
+        reps += [_taylor_replicate(spec, data, lam, every >= 0, pi, joint)] * (n_h - len(reps))
+        spread = np.array(reps)
+        mean = spread.mean(axis=0)
+        scale = 1.0 - n_h / sizes[h]
+        variance += scale * (n_h - 1) / n_h * ((spread - mean) ** 2).sum(axis=0)
+        bias += scale * (n_h - 1) * (mean - value)
+    return value - bias, variance, bias
+
+
+@pytest.mark.parametrize("method", ["stratified", "strata", "uniform"])
+def test_ap_taylor_jackknife_by_brute_force(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str) -> None:
+    """AP~ppi(bias=taylor-jackknife)'s closed-form replicates (AP-hat and its Taylor term,
+    prediction parts included, stratum h re-weighted) against every replicate recomputed
+    from scratch through topic_estimate and taylor_bias, with and without a cutoff, lam not
+    1 (one run at lam 0); b = theta_T - value."""
+    runs, qrels, pool, truth = judged_collection
+    sample = sample_of(pool, qrels, method)
+    noisy = Predictions.from_frame(flipped(truth, 0.3, np.random.default_rng(0)))
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
+    lam = np.array([[0.7] * len(runs), [0.4] * len(runs)])
+    lam[:, 0] = 0.0
+    for cut in ("", "@10"):
+        spec = parse_estimate(f"AP{cut}~ppi(bias=taylor-jackknife)")
+        for view in views[:3]:
+            data = topic_data(view, sample, "ht")
+            got, want = ppi.ap_taylor_jackknife(spec, 1.0, data, lam), _brute_taylor_jackknife(
+                spec, data, lam)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+            assert np.abs(got.remaining).max() > 0
+
+
+def test_taylor_jackknife_without_predictions_is_ht(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """Predictions all 0: AP~ppi(bias=taylor-jackknife) is AP~ht(bias=taylor-jackknife),
+    value and interval, with and without a cutoff; ``remaining`` is what taylor keeps."""
+    runs, qrels, pool, _ = judged_collection
+    zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
+                         "prediction": [0.0]})
+    sample = sample_of(pool, qrels, "stratified", rate=0.1)
+    names = ["AP~ht(bias=taylor-jackknife)", "AP@10~ht(bias=taylor-jackknife)"]
+    ht = by_measure(estimate(sample, runs, names, depth=DEPTH), "ht")
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
+                        Predictions.from_frame(zero))
+    specs = [parse_estimate(n.replace("~ht", "~ppi")) for n in names]
+    got = by_measure(estimate_ppi(tuple(r.name for r in runs), views, sample, specs, 1.0, 0.95),
+                     "ppi")
+    for column in ("value", "lo", "hi"):
+        np.testing.assert_allclose(got[column], ht[column], rtol=0, atol=1e-12)
+    topics = [topic_data(v, sample, "ht") for v in views]
+    jack = ppi_values(specs[0], topics, 1.0)
+    taylor = ppi_values(parse_estimate("AP~ppi"), topics, 1.0)
+    assert jack.remaining is not None and np.abs(jack.remaining).max() > 0
+    np.testing.assert_allclose(jack.value + jack.remaining, taylor.value, rtol=0, atol=1e-12)
+
+
+def test_taylor_jackknife_needs_strata(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    runs, qrels, pool, truth = judged_collection
+    noise = pure_noise(truth, np.random.default_rng(0))
+    sample = sample_of(pool, qrels, "active")
+    for name in ("AP~ppi(bias=taylor-jackknife)", "AP~ppi(bias=taylor-jackknife,form=ht)"):
+        with pytest.raises(UsageError, match="taylor-jackknife needs a stratified sample"):
+            estimate(sample, runs, [name], depth=DEPTH, predictions=noise)

@@ -235,12 +235,16 @@ class PPIResult(NamedTuple):
     """Per-topic estimates and their variances (``[topics, n_runs]``), the lam each used
     (``[topics, 2, n_runs]``: in the numerator, in the denominator) and the estimates
     before the ratio-bias correction (``uncorrected``: ``bias=none``'s, with the same lam
-    and variance; equal to ``value`` where no correction was asked for)."""
+    and variance; equal to ``value`` where no correction was asked for); with
+    ``bias=taylor-jackknife``, ``remaining``: the jackknife's estimate b of the bias the
+    Taylor-corrected estimate keeps (``[topics, n_runs]``; ``bias=taylor``'s estimate is
+    ``value + remaining``, :func:`ap_taylor_jackknife`), else None."""
 
     value: np.ndarray
     variance: np.ndarray
     lam: np.ndarray
     uncorrected: np.ndarray
+    remaining: np.ndarray | None = None  # taylor-jackknife: b, theta_T = value + remaining
 
 
 # -- units of each form ---------------------------------------------------------------------
@@ -642,6 +646,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         lam[:] = tuned(gram, cross, tuning)[:, :, None]
     values, variances = np.zeros((len(topics), n_runs)), np.zeros((len(topics), n_runs))
     corrected = np.zeros((len(topics), n_runs))
+    remaining = np.zeros((len(topics), n_runs)) if bias == "taylor-jackknife" else None
     for t, (data, at) in enumerate(zip(topics, estimates, strict=True)):
         parts = at(lam[t])
         if not parts.defined.all():  # the correction went astray: ~ht's estimate there
@@ -653,12 +658,17 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         if bias == "jackknife" and spec.base == "AP":
             corrected[t], jack = ap_jackknife(spec, level, data, lam[t])
             variances[t] = np.where(np.isfinite(jack), jack, variances[t])
+        elif bias == "taylor-jackknife" and spec.base == "AP":
+            both = ap_taylor_jackknife(spec, level, data, lam[t])
+            corrected[t], variances[t] = both.value, both.variance
+            assert remaining is not None
+            remaining[t] = both.remaining
         elif bias == "taylor" and parts.den is not None:
             corrected[t] = values[t] - taylor_bias(data.units, u, parts.den[0]
                                                    - lam[t, 1][:, None] * parts.den[1])
         else:
             corrected[t] = values[t]
-    return PPIResult(corrected, variances, lam, values)
+    return PPIResult(corrected, variances, lam, values, remaining)
 
 
 def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Sample,
@@ -843,6 +853,175 @@ def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: T
     return value - bias, variance
 
 
+class TaylorJackknife(NamedTuple):
+    """``AP~ppi(bias=taylor-jackknife)`` for one topic (``[n_runs]`` each): the corrected
+    estimate theta_T - b, its variance (the jackknife variance of the replicates of
+    theta_T), and b, the jackknife's estimate of the bias that theta_T (``bias=taylor``'s
+    estimate) keeps, so that theta_T = ``value`` + ``remaining``."""
+
+    value: np.ndarray
+    variance: np.ndarray
+    remaining: np.ndarray
+
+
+def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
+                        ) -> TaylorJackknife:
+    """The Taylor-corrected AP-hat(lam) theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2
+    (``bias=taylor``, :func:`taylor_bias`) less the stratified delete-one jackknife's
+    estimate of its remaining bias, b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_T(hj) -
+    theta_T), as ``AP~ht(bias=taylor-jackknife)`` (:mod:`.ap_replicates`; Quenouille 1956,
+    Jones 1974, Wolter 2007, sec. 4.5). Each replicate theta_T(hj) leaves out one judged
+    document j of stratum h, h's design at n_h - 1, and recomputes AP-hat(lam) *and* its
+    Taylor term: the HT (co)variances of the linearised numerator iN = iN^y - lam_N iN^f
+    and denominator iR = W (y - lam_R f), prediction parts included. lam (``[2, n_runs]``)
+    is held at the full sample's value in every replicate (it is learnt from the other
+    topics, or fixed where the ratio went astray) and the predictions' frame totals stay
+    as they are. The variance: sum_h (1 - f_h)(n_h - 1)/n_h sum_j (theta_T(hj) -
+    mean_h)^2.
+
+    Closed form, all replicates at once (O(runs x units x strata^2)): under stratified SRS
+    the pair weight W_gg' (a_g a_g', or N_g (N_g - 1)/(n_g (n_g - 1)) within g) and the HT
+    form, per stratum (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)], depend
+    on the strata alone, so every quantity is a function of per-stratum sums:
+    U_gg' = sum_{k in g, l in g', l != k} Z_kl and T_gg' = the same weighted by r_k =
+    y_k - lam_R f_k, Z_kl = x_kl + x_lk = (y_k y_l - lam_N f_k f_l)/max(rank_k, rank_l); the
+    diagonal terms X_kk = (y_k^2 - lam_N f_k)/rank_k; and R's sums of r and r^2. Leaving j
+    out subtracts its row and column (its sums by stratum, Z_j. and sum_l r_l Z_lj) and
+    re-weights stratum h.
+
+    Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,
+    ``strata``, ``stratified``, a census) are supported: a design with independent inclusions
+    (Poisson) or per-draw units (with-replacement, importance) raise a UsageError (the
+    replicates of a per-draw U-statistic would need their own derivation; not built)."""
+    units = data.units
+    if units.strata is None:
+        raise UsageError("bias=taylor-jackknife needs a stratified sample (SRS within strata: "
+                         f"uniform, strata, stratified, a census), not the {units.kind} "
+                         "form of this design")
+    y, f = relevance(data.labels, level), relevance(data.predicted, level)
+    frame_f = relevance(data.frame.predicted, level)
+    cut, ranks = spec.cutoff, data.ranks
+    stratum, sizes, n_sampled = units.strata
+    n_runs, m = ranks.shape
+    n_strata = len(sizes)
+    lam_n, lam_r = lam[0], lam[1]
+    fixed_n = lam_n * _frame_pairs(data, frame_f, cut, level)
+    fixed_r = lam_r * frame_f.sum()
+    r = y[None, :] - lam_r[:, None] * f[None, :]  # R's unit values [runs, m], weight a_g
+
+    # each run's documents in rank order
+    docs = _run_docs(ranks, cut)
+    rank = docs.rank[..., 0].astype(np.float64)
+    order = np.argsort(np.where(rank > 0, rank, np.inf), axis=1, kind="stable")
+    doc = np.take_along_axis(docs.doc, order, axis=1)
+    real = np.take_along_axis(rank > 0, order, axis=1)
+    inverse = np.divide(1.0, np.take_along_axis(rank, order, axis=1),
+                        out=np.zeros(real.shape), where=real)
+    onehot = (stratum[doc][..., None] == np.arange(n_strata)) & real[..., None]  # [r, K, H]
+    y_k, f_k = np.where(real, y[doc], 0.0), np.where(real, f[doc], 0.0)
+    r_k = np.where(real, np.take_along_axis(r, doc, axis=1), 0.0)
+
+    def spread(v: np.ndarray) -> np.ndarray:
+        """sum_{l in g, l != k} v_l / max(rank_k, rank_l), ``[r, K, H]``."""
+        mass = onehot * v[..., None]
+        above = np.cumsum(mass, axis=1) - mass
+        scaled = onehot * (v * inverse)[..., None]
+        below = np.cumsum(scaled[:, ::-1], axis=1)[:, ::-1] - scaled
+        return inverse[..., None] * above + below
+
+    lam_k = lam_n[:, None, None]
+    z_row = y_k[..., None] * spread(y_k) - lam_k * f_k[..., None] * spread(f_k)
+    z_col = y_k[..., None] * spread(r_k * y_k) - lam_k * f_k[..., None] * spread(r_k * f_k)
+    x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
+    u_full = np.einsum("rkg,rkh->rgh", onehot, z_row)  # U_gg'
+    t_full = np.einsum("rkg,rkh->rgh", onehot, r_k[..., None] * z_row)  # T_gg'
+    xd = np.einsum("rkg,rk->rg", onehot, x_kk)
+    xd_r = np.einsum("rkg,rk->rg", onehot, r_k * x_kk)
+    member = np.zeros((m, n_strata))
+    member[np.arange(m), stratum] = 1.0
+    r_g, rr_g = r @ member, (r * r) @ member  # [r, H]
+
+    def design(counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """a_g, the pair weights W_gg' and the HT form's (1 - f_g) and 1/(n_g - 1) at
+        ``counts`` (``[..., H]``)."""
+        a = np.divide(sizes, counts, out=np.zeros(counts.shape), where=counts > 0)
+        within = np.divide(sizes * (sizes - 1.0), counts * (counts - 1.0),
+                           out=np.zeros(counts.shape), where=counts > 1)
+        pair = a[..., :, None] * a[..., None, :]
+        diagonal = np.arange(n_strata)
+        pair[..., diagonal, diagonal] = within
+        fpc = np.divide(sizes - counts, sizes, out=np.zeros(counts.shape), where=sizes > 0)
+        inv = np.divide(1.0, counts - 1.0, out=np.zeros(counts.shape), where=counts > 1)
+        return a, pair, fpc, inv
+
+    def theta(a: np.ndarray, sn: np.ndarray, snr: np.ndarray, num: np.ndarray,
+              rg: np.ndarray, rrg: np.ndarray, fpc: np.ndarray, inv: np.ndarray
+              ) -> np.ndarray:
+        """theta_T from the per-stratum sums (``[..., H]``; ``num`` the sample's N)."""
+        def form(ab: np.ndarray, a_sum: np.ndarray, b_sum: np.ndarray) -> np.ndarray:
+            return (fpc * (ab - (a_sum * b_sum - ab) * inv)).sum(axis=-1)
+
+        den = (a * rg).sum(axis=-1) + _last(fixed_r, num)
+        q = np.divide(num + _last(fixed_n, num), den, out=np.zeros(num.shape), where=den > 0)
+        c_nr = form(a * snr, sn, a * rg)
+        v_r = form(a * a * rrg, a * rg, a * rg)
+        return q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(num.shape),
+                             where=den > 0)
+
+    counts = n_sampled.astype(np.float64)
+    a, pair, fpc, inv = design(counts)
+    sn = np.einsum("gh,rgh->rg", pair, u_full) + a * xd
+    snr = np.einsum("gh,rgh->rg", pair, t_full) + a * xd_r
+    value = theta(a, sn, snr, (a * xd).sum(axis=1) + 0.5 * np.einsum("gh,rgh->r", pair, u_full),
+                  r_g, rr_g, fpc, inv)
+
+    # stratum h at n_h - 1 (row h), no document left out: [r, h, g]
+    fewer = np.broadcast_to(counts, (n_strata, n_strata)).copy()
+    fewer[np.arange(n_strata), np.arange(n_strata)] -= 1.0
+    a2, pair2, fpc2, inv2 = design(fewer)  # [h, g], [h, g, g'], ...
+    sn2 = np.einsum("hgk,rgk->rhg", pair2, u_full) + a2 * xd[:, None, :]
+    snr2 = np.einsum("hgk,rgk->rhg", pair2, t_full) + a2 * xd_r[:, None, :]
+    num2 = (a2 * xd[:, None, :]).sum(axis=2) + 0.5 * np.einsum("hgk,rgk->rh", pair2, u_full)
+    others = theta(a2, sn2, snr2, num2, r_g[:, None, :], rr_g[:, None, :], fpc2, inv2)
+
+    # leaving out unit j of stratum h: per run and unit, [r, m, ...]
+    def by_unit(values: np.ndarray) -> np.ndarray:  # [r, K, ...] -> [r, m, ...]
+        out = np.zeros((n_runs, m, *values.shape[2:]))
+        rows = np.nonzero(real)
+        out[rows[0], doc[real]] = values[real]
+        return out
+
+    zj, zcj, xj = by_unit(z_row), by_unit(z_col), by_unit(x_kk)
+    h = stratum
+    aj, pairj, fpcj, invj = a2[h], pair2[h], fpc2[h], inv2[h]  # [m, H], [m, H, H], ...
+    own = np.zeros((m, n_strata))
+    own[np.arange(m), h] = 1.0  # e_h
+    w_row = pairj[np.arange(m), h]  # W'_{h g} [m, H]
+    row_dot = np.einsum("mg,rmg->rm", w_row, zj)  # W'_h . Z_j
+    a_h = aj[np.arange(m), h]  # [m]
+    sn_j = (sn2[:, h] - own * (row_dot + a_h * xj)[..., None] - w_row * zj)
+    snr_j = (snr2[:, h] - own * (r * (row_dot + a_h * xj))[..., None] - w_row * zcj)
+    num_j = num2[:, h] - a_h * xj - row_dot
+    rg_j = r_g[:, None, :] - own * r[..., None]
+    rrg_j = rr_g[:, None, :] - own * (r * r)[..., None]
+    reps = theta(aj, sn_j, snr_j, num_j, rg_j, rrg_j, fpcj, invj)  # [r, m]
+
+    used = (counts >= 2) & (counts < sizes)
+    rest = counts - member.sum(axis=0)  # judged documents of h that are not units
+    n_h = np.maximum(counts, 1.0)
+    mean = (reps @ member + rest * others) / n_h
+    deviation = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
+    scale = np.where(used, 1.0 - counts / sizes, 0.0)
+    variance = (scale * (counts - 1.0) / n_h * deviation).sum(axis=1)
+    remaining = (scale * (counts - 1.0) * (mean - value[:, None])).sum(axis=1)
+    return TaylorJackknife(value - remaining, variance, remaining)
+
+
+def _last(per_run: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """A ``[n_runs]`` array shaped to broadcast against ``like`` (``[n_runs, ...]``)."""
+    return per_run.reshape(per_run.shape + (1,) * (like.ndim - 1))
+
+
 class _Segments:
     """Sums within each run's groups (``groups [r, K]``, the documents in rank order): for
     each document, the sum over the documents of its group before it, or after it."""
@@ -962,7 +1141,10 @@ register_family(EstimatorFamily(
         Param("bias", str, "taylor", "AP's ratio bias, as AP~ht's: taylor (less the ratio's "
               "first-order bias, (AP V(R) - C(N, R))/R^2), jackknife (less the delete-one "
               "jackknife's bias estimate, stratified on stratified samples, with the "
-              "jackknife variance) or none", choices=("taylor", "jackknife", "none")),
+              "jackknife variance), taylor-jackknife (taylor, less the stratified "
+              "jackknife's estimate of the bias it keeps, each replicate with its own Taylor "
+              "term; stratified samples only) or none",
+              choices=("taylor", "taylor-jackknife", "jackknife", "none")),
         Param("form", str, "design", "design (Horvitz-Thompson wherever the design has "
               "inclusion probabilities, but per-draw for importance samples and for ratio "
               "measures on active samples), ht (wherever the sample has inclusion "
