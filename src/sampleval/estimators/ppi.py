@@ -134,6 +134,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.inclusion import judged_design
+from sampleval.estimators._ppi_kernels import stratum_spreads
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import (
@@ -917,26 +918,22 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     real = np.take_along_axis(rank > 0, order, axis=1)
     inverse = np.divide(1.0, np.take_along_axis(rank, order, axis=1),
                         out=np.zeros(real.shape), where=real)
-    onehot = (stratum[doc][..., None] == np.arange(n_strata)) & real[..., None]  # [r, K, H]
+    onehot = ((stratum[doc][..., None] == np.arange(n_strata)) & real[..., None]).astype(
+        np.float64)  # [r, K, H]
+    gather = np.ascontiguousarray(onehot.transpose(0, 2, 1))  # sums by stratum: [r, H, K] @
     y_k, f_k = np.where(real, y[doc], 0.0), np.where(real, f[doc], 0.0)
     r_k = np.where(real, np.take_along_axis(r, doc, axis=1), 0.0)
 
-    def spread(v: np.ndarray) -> np.ndarray:
-        """sum_{l in g, l != k} v_l / max(rank_k, rank_l), ``[r, K, H]``."""
-        mass = onehot * v[..., None]
-        above = np.cumsum(mass, axis=1) - mass
-        scaled = onehot * (v * inverse)[..., None]
-        below = np.cumsum(scaled[:, ::-1], axis=1)[:, ::-1] - scaled
-        return inverse[..., None] * above + below
-
+    spreads = stratum_spreads(np.stack([y_k, f_k, r_k * y_k, r_k * f_k]), inverse,
+                              np.where(real, stratum[doc], 0), n_strata)  # [4, r, K, H]
     lam_k = lam_n[:, None, None]
-    z_row = y_k[..., None] * spread(y_k) - lam_k * f_k[..., None] * spread(f_k)
-    z_col = y_k[..., None] * spread(r_k * y_k) - lam_k * f_k[..., None] * spread(r_k * f_k)
+    z_row = y_k[..., None] * spreads[0] - lam_k * f_k[..., None] * spreads[1]
+    z_col = y_k[..., None] * spreads[2] - lam_k * f_k[..., None] * spreads[3]
     x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
-    u_full = np.einsum("rkg,rkh->rgh", onehot, z_row)  # U_gg'
-    t_full = np.einsum("rkg,rkh->rgh", onehot, r_k[..., None] * z_row)  # T_gg'
-    xd = np.einsum("rkg,rk->rg", onehot, x_kk)
-    xd_r = np.einsum("rkg,rk->rg", onehot, r_k * x_kk)
+    u_full = gather @ z_row  # U_gg' [r, H, H]
+    t_full = gather @ (r_k[..., None] * z_row)  # T_gg'
+    xd = (gather @ x_kk[..., None])[..., 0]  # [r, H]
+    xd_r = (gather @ (r_k * x_kk)[..., None])[..., 0]
     member = np.zeros((m, n_strata))
     member[np.arange(m), stratum] = 1.0
     r_g, rr_g = r @ member, (r * r) @ member  # [r, H]
@@ -979,32 +976,54 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     fewer = np.broadcast_to(counts, (n_strata, n_strata)).copy()
     fewer[np.arange(n_strata), np.arange(n_strata)] -= 1.0
     a2, pair2, fpc2, inv2 = design(fewer)  # [h, g], [h, g, g'], ...
-    sn2 = np.einsum("hgk,rgk->rhg", pair2, u_full) + a2 * xd[:, None, :]
-    snr2 = np.einsum("hgk,rgk->rhg", pair2, t_full) + a2 * xd_r[:, None, :]
-    num2 = (a2 * xd[:, None, :]).sum(axis=2) + 0.5 * np.einsum("hgk,rgk->rh", pair2, u_full)
+    by_row = np.ascontiguousarray(pair2.transpose(1, 0, 2))  # [g, h, g']: one matmul per g
+    sn2 = (by_row @ np.ascontiguousarray(u_full.transpose(1, 2, 0))).transpose(2, 1, 0) + (
+        a2 * xd[:, None, :])  # sum_g' W'(h)_gg' U_gg' + a'_g Xd_g, [r, h, g]
+    snr2 = (by_row @ np.ascontiguousarray(t_full.transpose(1, 2, 0))).transpose(2, 1, 0) + (
+        a2 * xd_r[:, None, :])
+    num2 = (a2 * xd[:, None, :]).sum(axis=2) + 0.5 * (sn2 - a2 * xd[:, None, :]).sum(axis=2)
     others = theta(a2, sn2, snr2, num2, r_g[:, None, :], rr_g[:, None, :], fpc2, inv2)
 
-    # leaving out unit j of stratum h: per run and unit, [r, m, ...]
-    def by_unit(values: np.ndarray) -> np.ndarray:  # [r, K, ...] -> [r, m, ...]
-        out = np.zeros((n_runs, m, *values.shape[2:]))
-        rows = np.nonzero(real)
-        out[rows[0], doc[real]] = values[real]
+    # leaving out unit j of stratum h (its row and column of pairs, h at n_h - 1): stratum
+    # g != h keeps its sums but for j's pairs with it (W'_hg Z_jg in SN'_g, W'_hg sum_l r_l
+    # Z_lj in SNR'_g), so theta's sums over g != h are the base's less two dot products
+    # with j's pair sums by stratum, taken where the run retrieved j ([r, K]; elsewhere 0)
+    off = 1.0 - np.eye(n_strata)
+    alpha = fpc2 * a2 * (1.0 + inv2) * off  # C(iN, iR)'s sum_g: alpha_g SNR'_g - beta_g ...
+    beta = fpc2 * a2 * inv2 * off  # ... SN'_g R'_g, over g != h ([h, g])
+    c_rest = (alpha * snr2 - beta * sn2 * r_g[:, None, :]).sum(axis=2)  # [r, h]
+    v_rest = (fpc2 * off * a2 * a2 * ((1.0 + inv2) * rr_g[:, None, :]
+                                      - inv2 * r_g[:, None, :] ** 2)).sum(axis=2)
+    r_rest = (a2 * r_g[:, None, :] * off).sum(axis=2)
+    h_pos = np.where(real, stratum[doc], 0)  # [r, K]
+    w_pos = pair2[h_pos, h_pos]  # W'_{h g} at each position [r, K, H]
+    row_dot = (w_pos * z_row).sum(axis=2)  # W'_h . Z_j
+    d_col = (w_pos * alpha[h_pos] * z_col).sum(axis=2)
+    d_row = (w_pos * beta[h_pos] * r_g[:, None, :] * z_row).sum(axis=2)
+    z_own = np.take_along_axis(z_row, h_pos[..., None], axis=2)[..., 0]
+    zc_own = np.take_along_axis(z_col, h_pos[..., None], axis=2)[..., 0]
+
+    def by_unit(values: np.ndarray) -> np.ndarray:  # [r, K] -> [r, m], 0 where not retrieved
+        out = np.zeros((n_runs, m))
+        out[np.nonzero(real)[0], doc[real]] = values[real]
         return out
 
-    zj, zcj, xj = by_unit(z_row), by_unit(z_col), by_unit(x_kk)
+    row_dot, d_col, d_row, z_own, zc_own, x_j = (by_unit(v) for v in (
+        row_dot, d_col, d_row, z_own, zc_own, x_kk))
     h = stratum
-    aj, pairj, fpcj, invj = a2[h], pair2[h], fpc2[h], inv2[h]  # [m, H], [m, H, H], ...
-    own = np.zeros((m, n_strata))
-    own[np.arange(m), h] = 1.0  # e_h
-    w_row = pairj[np.arange(m), h]  # W'_{h g} [m, H]
-    row_dot = np.einsum("mg,rmg->rm", w_row, zj)  # W'_h . Z_j
-    a_h = aj[np.arange(m), h]  # [m]
-    sn_j = (sn2[:, h] - own * (row_dot + a_h * xj)[..., None] - w_row * zj)
-    snr_j = (snr2[:, h] - own * (r * (row_dot + a_h * xj))[..., None] - w_row * zcj)
-    num_j = num2[:, h] - a_h * xj - row_dot
-    rg_j = r_g[:, None, :] - own * r[..., None]
-    rrg_j = rr_g[:, None, :] - own * (r * r)[..., None]
-    reps = theta(aj, sn_j, snr_j, num_j, rg_j, rrg_j, fpcj, invj)  # [r, m]
+    a_h, w_h, fpc_h, inv_h = (v[h, h] for v in (a2, pair2[:, np.arange(n_strata),
+                                                        np.arange(n_strata)], fpc2, inv2))
+    taken = row_dot + a_h * x_j  # what j takes from its own stratum's diagonal and rows
+    sn_h = sn2[:, h, h] - taken - w_h * z_own
+    snr_h = snr2[:, h, h] - r * taken - w_h * zc_own
+    rg_h, rrg_h = r_g[:, h] - r, rr_g[:, h] - r * r
+    c_nr = (c_rest[:, h] - d_col + d_row + fpc_h * a_h * ((1.0 + inv_h) * snr_h
+                                                         - inv_h * sn_h * rg_h))
+    v_r = v_rest[:, h] + fpc_h * a_h * a_h * ((1.0 + inv_h) * rrg_h - inv_h * rg_h * rg_h)
+    den = r_rest[:, h] + a_h * rg_h + fixed_r[:, None]
+    q = np.divide(num2[:, h] - taken + fixed_n[:, None], den, out=np.zeros(den.shape),
+                  where=den > 0)
+    reps = q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(den.shape), where=den > 0)
 
     used = (counts >= 2) & (counts < sizes)
     rest = counts - member.sum(axis=0)  # judged documents of h that are not units
