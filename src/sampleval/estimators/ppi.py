@@ -890,6 +890,12 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     out subtracts its row and column (its sums by stratum, Z_j. and sum_l r_l Z_lj) and
     re-weights stratum h.
 
+    Where a replicate's ratio is impossible at lam (R-hat' not positive or under the
+    relevant documents it still holds, or AP-hat' outside [0, 1]: large weights on a few
+    wrong predictions in a stratum at n_h - 1), that replicate takes lam = 0, ``~ht``'s,
+    the rule :func:`ppi_values` applies to the full sample (without it, noise predictions
+    on 10-20 judged documents per topic gave replicates, and b, in the thousands).
+
     Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,
     ``strata``, ``stratified``, a census) are supported: a design with independent inclusions
     (Poisson) or per-draw units (with-replacement, importance) raise a UsageError (the
@@ -899,6 +905,37 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
         raise UsageError("bias=taylor-jackknife needs a stratified sample (SRS within strata: "
                          f"uniform, strata, stratified, a census), not the {units.kind} "
                          "form of this design")
+    stratum, sizes, n_sampled = units.strata
+    value, reps, others, ok_reps, ok_others = _taylor_replicates(spec, level, data, lam)
+    counts = n_sampled.astype(np.float64)
+    used = (counts >= 2) & (counts < sizes)  # the strata whose replicates count
+    ok_reps, ok_others = ok_reps | ~used[stratum], ok_others | ~used
+    astray = ~(ok_reps.all(axis=1) & ok_others.all(axis=1)) & (lam != 0).any(axis=0)
+    if astray.any():  # those replicates at lam = 0
+        _, reps0, others0, _, _ = _taylor_replicates(spec, level, data,
+                                                     np.where(astray, 0.0, lam))
+        reps, others = np.where(ok_reps, reps, reps0), np.where(ok_others, others, others0)
+    m = len(stratum)
+    member = np.zeros((m, len(sizes)))
+    member[np.arange(m), stratum] = 1.0
+    rest = counts - member.sum(axis=0)  # judged documents of h that are not units
+    n_h = np.maximum(counts, 1.0)
+    mean = (reps @ member + rest * others) / n_h
+    deviation = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
+    scale = np.where(used, 1.0 - counts / sizes, 0.0)
+    variance = (scale * (counts - 1.0) / n_h * deviation).sum(axis=1)
+    remaining = (scale * (counts - 1.0) * (mean - value[:, None])).sum(axis=1)
+    return TaylorJackknife(value - remaining, variance, remaining)
+
+
+def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
+                       ) -> tuple[np.ndarray, ...]:
+    """:func:`ap_taylor_jackknife`'s theta_T (``[n_runs]``), its replicates without each
+    unit (``[n_runs, m]``) and without a judged document that is not a unit (``[n_runs,
+    H]``, only stratum h's weights change), and whether each replicate's ratio is possible
+    (the full sample's :func:`_ratio` rule)."""
+    units = data.units
+    assert units.strata is not None
     y, f = relevance(data.labels, level), relevance(data.predicted, level)
     frame_f = relevance(data.frame.predicted, level)
     cut, ranks = spec.cutoff, data.ranks
@@ -953,8 +990,9 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
 
     def theta(a: np.ndarray, sn: np.ndarray, snr: np.ndarray, num: np.ndarray,
               rg: np.ndarray, rrg: np.ndarray, fpc: np.ndarray, inv: np.ndarray
-              ) -> np.ndarray:
-        """theta_T from the per-stratum sums (``[..., H]``; ``num`` the sample's N)."""
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """theta_T from the per-stratum sums (``[..., H]``; ``num`` the sample's N), and
+        whether its ratio is possible (R-hat at least the relevant judged, Q in [0, 1])."""
         def form(ab: np.ndarray, a_sum: np.ndarray, b_sum: np.ndarray) -> np.ndarray:
             return (fpc * (ab - (a_sum * b_sum - ab) * inv)).sum(axis=-1)
 
@@ -963,13 +1001,14 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
         c_nr = form(a * snr, sn, a * rg)
         v_r = form(a * a * rrg, a * rg, a * rg)
         return q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(num.shape),
-                             where=den > 0)
+                             where=den > 0), _possible(q, den, found)
 
+    found = y.sum()  # the relevant documents judged (units are distinct documents here)
     counts = n_sampled.astype(np.float64)
     a, pair, fpc, inv = design(counts)
     sn = np.einsum("gh,rgh->rg", pair, u_full) + a * xd
     snr = np.einsum("gh,rgh->rg", pair, t_full) + a * xd_r
-    value = theta(a, sn, snr, (a * xd).sum(axis=1) + 0.5 * np.einsum("gh,rgh->r", pair, u_full),
+    value, _ = theta(a, sn, snr, (a * xd).sum(axis=1) + 0.5 * np.einsum("gh,rgh->r", pair, u_full),
                   r_g, rr_g, fpc, inv)
 
     # stratum h at n_h - 1 (row h), no document left out: [r, h, g]
@@ -982,7 +1021,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     snr2 = (by_row @ np.ascontiguousarray(t_full.transpose(1, 2, 0))).transpose(2, 1, 0) + (
         a2 * xd_r[:, None, :])
     num2 = (a2 * xd[:, None, :]).sum(axis=2) + 0.5 * (sn2 - a2 * xd[:, None, :]).sum(axis=2)
-    others = theta(a2, sn2, snr2, num2, r_g[:, None, :], rr_g[:, None, :], fpc2, inv2)
+    others, ok_others = theta(a2, sn2, snr2, num2, r_g[:, None, :], rr_g[:, None, :], fpc2, inv2)
 
     # leaving out unit j of stratum h (its row and column of pairs, h at n_h - 1): stratum
     # g != h keeps its sums but for j's pairs with it (W'_hg Z_jg in SN'_g, W'_hg sum_l r_l
@@ -1025,16 +1064,13 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
                   where=den > 0)
     reps = q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(den.shape), where=den > 0)
 
-    used = (counts >= 2) & (counts < sizes)
-    rest = counts - member.sum(axis=0)  # judged documents of h that are not units
-    n_h = np.maximum(counts, 1.0)
-    mean = (reps @ member + rest * others) / n_h
-    deviation = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
-    scale = np.where(used, 1.0 - counts / sizes, 0.0)
-    variance = (scale * (counts - 1.0) / n_h * deviation).sum(axis=1)
-    remaining = (scale * (counts - 1.0) * (mean - value[:, None])).sum(axis=1)
-    return TaylorJackknife(value - remaining, variance, remaining)
+    return value, reps, others, _possible(q, den, found - y), ok_others
 
+
+def _possible(q: np.ndarray, den: np.ndarray, found: np.ndarray | float) -> np.ndarray:
+    """A ratio estimate is possible (:func:`_ratio`): its denominator positive and not under
+    what the sample shows (``found``), the ratio in [0, 1]."""
+    return (den > 0) & (den >= found - 1e-9) & (q >= -1e-9) & (q <= 1.0 + 1e-9)
 
 def _last(per_run: np.ndarray, like: np.ndarray) -> np.ndarray:
     """A ``[n_runs]`` array shaped to broadcast against ``like`` (``[n_runs, ...]``)."""
