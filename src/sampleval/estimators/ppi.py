@@ -911,10 +911,12 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     used = (counts >= 2) & (counts < sizes)  # the strata whose replicates count
     ok_reps, ok_others = ok_reps | ~used[stratum], ok_others | ~used
     astray = ~(ok_reps.all(axis=1) & ok_others.all(axis=1)) & (lam != 0).any(axis=0)
-    if astray.any():  # those replicates at lam = 0
+    if astray.any():  # those replicates at lam = 0 (computed for those runs only)
+        rows = np.flatnonzero(astray)
         _, reps0, others0, _, _ = _taylor_replicates(spec, level, data,
-                                                     np.where(astray, 0.0, lam))
-        reps, others = np.where(ok_reps, reps, reps0), np.where(ok_others, others, others0)
+                                                     np.zeros((2, len(rows))), rows)
+        reps[rows] = np.where(ok_reps[rows], reps[rows], reps0)
+        others[rows] = np.where(ok_others[rows], others[rows], others0)
     m = len(stratum)
     member = np.zeros((m, len(sizes)))
     member[np.arange(m), stratum] = 1.0
@@ -928,22 +930,24 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     return TaylorJackknife(value - remaining, variance, remaining)
 
 
-def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
-                       ) -> tuple[np.ndarray, ...]:
+def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                       rows: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """:func:`ap_taylor_jackknife`'s theta_T (``[n_runs]``), its replicates without each
     unit (``[n_runs, m]``) and without a judged document that is not a unit (``[n_runs,
     H]``, only stratum h's weights change), and whether each replicate's ratio is possible
-    (the full sample's :func:`_ratio` rule)."""
+    (the full sample's :func:`_ratio` rule); for the runs ``rows`` only if given (``lam``
+    then ``[2, len(rows)]``)."""
     units = data.units
     assert units.strata is not None
     y, f = relevance(data.labels, level), relevance(data.predicted, level)
     frame_f = relevance(data.frame.predicted, level)
-    cut, ranks = spec.cutoff, data.ranks
+    cut, ranks = spec.cutoff, data.ranks if rows is None else data.ranks[rows]
     stratum, sizes, n_sampled = units.strata
     n_runs, m = ranks.shape
     n_strata = len(sizes)
     lam_n, lam_r = lam[0], lam[1]
-    fixed_n = lam_n * _frame_pairs(data, frame_f, cut, level)
+    frame_n = _frame_pairs(data, frame_f, cut, level)
+    fixed_n = lam_n * (frame_n if rows is None else frame_n[rows])
     fixed_r = lam_r * frame_f.sum()
     r = y[None, :] - lam_r[:, None] * f[None, :]  # R's unit values [runs, m], weight a_g
 
@@ -976,17 +980,14 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     r_g, rr_g = r @ member, (r * r) @ member  # [r, H]
 
     def design(counts: np.ndarray) -> tuple[np.ndarray, ...]:
-        """a_g, the pair weights W_gg' and the HT form's (1 - f_g) and 1/(n_g - 1) at
-        ``counts`` (``[..., H]``)."""
+        """a_g, N_g (N_g - 1)/(n_g (n_g - 1)) and the HT form's (1 - f_g) and 1/(n_g - 1)
+        at ``counts`` (``[H]``)."""
         a = np.divide(sizes, counts, out=np.zeros(counts.shape), where=counts > 0)
         within = np.divide(sizes * (sizes - 1.0), counts * (counts - 1.0),
                            out=np.zeros(counts.shape), where=counts > 1)
-        pair = a[..., :, None] * a[..., None, :]
-        diagonal = np.arange(n_strata)
-        pair[..., diagonal, diagonal] = within
         fpc = np.divide(sizes - counts, sizes, out=np.zeros(counts.shape), where=sizes > 0)
         inv = np.divide(1.0, counts - 1.0, out=np.zeros(counts.shape), where=counts > 1)
-        return a, pair, fpc, inv
+        return a, within, fpc, inv
 
     def theta(a: np.ndarray, sn: np.ndarray, snr: np.ndarray, num: np.ndarray,
               rg: np.ndarray, rrg: np.ndarray, fpc: np.ndarray, inv: np.ndarray
@@ -1005,21 +1006,39 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
 
     found = y.sum()  # the relevant documents judged (units are distinct documents here)
     counts = n_sampled.astype(np.float64)
-    a, pair, fpc, inv = design(counts)
+    a, within, fpc, inv = design(counts)
+    pair = np.outer(a, a)  # W_gg'
+    pair[np.arange(n_strata), np.arange(n_strata)] = within
     sn = np.einsum("gh,rgh->rg", pair, u_full) + a * xd
     snr = np.einsum("gh,rgh->rg", pair, t_full) + a * xd_r
     value, _ = theta(a, sn, snr, (a * xd).sum(axis=1) + 0.5 * np.einsum("gh,rgh->r", pair, u_full),
                   r_g, rr_g, fpc, inv)
 
-    # stratum h at n_h - 1 (row h), no document left out: [r, h, g]
-    fewer = np.broadcast_to(counts, (n_strata, n_strata)).copy()
-    fewer[np.arange(n_strata), np.arange(n_strata)] -= 1.0
-    a2, pair2, fpc2, inv2 = design(fewer)  # [h, g], [h, g, g'], ...
-    by_row = np.ascontiguousarray(pair2.transpose(1, 0, 2))  # [g, h, g']: one matmul per g
-    sn2 = (by_row @ np.ascontiguousarray(u_full.transpose(1, 2, 0))).transpose(2, 1, 0) + (
-        a2 * xd[:, None, :])  # sum_g' W'(h)_gg' U_gg' + a'_g Xd_g, [r, h, g]
-    snr2 = (by_row @ np.ascontiguousarray(t_full.transpose(1, 2, 0))).transpose(2, 1, 0) + (
-        a2 * xd_r[:, None, :])
+    # stratum h at n_h - 1 (row h), no document left out: [r, h, g]. Only the weights
+    # involving h change: a'_h, and W'_gh = a_g a'_h, W'_hh = N_h (N_h - 1)/((n_h - 1)
+    # (n_h - 2)); so sum_g' W'_gg' U_gg' = S_g + a_g (a'_h - a_h) U_gh for g != h, and
+    # a'_h (sum_g' a_g' U_hg' - a_h U_hh) + W'_hh U_hh for g = h (S_g the full sample's)
+    diagonal = np.arange(n_strata)
+    fewer = counts - 1.0
+    a_less, within_less, fpc_less, inv_less = design(fewer)  # stratum h at n_h - 1, [h]
+    a2 = np.broadcast_to(a, (n_strata, n_strata)).copy()
+    a2[diagonal, diagonal] = a_less
+    fpc2 = np.broadcast_to(fpc, (n_strata, n_strata)).copy()
+    fpc2[diagonal, diagonal] = fpc_less
+    inv2 = np.broadcast_to(inv, (n_strata, n_strata)).copy()
+    inv2[diagonal, diagonal] = inv_less
+
+    def less(full_sums: np.ndarray, pairs: np.ndarray, own: np.ndarray) -> np.ndarray:
+        """sum_g' W'(h)_gg' P_gg' + a'_g own_g for every h, ``[r, h, g]``."""
+        out = (full_sums[:, None, :] + (a_less - a)[None, :, None] * a[None, None, :]
+               * pairs.transpose(0, 2, 1))
+        p_own = pairs[:, diagonal, diagonal]
+        out[:, diagonal, diagonal] = (a_less * (pairs @ a - a * p_own) + within_less * p_own
+                                      + a_less * own)
+        return out
+
+    sn2 = less(sn, u_full, xd)
+    snr2 = less(snr, t_full, xd_r)
     num2 = (a2 * xd[:, None, :]).sum(axis=2) + 0.5 * (sn2 - a2 * xd[:, None, :]).sum(axis=2)
     others, ok_others = theta(a2, sn2, snr2, num2, r_g[:, None, :], rr_g[:, None, :], fpc2, inv2)
 
@@ -1035,7 +1054,8 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
                                       - inv2 * r_g[:, None, :] ** 2)).sum(axis=2)
     r_rest = (a2 * r_g[:, None, :] * off).sum(axis=2)
     h_pos = np.where(real, stratum[doc], 0)  # [r, K]
-    w_pos = pair2[h_pos, h_pos]  # W'_{h g} at each position [r, K, H]
+    w_pos = a_less[h_pos][..., None] * a  # W'_{h g} at each position [r, K, H]
+    np.put_along_axis(w_pos, h_pos[..., None], within_less[h_pos][..., None], axis=2)
     row_dot = (w_pos * z_row).sum(axis=2)  # W'_h . Z_j
     d_col = (w_pos * alpha[h_pos] * z_col).sum(axis=2)
     d_row = (w_pos * beta[h_pos] * r_g[:, None, :] * z_row).sum(axis=2)
@@ -1050,8 +1070,7 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     row_dot, d_col, d_row, z_own, zc_own, x_j = (by_unit(v) for v in (
         row_dot, d_col, d_row, z_own, zc_own, x_kk))
     h = stratum
-    a_h, w_h, fpc_h, inv_h = (v[h, h] for v in (a2, pair2[:, np.arange(n_strata),
-                                                        np.arange(n_strata)], fpc2, inv2))
+    a_h, w_h, fpc_h, inv_h = a_less[h], within_less[h], fpc_less[h], inv_less[h]
     taken = row_dot + a_h * x_j  # what j takes from its own stratum's diagonal and rows
     sn_h = sn2[:, h, h] - taken - w_h * z_own
     snr_h = snr2[:, h, h] - r * taken - w_h * zc_own
