@@ -109,6 +109,14 @@ sampling's draws it takes away a third of what taylor leaves (+0.0065..+0.0077 a
 5% and +2% at 10%, coverage 0.87-0.91 against 0.78-0.87. Neither is unbiased by issue 13's
 criterion, so ``taylor`` stays the default.
 
+``bias=taylor-jackknife`` (:func:`ap_taylor_jackknife`, stratified samples only) is
+``AP~ht(bias=taylor-jackknife)``'s second correction (:mod:`.ap_replicates`): the
+Taylor-corrected estimate less the stratified jackknife's estimate b of the bias it keeps,
+each delete-one replicate recomputing AP-hat(lam) and its own Taylor term (prediction parts
+included, lam held at the full sample's value); its variance is the jackknife variance of
+those replicates. b per topic and run is ``PPIResult.remaining`` (``bias=taylor``'s estimate
+is ``value + remaining``). Measured in docs/predictions.md, "AP's remaining bias".
+
 Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
 rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
 predictions' frame total and F-hat_HT its estimate from the same units as the labels' one
@@ -134,9 +142,9 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.inclusion import judged_design
-from sampleval.estimators._ppi_kernels import stratum_spreads
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimators._ppi_kernels import stratum_spreads
 from sampleval.estimators.base import (
     TopicView,
     gain,
