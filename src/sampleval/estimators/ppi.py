@@ -997,78 +997,76 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
         inv = np.divide(1.0, counts - 1.0, out=np.zeros(counts.shape), where=counts > 1)
         return a, within, fpc, inv
 
-    def theta(a: np.ndarray, sn: np.ndarray, snr: np.ndarray, num: np.ndarray,
-              rg: np.ndarray, rrg: np.ndarray, fpc: np.ndarray, inv: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray]:
-        """theta_T from the per-stratum sums (``[..., H]``; ``num`` the sample's N), and
-        whether its ratio is possible (R-hat at least the relevant judged, Q in [0, 1])."""
-        def form(ab: np.ndarray, a_sum: np.ndarray, b_sum: np.ndarray) -> np.ndarray:
-            return (fpc * (ab - (a_sum * b_sum - ab) * inv)).sum(axis=-1)
+    def corrected(num: np.ndarray, den: np.ndarray, c_nr: np.ndarray, v_r: np.ndarray,
+                  found: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2 from the sample's N, R-hat and the
+        HT forms, and whether Q is possible (R-hat at least the relevant judged, Q in
+        [0, 1])."""
+        q = np.divide(num, den, out=np.zeros(den.shape), where=den > 0)
+        return (q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(den.shape),
+                              where=den > 0), _possible(q, den, found))
 
-        den = (a * rg).sum(axis=-1) + _last(fixed_r, num)
-        q = np.divide(num + _last(fixed_n, num), den, out=np.zeros(num.shape), where=den > 0)
-        c_nr = form(a * snr, sn, a * rg)
-        v_r = form(a * a * rrg, a * rg, a * rg)
-        return q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(num.shape),
-                             where=den > 0), _possible(q, den, found)
-
+    # the HT form per stratum, (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)]:
+    # C(iN, iR)'s term is kappa_g SNR_g - beta_g SN_g R_g, V(iR)'s fpc a^2 ((1 + inv) RR - inv R^2)
     found = y.sum()  # the relevant documents judged (units are distinct documents here)
     counts = n_sampled.astype(np.float64)
     a, within, fpc, inv = design(counts)
     pair = np.outer(a, a)  # W_gg'
-    pair[np.arange(n_strata), np.arange(n_strata)] = within
-    sn = np.einsum("gh,rgh->rg", pair, u_full) + a * xd
-    snr = np.einsum("gh,rgh->rg", pair, t_full) + a * xd_r
-    value, _ = theta(a, sn, snr, (a * xd).sum(axis=1) + 0.5 * np.einsum("gh,rgh->r", pair, u_full),
-                  r_g, rr_g, fpc, inv)
-
-    # stratum h at n_h - 1 (row h), no document left out: [r, h, g]. Only the weights
-    # involving h change: a'_h, and W'_gh = a_g a'_h, W'_hh = N_h (N_h - 1)/((n_h - 1)
-    # (n_h - 2)); so sum_g' W'_gg' U_gg' = S_g + a_g (a'_h - a_h) U_gh for g != h, and
-    # a'_h (sum_g' a_g' U_hg' - a_h U_hh) + W'_hh U_hh for g = h (S_g the full sample's)
     diagonal = np.arange(n_strata)
-    fewer = counts - 1.0
-    a_less, within_less, fpc_less, inv_less = design(fewer)  # stratum h at n_h - 1, [h]
-    a2 = np.broadcast_to(a, (n_strata, n_strata)).copy()
-    a2[diagonal, diagonal] = a_less
-    fpc2 = np.broadcast_to(fpc, (n_strata, n_strata)).copy()
-    fpc2[diagonal, diagonal] = fpc_less
-    inv2 = np.broadcast_to(inv, (n_strata, n_strata)).copy()
-    inv2[diagonal, diagonal] = inv_less
+    pair[diagonal, diagonal] = within
+    s_u, s_t = (pair * u_full).sum(axis=2), (pair * t_full).sum(axis=2)  # sum_g' W_gg' U_gg'
+    sn, snr = s_u + a * xd, s_t + a * xd_r  # SN_g, SNR_g [r, H]
+    alpha, beta = fpc * a * (1.0 + inv), fpc * a * inv
+    c_terms = alpha * snr - beta * sn * r_g  # [r, H]
+    v_terms = fpc * a * a * ((1.0 + inv) * rr_g - inv * r_g * r_g)
+    r_sample = (a * r_g).sum(axis=1)
+    n_sample = (a * xd).sum(axis=1) + 0.5 * s_u.sum(axis=1)
+    value, _ = corrected(n_sample + fixed_n, r_sample + fixed_r, c_terms.sum(axis=1),
+                         v_terms.sum(axis=1), found)
 
-    def less(full_sums: np.ndarray, pairs: np.ndarray, own: np.ndarray) -> np.ndarray:
-        """sum_g' W'(h)_gg' P_gg' + a'_g own_g for every h, ``[r, h, g]``."""
-        out = (full_sums[:, None, :] + (a_less - a)[None, :, None] * a[None, None, :]
-               * pairs.transpose(0, 2, 1))
-        p_own = pairs[:, diagonal, diagonal]
-        out[:, diagonal, diagonal] = (a_less * (pairs @ a - a * p_own) + within_less * p_own
-                                      + a_less * own)
-        return out
+    # stratum h at n_h - 1, no document left out ([r, h]). Only the weights involving h
+    # change: a'_h, W'_gh = a_g a'_h (g != h) and W'_hh; so for g != h, SN'_g = SN_g + a_g
+    # (a'_h - a_h) U_gh (SNR'_g with T), and for g = h, SN'_h = a'_h (sum_g' a_g' U_hg' -
+    # a_h U_hh) + W'_hh U_hh + a'_h Xd_h
+    a_less, within_less, fpc_less, inv_less = design(counts - 1.0)
+    step = a_less - a
+    u_own, t_own = u_full[:, diagonal, diagonal], t_full[:, diagonal, diagonal]
+    sn_less = (a_less * ((u_full @ a) - a * u_own) + within_less * u_own + a_less * xd)
+    snr_less = (a_less * ((t_full @ a) - a * t_own) + within_less * t_own + a_less * xd_r)
+    kappa = alpha * a  # the other strata's terms move by step_h (kappa_g T_gh - ...)
+    moved = (kappa @ t_full) - ((beta * a * r_g)[:, None, :] @ u_full)[:, 0]  # [r, h]
+    moved -= kappa * t_own - beta * a * r_g * u_own  # g = h is not among them
+    c_rest = c_terms.sum(axis=1)[:, None] - c_terms + step * moved  # sum over g != h
+    v_rest = v_terms.sum(axis=1)[:, None] - v_terms
+    r_rest = r_sample[:, None] - a * r_g
+    n_less = (n_sample[:, None] + step * xd + 0.5 * (
+        step * ((a @ u_full) - a * u_own) - s_u + sn_less - a_less * xd))
 
-    sn2 = less(sn, u_full, xd)
-    snr2 = less(snr, t_full, xd_r)
-    num2 = (a2 * xd[:, None, :]).sum(axis=2) + 0.5 * (sn2 - a2 * xd[:, None, :]).sum(axis=2)
-    others, ok_others = theta(a2, sn2, snr2, num2, r_g[:, None, :], rr_g[:, None, :], fpc2, inv2)
+    def own_terms(sn_h: np.ndarray, snr_h: np.ndarray, rg_h: np.ndarray, rrg_h: np.ndarray,
+                  h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Stratum h's terms of C(iN, iR) and V(iR) at n_h - 1."""
+        a_h, fpc_h, inv_h = a_less[h], fpc_less[h], inv_less[h]
+        return (fpc_h * a_h * ((1.0 + inv_h) * snr_h - inv_h * sn_h * rg_h),
+                fpc_h * a_h * a_h * ((1.0 + inv_h) * rrg_h - inv_h * rg_h * rg_h))
 
-    # leaving out unit j of stratum h (its row and column of pairs, h at n_h - 1): stratum
-    # g != h keeps its sums but for j's pairs with it (W'_hg Z_jg in SN'_g, W'_hg sum_l r_l
-    # Z_lj in SNR'_g), so theta's sums over g != h are the base's less two dot products
-    # with j's pair sums by stratum, taken where the run retrieved j ([r, K]; elsewhere 0)
-    off = 1.0 - np.eye(n_strata)
-    alpha = fpc2 * a2 * (1.0 + inv2) * off  # C(iN, iR)'s sum_g: alpha_g SNR'_g - beta_g ...
-    beta = fpc2 * a2 * inv2 * off  # ... SN'_g R'_g, over g != h ([h, g])
-    c_rest = (alpha * snr2 - beta * sn2 * r_g[:, None, :]).sum(axis=2)  # [r, h]
-    v_rest = (fpc2 * off * a2 * a2 * ((1.0 + inv2) * rr_g[:, None, :]
-                                      - inv2 * r_g[:, None, :] ** 2)).sum(axis=2)
-    r_rest = (a2 * r_g[:, None, :] * off).sum(axis=2)
+    c_h, v_h = own_terms(sn_less, snr_less, r_g, rr_g, diagonal)
+    others, ok_others = corrected(n_less + fixed_n[:, None],
+                                  r_rest + a_less * r_g + fixed_r[:, None], c_rest + c_h,
+                                  v_rest + v_h, found)
+
+    # leaving out unit j of stratum h also takes its row and column of pairs: from stratum
+    # g != h, W'_hg Z_jg in SN'_g and W'_hg sum_l r_l Z_lj in SNR'_g, W'_hg = a'_h a_g; so
+    # the other strata's terms lose a'_h (sum_g kappa_g Zc_jg - beta_g a_g R_g Z_jg), dot
+    # products taken where the run retrieved j ([r, K]; elsewhere 0)
     h_pos = np.where(real, stratum[doc], 0)  # [r, K]
-    w_pos = a_less[h_pos][..., None] * a  # W'_{h g} at each position [r, K, H]
-    np.put_along_axis(w_pos, h_pos[..., None], within_less[h_pos][..., None], axis=2)
-    row_dot = (w_pos * z_row).sum(axis=2)  # W'_h . Z_j
-    d_col = (w_pos * alpha[h_pos] * z_col).sum(axis=2)
-    d_row = (w_pos * beta[h_pos] * r_g[:, None, :] * z_row).sum(axis=2)
     z_own = np.take_along_axis(z_row, h_pos[..., None], axis=2)[..., 0]
     zc_own = np.take_along_axis(z_col, h_pos[..., None], axis=2)[..., 0]
+    a_pos = a[h_pos]
+    row_dot = a_less[h_pos] * (z_row @ a - a_pos * z_own) + within_less[h_pos] * z_own
+    weights = (beta * a * r_g)[:, :, None]  # [r, H, 1]
+    d_col = a_less[h_pos] * ((z_col @ kappa) - kappa[h_pos] * zc_own)
+    d_row = a_less[h_pos] * ((z_row @ weights)[..., 0]
+                             - np.take_along_axis(weights[..., 0], h_pos, axis=1) * z_own)
 
     def by_unit(values: np.ndarray) -> np.ndarray:  # [r, K] -> [r, m], 0 where not retrieved
         out = np.zeros((n_runs, m))
@@ -1078,20 +1076,15 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     row_dot, d_col, d_row, z_own, zc_own, x_j = (by_unit(v) for v in (
         row_dot, d_col, d_row, z_own, zc_own, x_kk))
     h = stratum
-    a_h, w_h, fpc_h, inv_h = a_less[h], within_less[h], fpc_less[h], inv_less[h]
-    taken = row_dot + a_h * x_j  # what j takes from its own stratum's diagonal and rows
-    sn_h = sn2[:, h, h] - taken - w_h * z_own
-    snr_h = snr2[:, h, h] - r * taken - w_h * zc_own
-    rg_h, rrg_h = r_g[:, h] - r, rr_g[:, h] - r * r
-    c_nr = (c_rest[:, h] - d_col + d_row + fpc_h * a_h * ((1.0 + inv_h) * snr_h
-                                                         - inv_h * sn_h * rg_h))
-    v_r = v_rest[:, h] + fpc_h * a_h * a_h * ((1.0 + inv_h) * rrg_h - inv_h * rg_h * rg_h)
-    den = r_rest[:, h] + a_h * rg_h + fixed_r[:, None]
-    q = np.divide(num2[:, h] - taken + fixed_n[:, None], den, out=np.zeros(den.shape),
-                  where=den > 0)
-    reps = q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(den.shape), where=den > 0)
-
-    return value, reps, others, _possible(q, den, found - y), ok_others
+    taken = row_dot + a_less[h] * x_j  # what j takes from N-hat and from SN'_h
+    c_own, v_own = own_terms(sn_less[:, h] - taken - within_less[h] * z_own,
+                             snr_less[:, h] - r * taken - within_less[h] * zc_own,
+                             r_g[:, h] - r, rr_g[:, h] - r * r, h)
+    reps, ok_reps = corrected(
+        n_less[:, h] - taken + fixed_n[:, None],
+        r_rest[:, h] + a_less[h] * (r_g[:, h] - r) + fixed_r[:, None],
+        c_rest[:, h] - d_col + d_row + c_own, v_rest[:, h] + v_own, found - y)
+    return value, reps, others, ok_reps, ok_others
 
 
 def _possible(q: np.ndarray, den: np.ndarray, found: np.ndarray | float) -> np.ndarray:
