@@ -601,6 +601,21 @@ def test_study_resumes_with_an_added_measure(
     assert (table["trials"] == 2).all()
 
 
+def test_study_takes_each_ap_correction(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], tmp_path: Path) -> None:
+    """ppi_efficiency computes AP(bias=taylor-jackknife) as such, not as another
+    correction's (or none's) estimate under that name."""
+    _, qrels, pool, _ = judged_collection
+    raw = tmp_path / "study.npz"
+    measures = ["AP", "AP(bias=none)", "AP(bias=taylor-jackknife)"]
+    ppi_efficiency.run(pool, qrels, "stratified", {}, 0.3, 1, measures, ["noise"], 5, raw=raw)
+    _, got, _, _ = ppi_efficiency.load_raw(raw)
+    for family in ("noise", "ht"):
+        jack = got[(family, "AP(bias=taylor-jackknife)")]
+        assert not np.allclose(got[(family, "AP")], jack)
+        assert not np.allclose(got[(family, "AP(bias=none)")], jack)
+
+
 # -- the seeded predictors -------------------------------------------------------------------------
 
 def test_predictors(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:

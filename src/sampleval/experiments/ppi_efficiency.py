@@ -168,16 +168,16 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
                                 for view in views]
         # AP with and without the taylor correction: one computation (PPIResult)
         bias = spec.option("bias") if spec.base == "AP" else None
-        corrects = bias in ("taylor", "jackknife")
-        shared = (chosen, spec.base, spec.cutoff, bias == "jackknife",
+        corrects = bias in ("taylor", "jackknife", "taylor-jackknife")
+        kind = bias if bias in ("jackknife", "taylor-jackknife") else "taylor"
+        shared = (chosen, spec.base, spec.cutoff, kind,
                   tuple(o for o in spec.options if o[0] not in ("bias", "form")))
         for p, name in enumerate(fixed.predictions):
             topics = [datas[p] for datas in per_form[chosen]]
             if (*shared, p) not in results:
                 results[(*shared, p)] = ppi_values(
                     spec, topics, level, spec.option("tuning"),
-                    bias=("jackknife" if bias == "jackknife" else "taylor")
-                    if spec.base == "AP" else None)
+                    bias=kind if spec.base == "AP" else None)
             result = results[(*shared, p)]
             out[(name, measure)] = _means(names, views, spec.name, result.value if corrects
                                           else result.uncorrected, result.variance)
