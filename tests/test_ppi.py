@@ -813,8 +813,14 @@ def test_taylor_jackknife_needs_strata(
     noise = pure_noise(truth, np.random.default_rng(0))
     sample = sample_of(pool, qrels, "active")
     for name in ("AP~ppi(bias=taylor-jackknife)", "AP~ppi(bias=taylor-jackknife,form=ht)"):
-        with pytest.raises(UsageError, match="taylor-jackknife needs a stratified sample"):
+        with pytest.raises(UsageError, match="taylor-jackknife needs a stratified sample .* "
+                                             "not a with-replacement sample"):
             estimate(sample, runs, [name], depth=DEPTH, predictions=noise)
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
+                        Predictions.from_frame(noise))
+    with pytest.raises(UsageError, match="taylor-jackknife needs a stratified sample"):
+        ppi.ap_taylor_jackknife(parse_estimate("AP~ppi(bias=taylor-jackknife)"), 1.0,
+                                topic_data(views[0], sample, "ht"), np.ones((2, len(runs))))
 
 
 def test_taylor_jackknife_has_less_bias_than_taylor(

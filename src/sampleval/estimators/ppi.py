@@ -910,9 +910,9 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     replicates of a per-draw U-statistic would need their own derivation; not built)."""
     units = data.units
     if units.strata is None:
-        raise UsageError("bias=taylor-jackknife needs a stratified sample (SRS within strata: "
-                         f"uniform, strata, stratified, a census), not the {units.kind} "
-                         "form of this design")
+        raise UsageError("bias=taylor-jackknife needs a stratified sample (uniform, strata, "
+                         f"stratified, a census), not units of the {units.kind} form "
+                         "without strata")
     stratum, sizes, n_sampled = units.strata
     value, reps, others, ok_reps, ok_others = _taylor_replicates(spec, level, data, lam)
     counts = n_sampled.astype(np.float64)
@@ -1188,6 +1188,12 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
     frames = []
     for spec in specs:
         chosen = form or chosen_form(sample, spec)
+        if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
+                and (chosen != "ht" or sample.design not in ("stratified", "census"))):
+            raise UsageError(f"{spec.name}: bias=taylor-jackknife needs a stratified sample "
+                             "(uniform, strata, stratified, a census), not a "
+                             f"{sample.design} sample"
+                             + (" in the per-draw form" if chosen == "draws" else ""))
         if chosen not in topics:
             topics[chosen] = [topic_data(view, sample, chosen) for view in views]
         result = ppi_values(spec, topics[chosen], level, spec.option("tuning"))
