@@ -813,8 +813,8 @@ def test_taylor_jackknife_needs_strata(
     noise = pure_noise(truth, np.random.default_rng(0))
     sample = sample_of(pool, qrels, "active")
     for name in ("AP~ppi(bias=taylor-jackknife)", "AP~ppi(bias=taylor-jackknife,form=ht)"):
-        with pytest.raises(UsageError, match="taylor-jackknife needs a stratified sample .* "
-                                             "not a with-replacement sample"):
+        with pytest.raises(UsageError, match=r"taylor-jackknife needs a stratified sample .* "
+                                             r"not a with-replacement sample"):
             estimate(sample, runs, [name], depth=DEPTH, predictions=noise)
     views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
                         Predictions.from_frame(noise))
