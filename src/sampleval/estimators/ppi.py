@@ -663,7 +663,8 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
             parts = at(lam[t])
         values[t] = parts.value
         u = parts.u_y - lam[t, 0][:, None] * parts.u_f[0] - lam[t, 1][:, None] * parts.u_f[1]
-        variances[t] = data.units.forms([u])[0, 0]
+        if bias != "taylor-jackknife" or spec.base != "AP":  # it has its own variance
+            variances[t] = data.units.forms([u])[0, 0]
         if bias == "jackknife" and spec.base == "AP":
             corrected[t], jack = ap_jackknife(spec, level, data, lam[t])
             variances[t] = np.where(np.isfinite(jack), jack, variances[t])
