@@ -696,10 +696,9 @@ def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataF
 # -- AP~ppi(bias=taylor-jackknife) -------------------------------------------------------------
 
 def _taylor_replicate(spec: object, data: ppi.TopicData, lam: np.ndarray, keep: np.ndarray,
-                      pi: np.ndarray, joint: np.ndarray, replicate: bool = True) -> np.ndarray:
+                      pi: np.ndarray, joint: np.ndarray) -> np.ndarray:
     """theta_T = AP-hat(lam) less taylor_bias, recomputed from scratch on the units ``keep``
-    with inclusion probabilities ``pi`` and ``joint`` (the replicate's design); a
-    ``replicate`` whose ratio is impossible at lam takes lam = 0 there."""
+    with inclusion probabilities ``pi`` and ``joint`` (the replicate's design)."""
     u = data.units
     pi, joint = pi[keep], joint[np.ix_(keep, keep)]
     pair = np.divide(1.0, joint, out=np.zeros(joint.shape), where=joint > 0)
@@ -709,11 +708,7 @@ def _taylor_replicate(spec: object, data: ppi.TopicData, lam: np.ndarray, keep: 
                   ranks=data.ranks[:, keep],
                   distinct=np.unique(u.index[keep], return_index=True)[1], geometry={},
                   label_sums={})
-    at = ppi.topic_estimate(spec, 1.0, sub)  # type: ignore[arg-type]
-    parts = at(lam)
-    if replicate and not parts.defined.all():  # an impossible ratio: that run at lam = 0
-        lam = np.where(parts.defined, lam, 0.0)
-        parts = at(lam)
+    parts = ppi.topic_estimate(spec, 1.0, sub)(lam)  # type: ignore[arg-type]
     assert parts.den is not None
     u_all = parts.u_y - lam[0][:, None] * parts.u_f[0] - lam[1][:, None] * parts.u_f[1]
     den = parts.den[0] - lam[1][:, None] * parts.den[1]
@@ -738,8 +733,7 @@ def _brute_taylor_jackknife(spec: object, data: ppi.TopicData, lam: np.ndarray
         np.fill_diagonal(joint, pi)
         return pi, joint
 
-    value = _taylor_replicate(spec, data, lam, every >= 0, *design(n_sampled.astype(float)),
-                              replicate=False)
+    value = _taylor_replicate(spec, data, lam, every >= 0, *design(n_sampled.astype(float)))
     bias, variance = np.zeros(len(value)), np.zeros(len(value))
     for h in range(len(sizes)):
         n_h = int(n_sampled[h])
