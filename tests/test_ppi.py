@@ -808,7 +808,7 @@ def test_taylor_jackknife_needs_strata(
     sample = sample_of(pool, qrels, "active")
     for name in ("AP~ppi(bias=taylor-jackknife)", "AP~ppi(bias=taylor-jackknife,form=ht)"):
         with pytest.raises(UsageError, match=r"taylor-jackknife needs a stratified sample .* "
-                                             r"not a with-replacement sample"):
+                                             r"not this with-replacement sample"):
             estimate(sample, runs, [name], depth=DEPTH, predictions=noise)
     views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
                         Predictions.from_frame(noise))

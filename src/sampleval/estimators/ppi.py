@@ -1173,7 +1173,7 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
         if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
                 and (chosen != "ht" or sample.design not in ("stratified", "census"))):
             raise UsageError(f"{spec.name}: bias=taylor-jackknife needs a stratified sample "
-                             "(uniform, strata, stratified, a census), not a "
+                             "(uniform, strata, stratified, a census), not this "
                              f"{sample.design} sample"
                              + (" in the per-draw form" if chosen == "draws" else ""))
         if chosen not in topics:
