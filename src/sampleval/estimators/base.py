@@ -179,11 +179,16 @@ def z_value(ci: float) -> float:
 
 
 def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
-              values: np.ndarray, variances: np.ndarray | None, ci: float) -> pd.DataFrame:
+              values: np.ndarray, variances: np.ndarray | None, ci: float,
+              bias: np.ndarray | None = None) -> pd.DataFrame:
     """Rows for per-topic estimates ``values[topic, run]`` and their mean over the topics each
     run retrieved for (their sum for counts: :mod:`sampleval.aggregation`), with normal
     intervals from ``variances[topic, run]`` (topics sampled independently: Var(mean) =
-    sum Var / T^2, Var(sum) = sum Var). Without variances, lo and hi are NaN."""
+    sum Var / T^2, Var(sum) = sum Var). Without variances, lo and hi are NaN.
+
+    ``bias[topic, run]``, an estimate of each estimate's bias, widens its interval beyond z
+    standard errors by |bias|, the mean's by |sum of the topics' biases| / T (a bias-aware
+    interval: ``AP~ht(interval=bias-aware)``)."""
     present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
     aggregate = aggregate_of(parse_estimate(measure).base)
     mean = over_topics(values, present, aggregate)
@@ -194,8 +199,12 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
     else:
         half_topic = z * np.sqrt(np.maximum(variances, 0.0))
         total = np.sqrt(topic_sums(np.maximum(variances, 0.0), present))
-        half_mean = z * (total if aggregate == "sum" else total / np.maximum(
-            present.sum(axis=0), 1))
+        half_mean = z * total
+        if bias is not None:
+            half_topic = half_topic + np.abs(bias)
+            half_mean = half_mean + np.abs(topic_sums(bias, present))
+        if aggregate != "sum":
+            half_mean = half_mean / np.maximum(present.sum(axis=0), 1)
     t_idx, r_idx = np.nonzero(present)
     topics = np.array([v.pool.topic for v in views], dtype=object)
     names = np.asarray(run_names, dtype=object)
