@@ -26,7 +26,7 @@ from sampleval.params import Param
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
-FEW_OPTION = Param("few", str, "none", "AP's variance on a topic whose sample holds at most "
+FEW_OPTION = Param("few", str, "scaled", "AP's variance on a topic whose sample holds at most "
                    "one relevant document, where the jackknife has nothing to measure the "
                    "spread with: bound (at least 1/4, the largest variance of a measure in "
                    "[0, 1]: the topic's interval spans [0, 1]), scaled (at least (1 - f)/4, f "
