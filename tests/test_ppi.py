@@ -107,8 +107,8 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
                          "prediction": [0.0]})
     for method in ("stratified", "active"):
         sample = sample_of(pool, qrels, method)
-        # ~ppi's AP variance is linearised, its interval normal
-        options = "(var=linear,interval=normal)"
+        # ~ppi's AP variance is linearised, unbounded, its interval normal
+        options = "(var=linear,few=none,interval=normal)"
         linear = [f"{m}~ht{options}" if m.startswith("AP") else f"{m}~ht" for m in MEASURES]
         ht = estimate(sample, runs, linear, depth=DEPTH)
         ht = by_measure(ht.assign(measure=ht["measure"].str.removesuffix(options)), "ht")
