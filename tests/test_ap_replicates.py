@@ -172,8 +172,9 @@ def test_taylor_jackknife_without_strata_by_brute_force() -> None:
 def test_few_relevant_bound(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """A topic whose sample holds one relevant document gets a variance of at least 1/4
-    (``few=bound``) from AP~ht, xinfAP and infAP; ``few=none`` keeps the
-    computed one; the other topics, and a census, are untouched."""
+    (``few=bound``), or (1 - f)/4 with f the share of its frame judged (``few=scaled``), from
+    AP~ht, xinfAP and infAP; ``few=none`` keeps the computed one; the other topics, and a
+    census, are untouched."""
     runs, _, _, truth = judged_collection
     frame = truth[["query_id", "doc_id", "relevance"]].copy()
     sparse = frame["query_id"] == frame["query_id"].iloc[0]
@@ -197,9 +198,17 @@ def test_few_relevant_bound(
     many = ~few & (bound["query_id"] != MEAN_TOPIC).to_numpy()
     assert many.sum() > 20
     np.testing.assert_array_equal(half[many], half_plain[many])
+    scaled = estimate(sample, runs, [f"{n}(few=scaled)" for n in names], depth=30)
+    half_scaled = (scaled["hi"] - scaled["lo"]) / 2
+    share = judged["relevance"].notna().groupby(judged["query_id"]).mean()
+    floor = 1.959 * np.sqrt((1 - scaled["query_id"].map(share)) / 4).to_numpy()
+    assert (half_scaled[few] >= floor[few]).all() and (half_scaled[few] < half[few]).all()
+    assert (half_scaled[few] > half_plain[few]).all()  # the floor binds
+    np.testing.assert_array_equal(half_scaled[many], half_plain[many])
     census = Sample("census", frame.assign(stratum="1", inclusion=1.0))
-    exact = estimate(census, runs, names, depth=30)
-    np.testing.assert_array_equal(exact["lo"], exact["value"])
+    for few_option in ("bound", "scaled", "none"):
+        exact = estimate(census, runs, [f"{n}(few={few_option})" for n in names], depth=30)
+        np.testing.assert_array_equal(exact["lo"], exact["value"])
 
 
 @pytest.mark.filterwarnings("ignore:.*imputed by the estimator")
@@ -216,7 +225,7 @@ def test_few_relevant_bound_lifts_the_coverage_of_the_mean() -> None:
     pool = Pool.from_runs(runs, depth=100, qrels=qrels)
     exact = evaluate(qrels, pool, ["AP"])
     exact = exact[exact["query_id"] == MEAN_TOPIC].set_index("run")["value"]
-    names = [parse_estimate(n).name for n in ("AP~ht(few=bound)", "AP~ht",
+    names = [parse_estimate(n).name for n in ("AP~ht(few=bound)", "AP~ht(few=none)",
                                               "infAP(bias=jackknife,few=bound)",
                                               "infAP(bias=jackknife,few=none)")]
     rows = []

@@ -118,8 +118,10 @@ def test_variance_matches_the_spread_of_the_corrected_estimates() -> None:
     runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
     qrels = Qrels.from_frame(made.qrels)
     pool = Pool.from_runs(runs, depth=100, qrels=qrels)
-    names = [parse_estimate(n).name for n in ("AP~ht(few=none)",  # no 1/4 bound: the jackknife
-                                              "AP~ht(var=jackknife-uncorrected,few=none)")]
+    # no 1/4 bound (the jackknife alone), and the variance read from normal intervals
+    names = [parse_estimate(n).name for n in ("AP~ht(few=none,interval=normal)",
+                                              "AP~ht(var=jackknife-uncorrected,few=none,"
+                                              "interval=normal)")]
     rows = []
     for trial in range(40):
         selector = METHODS["stratified"](pool, Budget(rate=0.05), np.random.default_rng(trial))

@@ -43,7 +43,10 @@ from sampleval.estimators.names import measure_range
 from sampleval.selection import METHODS, Budget
 
 GRADES = tuple(parse_grades("0,1,2"))
-TARGET = "AP~ht:0.15"
+# the collection's topic 4 has no relevant document: under the default few=scaled its AP's
+# variance keeps a floor until it is judged nearly in full (tests/test_ap_replicates.py), and
+# these tests are about the campaign's mechanics within a 40-document budget
+TARGET = "AP~ht(few=none):0.15"
 START = 10
 BUDGET = 40
 
@@ -98,7 +101,7 @@ def test_the_campaign_shows_its_target_and_stops_when_it_is_met(tmp_path: Path) 
             now = _wait(lambda n=judged: (s := status())["estimates"]["judgments"] == n and s)
             target = now["target"]
             seen.append(target)
-            assert target["target"] == TARGET and target["measure"] == "AP~ht"
+            assert target["target"] == TARGET and target["measure"] == "AP~ht(few=none)"
             assert set(target["half_widths"]) == {r.name for r in c.runs}
             assert target["judged"] == judged
             assert target["short_of_start"] == max(0, len(topics) * START - judged)
@@ -118,7 +121,7 @@ def test_the_campaign_shows_its_target_and_stops_when_it_is_met(tmp_path: Path) 
         sample, _ = export_sample(store, "t")
         store.close()
         assert len(sample.judged()) == judged
-        means = estimate(sample, c.runs, ["AP~ht"])
+        means = estimate(sample, c.runs, ["AP~ht(few=none)"])
         means = means[means["query_id"] == MEAN_TOPIC].set_index("run")
         half = (means["hi"] - means["lo"]) / 2
         final = seen[-1]

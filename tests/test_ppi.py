@@ -108,10 +108,11 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
                          "prediction": [0.0]})
     for method in ("stratified", "active"):
         sample = sample_of(pool, qrels, method)
-        linear = [f"{m}~ht(var=linear)" if m.startswith("AP") else f"{m}~ht" for m in MEASURES]
-        ht = estimate(sample, runs, linear, depth=DEPTH)  # ~ppi's AP variance is linearised
-        ht = by_measure(ht.assign(measure=ht["measure"].str.removesuffix("(var=linear)")),
-                        "ht")
+        # ~ppi's AP variance is linearised, unbounded, its interval normal
+        options = "(var=linear,few=none,interval=normal)"
+        linear = [f"{m}~ht{options}" if m.startswith("AP") else f"{m}~ht" for m in MEASURES]
+        ht = estimate(sample, runs, linear, depth=DEPTH)
+        ht = by_measure(ht.assign(measure=ht["measure"].str.removesuffix(options)), "ht")
         views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
                             Predictions.from_frame(zero))
         ppi = by_measure(estimate_ppi(tuple(r.name for r in runs), views, sample,

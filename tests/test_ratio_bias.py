@@ -132,7 +132,7 @@ def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
     for method in ("stratified", "active"):
         selector = METHODS[method](pool, Budget(rate=0.3), np.random.default_rng(1))
         sample = simulate(selector, qrels_oracle(qrels)).sample()
-        taylor = parse_estimate("AP~ht(var=linear,bias=taylor,few=none)").name
+        taylor = parse_estimate("AP~ht(var=linear,bias=taylor,few=none,interval=normal)").name
         ht = estimate(sample, runs, [taylor, "AP~ht(var=linear,bias=none)"], depth=DEPTH)
         ppi = estimate(sample, runs, ["AP~ppi(bias=taylor)"], depth=DEPTH,
                        predictions=Predictions.from_frame(zero))

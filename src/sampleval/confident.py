@@ -235,6 +235,8 @@ class ConfidentJudging:
         self.exhausted = np.zeros(len(self.topics), dtype=bool)
         self.variance = np.full((len(self.topics), len(names)), np.nan)
         self.value = np.full_like(self.variance, np.nan)
+        self.bias = np.zeros_like(self.variance)
+        """The estimated bias that widens each interval (AP~ht's ``interval=bias-aware``)."""
         self.found = np.zeros(len(self.topics), dtype=bool)
         """Whether a relevant document (label >= level) has been judged, per topic."""
         self.first = np.minimum(self.capacity, start if self.committed else np.maximum(
@@ -314,29 +316,54 @@ class ConfidentJudging:
             self.selector.sample(), [self.topics[i] for i in topic_indices]))
         family = FAMILIES[self.spec.family]
         pool = self.selector.pool
-        rows = family.compute(pool.run_names, topic_views(pool, sample), sample, [self.spec],
-                              self.level, self.ci)
-        rows = rows[rows["query_id"] != MEAN_TOPIC]
-        if rows["lo"].isna().any():
-            raise UsageError(f"{self.spec.name} gives no interval: a target needs an "
-                             "estimator with a variance")
+        views = topic_views(pool, sample)
         t_index = {t: i for i, t in enumerate(self.topics)}
-        r_index = {r: i for i, r in enumerate(pool.run_names)}
-        ti = rows["query_id"].map(t_index).to_numpy()
-        ri = rows["run"].map(r_index).to_numpy()
-        half = (rows["hi"] - rows["lo"]).to_numpy(dtype=np.float64) / 2.0
+        if family.parts is not None:
+            values, variances, biases = family.parts(pool.run_names, views, sample, self.spec,
+                                                     self.level)
+            ti = np.array([t_index[v.pool.topic] for v in views], dtype=np.int64)
+            self.value[ti], self.variance[ti], self.bias[ti] = values, variances, biases
+        else:
+            rows = family.compute(pool.run_names, views, sample, [self.spec], self.level,
+                                  self.ci)
+            rows = rows[rows["query_id"] != MEAN_TOPIC]
+            if rows["lo"].isna().any():
+                raise UsageError(f"{self.spec.name} gives no interval: a target needs an "
+                                 "estimator with a variance")
+            r_index = {r: i for i, r in enumerate(pool.run_names)}
+            rt = rows["query_id"].map(t_index).to_numpy()
+            ri = rows["run"].map(r_index).to_numpy()
+            half = (rows["hi"] - rows["lo"]).to_numpy(dtype=np.float64) / 2.0
+            self.value[rt, ri] = rows["value"].to_numpy(dtype=np.float64)
+            self.variance[rt, ri] = (half / self.z) ** 2
         for i in topic_indices:
             labels = sample.topic(self.topics[i]).labels
             self.found[i] = bool((labels[~np.isnan(labels)] >= self.level).any())
-        self.value[ti, ri] = rows["value"].to_numpy(dtype=np.float64)
-        self.variance[ti, ri] = (half / self.z) ** 2
 
     def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
-        """Each targeted run's half-width of its mean over the topics it retrieved for."""
+        """Each targeted run's half-width of its mean over the topics it retrieved for, as
+        ``estimate`` reports it (:func:`~sampleval.estimators.base.summarise`)."""
         v = self.variance if variance is None else variance
         present = self.present[:, self.runs]
         total = np.where(present, np.nan_to_num(v[:, self.runs]), 0.0).sum(axis=0)
-        return self.z * np.sqrt(total) / np.maximum(present.sum(axis=0), 1)
+        return (self.z * np.sqrt(total) + self._bias_sums()) / np.maximum(
+            present.sum(axis=0), 1)
+
+    def _bias_sums(self) -> np.ndarray:
+        """|sum over the topics of each targeted run's estimated bias|: the part of the
+        mean's half-width (times the topic count) that is not z standard errors."""
+        present = self.present[:, self.runs]
+        return np.abs(np.where(present, self.bias[:, self.runs], 0.0).sum(axis=0))
+
+    def _over(self, total: np.ndarray, bias: np.ndarray, share: float) -> np.ndarray:
+        """Each targeted run's projected half-width over ``share`` of the target, from its
+        projected summed variance ``total`` and summed bias ``bias`` over the topics (the
+        bias-aware interval's, :meth:`half_widths`). A projection shrinks a topic's bias by
+        the factor that shrinks its variance: the bias left after the Taylor correction is
+        O(1/n) or smaller."""
+        count = np.maximum(self.present[:, self.runs].sum(axis=0), 1)
+        return (self.z * np.sqrt(total) + np.abs(bias)) / (self.target.half_width * share
+                                                            * count)
 
     # -- planning --------------------------------------------------------------------------
 
@@ -384,17 +411,16 @@ class ConfidentJudging:
         present = self.present[:, self.runs]
         g = 1.0 / np.maximum(self.judged, 1) - 1.0 / self.pool_size
         base = self._planning_variance(present, room > 0, g)  # [T, R']
-        count = np.maximum(present.sum(axis=0), 1)
         extra = np.zeros(len(self.topics), dtype=np.int64)
         current = base.copy()
         total = np.where(present, current, 0.0).sum(axis=0)
+        bias = np.where(present, self.bias[:, self.runs], 0.0)  # projected, per topic
         order: list[int] = []
-        limit = (self.target.half_width * count / self.z) ** 2
         while left > 0:
-            over = total > limit
-            if not over.any():
+            ratio = self._over(total, bias.sum(axis=0), 1.0)
+            if not (ratio > 1).any():
                 break
-            widest = int(np.argmax(np.where(over, total / limit, -np.inf)))
+            widest = int(np.argmax(np.where(ratio > 1, ratio, -np.inf)))
             step = np.minimum(self.batch, room - extra)
             after = base[:, widest] * self._shrink(self.judged, self.judged + extra + step)
             gain = np.where((step > 0) & present[:, widest], current[:, widest] - after,
@@ -408,8 +434,10 @@ class ConfidentJudging:
             new = base[best] * shrink[best]
             total += np.where(present[best], new - current[best], 0.0)
             current[best] = new
+            bias[best] = np.where(present[best], self.bias[best, self.runs] * shrink[best], 0.0)
             order.append(best)
-        self._projection = (int(extra.sum()) if not (total > limit).any() else None)
+        self._projection = (int(extra.sum()) if not (
+            self._over(total, bias.sum(axis=0), 1.0) > 1).any() else None)
         return np.array(order, dtype=np.int64)
 
     def _plan_phases(self) -> np.ndarray:
@@ -428,21 +456,27 @@ class ConfidentJudging:
         least = np.array([self._least(i) if room[i] else 0 for i in topics.tolist()])
         extra = np.zeros(len(self.topics), dtype=np.int64)
         current = base.copy()
+        bias = np.where(present, self.bias[:, self.runs], 0.0)  # projected, per topic
+
+        def project(i: int, size: int) -> None:  # topic i's next phase at ``size``
+            current[i] = unit[i] * factors[i, size]
+            ratio = factors[i, size] / factor_last[i] if factor_last[i] > 0 else 0.0
+            bias[i] = np.where(present[i], self.bias[i, self.runs] * ratio, 0.0)
+
         for i in np.flatnonzero((np.array([len(p) for p in self.phases]) == 1) & (room > 0)):
             size = min(int(least[i]), left)  # every topic's final phase follows its pilot
             if size < least[i]:
                 break
             extra[i], left = size, left - size
-            current[i] = unit[i] * factors[i, size]
-        count = np.maximum(present.sum(axis=0), 1)
-        limit = (self.target.half_width * (1 - self.margin) * count / self.z) ** 2
+            project(int(i), size)
+        share = 1 - self.margin
         total = np.where(present, current, 0.0).sum(axis=0)
         jumps: dict[int, np.ndarray] = {}
         while left > 0:
-            over = total > limit
-            if not over.any():
+            ratio = self._over(total, bias.sum(axis=0), share)
+            if not (ratio > 1).any():
                 break
-            w = int(np.argmax(np.where(over, total / limit, -np.inf)))
+            w = int(np.argmax(np.where(ratio > 1, ratio, -np.inf)))
             if w not in jumps:  # a fresh phase must beat the last one: its least size
                 with np.errstate(invalid="ignore"):  # 0 * inf where a topic has no room
                     beats = unit[:, w, None] * factors < base[:, w, None]
@@ -461,12 +495,12 @@ class ConfidentJudging:
                 break
             extra[best] += step[best]
             left -= int(step[best])
-            new = unit[best] * factors[best, extra[best]]
-            total += np.where(present[best], new - current[best], 0.0)
-            current[best] = new
+            before = current[best].copy()
+            project(best, int(extra[best]))
+            total += np.where(present[best], current[best] - before, 0.0)
         open_rest = sum(len(p[-1].order) - p[-1].given for p in self.phases if p)
-        self._projection = (open_rest + int(extra.sum())
-                            if not (total > limit).any() else None)
+        self._projection = (open_rest + int(extra.sum()) if not (
+            self._over(total, bias.sum(axis=0), share) > 1).any() else None)
         return extra
 
     def _prior(self, i: int) -> np.ndarray:

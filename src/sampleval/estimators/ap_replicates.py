@@ -30,6 +30,8 @@ stratified samples (docs/methods.md, "Residual bias after the Taylor correction"
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from sampleval.core.inclusion import stratified_inclusion
@@ -46,9 +48,20 @@ from sampleval.estimators.horvitz_thompson import (
 )
 
 
+class Corrected(NamedTuple):
+    """The Taylor-corrected AP-hat less the jackknife's estimate of its remaining bias
+    (``value``), the jackknife variance of the Taylor-corrected estimate (``variance``) and
+    that bias estimate (``bias``: the Taylor-corrected estimate is ``value + bias``), each
+    ``[n_runs]`` (or per pair)."""
+
+    value: np.ndarray
+    variance: np.ndarray
+    bias: np.ndarray
+
+
 def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
                      strata: tuple[np.ndarray, np.ndarray, np.ndarray],
-                     pairs: np.ndarray | None = None) -> HTEstimate:
+                     pairs: np.ndarray | None = None) -> Corrected:
     """``AP~ht(bias=taylor-jackknife)`` on a stratified sample (module docstring): the
     Taylor-corrected AP-hat less the stratified jackknife's estimate of its remaining bias,
     with the jackknife variance of the Taylor-corrected estimate; ``[n_runs]`` each.
@@ -60,25 +73,26 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     pi, joint = stratified_inclusion(*strata)
     value = _per(average_precision(y, pi, joint, ranks, cutoff, paper, True).value, pairs)
     if len(y) == 0:
-        return HTEstimate(value, np.zeros_like(value))
+        return Corrected(value, np.zeros_like(value), np.zeros_like(value))
     reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, True)
     variance, bias = stratum_jackknife(
         strata, lambda h, rows: _per(stratum_rows(reps, rest, h, rows), pairs), len(value),
         value)
-    return HTEstimate(value - bias, variance)
+    return Corrected(value - bias, variance, bias)
 
 
 def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int | None,
                                  paper: bool, pi: np.ndarray, pi_joint: np.ndarray,
-                                 pairs: np.ndarray | None = None) -> HTEstimate:
+                                 pairs: np.ndarray | None = None) -> Corrected:
     """``AP~ht(bias=taylor-jackknife)`` on a design with independent inclusions (module
     docstring): theta_T less sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/
     R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
     sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (``replicate_jackknife``'s)."""
     m = len(y)
     if m == 0:
-        value = average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value
-        return HTEstimate(_per(value, pairs), np.zeros_like(_per(value, pairs)))
+        value = _per(average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value,
+                     pairs)
+        return Corrected(value, np.zeros_like(value), np.zeros_like(value))
     value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, True)  # [m, runs]
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     share = np.zeros((ranks.shape[0], m))  # c_k per run and document
@@ -93,7 +107,7 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     moved = _per(reps, pairs) - _per(value, pairs)
     weight = (1.0 - pi)[:, None]
     bias = (weight * (moved + _per(linear, pairs))).sum(axis=0)
-    return HTEstimate(_per(value, pairs) - bias, (weight * moved**2).sum(axis=0))
+    return Corrected(_per(value, pairs) - bias, (weight * moved**2).sum(axis=0), bias)
 
 
 def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,

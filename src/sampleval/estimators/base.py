@@ -26,11 +26,12 @@ from sampleval.params import Param
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
-FEW_OPTION = Param("few", str, "none", "AP's variance on a topic whose sample holds at most "
+FEW_OPTION = Param("few", str, "scaled", "AP's variance on a topic whose sample holds at most "
                    "one relevant document, where the jackknife has nothing to measure the "
                    "spread with: bound (at least 1/4, the largest variance of a measure in "
-                   "[0, 1]: the topic's interval spans [0, 1]) or none (the default: as computed)",
-                   choices=("bound", "none"))
+                   "[0, 1]: the topic's interval spans [0, 1]), scaled (at least (1 - f)/4, f "
+                   "the share of the topic's frame judged: 0 at a census) or none (as computed)",
+                   choices=("bound", "scaled", "none"))
 
 
 @dataclass(frozen=True)
@@ -152,23 +153,26 @@ def topic_draws(sample: Sample, view: TopicView) -> tuple[np.ndarray, np.ndarray
 
 def few_relevant_bound(variance: np.ndarray, topic: TopicSample, relevant: int,
                        few: str) -> np.ndarray:
-    """``variance`` raised to at least 1/4 under ``few="bound"`` (:data:`FEW_OPTION`) when
-    the topic's sample holds ``relevant`` <= 1 relevant documents and is not a census (every
-    judged document's pi_i = 1) (issue 9). A ratio whose denominator rests on one relevant document or none gives its
-    delete-one jackknife (and its linearisation) no spread to measure: on TREC-COVID round
-    5 at uniform 10% one topic is in that state in 83% of samples, holds 17-37% of the
-    mean's true variance and gets 0.34-0.76 of it estimated. With no information the honest
-    variance is the largest a measure confined to [0, 1] can have, 1/4 (Popoviciu's
-    inequality). Coverage of the mean over topics, 70 samples, AP~ht / xinfAP(bias=
-    jackknife) / infAP(bias=jackknife): 0.886 / 0.839 / 0.850 without, 0.925 / 0.917 /
-    0.920 with (docs/methods.md, "Residual bias, and topics with at most one relevant
-    judged"). Not yet the default: judge-until-confident campaigns with an ``AP~ht``
-    target (tests/test_campaign_target.py) end wider than their target with it."""
+    """``variance`` raised to a floor (:data:`FEW_OPTION`) when the topic's sample holds
+    ``relevant`` <= 1 relevant documents and is not a census (every judged document's
+    pi_i = 1) (issue 9): at least 1/4 under ``few="bound"``, at least (1 - f)/4 under
+    ``"scaled"``, f the share of the topic's frame judged. A ratio whose denominator rests on
+    one relevant document or none gives its delete-one jackknife (and its linearisation) no
+    spread to measure: on TREC-COVID round 5 at uniform 10% one topic is in that state in
+    83% of samples, holds 17-37% of the mean's true variance and gets 0.34-0.76 of it
+    estimated. With no information the honest variance is the largest a measure confined to
+    [0, 1] can have, 1/4 (Popoviciu's inequality); ``scaled`` multiplies it by the share of
+    the frame still unjudged, as a finite-population correction does, so that it vanishes at
+    a census and a judge-until-confident target stays reachable (with ``bound`` it is not,
+    short of judging the topic in full: tests/test_campaign_target.py). Coverage of the mean
+    over topics, 70 samples, AP~ht / xinfAP(bias=jackknife) / infAP(bias=jackknife): 0.886 /
+    0.839 / 0.850 without, 0.925 / 0.917 / 0.920 with ``bound`` (docs/methods.md, "Residual
+    bias, and topics with at most one relevant judged")."""
     judged = topic.judged
     census = bool(judged.any()) and bool((topic.inclusion[judged] >= 1.0).all())
-    if few == "bound" and relevant <= 1 and not census:
-        return np.maximum(variance, 0.25)
-    return variance
+    if few == "none" or relevant > 1 or census:
+        return variance
+    return np.maximum(variance, 0.25 if few == "bound" else 0.25 * (1.0 - float(judged.mean())))
 
 
 def z_value(ci: float) -> float:
@@ -179,11 +183,16 @@ def z_value(ci: float) -> float:
 
 
 def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
-              values: np.ndarray, variances: np.ndarray | None, ci: float) -> pd.DataFrame:
+              values: np.ndarray, variances: np.ndarray | None, ci: float,
+              bias: np.ndarray | None = None) -> pd.DataFrame:
     """Rows for per-topic estimates ``values[topic, run]`` and their mean over the topics each
     run retrieved for (their sum for counts: :mod:`sampleval.aggregation`), with normal
     intervals from ``variances[topic, run]`` (topics sampled independently: Var(mean) =
-    sum Var / T^2, Var(sum) = sum Var). Without variances, lo and hi are NaN."""
+    sum Var / T^2, Var(sum) = sum Var). Without variances, lo and hi are NaN.
+
+    ``bias[topic, run]``, an estimate of each estimate's bias, widens its interval beyond z
+    standard errors by |bias|, the mean's by |sum of the topics' biases| / T (a bias-aware
+    interval: ``AP~ht(interval=bias-aware)``)."""
     present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
     aggregate = aggregate_of(parse_estimate(measure).base)
     mean = over_topics(values, present, aggregate)
@@ -194,8 +203,12 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
     else:
         half_topic = z * np.sqrt(np.maximum(variances, 0.0))
         total = np.sqrt(topic_sums(np.maximum(variances, 0.0), present))
-        half_mean = z * (total if aggregate == "sum" else total / np.maximum(
-            present.sum(axis=0), 1))
+        half_mean = z * total
+        if bias is not None:
+            half_topic = half_topic + np.abs(bias)
+            half_mean = half_mean + np.abs(topic_sums(bias, present))
+        if aggregate != "sum":
+            half_mean = half_mean / np.maximum(present.sum(axis=0), 1)
     t_idx, r_idx = np.nonzero(present)
     topics = np.array([v.pool.topic for v in views], dtype=object)
     names = np.asarray(run_names, dtype=object)

@@ -37,6 +37,11 @@ ImputedShare = Callable[
 DifferenceFunction = Callable[
     [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float, np.ndarray],
     "tuple[np.ndarray, np.ndarray]"]
+# (run names, aligned topics, sample, one measure, level) -> per topic and run the estimate,
+# its variance and the estimated bias that widens its interval, each [topics, runs]
+PartsFunction = Callable[
+    [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float],
+    "tuple[np.ndarray, np.ndarray, np.ndarray]"]
 OneMeasure = Callable[
     [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float, float],
     "pd.DataFrame"]
@@ -82,7 +87,10 @@ class EstimatorFamily:
     so it is never a plain measure's default and :func:`sampleval.estimators.estimate`
     refuses it without predictions; ``differences`` (None: not offered) estimates the
     difference of two runs per topic with the variance of that difference, which
-    :mod:`sampleval.comparison` uses for the paired test's degrees of freedom.
+    :mod:`sampleval.comparison` uses for the paired test's degrees of freedom; ``parts``
+    (None: read from the rows, no bias) gives the per-topic estimates, variances and the
+    biases that widen the intervals (:func:`~sampleval.estimators.base.summarise`), which
+    :mod:`sampleval.confident` plans with.
     """
 
     name: str
@@ -96,6 +104,7 @@ class EstimatorFamily:
     imputed: ImputedShare | None = None
     needs_predictions: bool = False
     differences: DifferenceFunction | None = None
+    parts: PartsFunction | None = None
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 
