@@ -786,11 +786,14 @@ def test_taylor_jackknife_without_predictions_is_ht(
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     sample = sample_of(pool, qrels, "stratified", rate=0.1)
-    names = ["AP~ht(bias=taylor-jackknife)", "AP@10~ht(bias=taylor-jackknife)"]
-    ht = by_measure(estimate(sample, runs, names, depth=DEPTH), "ht")
+    options = "(bias=taylor-jackknife,few=none,interval=normal)"  # ~ppi's interval: normal
+    names = [f"AP~ht{options}", f"AP@10~ht{options}"]
+    ht = estimate(sample, runs, names, depth=DEPTH)
+    ht = by_measure(ht.assign(measure=ht["measure"].str.replace(
+        options, "(bias=taylor-jackknife)", regex=False)), "ht")
     views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
                         Predictions.from_frame(zero))
-    specs = [parse_estimate(n.replace("~ht", "~ppi")) for n in names]
+    specs = [parse_estimate(f"{cut}~ppi(bias=taylor-jackknife)") for cut in ("AP", "AP@10")]
     got = by_measure(estimate_ppi(tuple(r.name for r in runs), views, sample, specs, 1.0, 0.95),
                      "ppi")
     for column in ("value", "lo", "hi"):
