@@ -114,6 +114,18 @@ per-draw terms spread over the whole pool). So ``nDCG~ht`` stays the default, as
 does: its rms is the lower on active samples (docs/predictions.md). DCG follows P@k and
 nDCG (not measured). NumRel~hh was already the default (README, the 2000 trials on topics
 1-10).
+
+Bias-aware interval (``AP~hh(interval=...)``, as ``AP~ht``'s: docs/methods.md, "Bias-aware
+intervals"). The jackknife and the Taylor correction estimate the same first-order bias;
+what they disagree on is what neither removes. ``bias-aware`` (the default with
+``bias=jackknife`` or ``taylor``) widens the interval beyond z standard errors by the gap
+between the two, |AP~hh(bias=jackknife) - AP~hh(bias=taylor)| per topic and its mean over
+the topics for the mean; ``normal`` is z standard errors. On the 200 ``active`` samples
+above (the rows of ``AP~hh(bias=jackknife)`` and ``AP~hh(bias=taylor)``; the option's own
+output equals it on the first 50 at each budget, 0.918 at 5%), the mean covers 0.931 /
+0.932 at 5% / 10% against 0.901 / 0.912, at intervals 13% / 9% wider (mean half-width
+0.0283 -> 0.0321, 0.0183 -> 0.0200), for 32% more CPU (one ``estimate`` call of AP~hh on an
+``active`` 5% sample, 126 runs: 0.56 s against 0.43 s, load 5).
 """
 
 from __future__ import annotations
