@@ -86,3 +86,23 @@ def test_the_mean_is_covered_on_stratified_samples_of_trec_covid(covid) -> None:
             widths[name].append(float(np.mean(part["hi"] - part["lo"])))
     assert np.mean(covered["AP~ht"]) >= 0.90, covered
     assert np.mean(widths["AP~ht"]) <= 1.25 * np.mean(widths[NORMAL])
+
+
+def test_ap_hh_is_widened_by_the_gap_between_its_two_corrections(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """AP~hh (``bias=jackknife``, bias-aware): per topic value +- (z se + |AP~hh -
+    AP~hh(bias=taylor)|), se the normal interval's; the mean's by the mean difference."""
+    runs, qrels, pool, _ = judged_collection
+    selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(2))
+    sample = simulate(selector, qrels_oracle(qrels)).sample()
+    names = ["AP~hh", "AP~hh(interval=normal)", "AP~hh(bias=taylor)"]
+    got = _by_measure(estimate(sample, runs, names, depth=30))
+    aware, normal, taylor = (got[n] for n in names)
+    gap = aware["value"] - taylor["value"]
+    topic = aware.index.get_level_values("query_id") != MEAN_TOPIC
+    half, normal_half = (aware["hi"] - aware["lo"]) / 2, (normal["hi"] - normal["lo"]) / 2
+    np.testing.assert_allclose(half[topic], normal_half[topic] + gap[topic].abs(), atol=1e-12)
+    np.testing.assert_allclose(half[~topic].droplevel("query_id"),
+                               normal_half[~topic].droplevel("query_id")
+                               + gap[topic].groupby(level="run").mean().abs(), atol=1e-12)
+    assert gap[topic].abs().max() > 1e-4
