@@ -889,9 +889,10 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     as they are. The variance: sum_h (1 - f_h)(n_h - 1)/n_h sum_j (theta_T(hj) -
     mean_h)^2.
 
-    Closed form, all replicates at once (O(runs x units x strata^2)): under stratified SRS
-    the pair weight W_gg' (a_g a_g', or N_g (N_g - 1)/(n_g (n_g - 1)) within g) and the HT
-    form, per stratum (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)], depend
+    Closed form, all replicates at once (per topic O(runs x (K x strata + strata^2)), K the
+    units a run retrieved; the per-stratum pair sums compiled, :mod:`._ppi_kernels`): under
+    stratified SRS the pair weight W_gg' (a_g a_g', or N_g (N_g - 1)/(n_g (n_g - 1)) within
+    g) and the HT form, per stratum (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)], depend
     on the strata alone, so every quantity is a function of per-stratum sums:
     U_gg' = sum_{k in g, l in g', l != k} Z_kl and T_gg' = the same weighted by r_k =
     y_k - lam_R f_k, Z_kl = x_kl + x_lk = (y_k y_l - lam_N f_k f_l)/max(rank_k, rank_l); the
@@ -905,7 +906,9 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     lowered its coverage from 0.921 to 0.908 (TREC-COVID round 5, ``stratified`` 5%, noise
     predictions, the same 50 samples). On topics with a handful of judged documents (about
     6 per topic, of which one or two relevant) the Taylor term and its replicates can be far
-    outside [0, 1], b with them: there the jackknife variance is as large.
+    outside [0, 1], and b with them (tests/test_ppi.py's Monte Carlo test runs without
+    predictions for that reason). Measured on TREC-COVID in docs/predictions.md, "AP's
+    remaining bias".
 
     Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,
     ``strata``, ``stratified``, a census) are supported: a design with independent inclusions
