@@ -781,12 +781,13 @@ def test_ap_taylor_jackknife_by_brute_force(
 def test_taylor_jackknife_without_predictions_is_ht(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """Predictions all 0: AP~ppi(bias=taylor-jackknife) is AP~ht(bias=taylor-jackknife),
-    value and interval, with and without a cutoff; ``remaining`` is what taylor keeps."""
+    value and (bias-aware, both widened by ``remaining``) interval, with and without a
+    cutoff; ``remaining`` is what taylor keeps."""
     runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     sample = sample_of(pool, qrels, "stratified", rate=0.1)
-    options = "(bias=taylor-jackknife,few=none,interval=normal)"  # ~ppi's interval: normal
+    options = "(bias=taylor-jackknife,few=none)"  # ~ppi has no few floor
     names = [f"AP~ht{options}", f"AP@10~ht{options}"]
     ht = estimate(sample, runs, names, depth=DEPTH)
     ht = by_measure(ht.assign(measure=ht["measure"].str.replace(
@@ -850,3 +851,25 @@ def test_taylor_jackknife_has_less_bias_than_taylor(
     se = np.array([taylor.std(ddof=1), jack.std(ddof=1)]) / np.sqrt(len(taylor))
     assert abs(taylor.mean()) > 3 * se[0]
     assert abs(jack.mean()) + 3 * se[1] < abs(taylor.mean())
+
+
+def test_only_taylor_jackknife_widens_its_interval(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """``interval=bias-aware`` widens AP~ppi's interval only where an estimate of the bias
+    left is made (``bias=taylor-jackknife``): the other ``bias`` options' intervals are the
+    normal ones."""
+    runs, qrels, pool, _ = judged_collection
+    sample = sample_of(pool, qrels, "stratified", rate=0.1)
+    predicted = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
+                              "prediction": [1.0]})
+    half = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the predictions cover one document
+        for bias in ("taylor", "taylor-jackknife"):
+            for interval in ("bias-aware", "normal"):
+                got = estimate(sample, runs, [f"AP~ppi(bias={bias},interval={interval})"],
+                               depth=DEPTH, predictions=predicted)
+                half[bias, interval] = ((got["hi"] - got["lo"]) / 2).to_numpy()
+    np.testing.assert_array_equal(half["taylor", "bias-aware"], half["taylor", "normal"])
+    wider = half["taylor-jackknife", "bias-aware"] - half["taylor-jackknife", "normal"]
+    assert (wider >= -1e-15).all() and wider.max() > 1e-4
