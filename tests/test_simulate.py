@@ -494,12 +494,20 @@ def test_a_changed_grid_reuses_its_cells_and_other_inputs_are_refused(
     # a directory whose plain AP resolved to another estimator (xinfAP, the default of
     # stratified samples before) is not resumed under today's AP~ht
     manifest = json.loads((out / "experiment.json").read_text())
-    assert manifest["inputs"]["estimators"]["AP"]["stratified"] == "AP~ht; R NumRel~ht"
+    today = "AP~ht(var=jackknife,bias=taylor,ap=ours,few=scaled,interval=bias-aware)"
+    assert manifest["inputs"]["estimators"]["AP"]["stratified"] == f"{today}; R NumRel~ht"
     manifest["inputs"]["estimators"]["AP"]["stratified"] = "xinfAP; R inum_rel"
     (out / "experiment.json").write_text(json.dumps(manifest))
     said = (r"with other estimators \(AP on stratified samples: xinfAP; R inum_rel there, "
-            r"AP~ht; R NumRel~ht now\): give another -o")
+            r"AP~ht\(var=jackknife,.*\); R NumRel~ht now\): give another -o")
     with pytest.raises(UsageError, match=said):
+        simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2,
+                 **options)  # type: ignore[arg-type]
+    # ... nor one made when an option's default was another (AP~ht's normal intervals)
+    manifest["inputs"]["estimators"]["AP"]["stratified"] = (
+        "AP~ht(var=jackknife,bias=taylor,ap=ours,few=none,interval=normal); R NumRel~ht")
+    (out / "experiment.json").write_text(json.dumps(manifest))
+    with pytest.raises(UsageError, match=r"few=none,interval=normal\); R NumRel~ht there"):
         simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2,
                  **options)  # type: ignore[arg-type]
     del manifest["inputs"]["estimators"]  # made before the record existed

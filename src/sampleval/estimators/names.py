@@ -75,6 +75,19 @@ class EstimateSpec:
             return self._plain_name
         return f"{self._plain_name}({','.join(f'{k}={v}' for k, v in self.options)})"
 
+    @property
+    def full_name(self) -> str:
+        """The name with every option its base takes, defaults included:
+        ``AP~ht(var=jackknife,bias=taylor,ap=ours,few=scaled,interval=bias-aware)``; two
+        specs with the same ``full_name`` compute the same thing whatever the defaults of
+        the day (``simulate`` records it)."""
+        family = FAMILIES[self.family]
+        declared = family.base(self.base)
+        taken = [p.name for p in family.options if declared and p.name in declared.options]
+        if not taken:
+            return self._plain_name
+        return f"{self._plain_name}({','.join(f'{k}={self.option(k)}' for k in taken)})"
+
     def option(self, name: str) -> Any:
         """The value of option ``name``: as given, else its declared default."""
         for key, value in self.options:

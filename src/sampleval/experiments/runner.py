@@ -212,10 +212,12 @@ def _inputs(pool: Pool, qrels: Qrels, targets: Sequence[Target], seed: int, leav
 
 
 def _resolved(targets: Sequence[Target]) -> dict[str, dict[str, str | None]]:
-    """Each target's estimator, and R's beside it, on every design: a plain ``AP`` names
+    """Each target's estimator, and R's beside it, on every design, with every option at its
+    value (:attr:`~sampleval.estimators.names.EstimateSpec.full_name`): a plain ``AP`` names
     whatever the families' declarations prefer today (``AP~ht`` on stratified samples, once
-    ``xinfAP``), so a directory whose trials were made under other defaults is refused
-    rather than resumed with two estimators under one measure name."""
+    ``xinfAP``) and an option's default may move (``AP~ht``'s intervals became bias-aware),
+    so a directory whose trials were made under other defaults is refused rather than
+    resumed with two estimators under one measure name."""
     designs = sorted({d for f in FAMILIES.values() for d in f.designs} | {"pooled"})
     resolved: dict[str, dict[str, str | None]] = {}
     for target in targets:
@@ -223,8 +225,11 @@ def _resolved(targets: Sequence[Target]) -> dict[str, dict[str, str | None]]:
         for design in designs:
             plan = plan_for(target, design)
             r = "judged" if plan is not None and plan.r_exact else (
-                plan.r_spec.name if plan is not None and plan.r_spec is not None else "none")
-            resolved[target.name][design] = None if plan is None else f"{plan.estimator}; R {r}"
+                plan.r_spec.full_name if plan is not None and plan.r_spec is not None
+                else "none")
+            what = (None if plan is None else plan.spec.full_name if plan.spec is not None
+                    else plan.estimator)
+            resolved[target.name][design] = None if what is None else f"{what}; R {r}"
     return resolved
 
 
