@@ -82,6 +82,8 @@ def main(argv: list[str]) -> None:
     print(f"\nOne sample is one draw. Simulate {TRIALS} judging campaigns per method and "
           "budget, and measure how far each method's estimates land from the truth:")
     jobs = str(min(2, len(os.sched_getaffinity(0))))
+    # the demo's own, from a last run (one made under other defaults would be refused)
+    shutil.rmtree(directory / "simulation", ignore_errors=True)
     show(["simulate", runs_dir, "--qrels", qrels_path, "--methods", METHODS, "--rates", RATES,
           "--trials", str(TRIALS), "--measures", "AP,P@10", "--depth", str(DEPTH), "--seed",
           str(SEED), "--jobs", jobs, "-o", str(directory / "simulation")])
