@@ -224,12 +224,13 @@ def _resolved(targets: Sequence[Target]) -> dict[str, dict[str, str | None]]:
         resolved[target.name] = {}
         for design in designs:
             plan = plan_for(target, design)
-            r = "judged" if plan is not None and plan.r_exact else (
-                plan.r_spec.full_name if plan is not None and plan.r_spec is not None
-                else "none")
-            what = (None if plan is None else plan.spec.full_name if plan.spec is not None
-                    else plan.estimator)
-            resolved[target.name][design] = None if what is None else f"{what}; R {r}"
+            if plan is None:
+                resolved[target.name][design] = None
+                continue
+            what = plan.spec.full_name if plan.spec is not None else plan.estimator
+            r = ("judged" if plan.r_exact else
+                 plan.r_spec.full_name if plan.r_spec is not None else "none")
+            resolved[target.name][design] = f"{what}; R {r}"
     return resolved
 
 
