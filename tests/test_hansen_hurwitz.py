@@ -153,7 +153,7 @@ def test_ratios_are_ppi_draws_without_predictions(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """AP~hh (every bias), R@k~hh, Rprec~hh (both cuts), nDCG~hh are computed by the
     per-draw form of ~ppi with every prediction 0: equal to AP~ppi(form=draws) etc. with
-    predictions all 0, value and (AP~hh's with ``interval=normal``) interval, on an active
+    predictions all 0, value and interval (AP's bias-aware by default in both), on an active
     sample."""
     runs, qrels, pool, _ = judged_collection
     selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1))
@@ -165,8 +165,6 @@ def test_ratios_are_ppi_draws_without_predictions(
         head, _, options = base.partition("(")
         if family == "ppi":
             options = f"form=draws,{options}" if options else "form=draws)"
-        elif head.startswith("AP"):  # ~ppi's intervals are normal
-            options = f"interval=normal,{options}" if options else "interval=normal)"
         return f"{head}~{family}" + (f"({options}" if options else "")
 
     zero = pd.DataFrame({"query_id": [sample.topics[0]], "doc_id": [

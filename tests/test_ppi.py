@@ -101,15 +101,16 @@ def test_by_hand(hand: tuple[list[Run], Sample, Predictions]) -> None:
 
 def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """Predictions all 0 (here: one document predicted 0, the rest missing): every measure is
-    ~ht's, value and interval (AP's linearised variance, ~ht's var=linear), on a stratified
-    sample and on a with-replacement one (ht form)."""
+    ~ht's, value and interval, on a stratified sample and on a with-replacement one (ht
+    form). AP's default ``bias=design`` is ``taylor-jackknife`` on the stratified sample
+    (~ht's with its bias-aware interval) and ``taylor`` on the other (~ht's linearised
+    variance, var=linear, and a normal interval); ~ppi has no ``few`` floor."""
     runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
-    for method in ("stratified", "active"):
+    for method, options in (("stratified", "(bias=taylor-jackknife,few=none)"),
+                            ("active", "(var=linear,few=none,interval=normal)")):
         sample = sample_of(pool, qrels, method)
-        # ~ppi's AP variance is linearised, unbounded, its interval normal
-        options = "(var=linear,few=none,interval=normal)"
         linear = [f"{m}~ht{options}" if m.startswith("AP") else f"{m}~ht" for m in MEASURES]
         ht = estimate(sample, runs, linear, depth=DEPTH)
         ht = by_measure(ht.assign(measure=ht["measure"].str.removesuffix(options)), "ht")
@@ -134,7 +135,7 @@ def test_lam_zero_on_an_active_sample_is_ht(
     sample = sample_of(pool, qrels, "active")
     noise = pure_noise(truth, np.random.default_rng(5))
     linear = ("P@10", "DCG@10", "NumRel")
-    monkeypatch.setattr(ppi, "tuned", lambda gram, cross, tuning: np.zeros(cross.shape))
+    monkeypatch.setattr(ppi, "tuned", lambda gram, cross, tuning, guard: np.zeros(cross.shape))
     ht = by_measure(estimate(sample, runs, [f"{m}~ht" for m in linear], depth=DEPTH), "ht")
     got = by_measure(estimate(sample, runs, [f"{m}~ppi" for m in linear], depth=DEPTH,
                               predictions=noise), "ppi")
@@ -262,7 +263,7 @@ def test_uncorrected_is_bias_none(judged_collection: tuple[list[Run], Qrels, Poo
     sample = sample_of(pool, qrels, "stratified")
     noisy = Predictions.from_frame(flipped(truth, 0.3, np.random.default_rng(0)))
     views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
-    taylor = ppi_values(parse_estimate("AP~ppi"), [topic_data(v, sample, "ht") for v in views],
+    taylor = ppi_values(parse_estimate("AP~ppi(bias=taylor)"), [topic_data(v, sample, "ht") for v in views],
                         1.0)
     plain = ppi_values(parse_estimate("AP~ppi(bias=none)"),
                        [topic_data(v, sample, "ht") for v in views], 1.0)
@@ -608,12 +609,12 @@ def test_study_takes_each_ap_correction(
     correction's (or none's) estimate under that name."""
     _, qrels, pool, _ = judged_collection
     raw = tmp_path / "study.npz"
-    measures = ["AP", "AP(bias=none)", "AP(bias=taylor-jackknife)"]
+    measures = ["AP(bias=taylor)", "AP(bias=none)", "AP(bias=taylor-jackknife)"]
     ppi_efficiency.run(pool, qrels, "stratified", {}, 0.3, 1, measures, ["noise"], 5, raw=raw)
     _, got, _, _ = ppi_efficiency.load_raw(raw)
     for family in ("noise", "ht"):
         jack = got[(family, "AP(bias=taylor-jackknife)")]
-        assert not np.allclose(got[(family, "AP")], jack)
+        assert not np.allclose(got[(family, "AP(bias=taylor)")], jack)
         assert not np.allclose(got[(family, "AP(bias=none)")], jack)
 
 
@@ -801,7 +802,7 @@ def test_taylor_jackknife_without_predictions_is_ht(
         np.testing.assert_allclose(got[column], ht[column], rtol=0, atol=1e-12)
     topics = [topic_data(v, sample, "ht") for v in views]
     jack = ppi_values(specs[0], topics, 1.0)
-    taylor = ppi_values(parse_estimate("AP~ppi"), topics, 1.0)
+    taylor = ppi_values(parse_estimate("AP~ppi(bias=taylor)"), topics, 1.0)
     assert jack.remaining is not None and np.abs(jack.remaining).max() > 0
     np.testing.assert_allclose(jack.value + jack.remaining, taylor.value, rtol=0, atol=1e-12)
 

@@ -130,8 +130,6 @@ output equals it on the first 50 at each budget, 0.918 at 5%), the mean covers 0
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 
@@ -182,16 +180,9 @@ def hh_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
         raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
     if spec.base not in LINEAR:
         result = without_predictions(spec, views, sample, level)
-        biases = np.zeros_like(result.value)
-        corrections = {"jackknife": "taylor", "taylor": "jackknife"}
-        if spec.base == "AP" and spec.option("interval") == "bias-aware" and (
-                spec.option("bias") in corrections):
-            options = dict(spec.options)
-            options["bias"] = corrections[spec.option("bias")]
-            other = without_predictions(replace(spec, options=tuple(options.items())), views,
-                                        sample, level)
-            biases = result.value - other.value
-        return result.value, result.variance, biases
+        biases = result.remaining  # AP's gap between its two corrections, if asked for
+        return (result.value, result.variance,
+                np.zeros_like(result.value) if biases is None else biases)
     values = np.zeros((len(views), len(run_names)))
     variances = np.zeros_like(values)
     for t, view in enumerate(views):

@@ -169,6 +169,7 @@ from sampleval.params import Param
 
 FORMS = ("ht", "draws")
 TUNINGS = ("cross-fit", "plug-in", "none")
+GAPS = ("jackknife", "taylor")  # the two first-order corrections a draws interval compares
 _GRADED = ("DCG", "nDCG")
 
 
@@ -646,7 +647,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     ``bias`` (None: AP's ``bias`` option, ``none`` for the other measures): ``taylor``, a
     ratio less its estimated first-order bias (:func:`taylor_bias`)."""
     if bias is None:
-        bias = spec.option("bias") if spec.base == "AP" else "none"
+        bias = design_bias(spec, topics[0].units) if spec.base == "AP" and topics else "none"
     if tuning not in TUNINGS:
         raise UsageError(f"unknown tuning {tuning!r} (one of {', '.join(TUNINGS)})")
     n_runs = topics[0].ranks.shape[0] if topics else 0
@@ -663,7 +664,10 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         lam[:] = tuned(gram, cross, tuning)[:, :, None]
     values, variances = np.zeros((len(topics), n_runs)), np.zeros((len(topics), n_runs))
     corrected = np.zeros((len(topics), n_runs))
-    remaining = np.zeros((len(topics), n_runs)) if bias == "taylor-jackknife" else None
+    gap = (spec.base == "AP" and bias in GAPS and spec.option("interval") == "bias-aware"
+           and bool(topics) and topics[0].units.kind == "draws")
+    remaining = (np.zeros((len(topics), n_runs)) if bias == "taylor-jackknife" or gap
+                 else None)
     for t, (data, at) in enumerate(zip(topics, estimates, strict=True)):
         parts = at(lam[t])
         if not parts.defined.all():  # the correction went astray: ~ht's estimate there
@@ -671,21 +675,26 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
             parts = at(lam[t])
         values[t] = parts.value
         u = parts.u_y - lam[t, 0][:, None] * parts.u_f[0] - lam[t, 1][:, None] * parts.u_f[1]
-        if bias != "taylor-jackknife" or spec.base != "AP":  # it has its own variance
-            variances[t] = data.units.forms([u])[0, 0]
-        if bias == "jackknife" and spec.base == "AP":
-            corrected[t], jack = ap_jackknife(spec, level, data, lam[t])
-            variances[t] = np.where(np.isfinite(jack), jack, variances[t])
-        elif bias == "taylor-jackknife" and spec.base == "AP":
+        if bias == "taylor-jackknife" and spec.base == "AP":  # with its own variance
             both = ap_taylor_jackknife(spec, level, data, lam[t])
             corrected[t], variances[t] = both.value, both.variance
             assert remaining is not None
             remaining[t] = both.remaining
-        elif bias == "taylor" and parts.den is not None:
-            corrected[t] = values[t] - taylor_bias(data.units, u, parts.den[0]
-                                                   - lam[t, 1][:, None] * parts.den[1])
-        else:
-            corrected[t] = values[t]
+            continue
+        variances[t] = data.units.forms([u])[0, 0]
+        by_taylor = values[t]
+        if bias in GAPS and parts.den is not None:
+            by_taylor = values[t] - taylor_bias(data.units, u, parts.den[0]
+                                                - lam[t, 1][:, None] * parts.den[1])
+        corrected[t] = by_taylor if bias == "taylor" else values[t]
+        if spec.base == "AP" and (bias == "jackknife" or gap):
+            by_jackknife, jack = ap_jackknife(spec, level, data, lam[t])
+            if bias == "jackknife":
+                corrected[t] = by_jackknife
+                variances[t] = np.where(np.isfinite(jack), jack, variances[t])
+            if gap:  # what the two estimates of the first-order bias disagree on
+                assert remaining is not None
+                remaining[t] = by_jackknife - by_taylor
     return PPIResult(corrected, variances, lam, values, remaining)
 
 
@@ -698,6 +707,18 @@ def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Samp
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
               for view in views]
     return ppi_values(spec, topics, level, tuning="none")
+
+
+def design_bias(spec: EstimateSpec, units: Units) -> str:
+    """AP's ``bias`` option with ``design`` resolved for a topic's ``units``: taylor-jackknife
+    on stratified samples (the ``ht`` form with strata), jackknife over draws, taylor on the
+    other designs (module docstring, "Ratio bias")."""
+    bias = str(spec.option("bias"))
+    if bias != "design":
+        return bias
+    if units.strata is not None:
+        return "taylor-jackknife"
+    return "jackknife" if units.kind == "draws" else "taylor"
 
 
 def taylor_bias(units: Units, u: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -1217,17 +1238,20 @@ register_family(EstimatorFamily(
         Param("tuning", str, "cross-fit", "the coefficient lam on the predictions: cross-fit "
               "(power-tuned on the other topics, shrunk, in [0, 1]), plug-in (on every topic) "
               "or none (lam = 1, the plain difference estimator)", choices=TUNINGS),
-        Param("bias", str, "taylor", "AP's ratio bias, as AP~ht's: taylor (less the ratio's "
-              "first-order bias, (AP V(R) - C(N, R))/R^2), jackknife (less the delete-one "
-              "jackknife's bias estimate, stratified on stratified samples, with the "
-              "jackknife variance), taylor-jackknife (taylor, less the stratified "
-              "jackknife's estimate of the bias it keeps, each replicate with its own Taylor "
-              "term; stratified samples only) or none",
-              choices=("taylor", "taylor-jackknife", "jackknife", "none")),
-        Param("interval", str, "bias-aware", "AP's interval, as AP~ht's: bias-aware (z "
-              "standard errors either side, widened by the jackknife's estimate of the bias "
-              "the Taylor correction leaves, |b|; with bias=taylor-jackknife, the one that "
-              "estimates b, normal with the others) or normal (z standard errors either side)",
+        Param("bias", str, "design", "AP's ratio bias: design (taylor-jackknife on "
+              "stratified samples, jackknife over draws, taylor on the other designs), taylor "
+              "(less the ratio's first-order bias, (AP V(R) - C(N, R))/R^2), jackknife (less "
+              "the delete-one jackknife's bias estimate, stratified on stratified samples, "
+              "over the draws for the per-draw form, with the jackknife variance), "
+              "taylor-jackknife (taylor, less the stratified jackknife's estimate of the bias "
+              "it keeps, each replicate with its own Taylor term; stratified samples only) "
+              "or none",
+              choices=("design", "taylor", "taylor-jackknife", "jackknife", "none")),
+        Param("interval", str, "bias-aware", "AP's interval: bias-aware (z standard errors "
+              "either side, widened by an estimate |b| of the bias the correction leaves: "
+              "with taylor-jackknife the jackknife's b, as AP~ht's; over draws, with "
+              "jackknife or taylor, the gap between the two corrections, as AP~hh's; normal "
+              "elsewhere) or normal (z standard errors either side)",
               choices=("bias-aware", "normal")),
         Param("form", str, "design", "design (Horvitz-Thompson wherever the design has "
               "inclusion probabilities, but per-draw for importance samples and for ratio "

@@ -60,6 +60,7 @@ from sampleval.estimators.ppi import (
     PPIResult,
     TopicData,
     chosen_form,
+    design_bias,
     frame_data,
     ppi_values,
     predictions_alone,
@@ -110,9 +111,11 @@ def make_predictions(pool: Pool, qrels: Qrels, names: Sequence[str], seed: int
 
 
 def _means(run_names: tuple[str, ...], views: list[TopicView], measure: str,
-           values: np.ndarray, variances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each run's mean over topics and the half-width of its 95% interval."""
-    rows = summarise(run_names, views, measure, values, variances, 0.95)
+           values: np.ndarray, variances: np.ndarray, bias: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's mean over topics and the half-width of its 95% interval (bias-aware with
+    ``bias``, as ``summarise`` says)."""
+    rows = summarise(run_names, views, measure, values, variances, 0.95, bias)
     rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(run_names))
     return rows["value"].to_numpy(), (rows["hi"] - rows["value"]).to_numpy()
 
@@ -167,8 +170,10 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
             per_form[chosen] = [topic_datas(view, sample, chosen, *fixed.for_view(view))
                                 for view in views]
         # AP with and without the taylor correction: one computation (PPIResult)
-        bias = spec.option("bias") if spec.base == "AP" else None
+        bias = (design_bias(spec, per_form[chosen][0][0].units)
+                if spec.base == "AP" and views else None)
         corrects = bias in ("taylor", "jackknife", "taylor-jackknife")
+        aware = corrects and spec.option("interval") == "bias-aware"
         kind = bias if bias in ("jackknife", "taylor-jackknife") else "taylor"
         shared = (chosen, spec.base, spec.cutoff, kind,
                   tuple(o for o in spec.options if o[0] not in ("bias", "form")))
@@ -180,7 +185,8 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
                     bias=kind if spec.base == "AP" else None)
             result = results[(*shared, p)]
             out[(name, measure)] = _means(names, views, spec.name, result.value if corrects
-                                          else result.uncorrected, result.variance)
+                                          else result.uncorrected, result.variance,
+                                          result.remaining if aware else None)
             if alone:
                 blind = np.array([predictions_alone(spec, level, t) for t in topics])
                 out[(f"alone:{name}", measure)] = _means(names, views, spec.name, blind,
