@@ -135,7 +135,7 @@ def test_lam_zero_on_an_active_sample_is_ht(
     sample = sample_of(pool, qrels, "active")
     noise = pure_noise(truth, np.random.default_rng(5))
     linear = ("P@10", "DCG@10", "NumRel")
-    monkeypatch.setattr(ppi, "tuned", lambda gram, cross, tuning, guard: np.zeros(cross.shape))
+    monkeypatch.setattr(ppi, "tuned", lambda gram, cross, tuning: np.zeros(cross.shape))
     ht = by_measure(estimate(sample, runs, [f"{m}~ht" for m in linear], depth=DEPTH), "ht")
     got = by_measure(estimate(sample, runs, [f"{m}~ppi" for m in linear], depth=DEPTH,
                               predictions=noise), "ppi")
