@@ -677,6 +677,10 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         u = parts.u_y - lam[t, 0][:, None] * parts.u_f[0] - lam[t, 1][:, None] * parts.u_f[1]
         if bias == "taylor-jackknife" and spec.base == "AP":  # with its own variance
             both = ap_taylor_jackknife(spec, level, data, lam[t])
+            if not both.possible.all():  # a replicate went astray: ~ht's estimate there
+                lam[t] = np.where(both.possible, lam[t], 0.0)
+                values[t] = at(lam[t]).value
+                both = ap_taylor_jackknife(spec, level, data, lam[t])
             corrected[t], variances[t] = both.value, both.variance
             assert remaining is not None
             remaining[t] = both.remaining
@@ -910,11 +914,13 @@ class TaylorJackknife(NamedTuple):
     """``AP~ppi(bias=taylor-jackknife)`` for one topic (``[n_runs]`` each): the corrected
     estimate theta_T - b, its variance (the jackknife variance of the replicates of
     theta_T), and b, the jackknife's estimate of the bias that theta_T (``bias=taylor``'s
-    estimate) keeps, so that theta_T = ``value`` + ``remaining``."""
+    estimate) keeps, so that theta_T = ``value`` + ``remaining``; ``possible``: whether every
+    replicate's R-hat(lam) is at least the relevant documents it holds."""
 
     value: np.ndarray
     variance: np.ndarray
     remaining: np.ndarray
+    possible: np.ndarray
 
 
 def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
@@ -963,17 +969,18 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
                          f"stratified, a census), not units of the {units.kind} form "
                          "without strata")
     stratum, sizes, n_sampled = units.strata
-    value, reps, others = _taylor_replicates(spec, level, data, lam)
+    value, reps, others, possible = _taylor_replicates(spec, level, data, lam)
     variance, remaining = _stratum_jackknife(reps, others, value, stratum, sizes,
                                              n_sampled.astype(np.float64))
-    return TaylorJackknife(value - remaining, variance, remaining)
+    return TaylorJackknife(value - remaining, variance, remaining, possible)
 
 
 def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`ap_taylor_jackknife`'s theta_T (``[n_runs]``), its replicates without each
     unit (``[n_runs, m]``) and without a judged document that is not a unit (``[n_runs,
-    H]``, only stratum h's weights change)."""
+    H]``, only stratum h's weights change), and per run whether every replicate that enters
+    the jackknife keeps R-hat(lam) at or above the relevant documents it holds."""
     units = data.units
     assert units.strata is not None
     y, f = relevance(data.labels, level), relevance(data.predicted, level)
@@ -1104,10 +1111,14 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     c_own, v_own = own_terms(sn_less[:, h] - taken - within_less[h] * z_own,
                              snr_less[:, h] - r * taken - within_less[h] * zc_own,
                              r_g[:, h] - r, rr_g[:, h] - r * r, h)
-    reps = corrected(n_less[:, h] - taken + fixed_n[:, None],
-                     r_rest[:, h] + a_less[h] * (r_g[:, h] - r) + fixed_r[:, None],
+    r_reps = r_rest[:, h] + a_less[h] * (r_g[:, h] - r) + fixed_r[:, None]
+    reps = corrected(n_less[:, h] - taken + fixed_n[:, None], r_reps,
                      c_rest[:, h] - d_col + d_row + c_own, v_rest[:, h] + v_own)
-    return value, reps, others
+    found = y[data.distinct].sum()  # the ht form's units are distinct documents
+    used = (counts >= 2) & (counts < sizes)  # the strata whose replicates enter
+    possible = ((r_reps >= found - y - 1e-9) | ~used[h]).all(axis=1) & (
+        (r_rest + a_less * r_g + fixed_r[:, None] >= found - 1e-9) | ~used).all(axis=1)
+    return value, reps, others, possible
 
 
 def _last(per_run: np.ndarray, like: np.ndarray) -> np.ndarray:
