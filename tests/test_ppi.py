@@ -886,3 +886,31 @@ def test_only_taylor_jackknife_widens_its_interval(
     np.testing.assert_array_equal(half["taylor", "bias-aware"], half["taylor", "normal"])
     wider = half["taylor-jackknife", "bias-aware"] - half["taylor-jackknife", "normal"]
     assert (wider >= -1e-15).all() and wider.max() > 1e-4
+
+
+def test_taylor_jackknife_falls_back_where_a_replicate_goes_astray(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """A topic and run whose taylor-jackknife has a replicate with R-hat(lam) under the
+    relevant documents it holds takes lam = 0 (~ht's taylor-jackknife estimate), as a full
+    sample whose ratio is impossible does; the others keep their lam."""
+    runs, qrels, pool, truth = judged_collection
+    sample = sample_of(pool, qrels, "stratified")
+    noisy = Predictions.from_frame(flipped(truth, 0.3, np.random.default_rng(0)))
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
+    topics = [topic_data(v, sample, "ht") for v in views]
+    spec = parse_estimate("AP~ppi(bias=taylor-jackknife,tuning=none)")
+    got = ppi_values(spec, topics, 1.0, "none")
+    fell = 0
+    for t, data in enumerate(topics):
+        ones = np.ones((2, len(runs)))
+        first = ppi.ap_taylor_jackknife(spec, 1.0, data, ones)
+        defined = ppi.topic_estimate(spec, 1.0, data)(ones).defined
+        astray = ~first.possible & defined
+        fell += int(astray.sum())
+        np.testing.assert_array_equal(got.lam[t][:, astray], 0.0)
+        zero = ppi.ap_taylor_jackknife(spec, 1.0, data, np.zeros((2, len(runs))))
+        np.testing.assert_allclose(got.value[t][astray], zero.value[astray], atol=1e-12)
+        kept = first.possible & defined
+        np.testing.assert_array_equal(got.lam[t][:, kept], 1.0)
+        np.testing.assert_allclose(got.value[t][kept], first.value[kept], atol=1e-12)
+    assert fell > 0
