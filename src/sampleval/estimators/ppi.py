@@ -644,8 +644,12 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
                tuning: str = "cross-fit", bias: str | None = None) -> PPIResult:
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``cross-fit``, ``plug-in``, ``none``; see the module docstring);
-    ``bias`` (None: AP's ``bias`` option, ``none`` for the other measures): ``taylor``, a
-    ratio less its estimated first-order bias (:func:`taylor_bias`)."""
+    ``bias`` (None: AP's ``bias`` option, ``design`` resolved by :func:`design_bias`;
+    ``none`` for the other measures): ``taylor``, a ratio less its estimated first-order
+    bias (:func:`taylor_bias`), ``jackknife``, ``taylor-jackknife`` (AP). ``remaining``
+    holds the bias estimate that widens a bias-aware interval: taylor-jackknife's b, or
+    over draws (AP with ``bias`` jackknife or taylor and ``interval=bias-aware``) the
+    jackknife's estimate less the Taylor-corrected one."""
     if bias is None:
         bias = design_bias(spec, topics[0].units) if spec.base == "AP" and topics else "none"
     if tuning not in TUNINGS:
