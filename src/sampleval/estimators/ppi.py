@@ -256,13 +256,14 @@ class PPIResult(NamedTuple):
     and variance; equal to ``value`` where no correction was asked for); with
     ``bias=taylor-jackknife``, ``remaining``: the jackknife's estimate b of the bias the
     Taylor-corrected estimate keeps (``[topics, n_runs]``; ``bias=taylor``'s estimate is
-    ``value + remaining``, :func:`ap_taylor_jackknife`), else None."""
+    ``value + remaining``, :func:`ap_taylor_jackknife`); over draws with a bias-aware
+    interval, the jackknife-corrected estimate less the Taylor-corrected one; else None."""
 
     value: np.ndarray
     variance: np.ndarray
     lam: np.ndarray
     uncorrected: np.ndarray
-    remaining: np.ndarray | None = None  # taylor-jackknife: b, theta_T = value + remaining
+    remaining: np.ndarray | None = None  # what widens a bias-aware interval
 
 
 # -- units of each form ---------------------------------------------------------------------
