@@ -524,9 +524,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(f"[red]{exc}")
         return 1
     seconds = time.perf_counter() - start
+    # the raw files do not record the method or depth: name where the trials came from
+    design = (f"the trials in {args.from_raw}" if args.from_raw
+              else f"depth {args.depth}, {args.method}")
     for rate, table in sweep.groupby("rate", sort=False):
-        console.print(render(table, f"TREC-COVID round 5, depth {args.depth}, {args.method} "
-                                    f"at rate {rate}, {table['trials'].max()} trials"))
+        console.print(render(table, f"TREC-COVID round 5, {design} at rate {rate}, "
+                                    f"{table['trials'].max()} trials"))
     console.print(f"{seconds:.0f} s")
     if args.output:
         sweep.to_csv(args.output, index=False)
@@ -537,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             matches.to_csv(f"{args.output}.budget.csv", index=False)
         if args.figure:
             plot_sweep(sweep, matches, args.reference, args.figure,
-                       f"TREC-COVID round 5, depth {args.depth}, {args.method}, "
+                       f"TREC-COVID round 5, {design}, "
                        f"{sweep['trials'].min()}-{sweep['trials'].max()} trials per budget")
     return 0
 
