@@ -132,11 +132,12 @@ estimated: taylor-jackknife's, and over draws the gap between the jackknife's an
 Taylor correction (two estimates of the same first-order bias; ``AP~hh``'s, computed in the
 same pass). Measured on TREC-COVID round 5, 200 trials per budget, all six predictors
 (docs/predictions.md, "The default by design"): on ``stratified`` samples the mean covers
-0.928-0.947 at 5% and 10% and 80-99% of the runs' mean estimates lie within 3 standard
-errors of the truth (flip10 80% / 90%, deep 87% / 94%, the others 96-99%), against 0.85-0.90
-and 2-70% for ``taylor``; over active sampling's draws it covers 0.90-0.93 (jackknife with
-normal intervals 0.87-0.91, taylor 0.78-0.87), and the bias the jackknife leaves there
-(+0.0065..+0.0077 at 5%) keeps every predictor below the criterion (2-16% within).
+0.928-0.956 at 5% and 10% and 80-99% of the runs' mean estimates lie within 3 standard
+errors of the truth (flip10 80% / 90%, deep 87% / 94%, the others 95-99%), against 0.87-0.91
+and 2-83% for ``taylor``, at 1.04-1.06 times its rms; over active sampling's draws it covers
+0.90-0.93 (jackknife with normal intervals 0.87-0.91, taylor 0.78-0.87), and the bias the
+jackknife leaves there (+0.0065..+0.0077 at 5%) keeps every predictor below the criterion
+(2-16% within).
 
 Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
 rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
