@@ -914,3 +914,41 @@ def test_taylor_jackknife_falls_back_where_a_replicate_goes_astray(
         np.testing.assert_array_equal(got.lam[t][:, kept], 1.0)
         np.testing.assert_allclose(got.value[t][kept], first.value[kept], atol=1e-12)
     assert fell > 0
+
+
+@pytest.mark.parametrize("method,form", [("stratified", "ht"), ("active", "draws")])
+def test_jackknife_falls_back_where_a_replicate_goes_astray(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str,
+        form: str) -> None:
+    """The same check for bias=jackknife (stratified, and Quenouille's over draws): a run
+    with a replicate whose R-hat(lam) is under the relevant documents it holds takes lam =
+    0 for the topic (pure-noise predictions at lam = 1 on a 30% sample make some);
+    whether a replicate is possible is checked against R-hat recomputed from scratch
+    without each draw."""
+    runs, qrels, pool, truth = judged_collection
+    sample = sample_of(pool, qrels, method, rate=0.3)
+    noisy = Predictions.from_frame(pure_noise(truth, np.random.default_rng(0)))
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
+    topics = [topic_data(v, sample, form) for v in views]
+    spec = parse_estimate(f"AP~ppi(bias=jackknife,form={form},tuning=none)")
+    got = ppi_values(spec, topics, 1.0, "none")
+    ones, zeros = np.ones((2, len(runs))), np.zeros((2, len(runs)))
+    fell = 0
+    for t, data in enumerate(topics):
+        first = ppi.ap_jackknife(spec, 1.0, data, ones)
+        if form == "draws":  # R-hat without draw k: the other draws re-weighted to n - 1
+            y, f = relevance(data.labels, 1.0), relevance(data.predicted, 1.0)
+            m, brute = len(y), True
+            for k in range(m):
+                keep = np.arange(m) != k
+                r_hat = ((y - f)[keep] * data.units.weight[keep]).sum() * m / (m - 1) + (
+                    relevance(data.frame.predicted, 1.0).sum())
+                held = y[keep][np.unique(data.units.index[keep], return_index=True)[1]].sum()
+                brute &= r_hat >= held - 1e-9
+            np.testing.assert_array_equal(first.possible, brute)  # R-hat is every run's
+        astray = ~first.possible & ppi.topic_estimate(spec, 1.0, data)(ones).defined
+        fell += int(astray.sum())
+        np.testing.assert_array_equal(got.lam[t][:, astray], 0.0)
+        zero = ppi.ap_jackknife(spec, 1.0, data, zeros)
+        np.testing.assert_allclose(got.value[t][astray], zero.value[astray], atol=1e-12)
+    assert fell > 0

@@ -692,33 +692,56 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         if not parts.defined.all():  # the correction went astray: ~ht's estimate there
             lam[t] = np.where(parts.defined, lam[t], 0.0)
             parts = at(lam[t])
-        values[t] = parts.value
-        u = parts.u_y - lam[t, 0][:, None] * parts.u_f[0] - lam[t, 1][:, None] * parts.u_f[1]
-        if bias == "taylor-jackknife" and spec.base == "AP":  # with its own variance
-            both = ap_taylor_jackknife(spec, level, data, lam[t])
-            if not both.possible.all():  # a replicate went astray: ~ht's estimate there
-                lam[t] = np.where(both.possible, lam[t], 0.0)
-                values[t] = at(lam[t]).value
-                both = ap_taylor_jackknife(spec, level, data, lam[t])
-            corrected[t], variances[t] = both.value, both.variance
-            assert remaining is not None
-            remaining[t] = both.remaining
-            continue
-        variances[t] = data.units.forms([u])[0, 0]
-        by_taylor = values[t]
-        if bias in GAPS and parts.den is not None:
-            by_taylor = values[t] - taylor_bias(data.units, u, parts.den[0]
-                                                - lam[t, 1][:, None] * parts.den[1])
-        corrected[t] = by_taylor if bias == "taylor" else values[t]
-        if spec.base == "AP" and (bias == "jackknife" or gap):
-            by_jackknife, jack = ap_jackknife(spec, level, data, lam[t])
-            if bias == "jackknife":
-                corrected[t] = by_jackknife
-                variances[t] = np.where(np.isfinite(jack), jack, variances[t])
-            if gap:  # what the two estimates of the first-order bias disagree on
-                assert remaining is not None
-                remaining[t] = by_jackknife - by_taylor
+        one = _corrections(spec, level, data, lam[t], parts, bias, gap)
+        if not one.possible.all():  # a jackknife replicate went astray: lam = 0 there too
+            lam[t] = np.where(one.possible, lam[t], 0.0)
+            parts = at(lam[t])
+            one = _corrections(spec, level, data, lam[t], parts, bias, gap)
+        values[t], corrected[t], variances[t] = parts.value, one.value, one.variance
+        if remaining is not None:
+            remaining[t] = one.remaining
     return PPIResult(corrected, variances, lam, values, remaining)
+
+
+class Corrected(NamedTuple):
+    """One topic's estimate per run after its ``bias`` correction, its variance, the bias
+    estimate a bias-aware interval adds (0 where none), and whether every jackknife
+    replicate behind it is possible (R-hat(lam) at or above the relevant documents it
+    holds; True where no jackknife was taken)."""
+
+    value: np.ndarray
+    variance: np.ndarray
+    remaining: np.ndarray
+    possible: np.ndarray
+
+
+def _corrections(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                 parts: Parts, bias: str, gap: bool) -> Corrected:
+    """:func:`ppi_values` for one topic at ``lam`` (``[2, n_runs]``), from its ``parts``:
+    the estimate less the ``bias`` correction, its variance, and what widens the interval
+    (taylor-jackknife's b, or with ``gap`` the jackknife's estimate less the
+    Taylor-corrected one)."""
+    zero = np.zeros(parts.value.shape)
+    if bias == "taylor-jackknife" and spec.base == "AP":  # with its own variance
+        both = ap_taylor_jackknife(spec, level, data, lam)
+        return Corrected(both.value, both.variance, both.remaining, both.possible)
+    u = parts.u_y - lam[0][:, None] * parts.u_f[0] - lam[1][:, None] * parts.u_f[1]
+    variance = data.units.forms([u])[0, 0]
+    by_taylor = parts.value
+    if bias in GAPS and parts.den is not None:
+        by_taylor = parts.value - taylor_bias(data.units, u, parts.den[0]
+                                              - lam[1][:, None] * parts.den[1])
+    if not (spec.base == "AP" and (bias == "jackknife" or gap)):
+        return Corrected(by_taylor if bias == "taylor" else parts.value, variance, zero,
+                         np.ones(zero.shape, dtype=bool))
+    jack = ap_jackknife(spec, level, data, lam)
+    if bias == "jackknife":
+        value = jack.value
+        variance = np.where(np.isfinite(jack.variance), jack.variance, variance)
+    else:
+        value = by_taylor
+    # what the two estimates of the first-order bias disagree on
+    return Corrected(value, variance, jack.value - by_taylor if gap else zero, jack.possible)
 
 
 def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Sample,
@@ -753,11 +776,29 @@ def taylor_bias(units: Units, u: np.ndarray, den: np.ndarray) -> np.ndarray:
     return -np.nan_to_num(units.forms([u, den])[0, 1])
 
 
+class Jackknife(NamedTuple):
+    """:func:`ap_jackknife` for one topic (``[n_runs]`` each): the corrected estimate, the
+    jackknife variance, and whether every replicate that enters keeps R-hat(lam) at or
+    above the relevant documents it holds."""
+
+    value: np.ndarray
+    variance: np.ndarray
+    possible: np.ndarray
+
+
+def _possible(r_reps: np.ndarray, found: np.ndarray | float, enters: np.ndarray
+              ) -> np.ndarray:
+    """Per run (``r_reps [n_runs, k]``, replicates' R-hat): every replicate that ``enters``
+    (``[k]``) has R-hat at or above the relevant documents it holds (``found``, ``[k]``)."""
+    return ((r_reps >= found - 1e-9) | ~enters).all(axis=1)
+
+
 def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 ) -> Jackknife:
     """AP-hat(lam) (``lam [2, n_runs]``, as :func:`topic_estimate`) less the delete-one
     jackknife estimate of its ratio bias, and the jackknife variance of the replicates
-    (``[n_runs]`` each; NaN variance where the sample has too few units). Each replicate
+    (``[n_runs]`` each; NaN variance where the sample has too few units), with whether
+    every replicate's R-hat(lam) is possible (:class:`Jackknife`). Each replicate
     leaves one unit out and recomputes N-hat(lam)/R-hat(lam) in closed form, lam fixed (it
     is learnt from the other topics) and the predictions' frame totals unchanged:
 
@@ -790,8 +831,9 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
         return np.divide(num, den, out=np.zeros(np.broadcast_shapes(num.shape, den.shape)),
                          where=den > 0)
 
+    found = y[data.distinct].sum()
     if units.strata is not None:
-        return _stratified_jackknife(y, f, lam, data, cut, fixed_n, fixed_r, ratio)
+        return _stratified_jackknife(y, f, lam, data, cut, fixed_n, fixed_r, ratio, found)
     sums, shares = _pair_sums(np.stack([y, f]), np.stack([y * y, f]), ranks, units, cut,
                               data.geometry)
     n_s = sums[0] - lam_n * sums[1]
@@ -800,30 +842,36 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     value = ratio(n_s + fixed_n, r_s + fixed_r)
     if units.kind == "draws":
         if m < 3:
-            return value, np.full(n_runs, np.nan)
+            return Jackknife(value, np.full(n_runs, np.nan), np.ones(n_runs, dtype=bool))
         within = (ranks > 0) if cut is None else (ranks > 0) & (ranks <= cut)
         inverse = np.divide(1.0, ranks, out=np.zeros(ranks.shape), where=within)
         own = units.weight * (y * y - lam_n[:, None] * f) * inverse  # W_k x_kk
         diagonal = own.sum(axis=1)
+        r_reps = m / (m - 1) * (r_s[:, None] - t) + fixed_r[:, None]
         reps = ratio(m / (m - 1) * (diagonal[:, None] - own)
                      + m / (m - 2) * (n_s - diagonal)[:, None] - m / (m - 2) * (share - own)
-                     + fixed_n[:, None], m / (m - 1) * (r_s[:, None] - t) + fixed_r[:, None])
+                     + fixed_n[:, None], r_reps)
         mean = reps.mean(axis=1)
-        return (value - (m - 1) * (mean - value),
-                (m - 1) / m * ((reps - mean[:, None]) ** 2).sum(axis=1))
+        _, doc_of, draws = np.unique(units.index, return_inverse=True, return_counts=True)
+        alone = draws[doc_of] == 1  # the draw's document leaves the replicate with it
+        return Jackknife(value - (m - 1) * (mean - value),
+                         (m - 1) / m * ((reps - mean[:, None]) ** 2).sum(axis=1),
+                         _possible(r_reps, found - np.where(alone, y, 0.0),
+                                   np.ones(m, dtype=bool)))
     pi = 1.0 / units.weight
     den = r_s + fixed_r
     rest = den[:, None] - t
     reps = ratio(n_s[:, None] + fixed_n[:, None] - share, rest)
     moved = reps - value[:, None]
     step = np.where(rest > 0, moved + ratio(share - value[:, None] * t, den[:, None]), 0.0)
-    return value - ((1.0 - pi) * step).sum(axis=1), ((1.0 - pi) * moved**2).sum(axis=1)
+    return Jackknife(value - ((1.0 - pi) * step).sum(axis=1),
+                     ((1.0 - pi) * moved**2).sum(axis=1), _possible(rest, found - y, pi < 1.0))
 
 
 def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: TopicData,
                           cut: int | None, fixed_n: np.ndarray, fixed_r: np.ndarray,
-                          ratio: Callable[[np.ndarray, np.ndarray], np.ndarray]
-                          ) -> tuple[np.ndarray, np.ndarray]:
+                          ratio: Callable[[np.ndarray, np.ndarray], np.ndarray], found: float
+                          ) -> Jackknife:
     """:func:`ap_jackknife` on a stratified sample. The sample's numerator by strata:
     N_S = sum_g a_g S_g + sum_{g != g'} a_g a_g' P_gg' + sum_g c_g P_gg, with a_g = N_g/n_g,
     c_g = N_g (N_g - 1)/(n_g (n_g - 1)), S_g the diagonal terms x_kk of stratum g and P_gg'
@@ -901,10 +949,13 @@ def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: T
         own_rows + own_cols)
     lost = np.zeros((n_runs, m))
     lost[np.arange(n_runs)[:, None], doc] = np.where(real, loss, 0.0)
-    reps = ratio(base[:, stratum] - lost, r_base[:, stratum] - a2[stratum] * per_unit)
+    r_reps = r_base[:, stratum] - a2[stratum] * per_unit
+    reps = ratio(base[:, stratum] - lost, r_reps)
     others = ratio(base, r_base)  # the judged documents that are not units: weights only
     variance, bias = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
-    return value - bias, variance
+    possible = (_possible(r_reps, found - y, used[stratum])
+                & _possible(r_base, np.full(n_strata, found), used))
+    return Jackknife(value - bias, variance, possible)
 
 
 def _stratum_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
@@ -1137,8 +1188,9 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
                      c_rest[:, h] - d_col + d_row + c_own, v_rest[:, h] + v_own)
     found = y[data.distinct].sum()  # the ht form's units are distinct documents
     used = (counts >= 2) & (counts < sizes)  # the strata whose replicates enter
-    possible = ((r_reps >= found - y - 1e-9) | ~used[h]).all(axis=1) & (
-        (r_rest + a_less * r_g + fixed_r[:, None] >= found - 1e-9) | ~used).all(axis=1)
+    possible = (_possible(r_reps, found - y, used[h])
+                & _possible(r_rest + a_less * r_g + fixed_r[:, None], np.full(n_strata, found),
+                            used))
     return value, reps, others, possible
 
 
