@@ -124,6 +124,8 @@ whose replicates has R-hat(lam) under the relevant documents it holds takes lam 
 check :func:`ppi_values` makes on the full sample, applied to the replicates): with good
 predictions such a replicate threw the estimate far off (flip10 at 5%: one topic at 72,
 rms 5.9 times taylor's; now 1.05 times, the rule taking 0.4% of the topic-runs).
+``bias=jackknife``'s replicates (all three forms) get the same check, as does the
+jackknife behind a bias-aware interval over draws (:func:`_corrections`).
 
 The default, ``bias=design`` (:func:`design_bias`): ``taylor-jackknife`` on stratified
 samples, ``jackknife`` over draws, ``taylor`` on the other designs (Poisson-type ones, and
