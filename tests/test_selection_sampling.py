@@ -121,6 +121,7 @@ def test_run_distribution_keeps_a_floor_for_every_present_run() -> None:
     ("active", {"rounds": "0"}), ("active", {"rounds": "3", "batch": "3"}),
     ("active", {"prior": "uniform"}), ("stratified", {"prior": "flat"}),
     ("stratified", {"per_stratum": "1"}), ("stratified", {"depth": "3"}),
+    ("stratified", {"uniform": "1"}), ("active", {"uniform": "-0.2"}),
 ])
 def test_bad_parameters(method: str, params: dict[str, str]) -> None:
     with pytest.raises(UsageError):
@@ -266,9 +267,29 @@ def test_stratified_inclusion_probabilities_by_simulation(topic1: Pool, oracle: 
         assert abs(both - joint) <= 4 * np.sqrt(joint * (1 - joint) / trials)
 
 
-def expected_next_probs(pool: Pool, sample: Sample, floor: float) -> np.ndarray:
+@pytest.mark.shared
+def test_stratified_uniform_share_floors_every_inclusion_probability(topic1: Pool,
+                                                                     oracle: Oracle) -> None:
+    """uniform=a: each document's target is at least a n / N, so its pi_i (its stratum's
+    n_h / N_h) is about that or more; without it the deepest documents fall far below."""
+    budget, size = 30, topic1["1"].size
+    least = {}
+    for share in (0.0, 0.5):
+        selector = PriorStratifiedSelector(topic1, Budget(count=budget),
+                                           np.random.default_rng(0), uniform=share)
+        judge_all(selector, oracle, budget)
+        pi = selector.sample().topic("1").inclusion
+        assert pi.sum() == pytest.approx(budget)
+        least[share] = pi.min() * size / budget
+    assert least[0.5] >= 0.5 * 0.8, least  # a n / N, less the strata's rounding
+    assert least[0.0] < 0.3, least
+
+
+def expected_next_probs(pool: Pool, sample: Sample, floor: float,
+                        uniform: float) -> np.ndarray:
     """p_t over topic 1's pool after ``sample``, recomputed from its tables: P(s) from the HT
-    core's AP estimates with pi_ij = pi_i pi_j, within-run AP-priors over each run's docs."""
+    core's AP estimates with pi_ij = pi_i pi_j, within-run AP-priors over each run's docs,
+    mixed with 1/N by the uniform share."""
     tp, ts = pool["1"], sample.topic("1")
     design = judged_design(sample, ts)
     y = np.clip(ts.labels[design.index], 0, 1)
@@ -287,20 +308,24 @@ def expected_next_probs(pool: Pool, sample: Sample, floor: float) -> np.ndarray:
         length = int((row != PAD).sum())
         tail = np.cumsum((1.0 / np.arange(1, length + 1))[::-1])[::-1]
         probs[row[:length]] += runs[s] * (1 + tail) / (2 * length)  # Aslam et al.'s prior
-    return probs
+    return (1 - uniform) * probs + uniform / tp.size
 
 
 @pytest.mark.shared
-def test_active_draws_follow_the_reported_distribution(topic1: Pool, oracle: Oracle) -> None:
+@pytest.mark.parametrize("uniform", [0.0, 0.3])
+def test_active_draws_follow_the_reported_distribution(topic1: Pool, oracle: Oracle,
+                                                       uniform: float) -> None:
+    """The draws of a round follow p_t, and the Sample reports p_t: with a uniform share
+    too, whose pi_i (through the AP estimates that steer P_t) must match the tables'."""
     size = topic1["1"].size
     selector = ActiveSelector(topic1, Budget(count=size), np.random.default_rng(3), batch=3,
-                              floor=0.1)
+                              floor=0.1, uniform=uniform)
     simulate(selector, oracle, batch=3, rounds=10)
     history = selector.sample()
     assert history.rounds is not None
     following = len(history.rounds) + 1
     assert (history.judged()["relevance"] >= 1).any()  # P_t is no longer uniform
-    expected = expected_next_probs(topic1, history, 0.1)
+    expected = expected_next_probs(topic1, history, 0.1, uniform)
     saved = json.loads(json.dumps(selector.state()))
     saved["params"]["batch"] = size  # one long next round: N_t = the budget left
     docnos = topic1.docnos_of("1")

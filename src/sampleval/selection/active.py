@@ -20,6 +20,14 @@ The inclusion probabilities accumulate over the rounds (sec. 3): pi_i = 1 - prod
 (1 - p_t(i))^N_t and pi_ij = pi_i + pi_j - [1 - prod_t (1 - p_t(i) - p_t(j))^N_t]; the Sample
 (design ``with-replacement``) records every draw, N_t, and p_t(i) of every sampled document
 at every round, so that ``core.inclusion`` computes them, and Horvitz-Thompson estimators apply.
+A uniform share (``uniform=a``, default 0: neither the paper nor its code has one) makes a
+share a of the draws uniformly over the topic's N pooled documents instead, so p_t(d) =
+(1 - a) sum_s P_t(s) w_s(rank_s(d)) + a / N: the defensive mixture of importance sampling
+(Hesterberg, Technometrics 1995), which caps every per-draw weight 1/p_t(d) at N / a. Deep
+documents otherwise have p_t(d) hundreds of times under 1/N (the AP-prior at rank 100 is
+1/500 of rank 1's), and a ratio such as AP estimated over the draws keeps the bias of those
+rare, heavy draws (docs/predictions.md, "A floor under the inclusion probabilities").
+
 Round 1 is uniform over the runs and every rank has a positive prior (except the last under
 ``prior=log``), so every pooled document has pi_i > 0 whatever the floor; a floor keeps
 p_t(d) > 0 in every round, which only the per-draw estimator (``~hh``, unbiased when every
@@ -132,14 +140,15 @@ def draw(run_probs: np.ndarray, u: np.ndarray, cdf: np.ndarray, ranking: np.ndar
 
 @njit(cache=True)
 def add_misses(log_miss: np.ndarray, run: np.ndarray, doc: np.ndarray, prior: np.ndarray,
-               run_probs: np.ndarray, draws: int) -> None:
-    """log_miss[d] += draws log(1 - p(d)), p(d) = sum over d's hits of P(run) prior (in
-    place; ``doc`` indexes ``log_miss``)."""
+               run_probs: np.ndarray, draws: int, uniform: float, pool_size: int) -> None:
+    """log_miss[d] += draws log(1 - p(d)), p(d) = (1 - uniform) (sum over d's hits of P(run)
+    prior) + uniform / pool_size (in place; ``doc`` indexes ``log_miss``)."""
     p = np.zeros(len(log_miss))
     for i in range(len(run)):
         p[doc[i]] += run_probs[run[i]] * prior[i]
     for d in range(len(log_miss)):
-        log_miss[d] += draws * np.log1p(-p[d]) if p[d] < 1.0 else -np.inf
+        p_d = (1.0 - uniform) * p[d] + uniform / pool_size
+        log_miss[d] += draws * np.log1p(-p_d) if p_d < 1.0 else -np.inf
 
 
 @njit(cache=True)
@@ -166,14 +175,16 @@ def insert_hits(key: np.ndarray, ints: np.ndarray, floats: np.ndarray, n: int, w
 
 @njit(cache=True)
 def log_miss_of(run_probs: np.ndarray, sizes: np.ndarray, run: np.ndarray,
-                prior: np.ndarray) -> float:
+                prior: np.ndarray, uniform: float, pool_size: int) -> float:
     """sum_t N_t log(1 - p_t(d)) over the rounds so far for a document d with occurrences
-    (``run``, ``prior``): the log-probability that every draw missed it."""
+    (``run``, ``prior``): the log-probability that every draw missed it (p_t as in
+    :func:`add_misses`)."""
     total = 0.0
     for t in range(len(sizes)):
         p = 0.0
         for i in range(len(run)):
             p += run_probs[t, run[i]] * prior[i]
+        p = (1.0 - uniform) * p + uniform / pool_size
         total += sizes[t] * np.log1p(-p) if p < 1.0 else -np.inf
     return total
 
@@ -191,7 +202,8 @@ class _TopicDraws:
     """
 
     def __init__(self, tp: TopicPool, docnos: np.ndarray, budget: int,
-                 rng: np.random.Generator, prior_kind: str) -> None:
+                 rng: np.random.Generator, prior_kind: str, uniform: float) -> None:
+        self.uniform = uniform
         self.ranking = tp.ranking
         self.docnos = docnos
         self.size = tp.size
@@ -253,7 +265,8 @@ class _TopicDraws:
         if self.relevant:
             n = self.n_hits
             add_misses(self.log_miss_rel[:len(self.relevant)], self.hit_ints[0, :n],
-                       self.hit_ints[2, :n], self.hit_prior[:n], run_probs, len(drawn))
+                       self.hit_ints[2, :n], self.hit_prior[:n], run_probs, len(drawn),
+                       self.uniform, self.size)
         labels = self.labels
         self.pending = [d for d in dict.fromkeys(drawn.tolist()) if labels[d] != labels[d]]
 
@@ -261,8 +274,12 @@ class _TopicDraws:
         """Draw ``size`` documents from this round's p_t, cut after the draw that brings the
         last new document the budget allows (the later draws are not made)."""
         run_probs = run_distribution(self.weights(kind), self.present, floor)
-        drawn = draw(run_probs, self.rng.random((2, size)), self.cdf, self.ranking,
-                     self.lengths)
+        u = self.rng.random((3 if self.uniform else 2, size))
+        drawn = draw(run_probs, u[:2], self.cdf, self.ranking, self.lengths)
+        if self.uniform:  # the defensive share: a document of the pool, uniformly
+            mixed = u[2] < self.uniform
+            drawn[mixed] = np.minimum((u[1, mixed] * self.size).astype(np.int64),
+                                      self.size - 1)
         left = self.budget - self.judged
         new = np.isnan(self.labels[drawn])
         _, first = np.unique(drawn, return_index=True)
@@ -279,7 +296,9 @@ class _TopicDraws:
         pooled documents are all judged) means the budget can never be spent."""
         run_probs = run_distribution(self.weights(kind), self.present, floor)
         unjudged = np.isnan(self.labels[self.occ_doc])
-        return float((run_probs[self.occ_run[unjudged]] * self.occ_prior[unjudged]).sum())
+        by_runs = float((run_probs[self.occ_run[unjudged]] * self.occ_prior[unjudged]).sum())
+        share_unjudged = float(np.isnan(self.labels).mean())
+        return (1.0 - self.uniform) * by_runs + self.uniform * share_unjudged
 
     def judge(self, where: np.ndarray, labels: np.ndarray) -> None:
         """Take labels of pending documents; once the round's are all in, its relevant
@@ -307,7 +326,8 @@ class _TopicDraws:
         self.relevant.append(doc)
         self.y_rel[k] = y
         self.log_miss_rel[k] = log_miss_of(self.run_probs[:self.rounds],
-                                           self.sizes[:self.rounds], run, prior)
+                                           self.sizes[:self.rounds], run, prior,
+                                           self.uniform, self.size)
 
     def tables(self) -> dict[str, dict[str, np.ndarray]]:
         """The topic's frame, draws, rounds and round_probs columns (no ``query_id``), over
@@ -322,7 +342,9 @@ class _TopicDraws:
         occ = np.flatnonzero(np.isin(self.occ_doc, sampled))
         weight[self.occ_run[occ], np.searchsorted(sampled, self.occ_doc[occ])] = (
             self.occ_prior[occ])
-        probs = self.run_probs[:done] @ weight  # p_t(d) of the sampled documents
+        # p_t(d) of the sampled documents
+        by_runs = self.run_probs[:done] @ weight
+        probs = (1.0 - self.uniform) * by_runs + self.uniform / self.size
         with np.errstate(divide="ignore"):
             log_miss = sizes @ np.log1p(-probs)
         labels, inclusion = np.full(self.size, np.nan), np.full(self.size, np.nan)
@@ -360,6 +382,9 @@ class ActiveSelector(Selector):
         Param("floor", float, 0.0, "share of each round's run distribution spread uniformly "
               "(neither the paper nor its code has one)", check=lambda x: 0 <= x <= 1,
               requirement="in [0, 1]"),
+        Param("uniform", float, 0.0, "share of the draws made uniformly over the topic's "
+              "pool (a defensive mixture: caps 1/p_t(d) at N/uniform; neither the paper nor "
+              "its code has one)", check=lambda x: 0 <= x < 1, requirement="in [0, 1)"),
         Param("prior", str, "aslam", "AP-prior over each run's ranks (selection.ap_prior)",
               choices=PRIORS),
     )
@@ -378,7 +403,8 @@ class ActiveSelector(Selector):
         self._initial_rng = rng_state(rng)
         seeds = rng.integers(0, 2**63, size=len(pool.topics))
         self._topics = {t: _TopicDraws(pool[t], pool.docnos_of(t), self.budget_for(t),
-                                       np.random.default_rng(s), self.params["prior"])
+                                       np.random.default_rng(s), self.params["prior"],
+                                       self.params["uniform"])
                         for t, s in zip(pool.topics, seeds, strict=True)}
 
     def _round_size(self, draws: _TopicDraws) -> int:
@@ -419,7 +445,7 @@ class ActiveSelector(Selector):
             occ = slice(draws.occ_start[doc], draws.occ_start[doc + 1])
             pi[i] = -np.expm1(log_miss_of(draws.run_probs[:draws.rounds],
                                           draws.sizes[:draws.rounds], draws.occ_run[occ],
-                                          draws.occ_prior[occ]))
+                                          draws.occ_prior[occ], draws.uniform, draws.size))
         return [""] * len(docnos), pi
 
     def sample(self) -> Sample:

@@ -31,6 +31,16 @@ pi_ij > 0, which the HT variance estimator needs. Documents are handed out acros
 proportion (``strata.handout``), so the judged set after any number of judgments is itself a
 stratified simple random sample.
 
+A uniform share (``uniform=a``, default 0: the papers have none) mixes the sizes with the uniform
+distribution over the pool before step 1, size_i = (1 - a) prior_i / sum prior + a / N, the
+defensive mixture of importance sampling (Hesterberg, "Weighted average importance sampling
+and defensive mixture distributions", Technometrics 1995): every document keeps a target of
+at least a n / N, so no weight 1/pi_i exceeds N / (a n) and no within-stratum pair weight
+1/pi_ij its square. The deepest strata otherwise hold hundreds of documents with two judged
+(1/pi_i ~ 260 at 5%), and a ratio such as AP, whose denominator R-hat moves by that much
+when one of them is relevant, keeps a bias that no delete-one jackknife sees: measured in
+docs/predictions.md, "A floor under the inclusion probabilities".
+
 With predictions of relevance (``--param size=residual --predictions FILE``), the target
 follows prior_i s_i instead, s_i the predicted residual spread (:func:`residual_spread`): the
 allocation that minimises the variance of the difference estimator (``~ppi``) of a total
@@ -81,6 +91,9 @@ class PriorStratifiedSelector(StratifiedSelector):
         Param("size", str, "prior", "what pi_i follows: prior, the AP-prior; residual, the "
               "AP-prior times the predicted residual spread (needs --predictions)",
               choices=("prior", "residual")),
+        Param("uniform", float, 0.0, "share of the target mass spread uniformly over the "
+              "pool (a defensive mixture: caps 1/pi_i at about N/(uniform n))",
+              check=lambda x: 0 <= x < 1, requirement="in [0, 1)"),
         Param("spread_floor", float, 0.1, "with size=residual, the share of the largest "
               "spread every document keeps (so that each can be judged)",
               check=lambda x: 0 < x <= 1, requirement="in (0, 1]"),
@@ -104,12 +117,16 @@ class PriorStratifiedSelector(StratifiedSelector):
         return bool(params.get("size") == "residual")
 
     def _size(self, tp: TopicPool) -> np.ndarray:
-        """What the target pi_i is proportional to: the AP-prior, times the predicted
-        residual spread with size=residual."""
-        prior = document_prior(tp, self.params["prior"])
-        if self.predicted is None:
-            return prior
-        return prior * residual_spread(self.predicted[tp.topic], self.params["spread_floor"])
+        """What the target pi_i is proportional to: the AP-prior (times the predicted
+        residual spread with size=residual), mixed with the uniform distribution by
+        ``uniform``."""
+        size = document_prior(tp, self.params["prior"])
+        if self.predicted is not None:
+            size = size * residual_spread(self.predicted[tp.topic], self.params["spread_floor"])
+        share = self.params["uniform"]
+        if share == 0 or size.sum() <= 0:
+            return size
+        return (1.0 - share) * size / size.sum() + share / tp.size
 
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
         prior = self._size(tp)
