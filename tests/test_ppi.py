@@ -162,6 +162,33 @@ def test_lam_zero_on_an_active_sample_is_ht(
         np.testing.assert_allclose(per_draw[column], hh[column], rtol=1e-9, atol=1e-12)
 
 
+def test_a_uniform_share_gives_active_samples_the_per_draw_form(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """active:uniform=a (a > 0): every draw can reach every document, so the linear
+    measures take the per-draw form too (predictions all 0: ~hh exactly), and form=ht
+    still asks for the Horvitz-Thompson one (predictions all 0: ~ht exactly)."""
+    runs, qrels, pool, _ = judged_collection
+    sample = sample_of(pool, qrels, "active", uniform=0.2)
+    assert ppi.sample_form(sample) == "draws"
+    assert ppi.sample_form(sample_of(pool, qrels, "active")) == "ht"
+    zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
+                         "prediction": [0.0]})
+    linear = ("P@10", "NumRel")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # coverage warning
+        default = estimate(sample, runs, [f"{m}~ppi" for m in linear], depth=DEPTH,
+                           predictions=zero)
+        as_ht = estimate(sample, runs, [f"{m}~ppi(form=ht)" for m in linear], depth=DEPTH,
+                         predictions=zero)
+    for got, family in ((default, "hh"), (as_ht, "ht")):
+        got = by_measure(got.assign(measure=got["measure"].str.removesuffix("(form=ht)")),
+                         "ppi")
+        want = by_measure(estimate(sample, runs, [f"{m}~{family}" for m in linear],
+                                   depth=DEPTH), family)
+        for column in ("value", "lo", "hi"):
+            np.testing.assert_allclose(got[column], want[column], rtol=1e-9, atol=1e-12)
+
+
 def test_no_predictions_on_draws_is_per_draw(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """On an importance sample (per-draw form), predictions all 0 give ~hh exactly."""

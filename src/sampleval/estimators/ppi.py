@@ -306,14 +306,36 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     R, Rprec and nDCG are ratios with the same adaptive denominator as AP and follow it.
     With predictions all 0 (``~hh``, 200 trials) that holds for R@k and Rprec, not for
     nDCG@10, whose per-draw rms is 1.5-1.8 times ``~ht``'s (docs/predictions.md, "Active
-    sampling: AP~hh and the defaults"); not measured with predictions."""
-    if sample.design == "importance" or (
-            sample.design == "with-replacement"
-            and (sample.rounds is None or sample.round_probs is None)):
+    sampling: AP~hh and the defaults"); not measured with predictions.
+
+    Active samples drawn with a uniform share (``active:uniform=a``, a > 0, as the Sample's
+    metadata records) take ``draws`` for every measure: each draw can reach every pooled
+    document there, which the per-draw form's unbiasedness needs, and its rms is no longer
+    the price (``uniform=0.2``, 200 trials: P@10~ppi's mean within 3 standard errors of the
+    truth for 98-100% of the runs at 5% and 10% with every predictor, against 1-49% for the
+    ``ht`` form; rms 0.53-0.99 of ``P@10~ht``'s, docs/predictions.md, "A uniform share
+    under the draws")."""
+    if not has_inclusion(sample):
         return "draws"
-    if sample.design == "with-replacement" and base is not None and base not in LINEAR:
+    if sample.design == "with-replacement" and (
+            draws_reach_every_document(sample) or (base is not None and base not in LINEAR)):
         return "draws"
     return "ht"
+
+
+def has_inclusion(sample: Sample) -> bool:
+    """Whether ``sample`` has the inclusion probabilities the ``ht`` form needs: every
+    design but importance draws and with-replacement draws without their rounds."""
+    return not (sample.design == "importance" or (
+        sample.design == "with-replacement"
+        and (sample.rounds is None or sample.round_probs is None)))
+
+
+def draws_reach_every_document(sample: Sample) -> bool:
+    """Whether ``sample`` comes from ``active`` with a uniform share (its metadata's
+    ``params``), so that every draw of every round could reach every pooled document."""
+    params = sample.meta.get("params") or {}
+    return bool(sample.meta.get("method") == "active" and float(params.get("uniform") or 0) > 0)
 
 
 def chosen_form(sample: Sample, spec: EstimateSpec) -> str:
@@ -326,7 +348,7 @@ def chosen_form(sample: Sample, spec: EstimateSpec) -> str:
     default = sample_form(sample, spec.base)
     if option == "draws" and sample.draws is not None:
         return "draws"
-    if option == "ht" and sample_form(sample) == "ht":
+    if option == "ht" and has_inclusion(sample):
         return "ht"
     return default
 
