@@ -133,8 +133,8 @@ def test_a_uniform_share_makes_the_default_unbiased_under_active_sampling(
     """``active:uniform=0.2``: every draw can reach every document, so P@10~ppi takes the
     per-draw form by default, unbiased where ~ht's form is not. (Its rms against ~ht's,
     whose adaptive bias is a smaller share of its error on these 10 topics than on all
-    50, is measured over 200 trials in docs/predictions.md, "A uniform share under the
-    draws": 0.95 and 0.99 with pure noise at 5% and 10%.)"""
+    50, is measured over 200 trials in docs/predictions.md, "A uniform share": 0.95 and
+    0.99 with pure noise at 5% and 10%.)"""
     qrels, pool = small
     table = run(pool, qrels, "active", {"uniform": 0.2}, 0.1, TRIALS, ["P@10"],
                 ["noise", "flip30"], SEED).set_index(["predictor", "measure"])

@@ -139,7 +139,10 @@ errors of the truth (flip10 80% / 90%, deep 87% / 94%, the others 95-99%), again
 and 2-83% for ``taylor``, at 1.04-1.06 times its rms; over active sampling's draws it covers
 0.90-0.93 (jackknife with normal intervals 0.87-0.91, taylor 0.78-0.87), and the bias the
 jackknife leaves there (+0.0065..+0.0077 at 5%) keeps every predictor below the criterion
-(2-16% within).
+(2-16% within). Most of that bias is the design's: drawn with ``active:uniform=0.2``, so
+that every round can reach every document, the same default is unbiased at 5% (-0.0009..
++0.0002, 84-96% within, coverage 0.96-0.97), while at 10% both corrections overshoot
+(-0.0013..-0.0022, 33-63% within; docs/predictions.md, "A uniform share").
 
 Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
 rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
@@ -313,8 +316,8 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     document there, which the per-draw form's unbiasedness needs, and its rms is no longer
     the price (``uniform=0.2``, 200 trials: P@10~ppi's mean within 3 standard errors of the
     truth for 98-100% of the runs at 5% and 10% with every predictor, against 1-49% for the
-    ``ht`` form; rms 0.53-0.99 of ``P@10~ht``'s, docs/predictions.md, "A uniform share
-    under the draws")."""
+    ``ht`` form; rms 0.53-0.99 of ``P@10~ht``'s; docs/predictions.md, "A uniform
+    share")."""
     if not has_inclusion(sample):
         return "draws"
     if sample.design == "with-replacement" and (
