@@ -960,7 +960,7 @@ def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: T
     per_unit = y[None, :] - lam_r[:, None] * f[None, :]  # R's unit values [r, m] (weight a_h)
     totals = np.zeros((n_runs, n_strata))
     np.add.at(totals.T, stratum, per_unit.T)
-    used = (counts >= 2) & (counts < sizes)  # the strata whose replicates differ
+    used = replicated(counts, sizes)
     fewer = counts - 1.0
     a2 = np.divide(sizes, fewer, out=np.zeros(n_strata), where=used)
     within2 = np.divide(sizes * (sizes - 1.0), fewer * (fewer - 1.0), out=np.zeros(n_strata),
@@ -985,6 +985,12 @@ def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: T
     return Jackknife(value - bias, variance, possible)
 
 
+def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The strata whose delete-one replicates enter the stratified jackknife: 2 <= n_h < N_h
+    (one judged document leaves no replicate; a census stratum's replicates do not differ)."""
+    return (counts >= 2) & (counts < sizes)
+
+
 def _stratum_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
                        stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
@@ -994,7 +1000,7 @@ def _stratum_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
     ``[r, H]`` (only the weights change): (v, b) per run, v = sum_h (1 - f_h)(n_h - 1)/n_h
     sum_j (theta_(hj) - mean_h)^2 and b = sum_h (1 - f_h)(n_h - 1)(mean_h - ``value``), over
     the strata with 2 <= n_h < N_h (the others' replicates do not differ)."""
-    used = (counts >= 2) & (counts < sizes)
+    used = replicated(counts, sizes)
     member = np.zeros((len(stratum), len(sizes)))
     member[np.arange(len(stratum)), stratum] = 1.0
     rest = counts - member.sum(axis=0)  # judged documents of h that are not units
@@ -1214,7 +1220,7 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     reps = corrected(n_less[:, h] - taken + fixed_n[:, None], r_reps,
                      c_rest[:, h] - d_col + d_row + c_own, v_rest[:, h] + v_own)
     found = y[data.distinct].sum()  # the ht form's units are distinct documents
-    used = (counts >= 2) & (counts < sizes)  # the strata whose replicates enter
+    used = replicated(counts, sizes)
     possible = (_possible(r_reps, found - y, used[h])
                 & _possible(r_rest + a_less * r_g + fixed_r[:, None], np.full(n_strata, found),
                             used))
