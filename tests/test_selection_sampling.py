@@ -364,14 +364,16 @@ def tables(sample: Sample) -> dict[str, pd.DataFrame | None]:
 
 @pytest.mark.shared
 @pytest.mark.parametrize("method", ["stratified", "active"])
+@pytest.mark.parametrize("params", [{}, {"uniform": 0.3}])
 @pytest.mark.parametrize(("batch", "stop"), [(3, 1), (3, 4), (1, 2), (1, 7)])
 def test_stop_save_load_continue_gives_the_same_sample(pool5: Pool, oracle: Oracle, method: str,
-                                                       batch: int, stop: int) -> None:
+                                                       params: dict[str, Any], batch: int,
+                                                       stop: int) -> None:
     cls = METHODS[method]
-    whole = simulate(cls(pool5, Budget(rate=0.15), np.random.default_rng(7)), oracle,
-                     batch=batch).sample()
-    first = simulate(cls(pool5, Budget(rate=0.15), np.random.default_rng(7)), oracle,
-                     batch=batch, rounds=stop)
+    whole = simulate(cls(pool5, Budget(rate=0.15), np.random.default_rng(7), **params),
+                     oracle, batch=batch).sample()
+    first = simulate(cls(pool5, Budget(rate=0.15), np.random.default_rng(7), **params),
+                     oracle, batch=batch, rounds=stop)
     resumed = cls.restore(pool5, json.loads(json.dumps(first.state())))
     again = simulate(resumed, oracle, batch=batch).sample()
     for name, table in tables(whole).items():
