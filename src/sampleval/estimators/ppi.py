@@ -1371,8 +1371,9 @@ register_family(EstimatorFamily(
               "elsewhere) or normal (z standard errors either side)",
               choices=("bias-aware", "normal")),
         Param("form", str, "design", "design (Horvitz-Thompson wherever the design has "
-              "inclusion probabilities, but per-draw for importance samples and for ratio "
-              "measures on active samples), ht (wherever the sample has inclusion "
+              "inclusion probabilities, but per-draw for importance samples, for ratio "
+              "measures on active samples, and for every measure on active samples drawn "
+              "with a uniform share), ht (wherever the sample has inclusion "
               "probabilities), or draws (the per-draw form wherever the sample records its "
               "draws: unbiased under adaptive draws; for P@k on active samples a much higher "
               "variance)",
