@@ -145,15 +145,22 @@ def draw(run_probs: np.ndarray, u: np.ndarray, cdf: np.ndarray, ranking: np.ndar
 
 
 @njit(cache=True)
+def with_share(by_runs: Any, uniform: float, pool_size: int) -> Any:  # a float or an array
+    """p_t(d) from the runs' part sum_s P_t(s) w_s(rank_s(d)): (1 - uniform) of it plus
+    uniform / pool_size, the share drawn uniformly over the pool."""
+    return (1.0 - uniform) * by_runs + uniform / pool_size
+
+
+@njit(cache=True)
 def add_misses(log_miss: np.ndarray, run: np.ndarray, doc: np.ndarray, prior: np.ndarray,
                run_probs: np.ndarray, draws: int, uniform: float, pool_size: int) -> None:
-    """log_miss[d] += draws log(1 - p(d)), p(d) = (1 - uniform) (sum over d's hits of P(run)
-    prior) + uniform / pool_size (in place; ``doc`` indexes ``log_miss``)."""
+    """log_miss[d] += draws log(1 - p(d)), p(d) the sum over d's hits of P(run) prior with
+    the uniform share (:func:`with_share`; in place; ``doc`` indexes ``log_miss``)."""
     p = np.zeros(len(log_miss))
     for i in range(len(run)):
         p[doc[i]] += run_probs[run[i]] * prior[i]
     for d in range(len(log_miss)):
-        p_d = (1.0 - uniform) * p[d] + uniform / pool_size
+        p_d = with_share(p[d], uniform, pool_size)
         log_miss[d] += draws * np.log1p(-p_d) if p_d < 1.0 else -np.inf
 
 
@@ -190,7 +197,7 @@ def log_miss_of(run_probs: np.ndarray, sizes: np.ndarray, run: np.ndarray,
         p = 0.0
         for i in range(len(run)):
             p += run_probs[t, run[i]] * prior[i]
-        p = (1.0 - uniform) * p + uniform / pool_size
+        p = with_share(p, uniform, pool_size)
         total += sizes[t] * np.log1p(-p) if p < 1.0 else -np.inf
     return total
 
@@ -350,7 +357,7 @@ class _TopicDraws:
             self.occ_prior[occ])
         # p_t(d) of the sampled documents
         by_runs = self.run_probs[:done] @ weight
-        probs = (1.0 - self.uniform) * by_runs + self.uniform / self.size
+        probs = with_share(by_runs, self.uniform, self.size)
         with np.errstate(divide="ignore"):
             log_miss = sizes @ np.log1p(-probs)
         labels, inclusion = np.full(self.size, np.nan), np.full(self.size, np.nan)
