@@ -25,7 +25,8 @@ from sampleval.estimators.base import relevance, topic_views
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import estimate_ppi, minimising, ppi_values, topic_data
 from sampleval.evaluation import evaluate
-from sampleval.experiments import ppi_efficiency
+from sampleval.experiments import bias_by_topic, ppi_efficiency
+from sampleval.experiments.estimates import mean_over_topics
 from sampleval.io import write_qrels, write_run
 from sampleval.io.predictions import read_predictions, write_predictions
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
@@ -645,6 +646,45 @@ def test_study_takes_each_ap_correction(
         assert not np.allclose(got[(family, "AP(bias=none)")], jack)
 
 
+def test_bias_by_topic_adds_up_to_the_study(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], tmp_path: Path) -> None:
+    """bias_by_topic keeps the per-topic estimates of ppi_efficiency's trials (the same
+    seeds, samples and predictions: their means over topics are the study's), the topics'
+    shares add up to the bias of the mean, and the figures without the top topic are the
+    mean over the other topics."""
+    _, qrels, pool, _ = judged_collection
+    names = ["noise", "flip30"]
+    data = bias_by_topic.run(pool, qrels, "stratified", {}, 0.3, 3, "AP", names, 5)
+    raw = tmp_path / "study.npz"
+    ppi_efficiency.run(pool, qrels, "stratified", {}, 0.3, 3, ["AP"], names, 5, raw=raw)
+    truth, study, _, _ = ppi_efficiency.load_raw(raw)
+    means = {n: np.array([mean_over_topics(v, data.present)
+                          for v in data.values[n]]) for n in names}
+    for name in names:
+        np.testing.assert_allclose(means[name], np.array(study[(name, "AP")]), atol=1e-12)
+    np.testing.assert_allclose(mean_over_topics(data.truth, data.present),
+                               truth["AP"], atol=1e-15)
+    summary = bias_by_topic.summary(data).set_index("predictor")
+    for name in names:
+        shares = bias_by_topic.shares(data, name)
+        assert shares["share"].sum() == pytest.approx(summary.loc[name, "bias"], abs=1e-12)
+        assert shares["share"].abs().is_monotonic_decreasing
+        assert summary.loc[name, "top_topic"] == shares["query_id"].iloc[0]
+        rest = np.array(data.topics) != shares["query_id"].iloc[0]
+        kept = data.present & rest[:, None]
+        errors = [mean_over_topics(v, kept)
+                  - mean_over_topics(data.truth, kept) for v in data.values[name]]
+        assert summary.loc[name, "bias_without"] == pytest.approx(np.mean(errors), abs=1e-12)
+        assert ((shares["checked"] >= 0) & (shares["checked"] <= 1)).all()
+        assert (shares["lam_num"] > 0).any()  # flip30 and noise: tuned, not all zero
+
+
+def test_bias_by_topic_command_names_missing_data(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert bias_by_topic.main(["--data", str(tmp_path), "--trials", "1"]) == 1
+    assert "data missing" in capsys.readouterr().out
+
+
 # -- the seeded predictors -------------------------------------------------------------------------
 
 def test_predictors(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
@@ -940,6 +980,7 @@ def test_taylor_jackknife_falls_back_where_a_replicate_goes_astray(
         kept = first.possible & defined
         np.testing.assert_array_equal(got.lam[t][:, kept], 1.0)
         np.testing.assert_allclose(got.value[t][kept], first.value[kept], atol=1e-12)
+        np.testing.assert_array_equal(got.checked[t], ~kept)  # what the result reports
     assert fell > 0
 
 
@@ -973,9 +1014,11 @@ def test_jackknife_falls_back_where_a_replicate_goes_astray(
                 held = y[keep][np.unique(data.units.index[keep], return_index=True)[1]].sum()
                 brute &= r_hat >= held - 1e-9
             np.testing.assert_array_equal(first.possible, brute)  # R-hat is every run's
-        astray = ~first.possible & ppi.topic_estimate(spec, 1.0, data)(ones).defined
+        defined = ppi.topic_estimate(spec, 1.0, data)(ones).defined
+        astray = ~first.possible & defined
         fell += int(astray.sum())
         np.testing.assert_array_equal(got.lam[t][:, astray], 0.0)
+        np.testing.assert_array_equal(got.checked[t], ~(first.possible & defined))
         zero = ppi.ap_jackknife(spec, 1.0, data, zeros)
         np.testing.assert_allclose(got.value[t][astray], zero.value[astray], atol=1e-12)
     assert fell > 0

@@ -276,12 +276,15 @@ class PPIResult(NamedTuple):
     ``bias=taylor-jackknife``, ``remaining``: the jackknife's estimate b of the bias the
     Taylor-corrected estimate keeps (``[topics, n_runs]``; ``bias=taylor``'s estimate is
     ``value + remaining``, :func:`ap_taylor_jackknife`); over draws with a bias-aware
-    interval, the jackknife-corrected estimate less the Taylor-corrected one; else None."""
+    interval, the jackknife-corrected estimate less the Taylor-corrected one; else None;
+    ``checked``: where the check on the sample gave the topic and run lam = 0 (an
+    impossible ratio or jackknife replicate; ``[topics, n_runs]``)."""
 
     value: np.ndarray
     variance: np.ndarray
     lam: np.ndarray
     uncorrected: np.ndarray
+    checked: np.ndarray
     remaining: np.ndarray | None = None  # what widens a bias-aware interval
 
 
@@ -714,20 +717,23 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
            and bool(topics) and topics[0].units.kind == "draws")
     remaining = (np.zeros((len(topics), n_runs)) if bias == "taylor-jackknife" or gap
                  else None)
+    checked = np.zeros((len(topics), n_runs), dtype=bool)
     for t, (data, at) in enumerate(zip(topics, estimates, strict=True)):
         parts = at(lam[t])
         if not parts.defined.all():  # the correction went astray: ~ht's estimate there
             lam[t] = np.where(parts.defined, lam[t], 0.0)
+            checked[t] = ~parts.defined
             parts = at(lam[t])
         one = _corrections(spec, level, data, lam[t], parts, bias, gap)
         if not one.possible.all():  # a jackknife replicate went astray: lam = 0 there too
             lam[t] = np.where(one.possible, lam[t], 0.0)
+            checked[t] |= ~one.possible
             parts = at(lam[t])
             one = _corrections(spec, level, data, lam[t], parts, bias, gap)
         values[t], corrected[t], variances[t] = parts.value, one.value, one.variance
         if remaining is not None:
             remaining[t] = one.remaining
-    return PPIResult(corrected, variances, lam, values, remaining)
+    return PPIResult(corrected, variances, lam, values, checked, remaining)
 
 
 class Corrected(NamedTuple):
