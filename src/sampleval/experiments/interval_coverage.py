@@ -54,6 +54,7 @@ MEASURES = {
                    "AP~ht(bias=taylor-jackknife)", "xinfAP", "xinfAP(bias=jackknife)"),
 }
 STRATA = ((1, 10, 1.0), (11, 30, 0.3), (31, None, 0.1))
+ROUNDING = 1e-12  # how far a truth may lie outside an interval and still be covered
 
 
 def fixed_rate_sample(pool: Pool, rng: np.random.Generator,
@@ -139,7 +140,10 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
                     raw.append(rows.drop(columns="measure").assign(
                         trial=trial, design=design, measure=name,
                         relevant=rows["query_id"].map(relevant).fillna(0).astype(np.int64)))
-                covered = (rows["lo"] <= rows["truth"]) & (rows["truth"] <= rows["hi"])
+                # an interval of no width around an estimate known exactly (the run's
+                # documents all judged) covers a truth equal to it up to rounding
+                covered = ((rows["lo"] - ROUNDING <= rows["truth"])
+                           & (rows["truth"] <= rows["hi"] + ROUNDING))
                 mean = rows["query_id"] == MEAN_TOPIC
                 tally.setdefault((design, name), []).append(np.array([
                     covered[~mean].mean(), covered[mean].mean(),
