@@ -16,11 +16,12 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.estimators import estimate
 from sampleval.estimators.anticipated import (
+    LabelModel,
     Population,
     expected_variance,
     features,
     fit,
-    relevance_model,
+    label_model,
 )
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.synthetic_predictions import flipped
@@ -87,32 +88,59 @@ def test_fit_recovers_a_logistic_model() -> None:
     np.testing.assert_allclose(got, beta, atol=0.15)
 
 
+def with_labels(pop: Population, labels: np.ndarray) -> Population:
+    return Population(pop.docs, pop.stratum, pop.sizes, pop.sampled, pop.shape, pop.judged,
+                      pop.weight, labels, pop.ranks)
+
+
 def test_no_model_without_both_kinds_of_label() -> None:
-    """No relevant (or no non-relevant) judged document, or too few judged: no model."""
+    """Too few judged documents, no relevant (or no non-relevant) one, or graded labels
+    that are not whole grades: no model."""
     pop = tiny_population()
-    assert relevance_model([pop], [np.zeros(12)], 1.0) is None  # all labels 0, 12 judged
-    many = Population(pop.docs, pop.stratum, pop.sizes, pop.sampled, pop.shape, pop.judged,
-                      pop.weight, np.ones(12), pop.ranks)
-    assert relevance_model([many] * 5, [np.zeros(12)] * 5, 1.0) is None  # all relevant
+    zeros = [np.zeros(12)] * 5
+    assert label_model([pop], [np.zeros(12)], 1.0, False) is None  # 12 judged: too few
+    assert label_model([pop] * 5, zeros, 1.0, False) is None  # all labels 0
+    assert label_model([with_labels(pop, np.ones(12))] * 5, zeros, 1.0, False) is None
+    mixed = with_labels(pop, np.tile([0.0, 1.0, 2.0], 4))
+    assert label_model([mixed] * 5, zeros, 1.0, True) is not None
+    assert label_model([mixed] * 5, zeros, 2.0, False) is not None  # relevant at level 2
+    assert label_model([with_labels(pop, np.tile([0.0, 2.0], 6))] * 5, zeros, 1.0,
+                       True) is not None  # no grade-1 document: grade >= 1 and >= 2 alike
+    halves = with_labels(pop, np.tile([0.0, 0.5, 2.0], 4))
+    assert label_model([halves] * 5, zeros, 1.0, True) is None
+    assert label_model([halves] * 5, zeros, 1.0, False) is not None  # a share of votes
+
+
+def test_graded_moments() -> None:
+    """E[g] and E[g^2] of a grade with P(g >= 1) = p1, P(g >= 2) = p2: the distribution's
+    (1 - p1, p1 - p2, p2 on 0, 1, 2); a P(g >= 2) above P(g >= 1) is cut to it."""
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    x = np.ones((1, 1))
+    first, second = LabelModel((np.array([logit(0.6)]), np.array([logit(0.25)]))).moments(x)
+    assert first[0] == pytest.approx(0.35 * 1 + 0.25 * 2)
+    assert second[0] == pytest.approx(0.35 * 1 + 0.25 * 4)
+    first, second = LabelModel((np.array([logit(0.3)]), np.array([logit(0.5)]))).moments(x)
+    assert first[0] == pytest.approx(0.6) and second[0] == pytest.approx(0.3 + 0.9)
 
 
 @pytest.mark.filterwarnings("ignore:.*outside \\[0, 1\\]")
 def test_p_at_k_takes_the_anticipated_variance_on_stratified_samples(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    """On a stratified sample P@10~ppi's default interval is the anticipated variance's
+    """On a stratified sample the linear measures' default interval is the anticipated
+    variance's
     (the value is the same as with ``variance=design``); on an active sample the option
     changes nothing (no strata)."""
     runs, qrels, pool, truth = judged_collection
     predictions = flipped(truth, 0.3, np.random.default_rng(0))
-    names = ["P@10~ppi", "P@10~ppi(variance=design)", "NumRel~ppi",
-             "NumRel~ppi(variance=design)"]
+    bases = ("P@10", "DCG@10", "NumRel")
+    names = [f"{b}~ppi{o}" for b in bases for o in ("", "(variance=design)")]
     for method, differs in (("stratified", True), ("active", False)):
         selector = METHODS[method](pool, Budget(rate=0.3), np.random.default_rng(1))
         sample = simulate(selector, qrels_oracle(qrels)).sample()
         got = estimate(sample, runs, names, depth=DEPTH, predictions=predictions)
         by = {m: rows.set_index(["run", "query_id"]).sort_index()
               for m, rows in got.groupby("measure")}
-        for base in ("P@10", "NumRel"):
+        for base in bases:
             default, design = by[f"{base}~ppi"], by[f"{base}~ppi(variance=design)"]
             np.testing.assert_allclose(default["value"], design["value"], atol=1e-12)
             widths = default["hi"] - default["lo"], design["hi"] - design["lo"]

@@ -107,8 +107,8 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
     form). AP's default ``bias=design`` is ``taylor-jackknife`` on the stratified sample
     (~ht's with its bias-aware interval) and ``taylor`` on the other (~ht's linearised
     variance, var=linear, and a normal interval); ~ppi has no ``few`` floor. P@k and NumRel
-    take the design's variance by name (``variance=design``): their default on stratified
-    samples is the anticipated variance (tested below)."""
+    take the design's variance by name (``variance=design``), as does DCG: their default on
+    stratified samples is the anticipated variance (tests/test_anticipated.py)."""
     runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
@@ -130,7 +130,7 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
 def by_design(measure: str) -> str:
     """``measure~ppi``, with the design's variance where the default is the anticipated
     one."""
-    return (f"{measure}~ppi(variance=design)" if measure.startswith(("P@", "NumRel"))
+    return (f"{measure}~ppi(variance=design)" if measure.startswith(("P@", "DCG", "NumRel"))
             else f"{measure}~ppi")
 
 

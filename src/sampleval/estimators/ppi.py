@@ -35,7 +35,7 @@ or 1/(n (n - 1) p_k p_l) for draws of two different documents, 0 for two draws o
 U-statistic over ordered pairs of draws: unbiased by the same martingale argument, draw l's
 probability given everything before it). On a census (pi = 1) every estimate is the exact
 measure; with predictions all 0 the ht form is ``~ht`` exactly (value and, with
-``variance=design`` for P@k and NumRel on stratified samples, variance).
+``variance=design`` for the linear measures on stratified samples, variance).
 
 Variance. Each estimate is linearised (Taylor; Sarndal et al. 1992, ch. 5) into per-unit
 values iota_k, so that estimate - truth ~ sum_k iota_k - E; a ratio Q = N/R has u_k =
@@ -45,8 +45,8 @@ the Horvitz-Thompson variance estimator sum_{k, l in S} (1 - pi_k pi_l / pi_kl) 
 pi_ij, :func:`sampleval.core.inclusion.judged_design`) for the ht form, n times the sample
 covariance of the per-unit values for draws (s^2/n of the per-draw terms; a pair sum's
 per-draw term is its Hoeffding projection, W_kk x_kk + sum_{l != k} W_kl (x_kl + x_lk)).
-Intervals are normal (``base.summarise``). On stratified samples P@k and NumRel take by
-default (``variance=anticipated``) the anticipated variance instead, the design variance's
+Intervals are normal (``base.summarise``). On stratified samples P@k, DCG@k and NumRel take
+by default (``variance=anticipated``) the anticipated variance instead, the design variance's
 expectation under a model of relevance learnt from every topic's judged documents
 (:mod:`.anticipated`, which says why: with rare residuals the design's estimate is near 0 in
 most samples; the mean's intervals with the deep over-calls covered 0.68 at 5%, now 0.95);
@@ -181,8 +181,8 @@ from sampleval.estimators._ppi_kernels import stratum_spreads
 from sampleval.estimators.anticipated import (
     Population,
     anticipated_variance,
+    label_model,
     population,
-    relevance_model,
 )
 from sampleval.estimators.base import (
     TopicView,
@@ -764,15 +764,12 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     return PPIResult(corrected, variances, lam, values, checked, remaining)
 
 
-ANTICIPATED = ("P", "NumRel")  # binary linear measures: the model is of binary labels
-
-
 def anticipated_populations(spec: EstimateSpec, topics: list[TopicData]
                             ) -> list[Population] | None:
-    """The topics' populations where ``spec`` takes the anticipated variance (a binary
-    linear measure with ``variance=anticipated`` on a stratified sample in the ``ht``
-    form), else None."""
-    if spec.base not in ANTICIPATED or spec.option("variance") != "anticipated" or not topics:
+    """The topics' populations where ``spec`` takes the anticipated variance (a linear
+    measure with ``variance=anticipated`` on a stratified sample in the ``ht`` form), else
+    None."""
+    if spec.base not in LINEAR or spec.option("variance") != "anticipated" or not topics:
         return None
     pops = [t.population() for t in topics]
     known = [p for p in pops if p is not None]
@@ -786,12 +783,14 @@ def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicDa
     """Each topic's anticipated variance at its ``lam`` (``[topics, n_runs]``) under the
     relevance model learnt from every topic's judged documents (:mod:`.anticipated`); the
     ``design`` variances where no model can be fitted."""
-    predicted = [relevance(np.asarray(t.frame_predicted)[p.docs], level)
-                 for t, p in zip(topics, pops, strict=True)]
-    beta = relevance_model(pops, predicted, level)
-    if beta is None:
+    graded = spec.base in _GRADED
+    predicted = [gain(f) if graded else relevance(f, level)
+                 for f in (np.asarray(t.frame_predicted)[p.docs]
+                           for t, p in zip(topics, pops, strict=True))]
+    model = label_model(pops, predicted, level, graded)
+    if model is None:
         return design
-    return np.array([anticipated_variance(p, f, spec.base, spec.cutoff, level, lam[t], beta)
+    return np.array([anticipated_variance(p, f, spec.base, spec.cutoff, level, lam[t], model)
                      for t, (p, f) in enumerate(zip(pops, predicted, strict=True))])
 
 
@@ -1412,7 +1411,7 @@ register_family(EstimatorFamily(
                     ("AP", "optional", ("bias", "interval")), ("P", "required", ("variance",)),
                     ("R", "required", ()),
                     ("Rprec", "no", ("cut",)), ("nDCG", "optional", ()),
-                    ("DCG", "optional", ()), ("NumRel", "no", ("variance",)))),
+                    ("DCG", "optional", ("variance",)), ("NumRel", "no", ("variance",)))),
     designs={"census": 5, "stratified": 5, "poisson": 5, "inclusion": 5,
              "with-replacement": 5, "importance": 5},
     compute=estimate_ppi, needs_predictions=True,
@@ -1443,8 +1442,8 @@ register_family(EstimatorFamily(
               "draws: unbiased under adaptive draws; for P@k on active samples a much higher "
               "variance)",
               choices=("design", *FORMS)),
-        Param("variance", str, "anticipated", "P@k's and NumRel's variance on stratified "
-              "samples: anticipated (the design's variance expected under a model of "
+        Param("variance", str, "anticipated", "P@k's, DCG@k's and NumRel's variance on "
+              "stratified samples: anticipated (the design's variance expected under a model of "
               "relevance learnt from every topic's judged documents: stable where good "
               "predictions leave rare residuals; the design's where no model can be fitted) "
               "or design (the design's variance estimator, as ~ht's; on the other designs "
