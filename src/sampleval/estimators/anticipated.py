@@ -99,7 +99,7 @@ def population(view: TopicView) -> Population | None:
     inside = np.flatnonzero((ts.stratum >= 0) & (sampled[np.maximum(ts.stratum, 0)] > 0))
     docs = inside[np.argsort(ts.stratum[inside], kind="stable")]
     codes, stratum = np.unique(ts.stratum[docs], return_inverse=True)
-    ranks = view.rank_of(docs)
+    ranks = view.rank_of(docs).astype(np.int32)  # [runs, docs]: half int64's memory
     retrieved = ranks > 0
     unranked = ranks.shape[1] + 1  # a frame document no run retrieved: below every rank
     best = np.where(retrieved, ranks, unranked).min(axis=0, initial=unranked)
