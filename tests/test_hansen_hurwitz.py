@@ -153,8 +153,8 @@ def test_ratios_are_ppi_draws_without_predictions(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """AP~hh (every bias), R@k~hh, Rprec~hh (both cuts), nDCG~hh are computed by the
     per-draw form of ~ppi with every prediction 0: equal to AP~ppi(form=draws) etc. with
-    predictions all 0, value and interval (AP's bias-aware by default in both), on an active
-    sample."""
+    predictions all 0 (R@k and Rprec with correction=none: ~hh has no correction for them), value
+    and interval (AP's bias-aware by default in both), on an active sample."""
     runs, qrels, pool, _ = judged_collection
     selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1))
     sample = simulate(selector, qrels_oracle(qrels)).sample()
@@ -163,8 +163,9 @@ def test_ratios_are_ppi_draws_without_predictions(
 
     def named(base: str, family: str) -> str:
         head, _, options = base.partition("(")
-        if family == "ppi":
-            options = f"form=draws,{options}" if options else "form=draws)"
+        if family == "ppi":  # R@k~ppi and Rprec~ppi are taylor-corrected by default
+            fixed = "form=draws,correction=none" if head.startswith("R") else "form=draws"
+            options = f"{fixed},{options}" if options else f"{fixed})"
         return f"{head}~{family}" + (f"({options}" if options else "")
 
     zero = pd.DataFrame({"query_id": [sample.topics[0]], "doc_id": [

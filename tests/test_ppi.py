@@ -108,7 +108,9 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
     (~ht's with its bias-aware interval) and ``taylor`` on the other (~ht's linearised
     variance, var=linear, and a normal interval); ~ppi has no ``few`` floor. P@k and NumRel
     take the design's variance by name (``variance=design``), as does DCG: their default on
-    stratified samples is the anticipated variance (tests/test_anticipated.py)."""
+    stratified samples is the anticipated variance (tests/test_anticipated.py); R@k and
+    Rprec are asked without their default taylor correction (``correction=none``), which ~ht
+    does not make."""
     runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
@@ -121,17 +123,18 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
         views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
                             Predictions.from_frame(zero))
         ppi = by_measure(estimate_ppi(tuple(r.name for r in runs), views, sample,
-                                      [parse_estimate(by_design(m)) for m in MEASURES], 1.0,
+                                      [parse_estimate(ht_equivalent(m)) for m in MEASURES], 1.0,
                                       0.95, form="ht"), "ppi")
         for column in ("value", "lo", "hi"):
             np.testing.assert_allclose(ppi[column], ht[column], rtol=1e-9, atol=1e-12)
 
 
-def by_design(measure: str) -> str:
-    """``measure~ppi``, with the design's variance where the default is the anticipated
-    one."""
-    return (f"{measure}~ppi(variance=design)" if measure.startswith(("P@", "DCG", "NumRel"))
-            else f"{measure}~ppi")
+def ht_equivalent(measure: str) -> str:
+    """``measure~ppi`` as ``~ht`` computes it: the design's variance where the default is the
+    anticipated one, and R@k and Rprec without their default taylor correction."""
+    if measure.startswith(("P@", "DCG", "NumRel")):
+        return f"{measure}~ppi(variance=design)"
+    return f"{measure}~ppi(correction=none)" if measure.startswith("R") else f"{measure}~ppi"
 
 
 def test_lam_zero_on_an_active_sample_is_ht(
@@ -258,7 +261,7 @@ def test_perfect_predictions_have_no_variance(
     runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, method)
     perfect = truth[["query_id", "doc_id"]].assign(prediction=truth["relevance"])
-    assert_exact(estimate(sample, runs, [by_design(m) for m in EXACT], depth=DEPTH,
+    assert_exact(estimate(sample, runs, [ht_equivalent(m) for m in EXACT], depth=DEPTH,
                           predictions=perfect), pool, truth, 1e-9)
     anticipated = estimate(sample, runs, ["P@10~ppi"], depth=DEPTH, predictions=perfect)
     assert_exact(anticipated, pool, truth, 1e-9, ("P@10",), width=0.01)
@@ -1036,3 +1039,24 @@ def test_jackknife_falls_back_where_a_replicate_goes_astray(
         zero = ppi.ap_jackknife(spec, 1.0, data, zeros)
         np.testing.assert_allclose(got.value[t][astray], zero.value[astray], atol=1e-12)
     assert fell > 0
+
+
+def test_recall_and_rprec_take_the_taylor_correction(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """R@k~ppi and Rprec~ppi subtract the ratio's first-order bias by default
+    (``correction=taylor``, a default the name does not print): the default's uncorrected
+    value is ``correction=none``'s estimate, and the correction moves it."""
+    runs, qrels, pool, truth = judged_collection
+    sample = sample_of(pool, qrels, "stratified")
+    noisy = Predictions.from_frame(truth[["query_id", "doc_id"]].assign(
+        prediction=np.random.default_rng(0).random(len(truth))))
+    views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
+    topics = [topic_data(v, sample, "ht") for v in views]
+    for base in ("R@10", "Rprec"):
+        default = parse_estimate(f"{base}~ppi")
+        assert parse_estimate(f"{base}~ppi(correction=taylor)") == default
+        corrected = ppi_values(default, topics, 1.0)
+        plain = ppi_values(parse_estimate(f"{base}~ppi(correction=none)"), topics, 1.0)
+        np.testing.assert_allclose(corrected.uncorrected, plain.value, atol=1e-12)
+        np.testing.assert_allclose(corrected.variance, plain.variance, atol=1e-12)
+        assert not np.allclose(corrected.value, plain.value)

@@ -55,6 +55,7 @@ from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.horvitz_thompson import estimate_ht
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import (
+    CORRECTED,
     FORMS,
     FrameData,
     PPIResult,
@@ -169,20 +170,20 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
         if chosen not in per_form:
             per_form[chosen] = [topic_datas(view, sample, chosen, *fixed.for_view(view))
                                 for view in views]
-        # AP with and without the taylor correction: one computation (PPIResult)
+        # a ratio with and without the taylor correction: one computation (PPIResult)
         bias = (design_bias(spec, per_form[chosen][0][0].units)
-                if spec.base == "AP" and views else None)
+                if spec.base in CORRECTED and views else None)
         corrects = bias in ("taylor", "jackknife", "taylor-jackknife")
         aware = corrects and spec.option("interval") == "bias-aware"
         kind = bias if bias in ("jackknife", "taylor-jackknife") else "taylor"
         shared = (chosen, spec.base, spec.cutoff, kind,
-                  tuple(o for o in spec.options if o[0] not in ("bias", "form")))
+                  tuple(o for o in spec.options if o[0] not in ("bias", "correction", "form")))
         for p, name in enumerate(fixed.predictions):
             topics = [datas[p] for datas in per_form[chosen]]
             if (*shared, p) not in results:
                 results[(*shared, p)] = ppi_values(
                     spec, topics, level, spec.option("tuning"),
-                    bias=kind if spec.base == "AP" else None)
+                    bias=kind if spec.base in CORRECTED else None)
             result = results[(*shared, p)]
             out[(name, measure)] = _means(names, views, spec.name, result.value if corrects
                                           else result.uncorrected, result.variance,
@@ -195,12 +196,13 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
 
 
 def _for_ht(measure: str) -> str:
-    """``measure`` as a ``~ht`` name, without the options that only ``~ppi`` has
-    (``P(form=draws)@10`` is compared with ``P@10~ht``)."""
+    """``measure`` as a ``~ht`` name, without the options ``~ht`` does not take for it
+    (``P(form=draws)@10`` and ``Rprec(bias=none)`` are compared with ``P@10~ht`` and
+    ``Rprec~ht``)."""
     match = re.fullmatch(r"([^()]*)\(([^()]*)\)(.*)", measure)
     if match is None:
         return f"{measure}~ht"
-    declared = {p.name for p in FAMILIES["ht"].options}
+    declared = {o for b in FAMILIES["ht"].bases if b.name == match[1] for o in b.options}
     kept = [o for o in match[2].split(",") if o.split("=")[0].strip().lower() in declared]
     options = f"({','.join(kept)})" if kept else ""
     return f"{match[1]}{options}{match[3]}~ht"
