@@ -19,7 +19,10 @@ tolerances are loose but honest:
   The bound is loose because the 126 runs share each trial's sample: the cells are far from
   independent, and with 12 trials a true 0.95 coverage has a standard error of up to about
   sqrt(0.95 * 0.05 / 12) = 0.06 (fused P@10 gave 0.848 on main's AP-prior); the 95% level
-  itself is measured with more trials in docs/predictions.md.
+  itself is measured with more trials in docs/predictions.md;
+- where the residuals are rare (the deep over-calls, 5%), P@10's default anticipated
+  variance covers where the design's does not (``tests/test_anticipated.py`` checks its
+  formula).
 
 Under active sampling ``~ppi`` takes ``~ht``'s form (inclusion probabilities over the rounds),
 so pure noise is checked against ``~ht``'s rms there too; the per-draw form (``form=draws``,
