@@ -26,9 +26,9 @@ of P(g >= k) for each grade k = 1..G (made non-increasing in k), so E[y_i] = sum
 E[y_i^2] = sum_k (2k - 1) P_k; a binary label is the case G = 1. Under the model, document
 i's residual in a run, e_i = w_i (y_i - lam f_i) (w_i the run's rank weight), has mean
 m_i = w_i (E[y_i] - lam f_i) and variance v_i = w_i^2 Var(y_i), independently, so a
-stratum's population variance S_h^2 has expectation [(1 - 1/N_h) sum_h v_i + sum_h (m_i - mbar_h)^2] / (N_h - 1)
-and the anticipated variance is sum_h N_h^2 (1 - n_h/N_h)/n_h E S_h^2 (0 for the census
-stratum).
+stratum's population variance S_h^2 has expectation
+[(1 - 1/N_h) sum_h v_i + sum_h (m_i - mbar_h)^2] / (N_h - 1), and the anticipated variance
+is sum_h N_h^2 (1 - n_h/N_h)/n_h E S_h^2 (0 for the census stratum).
 
 Measured (TREC-COVID round 5, ``stratified``, 200 samples at 5% and at 10%,
 docs/predictions.md "The anticipated variance"): the 95% intervals of P@10's mean over

@@ -92,30 +92,31 @@ lam = 0, the estimate of ``~ht`` (or the per-draw one): a check on the sample, s
 unbiased, but it only replaces impossible values (the Monte Carlo tests measure the bias).
 
 Ratio bias (``AP~ppi(bias=taylor)``; R@k's and Rprec's default, their option
-``correction=taylor``, docs/predictions.md "R@k and Rprec: the Taylor correction by default":
-on ``stratified`` 5% samples it takes R@100's bias from +0.016 to +0.006 and Rprec's from
-+0.012 to +0.002, rms -28%; ``correction=none`` is the plain ratio, ``~ht``'s): a ratio of two unbiased difference estimates is biased
-by about (Q V(R-hat) - C(N-hat, R-hat))/R^2 = -C(u, R-hat)/R (Cochran, Sampling Techniques,
-1977, ch. 6), the bias ``AP~ppi`` shares with ``AP~ht`` at small budgets; ``bias=taylor``
-subtracts it, estimated with the design's form of u and of R-hat's linearised values
-(:func:`taylor_bias`; with predictions 0 it is ``AP~ht(var=linear,bias=taylor)`` exactly).
-TREC-COVID round 5, ``stratified`` at 3%, pure-noise predictions, 60 trials (``python -m
+``correction=taylor``, docs/predictions.md "R@k and Rprec: the Taylor correction by
+default": on ``stratified`` 5% samples it takes R@100's bias from +0.016 to +0.006 and
+Rprec's from +0.012 to +0.002, rms -28%; ``correction=none`` is the plain ratio, ``~ht``'s):
+a ratio of two unbiased difference estimates is biased by about (Q V(R-hat) - C(N-hat,
+R-hat))/R^2 = -C(u, R-hat)/R (Cochran, Sampling Techniques, 1977, ch. 6), the bias
+``AP~ppi`` shares with ``AP~ht`` at small budgets; ``bias=taylor`` subtracts it, estimated
+with the design's form of u and of R-hat's linearised values (:func:`taylor_bias`; with
+predictions 0 it is ``AP~ht(var=linear,bias=taylor)`` exactly). TREC-COVID round 5,
+``stratified`` at 3%, pure-noise predictions, 60 trials (``python -m
 sampleval.experiments.interval_coverage --designs stratified --rate 0.03 --predictor noise
 --trials 60 --measures 'AP~ppi(bias=none);AP~ppi'``): bias of the mean AP +0.0177 ->
 +0.0090, rms 0.0252 -> 0.0193, coverage of the mean 0.732 -> 0.879; ``taylor`` is the
 default, as for ``AP~ht`` (lam is tuned on the uncorrected estimate's variance).
 ``bias=jackknife`` subtracts the delete-one jackknife's estimate of the bias instead
-(:func:`ap_jackknife`: stratified on stratified samples, as ``AP~ht(bias=jackknife)``;
-(1 - pi)-weighted on the other designs with inclusion probabilities; Quenouille's over the
+(:func:`ap_jackknife`: stratified on stratified samples, as ``AP~ht(bias=jackknife)``; (1 -
+pi)-weighted on the other designs with inclusion probabilities; Quenouille's over the
 draws), each replicate AP-hat(lam) recomputed in closed form without one unit, lam fixed;
-its variance is the jackknife variance of those replicates, which is Tukey's variance of
-the jackknife-corrected estimate (the variance of the pseudo-values' mean; Tukey 1958).
-Measured on TREC-COVID round 5, 200 trials per budget, six predictors (docs/predictions.md,
-"AP's ratio bias"): on ``stratified`` samples the jackknife leaves a little more bias than
-taylor (+0.0052..+0.0064 against +0.0046..+0.0052 at 5%) at 6-7% more rms; over active
-sampling's draws it takes away a third of what taylor leaves (+0.0065..+0.0077 against
-+0.0098..+0.0111 at 5%, +0.0033..+0.0038 against +0.0050..+0.0055 at 10%), rms -5..-8% at
-5% and +2% at 10%, coverage 0.87-0.91 against 0.78-0.87 (normal intervals).
+its variance is the jackknife variance of those replicates, which is Tukey's variance of the
+jackknife-corrected estimate (the variance of the pseudo-values' mean; Tukey 1958). Measured
+on TREC-COVID round 5, 200 trials per budget, six predictors (docs/predictions.md, "AP's
+ratio bias"): on ``stratified`` samples the jackknife leaves a little more bias than taylor
+(+0.0052..+0.0064 against +0.0046..+0.0052 at 5%) at 6-7% more rms; over active sampling's
+draws it takes away a third of what taylor leaves (+0.0065..+0.0077 against +0.0098..+0.0111
+at 5%, +0.0033..+0.0038 against +0.0050..+0.0055 at 10%), rms -5..-8% at 5% and +2% at 10%,
+coverage 0.87-0.91 against 0.78-0.87 (normal intervals).
 
 ``bias=taylor-jackknife`` (:func:`ap_taylor_jackknife`, stratified samples only) is
 ``AP~ht(bias=taylor-jackknife)``'s second correction (:mod:`.ap_replicates`): the
@@ -270,8 +271,8 @@ class TopicData:
     document (``distinct``), and the predictions' frame (:class:`FrameData`). ``geometry``
     caches what AP's pair sums take from the units and ranks alone, ``label_sums`` the
     labels' own pair sums (both shared by every predictor estimated on the same units and
-    labels); ``view``, ``frame_predicted`` (every frame document's prediction) and
-    ``populations`` what the anticipated variance reads (:meth:`population`)."""
+    labels); ``view`` and ``frame_predicted`` (every frame document's prediction): what the
+    anticipated variance reads (:meth:`population`)."""
 
     units: Units
     labels: np.ndarray
@@ -279,21 +280,22 @@ class TopicData:
     ranks: np.ndarray
     distinct: np.ndarray
     frame: FrameData
+    view: TopicView
+    frame_predicted: np.ndarray
     geometry: dict[int | None, tuple[np.ndarray, ...]] = field(default_factory=dict,
                                                               compare=False)
     label_sums: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, compare=False)
-    view: TopicView | None = field(default=None, compare=False)
-    frame_predicted: np.ndarray | None = field(default=None, compare=False)
-    populations: dict[str, Population | None] = field(default_factory=dict, compare=False)
+    shared_population: list[Population | None] = field(default_factory=list, compare=False)
 
     def population(self) -> Population | None:
         """The topic's :class:`~.anticipated.Population` on a stratified sample in the
-        ``ht`` form (None elsewhere), made once and shared by the predictors."""
-        if "" not in self.populations:
-            self.populations[""] = (population(self.view) if self.view is not None
-                                    and self.units.strata is not None else None)
-        return self.populations[""]
+        ``ht`` form (None elsewhere), made on first use and shared by the predictors
+        (``shared_population`` holds it once made)."""
+        if not self.shared_population:
+            self.shared_population.append(
+                population(self.view) if self.units.strata is not None else None)
+        return self.shared_population[0]
 
 
 class PPIResult(NamedTuple):
@@ -433,9 +435,9 @@ def topic_datas(view: TopicView, sample: Sample, form: str, predictions: list[np
     labels, ranks = view.sample.labels[units.index], view.rank_of(units.index)
     geometry: dict[int | None, tuple[np.ndarray, ...]] = {}
     label_sums: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
-    populations: dict[str, Population | None] = {}
-    return [TopicData(units, labels, predicted[units.index], ranks, distinct, frame, geometry,
-                      label_sums, view, predicted, populations)
+    shared: list[Population | None] = []
+    return [TopicData(units, labels, predicted[units.index], ranks, distinct, frame, view,
+                      predicted, geometry, label_sums, shared)
             for predicted, frame in zip(predictions, frames, strict=True)]
 
 
@@ -718,9 +720,10 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
                tuning: str = "cross-fit", bias: str | None = None) -> PPIResult:
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``cross-fit``, ``plug-in``, ``none``; see the module docstring);
-    ``bias`` (None: AP's ``bias`` option, ``design`` resolved by :func:`design_bias`;
-    ``none`` for the other measures): ``taylor``, a ratio less its estimated first-order
-    bias (:func:`taylor_bias`), ``jackknife``, ``taylor-jackknife`` (AP). ``remaining``
+    ``bias`` (None: AP's ``bias`` option, ``design`` resolved, or R@k's and Rprec's
+    ``correction``, by :func:`design_bias`; ``none`` for the other measures): ``taylor``, a
+    ratio less its estimated first-order bias (:func:`taylor_bias`), ``jackknife``,
+    ``taylor-jackknife`` (AP). ``remaining``
     holds the bias estimate that widens a bias-aware interval: taylor-jackknife's b, or
     over draws (AP with ``bias`` jackknife or taylor and ``interval=bias-aware``) the
     jackknife's estimate less the Taylor-corrected one."""
@@ -778,8 +781,7 @@ def anticipated_populations(spec: EstimateSpec, topics: list[TopicData]
         return None
     pops = [t.population() for t in topics]
     known = [p for p in pops if p is not None]
-    ready = len(known) == len(topics) and all(t.frame_predicted is not None for t in topics)
-    return known if ready else None
+    return known if len(known) == len(topics) else None
 
 
 def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicData],
@@ -790,8 +792,7 @@ def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicDa
     ``design`` variances where no model can be fitted."""
     graded = spec.base in _GRADED
     predicted = [gain(f) if graded else relevance(f, level)
-                 for f in (np.asarray(t.frame_predicted)[p.docs]
-                           for t, p in zip(topics, pops, strict=True))]
+                 for f in (t.frame_predicted[p.docs] for t, p in zip(topics, pops, strict=True))]
     model = label_model(pops, predicted, level, graded)
     if model is None:
         return design

@@ -38,7 +38,12 @@ from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import chosen_form, ppi_values, topic_datas
 from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.estimates import mean_over_topics
-from sampleval.experiments.ppi_efficiency import PREDICTORS, make_predictions, measured
+from sampleval.experiments.ppi_efficiency import (
+    PREDICTORS,
+    FixedPredictions,
+    make_predictions,
+    measured,
+)
 from sampleval.experiments.truth import compute_truth
 from sampleval.measures.names import parse_measure
 from sampleval.params import parse_assignments
@@ -68,7 +73,7 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
     options after the measure: ``AP(bias=taylor)``)."""
     spec = parse_estimate(f"{measure}~ppi")
     exact = compute_truth(pool, qrels, [parse_measure(measured(measure))], [1.0])
-    predictions = make_predictions(pool, qrels, predictor_names, seed)
+    fixed = FixedPredictions(make_predictions(pool, qrels, predictor_names, seed))
     oracle = qrels_oracle(qrels)
     values: dict[str, list[np.ndarray]] = {n: [] for n in predictor_names}
     checked: dict[str, list[np.ndarray]] = {n: [] for n in predictor_names}
@@ -79,10 +84,7 @@ def run(pool: Pool, qrels: Qrels, method: str, params: dict[str, Any], rate: flo
         sample = simulate(selector, oracle).sample()
         views = topic_views(pool, sample)
         form = chosen_form(sample, spec)
-        per_topic = [topic_datas(view, sample, form,
-                                 [p.for_topic(view.pool.topic, view.sample.docnos)
-                                  for p in predictions.values()])
-                     for view in views]
+        per_topic = [topic_datas(view, sample, form, *fixed.for_view(view)) for view in views]
         for i, name in enumerate(predictor_names):
             result = ppi_values(spec, [datas[i] for datas in per_topic], 1.0,
                                 str(spec.option("tuning")))
