@@ -144,7 +144,7 @@ def test_lam_zero_on_an_active_sample_is_ht(
     the rounds), so power tuning that turns useless predictions down to lam = 0 gives ~ht's
     estimate exactly, value and interval, whatever the predictions (pure noise here). The
     ratio measures take the per-draw form there, and ``form=draws`` gives it to the linear
-    ones too (~hh with predictions all 0)."""
+    ones too (~hh with predictions all 0, with the design's variance)."""
     runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, "active")
     noise = pure_noise(truth, np.random.default_rng(5))
@@ -167,10 +167,10 @@ def test_lam_zero_on_an_active_sample_is_ht(
                          "prediction": [0.0]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # coverage warning
-        per_draw = estimate(sample, runs, [f"{m}~ppi(form=draws)" for m in linear],
+        per_draw = estimate(sample, runs,
+                            [f"{m}~ppi(form=draws,variance=design)" for m in linear],
                             depth=DEPTH, predictions=zero)
-    per_draw = by_measure(per_draw.assign(measure=per_draw["measure"].str.removesuffix(
-        "(form=draws)")), "ppi")
+    per_draw = by_measure(per_draw, "ppi")
     hh = by_measure(estimate(sample, runs, [f"{m}~hh" for m in linear], depth=DEPTH), "hh")
     for column in ("value", "lo", "hi"):
         np.testing.assert_allclose(per_draw[column], hh[column], rtol=1e-9, atol=1e-12)
@@ -179,8 +179,9 @@ def test_lam_zero_on_an_active_sample_is_ht(
 def test_a_uniform_share_gives_active_samples_the_per_draw_form(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """active:uniform=a (a > 0): every draw can reach every document, so the linear
-    measures take the per-draw form too (predictions all 0: ~hh exactly), and form=ht
-    still asks for the Horvitz-Thompson one (predictions all 0: ~ht exactly)."""
+    measures take the per-draw form too (predictions all 0 and the design's variance: ~hh
+    exactly), and form=ht still asks for the Horvitz-Thompson one (predictions all 0: ~ht
+    exactly)."""
     runs, qrels, pool, _ = judged_collection
     sample = sample_of(pool, qrels, "active", uniform=0.2)
     assert ppi.sample_form(sample) == "draws"
@@ -190,13 +191,12 @@ def test_a_uniform_share_gives_active_samples_the_per_draw_form(
     linear = ("P@10", "NumRel")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # coverage warning
-        default = estimate(sample, runs, [f"{m}~ppi" for m in linear], depth=DEPTH,
-                           predictions=zero)
+        default = estimate(sample, runs, [f"{m}~ppi(variance=design)" for m in linear],
+                           depth=DEPTH, predictions=zero)
         as_ht = estimate(sample, runs, [f"{m}~ppi(form=ht)" for m in linear], depth=DEPTH,
                          predictions=zero)
     for got, family in ((default, "hh"), (as_ht, "ht")):
-        got = by_measure(got.assign(measure=got["measure"].str.removesuffix("(form=ht)")),
-                         "ppi")
+        got = by_measure(got, "ppi")
         want = by_measure(estimate(sample, runs, [f"{m}~{family}" for m in linear],
                                    depth=DEPTH), family)
         for column in ("value", "lo", "hi"):
@@ -205,7 +205,8 @@ def test_a_uniform_share_gives_active_samples_the_per_draw_form(
 
 def test_no_predictions_on_draws_is_per_draw(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    """On an importance sample (per-draw form), predictions all 0 give ~hh exactly."""
+    """On an importance sample (per-draw form), predictions all 0 give ~hh exactly (with
+    the design's variance)."""
     runs, qrels, pool, _ = judged_collection
     sample = sample_of(pool, qrels, "importance")
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
@@ -213,8 +214,8 @@ def test_no_predictions_on_draws_is_per_draw(
     names = ("P@10", "DCG@10", "NumRel")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # coverage warning
-        ppi = by_measure(estimate(sample, runs, [f"{m}~ppi" for m in names], depth=DEPTH,
-                                  predictions=zero), "ppi")
+        ppi = by_measure(estimate(sample, runs, [f"{m}~ppi(variance=design)" for m in names],
+                                  depth=DEPTH, predictions=zero), "ppi")
     hh = by_measure(estimate(sample, runs, [f"{m}~hh" for m in names], depth=DEPTH), "hh")
     for column in ("value", "lo", "hi"):
         np.testing.assert_allclose(ppi[column], hh[column], rtol=1e-9, atol=1e-12)
@@ -256,15 +257,16 @@ def test_perfect_predictions_have_no_variance(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str) -> None:
     """Predictions equal to the labels: the power-tuned estimate is the exact measure with
     zero variance, on a stratified sample (ht form) and on importance draws. (P@k's default
-    anticipated variance on the stratified sample comes from a model fitted to a finite
-    sample, which cannot be certain that the predictions are never wrong: small, not 0.)"""
+    anticipated variance comes from a model fitted to a finite sample, which cannot be
+    certain that the predictions are never wrong: small, not 0; over importance draws, where
+    the rarely drawn documents weigh n / Q, an interval up to 0.012 wide here.)"""
     runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, method)
     perfect = truth[["query_id", "doc_id"]].assign(prediction=truth["relevance"])
     assert_exact(estimate(sample, runs, [ht_equivalent(m) for m in EXACT], depth=DEPTH,
                           predictions=perfect), pool, truth, 1e-9)
     anticipated = estimate(sample, runs, ["P@10~ppi"], depth=DEPTH, predictions=perfect)
-    assert_exact(anticipated, pool, truth, 1e-9, ("P@10",), width=0.01)
+    assert_exact(anticipated, pool, truth, 1e-9, ("P@10",), width=0.02)
 
 
 def test_power_tuning_solves_for_two_coefficients() -> None:

@@ -232,7 +232,18 @@ def test_budget_spent_exactly_without_duplicates(pool5: Pool, oracle: Oracle, me
         limit = [params.get("batch", selector.budget_for(t) // 3) for t in per_round.index]
         assert (per_round <= limit).all()
         sampled = sample.draws.groupby("query_id")["doc_id"].nunique()
-        assert (sample.round_probs.groupby("query_id").size() == sampled * sizes.size()).all()
+        probs = sample.round_probs
+        rounds = probs[probs["round"] > 0]
+        assert (rounds.groupby("query_id").size() == sampled * sizes.size()).all()
+        # round 0: every pooled document's p-bar, for the drawn ones n / sum_t N_t / p_t
+        harmonic = probs[probs["round"] == 0].set_index(["query_id", "doc_id"])["probability"]
+        assert len(harmonic) == len(sample.frame) and (harmonic >= 0).all()  # 0: undrawable
+        n = sizes.sum()
+        merged = rounds.merge(sample.rounds, on=["query_id", "round"])
+        inverse = (merged["size"] / merged["probability"]).groupby(
+            [merged["query_id"], merged["doc_id"]]).sum()
+        expected = n.reindex(inverse.index.get_level_values(0)).to_numpy() / inverse
+        np.testing.assert_allclose(harmonic.loc[inverse.index], expected, rtol=1e-12)
 
 
 @pytest.mark.shared
@@ -401,7 +412,8 @@ def test_ht_estimates_from_the_samples(runs20: list[Run], pool5: Pool, oracle: O
 @pytest.mark.shared
 def test_one_active_trial_on_all_of_round_5(covid: Path, oracle: Oracle) -> None:
     """The benchmark's trial (benchmarks/selection_methods.py times it): every topic's budget
-    is judged, and every judged document has its rounds' probabilities and pi_i."""
+    is judged, every judged document has its rounds' probabilities and pi_i, every pooled
+    one its p-bar."""
     pool = Pool.from_runs(read_runs(covid / "round5" / "runs"), depth=100)
     selector = simulate(ActiveSelector(pool, Budget(rate=0.1), np.random.default_rng(0)),
                         oracle)
@@ -413,4 +425,5 @@ def test_one_active_trial_on_all_of_round_5(covid: Path, oracle: Oracle) -> None
     per_topic = sample.round_probs.groupby("query_id").size()
     rounds = sample.rounds.groupby("query_id").size()
     drawn = judged.groupby("query_id").size()
-    assert (per_topic == rounds * drawn).all()
+    pooled = sample.frame.groupby("query_id").size()
+    assert (per_topic == rounds * drawn + pooled).all()  # round 0: every pooled p-bar

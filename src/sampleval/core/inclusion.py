@@ -100,6 +100,7 @@ def _with_replacement(sample: Sample, topic: TopicSample, index: np.ndarray) -> 
     rounds = sample.rows("rounds", topic.topic)
     probs = sample.rows("round_probs", topic.topic)
     round_ids = np.sort(rounds["round"].to_numpy())
+    probs = probs[np.isin(probs["round"].to_numpy(), round_ids)]  # not round 0's p-bar
     sizes = rounds.set_index("round").loc[round_ids, "size"].to_numpy(dtype=np.float64)
     # p[i, t]: draw probability of judged document i at round t
     p = np.zeros((len(index), len(round_ids)))

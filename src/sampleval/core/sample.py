@@ -13,11 +13,15 @@ designs) and its first-order inclusion probability pi_i. Designs:
 ``inclusion``         only pi_i known (Million Query prels); pi_ij taken as pi_i pi_j.
 ``with-replacement``  draws in rounds t = 1..T, N_t draws from a distribution p_t (active
                       sampling); ``rounds`` holds N_t, ``round_probs`` p_t(i) of every sampled
-                      document at every round, ``draws`` each draw. pi_i = 1 - prod_t
-                      (1 - p_t(i))^N_t; pi_ij = pi_i + pi_j - [1 - prod_t (1 - p_t(i) -
-                      p_t(j))^N_t] (Li & Kanoulas, CIKM 2017, sec. 3).
+                      document at every round t >= 1 and, in round 0, every frame
+                      document's p-bar(i) = n / sum_t N_t / p_t(i) (the harmonic mean over
+                      the n draws; not in samples written before 2026-11), ``draws`` each
+                      draw. pi_i = 1 - prod_t (1 - p_t(i))^N_t; pi_ij = pi_i + pi_j -
+                      [1 - prod_t (1 - p_t(i) - p_t(j))^N_t] (Li & Kanoulas, CIKM 2017,
+                      sec. 3).
 ``importance``        i.i.d. draws from Q (Schnabel et al., ICTIR 2016); ``draws`` holds each
-                      draw's document and Q.
+                      draw's document and Q, ``round_probs`` (round 0) Q of every frame
+                      document.
 ``pooled``            a deterministic choice (depth-k, MTF, bandits): judged documents have
                       pi = 1, and only estimators that assume nothing else apply.
 

@@ -1,16 +1,19 @@
-"""The anticipated variance of a linear prediction-powered estimate on a stratified sample
-(``P@10~ppi``, ``DCG@10~ppi``, ``NumRel~ppi``; option ``variance=anticipated``, their default
-there).
+"""The anticipated variance of a linear prediction-powered estimate (``P@10~ppi``,
+``DCG@10~ppi``, ``NumRel~ppi``; option ``variance=anticipated``, their default) on a
+stratified sample and over draws with replacement (active samples with a uniform share,
+importance samples).
 
 The design's variance estimator of a difference estimate, sum_h N_h^2 (1 - n_h/N_h) s_h^2 /
 n_h over the strata, is unbiased, but with two judged documents a stratum and residuals
 y_i - lam f_i that good predictions make rare, most samples hold none of them and estimate
 a variance near 0, a few hold one and estimate a large one: the intervals, right on
 average, are too short in most samples (P@10~ppi with the deep over-calls on ``stratified``
-samples covered the mean over topics 0.68 of the time at 5%). The anticipated variance
-(Isaki & Fuller, JASA 1982; Sarndal, Swensson & Wretman, *Model Assisted Survey
-Sampling*, 1992, sec. 12.2) is the same design variance's expectation under a working model
-of the labels, so it does not hinge on which rare residuals the sample happened to hold.
+samples covered the mean over topics 0.68 of the time at 5%). The per-draw form's variance
+estimator, s^2/n of the n draws' terms, fails the same way (0.71 on active samples). The
+anticipated variance (Isaki & Fuller, JASA 1982; Sarndal, Swensson & Wretman, *Model
+Assisted Survey Sampling*, 1992, sec. 12.2) is the same design variance's expectation under
+a working model of the labels, so it does not hinge on which rare residuals the sample
+happened to hold.
 
 The model. P(y_i = 1) = mu_i = logistic(x_i' beta) for the binary label y_i =
 relevance(label, level), with x_i = (1, f_i, f_i^2, log r_i, f_i log r_i, log(1 + c_i),
@@ -25,23 +28,32 @@ census pseudo-likelihood) and a small ridge. DCG's gain y_i = g in 0..G gets one
 of P(g >= k) for each grade k = 1..G (made non-increasing in k), so E[y_i] = sum_k P_k and
 E[y_i^2] = sum_k (2k - 1) P_k; a binary label is the case G = 1. Under the model, document
 i's residual in a run, e_i = w_i (y_i - lam f_i) (w_i the run's rank weight), has mean
-m_i = w_i (E[y_i] - lam f_i) and variance v_i = w_i^2 Var(y_i), independently, so a
-stratum's population variance S_h^2 has expectation
-[(1 - 1/N_h) sum_h v_i + sum_h (m_i - mbar_h)^2] / (N_h - 1), and the anticipated variance
-is sum_h N_h^2 (1 - n_h/N_h)/n_h E S_h^2 (0 for the census stratum).
+m_i = w_i (E[y_i] - lam f_i) and variance v_i = w_i^2 Var(y_i), independently, and:
 
-Measured (TREC-COVID round 5, ``stratified``, 200 samples at 5% and at 10%,
-docs/predictions.md "The anticipated variance"): the 95% intervals of P@10's mean over
+- stratified (:class:`Strata`): a stratum's population variance S_h^2 has expectation
+  [(1 - 1/N_h) sum_h v_i + sum_h (m_i - mbar_h)^2] / (N_h - 1), and the anticipated
+  variance is sum_h N_h^2 (1 - n_h/N_h)/n_h E S_h^2 (0 for the census stratum);
+- draws (:class:`Draws`): draw k's term e_d/p_k(d) has variance sum_d e_d^2/p_k(d) - (sum_d
+  e_d)^2 given the draws before it (the per-draw terms are martingale differences), so the
+  per-draw mean's anticipated variance is (1/n^2) sum_k [sum_d (m_d^2 + v_d)/p_k(d) -
+  (sum_d m_d)^2 - sum_d v_d]: it needs sum_k 1/p_k(d) of every frame document, n / p-bar(d),
+  which active and importance samples record in ``round_probs``' round 0 (p-bar the
+  harmonic mean of the draw probabilities; importance: Q). The draw probabilities are taken
+  as fixed, as the design's own estimator takes them.
+
+Measured (TREC-COVID round 5, 200 samples at 5% and at 10%, docs/predictions.md "The
+anticipated variance"): on ``stratified`` samples the 95% intervals of P@10's mean over
 topics cover 0.933-0.953 for all six predictors of the study, where the design's covered
 0.68-0.75 with the deep over-calls and 0.91-0.92 with flip10 and fused; the half-width grows
 2-6% where the design's covered already; per topic (40 samples, deep and flip10, 5% and
 10%) 0.95-0.98 against 0.67-0.78. DCG to depth 100, whose residuals are not rare: 0.946-0.951
-against 0.929-0.947, 1-7% wider.
+against 0.929-0.947, 1-7% wider. Over the draws of ``active:uniform=0.2``: ACTIVE_FIGURES.
 
 The model is learnt on the sample's own judged documents; where it cannot be fitted (fewer
 than ``MIN_JUDGED`` judged documents over the topics, or no relevant or no non-relevant
-one; for DCG, grades that are not whole numbers) the design's variance stands. The other
-designs keep the design's variance.
+one; for DCG, grades that are not whole numbers) the design's variance stands, as it does
+for a topic whose sample lacks p-bar of a frame document or gives one p-bar = 0 (a round
+that cannot draw it: the per-draw form is not unbiased there) and on the other designs.
 """
 
 from __future__ import annotations
@@ -52,6 +64,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit
 
+from sampleval.core.sample import Sample
 from sampleval.estimators.base import TopicView, gain, rank_coefficients, relevance
 
 MIN_JUDGED = 30  # judged documents (over the topics) below which no model is fitted
@@ -59,29 +72,77 @@ RIDGE = 1e-8  # per unit of (normalised) weight: keeps collinear covariates solv
 ITERATIONS = 100
 
 
-@dataclass(frozen=True)
-class Population:
-    """One topic's documents in the sampled strata of a stratified sample, and what the
-    model reads of them: ``docs`` (frame positions, by stratum), ``stratum`` (0..H-1,
-    non-decreasing), the strata's sizes N_h and judged counts n_h, ``shape`` (each
-    document's log best rank and log(1 + runs that retrieved it)), ``judged`` (a mask over
-    ``docs``), ``weight`` (1/pi_i), ``labels`` (the grades, NaN unjudged) and ``ranks``
-    (``[n_runs, len(docs)]``)."""
+class Strata(NamedTuple):
+    """A stratified design over a population's documents: ``stratum`` (0..H-1,
+    non-decreasing over the documents), the strata's sizes N_h and judged counts n_h."""
 
-    docs: np.ndarray
     stratum: np.ndarray
     sizes: np.ndarray
     sampled: np.ndarray
+
+    def variance(self, mean: np.ndarray, spread: np.ndarray) -> np.ndarray:
+        """The design's variance of the Horvitz-Thompson total of independent values with
+        means ``mean`` and variances ``spread`` (``[runs, docs]``), expected over the
+        values: sum_h N_h^2 (1 - n_h/N_h) E S_h^2 / n_h, E S_h^2 = [(1 - 1/N_h) sum v_i +
+        sum (m_i - mbar_h)^2] / (N_h - 1) (``[runs]``)."""
+        if not len(self.sizes):
+            return np.zeros(mean.shape[0])
+        starts = np.searchsorted(self.stratum, np.arange(len(self.sizes)))
+
+        def by_stratum(values: np.ndarray) -> np.ndarray:  # [runs, docs] -> [runs, H]
+            return np.add.reduceat(values, starts, axis=1)
+
+        sizes, sampled = self.sizes, self.sampled
+        within = ((1.0 - 1.0 / sizes) * by_stratum(spread) + by_stratum(mean * mean)
+                  - by_stratum(mean) ** 2 / sizes)
+        partial = sampled < sizes
+        expected_s2 = np.divide(within, sizes - 1.0, out=np.zeros(within.shape),
+                                where=partial & (sizes > 1))
+        factor = np.where(partial, sizes**2 * (1.0 - sampled / sizes) / sampled, 0.0)
+        return np.asarray((expected_s2 * factor).sum(axis=1))
+
+
+class Draws(NamedTuple):
+    """n draws with replacement over a population's documents, draw k from p_k (active
+    sampling's rounds, or importance sampling's one Q): ``inverse`` = sum_k 1/p_k(d) of each
+    document (``[docs]``, n / p-bar(d), p-bar its harmonic mean draw probability) and
+    ``n``."""
+
+    inverse: np.ndarray
+    n: float
+
+    def variance(self, mean: np.ndarray, spread: np.ndarray) -> np.ndarray:
+        """The variance of the per-draw mean (1/n) sum_k e_{d_k}/p_k(d_k) of independent
+        values e_d with means ``mean`` and variances ``spread`` (``[runs, docs]``), expected
+        over the values: (1/n^2) sum_k [sum_d (m_d^2 + v_d)/p_k(d) - (sum_d m_d)^2 - sum_d
+        v_d] (``[runs]``; each term a draw's variance given the draws before it, the draws
+        being martingale differences), = (1/n^2) [sum_d (m_d^2 + v_d) inverse_d - n ((sum_d
+        m_d)^2 + sum_d v_d)]."""
+        if self.n <= 0:
+            return np.zeros(mean.shape[0])
+        total = mean.sum(axis=1) ** 2 + spread.sum(axis=1)
+        return ((mean * mean + spread) @ self.inverse - self.n * total) / self.n**2
+
+
+@dataclass(frozen=True)
+class Population:
+    """One topic's documents that its design could have judged, and what the model reads of
+    them: ``docs`` (frame positions), ``shape`` (each document's log best rank and log(1 +
+    runs that retrieved it)), ``judged`` (a mask over ``docs``), ``weight`` (1/pi_i),
+    ``labels`` (the grades, NaN unjudged), ``ranks`` (``[n_runs, len(docs)]``) and
+    ``design`` (:class:`Strata` or :class:`Draws`), whose variance the model anticipates."""
+
+    docs: np.ndarray
     shape: np.ndarray
     judged: np.ndarray
     weight: np.ndarray
     labels: np.ndarray
     ranks: np.ndarray
+    design: Strata | Draws
 
     def logit_prevalence(self, level: float) -> float:
         """The logit of the topic's share of documents relevant at ``level``, estimated from
-        its sample (Horvitz-Thompson over the sampled strata), clipped to [1/(2N),
-        1 - 1/(2N)]."""
+        its sample (Horvitz-Thompson over ``docs``), clipped to [1/(2N), 1 - 1/(2N)]."""
         size = max(len(self.docs), 1)
         judged = self.judged
         share = float((relevance(self.labels[judged], level) * self.weight[judged]).sum()) / size
@@ -89,9 +150,21 @@ class Population:
         return float(np.log(share / (1.0 - share)))
 
 
+def _shape(view: TopicView, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ranks of ``docs`` (``[runs, docs]``, int32: half int64's memory) and their shape
+    (log best rank, log(1 + runs that retrieved it))."""
+    ranks = view.rank_of(docs).astype(np.int32)
+    retrieved = ranks > 0
+    unranked = ranks.shape[1] + 1  # a frame document no run retrieved: below every rank
+    best = np.where(retrieved, ranks, unranked).min(axis=0, initial=unranked)
+    shape = np.column_stack([np.log(best.astype(np.float64)),
+                             np.log1p(retrieved.sum(axis=0).astype(np.float64))])
+    return ranks, shape
+
+
 def population(view: TopicView) -> Population | None:
-    """The :class:`Population` of ``view``'s topic (documents in stratum order), None when
-    its sample has no strata."""
+    """The :class:`Population` of ``view``'s topic on a stratified sample (the documents
+    of its sampled strata, in stratum order), None when its sample has no strata."""
     ts = view.sample
     if (ts.stratum < 0).all():
         return None
@@ -99,16 +172,37 @@ def population(view: TopicView) -> Population | None:
     inside = np.flatnonzero((ts.stratum >= 0) & (sampled[np.maximum(ts.stratum, 0)] > 0))
     docs = inside[np.argsort(ts.stratum[inside], kind="stable")]
     codes, stratum = np.unique(ts.stratum[docs], return_inverse=True)
-    ranks = view.rank_of(docs).astype(np.int32)  # [runs, docs]: half int64's memory
-    retrieved = ranks > 0
-    unranked = ranks.shape[1] + 1  # a frame document no run retrieved: below every rank
-    best = np.where(retrieved, ranks, unranked).min(axis=0, initial=unranked)
-    shape = np.column_stack([np.log(best.astype(np.float64)),
-                             np.log1p(retrieved.sum(axis=0).astype(np.float64))])
+    ranks, shape = _shape(view, docs)
     pi = sampled[codes][stratum] / sizes[codes][stratum]
-    return Population(docs, stratum, sizes[codes].astype(np.float64),
-                      sampled[codes].astype(np.float64), shape, ts.judged[docs], 1.0 / pi,
-                      ts.labels[docs], ranks)
+    design = Strata(stratum, sizes[codes].astype(np.float64), sampled[codes].astype(np.float64))
+    return Population(docs, shape, ts.judged[docs], 1.0 / pi, ts.labels[docs], ranks, design)
+
+
+def draws_population(view: TopicView, sample: Sample) -> Population | None:
+    """The :class:`Population` of ``view``'s topic drawn with replacement (active sampling's
+    rounds, importance sampling's draws from Q): every frame document, with its harmonic
+    mean draw probability p-bar(d) from ``round_probs``' round 0 (importance: Q) and weight
+    1/pi_i (the frame's pi_i where it records one, as for an active sample's drawn
+    documents; else 1 - (1 - p-bar(d))^n, exact for one Q). None when the sample does not record p-bar of every frame document (samples
+    written before 2026-11) or some round cannot draw one (p-bar = 0), where the per-draw
+    form is not unbiased."""
+    if sample.round_probs is None or sample.draws is None:
+        return None
+    ts, topic = view.sample, view.pool.topic
+    rows = sample.rows("round_probs", topic)
+    rows = rows[rows["round"].to_numpy() == 0]
+    where = ts.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
+    harmonic = np.full(len(ts.docnos), np.nan)
+    harmonic[where[where >= 0]] = rows["probability"].to_numpy(dtype=np.float64)[where >= 0]
+    n = float(len(sample.rows("draws", topic)))
+    if not n or not (harmonic > 0).all():
+        return None
+    docs = np.arange(len(ts.docnos))
+    ranks, shape = _shape(view, docs)
+    recorded = ts.inclusion > 0  # an active sample's drawn documents (NaN is not > 0)
+    pi = np.where(recorded, ts.inclusion, -np.expm1(n * np.log1p(-np.minimum(harmonic, 1.0))))
+    return Population(docs, shape, ts.judged, 1.0 / pi, ts.labels, ranks,
+                      Draws(n / harmonic, n))
 
 
 def features(f: np.ndarray, shape: np.ndarray, logit_prevalence: float) -> np.ndarray:
@@ -188,27 +282,5 @@ def anticipated_variance(pop: Population, f: np.ndarray, base: str, cutoff: int 
     population's predictions as the measure reads them)."""
     first, second = model.moments(features(f, pop.shape, pop.logit_prevalence(level)))
     w = rank_coefficients(base, pop.ranks, cutoff)  # [runs, docs]
-    return expected_variance(pop, w * (first[None, :] - lam[:, None] * f[None, :]),
-                             w * w * (second - first * first)[None, :])
-
-
-def expected_variance(pop: Population, mean: np.ndarray, spread: np.ndarray) -> np.ndarray:
-    """The stratified design's variance of the Horvitz-Thompson total of independent
-    values with means ``mean`` and variances ``spread`` (``[runs, docs]``), expected over
-    the values: sum_h N_h^2 (1 - n_h/N_h) E S_h^2 / n_h, E S_h^2 = [(1 - 1/N_h) sum v_i +
-    sum (m_i - mbar_h)^2] / (N_h - 1) (``[runs]``)."""
-    if not len(pop.sizes):
-        return np.zeros(mean.shape[0])
-    starts = np.searchsorted(pop.stratum, np.arange(len(pop.sizes)))
-
-    def by_stratum(values: np.ndarray) -> np.ndarray:  # [runs, docs] -> [runs, H]
-        return np.add.reduceat(values, starts, axis=1)
-
-    sizes, sampled = pop.sizes, pop.sampled
-    within = ((1.0 - 1.0 / sizes) * by_stratum(spread) + by_stratum(mean * mean)
-              - by_stratum(mean) ** 2 / sizes)
-    partial = sampled < sizes
-    expected_s2 = np.divide(within, sizes - 1.0, out=np.zeros(within.shape),
-                            where=partial & (sizes > 1))
-    factor = np.where(partial, sizes**2 * (1.0 - sampled / sizes) / sampled, 0.0)
-    return np.asarray((expected_s2 * factor).sum(axis=1))
+    return pop.design.variance(w * (first[None, :] - lam[:, None] * f[None, :]),
+                               w * w * (second - first * first)[None, :])

@@ -45,12 +45,13 @@ the Horvitz-Thompson variance estimator sum_{k, l in S} (1 - pi_k pi_l / pi_kl) 
 pi_ij, :func:`sampleval.core.inclusion.judged_design`) for the ht form, n times the sample
 covariance of the per-unit values for draws (s^2/n of the per-draw terms; a pair sum's
 per-draw term is its Hoeffding projection, W_kk x_kk + sum_{l != k} W_kl (x_kl + x_lk)).
-Intervals are normal (``base.summarise``). On stratified samples P@k, DCG@k and NumRel take
-by default (``variance=anticipated``) the anticipated variance instead, the design variance's
+Intervals are normal (``base.summarise``). On stratified samples and over the draws of
+active samples with a uniform share and of importance samples, P@k, DCG@k and NumRel take by
+default (``variance=anticipated``) the anticipated variance instead, the design variance's
 expectation under a model of relevance learnt from every topic's judged documents
 (:mod:`.anticipated`, which says why: with rare residuals the design's estimate is near 0 in
-most samples; the mean's intervals with the deep over-calls covered 0.68 at 5%, now 0.95);
-``variance=design`` keeps the design's.
+most samples; the mean's intervals with the deep over-calls covered 0.68 at 5% on
+``stratified`` samples, now 0.95); ``variance=design`` keeps the design's.
 
 Power tuning (PPI++: Angelopoulos, Duchi & Zrnic, "PPI++: Efficient Prediction-Powered
 Inference", arXiv 2311.01453, 2023): V(lam) is smallest at lam* = C(u^y, u^f) / V(u^f), a
@@ -185,6 +186,7 @@ from sampleval.estimators._ppi_kernels import stratum_spreads
 from sampleval.estimators.anticipated import (
     Population,
     anticipated_variance,
+    draws_population,
     label_model,
     population,
 )
@@ -281,6 +283,7 @@ class TopicData:
     distinct: np.ndarray
     frame: FrameData
     view: TopicView
+    sample: Sample
     frame_predicted: np.ndarray
     geometry: dict[int | None, tuple[np.ndarray, ...]] = field(default_factory=dict,
                                                               compare=False)
@@ -289,12 +292,15 @@ class TopicData:
     shared_population: list[Population | None] = field(default_factory=list, compare=False)
 
     def population(self) -> Population | None:
-        """The topic's :class:`~.anticipated.Population` on a stratified sample in the
-        ``ht`` form (None elsewhere), made on first use and shared by the predictors
-        (``shared_population`` holds it once made)."""
+        """The topic's :class:`~.anticipated.Population`: on a stratified sample in the
+        ``ht`` form, or in the ``draws`` form where the sample records every frame
+        document's p-bar (None elsewhere); made on first use and shared by the
+        predictors (``shared_population`` holds it once made)."""
         if not self.shared_population:
             self.shared_population.append(
-                population(self.view) if self.units.strata is not None else None)
+                population(self.view) if self.units.strata is not None
+                else draws_population(self.view, self.sample) if self.units.kind == "draws"
+                else None)
         return self.shared_population[0]
 
 
@@ -437,7 +443,7 @@ def topic_datas(view: TopicView, sample: Sample, form: str, predictions: list[np
     label_sums: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
     shared: list[Population | None] = []
     return [TopicData(units, labels, predicted[units.index], ranks, distinct, frame, view,
-                      predicted, geometry, label_sums, shared)
+                      sample, predicted, geometry, label_sums, shared)
             for predicted, frame in zip(predictions, frames, strict=True)]
 
 
@@ -766,38 +772,36 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         values[t], corrected[t], variances[t] = parts.value, one.value, one.variance
         if remaining is not None:
             remaining[t] = one.remaining
-    pops = anticipated_populations(spec, topics)
-    if pops is not None:
-        variances = anticipated_variances(spec, level, topics, pops, lam[:, 0], variances)
+    if takes_anticipated(spec):
+        variances = anticipated_variances(spec, level, topics, lam[:, 0], variances)
     return PPIResult(corrected, variances, lam, values, checked, remaining)
 
 
-def anticipated_populations(spec: EstimateSpec, topics: list[TopicData]
-                            ) -> list[Population] | None:
-    """The topics' populations where ``spec`` takes the anticipated variance (a linear
-    measure with ``variance=anticipated`` on a stratified sample in the ``ht`` form), else
-    None."""
-    if spec.base not in LINEAR or spec.option("variance") != "anticipated" or not topics:
-        return None
-    pops = [t.population() for t in topics]
-    known = [p for p in pops if p is not None]
-    return known if len(known) == len(topics) else None
+def takes_anticipated(spec: EstimateSpec) -> bool:
+    """Whether ``spec`` asks for the anticipated variance: a linear measure with
+    ``variance=anticipated`` (the default)."""
+    return spec.base in LINEAR and spec.option("variance") == "anticipated"
 
 
 def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicData],
-                          pops: list[Population], lam: np.ndarray, design: np.ndarray
-                          ) -> np.ndarray:
+                          lam: np.ndarray, design: np.ndarray) -> np.ndarray:
     """Each topic's anticipated variance at its ``lam`` (``[topics, n_runs]``) under the
-    relevance model learnt from every topic's judged documents (:mod:`.anticipated`); the
-    ``design`` variances where no model can be fitted."""
+    relevance model learnt from the judged documents of every topic whose design it can
+    anticipate (:mod:`.anticipated`: a stratified sample, or draws with every frame
+    document's p-bar recorded); the ``design`` variances of the other topics, and of all where no model can
+    be fitted."""
     graded = spec.base in _GRADED
-    predicted = [gain(f) if graded else relevance(f, level)
-                 for f in (t.frame_predicted[p.docs] for t, p in zip(topics, pops, strict=True))]
-    model = label_model(pops, predicted, level, graded)
+    pops = {t: p for t, p in enumerate(data.population() for data in topics) if p is not None}
+    predicted = {t: gain(f) if graded else relevance(f, level) for t, f in (
+        (t, topics[t].frame_predicted[p.docs]) for t, p in pops.items())}
+    model = label_model(list(pops.values()), list(predicted.values()), level, graded)
     if model is None:
         return design
-    return np.array([anticipated_variance(p, f, spec.base, spec.cutoff, level, lam[t], model)
-                     for t, (p, f) in enumerate(zip(pops, predicted, strict=True))])
+    out = design.copy()
+    for t, pop in pops.items():
+        out[t] = anticipated_variance(pop, predicted[t], spec.base, spec.cutoff, level, lam[t],
+                                      model)
+    return out
 
 
 class Corrected(NamedTuple):
@@ -1456,8 +1460,9 @@ register_family(EstimatorFamily(
               "variance)",
               choices=("design", *FORMS)),
         Param("variance", str, "anticipated", "P@k's, DCG@k's and NumRel's variance on "
-              "stratified samples: anticipated (the design's variance expected under a model of "
-              "the labels learnt from every topic's judged documents: stable where good "
+              "stratified samples and over draws (active samples with a uniform share, "
+              "importance samples): anticipated (the design's variance expected under a model "
+              "of the labels learnt from every topic's judged documents: stable where good "
               "predictions leave rare residuals; the design's where no model can be fitted) "
               "or design (the design's variance estimator, as ~ht's; on the other designs "
               "always)", choices=("anticipated", "design")),

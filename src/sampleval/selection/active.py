@@ -345,20 +345,22 @@ class _TopicDraws:
     def tables(self) -> dict[str, dict[str, np.ndarray]]:
         """The topic's frame, draws, rounds and round_probs columns (no ``query_id``), over
         the rounds whose new documents are all judged (all but a last round with pending
-        documents). pi_i is given for the drawn documents only (the others' is not needed
-        by any estimator; it is 1 - prod_t (1 - p_t)^N_t all the same)."""
+        documents). ``round_probs`` holds p_t of every sampled document at every round t =
+        1..T, and in round 0 every pooled document's p-bar(d) = n / sum_t N_t / p_t(d), its
+        draw probability averaged harmonically over the n draws (0 where a round cannot draw
+        it), which the anticipated variance of the per-draw form reads. pi_i is given for
+        the drawn documents only (the others' is not needed by any estimator; it is
+        1 - prod_t (1 - p_t)^N_t all the same)."""
         done = self.rounds - (1 if self.pending else 0)
         sizes = np.array([len(d) for d in self.draws[:done]], dtype=np.int64)
         flat = np.concatenate(self.draws[:done]) if done else np.zeros(0, np.int64)
         sampled = np.unique(flat)
-        weight = np.zeros((len(self.present), len(sampled)))
-        occ = np.flatnonzero(np.isin(self.occ_doc, sampled))
-        weight[self.occ_run[occ], np.searchsorted(sampled, self.occ_doc[occ])] = (
-            self.occ_prior[occ])
-        # p_t(d) of the sampled documents
-        by_runs = self.run_probs[:done] @ weight
-        probs = with_share(by_runs, self.uniform, self.size)
+        weight = np.zeros((len(self.present), self.size))
+        weight[self.occ_run, self.occ_doc] = self.occ_prior
+        every = with_share(self.run_probs[:done] @ weight, self.uniform, self.size)
         with np.errstate(divide="ignore"):
+            harmonic = len(flat) / (sizes @ (1.0 / every)) if done else np.zeros(self.size)
+            probs = every[:, sampled]  # p_t(d) of the sampled documents
             log_miss = sizes @ np.log1p(-probs)
         labels, inclusion = np.full(self.size, np.nan), np.full(self.size, np.nan)
         labels[sampled] = self.labels[sampled]
@@ -369,9 +371,10 @@ class _TopicDraws:
             "draws": {"round": round_of, "doc_id": self.docnos[flat],
                       "probability": probs[round_of - 1, np.searchsorted(sampled, flat)]},
             "rounds": {"round": np.arange(1, done + 1), "size": sizes},
-            "round_probs": {"round": np.repeat(np.arange(1, done + 1), len(sampled)),
-                            "doc_id": np.tile(self.docnos[sampled], done),
-                            "probability": probs.ravel()},
+            "round_probs": {
+                "round": np.repeat(np.arange(done + 1), [self.size] + [len(sampled)] * done),
+                "doc_id": np.concatenate([self.docnos, np.tile(self.docnos[sampled], done)]),
+                "probability": np.concatenate([harmonic, probs.ravel()])},
         }
 
 
