@@ -145,14 +145,28 @@ def test_hand_recall_and_rprec() -> None:
     # R@2 = (sum_{rank <= 2} y/pi) / R-hat. r2: (3 + 1.5)/6 = 0.75. Linearised:
     # u = (1{rank <= 2} - 0.75) y / 6: u_e = u_b = 0.25/6, u_a = -0.75/6; x = u/pi:
     # x_e = 0.125, x_b = 0.0625, x_a = -0.1875; V = (1/3) 0.25^2 + (2/3) 0.125^2 = 0.03125.
-    r2 = estimate(pool, sample, EstimateSpec("ht", "R", 2))
+    # The plain ratio is the paper's (correction=none); the default subtracts the Taylor
+    # term (Q V(R-hat) - C(N-hat, R-hat))/R-hat^2 with the same HT forms: x^R = (1.5, 1.5,
+    # 3) for (a, b, e), V(R-hat) = (1/3) 0^2 + (2/3) 3^2 = 6; r2's x^N = (0, 1.5, 3),
+    # C = (1/3)(0 - 1.5)(1.5 - 1.5) + (2/3) 3 * 3 = 6, so 0.75 - (0.75 * 6 - 6)/36 = 0.75 +
+    # 1/24. The variance is the plain ratio's.
+    plain = (("correction", "none"),)
+    r2 = estimate(pool, sample, EstimateSpec("ht", "R", 2, plain))
     assert r2.loc["r2", "value"] == pytest.approx(0.75)
     assert variance(r2)["r2"] == pytest.approx(0.03125)
-    # Rprec: cut = int(6 + 0.5) = 6. r3: a@5, b@6 -> (1.5 + 1.5)/6 = 0.5; e@7 is cut.
+    corrected = estimate(pool, sample, EstimateSpec("ht", "R", 2))
+    assert corrected.loc["r2", "value"] == pytest.approx(0.75 + 1 / 24)
+    assert variance(corrected)["r2"] == pytest.approx(0.03125)
+    # Rprec: cut = floor(6) = 6. r3: a@5, b@6 -> (1.5 + 1.5)/6 = 0.5; e@7 is cut.
     # u_a = u_b = 0.5/6, u_e = -0.5/6: x_a = x_b = 0.125, x_e = -0.25; V = (2/3)/16 = 1/24.
     # r1 and r2 hold every judged relevant document within rank 6: Rprec-hat = 1, V = 0.
-    rprec = estimate(pool, sample, EstimateSpec("ht", "Rprec"))
+    # Taylor: r3's x^N = (1.5, 1.5, 0), C = 0, so 0.5 - (0.5 * 6 - 0)/36 = 5/12; r1 and r2
+    # have N-hat = R-hat, C = V, no correction.
+    rprec = estimate(pool, sample, EstimateSpec("ht", "Rprec", None, plain))
     assert rprec["value"].tolist() == pytest.approx([1.0, 1.0, 0.5])
+    assert variance(rprec).tolist() == pytest.approx([0.0, 0.0, 1 / 24])
+    rprec = estimate(pool, sample, EstimateSpec("ht", "Rprec"))
+    assert rprec["value"].tolist() == pytest.approx([1.0, 1.0, 5 / 12])
     assert variance(rprec).tolist() == pytest.approx([0.0, 0.0, 1 / 24])
 
 

@@ -109,8 +109,7 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
     variance, var=linear, and a normal interval); ~ppi has no ``few`` floor. P@k and NumRel
     take the design's variance by name (``variance=design``), as does DCG: their default on
     stratified samples is the anticipated variance (tests/test_anticipated.py); R@k and
-    Rprec are asked without their default taylor correction (``correction=none``), which ~ht
-    does not make."""
+    Rprec take the Taylor correction by default in both families."""
     runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
@@ -131,10 +130,10 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
 
 def ht_equivalent(measure: str) -> str:
     """``measure~ppi`` as ``~ht`` computes it: the design's variance where the default is the
-    anticipated one, and R@k and Rprec without their default taylor correction."""
+    anticipated one (R@k and Rprec take the Taylor correction by default in both)."""
     if measure.startswith(("P@", "DCG", "NumRel")):
         return f"{measure}~ppi(variance=design)"
-    return f"{measure}~ppi(correction=none)" if measure.startswith("R") else f"{measure}~ppi"
+    return f"{measure}~ppi"
 
 
 def test_lam_zero_on_an_active_sample_is_ht(

@@ -95,7 +95,8 @@ unbiased, but it only replaces impossible values (the Monte Carlo tests measure 
 Ratio bias (``AP~ppi(bias=taylor)``; R@k's and Rprec's default, their option
 ``correction=taylor``, docs/predictions.md "R@k and Rprec: the Taylor correction by
 default": on ``stratified`` 5% samples it takes R@100's bias from +0.016 to +0.006 and
-Rprec's from +0.012 to +0.002, rms -28%; ``correction=none`` is the plain ratio, ``~ht``'s):
+Rprec's from +0.012 to +0.002, rms -28%; ``correction=none`` is the plain ratio, ``~hh``'s;
+``~ht`` takes the same option and default):
 a ratio of two unbiased difference estimates is biased by about (Q V(R-hat) - C(N-hat,
 R-hat))/R^2 = -C(u, R-hat)/R (Cochran, Sampling Techniques, 1977, ch. 6), the bias
 ``AP~ppi`` shares with ``AP~ht`` at small budgets; ``bias=taylor`` subtracts it, estimated
@@ -1444,7 +1445,8 @@ register_family(EstimatorFamily(
               choices=("design", "taylor", "taylor-jackknife", "jackknife", "none")),
         Param("correction", str, "taylor", "R@k's and Rprec's ratio bias: taylor (less its "
               "first-order bias, (Q V(R) - C(N, R))/R^2, as AP's bias=taylor) or none (the "
-              "plain ratio, as ~ht's and ~hh's)", choices=("taylor", "none")),
+              "plain ratio, as ~hh's and the paper's ~ht(correction=none))",
+              choices=("taylor", "none")),
         Param("interval", str, "bias-aware", "AP's interval: bias-aware (z standard errors "
               "either side, widened by an estimate |b| of the bias the correction leaves: "
               "with taylor-jackknife the jackknife's b, as AP~ht's; over draws, with "
