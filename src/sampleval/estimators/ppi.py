@@ -95,8 +95,8 @@ unbiased, but it only replaces impossible values (the Monte Carlo tests measure 
 Ratio bias (``AP~ppi(bias=taylor)``; R@k's and Rprec's default, their option
 ``correction=taylor``, docs/predictions.md "R@k and Rprec: the Taylor correction by
 default": on ``stratified`` 5% samples it takes R@100's bias from +0.016 to +0.006 and
-Rprec's from +0.012 to +0.002, rms -28%; ``correction=none`` is the plain ratio, ``~hh``'s;
-``~ht`` takes the same option and default):
+Rprec's from +0.012 to +0.002, rms -28%; ``correction=none`` is the plain ratio; ``~ht``
+and ``~hh`` take the same option and default):
 a ratio of two unbiased difference estimates is biased by about (Q V(R-hat) - C(N-hat,
 R-hat))/R^2 = -C(u, R-hat)/R (Cochran, Sampling Techniques, 1977, ch. 6), the bias
 ``AP~ppi`` shares with ``AP~ht`` at small budgets; ``bias=taylor`` subtracts it, estimated
@@ -850,12 +850,12 @@ def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Samp
                         level: float) -> PPIResult:
     """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
     per-draw (Hansen-Hurwitz) estimate and its variance, AP's with its ``bias`` option
-    (``~hh``'s ratio measures, :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws)`` with
-    predictions all 0. Needs no predictions."""
+    and R@k's and Rprec's with their ``correction`` (``~hh``'s ratio measures,
+    :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws)`` with predictions all 0. Needs no
+    predictions."""
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
               for view in views]
-    return ppi_values(spec, topics, level, tuning="none",
-                      bias=None if spec.base == "AP" else "none")
+    return ppi_values(spec, topics, level, tuning="none")
 
 
 def design_bias(spec: EstimateSpec, units: Units) -> str:
@@ -1445,7 +1445,7 @@ register_family(EstimatorFamily(
               choices=("design", "taylor", "taylor-jackknife", "jackknife", "none")),
         Param("correction", str, "taylor", "R@k's and Rprec's ratio bias: taylor (less its "
               "first-order bias, (Q V(R) - C(N, R))/R^2, as AP's bias=taylor) or none (the "
-              "plain ratio, as ~hh's and the paper's ~ht(correction=none))",
+              "plain ratio, as the paper's ~ht(correction=none))",
               choices=("taylor", "none")),
         Param("interval", str, "bias-aware", "AP's interval: bias-aware (z standard errors "
               "either side, widened by an estimate |b| of the bias the correction leaves: "
