@@ -47,10 +47,10 @@ topics cover 0.933-0.953 for all six predictors of the study, where the design's
 0.68-0.75 with the deep over-calls and 0.91-0.92 with flip10 and fused; the half-width grows
 2-6% where the design's covered already; per topic (40 samples, deep and flip10, 5% and
 10%) 0.95-0.98 against 0.67-0.78. DCG to depth 100, whose residuals are not rare: 0.946-0.951
-against 0.929-0.947, 1-7% wider. Over the draws of ``active:uniform=0.2`` (200 samples at 5% and at 10%): P@10 0.938-0.966
-against the design's 0.706-0.748 with the deep over-calls and 0.916-0.949 for the others;
-DCG 0.946-0.954 against 0.938-0.949. On ``importance`` samples at 5% (40 samples): P@10
-0.947-0.953 against 0.634-0.950.
+against 0.929-0.947, 1-7% wider. Over the draws of ``active:uniform=0.2`` (200 samples at
+5% and at 10%): P@10 0.938-0.966 against the design's 0.706-0.748 with the deep over-calls
+and 0.916-0.949 for the others; DCG 0.946-0.954 against 0.938-0.949. On ``importance``
+samples at 5% (40 samples): P@10 0.947-0.953 against 0.634-0.950.
 
 The model is learnt on the sample's own judged documents; where it cannot be fitted (fewer
 than ``MIN_JUDGED`` judged documents over the topics, or no relevant or no non-relevant
@@ -186,9 +186,9 @@ def draws_population(view: TopicView, sample: Sample) -> Population | None:
     rounds, importance sampling's draws from Q): every frame document, with its harmonic
     mean draw probability p-bar(d) from ``round_probs``' round 0 (importance: Q) and weight
     1/pi_i (the frame's pi_i where it records one, as for an active sample's drawn
-    documents; else 1 - (1 - p-bar(d))^n, exact for one Q). None when the sample does not record p-bar of every frame document (samples
-    written before 2026-11) or some round cannot draw one (p-bar = 0), where the per-draw
-    form is not unbiased."""
+    documents; else 1 - (1 - p-bar(d))^n, exact for one Q). None when the sample does not
+    record p-bar of every frame document (samples written before 2026-11) or some round
+    cannot draw one (p-bar = 0), where the per-draw form is not unbiased."""
     if sample.round_probs is None or sample.draws is None:
         return None
     ts, topic = view.sample, view.pool.topic

@@ -68,10 +68,11 @@ since AP's multilinear form in the frame's labels has a term in all of them
 (docs/predictions.md, "What it computes", gives the proof). R@k, Rprec and nDCG divide by an
 estimated R or grade count and are biased in the same way; R@k and Rprec subtract the
 first-order term by default (``correction=taylor``, as ``R@k~ht``'s and ``R@k~ppi``'s;
-``none``, the plain ratio, by name), nDCG keeps the plain ratio. On ``active`` samples (TREC-COVID round 5, 200
-samples, docs/methods.md "R@k and Rprec: the ratio's bias") it takes the bias of R@100's
-mean from +0.025 to +0.015 at 5% and +0.013 to +0.007 at 10%, Rprec's from +0.019 to +0.009
-and +0.010 to +0.004, and the intervals of the mean from covering 0.41-0.72 to 0.66-0.85.
+``none``, the plain ratio, by name), nDCG keeps the plain ratio. On ``active`` samples
+(TREC-COVID round 5, 200 samples, docs/methods.md "R@k and Rprec: the ratio's bias") it
+takes the bias of R@100's mean from +0.025 to +0.015 at 5% and +0.013 to +0.007 at 10%,
+Rprec's from +0.019 to +0.009 and +0.010 to +0.004, and the intervals of the mean from
+covering 0.41-0.72 to 0.66-0.85.
 
 Defaults. On with-replacement samples (``active``) a plain AP, R@k, Rprec or NumRel is
 estimated here, P@k, DCG and nDCG by ``~ht`` (the preferences at the ``register_family``

@@ -789,8 +789,8 @@ def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicDa
     """Each topic's anticipated variance at its ``lam`` (``[topics, n_runs]``) under the
     relevance model learnt from the judged documents of every topic whose design it can
     anticipate (:mod:`.anticipated`: a stratified sample, or draws with every frame
-    document's p-bar recorded); the ``design`` variances of the other topics, and of all where no model can
-    be fitted."""
+    document's p-bar recorded); the ``design`` variances of the other topics, and of all
+    where no model can be fitted."""
     graded = spec.base in _GRADED
     pops = {t: p for t, p in enumerate(data.population() for data in topics) if p is not None}
     predicted = {t: gain(f) if graded else relevance(f, level) for t, f in (
