@@ -282,8 +282,8 @@ class TopicData:
     document (``distinct``), and the predictions' frame (:class:`FrameData`). ``geometry``
     caches what AP's pair sums take from the units and ranks alone, ``label_sums`` the
     labels' own pair sums (both shared by every predictor estimated on the same units and
-    labels); ``view`` and ``frame_predicted`` (every frame document's prediction): what the
-    anticipated variance reads (:meth:`population`)."""
+    labels); ``view``, ``sample`` (its draw probabilities) and ``frame_predicted`` (every
+    frame document's prediction): what the anticipated variance reads (:meth:`population`)."""
 
     units: Units
     labels: np.ndarray
