@@ -50,7 +50,8 @@ topics cover 0.933-0.953 for all six predictors of the study, where the design's
 against 0.929-0.947, 1-7% wider. Over the draws of ``active:uniform=0.2`` (200 samples at
 5% and at 10%): P@10 0.938-0.966 against the design's 0.706-0.748 with the deep over-calls
 and 0.916-0.949 for the others; DCG 0.946-0.954 against 0.938-0.949. On ``importance``
-samples at 5% (40 samples): P@10 0.947-0.953 against 0.634-0.950.
+samples (40 samples): P@10 0.947-0.953 against 0.634-0.950 at 5%, 0.944-0.955 against
+0.611-0.949 at 10%.
 
 The model is learnt on the sample's own judged documents; where it cannot be fitted (fewer
 than ``MIN_JUDGED`` judged documents over the topics, or no relevant or no non-relevant
