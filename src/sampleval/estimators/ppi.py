@@ -799,16 +799,16 @@ def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicDa
     document's p-bar recorded); the ``design`` variances of the other topics, and of all
     where no model can be fitted."""
     graded = spec.base in _GRADED
-    pops = {t: p for t, p in enumerate(data.population() for data in topics) if p is not None}
-    predicted = {t: gain(f) if graded else relevance(f, level) for t, f in (
-        (t, topics[t].frame_predicted[p.docs]) for t, p in pops.items())}
-    model = label_model(list(pops.values()), list(predicted.values()), level, graded)
+    known = [(t, pop) for t, pop in enumerate(data.population() for data in topics)
+             if pop is not None]
+    predicted = [topics[t].frame_predicted[pop.docs] for t, pop in known]
+    predicted = [gain(f) if graded else relevance(f, level) for f in predicted]
+    model = label_model([pop for _, pop in known], predicted, level, graded)
     if model is None:
         return design
     out = design.copy()
-    for t, pop in pops.items():
-        out[t] = anticipated_variance(pop, predicted[t], spec.base, spec.cutoff, level, lam[t],
-                                      model)
+    for (t, pop), f in zip(known, predicted, strict=True):
+        out[t] = anticipated_variance(pop, f, spec.base, spec.cutoff, level, lam[t], model)
     return out
 
 
