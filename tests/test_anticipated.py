@@ -160,15 +160,15 @@ def widths_by_option(sample: Sample, runs: list[Run], predictions: pd.DataFrame
 
 @pytest.mark.filterwarnings("ignore:.*outside \\[0, ")
 @pytest.mark.parametrize(("method", "differs"), [
-    ("stratified", True), ("active:uniform=0.3", True), ("importance", True),
-    ("active", False)])
+    ("stratified", True), ("active:uniform=0.3", True), ("active", True), ("importance", True),
+    ("active:uniform=0", False)])
 def test_linear_measures_take_the_anticipated_variance_by_default(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str,
         differs: bool) -> None:
     """The linear measures' default interval is the anticipated variance's on stratified
-    samples and over the draws of active samples with a uniform share and of importance
-    samples (the value is the same as with ``variance=design``); on active samples without
-    a share (the ``ht`` form, no strata) the option changes nothing."""
+    samples and over the draws of active samples with a uniform share (``active``'s default)
+    and of importance samples (the value is the same as with ``variance=design``); on active
+    samples without a share (the ``ht`` form, no strata) the option changes nothing."""
     runs, qrels, pool, truth = judged_collection
     predictions = flipped(truth, 0.3, np.random.default_rng(0))
     name, _, param = method.partition(":")

@@ -45,6 +45,18 @@ def test_target_parsing() -> None:
             Target.parse(bad)
 
 
+def test_a_plain_target_on_active_takes_the_per_draw_estimator_with_the_share(
+        collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """``active`` (its uniform share by default): every draw can reach every document, so a
+    plain P@10 target is judged by ``P@10~hh``; without the share (``uniform=0``) by
+    ``P@10~ht``, as ``estimate``'s defaults choose."""
+    _, _, pool = collection
+    for params, family in (({}, "hh"), ({"uniform": 0.0}, "ht")):
+        selector = METHODS["active"](pool, Budget(rate=0.2), np.random.default_rng(0), **params)
+        judging = ConfidentJudging(selector, Target("P@10", 0.05))
+        assert judging.spec.name == f"P@10~{family}"
+
+
 def test_stops_at_the_target_with_the_widths_estimate_reports(
         collection: tuple[list[Run], Qrels, Pool]) -> None:
     runs, qrels, pool = collection

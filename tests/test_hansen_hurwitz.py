@@ -21,7 +21,7 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators import default_estimates, estimate
-from sampleval.estimators.names import estimator_for
+from sampleval.estimators.names import draws_reach_every_document, estimator_for
 from sampleval.experiments.runner import simulate as run_simulation
 from sampleval.experiments.targets import parse_target, plan_for
 from sampleval.io import read_qrels, read_runs
@@ -202,35 +202,44 @@ def test_ratio_measures_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
     assert ("measures: P@k~hh, DCG[@k]~hh, NumRel~hh, AP[@k]~hh, R@k~hh, Rprec~hh, "
             "nDCG[@k]~hh") in text
     assert "option bias (AP[@k]~hh)" in text and "option cut (Rprec~hh)" in text
-    assert "estimated by default: AP~hh, nDCG@10~ht, P@10~ht, NumRel~hh" in text
+    assert "estimated by default: AP~hh, nDCG@10~hh, P@10~hh, NumRel~hh" in text
 
 
 def test_plain_measures_of_active_and_importance_samples(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    """A plain AP, R@k, Rprec or NumRel resolves to ~hh on with-replacement (active) samples,
-    P@k, DCG and nDCG to ~ht (module docstring, "Defaults"), in ``estimate``'s default
-    measures and in a campaign target's plan; on importance samples AP, Rprec and NumRel to
-    ~hh, the rest to ~is. ``AP~ht`` stays available by name."""
+    """A plain AP, R@k, Rprec or NumRel resolves to ~hh on with-replacement (active) samples;
+    P@k, DCG and nDCG to ~hh where every draw could reach every document (``active``'s
+    uniform share, its default), to ~ht without the share (the paper's ``active:uniform=0``;
+    module docstring, "Defaults"), in ``estimate``'s default measures and in a campaign
+    target's plan; on importance samples AP, Rprec and NumRel to ~hh, the rest to ~is.
+    ``AP~ht`` and ``P@10~ht`` stay available by name."""
     runs, qrels, pool, _ = judged_collection
-    expected = {"with-replacement": {"AP": "hh", "R@10": "hh", "Rprec": "hh", "NumRel": "hh",
-                                     "P@10": "ht", "DCG@10": "ht", "nDCG@10": "ht"},
-                "importance": {"AP": "hh", "R@10": "is", "Rprec": "hh", "NumRel": "hh",
-                               "P@10": "is", "DCG@10": "is", "nDCG@10": "is"}}
-    for design, families in expected.items():
+    without_share = {"AP": "hh", "R@10": "hh", "Rprec": "hh", "NumRel": "hh",
+                     "P@10": "ht", "DCG@10": "ht", "nDCG@10": "ht"}
+    expected = {("with-replacement", False): without_share,
+                ("with-replacement", True): dict.fromkeys(without_share, "hh"),
+                ("importance", False): {"AP": "hh", "R@10": "is", "Rprec": "hh",
+                                        "NumRel": "hh", "P@10": "is", "DCG@10": "is",
+                                        "nDCG@10": "is"}}
+    for (design, reach), families in expected.items():
         for measure, family in families.items():
             base, _, cut = measure.partition("@")
-            spec = estimator_for(base, int(cut) if cut else None, design)
-            assert spec is not None and spec.family == family, (design, measure)
-    selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1))
-    sample = simulate(selector, qrels_oracle(qrels)).sample()
-    assert default_estimates(sample) == ("AP~hh", "nDCG@10~ht", "P@10~ht", "NumRel~hh")
-    got = estimate(sample, runs, depth=30)
-    assert list(dict.fromkeys(got["measure"])) == list(default_estimates(sample))
-    plan = plan_for(parse_target("AP"), sample.design)
-    assert plan is not None and plan.estimator == "AP~hh"
-    assert plan.r_spec is not None and plan.r_spec.name == "NumRel~hh"
-    by_name = estimate(sample, runs, ["AP~ht"], depth=30)
-    assert set(by_name["measure"]) == {"AP~ht"}
+            spec = estimator_for(base, int(cut) if cut else None, design, reach)
+            assert spec is not None and spec.family == family, (design, reach, measure)
+    for params, chosen in (({}, ("AP~hh", "nDCG@10~hh", "P@10~hh", "NumRel~hh")),
+                           ({"uniform": 0.0}, ("AP~hh", "nDCG@10~ht", "P@10~ht", "NumRel~hh"))):
+        selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1), **params)
+        sample = simulate(selector, qrels_oracle(qrels)).sample()
+        assert default_estimates(sample) == chosen
+        got = estimate(sample, runs, depth=30)
+        assert list(dict.fromkeys(got["measure"])) == list(chosen)
+        reach = draws_reach_every_document(sample)
+        for measure, family in (("AP", "hh"), ("P@10", chosen[2].partition("~")[2])):
+            plan = plan_for(parse_target(measure), sample.design, reach)
+            assert plan is not None and plan.estimator == f"{measure}~{family}"
+            assert plan.r_spec is not None and plan.r_spec.name == f"NumRel~{family}"
+        by_name = estimate(sample, runs, ["AP~ht", "P@10~ht"], depth=30)
+        assert set(by_name["measure"]) == {"AP~ht", "P@10~ht"}
 
 
 def test_equals_importance_sampling_for_linear_measures() -> None:

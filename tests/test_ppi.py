@@ -139,13 +139,13 @@ def ht_equivalent(measure: str) -> str:
 def test_lam_zero_on_an_active_sample_is_ht(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """On an active sample the linear measures take ~ht's form (inclusion probabilities over
-    the rounds), so power tuning that turns useless predictions down to lam = 0 gives ~ht's
+    """On an active sample drawn without a uniform share (the paper's method) the linear
+    measures take ~ht's form (inclusion probabilities over the rounds), so power tuning that turns useless predictions down to lam = 0 gives ~ht's
     estimate exactly, value and interval, whatever the predictions (pure noise here). The
     ratio measures take the per-draw form there, and ``form=draws`` gives it to the linear
     ones too (~hh with predictions all 0, with the design's variance)."""
     runs, qrels, pool, truth = judged_collection
-    sample = sample_of(pool, qrels, "active")
+    sample = sample_of(pool, qrels, "active", uniform=0.0)
     noise = pure_noise(truth, np.random.default_rng(5))
     linear = ("P@10", "DCG@10", "NumRel")
     monkeypatch.setattr(ppi, "tuned", lambda gram, cross, tuning: np.zeros(cross.shape))
@@ -177,14 +177,15 @@ def test_lam_zero_on_an_active_sample_is_ht(
 
 def test_a_uniform_share_gives_active_samples_the_per_draw_form(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    """active:uniform=a (a > 0): every draw can reach every document, so the linear
-    measures take the per-draw form too (predictions all 0 and the design's variance: ~hh
-    exactly), and form=ht still asks for the Horvitz-Thompson one (predictions all 0: ~ht
-    exactly)."""
+    """active:uniform=a (a > 0, 0.2 by default): every draw can reach every document, so the
+    linear measures take the per-draw form too (predictions all 0 and the design's variance:
+    ~hh exactly), and form=ht still asks for the Horvitz-Thompson one (predictions all 0:
+    ~ht exactly); without a share (uniform=0) they take the Horvitz-Thompson form."""
     runs, qrels, pool, _ = judged_collection
-    sample = sample_of(pool, qrels, "active", uniform=0.2)
+    sample = sample_of(pool, qrels, "active")
+    assert sample.meta["params"]["uniform"] == 0.2
     assert ppi.sample_form(sample) == "draws"
-    assert ppi.sample_form(sample_of(pool, qrels, "active")) == "ht"
+    assert ppi.sample_form(sample_of(pool, qrels, "active", uniform=0.0)) == "ht"
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     linear = ("P@10", "NumRel")
@@ -1003,17 +1004,18 @@ def test_taylor_jackknife_falls_back_where_a_replicate_goes_astray(
     assert fell > 0
 
 
-@pytest.mark.parametrize("method,form", [("stratified", "ht"), ("active", "draws")])
+@pytest.mark.parametrize("method,form,params", [
+    ("stratified", "ht", {}), ("active", "draws", {"uniform": 0.0})])
 def test_jackknife_falls_back_where_a_replicate_goes_astray(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], method: str,
-        form: str) -> None:
+        form: str, params: dict[str, float]) -> None:
     """The same check for bias=jackknife (stratified, and Quenouille's over draws): a run
     with a replicate whose R-hat(lam) is under the relevant documents it holds takes lam =
     0 for the topic (pure-noise predictions at lam = 1 on a 30% sample make some);
     whether a replicate is possible is checked against R-hat recomputed from scratch
     without each draw."""
     runs, qrels, pool, truth = judged_collection
-    sample = sample_of(pool, qrels, method, rate=0.3)
+    sample = sample_of(pool, qrels, method, rate=0.3, **params)
     noisy = Predictions.from_frame(pure_noise(truth, np.random.default_rng(0)))
     views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample, noisy)
     topics = [topic_data(v, sample, form) for v in views]

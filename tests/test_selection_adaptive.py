@@ -230,7 +230,7 @@ def test_active_stops_when_no_draw_can_reach_an_unjudged_document() -> None:
 
     pool = toy_pool({"a": ["a1", "a2"], "b": [f"b{i}" for i in range(30)]})
     selector = ActiveSelector(pool, Budget(count=20), np.random.default_rng(3), batch=4,
-                              floor=0.0)
+                              floor=0.0, uniform=0.0)
     oracle = toy_oracle({"a1", "a2"})
     for _ in range(100):
         proposed = selector.propose("1", 4)

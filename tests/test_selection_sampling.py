@@ -142,7 +142,7 @@ def test_active_rounds_follow_the_reference_code() -> None:
     default = simulate(ActiveSelector(pool, Budget(count=budget), np.random.default_rng(5)),
                        toy_oracle)
     explicit = ActiveSelector(pool, Budget(count=budget), np.random.default_rng(5), rounds=3,
-                              floor=0.0)
+                              floor=0.0, uniform=0.0)
     assert explicit.params["rounds"] == 3 and "batch" not in explicit.params
     for selector in (default, simulate(explicit, toy_oracle)):
         sample = selector.sample()
@@ -158,6 +158,23 @@ def test_active_rounds_follow_the_reference_code() -> None:
     assert batched.rounds is not None
     assert (batched.rounds["size"] <= 3).all() and len(batched.rounds) >= budget // 3
     assert batched.judged()["doc_id"].nunique() == budget
+
+
+def test_active_state_saved_before_the_share_restores_without_one() -> None:
+    """A state saved before ``uniform`` existed lacks it among its parameters and was drawn
+    without a share: it restores with uniform=0 (not today's default 0.2) and replays to the
+    same sample, inclusion probabilities included."""
+    pool = synthetic_pool(n_runs=6, n_docs=60, depth=20)
+    selector = simulate(ActiveSelector(pool, Budget(count=24), np.random.default_rng(5),
+                                       uniform=0.0), toy_oracle)
+    state = json.loads(json.dumps(selector.state()))
+    del state["params"]["uniform"]
+    restored = ActiveSelector.restore(pool, state)
+    assert restored.params["uniform"] == 0.0
+    before, after = selector.sample(), restored.sample()
+    pd.testing.assert_frame_equal(after.frame, before.frame)
+    assert after.round_probs is not None and before.round_probs is not None
+    pd.testing.assert_frame_equal(after.round_probs, before.round_probs)
 
 
 def test_active_rejects_documents_it_did_not_propose() -> None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from sampleval.estimators import estimate
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import estimator_for
 from sampleval.evaluation import MEAN_TOPIC, evaluate
-from sampleval.experiments.grid import parse_method, split_methods
+from sampleval.experiments.grid import BudgetSpec, Cell, parse_method, split_methods
 from sampleval.experiments.runner import simulate
 from sampleval.experiments.seeds import trial_rng, trial_seed
 from sampleval.experiments.splits import make_splits, tag_prefix
@@ -79,6 +80,22 @@ def simulated(collection: tuple[list[Run], Qrels], tmp_path_factory: pytest.Temp
 
 
 # -- the grid ------------------------------------------------------------------------------------
+
+
+def test_a_changed_default_makes_new_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cell's key hashes every parameter's value, defaults included: resuming a directory
+    after a default changed (``active``'s uniform share) computes new cells instead of mixing
+    trials drawn under both defaults into one."""
+    from sampleval.selection.active import ActiveSelector
+
+    spec = parse_method("active")
+    key = Cell(spec, BudgetSpec(rate=0.1), 0).key
+    assert key == Cell(parse_method("active"), BudgetSpec(rate=0.1), 0).key
+    paper = tuple(replace(p, default=0.0) if p.name == "uniform" else p
+                  for p in ActiveSelector.parameters)
+    monkeypatch.setattr(ActiveSelector, "parameters", paper)
+    assert Cell(spec, BudgetSpec(rate=0.1), 0).key != key
+    assert spec.resolved["uniform"] == 0.0 and not spec.reach_every_document
 
 
 def test_method_strings_are_checked_against_the_declarations() -> None:
@@ -143,6 +160,25 @@ def test_plans_follow_the_families_declarations() -> None:
         parse_target("MAPP")
     with pytest.raises(UsageError, match="no exact DCG@10"):
         parse_target("DCG@10~ht")
+
+
+def test_plans_and_designs_follow_the_methods_parameters(
+        collection: tuple[list[Run], Qrels]) -> None:
+    """A plain P@10 on ``active``'s samples is ``P@10~hh`` with the default uniform share and
+    ``P@10~ht`` without it (``active:uniform=0``), in the simulation's plans as in
+    ``estimate``'s defaults; ``interval_coverage`` draws its designs with the parameters
+    given."""
+    from sampleval.experiments.interval_coverage import draw
+    from sampleval.experiments.runner import _plans
+
+    plans = _plans([parse_method("active"), parse_method("active:uniform=0")],
+                   [parse_target("P@10")])
+    assert [p.estimator for p in plans["active"]] == ["P@10~hh"]
+    assert [p.estimator for p in plans["active:uniform=0"]] == ["P@10~ht"]
+    runs, qrels = collection
+    pool = Pool.from_runs(runs, depth=20, qrels=qrels)
+    for design, share in (("active", 0.2), ("active:uniform=0", 0.0)):
+        assert draw(design, pool, qrels, 0.1, 1).meta["params"]["uniform"] == share
 
 
 def test_pool_subset_is_the_pool_of_those_runs(collection: tuple[list[Run], Qrels]) -> None:

@@ -128,8 +128,9 @@ class Target:
                              "e.g. AP:0.01 (the 95% half-width of each run's mean)")
         return cls(measure.strip(), value, None if runs is None else tuple(runs))
 
-    def spec(self, design: str) -> EstimateSpec:
-        """The estimator this target is measured with, on a sample of ``design``."""
+    def spec(self, design: str, reach_every_document: bool = False) -> EstimateSpec:
+        """The estimator this target is measured with, on a sample of ``design``
+        (``reach_every_document``: whose every draw could reach every document)."""
         from sampleval.measures.names import parse_measure
 
         if "~" in self.measure:
@@ -139,7 +140,7 @@ class Target:
         except UsageError:
             plain = parse_measure(self.measure)
         cutoff = None if plain.cutoff is None else int(plain.cutoff)
-        spec = estimator_for(plain.name, cutoff, design)
+        spec = estimator_for(plain.name, cutoff, design, reach_every_document)
         if spec is None:
             raise UsageError(f"no estimator of {self.measure} applies to a {design} sample")
         return spec
@@ -219,7 +220,8 @@ class ConfidentJudging:
         self.ci = ci
         self.level = level
         self.z = z_value(ci)
-        self.spec = target.spec(selector.design)
+        self.spec = target.spec(selector.design,
+                                selector.draws_reach_every_document(selector.params))
         if selector.design not in FAMILIES[self.spec.family].designs:
             raise UsageError(f"{self.spec.name} does not apply to {selector.name}'s "
                              f"{selector.design} samples")

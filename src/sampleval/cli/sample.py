@@ -221,6 +221,7 @@ def run_methods(args: argparse.Namespace) -> None:
     from sampleval.estimators import DEFAULT_MEASURES
     from sampleval.estimators.family import FAMILIES
     from sampleval.estimators.names import estimator_for
+    from sampleval.params import resolve
     from sampleval.selection import METHODS
 
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
@@ -232,8 +233,10 @@ def run_methods(args: argparse.Namespace) -> None:
                              subsequent_indent=" " * (indent + 4),
                              break_on_hyphens=False, break_long_words=False)
 
-    def defaults(design: str) -> str:
-        chosen = [estimator_for(base, cut, design) for base, cut in DEFAULT_MEASURES]
+    def defaults(cls: type[Selector]) -> str:
+        """What ``estimate`` uses on the method's samples made with its default parameters."""
+        reach = cls.draws_reach_every_document(resolve(cls.parameters, {}, cls.name))
+        chosen = [estimator_for(base, cut, cls.design, reach) for base, cut in DEFAULT_MEASURES]
         names = [spec.name for spec in chosen if spec is not None]
         return ", ".join(names) or "none"
 
@@ -248,7 +251,7 @@ def run_methods(args: argparse.Namespace) -> None:
         else:
             lines.append(entry("design", cls.design + unit))
             lines.append(entry("estimator families", ", ".join(cls.estimator_families())))
-            lines.append(entry("estimated by default", defaults(cls.design)))
+            lines.append(entry("estimated by default", defaults(cls)))
         lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]
         lines.append("")
     lines += [entry("Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "

@@ -36,6 +36,7 @@ from sampleval.estimators.family import FAMILIES, ImputedShare
 from sampleval.estimators.imputation import MOSTLY
 from sampleval.estimators.names import (
     EstimateSpec,
+    draws_reach_every_document,
     estimator_for,
     measure_range,
     parse_estimate,
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
     from sampleval.inputs import PredictionsLike, RunsLike, SampleLike
 
 # the plain measures `sampleval estimate` estimates when none is named, each with the
-# estimator its sample's design prefers (names.estimator_for)
+# estimator its sample's design prefers (names.estimator_for; on samples whose every draw
+# could reach every document, the per-draw one)
 DEFAULT_MEASURES: tuple[tuple[str, int | None], ...] = (
     ("AP", None), ("nDCG", 10), ("P", 10), ("NumRel", None))
 
@@ -74,12 +76,15 @@ def default_estimates(sample: Sample) -> tuple[str, ...]:
     the estimator its design prefers (the families' declarations: ``designs`` preferences and
     ``Base.penalty``, chosen by the accuracy measured with
     ``python -m sampleval.experiments.default_estimates``, and for AP on stratified samples
-    by the coverage of the intervals: ``AP~ht``, :mod:`sampleval.estimators.inferred`)."""
+    by the coverage of the intervals: ``AP~ht``, :mod:`sampleval.estimators.inferred`;
+    ``~hh`` for every measure on ``active`` samples drawn with a uniform share,
+    :mod:`sampleval.estimators.hansen_hurwitz`)."""
     if sample.design == "pooled":
         raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
                          "its judged documents are evaluated exactly, with 'sampleval "
                          "evaluate SAMPLE RUN...'")
-    specs = [estimator_for(base, cut, sample.design) for base, cut in DEFAULT_MEASURES]
+    reach = draws_reach_every_document(sample)
+    specs = [estimator_for(base, cut, sample.design, reach) for base, cut in DEFAULT_MEASURES]
     names = [s.name for s in specs if s is not None]
     if not names:
         raise UsageError(f"no estimator is available for a {sample.design} sample; "

@@ -90,7 +90,9 @@ class EstimatorFamily:
     :mod:`sampleval.comparison` uses for the paired test's degrees of freedom; ``parts``
     (None: read from the rows, no bias) gives the per-topic estimates, variances and the
     biases that widen the intervals (:func:`~sampleval.estimators.base.summarise`), which
-    :mod:`sampleval.confident` plans with.
+    :mod:`sampleval.confident` plans with; ``per_draw``: its estimates are per-draw
+    (Hansen-Hurwitz) means, unbiased under adaptive draws when every draw could reach every
+    document, so that on such samples its bases' penalties are waived (:meth:`preference`).
     """
 
     name: str
@@ -105,6 +107,7 @@ class EstimatorFamily:
     needs_predictions: bool = False
     differences: DifferenceFunction | None = None
     parts: PartsFunction | None = None
+    per_draw: bool = False
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 
@@ -124,13 +127,17 @@ class EstimatorFamily:
         """The declared base measure ``name`` (None when the family does not estimate it)."""
         return self._by_name.get(name)
 
-    def preference(self, design: str, base: str) -> int | None:
+    def preference(self, design: str, base: str, reach_every_document: bool = False
+                   ) -> int | None:
         """How much this family is preferred for ``base`` on ``design`` (lower first; None:
-        it does not apply, or it needs predictions, which a plain measure does not bring)."""
+        it does not apply, or it needs predictions, which a plain measure does not bring);
+        ``reach_every_document``: the sample's every draw could have drawn every document,
+        where a per-draw family carries no penalty."""
         declared = self.base(base)
         if declared is None or design not in self.designs or self.needs_predictions:
             return None
-        return self.designs[design] + declared.penalty
+        waived = self.per_draw and reach_every_document
+        return self.designs[design] + (0 if waived else declared.penalty)
 
     def measure_names(self) -> list[str]:
         """The names it offers, for help texts: ``AP~ht``, ``P@k~ht``, ``xinfAP``, ``iP@k``."""

@@ -14,12 +14,15 @@ import math
 import re
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sampleval.errors import SampleValError, UsageError
 from sampleval.estimators.family import FAMILIES, EstimatorFamily
 from sampleval.params import parse_assignments
 from sampleval.registry import did_you_mean
+
+if TYPE_CHECKING:
+    from sampleval.core.sample import Sample
 
 _FORM = re.compile(r"^(?P<base>[A-Za-z_]+)(?:\((?P<early>[^()]*)\))?(?:@(?P<cut>\d+))?"
                    r"(?:~(?P<family>[A-Za-z_]+))?(?:\((?P<late>[^()]*)\))?$")
@@ -176,13 +179,15 @@ def _options(text: str, whole: str) -> dict[str, str]:
                          "xinfAP(var=appendix)") from None
 
 
-def estimator_for(base: str, cutoff: int | None, design: str) -> EstimateSpec | None:
+def estimator_for(base: str, cutoff: int | None, design: str,
+                  reach_every_document: bool = False) -> EstimateSpec | None:
     """The preferred estimator of the plain measure ``base[@cutoff]`` on samples of
     ``design`` (the family with the lowest :meth:`EstimatorFamily.preference`; ties by
-    family name), or None when no family applies."""
+    family name), or None when no family applies; ``reach_every_document``: the samples'
+    every draw could reach every document (:func:`draws_reach_every_document`)."""
     best: tuple[int, str] | None = None
     for family in FAMILIES.values():
-        rank = family.preference(design, base)
+        rank = family.preference(design, base, reach_every_document)
         declared = family.base(base)
         if rank is None or declared is None:
             continue
@@ -192,6 +197,18 @@ def estimator_for(base: str, cutoff: int | None, design: str) -> EstimateSpec | 
         if best is None or (rank, family.name) < best:
             best = (rank, family.name)
     return None if best is None else EstimateSpec(best[1], base, cutoff)
+
+
+def draws_reach_every_document(sample: Sample) -> bool:
+    """Whether every draw of ``sample`` could have drawn every pooled document, as the
+    method that made it says of its parameters (its metadata; ``active`` with a uniform
+    share): the per-draw estimators are then unbiased for every measure."""
+    from sampleval.selection import METHODS
+
+    method = str(sample.meta.get("method"))
+    if method not in METHODS:
+        return False
+    return METHODS[method].draws_reach_every_document(sample.meta.get("params") or {})
 
 
 def measure_range(measure: str) -> tuple[float, float]:

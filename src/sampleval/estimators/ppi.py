@@ -17,9 +17,11 @@ the per-draw (Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities b
 martingale argument of :mod:`.hansen_hurwitz`. For any lam fixed before the sample,
 E[T-hat(lam)] = T whatever the predictions (under the ``ht`` form, as far as ``~ht`` is
 unbiased on that design): they only move the variance. Importance samples take the
-``draws`` form; active (with-replacement) samples the ``ht`` form for the linear measures,
-so that lam = 0 is ``~ht`` there, and the ``draws`` form for the ratios (:func:`sample_form`
-says why, with the measured figures); the ``form`` option overrides it.
+``draws`` form, as do active (with-replacement) samples drawn with a uniform share
+(``active``'s default); drawn without one (``active:uniform=0``, the paper's) they take the
+``ht`` form for the linear measures, so that lam = 0 is ``~ht`` there, and the ``draws`` form
+for the ratios (:func:`sample_form` says why, with the measured figures); the ``form``
+option overrides it.
 
 Ratio measures are ratios of such estimates, as for ``~ht`` (:mod:`.horvitz_thompson`): R@k and
 Rprec = (a difference estimate of the relevant retrieved) / R-hat(lam), R-hat(lam) the
@@ -159,10 +161,13 @@ errors of the truth (flip10 80% / 90%, deep 87% / 94%, the others 95-99%), again
 and 2-83% for ``taylor``, at 1.04-1.06 times its rms; over active sampling's draws it covers
 0.90-0.93 (jackknife with normal intervals 0.87-0.91, taylor 0.78-0.87), and the bias the
 jackknife leaves there (+0.0065..+0.0077 at 5%) keeps every predictor below the criterion
-(2-16% within). Most of that bias is the design's: drawn with ``active:uniform=0.2``, so
-that every round can reach every document, the same default is unbiased at 5% (-0.0009..
-+0.0002, 84-96% within, coverage 0.96-0.97), while at 10% both corrections overshoot
-(-0.0013..-0.0022, 33-63% within; docs/predictions.md, "A uniform share").
+(2-16% within). Most of that bias was the design's (no uniform share, ``active:uniform=0``
+today): with ``active``'s default share of 0.2, so that every round can reach every
+document, the same default is unbiased at 5% (-0.0011..-0.0014, 92-97% within, coverage
+0.96-0.98), while at 10% it is 0.0019-0.0024 low (25-54% within), all of it one topic's
+whose predictions are far off and whose lam, learnt from the other topics, is 15 times
+theirs (lam = 0 on the same samples, ``AP~hh``, is unbiased; docs/predictions.md, "The
+check keeps out-of-range ratios").
 
 Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
 rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
@@ -210,7 +215,7 @@ from sampleval.estimators.base import (
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.horvitz_thompson import _delta, _run_docs
 from sampleval.estimators.importance import ideal_dcg
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimators.names import EstimateSpec, draws_reach_every_document
 from sampleval.params import Param
 
 FORMS = ("ht", "draws")
@@ -341,11 +346,13 @@ LINEAR = ("NumRel", "P", "DCG")
 def sample_form(sample: Sample, base: str | None = None) -> str:
     """The form ``base`` (a measure's base name; None: a linear one) takes on ``sample`` by
     default: ``ht`` for every design with inclusion probabilities, except that on
-    with-replacement samples (active sampling) only the linear measures take it, so that
-    lam = 0 is ``~ht``'s estimate there; the ratio measures take ``draws`` there, as do
-    importance samples and with-replacement samples with draws but no rounds.
+    with-replacement samples drawn without a uniform share (``active:uniform=0``, the
+    paper's active sampling) only the linear measures take it, so that lam = 0 is ``~ht``'s
+    estimate there (their default); the ratio measures take ``draws`` there, as do
+    importance samples, with-replacement samples with draws but no rounds, and every
+    measure on active samples with a share (``active``'s default).
 
-    Why, on active samples: the per-draw form stays unbiased under adaptive draws, where
+    Why, on active samples without a share: the per-draw form stays unbiased under adaptive draws, where
     ``~ht``'s is not (provided every round can draw every document: ``active``'s default
     ``floor=0`` lets a later round give a few documents probability 0), but for P@10 its rms
     error is 1.2-3.9 times ``~ht``'s at 5% with the poorer predictors (draws spread over the
@@ -360,7 +367,8 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     sampling: AP~hh and the defaults"); not measured with predictions.
 
     Active samples drawn with a uniform share (``active:uniform=a``, a > 0, as the Sample's
-    metadata records) take ``draws`` for every measure: each draw can reach every pooled
+    metadata records; ``active``'s default is 0.2) take ``draws`` for every measure, as
+    ``~hh`` is there the default of every measure: each draw can reach every pooled
     document there, which the per-draw form's unbiasedness needs, and its rms is no longer
     the price (``uniform=0.2``, 200 trials: P@10~ppi's mean within 3 standard errors of the
     truth for 98-100% of the runs at 5% and 10% with every predictor, against 1-49% for the
@@ -380,13 +388,6 @@ def has_inclusion(sample: Sample) -> bool:
     return not (sample.design == "importance" or (
         sample.design == "with-replacement"
         and (sample.rounds is None or sample.round_probs is None)))
-
-
-def draws_reach_every_document(sample: Sample) -> bool:
-    """Whether ``sample`` comes from ``active`` with a uniform share (its metadata's
-    ``params``), so that every draw of every round could reach every pooled document."""
-    params = sample.meta.get("params") or {}
-    return bool(sample.meta.get("method") == "active" and float(params.get("uniform") or 0) > 0)
 
 
 def chosen_form(sample: Sample, spec: EstimateSpec) -> str:

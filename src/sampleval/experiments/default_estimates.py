@@ -40,9 +40,10 @@ from sampleval.estimators.names import EstimateSpec, estimator_for
 from sampleval.evaluation import MEAN_TOPIC
 from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.estimates import mean_over_topics
+from sampleval.experiments.grid import parse_method
 from sampleval.experiments.truth import compute_truth
 from sampleval.measures.names import parse_measure
-from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.selection import Budget, qrels_oracle, simulate
 
 DEFAULT_METHODS = ("uniform", "strata:strategy=depthk+equal", "stratified", "active")
 COLUMNS = ["method", "design", "measure", "estimator", "trials", "rms", "bias", "cover",
@@ -68,13 +69,6 @@ def candidates(design: str) -> dict[str, list[EstimateSpec]]:
     return out
 
 
-def parse_method(text: str) -> tuple[str, dict[str, Any]]:
-    """``NAME`` or ``NAME:KEY=VALUE;KEY=VALUE``."""
-    name, _, params = text.partition(":")
-    pairs = [p.partition("=") for p in params.split(";") if p]
-    return name, {key.strip(): value.strip() for key, _, value in pairs}
-
-
 def topic_means(results: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     """Each run's mean over its per-topic rows, per measure: ``[runs, measures]``."""
     per_topic = results[results["query_id"] != MEAN_TOPIC]
@@ -94,8 +88,8 @@ def measure_accuracy(runs: Sequence[Any], qrels: Any, methods: Sequence[str], ra
     oracle = qrels_oracle(qrels)
     rows = []
     for text in methods:
-        method, params = parse_method(text)
-        design = METHODS[method].design
+        method = parse_method(text)
+        design = method.design
         specs = candidates(design)
         wanted = [s.name for group in specs.values() for s in group]
         errors: dict[str, list[np.ndarray]] = {n: [] for n in wanted}
@@ -103,8 +97,7 @@ def measure_accuracy(runs: Sequence[Any], qrels: Any, methods: Sequence[str], ra
         imputed: dict[str, list[float]] = {n: [] for n in wanted}
         for trial in range(trials):
             start = time.perf_counter()
-            selector = METHODS[method](pool, Budget(rate=rate),
-                                       np.random.default_rng(seed + trial), **params)
+            selector = method.make(pool, Budget(rate=rate), np.random.default_rng(seed + trial))
             sample = simulate(selector, oracle).sample()
             results = estimate(sample, runs, wanted, depth=depth)
             means = topic_means(results, names)
@@ -131,7 +124,8 @@ def measure_accuracy(runs: Sequence[Any], qrels: Any, methods: Sequence[str], ra
             if not group:
                 continue
             base, _, cut = measure.partition("@")
-            chosen = estimator_for(base, int(cut) if cut else None, design)
+            chosen = estimator_for(base, int(cut) if cut else None, design,
+                                   method.reach_every_document)
             rms = {s.name: float(np.sqrt(np.mean(np.square(errors[s.name])))) for s in group}
             best = min(rms, key=lambda n: rms[n])
             for spec in group:

@@ -58,11 +58,22 @@ class MethodSpec:
         return self.selector.design
 
     @property
+    def resolved(self) -> dict[str, Any]:
+        """Every parameter's value: given, else its default."""
+        cls = self.selector
+        return resolve(cls.parameters, dict(self.params), cls.name)
+
+    @property
     def uses_predictions(self) -> bool:
         """Whether the method, with these parameters, selects by predicted relevance
         (``stratified:size=residual``, ``importance:prior=predictions``)."""
-        cls = self.selector
-        return cls.uses_predictions(resolve(cls.parameters, dict(self.params), cls.name))
+        return self.selector.uses_predictions(self.resolved)
+
+    @property
+    def reach_every_document(self) -> bool:
+        """Whether every draw of its samples could reach every pooled document (``active``
+        with a uniform share), where the per-draw estimators are the defaults."""
+        return self.selector.draws_reach_every_document(self.resolved)
 
     def make(self, pool: Pool, budget: Budget, rng: np.random.Generator,
              predictions: Predictions | None = None) -> Selector:
@@ -101,9 +112,9 @@ def parse_method(text: str) -> MethodSpec:
     except UsageError as exc:
         raise UsageError(f"method {text!r}: {exc}") from None
     modifiers = {k: given.pop(k) for k in MODIFIERS if k in given}
-    resolve(cls.parameters, given, cls.name)
+    resolved = resolve(cls.parameters, given, cls.name)
     if modifiers:
-        _check_modifiers(text, cls, modifiers)
+        _check_modifiers(text, cls, resolved, modifiers)
     return MethodSpec(cls.name, tuple(sorted(given.items())), tuple(sorted(modifiers.items())))
 
 
@@ -111,7 +122,8 @@ MODIFIERS = ("target", "start")
 TARGET_START = 20
 
 
-def _check_modifiers(text: str, cls: type[Selector], modifiers: dict[str, str]) -> None:
+def _check_modifiers(text: str, cls: type[Selector], resolved: dict[str, Any],
+                     modifiers: dict[str, str]) -> None:
     """UsageError unless ``target`` reads as a target whose estimator applies to the
     method's samples and ``start`` (only with a target) is a positive number."""
     from sampleval.confident import Target
@@ -119,7 +131,8 @@ def _check_modifiers(text: str, cls: type[Selector], modifiers: dict[str, str]) 
 
     if "target" not in modifiers:
         raise UsageError(f"method {text!r}: start= applies only with target=")
-    spec = Target.parse(modifiers["target"]).spec(cls.design)
+    spec = Target.parse(modifiers["target"]).spec(cls.design,
+                                                  cls.draws_reach_every_document(resolved))
     if cls.design not in FAMILIES[spec.family].designs:
         raise UsageError(f"method {text!r}: {spec.name} does not apply to {cls.name}'s "
                          f"{cls.design} samples")
@@ -186,8 +199,11 @@ class Cell:
 
     @property
     def key(self) -> str:
-        """A name for files: readable, and unique through a hash of the exact method text."""
-        digest = hashlib.sha256(self.method.text.encode()).hexdigest()[:8]
+        """A name for files: readable, and unique through a hash of the exact method text
+        and every parameter's value, defaults included (a default that changes between two
+        runs of one directory makes new cells instead of mixing trials of both)."""
+        exact = self.method.text + repr(sorted(self.method.resolved.items()))
+        digest = hashlib.sha256(exact.encode()).hexdigest()[:8]
         readable = re.sub(r"[^A-Za-z0-9.]+", "-", self.method.text).strip("-")
         budget = self.budget.label.replace("=", "-")
         return f"{readable}__{budget}__split-{self.split}__{digest}"

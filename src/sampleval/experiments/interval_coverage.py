@@ -8,8 +8,9 @@ intervals that contain the exact AP (the pool judged in full).
 Designs: ``strata`` (best rank 1-10 judged fully, 11-30 at 30%, 31 and deeper at 10%, the
 shape of NIST's sampled pools), ``uniform`` (a simple random sample of ``--rate`` of each
 topic's pool, infAP's design), ``active`` (Li & Kanoulas's active sampling at ``--rate``,
-its defaults) and ``stratified`` (the ``stratified`` method, AP-prior strata, at
-``--rate``). Each trial draws one sample per design (seed SEED + trial). ``--predictor
+its defaults; ``active:uniform=0``, the paper's, without the uniform share) and
+``stratified`` (the ``stratified`` method, AP-prior strata, at ``--rate``); these two take
+parameters as ``sampleval simulate --methods`` does. Each trial draws one sample per design (seed SEED + trial). ``--predictor
 NAME`` gives the ``~ppi`` measures the predictions of one of
 :data:`sampleval.experiments.ppi_efficiency.PREDICTORS` (made once, seeded).
 
@@ -37,10 +38,11 @@ from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import parse_estimate
 from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.estimates import mean_over_topics
+from sampleval.experiments.grid import parse_method
 from sampleval.experiments.ppi_efficiency import PREDICTORS, make_predictions
 from sampleval.experiments.truth import compute_truth
 from sampleval.measures.names import parse_measure
-from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.selection import Budget, qrels_oracle, simulate
 
 MEASURES = {
     "strata": ("xinfAP(var=jackknife)", "xinfAP(var=appendix)", "xinfAP(var=linear)",
@@ -89,7 +91,7 @@ def draw(design: str, pool: Pool, qrels: Qrels, rate: float, seed: int) -> Sampl
         return fixed_rate_sample(pool, rng, STRATA)
     if design == "uniform":
         return fixed_rate_sample(pool, rng, ((1, None, rate),))
-    selector = METHODS[design](pool, Budget(rate=rate), rng)
+    selector = parse_method(design).make(pool, Budget(rate=rate), rng)
     return simulate(selector, qrels_oracle(qrels)).sample()
 
 
@@ -123,7 +125,7 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
             sample = draw(design, pool32, qrels, rate, seed + trial)
             relevant = sample.judged().assign(rel=lambda f: f["relevance"] >= 1).groupby(
                 "query_id")["rel"].sum()
-            for name in measures or MEASURES[design]:
+            for name in measures or MEASURES[design.partition(":")[0]]:
                 spec = parse_estimate(name)
                 exact = spec.base + ("" if spec.cutoff is None else f"@{spec.cutoff}")
                 if exact not in targets:
@@ -194,7 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = simulation_parser(__doc__, trials=100)
     parser.add_argument("--designs", default="strata,uniform,active",
                         help="comma-separated designs among strata, uniform, active, "
-                             "stratified (default strata,uniform,active)")
+                             "stratified (default strata,uniform,active); active and "
+                             "stratified take parameters as in 'sampleval simulate "
+                             "--methods', separated by ';': 'active:uniform=0' is the paper's")
     parser.add_argument("--measures", help="estimated measures to check on every design, "
                         "separated by ';' (default: each design's own list)")
     parser.add_argument("--predictor", help="predictions for the ~ppi measures: one of "
@@ -205,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.predictor is not None and args.predictor not in PREDICTORS:
         parser.error(f"unknown predictor {args.predictor} (one of {', '.join(PREDICTORS)})")
     designs = [d.strip() for d in args.designs.split(",") if d.strip()]
-    unknown = [d for d in designs if d not in MEASURES]
+    unknown = [d for d in designs if d.partition(":")[0] not in MEASURES]
     if unknown:
         parser.error(f"unknown design(s) {', '.join(unknown)} (one of {', '.join(MEASURES)})")
     runs, qrels = read_round5(args.data)

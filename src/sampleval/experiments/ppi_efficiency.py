@@ -10,8 +10,9 @@ same judging budget, and whether the estimates stay unbiased.
 On TREC-COVID round 5 (the depth-100 pool of the 126 runs; the truth is each run's exact
 measure with the pool judged in full from the round-5 qrels, unjudged documents not
 relevant), each trial judges ``rate`` of every topic's pool with a selection method and
-estimates every run's mean over topics with the method's ``~ht`` estimator (``~hh`` on draws
-is not offered for AP, so the comparison is always with ``~ht``) and with ``~ppi`` under each
+estimates every run's mean over topics with the method's ``~ht`` estimator, with ``~hh``
+where ``~ppi`` takes the per-draw form (its estimate with lam = 0: the baseline power tuning
+falls back to; the ratios are still against ``~ht``), and with ``~ppi`` under each
 predictor of :mod:`sampleval.synthetic_predictions` (made once, seeded: the predictions are
 fixed, the samples vary). One row per (predictor, measure): rms error and bias of the mean
 over topics (over trials and runs), mean 95% interval width, coverage of the truth, the share
@@ -52,6 +53,7 @@ from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC, TopicView, summarise, topic_views
 from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.hansen_hurwitz import estimate_hh
 from sampleval.estimators.horvitz_thompson import estimate_ht
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import (
@@ -91,6 +93,8 @@ PREDICTORS: dict[str, Predictor] = {
     "noise": lambda truth, pool, rng: pure_noise(truth, rng),
     "fused": lambda truth, pool, rng: fused(pool, 0.1),
 }
+BASELINES = ("ht", "hh")
+"""The estimates without predictions in the table: ``~ht``, and ``~hh`` over draws."""
 COLUMNS = ["predictor", "measure", "trials", "rms", "bias", "width", "coverage", "within3se",
            "detect3se", "rms_ratio", "width_ratio", "alone_rms", "alone_within3se"]
 
@@ -145,8 +149,9 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
                     level: float = 1.0, alone: bool = True, form: str | None = None
                     ) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
     """For one sample: (estimator, measure) -> each run's mean over topics and the half-width
-    of its 95% interval, for ``~ht`` (where the sample's design has inclusion probabilities)
-    and for ``~ppi`` in ``form`` (default: the measure's form option on the sample, :func:`chosen_form`)
+    of its 95% interval, for ``~ht`` (where the sample's design has inclusion probabilities),
+    for ``~hh`` (where some measure's ``~ppi`` takes the per-draw form) and for ``~ppi`` in
+    ``form`` (default: the measure's form option on the sample, :func:`chosen_form`)
     under each predictor (and, under ``alone:NAME`` when ``alone``, the predictions' own
     value with no sample: the same for every sample). Every predictor is estimated on one
     set of units per topic (:func:`topic_datas`)."""
@@ -157,7 +162,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     out = {}
     if sample.design in FAMILIES["ht"].designs:
         for measure in measures:
-            spec = parse_estimate(_for_ht(measure))
+            spec = parse_estimate(_for_family(measure, "ht"))
             rows = estimate_ht(names, views, sample, spec, level, 0.95)
             rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(names))
             out[("ht", measure)] = (rows["value"].to_numpy(),
@@ -167,6 +172,12 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     for measure in measures:
         spec = parse_estimate(f"{measure}~ppi")
         chosen = form or chosen_form(sample, spec)
+        if chosen == "draws" and ("hh", measure) not in out:
+            rows = estimate_hh(names, views, sample, parse_estimate(_for_family(measure, "hh")),
+                               level, 0.95)
+            rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(names))
+            out[("hh", measure)] = (rows["value"].to_numpy(),
+                                    (rows["hi"] - rows["value"]).to_numpy())
         if chosen not in per_form:
             per_form[chosen] = [topic_datas(view, sample, chosen, *fixed.for_view(view))
                                 for view in views]
@@ -195,17 +206,17 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     return out
 
 
-def _for_ht(measure: str) -> str:
-    """``measure`` as a ``~ht`` name, without the options ``~ht`` does not take for it
-    (``P(form=draws)@10`` and ``Rprec(bias=none)`` are compared with ``P@10~ht`` and
-    ``Rprec~ht``)."""
+def _for_family(measure: str, family: str) -> str:
+    """``measure`` as a name of ``family`` (``ht``, ``hh``), without the options that family
+    does not take for it (``P(form=draws)@10`` and ``Rprec(bias=none)`` are compared with
+    ``P@10~ht`` and ``Rprec~ht``)."""
     match = re.fullmatch(r"([^()]*)\(([^()]*)\)(.*)", measure)
     if match is None:
-        return f"{measure}~ht"
-    declared = {o for b in FAMILIES["ht"].bases if b.name == match[1] for o in b.options}
+        return f"{measure}~{family}"
+    declared = {o for b in FAMILIES[family].bases if b.name == match[1] for o in b.options}
     kept = [o for o in match[2].split(",") if o.split("=")[0].strip().lower() in declared]
     options = f"({','.join(kept)})" if kept else ""
-    return f"{match[1]}{options}{match[3]}~ht"
+    return f"{match[1]}{options}{match[3]}~{family}"
 
 
 Trials = dict[tuple[str, str], list[np.ndarray]]
@@ -308,7 +319,7 @@ def load_raw(path: Path) -> tuple[dict[str, np.ndarray], Trials, Trials, list[st
                 truth[parts[1]] = data[name]
                 continue
             (values if parts[2] == "value" else halves)[(parts[0], parts[1])] = list(data[name])
-            if parts[0] not in ("ht", *names) and not parts[0].startswith("alone:"):
+            if parts[0] not in (*BASELINES, *names) and not parts[0].startswith("alone:"):
                 names.append(parts[0])
     return truth, values, halves, names
 
@@ -319,8 +330,11 @@ def summary(truth: dict[str, np.ndarray], values: Trials, halves: Trials,
     docstring)."""
     rows = []
     baseline = "ht" if any(k[0] == "ht" for k in values) else None
-    for name in [*([baseline] if baseline else []), *predictor_names]:
+    present = [b for b in BASELINES if any(k[0] == b for k in values)]
+    for name in [*present, *predictor_names]:
         for measure, true in truth.items():
+            if (name, measure) not in values:  # ~hh: only where ~ppi takes the draws
+                continue
             est, half = np.array(values[(name, measure)]), np.array(halves[(name, measure)])
             trials = len(est)
             rms = float(np.sqrt(np.mean((est - true) ** 2)))
@@ -330,9 +344,10 @@ def summary(truth: dict[str, np.ndarray], values: Trials, halves: Trials,
                 ht_half = float(np.mean(halves[("ht", measure)]))
             se = est.std(axis=0, ddof=1) / np.sqrt(trials) if trials > 1 else np.inf
             alone = (np.array(values[(f"alone:{name}", measure)])[0]
-                     if name != "ht" else np.full(len(true), np.nan))
+                     if name not in BASELINES else np.full(len(true), np.nan))
             rows.append({
-                "predictor": name, "measure": f"{measure}~{'ht' if name == 'ht' else 'ppi'}",
+                "predictor": name,
+                "measure": f"{measure}~{name if name in BASELINES else 'ppi'}",
                 "trials": trials, "rms": rms, "bias": float(np.mean(est - true)),
                 "width": float(np.mean(2 * half)),
                 "coverage": float(np.mean(np.abs(est - true) <= half)),
@@ -342,7 +357,7 @@ def summary(truth: dict[str, np.ndarray], values: Trials, halves: Trials,
                 "width_ratio": float(np.mean(half)) / ht_half,
                 "alone_rms": float(np.sqrt(np.mean((alone - true) ** 2))),
                 "alone_within3se": float(np.mean(np.abs(alone - true) <= 3 * se))
-                if name != "ht" else np.nan,
+                if name not in BASELINES else np.nan,
             })
     return pd.DataFrame(rows, columns=COLUMNS)
 

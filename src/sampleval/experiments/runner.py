@@ -141,7 +141,7 @@ def _plans(specs: Sequence[MethodSpec], targets: Sequence[Target]
     a UsageError a method left with none."""
     plans: dict[str, tuple[Plan, ...]] = {}
     for spec in specs:
-        made = [(t, plan_for(t, spec.design)) for t in targets]
+        made = [(t, plan_for(t, spec.design, spec.reach_every_document)) for t in targets]
         left = [t.name for t, p in made if p is None]
         if len(left) == len(made):
             raise UsageError(f"method {spec.text} ({spec.design} samples): no estimator of "
@@ -211,6 +211,16 @@ def _inputs(pool: Pool, qrels: Qrels, targets: Sequence[Target], seed: int, leav
             "per_topic": per_topic, "predictions": predicted}
 
 
+def _described(plan: Plan | None) -> str | None:
+    """``ESTIMATOR; R ESTIMATOR-OF-R``, every option at its value (None: no plan)."""
+    if plan is None:
+        return None
+    what = plan.spec.full_name if plan.spec is not None else plan.estimator
+    r = ("judged" if plan.r_exact else
+         plan.r_spec.full_name if plan.r_spec is not None else "none")
+    return f"{what}; R {r}"
+
+
 def _resolved(targets: Sequence[Target]) -> dict[str, dict[str, str | None]]:
     """Each target's estimator, and R's beside it, on every design, with every option at its
     value (:attr:`~sampleval.estimators.names.EstimateSpec.full_name`): a plain ``AP`` names
@@ -223,14 +233,10 @@ def _resolved(targets: Sequence[Target]) -> dict[str, dict[str, str | None]]:
     for target in targets:
         resolved[target.name] = {}
         for design in designs:
-            plan = plan_for(target, design)
-            if plan is None:
-                resolved[target.name][design] = None
-                continue
-            what = plan.spec.full_name if plan.spec is not None else plan.estimator
-            r = ("judged" if plan.r_exact else
-                 plan.r_spec.full_name if plan.r_spec is not None else "none")
-            resolved[target.name][design] = f"{what}; R {r}"
+            resolved[target.name][design] = _described(plan_for(target, design))
+            reaching = _described(plan_for(target, design, reach_every_document=True))
+            if reaching != resolved[target.name][design]:
+                resolved[target.name][f"{design}, every document reachable"] = reaching
     return resolved
 
 

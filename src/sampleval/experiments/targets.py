@@ -4,7 +4,8 @@ A target is a name from ``--measures``:
 
 - a plain measure (``AP``, ``P@30``, ``Rprec``, ``AP(rel=2)``; :mod:`sampleval.measures.names`)
   is estimated from each method's samples with the estimator its design prefers
-  (:func:`sampleval.estimators.names.estimator_for`, from the families' declarations); a
+  (:func:`sampleval.estimators.names.estimator_for`, from the families' declarations and
+  whether the method's every draw could reach every document); a
   design no family accepts (``pooled``: depth-k, MTF, bandits) gets the exact measure on the
   judged documents, unjudged ones not relevant;
 - an estimator's name (``P@10~ht``, ``xinfAP``) is used as given, for the methods whose design
@@ -91,8 +92,9 @@ def parse_targets(texts: Sequence[str]) -> list[Target]:
     return targets
 
 
-def plan_for(target: Target, design: str) -> Plan | None:
-    """How ``target`` is estimated from samples of ``design`` (None: it cannot be)."""
+def plan_for(target: Target, design: str, reach_every_document: bool = False) -> Plan | None:
+    """How ``target`` is estimated from samples of ``design`` (None: it cannot be);
+    ``reach_every_document``: the samples' every draw could reach every document."""
     if target.given is not None:
         if design not in FAMILIES[target.given.family].designs:
             return None
@@ -102,8 +104,8 @@ def plan_for(target: Target, design: str) -> Plan | None:
     else:
         cut = target.exact.cutoff
         whole = cut is None or float(cut).is_integer()  # estimators take whole-rank cutoffs
-        spec = estimator_for(target.exact.name, None if cut is None else int(cut), design) \
-            if whole else None
+        spec = estimator_for(target.exact.name, None if cut is None else int(cut), design,
+                             reach_every_document) if whole else None
         if spec is None:
             return None
     if spec is None:

@@ -111,6 +111,15 @@ class Selector(ABC):
         return cls.takes_predictions
 
     @classmethod
+    def draws_reach_every_document(cls, params: dict[str, Any]) -> bool:
+        """Whether every draw of a sample made with these (resolved) parameters could have
+        drawn every pooled document, however the draws adapted: what makes the per-draw
+        (Hansen-Hurwitz) estimators unbiased for every measure, so that they become the
+        default ones (:func:`sampleval.estimators.names.estimator_for`). False unless the
+        method says so."""
+        return False
+
+    @classmethod
     def check_predictions(cls, given: bool) -> None:
         """UsageError when predictions are given to a method that does not use them."""
         if given and not cls.takes_predictions:
