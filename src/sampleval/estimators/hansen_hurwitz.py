@@ -79,8 +79,9 @@ estimated here; so are P@k, DCG and nDCG where every draw could reach every docu
 (``active``'s default uniform share, ``per_draw`` at the ``register_family`` call below:
 unbiased there, where ``P@10~ht`` misses by -0.033 at 5%; docs/methods.md, "A uniform share
 by default"), by ``~ht`` on samples drawn without one (``active:uniform=0``, the paper's:
-there the per-draw P@10's rms is twice ``~ht``'s); on importance samples AP, Rprec and NumRel here (no other family estimates
-them there without predictions), P@k, DCG, nDCG and R@k by ``is``. ``~ht`` on active samples
+there the per-draw P@10's rms is twice ``~ht``'s); on importance samples AP, Rprec and
+NumRel here (no other family estimates them there without predictions), P@k, DCG, nDCG and
+R@k by ``is``. ``~ht`` on active samples
 weights each judged document by 1/pi_i computed from the rounds, which adapt to the
 judgments: a relevant document found early raises its own later draw probabilities, so
 R-hat comes out low and every ratio over it high (docs/methods.md, "active"). The per-draw

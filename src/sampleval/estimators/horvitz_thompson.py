@@ -254,8 +254,8 @@ def r_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.n
     paper's r(i) <= R-hat) or c = int(R-hat + 0.5) (``cut="round"``, sampleval's before: the
     rank nearest R-hat). They measure the same on TREC-COVID round 5 at 10% (mean Rprec bias
     +0.0009 and rms 0.0037 both under strata; +0.0250 / +0.0252 under active sampling;
-    ``interval_coverage --designs strata,active:uniform=0 --measures 'Rprec~ht;Rprec~ht(cut=round)'``,
-    30 trials); the linearised variance takes c as fixed; ``taylor``: less the ratio's
+    ``interval_coverage --designs strata,active:uniform=0 --measures
+    'Rprec~ht;Rprec~ht(cut=round)'``, 30 trials); the linearised variance takes c as fixed; ``taylor``: less the ratio's
     estimated first-order bias (:func:`_ratio`), c fixed too."""
     _no_cutoff("Rprec", cutoff)
     r_hat = (y / pi).sum(axis=-1)

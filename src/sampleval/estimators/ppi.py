@@ -352,8 +352,8 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     importance samples, with-replacement samples with draws but no rounds, and every
     measure on active samples with a share (``active``'s default).
 
-    Why, on active samples without a share: the per-draw form stays unbiased under adaptive draws, where
-    ``~ht``'s is not (provided every round can draw every document: ``active``'s default
+    Why, on active samples without a share: the per-draw form stays unbiased under adaptive
+    draws, where ``~ht``'s is not (provided every round can draw every document: ``active``'s default
     ``floor=0`` lets a later round give a few documents probability 0), but for P@10 its rms
     error is 1.2-3.9 times ``~ht``'s at 5% with the poorer predictors (draws spread over the
     whole pool; power tuning cannot do better than lam = 0, the per-draw estimate; 200

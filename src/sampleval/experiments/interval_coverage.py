@@ -10,9 +10,9 @@ shape of NIST's sampled pools), ``uniform`` (a simple random sample of ``--rate`
 topic's pool, infAP's design), ``active`` (Li & Kanoulas's active sampling at ``--rate``,
 its defaults; ``active:uniform=0``, the paper's, without the uniform share) and
 ``stratified`` (the ``stratified`` method, AP-prior strata, at ``--rate``); these two take
-parameters as ``sampleval simulate --methods`` does. Each trial draws one sample per design (seed SEED + trial). ``--predictor
-NAME`` gives the ``~ppi`` measures the predictions of one of
-:data:`sampleval.experiments.ppi_efficiency.PREDICTORS` (made once, seeded).
+parameters as ``sampleval simulate --methods`` does. Each trial draws one sample per design
+(seed SEED + trial). ``--predictor NAME`` gives the ``~ppi`` measures the predictions of one
+of :data:`sampleval.experiments.ppi_efficiency.PREDICTORS` (made once, seeded).
 
 Each row also diagnoses the miss of the mean's intervals (:func:`diagnose`): how far the
 bias shifts the estimates, in standard deviations, and how the estimated standard error
