@@ -194,7 +194,8 @@ def test_hand_ndcg() -> None:
     # N_2-hat = 1.5 -> int(2.0) = 2 docs of gain 2; N_1-hat = 1.5 + 3 = 4.5 -> int(5.0) = 5.
     ideal = 2 * (1 + 1 / log2(3)) + sum(1 / log2(r + 1) for r in range(3, 8))
     dcg_r1 = 2 * 1.5 + 3 / log2(5) + 1.5 / log2(6)
-    rows = estimate(pool, sample, EstimateSpec("ht", "nDCG"))
+    plain = (("correction", "none"),)
+    rows = estimate(pool, sample, EstimateSpec("ht", "nDCG", None, plain))
     assert rows.loc["r1", "value"] == pytest.approx(dcg_r1 / ideal)
     # nDCG@5: the ideal top 5 is 2, 2, 1, 1, 1. Linearisation of the ideal: d IDCG/d N_2 =
     # (2 - 1) disc(c_2 + 1) + (1 - 0) disc(c_1 + 1) with c_2 = 2, c_1 = 7 >= 5 (past the cut:
@@ -203,9 +204,18 @@ def test_hand_ndcg() -> None:
     q = dcg_r1 / ideal5
     x_a = (2 - q * 0.5) / ideal5 * 1.5
     x_e, x_b = 1 / log2(5) / ideal5 * 3, 1 / log2(6) / ideal5 * 1.5
-    cut = estimate(pool, sample, EstimateSpec("ht", "nDCG", 5))
+    cut = estimate(pool, sample, EstimateSpec("ht", "nDCG", 5, plain))
     assert cut.loc["r1", "value"] == pytest.approx(q)
     assert variance(cut)["r1"] == pytest.approx(hand_variance(x_a, x_b, x_e))
+    # The default subtracts the Taylor term (Q V(IDCG-hat) - C(DCG-hat, IDCG-hat))/IDCG^2,
+    # IDCG-hat linearised, with the same HT forms: x^I = b/pi = (0.75, 0, 0) for (a, b, e),
+    # V = (1/3) 0.75^2; x^D = a/pi = (2 * 1.5, 1.5/log2(6), 3/log2(5)), C = (1/3)(x^D_a -
+    # x^D_b) 0.75 + (2/3) x^D_e 0. The variance is the plain ratio's.
+    own = 0.75 ** 2 / 3
+    cross = (3 - 1.5 / log2(6)) * 0.75 / 3
+    corrected = estimate(pool, sample, EstimateSpec("ht", "nDCG", 5))
+    assert corrected.loc["r1", "value"] == pytest.approx(q - (q * own - cross) / ideal5 ** 2)
+    assert variance(corrected)["r1"] == pytest.approx(hand_variance(x_a, x_b, x_e))
 
 
 def test_level_decides_binary_relevance() -> None:
@@ -252,7 +262,7 @@ def test_fractional_ideal_counts_each_grade() -> None:
         "query_id": "1", "doc_id": list("abcde"), "relevance": [1.5, np.nan, 1.5, np.nan, 0.5],
         "stratum": "", "inclusion": 0.5}))
     ideal = 1.5 * sum(1 / log2(r + 1) for r in range(1, 5)) + 0.5 * (1 / log2(6) + 1 / log2(7))
-    rows = estimate(pool, sample, EstimateSpec("ht", "nDCG"))
+    rows = estimate(pool, sample, EstimateSpec("ht", "nDCG", None, (("correction", "none"),)))
     assert rows.loc["r1", "value"] == pytest.approx(2 * (1.5 + 0.5 / log2(3)) / ideal)
 
 

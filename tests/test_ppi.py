@@ -108,8 +108,9 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
     (~ht's with its bias-aware interval) and ``taylor`` on the other (~ht's linearised
     variance, var=linear, and a normal interval); ~ppi has no ``few`` floor. P@k and NumRel
     take the design's variance by name (``variance=design``), as does DCG: their default on
-    stratified samples is the anticipated variance (tests/test_anticipated.py); R@k and
-    Rprec take the Taylor correction by default in both families."""
+    stratified samples is the anticipated variance (tests/test_anticipated.py); R@k, Rprec
+    and nDCG take the Taylor correction by default in both families (full-depth nDCG's is
+    not 0 on these samples, so the two code paths agree on it)."""
     runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
@@ -126,6 +127,9 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
                                       0.95, form="ht"), "ppi")
         for column in ("value", "lo", "hi"):
             np.testing.assert_allclose(ppi[column], ht[column], rtol=1e-9, atol=1e-12)
+        plain = by_measure(estimate(sample, runs, ["nDCG~ht(correction=none)"], depth=DEPTH),
+                           "ht").loc["nDCG"]
+        assert np.abs(plain["value"] - ht.loc["nDCG", "value"]).max() > 1e-3
 
 
 def ht_equivalent(measure: str) -> str:

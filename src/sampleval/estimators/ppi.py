@@ -102,11 +102,12 @@ deep over-calls, pure noise): nDCG@10's bias +0.014..+0.028 -> +0.0007..+0.0012,
 +0.0018 -> +0.0007..+0.0012, within 80-98% -> 99-100%, rms unchanged (docs/predictions.md,
 "The check keeps out-of-range ratios").
 
-Ratio bias (``AP~ppi(bias=taylor)``; R@k's and Rprec's default, their option
+Ratio bias (``AP~ppi(bias=taylor)``; R@k's, Rprec's and nDCG's default, their option
 ``correction=taylor``, docs/predictions.md "R@k and Rprec: the Taylor correction by
 default": on ``stratified`` 5% samples it takes R@100's bias from +0.016 to +0.006 and
-Rprec's from +0.012 to +0.002, rms -28%; ``correction=none`` is the plain ratio; ``~ht``
-and ``~hh`` take the same option and default):
+Rprec's from +0.012 to +0.002, rms -28%, and full-depth nDCG's from +0.012 to +0.006
+with flip10, docs/methods.md "nDCG: the same correction"; ``correction=none`` is the plain
+ratio; ``~ht`` and ``~hh`` take the same option and default):
 a ratio of two unbiased difference estimates is biased by about (Q V(R-hat) - C(N-hat,
 R-hat))/R^2 = -C(u, R-hat)/R (Cochran, Sampling Techniques, 1977, ch. 6), the bias
 ``AP~ppi`` shares with ``AP~ht`` at small budgets; ``bias=taylor`` subtracts it, estimated
@@ -221,7 +222,7 @@ from sampleval.params import Param
 FORMS = ("ht", "draws")
 TUNINGS = ("cross-fit", "plug-in", "none")
 GAPS = ("jackknife", "taylor")  # the two first-order corrections a draws interval compares
-CORRECTED = ("AP", "R", "Rprec")  # the ratios corrected for their bias (``bias``, ``correction``)
+CORRECTED = ("AP", "R", "Rprec", "nDCG")  # ratios corrected (``bias``, ``correction``)
 _GRADED = ("DCG", "nDCG")
 
 
@@ -353,10 +354,10 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     measure on active samples with a share (``active``'s default).
 
     Why, on active samples without a share: the per-draw form stays unbiased under adaptive
-    draws, where ``~ht``'s is not (provided every round can draw every document: ``active``'s default
-    ``floor=0`` lets a later round give a few documents probability 0), but for P@10 its rms
-    error is 1.2-3.9 times ``~ht``'s at 5% with the poorer predictors (draws spread over the
-    whole pool; power tuning cannot do better than lam = 0, the per-draw estimate; 200
+    draws, where ``~ht``'s is not (provided every round can draw every document: the
+    paper's ``floor=0`` lets a later round give a few documents probability 0), but for P@10
+    its rms error is 1.2-3.9 times ``~ht``'s at 5% with the poorer predictors (draws spread
+    over the whole pool; power tuning cannot do better than lam = 0, the per-draw estimate; 200
     trials: 93-99% of the runs' mean P@10 within 3 standard errors of the truth, against
     0-42% for the ``ht`` form; with ``active``'s ``floor=0.05`` 98-100% at 0.5-1.5 times
     ``~ht``'s rms), while for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the
@@ -1433,7 +1434,8 @@ register_family(EstimatorFamily(
                 for name, cutoff, extra in (
                     ("AP", "optional", ("bias", "interval")), ("P", "required", ("variance",)),
                     ("R", "required", ("correction",)),
-                    ("Rprec", "no", ("cut", "correction")), ("nDCG", "optional", ()),
+                    ("Rprec", "no", ("cut", "correction")),
+                    ("nDCG", "optional", ("correction",)),
                     ("DCG", "optional", ("variance",)), ("NumRel", "no", ("variance",)))),
     designs={"census": 5, "stratified": 5, "poisson": 5, "inclusion": 5,
              "with-replacement": 5, "importance": 5},
@@ -1451,7 +1453,7 @@ register_family(EstimatorFamily(
               "it keeps, each replicate with its own Taylor term; stratified samples only) "
               "or none",
               choices=("design", "taylor", "taylor-jackknife", "jackknife", "none")),
-        Param("correction", str, "taylor", "R@k's and Rprec's ratio bias: taylor (less its "
+        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor (less its "
               "first-order bias, (Q V(R) - C(N, R))/R^2, as AP's bias=taylor) or none (the "
               "plain ratio, as the paper's ~ht(correction=none))",
               choices=("taylor", "none")),
