@@ -23,7 +23,13 @@ from sampleval.errors import InputError, UsageError
 from sampleval.estimators import estimate, ppi
 from sampleval.estimators.base import relevance, topic_views
 from sampleval.estimators.names import parse_estimate
-from sampleval.estimators.ppi import estimate_ppi, minimising, ppi_values, topic_data
+from sampleval.estimators.ppi import (
+    estimate_ppi,
+    minimising,
+    ppi_values,
+    topic_data,
+    tuned,
+)
 from sampleval.evaluation import evaluate
 from sampleval.experiments import bias_by_topic, ppi_efficiency
 from sampleval.experiments.estimates import mean_over_topics
@@ -284,6 +290,31 @@ def test_power_tuning_solves_for_two_coefficients() -> None:
     np.testing.assert_allclose(lam[0], np.linalg.solve(gram[0], cross[0]))
     np.testing.assert_allclose(lam[1], [1.0, 0.5])
     np.testing.assert_allclose(lam[2], [1.0, 1.0])  # (3 + 6) / (1 + 4 + 4)
+
+
+def test_a_topic_of_far_off_predictions_is_tuned_on_its_own_forms_for_the_ratios(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """Cross-fitting gives a topic whose predictions' variance G dwarfs the others' the lam
+    the others learnt without it, (sum_{s != t} G_s)^-1 sum_{s != t} c_s = (0.5, 0.4) here,
+    while its own forms say the predictions are worth nothing there; plug-in, the ratios'
+    default (``tuning=by-measure``), gives every topic (sum_s G_s)^-1 sum_s c_s, which that
+    topic's G pulls to about 0. On a sample, the default is plug-in for AP and cross-fit
+    for P@10."""
+    gram = np.stack([400.0 * np.eye(2)] + [np.eye(2)] * 9)  # topic 0: predictions far off
+    cross = np.array([[0.0, 0.0]] + [[0.5, 0.4]] * 9)
+    np.testing.assert_allclose(tuned(gram, cross, "cross-fit")[0], [0.5, 0.4], rtol=1e-9)
+    np.testing.assert_allclose(tuned(gram, cross, "plug-in"),
+                               np.tile(np.array([4.5, 3.6]) / 409, (10, 1)), rtol=1e-9)
+    assert (ppi.by_measure("AP"), ppi.by_measure("nDCG"), ppi.by_measure("P")) == (
+        "plug-in", "plug-in", "cross-fit")
+    runs, qrels, pool, truth = judged_collection
+    sample = sample_of(pool, qrels, "stratified")
+    noise = pure_noise(truth, np.random.default_rng(3))
+    for default, named in (("AP~ppi", "AP~ppi(tuning=plug-in)"),
+                           ("P@10~ppi", "P@10~ppi(tuning=cross-fit)")):
+        got = estimate(sample, runs, [default, named], depth=DEPTH, predictions=noise)
+        values = got.pivot_table(index=["run", "query_id"], columns="measure", values="value")
+        np.testing.assert_allclose(values[default], values[named], rtol=0, atol=0)
 
 
 def test_tuning_and_form_options(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]

@@ -264,7 +264,7 @@ def r_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.n
     r_hat = (y / pi).sum(axis=-1)
     docs = _run_docs(ranks, None)
     shift = 0.5 if cut == "round" else 0.0
-    a = _columns(y, docs) * (docs.rank <= np.floor(np.reshape(r_hat, -1) + shift))
+    a = _columns(y, docs) * (docs.rank <= rank_cut(np.reshape(r_hat, -1) + shift))
     return _ratio(_ht_sum(a, docs, pi), a, docs, y, r_hat, pi, pi_joint, taylor=taylor,
                   pairs=pairs)
 
@@ -787,6 +787,13 @@ def ndcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarr
 
 
 # -- helpers of the core --------------------------------------------------------------------
+
+def rank_cut(r_hat: np.ndarray) -> np.ndarray:
+    """floor(R-hat) for Rprec's cut, an R-hat within 1e-9 below a whole number taken as it:
+    the rounding of the estimate's sums must not move the cut a rank (with predictions equal
+    to the labels, ``~ppi``'s R-hat is 8 - 1e-15 where R is 8)."""
+    return np.floor(r_hat + 1e-9)
+
 
 def _no_cutoff(name: str, cutoff: int | None) -> None:
     if cutoff is not None:

@@ -64,14 +64,15 @@ jointly (lam = G^-1 c, G the 2x2 form of the u^f, c their forms with u^y): predi
 help one and hurt the other (hard labels with false positives predict P@k well and R badly;
 R-hat of ``~ht`` sums relevant documents only). G and c are summed over the runs (lam
 minimises the summed variance: a predictor's quality is its own, not a run's, and one topic's
-sample holds few units per run) and over topics, *cross-fitted*: topic t uses
+sample holds few units per run) and over topics. For the linear measures they are
+*cross-fitted*: topic t uses
 
     lam_t = (sum_{s != t} G_s)^-1 sum_{s != t} c_s,
 
 the forms of the other topics, linearised at lam = 0 where the predictions play no part (when
-they show no variance, nothing is learnt: lam = 1, the plain difference estimator). lam_t is
-then shrunk by its own uncertainty (the delta method over the other topics, :func:`tuned`:
-a useless predictor's lam-hat is noise around 0 and goes to about 0) and clipped to [0, 1],
+they show no variance, nothing is learnt: lam = 1, the plain difference estimator), then
+shrunk by its own uncertainty (the delta method over the other topics, :func:`tuned`: a
+useless predictor's lam-hat is noise around 0 and goes to about 0) and clipped to [0, 1],
 between ``~ht`` and the plain difference estimator (above 1 would only pay for predictions
 on a smaller scale than the labels: give graded measures predicted grades). Topics are
 sampled independently (every selection method samples each topic on its own), so lam_t is
@@ -80,11 +81,24 @@ lam, and V_t(lam_t) is its design's variance estimator as it stands. The mean ov
 takes Var = sum_t V_t / T^2, leaving out the covariance that lam_t's dependence on the other
 topics adds: lam_t - lam* is O(1/sqrt(total sample)) and multiplies a residual of the same
 order, so that term is of a smaller order than the variance (PPI++'s asymptotic argument for
-a consistently estimated lam); the Monte Carlo tests check the coverage. A single topic has
-no other topic to learn from: there lam is its own plug-in estimate (PPI++'s, valid
-asymptotically). ``tuning=none`` fixes lam = 1 (the plain difference estimator),
-``tuning=plug-in`` uses every topic including t, unshrunk (options written after the name:
-``AP~ppi(tuning=none)``).
+a consistently estimated lam); the Monte Carlo tests check the coverage.
+
+The ratio measures (AP, R@k, Rprec, nDCG) take PPI++'s own *plug-in* lam instead, the same
+for every topic, from every topic's forms, topic t's included: lam = (sum_s G_s)^-1 sum_s c_s,
+clipped to [0, 1] (the default ``tuning=by-measure``, :func:`by_measure`). A ratio is not
+exactly unbiased anyway, and cross-fitting fails it where one topic's predictions are far
+off: that topic's G dominates the others' sums, so they learn a lam near 0, while its own
+lam, learnt without it, is what the others' predictions are worth. On TREC-COVID round 5,
+topic 19 (9 relevant documents, pure-noise predictions summing to 2233 over its pool) got
+15 times the others' lam (0.030 against 0.002), which made its AP 0.08 too low on average
+and AP~ppi's mean 0.0019-0.0024 low on active 10% samples (25-53% of the runs within 3
+standard errors, for all six predictors); with its own sums in, its lam is the others',
+and the mean is 0.0007-0.0010 low (98-100% of the runs within; docs/predictions.md,
+"Plug-in lam for the ratios"). With
+predictions equal to the labels c = G, lam = 1 and the estimate exact. A single topic has
+no other topic to learn from: there lam is its own plug-in estimate whatever the option.
+``tuning=cross-fit`` and ``tuning=plug-in`` name one rule for every measure,
+``tuning=none`` fixes lam = 1 (options written after the name: ``AP~ppi(tuning=none)``).
 
 A ratio can come out impossible: its denominator estimate not positive or below what the
 sample itself shows (R-hat(lam) under the number of relevant documents judged, a grade count
@@ -162,13 +176,11 @@ errors of the truth (flip10 80% / 90%, deep 87% / 94%, the others 95-99%), again
 and 2-83% for ``taylor``, at 1.04-1.06 times its rms; over active sampling's draws it covers
 0.90-0.93 (jackknife with normal intervals 0.87-0.91, taylor 0.78-0.87), and the bias the
 jackknife leaves there (+0.0065..+0.0077 at 5%) keeps every predictor below the criterion
-(2-16% within). Most of that bias was the design's (no uniform share, ``active:uniform=0``
-today): with ``active``'s default share of 0.2, so that every round can reach every
-document, the same default is unbiased at 5% (-0.0011..-0.0014, 92-97% within, coverage
-0.96-0.98), while at 10% it is 0.0019-0.0024 low (25-54% within), all of it one topic's
-whose predictions are far off and whose lam, learnt from the other topics, is 15 times
-theirs (lam = 0 on the same samples, ``AP~hh``, is unbiased; docs/predictions.md, "The
-check keeps out-of-range ratios").
+(2-16% within). That bias was the design's (no uniform share, ``active:uniform=0`` today)
+and one topic's lam: with ``active``'s default share of 0.2 and the ratios' plug-in lam
+(``tuning=by-measure``), the same default is unbiased at 5% and 10% (-0.0010..+0.0005,
+98-100% within, coverage 0.943-0.976; docs/predictions.md, "Active sampling's default
+design: the issue's criteria").
 
 Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
 rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
@@ -214,13 +226,13 @@ from sampleval.estimators.base import (
     topic_draws,
 )
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.horvitz_thompson import _delta, _run_docs
+from sampleval.estimators.horvitz_thompson import _delta, _run_docs, rank_cut
 from sampleval.estimators.importance import ideal_dcg
 from sampleval.estimators.names import EstimateSpec, draws_reach_every_document
 from sampleval.params import Param
 
 FORMS = ("ht", "draws")
-TUNINGS = ("cross-fit", "plug-in", "none")
+TUNINGS = ("by-measure", "cross-fit", "plug-in", "none")
 GAPS = ("jackknife", "taylor")  # the two first-order corrections a draws interval compares
 CORRECTED = ("AP", "R", "Rprec", "nDCG")  # ratios corrected (``bias``, ``correction``)
 _GRADED = ("DCG", "nDCG")
@@ -655,7 +667,7 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
     def at(lam: np.ndarray) -> Parts:
         r_hat = r_y - lam[1] * (r_f - frame_r)
         if spec.base == "Rprec":  # the relevant retrieved within k = floor(R-hat [+ 0.5])
-            k = np.floor(r_hat + (0.5 if spec.option("cut") == "round" else 0.0))[:, None]
+            k = rank_cut(r_hat + (0.5 if spec.option("cut") == "round" else 0.0))[:, None]
             top = (ranks > 0) & (ranks <= k)
             (n_y_, num_y_), (n_f_, num_f_) = _linear(top, y, units), _linear(top, f, units)
             frame_n_ = (((frame_ranks > 0) & (frame_ranks <= k)) * frame_f).sum(axis=-1)
@@ -733,9 +745,10 @@ def predictions_alone(spec: EstimateSpec, level: float, data: TopicData) -> np.n
 
 
 def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
-               tuning: str = "cross-fit", bias: str | None = None) -> PPIResult:
+               tuning: str = "by-measure", bias: str | None = None) -> PPIResult:
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
-    ``tuning`` says (``cross-fit``, ``plug-in``, ``none``; see the module docstring);
+    ``tuning`` says (``by-measure``, ``cross-fit``, ``plug-in``, ``none``; the module
+    docstring);
     ``bias`` (None: AP's ``bias`` option, ``design`` resolved, or R@k's and Rprec's
     ``correction``, by :func:`design_bias`; ``none`` for the other measures): ``taylor``, a
     ratio less its estimated first-order bias (:func:`taylor_bias`), ``jackknife``,
@@ -748,6 +761,8 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
                 else "none")
     if tuning not in TUNINGS:
         raise UsageError(f"unknown tuning {tuning!r} (one of {', '.join(TUNINGS)})")
+    if tuning == "by-measure":
+        tuning = by_measure(spec.base)
     n_runs = topics[0].ranks.shape[0] if topics else 0
     estimates = [topic_estimate(spec, level, data) for data in topics]
     lam = np.ones((len(topics), 2, n_runs))
@@ -785,6 +800,13 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     if takes_anticipated(spec):
         variances = anticipated_variances(spec, level, topics, lam[:, 0], variances)
     return PPIResult(corrected, variances, lam, values, checked, remaining)
+
+
+def by_measure(base: str) -> str:
+    """``tuning=by-measure``, the default: ``cross-fit`` for the linear measures (exactly
+    unbiased), ``plug-in`` for the ratios (not exactly unbiased anyway; the module
+    docstring, "Power tuning", says why with the figures)."""
+    return "cross-fit" if base in LINEAR else "plug-in"
 
 
 def takes_anticipated(spec: EstimateSpec) -> bool:
@@ -1441,9 +1463,11 @@ register_family(EstimatorFamily(
              "with-replacement": 5, "importance": 5},
     compute=estimate_ppi, needs_predictions=True,
     options=(
-        Param("tuning", str, "cross-fit", "the coefficient lam on the predictions: cross-fit "
-              "(power-tuned on the other topics, shrunk, in [0, 1]), plug-in (on every topic) "
-              "or none (lam = 1, the plain difference estimator)", choices=TUNINGS),
+        Param("tuning", str, "by-measure", "the coefficient lam on the predictions: "
+              "by-measure (cross-fit for P@k, DCG and NumRel, plug-in for the ratios AP, "
+              "R@k, Rprec and nDCG), cross-fit (power-tuned on the other topics, shrunk, in "
+              "[0, 1]), plug-in (on every topic, in [0, 1]) or none (lam = 1, the plain "
+              "difference estimator)", choices=TUNINGS),
         Param("bias", str, "design", "AP's ratio bias: design (taylor-jackknife on "
               "stratified samples, jackknife over draws, taylor on the other designs), taylor "
               "(less the ratio's first-order bias, (AP V(R) - C(N, R))/R^2), jackknife (less "
