@@ -15,8 +15,8 @@ tolerances are loose but honest:
   10% of ``~ht``'s on the same samples, for P@10 and AP;
 - the 95% intervals of the mean cover the truth in 80-99% of (trial, run) cells for the
   predictors whose residuals are not rare (noise, fused); the interval is power tuning's
-  too (cross-fitted lam), so this checks the variance accounting of the module docstring.
-  The bound is loose because the 126 runs share each trial's sample: the cells are far from
+  too (cross-fitted lam for P@10, plug-in for AP), so this checks the variance accounting
+  of the module docstring. The bound is loose because the 126 runs share each trial's sample: the cells are far from
   independent, and with 12 trials a true 0.95 coverage has a standard error of up to about
   sqrt(0.95 * 0.05 / 12) = 0.06 (fused P@10 gave 0.848 on main's AP-prior); the 95% level
   itself is measured with more trials in docs/predictions.md;

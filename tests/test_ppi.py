@@ -310,11 +310,13 @@ def test_a_topic_of_far_off_predictions_is_tuned_on_its_own_forms_for_the_ratios
     runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, "stratified")
     noise = pure_noise(truth, np.random.default_rng(3))
-    for default, named in (("AP~ppi", "AP~ppi(tuning=plug-in)"),
-                           ("P@10~ppi", "P@10~ppi(tuning=cross-fit)")):
-        got = estimate(sample, runs, [default, named], depth=DEPTH, predictions=noise)
+    for default, named, other in (
+            ("AP~ppi", "AP~ppi(tuning=plug-in)", "AP~ppi(tuning=cross-fit)"),
+            ("P@10~ppi", "P@10~ppi(tuning=cross-fit)", "P@10~ppi(tuning=plug-in)")):
+        got = estimate(sample, runs, [default, named, other], depth=DEPTH, predictions=noise)
         values = got.pivot_table(index=["run", "query_id"], columns="measure", values="value")
         np.testing.assert_allclose(values[default], values[named], rtol=0, atol=0)
+        assert np.abs(values[default] - values[other]).max() > 1e-6  # the rules differ here
 
 
 def test_tuning_and_form_options(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]

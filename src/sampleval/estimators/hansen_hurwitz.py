@@ -66,15 +66,14 @@ Both corrections take away the first-order (1/n) bias only, and no estimator can
 in general: no AP estimator is unbiased under a design that never judges the whole frame,
 since AP's multilinear form in the frame's labels has a term in all of them
 (docs/predictions.md, "What it computes", gives the proof). R@k, Rprec and nDCG divide by an
-estimated R or grade count and are biased in the same way; R@k, Rprec and nDCG subtract the
-first-order term by default (``correction=taylor``, as ``R@k~ht``'s and ``R@k~ppi``'s;
+estimated R or grade count and are biased in the same way; they subtract the first-order
+term by default (``correction=taylor``, as ``R@k~ht``'s and ``R@k~ppi``'s;
 ``none``, the plain ratio, by name; full-depth nDCG on ``active`` samples, 100 samples:
 +0.0106 -> +0.0045 at 5%, +0.0046 -> +0.0013 at 10%, docs/methods.md "nDCG: the same
-correction"). On ``active`` samples
-(TREC-COVID round 5, 200 samples, docs/methods.md "R@k and Rprec: the ratio's bias") it
-takes the bias of R@100's mean from +0.025 to +0.015 at 5% and +0.013 to +0.007 at 10%,
-Rprec's from +0.019 to +0.009 and +0.010 to +0.004, and the intervals of the mean from
-covering 0.41-0.72 to 0.66-0.85.
+correction"). On ``active:uniform=0`` samples (TREC-COVID round 5, 200 samples,
+docs/methods.md "R@k and Rprec: the ratio's bias") it takes the bias of R@100's mean from
++0.025 to +0.015 at 5% and +0.013 to +0.007 at 10%, Rprec's from +0.019 to +0.009 and
++0.010 to +0.004, and the intervals of the mean from covering 0.41-0.72 to 0.66-0.85.
 
 Defaults. On with-replacement samples (``active``) a plain AP, R@k, Rprec or NumRel is
 estimated here; so are P@k, DCG and nDCG where every draw could reach every document
@@ -236,7 +235,8 @@ register_family(EstimatorFamily(
               choices=("bias-aware", "normal")),
         Param("cut", str, "floor", "Rprec's cut: floor (rank floor(R-hat)) or round "
               "(int(R-hat + 0.5))", choices=("floor", "round")),
-        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor (less the "
-              "ratio's first-order bias, (Q V(R) - C(N, R))/R^2, estimated from the draws, as "
-              "AP's bias=taylor) or none (the plain ratio)", choices=("taylor", "none")),
+        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor "
+              "(less the ratio's first-order bias, (Q V(R) - C(N, R))/R^2, estimated from the "
+              "draws, as AP's bias=taylor) or none (the plain ratio)",
+              choices=("taylor", "none")),
     )))

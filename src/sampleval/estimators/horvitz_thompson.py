@@ -140,7 +140,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
@@ -190,6 +190,10 @@ class _RunDocs(NamedTuple):
 
 BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
 VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
+
+
+TAKE_CORRECTION = ("R", "Rprec", "nDCG")
+"""The ratios besides AP that take the ``correction`` option (their core's ``taylor``)."""
 
 
 class Estimator(Protocol):
@@ -1039,19 +1043,13 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
                                                            int(np.count_nonzero(y > 0)),
                                                            spec.option("few")), out.bias)
     design = judged_design(sample, view.sample, index)
-    taylor = spec.base in ("R", "Rprec", "nDCG") and spec.option("correction") == "taylor"
+    options: dict[str, Any] = {}  # the options of the measures that take them
+    if spec.base in TAKE_CORRECTION:
+        options["taylor"] = spec.option("correction") == "taylor"
     if spec.base == "Rprec":
-        total = r_precision(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
-                            spec.cutoff, spec.option("cut"), pairs, taylor)
-    elif spec.base == "R":
-        total = recall(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
-                       spec.cutoff, pairs, taylor)
-    elif spec.base == "nDCG":
-        total = ndcg(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
-                     spec.cutoff, pairs, taylor)
-    else:
-        total = estimator(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
-                          spec.cutoff, pairs=pairs)
+        options["cut"] = spec.option("cut")
+    total = estimator(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
+                      spec.cutoff, pairs=pairs, **options)
     return TopicEstimate(total.value, total.variance, np.zeros_like(total.value))
 
 
@@ -1164,7 +1162,8 @@ register_family(EstimatorFamily(
               choices=("bias-aware", "normal")),
         Param("cut", str, "floor", "Rprec's cut: floor (the paper's r(i) <= R-hat) or "
               "round (rank int(R-hat + 0.5))", choices=("floor", "round")),
-        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor (less the "
-              "ratio's first-order bias, (Q V(R) - C(N, R))/R^2, with HT (co)variances, as "
-              "AP's bias=taylor) or none (the paper's plain ratio)", choices=("taylor", "none")),
+        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor "
+              "(less the ratio's first-order bias, (Q V(R) - C(N, R))/R^2, with HT "
+              "(co)variances, as AP's bias=taylor; nDCG's denominator IDCG linearised) or none "
+              "(the plain ratio, the paper's for R@k and Rprec)", choices=("taylor", "none")),
     )))

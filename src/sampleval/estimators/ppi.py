@@ -92,11 +92,13 @@ lam, learnt without it, is what the others' predictions are worth. On TREC-COVID
 topic 19 (9 relevant documents, pure-noise predictions summing to 2233 over its pool) got
 15 times the others' lam (0.030 against 0.002), which made its AP 0.08 too low on average
 and AP~ppi's mean 0.0019-0.0024 low on active 10% samples (25-53% of the runs within 3
-standard errors, for all six predictors); with its own sums in, its lam is the others',
-and the mean is 0.0007-0.0010 low (98-100% of the runs within; docs/predictions.md,
-"Plug-in lam for the ratios"). With
-predictions equal to the labels c = G, lam = 1 and the estimate exact. A single topic has
-no other topic to learn from: there lam is its own plug-in estimate whatever the option.
+standard errors, for all six predictors); plug-in gives every topic the lam of all the
+sums, about 0.002 there, and the mean is 0.0007-0.0010 low (98-100% of the runs within;
+docs/predictions.md, "Plug-in lam for the ratios"). With predictions equal to the labels c
+= G, lam = 1 and the estimate exact. A single topic has no other topic to learn from: there
+lam is its own plug-in estimate with either rule. The figures of this docstring made
+before that change (2026-11-24) are the cross-fitted lam's (``tuning=cross-fit``
+reproduces them).
 ``tuning=cross-fit`` and ``tuning=plug-in`` name one rule for every measure,
 ``tuning=none`` fixes lam = 1 (options written after the name: ``AP~ppi(tuning=none)``).
 
@@ -226,7 +228,7 @@ from sampleval.estimators.base import (
     topic_draws,
 )
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.horvitz_thompson import _delta, _run_docs, rank_cut
+from sampleval.estimators.horvitz_thompson import TAKE_CORRECTION, _delta, _run_docs, rank_cut
 from sampleval.estimators.importance import ideal_dcg
 from sampleval.estimators.names import EstimateSpec, draws_reach_every_document
 from sampleval.params import Param
@@ -234,7 +236,7 @@ from sampleval.params import Param
 FORMS = ("ht", "draws")
 TUNINGS = ("by-measure", "cross-fit", "plug-in", "none")
 GAPS = ("jackknife", "taylor")  # the two first-order corrections a draws interval compares
-CORRECTED = ("AP", "R", "Rprec", "nDCG")  # ratios corrected (``bias``, ``correction``)
+CORRECTED = ("AP", *TAKE_CORRECTION)  # the ratios corrected (``bias``, ``correction``)
 _GRADED = ("DCG", "nDCG")
 
 
@@ -749,7 +751,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``by-measure``, ``cross-fit``, ``plug-in``, ``none``; the module
     docstring);
-    ``bias`` (None: AP's ``bias`` option, ``design`` resolved, or R@k's and Rprec's
+    ``bias`` (None: AP's ``bias`` option, ``design`` resolved, or R@k's, Rprec's and nDCG's
     ``correction``, by :func:`design_bias`; ``none`` for the other measures): ``taylor``, a
     ratio less its estimated first-order bias (:func:`taylor_bias`), ``jackknife``,
     ``taylor-jackknife`` (AP). ``remaining``
@@ -881,7 +883,7 @@ def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Samp
                         level: float) -> PPIResult:
     """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
     per-draw (Hansen-Hurwitz) estimate and its variance, AP's with its ``bias`` option
-    and R@k's and Rprec's with their ``correction`` (``~hh``'s ratio measures,
+    and R@k's, Rprec's and nDCG's with their ``correction`` (``~hh``'s ratio measures,
     :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws)`` with predictions all 0. Needs no
     predictions."""
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
@@ -890,7 +892,7 @@ def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Samp
 
 
 def design_bias(spec: EstimateSpec, units: Units) -> str:
-    """The ratio's correction for a topic's ``units``: R@k's and Rprec's ``correction``
+    """The ratio's correction for a topic's ``units``: R@k's, Rprec's and nDCG's ``correction``
     option (taylor or none); AP's ``bias`` option with ``design`` resolved,
     taylor-jackknife on stratified samples (the ``ht`` form with strata), jackknife over
     draws, taylor on the other designs (module docstring, "Ratio bias")."""
@@ -1477,10 +1479,9 @@ register_family(EstimatorFamily(
               "it keeps, each replicate with its own Taylor term; stratified samples only) "
               "or none",
               choices=("design", "taylor", "taylor-jackknife", "jackknife", "none")),
-        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor (less its "
-              "first-order bias, (Q V(R) - C(N, R))/R^2, as AP's bias=taylor) or none (the "
-              "plain ratio, as the paper's ~ht(correction=none))",
-              choices=("taylor", "none")),
+        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor "
+              "(less its first-order bias, (Q V(R) - C(N, R))/R^2, as AP's bias=taylor) or "
+              "none (the plain ratio, as ~ht(correction=none))", choices=("taylor", "none")),
         Param("interval", str, "bias-aware", "AP's interval: bias-aware (z standard errors "
               "either side, widened by an estimate |b| of the bias the correction leaves: "
               "with taylor-jackknife the jackknife's b, as AP~ht's; over draws, with "

@@ -37,9 +37,9 @@ the per-draw ratios' bias to about 0 at less rms (AP~hh at 5% / 10%: bias +0.006
 -> +0.0003 / -0.0009, rms 0.0172 / 0.0105 -> 0.0157 / 0.0101; nDCG~hh +0.018 / +0.009 ->
 +0.010 / +0.004), so that the per-draw family can be the default of every measure on these
 samples (``P@10~ht`` is biased by -0.033 / -0.018 under adaptive draws with or without the
-share, ``P@10~hh`` by -0.004 / -0.002 with it, at 8% / 14% more rms), and AP~ppi's
-(docs/predictions.md, "A uniform share") from +0.007 to -0.0009..+0.0002 at 5%, at 13-22%
-less rms.
+share, ``P@10~hh`` by -0.004 / -0.002 with it, at 8% / 14% more rms); AP~ppi's bias at 5%
+went from about +0.007 to about 0 (docs/predictions.md, "A uniform share"; on today's
+defaults, "Active sampling's default design: the issue's criteria": -0.0003..+0.0005).
 
 Round 1 is uniform over the runs and every rank has a positive prior (except the last under
 ``prior=log``), so every pooled document has pi_i > 0 whatever the floor; a floor keeps
