@@ -440,28 +440,41 @@ EXACT_MEASURES = ("AP", "nDCG@10", "P@10")
 """What a pooled (deterministic) sample shows: exact measures on the judged documents."""
 
 
+def judged_topics(sample: Sample) -> Sample:
+    """``sample`` restricted to the topics with at least one judgment: a topic nobody has
+    judged yet has no estimate (its frame is all unjudged), and counting it in the mean as
+    0 +- 0 would pull every run's mean and interval towards 0."""
+    judged = set(sample.judged()["query_id"].astype(str))
+    return sample.restricted([t for t in sample.topics if t in judged])
+
+
 def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any]], str]:
     """Every run's mean estimates (``run, measure, value, lo, hi``; 95% intervals) from
-    ``sample``, the measures ``sampleval estimate`` shows by default; for a pooled sample,
-    exact measures with unjudged documents counted not relevant, without intervals. An
+    ``sample`` over the topics judged so far (:func:`judged_topics`; the note says how many
+    of all), the measures ``sampleval estimate`` shows by default, so the numbers are
+    ``estimate``'s on the export restricted to those topics; for a pooled sample, exact
+    measures with unjudged documents counted not relevant, without intervals. An
     explanation instead of rows when nothing can be estimated yet. What ``estimate`` warns
     of (runs outside the frame, per-topic values outside the measure's range) goes into
     the note the organiser page shows, not into the server's log at every refresh."""
     from sampleval.estimators import MEAN_TOPIC, default_estimates, estimate
     from sampleval.evaluation import evaluate
 
-    if not sample.judged().shape[0]:
+    judged = judged_topics(sample)
+    if not judged.topics:
         return [], "no judgments yet"
+    over = f"over {len(judged.topics)} of {len(sample.topics)} topics (those with judgments)"
     try:
         if sample.design == "pooled":
-            results = evaluate(sample.to_qrels(), runs, EXACT_MEASURES)
+            results = evaluate(judged.to_qrels(), runs, EXACT_MEASURES)
             results = results.assign(lo=np.nan, hi=np.nan)
-            note = "exact measures on the judged documents (a pooled design has no intervals)"
+            note = (f"exact measures on the judged documents, {over} (a pooled design has "
+                    "no intervals)")
         else:
             with warnings.catch_warnings(record=True) as said:  # shown, not logged each time
                 warnings.simplefilter("always")
-                results = estimate(sample, runs, default_estimates(sample))
-            note = "; ".join(["95% confidence intervals",
+                results = estimate(judged, runs, default_estimates(judged))
+            note = "; ".join([f"95% confidence intervals {over}",
                               *dict.fromkeys(str(w.message) for w in said)])
     except SampleValError as exc:
         return [], f"no estimates yet: {exc}"
