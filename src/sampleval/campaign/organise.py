@@ -541,6 +541,21 @@ def save_estimates(store: Store, campaign_id: int, rows: list[dict[str, Any]], n
         return campaign.stopped
 
 
+STALE = "stale since "
+"""How the note of stored estimates begins while the worker that computes them is down."""
+
+
+def mark_stale(store: Store, campaign_id: int, since: str) -> None:
+    """Say on the campaign's stored estimates that they are stale: the worker computing
+    them stopped at ``since`` (:mod:`.live` restarts it). Rows, judgments counted and
+    ``computed_at`` are kept until the next computation replaces them."""
+    with store.write() as session:
+        row = session.get(m.Estimate, campaign_id)
+        if row is not None and not row.note.startswith(STALE):
+            row.note = (f"{STALE}{since}; the estimates worker stopped and is being "
+                        f"restarted: these are older estimates ({row.note})")
+
+
 def confidence_now(session: Session, info: CampaignInfo, pool: Pool
                    ) -> tuple[Sample, dict[str, Any] | None]:
     """The current sample and, for a campaign with a target, the target's status
@@ -650,6 +665,13 @@ class Status:
     @property
     def done(self) -> bool:
         return all(t.done for t in self.topics)
+
+    @property
+    def stale_since(self) -> str | None:
+        """When the stored estimates became stale (their worker stopped: :func:`mark_stale`),
+        as ``HH:MM:SS UTC``; None while they are current."""
+        note = self.estimates_note
+        return note[len(STALE):].partition(";")[0] if note.startswith(STALE) else None
 
     def progress(self) -> str:
         """``40 of 48 judged``, or with a budget in draws ``40 judged (budget: 48 draws)``."""

@@ -329,6 +329,10 @@ def run_status(args: argparse.Namespace) -> None:
         console.print(widths)
     if info.stopped:
         console.print(f"Stopped handing out documents: {info.stopped}")
+    if status.stale_since:
+        console.print(f"The server's live estimates are stale since {status.stale_since}: "
+                      f"its estimates worker stopped and is being restarted (the estimates "
+                      f"below are computed now, by this command)")
     if not rows:
         console.print(f"Estimates: {note}")
         return
