@@ -64,6 +64,8 @@ def migrate(engine: Engine, revision: str, config: Any = None) -> Path | None:
     with engine.connect() as probe:
         current = MigrationContext.configure(probe).get_current_revision()
     wanted = script.get_current_head() if revision == "head" else revision
+    if wanted is None:
+        raise UsageError("no migration to apply: the migrations directory has no revision")
     if current == wanted:
         return None
     older = current in {r.revision for r in script.walk_revisions("base", wanted)}
