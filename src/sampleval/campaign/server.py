@@ -3,12 +3,14 @@ process that ``campaign simulate``, the tests and the benchmarks start, stop and
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sampleval.errors import UsageError
@@ -36,8 +38,33 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` for :class:`subprocess.Popen`: the child is sent ``sig`` when the
+    thread that started it dies, however it dies (Linux's ``PR_SET_PDEATHSIG``; None
+    elsewhere), so that a test run or a command killed with SIGKILL leaves no server
+    behind. Start such children from a thread that lives as long as they should."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os.kill(os.getpid(), sig)
+
+    return arm
+
+
 class ServerProcess:
-    """``sampleval serve`` in a child process, on a free port of 127.0.0.1."""
+    """``sampleval serve`` in a child process, on a free port of 127.0.0.1. It stops with
+    :meth:`stop`, at this interpreter's exit (atexit), and when this process dies
+    (:func:`die_with_parent`)."""
 
     def __init__(self, db: str, port: int | None = None, refresh: float = 2.0,
                  log: Path | None = None) -> None:
@@ -56,7 +83,9 @@ class ServerProcess:
                    str(self.port), "--refresh", str(self.refresh)]
         out = self.log.open("ab") if self.log else subprocess.DEVNULL
         self.process = subprocess.Popen(command, stdout=out, stderr=out,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                        preexec_fn=die_with_parent())
+        atexit.register(self.stop)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -74,6 +103,7 @@ class ServerProcess:
 
     def stop(self) -> None:
         """Stop gracefully (SIGTERM), killing it if it does not stop in 20 s."""
+        atexit.unregister(self.stop)
         if self.process is None or self.process.poll() is not None:
             return
         self.process.send_signal(signal.SIGTERM)
