@@ -143,19 +143,19 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        begun = time.perf_counter()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
         if scope["method"] in UNSAFE and _cross_site(headers):
-            await _plain(send, 403, "cross-site request refused")
+            await _plain(send, 403, "cross-site request refused", begun)
             return
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await _plain(send, 413, f"request body over {self.max_body} bytes")
+            await _plain(send, 413, f"request body over {self.max_body} bytes", begun)
             return
         received = 0
         too_large = False
         started = False
-        begun = time.perf_counter()
 
         async def limited() -> Message:
             nonlocal received, too_large
@@ -172,25 +172,18 @@ class Guard:
             if too_large:  # the app's answer to a body cut short is replaced by a 413
                 if message["type"] == "http.response.start" and not started:
                     started = True
-                    await _plain(send, 413, f"request body over {self.max_body} bytes")
+                    await _plain(send, 413, f"request body over {self.max_body} bytes", begun)
                 return
             if message["type"] == "http.response.start":
                 started = True
-                extra = [(b"content-security-policy", CSP.encode()),
-                         (b"x-content-type-options", b"nosniff"),
-                         (b"x-frame-options", b"DENY"),
-                         (b"referrer-policy", b"same-origin"),
-                         (b"cache-control", b"no-store"),
-                         (b"server-timing",
-                          f"app;dur={(time.perf_counter() - begun) * 1000:.2f}".encode())]
-                message["headers"] = list(message.get("headers", [])) + extra
+                message["headers"] = list(message.get("headers", [])) + secure_headers(begun)
             await send(message)
 
         try:
             await self.app(scope, limited, secured)
         except _TooLarge:
             if not started:
-                await _plain(send, 413, f"request body over {self.max_body} bytes")
+                await _plain(send, 413, f"request body over {self.max_body} bytes", begun)
 
 
 class _TooLarge(Exception):
@@ -206,11 +199,24 @@ def _cross_site(headers: dict[str, str]) -> bool:
     return urlsplit(origin).netloc != headers.get("host", "")
 
 
-async def _plain(send: Send, status: int, text: str) -> None:
+def secure_headers(begun: float) -> list[tuple[bytes, bytes]]:
+    """The headers every answer carries: the security headers, and ``Server-Timing`` from
+    ``begun`` (``time.perf_counter()`` when the request reached the app)."""
+    return [(b"content-security-policy", CSP.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            (b"x-frame-options", b"DENY"),
+            (b"referrer-policy", b"same-origin"),
+            (b"cache-control", b"no-store"),
+            (b"server-timing", f"app;dur={(time.perf_counter() - begun) * 1000:.2f}".encode())]
+
+
+async def _plain(send: Send, status: int, text: str, begun: float) -> None:
+    """The middleware's own answer (403, 413), with the headers of every answer."""
     body = json.dumps({"detail": text}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+                            (b"content-length", str(len(body)).encode()),
+                            *secure_headers(begun)]})
     await send({"type": "http.response.body", "body": body})
 
 
