@@ -10,24 +10,34 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sampleval.errors import UsageError
 
 
-def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 2.0) -> None:
+def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 2.0,
+          public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> None:
     """Serve the store at ``url`` until interrupted (one process: the selectors live in
-    it)."""
+    it); ``public_url`` and ``trusted_proxies`` as :func:`~.web.create_app` takes them."""
     import uvicorn
 
     from sampleval.campaign.web import create_app
 
-    app = create_app(url, interval=refresh)
-    sys.stderr.write(f"sampleval: serving campaigns of {url} on http://{host}:{port}/ "
-                     f"(Ctrl-C stops)\n")
+    app = create_app(url, interval=refresh, public_url=public_url,
+                     trusted_proxies=trusted_proxies)
+    sys.stderr.write(f"sampleval: serving campaigns of {url} on {base_url(host, port)}/"
+                     + (f" (public address {public_url})" if public_url else "")
+                     + " (Ctrl-C stops)\n")
+    # forwarded headers are read by the app, from --trusted-proxy only (web.Guard)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=5)
+                timeout_graceful_shutdown=5, proxy_headers=False)
+
+
+def base_url(host: str, port: int) -> str:
+    """``http://HOST:PORT`` as a browser reaches a server listening there (IPv6 in
+    brackets)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -67,8 +77,10 @@ class ServerProcess:
     (:func:`die_with_parent`)."""
 
     def __init__(self, db: str, port: int | None = None, refresh: float = 2.0,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, options: Sequence[str] = ()) -> None:
         self.db = db
+        self.options = list(options)
+        """More options of ``sampleval serve`` (``--public-url URL`` ...)."""
         self.port = port or free_port()
         self.refresh = refresh
         self.url = f"http://127.0.0.1:{self.port}"
@@ -80,7 +92,7 @@ class ServerProcess:
         import httpx
 
         command = [sys.executable, "-m", "sampleval", "serve", "--db", self.db, "--port",
-                   str(self.port), "--refresh", str(self.refresh)]
+                   str(self.port), "--refresh", str(self.refresh), *self.options]
         out = self.log.open("ab") if self.log else subprocess.DEVNULL
         self.process = subprocess.Popen(command, stdout=out, stderr=out,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -59,6 +59,16 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=positive_int, default=8000, help="port to listen on")
     serve.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS",
                        help="recompute a campaign's live estimates at most this often")
+    serve.add_argument("--public-url", metavar="URL",
+                       help="the address browsers reach the server at behind a reverse "
+                            "proxy, e.g. https://judging.example.org: requests whose Origin "
+                            "is this site are this site's (the proxy may rewrite Host); the "
+                            "printed address uses it (docs/campaigns.md, 'Behind a reverse "
+                            "proxy')")
+    serve.add_argument("--trusted-proxy", action="append", metavar="ADDRESS",
+                       help="an address or network (127.0.0.1, 10.0.0.0/8) of a reverse "
+                            "proxy whose X-Forwarded-Host and X-Forwarded-Proto headers are "
+                            "believed (from no one else); repeat for several")
 
 
 def require_extra() -> None:
@@ -399,4 +409,31 @@ def run_serve(args: argparse.Namespace) -> None:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         sys.stderr.write(f"sampleval: warning: listening on {args.host}: the pages are "
                          "reachable from the network; serve them through HTTPS\n")
-    serve(database_url(args.db), args.host, args.port, args.refresh)
+    serve(database_url(args.db), args.host, args.port, args.refresh,
+          public_url(args.public_url), trusted_proxies(args.trusted_proxy or []))
+
+
+def public_url(text: str | None) -> str | None:
+    """``--public-url``: ``http(s)://HOST[:PORT]`` (a path is not supported)."""
+    if text is None:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/"):
+        raise UsageError(f"--public-url: {text!r} is not http(s)://HOST[:PORT] (the server "
+                         "is served at the root of its address)")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def trusted_proxies(texts: list[str]) -> list[str]:
+    """``--trusted-proxy``: addresses or networks, checked."""
+    from ipaddress import ip_network
+
+    for text in texts:
+        try:
+            ip_network(text, strict=False)
+        except ValueError:
+            raise UsageError(f"--trusted-proxy: {text!r} is not an IP address or network "
+                             "(127.0.0.1, 10.0.0.0/8, ::1)") from None
+    return texts
