@@ -120,8 +120,9 @@ def _create(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a parameter of the method ('sampleval methods'); repeat for several")
     p.add_argument("--topics", metavar="FILE",
-                   help="TREC topics (XML as TREC-COVID's, or <top> SGML): the statement "
-                        "assessors read")
+                   help="TREC topics (XML as TREC-COVID's, or <top> SGML) or SMART queries "
+                        "(Cranfield's cran.qry, numbered 1, 2, 3, ... by position as "
+                        "cranqrel numbers them): the statement assessors read")
     p.add_argument("--corpus", metavar="FILE",
                    help="document texts: TREC <DOC> SGML, JSON lines {id, title, text}, or "
                         "SMART (.I/.T/.W, as Cranfield); plain or gzipped. Without it "
