@@ -153,12 +153,19 @@ def judgments(db: str) -> int:
 
 @pytest.mark.parametrize("options", [["--trusted-proxy", "127.0.0.1"], ["--public-url", None]],
                          ids=["trusted-proxy", "public-url"])
-def test_login_and_judging_through_nginx(proxied: Proxied, options: list[str | None]) -> None:
+def test_login_and_judging_through_nginx(proxied: Proxied, options: list[str | None],
+                                         tmp_path: Path) -> None:
     options = [proxied.url if o is None else o for o in options]
     before = judgments(proxied.db)
-    with ServerProcess(proxied.db, port=proxied.upstream, options=options):  # type: ignore[arg-type]
+    log = tmp_path / "serve.log"
+    with ServerProcess(proxied.db, port=proxied.upstream, options=options, log=log):  # type: ignore[arg-type]
         assert login_and_judge(proxied.url, proxied.alice) == (303, 201)
     assert judgments(proxied.db) == before + 1
+    # the printed address is the one given: the public one, or serve's own port
+    reached = proxied.url if "--public-url" in options else f"http://127.0.0.1:{proxied.upstream}"
+    said = log.read_text()
+    assert f"assessors log in at {reached}/login?token=TOKEN" in said
+    assert f"--base-url {reached}" in said
 
 
 def test_without_either_option_nginx_s_host_makes_posts_cross_site(proxied: Proxied) -> None:

@@ -26,9 +26,12 @@ def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 
 
     app = create_app(url, interval=refresh, public_url=public_url,
                      trusted_proxies=trusted_proxies)
-    sys.stderr.write(f"sampleval: serving campaigns of {url} on {base_url(host, port)}/"
-                     + (f" (public address {public_url})" if public_url else "")
-                     + " (Ctrl-C stops)\n")
+    reached = public_url or base_url(host, port)
+    sys.stderr.write(f"sampleval: serving campaigns of {url} on {base_url(host, port)}/ "
+                     f"(Ctrl-C stops); assessors log in at {reached}/login?token=TOKEN"
+                     + ("" if reached == base_url("127.0.0.1", 8000) else
+                        f" ('campaign create' and 'add-assessor' print such links with "
+                        f"--base-url {reached})") + "\n")
     # forwarded headers are read by the app, from --trusted-proxy only (web.Guard)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
                 timeout_graceful_shutdown=5, proxy_headers=False)
@@ -36,7 +39,9 @@ def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 
 
 def base_url(host: str, port: int) -> str:
     """``http://HOST:PORT`` as a browser reaches a server listening there (IPv6 in
-    brackets)."""
+    brackets; listening on every address, the machine's name)."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.getfqdn()
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 

@@ -151,7 +151,16 @@ def _create(sub: argparse._SubParsersAction) -> None:
                              "stratum; default: 20)")
     add_name_by(p)
     add_duplicates(p)
+    _base_url(p)
     _db(p)
+
+
+def _base_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-url", default=BASE_URL, metavar="URL",
+                        help="the address assessors reach the server at, for the printed "
+                             "login link: the one 'sampleval serve' prints when it starts "
+                             "(its --public-url, or http://HOST:PORT of its --host and "
+                             "--port; default: serve's defaults, http://127.0.0.1:8000)")
 
 
 def _add_assessor(sub: argparse._SubParsersAction) -> None:
@@ -167,8 +176,7 @@ def _add_assessor(sub: argparse._SubParsersAction) -> None:
                    help="topic ids to judge (default: every topic)")
     p.add_argument("--organiser", action="store_true",
                    help="an organiser instead (watches, exports; judges nothing)")
-    p.add_argument("--base-url", default=BASE_URL, metavar="URL",
-                   help="the server's address, for the printed login link")
+    _base_url(p)
     _db(p)
 
 
@@ -261,7 +269,7 @@ def run_create(args: argparse.Namespace) -> None:
         f"{'draws' if info.budget_unit == 'draws' else 'documents'} to judge, "
         f"seed {info.seed}, grades {', '.join(g.text for g in info.grades)}"
         f"{_target_text(info)}\n"
-        f"organiser login: {BASE_URL}/login?token={token}\n"
+        f"organiser login: {args.base_url.rstrip('/')}/login?token={token}\n"
         f"organiser token: {token}\n"
         f"next: 'sampleval campaign add-assessor {info.name} PERSON' for each assessor, then "
         f"'sampleval serve'\n")
