@@ -4,6 +4,8 @@ reference sample an uninterrupted simulation draws, and sample comparison."""
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -106,3 +108,16 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def wait_for(condition: Callable[[], object], seconds: float = 60.0, step: float = 0.02
+             ) -> object:
+    """``condition()``'s first truthy value, asked every ``step`` seconds (AssertionError
+    after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(step)
+    raise AssertionError("timed out")

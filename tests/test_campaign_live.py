@@ -24,6 +24,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from campaign_support import collection
+from campaign_support import wait_for as _wait
 from sampleval.campaign import live as live_module
 from sampleval.campaign.organise import (
     Design,
@@ -130,16 +131,6 @@ def _target_campaign(url: str) -> tuple[str, str, list[str]]:
     alice, topics, _ = add_person(store, "t", "alice")
     store.close()
     return boss, alice, topics
-
-
-def _wait(condition, seconds: float = 60.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError("timed out")
 
 
 def _judge_until_stopped(client, alice: str, boss: str, topics: list[str],  # type: ignore[no-untyped-def]
