@@ -254,3 +254,30 @@ def _organiser_panel(client, boss: str) -> str:  # type: ignore[no-untyped-def]
     client.post("/login", data={"token": boss, "csrf_token": csrf})
     text: str = client.get("/c/t/organiser/panel").text
     return text
+
+
+def test_campaign_status_says_the_server_s_estimates_are_stale(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """What the supervisor stores when the worker dies (``mark_stale``) is said by
+    ``campaign status``, with the time, until the next computation replaces it."""
+    from sampleval.campaign.organise import campaign_status, mark_stale, save_estimates
+
+    db = tmp_path / "s.db"
+    store = Store(f"sqlite:///{db}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        create_campaign(store, Design("c", "strata", Budget(12), depth=30, seed=5,
+                                      grades=GRADES), collection().runs)
+    judge_topic(store, "c", "1", limit=3)
+    rows, note, count, confidence = estimates_now(store, "c")
+    save_estimates(store, 1, rows, note, count, confidence)
+    assert campaign_status(store, "c").stale_since is None
+    mark_stale(store, 1, "07:42:10 UTC")
+    status = campaign_status(store, "c")
+    assert status.stale_since == "07:42:10 UTC" and status.estimates == rows
+    store.close()
+    shown = " ".join(cli("campaign", "status", "c", "--db", db).stdout.split())
+    assert "The server's live estimates are stale since 07:42:10 UTC" in shown
+    store = Store(f"sqlite:///{db}")
+    save_estimates(store, 1, rows, note, count, confidence)
+    assert campaign_status(store, "c").stale_since is None
+    store.close()
