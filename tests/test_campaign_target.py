@@ -171,7 +171,7 @@ def test_the_live_leaderboard_says_what_estimate_warns_instead_of_logging_it() -
         warnings.simplefilter("always")
         rows, note = leaderboard_rows(sample, c.runs)
     assert rows and not escaped
-    assert note.startswith("95% confidence intervals over 4 of 4 topics (those with judgments); ")
+    assert note.startswith("95% confidence intervals; ")
     assert note.count("inside the sample's frame") == 1
 
 

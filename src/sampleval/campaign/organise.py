@@ -460,24 +460,25 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     from sampleval.estimators import MEAN_TOPIC, default_estimates, estimate
     from sampleval.evaluation import evaluate
 
-    judged = judged_topics(sample)
-    if not judged.topics:
+    if not sample.judged().shape[0]:
         return [], "no judgments yet"
-    over = f"over {len(judged.topics)} of {len(sample.topics)} topics (those with judgments)"
+    topics, sample = len(sample.topics), judged_topics(sample)
     try:
         if sample.design == "pooled":
-            results = evaluate(judged.to_qrels(), runs, EXACT_MEASURES)
+            results = evaluate(sample.to_qrels(), runs, EXACT_MEASURES)
             results = results.assign(lo=np.nan, hi=np.nan)
-            note = (f"exact measures on the judged documents, {over} (a pooled design has "
-                    "no intervals)")
+            note = "exact measures on the judged documents (a pooled design has no intervals)"
         else:
             with warnings.catch_warnings(record=True) as said:  # shown, not logged each time
                 warnings.simplefilter("always")
-                results = estimate(judged, runs, default_estimates(judged))
-            note = "; ".join([f"95% confidence intervals {over}",
+                results = estimate(sample, runs, default_estimates(sample))
+            note = "; ".join(["95% confidence intervals",
                               *dict.fromkeys(str(w.message) for w in said)])
     except SampleValError as exc:
         return [], f"no estimates yet: {exc}"
+    head, _, rest = note.partition("; ")
+    over = f"means over {len(sample.topics)} of {topics} topics (those with judgments)"
+    note = "; ".join(filter(None, [head, over, rest]))
     means = results[results["query_id"] == MEAN_TOPIC]
     rows = [{"run": str(r), "measure": str(ms), "value": _number(v), "lo": _number(lo),
              "hi": _number(hi)}
