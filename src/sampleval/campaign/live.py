@@ -198,7 +198,9 @@ class LiveEstimates:
             if down and not self._stale_said:
                 self._stale_said = True
                 since = self.down_since.strftime("%H:%M:%S UTC") if self.down_since else "?"
-                for campaign_id in set(self._last) | self._dirty:
+                with self._wake:
+                    known = set(self._last) | self._dirty
+                for campaign_id in known:
                     with suppress(Exception):  # a failed save: said at the next failure
                         mark_stale(self.store, campaign_id, since)
             with self._wake:
