@@ -20,14 +20,16 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python -m sampleval.demo
 
-# Debian packages the campaign tests use: a real PostgreSQL server and a headless browser
-# (Playwright drives /usr/bin/chromium; no browser is downloaded). Installed when missing;
+# Debian packages the campaign tests use: a real PostgreSQL server, a headless browser
+# (Playwright drives /usr/bin/chromium; no browser is downloaded) and nginx (a reverse proxy
+# in front of the server). Installed when missing;
 # without them those tests fail in CI (CI set) and are skipped elsewhere.
 system-packages:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } \
 		|| missing="$$missing postgresql"; \
+	{ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || missing="$$missing nginx"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \

@@ -4,7 +4,8 @@ reference sample an uninterrupted simulation draws, and sample comparison."""
 from __future__ import annotations
 
 import os
-import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -83,5 +84,40 @@ def artifacts() -> Path:
 def have_postgres() -> bool:
     from sampleval.campaign.devdb import postgres_bin
 
-    return postgres_bin() is not None and (os.geteuid() != 0 or shutil.which("runuser")
-                                           is not None)
+    return postgres_bin() is not None
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(condition: Callable[[], object], seconds: float = 60.0, step: float = 0.02
+             ) -> object:
+    """``condition()``'s first truthy value, asked every ``step`` seconds (AssertionError
+    after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(step)
+    raise AssertionError("timed out")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Callable
@@ -70,6 +71,17 @@ def round5_census(covid: Path) -> tuple[Qrels, Pool, list[TopicView]]:
 
 # -- campaigns ----------------------------------------------------------------------------------
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A run stopped by SIGTERM stops as one interrupted by Ctrl-C: every fixture's
+    teardown runs, so nothing a fixture started is left running (SIGKILL: the servers the
+    fixtures start die with this process, ``campaign.server.die_with_parent``)."""
+    signal.signal(signal.SIGTERM, _terminated)
+
+
 @pytest.fixture(scope="session")
 def postgres():  # type: ignore[no-untyped-def]
     """A PostgreSQL server of the tests' own (Debian's binaries; fails in CI, skips elsewhere
@@ -80,8 +92,10 @@ def postgres():  # type: ignore[no-untyped-def]
 
     need(have_postgres(), "PostgreSQL server binaries (Debian package postgresql)")
     server = LocalPostgres(fsync=False).start()
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -97,8 +97,7 @@ def test_an_assessor_judges_in_the_browser_and_the_organiser_watches(
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
 
-        page.goto(f"{server.url}/login?token={alice}")
-        page.click("#sign-in")
+        page.goto(f"{server.url}/login?token={alice}")  # one click: the link signs in
         page.wait_for_url("**/c/cranfield/judge")
         assert "Topic 1" in page.inner_text(".statement")
         page.evaluate("window.__marker = 'the same page'")
@@ -136,7 +135,6 @@ def test_an_assessor_judges_in_the_browser_and_the_organiser_watches(
         assert page.evaluate("window.__pwned") is None
 
         page.goto(f"{server.url}/login?token={organiser}")
-        page.click("#sign-in")
         page.wait_for_url("**/c/cranfield/organiser")
         assert "4 of 16 judged" in page.inner_text("#overall")
         assert "1" in page.inner_text("#people")  # alice's one undone judgment

@@ -182,7 +182,9 @@ def test_campaign_commands_fail_in_one_line(covid_runs: Path, tmp_path: Path,
     assert "http://judging.example.org:9000/login?token=" in added
     assert "assessor of topics 1, 2" in added
     made = run_cli("campaign", "create", "y", "--runs", covid_runs, "--method", "uniform",
-                   "--budget", "5", "--target", "AP:0.05", "--start", "3", "--db", db).stdout
+                   "--budget", "5", "--target", "AP:0.05", "--start", "3", "--db", db,
+                   "--base-url", "http://127.0.0.1:8123").stdout
+    assert "organiser login: http://127.0.0.1:8123/login?token=" in made  # before: :8000
     assert "target AP:0.05 (every run;" in made and "after 3 judgments per topic" in made
     shown = " ".join(run_cli("campaign", "status", "y", "--db", db).stdout.split())
     assert "Target: target AP~ht half-width <= 0.05: no half-width yet" in shown

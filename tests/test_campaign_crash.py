@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ pytest.importorskip("sqlalchemy")
 
 from sqlalchemy import func, select
 
-from campaign_support import artifacts, assert_same_sample, collection, reference
+from campaign_support import alive, artifacts, assert_same_sample, children, collection, reference
 from sampleval.campaign import models as m
 from sampleval.campaign.organise import Design, create_campaign, export_sample, parse_grades
 from sampleval.campaign.server import ServerProcess
@@ -27,28 +26,6 @@ from sampleval.campaign.store import Store
 from sampleval.selection import Budget
 
 TOPICS, BUDGET, CLIENTS = 10, 100, 8
-
-
-def children(pid: int) -> list[int]:
-    """Processes whose parent is ``pid`` (from /proc)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_sigkill_at_a_random_moment_loses_no_acknowledged_judgment(store_url: str) -> None:
@@ -62,22 +39,23 @@ def test_sigkill_at_a_random_moment_loses_no_acknowledged_judgment(store_url: st
     log = artifacts() / f"crash-{kind}.log"
     log.unlink(missing_ok=True)
     server = ServerProcess(store_url, refresh=5.0, log=log).start()
-    result: dict[str, object] = {}
-    worker = threading.Thread(target=lambda: result.update(
-        report=drive(server.url, "crash", assessors, c.oracle, deadline=600)))
-    worker.start()
-    kill_after = int(np.random.default_rng().integers(100, TOPICS * BUDGET - 200))
-    watch = Store(store_url, migrate=False)
-    deadline = time.monotonic() + 300
-    while _count(watch) < kill_after and worker.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert worker.is_alive(), "the campaign ended before the kill"
-    helpers = children(server.process.pid)
-    server.kill()  # SIGKILL, mid-flight
-    killed_at = _count(watch)
-    watch.close()
-    restarted = ServerProcess(store_url, port=server.port, refresh=5.0, log=log).start()
+    restarted: ServerProcess | None = None
     try:
+        result: dict[str, object] = {}
+        worker = threading.Thread(target=lambda: result.update(
+            report=drive(server.url, "crash", assessors, c.oracle, deadline=600)))
+        worker.start()
+        kill_after = int(np.random.default_rng().integers(100, TOPICS * BUDGET - 200))
+        watch = Store(store_url, migrate=False)
+        deadline = time.monotonic() + 300
+        while _count(watch) < kill_after and worker.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert worker.is_alive(), "the campaign ended before the kill"
+        helpers = children(server.process.pid)
+        server.kill()  # SIGKILL, mid-flight
+        killed_at = _count(watch)
+        watch.close()
+        restarted = ServerProcess(store_url, port=server.port, refresh=5.0, log=log).start()
         worker.join(600)
         assert not worker.is_alive()
         # the killed server's estimator worker went with it
@@ -85,8 +63,10 @@ def test_sigkill_at_a_random_moment_loses_no_acknowledged_judgment(store_url: st
         while any(alive(p) for p in helpers) and time.monotonic() < gone_by:
             time.sleep(0.1)
         assert not any(alive(p) for p in helpers)
-    finally:
-        restarted.stop()
+    finally:  # also when an assertion fails: nothing left running
+        server.kill()
+        if restarted is not None:
+            restarted.stop()
     report = result["report"]
     acknowledged = report.keys  # type: ignore[attr-defined]
     assert len(acknowledged) == len(set(acknowledged)) == TOPICS * BUDGET

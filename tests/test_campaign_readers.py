@@ -64,6 +64,17 @@ def test_the_cranfield_smart_file(cranfield_dir: Path) -> None:
     assert "slipstream" in docs["1"].text
 
 
+def test_cranfield_queries_as_topics_numbered_as_cranqrel(cranfield_dir: Path) -> None:
+    """``cran.qry`` numbers its queries .I 001, 002, 004, ...; cranqrel (and so the runs)
+    number them by position: topic 3 is the query ``.I 004`` (before: 'no topics found')."""
+    topics = read_topics(cranfield_dir / "cran.qry")
+    assert len(topics) == 225
+    assert list(topics)[:4] == ["1", "2", "3", "4"]
+    assert topics["3"].title.startswith("what problems of heat conduction in composite slabs")
+    assert topics["3"].description == "(query .I 004 of cran.qry)"
+    assert topics["1"].title.startswith("what similarity laws must be obeyed")
+
+
 def test_trec_covid_topics(covid: Path) -> None:
     topics = read_topics(covid.parent / "trec-covid" / "topics.covid-round5.xml")
     assert len(topics) == 50

@@ -8,7 +8,6 @@ its whole draw sequence at once."""
 from __future__ import annotations
 
 import re
-import time
 import uuid
 import warnings
 from pathlib import Path
@@ -22,6 +21,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from campaign_support import collection, reference
+from campaign_support import wait_for as _wait
 from sampleval.campaign import models as m
 from sampleval.campaign.organise import (
     Design,
@@ -57,16 +57,6 @@ def _design(**changes: object) -> Design:
                                  "target_start": START}
     fields.update(changes)
     return Design(**fields)  # type: ignore[arg-type]
-
-
-def _wait(condition, seconds: float = 60.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError("timed out")
 
 
 def test_the_campaign_shows_its_target_and_stops_when_it_is_met(tmp_path: Path) -> None:

@@ -221,6 +221,29 @@ def test_oversized_and_malformed_bodies_are_refused(site: Site) -> None:
                  headers=site.bearer(site.boss)).status_code == 422
 
 
+def test_the_middleware_s_own_refusals_carry_the_security_headers(site: Site) -> None:
+    """The 403 for a cross-site request and the 413s for an oversized body (announced, or
+    streamed) carry the headers of every other answer (before: none of them)."""
+    c, alice = site.client, site.bearer(site.alice)
+    path = "/api/campaigns/c1/topics/1/judgments"
+    body = {"docno": site.docno, "label": 1, "key": key()}
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(MAX_BODY // 1024 + 2):
+            yield b" " * 1024
+
+    answers = [c.post(path, json=body, headers={**alice, "Origin": "https://evil.example"}),
+               c.post(path, json={**body, "pad": "x" * (MAX_BODY + 1)}, headers=alice),
+               c.post(path, content=chunks(), headers=alice)]
+    assert [a.status_code for a in answers] == [403, 413, 413]
+    usual = c.get("/api/campaigns/c1/topics", headers=alice).headers
+    for answer in answers:
+        for name in ("content-security-policy", "x-content-type-options", "x-frame-options",
+                     "referrer-policy", "cache-control"):
+            assert answer.headers.get(name) == usual[name], (answer.status_code, name)
+        assert answer.headers["server-timing"].startswith("app;dur=")
+
+
 def test_the_export_downloads_a_sample(site: Site, tmp_path: Path) -> None:
     import io
     import zipfile

@@ -252,10 +252,36 @@ def adjust(p: np.ndarray, correction: str) -> np.ndarray:
     return out
 
 
-def forest_plot(table: pd.DataFrame, path: str, title: str | None = None) -> None:
-    """A forest plot of ``table`` (:func:`paired_differences`' columns): one line per pair,
-    its difference and interval, significant pairs filled; written to ``path`` (the format
-    from its suffix: png, pdf, svg)."""
+def adjusted_intervals(table: pd.DataFrame, ci: float = 0.95) -> tuple[np.ndarray,
+                                                                       np.ndarray]:
+    """Each pair's interval (``table``: :func:`paired_differences`' columns, its ``lo, hi``
+    at level ``ci``) widened by the multiplicity adjustment of its p-value: at level
+    1 - (1 - ci) p / p_adjusted, the per-pair level the adjustment implies (Bonferroni's
+    1 - (1 - ci) / m for ``holm``'s first step, 1 - (1 - ci) k / m for ``bh``'s k-th
+    smallest p). With ``ci`` = 1 - alpha, an interval excludes 0 exactly when its pair is
+    significant (p_adjusted < alpha), so a plot's intervals and its markers agree; with
+    ``correction=none`` they are ``lo, hi``."""
+    from scipy import stats
+
+    diff = table["diff"].to_numpy(dtype=np.float64)
+    half = (table["hi"].to_numpy(dtype=np.float64) - table["lo"].to_numpy(dtype=np.float64)) / 2
+    df = table["df"].to_numpy(dtype=np.float64)
+    p = table["p"].to_numpy(dtype=np.float64)
+    adjusted = table["p_adjusted"].to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where((p > 0) & (adjusted > 0), p / adjusted, 1.0)
+    level = 1.0 - (1.0 - ci) * np.clip(share, 0.0, 1.0)
+    scale = stats.t.ppf(0.5 + level / 2, df) / stats.t.ppf(0.5 + ci / 2, df)
+    wide = half * np.where(np.isfinite(scale), scale, 1.0)
+    return diff - wide, diff + wide
+
+
+def forest_plot(table: pd.DataFrame, path: str, title: str | None = None,
+                ci: float = 0.95) -> None:
+    """A forest plot of ``table`` (:func:`paired_differences`' columns, intervals at level
+    ``ci``): one line per pair, its difference and its interval adjusted for multiplicity as
+    its p-value is (:func:`adjusted_intervals`), significant pairs filled; written to
+    ``path`` (the format from its suffix: png, pdf, svg)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -266,8 +292,8 @@ def forest_plot(table: pd.DataFrame, path: str, title: str | None = None) -> Non
     y = np.arange(n)[::-1]
     sig = table["significant"].to_numpy(dtype=bool)
     diff = table["diff"].to_numpy(dtype=np.float64)
-    err = np.vstack([diff - table["lo"].to_numpy(dtype=np.float64),
-                     table["hi"].to_numpy(dtype=np.float64) - diff])
+    lo, hi = adjusted_intervals(table, ci)
+    err = np.vstack([diff - lo, hi - diff])
     ax.errorbar(diff, y, xerr=err, fmt="none", ecolor="0.35", elinewidth=1.2, capsize=2)
     ax.scatter(diff[sig], y[sig], color="C3", zorder=3, label="significant")
     ax.scatter(diff[~sig], y[~sig], facecolor="white", edgecolor="0.2", zorder=3,
@@ -276,7 +302,8 @@ def forest_plot(table: pd.DataFrame, path: str, title: str | None = None) -> Non
     ax.set_yticks(y, [f"{a} - {b}" for a, b in zip(table["run_a"], table["run_b"],
                                                    strict=True)], fontsize=7)
     measure = str(table["measure"].iloc[0]) if n else ""
-    ax.set_xlabel(f"difference in mean {measure}")
+    ax.set_xlabel(f"difference in mean {measure} ({ci:.0%} intervals adjusted for "
+                  "multiplicity as the p-values)")
     ax.set_title(title or f"{measure}: paired differences", fontsize=10)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()

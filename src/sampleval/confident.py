@@ -314,8 +314,8 @@ class ConfidentJudging:
         """Re-estimate the given topics from the current sample."""
         if not len(topic_indices):
             return
-        sample = (self._phase_sample(topic_indices) if self.committed else _restricted(
-            self.selector.sample(), [self.topics[i] for i in topic_indices]))
+        sample = (self._phase_sample(topic_indices) if self.committed else self.selector.sample().restricted(
+            [self.topics[i] for i in topic_indices]))
         family = FAMILIES[self.spec.family]
         pool = self.selector.pool
         views = topic_views(pool, sample)
@@ -823,15 +823,3 @@ def _phase(layout: Layout, budget: int, keep: np.ndarray, rng: np.random.Generat
     codes = layout.codes[inside]
     order = inside[handout(codes, layout.counts, rng.random(len(inside)))]
     return Phase(budget, order, layout.codes, layout.labels, layout.counts)
-
-
-def _restricted(sample: Any, topics: Sequence[str]) -> Any:
-    """``sample`` with only ``topics`` (every table filtered)."""
-    from dataclasses import replace
-
-    keep = set(topics)
-    tables: Mapping[str, Any] = {
-        name: getattr(sample, name)[getattr(sample, name)["query_id"].isin(keep)]
-        for name in ("frame", "draws", "rounds", "round_probs")
-        if getattr(sample, name) is not None}
-    return replace(sample, **tables)

@@ -5,10 +5,15 @@ Uses the PostgreSQL binaries of the machine (Debian's ``postgresql`` package put
 start ``postgres`` on a free port of 127.0.0.1 with its socket in that directory, and
 remove it all on :meth:`LocalPostgres.stop`. PostgreSQL refuses to run as root, so as root
 the server runs as the ``postgres`` system user (the Debian package creates it).
+
+The server never outlives its starter: :meth:`~LocalPostgres.stop` runs at the interpreter's
+exit too (atexit), and the postmaster gets SIGINT (fast shutdown) when the process that
+started it dies, even by SIGKILL (:func:`~sampleval.campaign.server.die_with_parent`).
 """
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import shutil
@@ -17,8 +22,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from sampleval.campaign.server import free_port
+from sampleval.campaign.server import die_with_parent, free_port
 from sampleval.errors import UsageError
 
 
@@ -46,33 +52,39 @@ class LocalPostgres:
         self.process: subprocess.Popen[bytes] | None = None
         self.url = f"postgresql+psycopg://sampleval@127.0.0.1:{self.port}/postgres"
 
-    def _as_owner(self) -> list[str]:
+    def _as_owner(self) -> dict[str, Any]:
+        """Popen's arguments that run a command as the ``postgres`` user when root."""
         if os.geteuid() != 0:
-            return []
-        runuser = shutil.which("runuser")
-        if runuser is None:
-            raise UsageError("PostgreSQL cannot run as root and runuser is missing")
-        shutil.chown(self.root, "postgres", "postgres")
-        return [runuser, "-u", "postgres", "--"]
+            return {}
+        import pwd
+
+        try:
+            owner = pwd.getpwnam("postgres")
+        except KeyError:
+            raise UsageError("PostgreSQL cannot run as root and there is no postgres "
+                             "user (Debian's postgresql package creates it)") from None
+        shutil.chown(self.root, owner.pw_uid, owner.pw_gid)
+        return {"user": owner.pw_uid, "group": owner.pw_gid, "extra_groups": []}
 
     def start(self, timeout: float = 60.0) -> LocalPostgres:
         binaries = postgres_bin()
         if binaries is None:
             raise UsageError("no PostgreSQL server binaries (Debian: apt-get install "
                              "postgresql)")
-        prefix = self._as_owner()
+        owner = self._as_owner()
         data = self.root / "data"
-        subprocess.run([*prefix, str(binaries / "initdb"), "-D", str(data), "-U", "sampleval",
+        subprocess.run([str(binaries / "initdb"), "-D", str(data), "-U", "sampleval",
                         "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, **owner)
         log = (self.root / "server.log").open("ab")
         durable = "on" if self.fsync else "off"
         self.process = subprocess.Popen(
-            [*prefix, str(binaries / "postgres"), "-D", str(data), "-p", str(self.port),
+            [str(binaries / "postgres"), "-D", str(data), "-p", str(self.port),
              "-h", "127.0.0.1", "-k", str(self.root), "-c", f"fsync={durable}",
              "-c", f"synchronous_commit={durable}", "-c", "max_connections=200",
              "-c", "shared_buffers=128MB"],
-            stdout=log, stderr=log)
+            stdout=log, stderr=log, preexec_fn=die_with_parent(signal.SIGINT), **owner)
+        atexit.register(self.stop)
         deadline = time.monotonic() + timeout
         import psycopg
 
@@ -100,12 +112,12 @@ class LocalPostgres:
     def stop(self) -> None:
         """Fast shutdown (SIGINT to the postmaster: clients are cut off), then remove the
         cluster."""
+        atexit.unregister(self.stop)
         if self.process is not None and self.process.poll() is None:
-            pid_file = self.root / "data" / "postmaster.pid"
+            self.process.send_signal(signal.SIGINT)
             try:
-                os.kill(int(pid_file.read_text().split()[0]), signal.SIGINT)
                 self.process.wait(30)
-            except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
         shutil.rmtree(self.root, ignore_errors=True)

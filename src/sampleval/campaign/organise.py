@@ -440,10 +440,20 @@ EXACT_MEASURES = ("AP", "nDCG@10", "P@10")
 """What a pooled (deterministic) sample shows: exact measures on the judged documents."""
 
 
+def judged_topics(sample: Sample) -> Sample:
+    """``sample`` restricted to the topics with at least one judgment: a topic nobody has
+    judged yet has no estimate (its frame is all unjudged), and counting it in the mean as
+    0 +- 0 would pull every run's mean and interval towards 0."""
+    judged = set(sample.judged()["query_id"].astype(str))
+    return sample.restricted([t for t in sample.topics if t in judged])
+
+
 def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any]], str]:
     """Every run's mean estimates (``run, measure, value, lo, hi``; 95% intervals) from
-    ``sample``, the measures ``sampleval estimate`` shows by default; for a pooled sample,
-    exact measures with unjudged documents counted not relevant, without intervals. An
+    ``sample`` over the topics judged so far (:func:`judged_topics`; the note says how many
+    of all), the measures ``sampleval estimate`` shows by default, so the numbers are
+    ``estimate``'s on the export restricted to those topics; for a pooled sample, exact
+    measures with unjudged documents counted not relevant, without intervals. An
     explanation instead of rows when nothing can be estimated yet. What ``estimate`` warns
     of (runs outside the frame, per-topic values outside the measure's range) goes into
     the note the organiser page shows, not into the server's log at every refresh."""
@@ -452,6 +462,7 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
 
     if not sample.judged().shape[0]:
         return [], "no judgments yet"
+    topics, sample = len(sample.topics), judged_topics(sample)
     try:
         if sample.design == "pooled":
             results = evaluate(sample.to_qrels(), runs, EXACT_MEASURES)
@@ -465,6 +476,9 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
                               *dict.fromkeys(str(w.message) for w in said)])
     except SampleValError as exc:
         return [], f"no estimates yet: {exc}"
+    head, _, rest = note.partition("; ")
+    over = f"means over {len(sample.topics)} of {topics} topics (those with judgments)"
+    note = "; ".join(filter(None, [head, over, rest]))
     means = results[results["query_id"] == MEAN_TOPIC]
     rows = [{"run": str(r), "measure": str(ms), "value": _number(v), "lo": _number(lo),
              "hi": _number(hi)}
@@ -526,6 +540,21 @@ def save_estimates(store: Store, campaign_id: int, rows: list[dict[str, Any]], n
             "" if widest is None else f" (widest 95% half-width {widest:.4f})"))
         campaign.stopped_at = m.now()
         return campaign.stopped
+
+
+STALE = "stale since "
+"""How the note of stored estimates begins while the worker that computes them is down."""
+
+
+def mark_stale(store: Store, campaign_id: int, since: str) -> None:
+    """Say on the campaign's stored estimates that they are stale: the worker computing
+    them stopped at ``since`` (:mod:`.live` restarts it). Rows, judgments counted and
+    ``computed_at`` are kept until the next computation replaces them."""
+    with store.write() as session:
+        row = session.get(m.Estimate, campaign_id)
+        if row is not None and not row.note.startswith(STALE):
+            row.note = (f"{STALE}{since}; the estimates worker stopped and is being "
+                        f"restarted: these are older estimates ({row.note})")
 
 
 def confidence_now(session: Session, info: CampaignInfo, pool: Pool
@@ -637,6 +666,13 @@ class Status:
     @property
     def done(self) -> bool:
         return all(t.done for t in self.topics)
+
+    @property
+    def stale_since(self) -> str | None:
+        """When the stored estimates became stale (their worker stopped: :func:`mark_stale`),
+        as ``HH:MM:SS UTC``; None while they are current."""
+        note = self.estimates_note
+        return note[len(STALE):].partition(";")[0] if note.startswith(STALE) else None
 
     def progress(self) -> str:
         """``40 of 48 judged``, or with a budget in draws ``40 judged (budget: 48 draws)``."""

@@ -112,8 +112,9 @@ def judge_page(request: Request, campaign: CampaignName,
     mine = service.topics_of(person)
     if not mine:
         return _error(request, 403, "No topic is assigned to you yet.")
+    waiting = [t.qid for t in mine if not (t.done and not t.open)]
     if topic is None:
-        topic = next((t.qid for t in mine if not (t.done and not t.open)), mine[0].qid)
+        topic = waiting[0] if waiting else mine[0].qid
     if not TOPIC_ID.fullmatch(topic):
         return _error(request, 404, "No such topic.")
     try:
@@ -126,7 +127,16 @@ def judge_page(request: Request, campaign: CampaignName,
               for i, g in enumerate(runtime.info.grades)]
     return _page(request, "judge.html", person=person, csrf=csrf, campaign=campaign,
                  topics=[topic_out(t) for t in mine], topic=topic_out(offer.topic),
-                 offer=offer, grades=grades)
+                 offer=offer, grades=grades,
+                 next_topic=next_waiting([t.qid for t in mine], set(waiting), topic))
+
+
+def next_waiting(order: list[str], waiting: set[str], current: str) -> str | None:
+    """The topic after ``current`` in the assessor's ``order`` (wrapping round) that still
+    has documents waiting, for the link a finished topic shows (None: none waits)."""
+    start = order.index(current) + 1 if current in order else 0
+    return next((t for t in order[start:] + order[:start] if t in waiting and t != current),
+                None)
 
 
 @router.get("/c/{campaign}/organiser")

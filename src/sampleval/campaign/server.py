@@ -3,29 +3,46 @@ process that ``campaign simulate``, the tests and the benchmarks start, stop and
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sampleval.errors import UsageError
 
 
-def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 2.0) -> None:
+def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 2.0,
+          public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> None:
     """Serve the store at ``url`` until interrupted (one process: the selectors live in
-    it)."""
+    it); ``public_url`` and ``trusted_proxies`` as :func:`~.web.create_app` takes them."""
     import uvicorn
 
     from sampleval.campaign.web import create_app
 
-    app = create_app(url, interval=refresh)
-    sys.stderr.write(f"sampleval: serving campaigns of {url} on http://{host}:{port}/ "
-                     f"(Ctrl-C stops)\n")
+    app = create_app(url, interval=refresh, public_url=public_url,
+                     trusted_proxies=trusted_proxies)
+    reached = public_url or base_url(host, port)
+    sys.stderr.write(f"sampleval: serving campaigns of {url} on {base_url(host, port)}/ "
+                     f"(Ctrl-C stops); assessors log in at {reached}/login?token=TOKEN"
+                     + ("" if reached == base_url("127.0.0.1", 8000) else
+                        f" ('campaign create' and 'add-assessor' print such links with "
+                        f"--base-url {reached})") + "\n")
+    # forwarded headers are read by the app, from --trusted-proxy only (web.Guard)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=5)
+                timeout_graceful_shutdown=5, proxy_headers=False)
+
+
+def base_url(host: str, port: int) -> str:
+    """``http://HOST:PORT`` as a browser reaches a server listening there (IPv6 in
+    brackets; listening on every address, the machine's name)."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.getfqdn()
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -36,12 +53,39 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` for :class:`subprocess.Popen`: the child is sent ``sig`` when the
+    thread that started it dies, however it dies (Linux's ``PR_SET_PDEATHSIG``; None
+    elsewhere), so that a test run or a command killed with SIGKILL leaves no server
+    behind. Start such children from a thread that lives as long as they should."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os.kill(os.getpid(), sig)
+
+    return arm
+
+
 class ServerProcess:
-    """``sampleval serve`` in a child process, on a free port of 127.0.0.1."""
+    """``sampleval serve`` in a child process, on a free port of 127.0.0.1. It stops with
+    :meth:`stop`, at this interpreter's exit (atexit), and when this process dies
+    (:func:`die_with_parent`)."""
 
     def __init__(self, db: str, port: int | None = None, refresh: float = 2.0,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, options: Sequence[str] = ()) -> None:
         self.db = db
+        self.options = list(options)
+        """More options of ``sampleval serve`` (``--public-url URL`` ...)."""
         self.port = port or free_port()
         self.refresh = refresh
         self.url = f"http://127.0.0.1:{self.port}"
@@ -53,10 +97,12 @@ class ServerProcess:
         import httpx
 
         command = [sys.executable, "-m", "sampleval", "serve", "--db", self.db, "--port",
-                   str(self.port), "--refresh", str(self.refresh)]
+                   str(self.port), "--refresh", str(self.refresh), *self.options]
         out = self.log.open("ab") if self.log else subprocess.DEVNULL
         self.process = subprocess.Popen(command, stdout=out, stderr=out,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                        preexec_fn=die_with_parent())
+        atexit.register(self.stop)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -74,6 +120,7 @@ class ServerProcess:
 
     def stop(self) -> None:
         """Stop gracefully (SIGTERM), killing it if it does not stop in 20 s."""
+        atexit.unregister(self.stop)
         if self.process is None or self.process.poll() is not None:
             return
         self.process.send_signal(signal.SIGTERM)

@@ -6,7 +6,8 @@ the machine) or PostgreSQL (``postgresql://...``, driven by psycopg 3; its sessi
 ``synchronous_commit=on``, so a commit returns once the server has flushed it). A plain path is
 taken as a SQLite file. Opening a store applies the Alembic migrations shipped in
 ``sampleval/campaign/migrations`` up to the newest, so an older database is upgraded in
-place and a new one is created.
+place and a new one is created (:mod:`.schema`: a SQLite store is backed up first and
+migrated with foreign keys off, so that rebuilding a table deletes nothing).
 
 Writes go through :meth:`Store.write`: on SQLite a process-wide lock and ``BEGIN
 IMMEDIATE`` serialise writers without SQLite's busy-wait retries (other processes, such as
@@ -32,7 +33,6 @@ from sampleval.errors import UsageError
 
 DEFAULT_DB = "sampleval-campaigns.db"
 """The SQLite file ``--db`` names by default, in the working directory."""
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def database_url(text: str | None) -> str:
@@ -64,6 +64,8 @@ class Store:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._write_lock: Any = threading.Lock() if self.is_sqlite else None
         if migrate:
+            from sampleval.campaign.schema import upgrade
+
             upgrade(self.engine)
 
     def read(self) -> Session:
@@ -134,15 +136,3 @@ def _engine(url: str) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get("sv_write") else "BEGIN")
 
     return engine
-
-
-def upgrade(engine: Engine) -> None:
-    """Apply the shipped migrations up to the newest revision."""
-    from alembic import command
-    from alembic.config import Config
-
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")

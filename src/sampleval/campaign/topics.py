@@ -7,7 +7,11 @@ Two layouts (plain or gzipped):
   ``<narrative>`` children (and a ``number`` or ``id`` attribute or child) work too;
 - the classic SGML of the ad hoc tracks: ``<top>`` records with ``<num> Number: 301``,
   ``<title>``, ``<desc> Description:`` and ``<narr> Narrative:``, each field running to the
-  next tag.
+  next tag;
+- SMART queries, as Cranfield's ``cran.qry`` (``.I`` then ``.W``): each query is its topic's
+  title, and topics are numbered by their position in the file, 1, 2, 3, ..., as
+  ``cranqrel`` numbers them (the ``.I`` numbers run 001, 002, 004, ... with gaps; the
+  description names the original one).
 """
 
 from __future__ import annotations
@@ -49,9 +53,13 @@ def read_topics(path: str | PathLike[str]) -> dict[str, Statement]:
     except (OSError, EOFError) as exc:
         raise InputError(source, None, f"cannot read the topics: {exc}") from None
     text = raw.decode("utf-8", errors="replace")
-    topics = _sgml(source, text) if _TOP.search(text) else _xml(source, text)
+    if text.lstrip().startswith(".I"):
+        topics = _smart(source, text)
+    else:
+        topics = _sgml(source, text) if _TOP.search(text) else _xml(source, text)
     if not topics:
-        raise InputError(source, None, "no topics found (expected <topic> or <top> records)")
+        raise InputError(source, None, "no topics found (expected <topic> or <top> records, "
+                                       "or SMART '.I' queries)")
     return topics
 
 
@@ -89,3 +97,12 @@ def _sgml(path: Path, text: str) -> dict[str, Statement]:
         out[number] = Statement(number, fields.get("title", ""), fields.get("desc", ""),
                                 fields.get("narr", ""))
     return out
+
+
+def _smart(path: Path, text: str) -> dict[str, Statement]:
+    from sampleval.datasets.cranfield import queries_frame
+
+    frame = queries_frame(path, text.splitlines())
+    return {qid: Statement(qid, query, f"(query .I {original} of {path.name})")
+            for qid, original, query in zip(frame["query_id"], frame["original_id"],
+                                            frame["text"], strict=True)}

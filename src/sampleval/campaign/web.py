@@ -11,7 +11,11 @@ Security model (``docs/campaigns.md`` explains it to organisers):
 - a request that changes something and comes with the session cookie must carry the
   session's CSRF token (header ``X-CSRF-Token``, or form field ``csrf_token``; the login
   form uses a double-submit cookie); any unsafe request whose ``Origin`` is another site,
-  or that the browser marks ``Sec-Fetch-Site: cross-site``, is refused;
+  or that the browser marks ``Sec-Fetch-Site: cross-site``, is refused. The site is the
+  request's ``Host``, the ``--public-url`` the server was given, and, for a request from a
+  ``--trusted-proxy``, the host it forwards (``X-Forwarded-Host``; its
+  ``X-Forwarded-Proto`` is then the request's scheme): a reverse proxy that rewrites
+  ``Host`` would otherwise have every browser POST refused;
 - bodies are limited to :data:`MAX_BODY` bytes and validated; texts are escaped by the
   templates (Jinja2 autoescaping) and set as text by the scripts, never as markup; a strict
   Content-Security-Policy allows scripts and styles from the server only.
@@ -26,9 +30,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -133,29 +138,50 @@ def organiser(who: Caller, campaign: str) -> Person:
 
 
 class Guard:
-    """ASGI middleware: body size limit, cross-site refusal, security headers."""
+    """ASGI middleware: body size limit, cross-site refusal, security headers (the module
+    docstring says which sites are this one's)."""
 
-    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY) -> None:
+    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY, public_url: str | None = None,
+                 trusted_proxies: Sequence[str] = ()) -> None:
         self.app = app
         self.max_body = max_body
+        self.public_host = urlsplit(public_url).netloc if public_url else None
+        self.trusted = [ip_network(p, strict=False) for p in trusted_proxies]
+
+    def _sites(self, scope: Scope, headers: dict[str, str]) -> set[str]:
+        """The hosts (``host[:port]``) an ``Origin`` of this site may name; the scheme of a
+        request from a trusted proxy set from ``X-Forwarded-Proto``."""
+        sites = {headers.get("host", "")}
+        if self.public_host:
+            sites.add(self.public_host)
+        peer = (scope.get("client") or ("", 0))[0]
+        if self.trusted and _within(peer, self.trusted):
+            forwarded = headers.get("x-forwarded-host", "").split(",")[0].strip()
+            if forwarded:
+                sites.add(forwarded)
+            proto = headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+            if proto in ("http", "https"):
+                scope["scheme"] = proto
+        return sites
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        begun = time.perf_counter()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
-        if scope["method"] in UNSAFE and _cross_site(headers):
-            await _plain(send, 403, "cross-site request refused")
+        sites = self._sites(scope, headers)
+        if scope["method"] in UNSAFE and _cross_site(headers, sites):
+            await _plain(send, 403, "cross-site request refused", begun)
             return
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await _plain(send, 413, f"request body over {self.max_body} bytes")
+            await _plain(send, 413, f"request body over {self.max_body} bytes", begun)
             return
         received = 0
         too_large = False
         started = False
-        begun = time.perf_counter()
 
         async def limited() -> Message:
             nonlocal received, too_large
@@ -172,52 +198,69 @@ class Guard:
             if too_large:  # the app's answer to a body cut short is replaced by a 413
                 if message["type"] == "http.response.start" and not started:
                     started = True
-                    await _plain(send, 413, f"request body over {self.max_body} bytes")
+                    await _plain(send, 413, f"request body over {self.max_body} bytes", begun)
                 return
             if message["type"] == "http.response.start":
                 started = True
-                extra = [(b"content-security-policy", CSP.encode()),
-                         (b"x-content-type-options", b"nosniff"),
-                         (b"x-frame-options", b"DENY"),
-                         (b"referrer-policy", b"same-origin"),
-                         (b"cache-control", b"no-store"),
-                         (b"server-timing",
-                          f"app;dur={(time.perf_counter() - begun) * 1000:.2f}".encode())]
-                message["headers"] = list(message.get("headers", [])) + extra
+                message["headers"] = list(message.get("headers", [])) + secure_headers(begun)
             await send(message)
 
         try:
             await self.app(scope, limited, secured)
         except _TooLarge:
             if not started:
-                await _plain(send, 413, f"request body over {self.max_body} bytes")
+                await _plain(send, 413, f"request body over {self.max_body} bytes", begun)
 
 
 class _TooLarge(Exception):
     pass
 
 
-def _cross_site(headers: dict[str, str]) -> bool:
+def _cross_site(headers: dict[str, str], sites: set[str]) -> bool:
     if headers.get("sec-fetch-site") == "cross-site":
         return True
     origin = headers.get("origin")
     if not origin or origin == "null":
         return origin == "null"
-    return urlsplit(origin).netloc != headers.get("host", "")
+    return urlsplit(origin).netloc not in sites
 
 
-async def _plain(send: Send, status: int, text: str) -> None:
+def _within(address: str, networks: list[IPv4Network | IPv6Network]) -> bool:
+    try:
+        ip = ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
+
+
+def secure_headers(begun: float) -> list[tuple[bytes, bytes]]:
+    """The headers every answer carries: the security headers, and ``Server-Timing`` from
+    ``begun`` (``time.perf_counter()`` when the request reached the app)."""
+    return [(b"content-security-policy", CSP.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            (b"x-frame-options", b"DENY"),
+            (b"referrer-policy", b"same-origin"),
+            (b"cache-control", b"no-store"),
+            (b"server-timing", f"app;dur={(time.perf_counter() - begun) * 1000:.2f}".encode())]
+
+
+async def _plain(send: Send, status: int, text: str, begun: float) -> None:
+    """The middleware's own answer (403, 413), with the headers of every answer."""
     body = json.dumps({"detail": text}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+                            (b"content-length", str(len(body)).encode()),
+                            *secure_headers(begun)]})
     await send({"type": "http.response.body", "body": body})
 
 
-def create_app(url: str, *, live: bool = True, interval: float = 2.0) -> FastAPI:
+def create_app(url: str, *, live: bool = True, interval: float = 2.0,
+               public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> FastAPI:
     """The campaign server over the store at ``url`` (migrated on start). ``live``:
     recompute estimates in a worker process, at most every ``interval`` seconds per
-    campaign."""
+    campaign. ``public_url``: the address browsers reach it at (behind a reverse proxy);
+    ``trusted_proxies``: addresses or networks of proxies whose ``X-Forwarded-Host`` and
+    ``X-Forwarded-Proto`` are believed (:class:`Guard`)."""
     from sampleval.campaign import api, pages
 
     store = Store(url)
@@ -244,7 +287,7 @@ def create_app(url: str, *, live: bool = True, interval: float = 2.0) -> FastAPI
                               "estimates; export the sample (docs/campaigns.md).")
     app.state.service = service
     app.state.live = estimates if live else None
-    app.add_middleware(Guard)
+    app.add_middleware(Guard, public_url=public_url, trusted_proxies=list(trusted_proxies))
     app.include_router(api.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")

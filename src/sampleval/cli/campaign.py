@@ -59,6 +59,16 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=positive_int, default=8000, help="port to listen on")
     serve.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS",
                        help="recompute a campaign's live estimates at most this often")
+    serve.add_argument("--public-url", metavar="URL",
+                       help="the address browsers reach the server at behind a reverse "
+                            "proxy, e.g. https://judging.example.org: requests whose Origin "
+                            "is this site are this site's (the proxy may rewrite Host); the "
+                            "printed address uses it (docs/campaigns.md, 'Behind a reverse "
+                            "proxy')")
+    serve.add_argument("--trusted-proxy", action="append", metavar="ADDRESS",
+                       help="an address or network (127.0.0.1, 10.0.0.0/8) of a reverse "
+                            "proxy whose X-Forwarded-Host and X-Forwarded-Proto headers are "
+                            "believed (from no one else); repeat for several")
 
 
 def require_extra() -> None:
@@ -110,8 +120,9 @@ def _create(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a parameter of the method ('sampleval methods'); repeat for several")
     p.add_argument("--topics", metavar="FILE",
-                   help="TREC topics (XML as TREC-COVID's, or <top> SGML): the statement "
-                        "assessors read")
+                   help="TREC topics (XML as TREC-COVID's, or <top> SGML) or SMART queries "
+                        "(Cranfield's cran.qry, numbered 1, 2, 3, ... by position as "
+                        "cranqrel numbers them): the statement assessors read")
     p.add_argument("--corpus", metavar="FILE",
                    help="document texts: TREC <DOC> SGML, JSON lines {id, title, text}, or "
                         "SMART (.I/.T/.W, as Cranfield); plain or gzipped. Without it "
@@ -140,7 +151,16 @@ def _create(sub: argparse._SubParsersAction) -> None:
                              "stratum; default: 20)")
     add_name_by(p)
     add_duplicates(p)
+    _base_url(p)
     _db(p)
+
+
+def _base_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-url", default=BASE_URL, metavar="URL",
+                        help="the address assessors reach the server at, for the printed "
+                             "login link: the one 'sampleval serve' prints when it starts "
+                             "(its --public-url, or http://HOST:PORT of its --host and "
+                             "--port; default: serve's defaults, http://127.0.0.1:8000)")
 
 
 def _add_assessor(sub: argparse._SubParsersAction) -> None:
@@ -156,8 +176,7 @@ def _add_assessor(sub: argparse._SubParsersAction) -> None:
                    help="topic ids to judge (default: every topic)")
     p.add_argument("--organiser", action="store_true",
                    help="an organiser instead (watches, exports; judges nothing)")
-    p.add_argument("--base-url", default=BASE_URL, metavar="URL",
-                   help="the server's address, for the printed login link")
+    _base_url(p)
     _db(p)
 
 
@@ -250,7 +269,7 @@ def run_create(args: argparse.Namespace) -> None:
         f"{'draws' if info.budget_unit == 'draws' else 'documents'} to judge, "
         f"seed {info.seed}, grades {', '.join(g.text for g in info.grades)}"
         f"{_target_text(info)}\n"
-        f"organiser login: {BASE_URL}/login?token={token}\n"
+        f"organiser login: {args.base_url.rstrip('/')}/login?token={token}\n"
         f"organiser token: {token}\n"
         f"next: 'sampleval campaign add-assessor {info.name} PERSON' for each assessor, then "
         f"'sampleval serve'\n")
@@ -329,6 +348,10 @@ def run_status(args: argparse.Namespace) -> None:
         console.print(widths)
     if info.stopped:
         console.print(f"Stopped handing out documents: {info.stopped}")
+    if status.stale_since:
+        console.print(f"The server's live estimates are stale since {status.stale_since}: "
+                      f"its estimates worker stopped and is being restarted (the estimates "
+                      f"below are computed now, by this command)")
     if not rows:
         console.print(f"Estimates: {note}")
         return
@@ -395,4 +418,31 @@ def run_serve(args: argparse.Namespace) -> None:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         sys.stderr.write(f"sampleval: warning: listening on {args.host}: the pages are "
                          "reachable from the network; serve them through HTTPS\n")
-    serve(database_url(args.db), args.host, args.port, args.refresh)
+    serve(database_url(args.db), args.host, args.port, args.refresh,
+          public_url(args.public_url), trusted_proxies(args.trusted_proxy or []))
+
+
+def public_url(text: str | None) -> str | None:
+    """``--public-url``: ``http(s)://HOST[:PORT]`` (a path is not supported)."""
+    if text is None:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/"):
+        raise UsageError(f"--public-url: {text!r} is not http(s)://HOST[:PORT] (the server "
+                         "is served at the root of its address)")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def trusted_proxies(texts: list[str]) -> list[str]:
+    """``--trusted-proxy``: addresses or networks, checked."""
+    from ipaddress import ip_network
+
+    for text in texts:
+        try:
+            ip_network(text, strict=False)
+        except ValueError:
+            raise UsageError(f"--trusted-proxy: {text!r} is not an IP address or network "
+                             "(127.0.0.1, 10.0.0.0/8, ::1)") from None
+    return texts

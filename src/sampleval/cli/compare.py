@@ -70,7 +70,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "variance: docs/compare.md)")
     parser.add_argument("--plot", metavar="FILE",
                         help="also draw a forest plot of the differences to FILE (png, pdf "
-                             "or svg)")
+                             "or svg); its intervals are adjusted for multiplicity as the "
+                             "p-values are (--correction), so a pair's interval excludes 0 "
+                             "exactly when it is significant (with --ci 1 - --alpha)")
     add_depth(parser)
     add_rel_level(parser)
     parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> None:
                     correction=args.correction, alpha=args.alpha, ci=args.ci,
                     depth=args.depth, level=args.rel_level, df=args.df)
     if args.plot:
-        forest_plot(table, args.plot)
+        forest_plot(table, args.plot, ci=args.ci)
     if args.format == "table":
         print_comparison(table, args)
     elif args.format == "tsv":

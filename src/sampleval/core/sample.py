@@ -38,7 +38,8 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,13 @@ class Sample:
     def judged(self) -> pd.DataFrame:
         """The judged documents: ``query_id, doc_id, relevance`` (and the rest of the frame)."""
         return self.frame[self.frame["relevance"].notna()]
+
+    def restricted(self, topics: Collection[str]) -> Sample:
+        """This sample with only ``topics`` (every table filtered; design and meta kept)."""
+        keep = set(topics)
+        tables = {name: table[table["query_id"].isin(keep)] for name in _TABLES
+                  if (table := getattr(self, name)) is not None}
+        return replace(self, **tables)
 
     def to_qrels(self) -> Qrels:
         """The judgments as qrels, frame documents not judged written with grade -1."""

@@ -99,7 +99,11 @@ def read_queries(directory: str | PathLike[str]) -> pd.DataFrame:
     ``query_id`` is the 1-based position in the file, the numbering ``cranqrel`` uses;
     ``original_id`` is the ``.I`` token (``"001", "002", "004", ...``, with gaps).
     """
-    path, lines = _read_lines(directory, QUERIES_FILE)
+    return queries_frame(*_read_lines(directory, QUERIES_FILE))
+
+
+def queries_frame(path: Path, lines: list[str]) -> pd.DataFrame:
+    """The queries of ``cran.qry``'s ``lines`` as :func:`read_queries` returns them."""
     records = parse_smart(path, lines, {"W"})
     frame = pd.DataFrame(
         {

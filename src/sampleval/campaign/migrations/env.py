@@ -1,5 +1,5 @@
 """Alembic's environment for the campaign store: migrations run on the connection that
-:func:`sampleval.campaign.store.upgrade` passes in (``config.attributes["connection"]``)."""
+:func:`sampleval.campaign.schema.migrate` passes in (``config.attributes["connection"]``)."""
 
 from __future__ import annotations
 

@@ -70,6 +70,8 @@
       ? "Other assessors are finishing this batch; the next document comes in a moment."
       : status === "done" ? (offer.note ? "The campaign has stopped: " + offer.note + ". Thank you!"
         : "This topic is done. Thank you!") : "";
+    const next = $("next-topic");  // the page names the next topic waiting, if any
+    if (next) next.hidden = !(status === "done" && !offer.note && next.querySelector("a"));
     const topic = offer.topic;
     $("progress").max = topic.goal;
     $("progress").value = topic.judged;
