@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> None:
     else:  # preference and judgment-group measures read the runs themselves
         with start_reading_runs(args) as reading:  # the runs load while pandas imports
             from sampleval.evaluation import evaluate
-            from sampleval.inputs import as_qrels
+            from sampleval.io.coerce import as_qrels
 
             judgments = as_qrels(args.qrels)
             loaded = reading.result()
@@ -123,7 +123,7 @@ def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> Ex
         index = None
         if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
             from sampleval.evaluation import judged_index
-            from sampleval.inputs import as_qrels
+            from sampleval.io.coerce import as_qrels
 
             judgments = as_qrels(args.qrels)
             index = judged_index(judgments, judgments.topics)
