@@ -212,7 +212,7 @@ def test_plain_ap_of_stratified_samples_and_censuses_is_ap_ht(tmp_path: Path) ->
     # xinfAP by name: sample_eval's number, in estimate and in the sample_eval drop-in
     sample, run = Sample.from_sample_qrels(SAMPLE), Run.from_frame(RUN, name="r")
     xinfap = hand_values()["xinfAP"]
-    with pytest.warns(UserWarning, match="inside the sample's frame"):  # x is outside it
+    with pytest.warns(UserWarning, match="in the sample's frame"):  # x is outside it
         got = estimate(sample, [run], ["xinfAP"]).set_index("query_id")
     assert got.loc["1", "measure"] == "xinfAP"
     assert got.loc["1", "value"] == pytest.approx(xinfap, abs=1e-12)

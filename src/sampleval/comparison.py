@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sampleval.aggregation import over_topics
 from sampleval.errors import UsageError
 from sampleval.estimators.setup import SAMPLE_DEPTH
 
@@ -194,8 +195,8 @@ def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str |
     p = 2.0 * stats.t.sf(np.abs(t), df)
     half = stats.t.ppf(0.5 + ci / 2.0, df) * se
     adjusted = adjust(p, correction)
-    mean_a = np.nanmean(np.where(both, values[:, a_idx], np.nan), axis=0)
-    mean_b = np.nanmean(np.where(both, values[:, b_idx], np.nan), axis=0)
+    mean_a = over_topics(values[:, a_idx], both, "mean")  # estimate()'s rule, to the digit
+    mean_b = over_topics(values[:, b_idx], both, "mean")
     return pd.DataFrame({
         "run_a": [a for a, _ in pairs], "run_b": [b for _, b in pairs], "measure": measure,
         "topics": n, "mean_a": mean_a, "mean_b": mean_b, "diff": mean, "lo": mean - half,

@@ -129,7 +129,10 @@ def estimator_of(name: str, design: str, reach_every_document: bool = False) -> 
         if plain.rel is not None or plain.params:
             raise UsageError(f"{name}: give the relevance level with -l (level= in the "
                              f"library), not in the measure's name") from None
-        spec = estimator_for(plain.name, plain.cutoff, design, reach_every_document)
+        cut = plain.cutoff
+        whole = cut is None or float(cut).is_integer()  # estimators take whole-rank cutoffs
+        spec = estimator_for(plain.name, None if cut is None else int(cut), design,
+                             reach_every_document) if whole else None
         if spec is None:
             raise UsageError(f"no estimator of {name} applies to a {design} sample "
                              "('sampleval methods' lists the families and their "
