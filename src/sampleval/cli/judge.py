@@ -14,7 +14,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          "list the next documents to judge",
                          "Import the labels of the documents listed in SAMPLE/to-judge.tsv "
                          "from JUDGMENTS, a qrels file 'topic iter docno rel' (a negative "
-                         "rel means 'not judged yet'; lines for other documents are left "
+                         "rel means 'not judged yet': the document stays listed, and a "
+                         "warning names those lines; lines for other documents are left "
                          "aside). Methods that adapt to the labels (active, mtf, mab, "
                          "dynamic) then list their next batch in to-judge.tsv; once nothing "
                          "is left to judge, 'sampleval estimate SAMPLE RUN...' estimates "
@@ -42,6 +43,8 @@ def run(args: argparse.Namespace) -> None:
     progress = judge(args.sample, judgments, args.runs or None, stop=args.stop,
                      progress=stderr_is_terminal())
     aside = f" ({progress.ignored} other judgments left aside)" if progress.ignored else ""
+    if progress.skipped:
+        aside += f" ({progress.skipped} negative labels skipped, their documents still listed)"
     done = (f"the sample is complete: {progress.judged} documents judged; estimate with: "
             f"sampleval estimate {args.sample} RUN..." if progress.complete else
             f"{progress.pending} documents to judge next, listed in "
