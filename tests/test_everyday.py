@@ -187,3 +187,31 @@ def test_anything_else_is_one_usage_error(bad: object) -> None:
             evaluate(bad, runs, ["AP"])  # type: ignore[arg-type]
     for raised in (as_runs, as_measures):
         assert "\n" not in str(raised.value)
+
+
+# -- item 8: a directory of runs with other files --------------------------------------------
+
+def test_a_runs_directory_skips_other_files_with_one_warning(
+        tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """A README and notes beside the runs are skipped with one warning line naming them;
+    the runs are read as before (a README used to stop the command on its first line)."""
+    from sampleval.io import read_runs
+
+    runs, qrels = collection()
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for run in runs:
+        write_run(run, folder / f"{run.name}.txt")
+    (folder / "README.md").write_text("# Runs\n\nThese runs were made by 3 systems in 2024.\n")
+    (folder / "notes.txt").write_text("run01 used BM25 with k1 0.9 b 0.4\n")
+    with pytest.warns(UserWarning, match=r"skipped 2 files that are not TREC runs "
+                                         r"\(README.md, notes.txt\)") as said:
+        got = read_runs(folder)
+    assert len(said) == 1 and [r.name for r in got] == [r.name for r in runs]
+    qrels_path = tmp_path / "qrels.txt"
+    from sampleval.io import write_qrels
+
+    write_qrels(qrels, qrels_path)
+    out = cli("evaluate", qrels_path, folder, "-m", "AP")
+    assert out.code == 0, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "README.md" in out.stderr

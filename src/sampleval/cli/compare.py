@@ -88,7 +88,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> None:
     check_stdin_once(args.sample, args.runs)
-    check_order(args.sample, args.runs)
+    check_order(args.sample, args.runs, "compare")
     if args.measure is not None and "," in args.measure.split("(")[0]:
         raise UsageError("compare takes one measure (-m); run it once per measure")
     with start_reading_runs(args) as reading:

@@ -17,6 +17,7 @@ from sampleval.cli._app import (
     add_rel_level,
     add_runs_argument,
     bounded_float,
+    check_not_a_run,
     check_stdin_once,
     split_names,
     stderr_is_terminal,
@@ -86,13 +87,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_duplicates(parser)
 
 
-def check_order(sample: str, runs: list[str]) -> None:
-    """A sample directory given among the runs means the arguments were swapped."""
+def check_order(sample: str, runs: list[str], command: str = "estimate") -> None:
+    """A run file given first, or a sample directory among the runs, means the arguments
+    were swapped."""
     for given in runs:
         if (Path(given) / "sample.json").is_file() and not Path(sample).is_dir():
             raise UsageError(f"{given}: a sample directory given as a run, while {sample} "
                              "is not a sample directory: the sample comes first (sampleval "
-                             "estimate SAMPLE RUN...)")
+                             f"{command} SAMPLE RUN...)")
+    check_not_a_run(sample, "the sample", f"sampleval {command} SAMPLE RUN...")
 
 
 def depth_of(args: argparse.Namespace) -> int | str:

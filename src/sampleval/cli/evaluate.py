@@ -15,6 +15,7 @@ from sampleval.cli._app import (
     add_per_topic,
     add_rel_level,
     add_runs_argument,
+    check_not_a_run,
     check_stdin_once,
     in_background,
     start_reading_runs,
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> None:
 
     measures = parse_measures(args.measure or list(DEFAULT_MEASURES))
     check_stdin_once(args.qrels, args.runs)
+    check_not_a_run(args.qrels, "the qrels", "sampleval evaluate QRELS RUN...")
     output = Output(args.output, [args.qrels, *args.runs])
     if all(m.spec.judgments == "qrels" for m in measures):
         exact = _evaluate_streaming(args, measures)

@@ -36,7 +36,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from sampleval.errors import UsageError
     from sampleval.io import read_qrels
+
+    if Path(args.sample).is_file() and Path(args.judgments).is_dir():
+        raise UsageError(f"{args.sample}: the first argument looks like a judgments file, the "
+                         f"second ({args.judgments}) is a directory; give the sample "
+                         "directory first (sampleval judge SAMPLE JUDGMENTS)")
     from sampleval.judging import TO_JUDGE, judge
 
     judgments = read_qrels(args.judgments)
