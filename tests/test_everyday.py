@@ -215,3 +215,30 @@ def test_a_runs_directory_skips_other_files_with_one_warning(
     out = cli("evaluate", qrels_path, folder, "-m", "AP")
     assert out.code == 0, out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "README.md" in out.stderr
+
+
+# -- item 10: short warnings, out-of-range values marked ---------------------------------------
+
+def test_out_of_range_values_are_kept_and_marked(tmp_path: Path,
+                                                 cli: Callable[..., CliResult]) -> None:
+    """Two of ten documents judged, both relevant at ranks 1 and 2: AP~ht's per-topic value
+    is above 1. It is kept, marked ``!`` in the table with a one-line footnote, and every
+    warning is one short line pointing to the docs."""
+    docs = [f"d{i}" for i in range(10)]
+    run = Run.from_frame(pd.DataFrame({"query_id": "1", "doc_id": docs,
+                                       "score": np.arange(10.0, 0.0, -1.0)}), name="r")
+    sample = Sample.from_sample_qrels(pd.DataFrame({
+        "query_id": "1", "iteration": "0", "doc_id": docs, "stratum": "A",
+        "relevance": [1.0, 1.0] + [-1.0] * 8}))
+    sample.save(tmp_path / "s")
+    write_run(run, tmp_path / "r.txt")
+    out = cli("estimate", tmp_path / "s", tmp_path / "r.txt", "-m", "AP~ht,P@2~ht", "-q")
+    assert out.code == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if "│" in line and " 1 " in line]
+    assert rows and all("!" in row for row in rows)
+    assert "! outside the measure's range: kept" in out.stdout
+    warned = out.stderr.strip().splitlines()
+    assert warned and all(len(line) <= 160 and "docs/guide/" in line for line in warned)
+    value = float(cli("estimate", tmp_path / "s", tmp_path / "r.txt", "-m", "P@2~ht", "-q",
+                      "-f", "tsv").stdout.splitlines()[1].split("\t")[3])
+    assert value == pytest.approx(5.0)  # kept: what the unbiased estimator gives
