@@ -174,7 +174,7 @@ def test_sample_round_trips_through_its_directory(tmp_path: Path) -> None:
 
 def test_default_estimates_follow_the_design() -> None:
     """The design decides (not the number of strata): one stratum or several, a stratified
-    sample gets the stratified design's defaults (docs/estimating.md)."""
+    sample gets the stratified design's defaults (docs/guide/estimating.md)."""
     stratified = Sample.from_sample_qrels(SAMPLE)
     assert default_estimates(stratified)[0] == "AP~ht"
     one_stratum = Sample.from_qrels(Qrels.from_frame(SAMPLE.drop(columns="stratum")))

@@ -45,7 +45,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          "estimator's smoothing guesses rather than measures (more than "
                          "half: marked * and warned). Counts (NumRel~ht, inum_rel) are summed "
                          "over topics, as trec_eval sums NumRel; the rest are averaged. See "
-                         "docs/estimating.md.")
+                         "docs/guide/estimating.md.")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="the judgments and their design: a sample directory written by "
                              "sampleval, NIST sampled qrels 'topic iter docno stratum rel', "
@@ -64,7 +64,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "each by the estimator the sample's design prefers: the most "
                              "accurate one measured, and for AP on stratified samples the one "
                              "whose intervals cover best, AP~ht; 'sampleval methods' lists "
-                             "them per method; docs/estimating.md)")
+                             "them per method; docs/guide/estimating.md)")
     parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
                         help="confidence level of the intervals (lo, hi)")
     add_per_topic(parser)

@@ -4,7 +4,7 @@ The families declare themselves in their own modules (:mod:`.family`); the regis
 :data:`~sampleval.estimators.family.FAMILIES` lists them (``sampleval methods`` prints them).
 
 Besides the estimate and its interval, every row says how far it can be trusted
-(docs/estimating.md):
+(docs/guide/estimating.md):
 
 - ``frame_share``: the share of the run's top documents (to the estimation depth) that lie
   inside the sample's frame. Documents outside it count as not relevant, so a run the frame
