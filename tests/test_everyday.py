@@ -242,3 +242,25 @@ def test_out_of_range_values_are_kept_and_marked(tmp_path: Path,
     value = float(cli("estimate", tmp_path / "s", tmp_path / "r.txt", "-m", "P@2~ht", "-q",
                       "-f", "tsv").stdout.splitlines()[1].split("\t")[3])
     assert value == pytest.approx(5.0)  # kept: what the unbiased estimator gives
+
+
+# -- item 1/5 in simulate: the same choice of estimator -------------------------------------
+
+@pytest.mark.parametrize("method", DESIGNS)
+def test_simulate_plans_the_estimators_estimate_uses(method: str) -> None:
+    """simulate's plan for a plain measure is the estimator `estimate -m` uses on a sample
+    of the same method (one function: setup.estimator_of), and `-m` is simulate's short
+    option for --measures."""
+    from sampleval.cli._app import build_parser
+    from sampleval.estimators.setup import setup_for
+    from sampleval.experiments.targets import parse_target, plan_for
+
+    sample = drawn(method)
+    reach = draws_reach_every_document(sample)
+    for name in ("AP", "P@10", "nDCG@10", "NumRel"):
+        plan = plan_for(parse_target(name), sample.design, reach)
+        assert plan is not None and plan.spec == setup_for(sample, name).specs[0], name
+    args = build_parser().parse_args(["simulate", "runs/", "--qrels", "q", "--methods",
+                                      "uniform", "--rates", "0.1", "--trials", "1", "-m",
+                                      "AP,P@10", "-o", "out"])
+    assert args.measures == ["AP,P@10"]
