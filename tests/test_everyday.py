@@ -264,3 +264,20 @@ def test_simulate_plans_the_estimators_estimate_uses(method: str) -> None:
                                       "uniform", "--rates", "0.1", "--trials", "1", "-m",
                                       "AP,P@10", "-o", "out"])
     assert args.measures == ["AP,P@10"]
+
+
+@pytest.mark.parametrize("method", ["stratified", "active", "importance"])
+def test_the_campaign_leaderboard_takes_the_same_depth_and_estimators(method: str) -> None:
+    """The live leaderboard's means are `estimate`'s on the same sample (its depth and
+    default estimators come from setup_for, not from the campaign's own code)."""
+    pytest.importorskip("sqlalchemy")
+    from sampleval.campaign.organise import leaderboard
+
+    runs, _ = collection()
+    sample = drawn(method)
+    rows, _ = leaderboard(sample, runs)
+    got = {(r["run"], r["measure"]): r["value"] for r in rows}
+    want = estimate(sample, runs)
+    want = want[want["query_id"] == MEAN_TOPIC]
+    assert got == {(r, m): float(v) for r, m, v in zip(want["run"], want["measure"],
+                                                        want["value"], strict=True)}
