@@ -142,8 +142,12 @@ def estimator_of(name: str, design: str, reach_every_document: bool = False) -> 
 
 def default_estimates(sample: Sample) -> tuple[str, ...]:
     """The estimators used when none is named: each of :data:`DEFAULT_MEASURES` by the
-    estimator the sample's design prefers (:func:`estimator_of`; on samples whose every draw
-    could reach every document, the per-draw one)."""
+    estimator the sample's design prefers (the families' declarations: ``designs``
+    preferences and ``Base.penalty``, chosen by the accuracy measured with
+    ``python -m sampleval.experiments.default_estimates``, and for AP on stratified samples
+    by the coverage of the intervals: ``AP~ht``, :mod:`sampleval.estimators.inferred`;
+    ``~hh`` for every measure on ``active`` samples drawn with a uniform share,
+    :mod:`sampleval.estimators.hansen_hurwitz`)."""
     if sample.design == "pooled":
         raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
                          "its judged documents are evaluated exactly, with 'sampleval "
