@@ -172,7 +172,7 @@ def test_the_live_leaderboard_says_what_estimate_warns_instead_of_logging_it() -
         rows, note = leaderboard_rows(sample, c.runs)
     assert rows and not escaped
     assert note.startswith("95% confidence intervals; ")
-    assert note.count("inside the sample's frame") == 1
+    assert note.count("in the sample's frame") == 1
 
 
 def test_runs_are_listed_widest_first_and_unknown_last() -> None:

@@ -31,7 +31,7 @@ def test_tsv_has_intervals_where_they_apply(files: dict[str, str]) -> None:
                   "-f", "tsv", "--per-topic")
     assert got.returncode == 0, got.stderr
     lines = got.stdout.splitlines()
-    assert lines[0] == "run\ttopic\tmeasure\tvalue\tlo\thi\tcoverage\timputed"
+    assert lines[0] == "run\ttopic\tmeasure\tvalue\tlo\thi\tframe_share\timputed\tcoverage"
     rows = {(r[1], r[2]): r for r in (line.split("\t") for line in lines[1:])}
     assert set(rows) == {(t, m) for t in ("1", "all") for m in ("xinfAP", "infNDCG", "P@2~ht")}
     assert rows[("all", "infNDCG")][4:6] == ["", ""]  # sample_eval gives no interval
@@ -55,7 +55,7 @@ def test_json_nests_value_and_interval(files: dict[str, str]) -> None:
     got = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP", "-f", "json")
     assert got.returncode == 0, got.stderr
     cell = json.loads(got.stdout)["r"]["all"]["xinfAP"]
-    assert set(cell) == {"value", "lo", "hi", "coverage", "imputed"}
+    assert set(cell) == {"value", "lo", "hi", "frame_share", "imputed", "coverage"}
 
 
 def test_a_saved_sample_directory_estimates_the_same(files: dict[str, str],

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sampleval.demo import DEPTH, main
+from sampleval.demo import DEPTH, how_to_run, main
 
 
 def test_demo_evaluates_estimates_and_simulates(tmp_path: Path,
@@ -33,3 +33,16 @@ def test_demo_evaluates_estimates_and_simulates(tmp_path: Path,
             assert rms[-1] < rms[0], (method, measure)
     assert (simulation / "figures" / "rms_tau.png").stat().st_size > 1000
     assert (simulation / "report.html").exists()
+    assert out.rstrip().splitlines()[-1] == how_to_run()
+
+
+def test_the_demo_says_how_to_run_sampleval(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    """After `make demo` the way to run the command is printed: the venv's bin/sampleval,
+    relative to the clone, or its activation (issue 27)."""
+    venv = tmp_path / ".venv" / "bin"
+    monkeypatch.setattr("sys.executable", str(venv / "python"))
+    monkeypatch.chdir(tmp_path)
+    said = how_to_run()
+    assert said.startswith("Run sampleval yourself: .venv/bin/sampleval --help")
+    assert "source .venv/bin/activate" in said

@@ -174,7 +174,7 @@ def test_sample_round_trips_through_its_directory(tmp_path: Path) -> None:
 
 def test_default_estimates_follow_the_design() -> None:
     """The design decides (not the number of strata): one stratum or several, a stratified
-    sample gets the stratified design's defaults (docs/estimating.md)."""
+    sample gets the stratified design's defaults (docs/guide/estimating.md)."""
     stratified = Sample.from_sample_qrels(SAMPLE)
     assert default_estimates(stratified)[0] == "AP~ht"
     one_stratum = Sample.from_qrels(Qrels.from_frame(SAMPLE.drop(columns="stratum")))
@@ -212,7 +212,7 @@ def test_plain_ap_of_stratified_samples_and_censuses_is_ap_ht(tmp_path: Path) ->
     # xinfAP by name: sample_eval's number, in estimate and in the sample_eval drop-in
     sample, run = Sample.from_sample_qrels(SAMPLE), Run.from_frame(RUN, name="r")
     xinfap = hand_values()["xinfAP"]
-    with pytest.warns(UserWarning, match="inside the sample's frame"):  # x is outside it
+    with pytest.warns(UserWarning, match="in the sample's frame"):  # x is outside it
         got = estimate(sample, [run], ["xinfAP"]).set_index("query_id")
     assert got.loc["1", "measure"] == "xinfAP"
     assert got.loc["1", "value"] == pytest.approx(xinfap, abs=1e-12)

@@ -124,3 +124,26 @@ def test_stop_ends_an_adaptive_sample(files: tuple[list[Path], Path], tmp_path: 
     estimated = cli("estimate", out, *paths, "-f", "tsv")
     assert estimated.code == 0, estimated.stderr
     assert "AP~hh" in estimated.stdout  # the default AP of an active sample
+
+
+def test_negative_labels_are_named_not_dropped(files: tuple[list[Path], Path], tmp_path: Path,
+                                               cli: Callable[..., CliResult]) -> None:
+    """Labels of -1 for listed documents (issue 27: a loop that writes -1 for "cannot judge"
+    stalled on the same documents): one warning line names the file and its lines, the
+    summary counts them, and the documents stay listed."""
+    paths, _ = files
+    out = tmp_path / "s"
+    assert cli("sample", "stratified", *paths, "--budget", "4", "--depth", "10", "--seed",
+               "1", "-o", out).code == 0
+    listed = read_to_judge(out)
+    labels = tmp_path / "labels.txt"
+    lines = [f"{t} 0 {d} {-1 if i in (1, 3) else 0}"
+             for i, (t, d) in enumerate(zip(listed["topic"], listed["docno"], strict=True))]
+    labels.write_text("# made by a script\n" + "\n".join(lines) + "\n")
+    step = cli("judge", out, labels)
+    assert step.code == 0, step.stderr
+    warned = [line for line in step.stderr.splitlines() if "outside the scale" in line]
+    assert len(warned) == 1 and f"{labels}: lines 3, 5: label -1" in warned[0]
+    assert "2 negative labels skipped" in step.stdout
+    still = read_to_judge(out)
+    assert set(still["docno"]) == {listed["docno"].iloc[1], listed["docno"].iloc[3]}

@@ -526,7 +526,7 @@ def test_predictions_as_a_frame_or_a_path(
     for given in (predicted, tmp_path / "pred.txt", str(tmp_path / "pred.txt")):
         pd.testing.assert_frame_equal(estimate(tmp_path / "s", runs, names,
                                                predictions=given), base)
-    assert (base["imputed"] == 0).all() and base["coverage"].between(0, 1).all()
+    assert (base["imputed"] == 0).all() and base["frame_share"].between(0, 1).all()
     with pytest.raises(UsageError, match="predictions must be"):
         estimate(sample, runs, names, predictions=[0.5])  # type: ignore[arg-type]
 
@@ -813,7 +813,7 @@ def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataF
     assert again.returncode == 0 and again.stdout == "", again.stderr
     assert (tmp_path / "est.tsv").read_text() == got.stdout
     header = got.stdout.splitlines()[0].split("\t")
-    assert header[-2:] == ["coverage", "imputed"] and all(float(r[-1]) == 0 for r in rows)
+    assert header[-3:] == ["frame_share", "imputed", "coverage"] and all(float(r[-2]) == 0 for r in rows)
     clobber = run_cli("estimate", tmp_path / "s", tmp_path / "runs", "-m", "P@10~ppi",
                       "--predictions", tmp_path / "pred.txt.gz", "-o", tmp_path / "pred.txt.gz")
     assert clobber.returncode == 2 and "sampleval: error:" in clobber.stderr

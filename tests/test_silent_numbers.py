@@ -68,8 +68,11 @@ def test_the_sample_depth_is_the_default(collection: tuple[list[Run], Qrels]) ->
     assert not [w for w in caught if "depth" in str(w.message)]  # the default depth: silent
     at_ten = estimate(sample, runs, names, depth=10)
     pd.testing.assert_frame_equal(default, at_ten)
-    with pytest.warns(UserWarning, match="pooled from each run's top 10"):
+    with pytest.warns(UserWarning, match="depth all differs from the sample's pool depth "
+                                         "10") as said:
         deeper = estimate(sample, runs, names, depth=None)
+    depth_warning = next(str(w.message) for w in said if "pool depth" in str(w.message))
+    assert "leave the depth out" not in depth_warning and len(depth_warning) < 200
     assert not np.allclose(means(deeper).xs("AP~ht", level="measure"),
                            means(default).xs("AP~ht", level="measure"))
 
@@ -77,16 +80,17 @@ def test_the_sample_depth_is_the_default(collection: tuple[list[Run], Qrels]) ->
 # -- 2. frame coverage --------------------------------------------------------------------
 
 def test_runs_outside_the_frame_are_reported(collection: tuple[list[Run], Qrels]) -> None:
-    """A sample pooled from 3 runs, used to rank all 8: the other runs' coverage is the
-    share of their top 10 inside the frame, and a warning names the runs below 90%."""
-    from sampleval.estimators import MIN_COVERAGE
+    """A sample pooled from 3 runs, used to rank all 8: the other runs' frame share is the
+    share of their top 10 inside the frame, and one warning line counts the runs below 90%
+    and names the lowest."""
+    from sampleval.estimators import MIN_FRAME_SHARE
 
     runs, qrels = collection
     sample = sampled(runs[:3], qrels, "uniform", 10, Budget(rate=0.5))
-    with pytest.warns(UserWarning, match="inside the sample's frame") as caught:
+    with pytest.warns(UserWarning, match="in the sample's frame") as caught:
         results = estimate(sample, runs, ["AP~ht", "P@10~ht"])
     overall = results[results["query_id"] == MEAN_TOPIC].drop_duplicates("run").set_index(
-        "run")["coverage"]
+        "run")["frame_share"]
     assert (overall[[r.name for r in runs[:3]]] == 1.0).all()
     # each outsider's coverage, counted directly: its top 10 docnos against the frame
     frame = set(zip(sample.frame["query_id"], sample.frame["doc_id"], strict=True))
@@ -95,14 +99,17 @@ def test_runs_outside_the_frame_are_reported(collection: tuple[list[Run], Qrels]
         inside = top.apply(lambda row: (row["query_id"], row["doc_id"]) in frame, axis=1)
         expected = inside.groupby(top["query_id"]).mean().mean()
         assert overall[run.name] == pytest.approx(expected, abs=1e-12)
-    low = [name for name, value in overall.items() if value < MIN_COVERAGE]
-    assert low and all(name in str(caught[0].message) for name in low[:5])
+    low = overall[overall < MIN_FRAME_SHARE]
+    said = str(caught[0].message)
+    assert len(low) and said.startswith(f"{len(low)} of {len(runs)} runs have under 90%")
+    assert f"lowest {low.idxmin()} {low.min():.2f}" in said and "\n" not in said
 
 
 def test_coverage_is_in_every_output(collection: tuple[list[Run], Qrels], tmp_path: Path,
                                      cli: Callable[..., CliResult]) -> None:
-    """The TSV and JSON of the command line carry coverage and imputed, the table a
-    coverage column; stderr warns of the runs below 90%."""
+    """The TSV and JSON of the command line carry frame_share and imputed (and coverage,
+    frame_share's old name, for one release), the table a frame share column; stderr warns
+    of the runs below 90%."""
     runs, qrels = collection
     sampled(runs[:3], qrels, "uniform", 10, Budget(rate=0.5)).save(tmp_path / "s")
     for run in runs:
@@ -112,12 +119,12 @@ def test_coverage_is_in_every_output(collection: tuple[list[Run], Qrels], tmp_pa
     tsv = cli(*args, "-f", "tsv")
     assert tsv.code == 0, tsv.stderr
     assert tsv.stdout.splitlines()[0].split("\t") == [
-        "run", "topic", "measure", "value", "lo", "hi", "coverage", "imputed"]
+        "run", "topic", "measure", "value", "lo", "hi", "frame_share", "imputed", "coverage"]
     assert tsv.stderr.startswith("sampleval: warning:") and "frame" in tsv.stderr
     cell = json.loads(cli(*args, "-f", "json").stdout)[runs[0].name]["all"]["P@10~ht"]
-    assert cell["coverage"] == 1.0 and cell["imputed"] == 0.0
+    assert cell["frame_share"] == cell["coverage"] == 1.0 and cell["imputed"] == 0.0
     table = cli(*args)
-    assert "coverage" in table.stdout and "100%" in table.stdout
+    assert "frame share" in table.stdout and "100%" in table.stdout
 
 
 def test_an_unjudged_stratum_is_outside_the_frame() -> None:
@@ -135,7 +142,7 @@ def test_an_unjudged_stratum_is_outside_the_frame() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = estimate(sample, [run], ["P@4~ht"])
-        assert got["coverage"].tolist() == [expected, expected]
+        assert got["frame_share"].tolist() == [expected, expected]
 
 
 # -- 4. imputation ----------------------------------------------------------------------
@@ -185,7 +192,7 @@ def test_mostly_imputed_estimates_are_flagged(collection: tuple[list[Run], Qrels
 
     runs, qrels = collection
     sample = sampled(runs, qrels, "uniform", 10, Budget(rate=0.05))
-    with pytest.warns(UserWarning, match="iP@10: more than half of the value is imputed") as got:
+    with pytest.warns(UserWarning, match="iP@10: mostly imputed, not measured") as got:
         results = estimate(sample, runs, ["iP@10", "P@10~ht"])
     overall = results[results["query_id"] == MEAN_TOPIC].set_index(["measure", "run"])
     flagged = int((overall.loc["iP@10", "imputed"] > MOSTLY).sum())
@@ -214,10 +221,10 @@ def test_estimates_outside_the_measure_s_range_are_explained() -> None:
     values = out[out["query_id"] == "1"].set_index("measure")["value"]
     assert values["AP~ht(bias=none)"] == pytest.approx(3.0)
     assert values["AP~ht"] > 1 and values["P@2~ht"] == pytest.approx(5.0)
-    said = [str(w.message) for w in got if "per-topic estimates lie outside" in str(w.message)]
+    said = [str(w.message) for w in got if "per-topic estimates outside" in str(w.message)]
     assert len(said) == 3
-    assert said[0].startswith("AP~ht(bias=none): 1 of 1 per-topic estimates lie outside [0, 1] "
-                              "(furthest 3: run r, topic 1)")
+    assert said[0].startswith("AP~ht(bias=none): 1 of 1 per-topic estimates outside [0, 1], "
+                              "kept and marked !")
     census = Sample.from_qrels(Qrels.from_frame(pd.DataFrame({
         "query_id": "1", "doc_id": docs, "relevance": [1] * 2 + [0] * 8})))
     with warnings.catch_warnings():

@@ -65,17 +65,17 @@ rate, ``scipy.stats.false_discovery_control``), over the pairs compared.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from sampleval.aggregation import over_topics
 from sampleval.errors import UsageError
+from sampleval.estimators.setup import SAMPLE_DEPTH
 
 if TYPE_CHECKING:
-    from sampleval.core.run import Run
-    from sampleval.core.sample import Sample
+    from sampleval.io.coerce import MeasuresLike, RunsLike, SampleLike
 
 CORRECTIONS = ("holm", "bh", "none")
 DF_RULES = ("satterthwaite", "topics")
@@ -83,26 +83,16 @@ COLUMNS = ["run_a", "run_b", "measure", "topics", "mean_a", "mean_b", "diff", "l
            "t", "df", "p", "p_adjusted", "significant"]
 
 
-def default_measure(sample: Sample) -> str:
-    """The estimator ``compare`` uses when none is named: ``AP~ht`` where the sample's
-    design admits it (Horvitz-Thompson: centred errors, so the paired test keeps its level;
-    xinfAP on AP-prior stratified samples does not, docs/compare.md), also where it is not
-    the design's default AP (inclusion: statAP), else the estimator of AP (or the first
-    default) the design prefers."""
-    from sampleval.estimators import default_estimates
-    from sampleval.estimators.family import FAMILIES
-
-    if sample.design in FAMILIES["ht"].designs:
-        return "AP~ht"
-    return default_estimates(sample)[0]
-
-
-def compare(sample: Sample, runs: Sequence[Run], measure: str, *,
+def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = None, *,
             baseline: str | None = None, correction: str = "holm", alpha: float = 0.05,
-            ci: float = 0.95, depth: int | None = None, level: float = 1,
+            ci: float = 0.95, depth: int | str | None = SAMPLE_DEPTH, level: float = 1,
             df: str = "satterthwaite") -> pd.DataFrame:
     """Every pair of ``runs`` (or every run against ``baseline``) compared on ``measure``
-    estimated from ``sample``: the columns of :func:`paired_differences`. ``df``:
+    estimated from ``sample``: the columns of :func:`paired_differences`. ``measure``: one
+    estimator's name or plain measure (``AP``: the design's preferred estimator), default
+    :func:`~sampleval.estimators.setup.compare_default`; the depth (default: the sample's
+    pool depth) and the estimator are :func:`~sampleval.estimators.setup.setup_for`'s, so
+    each run's mean is the one :func:`~sampleval.estimators.estimate` gives. ``df``:
     ``satterthwaite`` (the effective degrees of freedom where the estimator gives the
     variance of a difference, module docstring) or ``topics`` (T - 1, the textbook paired
     t-test)."""
@@ -110,20 +100,29 @@ def compare(sample: Sample, runs: Sequence[Run], measure: str, *,
         raise UsageError(f"unknown degrees-of-freedom rule {df!r} (one of "
                          f"{', '.join(DF_RULES)})")
     from sampleval.estimators import MEAN_TOPIC, estimate, estimate_differences
+    from sampleval.estimators.setup import compare_default
+    from sampleval.io.coerce import as_measures, as_runs, as_sample
 
+    sample = as_sample(sample)
+    given = None if measure is None else [str(m) for m in as_measures(measure)]
+    if given is not None and len(given) != 1:
+        raise UsageError("compare takes one measure; call it once per measure")
+    name = compare_default(sample) if given is None else given[0]
+    runs = as_runs(runs)
     names = [r.name for r in runs]
     if baseline is not None and baseline not in names:
         raise UsageError(f"the baseline {baseline!r} is not among the runs "
                          f"({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
-    rows = estimate(sample, runs, [measure], depth=depth, level=level, ci=ci)
+    rows = estimate(sample, runs, [name], depth=depth, level=level, ci=ci)
+    resolved = str(rows["measure"].iloc[0])
     rows = rows[rows["query_id"] != MEAN_TOPIC]
     per_topic = rows.pivot(index="query_id", columns="run", values="value")
     per_topic = per_topic.reindex(columns=[n for n in names if n in per_topic.columns])
     pairs = pair_order(per_topic, baseline)
     variances = None if df == "topics" else estimate_differences(
-        sample, [r for r in runs if r.name in per_topic.columns], measure, pairs, depth=depth,
-        level=level)
-    return paired_differences(per_topic, str(rows["measure"].iloc[0]), baseline=baseline,
+        sample, [r for r in runs if r.name in per_topic.columns], resolved, pairs,
+        depth=depth, level=level)
+    return paired_differences(per_topic, resolved, baseline=baseline,
                               correction=correction, alpha=alpha, ci=ci, pairs=pairs,
                               sampling_variance=None if variances is None
                               else variances.reindex(per_topic.index).to_numpy())
@@ -196,8 +195,8 @@ def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str |
     p = 2.0 * stats.t.sf(np.abs(t), df)
     half = stats.t.ppf(0.5 + ci / 2.0, df) * se
     adjusted = adjust(p, correction)
-    mean_a = np.nanmean(np.where(both, values[:, a_idx], np.nan), axis=0)
-    mean_b = np.nanmean(np.where(both, values[:, b_idx], np.nan), axis=0)
+    mean_a = over_topics(values[:, a_idx], both, "mean")  # estimate()'s rule, to the digit
+    mean_b = over_topics(values[:, b_idx], both, "mean")
     return pd.DataFrame({
         "run_a": [a for a, _ in pairs], "run_b": [b for _, b in pairs], "measure": measure,
         "topics": n, "mean_a": mean_a, "mean_b": mean_b, "diff": mean, "lo": mean - half,

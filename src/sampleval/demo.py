@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import warnings
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +91,18 @@ def main(argv: list[str]) -> None:
     print(f"\nrms against the budget, one line per method: "
           f"{directory / 'simulation' / 'figures' / 'rms_tau.png'}; everything on one page: "
           f"{directory / 'simulation' / 'report.html'}")
+    print(f"\n{how_to_run()}")
+
+
+def how_to_run() -> str:
+    """How to run the ``sampleval`` command this demo ran: the virtual environment's
+    ``bin/sampleval`` (relative to the working directory when it lies below it), or the
+    environment activated first."""
+    bin_dir = Path(sys.executable).parent
+    with suppress(ValueError):
+        bin_dir = bin_dir.relative_to(Path.cwd())
+    return (f"Run sampleval yourself: {bin_dir / 'sampleval'} --help (or first "
+            f"'source {bin_dir / 'activate'}', then: sampleval --help)")
 
 
 if __name__ == "__main__":

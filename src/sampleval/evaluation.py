@@ -29,7 +29,7 @@ from sampleval.exact_results import (
     graded_values,
     parse_measure_list,
 )
-from sampleval.inputs import QrelsLike, RunsLike, as_qrels, as_runs
+from sampleval.io.coerce import MeasuresLike, QrelsLike, RunsLike, as_qrels, as_runs
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.groups import compute_groups
 from sampleval.measures.names import DEFAULT_MEASURES, Measure
@@ -43,7 +43,7 @@ Judgments = Qrels | Preferences | GroupQrels
 
 
 def evaluate(qrels: Judgments | QrelsLike, runs: RunsLike | Pool,
-             measures: Sequence[str | Measure] = DEFAULT_MEASURES, *,
+             measures: MeasuresLike = DEFAULT_MEASURES, *,
              depth: int | None = None, rel_level: int = 1, all_topics: bool = False,
              judged_only: bool = False) -> pd.DataFrame:
     """Evaluate runs with trec_eval's semantics; one row per (run, topic, measure).
@@ -65,10 +65,12 @@ def evaluate(qrels: Judgments | QrelsLike, runs: RunsLike | Pool,
       (trec_eval ``-c``); by default, over the topics both the run and the qrels have.
     - ``judged_only``: drop unjudged documents from each ranking first (trec_eval ``-J``).
 
-    ``qrels`` may also be a DataFrame, a qrels file or a deterministic sample's directory;
-    ``runs`` a Run, a list of Runs, a DataFrame or paths (:mod:`sampleval.inputs`), or a
-    :class:`Pool` built earlier (then ``depth`` must be None; preference measures need the
-    runs themselves).
+    ``measures``: one name (``"nDCG@10"``), an ir_measures measure (``ir_measures.nDCG@10``)
+    or a list of them. ``qrels`` may also be a DataFrame, a dict ``{query_id: {doc_id:
+    relevance}}``, a qrels file or a deterministic sample's directory; ``runs`` a Run, a list
+    of Runs, a DataFrame, a dict ``{query_id: {doc_id: score}}`` or paths
+    (:mod:`sampleval.io.coerce`), or a :class:`Pool` built earlier (then ``depth`` must be
+    None; preference measures need the runs themselves).
     """
     if not isinstance(qrels, (Preferences, GroupQrels)):
         qrels = as_qrels(qrels)

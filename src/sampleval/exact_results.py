@@ -18,7 +18,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -121,11 +121,13 @@ class ExactResults:
         return run_at[order], topic_at[order], measure_at[order], value[order]
 
 
-def parse_measure_list(measures: Sequence[str | Measure]) -> list[Measure]:
-    """Measures given as names or :class:`Measure` objects, in the order given, without
-    repeats."""
+def parse_measure_list(measures: Sequence[str | Measure] | str | Any) -> list[Measure]:
+    """Measures given as one name, :class:`Measure` or ir_measures object, or a sequence of
+    them (:func:`sampleval.io.coerce.as_measures`), in the order given, without repeats."""
+    from sampleval.io.coerce import as_measures
+
     return list(dict.fromkeys(
-        m for item in measures
+        m for item in as_measures(measures)
         for m in ([item] if isinstance(item, Measure) else parse_measures([item]))))
 
 

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from os import PathLike
@@ -57,6 +58,9 @@ class Progress:
     """labels taken from the judgments file in this step"""
     ignored: int = 0
     """judgments of documents not awaiting a label (left aside)"""
+    skipped: int = 0
+    """labels of listed documents outside the judgments' scale (negative: not judged yet),
+    left listed; a warning names their lines"""
     complete: bool = False
 
 
@@ -124,6 +128,7 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
         else METHODS[meta["method"]].restore(pool, state))
     listed = read_to_judge(path)
     labelled = _labels(listed, judgments)
+    skipped = _warn_skipped(listed, judgments)
     for topic, rows in labelled.groupby("topic", sort=False):
         selector.observe(str(topic), dict(zip(rows["docno"], rows["label"], strict=True)))
     waiting = listed.merge(labelled[["topic", "docno"]], how="left", indicator=True)
@@ -139,7 +144,7 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
     pending = pd.concat([waiting, fresh], ignore_index=True) if len(fresh) else waiting
     step = _write(path, selector, pending, judging, complete=pending.empty)
     ignored = len(judgments.judged()) - len(labelled)
-    return replace(step, imported=len(labelled), ignored=ignored)
+    return replace(step, imported=len(labelled), ignored=ignored, skipped=skipped)
 
 
 def read_to_judge(directory: str | PathLike[str]) -> pd.DataFrame:
@@ -194,6 +199,34 @@ def _labels(listed: pd.DataFrame, judgments: Qrels) -> pd.DataFrame:
                           "label": given["relevance"].to_numpy(dtype=np.float64)})
     keys = listed[["topic", "docno"]].astype(str)
     return keys.merge(table, on=["topic", "docno"], how="inner")
+
+
+def _warn_skipped(listed: pd.DataFrame, judgments: Qrels) -> int:
+    """Warn, in one line naming the file and its lines, of the labels of listed documents
+    that lie outside the judgments' scale (a negative grade: "not judged yet" in qrels), so
+    that a loop that wrote -1 for "cannot judge" learns why the document stays listed; the
+    number of them."""
+    frame = judgments.frame
+    keys = pd.MultiIndex.from_frame(listed[["topic", "docno"]].astype(str))
+    mine = pd.MultiIndex.from_arrays([frame["query_id"].astype(str),
+                                      frame["doc_id"].astype(str)]).isin(keys)
+    rows = np.flatnonzero(mine & (frame["relevance"].to_numpy(dtype=np.float64) < 0))
+    if not len(rows):
+        return 0
+    where = judgments.source or "the judgments"
+    numbers = rows + 1
+    what = "rows"
+    if judgments.source and Path(judgments.source).is_file():
+        from sampleval.io._table import data_line_numbers
+
+        numbers, what = np.asarray(data_line_numbers(judgments.source))[rows], "lines"
+    shown = ", ".join(map(str, numbers[:10].tolist())) + (
+        f" and {len(rows) - 10} more" if len(rows) > 10 else "")
+    labels = ", ".join(f"{v:g}" for v in sorted(set(frame["relevance"].to_numpy()[rows])))
+    warnings.warn(f"{where}: {what} {shown}: label {labels} is outside the scale (a negative "
+                  "grade means 'not judged yet'), so these documents stay listed; give a "
+                  "grade of 0 or more", stacklevel=3)
+    return len(rows)
 
 
 def check_run_files(files: Sequence[str | PathLike[str]]) -> None:

@@ -18,13 +18,14 @@ from sampleval.measures.names import parse_measure
 FORMATS = ("table", "tsv", "json", "trec")
 
 
-ESTIMATE_NUMBERS = ("value", "lo", "hi", "coverage", "imputed")
-"""The numeric columns of ``estimate``'s results, in the order TSV and JSON give them."""
+ESTIMATE_NUMBERS = ("value", "lo", "hi", "frame_share", "imputed", "coverage")
+"""The numeric columns of ``estimate``'s results, in the order TSV and JSON give them
+(``coverage``: ``frame_share``'s old name, kept for one release)."""
 
 
 def to_tsv(results: pd.DataFrame, numbers: Sequence[str] = ("value",)) -> str:
     """``run topic measure`` and the ``numbers`` columns (``value``; estimates add ``lo hi
-    coverage imputed``), one row per (run, topic, measure), with a header."""
+    frame_share imputed coverage``), one row per (run, topic, measure), with a header."""
     header = ["run", "topic", "measure", *numbers]
     labels = [results[c].astype(str).tolist() for c in ("run", "query_id", "measure")]
     count = {m: is_count(m) for m in set(labels[2])}  # once per measure, not per row
@@ -75,7 +76,9 @@ def to_trec(results: pd.DataFrame) -> str:
 def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboard") -> None:
     """A readable table: runs ranked by the first measure's mean, four decimals; per-topic
     rows (when present) listed under their run. Estimates show ``± half`` their interval,
-    their run's frame coverage, and ``*`` when more than half of the value is imputed."""
+    their run's frame share, ``*`` when more than half of the value is imputed and ``!`` on
+    a per-topic value outside the measure's range (kept: docs/guide/estimating.md)."""
+    from sampleval.estimators import OUTSIDE_DOC, outside_range
     from sampleval.estimators.imputation import MOSTLY
 
     measures = list(dict.fromkeys(results["measure"]))
@@ -92,7 +95,10 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
 
     half = (wide("hi") - wide("lo")) / 2 if "lo" in results.columns else None
     imputed = wide("imputed") if "imputed" in results.columns else None
-    coverage = wide("coverage")[measures[0]] if "coverage" in results.columns else None
+    share = wide("frame_share")[measures[0]] if "frame_share" in results.columns else None
+    outside = pd.DataFrame({m: outside_range(m, values[m].to_numpy(np.float64))
+                            for m in measures}, index=values.index) if share is not None else (
+        None)
     means = values.xs(MEAN_TOPIC, level="query_id")[measures[0]]
     order = means.sort_values(ascending=False, kind="stable").index
     has_topics = (results["query_id"] != MEAN_TOPIC).any()
@@ -101,8 +107,8 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
     table.add_column("run")
     if has_topics:
         table.add_column("topic")
-    if coverage is not None:
-        table.add_column("coverage", justify="right")
+    if share is not None:
+        table.add_column("frame share", justify="right")
     for m in measures:
         table.add_column(m, justify="right")
     for position, run in enumerate(order, start=1):
@@ -112,23 +118,27 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
             key = (run, topic)
             cells = [_cell(block.loc[topic, m], m,
                            None if half is None else half.loc[key, m],
-                           imputed is not None and imputed.loc[key, m] > MOSTLY)
+                           imputed is not None and imputed.loc[key, m] > MOSTLY,
+                           outside is not None and bool(outside.loc[key, m]))
                      for m in measures]
             lead = [str(position) if topic == MEAN_TOPIC else "", run]
             lead += [topic] if has_topics else []
-            lead += [] if coverage is None else [f"{coverage.loc[key]:.0%}"]
+            lead += [] if share is None else [f"{share.loc[key]:.0%}"]
             table.add_row(*lead, *cells)
     console.print(table)
     if imputed is not None and (imputed.to_numpy() > MOSTLY).any():
         console.print(f"* more than {MOSTLY:.0%} of the value is the estimator's imputation")
+    if has_topics and outside is not None and outside.to_numpy().any():
+        console.print(f"! outside the measure's range: kept, as the unbiased estimator gives it "
+                      f"({OUTSIDE_DOC})")
 
 
 def _cell(value: float, measure: str, half: float | None = None,
-          flagged: bool = False) -> str:
+          flagged: bool = False, outside: bool = False) -> str:
     """A value as the table shows it: four decimals (counts as integers), ``± half`` the
     confidence interval's width when there is one, ``*`` when ``flagged`` (mostly
-    imputed)."""
-    mark = "*" if flagged else ""
+    imputed), ``!`` when ``outside`` the measure's range."""
+    mark = ("*" if flagged else "") + ("!" if outside else "")
     if half is not None and not math.isnan(half):
         return f"{value:.4f} ±{half:.4f}{mark}"
     if is_count(measure):

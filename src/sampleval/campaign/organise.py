@@ -457,7 +457,7 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     explanation instead of rows when nothing can be estimated yet. What ``estimate`` warns
     of (runs outside the frame, per-topic values outside the measure's range) goes into
     the note the organiser page shows, not into the server's log at every refresh."""
-    from sampleval.estimators import MEAN_TOPIC, default_estimates, estimate
+    from sampleval.estimators import MEAN_TOPIC, estimate
     from sampleval.evaluation import evaluate
 
     if not sample.judged().shape[0]:
@@ -471,7 +471,7 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
         else:
             with warnings.catch_warnings(record=True) as said:  # shown, not logged each time
                 warnings.simplefilter("always")
-                results = estimate(sample, runs, default_estimates(sample))
+                results = estimate(sample, runs)  # setup_for: depth, frame, defaults
             note = "; ".join(["95% confidence intervals",
                               *dict.fromkeys(str(w.message) for w in said)])
     except SampleValError as exc:

@@ -178,6 +178,18 @@ def add_duplicates(parser: argparse.ArgumentParser) -> None:
                              "the last line, as sample_eval.pl and pytrec_eval do)")
 
 
+def check_not_a_run(first: str, comes_first: str, usage: str) -> None:
+    """One line when the first argument, which ``usage`` wants to be ``comes_first``, looks
+    like a run file (the arguments swapped)."""
+    from pathlib import Path
+
+    from sampleval.io._source import looks_like_run
+
+    if first != "-" and Path(first).is_file() and looks_like_run(first):
+        raise UsageError(f"{first}: the first argument looks like a TREC run file; give "
+                         f"{comes_first} first ({usage})")
+
+
 def check_stdin_once(*inputs: str | Sequence[str]) -> None:
     """Refuse a command line that names standard input (``-``) more than once."""
     names = [name for item in inputs for name in ([item] if isinstance(item, str) else item)]

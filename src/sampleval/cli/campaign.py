@@ -1,6 +1,6 @@
 """``sampleval campaign create|add-assessor|status|export|simulate`` and ``sampleval serve``:
 judging campaigns with people (docs/campaigns.md). They need the ``campaign`` extra
-(``pip install 'sampleval[campaign]'``)."""
+(from a clone: ``.venv/bin/pip install -e '.[campaign]'``)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def require_extra() -> None:
                                  "multipart") if importlib.util.find_spec(name) is None]
     if missing:
         raise UsageError(f"campaigns need the 'campaign' extra ({', '.join(missing)} missing): "
-                         "pip install 'sampleval[campaign]'")
+                         "from the repository's clone, .venv/bin/pip install -e '.[campaign]'")
 
 
 def _db(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ from sampleval.cli._app import (
     start_reading_runs,
     stdout_console,
 )
-from sampleval.cli.estimate import SAMPLE_FORMATS
+from sampleval.cli.estimate import SAMPLE_DEPTH_HELP, SAMPLE_FORMATS, check_order, depth_of
 from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
@@ -46,9 +46,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "with -1 for 'pooled, not judged')")
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", metavar="MEASURE",
-                        help="one estimator's name, as 'sampleval estimate -m' takes it (AP~ht, "
-                             "xinfAP, P@10~ht, nDCG@10~is ...); default: AP~ht where the "
-                             "sample's design admits it (unbiased, so tests keep their level: "
+                        help="one measure, as 'sampleval estimate -m' takes it: a plain "
+                             "measure (AP, P@10, nDCG@10: by the estimator the sample's "
+                             "design prefers, named in the output) or an estimator's name "
+                             "(AP~ht, xinfAP, P@10~ht ...); default: AP~ht where the sample's "
+                             "design admits it (unbiased, so tests keep their level: "
                              "docs/compare.md), else AP by the estimator the design prefers")
     parser.add_argument("--baseline", metavar="RUN",
                         help="compare every run against this one (its name) instead of every "
@@ -73,7 +75,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "or svg); its intervals are adjusted for multiplicity as the "
                              "p-values are (--correction), so a pair's interval excludes 0 "
                              "exactly when it is significant (with --ci 1 - --alpha)")
-    add_depth(parser)
+    add_depth(parser, SAMPLE_DEPTH_HELP)
     add_rel_level(parser)
     parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
                         help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
@@ -88,18 +90,21 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> None:
     check_stdin_once(args.sample, args.runs)
+    check_order(args.sample, args.runs, "compare")
     if args.measure is not None and "," in args.measure.split("(")[0]:
         raise UsageError("compare takes one measure (-m); run it once per measure")
     with start_reading_runs(args) as reading:
-        from sampleval.comparison import compare, default_measure, forest_plot
+        from sampleval.comparison import compare, forest_plot
+        from sampleval.estimators.setup import compare_default, setup_for
         from sampleval.io.samples import load_sample
 
         judgments = load_sample(args.sample, args.sample_format)
-        measure = args.measure or default_measure(judgments)
+        setup_for(judgments, args.measure or compare_default(judgments),
+                  warn=False)  # fails before the runs are read
         loaded = reading.result()
-    table = compare(judgments, loaded, measure, baseline=args.baseline,
+    table = compare(judgments, loaded, args.measure, baseline=args.baseline,
                     correction=args.correction, alpha=args.alpha, ci=args.ci,
-                    depth=args.depth, level=args.rel_level, df=args.df)
+                    depth=depth_of(args), level=args.rel_level, df=args.df)
     if args.plot:
         forest_plot(table, args.plot, ci=args.ci)
     if args.format == "table":
@@ -116,6 +121,8 @@ def print_comparison(table: pd.DataFrame, args: argparse.Namespace) -> None:
     from rich.table import Table
 
     measure = str(table["measure"].iloc[0])
+    if args.measure and args.measure.strip() != measure and "~" not in args.measure:
+        measure = f"{args.measure.strip()} by {measure}"
     shown = Table(title=f"{measure}: paired differences ({args.ci:.0%} intervals, "
                         f"correction {args.correction}, alpha {args.alpha})",
                   title_justify="left")

@@ -17,6 +17,7 @@ from sampleval.cli._app import (
     add_rel_level,
     add_runs_argument,
     bounded_float,
+    check_not_a_run,
     check_stdin_once,
     split_names,
     stderr_is_terminal,
@@ -24,6 +25,9 @@ from sampleval.cli._app import (
 from sampleval.errors import UsageError
 
 SAMPLE_FORMATS = ("auto", "sampleval", "qrels", "sample-qrels", "prels")
+SAMPLE_DEPTH_HELP = ("use only each run's top N documents per topic (default: the depth the "
+                     "sample was pooled at, recorded in its sample.json, as every command "
+                     "on a sample uses it; another depth warns)")
 FORMATS = ("table", "tsv", "json")
 
 
@@ -33,15 +37,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          "intervals",
                          "Estimate measures of the runs from a sample of judgments and the "
                          "design that chose them, with confidence intervals.\n\n"
-                         "Every estimate also says how far it can be trusted: 'coverage' is "
-                         "the share of the run's top documents (to the sample's depth) "
+                         "Every estimate also says how far it can be trusted: 'frame share' "
+                         "is the share of the run's top documents (to the sample's depth) "
                          "inside the sample's frame (documents outside it count as not "
-                         "relevant, so a low coverage means an estimate biased low; below "
+                         "relevant, so a low share means an estimate biased low; below "
                          "90% warns), and 'imputed' the share of the value that the "
                          "estimator's smoothing guesses rather than measures (more than "
                          "half: marked * and warned). Counts (NumRel~ht, inum_rel) are summed "
                          "over topics, as trec_eval sums NumRel; the rest are averaged. See "
-                         "docs/estimating.md.")
+                         "docs/guide/estimating.md.")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="the judgments and their design: a sample directory written by "
                              "sampleval, NIST sampled qrels 'topic iter docno stratum rel', "
@@ -51,30 +55,31 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "or a pipe")
     add_runs_argument(parser)
     parser.add_argument("-m", "--measure", action="append", metavar="MEASURE",
-                        help="an estimator's name: BASE~FAMILY (AP~ht, P@10~ht, nDCG@10~is) "
+                        help="a plain measure (AP, P@10, nDCG@10: by the estimator the "
+                             "sample's design prefers, named in the output), an estimator's "
+                             "name BASE~FAMILY (AP~ht, P@10~ht, nDCG@10~is) "
                              "or an established name (xinfAP, infNDCG, iP@10, infAP, statAP); "
                              "'sampleval methods' lists every family and its measures; repeat "
                              "or separate with commas (default: AP, nDCG@10, P@10 and NumRel, "
                              "each by the estimator the sample's design prefers: the most "
                              "accurate one measured, and for AP on stratified samples the one "
                              "whose intervals cover best, AP~ht; 'sampleval methods' lists "
-                             "them per method; docs/estimating.md)")
+                             "them per method; docs/guide/estimating.md)")
     parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
                         help="confidence level of the intervals (lo, hi)")
     add_per_topic(parser)
-    add_depth(parser, "use only each run's top N documents per topic (default: the depth the "
-                      "sample was pooled at, recorded in its sample.json; another depth warns "
-                      "what it means)")
+    add_depth(parser, SAMPLE_DEPTH_HELP)
     add_rel_level(parser)
     parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
                         help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
                              "file is told by its columns")
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: a readable leaderboard with ± half-intervals and each "
-                             "run's coverage; tsv: header 'run topic measure value lo hi "
-                             "coverage imputed' (lo, hi empty where no interval applies), the "
-                             "mean as topic 'all'; json: {run: {topic: {measure: {value, lo, "
-                             "hi, coverage, imputed}}}}")
+                             "run's frame share; tsv: header 'run topic measure value lo hi "
+                             "frame_share imputed coverage' (lo, hi empty where no interval "
+                             "applies; coverage: frame_share's old name, for one release), "
+                             "the mean as topic 'all'; json: {run: {topic: {measure: {value, "
+                             "lo, hi, frame_share, imputed, coverage}}}}")
     add_output(parser)
     add_predictions(parser, "what the prediction-powered estimators (P@10~ppi, AP~ppi ...) "
                             "correct with the judged sample")
@@ -82,23 +87,27 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_duplicates(parser)
 
 
-def check_order(sample: str, runs: list[str]) -> None:
-    """A sample directory given among the runs means the arguments were swapped."""
+def check_order(sample: str, runs: list[str], command: str = "estimate") -> None:
+    """A run file given first, or a sample directory among the runs, means the arguments
+    were swapped."""
     for given in runs:
         if (Path(given) / "sample.json").is_file() and not Path(sample).is_dir():
             raise UsageError(f"{given}: a sample directory given as a run, while {sample} "
                              "is not a sample directory: the sample comes first (sampleval "
-                             "estimate SAMPLE RUN...)")
+                             f"{command} SAMPLE RUN...)")
+    check_not_a_run(sample, "the sample", f"sampleval {command} SAMPLE RUN...")
+
+
+def depth_of(args: argparse.Namespace) -> int | str:
+    """``-M N`` as given, else the sample's pool depth (:func:`setup_for`'s default)."""
+    from sampleval.estimators.setup import SAMPLE_DEPTH
+
+    return SAMPLE_DEPTH if args.depth is None else int(args.depth)
 
 
 def run(args: argparse.Namespace) -> None:
-    from sampleval.estimators import (
-        SAMPLE_DEPTH,
-        default_estimates,
-        estimate,
-        largest_grade,
-        requested,
-    )
+    from sampleval.estimators import estimate, largest_grade
+    from sampleval.estimators.setup import setup_for
     from sampleval.evaluation import MEAN_TOPIC
     from sampleval.io import read_runs
     from sampleval.io.predictions import read_predictions
@@ -110,21 +119,23 @@ def run(args: argparse.Namespace) -> None:
     check_order(args.sample, args.runs)
     output = Output(args.output, [args.sample, *args.runs, *predictions])
     judgments = load_sample(args.sample, args.sample_format)
-    names = split_names(args.measure) if args.measure else list(default_estimates(judgments))
-    requested(judgments, names, args.predictions is not None)  # fails before runs are read
+    setup = setup_for(judgments, split_names(args.measure) if args.measure else None,
+                      with_predictions=args.predictions is not None,
+                      warn=False)  # fails before the runs are read
     predicted = (None if args.predictions is None
                  else read_predictions(args.predictions, largest_grade(judgments)))
     loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
                        duplicates=args.duplicates)
-    results = estimate(judgments, loaded, names,
-                       depth=SAMPLE_DEPTH if args.depth is None else args.depth,
+    results = estimate(judgments, loaded, setup.names,
+                       depth=depth_of(args),
                        level=args.rel_level, ci=args.ci, predictions=predicted,
                        progress=stderr_is_terminal())
     if not args.per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
     if args.format == "table":
         console = output.console()
-        print_table(results, console, title=f"Estimates ({args.ci:.0%} intervals)")
+        chosen = "".join(f"; {c}" for c in setup.chosen)
+        print_table(results, console, title=f"Estimates ({args.ci:.0%} intervals{chosen})")
         output.write_console(console)
     elif args.format == "tsv":
         output.write(to_tsv(results, ESTIMATE_NUMBERS))

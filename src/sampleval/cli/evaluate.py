@@ -15,6 +15,7 @@ from sampleval.cli._app import (
     add_per_topic,
     add_rel_level,
     add_runs_argument,
+    check_not_a_run,
     check_stdin_once,
     in_background,
     start_reading_runs,
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> None:
 
     measures = parse_measures(args.measure or list(DEFAULT_MEASURES))
     check_stdin_once(args.qrels, args.runs)
+    check_not_a_run(args.qrels, "the qrels", "sampleval evaluate QRELS RUN...")
     output = Output(args.output, [args.qrels, *args.runs])
     if all(m.spec.judgments == "qrels" for m in measures):
         exact = _evaluate_streaming(args, measures)
@@ -90,7 +92,7 @@ def run(args: argparse.Namespace) -> None:
     else:  # preference and judgment-group measures read the runs themselves
         with start_reading_runs(args) as reading:  # the runs load while pandas imports
             from sampleval.evaluation import evaluate
-            from sampleval.inputs import as_qrels
+            from sampleval.io.coerce import as_qrels
 
             judgments = as_qrels(args.qrels)
             loaded = reading.result()
@@ -123,7 +125,7 @@ def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> Ex
         index = None
         if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
             from sampleval.evaluation import judged_index
-            from sampleval.inputs import as_qrels
+            from sampleval.io.coerce import as_qrels
 
             judgments = as_qrels(args.qrels)
             index = judged_index(judgments, judgments.topics)

@@ -14,7 +14,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          "list the next documents to judge",
                          "Import the labels of the documents listed in SAMPLE/to-judge.tsv "
                          "from JUDGMENTS, a qrels file 'topic iter docno rel' (a negative "
-                         "rel means 'not judged yet'; lines for other documents are left "
+                         "rel means 'not judged yet': the document stays listed, and a "
+                         "warning names those lines; lines for other documents are left "
                          "aside). Methods that adapt to the labels (active, mtf, mab, "
                          "dynamic) then list their next batch in to-judge.tsv; once nothing "
                          "is left to judge, 'sampleval estimate SAMPLE RUN...' estimates "
@@ -35,13 +36,23 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from sampleval.errors import UsageError
     from sampleval.io import read_qrels
+
+    if Path(args.sample).is_file() and Path(args.judgments).is_dir():
+        raise UsageError(f"{args.sample}: the first argument looks like a judgments file, the "
+                         f"second ({args.judgments}) is a directory; give the sample "
+                         "directory first (sampleval judge SAMPLE JUDGMENTS)")
     from sampleval.judging import TO_JUDGE, judge
 
     judgments = read_qrels(args.judgments)
     progress = judge(args.sample, judgments, args.runs or None, stop=args.stop,
                      progress=stderr_is_terminal())
     aside = f" ({progress.ignored} other judgments left aside)" if progress.ignored else ""
+    if progress.skipped:
+        aside += f" ({progress.skipped} negative labels skipped, their documents still listed)"
     done = (f"the sample is complete: {progress.judged} documents judged; estimate with: "
             f"sampleval estimate {args.sample} RUN..." if progress.complete else
             f"{progress.pending} documents to judge next, listed in "

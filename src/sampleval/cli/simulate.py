@@ -75,7 +75,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="budgets as documents judged per topic (all of a smaller pool)")
     parser.add_argument("--trials", type=positive_int, required=True, metavar="N",
                         help="trials per method, budget and split (Li & Kanoulas: 30)")
-    parser.add_argument("--measures", required=True, action="append", metavar="M1,M2,...",
+    parser.add_argument("-m", "--measures", required=True, action="append", metavar="M1,M2,...",
                         help="what to estimate, comma-separated: plain measures (AP, Rprec, "
                              "P@30, nDCG@10), each estimated with the estimator its method's "
                              "design supports (deterministic methods: the exact measure on "

@@ -4,17 +4,20 @@ The families declare themselves in their own modules (:mod:`.family`); the regis
 :data:`~sampleval.estimators.family.FAMILIES` lists them (``sampleval methods`` prints them).
 
 Besides the estimate and its interval, every row says how far it can be trusted
-(docs/estimating.md):
+(docs/guide/estimating.md):
 
-- ``coverage``: the share of the run's top documents (to the estimation depth) that lie inside
-  the sample's frame. Documents outside it count as not relevant, so a run the frame does not
-  cover (it did not contribute to the pool, or the sample was pooled from other runs) is
-  estimated low; :data:`MIN_COVERAGE` triggers a warning;
+- ``frame_share``: the share of the run's top documents (to the estimation depth) that lie
+  inside the sample's frame. Documents outside it count as not relevant, so a run the frame
+  does not cover (it did not contribute to the pool, or the sample was pooled from other
+  runs) is estimated low; below :data:`MIN_FRAME_SHARE` warns. (Called ``coverage`` before
+  0.2; the column is still given under that name for one release.)
 - ``imputed``: the share of the value that the estimator's smoothing constants make up rather
   than judgments (:mod:`.imputation`); a value more than half imputed is flagged.
 
-The estimation depth defaults to the depth the sample was pooled at (``meta.pool_depth``),
-so that the runs are cut where the frame was; another depth warns what it means.
+The depth, the frame and the estimators come from :func:`sampleval.estimators.setup.setup_for`,
+the one function every command calls: the runs are cut where the frame was (the depth the
+sample was pooled at, ``meta.pool_depth``), and a plain measure (``AP``) means the estimator
+the sample's design prefers.
 """
 
 from __future__ import annotations
@@ -36,32 +39,31 @@ from sampleval.estimators.family import FAMILIES, ImputedShare
 from sampleval.estimators.imputation import MOSTLY
 from sampleval.estimators.names import (
     EstimateSpec,
-    draws_reach_every_document,
     estimator_for,
     measure_range,
     parse_estimate,
 )
+from sampleval.estimators.setup import (
+    DEFAULT_MEASURES,
+    SAMPLE_DEPTH,
+    default_estimates,
+    setup_for,
+)
 
 if TYPE_CHECKING:
-    from sampleval.inputs import PredictionsLike, RunsLike, SampleLike
+    from sampleval.io.coerce import MeasuresLike, PredictionsLike, RunsLike, SampleLike
 
-# the plain measures `sampleval estimate` estimates when none is named, each with the
-# estimator its sample's design prefers (names.estimator_for; on samples whose every draw
-# could reach every document, the per-draw one)
-DEFAULT_MEASURES: tuple[tuple[str, int | None], ...] = (
-    ("AP", None), ("nDCG", 10), ("P", 10), ("NumRel", None))
+RESULT_COLUMNS = [*COLUMNS, "frame_share", "imputed", "coverage"]
+"""``coverage``: the old name of ``frame_share``, given for one release (CHANGELOG)."""
+MIN_FRAME_SHARE = 0.9
+"""A run whose mean frame share is below this gets a warning."""
+OUTSIDE_DOC = "docs/guide/estimating.md#estimates-outside-the-measures-range"
+SHARE_DOC = "docs/guide/estimating.md#frame-share"
+IMPUTED_DOC = "docs/guide/estimating.md#imputed-values"
 
-RESULT_COLUMNS = [*COLUMNS, "coverage", "imputed"]
-MIN_COVERAGE = 0.9
-"""A run whose mean frame coverage is below this gets a warning."""
-COVERAGE_DEPTH = 100
-"""The depth coverage is measured at when neither the sample nor the caller gives one."""
-SAMPLE_DEPTH = "sample"
-"""``estimate(depth=SAMPLE_DEPTH)``: the depth the sample was pooled at (the default)."""
-
-__all__ = ["DEFAULT_MEASURES", "MEAN_TOPIC", "MIN_COVERAGE", "RESULT_COLUMNS",
-           "default_estimates", "estimate", "estimate_differences", "largest_grade",
-           "requested"]
+__all__ = ["DEFAULT_MEASURES", "MEAN_TOPIC", "MIN_FRAME_SHARE", "OUTSIDE_DOC", "RESULT_COLUMNS",
+           "SAMPLE_DEPTH", "default_estimates", "estimate", "estimate_differences",
+           "largest_grade", "outside_range"]
 
 
 def largest_grade(sample: Sample) -> float:
@@ -69,43 +71,6 @@ def largest_grade(sample: Sample) -> float:
     probabilities of relevance always fit)."""
     labels = sample.frame["relevance"].to_numpy(dtype=np.float64)
     return max(1.0, float(np.nanmax(labels, initial=0.0)))
-
-
-def default_estimates(sample: Sample) -> tuple[str, ...]:
-    """The measures estimated by default for ``sample``: each of :data:`DEFAULT_MEASURES` by
-    the estimator its design prefers (the families' declarations: ``designs`` preferences and
-    ``Base.penalty``, chosen by the accuracy measured with
-    ``python -m sampleval.experiments.default_estimates``, and for AP on stratified samples
-    by the coverage of the intervals: ``AP~ht``, :mod:`sampleval.estimators.inferred`;
-    ``~hh`` for every measure on ``active`` samples drawn with a uniform share,
-    :mod:`sampleval.estimators.hansen_hurwitz`)."""
-    if sample.design == "pooled":
-        raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
-                         "its judged documents are evaluated exactly, with 'sampleval "
-                         "evaluate SAMPLE RUN...'")
-    reach = draws_reach_every_document(sample)
-    specs = [estimator_for(base, cut, sample.design, reach) for base, cut in DEFAULT_MEASURES]
-    names = [s.name for s in specs if s is not None]
-    if not names:
-        raise UsageError(f"no estimator is available for a {sample.design} sample; "
-                         "name one with --measure")
-    return tuple(dict.fromkeys(names))
-
-
-def requested(sample: Sample, measures: Sequence[str],
-              with_predictions: bool = False) -> list[EstimateSpec]:
-    """The estimated measures named, each checked to apply to the sample's design and to
-    have the predictions it needs (UsageError, before any run is read)."""
-    specs = list(dict.fromkeys(parse_estimate(m) for m in measures))
-    for spec in specs:
-        family = FAMILIES[spec.family]
-        if sample.design not in family.designs:
-            raise UsageError(f"{spec.name} needs a {' or '.join(family.designs)} sample, "
-                             f"not a {sample.design} one")
-        if family.needs_predictions and not with_predictions:
-            raise UsageError(f"{spec.name} needs predictions of relevance (--predictions "
-                             "FILE; in the library, predictions=)")
-    return specs
 
 
 def _check_predictions(predictions: Predictions, sample: Sample) -> None:
@@ -123,7 +88,7 @@ def _check_predictions(predictions: Predictions, sample: Sample) -> None:
                       "predictions' gain; see docs/predictions.md)", stacklevel=3)
 
 
-def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None = None, *,
+def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None = None, *,
              depth: int | str | None = SAMPLE_DEPTH, level: float = 1, ci: float = 0.95,
              predictions: PredictionsLike | None = None,
              progress: bool = False) -> pd.DataFrame:
@@ -132,35 +97,41 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
 
     ``sample``: a :class:`Sample` or a path :func:`sampleval.io.samples.load_sample` reads;
     ``runs``: a Run, a list of Runs, a DataFrame (ir_measures columns ``query_id, doc_id,
-    score``, and ``run`` for several runs), or paths of run files, directories or globs.
-    ``depth``: each run's top ``depth`` documents per topic; by default the depth the sample
-    was pooled at (``sample.meta["pool_depth"]``; all documents when it records none), and
-    another depth warns what it means (None: all documents). ``predictions`` (a
-    :class:`~sampleval.core.predictions.Predictions`, a DataFrame ``query_id, doc_id,
-    prediction`` or a predictions file) feed the families that use them (``P@10~ppi``);
-    their values must not exceed the sample's largest grade (or 1).
+    score``, and ``run`` for several runs), a dict ``{query_id: {doc_id: score}}``, or paths
+    of run files, directories or globs (:mod:`sampleval.io.coerce`). ``measures``: estimators'
+    names (``AP~ht``, ``xinfAP``) or plain measures (``AP``, ``"nDCG@10"``,
+    ``ir_measures.P@10``), each plain one by the estimator the sample's design prefers; one
+    or a list. ``depth``: each run's top ``depth`` documents per topic; by default the depth
+    the sample was pooled at (``sample.meta["pool_depth"]``; all documents when it records
+    none), and another depth warns (None: all documents); the depth, frame and estimators
+    are :func:`~sampleval.estimators.setup.setup_for`'s, as in every command.
+    ``predictions`` (a :class:`~sampleval.core.predictions.Predictions`, a DataFrame
+    ``query_id, doc_id, prediction`` or a predictions file) feed the families that use them
+    (``P@10~ppi``); their values must not exceed the sample's largest grade (or 1).
 
-    Returns columns ``run, query_id, measure, value, lo, hi, coverage, imputed``: ``lo``/
-    ``hi`` the ``ci`` confidence interval (NaN where the estimator gives none); ``coverage``
-    the share of the run's top documents inside the sample's frame; ``imputed`` the share of
-    the value that is the estimator's imputation. ``query_id == "all"`` holds each run's
-    mean over the topics it retrieved for (the sum for counts such as NumRel~ht). Only
-    topics the sample has are estimated. ``progress`` shows a bar on standard error.
+    Returns columns ``run, query_id, measure, value, lo, hi, frame_share, imputed,
+    coverage``: ``measure`` the estimator's name; ``lo``/``hi`` the ``ci`` confidence
+    interval (NaN where the estimator gives none); ``frame_share`` the share of the run's top
+    documents inside the sample's frame (``coverage``: the same, its old name, for one
+    release); ``imputed`` the share of the value that is the estimator's imputation.
+    ``query_id == "all"`` holds each run's mean over the topics it retrieved for (the sum for
+    counts such as NumRel~ht). Only topics the sample has are estimated. ``progress`` shows
+    a bar on standard error.
     """
-    from sampleval.inputs import as_predictions, as_runs, as_sample
+    from sampleval.io.coerce import as_measures, as_predictions, as_runs, as_sample
     from sampleval.progress import steps
 
     sample = as_sample(sample)
     if not 0 < ci < 1:
         raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
-    names = list(default_estimates(sample) if measures is None else measures)
-    specs = requested(sample, names, predictions is not None)
+    names = None if measures is None else [str(m) for m in as_measures(measures)]
+    setup = setup_for(sample, names, depth=depth, with_predictions=predictions is not None)
+    specs = setup.specs
     predicted = None if predictions is None else as_predictions(predictions,
                                                                 largest_grade(sample))
     if predicted is not None and any(FAMILIES[s.family].needs_predictions for s in specs):
         _check_predictions(predicted, sample)
     loaded = as_runs(runs)
-    depth = _depth(sample, depth)
     run_names = tuple(r.name for r in loaded)
     pools: dict[type[np.floating], Pool] = {}
     frames = []
@@ -173,7 +144,8 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
             step(f"estimating {', '.join(s.name for s in mine)}")
             if family.score_type not in pools:
                 pools[family.score_type] = Pool.from_runs(
-                    loaded, depth=depth, topics=sample.topics, score_type=family.score_type)
+                    loaded, depth=setup.depth, topics=sample.topics,
+                    score_type=family.score_type)
             views = topic_views(pools[family.score_type], sample,
                                 predicted if family.needs_predictions else None)
             if not views:
@@ -185,13 +157,12 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: Sequence[str] | None 
     out = pd.concat(frames, ignore_index=True)
     out = out.sort_values("measure", key=lambda m: m.map(order), kind="stable").reset_index(
         drop=True)
-    coverage_depth = depth if depth is not None else (
-        None if "pool_depth" in sample.meta else COVERAGE_DEPTH)
-    per_topic = frame_coverage(views, coverage_depth, _strata_bound(sample))
+    per_topic = frame_share(views, setup.share_depth, setup.strata_bound)
     present = _present(views, len(run_names))
     overall = topic_sums(per_topic, present) / np.maximum(present.sum(axis=0), 1)
-    out["coverage"] = _cells(out, views, run_names, per_topic, overall)
-    _warn_coverage(run_names, overall, coverage_depth)
+    out["frame_share"] = _cells(out, views, run_names, per_topic, overall)
+    out["coverage"] = out["frame_share"]
+    _warn_frame_share(run_names, overall, setup.share_depth)
     _warn_imputed(out, sample.design)
     _warn_out_of_range(out)
     return out[RESULT_COLUMNS]
@@ -204,11 +175,13 @@ def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
     """The estimated sampling variance of each per-topic difference ``measure``_a -
     ``measure``_b, for each pair (a, b) of run names: a ``[topics, pairs]`` frame indexed by
     query_id, one column per pair (``"a - b"``), or None where the estimator's family
-    gives no variance of a difference (``EstimatorFamily.differences``)."""
-    from sampleval.inputs import as_runs, as_sample
+    gives no variance of a difference (``EstimatorFamily.differences``). The depth and the
+    estimator are :func:`~sampleval.estimators.setup.setup_for`'s, as :func:`estimate`'s."""
+    from sampleval.io.coerce import as_runs, as_sample
 
     sample = as_sample(sample)
-    (spec,) = requested(sample, [measure])
+    setup = setup_for(sample, [measure], depth=depth, warn=False)  # estimate() has warned
+    (spec,) = setup.specs
     family = FAMILIES[spec.family]
     if family.differences is None or not pairs:
         return None
@@ -218,10 +191,7 @@ def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
     missing = [n for pair in pairs for n in pair if n not in index]
     if missing:
         raise UsageError(f"no run named {missing[0]!r} among the runs given")
-    with warnings.catch_warnings():  # estimate() has said what a depth means
-        warnings.simplefilter("ignore")
-        depth = _depth(sample, depth)
-    pool = Pool.from_runs(loaded, depth=depth, topics=sample.topics,
+    pool = Pool.from_runs(loaded, depth=setup.depth, topics=sample.topics,
                           score_type=family.score_type)
     views = topic_views(pool, sample)
     at = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64)
@@ -231,40 +201,7 @@ def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
                         columns=[f"{a} - {b}" for a, b in pairs])
 
 
-def _depth(sample: Sample, depth: int | str | None) -> int | None:
-    """The estimation depth: the sample's pool depth unless another is given (with a
-    warning saying what the other depth means)."""
-    recorded = "pool_depth" in sample.meta
-    pool_depth = sample.meta.get("pool_depth")
-    if depth == SAMPLE_DEPTH:
-        return pool_depth if recorded else None
-    if isinstance(depth, str):
-        raise UsageError(f"depth must be a number of documents, None or {SAMPLE_DEPTH!r}, "
-                         f"not {depth!r}")
-    if recorded and depth != pool_depth:
-        drawn = "everything the runs retrieved" if pool_depth is None else (
-            f"each run's top {pool_depth}")
-        if depth is not None and (pool_depth is None or depth < pool_depth):
-            meaning = (f"the estimates are of the runs cut to their top {depth}, judged "
-                       f"against a frame pooled from {drawn}")
-        else:
-            meaning = (f"documents ranked below {pool_depth} are in the frame only where "
-                       "another run ranked them higher, and the others count as not "
-                       "relevant, so measures that reach that deep (AP, NumRelRet) are "
-                       "biased low")
-        warnings.warn(f"estimating at depth {'all' if depth is None else depth} although the "
-                      f"sample was pooled from {drawn}: {meaning}; leave the depth out to "
-                      "use the sample's", stacklevel=3)
-    return depth
-
-
-def _strata_bound(sample: Sample) -> bool:
-    """Whether the frame ends at the strata with a judged document (stratified designs, read
-    as sampleval reads them: ``Sample.keep_empty_strata`` False)."""
-    return sample.design in ("stratified", "census") and not sample.keep_empty_strata
-
-
-def frame_coverage(views: list[TopicView], depth: int | None,
+def frame_share(views: list[TopicView], depth: int | None,
                    strata_bound: bool = False) -> np.ndarray:
     """``[topics, runs]``: the share of each run's top ``min(depth, retrieved)`` documents
     (all of them when ``depth`` is None) that lie inside the sample's frame (0 where the run
@@ -322,23 +259,21 @@ def _with_imputed(rows: pd.DataFrame, share: ImputedShare | None, views: list[To
     return rows
 
 
-def _warn_coverage(run_names: tuple[str, ...], overall: np.ndarray,
-                   depth: int | None) -> None:
-    low = np.flatnonzero(overall < MIN_COVERAGE)
+def _warn_frame_share(run_names: tuple[str, ...], overall: np.ndarray,
+                      depth: int | None) -> None:
+    """One line naming how many runs lie mostly outside the frame, and the lowest."""
+    low = np.flatnonzero(overall < MIN_FRAME_SHARE)
     if not len(low):
         return
-    worst = low[np.argsort(overall[low], kind="stable")]
-    listed = ", ".join(f"{run_names[i]} {overall[i]:.2f}" for i in worst[:5])
-    more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
-    top = "documents" if depth is None else f"top {depth} documents"
-    warnings.warn(f"{len(worst)} of {len(run_names)} runs have less than "
-                  f"{MIN_COVERAGE:.0%} of their {top} inside the sample's frame ({listed}"
-                  f"{more}): documents outside the frame count as not relevant, so their "
-                  "estimates are biased low (column 'coverage'; docs/estimating.md)",
-                  stacklevel=3)
+    worst = int(low[np.argmin(overall[low])])
+    top = "documents" if depth is None else f"top {depth}"
+    warnings.warn(f"{len(low)} of {len(run_names)} runs have under {MIN_FRAME_SHARE:.0%} of "
+                  f"their {top} in the sample's frame (lowest {run_names[worst]} "
+                  f"{overall[worst]:.2f}): estimated low ({SHARE_DOC})", stacklevel=3)
 
 
 def _warn_imputed(results: pd.DataFrame, design: str) -> None:
+    """One line per measure whose mean is mostly imputed for some runs."""
     means = results[results["query_id"] == MEAN_TOPIC]
     for measure, rows in means.groupby("measure", sort=False):
         flagged = int((rows["imputed"] > MOSTLY).sum())
@@ -348,30 +283,25 @@ def _warn_imputed(results: pd.DataFrame, design: str) -> None:
         better = estimator_for(spec.base, spec.cutoff, design)
         hint = f"; {better.name} imputes nothing" if better is not None and better.family != (
             spec.family) and FAMILIES[better.family].imputed is None else ""
-        warnings.warn(f"{measure}: more than half of the value is imputed by the estimator's "
-                      f"smoothing, not measured, for {flagged} of {len(rows)} runs (column "
-                      f"'imputed', marked * in the table){hint}", stacklevel=3)
+        warnings.warn(f"{measure}: mostly imputed, not measured, for {flagged} of {len(rows)} "
+                      f"runs (marked *){hint} ({IMPUTED_DOC})", stacklevel=3)
 
 
 def _warn_out_of_range(results: pd.DataFrame) -> None:
-    """Say where a topic's estimate lies outside what its measure can be (AP above 1): a
-    design-based estimate from few judgments is not bounded by the measure's range, and a
-    user reading the per-topic rows should know why (docs/estimating.md, "Estimates
-    outside the measure's range")."""
+    """One line per measure with per-topic estimates outside its range (AP above 1): a
+    design-based estimate from few judgments is not bounded by the measure's range; they are
+    kept (the mean is unbiased only with them) and marked ``!`` in the table."""
     topics = results[results["query_id"] != MEAN_TOPIC]
     for measure, rows in topics.groupby("measure", sort=False):
-        floor, ceiling = measure_range(str(measure))
-        values = rows["value"].to_numpy(dtype=np.float64)
-        beyond = np.maximum(floor - values, values - ceiling)  # > 0: outside
-        outside = beyond > 1e-12
-        if not outside.any():
-            continue
-        worst = rows.iloc[int(np.nanargmax(np.where(outside, beyond, -np.inf)))]
-        warnings.warn(f"{measure}: {int(outside.sum())} of {len(rows)} per-topic estimates lie "
-                      f"outside [{floor:g}, {ceiling:g}] (furthest {worst['value']:.3g}: run "
-                      f"{worst['run']}, topic {worst['query_id']}): a design-based estimate "
-                      "is not bounded by the measure's range (each judged document stands "
-                      "for 1/pi documents, and ratios such as AP-hat also divide by an "
-                      "estimated R); the mean over topics is estimated as usual "
-                      "(docs/estimating.md, "
-                      "\"Estimates outside the measure's range\")", stacklevel=3)
+        outside = int(outside_range(str(measure), rows["value"].to_numpy(np.float64)).sum())
+        if outside:
+            floor, ceiling = measure_range(str(measure))
+            warnings.warn(f"{measure}: {outside} of {len(rows)} per-topic estimates outside "
+                          f"[{floor:g}, {ceiling:g}], kept and marked ! ({OUTSIDE_DOC})",
+                          stacklevel=3)
+
+
+def outside_range(measure: str, values: np.ndarray) -> np.ndarray:
+    """Which ``values`` of ``measure`` lie outside what it can be (:func:`measure_range`)."""
+    floor, ceiling = measure_range(measure)
+    return np.maximum(floor - values, values - ceiling) > 1e-12

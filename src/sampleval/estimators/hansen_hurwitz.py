@@ -124,7 +124,7 @@ R@k: ``~hh`` is better on both counts at both budgets, so it is their default. n
 ``~hh`` is nearly unbiased and covers better, but its rms is 1.5-1.8 times ``~ht``'s (its
 per-draw terms spread over the whole pool). So ``nDCG~ht`` stays the default, as P@10~ht
 does: its rms is the lower on active samples (docs/predictions.md). DCG follows P@k and
-nDCG (not measured). NumRel~hh was already the default (README, the 2000 trials on topics
+nDCG (not measured). NumRel~hh was already the default (docs/guide/estimating.md, the 2000 trials on topics
 1-10).
 
 Bias-aware interval (``AP~hh(interval=...)``, as ``AP~ht``'s: docs/methods.md, "Bias-aware

@@ -32,7 +32,7 @@ pool of the 126 runs, 100 samples, ``python -m sampleval.experiments.interval_co
     active 10% (uniform=0, its defaults then)     0.840 / 0.309   0.826 / 0.275
 
 Active sampling's mean is biased (+0.019 in mean AP; ``ap=paper``: +0.029), which no
-variance covers (README, "Estimating from incomplete judgments").
+variance covers (docs/guide/estimating.md, "The command, its defaults and every estimator").
 
 Ratio bias (``AP~ht(bias=...)``): AP-hat = N-hat/R-hat is a ratio of two unbiased estimates,
 biased by about (AP V(R-hat) - C(N-hat, R-hat))/R^2 (Cochran, Sampling Techniques, 1977, ch.

@@ -175,7 +175,8 @@ def _dask(setup: Setup, schedule: Schedule, jobs: int,
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise UsageError("--backend dask needs Dask: pip install 'sampleval[dask]'") from None
+        raise UsageError("--backend dask needs Dask: in the repository's clone, "
+                         ".venv/bin/pip install -e '.[dask]'") from None
     import logging
 
     cluster = None

@@ -17,7 +17,7 @@ declarations choose today (``default``). The defaults are declared by the famili
 (``designs`` preferences and ``Base.penalty``); this experiment is how they were chosen, but
 for AP on stratified samples and censuses, where the coverage of the intervals chose
 ``AP~ht`` over xinfAP's lower rms under ``stratified`` (:mod:`sampleval.estimators.inferred`,
-"Not the default AP estimator"; docs/estimating.md).
+"Not the default AP estimator"; docs/guide/estimating.md).
 """
 
 from __future__ import annotations

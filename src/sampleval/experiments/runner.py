@@ -43,7 +43,7 @@ from sampleval.experiments.summary import summarise
 from sampleval.experiments.targets import Plan, Target, parse_targets, plan_for
 from sampleval.experiments.trial import Setup
 from sampleval.experiments.truth import compute_truth
-from sampleval.inputs import PredictionsLike, as_predictions
+from sampleval.io.coerce import PredictionsLike, as_predictions
 from sampleval.progress import Bar
 
 SUMMARY = "summary.csv"

@@ -4,7 +4,8 @@ A target is a name from ``--measures``:
 
 - a plain measure (``AP``, ``P@30``, ``Rprec``, ``AP(rel=2)``; :mod:`sampleval.measures.names`)
   is estimated from each method's samples with the estimator its design prefers
-  (:func:`sampleval.estimators.names.estimator_for`, from the families' declarations and
+  (:func:`sampleval.estimators.setup.estimator_of`, as every command chooses it, from the
+  families' declarations and
   whether the method's every draw could reach every document); a
   design no family accepts (``pooled``: depth-k, MTF, bandits) gets the exact measure on the
   judged documents, unjudged ones not relevant;
@@ -24,7 +25,8 @@ from dataclasses import dataclass
 
 from sampleval.errors import UsageError
 from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
+from sampleval.estimators.names import EstimateSpec, parse_estimate
+from sampleval.estimators.setup import estimator_of
 from sampleval.measures.names import Measure, parse_measure
 
 
@@ -103,10 +105,12 @@ def plan_for(target: Target, design: str, reach_every_document: bool = False) ->
         spec = None
     else:
         cut = target.exact.cutoff
-        whole = cut is None or float(cut).is_integer()  # estimators take whole-rank cutoffs
-        spec = estimator_for(target.exact.name, None if cut is None else int(cut), design,
-                             reach_every_document) if whole else None
-        if spec is None:
+        if cut is not None and not float(cut).is_integer():  # estimators take whole ranks
+            return None
+        plain = target.exact.name + ("" if cut is None else f"@{int(cut)}")
+        try:
+            spec = estimator_of(plain, design, reach_every_document)
+        except UsageError:
             return None
     if spec is None:
         return Plan(target, None, r_exact=True)

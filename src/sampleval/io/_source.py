@@ -82,10 +82,48 @@ def _inflate(name: str, raw: bytes) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def head_tokens(path: str | PathLike[str], size: int = 1 << 16) -> list[str] | None:
+    """The tokens of a file's first data line (blank and ``#`` lines skipped), reading only
+    its first ``size`` bytes (gzip inflated); None when the head holds no such text line."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(size)
+        if data.startswith(_GZIP_MAGIC):
+            from isal import igzip
+
+            with igzip.open(path, "rb") as fh:
+                data = fh.read(size)
+    except _GZIP_ERRORS:
+        return None
+    for line in data.split(b"\n")[:-1] if b"\n" in data else [data]:
+        if line.startswith(b"#") or not line.strip():
+            continue
+        try:
+            return line.decode("utf-8").split()
+        except UnicodeDecodeError:
+            return None
+    return None
+
+
+def looks_like_run(path: str | PathLike[str]) -> bool:
+    """Whether a file's first data line reads as a TREC run's ``qid Q0 docno rank score
+    tag`` (a whole rank, a numeric score)."""
+    tokens = head_tokens(path)
+    if tokens is None or len(tokens) < 6:
+        return False
+    try:
+        int(tokens[3])
+        float(tokens[4])
+    except ValueError:
+        return False
+    return True
+
+
 def expand_run_paths(specs: Iterable[str | PathLike[str]]) -> list[Path]:
     """Files named by ``specs``: files (and pipes, and ``-`` for standard input) as given,
-    directories by their visible files (sorted), glob patterns by their matches (sorted). A
-    spec that names nothing is an error."""
+    directories by their visible files that read as runs (sorted; the others, a README say,
+    skipped with one warning), glob patterns by their matches (sorted). A spec that names
+    nothing is an error."""
     paths: list[Path] = []
     for spec in specs:
         p = Path(spec)
@@ -93,9 +131,19 @@ def expand_run_paths(specs: Iterable[str | PathLike[str]]) -> list[Path]:
             paths.append(p)
         elif p.is_dir():
             found = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
-            if not found:
-                raise InputError(p, None, "directory holds no run files")
-            paths.extend(found)
+            runs = [f for f in found if looks_like_run(f)]
+            if not runs:
+                raise InputError(p, None, "directory holds no run files" + (
+                    f" (none of its {len(found)} files reads as 'qid Q0 docno rank score "
+                    "tag')" if found else ""))
+            if len(runs) < len(found):
+                import warnings
+
+                others = [f.name for f in found if f not in runs]
+                listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+                warnings.warn(f"{p}: skipped {len(others)} files that are not TREC runs "
+                              f"({listed})", stacklevel=2)
+            paths.extend(runs)
         elif p.exists():
             paths.append(p)
         elif glob.has_magic(str(spec)):

@@ -219,6 +219,13 @@ def _non_empty(column: pa.ChunkedArray) -> bool:
     return True
 
 
+def data_line_numbers(path: str | PathLike[str] | Source) -> list[int]:
+    """The line number of each data line of a file, in order (blank and comment lines
+    skipped, as every reader skips them): row ``i`` of what a reader returns came from line
+    ``data_line_numbers(path)[i]``."""
+    return [number for number, _ in _lines(load(path))]
+
+
 def _lines(source: Source) -> Iterator[tuple[int, list[str]]]:
     """Each data line's number and whitespace-separated tokens (blank and comment lines
     skipped)."""

@@ -1,13 +1,20 @@
-"""What the library's entry points accept where they need runs, qrels or a sample.
+"""What the library's entry points accept where they need measures, runs, qrels or a sample:
+the one home of these conversions (every entry point calls them; anything else is one
+:class:`~sampleval.errors.UsageError`, never a raw exception).
 
-``evaluate`` and ``estimate`` take, besides sampleval's own objects:
+``evaluate``, ``estimate`` and ``compare`` take, besides sampleval's own objects:
 
+- measures: one name (``"nDCG@10"``), an ir_measures measure object (``ir_measures.nDCG@10``,
+  ``AP(rel=2)``), a :class:`~sampleval.measures.names.Measure`, or a list of them;
 - runs: one :class:`Run`, a list of them, a DataFrame with ir_measures column names
   (``query_id``, ``doc_id``, ``score``; a ``run`` column, or trectools' ``system``, splits it
-  into several runs, otherwise it is one run named ``run``), or a path, a directory, a glob,
-  or a list of them (read with :func:`sampleval.io.read_runs`);
-- qrels: a :class:`Qrels`, a DataFrame (``query_id``, ``doc_id``, ``relevance``), a qrels
-  file, or a sample directory whose design is deterministic (its judgments, exactly);
+  into several runs, otherwise it is one run named ``run``), a pytrec_eval-style dict
+  ``{query_id: {doc_id: score}}`` (one run named ``run``) or ``{run: {query_id: {doc_id:
+  score}}}`` (several), or a path, a directory, a glob, or a list of them (read with
+  :func:`sampleval.io.read_runs`);
+- qrels: a :class:`Qrels`, a DataFrame (``query_id``, ``doc_id``, ``relevance``), a
+  pytrec_eval-style dict ``{query_id: {doc_id: relevance}}``, a qrels file, or a sample
+  directory whose design is deterministic (its judgments, exactly);
 - a sample: a :class:`Sample` or anything :func:`sampleval.io.samples.load_sample` reads;
 - predictions (``estimate``, the selectors that take them): a :class:`Predictions`, a
   DataFrame (``query_id``, ``doc_id``, ``prediction``) or a predictions file (read with
@@ -18,10 +25,10 @@ Files are read only through :mod:`sampleval.io`, so every format rule lives ther
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import pandas as pd
 
@@ -31,13 +38,75 @@ from sampleval.core.run import Run
 from sampleval.core.sample import HEADER, Sample
 from sampleval.errors import InputError, UsageError
 
-RunsLike: TypeAlias = "Run | Sequence[Run | str | PathLike[str]] | pd.DataFrame | str | PathLike[str]"
-QrelsLike: TypeAlias = "Qrels | pd.DataFrame | str | PathLike[str]"
+RunsLike: TypeAlias = ("Run | Sequence[Run | str | PathLike[str]] | pd.DataFrame "
+                       "| Mapping[str, Any] | str | PathLike[str]")
+QrelsLike: TypeAlias = "Qrels | pd.DataFrame | Mapping[str, Any] | str | PathLike[str]"
+MeasuresLike: TypeAlias = "str | Any | Sequence[str | Any]"
+"""A measure's name, an ir_measures or sampleval Measure object, or a sequence of them."""
 SampleLike: TypeAlias = "Sample | str | PathLike[str]"
 PredictionsLike: TypeAlias = "Predictions | pd.DataFrame | str | PathLike[str]"
 
 RUN_NAME_COLUMNS = ("run", "system")
 DETERMINISTIC_DESIGNS = ("pooled", "census")
+
+
+def as_measures(measures: MeasuresLike) -> list[Any]:
+    """Measures as a list of names (str) and sampleval :class:`Measure` objects: one name or
+    object, or a sequence of them; an ir_measures measure becomes its name (``nDCG@10``,
+    ``AP(rel=2)``), which sampleval parses as ir_measures does."""
+    from sampleval.measures.names import Measure
+
+    def one(item: Any) -> str | Measure | None:
+        if isinstance(item, (str, Measure)):
+            return item
+        if type(item).__module__.split(".")[0] == "ir_measures":
+            return str(item)
+        return None
+
+    single = one(measures)
+    if single is not None:
+        return [single]
+    items = list(measures) if isinstance(measures, (list, tuple)) else None
+    converted = [one(item) for item in items] if items is not None else [None]
+    if items is None or None in converted:
+        bad = measures if items is None else items[converted.index(None)]
+        raise UsageError(f"a measure is a name such as 'nDCG@10', an ir_measures measure "
+                         f"(ir_measures.nDCG@10) or a list of them, not "
+                         f"{type(bad).__name__} {_short(bad)}")
+    return converted
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _nested(mapping: Mapping[Any, Any], what: str, value: str) -> pd.DataFrame:
+    """``{query_id: {doc_id: number}}`` (pytrec_eval's layout) as a frame ``query_id,
+    doc_id, value``."""
+    rows = []
+    for query, docs in mapping.items():
+        if not isinstance(docs, Mapping):
+            raise UsageError(f"{what} as a dict must be {{query_id: {{doc_id: {value}}}}} "
+                             f"(pytrec_eval's layout); topic {query!r} holds "
+                             f"{type(docs).__name__} {_short(docs)}")
+        for doc, number in docs.items():
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise UsageError(f"{what} as a dict: topic {query!r}, document {doc!r} has "
+                                 f"{type(number).__name__} {_short(number)}, not a number")
+            rows.append((str(query), str(doc), float(number)))
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", value])
+
+
+def runs_from_dict(runs: Mapping[Any, Any]) -> list[Run]:
+    """Runs from pytrec_eval's layout: ``{query_id: {doc_id: score}}`` is one run named
+    ``run``; ``{run: {query_id: {doc_id: score}}}`` several."""
+    first = next(iter(runs.values()), None)
+    inner = next(iter(first.values()), None) if isinstance(first, Mapping) else None
+    if isinstance(inner, Mapping):
+        return [Run.from_frame(_nested(topics, f"run {name!r}", "score"), str(name))
+                for name, topics in runs.items()]
+    return [Run.from_frame(_nested(runs, "a run", "score"), "run")]
 
 
 def as_runs(runs: RunsLike) -> list[Run]:
@@ -46,10 +115,15 @@ def as_runs(runs: RunsLike) -> list[Run]:
         return [runs]
     if isinstance(runs, pd.DataFrame):
         return runs_from_frame(runs)
+    if isinstance(runs, Mapping):
+        return runs_from_dict(runs)
     if isinstance(runs, (str, PathLike)):
         from sampleval.io import read_runs
 
         return read_runs(runs)
+    if not isinstance(runs, (list, tuple)):
+        raise UsageError(f"runs must be Runs, a DataFrame, a dict {{query_id: {{doc_id: "
+                         f"score}}}} or paths, not {type(runs).__name__} {_short(runs)}")
     items = list(runs)
     paths = [item for item in items if isinstance(item, (str, PathLike))]
     if paths and len(paths) == len(items):
@@ -59,7 +133,8 @@ def as_runs(runs: RunsLike) -> list[Run]:
     if all(isinstance(item, Run) for item in items):
         return [item for item in items if isinstance(item, Run)]
     kinds = sorted({type(item).__name__ for item in items})
-    raise UsageError(f"runs must be Runs, a DataFrame or paths, not a list of {', '.join(kinds)}")
+    raise UsageError(f"runs must be Runs, a DataFrame, a dict {{query_id: {{doc_id: score}}}} "
+                     f"or paths, not a list of {', '.join(kinds)}")
 
 
 def runs_from_frame(frame: pd.DataFrame, name: str = "run") -> list[Run]:
@@ -78,6 +153,8 @@ def as_qrels(qrels: QrelsLike) -> Qrels:
         return qrels
     if isinstance(qrels, pd.DataFrame):
         return Qrels.from_frame(qrels)
+    if isinstance(qrels, Mapping):
+        return Qrels.from_frame(_nested(qrels, "qrels", "relevance"))
     if isinstance(qrels, Sample):
         return sample_judgments(qrels)
     if isinstance(qrels, (str, PathLike)) and Path(qrels).is_dir():
@@ -91,7 +168,8 @@ def as_qrels(qrels: QrelsLike) -> Qrels:
         from sampleval.io import read_qrels
 
         return read_qrels(qrels)
-    raise UsageError(f"qrels must be Qrels, a DataFrame or a path, not {type(qrels).__name__}")
+    raise UsageError(f"qrels must be Qrels, a DataFrame, a dict {{query_id: {{doc_id: "
+                     f"relevance}}}} or a path, not {type(qrels).__name__}")
 
 
 def sample_judgments(sample: Sample, where: str = "the sample") -> Qrels:

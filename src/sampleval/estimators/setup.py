@@ -1,0 +1,194 @@
+"""The depth, the frame and the estimators a command uses for a sample: one home.
+
+``sampleval estimate``, ``compare``, ``simulate``, a campaign's live leaderboard and the
+library's :func:`sampleval.estimate` and :func:`sampleval.comparison.compare` all take them
+from :func:`setup_for` (and, where only a design is known, as in ``simulate``'s plans, from
+:func:`estimator_of`), so that a run's mean is the same number whichever command prints it:
+
+- the depth: each run is cut to the depth its sample was pooled at (``meta.pool_depth``; all
+  documents when the sample records none), unless another is asked for;
+- the frame: what the frame share (``frame_share``) of a run is measured against: the run's
+  top documents to that depth, and for stratified designs only the strata with a judged
+  document (as every estimator counts them);
+- the estimators: a plain measure (``AP``, ``P@10``, ``nDCG@10``) by the estimator the
+  sample's design prefers (:func:`sampleval.estimators.names.estimator_for`), an estimator's
+  name (``AP~ht``, ``xinfAP``) as given; by default the measures of
+  :data:`DEFAULT_MEASURES`, and for ``compare`` :func:`compare_default`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sampleval.errors import SampleValError, UsageError
+from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.names import (
+    EstimateSpec,
+    draws_reach_every_document,
+    estimator_for,
+    parse_estimate,
+)
+
+if TYPE_CHECKING:
+    from sampleval.core.sample import Sample
+
+DEFAULT_MEASURES: tuple[tuple[str, int | None], ...] = (
+    ("AP", None), ("nDCG", 10), ("P", 10), ("NumRel", None))
+"""The plain measures estimated when none is named, each by its design's preferred
+estimator."""
+SAMPLE_DEPTH = "sample"
+"""``depth=SAMPLE_DEPTH``: the depth the sample was pooled at (the default everywhere)."""
+SHARE_DEPTH = 100
+"""The depth the frame share is measured at when neither the sample nor the caller gives
+one."""
+DEPTH_DOC = "docs/guide/estimating.md#the-estimation-depth"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a command uses for a sample: ``depth`` (each run's top ``depth`` documents per
+    topic; None: all), ``share_depth`` (the depth the frame share is measured at),
+    ``strata_bound`` (a document of a stratum without a judged document is outside the
+    frame), ``specs`` (the estimators, in the order asked) and ``asked`` (the name each was
+    asked by)."""
+
+    depth: int | None
+    share_depth: int | None
+    strata_bound: bool
+    specs: tuple[EstimateSpec, ...]
+    asked: tuple[str, ...] = ()
+
+    @property
+    def chosen(self) -> list[str]:
+        """``AP by xinfAP`` for each plain measure asked for, naming its estimator."""
+        return [f"{a} by {s.name}" for a, s in zip(self.asked, self.specs, strict=True)
+                if a != s.name and "~" not in a]
+
+    @property
+    def names(self) -> list[str]:
+        """The estimators' names, as the results' ``measure`` column prints them."""
+        return [s.name for s in self.specs]
+
+
+def setup_for(sample: Sample, measures: Sequence[str] | str | None = None, *,
+              depth: int | str | None = SAMPLE_DEPTH, with_predictions: bool = False,
+              warn: bool = True) -> Setup:
+    """The depth, frame and estimators for ``sample``: ``measures`` plain measures or
+    estimators' names (None: :func:`default_estimates`), each checked to apply to the
+    sample's design and to have the predictions it needs (UsageError, before any run is
+    read); ``depth`` as :func:`estimation_depth` reads it (``warn``: say what a depth other
+    than the sample's means)."""
+    if measures is None:
+        names: Sequence[str] = default_estimates(sample)
+    else:
+        names = [measures] if isinstance(measures, str) else measures
+    reach = draws_reach_every_document(sample)
+    by_spec: dict[EstimateSpec, str] = {}
+    for name in names:
+        by_spec.setdefault(estimator_of(name, sample.design, reach), name.strip())
+    specs = list(by_spec)
+    for spec in specs:
+        family = FAMILIES[spec.family]
+        if sample.design not in family.designs:
+            raise UsageError(f"{spec.name} needs a {' or '.join(family.designs)} sample, "
+                             f"not a {sample.design} one")
+        if family.needs_predictions and not with_predictions:
+            raise UsageError(f"{spec.name} needs predictions of relevance (--predictions "
+                             "FILE; in the library, predictions=)")
+    if warn:
+        cut = estimation_depth(sample, depth)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cut = estimation_depth(sample, depth)
+    share_depth = cut if cut is not None else (
+        None if "pool_depth" in sample.meta else SHARE_DEPTH)
+    strata_bound = sample.design in ("stratified", "census") and not sample.keep_empty_strata
+    return Setup(cut, share_depth, strata_bound, tuple(specs), tuple(by_spec.values()))
+
+
+def estimator_of(name: str, design: str, reach_every_document: bool = False) -> EstimateSpec:
+    """The estimator ``name`` means on samples of ``design``: an estimator's name
+    (``AP~ht``, ``xinfAP``) as given; a plain measure (``AP``, ``P@10``, ``nDCG@10``) by the
+    estimator the design prefers (:func:`~sampleval.estimators.names.estimator_for`);
+    UsageError when it is neither or no estimator of the design estimates it."""
+    try:
+        return parse_estimate(name)
+    except UsageError as not_estimator:
+        if "~" in name:
+            raise
+        from sampleval.measures.names import parse_measure
+
+        try:
+            plain = parse_measure(name.strip())
+        except SampleValError:
+            raise not_estimator from None
+        if plain.rel is not None or plain.params:
+            raise UsageError(f"{name}: give the relevance level with -l (level= in the "
+                             f"library), not in the measure's name") from None
+        cut = plain.cutoff
+        whole = cut is None or float(cut).is_integer()  # estimators take whole-rank cutoffs
+        spec = estimator_for(plain.name, None if cut is None else int(cut), design,
+                             reach_every_document) if whole else None
+        if spec is None:
+            raise UsageError(f"no estimator of {name} applies to a {design} sample "
+                             "('sampleval methods' lists the families and their "
+                             "measures)") from None
+        return spec
+
+
+def default_estimates(sample: Sample) -> tuple[str, ...]:
+    """The estimators used when none is named: each of :data:`DEFAULT_MEASURES` by the
+    estimator the sample's design prefers (the families' declarations: ``designs``
+    preferences and ``Base.penalty``, chosen by the accuracy measured with
+    ``python -m sampleval.experiments.default_estimates``, and for AP on stratified samples
+    by the coverage of the intervals: ``AP~ht``, :mod:`sampleval.estimators.inferred`;
+    ``~hh`` for every measure on ``active`` samples drawn with a uniform share,
+    :mod:`sampleval.estimators.hansen_hurwitz`)."""
+    if sample.design == "pooled":
+        raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
+                         "its judged documents are evaluated exactly, with 'sampleval "
+                         "evaluate SAMPLE RUN...'")
+    reach = draws_reach_every_document(sample)
+    specs = [estimator_for(base, cut, sample.design, reach) for base, cut in DEFAULT_MEASURES]
+    names = [s.name for s in specs if s is not None]
+    if not names:
+        raise UsageError(f"no estimator is available for a {sample.design} sample; "
+                         "name one with --measure")
+    return tuple(dict.fromkeys(names))
+
+
+def compare_default(sample: Sample) -> str:
+    """The estimator ``compare`` uses when none is named: ``AP~ht`` where the sample's
+    design admits it (Horvitz-Thompson: centred errors, so the paired test keeps its level;
+    xinfAP on AP-prior stratified samples does not, docs/compare.md), also where it is not
+    the design's default AP (inclusion: statAP), else the first of
+    :func:`default_estimates`."""
+    if sample.design in FAMILIES["ht"].designs:
+        return "AP~ht"
+    return default_estimates(sample)[0]
+
+
+def estimation_depth(sample: Sample, depth: int | str | None = SAMPLE_DEPTH) -> int | None:
+    """The estimation depth: the sample's pool depth for :data:`SAMPLE_DEPTH` (None, all
+    documents, when it records none), else ``depth`` (None: all documents), with a one-line
+    warning when it differs from the sample's."""
+    recorded = "pool_depth" in sample.meta
+    pool_depth = sample.meta.get("pool_depth")
+    if depth == SAMPLE_DEPTH:
+        return pool_depth if recorded else None
+    if isinstance(depth, str):
+        raise UsageError(f"depth must be a number of documents, None or {SAMPLE_DEPTH!r}, "
+                         f"not {depth!r}")
+    if recorded and depth != pool_depth:
+        pooled = "all" if pool_depth is None else str(pool_depth)
+        shallower = depth is not None and (pool_depth is None or depth < pool_depth)
+        meaning = ("the runs are cut shallower than the frame" if shallower else
+                   "documents below the pool depth count as not relevant, so deep measures "
+                   "are biased low")
+        warnings.warn(f"depth {'all' if depth is None else depth} differs from the "
+                      f"sample's pool depth {pooled}: {meaning} ({DEPTH_DOC})", stacklevel=3)
+    return depth
