@@ -303,3 +303,85 @@ def test_an_undo_and_a_judgment_on_one_topic_serialise(tmp_path: Path,
     assert not any(wrong), f"{sum(wrong)} of {len(wrong)} undos lost a judgment in memory"
     service.close()
     store.close()
+
+
+# -- migration 0003 ---------------------------------------------------------------------------
+
+TABLES_0002 = ("campaigns", "runs", "topics", "documents", "assessors", "assignments",
+               "items", "judgments", "selector_states", "estimates", "sessions")
+
+
+def migrate(store: Store, action: str, revision: str) -> None:
+    """Alembic's upgrade or downgrade of ``store`` to ``revision``."""
+    from alembic import command
+    from alembic.config import Config
+
+    from sampleval.campaign.store import MIGRATIONS
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with store.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        getattr(command, action)(config, revision)
+
+
+def rows(store: Store, tables: tuple[str, ...]) -> dict[str, int]:
+    from sqlalchemy import text
+
+    with store.engine.connect() as connection:
+        return {t: int(connection.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
+                for t in tables}
+
+
+def test_migration_0003_keeps_every_row_both_ways(store_url: str) -> None:
+    """A campaign half judged (mtf: its topics' states saved apart; a lease open) goes down
+    to 0002 and up again: every row of 0002's tables kept both ways, 0002's whole selector
+    state holding the topics' parts, and the campaign ends with the simulation's sample."""
+    from sqlalchemy import inspect
+
+    from sampleval.campaign.organise import decode_state
+
+    c = collection()
+    store = Store(store_url)
+    create_campaign(store, Design("c1", "mtf", Budget(10), depth=30, seed=3, grades=GRADES),
+                    c.runs)
+    ann = add_person(store, "c1", "ann", ["1", "2"])[0]
+    ben = add_person(store, "c1", "ben", ["3", "4"])[0]
+    service = CampaignService(store)
+    a, b = service.person_by_token(ann), service.person_by_token(ben)
+    for qid in ("1", "2"):
+        for _ in range(5):
+            offer = service.next_document(a, qid)
+            assert offer.docno is not None
+            service.judge(a, qid, offer.docno, c.oracle(qid, [offer.docno])[offer.docno],
+                          None, key())
+    leased = service.next_document(b, "3").docno
+    whole = service.runtime(a.campaign_id).selector.state()
+    service.close()
+    before = rows(store, TABLES_0002)
+    assert before["judgments"] == 10 and rows(store, ("leases", "topic_states")) == {
+        "leases": 11, "topic_states": 2}
+    migrate(store, "downgrade", "0002")
+    tables = set(inspect(store.engine).get_table_names())
+    assert not tables & {"leases", "topic_states"}
+    assert "rejudge" not in {col["name"] for col in inspect(store.engine).get_columns(
+        "campaigns")}
+    assert rows(store, TABLES_0002) == before
+    with store.read() as session:
+        saved = session.scalar(select(m.SelectorState.state))
+    assert decode_state(saved) == whole  # what the 0002 code restores
+    migrate(store, "upgrade", "head")
+    assert rows(store, TABLES_0002) == before
+    service = CampaignService(store)
+    assert service.next_document(b, "3").docno == leased  # (the lease went with 0002)
+    for token in (ann, ben):
+        person = service.person_by_token(token)
+        for topic in service.topics_of(person):
+            while (offer := service.next_document(person, topic.qid)).status == "judge":
+                assert offer.docno is not None
+                service.judge(person, topic.qid, offer.docno,
+                              c.oracle(topic.qid, [offer.docno])[offer.docno], None, key())
+    service.close()
+    exported, _ = export_sample(store, "c1")
+    store.close()
+    assert_same_sample(exported, reference(c.runs, "mtf", Budget(10), 30, 3, c.oracle))
