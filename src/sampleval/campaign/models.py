@@ -222,6 +222,8 @@ JUDGMENTS: Table = Judgment.__table__  # type: ignore[assignment]
 ITEMS: Table = Item.__table__  # type: ignore[assignment]
 LEASES: Table = Lease.__table__  # type: ignore[assignment]
 TOPIC_STATES: Table = TopicSelectorState.__table__  # type: ignore[assignment]
+SELECTOR_STATES: Table = SelectorState.__table__  # type: ignore[assignment]
+TOPICS: Table = Topic.__table__  # type: ignore[assignment]
 """Tables for Core statements (the hot path)."""
 
 

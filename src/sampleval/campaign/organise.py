@@ -317,10 +317,16 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
 def add_items(session: Session, topic_id: int, qid: str, batch: int, docnos: Iterable[str],
               seed: int, overlap: float) -> None:
     """Record a batch of proposed documents."""
-    rows = [{"topic_id": topic_id, "batch": batch, "position": i, "docno": d,
-             "overlap": in_overlap(seed, qid, d, overlap)} for i, d in enumerate(docnos)]
+    rows = item_rows(topic_id, qid, batch, docnos, seed, overlap)
     if rows:
         session.execute(insert(m.Item), rows)
+
+
+def item_rows(topic_id: int, qid: str, batch: int, docnos: Iterable[str], seed: int,
+              overlap: float) -> list[dict[str, Any]]:
+    """The ``items`` rows of a batch of proposed documents."""
+    return [{"topic_id": topic_id, "batch": batch, "position": i, "docno": d,
+             "overlap": in_overlap(seed, qid, d, overlap)} for i, d in enumerate(docnos)]
 
 
 def _texts(corpus: str | Path, pool: Pool) -> list[Any]:

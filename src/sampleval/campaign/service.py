@@ -47,19 +47,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from sampleval.campaign import models as m
 from sampleval.campaign.group_commit import GroupCommit
 from sampleval.campaign.organise import (
     CampaignInfo,
-    add_items,
     build_pool,
     encode_state,
+    item_rows,
     load_runs,
     restore_selector,
     saved_state,
@@ -91,6 +92,24 @@ _INSERT_JUDGMENTS = insert(m.JUDGMENTS)
 _DELETE_LEASE = delete(m.LEASES).where(m.LEASES.c.item_id == bindparam("item"),
                                        m.LEASES.c.assessor_id == bindparam("person"))
 _INSERT_LEASE = insert(m.LEASES)
+_LATEST = (select(m.JUDGMENTS.c.item_id, m.JUDGMENTS.c.label)
+           .where(m.JUDGMENTS.c.item_id.in_(bindparam("items", expanding=True)),
+                  m.JUDGMENTS.c.retracted_at.is_(None))
+           .order_by(m.JUDGMENTS.c.id))
+_STATES = m.SELECTOR_STATES
+_MOVE_SELECTOR = (update(_STATES)
+                  .where(_STATES.c.campaign_id == bindparam("campaign"),
+                         _STATES.c.version == bindparam("version"))
+                  .values(version=bindparam("next"), saved_at=bindparam("when"),
+                          state=func.coalesce(bindparam("state"), _STATES.c.state)))
+_UPDATE_TOPIC_STATE = (update(m.TOPIC_STATES)
+                       .where(m.TOPIC_STATES.c.topic_id == bindparam("topic"))
+                       .values(state=bindparam("state")))
+_INSERT_TOPIC_STATE = insert(m.TOPIC_STATES)
+_INSERT_ITEMS = insert(m.ITEMS)
+_TOPIC_DONE = update(m.TOPICS).where(m.TOPICS.c.id == bindparam("topic")).values(done=True)
+_NEW_ITEMS = select(m.ITEMS.c.docno, m.ITEMS.c.id, m.ITEMS.c.overlap).where(
+    m.ITEMS.c.topic_id == bindparam("topic"), m.ITEMS.c.batch == bindparam("batch"))
 _OBSERVED = (update(m.ITEMS).where(m.ITEMS.c.id == bindparam("item"))
              .values(label=bindparam("value"), observed_at=bindparam("when")))
 
@@ -249,11 +268,36 @@ class _NewJudgment:
 
 
 @dataclass(frozen=True)
+class _Observed:
+    """The writes of an observed batch (:meth:`CampaignService._observe_batch`)."""
+
+    campaign_id: int
+    topic_id: int
+    batch: int
+    """The new batch's number."""
+    version: int
+    """The saved selector state's version this batch follows."""
+    when: datetime
+    labels: list[dict[str, Any]]
+    items: list[dict[str, Any]]
+    state: bytes
+    split: bool
+    """Whether ``state`` is the topic's part (else the whole state)."""
+
+
+_Written = list[tuple[str, int, bool]] | ServiceError
+"""An observed batch's new items (docno, item id, overlap), or why it was not stored."""
+
+
+@dataclass(frozen=True)
 class _NewLease:
     item_id: int
     person: int
     until: float
     """When the lease ends, in seconds since the epoch."""
+
+
+_Write = _NewJudgment | _NewLease | _Observed
 
 
 class CampaignService:
@@ -264,8 +308,8 @@ class CampaignService:
         self.on_judgment = on_judgment or (lambda _campaign: None)
         self._runtimes: dict[int, Runtime] = {}
         self._loading = threading.Lock()
-        self._writer: GroupCommit[_NewJudgment | _NewLease, Judged | ServiceError | None] = (
-            GroupCommit(store, self._store_writes))
+        self._writer: GroupCommit[_Write, Judged | _Written | None] = GroupCommit(
+            store, self._store_writes)
 
     def close(self) -> None:
         self._writer.close()
@@ -433,9 +477,7 @@ class CampaignService:
         holders = state.leases.setdefault(docno, {})
         until = now + LEASE_SECONDS
         if holders.get(person, 0.0) < now + LEASE_SECONDS / 2:
-            failed = self._writer.submit(_NewLease(state.items[docno][0], person, until))
-            if isinstance(failed, ServiceError):
-                raise failed
+            self._writer.submit(_NewLease(state.items[docno][0], person, until))
             holders[person] = until
 
     def _pick(self, state: TopicState, person: int, now: float) -> str | None:
@@ -488,8 +530,8 @@ class CampaignService:
             outcome = self._writer.submit(_NewJudgment(person, item[0], docno, label,
                                                        seconds, key))
             if not isinstance(outcome, Judged):
-                assert outcome is not None  # (None answers leases only)
-                raise outcome
+                raise outcome if isinstance(outcome, ServiceError) else ServiceError(
+                    "the judgment was not stored")
             if not outcome.replayed:
                 state.judges.setdefault(docno, set()).add(person.id)
                 state.leases.get(docno, {}).pop(person.id, None)
@@ -505,9 +547,12 @@ class CampaignService:
                                                     "keys": [key]}).first() is not None
 
     @classmethod
-    def _store_writes(cls, session: Connection, records: list[_NewJudgment | _NewLease]
-                      ) -> list[Judged | ServiceError | None]:
-        """Judgments and leases in one transaction (a lease's result is None)."""
+    def _store_writes(cls, session: Connection, records: list[_Write]
+                      ) -> list[Judged | _Written | None]:
+        """Judgments, leases and observed batches in one transaction (a lease's result is
+        None); the batches in the order they were queued."""
+        batches = {id(r): cls._store_batch(session, r) for r in records
+                   if isinstance(r, _Observed)}
         leases = [r for r in records if isinstance(r, _NewLease)]
         if leases:  # one stored lease per (item, assessor): the latest
             pairs = [{"item": r.item_id, "person": r.person} for r in leases]
@@ -517,7 +562,8 @@ class CampaignService:
                  "expires_at": datetime.fromtimestamp(r.until, UTC)} for r in leases])
         judged = iter(cls._store_judgments(session, [r for r in records
                                                      if isinstance(r, _NewJudgment)]))
-        return [None if isinstance(r, _NewLease) else next(judged) for r in records]
+        return [None if isinstance(r, _NewLease) else batches[id(r)]
+                if isinstance(r, _Observed) else next(judged) for r in records]
 
     @staticmethod
     def _store_judgments(session: Connection, records: list[_NewJudgment]
@@ -594,62 +640,80 @@ class CampaignService:
     def _advance(self, runtime: Runtime, state: TopicState) -> None:
         """Observe the topic's open batch if every item has a judgment, and store the next
         batch with the selector's new state, in one transaction (module docstring). Caller
-        holds ``state.lock`` (or owns the runtime)."""
-        with runtime.lock:
-            while state.complete():
-                try:
-                    self._observe_batch(runtime, state)
-                except BaseException:
-                    self._reload(runtime)  # the selector may have moved: rebuild from the store
-                    raise
+        holds ``state.lock`` (or owns the runtime).
 
-    def _observe_batch(self, runtime: Runtime, state: TopicState) -> None:
+        The selector moves under the runtime's lock, which is let go once the batch's
+        writes are queued for the group commit (in the order the selector moved), so that
+        other topics' batches and judgments share their transactions instead of waiting for
+        this one's commit."""
+        while state.complete():
+            try:
+                with runtime.lock:
+                    observed = self._observe_batch(runtime, state)
+                if observed is None:
+                    return
+                proposed, written = observed
+                new_items = written.result()
+                if not isinstance(new_items, list):
+                    raise new_items if isinstance(new_items, ServiceError) else ServiceError(
+                        "the batch was not stored")
+            except BaseException:
+                self._reload(runtime)  # the selector may have moved: rebuild from the store
+                raise
+            state.batch += 1
+            state.open = list(proposed)
+            state.order.extend(proposed)
+            for docno, item_id, overlap in new_items:
+                state.items[docno] = (item_id, state.batch, overlap)
+            state.done = not proposed
+
+    def _observe_batch(self, runtime: Runtime, state: TopicState
+                       ) -> tuple[list[str], Future[Judged | _Written | None]] | None:
+        """Hand the open batch's labels to the selector, propose the next batch and queue
+        their writes (caller holds ``runtime.lock``); None if an undo left the batch
+        incomplete."""
         selector, info = runtime.selector, runtime.info
         ids = {state.items[d][0]: d for d in state.open}
-        with self.store.write() as session:
-            latest: dict[str, float] = {}
-            for item_id, label in session.execute(
-                    select(m.Judgment.item_id, m.Judgment.label)
-                    .where(m.Judgment.item_id.in_(ids), m.Judgment.retracted_at.is_(None))
-                    .order_by(m.Judgment.id)):
-                latest[ids[item_id]] = float(label)
-            if len(latest) < len(ids):  # an undo raced the last judgment
-                for docno in set(ids.values()) - set(latest):
-                    state.judges[docno] = set()
-                return
-            labels = {d: latest[d] for d in state.open}
-            selector.observe(state.qid, labels)
-            proposed = selector.propose(state.qid, selector.batch_size(state.qid))
-            observed_at = m.now()
-            saved: dict[str, Any] = {"saved_at": observed_at}
-            if selector.splits_state:  # the topic's part only (module docstring)
-                session.merge(m.TopicSelectorState(
-                    topic_id=state.id, state=encode_state(selector.topic_state(state.qid))))
-            else:
-                saved["state"] = encode_state(selector.state())
-            session.execute(_OBSERVED, [{"item": i, "value": labels[d], "when": observed_at}
-                                        for i, d in ids.items()])
-            add_items(session, state.id, state.qid, state.batch + 1, proposed, info.seed,
-                      info.overlap)
-            if not proposed:
-                session.execute(update(m.Topic).where(m.Topic.id == state.id).values(
-                    done=True))
-            moved = session.execute(
-                update(m.SelectorState)
-                .where(m.SelectorState.campaign_id == info.id,
-                       m.SelectorState.version == runtime.version)
-                .values(version=runtime.version + 1, **saved))
-            if moved.rowcount != 1:  # type: ignore[attr-defined]
-                raise Conflict("the campaign's selector was moved on by another process")
-            new_items = session.execute(select(m.Item.docno, m.Item.id, m.Item.overlap).where(
-                m.Item.topic_id == state.id, m.Item.batch == state.batch + 1)).all()
+        with self.store.connect() as connection:
+            latest = {ids[i]: float(label) for i, label in connection.execute(
+                _LATEST, {"items": list(ids)})}
+        if len(latest) < len(ids):  # an undo raced the last judgment
+            for docno in set(ids.values()) - set(latest):
+                state.judges[docno] = set()
+            return None
+        labels = {d: latest[d] for d in state.open}
+        selector.observe(state.qid, labels)
+        proposed = selector.propose(state.qid, selector.batch_size(state.qid))
+        when = m.now()
+        split = selector.splits_state  # the topic's part only (module docstring)
+        written = self._writer.enqueue(_Observed(
+            info.id, state.id, state.batch + 1, runtime.version, when,
+            [{"item": i, "value": labels[d], "when": when} for i, d in ids.items()],
+            item_rows(state.id, state.qid, state.batch + 1, proposed, info.seed, info.overlap),
+            encode_state(selector.topic_state(state.qid) if split else selector.state()),
+            split))
         runtime.version += 1
-        state.batch += 1
-        state.open = list(proposed)
-        state.order.extend(proposed)
-        for docno, item_id, overlap in new_items:
-            state.items[docno] = (item_id, state.batch, overlap)
-        state.done = not proposed
+        return proposed, written
+
+    @staticmethod
+    def _store_batch(session: Connection, r: _Observed) -> _Written:
+        """An observed batch's writes (:meth:`_observe_batch`), unless another process moved
+        the selector on."""
+        moved = session.execute(_MOVE_SELECTOR, {
+            "campaign": r.campaign_id, "version": r.version, "next": r.version + 1,
+            "when": r.when, "state": None if r.split else r.state})
+        if moved.rowcount != 1:
+            return Conflict("the campaign's selector was moved on by another process")
+        if r.split and session.execute(_UPDATE_TOPIC_STATE, {
+                "topic": r.topic_id, "state": r.state}).rowcount != 1:
+            session.execute(_INSERT_TOPIC_STATE, {"topic_id": r.topic_id, "state": r.state})
+        session.execute(_OBSERVED, r.labels)
+        if r.items:
+            session.execute(_INSERT_ITEMS, r.items)
+        else:
+            session.execute(_TOPIC_DONE, {"topic": r.topic_id})
+        return [(docno, item_id, overlap) for docno, item_id, overlap in session.execute(
+            _NEW_ITEMS, {"topic": r.topic_id, "batch": r.batch})]
 
     def saved_state(self, campaign_id: int) -> dict[str, Any]:
         """The selector state stored with the latest batch (for tests and audits)."""
