@@ -45,7 +45,9 @@ class JudgmentIn(Strict):
     """A judgment of a proposed document."""
 
     docno: str = Field(min_length=1, max_length=256)
-    label: float = Field(allow_inf_nan=False, description="one of the campaign's grades")
+    label: float = Field(strict=True, allow_inf_nan=False,
+                         description="one of the campaign's grades, as a JSON number (a "
+                                     "string or a boolean is refused)")
     seconds: float | None = Field(None, ge=0, le=86400, allow_inf_nan=False,
                                   description="time spent on the document")
     key: str = Field(pattern=KEY, description="idempotency key: a fresh random key per "
@@ -183,9 +185,13 @@ def next_document(campaign: CampaignName, topic: TopicId, request: Request,
 
 
 @router.post("/campaigns/{campaign}/topics/{topic}/judgments", response_model=JudgeOut,
-             status_code=201, summary="judge a document (idempotent by key)",
+             status_code=201, summary="judge a document offered to you (idempotent by key)",
              responses={200: {"description": "a retry: the judgment was stored before",
-                              "model": JudgeOut}})
+                              "model": JudgeOut},
+                        409: {"description": "the document was not offered to you, is "
+                                             "leased to or judged by another assessor, you "
+                                             "judged it already (without --rejudge), or the "
+                                             "topic is finished; the reason is in detail"}})
 def judge(campaign: CampaignName, topic: TopicId, body: JudgmentIn, request: Request,
           token: Credentials) -> Response:
     who = writer(request, token)

@@ -41,10 +41,15 @@ class GroupCommit(Generic[R, T]):
 
     def submit(self, record: R) -> T:
         """Write ``record``; return its result once committed (or raise its error)."""
+        return self.enqueue(record).result()
+
+    def enqueue(self, record: R) -> Future[T]:
+        """Queue ``record`` and return at once: its result, once committed, is the future's.
+        Records are applied in the order they are queued."""
         self._ensure_thread()
         done: Future[T] = Future()
         self._queue.put((record, done))
-        return done.result()
+        return done
 
     def close(self) -> None:
         if self._thread is not None:

@@ -5,8 +5,9 @@ One database holds any number of campaigns; every other row belongs to exactly o
 
 - ``campaigns``: the design (method, parameters, budget, pool depth, seed, grade scale,
   overlap share, and an optional target: ``MEASURE:HALF_WIDTH``, the runs it concerns, the
-  judgments per topic before it may stop the campaign) fixed at creation; when the target
-  is met, why and when the campaign stopped handing out documents;
+  judgments per topic before it may stop the campaign) and whether an assessor may judge
+  again a document they judged (``rejudge``) fixed at creation; when the target is met,
+  why and when the campaign stopped handing out documents;
 - ``runs``: the runs the pool was built from, stored whole (Arrow IPC, compressed), so the
   pool and the live leaderboard need no files after creation;
 - ``topics``: the pool's topics with their statement (title, description, narrative) and
@@ -19,8 +20,13 @@ One database holds any number of campaigns; every other row belongs to exactly o
   selector observed (set when the batch was handed to ``observe``);
 - ``judgments``: every judgment ever made, never updated except to mark it retracted (undo);
   each has the client's idempotency key, unique within the campaign;
+- ``leases``: each document offered to an assessor (item, assessor) with the moment its
+  lease ends, so that a restarted server hands no leased document to a second assessor and
+  accepts a judgment only of a document offered to its assessor;
 - ``selector_states``: the selector's ``state()`` (its random generator included) after the
-  latest batch, with a version counting the batches handed out;
+  latest batch, with a version counting the batches handed out; for a method whose state
+  splits by topic (``Selector.splits_state``) each topic's part as saved with its latest
+  batch is in ``topic_states`` instead, and overrides the one in ``selector_states``;
 - ``estimates``: the latest live estimates (leaderboard rows) and what they reflect, with
   the target's status (half-widths, projection) when the campaign has a target;
 - ``sessions``: browser sessions (SHA-256 of the cookie) with their CSRF token.
@@ -75,6 +81,8 @@ class Campaign(Base):
     target_start: Mapped[int | None] = mapped_column(Integer)
     stopped: Mapped[str | None] = mapped_column(Text)
     stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    rejudge: Mapped[bool] = mapped_column(default=False, server_default="0")
+    """Whether an assessor may judge again a document they judged (without undoing it)."""
 
 
 class RunData(Base):
@@ -170,6 +178,24 @@ class Judgment(Base):
     retracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class Lease(Base):
+    __tablename__ = "leases"
+
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    assessor_id: Mapped[int] = mapped_column(ForeignKey("assessors.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class TopicSelectorState(Base):
+    __tablename__ = "topic_states"
+
+    topic_id: Mapped[int] = mapped_column(ForeignKey("topics.id", ondelete="CASCADE"),
+                                          primary_key=True)
+    state: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class SelectorState(Base):
     __tablename__ = "selector_states"
 
@@ -194,6 +220,10 @@ class Estimate(Base):
 
 JUDGMENTS: Table = Judgment.__table__  # type: ignore[assignment]
 ITEMS: Table = Item.__table__  # type: ignore[assignment]
+LEASES: Table = Lease.__table__  # type: ignore[assignment]
+TOPIC_STATES: Table = TopicSelectorState.__table__  # type: ignore[assignment]
+SELECTOR_STATES: Table = SelectorState.__table__  # type: ignore[assignment]
+TOPICS: Table = Topic.__table__  # type: ignore[assignment]
 """Tables for Core statements (the hot path)."""
 
 

@@ -114,6 +114,9 @@ class Design:
     """The runs the target concerns (none given: every run)."""
     target_start: int = DEFAULT_START
     """Judgments each topic receives before the target may stop the campaign."""
+    rejudge: bool = False
+    """Whether an assessor may judge again a document they judged (``--rejudge``); without
+    it a judgment is accepted only of a document offered to its assessor."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,8 @@ class CampaignInfo:
     target_start: int = DEFAULT_START
     stopped: str | None = None
     """Why the campaign stopped handing out documents (None: it has not)."""
+    rejudge: bool = False
+    """Whether an assessor may judge again a document they judged (:class:`Design`)."""
 
     def parsed_target(self) -> Target | None:
         return None if self.target is None else parse_target(self.target, self.target_runs)
@@ -154,7 +159,7 @@ class CampaignInfo:
                    Budget(row.budget_count, row.budget_rate), row.depth, int(row.seed),
                    tuple(Grade(float(g["value"]), str(g["label"])) for g in row.grades),
                    row.overlap, row.created_at, row.target, tuple(row.target_runs or ()),
-                   row.target_start or DEFAULT_START, row.stopped)
+                   row.target_start or DEFAULT_START, row.stopped, bool(row.rejudge))
 
 
 # -- encodings --------------------------------------------------------------------------------
@@ -216,13 +221,28 @@ def build_pool(info: CampaignInfo, runs: Sequence[Run]) -> Pool:
     return Pool.from_runs(runs, depth=info.depth)
 
 
-def restore_selector(session: Session, info: CampaignInfo, pool: Pool
-                     ) -> tuple[Selector, int]:
-    """The selector as saved with the latest batch, and that state's version."""
+def saved_state(session: Session, info: CampaignInfo) -> tuple[dict[str, Any], int]:
+    """The selector state saved with the latest batch, and its version: the campaign's
+    whole state with each topic's part saved since (``topic_states``, for a method whose
+    state splits by topic) put in."""
     row = session.get(m.SelectorState, info.id)
     if row is None:
         raise UsageError(f"campaign {info.name!r} has no saved selector state")
-    return METHODS[info.method].restore(pool, decode_state(row.state)), row.version
+    state = decode_state(row.state)
+    parts = session.execute(select(m.Topic.qid, m.TopicSelectorState.state)
+                            .join(m.TopicSelectorState)
+                            .where(m.Topic.campaign_id == info.id)).all()
+    if parts:
+        state["topics"] = {**state.get("topics", {}),
+                           **{qid: decode_state(data) for qid, data in parts}}
+    return state, row.version
+
+
+def restore_selector(session: Session, info: CampaignInfo, pool: Pool
+                     ) -> tuple[Selector, int]:
+    """The selector as saved with the latest batch, and that state's version."""
+    state, version = saved_state(session, info)
+    return METHODS[info.method].restore(pool, state), version
 
 
 # -- creating ---------------------------------------------------------------------------------
@@ -268,7 +288,8 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
             grades=[{"value": g.value, "label": g.label} for g in design.grades],
             overlap=design.overlap, target=design.target,
             target_runs=list(design.target_runs) or None,
-            target_start=design.target_start if design.target is not None else None)
+            target_start=design.target_start if design.target is not None else None,
+            rejudge=design.rejudge)
         session.add(campaign)
         session.flush()
         session.add_all(m.RunData(campaign_id=campaign.id, position=i, name=run.name,
@@ -296,10 +317,16 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
 def add_items(session: Session, topic_id: int, qid: str, batch: int, docnos: Iterable[str],
               seed: int, overlap: float) -> None:
     """Record a batch of proposed documents."""
-    rows = [{"topic_id": topic_id, "batch": batch, "position": i, "docno": d,
-             "overlap": in_overlap(seed, qid, d, overlap)} for i, d in enumerate(docnos)]
+    rows = item_rows(topic_id, qid, batch, docnos, seed, overlap)
     if rows:
         session.execute(insert(m.Item), rows)
+
+
+def item_rows(topic_id: int, qid: str, batch: int, docnos: Iterable[str], seed: int,
+              overlap: float) -> list[dict[str, Any]]:
+    """The ``items`` rows of a batch of proposed documents."""
+    return [{"topic_id": topic_id, "batch": batch, "position": i, "docno": d,
+             "overlap": in_overlap(seed, qid, d, overlap)} for i, d in enumerate(docnos)]
 
 
 def _texts(corpus: str | Path, pool: Pool) -> list[Any]:

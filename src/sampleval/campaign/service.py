@@ -9,23 +9,37 @@ who has judged each item. The store is the truth; the runtime is rebuilt from it
 Durability. A judgment is one row, committed before the request is answered; the client's
 idempotency key is unique within the campaign, so a retried request finds its row and
 creates no second one. When every item of a topic's open batch has a judgment, the batch is
-observed: in one transaction the items get the labels the selector saw (each item's latest
-non-retracted judgment), the next batch is proposed and stored, and the selector's
-``state()`` (its random generator included) replaces the saved one, guarded by a version
-number. A crash between a judgment's commit and that transaction loses nothing: at restart
-the runtime finds the batch complete and observes it then, with the same labels, so the
-selector continues exactly as it would have.
+observed: in one transaction the items get the labels the selector saw, the next batch is
+proposed and stored, and the selector's state (its random generator included) is saved,
+guarded by a version number: for a method whose state splits by topic
+(``Selector.splits_state``: ``mtf``, ``mab``) only the topic's part
+(``Selector.topic_state``), else the whole ``state()``. A crash between a judgment's commit
+and that transaction loses nothing: at restart the runtime finds the batch complete and
+observes it then, with the same labels, so the selector continues exactly as it would have.
 
-Locks. Each topic's in-memory state has its own lock, so an assessor's request waits only
-for requests on the same topic; the runtime's lock guards the selector (shared by all
-topics) and its saved version while a batch is observed. A topic's lock is always taken
-before the runtime's.
+The label the selector sees. Each item's latest non-retracted judgment when its batch is
+observed: the label the default export rule (``--label latest``) gives the document at that
+moment, and the one the live estimates take for the judged part of an open batch
+(:func:`.organise.current_selector`), so that the sample the selector holds, the live
+estimates and the default export agree; judgments made after the batch is observed are kept
+and count in the export (``--label``), not in the selector. The designs stay what the
+estimators assume either way: an adaptive method records each document's inclusion
+probability when it draws it, whatever labels steered the draw.
 
-Several assessors may share a topic: open items are leased to one assessor at a time (for
-:data:`LEASE_SECONDS`; leases live in memory only), and items chosen for the campaign's
-overlap share are also offered to every other assessor of the topic once judged, for
-agreement studies. Only the first judgment the batch needs moves the selector; the others
-are kept and count in the export (``--label``).
+Offers. A document is offered to an assessor with a lease (:data:`LEASE_SECONDS`), stored
+(``leases``) before the offer is answered, so that a restarted server hands no leased
+document to a second assessor. Open items are leased to one assessor at a time; items
+chosen for the campaign's overlap share are also offered to every other assessor of the
+topic once judged, for agreement studies. A judgment is accepted only of a document offered
+to its assessor (or offered again after an undo) and not since leased to or judged by
+another (409 with the reason otherwise); a campaign created with ``rejudge`` also accepts a
+judgment of a document its assessor judged before.
+
+Locks. Each topic's in-memory state has its own lock, held by judging, undoing and offering
+on the topic from the check to the commit and the in-memory update, so they serialise (an
+undo cannot overwrite a concurrent judgment's record); requests on other topics do not wait.
+The runtime's lock guards the selector (shared by all topics) and its saved version while a
+batch is observed. A topic's lock is always taken before the runtime's.
 """
 
 from __future__ import annotations
@@ -33,22 +47,23 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from sampleval.campaign import models as m
 from sampleval.campaign.group_commit import GroupCommit
 from sampleval.campaign.organise import (
     CampaignInfo,
-    add_items,
     build_pool,
-    decode_state,
     encode_state,
+    item_rows,
     load_runs,
     restore_selector,
+    saved_state,
 )
 from sampleval.campaign.store import Store
 from sampleval.campaign.tokens import digest, new_secret
@@ -74,6 +89,27 @@ _KNOWN_KEYS = select(m.Judgment.key, m.Judgment.assessor_id, m.Judgment.item_id,
     m.Judgment.campaign_id == bindparam("campaign"),
     m.Judgment.key.in_(bindparam("keys", expanding=True)))
 _INSERT_JUDGMENTS = insert(m.JUDGMENTS)
+_DELETE_LEASE = delete(m.LEASES).where(m.LEASES.c.item_id == bindparam("item"),
+                                       m.LEASES.c.assessor_id == bindparam("person"))
+_INSERT_LEASE = insert(m.LEASES)
+_LATEST = (select(m.JUDGMENTS.c.item_id, m.JUDGMENTS.c.label)
+           .where(m.JUDGMENTS.c.item_id.in_(bindparam("items", expanding=True)),
+                  m.JUDGMENTS.c.retracted_at.is_(None))
+           .order_by(m.JUDGMENTS.c.id))
+_STATES = m.SELECTOR_STATES
+_MOVE_SELECTOR = (update(_STATES)
+                  .where(_STATES.c.campaign_id == bindparam("campaign"),
+                         _STATES.c.version == bindparam("version"))
+                  .values(version=bindparam("next"), saved_at=bindparam("when"),
+                          state=func.coalesce(bindparam("state"), _STATES.c.state)))
+_UPDATE_TOPIC_STATE = (update(m.TOPIC_STATES)
+                       .where(m.TOPIC_STATES.c.topic_id == bindparam("topic"))
+                       .values(state=bindparam("state")))
+_INSERT_TOPIC_STATE = insert(m.TOPIC_STATES)
+_INSERT_ITEMS = insert(m.ITEMS)
+_TOPIC_DONE = update(m.TOPICS).where(m.TOPICS.c.id == bindparam("topic")).values(done=True)
+_NEW_ITEMS = select(m.ITEMS.c.docno, m.ITEMS.c.id, m.ITEMS.c.overlap).where(
+    m.ITEMS.c.topic_id == bindparam("topic"), m.ITEMS.c.batch == bindparam("batch"))
 _OBSERVED = (update(m.ITEMS).where(m.ITEMS.c.id == bindparam("item"))
              .values(label=bindparam("value"), observed_at=bindparam("when")))
 
@@ -118,7 +154,9 @@ class Person:
 @dataclass
 class TopicState:
     """One topic of a runtime: its items (docno -> item id, batch, overlap), the open
-    batch, who judged each item (non-retracted), and the leases."""
+    batch, who judged each item (non-retracted), and the leases (docno -> assessor -> when
+    the lease ends, in seconds since the epoch) of documents offered and not yet judged by
+    their assessor."""
 
     id: int
     qid: str
@@ -133,7 +171,7 @@ class TopicState:
     order: list[str] = field(default_factory=list)
     open: list[str] = field(default_factory=list)
     judges: dict[str, set[int]] = field(default_factory=dict)
-    leases: dict[str, tuple[int, float]] = field(default_factory=dict)
+    leases: dict[str, dict[int, float]] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def judged(self) -> int:
@@ -143,8 +181,31 @@ class TopicState:
         return bool(self.open) and all(self.judges.get(d) for d in self.open)
 
     def leased_to_other(self, docno: str, person: int, now: float) -> bool:
-        holder = self.leases.get(docno)
-        return holder is not None and holder[0] != person and holder[1] > now
+        return any(who != person and until > now
+                   for who, until in self.leases.get(docno, {}).items())
+
+    def finished(self) -> bool:
+        """Whether the selector proposes nothing more and every item is judged."""
+        return self.done and not self.open
+
+    def refusal(self, docno: str, person: int, rejudge: bool, now: float) -> str | None:
+        """Why ``person`` may not judge ``docno`` now (None: they may; module docstring)."""
+        judges = self.judges.get(docno, set())
+        if person in judges:
+            return None if rejudge else (
+                f"you have judged {docno!r} already: undo your judgment to judge it again "
+                "(the organiser may allow re-judging: campaign create --rejudge)")
+        offered = person in self.leases.get(docno, {})
+        if not offered and self.finished():
+            return f"topic {self.qid!r} is finished: {docno!r} was not offered to you"
+        if not self.items[docno][2]:  # not an overlap item: one assessor only
+            if self.leased_to_other(docno, person, now):
+                return f"{docno!r} is leased to another assessor" + (
+                    " (your lease ended)" if offered else "")
+            if judges:
+                return f"{docno!r} was judged by another assessor" + (
+                    " (your lease ended)" if offered else "")
+        return None if offered else f"{docno!r} was not offered to you"
 
 
 @dataclass
@@ -206,6 +267,39 @@ class _NewJudgment:
     key: str
 
 
+@dataclass(frozen=True)
+class _Observed:
+    """The writes of an observed batch (:meth:`CampaignService._observe_batch`)."""
+
+    campaign_id: int
+    topic_id: int
+    batch: int
+    """The new batch's number."""
+    version: int
+    """The saved selector state's version this batch follows."""
+    when: datetime
+    labels: list[dict[str, Any]]
+    items: list[dict[str, Any]]
+    state: bytes
+    split: bool
+    """Whether ``state`` is the topic's part (else the whole state)."""
+
+
+_Written = list[tuple[str, int, bool]] | ServiceError
+"""An observed batch's new items (docno, item id, overlap), or why it was not stored."""
+
+
+@dataclass(frozen=True)
+class _NewLease:
+    item_id: int
+    person: int
+    until: float
+    """When the lease ends, in seconds since the epoch."""
+
+
+_Write = _NewJudgment | _NewLease | _Observed
+
+
 class CampaignService:
     """The service the web app calls (one per server process)."""
 
@@ -214,8 +308,8 @@ class CampaignService:
         self.on_judgment = on_judgment or (lambda _campaign: None)
         self._runtimes: dict[int, Runtime] = {}
         self._loading = threading.Lock()
-        self._writer: GroupCommit[_NewJudgment, Judged | ServiceError] = GroupCommit(
-            store, self._store_judgments)
+        self._writer: GroupCommit[_Write, Judged | _Written | None] = GroupCommit(
+            store, self._store_writes)
 
     def close(self) -> None:
         self._writer.close()
@@ -308,6 +402,12 @@ class CampaignService:
                            m.Judgment.retracted_at.is_(None))):
                 state, docno = items[item_id]
                 state.judges.setdefault(docno, set()).add(person_id)
+            for item_id, person_id, until in session.execute(
+                    select(m.Lease.item_id, m.Lease.assessor_id, m.Lease.expires_at)
+                    .join(m.Item).join(m.Topic).where(m.Topic.campaign_id == info.id)):
+                state, docno = items[item_id]
+                if person_id not in state.judges.get(docno, ()):
+                    state.leases.setdefault(docno, {})[person_id] = _aware(until).timestamp()
         runtime = Runtime(info, selector, version, topics, stopped=info.stopped)
         for state in topics.values():
             self._advance(runtime, state)
@@ -361,18 +461,28 @@ class CampaignService:
         with state.lock:
             if state.complete():  # a batch left complete by an earlier failure
                 self._advance(runtime, state)
-            now = time.monotonic()
+            now = time.time()
             docno = self._pick(state, person.id, now)
             if docno is not None:
-                state.leases[docno] = (person.id, now + LEASE_SECONDS)
+                self._lease(state, docno, person.id, now)
             waiting = bool(state.open) or not state.done
         if docno is None:
             return self._offer("wait" if waiting else "done", runtime, state, person)
         return self._offer("judge", runtime, state, person, docno)
 
+    def _lease(self, state: TopicState, docno: str, person: int, now: float) -> None:
+        """Lease ``docno`` to ``person`` for :data:`LEASE_SECONDS` from ``now``: stored
+        before the offer is answered, when new or when the stored lease has less than half
+        its time left (caller holds ``state.lock``)."""
+        holders = state.leases.setdefault(docno, {})
+        until = now + LEASE_SECONDS
+        if holders.get(person, 0.0) < now + LEASE_SECONDS / 2:
+            self._writer.submit(_NewLease(state.items[docno][0], person, until))
+            holders[person] = until
+
     def _pick(self, state: TopicState, person: int, now: float) -> str | None:
-        mine = [d for d, (who, until) in state.leases.items()
-                if who == person and until > now and person not in state.judges.get(d, ())]
+        mine = [d for d, holders in state.leases.items()
+                if holders.get(person, 0.0) > now and person not in state.judges.get(d, ())]
         if mine:
             return mine[0]
         for docno in state.open:
@@ -404,7 +514,8 @@ class CampaignService:
 
     def judge(self, person: Person, qid: str, docno: str, label: float,
               seconds: float | None, key: str) -> Judged:
-        """Store a judgment (idempotent by ``key``); observe the batch if it completes."""
+        """Store a judgment (idempotent by ``key``) of a document offered to ``person``
+        (Conflict otherwise, module docstring); observe the batch if it completes."""
         runtime, state = self.topic(person, qid)
         if label not in runtime.grade_values:
             grades = ", ".join(g.text for g in runtime.info.grades)
@@ -412,18 +523,47 @@ class CampaignService:
         item = state.items.get(docno)
         if item is None:
             raise NotFound(f"document {docno!r} is not among those proposed for topic {qid!r}")
-        outcome = self._writer.submit(_NewJudgment(person, item[0], docno, label, seconds,
-                                                   key))
-        if isinstance(outcome, ServiceError):
-            raise outcome
-        if not outcome.replayed:
-            with state.lock:
+        with state.lock:
+            refusal = state.refusal(docno, person.id, runtime.info.rejudge, time.time())
+            if refusal is not None and not self._known_key(person.campaign_id, key):
+                raise Conflict(refusal)  # (a retry of a stored judgment is answered below)
+            outcome = self._writer.submit(_NewJudgment(person, item[0], docno, label,
+                                                       seconds, key))
+            if not isinstance(outcome, Judged):
+                raise outcome if isinstance(outcome, ServiceError) else ServiceError(
+                    "the judgment was not stored")
+            if not outcome.replayed:
                 state.judges.setdefault(docno, set()).add(person.id)
-                state.leases.pop(docno, None)
+                state.leases.get(docno, {}).pop(person.id, None)
                 if docno in state.open and state.complete():
                     self._advance(runtime, state)
+        if not outcome.replayed:
             self.on_judgment(person.campaign_id)
         return outcome
+
+    def _known_key(self, campaign_id: int, key: str) -> bool:
+        with self.store.connect() as connection:
+            return connection.execute(_KNOWN_KEYS, {"campaign": campaign_id,
+                                                    "keys": [key]}).first() is not None
+
+    @classmethod
+    def _store_writes(cls, session: Connection, records: list[_Write]
+                      ) -> list[Judged | _Written | None]:
+        """Judgments, leases and observed batches in one transaction (a lease's result is
+        None); the batches in the order they were queued."""
+        batches = {id(r): cls._store_batch(session, r) for r in records
+                   if isinstance(r, _Observed)}
+        leases = [r for r in records if isinstance(r, _NewLease)]
+        if leases:  # one stored lease per (item, assessor): the latest
+            pairs = [{"item": r.item_id, "person": r.person} for r in leases]
+            session.execute(_DELETE_LEASE, pairs)
+            session.execute(_INSERT_LEASE, [
+                {"item_id": r.item_id, "assessor_id": r.person,
+                 "expires_at": datetime.fromtimestamp(r.until, UTC)} for r in leases])
+        judged = iter(cls._store_judgments(session, [r for r in records
+                                                     if isinstance(r, _NewJudgment)]))
+        return [None if isinstance(r, _NewLease) else batches[id(r)]
+                if isinstance(r, _Observed) else next(judged) for r in records]
 
     @staticmethod
     def _store_judgments(session: Connection, records: list[_NewJudgment]
@@ -462,6 +602,16 @@ class CampaignService:
         latest standing one); it is kept, marked retracted. The document is offered to them
         again. Retracting twice changes nothing."""
         runtime, state = self.topic(person, qid)
+        with state.lock:
+            undone, docno = self._retract(person, state, key)
+        self.on_judgment(person.campaign_id)
+        return undone, self._offer("judge", runtime, state, person, docno)
+
+    def _retract(self, person: Person, state: TopicState, key: str | None
+                 ) -> tuple[Judged, str]:
+        """:meth:`undo`'s work, in one transaction with the new lease, then in memory
+        (caller holds ``state.lock``, so no judgment on the topic interleaves)."""
+        until = time.time() + LEASE_SECONDS
         with self.store.write() as session:
             query = (select(m.Judgment, m.Item.docno).join(m.Item)
                      .where(m.Judgment.assessor_id == person.id, m.Item.topic_id == state.id))
@@ -478,76 +628,97 @@ class CampaignService:
             standing = set(session.scalars(select(m.Judgment.assessor_id).where(
                 m.Judgment.item_id == row.item_id, m.Judgment.retracted_at.is_(None),
                 m.Judgment.id != row.id)))
-        with state.lock:
-            state.judges[docno] = standing
-            state.leases[docno] = (person.id, time.monotonic() + LEASE_SECONDS)
-        self.on_judgment(person.campaign_id)
-        undone = Judged(row.key, docno, row.label, row.created_at, replayed=False)
-        return undone, self._offer("judge", runtime, state, person, docno)
+            session.execute(_DELETE_LEASE, {"item": row.item_id, "person": person.id})
+            session.execute(_INSERT_LEASE, {"item_id": row.item_id, "assessor_id": person.id,
+                                            "expires_at": datetime.fromtimestamp(until, UTC)})
+        state.judges[docno] = standing
+        state.leases.setdefault(docno, {})[person.id] = until
+        return Judged(row.key, docno, row.label, row.created_at, replayed=False), docno
 
     # -- batches ----------------------------------------------------------------------------
 
     def _advance(self, runtime: Runtime, state: TopicState) -> None:
         """Observe the topic's open batch if every item has a judgment, and store the next
         batch with the selector's new state, in one transaction (module docstring). Caller
-        holds ``state.lock`` (or owns the runtime)."""
-        with runtime.lock:
-            while state.complete():
-                try:
-                    self._observe_batch(runtime, state)
-                except BaseException:
-                    self._reload(runtime)  # the selector may have moved: rebuild from the store
-                    raise
+        holds ``state.lock`` (or owns the runtime).
 
-    def _observe_batch(self, runtime: Runtime, state: TopicState) -> None:
+        The selector moves under the runtime's lock, which is let go once the batch's
+        writes are queued for the group commit (in the order the selector moved), so that
+        other topics' batches and judgments share their transactions instead of waiting for
+        this one's commit."""
+        while state.complete():
+            try:
+                with runtime.lock:
+                    observed = self._observe_batch(runtime, state)
+                if observed is None:
+                    return
+                proposed, written = observed
+                new_items = written.result()
+                if not isinstance(new_items, list):
+                    raise new_items if isinstance(new_items, ServiceError) else ServiceError(
+                        "the batch was not stored")
+            except BaseException:
+                self._reload(runtime)  # the selector may have moved: rebuild from the store
+                raise
+            state.batch += 1
+            state.open = list(proposed)
+            state.order.extend(proposed)
+            for docno, item_id, overlap in new_items:
+                state.items[docno] = (item_id, state.batch, overlap)
+            state.done = not proposed
+
+    def _observe_batch(self, runtime: Runtime, state: TopicState
+                       ) -> tuple[list[str], Future[Judged | _Written | None]] | None:
+        """Hand the open batch's labels to the selector, propose the next batch and queue
+        their writes (caller holds ``runtime.lock``); None if an undo left the batch
+        incomplete."""
         selector, info = runtime.selector, runtime.info
         ids = {state.items[d][0]: d for d in state.open}
-        with self.store.write() as session:
-            latest: dict[str, float] = {}
-            for item_id, label in session.execute(
-                    select(m.Judgment.item_id, m.Judgment.label)
-                    .where(m.Judgment.item_id.in_(ids), m.Judgment.retracted_at.is_(None))
-                    .order_by(m.Judgment.id)):
-                latest[ids[item_id]] = float(label)
-            if len(latest) < len(ids):  # an undo raced the last judgment
-                for docno in set(ids.values()) - set(latest):
-                    state.judges[docno] = set()
-                return
-            labels = {d: latest[d] for d in state.open}
-            selector.observe(state.qid, labels)
-            proposed = selector.propose(state.qid, selector.batch_size(state.qid))
-            saved = encode_state(selector.state())
-            observed_at = m.now()
-            session.execute(_OBSERVED, [{"item": i, "value": labels[d], "when": observed_at}
-                                        for i, d in ids.items()])
-            add_items(session, state.id, state.qid, state.batch + 1, proposed, info.seed,
-                      info.overlap)
-            if not proposed:
-                session.execute(update(m.Topic).where(m.Topic.id == state.id).values(
-                    done=True))
-            moved = session.execute(
-                update(m.SelectorState)
-                .where(m.SelectorState.campaign_id == info.id,
-                       m.SelectorState.version == runtime.version)
-                .values(version=runtime.version + 1, state=saved, saved_at=observed_at))
-            if moved.rowcount != 1:  # type: ignore[attr-defined]
-                raise Conflict("the campaign's selector was moved on by another process")
-            new_items = session.execute(select(m.Item.docno, m.Item.id, m.Item.overlap).where(
-                m.Item.topic_id == state.id, m.Item.batch == state.batch + 1)).all()
+        with self.store.connect() as connection:
+            latest = {ids[i]: float(label) for i, label in connection.execute(
+                _LATEST, {"items": list(ids)})}
+        if len(latest) < len(ids):  # an undo raced the last judgment
+            for docno in set(ids.values()) - set(latest):
+                state.judges[docno] = set()
+            return None
+        labels = {d: latest[d] for d in state.open}
+        selector.observe(state.qid, labels)
+        proposed = selector.propose(state.qid, selector.batch_size(state.qid))
+        when = m.now()
+        split = selector.splits_state  # the topic's part only (module docstring)
+        written = self._writer.enqueue(_Observed(
+            info.id, state.id, state.batch + 1, runtime.version, when,
+            [{"item": i, "value": labels[d], "when": when} for i, d in ids.items()],
+            item_rows(state.id, state.qid, state.batch + 1, proposed, info.seed, info.overlap),
+            encode_state(selector.topic_state(state.qid) if split else selector.state()),
+            split))
         runtime.version += 1
-        state.batch += 1
-        state.open = list(proposed)
-        state.order.extend(proposed)
-        for docno, item_id, overlap in new_items:
-            state.items[docno] = (item_id, state.batch, overlap)
-        state.done = not proposed
+        return proposed, written
+
+    @staticmethod
+    def _store_batch(session: Connection, r: _Observed) -> _Written:
+        """An observed batch's writes (:meth:`_observe_batch`), unless another process moved
+        the selector on."""
+        moved = session.execute(_MOVE_SELECTOR, {
+            "campaign": r.campaign_id, "version": r.version, "next": r.version + 1,
+            "when": r.when, "state": None if r.split else r.state})
+        if moved.rowcount != 1:
+            return Conflict("the campaign's selector was moved on by another process")
+        if r.split and session.execute(_UPDATE_TOPIC_STATE, {
+                "topic": r.topic_id, "state": r.state}).rowcount != 1:
+            session.execute(_INSERT_TOPIC_STATE, {"topic_id": r.topic_id, "state": r.state})
+        session.execute(_OBSERVED, r.labels)
+        if r.items:
+            session.execute(_INSERT_ITEMS, r.items)
+        else:
+            session.execute(_TOPIC_DONE, {"topic": r.topic_id})
+        return [(docno, item_id, overlap) for docno, item_id, overlap in session.execute(
+            _NEW_ITEMS, {"topic": r.topic_id, "batch": r.batch})]
 
     def saved_state(self, campaign_id: int) -> dict[str, Any]:
         """The selector state stored with the latest batch (for tests and audits)."""
         with self.store.read() as session:
-            row = session.get(m.SelectorState, campaign_id)
-            assert row is not None
-            return decode_state(row.state)
+            return saved_state(session, self.runtime(campaign_id).info)[0]
 
 
 def _aware(moment: datetime) -> datetime:

@@ -133,6 +133,11 @@ def _create(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap", type=float, default=0.0, metavar="SHARE",
                    help="share of documents that every assessor of a topic judges "
                         "(agreement studies)")
+    p.add_argument("--rejudge", action="store_true",
+                   help="let an assessor judge again a document they judged, without "
+                        "undoing it (the latest judgment counts under --label latest); "
+                        "without it a judgment is accepted only of a document offered to "
+                        "its assessor, or offered again after an undo")
     add_predictions(p, "for the methods that select by them (stratified --param "
                        "size=residual, importance --param prior=predictions), kept in the "
                        "campaign's saved selector state")
@@ -249,6 +254,7 @@ def run_create(args: argparse.Namespace) -> None:
         design = Design(args.name, cls.name, Budget(args.budget, args.rate), params,
                         args.depth, args.seed, grades, args.overlap, predicted,
                         args.target, tuple(args.target_run or ()))
+        design = replace(design, rejudge=args.rejudge)
         if args.start is not None:
             design = replace(design, target_start=args.start)
         statements = read_topics(args.topics) if args.topics else None

@@ -146,6 +146,18 @@ class Selector(ABC):
     def restore(cls, pool: Pool, state: dict[str, Any]) -> Selector:
         """The selector ``state()`` described, over the same ``pool``."""
 
+    splits_state: ClassVar[bool] = False
+    """Whether ``state()`` is a part that never changes after creation plus one part per
+    topic, ``state()["topics"][topic]``, that only ``propose`` and ``observe`` on that topic
+    change: then a store may save, after each batch, just the topic that moved
+    (:meth:`topic_state`), and ``restore`` takes the first state with each topic's latest
+    part put in."""
+
+    def topic_state(self, topic: str) -> dict[str, Any]:
+        """``state()["topics"][topic]`` alone, for a method whose state splits by topic
+        (:attr:`splits_state`); without computing the other topics' parts."""
+        raise NotImplementedError(f"{self.name}: the state does not split by topic")
+
     @classmethod
     def estimator_families(cls) -> list[str]:
         """The estimator families that accept this method's design, preferred first (none

@@ -199,11 +199,15 @@ class RunWalker(Selector):
         frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
         return Sample(self.design, frame, meta=self._sample_meta())
 
+    splits_state: ClassVar[bool] = True
+
     def state(self) -> dict[str, Any]:
         return {**self._state_header(self._initial_rng),
-                "topics": {t: {**w.to_json(), "arms": self._arms_state(t),
-                               "rng": rng_state(self._rngs[t])}
-                           for t, w in self._walks.items() if w.docs}}
+                "topics": {t: self.topic_state(t) for t, w in self._walks.items() if w.docs}}
+
+    def topic_state(self, topic: str) -> dict[str, Any]:
+        return {**self._walk(topic).to_json(), "arms": self._arms_state(topic),
+                "rng": rng_state(self._rngs[topic])}
 
     @classmethod
     def restore(cls, pool: Pool, state: dict[str, Any]) -> Selector:

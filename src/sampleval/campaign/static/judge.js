@@ -53,7 +53,11 @@
         continue;
       }
       if (response.status === 401) { window.location.assign("/login"); throw new Error("logged out"); }
-      if (!response.ok) throw new Error(detail(data, response.statusText));
+      if (!response.ok) {
+        const error = new Error(detail(data, response.statusText));
+        error.status = response.status;
+        throw error;
+      }
       return data;
     }
   }
@@ -106,6 +110,8 @@
     } catch (error) {
       say("Not saved: " + error.message);
       buttons.forEach((b) => { b.disabled = status !== "judge"; b.classList.remove("chosen"); });
+      // refused (409: not, or no longer, this assessor's document): show what is theirs now
+      if (error.status === 409) await call("GET", base + "/next").then(show, () => {});
     } finally { busy = false; }
   }
 

@@ -1,0 +1,100 @@
+"""The selector state a campaign saves with each batch (issue 30, item 8): a method whose
+state splits by topic (``Selector.splits_state``: mtf, mab) saves only the observed topic's
+part, so a batch of one document does not rewrite every topic's state; the saved parts put
+together are ``state()``, and a restarted server continues to the simulation's sample."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sqlalchemy")
+
+from sqlalchemy import func, select
+
+from campaign_support import assert_same_sample, collection, reference
+from sampleval.campaign import models as m
+from sampleval.campaign.organise import (
+    Design,
+    add_person,
+    create_campaign,
+    export_sample,
+    parse_grades,
+)
+from sampleval.campaign.service import CampaignService
+from sampleval.campaign.store import Store
+from sampleval.core.pool import Pool
+from sampleval.selection import METHODS, Budget
+
+SPLIT = [n for n in METHODS.names() if METHODS[n].splits_state]
+
+
+def test_the_methods_that_split_their_state() -> None:
+    assert {"mtf", "mab"} <= set(SPLIT)
+
+
+@pytest.mark.parametrize("method", SPLIT)
+def test_a_topic_state_is_its_part_of_the_state(method: str) -> None:
+    """``topic_state(t)`` is ``state()["topics"][t]``, and the state first saved with every
+    topic's latest part put in restores the selector that goes on as the uninterrupted one."""
+    c = collection()
+    pool = Pool.from_runs(c.runs, depth=30)
+    selector = METHODS[method](pool, Budget(10), np.random.default_rng(4))
+    first = {t: selector.propose(t, selector.batch_size(t)) for t in pool.topics}
+    saved = selector.state()
+    parts = {}
+    for topic in pool.topics[:2]:
+        proposed = first[topic]
+        for _ in range(4):
+            selector.observe(topic, c.oracle(topic, proposed))
+            proposed = selector.propose(topic, selector.batch_size(topic))
+            parts[topic] = selector.topic_state(topic)
+    whole = selector.state()
+    assert all(whole["topics"][t] == part for t, part in parts.items())
+    assert {k: v for k, v in whole.items() if k != "topics"} == {
+        k: v for k, v in saved.items() if k != "topics"}  # the rest never changes
+    restored = METHODS[method].restore(pool, {**saved, "topics": {**saved["topics"], **parts}})
+    assert restored.state() == whole
+
+
+@pytest.mark.parametrize("method", ["mtf", "mab"])
+def test_a_batch_saves_its_topic_only(store_url: str, method: str) -> None:
+    c = collection()
+    store = Store(store_url)
+    create_campaign(store, Design("c1", method, Budget(10), depth=30, seed=6,
+                                  grades=tuple(parse_grades("0,1,2"))), c.runs)
+    token, topics, _ = add_person(store, "c1", "ann")
+    with store.read() as session:
+        created = session.scalar(select(m.SelectorState.state))
+    service = CampaignService(store)
+    person = service.person_by_token(token)
+    assert person is not None
+
+    def judge(qid: str, count: int) -> None:
+        for _ in range(count):
+            offer = service.next_document(person, qid)
+            if offer.status != "judge":
+                return
+            assert offer.docno is not None
+            service.judge(person, qid, offer.docno,
+                          c.oracle(qid, [offer.docno])[offer.docno], None, uuid.uuid4().hex)
+
+    judge(topics[0], 6)
+    with store.read() as session:
+        version, kept = session.execute(select(m.SelectorState.version,
+                                               m.SelectorState.state)).one()
+        parts = session.scalar(select(func.count()).select_from(m.TopicSelectorState))
+    assert version == 7 and kept == created and parts == 1  # one topic's part, 6 batches
+    assert service.saved_state(person.campaign_id) == service.runtime(
+        person.campaign_id).selector.state()
+    judge(topics[1], 3)
+    service.close()
+    service = CampaignService(store)  # a restart: the state put together from its parts
+    for qid in topics:
+        judge(qid, 100)
+    service.close()
+    exported, _ = export_sample(store, "c1")
+    store.close()
+    assert_same_sample(exported, reference(c.runs, method, Budget(10), 30, 6, c.oracle))
