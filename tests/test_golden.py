@@ -12,9 +12,9 @@ import functools
 
 import pandas as pd
 import pytest
+
 from conftest import shared_path
 from golden import make
-
 from sampleval.core.sample import Sample
 
 COLLECTIONS = ("synthetic", "covid")
