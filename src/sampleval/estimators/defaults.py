@@ -1,0 +1,86 @@
+"""Which estimator a plain measure (``AP``, ``P@10``) gets on a sample of each design: one
+table, the only source of defaults (:func:`sampleval.estimators.names.estimator_for` reads
+it; ``sampleval methods --defaults`` prints it; ``docs/guide/defaults.md`` is generated from
+it by ``python scripts/defaults_doc.py``).
+
+Registering an estimator family changes no default: making it a default is an edit of this
+table, with a line in CHANGELOG.md. A measure with a cutoff is keyed ``BASE@k`` (any k); a
+(design, measure) not listed has no default estimator (``pooled`` samples, which are evaluated
+exactly, have none).
+
+Why these (chosen by the accuracy measured with ``python -m
+sampleval.experiments.default_estimates``, and for AP on stratified samples by the coverage of
+the intervals):
+
+- census and stratified: the Horvitz-Thompson family ``~ht``; AP too, whose intervals cover
+  better than xinfAP's (:mod:`sampleval.estimators.inferred`, "Not the default AP
+  estimator"); nDCG without a cutoff by NIST's infNDCG, NumRelRet by inum_rel_ret;
+- poisson and inclusion: ``~ht``; AP on inclusion-only samples (prels) by statAP;
+- with-replacement: the per-draw family ``~hh`` for the ratios (AP, R@k, Rprec) and NumRel,
+  ``~ht`` (lower rms) for P@k, DCG and nDCG, except on samples whose every draw could reach
+  every document (:data:`REACHING`), where ``~hh`` is unbiased for them too
+  (:mod:`sampleval.estimators.hansen_hurwitz`, "Defaults");
+- importance: ``~is`` (Schnabel et al.) for what it estimates, ``~hh`` for the rest.
+"""
+
+from __future__ import annotations
+
+CUTOFF = "@k"
+"""How a measure with a cutoff is written in the table (``P@k``: P at any cutoff)."""
+
+_HT = {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
+       "Rprec": "Rprec~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht", "DCG@k": "DCG@k~ht",
+       "NumRel": "NumRel~ht"}
+_NIST = {"nDCG": "infNDCG", "NumRelRet": "inum_rel_ret"}
+
+DEFAULTS: dict[str, dict[str, str]] = {
+    "census": {**_HT, **_NIST},
+    "stratified": {**_HT, **_NIST},
+    "poisson": {**_HT, "nDCG": "nDCG~ht"},
+    "inclusion": {**_HT, "nDCG": "nDCG~ht", "AP": "statAP", "AP@k": "statAP@k"},
+    "with-replacement": {
+        "AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~ht", "R@k": "R@k~hh",
+        "Rprec": "Rprec~hh", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~hh"},
+    "importance": {
+        "AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~is", "R@k": "R@k~is",
+        "Rprec": "Rprec~hh", "nDCG": "nDCG~is", "nDCG@k": "nDCG@k~is", "DCG": "DCG~is",
+        "DCG@k": "DCG@k~is", "NumRel": "NumRel~hh"},
+}
+"""design -> plain measure -> the name of its default estimator."""
+
+REACHING: dict[str, dict[str, str]] = {
+    "with-replacement": {"P@k": "P@k~hh", "nDCG": "nDCG~hh", "nDCG@k": "nDCG@k~hh",
+                         "DCG": "DCG~hh", "DCG@k": "DCG@k~hh"},
+}
+"""Where it differs, the default on samples whose every draw could reach every document
+(:func:`sampleval.estimators.names.draws_reach_every_document`: ``active`` with a uniform
+share), design -> plain measure -> estimator name."""
+
+REACHING_LABEL = "every draw reaches every document"
+
+
+def measure_key(base: str, cutoff: int | None) -> str:
+    """The table's key of ``base[@cutoff]``: ``AP``, ``P@k``."""
+    return base if cutoff is None else f"{base}{CUTOFF}"
+
+
+def default_name(design: str, base: str, cutoff: int | None,
+                 reach_every_document: bool = False) -> str | None:
+    """The default estimator's name of ``base[@cutoff]`` on ``design`` with the cutoff
+    filled in (``P@10~ht``), or None when the table has none."""
+    key = measure_key(base, cutoff)
+    name = REACHING.get(design, {}).get(key) if reach_every_document else None
+    name = name or DEFAULTS.get(design, {}).get(key)
+    if name is None or cutoff is None:
+        return name
+    return name.replace(CUTOFF, f"@{cutoff}")
+
+
+def rows() -> list[tuple[str, str, str]]:
+    """The table as ``(design, measure, estimator)`` rows, the :data:`REACHING` ones with the
+    design written ``DESIGN (every draw reaches every document)``."""
+    out = [(d, m, e) for d, table in DEFAULTS.items() for m, e in table.items()]
+    out += [(f"{d} ({REACHING_LABEL})", m, e) for d, table in REACHING.items()
+            for m, e in table.items()]
+    return out
