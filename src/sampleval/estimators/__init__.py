@@ -73,12 +73,8 @@ def largest_grade(sample: Sample) -> float:
 
 def default_estimates(sample: Sample) -> tuple[str, ...]:
     """The measures estimated by default for ``sample``: each of :data:`DEFAULT_MEASURES` by
-    the estimator its design prefers (the families' declarations: ``designs`` preferences and
-    ``Base.penalty``, chosen by the accuracy measured with
-    ``python -m sampleval.experiments.default_estimates``, and for AP on stratified samples
-    by the coverage of the intervals: ``AP~ht``, :mod:`sampleval.estimators.inferred`;
-    ``~hh`` for every measure on ``active`` samples drawn with a uniform share,
-    :mod:`sampleval.estimators.hansen_hurwitz`)."""
+    its default estimator on the sample's design (the table of
+    :mod:`sampleval.estimators.defaults`, which says why each)."""
     if sample.design == "pooled":
         raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
                          "its judged documents are evaluated exactly, with 'sampleval "

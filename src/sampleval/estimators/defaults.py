@@ -28,22 +28,23 @@ from __future__ import annotations
 CUTOFF = "@k"
 """How a measure with a cutoff is written in the table (``P@k``: P at any cutoff)."""
 
-_HT = {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
-       "Rprec": "Rprec~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht", "DCG@k": "DCG@k~ht",
-       "NumRel": "NumRel~ht"}
-_NIST = {"nDCG": "infNDCG", "NumRelRet": "inum_rel_ret"}
-
 DEFAULTS: dict[str, dict[str, str]] = {
-    "census": {**_HT, **_NIST},
-    "stratified": {**_HT, **_NIST},
-    "poisson": {**_HT, "nDCG": "nDCG~ht"},
-    "inclusion": {**_HT, "nDCG": "nDCG~ht", "AP": "statAP", "AP@k": "statAP@k"},
-    "with-replacement": {
-        "AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~ht", "R@k": "R@k~hh",
+    "census": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
+        "Rprec": "Rprec~ht", "nDCG": "infNDCG", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "inum_rel_ret"},
+    "stratified": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
+        "Rprec": "Rprec~ht", "nDCG": "infNDCG", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "inum_rel_ret"},
+    "poisson": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
+        "Rprec": "Rprec~ht", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht"},
+    "inclusion": {"AP": "statAP", "AP@k": "statAP@k", "P@k": "P@k~ht", "R@k": "R@k~ht",
+        "Rprec": "Rprec~ht", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht"},
+    "with-replacement": {"AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~ht", "R@k": "R@k~hh",
         "Rprec": "Rprec~hh", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
         "DCG@k": "DCG@k~ht", "NumRel": "NumRel~hh"},
-    "importance": {
-        "AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~is", "R@k": "R@k~is",
+    "importance": {"AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~is", "R@k": "R@k~is",
         "Rprec": "Rprec~hh", "nDCG": "nDCG~is", "nDCG@k": "nDCG@k~is", "DCG": "DCG~is",
         "DCG@k": "DCG@k~is", "NumRel": "NumRel~hh"},
 }
@@ -84,3 +85,28 @@ def rows() -> list[tuple[str, str, str]]:
     out += [(f"{d} ({REACHING_LABEL})", m, e) for d, table in REACHING.items()
             for m, e in table.items()]
     return out
+
+
+def markdown() -> str:
+    """The table as Markdown, a measure per row and a design per column (the
+    :data:`REACHING` variant as a column of its own): ``docs/guide/defaults.md``."""
+    columns = [(d, DEFAULTS[d]) for d in DEFAULTS]
+    at = [d for d, _ in columns].index
+    for design, table in REACHING.items():
+        columns.insert(at(design) + 1, (f"{design} ({REACHING_LABEL})",
+                                        {**DEFAULTS[design], **table}))
+    measures = list(dict.fromkeys(m for _, table in columns for m in table))
+    lines = ["# Default estimators", "",
+             "Which estimator `sampleval estimate` (and `compare`, `simulate`, campaigns and the",
+             "library) uses for a plain measure, by the design of the sample. Generated from",
+             "`sampleval/estimators/defaults.py` (which says why each) by",
+             "`python scripts/defaults_doc.py`; `sampleval methods --defaults` prints the same",
+             "table (`-f tsv` for `design, measure, estimator` rows). `@k` stands for any",
+             "cutoff; a blank cell: no default estimator (name one with `-m`). Pooled samples",
+             "are evaluated exactly (`sampleval evaluate`).", "",
+             "| measure | " + " | ".join(d for d, _ in columns) + " |",
+             "|---" * (len(columns) + 1) + "|"]
+    for m in measures:
+        cells = [f"`{t[m]}`" if m in t else "" for _, t in columns]
+        lines.append(f"| `{m}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
