@@ -235,8 +235,8 @@ def run_defaults(output_format: str) -> None:
 
 
 def run_methods(args: argparse.Namespace) -> None:
-    if args.defaults:
-        run_defaults(args.format)
+    if getattr(args, "defaults", False):  # a bare Namespace lists the methods
+        run_defaults(getattr(args, "format", "table"))
         return
     import shutil
     import textwrap
