@@ -671,6 +671,7 @@ def test_predictions_reach_selectors_and_ppi_estimates(
                  str(predicted), "-o", str(tmp_path / "none")])
 
 
+@pytest.mark.slow
 def test_a_target_modifier_judges_until_confident(collection: tuple[list[Run], Qrels],
                                                   tmp_path: Path) -> None:
     """``uniform:target=AP~ht:0.2;start=5``: the cell's budget caps each topic,

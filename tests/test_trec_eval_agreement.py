@@ -102,6 +102,7 @@ def round5(covid: Path) -> tuple[Qrels, list[Run], dict, dict]:
     return read_qrels(qrels_path), read_runs(paths), ref_qrels, pytrec_runs(paths)
 
 
+@pytest.mark.slow
 def test_round5_every_measure_matches_trec_eval(round5: tuple) -> None:
     qrels, runs, ref_qrels, ref_runs = round5
     assert len(runs) == 126
