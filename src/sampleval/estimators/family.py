@@ -81,8 +81,9 @@ class EstimatorFamily:
     (None: the family imputes nothing) gives the share of each estimate that its smoothing
     constants make up, so that ``estimate`` can flag the estimates that are mostly a guess;
     ``needs_predictions``: the family reads predicted relevance (``TopicView.predictions``),
-    so :func:`sampleval.estimators.estimate` refuses it without predictions; ``differences`` (None: not offered) estimates the
-    difference of two runs per topic with the variance of that difference, which
+    so :func:`sampleval.estimators.estimate` refuses it without predictions; ``differences``
+    (None: not offered) estimates the difference of two runs per topic with the variance of
+    that difference, which
     :mod:`sampleval.comparison` uses for the paired test's degrees of freedom; ``parts``
     (None: read from the rows, no bias) gives the per-topic estimates, variances and the
     biases that widen the intervals (:func:`~sampleval.estimators.base.summarise`), which
