@@ -26,8 +26,8 @@ Which pairs hold, found by comparing every option combination on the synthetic c
 
 Tolerance: relative 1e-12 with an absolute floor of 1e-14 (the largest gap seen is 1.6e-14
 relative, on an ``lo`` near 0: the two code paths sum the same terms in another order; any
-difference of formula is 1e-3 and up), except :data:`LOOSER`. ``~ppi``'s default tuning is kept: with predictions 0
-its coefficient multiplies zeros.
+difference of formula is 1e-3 and up), except :data:`LOOSER`. ``~ppi``'s default tuning is
+kept: with predictions 0 its coefficient multiplies zeros.
 """
 
 from __future__ import annotations

@@ -232,7 +232,8 @@ def differences(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     (``rows``, ``refused``, ``missing``) and the largest relative change of value, lo or hi
     over its runs (inf where a number appeared or vanished)."""
     key = ["collection", "design", "measure", "run"]
-    both = old.drop(columns="family").merge(new.drop(columns="family"), how="outer", on=key, suffixes=("_old", "_new"), indicator=True)
+    both = old.drop(columns="family").merge(new.drop(columns="family"), how="outer", on=key,
+                                            suffixes=("_old", "_new"), indicator=True)
     moved = np.zeros(len(both))
     beyond = np.array(both["_merge"] != "both", dtype=bool)
     for column in ("value", "lo", "hi"):

@@ -108,7 +108,8 @@ Not the default AP estimator. A plain ``AP`` asked of a stratified sample (``uni
 ``strata``, ``stratified``, NIST sampled qrels) or a census resolves to ``AP~ht`` (Li &
 Kanoulas, CIKM 2017, sec. 3: their AP-hat, the estimator of the ``stratified`` method's
 paper), not to xinfAP (:mod:`sampleval.estimators.defaults`; infNDCG stays the default
-nDCG without a cutoff). The reason is interval coverage. Coverage of the 95% interval of each run's mean over topics,
+nDCG without a cutoff). The reason is interval coverage. Coverage of the 95% interval of each
+run's mean over topics,
 TREC-COVID round 5, depth 100, 126 runs (docs/methods.md, "Residual bias, and topics with
 at most one relevant judged", the table there and its command):
 
