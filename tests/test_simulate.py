@@ -263,6 +263,7 @@ def test_tables_of_a_simulation(simulated: Path, collection: tuple[list[Run], Qr
     assert not np.allclose(first["truth"], first["truth_qrels"])
 
 
+@pytest.mark.slow
 def test_topic_counts_say_what_each_sample_reached(
         simulated: Path, collection: tuple[list[Run], Qrels], tmp_path: Path) -> None:
     """trial_topics.parquet: relevant pooled documents, and those judged and reached (the
@@ -367,6 +368,7 @@ def test_a_census_is_the_truth(collection: tuple[list[Run], Qrels], tmp_path: Pa
 # -- reusability ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_leave_one_group_out(collection: tuple[list[Run], Qrels], tmp_path: Path) -> None:
     runs, qrels = collection
     groups = tmp_path / "groups.csv"
