@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench clean system-packages doc-figures trec_eval
+.PHONY: demo test check lint bench clean system-packages doc-figures trec_eval
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,14 @@ test: $(VENV)/.installed-test system-packages
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The fast tier: lint, types and every test not marked slow (a few minutes on 2 cores);
+# make test runs everything. JOBS=2 spreads the tests over two processes (pytest-xdist).
+JOBS ?= 0
+check: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest -m "not slow" -n $(JOBS)
 
 # The two screenshots docs/campaigns.md shows: the browser test run once more, its screenshots
 # copied into docs/figures/ (test runs leave theirs in the git-ignored test-artifacts/).

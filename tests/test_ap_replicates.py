@@ -169,6 +169,7 @@ def test_taylor_jackknife_without_strata_by_brute_force() -> None:
     assert np.abs(bias).max() > 1e-5
 
 
+@pytest.mark.slow
 def test_few_relevant_bound(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """A topic whose sample holds one relevant document gets a variance of at least 1/4
@@ -211,6 +212,7 @@ def test_few_relevant_bound(
         np.testing.assert_array_equal(exact["lo"], exact["value"])
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*imputed by the estimator")
 def test_few_relevant_bound_lifts_the_coverage_of_the_mean() -> None:
     """Monte Carlo (40 fixed seeds, a uniform 10% sample of a synthetic pool of 20 topics

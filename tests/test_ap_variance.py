@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from sampleval.core.inclusion import stratified_inclusion
 from sampleval.core.pool import Pool
@@ -106,6 +107,7 @@ def test_census_has_no_variance(
     np.testing.assert_array_equal(got["hi"], got["value"])
 
 
+@pytest.mark.slow
 def test_variance_matches_the_spread_of_the_corrected_estimates() -> None:
     """Monte Carlo (40 fixed seeds, the ``stratified`` method at 5% of a synthetic pool,
     6 topics x 5 runs): the mean estimated variance of AP~ht, summed over topics and runs,

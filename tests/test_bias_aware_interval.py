@@ -64,6 +64,7 @@ def test_no_remaining_bias_estimate_no_widening(
                                       second.drop(columns="measure"))
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_the_mean_is_covered_on_stratified_samples_of_trec_covid(covid) -> None:
     """Monte Carlo on TREC-COVID round 5 (depth 100, the ``stratified`` method at 5%, 16

@@ -82,6 +82,7 @@ def cranfield_oracle(cranfield: Path) -> Oracle:
     return qrels_oracle(Qrels.from_frame(scaled))
 
 
+@pytest.mark.slow
 def test_an_assessor_judges_in_the_browser_and_the_organiser_watches(
         tmp_path: Path, cranfield_dir: Path) -> None:
     need(CHROMIUM.exists(), f"Debian's chromium ({CHROMIUM})")

@@ -63,6 +63,7 @@ def covid_runs(covid: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method,params", [("active", []), ("strata", ["--param",
                                                                       "strategy=2strata"])])
 def test_export_then_estimate_is_sample_then_estimate(covid: Path, covid_runs: Path,
@@ -95,6 +96,7 @@ def test_export_then_estimate_is_sample_then_estimate(covid: Path, covid_runs: P
     assert "coronavirus origin" in status  # the topic statements were read
 
 
+@pytest.mark.slow
 def test_a_campaign_selects_by_predictions_as_sample_does(covid: Path, covid_runs: Path,
                                                           tmp_path: Path, run_cli) -> None:
     """``campaign create --predictions`` with stratified:size=residual: the selector keeps

@@ -28,6 +28,7 @@ from sampleval.selection import Budget
 TOPICS, BUDGET, CLIENTS = 10, 100, 8
 
 
+@pytest.mark.slow
 def test_sigkill_at_a_random_moment_loses_no_acknowledged_judgment(store_url: str) -> None:
     c = collection(n_topics=TOPICS, n_runs=8, n_docs=600, depth=150, seed=5)
     store = Store(store_url)

@@ -59,6 +59,7 @@ def _design(**changes: object) -> Design:
     return Design(**fields)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_the_campaign_shows_its_target_and_stops_when_it_is_met(tmp_path: Path) -> None:
     c = collection()
     url = f"sqlite:///{tmp_path}/t.db"
@@ -134,6 +135,7 @@ def test_the_campaign_shows_its_target_and_stops_when_it_is_met(tmp_path: Path) 
         assert 'id="half-widths"' in page and "class=\"target\"" in page
 
 
+@pytest.mark.slow
 def test_the_organiser_page_lists_runs_before_any_half_width_is_known(tmp_path: Path) -> None:
     """Before the first judgment every run's half-width is None (the live estimates run at
     0 judgments); the page lists them all, unknown last, instead of failing to sort them

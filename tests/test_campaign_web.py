@@ -258,6 +258,7 @@ def test_the_export_downloads_a_sample(site: Site, tmp_path: Path) -> None:
     assert sample.design == "stratified" and sample.meta["campaign"] == "c1"
 
 
+@pytest.mark.slow
 def test_schemathesis_finds_no_server_error(site: Site) -> None:
     """Every operation of the OpenAPI description, with schema-generated inputs (valid and
     not), as a logged-in assessor: never a 5xx."""

@@ -303,6 +303,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
             for (key, (root, _)), result in zip(jobs.items(), done, strict=True)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ERROR_CASES)
 def test_bad_input_is_one_line(request: pytest.FixtureRequest, spec: Case,
                                outcomes: dict[str, Outcome]) -> None:

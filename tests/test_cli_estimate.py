@@ -26,6 +26,7 @@ def files(tmp_path: Path) -> dict[str, str]:
             "dir": str(tmp_path)}
 
 
+@pytest.mark.slow
 def test_tsv_has_intervals_where_they_apply(files: dict[str, str]) -> None:
     got = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP,infNDCG,P@2~ht",
                   "-f", "tsv", "--per-topic")
@@ -39,6 +40,7 @@ def test_tsv_has_intervals_where_they_apply(files: dict[str, str]) -> None:
     assert lo <= value <= hi
 
 
+@pytest.mark.slow
 def test_estimator_options_on_the_command_line(files: dict[str, str]) -> None:
     """Options in parentheses, commas inside them included, any case (issue 9)."""
     got = run_cli("estimate", files["sample"], files["run"], "-m",
@@ -51,6 +53,7 @@ def test_estimator_options_on_the_command_line(files: dict[str, str]) -> None:
     assert "must be one of jackknife, appendix, linear" in bad.stderr
 
 
+@pytest.mark.slow
 def test_json_nests_value_and_interval(files: dict[str, str]) -> None:
     got = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP", "-f", "json")
     assert got.returncode == 0, got.stderr
@@ -58,6 +61,7 @@ def test_json_nests_value_and_interval(files: dict[str, str]) -> None:
     assert set(cell) == {"value", "lo", "hi", "frame_share", "imputed", "coverage"}
 
 
+@pytest.mark.slow
 def test_a_saved_sample_directory_estimates_the_same(files: dict[str, str],
                                                      tmp_path: Path) -> None:
     from sampleval.io.samples import load_sample

@@ -122,6 +122,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "first": next(iter(data.runs))}
 
 
+@pytest.mark.slow
 def test_cli_table_and_plot(files: dict[str, str]) -> None:
     plot = Path(files["dir"]) / "forest.png"
     table = run_cli("compare", files["sample"], *files["runs"].split(), "--plot", str(plot))

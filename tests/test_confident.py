@@ -129,6 +129,7 @@ def _campaigns(pool: Pool, qrels: Qrels, truth: np.ndarray, start: int,
     return np.mean(errors, axis=0), float(np.mean(covered))
 
 
+@pytest.mark.slow
 def test_optional_stopping_bias_of_the_adaptive_rule_shrinks_with_the_pilot(
         collection: tuple[list[Run], Qrels, Pool]) -> None:
     """The adaptive rule (``committed=False``) stops topics whose estimate looks certain, which biases AP-hat
@@ -227,6 +228,7 @@ def _committed_after_pilot(pool: Pool, qrels: Qrels, seed: int) -> dict[str, obj
     return judging.state()
 
 
+@pytest.mark.slow
 def test_committed_phases_are_unbiased_given_the_history(
         collection: tuple[list[Run], Qrels, Pool]) -> None:
     """The design's claim (module docstring): given what was judged before it, the final

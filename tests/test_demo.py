@@ -10,6 +10,7 @@ import pytest
 from sampleval.demo import DEPTH, how_to_run, main
 
 
+@pytest.mark.slow
 def test_demo_evaluates_estimates_and_simulates(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     main([str(tmp_path / "demo")])

@@ -281,3 +281,18 @@ def test_the_campaign_leaderboard_takes_the_same_depth_and_estimators(method: st
     want = want[want["query_id"] == MEAN_TOPIC]
     assert got == {(r, m): float(v) for r, m, v in zip(want["run"], want["measure"],
                                                         want["value"], strict=True)}
+
+
+@pytest.mark.parametrize("method", DESIGNS)
+def test_compare_defaults_to_the_designs_ap_where_its_errors_are_centred(method: str) -> None:
+    """Without a measure, compare uses the design's default AP where that is a design-based
+    estimator (~ht, ~hh), so an active sample is compared by the unbiased AP~hh, not by
+    AP~ht, whose adaptive bias is +0.007 to +0.012 on round 5; AP~ht where the default is a
+    reference algorithm (statAP, xinfAP)."""
+    runs, _ = collection()
+    sample = drawn(method)
+    table = compare(sample, runs, None, correction="none")
+    ap = estimator_for("AP", None, sample.design, draws_reach_every_document(sample))
+    assert ap is not None
+    want = ap.name if ap.family in ("ht", "hh") else "AP~ht"
+    assert table["measure"].iloc[0] == want, method

@@ -260,6 +260,7 @@ TOPICS = ["42", "43"]  # round 5's two smallest depth-100 pools (976 and 1170 do
 TRIALS = 200
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_hh_against_ht_on_active_sampling(covid: Path, tmp_path: Path) -> None:
     """Active sampling (batch 3) at a 10% budget, 200 trials on topics 42 and 43, simulated

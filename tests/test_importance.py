@@ -317,6 +317,7 @@ def test_sample_entry_agrees_with_the_array_core(
         assert means["hi"].to_numpy() == pytest.approx(core["mean_hi"])
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_monte_carlo_bias_and_coverage(
         round5_census: tuple[Qrels, Pool, list[TopicView]]) -> None:

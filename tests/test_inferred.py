@@ -114,6 +114,7 @@ def test_infap_on_a_hand_made_sample() -> None:
     assert got.iloc[0]["value"] == pytest.approx((1 + second) / 2, abs=1e-15)
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_infap_matches_trec_eval_on_real_data(covid: Path) -> None:
     """Round 5 qrels with 60% of the judgments hidden (grade -1), all 126 runs."""

@@ -40,7 +40,7 @@ from sampleval.io import read_qrels, read_runs
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.names import Measure
 
-pytestmark = pytest.mark.shared
+pytestmark = [pytest.mark.shared, pytest.mark.slow]
 
 TRIALS = 2000
 CHUNK = 250  # trials estimated at once

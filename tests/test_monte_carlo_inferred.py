@@ -24,7 +24,7 @@ from sampleval.estimators.inferred import nist_topic
 from sampleval.evaluation import evaluate
 from sampleval.io import read_qrels, read_runs
 
-pytestmark = pytest.mark.shared
+pytestmark = [pytest.mark.shared, pytest.mark.slow]
 TRIALS = 100
 RATES = (1.0, 0.3, 0.1)
 

@@ -45,7 +45,7 @@ from sampleval.estimators.ppi import ppi_values, topic_data
 from sampleval.experiments.ppi_efficiency import make_predictions, run
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
-pytestmark = pytest.mark.shared
+pytestmark = [pytest.mark.shared, pytest.mark.slow]
 
 TOPIC_STEP = 5
 TRIALS = 12

@@ -72,6 +72,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path / "run.txt", tmp_path / "qrels.txt"
 
 
+@pytest.mark.slow
 def test_a_plugin_method_is_offered_everywhere(tmp_path: Path,
                                                files: tuple[Path, Path]) -> None:
     env = plugin_env(tmp_path)

@@ -774,6 +774,7 @@ def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame],
                        tmp_path: Path) -> None:
     """sample --predictions with size=residual, estimate --predictions, and the one-line

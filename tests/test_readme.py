@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -37,6 +38,7 @@ def new_user_path() -> str:
     return block.group(1)
 
 
+@pytest.mark.slow
 def test_the_readme_new_user_path_runs_as_written(tmp_path: Path) -> None:
     made = make_collection(np.random.default_rng(7), n_topics=5, n_runs=6, n_docs=300,
                            depth=30, pool_depth=20, rel_rate=0.08)

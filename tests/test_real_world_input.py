@@ -299,6 +299,7 @@ def test_sample_files_from_stdin(kind: str, tmp_path: Path,
     assert np.isnan(sample.frame["relevance"]).any() == (kind != "prels")
 
 
+@pytest.mark.slow
 def test_estimate_reads_the_sample_from_stdin(tmp_path: Path) -> None:
     """The estimate command takes its SAMPLE from '-'."""
     (tmp_path / "r").write_text(RUN)

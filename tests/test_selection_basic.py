@@ -317,6 +317,7 @@ def run_cli(args: Sequence[str | Path]) -> subprocess.CompletedProcess[str]:
                           timeout=60, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_sample_then_estimate(covid: Path, tmp_path: Path) -> None:
     runs = sorted((covid / "round5" / "runs").glob("*.gz"))[:8]
@@ -366,6 +367,7 @@ BAD = [
 ]
 
 
+@pytest.mark.slow
 def test_bad_requests_give_one_line_errors(tiny_files: tuple[Path, Path],
                                            tmp_path: Path) -> None:
     folder, qrels = tiny_files

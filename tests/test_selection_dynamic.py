@@ -93,6 +93,7 @@ def test_exact_budget_no_repeats_and_strata(params: dict[str, object], rate: flo
         assert len(chosen) == math.ceil(rate * len(members))
 
 
+@pytest.mark.slow
 def test_next_batch_frequencies_match_rates() -> None:
     """Given a fixed history, the next batch is fixed and each of its documents is drawn
     with probability n_h / N_h over the seeds."""
@@ -162,6 +163,7 @@ def compare_with_uniform(pool: Pool, runs: list[Run], qrels: Qrels, budget: Budg
     return dynamic
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_covid_round5_from_runs(covid: Path) -> None:
     runs = read_runs(sorted((covid / "round5" / "runs").iterdir())[:20])
@@ -171,6 +173,7 @@ def test_covid_round5_from_runs(covid: Path) -> None:
                          "TREC-COVID round 5 (20 runs, depth 50, 5 topics, D50)")
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_cranfield_with_texts(cranfield_dir: Path) -> None:
     runs = cranfield_runs(cranfield_dir, depth=100)

@@ -118,6 +118,7 @@ def test_budget_counts_draws_and_every_draw_is_recorded(pool: Pool) -> None:
         assert selector.propose(topic, 3) == []
 
 
+@pytest.mark.slow
 def test_draws_follow_q(pool: Pool) -> None:
     """The B draws are i.i.d. from Q: pooled over 400 seeds, their frequencies pass a
     chi-square test against Q."""
@@ -158,6 +159,7 @@ def test_propose_observe_errors(pool: Pool) -> None:
         selector.observe("1", {first[0]: float("nan")})
 
 
+@pytest.mark.slow
 def test_is_estimate_end_to_end(pool: Pool) -> None:
     """P@10~is from the selector's sample through ``estimators.estimate``; averaged over
     seeds it is close to the true P@10."""

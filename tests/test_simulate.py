@@ -263,6 +263,7 @@ def test_tables_of_a_simulation(simulated: Path, collection: tuple[list[Run], Qr
     assert not np.allclose(first["truth"], first["truth_qrels"])
 
 
+@pytest.mark.slow
 def test_topic_counts_say_what_each_sample_reached(
         simulated: Path, collection: tuple[list[Run], Qrels], tmp_path: Path) -> None:
     """trial_topics.parquet: relevant pooled documents, and those judged and reached (the
@@ -367,6 +368,7 @@ def test_a_census_is_the_truth(collection: tuple[list[Run], Qrels], tmp_path: Pa
 # -- reusability ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_leave_one_group_out(collection: tuple[list[Run], Qrels], tmp_path: Path) -> None:
     runs, qrels = collection
     groups = tmp_path / "groups.csv"
@@ -406,6 +408,7 @@ SMALL = {"methods": ["uniform", "active:batch=5;floor=0.1", "mtf"], "rates": [0.
          "measures": ["AP", "P@10"], "depth": DEPTH, "figures": False}
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_jobs_or_backend(collection: tuple[list[Run], Qrels],
                                                   tmp_path: Path) -> None:
     pytest.importorskip("dask.distributed")
@@ -422,6 +425,7 @@ def test_results_do_not_depend_on_jobs_or_backend(collection: tuple[list[Run], Q
         pd.testing.assert_frame_equal(tables[name][1], tables["one"][1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_ctrl_c_keeps_finished_trials_and_the_same_command_resumes(
         collection: tuple[list[Run], Qrels], files: tuple[Path, Path], tmp_path: Path,
@@ -557,6 +561,7 @@ def test_a_changed_grid_reuses_its_cells_and_other_inputs_are_refused(
 # -- the command line and the report -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_redraws_figures_and_page(simulated: Path) -> None:
     cli_run(["report", str(simulated), "--rate", "0.2"])
     for name in ("rms_tau", "scatter", "bias_variance", "r_ranges"):
@@ -612,6 +617,7 @@ def test_duplicates_mean_what_they_mean_for_estimate(files: tuple[Path, Path],
 # -- predictions ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_predictions_reach_selectors_and_ppi_estimates(
         collection: tuple[list[Run], Qrels], files: tuple[Path, Path], tmp_path: Path) -> None:
     """``--predictions`` guide stratified:size=residual and feed P@10~ppi; the rows are those
@@ -667,6 +673,7 @@ def test_predictions_reach_selectors_and_ppi_estimates(
                  str(predicted), "-o", str(tmp_path / "none")])
 
 
+@pytest.mark.slow
 def test_a_target_modifier_judges_until_confident(collection: tuple[list[Run], Qrels],
                                                   tmp_path: Path) -> None:
     """``uniform:target=AP~ht:0.2;start=5``: the cell's budget caps each topic,

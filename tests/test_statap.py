@@ -93,6 +93,7 @@ def test_numerator_and_r_exactly_unbiased_under_stratified_sampling() -> None:
 # -- real data ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_census_is_exact_ap(
         round5_census: tuple[Qrels, Pool, list[TopicView]]) -> None:
@@ -118,6 +119,7 @@ def inclusion_for(weights: np.ndarray, expected: float) -> np.ndarray:
     return np.minimum(1.0, low * weights)
 
 
+@pytest.mark.slow
 @pytest.mark.shared
 def test_monte_carlo_bias(
         round5_census: tuple[Qrels, Pool, list[TopicView]]) -> None:

@@ -102,6 +102,7 @@ def round5(covid: Path) -> tuple[Qrels, list[Run], dict, dict]:
     return read_qrels(qrels_path), read_runs(paths), ref_qrels, pytrec_runs(paths)
 
 
+@pytest.mark.slow
 def test_round5_every_measure_matches_trec_eval(round5: tuple) -> None:
     qrels, runs, ref_qrels, ref_runs = round5
     assert len(runs) == 126
@@ -109,6 +110,7 @@ def test_round5_every_measure_matches_trec_eval(round5: tuple) -> None:
     assert_agree(ours, reference(ref_qrels, ref_runs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [{"relevance_level": 2}, {"judged_docs_only_flag": True},
                                      {"relevance_level": 2, "judged_docs_only_flag": True}])
 def test_round5_options_match_trec_eval(round5: tuple, options: dict) -> None:
@@ -121,6 +123,7 @@ def test_round5_options_match_trec_eval(round5: tuple, options: dict) -> None:
     assert_agree(ours, theirs)
 
 
+@pytest.mark.slow
 def test_round5_official_leaderboard_is_reproduced(covid: Path, round5: tuple) -> None:
     qrels, runs, _, _ = round5
     official = pd.read_csv(covid / "round5" / "leaderboard.csv").set_index("tag")
@@ -178,6 +181,7 @@ def test_all_topics_scores_missing_topics_zero(round5: tuple) -> None:
                                           & (per_topic["measure"] == "NumRel")]["value"].item()
 
 
+@pytest.mark.slow
 def test_round1_matches_trec_eval(covid: Path) -> None:
     qrels_path = covid / "qrels" / "qrels.covid-round1.txt"
     paths = sorted((covid / "round1" / "runs").glob("*.gz"))

@@ -49,9 +49,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="one measure, as 'sampleval estimate -m' takes it: a plain "
                              "measure (AP, P@10, nDCG@10: by the estimator the sample's "
                              "design prefers, named in the output) or an estimator's name "
-                             "(AP~ht, xinfAP, P@10~ht ...); default: AP~ht where the sample's "
-                             "design admits it (unbiased, so tests keep their level: "
-                             "docs/compare.md), else AP by the estimator the design prefers")
+                             "(AP~ht, xinfAP, P@10~ht ...); default: an unbiased AP, so tests "
+                             "keep their level: AP~ht on stratified, AP~hh on active and "
+                             "importance samples (docs/compare.md)")
     parser.add_argument("--baseline", metavar="RUN",
                         help="compare every run against this one (its name) instead of every "
                              "pair")

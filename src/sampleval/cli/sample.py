@@ -101,11 +101,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "stratum); default 20")
     add_name_by(parser)
     add_duplicates(parser)
-    add_command(commands, "methods", run_methods,
-                "list the selection methods and the estimator families",
-                "List the selection methods (their design, parameters and the estimator "
-                "families that apply to their samples) and the estimator families (their "
-                "measures and designs).")
+    methods = add_command(commands, "methods", run_methods,
+                          "list the selection methods and the estimator families",
+                          "List the selection methods (their design, parameters and the "
+                          "estimator families that apply to their samples) and the estimator "
+                          "families (their measures and designs).")
+    methods.add_argument("--defaults", action="store_true",
+                         help="print instead the default estimator of each plain measure on "
+                              "each design (the table estimate, compare and simulate use; "
+                              "docs/guide/defaults.md)")
+    methods.add_argument("-f", "--format", choices=("table", "tsv"), default="table",
+                         help="with --defaults: table (aligned columns) or tsv (header "
+                              "'design measure estimator', one row per design and measure)")
 
 
 def run_sample(args: argparse.Namespace) -> None:
@@ -214,7 +221,23 @@ def _simulated(selector: Selector, oracle: Oracle, batch: int | None) -> Sample:
         return simulate(selector, answer, batch=batch).sample()
 
 
+def run_defaults(output_format: str) -> None:
+    """``sampleval methods --defaults``: the defaults table, one row per design and
+    measure."""
+    from sampleval.estimators.defaults import rows
+
+    table = [("design", "measure", "estimator"), *rows()]
+    if output_format == "tsv":
+        sys.stdout.write("".join("\t".join(row) + "\n" for row in table))
+        return
+    widths = [max(len(row[i]) for row in table) for i in range(2)]
+    sys.stdout.write("".join(f"{d:{widths[0]}}  {m:{widths[1]}}  {e}\n" for d, m, e in table))
+
+
 def run_methods(args: argparse.Namespace) -> None:
+    if getattr(args, "defaults", False):  # a bare Namespace lists the methods
+        run_defaults(getattr(args, "format", "table"))
+        return
     import shutil
     import textwrap
 

@@ -1,14 +1,15 @@
 """The declaration of an estimator family: what it estimates, from which designs, and how.
 
 Each family module ends with one :func:`register_family` call; names (``AP~ht``,
-``xinfAP``), dispatch in :func:`sampleval.estimators.estimate`, the default estimator of a
-plain measure for each design, ``sampleval methods`` and the command lines' help are all
-built from these declarations, so a new family is one new module and nothing else.
+``xinfAP``), dispatch in :func:`sampleval.estimators.estimate`, ``sampleval methods`` and the
+command lines' help are all built from these declarations, so a new family is one new module
+and nothing else. Registering a family changes no default: the default estimator of a plain
+measure on each design is the table of :mod:`sampleval.estimators.defaults`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,15 +54,12 @@ CUTOFF_RULES = ("no", "optional", "required")
 class Base:
     """A measure a family estimates: its ir_measures base name (``AP``, ``P``, ``nDCG``),
     whether it takes a cutoff (``no``, ``optional``, ``required``), the established name it
-    prints as (``xinfAP``, ``iP``; None: ``BASE[@k]~FAMILY``), and ``penalty``, added to the
-    family's design preference when choosing the default estimator of this measure (a
-    family can be preferred for AP but not for P@k), and ``options``: the names of the
-    family's options (:attr:`EstimatorFamily.options`) this measure takes."""
+    prints as (``xinfAP``, ``iP``; None: ``BASE[@k]~FAMILY``), and ``options``: the names of
+    the family's options (:attr:`EstimatorFamily.options`) this measure takes."""
 
     name: str
     cutoff: str = "no"
     alias: str | None = None
-    penalty: int = 0
     options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -73,9 +71,8 @@ class Base:
 class EstimatorFamily:
     """An estimator family (see the module docstring).
 
-    ``designs`` maps each Sample design the family accepts to a preference (lower is
-    preferred when a plain measure such as ``AP`` is to be estimated from a sample of that
-    design); ``compute`` estimates the requested measures for every run and topic;
+    ``designs`` are the Sample designs the family accepts (any iterable of names, kept as a
+    tuple); ``compute`` estimates the requested measures for every run and topic;
     ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
     doubles, trec_eval floats); ``options`` are the estimator's named variants, written
     ir_measures-style after the measure's name (``xinfAP(var=appendix)``,
@@ -84,22 +81,20 @@ class EstimatorFamily:
     (None: the family imputes nothing) gives the share of each estimate that its smoothing
     constants make up, so that ``estimate`` can flag the estimates that are mostly a guess;
     ``needs_predictions``: the family reads predicted relevance (``TopicView.predictions``),
-    so it is never a plain measure's default and :func:`sampleval.estimators.estimate`
-    refuses it without predictions; ``differences`` (None: not offered) estimates the
-    difference of two runs per topic with the variance of that difference, which
+    so :func:`sampleval.estimators.estimate` refuses it without predictions; ``differences``
+    (None: not offered) estimates the difference of two runs per topic with the variance of
+    that difference, which
     :mod:`sampleval.comparison` uses for the paired test's degrees of freedom; ``parts``
     (None: read from the rows, no bias) gives the per-topic estimates, variances and the
     biases that widen the intervals (:func:`~sampleval.estimators.base.summarise`), which
-    :mod:`sampleval.confident` plans with; ``per_draw``: its estimates are per-draw
-    (Hansen-Hurwitz) means, unbiased under adaptive draws when every draw could reach every
-    document, so that on such samples its bases' penalties are waived (:meth:`preference`).
+    :mod:`sampleval.confident` plans with.
     """
 
     name: str
     title: str
     reference: str
     bases: tuple[Base, ...]
-    designs: Mapping[str, int]
+    designs: tuple[str, ...]
     compute: FamilyFunction
     score_type: type[np.floating] = np.float32
     options: tuple[Param, ...] = ()
@@ -107,11 +102,11 @@ class EstimatorFamily:
     needs_predictions: bool = False
     differences: DifferenceFunction | None = None
     parts: PartsFunction | None = None
-    per_draw: bool = False
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "designs", tuple(self.designs))
         self._by_name.update({b.name: b for b in self.bases})
         declared = {p.name for p in self.options}
         for b in self.bases:
@@ -127,17 +122,14 @@ class EstimatorFamily:
         """The declared base measure ``name`` (None when the family does not estimate it)."""
         return self._by_name.get(name)
 
-    def preference(self, design: str, base: str, reach_every_document: bool = False
-                   ) -> int | None:
-        """How much this family is preferred for ``base`` on ``design`` (lower first; None:
-        it does not apply, or it needs predictions, which a plain measure does not bring);
-        ``reach_every_document``: the sample's every draw could have drawn every document,
-        where a per-draw family carries no penalty."""
+    def estimates(self, base: str, cutoff: int | None, design: str) -> bool:
+        """Whether the family estimates ``base[@cutoff]`` (a cutoff where its declaration
+        allows one) from samples of ``design``."""
         declared = self.base(base)
-        if declared is None or design not in self.designs or self.needs_predictions:
-            return None
-        waived = self.per_draw and reach_every_document
-        return self.designs[design] + (0 if waived else declared.penalty)
+        if declared is None or design not in self.designs:
+            return False
+        return not ((declared.cutoff == "no" and cutoff is not None)
+                    or (declared.cutoff == "required" and cutoff is None))
 
     def measure_names(self) -> list[str]:
         """The names it offers, for help texts: ``AP~ht``, ``P@k~ht``, ``xinfAP``, ``iP@k``."""

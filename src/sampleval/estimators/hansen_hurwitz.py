@@ -77,7 +77,7 @@ docs/methods.md "R@k and Rprec: the ratio's bias") it takes the bias of R@100's 
 
 Defaults. On with-replacement samples (``active``) a plain AP, R@k, Rprec or NumRel is
 estimated here; so are P@k, DCG and nDCG where every draw could reach every document
-(``active``'s default uniform share, ``per_draw`` at the ``register_family`` call below:
+(``active``'s default uniform share, :data:`sampleval.estimators.defaults.REACHING`:
 unbiased there, where ``P@10~ht`` misses by -0.033 at 5%; docs/methods.md, "A uniform share
 by default"), by ``~ht`` on samples drawn without one (``active:uniform=0``, the paper's:
 there the per-draw P@10's rms is twice ``~ht``'s); on importance samples AP, Rprec and
@@ -211,16 +211,12 @@ register_family(EstimatorFamily(
                      "adaptive draw probabilities for totals, ratios over per-draw totals",
     reference="Hansen & Hurwitz 1943; a martingale argument; pairs of draws as a U-statistic "
               "(module docstring)",
-    # with-replacement: preferred (0) for AP, R@k, Rprec and NumRel, ahead of ~ht (1); P@k,
-    # DCG and nDCG carry a penalty of 2, so that ~ht stays their default on samples drawn
-    # without a uniform share (lower rms), waived on samples with one (per_draw: unbiased);
-    # importance: `is` (1) for P@k, DCG, nDCG and R@k. Why: the module docstring, "Defaults"
-    bases=(Base("P", "required", penalty=2), Base("DCG", "optional", penalty=2),
+    bases=(Base("P", "required"), Base("DCG", "optional"),
            Base("NumRel"), Base("AP", "optional", options=("bias", "interval")),
            Base("R", "required", options=("correction",)),
            Base("Rprec", options=("cut", "correction")),
-           Base("nDCG", "optional", penalty=2, options=("correction",))),
-    designs={"with-replacement": 0, "importance": 2}, per_draw=True,
+           Base("nDCG", "optional", options=("correction",))),
+    designs=("with-replacement", "importance"),
     compute=each_measure(estimate_hh), parts=hh_parts,
     options=(
         Param("bias", str, "jackknife", "AP's ratio bias: jackknife (less Quenouille's "

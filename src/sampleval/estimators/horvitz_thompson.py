@@ -1135,10 +1135,8 @@ register_family(EstimatorFamily(
            Base("R", "required", options=("correction",)),
            Base("Rprec", options=("cut", "correction")),
            Base("nDCG", "optional", options=("correction",)),
-           Base("DCG", "optional"), Base("NumRel", penalty=3)),
-    # census, stratified: infNDCG (nist, 1) stays the default nDCG there, while AP~ht is the
-    # default AP (nist's AP base has a penalty: inferred.py, "Not the default AP estimator")
-    designs={"census": 2, "stratified": 2, "poisson": 1, "inclusion": 2, "with-replacement": 1},
+           Base("DCG", "optional"), Base("NumRel")),
+    designs=("census", "stratified", "poisson", "inclusion", "with-replacement"),
     compute=each_measure(estimate_ht), differences=differences_ht, parts=topic_parts,
     options=(
         Param("var", str, "jackknife", "AP's variance: jackknife (delete-one, of the "

@@ -493,7 +493,7 @@ register_family(EstimatorFamily(
     bases=tuple(Base(name, cutoff, options=("interval",)) for name, cutoff in
                 (("P", "required"), ("DCG", "optional"), ("nDCG", "optional"),
                  ("R", "required"))),
-    designs={"importance": 1},
+    designs=("importance",),
     compute=each_measure(estimate_is),
     options=(Param("interval", str, DEFAULT_INTERVAL, "the intervals: clt (eq. 16, normal), "
                    "hoeffding (eq. 17, exact, sample-independent) or bernstein (empirical "

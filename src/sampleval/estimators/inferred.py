@@ -107,9 +107,9 @@ is 0.83 of the corrected estimates' spread over the trials (docs/methods.md, "Ra
 Not the default AP estimator. A plain ``AP`` asked of a stratified sample (``uniform``,
 ``strata``, ``stratified``, NIST sampled qrels) or a census resolves to ``AP~ht`` (Li &
 Kanoulas, CIKM 2017, sec. 3: their AP-hat, the estimator of the ``stratified`` method's
-paper), not to xinfAP: the ``nist`` family's ``AP`` base carries ``penalty=2`` (preference
-1 + 2 = 3 against ``ht``'s 2), its other bases none, so infNDCG stays the default nDCG. The
-reason is interval coverage. Coverage of the 95% interval of each run's mean over topics,
+paper), not to xinfAP (:mod:`sampleval.estimators.defaults`; infNDCG stays the default
+nDCG without a cutoff). The reason is interval coverage. Coverage of the 95% interval of each
+run's mean over topics,
 TREC-COVID round 5, depth 100, 126 runs (docs/methods.md, "Residual bias, and topics with
 at most one relevant judged", the table there and its command):
 
@@ -490,7 +490,7 @@ register_family(EstimatorFamily(
     name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
     reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
     bases=(Base("AP", alias="infAP", options=("var", "bias", "few")),),
-    designs={"stratified": 3, "census": 3},
+    designs=("stratified", "census"),
     compute=estimate_trec_eval, options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION),
     imputed=infap_share))
 
@@ -498,13 +498,11 @@ register_family(EstimatorFamily(
     name="nist", title="NIST sample_eval's xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret",
     reference="Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4 and Appendix; NIST "
               "sample_eval.pl",
-    # AP: penalty 2, so that AP~ht is the default AP of stratified samples and censuses
-    # (the module docstring, "Not the default AP estimator")
-    bases=(Base("AP", alias="xinfAP", penalty=2, options=("var", "bias", "few")),
+    bases=(Base("AP", alias="xinfAP", options=("var", "bias", "few")),
            Base("nDCG", alias="infNDCG"),
-           Base("P", "required", alias="iP", penalty=5),
-           Base("NumRel", alias="inum_rel", penalty=5),
-           Base("NumRelRet", alias="inum_rel_ret", penalty=5)),
-    designs={"stratified": 1, "census": 1},
+           Base("P", "required", alias="iP"),
+           Base("NumRel", alias="inum_rel"),
+           Base("NumRelRet", alias="inum_rel_ret")),
+    designs=("stratified", "census"),
     compute=estimate_nist, score_type=np.float64,
     options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION), imputed=nist_share))

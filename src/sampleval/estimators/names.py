@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sampleval.errors import SampleValError, UsageError
+from sampleval.estimators.defaults import CUTOFF, DEFAULTS, default_name
 from sampleval.estimators.family import FAMILIES, EstimatorFamily
 from sampleval.params import parse_assignments
 from sampleval.registry import did_you_mean
@@ -181,22 +182,20 @@ def _options(text: str, whole: str) -> dict[str, str]:
 
 def estimator_for(base: str, cutoff: int | None, design: str,
                   reach_every_document: bool = False) -> EstimateSpec | None:
-    """The preferred estimator of the plain measure ``base[@cutoff]`` on samples of
-    ``design`` (the family with the lowest :meth:`EstimatorFamily.preference`; ties by
-    family name), or None when no family applies; ``reach_every_document``: the samples'
-    every draw could reach every document (:func:`draws_reach_every_document`)."""
-    best: tuple[int, str] | None = None
-    for family in FAMILIES.values():
-        rank = family.preference(design, base, reach_every_document)
-        declared = family.base(base)
-        if rank is None or declared is None:
-            continue
-        if (declared.cutoff == "no" and cutoff is not None) or (
-                declared.cutoff == "required" and cutoff is None):
-            continue
-        if best is None or (rank, family.name) < best:
-            best = (rank, family.name)
-    return None if best is None else EstimateSpec(best[1], base, cutoff)
+    """The default estimator of the plain measure ``base[@cutoff]`` on samples of ``design``
+    (the table of :mod:`sampleval.estimators.defaults`), or None when it has none;
+    ``reach_every_document``: the samples' every draw could reach every document
+    (:func:`draws_reach_every_document`)."""
+    name = default_name(design, base, cutoff, reach_every_document)
+    return None if name is None else parse_estimate(name)
+
+
+def default_families(design: str) -> list[str]:
+    """The families of ``design``'s default estimators, the one with the most defaults
+    first (ties by name)."""
+    names = [parse_estimate(n.replace(CUTOFF, "@10")).family
+             for n in DEFAULTS.get(design, {}).values()]
+    return sorted(set(names), key=lambda f: (-names.count(f), f))
 
 
 def draws_reach_every_document(sample: Sample) -> bool:

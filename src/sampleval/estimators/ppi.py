@@ -1461,8 +1461,8 @@ register_family(EstimatorFamily(
                     ("Rprec", "no", ("cut", "correction")),
                     ("nDCG", "optional", ("correction",)),
                     ("DCG", "optional", ("variance",)), ("NumRel", "no", ("variance",)))),
-    designs={"census": 5, "stratified": 5, "poisson": 5, "inclusion": 5,
-             "with-replacement": 5, "importance": 5},
+    designs=("census", "stratified", "poisson", "inclusion", "with-replacement",
+             "importance"),
     compute=estimate_ppi, needs_predictions=True,
     options=(
         Param("tuning", str, "by-measure", "the coefficient lam on the predictions: "

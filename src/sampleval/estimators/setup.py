@@ -142,12 +142,8 @@ def estimator_of(name: str, design: str, reach_every_document: bool = False) -> 
 
 def default_estimates(sample: Sample) -> tuple[str, ...]:
     """The estimators used when none is named: each of :data:`DEFAULT_MEASURES` by the
-    estimator the sample's design prefers (the families' declarations: ``designs``
-    preferences and ``Base.penalty``, chosen by the accuracy measured with
-    ``python -m sampleval.experiments.default_estimates``, and for AP on stratified samples
-    by the coverage of the intervals: ``AP~ht``, :mod:`sampleval.estimators.inferred`;
-    ``~hh`` for every measure on ``active`` samples drawn with a uniform share,
-    :mod:`sampleval.estimators.hansen_hurwitz`)."""
+    estimator the sample's design prefers (the table of
+    :mod:`sampleval.estimators.defaults`, which says why each)."""
     if sample.design == "pooled":
         raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
                          "its judged documents are evaluated exactly, with 'sampleval "
@@ -162,14 +158,12 @@ def default_estimates(sample: Sample) -> tuple[str, ...]:
 
 
 def compare_default(sample: Sample) -> str:
-    """The estimator ``compare`` uses when none is named: ``AP~ht`` where the sample's
-    design admits it (Horvitz-Thompson: centred errors, so the paired test keeps its level;
-    xinfAP on AP-prior stratified samples does not, docs/compare.md), also where it is not
-    the design's default AP (inclusion: statAP), else the first of
+    """The estimator ``compare`` uses when none is named
+    (:data:`sampleval.estimators.defaults.COMPARE`), else the first of
     :func:`default_estimates`."""
-    if sample.design in FAMILIES["ht"].designs:
-        return "AP~ht"
-    return default_estimates(sample)[0]
+    from sampleval.estimators.defaults import COMPARE
+
+    return COMPARE.get(sample.design) or default_estimates(sample)[0]
 
 
 def estimation_depth(sample: Sample, depth: int | str | None = SAMPLE_DEPTH) -> int | None:

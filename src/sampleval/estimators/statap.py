@@ -140,6 +140,5 @@ register_family(EstimatorFamily(
     name="stat", title="statAP: HT pair totals over R-hat, delta-method variance",
     reference="Aslam, Pavlu & Yilmaz, SIGIR 2006",
     bases=(Base("AP", "optional", alias="statAP"),),
-    designs={"census": 3, "stratified": 3, "poisson": 3, "inclusion": 1,
-             "with-replacement": 3},
+    designs=("census", "stratified", "poisson", "inclusion", "with-replacement"),
     compute=each_measure(estimate_statap)))

@@ -13,8 +13,8 @@ measure with the whole pool judged (``sampleval simulate``'s truth, :mod:`.truth
 estimator) it prints, over runs and trials, for each run's mean over topics: the rms error,
 the bias, the share of the estimate's intervals that contain the truth (``cover``), the mean
 share of the value that is imputation (``imputed``), and which estimator the families'
-declarations choose today (``default``). The defaults are declared by the families
-(``designs`` preferences and ``Base.penalty``); this experiment is how they were chosen, but
+table chooses today (``default``; :mod:`sampleval.estimators.defaults`); this experiment is
+how they were chosen, but
 for AP on stratified samples and censuses, where the coverage of the intervals chose
 ``AP~ht`` over xinfAP's lower rms under ``stratified`` (:mod:`sampleval.estimators.inferred`,
 "Not the default AP estimator"; docs/guide/estimating.md).
@@ -56,16 +56,8 @@ def candidates(design: str) -> dict[str, list[EstimateSpec]]:
     out: dict[str, list[EstimateSpec]] = {}
     for base, cutoff in DEFAULT_MEASURES:
         plain = base if cutoff is None else f"{base}@{cutoff}"
-        specs = []
-        for family in FAMILIES.values():
-            declared = family.base(base)
-            if declared is None or family.preference(design, base) is None:
-                continue
-            if (declared.cutoff == "no" and cutoff is not None) or (
-                    declared.cutoff == "required" and cutoff is None):
-                continue
-            specs.append(EstimateSpec(family.name, base, cutoff))
-        out[plain] = specs
+        out[plain] = [EstimateSpec(f.name, base, cutoff) for f in FAMILIES.values()
+                      if f.estimates(base, cutoff, design) and not f.needs_predictions]
     return out
 
 
@@ -151,8 +143,7 @@ def by_design(table: pd.DataFrame) -> pd.DataFrame:
     design's methods; the chosen one (``rule``) has the lowest rms, estimators within
     :data:`TIE` of it counting as tied and the tie going to the one whose intervals cover the
     truth most often (within :data:`TIE` too; an estimator without intervals covers
-    nothing), then to the families' present preference. ``default`` marks what the
-    declarations choose today; for AP on stratified designs it departs from ``rule`` where
+    nothing), then to today's default. ``default`` marks what the table chooses today; for AP on stratified designs it departs from ``rule`` where
     xinfAP's rms is the lower (the module docstring)."""
     mean = table.groupby(["design", "measure", "estimator"], sort=False).agg(
         rms=("rms", "mean"), cover=("cover", "mean"), default=("default", "first"),

@@ -1,0 +1,120 @@
+"""Which estimator a plain measure (``AP``, ``P@10``) gets on a sample of each design: one
+table, the only source of defaults (:func:`sampleval.estimators.names.estimator_for` reads
+it; ``sampleval methods --defaults`` prints it; ``docs/guide/defaults.md`` is generated from
+it by ``python scripts/defaults_doc.py``).
+
+Registering an estimator family changes no default: making it a default is an edit of this
+table, with a line in CHANGELOG.md. A measure with a cutoff is keyed ``BASE@k`` (any k); a
+(design, measure) not listed has no default estimator (``pooled`` samples, which are evaluated
+exactly, have none).
+
+Why these (chosen by the accuracy measured with ``python -m
+sampleval.experiments.default_estimates``, and for AP on stratified samples by the coverage of
+the intervals):
+
+- census and stratified: the Horvitz-Thompson family ``~ht``; AP too, whose intervals cover
+  better than xinfAP's (:mod:`sampleval.estimators.inferred`, "Not the default AP
+  estimator"); nDCG without a cutoff by NIST's infNDCG, NumRelRet by inum_rel_ret;
+- poisson and inclusion: ``~ht``; AP on inclusion-only samples (prels) by statAP;
+- with-replacement: the per-draw family ``~hh`` for the ratios (AP, R@k, Rprec) and NumRel,
+  ``~ht`` (lower rms) for P@k, DCG and nDCG, except on samples whose every draw could reach
+  every document (:data:`REACHING`), where ``~hh`` is unbiased for them too
+  (:mod:`sampleval.estimators.hansen_hurwitz`, "Defaults");
+- importance: ``~is`` (Schnabel et al.) for what it estimates, ``~hh`` for the rest.
+"""
+
+from __future__ import annotations
+
+CUTOFF = "@k"
+"""How a measure with a cutoff is written in the table (``P@k``: P at any cutoff)."""
+
+DEFAULTS: dict[str, dict[str, str]] = {
+    "census": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
+        "Rprec": "Rprec~ht", "nDCG": "infNDCG", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "inum_rel_ret"},
+    "stratified": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
+        "Rprec": "Rprec~ht", "nDCG": "infNDCG", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "inum_rel_ret"},
+    "poisson": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
+        "Rprec": "Rprec~ht", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht"},
+    "inclusion": {"AP": "statAP", "AP@k": "statAP@k", "P@k": "P@k~ht", "R@k": "R@k~ht",
+        "Rprec": "Rprec~ht", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht"},
+    "with-replacement": {"AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~ht", "R@k": "R@k~hh",
+        "Rprec": "Rprec~hh", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~hh"},
+    "importance": {"AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~is", "R@k": "R@k~is",
+        "Rprec": "Rprec~hh", "nDCG": "nDCG~is", "nDCG@k": "nDCG@k~is", "DCG": "DCG~is",
+        "DCG@k": "DCG@k~is", "NumRel": "NumRel~hh"},
+}
+"""design -> plain measure -> the name of its default estimator."""
+
+REACHING: dict[str, dict[str, str]] = {
+    "with-replacement": {"P@k": "P@k~hh", "nDCG": "nDCG~hh", "nDCG@k": "nDCG@k~hh",
+                         "DCG": "DCG~hh", "DCG@k": "DCG@k~hh"},
+}
+"""Where it differs, the default on samples whose every draw could reach every document
+(:func:`sampleval.estimators.names.draws_reach_every_document`: ``active`` with a uniform
+share), design -> plain measure -> estimator name."""
+
+REACHING_LABEL = "every draw reaches every document"
+
+COMPARE: dict[str, str] = {
+    "census": "AP~ht", "stratified": "AP~ht", "poisson": "AP~ht", "inclusion": "AP~ht",
+    "with-replacement": "AP~hh", "importance": "AP~hh",
+}
+"""design -> the estimator ``compare`` uses when none is named: the design's default AP
+where its errors are centred (HT and the per-draw ~hh keep the paired test's level), AP~ht
+where the default AP is a reference algorithm (inclusion's statAP; docs/compare.md)."""
+
+
+def measure_key(base: str, cutoff: int | None) -> str:
+    """The table's key of ``base[@cutoff]``: ``AP``, ``P@k``."""
+    return base if cutoff is None else f"{base}{CUTOFF}"
+
+
+def default_name(design: str, base: str, cutoff: int | None,
+                 reach_every_document: bool = False) -> str | None:
+    """The default estimator's name of ``base[@cutoff]`` on ``design`` with the cutoff
+    filled in (``P@10~ht``), or None when the table has none."""
+    key = measure_key(base, cutoff)
+    name = REACHING.get(design, {}).get(key) if reach_every_document else None
+    name = name or DEFAULTS.get(design, {}).get(key)
+    if name is None or cutoff is None:
+        return name
+    return name.replace(CUTOFF, f"@{cutoff}")
+
+
+def rows() -> list[tuple[str, str, str]]:
+    """The table as ``(design, measure, estimator)`` rows, the :data:`REACHING` ones with the
+    design written ``DESIGN (every draw reaches every document)``."""
+    out = [(d, m, e) for d, table in DEFAULTS.items() for m, e in table.items()]
+    out += [(f"{d} ({REACHING_LABEL})", m, e) for d, table in REACHING.items()
+            for m, e in table.items()]
+    return out
+
+
+def markdown() -> str:
+    """The table as Markdown, a measure per row and a design per column (the
+    :data:`REACHING` variant as a column of its own): ``docs/guide/defaults.md``."""
+    columns = [(d, DEFAULTS[d]) for d in DEFAULTS]
+    at = [d for d, _ in columns].index
+    for design, table in REACHING.items():
+        columns.insert(at(design) + 1, (f"{design} ({REACHING_LABEL})",
+                                        {**DEFAULTS[design], **table}))
+    measures = list(dict.fromkeys(m for _, table in columns for m in table))
+    lines = ["# Default estimators", "",
+             "Which estimator `sampleval estimate` (and `compare`, `simulate`, campaigns and the",
+             "library) uses for a plain measure, by the design of the sample. Generated from",
+             "`sampleval/estimators/defaults.py` (which says why each) by",
+             "`python scripts/defaults_doc.py`; `sampleval methods --defaults` prints the same",
+             "table (`-f tsv` for `design, measure, estimator` rows). `@k` stands for any",
+             "cutoff; a blank cell: no default estimator (name one with `-m`). Pooled samples",
+             "are evaluated exactly (`sampleval evaluate`).", "",
+             "| measure | " + " | ".join(d for d, _ in columns) + " |",
+             "|---" * (len(columns) + 1) + "|"]
+    for m in measures:
+        cells = [f"`{t[m]}`" if m in t else "" for _, t in columns]
+        lines.append(f"| `{m}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
