@@ -93,6 +93,8 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
     half = (wide("hi") - wide("lo")) / 2 if "lo" in results.columns else None
     imputed = wide("imputed") if "imputed" in results.columns else None
     coverage = wide("coverage")[measures[0]] if "coverage" in results.columns else None
+    ranks = ((wide("rank_lo")[measures[0]], wide("rank_hi")[measures[0]])
+             if "rank_lo" in results.columns else None)  # estimate --ranks
     means = values.xs(MEAN_TOPIC, level="query_id")[measures[0]]
     order = means.sort_values(ascending=False, kind="stable").index
     has_topics = (results["query_id"] != MEAN_TOPIC).any()
@@ -103,6 +105,8 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
         table.add_column("topic")
     if coverage is not None:
         table.add_column("coverage", justify="right")
+    if ranks is not None:
+        table.add_column(f"ranks ({measures[0]})", justify="right")
     for m in measures:
         table.add_column(m, justify="right")
     for position, run in enumerate(order, start=1):
@@ -117,6 +121,9 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
             lead = [str(position) if topic == MEAN_TOPIC else "", run]
             lead += [topic] if has_topics else []
             lead += [] if coverage is None else [f"{coverage.loc[key]:.0%}"]
+            lead += [] if ranks is None else [
+                f"{ranks[0].loc[key]:.0f}-{ranks[1].loc[key]:.0f}" if topic == MEAN_TOPIC
+                and not math.isnan(ranks[0].loc[key]) else ""]
             table.add_row(*lead, *cells)
     console.print(table)
     if imputed is not None and (imputed.to_numpy() > MOSTLY).any():

@@ -75,11 +75,21 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "coverage imputed' (lo, hi empty where no interval applies), the "
                              "mean as topic 'all'; json: {run: {topic: {measure: {value, lo, "
                              "hi, coverage, imputed}}}}")
+    add_ranks(parser)
     add_output(parser)
     add_predictions(parser, "what the prediction-powered estimators (P@10~ppi, AP~ppi ...) "
                             "correct with the judged sample")
     add_name_by(parser)
     add_duplicates(parser)
+
+
+def add_ranks(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ranks", action="store_true",
+                        help="add each run's rank and simultaneous rank interval (columns "
+                             "rank, rank_lo, rank_hi on the 'all' rows; all runs' true ranks "
+                             "lie inside together with probability --ci), from the per-topic "
+                             "estimates' pairwise differences (max-t over a bootstrap of the "
+                             "topics, seed 0: docs/guide/audit.md)")
 
 
 def check_order(sample: str, runs: list[str]) -> None:
@@ -92,6 +102,7 @@ def check_order(sample: str, runs: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from sampleval.estimation.ranks import RANK_COLUMNS, ranked
     from sampleval.estimators import (
         SAMPLE_DEPTH,
         default_estimates,
@@ -120,6 +131,9 @@ def run(args: argparse.Namespace) -> None:
                        depth=SAMPLE_DEPTH if args.depth is None else args.depth,
                        level=args.rel_level, ci=args.ci, predictions=predicted,
                        progress=stderr_is_terminal())
+    numbers: tuple[str, ...] = ESTIMATE_NUMBERS
+    if args.ranks:
+        results, numbers = ranked(results, args.ci), (*ESTIMATE_NUMBERS, *RANK_COLUMNS)
     if not args.per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
     if args.format == "table":
@@ -127,6 +141,6 @@ def run(args: argparse.Namespace) -> None:
         print_table(results, console, title=f"Estimates ({args.ci:.0%} intervals)")
         output.write_console(console)
     elif args.format == "tsv":
-        output.write(to_tsv(results, ESTIMATE_NUMBERS))
+        output.write(to_tsv(results, numbers))
     else:
-        output.write(to_json(results, ESTIMATE_NUMBERS))
+        output.write(to_json(results, numbers))
