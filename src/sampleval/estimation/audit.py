@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -100,8 +101,8 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     if len(loaded) < 2:
         raise UsageError("an audit compares runs: give at least two")
     rng = rng or np.random.default_rng(0)
-    frames = [_audit_measure(sample, loaded, machine, m, depth, level, ci, correction, alpha,
-                             rng)
+    frames = [judge_rows(sample, human_estimates(sample, loaded, m, depth, level, ci, rng),
+                         machine, level, ci, correction, alpha)
               for m in dict.fromkeys(measures or [DEFAULT_MEASURE])]
     return pd.concat(frames, ignore_index=True)[AUDIT_COLUMNS]
 
@@ -143,13 +144,33 @@ def machine_qrels(sample: Sample, predictions: Predictions) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _audit_measure(sample: Sample, runs: list[Run], machine: Predictions, measure: str,
-                   depth: int | str | None, level: float, ci: float, correction: str,
-                   alpha: float, rng: np.random.Generator) -> pd.DataFrame:
-    from scipy import stats
+@dataclass(frozen=True)
+class HumanEstimates:
+    """What the audit takes from the human sample for one measure, whatever the judge:
+    per-topic estimates ``values`` ``[topics, runs]`` (``present``: the run has the topic;
+    ``weights``: its weight in the run's mean), the means ``estimate``, their interval's
+    half-width ``half``, the relative bias's estimator variance ``relative_variance`` and
+    bias ``relative_bias`` (module docstring), and the rank intervals ``ranks``."""
 
+    spec: EstimateSpec
+    pool: Pool
+    topics: list[str]
+    present: np.ndarray
+    weights: np.ndarray
+    values: np.ndarray
+    estimate: np.ndarray
+    half: np.ndarray
+    relative_variance: np.ndarray
+    relative_bias: np.ndarray
+    ranks: pd.DataFrame
+
+
+def human_estimates(sample: Sample, runs: list[Run], measure: str,
+                    depth: int | str | None = SAMPLE_DEPTH, level: float = 1,
+                    ci: float = 0.95, rng: np.random.Generator | None = None
+                    ) -> HumanEstimates:
+    """The sample's side of the audit of ``measure`` (:class:`HumanEstimates`)."""
     from sampleval.aggregation import aggregate_of, over_topics, topic_sums
-    from sampleval.comparison import adjust
     from sampleval.core.pool import Pool
     from sampleval.estimation.ranks import rank_intervals
     from sampleval.estimators import _depth, requested
@@ -174,40 +195,54 @@ def _audit_measure(sample: Sample, runs: list[Run], machine: Predictions, measur
     topics = [v.pool.topic for v in views]
     present = np.array([v.pool.present for v in views], dtype=bool).reshape(len(views), n_runs)
     aggregate = aggregate_of(spec.base)
-    count = present.sum(axis=0)
-    a = present / np.maximum(count, 1) if aggregate != "sum" else present.astype(np.float64)
-    estimate = over_topics(values, present, aggregate)
-    exact = _machine_per_topic(sample, machine, pool, spec, topics, level)
-    machine_value = over_topics(exact, present, aggregate)
-    bias = machine_value - estimate
-    z = z_value(ci)
-    half = z * np.sqrt(topic_sums(a * a * variances, present)) + np.abs(
-        topic_sums(a * biases, present))
+    weights = (present / np.maximum(present.sum(axis=0), 1) if aggregate != "sum"
+               else present.astype(np.float64))
+    half = z_value(ci) * np.sqrt(topic_sums(weights ** 2 * variances, present)) + np.abs(
+        topic_sums(weights * biases, present))
     pairs = np.column_stack(np.triu_indices(n_runs, k=1))
     _, pair_var = family.differences(names, views, sample, spec, level, pairs)
-    rel_var, rel_b = _relative_variance(a, variances, biases, np.maximum(
+    rel_var, rel_b = _relative_variance(weights, variances, biases, np.maximum(
         np.nan_to_num(pair_var), 0.0), pairs)
+    per_topic = pd.DataFrame(np.where(present, values, np.nan), index=topics,
+                             columns=list(names))
+    return HumanEstimates(spec, pool, topics, present, weights, values,
+                          over_topics(values, present, aggregate), half, rel_var, rel_b,
+                          rank_intervals(per_topic, ci, rng))
+
+
+def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
+               level: float = 1, ci: float = 0.95, correction: str = "holm",
+               alpha: float = 0.05) -> pd.DataFrame:
+    """The audit's rows (:data:`AUDIT_COLUMNS`) of the judge ``machine`` against the human
+    estimates."""
+    from scipy import stats
+
+    from sampleval.aggregation import aggregate_of, over_topics
+    from sampleval.comparison import adjust
+    from sampleval.estimators.base import z_value
+
+    exact = _machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level)
+    machine_value = over_topics(exact, human.present, aggregate_of(human.spec.base))
+    bias = machine_value - human.estimate
     relative = bias - bias.mean()
-    rel_sd = np.sqrt(rel_var)
-    rel_half = z * rel_sd + np.abs(rel_b)
-    excess = np.maximum(np.abs(relative) - np.abs(rel_b), 0.0)
+    rel_sd = np.sqrt(human.relative_variance)
+    rel_half = z_value(ci) * rel_sd + np.abs(human.relative_bias)
+    excess = np.maximum(np.abs(relative) - np.abs(human.relative_bias), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.where(rel_sd > 0, excess / np.where(rel_sd > 0, rel_sd, 1.0),
                         np.where(excess > 0, np.inf, 0.0))
     p = 2.0 * stats.norm.sf(stat)
     adjusted = adjust(p, correction)
-    per_topic = pd.DataFrame(np.where(present, values, np.nan), index=topics,
-                             columns=list(names))
-    ranks = rank_intervals(per_topic, ci, rng)
     return pd.DataFrame({
-        "run": list(names), "measure": spec.name, "topics": count, "machine": machine_value,
-        "estimate": estimate, "bias": bias, "lo": bias - half, "hi": bias + half,
-        "relative": relative, "relative_lo": relative - rel_half,
+        "run": list(human.pool.run_names), "measure": human.spec.name,
+        "topics": human.present.sum(axis=0), "machine": machine_value,
+        "estimate": human.estimate, "bias": bias, "lo": bias - human.half,
+        "hi": bias + human.half, "relative": relative, "relative_lo": relative - rel_half,
         "relative_hi": relative + rel_half, "p": p, "p_adjusted": adjusted,
         "flagged": adjusted < alpha,
         "machine_rank": 1 + (machine_value[None, :] > machine_value[:, None]).sum(axis=1),
-        "rank": ranks["rank"].to_numpy(), "rank_lo": ranks["rank_lo"].to_numpy(),
-        "rank_hi": ranks["rank_hi"].to_numpy()})
+        "rank": human.ranks["rank"].to_numpy(), "rank_lo": human.ranks["rank_lo"].to_numpy(),
+        "rank_hi": human.ranks["rank_hi"].to_numpy()})
 
 
 def _relative_variance(a: np.ndarray, variances: np.ndarray, biases: np.ndarray,
