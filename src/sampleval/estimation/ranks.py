@@ -9,7 +9,7 @@ confidence intervals for all R(R-1)/2 pairwise differences of means that hold
 difference, no run truly below r is called better and none truly above is called worse,
 so every true rank lies in its interval: the rank intervals are simultaneous at ``ci``
 too (Holm's / Tukey's argument, as in Al Mohamad, Goeman & van Zwet, "Simultaneous
-confidence intervals for ranks", Biometrika 2022, sec. 2, whose Tukey variant this is).
+confidence intervals for ranks", Biometrics 78(1), 2022, whose Tukey-type variant this is).
 
 The simultaneous pairwise intervals are mean_p +- c s_p / sqrt(T), mean_p and s_p the mean
 and standard deviation over topics of the per-topic differences of pair p (the paired

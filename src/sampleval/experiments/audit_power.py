@@ -19,7 +19,7 @@ collection of 40 runs and 50 topics with 1% of the documents relevant,
 
 Each trial judges a ``--rate`` stratified sample (``stratified``, seed SEED + trial) and
 audits both judges on AP~ht (Holm, alpha 0.05). Reported: the power (the favoured run
-flagged), the false-alarm rate per run (perfect judge: every run; circular judge: the runs
+flagged; also under Benjamini-Hochberg, and its unadjusted test at 0.05), the false-alarm rate per run (perfect judge: every run; circular judge: the runs
 whose exact relative bias is below 0.005 in absolute value), the coverage of the bias
 intervals, the simultaneous coverage of the rank intervals (every run's true rank inside
 its interval; tied true means: any of the tied ranks) and their mean width against the same
@@ -130,6 +130,8 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
                                     rng=np.random.default_rng(seed + trial + 1_000_003))
             rows = {name: judge_rows(sample, human, judge).set_index("run").loc[exact.index]
                     for name, judge in judges.items()}
+            by_bh = judge_rows(sample, human, judges["circular"], correction="bh"
+                               ).set_index("run").loc[exact.index]
             if ppi:
                 ppi_rows = estimate(sample, runs, ["AP~ppi"], predictions=judges["circular"])
                 ppi_value = ppi_rows[ppi_rows["query_id"] == "all"].set_index("run")["value"]
@@ -140,6 +142,9 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
         records.append({
             "trial": trial,
             "power": bool(circ.loc[favoured, "flagged"]),
+            "power_bh": bool(by_bh.loc[favoured, "flagged"]),
+            "power_unadjusted": bool(circ.loc[favoured, "p"] < 0.05),
+            "false_alarm_circular_bh": float(by_bh["flagged"].to_numpy()[nulls].mean()),
             "false_alarm_circular": float(circ["flagged"].to_numpy()[nulls].mean()),
             "false_alarm_perfect": float(perfect["flagged"].mean()),
             "any_false_alarm_perfect": bool(perfect["flagged"].any()),
@@ -170,7 +175,8 @@ def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame
     """One row: the targets' figures with their Monte Carlo standard errors."""
     n = len(records)
     row: dict[str, object] = {"trials": n, **setting}
-    for column in ("power", "false_alarm_circular", "false_alarm_perfect",
+    for column in ("power", "power_bh", "power_unadjusted", "false_alarm_circular",
+                   "false_alarm_circular_bh", "false_alarm_perfect",
                    "any_false_alarm_perfect", "relative_coverage", "rank_coverage"):
         values = records[column].astype(float)
         row[column] = float(values.mean())
