@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sampleval import cli
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
@@ -221,35 +222,52 @@ def _write_runs(tmp_path: Path, runs: list[Run]) -> list[str]:
     return names
 
 
-def test_cli(tmp_path: Path) -> None:
+def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs, qrels = _collection()
     sample = _sample_file(qrels, tmp_path / "s.txt", 0.3)
     predictions = tmp_path / "machine.txt"
     _machine(qrels).assign(iter=0)[["query_id", "iter", "doc_id", "prediction"]].to_csv(
         predictions, sep=" ", header=False, index=False)
     paths = _write_runs(tmp_path, runs)
-    base = [*SAMPLEVAL, "audit", str(sample), *paths, "--predictions", str(predictions),
-            "-M", "40"]
-    shown = subprocess.run([*base, "--figure", str(tmp_path / "bias.png")],
-                           capture_output=True, text=True, timeout=120)
-    assert shown.returncode == 0, shown.stderr
-    assert "AP~ht: machine judge" in shown.stdout and "kappa" in shown.stdout
+    base = ["audit", str(sample), *paths, "--predictions", str(predictions), "-M", "40"]
+    cli.run([*base, "--figure", str(tmp_path / "bias.png")])
+    shown = capsys.readouterr().out
+    assert "AP~ht: machine judge" in shown and "kappa" in shown
     assert (tmp_path / "bias.png").stat().st_size > 0
-    out = subprocess.run([*base, "-f", "json", "-m", "P@10~ht"], capture_output=True,
-                         text=True, timeout=120)
-    got = json.loads(out.stdout)
+    cli.run([*base, "-f", "json", "-m", "P@10~ht"])
+    got = json.loads(capsys.readouterr().out)
     assert len(got["runs"]) == len(runs) and set(got["tau"]) == {"P@10~ht"}
     assert {"bias", "relative_lo", "flagged", "rank_hi"} <= set(got["runs"][0])
-    tsv = subprocess.run([*base, "-f", "tsv"], capture_output=True, text=True, timeout=120)
-    blocks = tsv.stdout.split("\n\n")
+    cli.run([*base, "-f", "tsv"])
+    blocks = capsys.readouterr().out.split("\n\n")
     assert blocks[0].startswith("run\tmeasure\ttopics\tmachine\testimate\tbias")
     assert blocks[1].startswith("statistic\tmachine\thuman") and "measure\ttau" in blocks[2]
-    bad = subprocess.run([*base[:-4], "--predictions", str(tmp_path / "none.txt")],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
-    ranked = subprocess.run([*SAMPLEVAL, "estimate", str(sample), *paths, "-m", "AP~ht",
-                             "--ranks", "-f", "tsv"], capture_output=True, text=True,
-                            timeout=120)
-    assert ranked.returncode == 0, ranked.stderr
-    header, *lines = ranked.stdout.splitlines()
+    cli.run(["estimate", str(sample), *paths, "-m", "AP~ht", "--ranks", "-f", "tsv"])
+    header, *lines = capsys.readouterr().out.splitlines()
     assert header.endswith("rank\trank_lo\trank_hi") and len(lines) == len(runs)
+    cli.run(["compare", str(sample), *paths, "-m", "AP~ht", "-M", "40", "--ranks", "-f",
+             "json"])
+    got = json.loads(capsys.readouterr().out)
+    assert len(got["pairs"]) == 15 and [r["rank"] for r in got["ranks"]] == list(range(1, 7))
+    bad = subprocess.run([*SAMPLEVAL, *base[:-4], "--predictions", str(tmp_path / "no.txt")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_circular_judge_calls_the_favoured_runs_top_k_relevant() -> None:
+    from sampleval.core.pool import Pool
+    from sampleval.synthetic_predictions import circular, pool_truth
+
+    runs, qrels = _collection()
+    pool = Pool.from_runs(runs, depth=40)
+    truth = pool_truth(pool, Qrels.from_frame(qrels))
+    got = circular(truth, pool, "run03", 3)
+    top = pd.concat(r.to_frame(depth=3) for r in runs if r.name == "run03")
+    called = set(zip(top["query_id"], top["doc_id"], strict=True))
+    keys = list(zip(got["query_id"], got["doc_id"], strict=True))
+    favoured = np.array([k in called for k in keys])
+    assert favoured.sum() == len(called)
+    assert (got["prediction"].to_numpy()[favoured] >= 1).all()
+    rest = ~favoured
+    assert (got["prediction"].to_numpy()[rest] == truth["relevance"].clip(lower=0)
+            .to_numpy()[rest]).all()
