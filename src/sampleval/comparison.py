@@ -74,6 +74,8 @@ import pandas as pd
 from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from sampleval.core.run import Run
     from sampleval.core.sample import Sample
 
@@ -163,12 +165,7 @@ def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str |
     """
     from scipy import stats
 
-    if correction not in CORRECTIONS:
-        raise UsageError(f"unknown correction {correction!r} (one of {', '.join(CORRECTIONS)})")
-    if not 0 < alpha < 1:
-        raise UsageError(f"alpha must lie in (0, 1), not {alpha}")
-    if not 0 < ci < 1:
-        raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
+    check_test_options(correction, alpha, ci)
     if per_topic.shape[1] < 2:
         raise UsageError("comparing needs at least two runs with estimates on the sample's "
                          "topics")
@@ -204,6 +201,16 @@ def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str |
         "hi": mean + half, "t": t, "df": df, "p": p, "p_adjusted": adjusted,
         "significant": adjusted < alpha,
     })[COLUMNS]
+
+
+def check_test_options(correction: str, alpha: float, ci: float) -> None:
+    """UsageError unless ``correction`` is known and ``alpha`` and ``ci`` lie in (0, 1)."""
+    if correction not in CORRECTIONS:
+        raise UsageError(f"unknown correction {correction!r} (one of {', '.join(CORRECTIONS)})")
+    if not 0 < alpha < 1:
+        raise UsageError(f"alpha must lie in (0, 1), not {alpha}")
+    if not 0 < ci < 1:
+        raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
 
 
 def _mean_sd(diff: np.ndarray, both: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
@@ -279,6 +286,14 @@ def forest_plot(table: pd.DataFrame, path: str, title: str | None = None) -> Non
     ax.set_xlabel(f"difference in mean {measure}")
     ax.set_title(title or f"{measure}: paired differences", fontsize=10)
     ax.legend(fontsize=7, loc="best")
+    save_figure(fig, path)
+
+
+def save_figure(fig: Figure, path: str) -> None:
+    """Lay out ``fig``, write it to ``path`` (the format from its suffix) and close it;
+    UsageError when it cannot be written."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     try:
         fig.savefig(path)

@@ -20,7 +20,7 @@ from sampleval.cli._app import (
     start_reading_runs,
     stdout_console,
 )
-from sampleval.cli.estimate import SAMPLE_FORMATS
+from sampleval.cli.estimate import add_sample_format
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,9 +72,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_depth(parser, "use only each run's top N documents per topic (default: the depth the "
                       "sample was pooled at)")
     add_rel_level(parser)
-    parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
-                        help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
-                             "file is told by its columns")
+    add_sample_format(parser)
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: per measure one line per run, then the agreement and "
                              "tau; tsv: the per-run table (header 'run measure topics machine "

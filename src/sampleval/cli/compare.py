@@ -18,7 +18,7 @@ from sampleval.cli._app import (
     start_reading_runs,
     stdout_console,
 )
-from sampleval.cli.estimate import SAMPLE_FORMATS, add_ranks
+from sampleval.cli.estimate import add_ranks, add_sample_format
 from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
@@ -77,9 +77,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_ranks(parser)
     add_depth(parser)
     add_rel_level(parser)
-    parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
-                        help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
-                             "file is told by its columns")
+    add_sample_format(parser)
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: one line per pair, significant ones marked; tsv: header "
                              "'run_a run_b measure topics mean_a mean_b diff lo hi t df p "

@@ -66,9 +66,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                       "sample was pooled at, recorded in its sample.json; another depth warns "
                       "what it means)")
     add_rel_level(parser)
-    parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
-                        help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
-                             "file is told by its columns")
+    add_sample_format(parser)
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: a readable leaderboard with ± half-intervals and each "
                              "run's coverage; tsv: header 'run topic measure value lo hi "
@@ -81,6 +79,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                             "correct with the judged sample")
     add_name_by(parser)
     add_duplicates(parser)
+
+
+def add_sample_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
+                        help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
+                             "file is told by its columns")
 
 
 def add_ranks(parser: argparse.ArgumentParser) -> None:

@@ -86,16 +86,11 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     :data:`AUDIT_COLUMNS` (module docstring). ``depth`` as
     :func:`sampleval.estimators.estimate` takes it; ``rng`` draws the rank intervals'
     bootstrap (default seed 0)."""
-    from sampleval.comparison import CORRECTIONS
+    from sampleval.comparison import check_test_options
     from sampleval.inputs import as_runs, as_sample
 
     sample = as_sample(sample)
-    if correction not in CORRECTIONS:
-        raise UsageError(f"unknown correction {correction!r} (one of {', '.join(CORRECTIONS)})")
-    if not 0 < ci < 1:
-        raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
-    if not 0 < alpha < 1:
-        raise UsageError(f"alpha must lie in (0, 1), not {alpha}")
+    check_test_options(correction, alpha, ci)
     machine = machine_predictions(sample, predictions)
     loaded = as_runs(runs)
     if len(loaded) < 2:
@@ -386,6 +381,8 @@ def bias_figure(table: pd.DataFrame, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from sampleval.comparison import save_figure
+
     measures = list(dict.fromkeys(table["measure"]))
     height = max(2.5, 0.16 * table["run"].nunique() + 1.2)
     fig, axes = plt.subplots(1, len(measures), figsize=(6.0 * len(measures), height),
@@ -408,10 +405,4 @@ def bias_figure(table: pd.DataFrame, path: str) -> None:
         ax.set_xlabel(f"machine - estimated {measure}")
         ax.set_title(f"{measure}: bias of the machine judge per run", fontsize=10)
         ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    try:
-        fig.savefig(path)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot write the figure to {path}: {exc}") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

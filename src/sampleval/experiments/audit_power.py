@@ -117,6 +117,7 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     reference = rank_intervals(exact_topics)
     best, worst = true_rank_range(exact.to_numpy())
     oracle = qrels_oracle(truth_qrels)
+    at = list(exact.index).index(favoured)
     records = []
     ppi_errors = []
     for trial in range(trials):
@@ -141,9 +142,9 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
         true_bias = {"circular": relative + 0.0, "perfect": relative * 0.0}
         records.append({
             "trial": trial,
-            "power": bool(circ.loc[favoured, "flagged"]),
-            "power_bh": bool(by_bh.loc[favoured, "flagged"]),
-            "power_unadjusted": bool(circ.loc[favoured, "p"] < 0.05),
+            "power": bool(circ["flagged"].to_numpy()[at]),
+            "power_bh": bool(by_bh["flagged"].to_numpy()[at]),
+            "power_unadjusted": bool(circ["p"].to_numpy()[at] < 0.05),
             "false_alarm_circular_bh": float(by_bh["flagged"].to_numpy()[nulls].mean()),
             "false_alarm_circular": float(circ["flagged"].to_numpy()[nulls].mean()),
             "false_alarm_perfect": float(perfect["flagged"].mean()),
@@ -153,8 +154,7 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
                     "relative_hi"])).mean() for j in judges])),
             "rank_coverage": bool(((lo <= worst) & (best <= hi)).all()),
             "rank_width": float((hi - lo).mean()),
-            "favoured_relative": float(circ["relative"].to_numpy()[
-                list(exact.index).index(favoured)]),
+            "favoured_relative": float(circ["relative"].to_numpy()[at]),
             "seconds": time.time() - started,
         })
         print(f"trial {trial + 1}/{trials} done ({records[-1]['seconds']:.1f} s)",
@@ -166,8 +166,7 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
         errors = np.array(ppi_errors)
         se = errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
         setting["ppi_within_3se"] = float(np.mean(np.abs(errors.mean(axis=0)) <= 3 * se))
-        setting["ppi_favoured_bias"] = float(errors.mean(axis=0)[list(exact.index).index(
-            favoured)])
+        setting["ppi_favoured_bias"] = float(errors.mean(axis=0)[at])
     return pd.DataFrame(records), setting
 
 
