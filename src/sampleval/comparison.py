@@ -75,6 +75,8 @@ from sampleval.errors import UsageError
 from sampleval.estimators.setup import SAMPLE_DEPTH
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from sampleval.io.coerce import MeasuresLike, RunsLike, SampleLike
 
 CORRECTIONS = ("holm", "bh", "none")
@@ -162,12 +164,7 @@ def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str |
     """
     from scipy import stats
 
-    if correction not in CORRECTIONS:
-        raise UsageError(f"unknown correction {correction!r} (one of {', '.join(CORRECTIONS)})")
-    if not 0 < alpha < 1:
-        raise UsageError(f"alpha must lie in (0, 1), not {alpha}")
-    if not 0 < ci < 1:
-        raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
+    check_test_options(correction, alpha, ci)
     if per_topic.shape[1] < 2:
         raise UsageError("comparing needs at least two runs with estimates on the sample's "
                          "topics")
@@ -203,6 +200,16 @@ def paired_differences(per_topic: pd.DataFrame, measure: str, *, baseline: str |
         "hi": mean + half, "t": t, "df": df, "p": p, "p_adjusted": adjusted,
         "significant": adjusted < alpha,
     })[COLUMNS]
+
+
+def check_test_options(correction: str, alpha: float, ci: float) -> None:
+    """UsageError unless ``correction`` is known and ``alpha`` and ``ci`` lie in (0, 1)."""
+    if correction not in CORRECTIONS:
+        raise UsageError(f"unknown correction {correction!r} (one of {', '.join(CORRECTIONS)})")
+    if not 0 < alpha < 1:
+        raise UsageError(f"alpha must lie in (0, 1), not {alpha}")
+    if not 0 < ci < 1:
+        raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
 
 
 def _mean_sd(diff: np.ndarray, both: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
@@ -305,6 +312,14 @@ def forest_plot(table: pd.DataFrame, path: str, title: str | None = None,
                   "multiplicity as the p-values)")
     ax.set_title(title or f"{measure}: paired differences", fontsize=10)
     ax.legend(fontsize=7, loc="best")
+    save_figure(fig, path)
+
+
+def save_figure(fig: Figure, path: str) -> None:
+    """Lay out ``fig``, write it to ``path`` (the format from its suffix) and close it;
+    UsageError when it cannot be written."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     try:
         fig.savefig(path)

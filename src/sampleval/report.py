@@ -99,6 +99,8 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
     outside = pd.DataFrame({m: outside_range(m, values[m].to_numpy(np.float64))
                             for m in measures}, index=values.index) if share is not None else (
         None)
+    ranks = ((wide("rank_lo")[measures[0]], wide("rank_hi")[measures[0]])
+             if "rank_lo" in results.columns else None)  # estimate --ranks
     means = values.xs(MEAN_TOPIC, level="query_id")[measures[0]]
     order = means.sort_values(ascending=False, kind="stable").index
     has_topics = (results["query_id"] != MEAN_TOPIC).any()
@@ -109,6 +111,8 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
         table.add_column("topic")
     if share is not None:
         table.add_column("frame share", justify="right")
+    if ranks is not None:
+        table.add_column(f"ranks ({measures[0]})", justify="right")
     for m in measures:
         table.add_column(m, justify="right")
     for position, run in enumerate(order, start=1):
@@ -124,6 +128,9 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
             lead = [str(position) if topic == MEAN_TOPIC else "", run]
             lead += [topic] if has_topics else []
             lead += [] if share is None else [f"{share.loc[key]:.0%}"]
+            lead += [] if ranks is None else [
+                f"{ranks[0].loc[key]:.0f}-{ranks[1].loc[key]:.0f}" if topic == MEAN_TOPIC
+                and not math.isnan(ranks[0].loc[key]) else ""]
             table.add_row(*lead, *cells)
     console.print(table)
     if imputed is not None and (imputed.to_numpy() > MOSTLY).any():

@@ -12,6 +12,9 @@ Each returns a DataFrame ``query_id, doc_id, prediction`` (the library's predict
   grows with its best rank, ``rate (best_rank - 1) / (depth - 1)`` (a labeller biased toward
   relevance deep in the rankings, where it is rarest);
 - :func:`pure_noise`: uniform on [0, top grade], independent of the truth;
+- :func:`circular`: a judge that favours a run built like it: the run's top ``k`` documents
+  of every topic called relevant (at least grade 1), every other label as a base judge's
+  (default the truth); the case of a system that re-ranks with the judge (issue 31);
 - :func:`fused` (no label used): the runs' reciprocal-rank fusion (Cormack, Clarke & Buettcher,
   SIGIR 2009: s(d) = sum over runs of 1/(60 + rank)), as a share of the score of a document
   every run ranks first, calibrated to a probability by a power p = share^gamma with gamma
@@ -27,7 +30,7 @@ import pandas as pd
 from sampleval.core.pool import PAD, Pool
 from sampleval.core.qrels import Qrels
 
-__all__ = ["deep_over_calls", "flipped", "fused", "pool_truth", "pure_noise"]
+__all__ = ["circular", "deep_over_calls", "flipped", "fused", "pool_truth", "pure_noise"]
 
 RRF_K = 60
 
@@ -86,6 +89,24 @@ def pure_noise(truth: pd.DataFrame, rng: np.random.Generator,
     independent of everything."""
     high = top if top is not None else max(1.0, float(truth["relevance"].max()))
     return _predicted(truth, rng.uniform(0.0, high, size=len(truth)))
+
+
+def circular(truth: pd.DataFrame, pool: Pool, run: str, k: int,
+             base: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``base``'s predictions (default: the true grades of ``truth``), except that the top
+    ``k`` documents of ``run`` (one of ``pool``'s runs) on every topic are called relevant:
+    their value raised to at least 1."""
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    index = list(pool.run_names).index(run)
+    favoured = [pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos[tp.doc_ids[
+        top[top != PAD]]]}) for tp in pool for top in [tp.ranking[index, :k]]]
+    called = pd.MultiIndex.from_frame(pd.concat(favoured, ignore_index=True))
+    values = (np.maximum(truth["relevance"].to_numpy(dtype=np.float64), 0.0) if base is None
+              else base["prediction"].to_numpy(dtype=np.float64))
+    keys = pd.MultiIndex.from_arrays([truth["query_id"].to_numpy(dtype=object),
+                                      truth["doc_id"].to_numpy(dtype=object)])
+    return _predicted(truth, np.where(keys.isin(called), np.maximum(values, 1.0), values))
 
 
 def fused(pool: Pool, prevalence: float = 0.1) -> pd.DataFrame:

@@ -18,11 +18,20 @@ from sampleval.cli._app import (
     start_reading_runs,
     stdout_console,
 )
-from sampleval.cli.estimate import SAMPLE_DEPTH_HELP, SAMPLE_FORMATS, check_order, depth_of
+from sampleval.cli.estimate import (
+    SAMPLE_DEPTH_HELP,
+    add_ranks,
+    add_sample_format,
+    check_order,
+    depth_of,
+)
 from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from sampleval.core.run import Run
+    from sampleval.core.sample import Sample
 
 FORMATS = ("table", "tsv", "json")
 DESCRIPTION = """\
@@ -75,15 +84,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "or svg); its intervals are adjusted for multiplicity as the "
                              "p-values are (--correction), so a pair's interval excludes 0 "
                              "exactly when it is significant (with --ci 1 - --alpha)")
+    add_ranks(parser)
     add_depth(parser, SAMPLE_DEPTH_HELP)
     add_rel_level(parser)
-    parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
-                        help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
-                             "file is told by its columns")
+    add_sample_format(parser)
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: one line per pair, significant ones marked; tsv: header "
                              "'run_a run_b measure topics mean_a mean_b diff lo hi t df p "
-                             "p_adjusted significant'; json: a list of such records")
+                             "p_adjusted significant'; json: a list of such records; with "
+                             "--ranks, the leaderboard 'run measure value rank rank_lo "
+                             "rank_hi' follows (tsv: after an empty line; json: {pairs, "
+                             "ranks})")
     add_name_by(parser)
     add_duplicates(parser)
 
@@ -107,13 +118,39 @@ def run(args: argparse.Namespace) -> None:
                     depth=depth_of(args), level=args.rel_level, df=args.df)
     if args.plot:
         forest_plot(table, args.plot, ci=args.ci)
+    ranks = (leaderboard(judgments, loaded, str(table["measure"].iloc[0]), args)
+             if args.ranks else None)
     if args.format == "table":
         print_comparison(table, args)
+        if ranks is not None:
+            stdout_console().print(ranks.to_string(index=False))
     elif args.format == "tsv":
         sys.stdout.write(table.to_csv(sep="\t", index=False, float_format="%.6g",
                                       lineterminator="\n"))
-    else:
+        if ranks is not None:
+            sys.stdout.write("\n" + ranks.to_csv(sep="\t", index=False, float_format="%.6g",
+                                                 lineterminator="\n"))
+    elif ranks is None:
         sys.stdout.write(table.to_json(orient="records", indent=1, double_precision=10) + "\n")
+    else:
+        sys.stdout.write('{"pairs": ' + table.to_json(orient="records", double_precision=10)
+                         + ', "ranks": ' + ranks.to_json(orient="records", double_precision=10)
+                         + "}\n")
+
+
+def leaderboard(judgments: Sample, loaded: list[Run], measure: str,
+                args: argparse.Namespace) -> pd.DataFrame:
+    """The runs' estimates of ``measure`` with their simultaneous rank intervals (columns
+    ``run measure value rank rank_lo rank_hi``), best first."""
+    from sampleval.estimation.ranks import RANK_COLUMNS, ranked
+    from sampleval.estimators import estimate
+
+    rows = ranked(estimate(judgments, loaded, [measure], depth=depth_of(args),
+                           level=args.rel_level, ci=args.ci), args.ci)
+    rows = rows[rows["query_id"] == "all"].sort_values("value", ascending=False,
+                                                       kind="stable")
+    return rows[["run", "measure", "value", *RANK_COLUMNS]].astype(
+        {c: "int64" for c in RANK_COLUMNS})
 
 
 def print_comparison(table: pd.DataFrame, args: argparse.Namespace) -> None:

@@ -70,9 +70,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_per_topic(parser)
     add_depth(parser, SAMPLE_DEPTH_HELP)
     add_rel_level(parser)
-    parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
-                        help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
-                             "file is told by its columns")
+    add_sample_format(parser)
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: a readable leaderboard with ± half-intervals and each "
                              "run's frame share; tsv: header 'run topic measure value lo hi "
@@ -80,11 +78,27 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "applies; coverage: frame_share's old name, for one release), "
                              "the mean as topic 'all'; json: {run: {topic: {measure: {value, "
                              "lo, hi, frame_share, imputed, coverage}}}}")
+    add_ranks(parser)
     add_output(parser)
     add_predictions(parser, "what the prediction-powered estimators (P@10~ppi, AP~ppi ...) "
                             "correct with the judged sample")
     add_name_by(parser)
     add_duplicates(parser)
+
+
+def add_sample_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sample-format", choices=SAMPLE_FORMATS, default="auto",
+                        help="the SAMPLE's format; auto: a directory is a sampleval sample, a "
+                             "file is told by its columns")
+
+
+def add_ranks(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ranks", action="store_true",
+                        help="add each run's rank and simultaneous rank interval (columns "
+                             "rank, rank_lo, rank_hi on the 'all' rows; all runs' true ranks "
+                             "lie inside together with probability --ci), from the per-topic "
+                             "estimates' pairwise differences (max-t over a bootstrap of the "
+                             "topics, seed 0: docs/guide/audit.md)")
 
 
 def check_order(sample: str, runs: list[str], command: str = "estimate") -> None:
@@ -106,6 +120,7 @@ def depth_of(args: argparse.Namespace) -> int | str:
 
 
 def run(args: argparse.Namespace) -> None:
+    from sampleval.estimation.ranks import RANK_COLUMNS, ranked
     from sampleval.estimators import estimate, largest_grade
     from sampleval.estimators.setup import setup_for
     from sampleval.evaluation import MEAN_TOPIC
@@ -130,6 +145,9 @@ def run(args: argparse.Namespace) -> None:
                        depth=depth_of(args),
                        level=args.rel_level, ci=args.ci, predictions=predicted,
                        progress=stderr_is_terminal())
+    numbers: tuple[str, ...] = ESTIMATE_NUMBERS
+    if args.ranks:
+        results, numbers = ranked(results, args.ci), (*ESTIMATE_NUMBERS, *RANK_COLUMNS)
     if not args.per_topic:
         results = results[results["query_id"] == MEAN_TOPIC]
     if args.format == "table":
@@ -138,6 +156,6 @@ def run(args: argparse.Namespace) -> None:
         print_table(results, console, title=f"Estimates ({args.ci:.0%} intervals{chosen})")
         output.write_console(console)
     elif args.format == "tsv":
-        output.write(to_tsv(results, ESTIMATE_NUMBERS))
+        output.write(to_tsv(results, numbers))
     else:
-        output.write(to_json(results, ESTIMATE_NUMBERS))
+        output.write(to_json(results, numbers))

@@ -1,0 +1,408 @@
+"""Auditing a machine judge with a human sample: which runs it mis-scores, by how much
+(issue 31; ``sampleval audit``; docs/guide/audit.md).
+
+The machine (an LLM judge such as UMBRELA) labels every document of the sample's frame; the
+people judged a design-based sample of it. For a run r and a measure:
+
+- ``machine`` M_r: the measure computed with the machine's labels as if they were qrels
+  (exact, trec_eval's semantics, the runs cut at the estimation depth; documents outside
+  the frame, and frame documents the machine did not label, are not relevant). Fractional
+  predictions (probabilities) are read as relevant (1) at >= 0.5, else 0
+  (:func:`machine_grades`);
+- ``estimate`` E_r: the design-based estimate of the human measure from the sample (the
+  estimator's per-topic values and variances, ``EstimatorFamily.parts``);
+- ``bias`` B_r = M_r - E_r. M_r is fixed, so the interval is E_r's: B_r -+ (z sd(E_r) +
+  |b_r|), sd(E_r)^2 = sum_t v_tr / T_r^2 (topics sampled independently), b_r the estimated
+  remaining bias of a bias-aware interval (as :func:`sampleval.estimators.base.summarise`).
+  The interval is about the bias over *these* topics (the topics are fixed: the question is
+  whether this collection's machine scores are off), so a census gives the exact bias with
+  a zero-width interval;
+- ``relative`` B_r - mean_j B_j, the run's bias beyond the judge's bias shared by all runs
+  (a shared bias does not change the ranking; one that favours a run does). Its estimator
+  part is the contrast sum_j sum_t d_tj e_tj with d_tj = a_tj (1[j = r] - 1/R), a_tj =
+  1/T_j where run j has topic t. Its variance needs the covariances of the runs' estimates
+  on the one shared sample; with V_tj the variance of e_tj and D_tjk that of the difference
+  e_tj - e_tk (``EstimatorFamily.differences``: the estimator applied to the difference of
+  the two runs' weights), C_jk = (V_j + V_k - D_jk) / 2 gives, per topic,
+  Var(sum_j d_j e_j) = (sum_k d_k) sum_j d_j V_j - 1/2 sum_jk d_j d_k D_jk. Where V and D
+  are the same quadratic form (Horvitz-Thompson with pi_ij, or a jackknife whose replicates
+  leave out the same document for every run) this is that form's estimate for the
+  contrast, exactly;
+- ``p``: two-sided, from the relative bias's normal statistic (max(|rel| - |b|, 0) / sd,
+  so that p < 1 - ci exactly when the interval excludes 0); ``p_adjusted`` by Holm (or
+  Benjamini-Hochberg, :func:`sampleval.comparison.adjust`) over the runs; ``flagged``:
+  p_adjusted < alpha;
+- ``rank``, ``rank_lo``, ``rank_hi``: the estimated leaderboard's simultaneous rank
+  intervals (:mod:`.ranks`), and ``machine_rank``.
+
+Over the whole frame (:func:`agreement`): the confusion matrix of machine against human
+labels and Cohen's kappa (binary at the relevance level, and over the grades), estimated
+from the sample by Horvitz-Thompson totals of the judged documents' cells with their HT
+covariance (pi_ij of the design), shares and kappa by the delta method (Cohen 1960, eq. 1).
+:func:`leaderboard_tau`: Kendall's tau-b between the machine and estimated leaderboards.
+
+Needs an estimator family giving per-topic variances and the variances of differences
+(today the ``~ht`` family: ``AP~ht``, the default, ``P@k~ht``, ``nDCG@k~ht`` ...).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from sampleval.errors import UsageError
+from sampleval.estimators import SAMPLE_DEPTH
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sampleval.core.pool import Pool
+    from sampleval.core.predictions import Predictions
+    from sampleval.core.run import Run
+    from sampleval.core.sample import Sample
+    from sampleval.estimators.names import EstimateSpec
+    from sampleval.io.coerce import PredictionsLike, RunsLike, SampleLike
+
+AUDIT_COLUMNS = ["run", "measure", "topics", "machine", "estimate", "bias", "lo", "hi",
+                 "relative", "relative_lo", "relative_hi", "p", "p_adjusted", "flagged",
+                 "machine_rank", "rank", "rank_lo", "rank_hi"]
+AGREEMENT_COLUMNS = ["statistic", "machine", "human", "value", "lo", "hi"]
+DEFAULT_MEASURE = "AP~ht"
+
+
+def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
+          measures: Sequence[str] | None = None, *, depth: int | str | None = SAMPLE_DEPTH,
+          level: float = 1, ci: float = 0.95, correction: str = "holm", alpha: float = 0.05,
+          rng: np.random.Generator | None = None) -> pd.DataFrame:
+    """The audit of the machine judge ``predictions`` on ``runs`` from the human
+    ``sample``: one row per run and measure (default ``AP~ht``), columns
+    :data:`AUDIT_COLUMNS` (module docstring). ``depth`` as
+    :func:`sampleval.estimators.estimate` takes it; ``rng`` draws the rank intervals'
+    bootstrap (default seed 0)."""
+    from sampleval.comparison import check_test_options
+    from sampleval.io.coerce import as_runs, as_sample
+
+    sample = as_sample(sample)
+    check_test_options(correction, alpha, ci)
+    machine = machine_predictions(sample, predictions)
+    loaded = as_runs(runs)
+    if len(loaded) < 2:
+        raise UsageError("an audit compares runs: give at least two")
+    rng = rng or np.random.default_rng(0)
+    frames = [judge_rows(sample, human_estimates(sample, loaded, m, depth, level, ci, rng),
+                         machine, level, ci, correction, alpha)
+              for m in dict.fromkeys(measures or [DEFAULT_MEASURE])]
+    return pd.concat(frames, ignore_index=True)[AUDIT_COLUMNS]
+
+
+def machine_predictions(sample: Sample, predictions: PredictionsLike) -> Predictions:
+    """The predictions, read on the sample's scale, checked to name some of its frame (a
+    warning says how many frame documents lack one)."""
+    from sampleval.estimators import _check_predictions, largest_grade
+    from sampleval.io.coerce import as_predictions
+
+    predicted = as_predictions(predictions, largest_grade(sample))
+    _check_predictions(predicted, sample)
+    return predicted
+
+
+def machine_grades(predictions: Predictions, topic: str, docnos: np.ndarray) -> np.ndarray:
+    """The machine's grade of each of ``docnos``: the predicted grade, or, when any of the
+    predictions is fractional (probabilities), 1 where it is >= 0.5 and 0 elsewhere; 0 for
+    documents without a prediction."""
+    values = predictions.for_topic(topic, docnos)
+    if _fractional(predictions):
+        return (values >= 0.5).astype(np.float64)
+    return values
+
+
+def _fractional(predictions: Predictions) -> bool:
+    values = predictions.frame["prediction"].to_numpy(dtype=np.float64)
+    return bool(np.any(values != np.round(values)))
+
+
+def machine_qrels(sample: Sample, predictions: Predictions) -> pd.DataFrame:
+    """Qrels (``query_id, doc_id, relevance``) of every frame document by its machine
+    grade."""
+    parts = []
+    for topic in sample.topics:
+        docnos = sample.topic(topic).docnos
+        parts.append(pd.DataFrame({"query_id": topic, "doc_id": docnos,
+                                   "relevance": machine_grades(predictions, topic, docnos)}))
+    return pd.concat(parts, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class HumanEstimates:
+    """What the audit takes from the human sample for one measure, whatever the judge:
+    per-topic estimates ``values`` ``[topics, runs]`` (``present``: the run has the topic;
+    ``weights``: its weight in the run's mean), the means ``estimate``, their interval's
+    half-width ``half``, the relative bias's estimator variance ``relative_variance`` and
+    bias ``relative_bias`` (module docstring), and the rank intervals ``ranks``."""
+
+    spec: EstimateSpec
+    pool: Pool
+    topics: list[str]
+    present: np.ndarray
+    weights: np.ndarray
+    values: np.ndarray
+    estimate: np.ndarray
+    half: np.ndarray
+    relative_variance: np.ndarray
+    relative_bias: np.ndarray
+    ranks: pd.DataFrame
+
+
+def human_estimates(sample: Sample, runs: list[Run], measure: str,
+                    depth: int | str | None = SAMPLE_DEPTH, level: float = 1,
+                    ci: float = 0.95, rng: np.random.Generator | None = None
+                    ) -> HumanEstimates:
+    """The sample's side of the audit of ``measure`` (:class:`HumanEstimates`)."""
+    from sampleval.aggregation import aggregate_of, over_topics, topic_sums
+    from sampleval.core.pool import Pool
+    from sampleval.estimation.ranks import rank_intervals
+    from sampleval.estimators.base import topic_views, z_value
+    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimators.setup import setup_for
+
+    setup = setup_for(sample, [measure], depth=depth)
+    (spec,) = setup.specs
+    family = FAMILIES[spec.family]
+    if family.parts is None or family.differences is None:
+        raise UsageError(f"{spec.name}: the audit needs an estimator that gives the variance "
+                         "of each run's estimate and of the difference of two runs' (the ~ht "
+                         "family: AP~ht, P@10~ht, nDCG@10~ht ...)")
+    pool = Pool.from_runs(runs, depth=setup.depth, topics=sample.topics, score_type=family.score_type)
+    views = topic_views(pool, sample)
+    if not views:
+        raise UsageError("the sample and the runs have no topic in common")
+    names = pool.run_names
+    n_runs = len(names)
+    values, variances, biases = family.parts(names, views, sample, spec, level)
+    variances = np.maximum(np.nan_to_num(variances), 0.0)
+    topics = [v.pool.topic for v in views]
+    present = np.array([v.pool.present for v in views], dtype=bool).reshape(len(views), n_runs)
+    aggregate = aggregate_of(spec.base)
+    weights = (present / np.maximum(present.sum(axis=0), 1) if aggregate != "sum"
+               else present.astype(np.float64))
+    half = z_value(ci) * np.sqrt(topic_sums(weights ** 2 * variances, present)) + np.abs(
+        topic_sums(weights * biases, present))
+    pairs = np.column_stack(np.triu_indices(n_runs, k=1))
+    _, pair_var = family.differences(names, views, sample, spec, level, pairs)
+    rel_var, rel_b = _relative_variance(weights, variances, biases, np.maximum(
+        np.nan_to_num(pair_var), 0.0), pairs)
+    per_topic = pd.DataFrame(np.where(present, values, np.nan), index=topics,
+                             columns=list(names))
+    return HumanEstimates(spec, pool, topics, present, weights, values,
+                          over_topics(values, present, aggregate), half, rel_var, rel_b,
+                          rank_intervals(per_topic, ci, rng))
+
+
+def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
+               level: float = 1, ci: float = 0.95, correction: str = "holm",
+               alpha: float = 0.05) -> pd.DataFrame:
+    """The audit's rows (:data:`AUDIT_COLUMNS`) of the judge ``machine`` against the human
+    estimates."""
+    from scipy import stats
+
+    from sampleval.aggregation import aggregate_of, over_topics
+    from sampleval.comparison import adjust
+    from sampleval.estimators.base import z_value
+
+    exact = _machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level)
+    machine_value = over_topics(exact, human.present, aggregate_of(human.spec.base))
+    bias = machine_value - human.estimate
+    relative = bias - bias.mean()
+    rel_sd = np.sqrt(human.relative_variance)
+    rel_half = z_value(ci) * rel_sd + np.abs(human.relative_bias)
+    excess = np.maximum(np.abs(relative) - np.abs(human.relative_bias), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = np.where(rel_sd > 0, excess / np.where(rel_sd > 0, rel_sd, 1.0),
+                        np.where(excess > 0, np.inf, 0.0))
+    p = 2.0 * stats.norm.sf(stat)
+    adjusted = adjust(p, correction)
+    return pd.DataFrame({
+        "run": list(human.pool.run_names), "measure": human.spec.name,
+        "topics": human.present.sum(axis=0), "machine": machine_value,
+        "estimate": human.estimate, "bias": bias, "lo": bias - human.half,
+        "hi": bias + human.half, "relative": relative, "relative_lo": relative - rel_half,
+        "relative_hi": relative + rel_half, "p": p, "p_adjusted": adjusted,
+        "flagged": adjusted < alpha,
+        "machine_rank": 1 + (machine_value[None, :] > machine_value[:, None]).sum(axis=1),
+        "rank": human.ranks["rank"].to_numpy(), "rank_lo": human.ranks["rank_lo"].to_numpy(),
+        "rank_hi": human.ranks["rank_hi"].to_numpy()})
+
+
+def _relative_variance(a: np.ndarray, variances: np.ndarray, biases: np.ndarray,
+                       pair_var: np.ndarray, pairs: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Per run r, the variance of the contrast sum_t sum_j d_tj e_tj, d_tj = a_tj (1[j = r]
+    - 1/R) (module docstring), from the per-topic variances ``[T, R]`` and the variances of
+    the pairs' differences ``[T, P]``; and the contrast of the ``biases``."""
+    n_topics, n_runs = a.shape
+    d = np.zeros((n_topics, n_runs, n_runs))
+    d[:, pairs[:, 0], pairs[:, 1]] = pair_var
+    d[:, pairs[:, 1], pairs[:, 0]] = pair_var
+    q = np.einsum("tjk,tk->tj", d, a)  # D_t a_t
+    aq = (a * q).sum(axis=1)  # a_t' D_t a_t
+    half_quadratic = -2.0 / n_runs * a * q + (aq / n_runs ** 2)[:, None]  # d' D d
+    total = a.sum(axis=1, keepdims=True)
+    av = (a * variances).sum(axis=1, keepdims=True)
+    s = a - total / n_runs  # sum_k d_k
+    linear = a * variances - av / n_runs  # sum_j d_j V_j
+    var = (s * linear - 0.5 * half_quadratic).sum(axis=0)
+    bias = (a * biases - (a * biases).sum(axis=1, keepdims=True) / n_runs).sum(axis=0)
+    return np.maximum(var, 0.0), bias
+
+
+def _machine_per_topic(sample: Sample, machine: Predictions, pool: Pool, spec: EstimateSpec,
+                       topics: list[str], level: float) -> np.ndarray:
+    """``[topics, runs]`` the measure with the machine's grades as qrels (exact)."""
+    from sampleval.evaluation import evaluate
+
+    name = spec.base if spec.cutoff is None else f"{spec.base}@{spec.cutoff}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = evaluate(machine_qrels(sample, machine), pool, [name],
+                        rel_level=math.ceil(level))  # grades are whole numbers
+    rows = rows[rows["query_id"] != "all"]
+    table = rows.pivot(index="query_id", columns="run", values="value")
+    return table.reindex(index=topics, columns=list(pool.run_names)).fillna(0.0).to_numpy(
+        dtype=np.float64)
+
+
+def agreement(sample: SampleLike, predictions: PredictionsLike, *, level: float = 1,
+              ci: float = 0.95) -> pd.DataFrame:
+    """Machine against human labels over the whole frame, estimated from the sample: rows
+    ``kappa`` (binary: grade >= ``level``), ``kappa_graded`` (unweighted, over the grades)
+    and one ``confusion`` row per (machine grade, human grade) with its share of the frame;
+    columns :data:`AGREEMENT_COLUMNS` (``lo``, ``hi``: normal ``ci`` intervals from the
+    design's HT covariance, delta method; exact with zero width on a census). Negative
+    human grades count as 0."""
+    from sampleval.core.inclusion import judged_design
+    from sampleval.estimators.base import z_value
+    from sampleval.io.coerce import as_sample
+
+    sample = as_sample(sample)
+    machine = machine_predictions(sample, predictions)
+    cells: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for topic in sample.topics:
+        ts = sample.topic(topic)
+        index = np.flatnonzero(ts.judged)
+        if not len(index):
+            continue
+        design = judged_design(sample, ts, index)
+        human = np.maximum(ts.labels[index], 0.0)
+        cells.append((machine_grades(machine, topic, ts.docnos[index]), human,
+                      np.asarray(design.pi), np.asarray(design.pi_joint)))
+    if not cells:
+        raise UsageError("the sample has no judged document: nothing to compare the machine "
+                         "with")
+    grades = np.unique(np.concatenate([np.concatenate([m, h]) for m, h, _, _ in cells]))
+    k = len(grades)
+    totals = np.zeros(k * k)
+    cov = np.zeros((k * k, k * k))
+    for m, h, pi, joint in cells:
+        cell = np.searchsorted(grades, m) * k + np.searchsorted(grades, h)
+        y = np.zeros((len(m), k * k))
+        y[np.arange(len(m)), cell] = 1.0 / pi
+        totals += y.sum(axis=0)
+        delta = (joint - np.outer(pi, pi)) / joint
+        cov += y.T @ delta @ y
+    relevant = grades >= level
+    z = z_value(ci)
+    rows = []
+    for name, function in (("kappa", lambda t: _kappa(_collapse(t, k, relevant))),
+                           ("kappa_graded", lambda t: _kappa(t.reshape(k, k)))):
+        value, sd = _delta(function, totals, cov)
+        rows.append((name, "", "", value, value - z * sd, value + z * sd))
+    for i, mg in enumerate(grades):
+        for j, hg in enumerate(grades):
+            value, sd = _delta(partial(_share, at=i * k + j), totals, cov)
+            rows.append(("confusion", f"{mg:g}", f"{hg:g}", value, value - z * sd,
+                         value + z * sd))
+    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+
+
+def _share(totals: np.ndarray, at: int) -> float:
+    return float(totals[at] / totals.sum())
+
+
+def _collapse(totals: np.ndarray, k: int, relevant: np.ndarray) -> np.ndarray:
+    """The ``[k, k]`` grade table as the 2 x 2 table of (not relevant, relevant)."""
+    table = totals.reshape(k, k)
+    bins = np.stack([~relevant, relevant]).astype(np.float64)  # [2, k]
+    return bins @ table @ bins.T
+
+
+def _kappa(table: np.ndarray) -> float:
+    """Cohen's kappa of a contingency table (rows machine, columns human)."""
+    p = table / table.sum()
+    observed = float(np.trace(p))
+    expected = float(p.sum(axis=1) @ p.sum(axis=0))
+    return (observed - expected) / (1.0 - expected) if expected < 1 else 1.0
+
+
+def _delta(function: Callable[[np.ndarray], float], totals: np.ndarray, cov: np.ndarray) -> tuple[float, float]:
+    """``function(totals)`` and its delta-method standard deviation (central differences)."""
+    value = float(function(totals))
+    step = 1e-6 * max(float(totals.sum()), 1.0)
+    grad = np.zeros(len(totals))
+    for i in range(len(totals)):
+        up, down = totals.copy(), totals.copy()
+        up[i] += step
+        down[i] = max(down[i] - step, 0.0)
+        grad[i] = (function(up) - function(down)) / (up[i] - down[i])
+    return value, float(np.sqrt(max(grad @ cov @ grad, 0.0)))
+
+
+def leaderboard_tau(table: pd.DataFrame) -> dict[str, float]:
+    """Per measure, Kendall's tau-b between the machine leaderboard and the estimated one
+    (:func:`audit`'s ``machine`` and ``estimate`` columns)."""
+    from scipy import stats
+
+    return {str(m): float(stats.kendalltau(rows["machine"], rows["estimate"]).statistic)
+            for m, rows in table.groupby("measure", sort=False)}
+
+
+def bias_figure(table: pd.DataFrame, path: str) -> None:
+    """Per run, its bias (machine - estimate) with its interval, runs ordered by estimate,
+    one panel per measure; the mean bias over runs as a dashed line (a run's relative bias
+    is its distance from it); flagged runs in red. Written to ``path`` (png, pdf, svg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sampleval.comparison import save_figure
+
+    measures = list(dict.fromkeys(table["measure"]))
+    height = max(2.5, 0.16 * table["run"].nunique() + 1.2)
+    fig, axes = plt.subplots(1, len(measures), figsize=(6.0 * len(measures), height),
+                             squeeze=False)
+    for ax, measure in zip(axes[0], measures, strict=True):
+        rows = table[table["measure"] == measure].sort_values("estimate", kind="stable")
+        y = np.arange(len(rows))
+        flagged = rows["flagged"].to_numpy(dtype=bool)
+        for mask, colour, label in ((~flagged, "tab:blue", "not flagged"),
+                                    (flagged, "tab:red", "flagged")):
+            if mask.any():
+                part = rows[mask]
+                ax.errorbar(part["bias"], y[mask], xerr=[part["bias"] - part["lo"],
+                                                          part["hi"] - part["bias"]],
+                            fmt="o", ms=3, color=colour, elinewidth=1, label=label)
+        ax.axvline(float(rows["bias"].mean()), color="grey", ls="--", lw=1,
+                   label="mean bias")
+        ax.axvline(0.0, color="black", lw=0.6)
+        ax.set_yticks(y, rows["run"], fontsize=6)
+        ax.set_xlabel(f"machine - estimated {measure}")
+        ax.set_title(f"{measure}: bias of the machine judge per run", fontsize=10)
+        ax.legend(fontsize=7, loc="best")
+    save_figure(fig, path)
