@@ -93,6 +93,11 @@ def counts(engine: Engine) -> dict[str, int]:
                 for n in names}
 
 
+LATER_TABLES = {"leases", "topic_states"}
+"""Tables newer revisions add (0003: open leases, selector states per topic folded back into
+the whole state on the way down): not 0001's, so a downgrade to it drops them."""
+
+
 def shipped_head() -> str:
     from alembic.script import ScriptDirectory
 
@@ -115,9 +120,11 @@ def test_the_shipped_downgrade_keeps_every_judgment(store_url: str) -> None:
     before = counts(store.engine)
     assert before["judgments"] == 20 and before["topics"] == 4
     saved = migrate(store.engine, "0001")
-    assert counts(store.engine) == before
+    kept = counts(store.engine)  # 0001's tables; 0003's leases and topic states go down
+    assert set(before) - set(kept) <= LATER_TABLES
+    assert kept == {t: n for t, n in before.items() if t in kept}
     assert migrate(store.engine, "head") is not None or not store.is_sqlite
-    assert counts(store.engine) == before
+    assert {t: n for t, n in counts(store.engine).items() if t in kept} == kept
     if store.is_sqlite:
         assert saved is not None and saved.exists()
         copy = Store(f"sqlite:///{saved}", migrate=False)

@@ -311,18 +311,12 @@ TABLES_0002 = ("campaigns", "runs", "topics", "documents", "assessors", "assignm
                "items", "judgments", "selector_states", "estimates", "sessions")
 
 
-def migrate(store: Store, action: str, revision: str) -> None:
-    """Alembic's upgrade or downgrade of ``store`` to ``revision``."""
-    from alembic import command
-    from alembic.config import Config
+def migrate(store: Store, revision: str) -> None:
+    """The store migrated to ``revision`` the way the server migrates it
+    (:func:`sampleval.campaign.schema.migrate`: SQLite's foreign keys off, a backup first)."""
+    from sampleval.campaign.schema import migrate as run
 
-    from sampleval.campaign.store import MIGRATIONS
-
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with store.engine.begin() as connection:
-        config.attributes["connection"] = connection
-        getattr(command, action)(config, revision)
+    run(store.engine, revision)
 
 
 def rows(store: Store, tables: tuple[str, ...]) -> dict[str, int]:
@@ -361,7 +355,7 @@ def test_migration_0003_keeps_every_row_both_ways(store_url: str) -> None:
     before = rows(store, TABLES_0002)
     assert before["judgments"] == 10 and rows(store, ("leases", "topic_states")) == {
         "leases": 11, "topic_states": 2}
-    migrate(store, "downgrade", "0002")
+    migrate(store, "0002")
     tables = set(inspect(store.engine).get_table_names())
     assert not tables & {"leases", "topic_states"}
     assert "rejudge" not in {col["name"] for col in inspect(store.engine).get_columns(
@@ -370,7 +364,7 @@ def test_migration_0003_keeps_every_row_both_ways(store_url: str) -> None:
     with store.read() as session:
         saved = session.scalar(select(m.SelectorState.state))
     assert decode_state(saved) == whole  # what the 0002 code restores
-    migrate(store, "upgrade", "head")
+    migrate(store, "head")
     assert rows(store, TABLES_0002) == before
     service = CampaignService(store)
     # 0002 has no leases: the lease went, but the open document is still the one to judge
