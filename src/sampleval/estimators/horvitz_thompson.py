@@ -158,8 +158,9 @@ from sampleval.estimators._ht_kernels import (
 from sampleval.estimators.base import (
     FEW_OPTION,
     TopicView,
-    few_relevant_bound,
+    few_relevant_variance,
     gain,
+    judged_relevant,
     relevance,
     summarise,
 )
@@ -998,6 +999,10 @@ def topic_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     biases = np.zeros_like(values)
     for t, view in enumerate(views):
         values[t], variances[t], biases[t] = _topic_estimate(view, sample, spec, level)
+    if spec.base == "AP":
+        relevant = np.array([judged_relevant(v.sample, level) for v in views])
+        variances = few_relevant_variance(values, variances, views, relevant,
+                                          spec.option("few"))
     return values, variances, biases
 
 
@@ -1039,9 +1044,7 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
         out = _topic_ap(view, sample, spec, y[contributing], index, pairs)
         if pairs is not None:
             return out
-        return TopicEstimate(out.value, few_relevant_bound(out.variance, view.sample,
-                                                           int(np.count_nonzero(y > 0)),
-                                                           spec.option("few")), out.bias)
+        return out
     design = judged_design(sample, view.sample, index)
     options: dict[str, Any] = {}  # the options of the measures that take them
     if spec.base in TAKE_CORRECTION:

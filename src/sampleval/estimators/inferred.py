@@ -143,7 +143,13 @@ from sampleval.estimators._kernels import (
     ratio_variance_sums,
     srs_variance,
 )
-from sampleval.estimators.base import FEW_OPTION, TopicView, few_relevant_bound, summarise
+from sampleval.estimators.base import (
+    FEW_OPTION,
+    TopicView,
+    few_relevant_variance,
+    judged_relevant,
+    summarise,
+)
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
@@ -416,12 +422,12 @@ def precision_at(rel_ret: np.ndarray, cutoff: int) -> np.ndarray:
     return rel_ret[:, min(cutoff, rel_ret.shape[1]) - 1] / cutoff
 
 
-def _bounded(variance: np.ndarray, view: TopicView, level: float, few: str) -> np.ndarray:
-    """``variance`` under the ``few`` option (:func:`~sampleval.estimators.base.
-    few_relevant_bound`), from the topic's judged relevant documents."""
-    ts = view.sample
-    relevant = int(np.count_nonzero(ts.judged & (ts.labels >= level)))
-    return few_relevant_bound(variance, ts, relevant, few)
+def _bounded(values: np.ndarray, variances: np.ndarray, views: list[TopicView], level: float,
+             few: str) -> np.ndarray:
+    """``variances[topic, run]`` under the ``few`` option (:func:`~sampleval.estimators.base.
+    few_relevant_variance`), from each topic's judged relevant documents."""
+    relevant = np.array([judged_relevant(v.sample, level) for v in views])
+    return few_relevant_variance(values, variances, views, relevant, few)
 
 
 # -- families --------------------------------------------------------------------------------
@@ -435,9 +441,8 @@ def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sampl
         results = [infap_topic(v, level, spec.option("var"), spec.option("bias"))
                    for v in views]
         values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
-        variances = np.array([_bounded(r[1], v, level, spec.option("few"))
-                              for r, v in zip(results, views, strict=True)]
-                             ).reshape(len(views), len(run_names))
+        variances = _bounded(values, np.array([r[1] for r in results]).reshape(
+            len(views), len(run_names)), views, level, spec.option("few"))
         frames.append(summarise(run_names, views, spec.name, values, variances, ci))
     return pd.concat(frames, ignore_index=True)
 
@@ -471,9 +476,8 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
             values = stack([t["xinfAP"] for t in per_topic])
             if spec.option("bias") == "jackknife":
                 values = values - stack([t["xinfAP_bias"] for t in per_topic])
-            variances = stack([_bounded(v, view, level, spec.option("few"))
-                               for v, view in zip(var_of[spec.option("var")], views,
-                                                  strict=True)])
+            variances = _bounded(values, stack(var_of[spec.option("var")]), views, level,
+                                 spec.option("few"))
         elif spec.base == "nDCG":
             values = stack([t["infNDCG"] for t in per_topic])
         elif spec.base == "P":
