@@ -79,10 +79,12 @@ jackknife's estimate of the Taylor-corrected estimate's own bias (:mod:`.ap_repl
 it removes the bias left at ``stratified`` 3% (+0.005 -> -0.001, 10 samples) but adds
 variance the jackknife misses (the mean covers 0.933 against 0.957), so ``taylor`` stays
 the default. With ``bias=jackknife``, ``var=jackknife`` is the double jackknife. ``few``: a
-topic whose sample holds at most one relevant document gets a variance of at least (1 - f)/4
-(``scaled``, the default; f the share of its frame judged), 1/4 (``bound``) or as computed
-(``none``) (:func:`~sampleval.estimators.base.few_relevant_bound`): uniform 10%, 200
-samples, the mean covers 0.948 / 0.950 / 0.919 (bias-aware intervals).
+topic whose sample holds at most one relevant document gets a variance of at least
+(1 - f) m2 (``moment``, the default; f the share of its frame judged, m2 the run's mean
+squared AP-hat over the topics where a relevant document was judged), (1 - f) m (1 - m)
+(``bernoulli``), (1 - f)/4 (``scaled``, the default before), 1/4 (``bound``) or as computed
+(``none``) (:func:`~sampleval.estimators.base.few_relevant_variance`; measured on dense and
+sparse collections in docs/research/calibration.md).
 
 Bias-aware interval (``AP~ht(interval=...)``, issue 9, item 2): what the intervals of the
 mean still missed after the Taylor correction was that correction's remaining bias (bias/sd

@@ -94,12 +94,13 @@ of the mean / its bias / rms:
     xinfAP, uniform 10%    none 0.610 / -0.0236 / 0.0292    jackknife 0.848 / -0.0062 / 0.0193
     xinfAP, strata         none 0.931 / +0.0015 / 0.0033    jackknife 0.943 / +0.0001 / 0.0031
 
-Option ``few`` (default ``scaled``): a topic whose sample holds at most one relevant
-document gets a variance of at least (1 - f)/4, f the share of its frame judged (``bound``:
-1/4; ``none``: as computed; :func:`~sampleval.estimators.base.few_relevant_bound`). Under
-uniform 10% the mean's coverage with ``bound``: 0.839 -> 0.917 for xinfAP(bias=jackknife),
-0.850 -> 0.920 for infAP(bias=jackknife) (70 samples); xinfAP(bias=jackknife,few=scaled)
-0.924 (200 samples).
+Option ``few`` (default ``moment``): a topic whose sample holds at most one relevant
+document gets a variance of at least (1 - f) m2, f the share of its frame judged and m2 the
+run's mean squared estimate over the topics where a relevant document was judged
+(``scaled``, the default before: (1 - f)/4; ``bound``: 1/4; ``none``: as computed;
+:func:`~sampleval.estimators.base.few_relevant_variance`; measured in
+docs/research/calibration.md and docs/methods.md, "Residual bias, and topics with at most
+one relevant judged").
 
 What is left of the uniform rows' miss is mostly the variance: the jackknife's standard error
 is 0.83 of the corrected estimates' spread over the trials (docs/methods.md, "Ratio bias").
