@@ -7,6 +7,8 @@ variance of a topic whose sample holds at most one relevant document (issue 9)."
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -241,17 +243,10 @@ def test_few_relevant_bound_lifts_the_coverage_of_the_mean() -> None:
         assert covered[plain] <= covered[bound] - 0.03, covered
 
 
-@pytest.mark.parametrize("few", ["moment", "bernoulli"])
-def test_few_relevant_variance_closed_form(
-        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], few: str) -> None:
-    """Constructed topics (issue 29): one whose sample holds no relevant document, one with a
-    single one, most with more (and the collection's topic with none). On those with at most
-    one, every run's variance is the larger of
-    the computed one and (1 - f) m2 (``moment``; m2 the run's mean of clip(AP-hat, 0, 1)^2
-    over the topics where a relevant document was judged) or (1 - f) m (1 - m)
-    (``bernoulli``; m the run's mean clipped AP-hat there), f the share of the topic's frame
-    judged; on the others, and on a census, the computed one."""
-    runs, _, _, truth = judged_collection
+def _sparse_sample(truth: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, Sample, str, str]:
+    """The judged collection's pool with one topic left without a relevant document and one
+    with a single one; a third of every topic judged (and that one document): ``frame``
+    (every label), ``judged`` (NaN: not judged), the sample and the two topics."""
     frame = truth[["query_id", "doc_id", "relevance"]].copy()
     topics = list(dict.fromkeys(frame["query_id"]))
     none_topic, one_topic = topics[0], topics[1]
@@ -264,6 +259,21 @@ def test_few_relevant_variance_closed_form(
     groups = judged.groupby("query_id")["relevance"]
     sample = Sample("stratified", judged.assign(
         inclusion=groups.transform("count") / groups.transform("size")))
+    return frame, judged, sample, none_topic, one_topic
+
+
+@pytest.mark.parametrize("few", ["moment", "bernoulli"])
+def test_few_relevant_variance_closed_form(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame], few: str) -> None:
+    """Constructed topics (issue 29): one whose sample holds no relevant document, one with a
+    single one, most with more (and the collection's topic with none). On those with at most
+    one, every run's variance is the larger of
+    the computed one and (1 - f) m2 (``moment``; m2 the run's mean of clip(AP-hat, 0, 1)^2
+    over the topics where a relevant document was judged) or (1 - f) m (1 - m)
+    (``bernoulli``; m the run's mean clipped AP-hat there), f the share of the topic's frame
+    judged; on the others, and on a census, the computed one."""
+    runs, _, _, truth = judged_collection
+    frame, judged, sample, none_topic, one_topic = _sparse_sample(truth)
     names = ["AP~ht(interval=normal,", "xinfAP(", "infAP("]  # AP~ht: no bias widening
     z = 1.959963984540054
     found = (judged["relevance"] >= 1).groupby(judged["query_id"]).sum()
@@ -311,3 +321,26 @@ def test_few_relevant_variance_calibrated_on_a_sparse_collection() -> None:
     old, new = table.loc["AP~ht(few=scaled)"], table.loc["AP~ht(few=moment)"]
     assert old["cover_mean"] > 0.99 or old["width"] > 1.3, table
     assert 0.90 <= new["cover_mean"] <= 0.99 and new["width"] <= 1.3, table
+
+
+def test_estimate_names_the_topics_with_too_few_relevant_judged(
+        judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
+    """``estimate`` of AP names, in one warning line, the topics whose sample holds fewer
+    than two relevant documents (issue 29); none for other measures or a census."""
+    runs, _, _, truth = judged_collection
+    frame, judged, sample, none_topic, one_topic = _sparse_sample(truth)
+    found = (judged["relevance"] >= 1).groupby(judged["query_id"]).sum()
+    assert found[one_topic] == 1
+    with pytest.warns(UserWarning, match="topics have fewer than 2 relevant") as caught:
+        estimate(sample, runs, ["AP~ht"], depth=30)
+    line = next(str(w.message) for w in caught if "fewer than 2" in str(w.message))
+    assert "\n" not in line and f"{(found < 2).sum()} of {len(found)} topics" in line
+    assert all(t in line for t in found.index[found < 2]) and none_topic in line
+    assert not any(t in line.split("(")[1].split(")")[0].split(", ")
+                   for t in found.index[found >= 2])
+    census = Sample("census", frame.assign(stratum="1", inclusion=1.0))
+    for other, measures in ((sample, ["P@10~ht"]), (census, ["AP~ht"])):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            estimate(other, runs, measures, depth=30)
+        assert not any("fewer than 2" in str(w.message) for w in seen)

@@ -25,6 +25,9 @@ from sampleval.estimators.names import parse_estimate
 from sampleval.params import Param
 
 MEAN_TOPIC = "all"
+UNBIASED_AP = 2
+"""The fewest relevant documents a topic's sample must hold for its AP estimate not to run
+low (``estimate`` names the topics with fewer; docs/research/calibration.md)."""
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
 FEW_OPTION = Param("few", str, "moment", "AP's variance on a topic whose sample holds at most "
                    "one relevant document, where the jackknife has nothing to measure the "
@@ -153,6 +156,12 @@ def topic_draws(sample: Sample, view: TopicView) -> tuple[np.ndarray, np.ndarray
     return x, probs
 
 
+def is_census(topic: TopicSample) -> bool:
+    """Whether every judged document of the topic's sample has inclusion probability 1."""
+    judged = topic.judged
+    return bool(judged.any()) and bool((topic.inclusion[judged] >= 1.0).all())
+
+
 def judged_relevant(topic: TopicSample, level: float) -> int:
     """The number of relevant documents (label >= ``level``) the topic's sample judged."""
     return int(np.count_nonzero(topic.judged & (topic.labels >= level)))
@@ -185,9 +194,7 @@ def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list
     if few == "none":
         return variances
     share = np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0 for v in views])
-    census = np.array([bool(v.sample.judged.any())
-                       and bool((v.sample.inclusion[v.sample.judged] >= 1.0).all())
-                       for v in views])
+    census = np.array([is_census(v.sample) for v in views], dtype=bool)
     few_topics = (np.asarray(relevant) <= 1) & ~census
     if not few_topics.any():
         return variances
