@@ -193,7 +193,8 @@ def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list
     Measured comparison: docs/research/calibration.md."""
     if few == "none":
         return variances
-    share = np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0 for v in views])
+    share = np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
+                      for v in views])
     census = np.array([is_census(v.sample) for v in views], dtype=bool)
     few_topics = (np.asarray(relevant) <= 1) & ~census
     if not few_topics.any():
