@@ -182,7 +182,7 @@ def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list
       topics like it (a pooled-over-topics, empirical-Bayes plug-in for E[AP^2]); one
       relevant found leaves an error of the same order. (1 - f_t) is the finite-population
       correction: F vanishes at a census, so a judge-until-confident target stays
-      reachable. With no relevant document judged on any topic, m2_r = 1/4.
+      reachable. Where the run has no such topic, m2_r = 1/4.
     * ``bernoulli``: F_tr = (1 - f_t) m_r (1 - m_r), m_r the run's mean clipped estimate
       over the same topics: the Bhatia-Davis bound on the variance of a value in [0, 1]
       with mean m_r (Bhatia & Davis, Amer. Math. Monthly 107, 2000).
@@ -206,13 +206,14 @@ def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list
         floor = np.broadcast_to(0.25 * unjudged, values.shape)
     else:
         clipped = np.clip(np.nan_to_num(values), 0.0, 1.0)
-        seen = np.asarray(relevant) >= 1
-        if seen.any():
-            m1 = clipped[seen].mean(axis=0)
-            spread = clipped[seen] ** 2 if few == "moment" else None
-            level = spread.mean(axis=0) if spread is not None else m1 * (1.0 - m1)
-        else:
-            level = np.full(values.shape[1], 0.25)
+        present = np.array([v.pool.present for v in views], dtype=bool).reshape(values.shape)
+        seen = (np.asarray(relevant) >= 1)[:, None] & present  # the run retrieved there
+        count = seen.sum(axis=0)
+        m1 = np.divide(np.where(seen, clipped, 0.0).sum(axis=0), count,
+                       out=np.full(values.shape[1], 0.5), where=count > 0)
+        m2 = np.divide(np.where(seen, clipped**2, 0.0).sum(axis=0), count,
+                       out=np.full(values.shape[1], 0.25), where=count > 0)
+        level = m2 if few == "moment" else m1 * (1.0 - m1)
         floor = unjudged * level[None, :]
     return np.where(few_topics[:, None], np.maximum(variances, floor), variances)
 
