@@ -715,8 +715,11 @@ class ConfidentJudging:
         return self._queue.pop(0)
 
     def _refresh(self) -> None:
-        """Re-estimate the topics judged since the last estimate."""
-        self._estimate(sorted(self._pending))
+        """Re-estimate every topic once any has been judged since the last estimate: a
+        topic's variance may rest on the others' estimates (AP's ``few=moment`` floor pools
+        them), so that it is the one ``estimate`` gives, however judging was interrupted."""
+        if self._pending:
+            self._estimate(range(len(self.topics)))
         self._pending.clear()
 
     def status(self) -> Status:

@@ -91,7 +91,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "is the allocation step (default 5).")
     add_target(target, "stop when the 95%% half-width of every run's mean over topics is at "
                        "most HALF_WIDTH, e.g. AP:0.01 or AP~ht:0.02; judgments go to the "
-                       "topics where they narrow the widest interval most")
+                       "topics where they narrow the widest interval most. The budget "
+                       "(-r/-n) caps each topic; a tighter cap can take more judgments in "
+                       "all, since a topic it stops short of full judging is narrowed "
+                       "through the others at a higher price (docs/confident.md, \"A "
+                       "tighter cap\")")
     target.add_argument("--ceiling", type=positive_int, metavar="N",
                         help="judge at most N documents in all (default: the budget of every "
                              "topic)")

@@ -34,7 +34,15 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
+from sampleval.estimators.base import (
+    COLUMNS,
+    MEAN_TOPIC,
+    UNBIASED_AP,
+    TopicView,
+    is_census,
+    judged_relevant,
+    topic_views,
+)
 from sampleval.estimators.family import FAMILIES, ImputedShare
 from sampleval.estimators.imputation import MOSTLY
 from sampleval.estimators.names import (
@@ -165,6 +173,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     _warn_frame_share(run_names, overall, setup.share_depth)
     _warn_imputed(out, sample.design)
     _warn_out_of_range(out)
+    _warn_few_relevant(specs, views, sample, level)
     return out[RESULT_COLUMNS]
 
 
@@ -285,6 +294,23 @@ def _warn_imputed(results: pd.DataFrame, design: str) -> None:
             spec.family) and FAMILIES[better.family].imputed is None else ""
         warnings.warn(f"{measure}: mostly imputed, not measured, for {flagged} of {len(rows)} "
                       f"runs (marked *){hint} ({IMPUTED_DOC})", stacklevel=3)
+
+
+def _warn_few_relevant(specs: list[EstimateSpec], views: list[TopicView], sample: Sample,
+                       level: float) -> None:
+    """Name, in one line, the topics whose sample holds fewer than :data:`UNBIASED_AP`
+    relevant documents when AP is estimated from a sample that is not a census: AP-hat
+    divides by an estimated R, and with so few relevant judged it runs low (issue 29;
+    the bias by relevant judged: docs/research/calibration.md)."""
+    if sample.design == "census" or not any(s.base == "AP" for s in specs):
+        return
+    few = [v.pool.topic for v in views
+           if judged_relevant(v.sample, level) < UNBIASED_AP and not is_census(v.sample)]
+    if few:
+        listed = ", ".join(few[:10]) + (f" and {len(few) - 10} more" if len(few) > 10 else "")
+        warnings.warn(f"AP: {len(few)} of {len(views)} topics have fewer than {UNBIASED_AP} "
+                      f"relevant documents judged ({listed}); their AP estimates run low "
+                      "(docs/research/calibration.md)", stacklevel=3)
 
 
 def _warn_out_of_range(results: pd.DataFrame) -> None:

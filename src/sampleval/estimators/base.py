@@ -25,13 +25,18 @@ from sampleval.estimators.names import parse_estimate
 from sampleval.params import Param
 
 MEAN_TOPIC = "all"
+UNBIASED_AP = 2
+"""The fewest relevant documents a topic's sample must hold for its AP estimate not to run
+low (``estimate`` names the topics with fewer; docs/research/calibration.md)."""
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
-FEW_OPTION = Param("few", str, "scaled", "AP's variance on a topic whose sample holds at most "
+FEW_OPTION = Param("few", str, "moment", "AP's variance on a topic whose sample holds at most "
                    "one relevant document, where the jackknife has nothing to measure the "
-                   "spread with: bound (at least 1/4, the largest variance of a measure in "
-                   "[0, 1]: the topic's interval spans [0, 1]), scaled (at least (1 - f)/4, f "
-                   "the share of the topic's frame judged: 0 at a census) or none (as computed)",
-                   choices=("bound", "scaled", "none"))
+                   "spread with: moment (at least (1 - f) m2, f the share of the topic's "
+                   "frame judged, m2 the run's mean squared AP over the topics where "
+                   "something relevant was judged), bernoulli (at least (1 - f) m (1 - m), m "
+                   "that mean AP), scaled (at least (1 - f)/4; the default before), bound "
+                   "(at least 1/4: the topic's interval spans [0, 1]) or none (as computed)",
+                   choices=("moment", "bernoulli", "scaled", "bound", "none"))
 
 
 @dataclass(frozen=True)
@@ -151,28 +156,66 @@ def topic_draws(sample: Sample, view: TopicView) -> tuple[np.ndarray, np.ndarray
     return x, probs
 
 
-def few_relevant_bound(variance: np.ndarray, topic: TopicSample, relevant: int,
-                       few: str) -> np.ndarray:
-    """``variance`` raised to a floor (:data:`FEW_OPTION`) when the topic's sample holds
-    ``relevant`` <= 1 relevant documents and is not a census (every judged document's
-    pi_i = 1) (issue 9): at least 1/4 under ``few="bound"``, at least (1 - f)/4 under
-    ``"scaled"``, f the share of the topic's frame judged. A ratio whose denominator rests on
-    one relevant document or none gives its delete-one jackknife (and its linearisation) no
-    spread to measure: on TREC-COVID round 5 at uniform 10% one topic is in that state in
-    83% of samples, holds 17-37% of the mean's true variance and gets 0.34-0.76 of it
-    estimated. With no information the honest variance is the largest a measure confined to
-    [0, 1] can have, 1/4 (Popoviciu's inequality); ``scaled`` multiplies it by the share of
-    the frame still unjudged, as a finite-population correction does, so that it vanishes at
-    a census and a judge-until-confident target stays reachable (with ``bound`` it is not,
-    short of judging the topic in full: tests/test_campaign_target.py). Coverage of the mean
-    over topics, 70 samples, AP~ht / xinfAP(bias=jackknife) / infAP(bias=jackknife): 0.886 /
-    0.839 / 0.850 without, 0.925 / 0.917 / 0.920 with ``bound`` (docs/methods.md, "Residual
-    bias, and topics with at most one relevant judged")."""
+def is_census(topic: TopicSample) -> bool:
+    """Whether every judged document of the topic's sample has inclusion probability 1."""
     judged = topic.judged
-    census = bool(judged.any()) and bool((topic.inclusion[judged] >= 1.0).all())
-    if few == "none" or relevant > 1 or census:
-        return variance
-    return np.maximum(variance, 0.25 if few == "bound" else 0.25 * (1.0 - float(judged.mean())))
+    return bool(judged.any()) and bool((topic.inclusion[judged] >= 1.0).all())
+
+
+def judged_relevant(topic: TopicSample, level: float) -> int:
+    """The number of relevant documents (label >= ``level``) the topic's sample judged."""
+    return int(np.count_nonzero(topic.judged & (topic.labels >= level)))
+
+
+def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
+                          relevant: np.ndarray, few: str) -> np.ndarray:
+    """AP's ``variances[topic, run]`` where the topic's sample holds ``relevant[topic]`` <= 1
+    relevant documents and is not a census (every judged document's pi_i = 1), under the
+    ``few`` option (:data:`FEW_OPTION`, issues 9 and 29). A ratio whose denominator rests on
+    one relevant document or none gives its delete-one jackknife (and its linearisation)
+    no spread to measure, so the variance computed there is raised to a floor F_tr:
+
+    * ``moment`` (the default): F_tr = (1 - f_t) m2_r, f_t the share of the topic's frame
+      judged, m2_r the run's mean squared estimate, clip(AP-hat_sr, 0, 1)^2, over the topics
+      s whose sample holds a relevant document. Where the sample holds none, AP-hat is 0
+      and its error is the topic's true AP, whose expected square m2_r estimates from the
+      topics like it (a pooled-over-topics, empirical-Bayes plug-in for E[AP^2]); one
+      relevant found leaves an error of the same order. (1 - f_t) is the finite-population
+      correction: F vanishes at a census, so a judge-until-confident target stays
+      reachable. Where the run has no such topic, m2_r = 1/4.
+    * ``bernoulli``: F_tr = (1 - f_t) m_r (1 - m_r), m_r the run's mean clipped estimate
+      over the same topics: the Bhatia-Davis bound on the variance of a value in [0, 1]
+      with mean m_r (Bhatia & Davis, Amer. Math. Monthly 107, 2000).
+    * ``scaled`` (the default before): F = (1 - f_t)/4; ``bound``: F = 1/4, the largest
+      variance of a value in [0, 1] (Popoviciu's inequality), whatever the share judged;
+      ``none``: as computed.
+
+    Measured comparison: docs/research/calibration.md."""
+    if few == "none":
+        return variances
+    share = np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
+                      for v in views])
+    census = np.array([is_census(v.sample) for v in views], dtype=bool)
+    few_topics = (np.asarray(relevant) <= 1) & ~census
+    if not few_topics.any():
+        return variances
+    unjudged = (1.0 - share)[:, None]
+    if few == "bound":
+        floor = np.full(values.shape, 0.25)
+    elif few == "scaled":
+        floor = np.broadcast_to(0.25 * unjudged, values.shape)
+    else:
+        clipped = np.clip(np.nan_to_num(values), 0.0, 1.0)
+        present = np.array([v.pool.present for v in views], dtype=bool).reshape(values.shape)
+        seen = (np.asarray(relevant) >= 1)[:, None] & present  # the run retrieved there
+        count = seen.sum(axis=0)
+        m1 = np.divide(np.where(seen, clipped, 0.0).sum(axis=0), count,
+                       out=np.full(values.shape[1], 0.5), where=count > 0)
+        m2 = np.divide(np.where(seen, clipped**2, 0.0).sum(axis=0), count,
+                       out=np.full(values.shape[1], 0.25), where=count > 0)
+        level = m2 if few == "moment" else m1 * (1.0 - m1)
+        floor = unjudged * level[None, :]
+    return np.where(few_topics[:, None], np.maximum(variances, floor), variances)
 
 
 def z_value(ci: float) -> float:

@@ -79,10 +79,12 @@ jackknife's estimate of the Taylor-corrected estimate's own bias (:mod:`.ap_repl
 it removes the bias left at ``stratified`` 3% (+0.005 -> -0.001, 10 samples) but adds
 variance the jackknife misses (the mean covers 0.933 against 0.957), so ``taylor`` stays
 the default. With ``bias=jackknife``, ``var=jackknife`` is the double jackknife. ``few``: a
-topic whose sample holds at most one relevant document gets a variance of at least (1 - f)/4
-(``scaled``, the default; f the share of its frame judged), 1/4 (``bound``) or as computed
-(``none``) (:func:`~sampleval.estimators.base.few_relevant_bound`): uniform 10%, 200
-samples, the mean covers 0.948 / 0.950 / 0.919 (bias-aware intervals).
+topic whose sample holds at most one relevant document gets a variance of at least
+(1 - f) m2 (``moment``, the default; f the share of its frame judged, m2 the run's mean
+squared AP-hat over the topics where a relevant document was judged), (1 - f) m (1 - m)
+(``bernoulli``), (1 - f)/4 (``scaled``, the default before), 1/4 (``bound``) or as computed
+(``none``) (:func:`~sampleval.estimators.base.few_relevant_variance`; measured on dense and
+sparse collections in docs/research/calibration.md).
 
 Bias-aware interval (``AP~ht(interval=...)``, issue 9, item 2): what the intervals of the
 mean still missed after the Taylor correction was that correction's remaining bias (bias/sd
@@ -158,8 +160,9 @@ from sampleval.estimators._ht_kernels import (
 from sampleval.estimators.base import (
     FEW_OPTION,
     TopicView,
-    few_relevant_bound,
+    few_relevant_variance,
     gain,
+    judged_relevant,
     relevance,
     summarise,
 )
@@ -998,6 +1001,10 @@ def topic_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     biases = np.zeros_like(values)
     for t, view in enumerate(views):
         values[t], variances[t], biases[t] = _topic_estimate(view, sample, spec, level)
+    if spec.base == "AP":
+        relevant = np.array([judged_relevant(v.sample, level) for v in views])
+        variances = few_relevant_variance(values, variances, views, relevant,
+                                          spec.option("few"))
     return values, variances, biases
 
 
@@ -1039,9 +1046,7 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
         out = _topic_ap(view, sample, spec, y[contributing], index, pairs)
         if pairs is not None:
             return out
-        return TopicEstimate(out.value, few_relevant_bound(out.variance, view.sample,
-                                                           int(np.count_nonzero(y > 0)),
-                                                           spec.option("few")), out.bias)
+        return out
     design = judged_design(sample, view.sample, index)
     options: dict[str, Any] = {}  # the options of the measures that take them
     if spec.base in TAKE_CORRECTION:

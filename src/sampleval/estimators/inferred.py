@@ -94,12 +94,13 @@ of the mean / its bias / rms:
     xinfAP, uniform 10%    none 0.610 / -0.0236 / 0.0292    jackknife 0.848 / -0.0062 / 0.0193
     xinfAP, strata         none 0.931 / +0.0015 / 0.0033    jackknife 0.943 / +0.0001 / 0.0031
 
-Option ``few`` (default ``scaled``): a topic whose sample holds at most one relevant
-document gets a variance of at least (1 - f)/4, f the share of its frame judged (``bound``:
-1/4; ``none``: as computed; :func:`~sampleval.estimators.base.few_relevant_bound`). Under
-uniform 10% the mean's coverage with ``bound``: 0.839 -> 0.917 for xinfAP(bias=jackknife),
-0.850 -> 0.920 for infAP(bias=jackknife) (70 samples); xinfAP(bias=jackknife,few=scaled)
-0.924 (200 samples).
+Option ``few`` (default ``moment``): a topic whose sample holds at most one relevant
+document gets a variance of at least (1 - f) m2, f the share of its frame judged and m2 the
+run's mean squared estimate over the topics where a relevant document was judged
+(``scaled``, the default before: (1 - f)/4; ``bound``: 1/4; ``none``: as computed;
+:func:`~sampleval.estimators.base.few_relevant_variance`; measured in
+docs/research/calibration.md and docs/methods.md, "Residual bias, and topics with at most
+one relevant judged").
 
 What is left of the uniform rows' miss is mostly the variance: the jackknife's standard error
 is 0.83 of the corrected estimates' spread over the trials (docs/methods.md, "Ratio bias").
@@ -143,7 +144,13 @@ from sampleval.estimators._kernels import (
     ratio_variance_sums,
     srs_variance,
 )
-from sampleval.estimators.base import FEW_OPTION, TopicView, few_relevant_bound, summarise
+from sampleval.estimators.base import (
+    FEW_OPTION,
+    TopicView,
+    few_relevant_variance,
+    judged_relevant,
+    summarise,
+)
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
@@ -416,12 +423,12 @@ def precision_at(rel_ret: np.ndarray, cutoff: int) -> np.ndarray:
     return rel_ret[:, min(cutoff, rel_ret.shape[1]) - 1] / cutoff
 
 
-def _bounded(variance: np.ndarray, view: TopicView, level: float, few: str) -> np.ndarray:
-    """``variance`` under the ``few`` option (:func:`~sampleval.estimators.base.
-    few_relevant_bound`), from the topic's judged relevant documents."""
-    ts = view.sample
-    relevant = int(np.count_nonzero(ts.judged & (ts.labels >= level)))
-    return few_relevant_bound(variance, ts, relevant, few)
+def _bounded(values: np.ndarray, variances: np.ndarray, views: list[TopicView], level: float,
+             few: str) -> np.ndarray:
+    """``variances[topic, run]`` under the ``few`` option (:func:`~sampleval.estimators.base.
+    few_relevant_variance`), from each topic's judged relevant documents."""
+    relevant = np.array([judged_relevant(v.sample, level) for v in views])
+    return few_relevant_variance(values, variances, views, relevant, few)
 
 
 # -- families --------------------------------------------------------------------------------
@@ -435,9 +442,8 @@ def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sampl
         results = [infap_topic(v, level, spec.option("var"), spec.option("bias"))
                    for v in views]
         values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
-        variances = np.array([_bounded(r[1], v, level, spec.option("few"))
-                              for r, v in zip(results, views, strict=True)]
-                             ).reshape(len(views), len(run_names))
+        variances = _bounded(values, np.array([r[1] for r in results]).reshape(
+            len(views), len(run_names)), views, level, spec.option("few"))
         frames.append(summarise(run_names, views, spec.name, values, variances, ci))
     return pd.concat(frames, ignore_index=True)
 
@@ -471,9 +477,8 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
             values = stack([t["xinfAP"] for t in per_topic])
             if spec.option("bias") == "jackknife":
                 values = values - stack([t["xinfAP_bias"] for t in per_topic])
-            variances = stack([_bounded(v, view, level, spec.option("few"))
-                               for v, view in zip(var_of[spec.option("var")], views,
-                                                  strict=True)])
+            variances = _bounded(values, stack(var_of[spec.option("var")]), views, level,
+                                 spec.option("few"))
         elif spec.base == "nDCG":
             values = stack([t["infNDCG"] for t in per_topic])
         elif spec.base == "P":

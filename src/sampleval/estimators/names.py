@@ -82,7 +82,7 @@ class EstimateSpec:
     @property
     def full_name(self) -> str:
         """The name with every option its base takes, defaults included:
-        ``AP~ht(var=jackknife,bias=taylor,ap=ours,few=scaled,interval=bias-aware)``; two
+        ``AP~ht(var=jackknife,bias=taylor,ap=ours,few=moment,interval=bias-aware)``; two
         specs with the same ``full_name`` compute the same thing whatever the defaults of
         the day (``simulate`` records it)."""
         family = FAMILIES[self.family]

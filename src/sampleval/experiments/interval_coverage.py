@@ -36,7 +36,7 @@ from sampleval.core.sample import Sample
 from sampleval.estimators.base import MEAN_TOPIC, topic_views
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import parse_estimate
-from sampleval.experiments._cli import read_round5, simulation_parser
+from sampleval.experiments._cli import COLLECTIONS, read_collection, simulation_parser
 from sampleval.experiments.estimates import mean_over_topics
 from sampleval.experiments.grid import parse_method
 from sampleval.experiments.ppi_efficiency import PREDICTORS, make_predictions
@@ -112,7 +112,8 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
              raw: list[pd.DataFrame] | None = None) -> pd.DataFrame:
     """One row per design and measure (``measures``, default :data:`MEASURES`): the share of
     intervals covering the truth per (topic, run) and for each run's mean, the mean
-    half-widths, the bias of the mean and its rms error, and the diagnosis of the mean's
+    half-widths, ``width`` (the mean's mean half-width over 1.96 times its rms error: 1
+    when calibrated), the bias of the mean and its rms error, and the diagnosis of the mean's
     miss (:func:`diagnose`); ``predictions`` go to the families that need them. ``raw``, if
     given, receives every trial's rows (``trial, design, measure, query_id, run, value,
     truth, lo, hi`` and ``relevant``, the topic's judged relevant documents)."""
@@ -164,6 +165,7 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
         for (d, m), values in tally.items()]
     table = pd.DataFrame(out)
     table["rms_mean"] = np.sqrt(table["rms_mean"])
+    table.insert(6, "width", table["half_mean"] / (1.959963984540054 * table["rms_mean"]))
     return table
 
 
@@ -203,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "separated by ';' (default: each design's own list)")
     parser.add_argument("--predictor", help="predictions for the ~ppi measures: one of "
                         f"{', '.join(PREDICTORS)}")
+    parser.add_argument("--collection", default="round5", choices=COLLECTIONS,
+                        help="TREC-COVID round5 or round1 (from --data; -rel2: grade 2 the "
+                             "only relevant grade), cranfield (16 runs of the project's "
+                             "retrieval models) or synthetic (seeded, sparse); default round5")
     parser.add_argument("--raw", type=Path, help="also write every trial's estimates and "
                         "intervals, per topic and run, to this parquet file")
     args = parser.parse_args(argv)
@@ -212,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [d for d in designs if d.partition(":")[0] not in MEASURES]
     if unknown:
         parser.error(f"unknown design(s) {', '.join(unknown)} (one of {', '.join(MEASURES)})")
-    runs, qrels = read_round5(args.data)
+    runs, qrels = read_collection(args.collection, args.data, args.depth)
     start = time.perf_counter()
     pool32 = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
     pool64 = Pool.from_runs(runs, depth=args.depth, qrels=qrels, score_type=np.float64)
@@ -224,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      measures, predictions, raw)
     if args.raw and raw:
         pd.concat(raw, ignore_index=True).to_parquet(args.raw)
-    print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool32.topics)} topics, depth "
+    print(f"{args.collection}: {len(runs)} runs, {len(pool32.topics)} topics, depth "
           f"{args.depth}, rate {args.rate} (uniform, active, stratified), {args.trials} trials, "
           f"{time.perf_counter() - start:.0f} s")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
