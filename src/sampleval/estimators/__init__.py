@@ -296,7 +296,7 @@ def _warn_imputed(results: pd.DataFrame, design: str) -> None:
                       f"runs (marked *){hint} ({IMPUTED_DOC})", stacklevel=3)
 
 
-def _warn_few_relevant(specs: list[EstimateSpec], views: list[TopicView], sample: Sample,
+def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sample: Sample,
                        level: float) -> None:
     """Name, in one line, the topics whose sample holds fewer than :data:`UNBIASED_AP`
     relevant documents when AP is estimated from a sample that is not a census: AP-hat
