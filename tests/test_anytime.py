@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from sampleval import cli
 from sampleval.confident import AnytimeJudging, ConfidentJudging, Target, restore_judging
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators import anytime
 from sampleval.selection import METHODS, Budget, qrels_oracle
@@ -179,3 +183,133 @@ def test_anytime_refuses_committed_phases(pool_and_qrels: tuple[Pool, Qrels]) ->
         _anytime(pool, 0.05, committed=True)
     with pytest.raises(UsageError, match="interval"):
         _anytime(pool, 0.05, interval="wide")
+
+
+def test_the_file_loop_with_stop_anytime_gives_the_simulated_sample(tmp_path: Path) -> None:
+    """``sample --target --stop anytime`` without --qrels, then ``judge`` with the labels of
+    the listed documents (saved and resumed at every step): the same batches as ``sample
+    --target --stop anytime --qrels`` simulates with the same seed, in the same order; the
+    simulation looks after every batch, the file loop when the labels of a step are in (each
+    step lists the rest of the plan's queue), so it judges what the simulation judged and at
+    most the rest of its last step's list."""
+    from sampleval.judging import read_to_judge
+
+    data = make_collection(np.random.default_rng(4), n_topics=6, n_runs=4, n_docs=300,
+                           depth=20, pool_depth=20, rel_rate=0.1)
+    names = []
+    for name, frame in data.runs.items():
+        path = tmp_path / f"{name}.txt"
+        frame.assign(q0="Q0", rank=1, tag=name)[
+            ["query_id", "q0", "doc_id", "rank", "score", "tag"]].to_csv(
+            path, sep=" ", header=False, index=False)
+        names.append(str(path))
+    data.qrels.assign(iter=0)[["query_id", "iter", "doc_id", "relevance"]].to_csv(
+        tmp_path / "qrels.txt", sep=" ", header=False, index=False)
+    common = ["uniform", *names, "-r", "1", "-s", "3", "--target", "P@10:0.08", "--start",
+              "5", "--stop", "anytime"]
+    cli.run(["sample", *common, "--qrels", str(tmp_path / "qrels.txt"), "-o",
+             str(tmp_path / "simulated")])
+    out = tmp_path / "judged"
+    cli.run(["sample", *common, "-o", str(out)])
+    truth = data.qrels.set_index(["query_id", "doc_id"])["relevance"]
+    steps, last = 0, 0
+    while not json.loads((out / "sample.json").read_text())["judging"]["complete"]:
+        listed = read_to_judge(out)
+        assert len(listed)
+        last = len(listed)
+        labels = [truth.get((t, d), 0) for t, d in zip(listed["topic"], listed["docno"],
+                                                       strict=True)]
+        listed.assign(iter=0, rel=labels)[["topic", "iter", "docno", "rel"]].to_csv(
+            tmp_path / "labels.txt", sep=" ", header=False, index=False)
+        cli.run(["judge", str(out), str(tmp_path / "labels.txt")])
+        steps += 1
+    assert steps >= 2
+    judged, simulated = Sample.load(out).judged(), Sample.load(tmp_path / "simulated").judged()
+    keys = ["query_id", "doc_id"]
+    both = simulated.merge(judged, on=keys, how="left", suffixes=("", "_file"))
+    assert both["relevance_file"].notna().all()  # every document the simulation judged
+    assert (both["relevance"] == both["relevance_file"]).all()
+    assert 0 <= len(judged) - len(simulated) < last
+    with pytest.raises(UsageError, match="only with --target"):
+        cli.run(["sample", "uniform", *names, "-r", "1", "-o", str(tmp_path / "x"),
+                 "--stop", "anytime"])
+
+
+def test_simulate_reads_stop_anytime_and_reports_the_anytime_means() -> None:
+    from sampleval.experiments.estimates import Estimates
+    from sampleval.experiments.grid import parse_method
+    from sampleval.experiments.trial import _anytime_means
+
+    spec = parse_method("uniform:target=P@10:0.05;stop=anytime")
+    assert dict(spec.modifiers)["stop"] == "anytime"
+    assert spec.text == "uniform:stop=anytime;target=P@10:0.05"
+    tuned = spec.anytime_tuning(0.95)
+    assert tuned == pytest.approx(anytime.target_variance(0.05))
+    assert parse_method("uniform:target=P@10:0.05").anytime_tuning(0.95) is None
+    for bad, match in (("uniform:target=P@10:0.05;stop=soon", "stop must be"),
+                       ("uniform:stop=anytime", "only with target")):
+        with pytest.raises(UsageError, match=match):
+            parse_method(bad)
+    # the means' intervals become the sequence's, from the variance the ordinary one gives
+    est = Estimates.empty(2, 3)
+    est.mean[:] = [0.2, 0.3, 0.4]
+    se = np.array([0.01, 0.02, 0.0])
+    est.mean_lo[:], est.mean_hi[:] = est.mean - 1.959964 * se, est.mean + 1.959964 * se
+    out = _anytime_means(est, tuned, 0.95)
+    np.testing.assert_allclose(out.mean_hi - out.mean, anytime.half_width(se ** 2, tuned),
+                               rtol=1e-6)
+    np.testing.assert_allclose(out.mean, est.mean)
+
+
+def test_the_planner_allocates_as_neyman_and_says_when_caps_cannot_reach() -> None:
+    """Equal topics without finite-population correction: n_t = u / (T V) each; unequal
+    ones: n_t proportional to sqrt(u_t), total (sum sqrt u)^2 / (T^2 V); a target beyond
+    the caps: None; the anytime rule needs more than the fixed design."""
+    from sampleval.planning import forecast_arrays, needed
+
+    big = np.full(10, 1e12)
+    assert needed(np.full((10, 1), 0.5), np.full(10, 5.0), big, big, 1e-3) == 500
+    u = np.array([[0.1], [0.4], [0.9], [1.6]])
+    n0, caps = np.ones(4), np.full(4, 1e12)
+    expected = (np.sqrt(u).sum()) ** 2 / (16 * 1e-3)
+    assert needed(u, n0, caps, caps, 1e-3) == pytest.approx(expected, rel=1e-3, abs=4)
+    assert needed(u, n0, np.full(4, 10.0), np.full(4, 100.0), 1e-6) is None
+    assert needed(u, np.full(4, 10.0), np.full(4, 10.0), np.full(4, 10.0), 0.0) == 40
+    rng = np.random.default_rng(0)
+    variance = rng.uniform(0.001, 0.01, (20, 3))
+    made = forecast_arrays(variance, np.full(20, 20.0), np.full(20, 1000.0),
+                           np.ones(20, dtype=bool), 0.01, rng=rng, replicates=50)
+    fixed, sure = made
+    assert fixed.rule == "fixed" and sure.rule == "anytime"
+    assert fixed.needed is not None and sure.needed is not None
+    assert 400 < fixed.needed < sure.needed
+    assert fixed.lo is not None and fixed.hi is not None
+    assert fixed.lo <= fixed.needed <= fixed.hi
+
+
+def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    data = make_collection(np.random.default_rng(4), n_topics=6, n_runs=4, n_docs=300,
+                           depth=20, pool_depth=20, rel_rate=0.1)
+    names = []
+    for name, frame in data.runs.items():
+        path = tmp_path / f"{name}.txt"
+        frame.assign(q0="Q0", rank=1, tag=name)[
+            ["query_id", "q0", "doc_id", "rank", "score", "tag"]].to_csv(
+            path, sep=" ", header=False, index=False)
+        names.append(str(path))
+    data.qrels.assign(iter=0)[["query_id", "iter", "doc_id", "relevance"]].to_csv(
+        tmp_path / "qrels.txt", sep=" ", header=False, index=False)
+    cli.run(["sample", "stratified", *names, "-n", "10", "--qrels",
+             str(tmp_path / "qrels.txt"), "-s", "1", "-o", str(tmp_path / "pilot")])
+    capsys.readouterr()
+    cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.1",
+             "--replicates", "20"])
+    out = capsys.readouterr().out
+    lines = dict(line.split("\t", 1) for line in out.splitlines()[1:])
+    assert set(lines) >= {"rule", "fixed", "anytime"}
+    fixed = int(lines["fixed"].split("\t")[0])
+    sure = int(lines["anytime"].split("\t")[0])
+    assert 60 <= fixed < sure
+    with pytest.raises(UsageError, match="--target"):
+        cli.run(["plan", str(tmp_path / "pilot"), *names])

@@ -851,8 +851,9 @@ class AnytimeJudging(ConfidentJudging):
     judgments per topic (or more where the design needs more to reach every stratum), then
     batches of ``batch`` to the topics where the plan narrows the widest targeted interval
     most (:meth:`ConfidentJudging.plan`, with the half-widths below). After every batch whose
-    labels are in (a *look*), every targeted run's mean is re-estimated and judging stops at
-    the first look where each one's half-width is at most the target.
+    labels are in (a *look*; or, with ``every``, the first such moment at least ``every``
+    judgments after the last look), every targeted run's mean is re-estimated and judging
+    stops at the first look where each one's half-width is at most the target.
 
     The half-widths are those of the anytime-valid confidence sequence
     (:mod:`sampleval.estimators.anytime`) tuned for the target: sqrt(V) m(x* V* / V) (plus
@@ -868,7 +869,7 @@ class AnytimeJudging(ConfidentJudging):
     def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
                  start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
                  committed: bool | None = False, margin: float = 0.05,
-                 interval: str = "anytime") -> None:
+                 interval: str = "anytime", every: int | None = None) -> None:
         from sampleval.estimators.anytime import target_variance
 
         if committed:
@@ -890,6 +891,10 @@ class AnytimeJudging(ConfidentJudging):
         """Documents handed out per topic (judged or awaiting their label)."""
         self.looks: list[tuple[int, float]] = []
         """(judgments, widest targeted half-width) at each look, in order."""
+        if every is not None and every < 1:
+            raise UsageError("looks must be at least one judgment apart")
+        self.every = every
+        """Judgments at least between looks (None: a look after every batch)."""
 
     def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
         """The half-width in standard errors of each targeted run's mean whose summed
@@ -955,7 +960,10 @@ class AnytimeJudging(ConfidentJudging):
         handed out is in, a look (:meth:`look`) that may end judging."""
         starting = np.flatnonzero((self.handed < self.first) & ~self.exhausted)
         waiting = bool((self.handed > self.judged).any())
-        if not len(starting) and not waiting and self.look():
+        due = (self.every is None or not self.looks
+               or int(self.judged.sum()) - self.looks[-1][0] >= self.every
+               or int(self.handed.sum()) >= self.ceiling)
+        if not len(starting) and not waiting and due and self.look():
             self.reason = "target met"
             return None
         if int(self.handed.sum()) >= self.ceiling:
@@ -995,6 +1003,7 @@ class AnytimeJudging(ConfidentJudging):
 
     def state(self) -> dict[str, Any]:
         return {**super().state(), "stop": "anytime", "interval": self.interval,
+                "every": self.every,
                 "handed": self.handed.tolist(), "looks": [list(x) for x in self.looks]}
 
     @classmethod
@@ -1002,6 +1011,7 @@ class AnytimeJudging(ConfidentJudging):
         judging = super().restore(pool, state)
         assert isinstance(judging, AnytimeJudging)
         judging.interval = state.get("interval", "anytime")
+        judging.every = state.get("every")
         judging.handed[:] = state["handed"]
         judging.looks = [(int(n), float(w)) for n, w in state["looks"]]
         return judging

@@ -19,7 +19,7 @@ half-width of its mean ``--measure`` is at most ``--target``:
 - ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals.
 
 and, with ``--plan``, forecasts the anytime and committed judgments from the trial's own
-first ``--start`` judgments per topic (:func:`sampleval.planning.forecast`). Each row of
+first ``--start`` judgments per topic (:func:`forecast_from_pilot`). Each row of
 ``--out`` (CSV, one per trial and rule, written as they finish): judgments used, why judging
 stopped, the widest half-width, the share of runs whose interval holds the true mean
 (coverage at the stopping time), the mean error over runs, and the forecast with its
@@ -64,15 +64,16 @@ def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
 
 
 def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method: str,
-                ceiling: float, target: Target, start: int, batch: int) -> ConfidentJudging:
+                ceiling: float, target: Target, start: int, batch: int,
+                every: int | None) -> ConfidentJudging:
     """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
     name = method if rule == "committed" else anytime_method
-    params = {"batch": batch} if name == "active" else {}
+    params: dict[str, Any] = {"batch": batch} if name == "active" else {}
     selector = METHODS[name](pool, Budget(rate=ceiling), np.random.default_rng(seed),
                              **params)
     if rule == "committed":
         return ConfidentJudging(selector, target, start=start, batch=batch)
-    return AnytimeJudging(selector, target, start=start, batch=batch,
+    return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                           interval="anytime" if rule == "anytime" else "fixed")
 
 
@@ -90,6 +91,32 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
             "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
             "error": float(error.mean()), "looks": len(getattr(judging, "looks", []))}
+
+
+def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, **options: Any
+                        ) -> dict[str, dict[str, Any]]:
+    """The planner's forecasts (:func:`sampleval.planning.forecast_arrays`) from the
+    anytime rule's own pilot in this trial (its first judgments of every topic), keyed by
+    the rule they forecast: ``fixed`` as the committed rule's, ``anytime`` as the anytime
+    and naive rules' (the naive rule's is the ``fixed`` variance reached by looking)."""
+    from sampleval.planning import forecast_arrays
+
+    judging = judging_for("anytime", pool, seed, **options)
+    assert isinstance(judging, AnytimeJudging)
+    while ((judging.handed < judging.first) & ~judging.exhausted).any():
+        batch = judging.next_batch()
+        if batch is None:
+            break
+        judging.observe(batch[0], oracle(*batch))
+    judging._refresh()
+    variance = np.where(judging.present, judging.variance, np.nan)[:, judging.runs]
+    cap = np.minimum(judging.capacity, judging.pool_size)
+    made = {f.rule: f for f in forecast_arrays(
+        variance, judging.judged.astype(np.float64), judging.pool_size, judging.found,
+        options["target"].half_width, cap=cap, rng=np.random.default_rng(seed))}
+    return {rule: {"": made[kind].needed, "_lo": made[kind].lo, "_hi": made[kind].hi}
+            for rule, kind in (("committed", "fixed"), ("anytime", "anytime"),
+                               ("naive", "fixed"))}
 
 
 def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
@@ -135,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=20,
                         help="each topic's first judgments (default 20)")
     parser.add_argument("--batch", type=int, default=5, help="documents per batch")
+    parser.add_argument("--every", type=int,
+                        help="judgments at least between looks (default: a look after every "
+                             "batch)")
     parser.add_argument("--rules", default=",".join(RULES),
                         help=f"rules to run, of {', '.join(RULES)} (default all)")
     parser.add_argument("--plan", action="store_true",
@@ -153,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     oracle = qrels_oracle(truth_qrels)
     target = Target(args.measure, args.target)
     options = {"method": args.method, "anytime_method": args.anytime_method, "ceiling": args.ceiling, "target": target,
-               "start": args.start, "batch": args.batch}
+               "start": args.start, "batch": args.batch, "every": args.every}
     rules = [r for r in args.rules.split(",") if r.strip()]
     rows: list[dict[str, Any]] = []
     writer = None
@@ -163,8 +193,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed = args.seed + trial
             forecast: dict[str, Any] = {}
             if args.plan:
-                from sampleval.planning import forecast_from_pilot
-
                 forecast = forecast_from_pilot(pool, oracle, seed, **options)
             for rule in rules:
                 tic = time.perf_counter()
@@ -191,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = pd.DataFrame(rows)
     print(f"{args.collection}: {len(runs)} runs, {len(pool.topics)} topics, depth "
           f"{args.depth}, {args.method} / {args.anytime_method} (ceiling {args.ceiling}), {args.measure} target "
-          f"{args.target}, start {args.start}, batch {args.batch}, {args.trials} trials, "
+          f"{args.target}, start {args.start}, batch {args.batch}, looks every "
+          f"{args.every or args.batch}, {args.trials} trials, "
           f"{time.perf_counter() - began:.0f} s")
     print(summary(table, args.target).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     return 0
