@@ -5,8 +5,9 @@ t and run r a variance V_tr (``estimate``'s interval: ((hi - lo) / 2z)^2) from n
 judgments of the topic's N_t pooled documents. As judge-until-confident plans
 (:mod:`sampleval.confident`), a topic's variance is taken to fall as simple random
 sampling's, V_tr(n) = u_tr g(n) with g(n) = 1/n - 1/N_t and u_tr = V_tr / g(n_t); a topic
-where the pilot found nothing relevant, whose variance says nothing of what is unseen, gets
-each run's median u over the other topics. The variance of run r's mean over its T_r topics
+where the pilot found fewer than :data:`FOUND` relevant documents gets each run's median u
+over the other topics: with none its variance says nothing of what is unseen, and with one
+AP's variance is a floor (``few=``) that falls once a second is found, not as g(n). The variance of run r's mean over its T_r topics
 is then sum_t u_tr g(n_t) / T_r^2, and the judgments needed are the least sum_t n_t at which
 every targeted run's variance is at most the variance the rule stops at:
 
@@ -33,6 +34,8 @@ import numpy as np
 from sampleval.errors import UsageError
 
 RULES = ("fixed", "anytime")
+FOUND = 2
+"""Relevant documents a topic's pilot must hold for its own variance to be extrapolated."""
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,8 @@ class Forecast:
 def unit_variances(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
                    found: np.ndarray) -> np.ndarray:
     """``[T, R]`` u_tr = V_tr / g(n_t) (module docstring); NaN stays NaN (a run absent from
-    a topic); a topic without a relevant document found takes each run's median u over the
-    others (0 where no topic has one)."""
+    a topic); a topic not ``found`` (fewer than :data:`FOUND` relevant documents) takes each
+    run's median u over the others (0 where no topic has one)."""
     g = 1.0 / np.maximum(judged, 1) - 1.0 / np.maximum(size, 1)
     unit = np.where(g[:, None] > 0, variance / np.where(g > 0, g, 1.0)[:, None], 0.0)
     unit = np.where(np.isnan(variance), np.nan, unit)
@@ -104,7 +107,7 @@ def forecast_arrays(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
                     cap: np.ndarray | None = None, rng: np.random.Generator,
                     replicates: int = 200, coverage: float = 0.9) -> list[Forecast]:
     """:func:`forecast` from ``[T, R]`` pilot variances (NaN: run absent), per-topic
-    judgments, pool sizes and whether a relevant document was found."""
+    judgments, pool sizes and whether the pilot found :data:`FOUND` relevant documents."""
     from sampleval.estimators.anytime import target_variance
     from sampleval.estimators.base import z_value
 
@@ -166,7 +169,7 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
     size = by_topic.size().reindex(topics).to_numpy(dtype=np.float64)
     judged = by_topic["relevance"].count().reindex(topics).to_numpy(dtype=np.float64)
     found = (frame[frame["relevance"] >= level].groupby("query_id").size()
-             .reindex(topics, fill_value=0).to_numpy() > 0)
+             .reindex(topics, fill_value=0).to_numpy() >= FOUND)
     cap = None if caps is None else np.array([caps.get(t, np.inf) for t in topics])
     return forecast_arrays(variance, judged, size, found, target.half_width, ci=ci, cap=cap,
                            rng=rng, replicates=replicates, coverage=coverage)

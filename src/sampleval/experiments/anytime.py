@@ -99,7 +99,7 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, **options: Any
     anytime rule's own pilot in this trial (its first judgments of every topic), keyed by
     the rule they forecast: ``fixed`` as the committed rule's, ``anytime`` as the anytime
     and naive rules' (the naive rule's is the ``fixed`` variance reached by looking)."""
-    from sampleval.planning import forecast_arrays
+    from sampleval.planning import FOUND, forecast_arrays
 
     judging = judging_for("anytime", pool, seed, **options)
     assert isinstance(judging, AnytimeJudging)
@@ -111,8 +111,11 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, **options: Any
     judging._refresh()
     variance = np.where(judging.present, judging.variance, np.nan)[:, judging.runs]
     cap = np.minimum(judging.capacity, judging.pool_size)
+    judged = judging.sample().judged()
+    relevant = judged[judged["relevance"] >= judging.level].groupby("query_id").size()
+    found = relevant.reindex(judging.topics, fill_value=0).to_numpy() >= FOUND
     made = {f.rule: f for f in forecast_arrays(
-        variance, judging.judged.astype(np.float64), judging.pool_size, judging.found,
+        variance, judging.judged.astype(np.float64), judging.pool_size, found,
         options["target"].half_width, cap=cap, rng=np.random.default_rng(seed))}
     return {rule: {"": made[kind].needed, "_lo": made[kind].lo, "_hi": made[kind].hi}
             for rule, kind in (("committed", "fixed"), ("anytime", "anytime"),
