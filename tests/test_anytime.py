@@ -246,8 +246,9 @@ def test_simulate_reads_stop_anytime_and_reports_the_anytime_means() -> None:
     tuned = spec.anytime_tuning(0.95)
     assert tuned == pytest.approx(anytime.target_variance(0.05))
     assert parse_method("uniform:target=P@10:0.05").anytime_tuning(0.95) is None
+    assert dict(parse_method("dynamic:stop=none").params)["stop"] == "none"  # its own
     for bad, match in (("uniform:target=P@10:0.05;stop=soon", "stop must be"),
-                       ("uniform:stop=anytime", "only with target")):
+                       ("uniform:stop=anytime", "stop= applies only with target=")):
         with pytest.raises(UsageError, match=match):
             parse_method(bad)
     # the means' intervals become the sequence's, from the variance the ordinary one gives

@@ -7,7 +7,8 @@ modifiers judge until confident (:mod:`sampleval.confident`) instead of spending
 ``target=MEASURE:HALF_WIDTH`` (as ``sample --target``: ``stratified:target=AP:0.01``; the
 cell's budget is then each topic's cap), ``start=N`` (each topic's pilot, default 20) and
 ``stop=anytime`` (:class:`~sampleval.confident.AnytimeJudging`: a look after every batch,
-stopping on anytime-valid intervals, which the cell's means then report). A cell's
+stopping on anytime-valid intervals, which the cell's means then report; not for a method
+with a parameter of its own named ``stop``, ``dynamic``). A cell's
 key names it in the output directory and in its trials' seeds, so a cell can be recomputed
 alone and a changed grid finds the cells it shares with an earlier one.
 """
@@ -127,7 +128,8 @@ def parse_method(text: str) -> MethodSpec:
         given = parse_assignments(assignments)
     except UsageError as exc:
         raise UsageError(f"method {text!r}: {exc}") from None
-    modifiers = {k: given.pop(k) for k in MODIFIERS if k in given}
+    own = {p.name for p in cls.parameters}  # dynamic has a parameter of its own named stop
+    modifiers = {k: given.pop(k) for k in MODIFIERS if k in given and k not in own}
     resolved = resolve(cls.parameters, given, cls.name)
     if modifiers:
         _check_modifiers(text, cls, resolved, modifiers)
@@ -147,7 +149,8 @@ def _check_modifiers(text: str, cls: type[Selector], resolved: dict[str, Any],
     from sampleval.estimators.family import FAMILIES
 
     if "target" not in modifiers:
-        raise UsageError(f"method {text!r}: start= and stop= apply only with target=")
+        given = "start=" if "start" in modifiers else "stop="
+        raise UsageError(f"method {text!r}: {given} applies only with target=")
     spec = Target.parse(modifiers["target"]).spec(cls.design,
                                                   cls.draws_reach_every_document(resolved))
     if cls.design not in FAMILIES[spec.family].designs:
