@@ -19,6 +19,7 @@ from sampleval.errors import UsageError
 from sampleval.estimators import anytime
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from sampleval.synthetic import make_collection
+from test_confident import _write_collection  # the command-line tests' collection
 
 
 def test_the_boundary_is_the_normal_mixture_formula() -> None:
@@ -194,17 +195,7 @@ def test_the_file_loop_with_stop_anytime_gives_the_simulated_sample(tmp_path: Pa
     most the rest of its last step's list."""
     from sampleval.judging import read_to_judge
 
-    data = make_collection(np.random.default_rng(4), n_topics=6, n_runs=4, n_docs=300,
-                           depth=20, pool_depth=20, rel_rate=0.1)
-    names = []
-    for name, frame in data.runs.items():
-        path = tmp_path / f"{name}.txt"
-        frame.assign(q0="Q0", rank=1, tag=name)[
-            ["query_id", "q0", "doc_id", "rank", "score", "tag"]].to_csv(
-            path, sep=" ", header=False, index=False)
-        names.append(str(path))
-    data.qrels.assign(iter=0)[["query_id", "iter", "doc_id", "relevance"]].to_csv(
-        tmp_path / "qrels.txt", sep=" ", header=False, index=False)
+    data, names = _write_collection(tmp_path)
     common = ["uniform", *names, "-r", "1", "-s", "3", "--target", "P@10:0.08", "--start",
               "5", "--stop", "anytime"]
     cli.run(["sample", *common, "--qrels", str(tmp_path / "qrels.txt"), "-o",
@@ -290,17 +281,7 @@ def test_the_planner_allocates_as_neyman_and_says_when_caps_cannot_reach() -> No
 
 def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    data = make_collection(np.random.default_rng(4), n_topics=6, n_runs=4, n_docs=300,
-                           depth=20, pool_depth=20, rel_rate=0.1)
-    names = []
-    for name, frame in data.runs.items():
-        path = tmp_path / f"{name}.txt"
-        frame.assign(q0="Q0", rank=1, tag=name)[
-            ["query_id", "q0", "doc_id", "rank", "score", "tag"]].to_csv(
-            path, sep=" ", header=False, index=False)
-        names.append(str(path))
-    data.qrels.assign(iter=0)[["query_id", "iter", "doc_id", "relevance"]].to_csv(
-        tmp_path / "qrels.txt", sep=" ", header=False, index=False)
+    _, names = _write_collection(tmp_path)
     cli.run(["sample", "stratified", *names, "-n", "10", "--qrels",
              str(tmp_path / "qrels.txt"), "-s", "1", "-o", str(tmp_path / "pilot")])
     capsys.readouterr()

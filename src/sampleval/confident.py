@@ -707,6 +707,11 @@ class ConfidentJudging:
         if self._projection == 0:
             self.reason = "target met"
             return None
+        return self._take(order)
+
+    def _take(self, order: np.ndarray) -> int | None:
+        """Adaptive rule: queue the first half of the plan ``order`` and give its first
+        topic; None (and the reason) when the plan is empty."""
         if not len(order):
             self.reason = ("the target cannot be met: no topic's design has judgments left "
                            "that would narrow the widest interval")
@@ -976,13 +981,7 @@ class AnytimeJudging(ConfidentJudging):
             return self._queue.pop(0)
         if waiting:
             return None
-        order = self.plan()
-        if not len(order):
-            self.reason = ("the target cannot be met: no topic's design has judgments left "
-                           "that would narrow the widest interval")
-            return None
-        self._queue = order[:max(1, (len(order) + 1) // 2)].tolist()
-        return self._queue.pop(0)
+        return self._take(self.plan())
 
     def look(self) -> bool:
         """Re-estimate the topics judged since the last look, record the look

@@ -173,7 +173,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plan", action="store_true",
                         help="also forecast the judgments from each trial's pilot")
     parser.add_argument("--out", type=Path, help="CSV of the per-trial rows")
+    parser.add_argument("--summarise", type=Path, metavar="CSV",
+                        help="only print the summary of an --out file (of a run stopped "
+                             "early, say)")
     args = parser.parse_args(argv)
+    if args.summarise is not None:
+        table = pd.read_csv(args.summarise)
+        for width in sorted(table["target"].unique()):
+            part = table[table["target"] == width]
+            print(f"{args.summarise}: target {width}, {part['trial'].nunique()} trials")
+            print(summary(part, float(width)).to_string(
+                index=False, float_format=lambda x: f"{x:.4f}"))
+        return 0
     began = time.perf_counter()
     runs, qrels = collection(args.collection, args.data, args.depth)
     pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
