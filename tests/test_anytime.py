@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sampleval import cli
@@ -295,3 +296,35 @@ def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
     assert 60 <= fixed < sure
     with pytest.raises(UsageError, match="--target"):
         cli.run(["plan", str(tmp_path / "pilot"), *names])
+
+
+def test_simulate_a_stop_anytime_cell_reports_its_intervals_at_stopping(
+        tmp_path: Path) -> None:
+    """A ``stop=anytime`` cell judges with AnytimeJudging and its means carry the anytime
+    intervals: every targeted mean's half-width is at most the target, and wider than the
+    ordinary interval of the same sample would be (the committed cell's are ordinary)."""
+    from sampleval.experiments.runner import simulate
+
+    made = make_collection(np.random.default_rng(7), n_topics=8, n_runs=5, n_docs=400,
+                           depth=30, pool_depth=30)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    method = "uniform:start=5;stop=anytime;target=P@10:0.08"
+    summary = simulate(runs, Qrels.from_frame(made.qrels), output=tmp_path, jobs=1,
+                       methods=[method], rates=[1.0], trials=2, measures=["P@10"],
+                       depth=20, figures=False)
+    trials = pd.read_parquet(tmp_path / "trials.parquet")
+    means = trials.query(f"topic == 'all' and method == '{method}'")
+    half = (means["hi"] - means["lo"]) / 2
+    assert len(means) and (half <= 0.08 + 1e-9).all() and (half > 0).all()
+    topics = trials.query(f"topic != 'all' and method == '{method}'")
+    assert len(topics)
+    for (trial, run), rows in topics.groupby(["trial", "run"]):
+        variance = (((rows["hi"] - rows["lo"]) / 2 / 1.959964) ** 2).sum() / len(rows) ** 2
+        row = means[(means["trial"] == trial) & (means["run"] == run)]
+        expected = anytime.half_width(variance, anytime.target_variance(0.08))
+        assert float(((row["hi"] - row["lo"]) / 2).iloc[0]) == pytest.approx(float(expected),
+                                                                          rel=1e-4)
+    stats = pd.read_parquet(tmp_path / "trial_stats.parquet")
+    pool = Pool.from_runs(runs, depth=20)
+    assert (stats["judged"] < np.mean([tp.size for tp in pool])).all()
+    assert "judged" in summary.columns
