@@ -296,6 +296,26 @@ def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
     assert 60 <= fixed < sure
     with pytest.raises(UsageError, match="--target"):
         cli.run(["plan", str(tmp_path / "pilot"), *names])
+    # with active's with-replacement model: another forecast, still at least the pilot
+    cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.1",
+             "--replicates", "20", "--model", "active"])
+    lines = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines()[1:])
+    assert 60 <= int(lines["anytime"].split("\t")[0]) != sure
+
+
+def test_the_with_replacement_shape_is_one_over_the_draws() -> None:
+    """g(n) = 1/d(n), n(d) = sum_j 1 - (1 - p_j)^d: with p uniform over N documents,
+    d(n) = log(1 - n/N) / log(1 - 1/N); and simple random sampling's 1/n - 1/N without
+    draws."""
+    from sampleval.planning import Shape
+
+    size = np.array([100.0, 400.0])
+    shape = Shape(size, [np.full(100, 0.01), np.full(400, 1 / 400)])
+    n = np.array([30.0, 50.0])
+    d = np.log1p(-n / size) / np.log1p(-1 / size)
+    np.testing.assert_allclose(shape(n), 1 / d, rtol=2e-2)
+    np.testing.assert_allclose(shape[np.array([1])](n[1:]), 1 / d[1:], rtol=2e-2)
+    np.testing.assert_allclose(Shape(size)(n), 1 / n - 1 / size)
 
 
 def test_simulate_a_stop_anytime_cell_reports_its_intervals_at_stopping(

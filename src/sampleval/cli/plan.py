@@ -46,6 +46,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         metavar="LEVEL", help="level of the forecast's interval (default 0.9)")
     parser.add_argument("--replicates", type=positive_int, default=200, metavar="N",
                         help="bootstrap resamples of the topics for the interval (default 200)")
+    parser.add_argument("--model", choices=("srs", "active"), default="srs",
+                        help="how each topic's variance is taken to fall as judging goes "
+                             "on: srs (default), as simple random sampling's, 1/n - 1/N; "
+                             "active, as active sampling's with-replacement draws (its "
+                             "default uniform share over the AP-prior), whose judgments are "
+                             "the distinct documents drawn")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the bootstrap (default 0)")
     add_depth(parser, "use only each run's top N documents per topic (default: the depth "
@@ -73,7 +79,7 @@ def run(args: argparse.Namespace) -> None:
     caps = None if args.cap is None else {t: args.cap for t in sample.topics}
     made = forecast(sample, runs, target, ci=args.ci, level=args.rel_level, depth=args.depth,
                     caps=caps, rng=np.random.default_rng(args.seed),
-                    replicates=args.replicates, coverage=args.interval)
+                    replicates=args.replicates, coverage=args.interval, model=args.model)
     sys.stdout.write(f"target {target.measure}:{target.half_width:g} "
                      f"({args.ci:.0%} half-width of each run's mean); pilot "
                      f"{made[0].judged} judgments over {len(sample.topics)} topics\n")

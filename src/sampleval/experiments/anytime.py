@@ -97,9 +97,11 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, **options: Any
                         ) -> dict[str, dict[str, Any]]:
     """The planner's forecasts (:func:`sampleval.planning.forecast_arrays`) from the
     anytime rule's own pilot in this trial (its first judgments of every topic), keyed by
-    the rule they forecast: ``fixed`` as the committed rule's, ``anytime`` as the anytime
-    and naive rules' (the naive rule's is the ``fixed`` variance reached by looking)."""
-    from sampleval.planning import FOUND, forecast_arrays
+    the rule they forecast: the committed rule's is ``fixed`` under simple random
+    sampling's variance model, the anytime rule's ``anytime`` under the model of its
+    method (``active``'s with-replacement draws; else simple random sampling's), the naive
+    rule's ``fixed`` under that model."""
+    from sampleval.planning import FOUND, Forecast, active_draws, forecast_arrays
 
     judging = judging_for("anytime", pool, seed, **options)
     assert isinstance(judging, AnytimeJudging)
@@ -114,12 +116,19 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, **options: Any
     judged = judging.sample().judged()
     relevant = judged[judged["relevance"] >= judging.level].groupby("query_id").size()
     found = relevant.reindex(judging.topics, fill_value=0).to_numpy() >= FOUND
-    made = {f.rule: f for f in forecast_arrays(
-        variance, judging.judged.astype(np.float64), judging.pool_size, found,
-        options["target"].half_width, cap=cap, rng=np.random.default_rng(seed))}
-    return {rule: {"": made[kind].needed, "_lo": made[kind].lo, "_hi": made[kind].hi}
-            for rule, kind in (("committed", "fixed"), ("anytime", "anytime"),
-                               ("naive", "fixed"))}
+
+    def made(draws: list[np.ndarray] | None) -> dict[str, Forecast]:
+        return {f.rule: f for f in forecast_arrays(
+            variance, judging.judged.astype(np.float64), judging.pool_size, found,
+            options["target"].half_width, cap=cap, rng=np.random.default_rng(seed),
+            draws=draws)}
+
+    srs = made(None)
+    then = (made(active_draws(pool, judging.topics)) if options["anytime_method"] == "active"
+            else srs)
+    return {rule: {"": f.needed, "_lo": f.lo, "_hi": f.hi}
+            for rule, f in (("committed", srs["fixed"]), ("anytime", then["anytime"]),
+                            ("naive", then["fixed"]))}
 
 
 def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
