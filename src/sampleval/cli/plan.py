@@ -26,12 +26,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         commands, "plan", run,
         "forecast from a pilot sample the judgments a target half-width needs",
         "From a pilot sample (for example 20 judgments per topic), forecast how many "
-        "judgments in all (the pilot's included) every targeted run's 95%% half-width of its "
+        "judgments in all (the pilot's included) every targeted run's 95% half-width of its "
         "mean over topics needs: 'fixed' for a design whose sizes are fixed in advance and "
         "estimated once with ordinary intervals, 'anytime' for judging with --stop anytime "
         "(intervals valid however often one looks). Each topic's variance is taken to fall "
-        "as simple random sampling's, and the judgments go where they narrow the means "
-        "most; the interval resamples the topics. See docs/guide/anytime.md.")
+        "as simple random sampling's (or active sampling's: --model), and the judgments go "
+        "where they narrow the means most; the interval resamples the topics. A model, not a "
+        "measurement: docs/guide/anytime.md says how far its forecasts were off.")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="the pilot: a sample directory written by sampleval (or any "
                              "sample 'sampleval estimate' reads)")
