@@ -707,6 +707,11 @@ class ConfidentJudging:
         if self._projection == 0:
             self.reason = "target met"
             return None
+        return self._take(order)
+
+    def _take(self, order: np.ndarray) -> int | None:
+        """Adaptive rule: queue the first half of the plan ``order`` and give its first
+        topic; None (and the reason) when the plan is empty."""
         if not len(order):
             self.reason = ("the target cannot be met: no topic's design has judgments left "
                            "that would narrow the widest interval")
@@ -826,3 +831,194 @@ def _phase(layout: Layout, budget: int, keep: np.ndarray, rng: np.random.Generat
     codes = layout.codes[inside]
     order = inside[handout(codes, layout.counts, rng.random(len(inside)))]
     return Phase(budget, order, layout.codes, layout.labels, layout.counts)
+
+
+
+STOP_MODES = ("committed", "anytime")
+"""How judging until confident may stop: ``committed`` (:class:`ConfidentJudging`: committed
+phases where the method allows, else the adaptive rule) or ``anytime``
+(:class:`AnytimeJudging`: a look after every batch, anytime-valid intervals)."""
+
+
+class AnytimeJudging(ConfidentJudging):
+    """Judge until confident, looking after every batch (``stop=anytime``, issue 32).
+
+    Each topic's design hands out its documents in its own order (the adaptive rule's
+    ``propose``/``observe``; any method, with or without predictions): first ``start``
+    judgments per topic (or more where the design needs more to reach every stratum), then
+    batches of ``batch`` to the topics where the plan narrows the widest targeted interval
+    most (:meth:`ConfidentJudging.plan`, with the half-widths below). After every batch whose
+    labels are in (a *look*; or, with ``every``, the first such moment at least ``every``
+    judgments after the last look), every targeted run's mean is re-estimated and judging
+    stops at the first look where each one's half-width is at most the target.
+
+    The half-widths are those of the anytime-valid confidence sequence
+    (:mod:`sampleval.estimators.anytime`) tuned for the target: sqrt(V) m(x* V* / V) (plus
+    the estimated bias that a bias-aware interval adds), V the variance of the run's mean,
+    V* the variance at which it equals the target. Because the sequence covers at every
+    look at once, it covers at the look where judging stops, whatever the rule was
+    (``docs/guide/anytime.md`` gives the argument and its assumptions, and the measured
+    coverage). ``interval='fixed'`` uses the ordinary z intervals instead: the *naive
+    rule*, which peeks after every batch with intervals valid at one fixed look, kept to
+    measure what the sequence buys.
+    """
+
+    def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
+                 start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
+                 committed: bool | None = False, margin: float = 0.05,
+                 interval: str = "anytime", every: int | None = None) -> None:
+        from sampleval.estimators.anytime import target_variance
+
+        if committed:
+            raise UsageError("stop=anytime looks after every batch: it has no committed "
+                             "phases")
+        if interval not in ("anytime", "fixed"):
+            raise UsageError(f"interval must be anytime or fixed, not {interval!r}")
+        if selector.name == "active" and "batch" not in selector.params:
+            raise UsageError("stop=anytime looks after every batch, and active's sample has "
+                             "a topic's draws only once its round is judged: give it rounds "
+                             f"of a batch, active:batch={batch}")
+        super().__init__(selector, target, ceiling=ceiling, start=start, batch=batch, ci=ci,
+                         level=level, committed=False, margin=margin)
+        self.interval = interval
+        self.tuned = target_variance(target.half_width, ci)
+        """V*: the variance of a run's mean at which its sequence's half-width is the
+        target (the sequence's tuning, fixed before any judgment)."""
+        self.handed = np.zeros(len(self.topics), dtype=np.int64)
+        """Documents handed out per topic (judged or awaiting their label)."""
+        self.looks: list[tuple[int, float]] = []
+        """(judgments, widest targeted half-width) at each look, in order."""
+        if every is not None and every < 1:
+            raise UsageError("looks must be at least one judgment apart")
+        self.every = every
+        """Judgments at least between looks (None: a look after every batch)."""
+
+    def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """The half-width in standard errors of each targeted run's mean whose summed
+        variance over its ``count`` topics is ``total``."""
+        from sampleval.estimators.anytime import half_width
+
+        if self.interval == "fixed":
+            return np.full(np.shape(total), self.z)
+        v = np.asarray(total, dtype=np.float64) / np.asarray(count, dtype=np.float64) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(v > 0, half_width(v, self.tuned, self.ci) / np.sqrt(
+                np.where(v > 0, v, 1.0)), 0.0)
+
+    def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
+        """Each targeted run's anytime-valid half-width of its mean (class docstring;
+        ``interval='fixed'``: the ordinary one)."""
+        v = self.variance if variance is None else variance
+        present = self.present[:, self.runs]
+        total = np.where(present, np.nan_to_num(v[:, self.runs]), 0.0).sum(axis=0)
+        count = np.maximum(present.sum(axis=0), 1)
+        return (self._multiplier(total, count) * np.sqrt(total) + self._bias_sums()) / count
+
+    def _over(self, total: np.ndarray, bias: np.ndarray, share: float) -> np.ndarray:
+        count = np.maximum(self.present[:, self.runs].sum(axis=0), 1)
+        return (self._multiplier(total, count) * np.sqrt(total) + np.abs(bias)) / (
+            self.target.half_width * share * count)
+
+    def intervals(self) -> dict[str, tuple[float, float, float]]:
+        """Each targeted run's ``(estimate, lo, hi)`` of its mean over the topics it
+        retrieved for, with the half-width of :meth:`half_widths` (the interval reported
+        at stopping)."""
+        self._refresh()
+        present = self.present[:, self.runs]
+        mean = np.where(present, np.nan_to_num(self.value[:, self.runs]), 0.0).sum(
+            axis=0) / np.maximum(present.sum(axis=0), 1)
+        half = self.half_widths()
+        names = self.selector.pool.run_names
+        return {names[r]: (float(m), float(m - h), float(m + h))
+                for r, m, h in zip(self.runs, mean, half, strict=True)}
+
+    def next_batch(self) -> tuple[str, list[str]] | None:
+        """The next documents to judge, ``(topic, docnos)``; None when judging is over
+        (:attr:`reason` says why) or when what was handed out awaits its labels before the
+        next look (:attr:`reason` is then '')."""
+        while True:
+            topic = self._next_anytime_topic()
+            if topic is None:
+                return None
+            want = (self.first[topic] - self.handed[topic]
+                    if self.handed[topic] < self.first[topic] else self.batch)
+            n = min(int(want), int(self.capacity[topic] - self.handed[topic]),
+                    self.ceiling - int(self.handed.sum()))
+            proposed = self.selector.propose(self.topics[topic], n) if n > 0 else []
+            if proposed:
+                self.handed[topic] += len(proposed)
+                return self.topics[topic], proposed
+            self.exhausted[topic] = True
+            self._queue = [i for i in self._queue if i != topic]
+
+    def _next_anytime_topic(self) -> int | None:
+        """The topic of the next batch: a topic short of its first judgments, else the
+        queued half of the plan (planned anew when empty); before either, once every label
+        handed out is in, a look (:meth:`look`) that may end judging."""
+        starting = np.flatnonzero((self.handed < self.first) & ~self.exhausted)
+        waiting = bool((self.handed > self.judged).any())
+        due = (self.every is None or not self.looks
+               or int(self.judged.sum()) - self.looks[-1][0] >= self.every
+               or int(self.handed.sum()) >= self.ceiling)
+        if not len(starting) and not waiting and due and self.look():
+            self.reason = "target met"
+            return None
+        if int(self.handed.sum()) >= self.ceiling:
+            if not waiting:
+                self.reason = "ceiling spent"
+            return None
+        if len(starting):
+            return int(starting[0])
+        if self._queue:
+            return self._queue.pop(0)
+        if waiting:
+            return None
+        return self._take(self.plan())
+
+    def look(self) -> bool:
+        """Re-estimate the topics judged since the last look, record the look
+        (:attr:`looks`), and say whether every targeted half-width is at most the target."""
+        self._refresh()
+        widths = self.half_widths()
+        widest = float(widths.max(initial=0.0))
+        judged = int(self.judged.sum())
+        if not self.looks or self.looks[-1][0] != judged:
+            self.looks.append((judged, widest))
+        return bool((widths <= self.target.half_width).all())
+
+    def status(self) -> Status:
+        status = super().status()
+        if self.reason == "target met":
+            status.projected_needed = 0
+        return status
+
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "stop": "anytime", "interval": self.interval,
+                "every": self.every,
+                "handed": self.handed.tolist(), "looks": [list(x) for x in self.looks]}
+
+    @classmethod
+    def restore(cls, pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
+        judging = super().restore(pool, state)
+        assert isinstance(judging, AnytimeJudging)
+        judging.interval = state.get("interval", "anytime")
+        judging.every = state.get("every")
+        judging.handed[:] = state["handed"]
+        judging.looks = [(int(n), float(w)) for n, w in state["looks"]]
+        return judging
+
+
+def restore_judging(pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
+    """The judging a saved :meth:`ConfidentJudging.state` describes: an
+    :class:`AnytimeJudging` when it was saved with ``stop=anytime``."""
+    kind = AnytimeJudging if state.get("stop") == "anytime" else ConfidentJudging
+    return kind.restore(pool, state)
+
+
+def make_judging(selector: Selector, target: Target, stop: str = "committed",
+                 **options: Any) -> ConfidentJudging:
+    """Judging until confident with the stop mode ``stop`` (:data:`STOP_MODES`)."""
+    if stop not in STOP_MODES:
+        raise UsageError(f"stop must be one of {', '.join(STOP_MODES)}, not {stop!r}")
+    return (AnytimeJudging if stop == "anytime" else ConfidentJudging)(
+        selector, target, **options)

@@ -32,7 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sampleval.confident import STATE_FORMAT, ConfidentJudging
+from sampleval.confident import (
+    STATE_FORMAT,
+    AnytimeJudging,
+    ConfidentJudging,
+    restore_judging,
+)
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -79,10 +84,11 @@ def start(directory: str | PathLike[str], run_files: Sequence[str | PathLike[str
     check_run_files(run_files)
     judging = {"runs": [str(Path(f).resolve()) for f in run_files], "name_by": name_by,
                "duplicates": duplicates, "batch": batch, "meta": meta or {}}
-    if isinstance(selector, ConfidentJudging) and not selector.committed:
+    if (isinstance(selector, ConfidentJudging) and not selector.committed
+            and not isinstance(selector, AnytimeJudging)):
         raise UsageError(f"{selector.selector.name}: judging until confident outside "
                          "sampleval needs a method whose phases can be committed (strata, "
-                         "stratified, uniform, without predictions)")
+                         "stratified, uniform, without predictions), or --stop anytime")
     pending = _propose(selector, set(selector.selector.pool.topics if isinstance(
         selector, ConfidentJudging) else selector.pool.topics), batch)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +130,7 @@ def judge(directory: str | PathLike[str], judgments: Qrels,
     pool = Pool.from_runs(loaded, depth=meta.get("pool_depth"))
     state = _read_state(path)
     selector: Selector | ConfidentJudging = (
-        ConfidentJudging.restore(pool, state) if state.get("format") == STATE_FORMAT
+        restore_judging(pool, state) if state.get("format") == STATE_FORMAT
         else METHODS[meta["method"]].restore(pool, state))
     listed = read_to_judge(path)
     labelled = _labels(listed, judgments)

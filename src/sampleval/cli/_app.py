@@ -68,7 +68,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     return parser
 
 
-COMMAND_MODULES = ("evaluate", "estimate", "compare", "audit", "sample", "judge", "export",
+COMMAND_MODULES = ("evaluate", "estimate", "compare", "audit", "sample", "judge", "plan", "export",
                    "sample_eval", "trec_eval", "campaign", "simulate")
 
 

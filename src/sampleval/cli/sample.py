@@ -103,6 +103,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="each topic's pilot before allocating, and the least size of "
                              "its final phase (more where the design needs more to reach every "
                              "stratum); default 20")
+    target.add_argument("--stop", choices=("committed", "anytime"), default="committed",
+                        help="committed (default): as above; anytime: every method follows "
+                             "the adaptive rule, looks after every batch and stops at the "
+                             "first look where every targeted run's anytime-valid half-width "
+                             "(a confidence sequence, valid however often one looks: "
+                             "docs/guide/anytime.md) is at most the target; the intervals "
+                             "to report are those sequences")
     add_name_by(parser)
     add_duplicates(parser)
     methods = add_command(commands, "methods", run_methods,
@@ -124,7 +131,7 @@ def run_sample(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    from sampleval.confident import ConfidentJudging
+    from sampleval.confident import ConfidentJudging, make_judging
     from sampleval.core.pool import Pool
     from sampleval.core.sample import check_new_directory
     from sampleval.io import expand_run_paths, read_qrels, read_runs
@@ -141,8 +148,8 @@ def run_sample(args: argparse.Namespace) -> None:
         from sampleval.confident import Target
 
         target = Target.parse(args.target, args.target_run)
-    elif args.target_run or args.ceiling:
-        raise UsageError("--target-run and --ceiling apply only with --target")
+    elif args.target_run or args.ceiling or args.stop != "committed":
+        raise UsageError("--target-run, --ceiling and --stop apply only with --target")
     check_new_directory(args.output)
     predictions = [] if args.predictions is None else [args.predictions]
     check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs, predictions)
@@ -167,8 +174,8 @@ def run_sample(args: argparse.Namespace) -> None:
 
         judged_by: Selector | ConfidentJudging = selector
         if target is not None:
-            judged_by = ConfidentJudging(selector, target, ceiling=args.ceiling,
-                                         start=args.start, batch=args.batch or 5)
+            judged_by = make_judging(selector, target, args.stop, ceiling=args.ceiling,
+                                     start=args.start, batch=args.batch or 5)
         progress = start(args.output, files, judged_by, args.batch, args.name_by,
                          meta={"seed": seed}, duplicates=args.duplicates)
         listed = read_to_judge(progress.directory)
@@ -182,8 +189,8 @@ def run_sample(args: argparse.Namespace) -> None:
     if target is None:
         result = _simulated(selector, qrels_oracle(oracle), args.batch)
     else:
-        judging = ConfidentJudging(selector, target, ceiling=args.ceiling, start=args.start,
-                                   batch=args.batch or 5)
+        judging = make_judging(selector, target, args.stop, ceiling=args.ceiling,
+                               start=args.start, batch=args.batch or 5)
         status = judging.run(qrels_oracle(oracle))
         result = judging.sample()
         reached = (f"; target {target.measure}:{target.half_width}: {status.reason}, widest "

@@ -5,7 +5,10 @@ A method is written ``NAME`` or ``NAME:KEY=VALUE;KEY=VALUE`` (``active:batch=5``
 declarations (:mod:`sampleval.params`) when the grid is made, before any work starts. Two
 modifiers judge until confident (:mod:`sampleval.confident`) instead of spending the budget:
 ``target=MEASURE:HALF_WIDTH`` (as ``sample --target``: ``stratified:target=AP:0.01``; the
-cell's budget is then each topic's cap) and ``start=N`` (each topic's pilot, default 20). A cell's
+cell's budget is then each topic's cap), ``start=N`` (each topic's pilot, default 20) and
+``stop=anytime`` (:class:`~sampleval.confident.AnytimeJudging`: a look after every batch,
+stopping on anytime-valid intervals, which the cell's means then report; not for a method
+with a parameter of its own named ``stop``, ``dynamic``). A cell's
 key names it in the output directory and in its trials' seeds, so a cell can be recomputed
 alone and a changed grid finds the cells it shares with an earlier one.
 """
@@ -37,7 +40,8 @@ class MethodSpec:
     name: str
     params: tuple[tuple[str, str], ...] = ()
     modifiers: tuple[tuple[str, str], ...] = ()
-    """``target`` and ``start``, when the method judges until confident (sorted by name)."""
+    """``target``, ``start`` and ``stop``, when the method judges until confident (sorted by
+    name)."""
 
     @property
     def text(self) -> str:
@@ -75,6 +79,18 @@ class MethodSpec:
         with a uniform share), where the per-draw estimators are the defaults."""
         return self.selector.draws_reach_every_document(self.resolved)
 
+    def anytime_tuning(self, ci: float) -> float | None:
+        """With ``stop=anytime``: the variance of a mean for which its anytime-valid
+        interval is the target (:func:`sampleval.estimators.anytime.target_variance`);
+        else None."""
+        modifiers = dict(self.modifiers)
+        if modifiers.get("stop") != "anytime":
+            return None
+        from sampleval.confident import Target
+        from sampleval.estimators.anytime import target_variance
+
+        return target_variance(Target.parse(modifiers["target"]).half_width, ci)
+
     def make(self, pool: Pool, budget: Budget, rng: np.random.Generator,
              predictions: Predictions | None = None) -> Selector:
         """The selector over ``pool`` with this budget, generator and parameters, given
@@ -92,10 +108,11 @@ class MethodSpec:
         modifiers = dict(self.modifiers)
         if "target" not in modifiers:
             return simulate(selector, oracle).sample()
-        from sampleval.confident import ConfidentJudging, Target
+        from sampleval.confident import Target, make_judging
 
-        judging = ConfidentJudging(selector, Target.parse(modifiers["target"]),
-                                   start=int(modifiers.get("start", TARGET_START)))
+        judging = make_judging(selector, Target.parse(modifiers["target"]),
+                               modifiers.get("stop", "committed"),
+                               start=int(modifiers.get("start", TARGET_START)))
         judging.run(oracle)
         return judging.sample()
 
@@ -111,26 +128,29 @@ def parse_method(text: str) -> MethodSpec:
         given = parse_assignments(assignments)
     except UsageError as exc:
         raise UsageError(f"method {text!r}: {exc}") from None
-    modifiers = {k: given.pop(k) for k in MODIFIERS if k in given}
+    own = {p.name for p in cls.parameters}  # dynamic has a parameter of its own named stop
+    modifiers = {k: given.pop(k) for k in MODIFIERS if k in given and k not in own}
     resolved = resolve(cls.parameters, given, cls.name)
     if modifiers:
         _check_modifiers(text, cls, resolved, modifiers)
     return MethodSpec(cls.name, tuple(sorted(given.items())), tuple(sorted(modifiers.items())))
 
 
-MODIFIERS = ("target", "start")
+MODIFIERS = ("target", "start", "stop")
 TARGET_START = 20
 
 
 def _check_modifiers(text: str, cls: type[Selector], resolved: dict[str, Any],
                      modifiers: dict[str, str]) -> None:
     """UsageError unless ``target`` reads as a target whose estimator applies to the
-    method's samples and ``start`` (only with a target) is a positive number."""
-    from sampleval.confident import Target
+    method's samples, ``start`` (only with a target) is a positive number and ``stop`` one
+    of :data:`~sampleval.confident.STOP_MODES`."""
+    from sampleval.confident import STOP_MODES, Target
     from sampleval.estimators.family import FAMILIES
 
     if "target" not in modifiers:
-        raise UsageError(f"method {text!r}: start= applies only with target=")
+        given = "start=" if "start" in modifiers else "stop="
+        raise UsageError(f"method {text!r}: {given} applies only with target=")
     spec = Target.parse(modifiers["target"]).spec(cls.design,
                                                   cls.draws_reach_every_document(resolved))
     if cls.design not in FAMILIES[spec.family].designs:
@@ -139,6 +159,8 @@ def _check_modifiers(text: str, cls: type[Selector], resolved: dict[str, Any],
     start = modifiers.get("start", str(TARGET_START))
     if not start.isdigit() or int(start) < 1:
         raise UsageError(f"method {text!r}: start must be a positive whole number")
+    if modifiers.get("stop", "committed") not in STOP_MODES:
+        raise UsageError(f"method {text!r}: stop must be one of {', '.join(STOP_MODES)}")
 
 
 def split_methods(texts: Sequence[str]) -> list[str]:

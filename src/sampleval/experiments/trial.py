@@ -241,6 +241,9 @@ class Worker:
         sample = cell.method.judge(selector, self.oracle)
         estimates = estimate(setup.pools, setup.truth, sample, setup.plans[cell.method.text],
                              setup.ci, setup.predictions)
+        tuned = cell.method.anytime_tuning(setup.ci)
+        if tuned is not None:
+            estimates = [_anytime_means(e, tuned, setup.ci) for e in estimates]
         if rng.bit_generator.state == drawn:
             self._fixed[cell] = (sample, estimates)
         return sample, estimates
@@ -364,3 +367,18 @@ def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
                          ("split", np.int32)):
         frame[column] = frame[column].astype(kind)
     return frame
+
+
+def _anytime_means(est: Estimates, tuned: float, ci: float) -> Estimates:
+    """``est`` with the intervals of its means over topics replaced by the anytime-valid
+    ones (``stop=anytime``): half-width :func:`sampleval.estimators.anytime.half_width` of
+    the variance ((half-width / z)^2) the ordinary interval gives (of a bias-aware interval,
+    whose half-width adds the estimated bias, a variance somewhat too large: wider)."""
+    from dataclasses import replace
+
+    from sampleval.estimators.anytime import half_width
+    from sampleval.estimators.base import z_value
+
+    variance = ((est.mean_hi - est.mean_lo) / 2 / z_value(ci)) ** 2
+    half = half_width(variance, tuned, ci)
+    return replace(est, mean_lo=est.mean - half, mean_hi=est.mean + half)

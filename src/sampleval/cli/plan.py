@@ -1,0 +1,94 @@
+"""``sampleval plan``: from a pilot sample, the judgments a target is forecast to need."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sampleval.cli._app import (
+    add_command,
+    add_depth,
+    add_duplicates,
+    add_name_by,
+    add_rel_level,
+    add_runs_argument,
+    add_target,
+    bounded_float,
+    check_stdin_once,
+    positive_int,
+    stderr_is_terminal,
+)
+from sampleval.errors import UsageError
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(
+        commands, "plan", run,
+        "forecast from a pilot sample the judgments a target half-width needs",
+        "From a pilot sample (for example 20 judgments per topic), forecast how many "
+        "judgments in all (the pilot's included) every targeted run's 95% half-width of its "
+        "mean over topics needs: 'fixed' for a design whose sizes are fixed in advance and "
+        "estimated once with ordinary intervals, 'anytime' for judging with --stop anytime "
+        "(intervals valid however often one looks). Each topic's variance is taken to fall "
+        "as simple random sampling's (or active sampling's: --model), and the judgments go "
+        "where they narrow the means most; the interval resamples the topics. A model, not a "
+        "measurement: docs/guide/anytime.md says how far its forecasts were off.")
+    parser.add_argument("sample", metavar="SAMPLE",
+                        help="the pilot: a sample directory written by sampleval (or any "
+                             "sample 'sampleval estimate' reads)")
+    add_runs_argument(parser)
+    add_target(parser, "the 95%% half-width of every run's mean over topics to reach, e.g. "
+                       "AP:0.02 or AP~ht:0.02 (required)")
+    parser.add_argument("--cap", type=positive_int, metavar="N",
+                        help="judgments per topic at most (default: its pool)")
+    parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
+                        help="confidence level of the target's intervals (default 0.95)")
+    parser.add_argument("--interval", type=bounded_float(0.5, 0.99), default=0.9,
+                        metavar="LEVEL", help="level of the forecast's interval (default 0.9)")
+    parser.add_argument("--replicates", type=positive_int, default=200, metavar="N",
+                        help="bootstrap resamples of the topics for the interval (default 200)")
+    parser.add_argument("--model", choices=("srs", "active"), default="srs",
+                        help="how each topic's variance is taken to fall as judging goes "
+                             "on: srs (default), as simple random sampling's, 1/n - 1/N; "
+                             "active, as active sampling's with-replacement draws (its "
+                             "default uniform share over the AP-prior), whose judgments are "
+                             "the distinct documents drawn")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the bootstrap (default 0)")
+    add_depth(parser, "use only each run's top N documents per topic (default: the depth "
+                      "the sample was pooled at)")
+    add_rel_level(parser)
+    add_name_by(parser)
+    add_duplicates(parser)
+
+
+def run(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from sampleval.confident import Target
+    from sampleval.io import read_runs
+    from sampleval.io.samples import load_sample
+    from sampleval.planning import forecast
+
+    if args.target is None:
+        raise UsageError("plan needs --target MEASURE:HALF_WIDTH, e.g. --target AP:0.02")
+    target = Target.parse(args.target, args.target_run)
+    check_stdin_once(args.sample, args.runs)
+    sample = load_sample(args.sample)
+    runs = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
+                     duplicates=args.duplicates)
+    caps = None if args.cap is None else {t: args.cap for t in sample.topics}
+    made = forecast(sample, runs, target, ci=args.ci, level=args.rel_level, depth=args.depth,
+                    caps=caps, rng=np.random.default_rng(args.seed),
+                    replicates=args.replicates, coverage=args.interval, model=args.model)
+    sys.stdout.write(f"target {target.measure}:{target.half_width:g} "
+                     f"({args.ci:.0%} half-width of each run's mean); pilot "
+                     f"{made[0].judged} judgments over {len(sample.topics)} topics\n")
+    sys.stdout.write(f"rule\tneeded\tmore\t{args.interval:.0%} interval\n")
+    for f in made:
+        if f.needed is None:
+            sys.stdout.write(f"{f.rule}\tnot reachable within the caps\t\t\n")
+            continue
+        span = (f"{f.lo if f.lo is not None else '?'}-"
+                f"{f.hi if f.hi is not None else 'unreachable'}")
+        sys.stdout.write(f"{f.rule}\t{f.needed}\t{max(0, f.needed - f.judged)}\t{span}\n")

@@ -1,0 +1,253 @@
+"""Stopping at any look (issue 32): the anytime rule against the naive rule and the
+committed phases, on TREC-COVID round 5 or Cranfield (a sparse collection).
+
+    python -m sampleval.experiments.anytime --collection covid --trials 30 --target 0.03 \
+        --out /tmp/anytime-covid.csv
+
+The truth is the pool judged in full (TREC-COVID: the depth-``--depth`` pool of the 126
+round-5 runs, unjudged = not relevant; Cranfield: the depth-``--depth`` pool of the
+``cran-*`` retrieval runs of :func:`~sampleval.datasets.retrieval.cranfield_runs`, its
+judgments, unjudged = not relevant). Every trial (seed ``--seed`` + i) judges with each
+topic's cap ``--ceiling`` of its pool three ways, each until every run's 95%
+half-width of its mean ``--measure`` is at most ``--target``:
+
+- ``committed``: :class:`~sampleval.confident.ConfidentJudging`'s committed phases of
+  ``--method``;
+- ``anytime``: :class:`~sampleval.confident.AnytimeJudging` over ``--anytime-method``, a
+  look after every batch,
+  stopping on the anytime-valid half-widths, which are the intervals reported;
+- ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals.
+
+and, with ``--plan``, forecasts the anytime and committed judgments from the trial's own
+first ``--start`` judgments per topic (:func:`forecast_from_pilot`). Each row of
+``--out`` (CSV, one per trial and rule, written as they finish): judgments used, why judging
+stopped, the widest half-width, the share of runs whose interval holds the true mean
+(coverage at the stopping time), the mean error over runs, and the forecast with its
+interval. The summary printed at the end: per rule, the mean judgments, coverage with its
+standard error over trials (the runs of one trial share a sample), the share of trials whose
+widest interval met the target, the judgments against the committed rule's (mean of the
+per-trial ratios), and the forecasts' share within 15% of the judgments used.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sampleval.confident import AnytimeJudging, ConfidentJudging, Target
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.experiments._cli import read_round5, simulation_parser
+from sampleval.experiments.compare_accuracy import exact_per_topic, pool_truth
+from sampleval.selection import METHODS, Budget, qrels_oracle
+
+RULES = ("committed", "anytime", "naive")
+CRANFIELD = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "cranfield"
+
+
+def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
+    """The runs and the judgments of ``name`` (``covid`` or ``cranfield``)."""
+    if name == "covid":
+        return read_round5(data)
+    from sampleval.datasets.cranfield import read_qrels
+    from sampleval.datasets.retrieval import cranfield_runs
+
+    return cranfield_runs(CRANFIELD, depth), read_qrels(CRANFIELD)
+
+
+def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method: str,
+                ceiling: float, target: Target, start: int, batch: int,
+                every: int | None) -> ConfidentJudging:
+    """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
+    name = method if rule == "committed" else anytime_method
+    params: dict[str, Any] = {"batch": batch} if name == "active" else {}
+    selector = METHODS[name](pool, Budget(rate=ceiling), np.random.default_rng(seed),
+                             **params)
+    if rule == "committed":
+        return ConfidentJudging(selector, target, start=start, batch=batch)
+    return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
+                          interval="anytime" if rule == "anytime" else "fixed")
+
+
+def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
+        **options: Any) -> dict[str, Any]:
+    """One trial of ``rule``: judgments, reason, widest half-width, coverage, error."""
+    judging = judging_for(rule, pool, seed, **options)
+    status = judging.run(oracle)
+    present = judging.present
+    mean = np.where(present, np.nan_to_num(judging.value), 0.0).sum(axis=0) / np.maximum(
+        present.sum(axis=0), 1)
+    half = judging.half_widths()
+    runs = judging.runs
+    error = mean[runs] - truth[runs]
+    return {"rule": rule, "judged": status.judged, "reason": status.reason,
+            "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
+            "error": float(error.mean()), "looks": len(getattr(judging, "looks", []))}
+
+
+def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, **options: Any
+                        ) -> dict[str, dict[str, Any]]:
+    """The planner's forecasts (:func:`sampleval.planning.forecast_arrays`) from the
+    anytime rule's own pilot in this trial (its first judgments of every topic), keyed by
+    the rule they forecast: the committed rule's is ``fixed`` under simple random
+    sampling's variance model, the anytime rule's ``anytime`` under the model of its
+    method (``active``'s with-replacement draws; else simple random sampling's), the naive
+    rule's ``fixed`` under that model."""
+    from sampleval.planning import FOUND, Forecast, active_draws, forecast_arrays
+
+    judging = judging_for("anytime", pool, seed, **options)
+    assert isinstance(judging, AnytimeJudging)
+    while ((judging.handed < judging.first) & ~judging.exhausted).any():
+        batch = judging.next_batch()
+        if batch is None:
+            break
+        judging.observe(batch[0], oracle(*batch))
+    judging._refresh()
+    variance = np.where(judging.present, judging.variance, np.nan)[:, judging.runs]
+    cap = np.minimum(judging.capacity, judging.pool_size)
+    judged = judging.sample().judged()
+    relevant = judged[judged["relevance"] >= judging.level].groupby("query_id").size()
+    found = relevant.reindex(judging.topics, fill_value=0).to_numpy() >= FOUND
+
+    def made(draws: list[np.ndarray] | None) -> dict[str, Forecast]:
+        return {f.rule: f for f in forecast_arrays(
+            variance, judging.judged.astype(np.float64), judging.pool_size, found,
+            options["target"].half_width, cap=cap, rng=np.random.default_rng(seed),
+            draws=draws)}
+
+    srs = made(None)
+    then = (made(active_draws(pool, judging.topics)) if options["anytime_method"] == "active"
+            else srs)
+    return {rule: {"": f.needed, "_lo": f.lo, "_hi": f.hi}
+            for rule, f in (("committed", srs["fixed"]), ("anytime", then["anytime"]),
+                            ("naive", then["fixed"]))}
+
+
+def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
+    """Per rule: the module docstring's summary."""
+    rows = []
+    base = table[table["rule"] == "committed"].set_index("trial")["judged"]
+    for rule, part in table.groupby("rule", sort=False):
+        part = part.set_index("trial")
+        ratio = (part["judged"] / base.reindex(part.index)).dropna()
+        row = {"rule": rule, "trials": len(part), "judged": part["judged"].mean(),
+               "judged_sd": part["judged"].std(ddof=1),
+               "coverage": part["coverage"].mean(),
+               "coverage_se": part["coverage"].std(ddof=1) / np.sqrt(len(part)),
+               "met": float((part["widest"] <= target + 1e-12).mean()),
+               "vs_committed": float(ratio.mean()) if len(ratio) else np.nan,
+               "error": part["error"].mean()}
+        if "forecast" in part and part["forecast"].notna().any():
+            rel = (part["forecast"] - part["judged"]).abs() / part["judged"]
+            row["forecast_within_15%"] = float((rel <= 0.15).mean())
+            row["forecast_interval_holds"] = float(
+                ((part["forecast_lo"] <= part["judged"])
+                 & (part["judged"] <= part["forecast_hi"])).mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = simulation_parser(__doc__, trials=30)
+    parser.add_argument("--collection", choices=("covid", "cranfield"), default="covid",
+                        help="TREC-COVID round 5 (default) or Cranfield (sparse)")
+    parser.add_argument("--target", type=float, default=0.03,
+                        help="target 95%% half-width of every run's mean (default 0.03)")
+    parser.add_argument("--measure", default="AP", help="the targeted measure (default AP)")
+    parser.add_argument("--method", default="stratified",
+                        help="selection method of the committed rule (default stratified)")
+    parser.add_argument("--anytime-method", default="active",
+                        help="selection method of the anytime and naive rules (default "
+                             "active, with rounds of --batch draws: every round ends a valid "
+                             "sample, where a stratified layout needs about half its budget "
+                             "to reach every stratum)")
+    parser.add_argument("--ceiling", type=float, default=0.5,
+                        help="each topic's cap, as a share of its pool (default 0.5)")
+    parser.add_argument("--start", type=int, default=20,
+                        help="each topic's first judgments (default 20)")
+    parser.add_argument("--batch", type=int, default=5, help="documents per batch")
+    parser.add_argument("--every", type=int,
+                        help="judgments at least between looks (default: a look after every "
+                             "batch)")
+    parser.add_argument("--rules", default=",".join(RULES),
+                        help=f"rules to run, of {', '.join(RULES)} (default all)")
+    parser.add_argument("--plan", action="store_true",
+                        help="also forecast the judgments from each trial's pilot")
+    parser.add_argument("--out", type=Path, help="CSV of the per-trial rows")
+    parser.add_argument("--summarise", type=Path, metavar="CSV",
+                        help="only print the summary of an --out file (of a run stopped "
+                             "early, say)")
+    args = parser.parse_args(argv)
+    if args.summarise is not None:
+        table = pd.read_csv(args.summarise)
+        for width in sorted(table["target"].unique()):
+            part = table[table["target"] == width]
+            print(f"{args.summarise}: target {width}, {part['trial'].nunique()} trials")
+            print(summary(part, float(width)).to_string(
+                index=False, float_format=lambda x: f"{x:.4f}"))
+        return 0
+    began = time.perf_counter()
+    runs, qrels = collection(args.collection, args.data, args.depth)
+    pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
+    truth_qrels = pool_truth(pool)
+    truth = exact_per_topic(truth_qrels, runs, args.measure, args.depth).reindex(
+        list(pool.topics)).fillna(0.0)
+    present = np.array([pool[t].present for t in pool.topics])
+    truth = np.where(present, truth.to_numpy(), 0.0).sum(axis=0) / np.maximum(
+        present.sum(axis=0), 1)
+    oracle = qrels_oracle(truth_qrels)
+    target = Target(args.measure, args.target)
+    options = {"method": args.method, "anytime_method": args.anytime_method, "ceiling": args.ceiling, "target": target,
+               "start": args.start, "batch": args.batch, "every": args.every}
+    rules = [r for r in args.rules.split(",") if r.strip()]
+    rows: list[dict[str, Any]] = []
+    writer = None
+    handle = args.out.open("w", newline="") if args.out else None
+    try:
+        for trial in range(args.trials):
+            seed = args.seed + trial
+            forecast: dict[str, Any] = {}
+            if args.plan:
+                forecast = forecast_from_pilot(pool, oracle, seed, **options)
+            for rule in rules:
+                tic = time.perf_counter()
+                row = {"collection": args.collection, "target": args.target, "trial": trial,
+                       **one(rule, pool, oracle, truth, seed, **options)}
+                if rule in forecast:
+                    row.update({f"forecast{k}": v for k, v in forecast[rule].items()})
+                row["seconds"] = time.perf_counter() - tic
+                rows.append(row)
+                print(f"trial {trial} {rule}: {row['judged']} judgments, {row['reason']}, "
+                      f"widest {row['widest']:.4f}, coverage {row['coverage']:.3f}, "
+                      f"{row['seconds']:.0f} s", file=sys.stderr, flush=True)
+                if handle is not None:
+                    if writer is None:
+                        writer = csv.DictWriter(handle, fieldnames=list(row) + [
+                            k for k in ("forecast", "forecast_lo", "forecast_hi")
+                            if k not in row], extrasaction="ignore")
+                        writer.writeheader()
+                    writer.writerow(row)
+                    handle.flush()
+    finally:
+        if handle is not None:
+            handle.close()
+    table = pd.DataFrame(rows)
+    print(f"{args.collection}: {len(runs)} runs, {len(pool.topics)} topics, depth "
+          f"{args.depth}, {args.method} / {args.anytime_method} (ceiling {args.ceiling}), {args.measure} target "
+          f"{args.target}, start {args.start}, batch {args.batch}, looks every "
+          f"{args.every or args.batch}, {args.trials} trials, "
+          f"{time.perf_counter() - began:.0f} s")
+    print(summary(table, args.target).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
