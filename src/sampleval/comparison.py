@@ -103,7 +103,8 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
                          f"{', '.join(DF_RULES)})")
     from sampleval.estimators import MEAN_TOPIC, estimate, estimate_differences
     from sampleval.estimators.setup import compare_default
-    from sampleval.io.coerce import as_measures, as_runs, as_sample
+    from sampleval.io.coerce import as_runs, as_sample
+    from sampleval.measures.names import as_measures
 
     sample = as_sample(sample)
     given = None if measure is None else [str(m) for m in as_measures(measure)]

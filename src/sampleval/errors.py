@@ -37,3 +37,9 @@ class SamplingWarning(UserWarning):
     """A design that will not estimate what it seems to (a stratum left without a judgment,
     a budget the method cannot spend): the sample is still written, with the fix in the
     message."""
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)``, cut to 40 characters, for naming a bad value in a message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -123,8 +123,8 @@ class ExactResults:
 
 def parse_measure_list(measures: Sequence[str | Measure] | str | Any) -> list[Measure]:
     """Measures given as one name, :class:`Measure` or ir_measures object, or a sequence of
-    them (:func:`sampleval.io.coerce.as_measures`), in the order given, without repeats."""
-    from sampleval.io.coerce import as_measures
+    them (:func:`sampleval.measures.names.as_measures`), in the order given, without repeats."""
+    from sampleval.measures.names import as_measures
 
     return list(dict.fromkeys(
         m for item in as_measures(measures)

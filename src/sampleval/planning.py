@@ -213,7 +213,7 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
         raise UsageError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
     from sampleval.estimators import SAMPLE_DEPTH, estimate
     from sampleval.estimators.base import MEAN_TOPIC, z_value
-    from sampleval.inputs import as_sample
+    from sampleval.io.coerce import as_sample
 
     sample = as_sample(sample)
     spec = target.spec(sample.design)
@@ -244,7 +244,7 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
     draws = None
     if model == "active":
         from sampleval.core.pool import Pool
-        from sampleval.inputs import as_runs
+        from sampleval.io.coerce import as_runs
 
         pool = Pool.from_runs(as_runs(runs), depth=sample.meta.get("pool_depth")
                               if depth is None else depth)

@@ -126,7 +126,8 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     counts such as NumRel~ht). Only topics the sample has are estimated. ``progress`` shows
     a bar on standard error.
     """
-    from sampleval.io.coerce import as_measures, as_predictions, as_runs, as_sample
+    from sampleval.io.coerce import as_predictions, as_runs, as_sample
+    from sampleval.measures.names import as_measures
     from sampleval.progress import steps
 
     sample = as_sample(sample)

@@ -36,7 +36,7 @@ from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import HEADER, Sample
-from sampleval.errors import InputError, UsageError
+from sampleval.errors import InputError, UsageError, short_repr
 
 RunsLike: TypeAlias = ("Run | Sequence[Run | str | PathLike[str]] | pd.DataFrame "
                        "| Mapping[str, Any] | str | PathLike[str]")
@@ -50,37 +50,6 @@ RUN_NAME_COLUMNS = ("run", "system")
 DETERMINISTIC_DESIGNS = ("pooled", "census")
 
 
-def as_measures(measures: MeasuresLike) -> list[Any]:
-    """Measures as a list of names (str) and sampleval :class:`Measure` objects: one name or
-    object, or a sequence of them; an ir_measures measure becomes its name (``nDCG@10``,
-    ``AP(rel=2)``), which sampleval parses as ir_measures does."""
-    from sampleval.measures.names import Measure
-
-    def one(item: Any) -> str | Measure | None:
-        if isinstance(item, (str, Measure)):
-            return item
-        if type(item).__module__.split(".")[0] == "ir_measures":
-            return str(item)
-        return None
-
-    single = one(measures)
-    if single is not None:
-        return [single]
-    items = list(measures) if isinstance(measures, (list, tuple)) else None
-    converted = [one(item) for item in items] if items is not None else [None]
-    if items is None or None in converted:
-        bad = measures if items is None else items[converted.index(None)]
-        raise UsageError(f"a measure is a name such as 'nDCG@10', an ir_measures measure "
-                         f"(ir_measures.nDCG@10) or a list of them, not "
-                         f"{type(bad).__name__} {_short(bad)}")
-    return converted
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _nested(mapping: Mapping[Any, Any], what: str, value: str) -> pd.DataFrame:
     """``{query_id: {doc_id: number}}`` (pytrec_eval's layout) as a frame ``query_id,
     doc_id, value``."""
@@ -89,11 +58,11 @@ def _nested(mapping: Mapping[Any, Any], what: str, value: str) -> pd.DataFrame:
         if not isinstance(docs, Mapping):
             raise UsageError(f"{what} as a dict must be {{query_id: {{doc_id: {value}}}}} "
                              f"(pytrec_eval's layout); topic {query!r} holds "
-                             f"{type(docs).__name__} {_short(docs)}")
+                             f"{type(docs).__name__} {short_repr(docs)}")
         for doc, number in docs.items():
             if isinstance(number, bool) or not isinstance(number, (int, float)):
                 raise UsageError(f"{what} as a dict: topic {query!r}, document {doc!r} has "
-                                 f"{type(number).__name__} {_short(number)}, not a number")
+                                 f"{type(number).__name__} {short_repr(number)}, not a number")
             rows.append((str(query), str(doc), float(number)))
     return pd.DataFrame(rows, columns=["query_id", "doc_id", value])
 
@@ -123,7 +92,7 @@ def as_runs(runs: RunsLike) -> list[Run]:
         return read_runs(runs)
     if not isinstance(runs, (list, tuple)):
         raise UsageError(f"runs must be Runs, a DataFrame, a dict {{query_id: {{doc_id: "
-                         f"score}}}} or paths, not {type(runs).__name__} {_short(runs)}")
+                         f"score}}}} or paths, not {type(runs).__name__} {short_repr(runs)}")
     items = list(runs)
     paths = [item for item in items if isinstance(item, (str, PathLike))]
     if paths and len(paths) == len(items):

@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from sampleval.errors import UsageError
+from sampleval.errors import UsageError, short_repr
 from sampleval.registry import did_you_mean
 
 Cutoff = Literal["no", "optional", "required"]
@@ -498,3 +498,27 @@ def _keywords(spec: MeasureSpec, params: str, text: str) -> tuple[int | None, Pa
                 raise UsageError(f"measure {text!r}: {key} must be a number")
             out.append((key, float(parsed)))
     return rel, tuple(out)
+
+
+def as_measures(measures: str | Any) -> list[Any]:
+    """Measures as a list of names (str) and sampleval :class:`Measure` objects: one name or
+    object, or a sequence of them; an ir_measures measure becomes its name (``nDCG@10``,
+    ``AP(rel=2)``), which sampleval parses as ir_measures does."""
+    def one(item: Any) -> str | Measure | None:
+        if isinstance(item, (str, Measure)):
+            return item
+        if type(item).__module__.split(".")[0] == "ir_measures":
+            return str(item)
+        return None
+
+    single = one(measures)
+    if single is not None:
+        return [single]
+    items = list(measures) if isinstance(measures, (list, tuple)) else None
+    converted = [one(item) for item in items] if items is not None else [None]
+    if items is None or None in converted:
+        bad = measures if items is None else items[converted.index(None)]
+        raise UsageError(f"a measure is a name such as 'nDCG@10', an ir_measures measure "
+                         f"(ir_measures.nDCG@10) or a list of them, not "
+                         f"{type(bad).__name__} {short_repr(bad)}")
+    return converted
