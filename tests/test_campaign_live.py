@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import tempfile
 import time
@@ -281,3 +282,54 @@ def test_campaign_status_says_the_server_s_estimates_are_stale(tmp_path: Path, c
     save_estimates(store, 1, rows, note, count, confidence)
     assert campaign_status(store, "c").stale_since is None
     store.close()
+
+
+def test_the_leaderboard_carries_estimate_s_rank_intervals(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """3 of 4 topics judged: the rows the status API gives carry ``rank``, ``rank_lo``,
+    ``rank_hi`` on the first measure, equal to ``sampleval estimate --ranks`` on the export
+    restricted to those topics (None on the other measures), and the organiser page shows
+    them as ``rank (lo-hi)`` in a "rank (95% simultaneous)" column (before: no rank
+    fields, no column)."""
+    from sampleval.campaign.organise import save_estimates
+
+    c = collection()
+    url = f"sqlite:///{tmp_path}/t.db"
+    store = Store(url)
+    with warnings.catch_warnings():  # small budgets leave strata unsampled
+        warnings.simplefilter("ignore")
+        boss = create_campaign(store, Design("t", "strata", Budget(12), depth=30, seed=5,
+                                             grades=GRADES), c.runs)
+    judged = {"1", "2", "4"}
+    for topic in sorted(judged):
+        assert judge_topic(store, "t", topic) > 0
+    save_estimates(store, 1, *estimates_now(store, "t"))
+    exported, _ = export_sample(store, "t")
+    store.close()
+    folder = restricted_export(exported, judged, tmp_path / "only")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for run in c.runs:
+        write_run(run, runs / run.name)
+    done = cli("estimate", folder, runs, "--ranks", "-f", "tsv")
+    assert done.code == 0, done.stderr
+    want = pd.read_csv(io.StringIO(done.stdout), sep="\t", dtype={"topic": str})
+    first = str(want["measure"].iloc[0])
+    want = want[(want["topic"] == "all") & (want["measure"] == first)].set_index("run")
+    with TestClient(create_app(url, live=False), base_url="http://127.0.0.1:8000") as client:
+        rows = _status(client, boss)["estimates"]["rows"]
+        page = _organiser_panel(client, boss)
+    assert rows[0]["measure"] == first
+    ranked = {r["run"]: r for r in rows if r["measure"] == first}
+    assert sorted(ranked) == sorted(want.index)
+    for run, row in ranked.items():
+        assert [row[c] for c in ("rank", "rank_lo", "rank_hi")] == [
+            int(want.loc[run, c]) for c in ("rank", "rank_lo", "rank_hi")], run
+    assert all(r["rank"] is None for r in rows if r["measure"] != first)
+    assert any(r["rank_lo"] > 1 or r["rank_hi"] < len(c.runs) for r in ranked.values())
+    board = page[page.index(f'data-measure="{first}"'):]
+    board = board[:board.index("</table>")]
+    assert "rank (95% simultaneous)" in board
+    for run, row in ranked.items():
+        assert re.search(rf"<td>{re.escape(run)}</td>.*?<td class=\"num rank\">"
+                         rf"{row['rank']} \({row['rank_lo']}-{row['rank_hi']}\)</td>",
+                         board, re.S), run

@@ -483,7 +483,13 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     measures with unjudged documents counted not relevant, without intervals. An
     explanation instead of rows when nothing can be estimated yet. What ``estimate`` warns
     of (runs outside the frame, per-topic values outside the measure's range) goes into
-    the note the organiser page shows, not into the server's log at every refresh."""
+    the note the organiser page shows, not into the server's log at every refresh.
+
+    The first measure's rows (the one the table ranks by) also carry ``rank``, ``rank_lo``,
+    ``rank_hi``: each run's simultaneous 95% rank interval from the per-topic values
+    (:func:`sampleval.estimation.ranks.with_ranks`, seed 0), those of ``sampleval estimate
+    --ranks`` on the same restricted export; the other measures' are None."""
+    from sampleval.estimation.ranks import RANK_COLUMNS
     from sampleval.estimators import MEAN_TOPIC, estimate
     from sampleval.evaluation import evaluate
 
@@ -491,38 +497,58 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
         return [], "no judgments yet"
     topics, sample = len(sample.topics), judged_topics(sample)
     try:
-        if sample.design == "pooled":
-            results = evaluate(sample.to_qrels(), runs, EXACT_MEASURES)
-            results = results.assign(lo=np.nan, hi=np.nan)
-            note = "exact measures on the judged documents (a pooled design has no intervals)"
-        else:
-            with warnings.catch_warnings(record=True) as said:  # shown, not logged each time
-                warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) as said:  # shown, not logged each time
+            warnings.simplefilter("always")
+            if sample.design == "pooled":
+                results = evaluate(sample.to_qrels(), runs, EXACT_MEASURES)
+                results = results.assign(lo=np.nan, hi=np.nan)
+                head = ("exact measures on the judged documents (a pooled design has no "
+                        "intervals)")
+            else:
                 results = estimate(sample, runs)  # setup_for: depth, frame, defaults
-            note = "; ".join(["95% confidence intervals",
-                              *dict.fromkeys(str(w.message) for w in said)])
+                head = "95% confidence intervals"
+            results = first_ranked(results)
     except SampleValError as exc:
         return [], f"no estimates yet: {exc}"
-    head, _, rest = note.partition("; ")
     over = f"means over {len(sample.topics)} of {topics} topics (those with judgments)"
-    note = "; ".join(filter(None, [head, over, rest]))
+    note = "; ".join([head, over, *dict.fromkeys(str(w.message) for w in said)])
     means = results[results["query_id"] == MEAN_TOPIC]
-    rows = [{"run": str(r), "measure": str(ms), "value": _number(v), "lo": _number(lo),
-             "hi": _number(hi)}
-            for r, ms, v, lo, hi in zip(means["run"], means["measure"], means["value"],
-                                        means["lo"], means["hi"], strict=True)]
+    rows = [{"run": str(r["run"]), "measure": str(r["measure"]),
+             **{c: _number(r[c]) for c in ("value", "lo", "hi")},
+             **{c: _rank(r[c]) for c in RANK_COLUMNS}}
+            for r in means.to_dict("records")]
     return rows, note
+
+
+def first_ranked(results: pd.DataFrame) -> pd.DataFrame:
+    """``results`` (``estimate``'s or ``evaluate``'s, with per-topic rows) with ``rank``,
+    ``rank_lo``, ``rank_hi`` on the first measure's ``all`` rows (NaN elsewhere): the
+    numbers ``estimate --ranks`` gives that measure (same per-topic values, same seed)."""
+    from sampleval.estimation.ranks import per_topic_values, with_ranks
+
+    per_topic = per_topic_values(results)
+    first = str(results["measure"].iloc[0]) if len(results) else ""
+    return with_ranks(results, {first: per_topic[first]} if first in per_topic else {})
 
 
 def rows_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Leaderboard rows as ``sampleval estimate`` results (topic ``all``)."""
-    frame = pd.DataFrame(rows, columns=["run", "measure", "value", "lo", "hi"])
-    return frame.assign(query_id="all").astype({"value": float, "lo": float, "hi": float})
+    from sampleval.estimation.ranks import RANK_COLUMNS
+
+    ranked = any(r.get("rank_lo") is not None for r in rows)  # rows stored before ranks: none
+    columns = ["run", "measure", "value", "lo", "hi", *(RANK_COLUMNS if ranked else [])]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.assign(query_id="all").astype({c: float for c in columns[2:]})
 
 
 def _number(value: Any) -> float | None:
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def _rank(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
 
 
 def estimates_now(store: Store, campaign: str

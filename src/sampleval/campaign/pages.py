@@ -171,7 +171,9 @@ def leaderboards(rows: list[dict[str, Any]], width: float = 160.0) -> list[dict[
     ``x``, ``lo_x``, ``hi_x`` in [0, width] for the SVG bars. A normal-approximation
     interval can reach past what the measure can be (below 0, above 1): its bar is drawn
     clipped to the measure's range (:func:`measure_range`), ``clipped`` says so, and the
-    interval column keeps the estimator's half-width."""
+    interval column keeps the estimator's half-width. ``rank_text`` is the run's
+    simultaneous 95% rank interval as ``3 (2-5)`` where the rows carry one (the first
+    measure's: :func:`.organise.leaderboard`), ``ranked`` says whether any does."""
     measures = list(dict.fromkeys(r["measure"] for r in rows))
     boards = []
     for measure in measures:
@@ -195,10 +197,20 @@ def leaderboards(rows: list[dict[str, Any]], width: float = 160.0) -> list[dict[
             entries.append({**r, "x": at(r["value"]), "lo_x": at(lo), "hi_x": at(hi),
                             "clipped": clip(lo) != lo or clip(hi) != hi,
                             "half": None if r["lo"] is None or r["hi"] is None or math.isnan(
-                                r["hi"] - r["lo"]) else (r["hi"] - r["lo"]) / 2})
+                                r["hi"] - r["lo"]) else (r["hi"] - r["lo"]) / 2,
+                            "rank_text": rank_text(r)})
         boards.append({"measure": measure, "entries": entries, "low": low, "high": high,
                        "width": width, "range": (floor, ceiling),
                        "range_text": (f"{floor:g} to {ceiling:g}" if math.isfinite(ceiling)
                                       else f"at least {floor:g}"),
-                       "clipped": any(e["clipped"] for e in entries)})
+                       "clipped": any(e["clipped"] for e in entries),
+                       "ranked": any(e["rank_text"] for e in entries)})
     return boards
+
+
+def rank_text(row: dict[str, Any]) -> str:
+    """A leaderboard row's rank and simultaneous rank interval, ``3 (2-5)``; empty
+    without one (another measure's row, or estimates stored before rank intervals)."""
+    if row.get("rank_lo") is None or row.get("rank_hi") is None:
+        return ""
+    return f"{row['rank']} ({row['rank_lo']}-{row['rank_hi']})"
