@@ -89,6 +89,13 @@ class TopicSample:
     def judged(self) -> np.ndarray:
         return ~np.isnan(self.labels)
 
+    @property
+    def unreachable(self) -> np.ndarray:
+        """The frame documents with inclusion probability 0: in a stratum without a judged
+        document (starved by the budget, or one the design never samples), which every
+        estimator counts as not relevant."""
+        return self.inclusion == 0
+
     def locate(self, docnos: np.ndarray) -> np.ndarray:
         """Index of each docno in the frame, -1 for documents outside it."""
         pos = np.searchsorted(self.docnos, docnos)
