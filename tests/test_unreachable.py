@@ -4,7 +4,9 @@ share per method and budget, and the budget that reaches every stratum)."""
 
 from __future__ import annotations
 
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,3 +53,33 @@ def test_estimate_is_silent_when_every_stratum_is_reached() -> None:
         warnings.simplefilter("always")
         estimate(sample, runs, "P@10~ht")
     assert not [w for w in caught if "unreachable" in str(w.message)]
+
+
+def test_simulate_reports_the_unreachable_share_and_the_budget_that_reaches_it(
+        tmp_path: Path) -> None:
+    """2strata at 5 documents per topic leaves best ranks 11- unreachable: the summary gives
+    its share of the pool (as counted from the pool), the budget that reaches every stratum
+    (the one the sample warning names) and a sentence; uniform reaches everything."""
+    from sampleval.experiments.runner import simulate as simulate_grid
+    from sampleval.experiments.summary import unreachable_notes
+
+    runs, pool, qrels = collection()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        summary = simulate_grid(runs, qrels, ["strata:strategy=2strata", "uniform"],
+                                budgets=[5], trials=2, measures=["P@10"], depth=30,
+                                output=tmp_path / "sim", figures=False)
+        with pytest.warns(SamplingWarning, match=r"--budget (\d+)") as caught:
+            simulate(METHODS["strata"](pool, Budget(count=5), np.random.default_rng(0)),
+                     qrels_oracle(qrels))
+    named = int(re.search(r"--budget (\d+)", str(caught[0].message))[1])  # type: ignore[index]
+    rows = summary.set_index("method")
+    deep = sum(int((pool[t].best_rank() > 10).sum()) for t in pool.topics)
+    share = deep / sum(pool[t].size for t in pool.topics)
+    assert rows.loc["strata:strategy=2strata", "unreachable"] == pytest.approx(share)
+    assert rows.loc["strata:strategy=2strata", "reaching_budget"] == named
+    assert rows.loc["uniform", "unreachable"] == 0
+    assert np.isnan(float(rows.loc["uniform", "reaching_budget"]))
+    (note,) = unreachable_notes(summary)
+    assert note.startswith(f"strata:strategy=2strata at budget 5: {share:.1%} of the pooled")
+    assert f"a budget of {named} documents per topic" in note

@@ -202,6 +202,18 @@ class Sample:
                 np.asarray(codes, dtype=np.int64), inclusion[part])
         return out
 
+    def unreachable(self, topics: Collection[str]) -> np.ndarray:
+        """``[topics, 2]``: per topic, its frame documents with inclusion probability 0
+        (:attr:`TopicSample.unreachable`: no estimator can see a relevant one among them)
+        and its frame size. None are unreachable in a deterministic design (``census``,
+        ``pooled``: no inclusion probabilities to speak of) or read as sample_eval does
+        (``keep_empty_strata``: such strata stay in the frame)."""
+        counts = np.array([(int(self.topic(t).unreachable.sum()), len(self.topic(t).labels))
+                           for t in topics], dtype=np.int64).reshape(-1, 2)
+        if self.design in ("census", "pooled") or self.keep_empty_strata:
+            counts[:, 0] = 0
+        return counts
+
     def judged(self) -> pd.DataFrame:
         """The judged documents: ``query_id, doc_id, relevance`` (and the rest of the frame)."""
         return self.frame[self.frame["relevance"].notna()]

@@ -317,14 +317,9 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
 
 def _warn_unreachable(views: list[TopicView], sample: Sample) -> None:
     """One line giving the share of the estimated topics' frame documents whose inclusion
-    probability is 0 (:attr:`~sampleval.core.sample.TopicSample.unreachable`): no estimator
-    can see a relevant document among them (issue 29). Deterministic designs (``pooled``,
-    ``census``) have no inclusion probabilities to speak of, and sample_eval's reading
-    (``keep_empty_strata``) keeps such strata in the frame."""
-    if sample.design in ("census", "pooled") or sample.keep_empty_strata:
-        return
-    counts = np.array([(int(v.sample.unreachable.sum()), len(v.sample.inclusion))
-                       for v in views], dtype=np.int64).reshape(-1, 2)
+    probability is 0 (:meth:`~sampleval.core.sample.Sample.unreachable`): no estimator can
+    see a relevant document among them (issue 29)."""
+    counts = sample.unreachable([v.pool.topic for v in views])
     unreachable, pooled = counts.sum(axis=0)
     if unreachable:
         warnings.warn(f"{unreachable / pooled:.1%} of the sample's frame ({unreachable} of "
