@@ -23,9 +23,11 @@ the strata with a positive rate hold documents:
 
 So rates written for a budget of sum_h rate_h N_h are met as written (n_h = round(rate_h N_h));
 another budget scales the non-exhaustive rates. A stratum with a positive rate that the
-budget leaves without a single judgment (an exhaustive top stratum larger than the budget)
-would count as outside the frame in every estimate (``core.sample``): the selector warns
-(:class:`~sampleval.errors.SamplingWarning`) with the budget that would reach it.
+budget leaves without a single judgment (an exhaustive top stratum larger than the budget),
+and any stratum at rate 0 (``other`` included), would count as outside the frame in every
+estimate (``core.sample``): the selector warns (:class:`~sampleval.errors.SamplingWarning`)
+with the share of the pool left unreachable, the budget that would reach it
+(:meth:`StratifiedSelector.reach`) and the strata no budget reaches.
 
 Named strategies, each budget-matched as above (the papers fix strata and rates per
 collection, not per budget):
