@@ -398,3 +398,19 @@ def test_a_starved_stratum_is_one_warning_line(tiny_files: tuple[Path, Path],
     assert len(lines) == 1 and lines[0].startswith("sampleval: warning: strata: in 2 of 2 "
                                                    "topics"), result.stderr
     assert "--budget" in lines[0] and (tmp_path / "out" / "sample.json").exists()
+
+
+def test_a_zero_rate_stratum_is_the_same_warning_line(tiny_files: tuple[Path, Path],
+                                                      tmp_path: Path) -> None:
+    """Issue 29, item 3: a stratum at rate 0 (here best ranks 6-, outside every range but
+    the first) is unreachable at any budget; the same one line says so, with the share of
+    the pool left out, and names no budget (none reaches it)."""
+    folder, qrels = tiny_files
+    result = run_cli(["sample", "strata", folder / "*.run", "--qrels", qrels, "-n", "8",
+                      "--param", "strata=1-5:1,6-:0", "-o", tmp_path / "out", "--seed", "1"])
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sampleval: warning: strata: in "), (
+        result.stderr)
+    assert "No budget reaches 6- (rate 0)" in lines[0] and "--budget" not in lines[0]
+    assert "% of the pooled documents are unreachable" in lines[0]

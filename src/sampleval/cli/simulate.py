@@ -41,7 +41,8 @@ OUTDIR receives trials.parquet (one row per method, budget, trial, split, measur
 topic; topic 'all' is the mean), trial_stats.parquet, trial_topics.parquet (per topic:
 documents judged and reached, relevant ones among them), summary.csv (rms, bias, variance,
 Kendall's tau, tau_AP, Voorhees' significant-pair accuracy, R correlation, interval
-coverage), figures/ and report.html. Finished trials are written as they come: after Ctrl-C
+coverage, the share of the pool a design left unreachable and the budget that reaches every
+stratum), figures/ and report.html. Finished trials are written as they come: after Ctrl-C
 or a crash, the same command resumes; a changed grid reuses the cells it shares.
 See docs/simulate.md."""
 
@@ -158,6 +159,10 @@ def run_simulate(args: argparse.Namespace) -> None:
                        per_topic=args.per_topic, progress=progress, figures=args.report,
                        predictions=args.predictions)
     print_summary(summary)
+    from sampleval.experiments.summary import unreachable_notes
+
+    for note in unreachable_notes(summary):
+        sys.stdout.write(f"{note}\n")
     drawn = ", figures/, report.html" if args.report else ""
     sys.stdout.write(f"written to {args.output}/: summary.csv, trials.parquet, "
                      f"trial_stats.parquet, trial_topics.parquet{drawn}\n")
@@ -176,8 +181,10 @@ def print_summary(summary: pd.DataFrame) -> None:
 
     columns = [c for c in ("method", "rate", "budget", "measure", "estimator", "rms", "bias",
                            "variance", "tau", "tau_ap", "sig_accuracy", "r_corr",
-                           "coverage", "rms_left_out", "judged", "seconds_per_trial")
-               if c in summary and summary[c].notna().any()]
+                           "coverage", "rms_left_out", "judged", "seconds_per_trial",
+                           "unreachable")
+               if c in summary and summary[c].notna().any()
+               and (c != "unreachable" or summary[c].fillna(0).gt(0).any())]
     table = Table(title="Simulation summary")
     for column in columns:
         table.add_column(column.replace("seconds_per_trial", "s/trial"),

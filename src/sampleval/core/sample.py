@@ -89,6 +89,13 @@ class TopicSample:
     def judged(self) -> np.ndarray:
         return ~np.isnan(self.labels)
 
+    @property
+    def unreachable(self) -> np.ndarray:
+        """The frame documents with inclusion probability 0: in a stratum without a judged
+        document (starved by the budget, or one the design never samples), which every
+        estimator counts as not relevant."""
+        return self.inclusion == 0
+
     def locate(self, docnos: np.ndarray) -> np.ndarray:
         """Index of each docno in the frame, -1 for documents outside it."""
         pos = np.searchsorted(self.docnos, docnos)
@@ -194,6 +201,18 @@ class Sample:
                 str(topics[start]), docnos[part], labels[part],
                 np.asarray(codes, dtype=np.int64), inclusion[part])
         return out
+
+    def unreachable(self, topics: Collection[str]) -> np.ndarray:
+        """``[topics, 2]``: per topic, its frame documents with inclusion probability 0
+        (:attr:`TopicSample.unreachable`: no estimator can see a relevant one among them)
+        and its frame size. None are unreachable in a deterministic design (``census``,
+        ``pooled``: no inclusion probabilities to speak of) or read as sample_eval does
+        (``keep_empty_strata``: such strata stay in the frame)."""
+        counts = np.array([(int(self.topic(t).unreachable.sum()), len(self.topic(t).labels))
+                           for t in topics], dtype=np.int64).reshape(-1, 2)
+        if self.design in ("census", "pooled") or self.keep_empty_strata:
+            counts[:, 0] = 0
+        return counts
 
     def judged(self) -> pd.DataFrame:
         """The judged documents: ``query_id, doc_id, relevance`` (and the rest of the frame)."""

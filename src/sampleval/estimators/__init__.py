@@ -68,6 +68,7 @@ MIN_FRAME_SHARE = 0.9
 OUTSIDE_DOC = "docs/guide/estimating.md#estimates-outside-the-measures-range"
 SHARE_DOC = "docs/guide/estimating.md#frame-share"
 IMPUTED_DOC = "docs/guide/estimating.md#imputed-values"
+UNREACHABLE_DOC = "docs/guide/estimating.md#unreachable-documents"
 
 __all__ = ["DEFAULT_MEASURES", "MEAN_TOPIC", "MIN_FRAME_SHARE", "OUTSIDE_DOC", "RESULT_COLUMNS",
            "SAMPLE_DEPTH", "default_estimates", "estimate", "estimate_differences",
@@ -175,6 +176,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     _warn_imputed(out, sample.design)
     _warn_out_of_range(out)
     _warn_few_relevant(specs, views, sample, level)
+    _warn_unreachable(views, sample)
     return out[RESULT_COLUMNS]
 
 
@@ -312,6 +314,20 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
         warnings.warn(f"AP: {len(few)} of {len(views)} topics have fewer than {UNBIASED_AP} "
                       f"relevant documents judged ({listed}); their AP estimates run low "
                       "(docs/research/calibration.md)", stacklevel=3)
+
+
+def _warn_unreachable(views: list[TopicView], sample: Sample) -> None:
+    """One line giving the share of the estimated topics' frame documents whose inclusion
+    probability is 0 (:meth:`~sampleval.core.sample.Sample.unreachable`): no estimator can
+    see a relevant document among them (issue 29)."""
+    counts = sample.unreachable([v.pool.topic for v in views])
+    unreachable, pooled = counts.sum(axis=0)
+    if unreachable:
+        warnings.warn(f"{unreachable / pooled:.1%} of the sample's frame ({unreachable} of "
+                      f"{pooled} documents, in {int((counts[:, 0] > 0).sum())} of "
+                      f"{len(views)} topics) was unreachable (inclusion probability 0: in "
+                      "no sampled stratum) and counts as not relevant in every estimate "
+                      f"({UNREACHABLE_DOC})", stacklevel=3)
 
 
 def _warn_out_of_range(results: pd.DataFrame) -> None:

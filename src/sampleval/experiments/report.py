@@ -21,12 +21,14 @@ from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC
 from sampleval.experiments import figures
 from sampleval.experiments.store import TRIALS, Store
+from sampleval.experiments.summary import unreachable_notes
 
 SUMMARY = "summary.csv"
 REPORT = "report.html"
 DEFAULT_RATE = 0.1
 SHOWN = ["method", "measure", "estimator", "rms", "bias", "variance", "tau", "tau_ap",
-         "sig_accuracy", "r_corr", "coverage", "judged", "seconds_per_trial"]
+         "sig_accuracy", "r_corr", "coverage", "judged", "seconds_per_trial", "unreachable",
+         "reaching_budget"]
 LEFT_OUT = ["rms_contributed", "rms_left_out", "bias_left_out", "variance_left_out"]
 
 
@@ -116,6 +118,8 @@ def _page(manifest: dict[str, Any], summary: pd.DataFrame, here: pd.DataFrame, l
         "seed": inputs.get("seed"),
     }
     shown = [c for c in SHOWN + LEFT_OUT if c in here]
+    notes = unreachable_notes(here) if "unreachable" in here else []
+    unreachable = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
                    for k, v in settings.items())
     return f"""<!DOCTYPE html>
@@ -136,7 +140,11 @@ Kanoulas, sec. 4.2); bias: mean signed error; variance: mean over runs of the va
 samples (mse = bias² + variance); tau: Kendall's tau-b; tau_ap: Yilmaz et al.'s AP
 correlation; sig_accuracy: Voorhees' accuracy of significantly different pairs (paired
 t-test, 0.05); r_corr: Pearson's correlation of estimated and true R per topic; coverage:
-share of the mean's 95% intervals that contain the truth.</p>
+share of the mean's 95% intervals that contain the truth; unreachable: share of the pooled
+documents with inclusion probability 0 (counted as not relevant), reaching_budget: the
+per-topic budget that reaches every stratum.</p>
+{f"<p>Designs that leave part of the pool unreachable:</p><ul>{unreachable}</ul>" if notes
+ else ""}
 {_table(here[shown])}
 <h2>Figures</h2>
 {"".join(_image(p) for p in drawn)}

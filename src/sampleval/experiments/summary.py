@@ -22,7 +22,7 @@ GROUP = ["method", "_budget", "measure"]
 COLUMNS = ["method", "rate", "budget", "measure", "estimator", "trials", "samples", "rms",
            "bias", "variance", "bias_squared", "mse", "tau", "tau_ap", "sig_accuracy",
            "sig_accuracy_min", "sig_accuracy_max", "r_corr", "coverage", "coverage_topic",
-           "judged", "seconds_per_trial"]
+           "judged", "seconds_per_trial", "unreachable", "reaching_budget", "reaching_rate"]
 SPLIT_COLUMNS = [f"{stat}_{part}" for part in ("contributed", "left_out")
                  for stat in ("rms", "bias", "variance")]
 
@@ -54,8 +54,31 @@ def summarise(means: pd.DataFrame, stats: pd.DataFrame, leave_out: bool) -> pd.D
         row["coverage"] = _share(part["covered"], part["intervals"])
         row["coverage_topic"] = _share(part["covered_topic"], part["intervals_topic"])
         row["seconds_per_trial"] = _mean(part["seconds"])
+        for column in ("unreachable", "reaching_budget", "reaching_rate"):
+            values = part[column].to_numpy(dtype=np.float64) if column in part else [np.nan]
+            row[column] = (_mean(part[column]) if column == "unreachable"
+                           else float(np.nanmax(values)) if np.isfinite(values).any()
+                           else np.nan)
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS + (SPLIT_COLUMNS if leave_out else []))
+
+
+def unreachable_notes(summary: pd.DataFrame) -> list[str]:
+    """One sentence per (method, budget) whose design left part of the pool unreachable
+    (inclusion probability 0), with the budget that reaches every stratum (issue 29)."""
+    notes = []
+    cells = summary.drop_duplicates(["method", "rate", "budget"])
+    for row in cells[cells["unreachable"].fillna(0) > 0].to_dict("records"):
+        rate, budget, reaching = (float(row[k]) for k in ("rate", "budget", "reaching_budget"))
+        given = f"rate {rate:g}" if np.isfinite(rate) else f"budget {budget:g}"
+        reach = ("" if not np.isfinite(reaching) else
+                 f"; a budget of {reaching:.0f} documents per topic (rate "
+                 f"{float(row['reaching_rate']):.3g}) reaches every stratum some budget "
+                 "reaches")
+        notes.append(f"{row['method']} at {given}: {float(row['unreachable']):.1%} of the "
+                     "pooled documents unreachable (inclusion probability 0, counted as not "
+                     f"relevant){reach}")
+    return notes
 
 
 def _with_cell(frame: pd.DataFrame) -> pd.DataFrame:

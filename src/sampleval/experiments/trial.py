@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from sampleval.experiments.splits import Split
     from sampleval.experiments.targets import Plan
     from sampleval.experiments.truth import Truth
+    from sampleval.selection.base import Selector
 
 ROW_COLUMNS = ["method", "rate", "budget", "trial", "split", "measure", "estimator", "run",
                "topic", "estimate", "lo", "hi", "truth", "truth_qrels", "judged",
@@ -59,8 +60,14 @@ STAT_COLUMNS = ["method", "rate", "budget", "trial", "split", "measure", "estima
                 "rms_contributed", "rms_left_out", "tau", "tau_ap", "sig_true_positive",
                 "sig_true_negative", "sig_miss", "sig_false_alarm", "sig_inversion",
                 "sig_accuracy", "r_corr", "covered", "intervals", "covered_topic",
-                "intervals_topic", "judged", "seconds"]
-"""trial_stats.parquet: one row per (cell, trial, target), see the module docstring."""
+                "intervals_topic", "judged", "seconds", "unreachable", "reaching_budget",
+                "reaching_rate"]
+"""trial_stats.parquet: one row per (cell, trial, target), see the module docstring.
+``unreachable``: the share of the pooled documents (of the truth's topics) whose inclusion
+probability is 0 (:meth:`~sampleval.core.sample.Sample.unreachable`); ``reaching_budget``:
+where some are, the smallest per-topic budget (the largest over topics) at which the design
+reaches every document some budget reaches, and ``reaching_rate`` the same as a share of
+each topic's pool (NaN where no document is unreachable, or the design is not stratified)."""
 
 TOPIC_COLUMNS = ["method", "rate", "budget", "trial", "split", "topic", "judged", "reached",
                  "relevant", "relevant_judged", "relevant_reached"]
@@ -127,7 +134,7 @@ class Worker:
     _pools: dict[int, Pool] = field(default_factory=dict, init=False, repr=False)
     _true_pairs: dict[tuple[str, bytes], tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, init=False, repr=False)
-    _fixed: dict[Cell, tuple[Sample, list[Estimates]]] = field(
+    _fixed: dict[Cell, tuple[Sample, list[Estimates], dict[str, float]]] = field(
         default_factory=dict, init=False, repr=False)
     _relevant: dict[str, np.ndarray] | None = field(default=None, init=False, repr=False)
     _category_dtypes: dict[str, pd.CategoricalDtype] | None = field(
@@ -181,7 +188,7 @@ class Worker:
         per-topic counts."""
         setup, truth = self.setup, self.setup.truth
         start = time.perf_counter()
-        sample, estimates = self._estimates(cell, trial)
+        sample, estimates, reach = self._estimates(cell, trial)
         seconds = time.perf_counter() - start
         judged = _judged_per_topic(sample, truth.topics)
         contributing = setup.splits[cell.split].mask()
@@ -201,7 +208,7 @@ class Worker:
                                       contributing))
             stats.append({**labels, **self._statistics(name, est, true, true_mean, true_r,
                                                        contributing),
-                          "judged": float(judged.mean()), "seconds": seconds})
+                          "judged": float(judged.mean()), "seconds": seconds, **reach})
         return columns, stats, [{**keys, **counts} for counts in self._reach(sample)]
 
     def _reach(self, sample: Sample) -> list[dict[str, Any]]:
@@ -228,9 +235,11 @@ class Worker:
                                              else np.nan)})
         return out
 
-    def _estimates(self, cell: Cell, trial: int) -> tuple[Sample, list[Estimates]]:
-        """The trial's sample and its estimates of the cell's plans (see the class
-        docstring for the cells whose method draws nothing)."""
+    def _estimates(self, cell: Cell, trial: int) -> tuple[Sample, list[Estimates],
+                                                          dict[str, float]]:
+        """The trial's sample, its estimates of the cell's plans and what its design left
+        unreachable (:func:`_unreachable`; see the class docstring for the cells whose
+        method draws nothing)."""
         if cell in self._fixed:
             return self._fixed[cell]
         setup = self.setup
@@ -244,9 +253,10 @@ class Worker:
         tuned = cell.method.anytime_tuning(setup.ci)
         if tuned is not None:
             estimates = [_anytime_means(e, tuned, setup.ci) for e in estimates]
+        reach = _unreachable(selector, sample, setup.truth.topics)
         if rng.bit_generator.state == drawn:
-            self._fixed[cell] = (sample, estimates)
-        return sample, estimates
+            self._fixed[cell] = (sample, estimates, reach)
+        return sample, estimates, reach
 
     # -- output --------------------------------------------------------------------------------
 
@@ -350,6 +360,26 @@ class Worker:
         out["covered_topic"], out["intervals_topic"] = metaeval.coverage(
             est.lo[present], est.hi[present], true[present])
         return out
+
+
+def _unreachable(selector: Selector, sample: Sample, topics: Sequence[str]
+                 ) -> dict[str, float]:
+    """The columns ``unreachable``, ``reaching_budget`` and ``reaching_rate`` of
+    :data:`STAT_COLUMNS` for one sample (the budgets from
+    :meth:`~sampleval.selection.strata.StratifiedSelector.reach`)."""
+    from sampleval.selection.strata import StratifiedSelector
+
+    counts = sample.unreachable(topics)
+    pooled = int(counts[:, 1].sum())
+    out = {"unreachable": counts[:, 0].sum() / pooled if pooled else np.nan,
+           "reaching_budget": np.nan, "reaching_rate": np.nan}
+    missed = [t for t, (zero, _) in zip(topics, counts, strict=True)
+              if zero and t in selector.pool.topics]
+    if missed and isinstance(selector, StratifiedSelector):
+        needs = {t: selector.reach(t)[0] for t in missed}
+        out["reaching_budget"] = float(max(needs.values()))
+        out["reaching_rate"] = max(n / selector.pool[t].size for t, n in needs.items())
+    return out
 
 
 def _judged_per_topic(sample: Sample, topics: Sequence[str]) -> np.ndarray:

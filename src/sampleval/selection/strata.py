@@ -23,9 +23,11 @@ the strata with a positive rate hold documents:
 
 So rates written for a budget of sum_h rate_h N_h are met as written (n_h = round(rate_h N_h));
 another budget scales the non-exhaustive rates. A stratum with a positive rate that the
-budget leaves without a single judgment (an exhaustive top stratum larger than the budget)
-would count as outside the frame in every estimate (``core.sample``): the selector warns
-(:class:`~sampleval.errors.SamplingWarning`) with the budget that would reach it.
+budget leaves without a single judgment (an exhaustive top stratum larger than the budget),
+and any stratum at rate 0 (``other`` included), would count as outside the frame in every
+estimate (``core.sample``): the selector warns (:class:`~sampleval.errors.SamplingWarning`)
+with the share of the pool left unreachable, the budget that would reach it
+(:meth:`StratifiedSelector.reach`) and the strata no budget reaches.
 
 Named strategies, each budget-matched as above (the papers fix strata and rates per
 collection, not per budget):
@@ -72,6 +74,9 @@ from sampleval.core.sample import Sample
 from sampleval.errors import SamplingWarning, UsageError
 from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register
+
+UNREACHABLE_DOC = "docs/guide/estimating.md#unreachable-documents"
+"""Where the docs say why unreachable documents bias estimates and how to avoid them."""
 
 _FRAME_COLUMNS = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
 
@@ -169,6 +174,12 @@ class Layout:
     counts: np.ndarray
     wanted: np.ndarray | None = None
 
+    def unreached(self) -> np.ndarray:
+        """Per pooled document: whether its stratum gets no judgment, so that its inclusion
+        probability is 0 (a stratum the budget starves, or one the design never samples:
+        rate 0, ``other``); False for documents outside the layout (code -1)."""
+        return (self.codes >= 0) & (np.append(self.counts, 1)[self.codes] == 0)
+
     def starved(self) -> list[str]:
         """The labels of the strata the design means to sample that hold documents but get
         no judgment."""
@@ -219,20 +230,56 @@ class StratifiedSelector(PlannedSelector):
 
     def _plan_all(self) -> dict[str, np.ndarray]:
         plans = super()._plan_all()
-        starved = {t: self._layout(self.pool[t], self.budget_for(t)).starved()
-                   for t in self.pool.topics}
-        starved = {t: labels for t, labels in starved.items() if labels}
-        if starved:
-            need = max(self._reaching_budget(self.pool[t]) for t in starved)
-            topic, labels = next(iter(starved.items()))
-            warnings.warn(SamplingWarning(
-                f"{self.name}: in {len(starved)} of {len(plans)} topics the budget leaves "
-                f"a stratum the design samples without a single judgment (topic {topic}: "
-                f"{', '.join(labels)}); its documents would count as outside the frame "
-                f"(not relevant) in every estimate. Judge at least {need} documents per "
-                f"topic (--budget {need}) to reach every stratum{self._starved_hint()}"),
-                stacklevel=3)
+        self._warn_unreachable()
         return plans
+
+    def _warn_unreachable(self) -> None:
+        """One line when the design leaves pooled documents with inclusion probability 0
+        (strata without a judgment: starved by the budget, or at rate 0), with their share
+        of the pool, the budget that reaches every stratum some budget reaches, and the
+        strata no budget reaches."""
+        layouts = {t: self._layout(self.pool[t], self.budget_for(t)) for t in self.pool.topics}
+        missed = {t: layout for t, layout in layouts.items() if layout.unreached().any()}
+        if not missed:
+            return
+        pooled = sum(len(layout.codes) for layout in layouts.values())
+        share = sum(int(layout.unreached().sum()) for layout in missed.values()) / pooled
+        topic, first = next(iter(missed.items()))
+        labels = ", ".join(str(x) for x in dict.fromkeys(first.labels[first.codes[
+            first.unreached()]]))
+        reach = {t: self.reach(t) for t in missed}
+        need = max(budget for budget, _ in reach.values())
+        never = sorted({label for _, labels in reach.values() for label in labels})
+        fixes = []
+        if any(budget > self.budget_for(t) for t, (budget, _) in reach.items()):
+            fixes.append(f"Judge at least {need} documents per topic (--budget {need}) to "
+                         f"reach every stratum{self._starved_hint()}")
+        if never:
+            fixes.append(f"no budget reaches {', '.join(never)} (rate 0): give "
+                         f"{'it' if len(never) == 1 else 'them'} a positive rate")
+        fix = "; ".join(fixes)
+        warnings.warn(SamplingWarning(
+            f"{self.name}: in {len(missed)} of {len(layouts)} topics the design leaves "
+            f"strata without a single judgment (topic {topic}: {labels}): {share:.1%} of the "
+            "pooled documents are unreachable (inclusion probability 0) and count as "
+            f"outside the frame (not relevant) in every estimate. {fix[:1].upper()}{fix[1:]} "
+            f"({UNREACHABLE_DOC})"), stacklevel=4)
+
+    def reach(self, topic: str) -> tuple[int, list[str]]:
+        """The smallest budget (the topic's budget at least) at which every pooled document
+        of ``topic`` that some budget reaches has a positive inclusion probability, and the
+        labels of the strata that no budget reaches (rate 0)."""
+        tp = self._of_topic(self.pool.topic_pools, topic)
+        full = self._layout(tp, tp.size)
+        never = full.unreached()
+        low, high = min(self.budget_for(topic), tp.size), tp.size
+        while low < high:
+            mid = (low + high) // 2
+            if (self._layout(tp, mid).unreached() & ~never).any():
+                low = mid + 1
+            else:
+                high = mid
+        return low, [str(x) for x in dict.fromkeys(full.labels[full.codes[never]])]
 
     def judgments_to_cover(self, topic: str) -> int:
         """The position in the hand-out order at which the last stratum of the plan gets its
@@ -243,18 +290,6 @@ class StratifiedSelector(PlannedSelector):
         codes = self._layout(tp, self.budget_for(topic)).codes[self._order[topic]]
         first = np.unique(codes, return_index=True)[1]
         return int(first.max()) + 1 if len(first) else 0
-
-    def _reaching_budget(self, tp: TopicPool) -> int:
-        """The smallest budget at which no stratum the design samples goes unjudged (the
-        pool's size at most)."""
-        low, high = self.budget_for(tp.topic), tp.size
-        while low < high:
-            mid = (low + high) // 2
-            if self._layout(tp, mid).starved():
-                low = mid + 1
-            else:
-                high = mid
-        return low
 
     def _starved_hint(self) -> str:
         """How else to avoid unjudged strata, for the warning (``, or ...``)."""
