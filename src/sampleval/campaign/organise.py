@@ -114,6 +114,9 @@ class Design:
     """The runs the target concerns (none given: every run)."""
     target_start: int = DEFAULT_START
     """Judgments each topic receives before the target may stop the campaign."""
+    target_stop: str = "committed"
+    """How the target may stop the campaign (``--stop``, :data:`~sampleval.confident.STOP_MODES`):
+    ``anytime`` checks anytime-valid half-widths at every recomputation (a look)."""
     rejudge: bool = False
     """Whether an assessor may judge again a document they judged (``--rejudge``); without
     it a judgment is accepted only of a document offered to its assessor."""
@@ -140,6 +143,8 @@ class CampaignInfo:
     """Why the campaign stopped handing out documents (None: it has not)."""
     rejudge: bool = False
     """Whether an assessor may judge again a document they judged (:class:`Design`)."""
+    target_stop: str = "committed"
+    """How the target may stop the campaign (:class:`Design`)."""
 
     def parsed_target(self) -> Target | None:
         return None if self.target is None else parse_target(self.target, self.target_runs)
@@ -159,7 +164,8 @@ class CampaignInfo:
                    Budget(row.budget_count, row.budget_rate), row.depth, int(row.seed),
                    tuple(Grade(float(g["value"]), str(g["label"])) for g in row.grades),
                    row.overlap, row.created_at, row.target, tuple(row.target_runs or ()),
-                   row.target_start or DEFAULT_START, row.stopped, bool(row.rejudge))
+                   row.target_start or DEFAULT_START, row.stopped, bool(row.rejudge),
+                   row.target_stop or "committed")
 
 
 # -- encodings --------------------------------------------------------------------------------
@@ -275,7 +281,7 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
                    predictions=design.predictions, **options)
     if design.target is not None:  # a target the design cannot estimate fails here
         judging(selector, parse_target(design.target, design.target_runs),
-                design.target_start)
+                design.target_start, design.target_stop)
     first = {t: selector.propose(t, selector.batch_size(t)) for t in pool.topics}
     texts = _texts(corpus, pool) if corpus is not None else []
     token = new_secret()
@@ -289,6 +295,7 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
             overlap=design.overlap, target=design.target,
             target_runs=list(design.target_runs) or None,
             target_start=design.target_start if design.target is not None else None,
+            target_stop=design.target_stop,
             rejudge=design.rejudge)
         session.add(campaign)
         session.flush()
@@ -589,8 +596,9 @@ def save_estimates(store: Store, campaign_id: int, rows: list[dict[str, Any]], n
         if campaign is None or campaign.stopped is not None:
             return None
         widest = confidence.get("widest")
+        kind = "anytime-valid 95%" if confidence.get("stop") == "anytime" else "95%"
         campaign.stopped = (f"its target {confidence['target']} is met" + (
-            "" if widest is None else f" (widest 95% half-width {widest:.4f})"))
+            "" if widest is None else f" (widest {kind} half-width {widest:.4f})"))
         campaign.stopped_at = m.now()
         return campaign.stopped
 
@@ -624,7 +632,10 @@ def confidence_now(session: Session, info: CampaignInfo, pool: Pool
     judged = sample.judged()["query_id"].astype(str).value_counts()
     finished = {qid for qid, count in session.execute(items)
                 if int(judged.get(qid, 0)) >= count}
-    return sample, target_status(selector, sample, target, info.target_start, finished)
+    previous = session.get(m.Estimate, info.id)
+    looks = (previous.confidence or {}).get("looks", []) if previous is not None else []
+    return sample, target_status(selector, sample, target, info.target_start, finished,
+                                 info.target_stop, looks)
 
 
 def judgment_log(store: Store, campaign: str) -> list[dict[str, Any]]:

@@ -27,6 +27,15 @@ creation and judging only stops early, which is the optional stopping whose effe
 estimates ``docs/confident.md`` measures. The test runs whenever the live estimates are
 recomputed (at most every ``--refresh`` seconds of ``sampleval serve``), so a few
 judgments may arrive after the target is met; they are kept and counted.
+
+``--stop anytime`` (``campaigns.target_stop``, issue 32; ``docs/guide/anytime.md``). The
+rule is :class:`~sampleval.confident.AnytimeJudging` (:func:`sampleval.confident.make_judging`
+with the stored stop mode): every recomputation of the live estimates is a *look*, the
+half-widths are those of the anytime-valid confidence sequence, and the campaign stops at the
+first look where every topic has its start and every targeted run's anytime half-width is at
+most the target (:meth:`AnytimeJudging.look`, the test ``sample --stop anytime`` makes). The
+looks so far, (judgments, widest half-width), are kept with the status (``looks``) and give
+``rate_needed``, the judgments the current rate suggests (:func:`rate_needed`).
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from sampleval.confident import ConfidentJudging, Target
+from sampleval.confident import AnytimeJudging, ConfidentJudging, Target, make_judging
 from sampleval.core.sample import Sample
 from sampleval.selection.base import Selector
 
@@ -68,21 +77,43 @@ def parse_target(text: str, runs: Sequence[str] | None = None) -> Target:
     return Target.parse(text, None if not runs else list(runs))
 
 
-def judging(selector: Selector, target: Target, start: int) -> ConfidentJudging:
-    """A ConfidentJudging over ``selector`` (raises UsageError when the target cannot apply
-    to the method's design or names runs the pool lacks)."""
-    return ConfidentJudging(cast(Selector, _Observed(selector)), target, start=start)
+def judging(selector: Selector, target: Target, start: int,
+            stop: str = "committed") -> ConfidentJudging:
+    """Judging until confident over ``selector`` with the stop mode ``stop`` (raises
+    UsageError when the target cannot apply to the method's design, names runs the pool
+    lacks, or the stop mode does not apply to the method)."""
+    return make_judging(cast(Selector, _Observed(selector)), target, stop, start=start)
+
+
+def rate_needed(looks: Sequence[Sequence[float]], half_width: float) -> int | None:
+    """The further judgments the current rate suggests before the widest half-width reaches
+    ``half_width``, from the ``looks`` so far ((judgments, widest half-width), oldest
+    first). Assumption: the widest half-width keeps falling at the mean rate per judgment
+    it fell at from the first look to the latest (a straight line through the two). 0 when
+    met; None with fewer than two looks or no decrease yet. A straight line is a guide, not
+    a forecast: half-widths fall roughly as 1/sqrt(judgments), more slowly as they shrink,
+    so it tends to understate what remains."""
+    (n0, w0), (n1, w1) = looks[0], looks[-1]
+    if w1 <= half_width:
+        return 0
+    if n1 <= n0 or w1 >= w0:
+        return None
+    return int(np.ceil((w1 - half_width) * (n1 - n0) / (w0 - w1)))
 
 
 def target_status(selector: Selector, sample: Sample, target: Target, start: int,
-                  finished: set[str]) -> dict[str, Any]:
+                  finished: set[str], stop: str = "committed",
+                  looks: Sequence[Sequence[float]] = ()) -> dict[str, Any]:
     """The target's status on the campaign's current ``sample`` (``selector`` has observed
     it; ``finished``: topics whose plan is all judged). JSON-ready: ``target``,
     ``measure`` (the estimator), ``half_width``, ``half_widths`` per targeted run,
     ``widest`` and ``widest_run``, ``projected_needed`` (None: the budgets cannot reach
     the target), ``next_topics``, ``short_of_start`` (judgments before every topic has
-    its start), ``judged``, ``met``, and ``text``, a sentence saying where it stands."""
-    rule = judging(selector, target, start)
+    its start), ``judged``, ``met``, ``stop``, and ``text``, a sentence saying where it
+    stands. With ``stop='anytime'`` the half-widths are anytime-valid, ``met`` is the
+    look's test, and ``looks`` (the earlier ones given, this one added) and
+    ``rate_needed`` (:func:`rate_needed`) say how judging has gone."""
+    rule = judging(selector, target, start, stop)
     judged = sample.judged()
     for topic, group in judged.groupby("query_id", sort=False):
         rule.observe(str(topic), dict(zip(group["doc_id"].astype(str),
@@ -95,8 +126,11 @@ def target_status(selector: Selector, sample: Sample, target: Target, start: int
     upcoming = [rule.topics[i] for i in dict.fromkeys(order.tolist())][:NEXT_TOPICS]
     widest_run = (max(status.half_widths, key=lambda r: status.half_widths[r])
                   if status.half_widths else None)
-    met = status.projected_needed == 0 and short == 0
     some = status.judged > 0  # before any judgment every variance reads 0: say nothing
+    if isinstance(rule, AnytimeJudging):
+        met = short == 0 and some and rule.look()
+    else:
+        met = status.projected_needed == 0 and short == 0
     out = {"target": f"{target.measure}:{target.half_width:g}", "measure": rule.spec.name,
            "half_width": target.half_width,
            "runs": None if target.runs is None else list(target.runs),
@@ -105,7 +139,15 @@ def target_status(selector: Selector, sample: Sample, target: Target, start: int
            "widest": _finite(status.widest) if some else None,
            "widest_run": widest_run if some else None,
            "projected_needed": status.projected_needed, "next_topics": upcoming,
-           "short_of_start": short, "start": start, "judged": status.judged, "met": met}
+           "short_of_start": short, "start": start, "judged": status.judged, "met": met,
+           "stop": stop}
+    if isinstance(rule, AnytimeJudging):
+        history = [[int(n), float(w)] for n, w in looks]
+        if some and short == 0 and np.isfinite(status.widest) and (
+                not history or history[-1][0] != status.judged):
+            history.append([status.judged, float(status.widest)])
+        out["looks"] = history
+        out["rate_needed"] = rate_needed(history, target.half_width) if history else None
     out["text"] = describe(out)
     return out
 
@@ -114,14 +156,21 @@ def describe(status: Mapping[str, Any]) -> str:
     """One sentence on where the target stands (the organiser page and ``campaign
     status`` print it)."""
     widest = status["widest"]
+    anytime = status.get("stop") == "anytime"
+    kind = "anytime-valid 95%" if anytime else "95%"
     now = ("no half-width yet" if widest is None else
-           f"widest 95% half-width {widest:.4f} ({status['widest_run']})")
+           f"widest {kind} half-width {widest:.4f} ({status['widest_run']})")
     head = f"target {status['measure']} half-width <= {status['half_width']:g}: {now}"
     if status["met"]:
         return f"{head}; met: no more documents are handed out"
     if status["short_of_start"]:
         return (f"{head}; {status['short_of_start']} judgments to go before every topic has "
                 f"its first {status['start']}")
+    if anytime:
+        rate = status.get("rate_needed")
+        return head + ("; too few looks to extrapolate the rate yet" if rate is None else
+                       f"; about {rate} more judgments at the rate the widest half-width "
+                       "has fallen per judgment since the first look")
     needed = status["projected_needed"]
     if needed is None:
         return f"{head}; not reachable within the topics' budgets, as projected"

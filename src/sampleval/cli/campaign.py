@@ -154,6 +154,14 @@ def _create(sub: argparse._SubParsersAction) -> None:
                         help="judgments every topic receives before the target may stop the "
                              "campaign (more where the design needs more to reach every "
                              "stratum; default: 20)")
+    target.add_argument("--stop", choices=("committed", "anytime"), default=None,
+                        help="committed (default): stop once every targeted run's 95%% "
+                             "half-width meets the target; anytime: each recomputation of "
+                             "the live estimates is a look, and the campaign stops at the "
+                             "first look where every targeted run's anytime-valid half-width "
+                             "(a confidence sequence, valid however often one looks: "
+                             "docs/guide/anytime.md) is at most the target; the page and "
+                             "'campaign status' then show those half-widths")
     add_name_by(p)
     add_duplicates(p)
     _base_url(p)
@@ -249,12 +257,13 @@ def run_create(args: argparse.Namespace) -> None:
         grades = tuple(parse_grades(args.grades))
         predicted = None if args.predictions is None else read_predictions(
             args.predictions, max(g.value for g in grades))
-        if args.target is None and (args.target_run or args.start):
-            raise UsageError("--target-run and --start apply only with --target")
+        if args.target is None and (args.target_run or args.start or args.stop):
+            raise UsageError("--target-run, --start and --stop apply only with --target")
         design = Design(args.name, cls.name, Budget(args.budget, args.rate), params,
                         args.depth, args.seed, grades, args.overlap, predicted,
                         args.target, tuple(args.target_run or ()))
-        design = replace(design, rejudge=args.rejudge)
+        design = replace(design, rejudge=args.rejudge,
+                         target_stop=args.stop or "committed")
         if args.start is not None:
             design = replace(design, target_start=args.start)
         statements = read_topics(args.topics) if args.topics else None
@@ -285,8 +294,9 @@ def _target_text(info: Any) -> str:
     if info.target is None:
         return ""
     runs = ", ".join(info.target_runs) if info.target_runs else "every run"
-    return (f", target {info.target} ({runs}; stops handing out documents once met, after "
-            f"{info.target_start} judgments per topic)")
+    how = " (anytime-valid)" if info.target_stop == "anytime" else ""
+    return (f", target {info.target}{how} ({runs}; stops handing out documents once met, "
+            f"after {info.target_start} judgments per topic)")
 
 
 def run_add_assessor(args: argparse.Namespace) -> None:
@@ -344,7 +354,9 @@ def run_status(args: argparse.Namespace) -> None:
     console.print(people)
     if confidence is not None:
         widths = Table(title=f"Target: {confidence['text']}", title_justify="left")
-        for column in ("run", "95% half-width", "target", "met"):
+        kind = ("anytime-valid 95% half-width" if confidence.get("stop") == "anytime"
+                else "95% half-width")
+        for column in ("run", kind, "target", "met"):
             widths.add_column(column, justify="left" if column == "run" else "right")
         for run, width in widest_first(confidence["half_widths"]):
             widths.add_row(run, "" if width is None else f"{width:.4f}",
