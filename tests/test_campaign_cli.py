@@ -191,3 +191,24 @@ def test_campaign_commands_fail_in_one_line(covid_runs: Path, tmp_path: Path,
     shown = " ".join(run_cli("campaign", "status", "y", "--db", db).stdout.split())
     assert "Target: target AP~ht half-width <= 0.05: no half-width yet" in shown
     assert f"{3 * 3} judgments to go before every topic has its first 3" in shown
+
+
+def test_create_with_stop_anytime_and_its_status(covid: Path, covid_runs: Path, tmp_path: Path,
+                                                  run_cli) -> None:
+    """``campaign create --target ... --stop anytime`` says so, and ``campaign status``
+    shows the anytime-valid half-widths; ``--stop`` needs ``--target``."""
+    db = tmp_path / "c.db"
+    created = run_cli("campaign", "create", "any", "--runs", covid_runs, "--method",
+                      "uniform", "--budget", "25", "--depth", "20", "--seed", "3",
+                      "--grades", "0,1,2", "--target", "P@10:0.05", "--stop", "anytime",
+                      "--start", "10", "--db", db)
+    assert "target P@10:0.05 (anytime-valid)" in created.stdout, created.stdout
+    run_cli("campaign", "simulate", "any", "--qrels",
+            covid / "qrels" / "qrels.covid-round5.txt", "--assessors", "2", "--db", db)
+    status = " ".join(run_cli("campaign", "status", "any", "--db", db).stdout.split())
+    assert "widest anytime-valid" in status and "anytime-valid 95% half-width" in status
+    assert "not reachable within the topics' budgets" in status  # 25 per topic: far short
+    bad = run_cli("campaign", "create", "x", "--runs", covid_runs, "--method", "uniform",
+                  "--budget", "5", "--stop", "anytime", "--db", db, check=False)
+    assert bad.returncode == 2
+    assert "--stop apply only with --target" in bad.stderr

@@ -166,7 +166,7 @@ def describe(status: Mapping[str, Any]) -> str:
     if status["short_of_start"]:
         return (f"{head}; {status['short_of_start']} judgments to go before every topic has "
                 f"its first {status['start']}")
-    if anytime:
+    if anytime and status["projected_needed"] is not None:
         rate = status.get("rate_needed")
         return head + ("; too few looks to extrapolate the rate yet" if rate is None else
                        f"; about {rate} more judgments at the rate the widest half-width "
