@@ -19,6 +19,7 @@ each split's selection pool). A trial then
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -244,8 +245,10 @@ class Worker:
                                   "rank_covered"), np.nan)
         rng = trial_rng(setup.seed, f"{cell.method.text} audit {plan.spec.name}",
                         cell.budget.label, trial, cell.split)
-        human = human_estimates(sample, list(setup.audit.runs), plan.spec.name,
-                                depth=self.pool.depth, ci=setup.ci, rng=rng)
+        with warnings.catch_warnings():  # once per trial would drown the progress bar
+            warnings.filterwarnings("ignore", message="rank intervals use")
+            human = human_estimates(sample, list(setup.audit.runs), plan.spec.name,
+                                    depth=self.pool.depth, ci=setup.ci, rng=rng)
         rows = judge_rows(sample, human, setup.predictions, ci=setup.ci, alpha=setup.alpha)
         outcome = audit_outcome(rows, pd.Series(true_mean, index=list(self.pool.run_names)),
                                 setup.audit.favoured)
