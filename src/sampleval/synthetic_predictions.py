@@ -20,19 +20,31 @@ Each returns a DataFrame ``query_id, doc_id, prediction`` (the library's predict
   every run ranks first, calibrated to a probability by a power p = share^gamma with gamma
   set per topic so that the mean probability over the pool is ``prevalence`` (an assumed
   rate of relevance in the pool: the one number this predictor is told).
+
+:data:`PREDICTORS` names them for the simulations (``flip10``, ``deep``, ``noise``,
+``fused`` ...); :func:`make_predictions` makes named ones, also the circular judge spelt
+``circular:run=RUN,k=K`` (RUN a run's name, its 0-based position in the runs' order, or
+``median``: the run at the median of the true AP leaderboard, :func:`median_run`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from sampleval.core.pool import PAD, Pool
+from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
+from sampleval.errors import UsageError
 
-__all__ = ["circular", "deep_over_calls", "flipped", "fused", "pool_truth", "pure_noise"]
+__all__ = ["PREDICTORS", "PredictorSpec", "circular", "deep_over_calls", "flipped", "fused",
+           "make_predictions", "median_run", "parse_predictor", "pool_truth", "pure_noise"]
 
 RRF_K = 60
+CIRCULAR = "circular"
 
 
 def pool_truth(pool: Pool, qrels: Qrels) -> pd.DataFrame:
@@ -142,3 +154,91 @@ def calibrate(share: np.ndarray, prevalence: float) -> np.ndarray:
         else:
             high = middle
     return s ** np.exp((low + high) / 2.0)
+
+
+Predictor = Callable[[pd.DataFrame, Pool, np.random.Generator], pd.DataFrame]
+PREDICTORS: dict[str, Predictor] = {
+    "flip10": lambda truth, pool, rng: flipped(truth, 0.1, rng),
+    "flip30": lambda truth, pool, rng: flipped(truth, 0.3, rng),
+    "flip50": lambda truth, pool, rng: flipped(truth, 0.5, rng),
+    "deep": lambda truth, pool, rng: deep_over_calls(truth, 0.5, rng, pool.depth),
+    "noise": lambda truth, pool, rng: pure_noise(truth, rng),
+    "fused": lambda truth, pool, rng: fused(pool, 0.1),
+}
+"""The named predictors of fixed quality (the circular judge takes parameters:
+:func:`parse_predictor`)."""
+
+
+class PredictorSpec(NamedTuple):
+    """A parsed predictor: ``name`` (a key of :data:`PREDICTORS` or ``circular``) and, for
+    the circular judge, the favoured ``run`` as given and ``k``."""
+
+    name: str
+    run: str | None = None
+    k: int = 0
+
+
+def parse_predictor(text: str) -> PredictorSpec:
+    """``NAME`` (one of :data:`PREDICTORS`) or ``circular:run=RUN,k=K``; UsageError (one
+    line) otherwise."""
+    name, _, rest = text.strip().partition(":")
+    if name in PREDICTORS and not rest:
+        return PredictorSpec(name)
+    if name != CIRCULAR:
+        raise UsageError(f"unknown predictor {text!r} (one of {', '.join(PREDICTORS)}, or "
+                         "circular:run=RUN,k=K)")
+    from sampleval.params import parse_assignments
+
+    given = parse_assignments(rest, separator=",")
+    unknown = sorted(set(given) - {"run", "k"})
+    if unknown or "run" not in given or not given["run"]:
+        raise UsageError(f"predictor {text!r}: give circular:run=RUN,k=K (RUN a run's name, "
+                         "its 0-based position, or median; K the top documents called "
+                         "relevant)")
+    k = given.get("k", "10")
+    if not k.isdigit() or int(k) < 1:
+        raise UsageError(f"predictor {text!r}: k must be a whole number >= 1, not {k!r}")
+    return PredictorSpec(CIRCULAR, given["run"], int(k))
+
+
+def median_run(means: pd.Series) -> str:
+    """The run (``means``' index) at the median of the leaderboard of ``means`` (the upper
+    median for an even count; ties in the runs' order)."""
+    return str(means.sort_values(kind="stable").index[len(means) // 2])
+
+
+def favoured_run(spec: PredictorSpec, pool: Pool, qrels: Qrels) -> str:
+    """The run a circular ``spec`` favours, by name (UsageError when no run matches)."""
+    names = list(pool.run_names)
+    given = str(spec.run)
+    if given == "median":
+        from sampleval.experiments.estimates import mean_over_topics
+        from sampleval.experiments.truth import compute_truth
+        from sampleval.measures.names import parse_measure
+
+        truth = compute_truth(pool, qrels, [parse_measure("AP")], [1.0])
+        means = mean_over_topics(truth.pool["AP"], truth.present)
+        return median_run(pd.Series(means, index=names))
+    if given in names:
+        return given
+    if given.isdigit() and int(given) < len(names):
+        return names[int(given)]
+    raise UsageError(f"circular judge: no run {given!r} among the {len(names)} runs (give a "
+                     "name, a 0-based position or median)")
+
+
+def make_predictions(pool: Pool, qrels: Qrels, names: Sequence[str], seed: int
+                     ) -> dict[str, Predictions]:
+    """The named predictors' (:func:`parse_predictor`) predictions of every pooled document,
+    each from its own child of ``seed``'s SeedSequence (independent of the trials'
+    ``default_rng(seed + i)``; note that ``default_rng([s, 0])`` is ``default_rng(s)``)."""
+    specs = [parse_predictor(n) for n in names]
+    truth = pool_truth(pool, qrels)
+    children = np.random.SeedSequence(seed).spawn(len(names))
+    out = {}
+    for name, spec, child in zip(names, specs, children, strict=True):
+        frame = (circular(truth, pool, favoured_run(spec, pool, qrels), spec.k)
+                 if spec.name == CIRCULAR
+                 else PREDICTORS[spec.name](truth, pool, np.random.default_rng(child)))
+        out[name] = Predictions.from_frame(frame, source=name)
+    return out

@@ -120,6 +120,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_predictions(parser, "for the methods that select by them "
                             "(stratified:size=residual, importance:prior=predictions) and the "
                             "prediction-powered measures (P@10~ppi, AP~ppi ...)")
+    parser.add_argument("--predictor", metavar="SPEC",
+                        help="instead of --predictions, a synthetic machine judge made from "
+                             "the qrels: flip10, flip30, flip50, deep, noise, fused, or "
+                             "circular:run=RUN,k=K (the truth, except that run RUN's top K "
+                             "documents of every topic are called relevant; RUN a name, a "
+                             "0-based position or median)")
+    parser.add_argument("--audit", action="store_true",
+                        help="audit the predictions as a machine judge in every trial (as "
+                             "'sampleval audit', Holm, alpha 0.05) for the ~ht estimates: "
+                             "summary columns audit_power (the favoured run of a circular "
+                             "judge flagged), audit_false_alarm (the other runs flagged) and "
+                             "rank_coverage (the rank intervals held every true rank)")
     add_name_by(parser)
     add_duplicates(parser)
 
@@ -138,11 +150,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> None:
-    from sampleval.experiments.runner import check_predictions
+    from sampleval.experiments.runner import check_judge
 
     predictions = [] if args.predictions is None else [args.predictions]
     check_stdin_once(args.qrels, args.runs, predictions)
-    check_predictions(args.methods, split_names(args.measures), args.predictions is not None)
+    check_judge(args.methods, split_names(args.measures), args.predictions is not None,
+                args.predictor, args.audit)
     with start_reading_runs(args) as reading:
         from sampleval.experiments.runner import simulate
         from sampleval.io import read_qrels
@@ -157,7 +170,8 @@ def run_simulate(args: argparse.Namespace) -> None:
                        groups=args.groups, splits=args.splits, jobs=args.jobs,
                        backend=args.backend, scheduler=args.scheduler,
                        per_topic=args.per_topic, progress=progress, figures=args.report,
-                       predictions=args.predictions)
+                       predictions=args.predictions, predictor=args.predictor,
+                       audit=args.audit)
     print_summary(summary)
     from sampleval.experiments.summary import unreachable_notes
 
@@ -181,8 +195,8 @@ def print_summary(summary: pd.DataFrame) -> None:
 
     columns = [c for c in ("method", "rate", "budget", "measure", "estimator", "rms", "bias",
                            "variance", "tau", "tau_ap", "sig_accuracy", "r_corr",
-                           "coverage", "rms_left_out", "judged", "seconds_per_trial",
-                           "unreachable")
+                           "coverage", "rms_left_out", "audit_power", "audit_false_alarm",
+                           "rank_coverage", "judged", "seconds_per_trial", "unreachable")
                if c in summary and summary[c].notna().any()
                and (c != "unreachable" or summary[c].fillna(0).gt(0).any())]
     table = Table(title="Simulation summary")

@@ -240,6 +240,47 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
         "rank_hi": human.ranks["rank_hi"].to_numpy()})
 
 
+@dataclass(frozen=True)
+class AuditOutcome:
+    """How one audit (:func:`judge_rows`) did against the truth: ``favoured_flagged``
+    whether it flagged the favoured run (NaN without one; the power, over trials),
+    ``others_flagged`` the share of the other runs flagged (a false-alarm rate where the
+    judge treats them alike), ``rank_covered`` whether the rank intervals held every run's
+    true rank together (their simultaneous coverage, over trials)."""
+
+    favoured_flagged: float
+    others_flagged: float
+    rank_covered: bool
+
+
+NULL_RELATIVE = 0.005
+"""A run whose exact relative bias is below this in absolute value counts as one the judge
+treats like the rest (its flag is a false alarm)."""
+
+
+def audit_outcome(rows: pd.DataFrame, true_means: pd.Series, favoured: str | None = None,
+                  others: np.ndarray | None = None) -> AuditOutcome:
+    """The :class:`AuditOutcome` of the audit ``rows`` given every run's true measure
+    (``true_means``, by run); ``others``: a mask in ``rows``' run order of the runs counted
+    as others (default: the runs but the favoured one whose exact relative bias, the
+    ``machine`` column less the truth, less its mean over runs, is below
+    :data:`NULL_RELATIVE` in absolute value: a judge that inflates one run deflates every
+    other's *relative* bias by its share of the mean)."""
+    from sampleval.estimation.ranks import covers_ranks
+
+    names = rows["run"].astype(str).tolist()
+    truth = true_means.reindex(names).to_numpy(dtype=np.float64)
+    flagged = rows["flagged"].to_numpy(dtype=bool)
+    favoured_mask = np.array([n == favoured for n in names], dtype=bool)
+    exact = rows["machine"].to_numpy(dtype=np.float64) - truth
+    counted = (~favoured_mask & (np.abs(exact - exact.mean()) < NULL_RELATIVE)
+               if others is None else np.asarray(others, dtype=bool))
+    return AuditOutcome(
+        float(flagged[favoured_mask][0]) if favoured_mask.any() else math.nan,
+        float(flagged[counted].mean()) if counted.any() else math.nan,
+        covers_ranks(rows["rank_lo"].to_numpy(), rows["rank_hi"].to_numpy(), truth))
+
+
 def _relative_variance(a: np.ndarray, variances: np.ndarray, biases: np.ndarray,
                        pair_var: np.ndarray, pairs: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:

@@ -152,3 +152,17 @@ def ranked(results: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
     """``results`` with every measure's rank intervals (:func:`with_ranks` of its own
     per-topic rows)."""
     return with_ranks(results, per_topic_values(results), ci)
+
+
+def true_rank_range(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's best and worst true rank (they differ where true means tie)."""
+    above = (means[None, :] > means[:, None]).sum(axis=1)
+    tied = (means[None, :] == means[:, None]).sum(axis=1)
+    return 1 + above, above + tied
+
+
+def covers_ranks(lo: np.ndarray, hi: np.ndarray, means: np.ndarray) -> bool:
+    """Whether rank intervals ``[lo, hi]`` hold every run's true rank together (the true
+    ``means``; a run tied with others: any of the tied ranks)."""
+    best, worst = true_rank_range(np.asarray(means, dtype=np.float64))
+    return bool(((lo <= worst) & (best <= hi)).all())

@@ -42,7 +42,12 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
-from sampleval.estimation.audit import human_estimates, judge_rows
+from sampleval.estimation.audit import (
+    NULL_RELATIVE,
+    audit_outcome,
+    human_estimates,
+    judge_rows,
+)
 from sampleval.estimation.ranks import rank_intervals
 from sampleval.evaluation import evaluate
 from sampleval.experiments._cli import read_round5, simulation_parser
@@ -50,10 +55,9 @@ from sampleval.experiments.compare_accuracy import exact_per_topic
 from sampleval.experiments.compare_accuracy import pool_truth as judged_in_full
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.synthetic import make_collection
-from sampleval.synthetic_predictions import circular, pool_truth
+from sampleval.synthetic_predictions import circular, median_run, pool_truth
 
 K_CHOICES = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50)
-NULL_RELATIVE = 0.005
 MEASURE = "AP~ht"
 
 
@@ -87,13 +91,6 @@ def choose_k(truth: pd.DataFrame, pool: Pool, runs: Sequence[Run], exact: pd.Ser
     return K_CHOICES[-1], relative
 
 
-def true_rank_range(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each run's best and worst true rank (they differ where true means tie)."""
-    above = (means[None, :] > means[:, None]).sum(axis=1)
-    tied = (means[None, :] == means[:, None]).sum(axis=1)
-    return 1 + above, above + tied
-
-
 def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int,
                    trials: int, seed: int, inflation: float, ppi: bool
                    ) -> tuple[pd.DataFrame, dict[str, object]]:
@@ -107,7 +104,7 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     truth = pool_truth(pool, truth_qrels)
     exact_topics = exact_per_topic(truth_qrels, runs, "AP", depth)
     exact = exact_topics.mean(axis=0)
-    favoured = str(exact.sort_values(kind="stable").index[len(exact) // 2])
+    favoured = median_run(exact)
     k, relative = choose_k(truth, pool, runs, exact, favoured, inflation, depth)
     nulls = np.array([n != favoured and abs(relative[n]) < NULL_RELATIVE
                       for n in exact.index])
@@ -115,7 +112,6 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
                                                                       "prediction"})),
               "circular": Predictions.from_frame(circular(truth, pool, favoured, k))}
     reference = rank_intervals(exact_topics)
-    best, worst = true_rank_range(exact.to_numpy())
     oracle = qrels_oracle(truth_qrels)
     at = list(exact.index).index(favoured)
     records = []
@@ -138,21 +134,24 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
                 ppi_value = ppi_rows[ppi_rows["query_id"] == "all"].set_index("run")["value"]
                 ppi_errors.append((ppi_value[exact.index] - exact).to_numpy())
         circ, perfect = rows["circular"], rows["perfect"]
+        outcome = audit_outcome(circ.reset_index(), exact, favoured, nulls)
         lo, hi = circ["rank_lo"].to_numpy(), circ["rank_hi"].to_numpy()
         true_bias = {"circular": relative + 0.0, "perfect": relative * 0.0}
         records.append({
             "trial": trial,
-            "power": bool(circ["flagged"].to_numpy()[at]),
+            "power": bool(outcome.favoured_flagged),
             "power_bh": bool(by_bh["flagged"].to_numpy()[at]),
             "power_unadjusted": bool(circ["p"].to_numpy()[at] < 0.05),
             "false_alarm_circular_bh": float(by_bh["flagged"].to_numpy()[nulls].mean()),
-            "false_alarm_circular": float(circ["flagged"].to_numpy()[nulls].mean()),
-            "false_alarm_perfect": float(perfect["flagged"].mean()),
+            "false_alarm_circular": outcome.others_flagged,
+            "false_alarm_perfect": audit_outcome(perfect.reset_index(), exact,
+                                                 others=np.ones(len(nulls), bool)
+                                                 ).others_flagged,
             "any_false_alarm_perfect": bool(perfect["flagged"].any()),
             "relative_coverage": float(np.mean([
                 ((rows[j]["relative_lo"] <= true_bias[j]) & (true_bias[j] <= rows[j][
                     "relative_hi"])).mean() for j in judges])),
-            "rank_coverage": bool(((lo <= worst) & (best <= hi)).all()),
+            "rank_coverage": outcome.rank_covered,
             "rank_width": float((hi - lo).mean()),
             "favoured_relative": float(circ["relative"].to_numpy()[at]),
             "seconds": time.time() - started,

@@ -76,43 +76,14 @@ from sampleval.measures.names import parse_measure, split_measures
 from sampleval.params import parse_assignments
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.base import Oracle
-from sampleval.synthetic_predictions import (
-    deep_over_calls,
-    flipped,
-    fused,
-    pool_truth,
-    pure_noise,
-)
+from sampleval.synthetic_predictions import PREDICTORS, make_predictions
 
-Predictor = Callable[[pd.DataFrame, Pool, np.random.Generator], pd.DataFrame]
-PREDICTORS: dict[str, Predictor] = {
-    "flip10": lambda truth, pool, rng: flipped(truth, 0.1, rng),
-    "flip30": lambda truth, pool, rng: flipped(truth, 0.3, rng),
-    "flip50": lambda truth, pool, rng: flipped(truth, 0.5, rng),
-    "deep": lambda truth, pool, rng: deep_over_calls(truth, 0.5, rng, pool.depth),
-    "noise": lambda truth, pool, rng: pure_noise(truth, rng),
-    "fused": lambda truth, pool, rng: fused(pool, 0.1),
-}
+__all__ = ["PREDICTORS", "make_predictions", "run"]
+
 BASELINES = ("ht", "hh")
 """The estimates without predictions in the table: ``~ht``, and ``~hh`` over draws."""
 COLUMNS = ["predictor", "measure", "trials", "rms", "bias", "width", "coverage", "within3se",
            "detect3se", "rms_ratio", "width_ratio", "alone_rms", "alone_within3se"]
-
-
-def make_predictions(pool: Pool, qrels: Qrels, names: Sequence[str], seed: int
-                     ) -> dict[str, Predictions]:
-    """The named predictors' predictions of every pooled document, each from its own child
-    of ``seed``'s SeedSequence (independent of the trials' ``default_rng(seed + i)``; note
-    that ``default_rng([s, 0])`` is ``default_rng(s)``)."""
-    truth = pool_truth(pool, qrels)
-    children = np.random.SeedSequence(seed).spawn(len(names))
-    out = {}
-    for name, child in zip(names, children, strict=True):
-        if name not in PREDICTORS:
-            raise UsageError(f"unknown predictor {name!r} (one of {', '.join(PREDICTORS)})")
-        out[name] = Predictions.from_frame(PREDICTORS[name](
-            truth, pool, np.random.default_rng(child)), source=name)
-    return out
 
 
 def _means(run_names: tuple[str, ...], views: list[TopicView], measure: str,

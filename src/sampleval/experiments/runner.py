@@ -41,10 +41,11 @@ from sampleval.experiments.splits import Split, make_splits
 from sampleval.experiments.store import Store
 from sampleval.experiments.summary import summarise
 from sampleval.experiments.targets import Plan, Target, parse_targets, plan_for
-from sampleval.experiments.trial import Setup
+from sampleval.experiments.trial import Audit, Setup
 from sampleval.experiments.truth import compute_truth
 from sampleval.io.coerce import PredictionsLike, as_predictions
 from sampleval.progress import Bar
+from sampleval.synthetic_predictions import favoured_run, make_predictions, parse_predictor
 
 SUMMARY = "summary.csv"
 
@@ -56,37 +57,48 @@ def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
              groups: str | Path | None = None, splits: int = 50, jobs: int = 1,
              backend: str = "local", scheduler: str | None = None, per_topic: bool = True,
              progress: bool = False, figures: bool = True,
-             predictions: PredictionsLike | None = None) -> pd.DataFrame:
+             predictions: PredictionsLike | None = None, predictor: str | None = None,
+             audit: bool = False) -> pd.DataFrame:
     """Run the grid ``methods`` x (``rates`` or ``budgets``) x splits, ``trials`` trials
     each, into the directory ``output`` (:mod:`.store`), and return the summary (also
     written to ``summary.csv``; figures and report.html too, unless ``figures`` is False).
     ``predictions`` (a Predictions, a DataFrame ``query_id, doc_id, prediction`` or a
-    predictions file) go to the methods that select by them and the ``~ppi`` measures.
-    See ``docs/simulate.md`` for every argument."""
+    predictions file) go to the methods that select by them and the ``~ppi`` measures;
+    ``predictor`` instead makes them from the qrels
+    (:func:`~sampleval.synthetic_predictions.make_predictions`: ``flip10``,
+    ``circular:run=RUN,k=K`` ...). ``audit``: audit the predictions as a machine judge in
+    every trial (:mod:`.audit_stats`). See ``docs/simulate.md`` for every argument."""
     if seed < 0:
         raise UsageError("--seed must be a non-negative whole number")
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     check_backend(backend, scheduler)
-    check_predictions(methods, measures, predictions is not None)
+    check_judge(methods, measures, predictions is not None, predictor, audit)
     specs = [parse_method(m) for m in split_methods(methods)]
     if not specs:
         raise UsageError("give at least one method with --methods")
     targets = parse_targets(measures)
     plans = _plans(specs, targets)
     pool = _pool(runs, qrels, depth)
-    predicted = None if predictions is None else _predictions(predictions, pool, qrels)
+    predicted = (make_predictions(pool, qrels, [predictor], seed)[predictor]
+                 if predictor is not None
+                 else None if predictions is None else _predictions(predictions, pool, qrels))
+    favoured = (favoured_run(parse_predictor(predictor), pool, qrels)
+                if predictor is not None and parse_predictor(predictor).run is not None
+                else None)
     split_list = make_splits(pool.run_names, leave_out, groups, splits, seed)
     grid = Grid(tuple(specs), tuple(budgets_from(rates, budgets)), trials, len(split_list))
     store = Store(output)
-    store.open(_inputs(pool, qrels, targets, seed, leave_out, split_list, per_topic,
-                       predicted), grid,
+    store.open({**_inputs(pool, qrels, targets, seed, leave_out, split_list, per_topic,
+                          predicted), **({"audit": favoured or True} if audit else {})}, grid,
                {"runs": pool.n_runs, "topics": len(pool.topics),
                 "left_out": [s.left_out for s in split_list]})
     schedule = Schedule(_missing(store, grid), grid, jobs)
     if schedule:
         setup = _setup(runs, pool, qrels, targets, plans, split_list, seed, per_topic,
                        predicted)
+        if audit:
+            setup = replace(setup, audit=Audit(tuple(runs), favoured))
         _run(store, setup, schedule, backend=backend, jobs=jobs, scheduler=scheduler,
              progress=progress)
     store.consolidate(grid)
@@ -102,16 +114,32 @@ def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
 # -- checking and planning -----------------------------------------------------------------------
 
 
-def check_predictions(methods: Sequence[str], measures: Sequence[str], given: bool) -> None:
+def check_judge(methods: Sequence[str], measures: Sequence[str], given: bool,
+                predictor: str | None, audit: bool) -> None:
+    """:func:`check_predictions` with a predictor (parsed) in place of given predictions,
+    and the audit (UsageError without a judge to audit)."""
+    if given and predictor is not None:
+        raise UsageError("give --predictions or --predictor, not both")
+    if predictor is not None:
+        parse_predictor(predictor)
+    judged = given or predictor is not None
+    if audit and not judged:
+        raise UsageError("--audit needs a machine judge to audit (--predictor or "
+                         "--predictions)")
+    check_predictions(methods, measures, judged, audit)
+
+
+def check_predictions(methods: Sequence[str], measures: Sequence[str], given: bool,
+                      audited: bool = False) -> None:
     """UsageError (before any file is read) when a method or a measure needs predictions
-    and none are given, or predictions are given that nothing uses."""
+    and none are given, or predictions are given that nothing uses (nor the audit)."""
     users = [s.text for s in map(parse_method, split_methods(methods)) if s.uses_predictions]
     users += [t.name for t in parse_targets(measures)
               if t.given is not None and FAMILIES[t.given.family].needs_predictions]
     if users and not given:
         raise UsageError(f"{users[0]} needs predictions of relevance (--predictions FILE; "
                          "in the library, predictions=)")
-    if given and not users:
+    if given and not users and not audited:
         raise UsageError("no method or measure uses the predictions (see "
                          "docs/predictions.md)")
 

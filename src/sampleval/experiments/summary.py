@@ -23,6 +23,10 @@ COLUMNS = ["method", "rate", "budget", "measure", "estimator", "trials", "sample
            "bias", "variance", "bias_squared", "mse", "tau", "tau_ap", "sig_accuracy",
            "sig_accuracy_min", "sig_accuracy_max", "r_corr", "coverage", "coverage_topic",
            "judged", "seconds_per_trial", "unreachable", "reaching_budget", "reaching_rate"]
+AUDIT_COLUMNS = ["audit_power", "audit_false_alarm", "rank_coverage"]
+"""With an audit: the means over samples of ``audit_favoured_flagged``,
+``audit_others_flagged`` and ``rank_covered`` (trial_stats.parquet)."""
+AUDIT_SOURCES = ("audit_favoured_flagged", "audit_others_flagged", "rank_covered")
 SPLIT_COLUMNS = [f"{stat}_{part}" for part in ("contributed", "left_out")
                  for stat in ("rms", "bias", "variance")]
 
@@ -32,6 +36,8 @@ def summarise(means: pd.DataFrame, stats: pd.DataFrame, leave_out: bool) -> pd.D
     topic-``all`` rows of trials.parquet and the rows of trial_stats.parquet, in the order the
     cells first appear in ``stats``."""
     rows = []
+    audited = AUDIT_SOURCES[0] in stats and bool(stats[AUDIT_SOURCES[0]].notna().any()
+                                                  or stats[AUDIT_SOURCES[2]].notna().any())
     grouped = _with_cell(means).groupby(GROUP, sort=False, observed=True)
     for key, part in _with_cell(stats).groupby(GROUP, sort=False, observed=True):
         first = part.iloc[0]
@@ -59,8 +65,12 @@ def summarise(means: pd.DataFrame, stats: pd.DataFrame, leave_out: bool) -> pd.D
             row[column] = (_mean(part[column]) if column == "unreachable"
                            else float(np.nanmax(values)) if np.isfinite(values).any()
                            else np.nan)
+        if audited:
+            row.update({c: _mean(part[s]) for c, s in zip(AUDIT_COLUMNS, AUDIT_SOURCES,
+                                                          strict=True)})
         rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS + (SPLIT_COLUMNS if leave_out else []))
+    return pd.DataFrame(rows, columns=COLUMNS + (SPLIT_COLUMNS if leave_out else [])
+                        + (AUDIT_COLUMNS if audited else []))
 
 
 def unreachable_notes(summary: pd.DataFrame) -> list[str]:

@@ -19,6 +19,7 @@ each split's selection pool). A trial then
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from sampleval.core.pool import Pool
     from sampleval.core.predictions import Predictions
     from sampleval.core.qrels import Qrels
+    from sampleval.core.run import Run
     from sampleval.core.sample import Sample
     from sampleval.experiments.grid import Cell
     from sampleval.experiments.splits import Split
@@ -61,13 +63,18 @@ STAT_COLUMNS = ["method", "rate", "budget", "trial", "split", "measure", "estima
                 "sig_true_negative", "sig_miss", "sig_false_alarm", "sig_inversion",
                 "sig_accuracy", "r_corr", "covered", "intervals", "covered_topic",
                 "intervals_topic", "judged", "seconds", "unreachable", "reaching_budget",
-                "reaching_rate"]
+                "reaching_rate", "audit_favoured_flagged", "audit_others_flagged",
+                "rank_covered"]
 """trial_stats.parquet: one row per (cell, trial, target), see the module docstring.
 ``unreachable``: the share of the pooled documents (of the truth's topics) whose inclusion
 probability is 0 (:meth:`~sampleval.core.sample.Sample.unreachable`); ``reaching_budget``:
 where some are, the smallest per-topic budget (the largest over topics) at which the design
 reaches every document some budget reaches, and ``reaching_rate`` the same as a share of
-each topic's pool (NaN where no document is unreachable, or the design is not stratified)."""
+each topic's pool (NaN where no document is unreachable, or the design is not stratified).
+With an audit (:class:`Audit`; estimators of the ~ht family only, else NaN):
+``audit_favoured_flagged``: whether the audit (Holm, alpha 0.05) flagged the favoured run
+(NaN without one), ``audit_others_flagged``: the share of the other runs it flagged,
+``rank_covered``: whether the sample's simultaneous rank intervals held every run's true rank."""
 
 TOPIC_COLUMNS = ["method", "rate", "budget", "trial", "split", "topic", "judged", "reached",
                  "relevant", "relevant_judged", "relevant_reached"]
@@ -87,6 +94,16 @@ CATEGORIES = ("method", "measure", "estimator", "run", "topic")
 
 
 @dataclass(frozen=True)
+class Audit:
+    """Audit the predictions as a machine judge in every trial (``sampleval audit``'s
+    :func:`~sampleval.estimation.audit.judge_rows`): the ``runs`` (the audit evaluates them
+    at the pool's depth) and the run the judge favours, if any."""
+
+    runs: tuple[Run, ...]
+    favoured: str | None = None
+
+
+@dataclass(frozen=True)
 class Setup:
     """What every trial of a simulation shares (see the module docstring). ``pools``: the
     depth-K pool of all runs by score precision (``"float32"``, ``"float64"``)."""
@@ -102,6 +119,7 @@ class Setup:
     alpha: float = 0.05
     predictions: Predictions | None = None
     """Predicted relevance, for the methods that select by it and the ``~ppi`` targets."""
+    audit: Audit | None = None
 
 
 @dataclass(frozen=True)
@@ -208,8 +226,35 @@ class Worker:
                                       contributing))
             stats.append({**labels, **self._statistics(name, est, true, true_mean, true_r,
                                                        contributing),
-                          "judged": float(judged.mean()), "seconds": seconds, **reach})
+                          "judged": float(judged.mean()), "seconds": seconds, **reach,
+                          **self._audit(cell, plan, sample, true_mean, trial)})
         return columns, stats, [{**keys, **counts} for counts in self._reach(sample)]
+
+    def _audit(self, cell: Cell, plan: Plan, sample: Sample, true_mean: np.ndarray,
+               trial: int) -> dict[str, float]:
+        """The audit's outcome on this trial's sample (see :data:`STAT_COLUMNS`), empty
+        without an audit, NaN where the plan's estimator gives no pairwise variances."""
+        setup = self.setup
+        if setup.audit is None or setup.predictions is None:
+            return {}
+        from sampleval.estimation.audit import audit_outcome, human_estimates, judge_rows
+        from sampleval.estimators.family import FAMILIES
+
+        if plan.spec is None or FAMILIES[plan.spec.family].differences is None:
+            return dict.fromkeys(("audit_favoured_flagged", "audit_others_flagged",
+                                  "rank_covered"), np.nan)
+        rng = trial_rng(setup.seed, f"{cell.method.text} audit {plan.spec.name}",
+                        cell.budget.label, trial, cell.split)
+        with warnings.catch_warnings():  # once per trial would drown the progress bar
+            warnings.filterwarnings("ignore", message="rank intervals use")
+            human = human_estimates(sample, list(setup.audit.runs), plan.spec.name,
+                                    depth=self.pool.depth, ci=setup.ci, rng=rng)
+        rows = judge_rows(sample, human, setup.predictions, ci=setup.ci, alpha=setup.alpha)
+        outcome = audit_outcome(rows, pd.Series(true_mean, index=list(self.pool.run_names)),
+                                setup.audit.favoured)
+        return {"audit_favoured_flagged": outcome.favoured_flagged,
+                "audit_others_flagged": outcome.others_flagged,
+                "rank_covered": float(outcome.rank_covered)}
 
     def _reach(self, sample: Sample) -> list[dict[str, Any]]:
         """Per topic, what the sample judged and reached (see :data:`TOPIC_COLUMNS`)."""
