@@ -43,15 +43,16 @@ system-packages:
 trec_eval:
 	scripts/build_trec_eval.sh
 
+# Tests run in JOBS processes (pytest-xdist; the machines have 2 cores; JOBS=0: one process).
+JOBS ?= 2
+
 test: $(VENV)/.installed-test system-packages
 	-@scripts/build_trec_eval.sh >/dev/null || echo "(differential tests against trec_eval will skip)"
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(JOBS)
 
-# The fast tier: lint, types and every test not marked slow (a few minutes on 2 cores);
-# make test runs everything. JOBS=2 spreads the tests over two processes (pytest-xdist).
-JOBS ?= 0
+# The fast tier: lint, types and every test not marked slow; make test runs everything.
 check: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
