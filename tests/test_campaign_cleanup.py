@@ -19,6 +19,8 @@ pytest.importorskip("sqlalchemy")
 
 from campaign_support import alive, have_postgres, need
 
+pytestmark = pytest.mark.slow  # real processes: make test runs them, make check not
+
 HERE = Path(__file__).resolve().parent
 
 INNER = '''

@@ -174,6 +174,7 @@ def _export(client, boss: str) -> Sample:  # type: ignore[no-untyped-def]
         return Sample.load(Path(tmp) / "t")
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_restarted_and_the_target_still_stops_the_campaign(
         tmp_path: Path) -> None:
     """SIGKILL to the estimates worker mid-campaign: the estimates say they are stale and
@@ -225,6 +226,7 @@ class _NoWorker(Executor):
         return future
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_be_restarted_leaves_the_estimates_to_the_server(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker killed and every restart failing: after GIVE_UP_AFTER tries the

@@ -165,6 +165,7 @@ def test_overlap_documents_are_offered_to_every_assessor(tmp_path: Path) -> None
 
 # -- leases across a restart ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_restart_hands_no_leased_document_to_a_second_assessor(store_url: str) -> None:
     """Two assessors per topic; the server is killed between one's offer and its judgment,
     then the other asks for a document: never the leased one. The campaign then runs to its

@@ -33,6 +33,8 @@ from sampleval.campaign.store import Store
 from sampleval.campaign.web import create_app
 from sampleval.selection import Budget
 
+pytestmark = pytest.mark.slow  # a real nginx and server: make test runs them, make check not
+
 NGINX_CONF = """
 daemon off;
 worker_processes 1;
