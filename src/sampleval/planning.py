@@ -32,6 +32,7 @@ variances vary, not the error of the g(n) model.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -244,10 +245,13 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
     draws = None
     if model == "active":
         from sampleval.core.pool import Pool
+        from sampleval.estimators.setup import estimation_depth
         from sampleval.io.coerce import as_runs
 
-        pool = Pool.from_runs(as_runs(runs), depth=sample.meta.get("pool_depth")
-                              if depth is None else depth)
+        with warnings.catch_warnings():  # estimate above has said what the depth means
+            warnings.simplefilter("ignore")
+            cut = estimation_depth(sample, SAMPLE_DEPTH if depth is None else depth)
+        pool = Pool.from_runs(as_runs(runs), depth=cut)
         draws = active_draws(pool, topics)
         size = np.array([pool[t].size for t in topics], dtype=np.float64)
     return forecast_arrays(variance, judged, size, found, target.half_width, ci=ci, cap=cap,
