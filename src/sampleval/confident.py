@@ -90,12 +90,14 @@ from typing import Any
 
 import numpy as np
 
+from sampleval.core.design import STRATIFIED
 from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC, topic_views, z_value
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
+from sampleval.estimators.setup import accepts
 from sampleval.selection.ap_prior import document_prior
 from sampleval.selection.base import Oracle, Selector
 from sampleval.selection.strata import Layout, StratifiedSelector, handout
@@ -222,7 +224,7 @@ class ConfidentJudging:
         self.z = z_value(ci)
         self.spec = target.spec(selector.design,
                                 selector.draws_reach_every_document(selector.params))
-        if selector.design not in FAMILIES[self.spec.family].designs:
+        if not accepts(FAMILIES[self.spec.family], selector.design):
             raise UsageError(f"{self.spec.name} does not apply to {selector.name}'s "
                              f"{selector.design} samples")
         names = list(pool.run_names)
@@ -308,7 +310,7 @@ class ConfidentJudging:
             "target": f"{self.target.measure}:{self.target.half_width}",
             "design": "phase-committed", "start": self.start, "margin": self.margin,
             "phases": {t: len(p) for t, p in zip(self.topics, self.phases, strict=True)}}}
-        return Sample("stratified", frame, meta=meta)
+        return Sample(STRATIFIED, frame, meta=meta)
 
     def _estimate(self, topic_indices: Sequence[int]) -> None:
         """Re-estimate the given topics from the current sample."""

@@ -64,7 +64,7 @@ def export(sample: Sample, path: str | PathLike[str], as_format: str = "qrels") 
 
 def sample_qrels_frame(sample: Sample) -> pd.DataFrame:
     """The frame as NIST's sampled qrels (columns as ``read_sample_qrels`` gives them)."""
-    if sample.design not in ("stratified", "census"):
+    if not sample.design.has_strata:
         raise UsageError(f"a {sample.design} sample cannot be written as NIST sampled qrels, "
                          "whose design is stratified sampling; write it --as prels (inclusion "
                          "probabilities) or --as qrels")
@@ -82,14 +82,14 @@ def prels_frame(sample: Sample) -> pd.DataFrame:
     gives them)."""
     judged = sample.judged()
     probability = judged["inclusion"].to_numpy(dtype=np.float64)
-    if sample.design in ("census", "pooled"):
+    if sample.design.is_deterministic:
         probability = np.ones(len(judged))
     bad = ~((probability > 0) & (probability <= 1))
     if bad.any():
         raise UsageError(f"{int(bad.sum())} judged documents have no inclusion probability in "
                          f"(0, 1] in this {sample.design} sample, so it cannot be written as "
                          "prels; write it --as qrels")
-    if sample.design in ("stratified", "with-replacement"):
+    if sample.design.has_joint_probabilities and not sample.design.independent_inclusions:
         warnings.warn(f"prels keep each document's inclusion probability only: estimates read "
                       f"back from them are the same, but their intervals treat inclusions as "
                       f"independent (the {sample.design} design's joint probabilities are "

@@ -506,7 +506,7 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     try:
         with warnings.catch_warnings(record=True) as said:  # shown, not logged each time
             warnings.simplefilter("always")
-            if sample.design == "pooled":
+            if not sample.design.is_probability_design:
                 results = evaluate(sample.to_qrels(), runs, EXACT_MEASURES)
                 results = results.assign(lo=np.nan, hi=np.nan)
                 head = ("exact measures on the judged documents (a pooled design has no "

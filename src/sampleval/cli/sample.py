@@ -114,16 +114,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_duplicates(parser)
     methods = add_command(commands, "methods", run_methods,
                           "list the selection methods and the estimator families",
-                          "List the selection methods (their design, parameters and the "
-                          "estimator families that apply to their samples) and the estimator "
-                          "families (their measures and designs).")
+                          "List the selection methods (their design and its capabilities, "
+                          "parameters and the estimator families that apply to their samples) "
+                          "and the estimator families (their measures and designs).")
     methods.add_argument("--defaults", action="store_true",
                          help="print instead the default estimator of each plain measure on "
                               "each design (the table estimate, compare and simulate use; "
                               "docs/guide/defaults.md)")
     methods.add_argument("-f", "--format", choices=("table", "tsv"), default="table",
-                         help="with --defaults: table (aligned columns) or tsv (header "
-                              "'design measure estimator', one row per design and measure)")
+                         help="table (text; with --defaults aligned columns) or tsv: one row "
+                              "per method (header 'method design', a column per capability of "
+                              "the design, 'families'), or with --defaults one row per design "
+                              "and measure (header 'design measure estimator')")
 
 
 def run_sample(args: argparse.Namespace) -> None:
@@ -245,9 +247,27 @@ def run_defaults(output_format: str) -> None:
     sys.stdout.write("".join(f"{d:{widths[0]}}  {m:{widths[1]}}  {e}\n" for d, m, e in table))
 
 
+def run_methods_tsv() -> None:
+    """``sampleval methods -f tsv``: one row per selection method, its design, whether the
+    design has each capability (``true``/``false``) and the families that accept it."""
+    from sampleval.core.design import CAPABILITIES
+    from sampleval.selection import METHODS
+
+    lines = ["\t".join(("method", "design", *CAPABILITIES, "families"))]
+    for name, cls in METHODS.items():
+        held = cls.design.capabilities()
+        lines.append("\t".join((name, cls.design.name,
+                                *(str(held[c]).lower() for c in CAPABILITIES),
+                                ",".join(cls.estimator_families()))))
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
 def run_methods(args: argparse.Namespace) -> None:
     if getattr(args, "defaults", False):  # a bare Namespace lists the methods
         run_defaults(getattr(args, "format", "table"))
+        return
+    if getattr(args, "format", "table") == "tsv":
+        run_methods_tsv()
         return
     import shutil
     import textwrap
@@ -278,12 +298,14 @@ def run_methods(args: argparse.Namespace) -> None:
     for name, cls in METHODS.items():
         lines.append(entry(name, cls.summary, indent=2))
         unit = "" if cls.budget_unit == "judgments" else f"; the budget counts {cls.budget_unit}"
-        if cls.design == "pooled":
-            lines.append(entry("design", "pooled (deterministic): its judgments are exact, "
-                                         "evaluate them with 'sampleval evaluate SAMPLE RUN...'"
-                                         f"{unit}"))
+        held = ", ".join(c for c, has in cls.design.capabilities().items() if has)
+        if not cls.design.is_probability_design:
+            lines.append(entry("design", f"{cls.design} (deterministic): its judgments are "
+                                         "exact, evaluate them with 'sampleval evaluate SAMPLE "
+                                         f"RUN...'{unit}"))
+            lines.append(entry("capabilities", held))
         else:
-            lines.append(entry("design", cls.design + unit))
+            lines += [entry("design", cls.design + unit), entry("capabilities", held)]
             lines.append(entry("estimator families", ", ".join(cls.estimator_families())))
             lines.append(entry("estimated by default", defaults(cls)))
         lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]

@@ -3,27 +3,15 @@
 Per topic, a sample has a *frame* (the documents the design could have chosen: the pool it
 sampled from) with, for each document, its label (``NaN``: in the frame, not judged; labels
 may be fractional, e.g. the mean of several assessors' grades), its stratum (stratified
-designs) and its first-order inclusion probability pi_i. Designs:
-
-``census``            every frame document judged; pi_i = 1.
-``stratified``        simple random sampling without replacement within strata
-                      (NIST's ``topic iter docno stratum rel``; infAP's uniform sample of the
-                      pool is one stratum). pi_i = n_h / N_h.
-``poisson``           independent inclusion with known pi_i (pi_ij = pi_i pi_j).
-``inclusion``         only pi_i known (Million Query prels); pi_ij taken as pi_i pi_j.
-``with-replacement``  draws in rounds t = 1..T, N_t draws from a distribution p_t (active
-                      sampling); ``rounds`` holds N_t, ``round_probs`` p_t(i) of every sampled
-                      document at every round t >= 1 and, in round 0, every frame
-                      document's p-bar(i) = n / sum_t N_t / p_t(i) (the harmonic mean over
-                      the n draws; not in samples written before 2026-11), ``draws`` each
-                      draw. pi_i = 1 - prod_t (1 - p_t(i))^N_t; pi_ij = pi_i + pi_j -
-                      [1 - prod_t (1 - p_t(i) - p_t(j))^N_t] (Li & Kanoulas, CIKM 2017,
-                      sec. 3).
-``importance``        i.i.d. draws from Q (Schnabel et al., ICTIR 2016); ``draws`` holds each
-                      draw's document and Q, ``round_probs`` (round 0) Q of every frame
-                      document.
-``pooled``            a deterministic choice (depth-k, MTF, bandits): judged documents have
-                      pi = 1, and only estimators that assume nothing else apply.
+designs) and its first-order inclusion probability pi_i. Its design
+(:class:`~sampleval.core.design.Design`: ``census``, ``stratified``, ``poisson``,
+``inclusion``, ``with-replacement``, ``importance``, ``pooled``) says what was drawn and how:
+its inclusion probabilities, units, variance form and capabilities. Tables beside the frame:
+``rounds`` (with-replacement: N_t draws at round t), ``round_probs`` (p_t(i) of every sampled
+document at every round t >= 1 and, in round 0, every frame document's p-bar(i) = n /
+sum_t N_t / p_t(i), the harmonic mean over the n draws (not in samples written before
+2026-11); importance: Q of every frame document, round 0), ``draws`` (each draw's document
+and probability).
 
 Saved as a directory readable without sampleval (docs/sample-format.md): ``sample.json``
 (format name, version, design, free metadata) and one Parquet file per table (``frame``
@@ -49,6 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sampleval.core.design import CENSUS, INCLUSION, STRATIFIED, Design, as_design, designs
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import sort_topics
 from sampleval.errors import InputError, UsageError
@@ -57,8 +46,8 @@ FORMAT_NAME = "sampleval-sample"
 FORMAT_VERSION = 2
 READ_VERSIONS = (1, 2)
 HEADER = "sample.json"
-DESIGNS = ("census", "stratified", "poisson", "inclusion", "with-replacement", "importance",
-           "pooled")
+DESIGNS = tuple(d.name for d in designs())
+"""The names of the built-in designs (:mod:`sampleval.core.design`)."""
 _TABLES = {
     "frame": ["query_id", "doc_id", "relevance", "stratum", "inclusion"],
     "draws": ["query_id", "round", "doc_id", "probability"],
@@ -115,10 +104,12 @@ class TopicSample:
 
 @dataclass(frozen=True, eq=False)
 class Sample:
-    """Judgments and their design; see the module docstring. Tables are DataFrames with the
-    columns of ``_TABLES``; ``meta`` is free JSON metadata (method, parameters, seed)."""
+    """Judgments and their design; see the module docstring. ``design`` is a
+    :class:`~sampleval.core.design.Design` (given by name, it is looked up); tables are
+    DataFrames with the columns of ``_TABLES``; ``meta`` is free JSON metadata (method,
+    parameters, seed)."""
 
-    design: str
+    design: Design
     frame: pd.DataFrame
     draws: pd.DataFrame | None = None
     rounds: pd.DataFrame | None = None
@@ -138,8 +129,7 @@ class Sample:
     estimating several measures from one sample computes each topic's pi_ij once."""
 
     def __post_init__(self) -> None:
-        if self.design not in DESIGNS:
-            raise UsageError(f"unknown design {self.design!r} (one of {', '.join(DESIGNS)})")
+        object.__setattr__(self, "design", as_design(self.design))
 
     def __repr__(self) -> str:
         """A one-line summary: design, method, topics, frame and judged documents, tables."""
@@ -186,7 +176,7 @@ class Sample:
         strata = f["stratum"].to_numpy(dtype=object).astype(str)
         labels = f["relevance"].to_numpy(dtype=np.float64)
         inclusion = f["inclusion"].to_numpy(dtype=np.float64)
-        has_strata = self.design in ("stratified", "census")
+        has_strata = self.design.has_strata
         starts = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]])
         out = {}
         for start, stop in zip(starts, np.r_[starts[1:], len(topics)], strict=True):
@@ -206,11 +196,11 @@ class Sample:
         """``[topics, 2]``: per topic, its frame documents with inclusion probability 0
         (:attr:`TopicSample.unreachable`: no estimator can see a relevant one among them)
         and its frame size. None are unreachable in a deterministic design (``census``,
-        ``pooled``: no inclusion probabilities to speak of) or read as sample_eval does
-        (``keep_empty_strata``: such strata stay in the frame)."""
+        ``pooled``: nothing is drawn) or read as sample_eval does (``keep_empty_strata``:
+        such strata stay in the frame)."""
         counts = np.array([(int(self.topic(t).unreachable.sum()), len(self.topic(t).labels))
                            for t in topics], dtype=np.int64).reshape(-1, 2)
-        if self.design in ("census", "pooled") or self.keep_empty_strata:
+        if self.design.is_deterministic or self.keep_empty_strata:
             counts[:, 0] = 0
         return counts
 
@@ -246,7 +236,7 @@ class Sample:
             "relevance": np.where(relevance < 0, np.nan, relevance),
             "stratum": "1",
         })
-        design = "stratified" if np.isnan(frame["relevance"]).any() else "census"
+        design = STRATIFIED if np.isnan(frame["relevance"]).any() else CENSUS
         return cls(design=design, frame=_with_stratified_inclusion(frame),
                    meta={"source": qrels.source, "from": "qrels"})
 
@@ -262,7 +252,7 @@ class Sample:
             "relevance": np.where(relevance < 0, np.nan, relevance),
             "stratum": table["stratum"].astype(str).to_numpy(dtype=object),
         })
-        return cls(design="stratified", frame=_with_stratified_inclusion(frame),
+        return cls(design=STRATIFIED, frame=_with_stratified_inclusion(frame),
                    meta={"source": source, "from": "sample_qrels"},
                    keep_empty_strata=keep_empty_strata)
 
@@ -276,7 +266,7 @@ class Sample:
             "stratum": "",
             "inclusion": table["probability"].to_numpy(dtype=np.float64),
         })
-        return cls(design="inclusion", frame=frame, meta={"source": source, "from": "prels"})
+        return cls(design=INCLUSION, frame=frame, meta={"source": source, "from": "prels"})
 
     # -- persistence ------------------------------------------------------------------------
 
@@ -313,7 +303,7 @@ class Sample:
                            compression_level=9, use_dictionary=list(_TEXT),
                            use_byte_stream_split=["relevance", "inclusion", "probability"])
             tmp.replace(out / f"{name}.parquet")
-        header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "design": self.design,
+        header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "design": self.design.name,
                   "tables": sorted(tables), "meta": self.meta, **(extra or {})}
         tmp = out / f".{HEADER}.tmp"
         tmp.write_text(json.dumps(header, indent=1) + "\n")
@@ -334,7 +324,11 @@ class Sample:
                   for name in header.get("tables", []) if name in _TABLES}
         if "frame" not in tables:
             raise InputError(path / HEADER, None, "the header lists no frame table")
-        return cls(design=header["design"], frame=tables["frame"], draws=tables.get("draws"),
+        try:
+            design = as_design(str(header.get("design")))
+        except UsageError as exc:
+            raise InputError(path / HEADER, None, str(exc)) from None
+        return cls(design=design, frame=tables["frame"], draws=tables.get("draws"),
                    rounds=tables.get("rounds"), round_probs=tables.get("round_probs"),
                    meta=header.get("meta", {}))
 

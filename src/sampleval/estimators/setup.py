@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sampleval.errors import SampleValError, UsageError
-from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.family import FAMILIES, EstimatorFamily
 from sampleval.estimators.names import (
     EstimateSpec,
     draws_reach_every_document,
@@ -33,6 +33,7 @@ from sampleval.estimators.names import (
 )
 
 if TYPE_CHECKING:
+    from sampleval.core.design import Design
     from sampleval.core.sample import Sample
 
 DEFAULT_MEASURES: tuple[tuple[str, int | None], ...] = (
@@ -92,7 +93,7 @@ def setup_for(sample: Sample, measures: Sequence[str] | str | None = None, *,
     specs = list(by_spec)
     for spec in specs:
         family = FAMILIES[spec.family]
-        if sample.design not in family.designs:
+        if not accepts(family, sample.design):
             raise UsageError(f"{spec.name} needs a {' or '.join(family.designs)} sample, "
                              f"not a {sample.design} one")
         if family.needs_predictions and not with_predictions:
@@ -106,11 +107,21 @@ def setup_for(sample: Sample, measures: Sequence[str] | str | None = None, *,
             cut = estimation_depth(sample, depth)
     share_depth = cut if cut is not None else (
         None if "pool_depth" in sample.meta else SHARE_DEPTH)
-    strata_bound = sample.design in ("stratified", "census") and not sample.keep_empty_strata
+    strata_bound = sample.design.has_strata and not sample.keep_empty_strata
     return Setup(cut, share_depth, strata_bound, tuple(specs), tuple(by_spec.values()))
 
 
-def estimator_of(name: str, design: str, reach_every_document: bool = False) -> EstimateSpec:
+def accepts(family: EstimatorFamily, design: Design) -> bool:
+    """Whether ``family`` estimates from samples of ``design``: today by the names it
+    declares (``EstimatorFamily.designs``); the one place to ask, so that families can come
+    to declare the capability they need instead (``design.has_joint_probabilities`` for
+    ``ht`` and ``statAP``, ``has_draws`` for ``hh``, ``has_iid_draws`` for ``is``,
+    ``has_strata`` for NIST's inferred measures, ``is_probability_design`` for ``ppi``)."""
+    return design.name in family.designs
+
+
+def estimator_of(name: str, design: Design, reach_every_document: bool = False
+                 ) -> EstimateSpec:
     """The estimator ``name`` means on samples of ``design``: an estimator's name
     (``AP~ht``, ``xinfAP``) as given; a plain measure (``AP``, ``P@10``, ``nDCG@10``) by the
     estimator the design prefers (:func:`~sampleval.estimators.names.estimator_for`);
@@ -144,10 +155,10 @@ def default_estimates(sample: Sample) -> tuple[str, ...]:
     """The estimators used when none is named: each of :data:`DEFAULT_MEASURES` by the
     estimator the sample's design prefers (the table of
     :mod:`sampleval.estimators.defaults`, which says why each)."""
-    if sample.design == "pooled":
-        raise UsageError("a pooled (deterministic) sample supports no design-based estimator: "
-                         "its judged documents are evaluated exactly, with 'sampleval "
-                         "evaluate SAMPLE RUN...'")
+    if not sample.design.is_probability_design:
+        raise UsageError(f"a {sample.design} (deterministic) sample supports no design-based "
+                         "estimator: its judged documents are evaluated exactly, with "
+                         "'sampleval evaluate SAMPLE RUN...'")
     reach = draws_reach_every_document(sample)
     specs = [estimator_for(base, cut, sample.design, reach) for base, cut in DEFAULT_MEASURES]
     names = [s.name for s in specs if s is not None]
@@ -163,7 +174,7 @@ def compare_default(sample: Sample) -> str:
     :func:`default_estimates`."""
     from sampleval.estimators.defaults import COMPARE
 
-    return COMPARE.get(sample.design) or default_estimates(sample)[0]
+    return COMPARE.get(sample.design.name) or default_estimates(sample)[0]
 
 
 def estimation_depth(sample: Sample, depth: int | str | None = SAMPLE_DEPTH) -> int | None:

@@ -27,6 +27,7 @@ from sampleval.params import parse_assignments, resolve
 if TYPE_CHECKING:
     import numpy as np
 
+    from sampleval.core.design import Design
     from sampleval.core.pool import Pool
     from sampleval.core.predictions import Predictions
     from sampleval.core.sample import Sample
@@ -58,7 +59,7 @@ class MethodSpec:
         return METHODS[self.name]
 
     @property
-    def design(self) -> str:
+    def design(self) -> Design:
         return self.selector.design
 
     @property
@@ -147,13 +148,14 @@ def _check_modifiers(text: str, cls: type[Selector], resolved: dict[str, Any],
     of :data:`~sampleval.confident.STOP_MODES`."""
     from sampleval.confident import STOP_MODES, Target
     from sampleval.estimators.family import FAMILIES
+    from sampleval.estimators.setup import accepts
 
     if "target" not in modifiers:
         given = "start=" if "start" in modifiers else "stop="
         raise UsageError(f"method {text!r}: {given} applies only with target=")
     spec = Target.parse(modifiers["target"]).spec(cls.design,
                                                   cls.draws_reach_every_document(resolved))
-    if cls.design not in FAMILIES[spec.family].designs:
+    if not accepts(FAMILIES[spec.family], cls.design):
         raise UsageError(f"method {text!r}: {spec.name} does not apply to {cls.name}'s "
                          f"{cls.design} samples")
     start = modifiers.get("start", str(TARGET_START))

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sampleval.core.design import STRATIFIED
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
@@ -81,17 +82,17 @@ def fixed_rate_sample(pool: Pool, rng: np.random.Generator,
     frame = pd.concat(parts, ignore_index=True)
     groups = frame.groupby(["query_id", "stratum"])["relevance"]
     frame["inclusion"] = groups.transform("count") / groups.transform("size")
-    return Sample("stratified", frame)
+    return Sample(STRATIFIED, frame)
 
 
-def draw(design: str, pool: Pool, qrels: Qrels, rate: float, seed: int) -> Sample:
-    """One sample of ``design`` (module docstring)."""
+def draw(method: str, pool: Pool, qrels: Qrels, rate: float, seed: int) -> Sample:
+    """One sample by ``method`` (one of ``--designs``: module docstring)."""
     rng = np.random.default_rng(seed)
-    if design == "strata":
+    if method == "strata":
         return fixed_rate_sample(pool, rng, STRATA)
-    if design == "uniform":
+    if method == "uniform":
         return fixed_rate_sample(pool, rng, ((1, None, rate),))
-    selector = parse_method(design).make(pool, Budget(rate=rate), rng)
+    selector = parse_method(method).make(pool, Budget(rate=rate), rng)
     return simulate(selector, qrels_oracle(qrels)).sample()
 
 

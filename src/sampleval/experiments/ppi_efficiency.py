@@ -69,6 +69,7 @@ from sampleval.estimators.ppi import (
     predictions_alone,
     topic_datas,
 )
+from sampleval.estimators.setup import accepts
 from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.estimates import mean_over_topics
 from sampleval.experiments.truth import compute_truth
@@ -131,7 +132,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     names = pool.run_names
     views = topic_views(pool, sample)
     out = {}
-    if sample.design in FAMILIES["ht"].designs:
+    if accepts(FAMILIES["ht"], sample.design):
         for measure in measures:
             spec = parse_estimate(_for_family(measure, "ht"))
             rows = estimate_ht(names, views, sample, spec, level, 0.95)

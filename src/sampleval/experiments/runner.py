@@ -21,12 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sampleval.core.design import designs as all_designs
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
 from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.setup import accepts
 from sampleval.experiments.backends import check_backend, run_tasks
 from sampleval.experiments.grid import (
     Cell,
@@ -256,7 +258,8 @@ def _resolved(targets: Sequence[Target]) -> dict[str, dict[str, str | None]]:
     ``xinfAP``) and an option's default may move (``AP~ht``'s intervals became bias-aware),
     so a directory whose trials were made under other defaults is refused rather than
     resumed with two estimators under one measure name."""
-    designs = sorted({d for f in FAMILIES.values() for d in f.designs} | {"pooled"})
+    designs = sorted(d.name for d in all_designs() if not d.is_probability_design
+                     or any(accepts(f, d) for f in FAMILIES.values()))
     resolved: dict[str, dict[str, str | None]] = {}
     for target in targets:
         resolved[target.name] = {}

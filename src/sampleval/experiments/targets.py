@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sampleval.core.design import as_design
 from sampleval.errors import UsageError
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import EstimateSpec, parse_estimate
-from sampleval.estimators.setup import estimator_of
+from sampleval.estimators.setup import accepts, estimator_of
 from sampleval.measures.names import Measure, parse_measure
 
 
@@ -97,11 +98,12 @@ def parse_targets(texts: Sequence[str]) -> list[Target]:
 def plan_for(target: Target, design: str, reach_every_document: bool = False) -> Plan | None:
     """How ``target`` is estimated from samples of ``design`` (None: it cannot be);
     ``reach_every_document``: the samples' every draw could reach every document."""
+    kind = as_design(design)
     if target.given is not None:
-        if design not in FAMILIES[target.given.family].designs:
+        if not accepts(FAMILIES[target.given.family], kind):
             return None
         spec: EstimateSpec | None = target.given
-    elif design == "pooled":
+    elif not kind.is_probability_design:
         spec = None
     else:
         cut = target.exact.cutoff
@@ -109,7 +111,7 @@ def plan_for(target: Target, design: str, reach_every_document: bool = False) ->
             return None
         plain = target.exact.name + ("" if cut is None else f"@{int(cut)}")
         try:
-            spec = estimator_of(plain, design, reach_every_document)
+            spec = estimator_of(plain, kind, reach_every_document)
         except UsageError:
             return None
     if spec is None:

@@ -47,7 +47,6 @@ SampleLike: TypeAlias = "Sample | str | PathLike[str]"
 PredictionsLike: TypeAlias = "Predictions | pd.DataFrame | str | PathLike[str]"
 
 RUN_NAME_COLUMNS = ("run", "system")
-DETERMINISTIC_DESIGNS = ("pooled", "census")
 
 
 def _nested(mapping: Mapping[Any, Any], what: str, value: str) -> pd.DataFrame:
@@ -145,7 +144,7 @@ def sample_judgments(sample: Sample, where: str = "the sample") -> Qrels:
     """The judgments of a deterministic sample as qrels (frame documents not judged: grade
     -1, "pooled, not judged"); a sample drawn at random is refused, since exact measures on
     its judged documents alone are biased."""
-    if sample.design not in DETERMINISTIC_DESIGNS:
+    if not sample.design.is_deterministic:
         raise UsageError(f"{where}: a {sample.design} sample, drawn at random: measures "
                          "computed exactly on its judged documents are biased; estimate "
                          f"them with 'sampleval estimate {where} RUN...' (or write its "

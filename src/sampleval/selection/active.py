@@ -84,6 +84,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from sampleval.core.design import WITH_REPLACEMENT, Design
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
@@ -390,7 +391,7 @@ class ActiveSelector(Selector):
     """Active sampling, Li & Kanoulas, CIKM 2017, Algorithm 1 (see the module docstring)."""
 
     name: ClassVar[str] = "active"
-    design: ClassVar[str] = "with-replacement"
+    design: ClassVar[Design] = WITH_REPLACEMENT
     summary: ClassVar[str] = "active sampling (Li & Kanoulas, CIKM 2017, Algorithm 1)"
     parameters: ClassVar[tuple[Param, ...]] = (
         Param("rounds", int, 3, "the reference code's rounds: each draws int(B/rounds) "

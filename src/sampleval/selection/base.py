@@ -31,6 +31,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import pandas as pd
 
+from sampleval.core.design import Design
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
@@ -76,8 +77,9 @@ class Selector(ABC):
     """Base class of every selection method (see the module docstring)."""
 
     name: ClassVar[str]
-    design: ClassVar[str]
-    """The Sample design it produces (``stratified``, ``with-replacement``, ``pooled`` ...)."""
+    design: ClassVar[Design]
+    """The design of the samples it makes (:mod:`sampleval.core.design`: ``STRATIFIED``,
+    ``WITH_REPLACEMENT``, ``POOLED`` ...), whose capabilities decide what applies to them."""
     summary: ClassVar[str] = ""
     """One line: what the method is, and the paper it follows."""
     parameters: ClassVar[tuple[Param, ...]] = ()
@@ -165,9 +167,10 @@ class Selector(ABC):
         evaluated exactly)."""
         from sampleval.estimators.family import FAMILIES
         from sampleval.estimators.names import default_families
+        from sampleval.estimators.setup import accepts
 
         first = default_families(cls.design)
-        rest = [f.name for f in FAMILIES.values() if cls.design in f.designs]
+        rest = [f.name for f in FAMILIES.values() if accepts(f, cls.design)]
         return list(dict.fromkeys([*first, *rest]))
 
     def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
@@ -176,7 +179,7 @@ class Selector(ABC):
         stands (1 for a deterministic design; NaN where the design fixes it only later).
         Judging outside sampleval lists both beside the documents to judge."""
         n = len(docnos)
-        return [""] * n, np.full(n, 1.0 if self.design == "pooled" else np.nan)
+        return [""] * n, np.full(n, 1.0 if self.design.is_deterministic else np.nan)
 
     def budget_for(self, topic: str) -> int:
         return self.budget.for_topic(self.pool[topic].size)

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sampleval.core.design import POOLED, Design
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.params import Param
 from sampleval.selection.base import Budget, register
@@ -33,7 +34,7 @@ class DepthKSelector(PlannedSelector):
     """Depth-k / fixed-budget pooling (see the module docstring)."""
 
     name: ClassVar[str] = "depth-k"
-    design: ClassVar[str] = "pooled"
+    design: ClassVar[Design] = POOLED
     summary: ClassVar[str] = "depth-k pooling, or rank by rank until the budget is spent"
     parameters: ClassVar[tuple[Param, ...]] = (
         Param("k", int, None, "pool depth: judge the documents some run ranks in its top k "

@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, sparse
 
+from sampleval.core.design import STRATIFIED, Design
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.datasets.cranfield import read_documents
@@ -208,7 +209,7 @@ class DynamicSelector(Selector):
     the module docstring)."""
 
     name: ClassVar[str] = "dynamic"
-    design: ClassVar[str] = "stratified"
+    design: ClassVar[Design] = STRATIFIED
     summary: ClassVar[str] = ("Dynamic Sampling: CAL batches as strata (Cormack & Grossman, "
                               "SIGIR 2018/2019)")
     parameters: ClassVar[tuple[Param, ...]] = (

@@ -62,6 +62,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from sampleval.core.design import IMPORTANCE, Design
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
@@ -169,7 +170,7 @@ class ImportanceSelector(Selector):
     """Importance sampling from Q, Schnabel et al., ICTIR 2016 (see the module docstring)."""
 
     name: ClassVar[str] = "importance"
-    design: ClassVar[str] = "importance"
+    design: ClassVar[Design] = IMPORTANCE
     summary: ClassVar[str] = "importance sampling from Q (Schnabel et al., ICTIR 2016)"
     budget_unit: ClassVar[str] = "draws"
     takes_predictions: ClassVar[bool] = True

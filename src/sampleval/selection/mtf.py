@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from sampleval.core.design import POOLED, Design
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
@@ -118,7 +119,7 @@ class RunWalker(Selector):
     of :func:`~sampleval.selection.base.simulate`) this is the method as published.
     """
 
-    design: ClassVar[str] = "pooled"
+    design: ClassVar[Design] = POOLED
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:

@@ -69,6 +69,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from sampleval.core.design import STRATIFIED, Design
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.errors import SamplingWarning, UsageError
@@ -192,7 +193,7 @@ class StratifiedSelector(PlannedSelector):
     """Simple random sampling without replacement within strata (design ``stratified``);
     subclasses give each topic's :class:`Layout`."""
 
-    design: ClassVar[str] = "stratified"
+    design: ClassVar[Design] = STRATIFIED
 
     @abstractmethod
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
