@@ -6,7 +6,8 @@ Selection methods, with their declared defaults, on a small collection judged by
 the defaults construct; the budget is spent exactly (distinct judgments, or draws for a
 method whose budget counts draws); no document is proposed twice; stopping, saving the state
 as JSON, restoring it and continuing gives the very sample and state an uninterrupted run
-gives; the sample survives its directory. Estimator families: every declared measure and
+gives; the sample survives its directory; the design it reports agrees with its samples
+(each capability it claims holds of them). Estimator families: every declared measure and
 option parses back from its printed name; a census gives the exact measure for every base a
 family declares, when the family accepts a census; on a sample of each design the family
 accepts, every measure estimates finite values (a family that reads predicted relevance gets
@@ -23,6 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sampleval.core.design import CAPABILITIES, Design
+from sampleval.core.inclusion import judged_design
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -154,6 +157,81 @@ def test_sample_survives_its_directory(name: str, tmp_path: Path) -> None:
     judge_all(selector)
     sample = selector.sample()
     assert_same_sample(Sample.load(sample.save(tmp_path / "s")), sample)
+
+
+def reached(sample: Sample, topic: str) -> np.ndarray:
+    """Whether each of the topic's frame documents could have been judged: pi_i > 0, or for
+    a design of draws a positive draw probability in every round (round 0's p-bar, or Q)."""
+    ts = sample.topic(topic)
+    if sample.design.has_draws:
+        assert sample.round_probs is not None
+        rows = sample.rows("round_probs", topic)
+        rows = rows[rows["round"] == 0]
+        positive = np.zeros(len(ts.docnos), dtype=bool)
+        where = ts.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
+        positive[where[where >= 0]] = rows["probability"].to_numpy()[where >= 0] > 0
+        return positive
+    return ts.inclusion > 0
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_design_agrees_with_its_samples(name: str) -> None:
+    """The method's samples carry its Design, and every capability the design claims holds
+    of them: pi_i in (0, 1] for the judged documents; pi_ij symmetric, pi_ii = pi_i and
+    pi_ij <= min(pi_i, pi_j) (= pi_i pi_j for independent inclusions); strata, draws and
+    i.i.d. draws where claimed; no design-based estimate of a deterministic choice; and
+    where the method says every document is reachable (its design's capability, or every
+    draw's reach), every pooled document has a chance of being judged once the budget
+    covers every stratum."""
+    cls = METHODS[name]
+    selector = make(name)
+    judge_all(selector)
+    sample = selector.sample()
+    design = sample.design
+    assert isinstance(design, Design) and type(design) is type(cls.design)
+    assert set(design.capabilities()) == set(CAPABILITIES)
+    assert type(Sample(design.name, sample.frame).design) is type(design)  # as read back
+    assert (sample.draws is not None) == design.has_draws, "draws iff has_draws"
+    for topic in POOL.topics:
+        ts = sample.topic(topic)
+        judged = np.flatnonzero(ts.judged)
+        assert design.has_strata or (ts.stratum == -1).all()
+        if design.has_inclusion_probabilities:
+            pi = judged_design(sample, ts).pi
+            assert ((pi > 0) & (pi <= 1)).all(), topic
+        if design.has_joint_probabilities:
+            inc = judged_design(sample, ts)
+            joint, pi = inc.pi_joint, inc.pi
+            np.testing.assert_allclose(joint, joint.T, atol=1e-12)
+            np.testing.assert_allclose(np.diag(joint), pi, atol=1e-12)
+            assert (joint <= np.minimum.outer(pi, pi) + 1e-12).all(), topic
+            assert (joint >= 0).all()
+            if design.independent_inclusions:
+                off = ~np.eye(len(pi), dtype=bool)
+                np.testing.assert_allclose(joint[off], np.outer(pi, pi)[off], atol=1e-12)
+        if design.has_draws:
+            units = design.units(sample, ts) if design.units_kind == "draws" else None
+            assert units is None or set(units.index) == set(judged), topic
+        if design.has_iid_draws:
+            assert sample.round_probs is not None
+            q = sample.rows("round_probs", topic)
+            assert (q["round"] == 0).all() and len(q) == len(ts.docnos)
+            assert abs(q["probability"].sum() - 1) < 1e-9
+    if not design.is_probability_design:
+        with pytest.raises(UsageError, match="evaluated exactly"):
+            estimate(sample, RUNS)
+    if cls.reaches_every_document(selector.params):
+        assert design.reaches_every_document or cls.draws_reach_every_document(selector.params)
+        covering = max(selector.judgments_to_cover(t) for t in POOL.topics)
+        budget = Budget(count=min(max(covering, BUDGET), min(POOL[t].size
+                                                              for t in POOL.topics)))
+        wide = METHODS[name](POOL, budget, np.random.default_rng(1))
+        judge_all(wide)
+        whole = wide.sample()
+        for topic in POOL.topics:
+            frame = whole.topic(topic)
+            assert sorted(frame.docnos) == sorted(POOL.docnos_of(topic)), topic
+            assert reached(whole, topic).all(), f"{name}, topic {topic}: unreachable documents"
 
 
 # -- estimator families --------------------------------------------------------------------

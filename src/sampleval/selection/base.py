@@ -122,6 +122,14 @@ class Selector(ABC):
         return False
 
     @classmethod
+    def reaches_every_document(cls, params: dict[str, Any]) -> bool:
+        """Whether, with these (resolved) parameters and a budget of
+        :meth:`judgments_to_cover`, every pooled document has a chance of being judged: the
+        design's capability (``design.reaches_every_document``), or for a design of draws
+        whether every draw can reach every document (:meth:`draws_reach_every_document`)."""
+        return cls.design.reaches_every_document or cls.draws_reach_every_document(params)
+
+    @classmethod
     def check_predictions(cls, given: bool) -> None:
         """UsageError when predictions are given to a method that does not use them."""
         if given and not cls.takes_predictions:

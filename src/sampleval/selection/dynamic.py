@@ -228,6 +228,13 @@ class DynamicSelector(Selector):
         Param("corpus_dir", str, None, "the directory of the corpus' texts"),
     )
 
+    @classmethod
+    def reaches_every_document(cls, params: dict[str, Any]) -> bool:
+        """No: the pooled documents no batch reached before the budget ran out form the
+        stratum ``rest``, never sampled (pi = 0), and how many there are depends on the
+        judgments."""
+        return False
+
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator,
                  **params: Any) -> None:
         super().__init__(pool, budget, rng, **params)
