@@ -135,6 +135,25 @@ def test_the_units_of_draws_are_the_engines_draws() -> None:
     np.testing.assert_array_equal(units.probability, probs)
 
 
+@pytest.mark.parametrize("design", designs(), ids=str)
+def test_inclusion_is_known_where_the_engine_computes_it(design: Design) -> None:
+    """``inclusion_known`` is what the prediction-powered family's ``has_inclusion`` decides
+    by name today, for a sample with and without the rounds' tables."""
+    from sampleval.estimators.ppi import has_inclusion
+
+    frame = pd.DataFrame({"query_id": ["1"], "doc_id": ["a"], "relevance": [1.0],
+                          "stratum": ["1"], "inclusion": [1.0]})
+    bare = Sample(design, frame)
+    assert design.inclusion_known(bare) == (has_inclusion(bare)
+                                                 and design.is_probability_design)
+    if design.has_draws:
+        tables = Sample(design, frame, rounds=pd.DataFrame(columns=["query_id", "round",
+                                                                    "size"]),
+                        round_probs=pd.DataFrame(columns=["query_id", "round", "doc_id",
+                                                          "probability"]))
+        assert design.inclusion_known(tables) == has_inclusion(tables)
+
+
 def test_methods_lists_designs_and_capabilities(cli: Callable[..., CliResult]) -> None:
     tsv = cli("methods", "-f", "tsv")
     assert tsv.code == 0, tsv.stderr

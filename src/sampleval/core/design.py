@@ -168,6 +168,11 @@ class Design(str):
         raise UsageError(f"design {self.name!r} has no inclusion probabilities "
                          "(use the importance-sampling estimators)")
 
+    def inclusion_known(self, sample: Sample) -> bool:
+        """Whether :meth:`inclusion` can compute pi_i and pi_ij for ``sample``: the design
+        defines them and the sample holds the tables they are computed from."""
+        return self.has_inclusion_probabilities
+
     def units(self, sample: Sample, topic: TopicSample) -> TopicUnits:
         """The topic's units (:attr:`units_kind`): its judged documents with pi_i, or its
         draws in order with their draw probabilities."""
@@ -270,11 +275,16 @@ class WithReplacement(Design):
     variance_form = "joint"
     replicate_scheme = "weighted"
 
+    def inclusion_known(self, sample: Sample) -> bool:
+        """Only with the ``rounds`` and ``round_probs`` tables (not every with-replacement
+        sample keeps them)."""
+        return sample.rounds is not None and sample.round_probs is not None
+
     def inclusion(self, sample: Sample, topic: TopicSample, index: np.ndarray
                   ) -> JudgedDesign:
         from sampleval.core._kernels import with_replacement_inclusion
 
-        if sample.rounds is None or sample.round_probs is None:
+        if sample.rounds is None or sample.round_probs is None:  # not inclusion_known
             raise UsageError("a with-replacement sample needs its rounds and round_probs "
                              "tables")
         rounds = sample.rows("rounds", topic.topic)
