@@ -337,7 +337,9 @@ class CampaignService:
         self.store = store
         self.on_judgment = on_judgment or (lambda _campaign: None)
         self._runtimes: dict[int, Runtime] = {}
-        self._loading = threading.Lock()
+        # reentrant: a batch that fails while a runtime loads drops it (_reload) in the
+        # loading thread, which then raises instead of waiting for itself
+        self._loading = threading.RLock()
         self._writer: GroupCommit[_Write, _Result] = GroupCommit(store, self._store_writes)
 
     def close(self) -> None:
