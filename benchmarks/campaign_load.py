@@ -24,11 +24,12 @@ What the latency is made of. ``server p99`` is the p99 of the server's own ``Ser
 (from the request reaching the app to its answer: the request's work, the commit's flush,
 waits for the interpreter lock and for a CPU); the rest of the client's latency is spent in
 sockets, in uvicorn's parsing and in the client's own threads. ``cpu ms/j`` is the CPU time
-the server (with its live-estimates worker) spent per judgment, and ``wait ms/j`` the time
+the server (with its live-estimates worker; ``worker ms/j`` the worker's part) spent per
+judgment, and ``wait ms/j`` the time
 its threads were ready to run but had no CPU (the kernel's run-queue delay,
 ``/proc/PID/task/*/schedstat``), per judgment: the share of the latency the machine's other
 load causes. ``--hog N`` adds N busy processes during the runs, to see how the figures move
-with load.
+with load; ``--server-nice -5`` (as root) favours the server over them and over the clients.
 
 There is no peer campaign server to run here (HiCAL needs its own stack), so the reference
 is the store itself: ``naive`` commits judgments one transaction at a time from one thread,
@@ -37,7 +38,7 @@ rate a server without group commit could at best reach; the table prints the ser
 over it.
 
     .venv/bin/python benchmarks/campaign_load.py [--clients 8,32] [--stores sqlite,postgresql]
-        [--method strata] [--judgments 3200] [--hog N]
+        [--method strata] [--judgments 3200] [--hog N] [--server-nice N] [--py-spy PREFIX]
 
 Targets (issue 11): on SQLite with 32 clients, p99 under 100 ms and at least 200
 judgments per second (read: ``max`` reaches 200/s, and at 200/s ``paced`` p99 < 100 ms).
@@ -49,6 +50,7 @@ import argparse
 import contextlib
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +88,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--hog", type=int, default=0,
                         help="busy processes running beside the server (CPU contention)")
+    parser.add_argument("--server-nice", type=int, default=0,
+                        help="nice value given to the server's threads once it answers "
+                             "(negative: favoured over the hogs and the clients; needs root)")
+    parser.add_argument("--py-spy", metavar="PREFIX",
+                        help="record the server's Python stacks while the runs go (py-spy, "
+                             "installed apart: pip install py-spy; sampling only the thread "
+                             "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
+                             "collapsed stacks with counts")
     args = parser.parse_args()
     collection = make_collection(np.random.default_rng(args.seed), n_topics=TOPICS, n_runs=12,
                                  n_docs=3000, depth=100, pool_depth=100)
@@ -96,9 +106,10 @@ def main() -> int:
     console = Console(width=140)
     table = Table(title=f"Campaign server load: method {args.method}, {TOPICS} topics x "
                         f"{budget} judgments, {os.cpu_count()} cores, {args.hog} hog(s), "
-                        f"load average at start {_load()}")
+                        f"server nice {args.server_nice}, load average at start {_load()}")
     for column in ("store", "clients", "run", "judgments", "seconds", "judgments/s", "p50 ms",
-                   "p99 ms", "server p99 ms", "cpu ms/j", "wait ms/j", "naive commits/s",
+                   "p99 ms", "server p99 ms", "cpu ms/j", "worker ms/j", "wait ms/j",
+                   "naive commits/s",
                    "ratio"):
         table.add_column(column, justify="left" if column == "store" else "right")
     postgres = None
@@ -125,11 +136,17 @@ def main() -> int:
                     store.close()
                     with ServerProcess(url, log=Path(tmp) / f"{store_kind}{n}.log") as server:
                         assert server.process is not None
+                        renice(server.process.pid, args.server_nice)
+                        spy = None if args.py_spy is None else py_spy(
+                            server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt")
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
                             report = drive(server.url, run, team, oracle,
                                            rate=args.rate if run == "paced" else None)
-                            cpu, wait = used(before, scheduled(server.process.pid))
+                            after = scheduled(server.process.pid)
+                            cpu, wait = used(before, after)
+                            worker, _ = used(before, {k: v for k, v in after.items()
+                                                      if k[0] != server.process.pid})
                             rate = report.judgments / report.seconds
                             p99 = percentile(report.latencies, 0.99) * 1000
                             per = 1000 / max(report.judgments, 1)
@@ -138,9 +155,13 @@ def main() -> int:
                                           f"{percentile(report.latencies, 0.5) * 1000:.1f}",
                                           f"{p99:.1f}",
                                           f"{percentile(report.server_latencies, 0.99) * 1000:.1f}",
-                                          f"{cpu * per:.2f}", f"{wait * per:.2f}",
+                                          f"{cpu * per:.2f}", f"{worker * per:.2f}",
+                                          f"{wait * per:.2f}",
                                           f"{naive:.0f}", f"{rate / naive:.1f}x")
                             results[store_kind, n, run] = (rate, p99)
+                        if spy is not None:
+                            spy.send_signal(signal.SIGINT)
+                            spy.wait(60)
                 if postgres is not None:
                     postgres.stop()
                     postgres = None
@@ -163,6 +184,25 @@ def main() -> int:
 
 def _load() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def py_spy(pid: int, out: str) -> subprocess.Popen[bytes]:
+    """py-spy recording process ``pid`` (its thread holding the GIL, 50 samples a second,
+    without stopping it) into ``out`` until sent SIGINT."""
+    beside = Path(sys.executable).with_name("py-spy")  # installed in this venv
+    spy = subprocess.Popen([str(beside) if beside.exists() else "py-spy", "record", "--pid", str(pid), "--format", "raw", "--gil",
+                            "--nonblocking", "--rate", "50", "--output", out],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the first request
+    return spy
+
+
+def renice(pid: int, nice: int) -> None:
+    """Give every thread of process ``pid`` the nice value ``nice`` (threads and processes
+    it starts later inherit it from the thread that starts them)."""
+    if nice:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            os.setpriority(os.PRIO_PROCESS, int(task), nice)
 
 
 def scheduled(pid: int) -> dict[tuple[int, str], tuple[float, float]]:

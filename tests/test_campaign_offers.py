@@ -54,14 +54,14 @@ def open_items(url: str, qid: str) -> list[str]:
 
 
 @contextmanager
-def app(url: str, rejudge: bool = False, overlap: float = 0.0
+def app(url: str, rejudge: bool = False, overlap: float = 0.0, method: str = "uniform"
         ) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]]:
     """A campaign (uniform, 6 documents on each of 4 topics) with ann and ben on topic 1,
     ann also on topic 2, served in process; yields the client and each one's headers."""
     from sampleval.campaign.web import create_app
 
     store = Store(url)
-    create_campaign(store, Design("c1", "uniform", Budget(6), depth=30, seed=2, grades=GRADES,
+    create_campaign(store, Design("c1", method, Budget(6), depth=30, seed=2, grades=GRADES,
                                   overlap=overlap, rejudge=rejudge), collection().runs)
     tokens = {"ann": add_person(store, "c1", "ann", ["1", "2"])[0],
               "ben": add_person(store, "c1", "ben", ["1"])[0]}
@@ -161,6 +161,51 @@ def test_overlap_documents_are_offered_to_every_assessor(tmp_path: Path) -> None
                     "docno": docno, "label": 1, "key": key()}).status_code == 201
                 judged[name].append(docno)
         assert sorted(judged["ann"]) == sorted(judged["ben"]) and len(judged["ann"]) == 6
+
+
+# -- one commit per judgment ----------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["uniform", "mtf"])
+def test_a_judgment_is_one_commit_with_its_batch_and_next_lease(tmp_path: Path,
+                                                                method: str) -> None:
+    """A judgment, the batch it completes (mtf: every judgment) and the lease of the
+    document offered next are written in one transaction: one commit, one flush to disk,
+    per judgment; the lease is stored when the answer offering its document arrives."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    commits: list[int] = []
+
+    def count(_connection: object) -> None:
+        commits.append(1)
+
+    with app(url, method=method) as (client, who):
+        ann = who["ann"]
+        offer = client.get(NEXT.format(1), headers=ann).json()
+        event.listen(Engine, "commit", count)
+        try:
+            per_judgment = []
+            while offer["status"] == "judge":
+                commits.clear()
+                answer = client.post(JUDGE.format(1), headers=ann, json={
+                    "docno": offer["document"]["docno"], "label": 1, "key": key()})
+                assert answer.status_code == 201
+                per_judgment.append(len(commits))
+                offer = answer.json()["next"]
+                if offer["status"] == "judge":  # its lease is stored already
+                    store = Store(url, migrate=False)
+                    with store.read() as session:
+                        leased = session.scalar(select(func.count()).select_from(m.Lease)
+                                                .join(m.Item).join(m.Person).where(
+                            m.Item.docno == offer["document"]["docno"],
+                            m.Person.name == "ann"))
+                    store.close()
+                    assert leased == 1
+        finally:
+            event.remove(Engine, "commit", count)
+    assert offer["status"] == "done" and len(per_judgment) == 6
+    assert per_judgment == [1] * 6
 
 
 # -- leases across a restart ----------------------------------------------------------------

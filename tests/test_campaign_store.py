@@ -245,12 +245,14 @@ def test_bad_judgments_are_refused(tmp_path) -> None:
 
 def test_a_crash_between_a_judgment_and_its_batch_loses_nothing(store_url: str,
                                                                  monkeypatch) -> None:
-    """The judgment completing a batch is committed, then the process dies before the batch
-    is observed: the next start observes it, and the campaign ends as the simulation."""
+    """The judgment completing a batch is committed without the batch's observation (as a
+    server before the two shared a transaction could leave it), then the process dies: the
+    next start observes it, and the campaign ends as the simulation."""
     store = new_campaign(store_url)
     token, topics, _ = add_person(store, "c1", "alice")
     crashing = CampaignService(store)
-    monkeypatch.setattr(CampaignService, "_advance", lambda self, runtime, state: None)
+    monkeypatch.setattr(CampaignService, "_observe_batch",
+                        lambda self, runtime, state, pending=None: None)
     person = crashing.person_by_token(token)
     for _ in crashing.runtime(person.campaign_id).topics[topics[0]].open:
         # active's first round on topic 1, then "crash"

@@ -197,9 +197,9 @@ def judge(campaign: CampaignName, topic: TopicId, body: JudgmentIn, request: Req
     who = writer(request, token)
     person = in_campaign(who, campaign)
     service = service_of(request)
-    judged = service.judge(person, topic, body.docno, body.label, body.seconds, body.key)
-    return _json(JudgeOut(judgment=judgment_out(judged),
-                          next=offer_out(service.next_document(person, topic))),
+    judged, offer = service.judge_and_offer(person, topic, body.docno, body.label,
+                                            body.seconds, body.key)
+    return _json(JudgeOut(judgment=judgment_out(judged), next=offer_out(offer)),
                  200 if judged.replayed else 201)
 
 

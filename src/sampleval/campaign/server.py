@@ -20,12 +20,14 @@ def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 
           public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> None:
     """Serve the store at ``url`` until interrupted (one process: the selectors live in
     it); ``public_url`` and ``trusted_proxies`` as :func:`~.web.create_app` takes them."""
+    single_threaded_blas()
     import uvicorn
 
     from sampleval.campaign.web import create_app
 
     app = create_app(url, interval=refresh, public_url=public_url,
                      trusted_proxies=trusted_proxies)
+    single_threaded_blas()  # the libraries the app's imports loaded
     reached = public_url or base_url(host, port)
     sys.stderr.write(f"sampleval: serving campaigns of {url} on {base_url(host, port)}/ "
                      f"(Ctrl-C stops); assessors log in at {reached}/login?token=TOKEN"
@@ -35,6 +37,19 @@ def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 
     # forwarded headers are read by the app, from --trusted-proxy only (web.Guard)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
                 timeout_graceful_shutdown=5, proxy_headers=False)
+
+
+def single_threaded_blas() -> None:
+    """BLAS on one thread in this process and in the processes it starts from now on (the
+    live-estimates worker): the selectors' matrices are small, and a threaded BLAS on a
+    machine whose cores are busy waits on its own threads, inside a request and under the
+    campaign's lock (``dynamic``'s learner most: benchmarks/README.md; experiments' trials
+    limit it the same way)."""
+    from threadpoolctl import threadpool_limits
+
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def base_url(host: str, port: int) -> str:

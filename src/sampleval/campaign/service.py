@@ -12,8 +12,11 @@ creates no second one. When every item of a topic's open batch has a judgment, t
 observed: in one transaction the items get the labels the selector saw, the next batch is
 proposed and stored, and the selector's state (its random generator included) is saved,
 guarded by a version number: for a method whose state splits by topic
-(``Selector.splits_state``: ``mtf``, ``mab``) only the topic's part
-(``Selector.topic_state``), else the whole ``state()``. A crash between a judgment's commit
+(``Selector.splits_state``: ``mtf``, ``mab``, ``active``, ``dynamic``, ``importance``)
+only the topic's part (``Selector.topic_state``), else the whole ``state()``. A judgment
+made through :meth:`CampaignService.judge_and_offer` (the API's) is written in one
+transaction with the batch it completes and the lease of the next offer, so each judgment
+costs one commit (one flush, shared with the judgments arriving together). A crash between a judgment's commit
 and that transaction loses nothing: at restart the runtime finds the batch complete and
 observes it then, with the same labels, so the selector continues exactly as it would have.
 
@@ -47,7 +50,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -89,9 +92,23 @@ _KNOWN_KEYS = select(m.Judgment.key, m.Judgment.assessor_id, m.Judgment.item_id,
     m.Judgment.campaign_id == bindparam("campaign"),
     m.Judgment.key.in_(bindparam("keys", expanding=True)))
 _INSERT_JUDGMENTS = insert(m.JUDGMENTS)
-_DELETE_LEASE = delete(m.LEASES).where(m.LEASES.c.item_id == bindparam("item"),
-                                       m.LEASES.c.assessor_id == bindparam("person"))
-_INSERT_LEASE = insert(m.LEASES)
+
+
+def _upserts(table: Any, keys: tuple[str, ...], column: str) -> dict[str, Any]:
+    """Per dialect (SQLite, PostgreSQL): insert a row of ``table``, or set ``column`` of the
+    row with the same ``keys``."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    out = {}
+    for name, dialect in (("sqlite", sqlite), ("postgresql", postgresql)):
+        statement = dialect.insert(table)
+        out[name] = statement.on_conflict_do_update(
+            index_elements=[table.c[k] for k in keys],
+            set_={column: statement.excluded[column]})
+    return out
+
+
+_UPSERT_LEASE = _upserts(m.LEASES, ("item_id", "assessor_id"), "expires_at")
 _LATEST = (select(m.JUDGMENTS.c.item_id, m.JUDGMENTS.c.label)
            .where(m.JUDGMENTS.c.item_id.in_(bindparam("items", expanding=True)),
                   m.JUDGMENTS.c.retracted_at.is_(None))
@@ -102,14 +119,10 @@ _MOVE_SELECTOR = (update(_STATES)
                          _STATES.c.version == bindparam("version"))
                   .values(version=bindparam("next"), saved_at=bindparam("when"),
                           state=func.coalesce(bindparam("state"), _STATES.c.state)))
-_UPDATE_TOPIC_STATE = (update(m.TOPIC_STATES)
-                       .where(m.TOPIC_STATES.c.topic_id == bindparam("topic"))
-                       .values(state=bindparam("state")))
-_INSERT_TOPIC_STATE = insert(m.TOPIC_STATES)
-_INSERT_ITEMS = insert(m.ITEMS)
+_UPSERT_TOPIC_STATE = _upserts(m.TOPIC_STATES, ("topic_id",), "state")
+_INSERT_ITEMS = insert(m.ITEMS).returning(m.ITEMS.c.docno, m.ITEMS.c.id, m.ITEMS.c.overlap,
+                                          sort_by_parameter_order=True)
 _TOPIC_DONE = update(m.TOPICS).where(m.TOPICS.c.id == bindparam("topic")).values(done=True)
-_NEW_ITEMS = select(m.ITEMS.c.docno, m.ITEMS.c.id, m.ITEMS.c.overlap).where(
-    m.ITEMS.c.topic_id == bindparam("topic"), m.ITEMS.c.batch == bindparam("batch"))
 _OBSERVED = (update(m.ITEMS).where(m.ITEMS.c.id == bindparam("item"))
              .values(label=bindparam("value"), observed_at=bindparam("when")))
 
@@ -221,8 +234,10 @@ class Runtime:
     stopped: str | None = None
     """Why the campaign stopped handing out documents (its target is met), or None."""
     texts: dict[str, tuple[str, str] | None] = field(default_factory=dict)
-    """Documents' (title, text) as read from the store (None: no text), kept once read:
-    texts never change after a campaign is created."""
+    """Documents' (title, text) as read from the store, kept once read: texts never change
+    after a campaign is created."""
+    with_text: frozenset[str] = frozenset()
+    """The docnos that have a text in the store (read at load: the others need no query)."""
 
     @property
     def grade_values(self) -> set[float]:
@@ -291,13 +306,28 @@ _Written = list[tuple[str, int, bool]] | ServiceError
 
 @dataclass(frozen=True)
 class _NewLease:
-    item_id: int
+    item_id: int | None
+    """The item leased; None: the document ``docno`` of the batch observed in the same
+    :class:`_Judging` (its item is created in that transaction)."""
     person: int
     until: float
     """When the lease ends, in seconds since the epoch."""
+    docno: str = ""
 
 
-_Write = _NewJudgment | _NewLease | _Observed
+@dataclass(frozen=True)
+class _Judging:
+    """A new judgment with what it sets off, written in its transaction: the observation of
+    the batch it completes, and the lease of the document offered next to its assessor;
+    neither is written unless the judgment is."""
+
+    judgment: _NewJudgment
+    observed: _Observed | None
+    lease: _NewLease | None
+
+
+_Write = _NewJudgment | _NewLease | _Observed | _Judging
+_Result = Judged | ServiceError | _Written | tuple[Judged | ServiceError, _Written | None] | None
 
 
 class CampaignService:
@@ -307,9 +337,10 @@ class CampaignService:
         self.store = store
         self.on_judgment = on_judgment or (lambda _campaign: None)
         self._runtimes: dict[int, Runtime] = {}
-        self._loading = threading.Lock()
-        self._writer: GroupCommit[_Write, Judged | _Written | None] = GroupCommit(
-            store, self._store_writes)
+        # reentrant: a batch that fails while a runtime loads drops it (_reload) in the
+        # loading thread, which then raises instead of waiting for itself
+        self._loading = threading.RLock()
+        self._writer: GroupCommit[_Write, _Result] = GroupCommit(store, self._store_writes)
 
     def close(self) -> None:
         self._writer.close()
@@ -408,7 +439,10 @@ class CampaignService:
                 state, docno = items[item_id]
                 if person_id not in state.judges.get(docno, ()):
                     state.leases.setdefault(docno, {})[person_id] = _aware(until).timestamp()
-        runtime = Runtime(info, selector, version, topics, stopped=info.stopped)
+            with_text = frozenset(session.scalars(select(m.Document.docno).where(
+                m.Document.campaign_id == info.id)))
+        runtime = Runtime(info, selector, version, topics, stopped=info.stopped,
+                          with_text=with_text)
         for state in topics.values():
             self._advance(runtime, state)
         return runtime
@@ -471,21 +505,37 @@ class CampaignService:
         return self._offer("judge", runtime, state, person, docno)
 
     def _lease(self, state: TopicState, docno: str, person: int, now: float) -> None:
-        """Lease ``docno`` to ``person`` for :data:`LEASE_SECONDS` from ``now``: stored
-        before the offer is answered, when new or when the stored lease has less than half
-        its time left (caller holds ``state.lock``)."""
-        holders = state.leases.setdefault(docno, {})
-        until = now + LEASE_SECONDS
-        if holders.get(person, 0.0) < now + LEASE_SECONDS / 2:
-            self._writer.submit(_NewLease(state.items[docno][0], person, until))
-            holders[person] = until
+        """Lease ``docno`` to ``person`` (:meth:`_new_lease`), stored before the offer is
+        answered (caller holds ``state.lock``)."""
+        lease = self._new_lease(state, docno, person, now)
+        if lease is not None:
+            self._writer.submit(lease)
+            state.leases.setdefault(docno, {})[person] = lease.until
 
-    def _pick(self, state: TopicState, person: int, now: float) -> str | None:
+    @staticmethod
+    def _new_lease(state: TopicState, docno: str, person: int, now: float
+                   ) -> _NewLease | None:
+        """The lease of ``docno`` to ``person`` for :data:`LEASE_SECONDS` from ``now`` to
+        store: when new or when the stored lease has less than half its time left (None
+        otherwise). A document not among the topic's items yet is one of the batch being
+        observed: its item is found when the batch is written."""
+        if state.leases.get(docno, {}).get(person, 0.0) >= now + LEASE_SECONDS / 2:
+            return None
+        item = state.items.get(docno)
+        return _NewLease(None if item is None else item[0], person, now + LEASE_SECONDS,
+                         docno)
+
+    @staticmethod
+    def _pick(state: TopicState, person: int, now: float, open: list[str] | None = None
+              ) -> str | None:
+        """The document to offer ``person`` next: one leased to them, else the first of
+        the open batch (``open``: the batch about to be opened instead) that nobody has
+        judged or holds, else an overlap document judged by others and not by them."""
         mine = [d for d, holders in state.leases.items()
                 if holders.get(person, 0.0) > now and person not in state.judges.get(d, ())]
         if mine:
             return mine[0]
-        for docno in state.open:
+        for docno in state.open if open is None else open:
             if not state.judges.get(docno) and not state.leased_to_other(docno, person, now):
                 return docno
         for docno in state.order:
@@ -499,7 +549,7 @@ class CampaignService:
                docno: str | None = None) -> Offer:
         title = text = ""
         has_text = False
-        if docno is not None:
+        if docno is not None and docno in runtime.with_text:
             if docno not in runtime.texts:
                 with self.store.connect() as connection:
                     found = connection.execute(_DOCUMENT, {"campaign": person.campaign_id,
@@ -516,6 +566,19 @@ class CampaignService:
               seconds: float | None, key: str) -> Judged:
         """Store a judgment (idempotent by ``key``) of a document offered to ``person``
         (Conflict otherwise, module docstring); observe the batch if it completes."""
+        return self._judge(person, qid, docno, label, seconds, key, offer=False)[0]
+
+    def judge_and_offer(self, person: Person, qid: str, docno: str, label: float,
+                        seconds: float | None, key: str) -> tuple[Judged, Offer]:
+        """:meth:`judge`, and what :meth:`next_document` would then offer ``person``, its
+        lease written in the judgment's transaction (one commit for both)."""
+        judged, offer = self._judge(person, qid, docno, label, seconds, key, offer=True)
+        return judged, offer if offer is not None else self.next_document(person, qid)
+
+    def _judge(self, person: Person, qid: str, docno: str, label: float,
+               seconds: float | None, key: str, offer: bool) -> tuple[Judged, Offer | None]:
+        """:meth:`judge`, with the next offer when ``offer`` (None: a retry, whose offer
+        the caller asks :meth:`next_document` for)."""
         runtime, state = self.topic(person, qid)
         if label not in runtime.grade_values:
             grades = ", ".join(g.text for g in runtime.info.grades)
@@ -523,23 +586,81 @@ class CampaignService:
         item = state.items.get(docno)
         if item is None:
             raise NotFound(f"document {docno!r} is not among those proposed for topic {qid!r}")
+        record = _NewJudgment(person, item[0], docno, label, seconds, key)
         with state.lock:
-            refusal = state.refusal(docno, person.id, runtime.info.rejudge, time.time())
+            now = time.time()
+            refusal = state.refusal(docno, person.id, runtime.info.rejudge, now)
             if refusal is not None and not self._known_key(person.campaign_id, key):
                 raise Conflict(refusal)  # (a retry of a stored judgment is answered below)
-            outcome = self._writer.submit(_NewJudgment(person, item[0], docno, label,
-                                                       seconds, key))
-            if not isinstance(outcome, Judged):
-                raise outcome if isinstance(outcome, ServiceError) else ServiceError(
-                    "the judgment was not stored")
-            if not outcome.replayed:
-                state.judges.setdefault(docno, set()).add(person.id)
-                state.leases.get(docno, {}).pop(person.id, None)
-                if docno in state.open and state.complete():
-                    self._advance(runtime, state)
-        if not outcome.replayed:
-            self.on_judgment(person.campaign_id)
-        return outcome
+            judged, next_docno = self._store_judging(runtime, state, record, now, offer)
+        if judged.replayed:
+            return judged, None
+        self.on_judgment(person.campaign_id)
+        if not offer:
+            return judged, None
+        if runtime.stopped is not None:
+            return judged, self._offer("done", runtime, state, person)
+        if next_docno is None:
+            return judged, self._offer("wait" if state.open or not state.done else "done",
+                                       runtime, state, person)
+        return judged, self._offer("judge", runtime, state, person, next_docno)
+
+    def _store_judging(self, runtime: Runtime, state: TopicState, r: _NewJudgment,
+                       now: float, offer: bool) -> tuple[Judged, str | None]:
+        """Write a new judgment with the batch it completes observed and, when ``offer``,
+        the lease of the next document for its assessor, in one transaction; then update
+        the topic in memory. The judgment counts in memory (for the pick) while its write
+        is under way, and is taken back if the write fails or finds the key stored (a
+        retry: nothing else is written). Caller holds ``state.lock``. Returns the judgment
+        and the docno offered next (None: nothing to offer now)."""
+        judges = state.judges.setdefault(r.docno, set())
+        had = r.person.id in judges
+        held = state.leases.get(r.docno, {}).pop(r.person.id, None)
+        judges.add(r.person.id)
+
+        def take_back() -> None:
+            if not had:
+                judges.discard(r.person.id)
+            if held is not None:
+                state.leases.setdefault(r.docno, {})[r.person.id] = held
+            if observed is not None:
+                self._reload(runtime)  # the selector moved: rebuild it from the store
+
+        completes = r.docno in state.open and state.complete()
+        proposed: list[str] | None = None
+        observed: _Observed | None = None
+        try:
+            with runtime.lock if completes else nullcontext():
+                if completes:
+                    batch = self._observe_batch(runtime, state, {r.docno: r.label})
+                    if batch is not None:
+                        proposed, observed = batch
+                next_docno = lease = None
+                if offer and runtime.stopped is None:
+                    next_docno = self._pick(state, r.person.id, now, proposed)
+                    if next_docno is not None:
+                        lease = self._new_lease(state, next_docno, r.person.id, now)
+                written = self._writer.enqueue(_Judging(r, observed, lease))
+            outcome = written.result()
+            assert isinstance(outcome, tuple)
+            judged, new_items = outcome
+            if isinstance(judged, ServiceError):
+                raise judged
+            if isinstance(new_items, ServiceError):
+                raise new_items
+        except BaseException:
+            take_back()
+            raise
+        if judged.replayed:
+            take_back()
+            return judged, None
+        if proposed is not None:
+            assert new_items is not None
+            self._open(state, proposed, new_items)
+        if lease is not None:
+            assert next_docno is not None
+            state.leases.setdefault(next_docno, {})[r.person.id] = lease.until
+        return judged, next_docno
 
     def _known_key(self, campaign_id: int, key: str) -> bool:
         with self.store.connect() as connection:
@@ -547,23 +668,50 @@ class CampaignService:
                                                     "keys": [key]}).first() is not None
 
     @classmethod
-    def _store_writes(cls, session: Connection, records: list[_Write]
-                      ) -> list[Judged | _Written | None]:
-        """Judgments, leases and observed batches in one transaction (a lease's result is
-        None); the batches in the order they were queued."""
-        batches = {id(r): cls._store_batch(session, r) for r in records
-                   if isinstance(r, _Observed)}
-        leases = [r for r in records if isinstance(r, _NewLease)]
-        if leases:  # one stored lease per (item, assessor): the latest
-            pairs = [{"item": r.item_id, "person": r.person} for r in leases]
-            session.execute(_DELETE_LEASE, pairs)
-            session.execute(_INSERT_LEASE, [
-                {"item_id": r.item_id, "assessor_id": r.person,
-                 "expires_at": datetime.fromtimestamp(r.until, UTC)} for r in leases])
-        judged = iter(cls._store_judgments(session, [r for r in records
-                                                     if isinstance(r, _NewJudgment)]))
-        return [None if isinstance(r, _NewLease) else batches[id(r)]
-                if isinstance(r, _Observed) else next(judged) for r in records]
+    def _store_writes(cls, session: Connection, records: list[_Write]) -> list[_Result]:
+        """Judgments, leases and observed batches in one transaction, each kind in a few
+        statements for all (a lease's result is None; a :class:`_Judging`'s its judgment's
+        and its batch's); a :class:`_Judging`'s batch and lease are written only when its
+        judgment is new."""
+        new = [r.judgment if isinstance(r, _Judging) else r for r in records
+               if isinstance(r, _NewJudgment | _Judging)]
+        judged = dict(zip(map(id, new), cls._store_judgments(session, new), strict=True))
+
+        def fresh(r: _Judging) -> bool:
+            outcome = judged[id(r.judgment)]
+            return isinstance(outcome, Judged) and not outcome.replayed
+
+        batches = cls._store_batches(session, [
+            b for r in records
+            for b in ([r] if isinstance(r, _Observed) else [r.observed]
+                      if isinstance(r, _Judging) and r.observed is not None and fresh(r)
+                      else [])])
+        leases: dict[tuple[int, int], float] = {}  # one per (item, assessor): the latest
+        out: list[_Result] = []
+        for r in records:
+            if isinstance(r, _NewJudgment):
+                out.append(judged[id(r)])
+            elif isinstance(r, _NewLease):
+                assert r.item_id is not None
+                leases[r.item_id, r.person] = r.until
+                out.append(None)
+            elif isinstance(r, _Observed):
+                out.append(batches[id(r)])
+            elif not fresh(r):
+                out.append((judged[id(r.judgment)], None))
+            else:
+                written = None if r.observed is None else batches[id(r.observed)]
+                if r.lease is not None and not isinstance(written, ServiceError):
+                    item = r.lease.item_id if r.lease.item_id is not None else next(
+                        i for d, i, _ in written or () if d == r.lease.docno)
+                    leases[item, r.lease.person] = r.lease.until
+                out.append((judged[id(r.judgment)], written))
+        if leases:
+            session.execute(_UPSERT_LEASE[session.dialect.name], [
+                {"item_id": item, "assessor_id": person,
+                 "expires_at": datetime.fromtimestamp(until, UTC)}
+                for (item, person), until in leases.items()])
+        return out
 
     @staticmethod
     def _store_judgments(session: Connection, records: list[_NewJudgment]
@@ -628,9 +776,9 @@ class CampaignService:
             standing = set(session.scalars(select(m.Judgment.assessor_id).where(
                 m.Judgment.item_id == row.item_id, m.Judgment.retracted_at.is_(None),
                 m.Judgment.id != row.id)))
-            session.execute(_DELETE_LEASE, {"item": row.item_id, "person": person.id})
-            session.execute(_INSERT_LEASE, {"item_id": row.item_id, "assessor_id": person.id,
-                                            "expires_at": datetime.fromtimestamp(until, UTC)})
+            session.execute(_UPSERT_LEASE[session.get_bind().dialect.name], {
+                "item_id": row.item_id, "assessor_id": person.id,
+                "expires_at": datetime.fromtimestamp(until, UTC)})
         state.judges[docno] = standing
         state.leases.setdefault(docno, {})[person.id] = until
         return Judged(row.key, docno, row.label, row.created_at, replayed=False), docno
@@ -650,9 +798,10 @@ class CampaignService:
             try:
                 with runtime.lock:
                     observed = self._observe_batch(runtime, state)
-                if observed is None:
-                    return
-                proposed, written = observed
+                    if observed is None:
+                        return
+                    proposed, batch = observed
+                    written = self._writer.enqueue(batch)
                 new_items = written.result()
                 if not isinstance(new_items, list):
                     raise new_items if isinstance(new_items, ServiceError) else ServiceError(
@@ -660,23 +809,36 @@ class CampaignService:
             except BaseException:
                 self._reload(runtime)  # the selector may have moved: rebuild from the store
                 raise
-            state.batch += 1
-            state.open = list(proposed)
-            state.order.extend(proposed)
-            for docno, item_id, overlap in new_items:
-                state.items[docno] = (item_id, state.batch, overlap)
-            state.done = not proposed
+            self._open(state, proposed, new_items)
 
-    def _observe_batch(self, runtime: Runtime, state: TopicState
-                       ) -> tuple[list[str], Future[Judged | _Written | None]] | None:
-        """Hand the open batch's labels to the selector, propose the next batch and queue
-        their writes (caller holds ``runtime.lock``); None if an undo left the batch
-        incomplete."""
+    @staticmethod
+    def _open(state: TopicState, proposed: list[str], new_items: list[tuple[str, int, bool]]
+              ) -> None:
+        """The topic in memory once its observed batch and the next one are stored."""
+        state.batch += 1
+        state.open = list(proposed)
+        state.order.extend(proposed)
+        for docno, item_id, overlap in new_items:
+            state.items[docno] = (item_id, state.batch, overlap)
+        state.done = not proposed
+
+    def _observe_batch(self, runtime: Runtime, state: TopicState,
+                       pending: dict[str, float] | None = None
+                       ) -> tuple[list[str], _Observed] | None:
+        """Hand the open batch's labels to the selector, propose the next batch and return
+        their writes, to be queued before the runtime's lock is let go (caller holds
+        ``runtime.lock``); None if an undo left the batch incomplete. The labels are the
+        stored ones, with ``pending`` (docno -> label: a judgment being written with the
+        batch, the item's latest) put in."""
         selector, info = runtime.selector, runtime.info
+        pending = pending or {}
         ids = {state.items[d][0]: d for d in state.open}
-        with self.store.connect() as connection:
-            latest = {ids[i]: float(label) for i, label in connection.execute(
-                _LATEST, {"items": list(ids)})}
+        latest = dict(pending)
+        asked = [i for i, d in ids.items() if d not in pending]
+        if asked:
+            with self.store.connect() as connection:
+                latest.update((ids[i], float(label)) for i, label in connection.execute(
+                    _LATEST, {"items": asked}))
         if len(latest) < len(ids):  # an undo raced the last judgment
             for docno in set(ids.values()) - set(latest):
                 state.judges[docno] = set()
@@ -686,34 +848,59 @@ class CampaignService:
         proposed = selector.propose(state.qid, selector.batch_size(state.qid))
         when = m.now()
         split = selector.splits_state  # the topic's part only (module docstring)
-        written = self._writer.enqueue(_Observed(
+        batch = _Observed(
             info.id, state.id, state.batch + 1, runtime.version, when,
             [{"item": i, "value": labels[d], "when": when} for i, d in ids.items()],
             item_rows(state.id, state.qid, state.batch + 1, proposed, info.seed, info.overlap),
             encode_state(selector.topic_state(state.qid) if split else selector.state()),
-            split))
+            split)
         runtime.version += 1
-        return proposed, written
+        return proposed, batch
 
     @staticmethod
-    def _store_batch(session: Connection, r: _Observed) -> _Written:
-        """An observed batch's writes (:meth:`_observe_batch`), unless another process moved
-        the selector on."""
-        moved = session.execute(_MOVE_SELECTOR, {
-            "campaign": r.campaign_id, "version": r.version, "next": r.version + 1,
-            "when": r.when, "state": None if r.split else r.state})
-        if moved.rowcount != 1:
-            return Conflict("the campaign's selector was moved on by another process")
-        if r.split and session.execute(_UPDATE_TOPIC_STATE, {
-                "topic": r.topic_id, "state": r.state}).rowcount != 1:
-            session.execute(_INSERT_TOPIC_STATE, {"topic_id": r.topic_id, "state": r.state})
-        session.execute(_OBSERVED, r.labels)
-        if r.items:
-            session.execute(_INSERT_ITEMS, r.items)
-        else:
-            session.execute(_TOPIC_DONE, {"topic": r.topic_id})
-        return [(docno, item_id, overlap) for docno, item_id, overlap in session.execute(
-            _NEW_ITEMS, {"topic": r.topic_id, "batch": r.batch})]
+    def _store_batches(session: Connection, batches: list[_Observed]) -> dict[int, _Written]:
+        """Observed batches' writes (:meth:`_observe_batch`), given in the order they were
+        queued, each kind in one statement for all (results by ``id`` of the batch). A
+        campaign's batches follow one another's versions: the saved state moves from the
+        first's version past the last's once, unless another process moved it (then none
+        is written), and a batch whose predecessor was not written is not either."""
+        out: dict[int, _Written] = {}
+        chains: dict[int, list[_Observed]] = {}
+        for r in batches:
+            chains.setdefault(r.campaign_id, []).append(r)
+        stored: list[_Observed] = []
+        for campaign_id, chain in chains.items():
+            run = chain[:1]
+            for r in chain[1:]:
+                if r.version != run[-1].version + 1:
+                    break
+                run.append(r)
+            moved = session.execute(_MOVE_SELECTOR, {
+                "campaign": campaign_id, "version": run[0].version,
+                "next": run[-1].version + 1, "when": run[-1].when,
+                "state": next((r.state for r in reversed(run) if not r.split), None)})
+            if moved.rowcount != 1:
+                run = []
+            stored += run
+            for r in chain[len(run):]:
+                out[id(r)] = Conflict("the campaign's selector was moved on by another process")
+        if not stored:
+            return out
+        parts = {r.topic_id: r.state for r in stored if r.split}  # the topic's part only
+        if parts:
+            session.execute(_UPSERT_TOPIC_STATE[session.dialect.name],
+                            [{"topic_id": t, "state": state} for t, state in parts.items()])
+        session.execute(_OBSERVED, [row for r in stored for row in r.labels])
+        rows = [row for r in stored for row in r.items]
+        created = [(d, i, o) for d, i, o in session.execute(_INSERT_ITEMS, rows)] if rows else []
+        done = [{"topic": r.topic_id} for r in stored if not r.items]
+        if done:
+            session.execute(_TOPIC_DONE, done)
+        start = 0
+        for r in stored:
+            out[id(r)] = created[start:start + len(r.items)]
+            start += len(r.items)
+        return out
 
     def saved_state(self, campaign_id: int) -> dict[str, Any]:
         """The selector state stored with the latest batch (for tests and audits)."""

@@ -482,17 +482,19 @@ class ActiveSelector(Selector):
                       rounds=tables["rounds"], round_probs=tables["round_probs"],
                       meta=self._sample_meta())
 
+    splits_state: ClassVar[bool] = True
+
     def state(self) -> dict[str, Any]:
-        return {
-            **self._state_header(self._initial_rng),
-            "topics": {t: {
-                "rng": rng_state(d.rng),
+        return {**self._state_header(self._initial_rng),
+                "topics": {t: self.topic_state(t) for t in self._topics}}
+
+    def topic_state(self, topic: str) -> dict[str, Any]:
+        d = self._of_topic(self._topics, topic)
+        return {"rng": rng_state(d.rng),
                 "rounds": [{"runs": p.tolist(), "draws": x.tolist()}
                            for p, x in zip(d.run_probs[:d.rounds], d.draws, strict=True)],
                 "judged": np.flatnonzero(~np.isnan(d.labels)).tolist(),
-                "labels": d.labels[~np.isnan(d.labels)].tolist(),
-            } for t, d in self._topics.items()},
-        }
+                "labels": d.labels[~np.isnan(d.labels)].tolist()}
 
     @classmethod
     def draws_reach_every_document(cls, params: dict[str, Any]) -> bool:

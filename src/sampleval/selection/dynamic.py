@@ -314,16 +314,19 @@ class DynamicSelector(Selector):
                  else pd.DataFrame(columns=_FRAME))
         return Sample(self.design, frame, meta=self._sample_meta())
 
+    splits_state: ClassVar[bool] = True
+
     def state(self) -> dict[str, Any]:
-        topics = {}
-        for topic, s in self._topics.items():
-            judged = np.flatnonzero(~np.isnan(s.labels))
-            topics[topic] = {"rng": rng_state(s.rng), "stopped": s.stopped,
-                             "batches": [b.tolist() for b in s.batches],
-                             "chosen": [c.tolist() for c in s.chosen],
-                             "judged": {"index": judged.tolist(),
-                                        "label": s.labels[judged].tolist()}}
-        return {**self._state_header(self._initial_rng), "topics": topics}
+        return {**self._state_header(self._initial_rng),
+                "topics": {t: self.topic_state(t) for t in self._topics}}
+
+    def topic_state(self, topic: str) -> dict[str, Any]:
+        s = self._of_topic(self._topics, topic)
+        judged = np.flatnonzero(~np.isnan(s.labels))
+        return {"rng": rng_state(s.rng), "stopped": s.stopped,
+                "batches": [b.tolist() for b in s.batches],
+                "chosen": [c.tolist() for c in s.chosen],
+                "judged": {"index": judged.tolist(), "label": s.labels[judged].tolist()}}
 
     @classmethod
     def restore(cls, pool: Pool, state: dict[str, Any]) -> DynamicSelector:

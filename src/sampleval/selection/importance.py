@@ -305,13 +305,16 @@ class ImportanceSelector(Selector):
         return Sample(self.design, frame, draws=draws, round_probs=round_probs,
                       meta=self._sample_meta())
 
+    splits_state: ClassVar[bool] = True
+
     def state(self) -> dict[str, Any]:
-        return {
-            **self._state_header(self._initial_rng),
-            "topics": {t: {"judged": np.flatnonzero(~np.isnan(d.labels)).tolist(),
-                           "labels": d.labels[~np.isnan(d.labels)].tolist()}
-                       for t, d in self._topics.items()},
-        }
+        return {**self._state_header(self._initial_rng),
+                "topics": {t: self.topic_state(t) for t in self._topics}}
+
+    def topic_state(self, topic: str) -> dict[str, Any]:
+        d = self._of_topic(self._topics, topic)
+        return {"judged": np.flatnonzero(~np.isnan(d.labels)).tolist(),
+                "labels": d.labels[~np.isnan(d.labels)].tolist()}
 
     @classmethod
     def restore(cls, pool: Pool, state: dict[str, Any]) -> ImportanceSelector:
