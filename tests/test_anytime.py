@@ -348,3 +348,47 @@ def test_simulate_a_stop_anytime_cell_reports_its_intervals_at_stopping(
     pool = Pool.from_runs(runs, depth=20)
     assert (stats["judged"] < np.mean([tp.size for tp in pool])).all()
     assert "judged" in summary.columns
+
+
+def _plan_after_pilot(pool: Pool, oracle: object, allocation: str) -> list[int]:
+    """The plan (topic of each further batch) of an anytime rule over ``uniform`` once
+    every topic has its first judgments, judged by ``oracle``."""
+    selector = METHODS["uniform"](pool, Budget(rate=1.0), np.random.default_rng(9))
+    judging = AnytimeJudging(selector, Target("P@10", 0.01, (pool.run_names[0],)), start=5,
+                             batch=5, allocation=allocation)
+    while ((judging.handed < judging.first) & ~judging.exhausted).any():
+        batch = judging.next_batch()
+        assert batch is not None
+        judging.observe(batch[0], oracle(*batch))  # type: ignore[operator]
+    judging.status()  # re-estimates
+    return judging.plan().tolist()
+
+
+def test_the_pooled_allocation_does_not_read_a_topic_s_own_labels(
+        pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """Whatever a topic's labels say, the pooled plan gives the topics their batches in
+    the same order (its own variance enters only the pooled mean, a factor common to all
+    topics: one targeted run, so the widest is always the same); the own allocation gives
+    the topic a different share. The uniform design draws the same documents whatever the
+    labels, so the judgings differ only in the one topic's labels."""
+    pool, qrels = pool_and_qrels
+    truth = qrels_oracle(qrels)
+    quiet = pool.topics[1]  # its pilot found a relevant document
+
+    def nothing_there(topic: str, docnos: list[str]) -> dict[str, float]:
+        answer = truth(topic, docnos)
+        return {d: 0.0 for d in answer} if topic == quiet else answer
+
+    def everything_there(topic: str, docnos: list[str]) -> dict[str, float]:
+        answer = truth(topic, docnos)
+        return {d: 1.0 for d in answer} if topic == quiet else answer
+
+    plans = {name: [_plan_after_pilot(pool, oracle, name)
+                    for oracle in (truth, nothing_there, everything_there)]
+             for name in ("pooled", "own")}
+    # the first 30 batches: three per topic (equal gains, ties broken by rounding) whatever
+    # the quiet topic's labels
+    first = [np.bincount(plan[:30], minlength=len(pool.topics)) for plan in plans["pooled"]]
+    for counts in first:
+        assert (counts == 3).all()
+    assert len({plan[:30].count(1) for plan in plans["own"]}) > 1

@@ -32,6 +32,7 @@ per-trial ratios), and the forecasts' share within 15% of the judgments used.
 from __future__ import annotations
 
 import csv
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -65,7 +66,7 @@ def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
 
 def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method: str,
                 ceiling: float, target: Target, start: int, batch: int,
-                every: int | None) -> ConfidentJudging:
+                every: int | None, allocation: str = "pooled") -> ConfidentJudging:
     """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
     name = method if rule == "committed" else anytime_method
     params: dict[str, Any] = {"batch": batch} if name == "active" else {}
@@ -74,7 +75,8 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
     if rule == "committed":
         return ConfidentJudging(selector, target, start=start, batch=batch)
     return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
-                          interval="anytime" if rule == "anytime" else "fixed")
+                          interval="anytime" if rule == "anytime" else "fixed",
+                          allocation=allocation)
 
 
 def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
@@ -90,7 +92,8 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     error = mean[runs] - truth[runs]
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
             "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
-            "error": float(error.mean()), "looks": len(getattr(judging, "looks", []))}
+            "error": float(error.mean()),
+            "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])])}
 
 
 def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, **options: Any
@@ -177,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--every", type=int,
                         help="judgments at least between looks (default: a look after every "
                              "batch)")
+    parser.add_argument("--allocation", default="pooled",
+                        help="which variances the anytime and naive rules' plan reads: "
+                             "pooled (default) or own (AnytimeJudging's allocation)")
     parser.add_argument("--rules", default=",".join(RULES),
                         help=f"rules to run, of {', '.join(RULES)} (default all)")
     parser.add_argument("--plan", action="store_true",
@@ -206,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     oracle = qrels_oracle(truth_qrels)
     target = Target(args.measure, args.target)
     options = {"method": args.method, "anytime_method": args.anytime_method, "ceiling": args.ceiling, "target": target,
-               "start": args.start, "batch": args.batch, "every": args.every}
+               "start": args.start, "batch": args.batch, "every": args.every,
+               "allocation": args.allocation}
     rules = [r for r in args.rules.split(",") if r.strip()]
     rows: list[dict[str, Any]] = []
     writer = None
@@ -220,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for rule in rules:
                 tic = time.perf_counter()
                 row = {"collection": args.collection, "target": args.target, "trial": trial,
+                       "seed": seed,
                        **one(rule, pool, oracle, truth, seed, **options)}
                 if rule in forecast:
                     row.update({f"forecast{k}": v for k, v in forecast[rule].items()})
