@@ -266,6 +266,9 @@ def test_the_planner_allocates_as_neyman_and_says_when_caps_cannot_reach() -> No
     n0, caps = np.ones(4), np.full(4, 1e12)
     expected = (np.sqrt(u).sum()) ** 2 / (16 * 1e-3)
     assert needed(u, n0, caps, caps, 1e-3) == pytest.approx(expected, rel=1e-3, abs=4)
+    # the anytime rule's pooled allocation: the same n for every topic, sum u / (16 n) = V
+    assert needed(u, n0, caps, caps, 1e-3, equal=True) == pytest.approx(
+        4 * u.sum() / (16 * 1e-3), abs=4)
     assert needed(u, n0, np.full(4, 10.0), np.full(4, 100.0), 1e-6) is None
     assert needed(u, np.full(4, 10.0), np.full(4, 10.0), np.full(4, 10.0), 0.0) == 40
     rng = np.random.default_rng(0)
@@ -392,3 +395,45 @@ def test_the_pooled_allocation_does_not_read_a_topic_s_own_labels(
     for counts in first:
         assert (counts == 3).all()
     assert len({plan[:30].count(1) for plan in plans["own"]}) > 1
+
+
+def test_variance_for_inverts_the_anytime_half_width() -> None:
+    tuned = anytime.target_variance(0.03)
+    v = tuned * np.array([1e4, 30.0, 1.0, 0.2, 1e-3, 1e-6])
+    widths = anytime.half_width(v, tuned)
+    np.testing.assert_allclose(anytime.variance_for(widths, tuned), v, rtol=1e-9)
+    assert float(anytime.variance_for(0.0, tuned)) == 0.0
+    assert np.isnan(anytime.variance_for(np.nan, tuned))
+
+
+def test_the_forecast_from_the_looks_follows_a_power_law_decay() -> None:
+    """Looks whose widest variance falls as n^-1.4 (the anytime half-width of it, whose
+    multiplier changes as the variance falls): from any two or more looks the forecast is
+    the judgments where that variance reaches V*; the fixed interval's the same with
+    (h / z)^2; with noise, the interval holds the noiseless answer."""
+    from sampleval.planning import forecast_from_looks
+
+    h = 0.03
+    tuned = anytime.target_variance(h)
+    n = np.arange(1000, 8001, 500, dtype=np.float64)
+    variance = tuned * (n / 20000.0) ** -1.4
+    looks = [[a, float(w)] for a, w in zip(n, anytime.half_width(variance, tuned), strict=True)]
+    for k in (2, 3, 8, len(looks)):
+        forecast = forecast_from_looks(looks[:k], h)
+        assert forecast is not None and forecast.judged == looks[k - 1][0]
+        assert abs(forecast.needed - 20000) <= 1  # rounded up
+    fixed = [[a, float(1.96 * np.sqrt(v))] for a, v in zip(n, variance, strict=True)]
+    aim = (h / 1.96) ** 2
+    expected = 20000.0 * (tuned / aim) ** (1 / 1.4)
+    forecast = forecast_from_looks(fixed, h, "fixed")
+    assert forecast is not None and forecast.needed == pytest.approx(expected, rel=1e-4)
+    noisy = [[a, w * float(e)] for (a, w), e in zip(
+        looks, np.exp(np.random.default_rng(4).normal(0, 0.03, len(looks))), strict=True)]
+    forecast = forecast_from_looks(noisy, h)
+    assert forecast is not None and forecast.lo is not None and forecast.hi is not None
+    assert forecast.lo <= 20000 <= forecast.hi
+    # met: the latest look; one look or no decrease: no forecast
+    done = forecast_from_looks(looks + [[9000, 0.9 * h]], h)
+    assert done is not None and done.needed == 9000
+    assert forecast_from_looks(looks[:1], h) is None
+    assert forecast_from_looks([[1000, 0.1], [1500, 0.12]], h) is None

@@ -865,9 +865,10 @@ class AnytimeJudging(ConfidentJudging):
     measure what the sequence buys.
 
     ``allocation``: which variances the plan reads. ``pooled`` (the default): each topic's
-    variance is the mean over the topics of the variance per unit of g(n) = 1/n - 1/N times
-    its own g, so that no topic's share of the judgments depends on its own labels (the
-    sequence's assumption that the topics judged next are not chosen from their estimates);
+    variance is the run's variance per unit of g(n) = 1/n - 1/N pooled over the topics
+    (:meth:`_planning_variance`) times the topic's own g, so that no topic's share of the
+    judgments depends on its own labels (the sequence's assumption that the topics judged
+    next are not chosen from their estimates);
     ``own``: each topic's own estimated variance, which starves the topics whose rare
     relevant documents have not been drawn yet (estimate and variance both low) and biases
     the means down where relevant documents are sparse (``docs/guide/anytime.md``).
@@ -910,11 +911,19 @@ class AnytimeJudging(ConfidentJudging):
 
     def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
                            g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
-        """The plan's variances (:attr:`allocation`): with ``pooled``, every open topic's
-        is its g times the mean over the topics of the variance per unit of g (the
-        committed design's pooled value, its own share 0)."""
-        return super()._planning_variance(present, open_, g,
-                                          0.0 if self.allocation == "pooled" else shrink)
+        """The plan's variances (:attr:`allocation`). ``pooled``: each run's variance per
+        unit of g over the topics whose designs have judgments left, u_r = sum_t V_tr /
+        sum_t g_t (the run's estimated variances, as the look reads them), and each such
+        topic's variance g_t u_r; the other topics keep their own. The plan then starts
+        from the variance of the mean the look measured, and a topic's labels enter only
+        u_r, a factor common to all topics."""
+        if self.allocation == "own":
+            return super()._planning_variance(present, open_, g, shrink)
+        v = np.nan_to_num(self.variance[:, self.runs])
+        pooled = present & (open_ & (g > 0))[:, None]
+        unit = np.where(pooled, v, 0.0).sum(axis=0) / np.maximum(
+            np.where(pooled, g[:, None], 0.0).sum(axis=0), np.finfo(float).tiny)
+        return np.where(pooled, g[:, None] * unit[None, :], v)
 
     def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
         """The half-width in standard errors of each targeted run's mean whose summed

@@ -23,7 +23,9 @@ weights), whose per-draw estimates' variance falls as 1/d in the draws d while t
 are the distinct documents drawn, n(d) = sum_j 1 - (1 - p_j)^d: g(n) = 1 / d(n), which falls
 faster than 1/n as the likely documents are drawn again and again.
 
-The allocation is Neyman's: n_t proportional to sqrt(max_r u_tr / T_r^2), each between its
+The allocation is Neyman's for ``fixed`` (n_t proportional to sqrt(max_r u_tr / T_r^2)) and
+equal for ``anytime`` (the anytime rule's pooled allocation, which reads no topic's own
+variance, gives every topic the same number), each between its
 pilot and its cap (the topic's pool, or ``caps``), scaled by bisection until the variances
 meet the target. The interval of the forecast resamples the topics (a bootstrap over
 topics, ``replicates`` times, from the generator given): it reflects how much the topics'
@@ -136,8 +138,9 @@ def unit_variances(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
 
 
 def needed(unit: np.ndarray, judged: np.ndarray, cap: np.ndarray, size: np.ndarray,
-           variance: float, shape: Shape | None = None) -> int | None:
-    """The least total judgments (module docstring's allocation) at which every run's
+           variance: float, shape: Shape | None = None, equal: bool = False) -> int | None:
+    """The least total judgments (module docstring's allocation; ``equal``: the same number
+    of every topic, as the anytime rule's pooled allocation gives) at which every run's
     variance of its mean, sum_t u_tr g_t(n_t) / T_r^2 (``shape``; default simple random
     sampling's 1/n - 1/N_t), is at most ``variance``; None when the caps cannot reach it."""
     shape = Shape(size) if shape is None else shape
@@ -147,6 +150,8 @@ def needed(unit: np.ndarray, judged: np.ndarray, cap: np.ndarray, size: np.ndarr
     low = np.minimum(judged, cap).astype(np.float64)
     high = np.maximum(cap, low).astype(np.float64)
     weight = np.sqrt((u / count[None, :] ** 2).max(axis=1, initial=0.0))
+    if equal:
+        weight = (weight > 0).astype(np.float64)
 
     def sizes(scale: float) -> np.ndarray:
         return np.clip(scale * weight, low, high)
@@ -192,10 +197,11 @@ def forecast_arrays(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
     resamples = [rng.integers(0, topics, topics) for _ in range(replicates)]
     tail = (1 - coverage) / 2
     for rule in RULES:
-        point = needed(unit, judged, cap, size, aims[rule], shape)
+        equal = rule == "anytime"
+        point = needed(unit, judged, cap, size, aims[rule], shape, equal)
         boot = np.array([np.inf if (n := needed(unit[d], judged[d], cap[d], size[d],
-                                                aims[rule], shape[d])) is None else float(n)
-                         for d in resamples])
+                                                aims[rule], shape[d], equal)) is None
+                         else float(n) for d in resamples])
         lo, hi = (np.quantile(boot, [tail, 1 - tail], method="inverted_cdf") if replicates
                   else (np.nan, np.nan))
         out.append(Forecast(rule, int(judged.sum()), point,
