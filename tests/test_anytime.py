@@ -433,7 +433,7 @@ def test_the_forecast_from_the_looks_follows_a_power_law_decay() -> None:
     assert forecast is not None and forecast.lo is not None and forecast.hi is not None
     assert forecast.lo <= 20000 <= forecast.hi
     # met: the latest look; one look or no decrease: no forecast
-    done = forecast_from_looks(looks + [[9000, 0.9 * h]], h)
+    done = forecast_from_looks([*looks, [9000, 0.9 * h]], h)
     assert done is not None and done.needed == 9000
     assert forecast_from_looks(looks[:1], h) is None
     assert forecast_from_looks([[1000, 0.1], [1500, 0.12]], h) is None
