@@ -18,15 +18,19 @@ half-width of its mean ``--measure`` is at most ``--target``:
   stopping on the anytime-valid half-widths, which are the intervals reported;
 - ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals.
 
-and, with ``--plan``, forecasts the anytime and committed judgments from the trial's own
-first ``--start`` judgments per topic (:func:`forecast_from_pilot`). Each row of
-``--out`` (CSV, one per trial and rule, written as they finish): judgments used, why judging
-stopped, the widest half-width, the share of runs whose interval holds the true mean
-(coverage at the stopping time), the mean error over runs, and the forecast with its
-interval. The summary printed at the end: per rule, the mean judgments, coverage with its
-standard error over trials (the runs of one trial share a sample), the share of trials whose
-widest interval met the target, the judgments against the committed rule's (mean of the
-per-trial ratios), and the forecasts' share within 15% of the judgments used.
+and, with ``--plan`` (or only that, ``--plan-only``), forecasts the anytime and committed
+judgments from the trial's own first ``--start`` judgments per topic
+(:func:`forecast_from_pilot`). Each row of ``--out`` (CSV, one per trial and rule, written as
+they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
+of runs whose interval holds the true mean (coverage at the stopping time), the mean error
+over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
+interval. The summary (printed at the end, or ``--summarise`` over several files, campaigns
+paired by seed): per rule, the mean judgments, coverage with its standard error over trials
+(the runs of one trial share a sample), the share of trials whose widest interval met the
+target, the judgments against the committed rule's (mean of the per-seed ratios), the pilot
+forecasts' median ratio to the judgments used, share within 15% and share whose interval
+holds them, and the same for the forecasts from the looks (:func:`look_forecast`) made at
+the first look after 2 and 3 times the pilot's judgments (``x2_``, ``x3_``).
 """
 
 from __future__ import annotations
