@@ -437,3 +437,22 @@ def test_the_forecast_from_the_looks_follows_a_power_law_decay() -> None:
     assert done is not None and done.needed == 9000
     assert forecast_from_looks(looks[:1], h) is None
     assert forecast_from_looks([[1000, 0.1], [1500, 0.12]], h) is None
+
+
+def test_judging_that_can_go_no_further_looks_once_more(
+        pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """Looks far apart (every=10^6: only the first, after the pilot), caps of 40% of each
+    pool: judging ends when the caps are spent, between looks; it then looks at what was
+    judged since, and says the target met when the half-widths meet it there (before, it
+    said the target could not be met); not met there, it says so."""
+    pool, qrels = pool_and_qrels
+    for width, met in ((0.5, True), (0.3, False)):
+        selector = METHODS["uniform"](pool, Budget(rate=0.4), np.random.default_rng(3))
+        judging = AnytimeJudging(selector, Target("P@10", width), start=5, batch=5,
+                                 every=10 ** 6)
+        status = judging.run(qrels_oracle(qrels))
+        assert status.judged >= int(judging.capacity.sum()) - len(pool.topics)
+        assert len(judging.looks) == 2 and judging.looks[-1][0] == status.judged
+        assert judging.looks[0][1] > width
+        assert (judging.looks[-1][1] <= width) == met
+        assert (status.reason == "target met") == met

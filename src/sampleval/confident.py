@@ -997,7 +997,7 @@ class AnytimeJudging(ConfidentJudging):
             return None
         if int(self.handed.sum()) >= self.ceiling:
             if not waiting:
-                self.reason = "ceiling spent"
+                self.reason = "target met" if self._last_look() else "ceiling spent"
             return None
         if len(starting):
             return int(starting[0])
@@ -1005,7 +1005,18 @@ class AnytimeJudging(ConfidentJudging):
             return self._queue.pop(0)
         if waiting:
             return None
-        return self._take(self.plan())
+        order = self.plan()
+        if not len(order) and self._last_look():
+            self.reason = "target met"
+            return None
+        return self._take(order)
+
+    def _last_look(self) -> bool:
+        """When judging can go no further (ceiling, caps, or the plan narrows nothing): a
+        look at the judgments made since the last one, if any (:meth:`look`)."""
+        if self.looks and self.looks[-1][0] == int(self.judged.sum()):
+            return False
+        return self.look()
 
     def look(self) -> bool:
         """Re-estimate the topics judged since the last look, record the look
