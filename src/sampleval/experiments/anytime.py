@@ -259,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "or split over seeds; one row per rule and seed is kept)")
     args = parser.parse_args(argv)
     if args.summarise is not None:
+        missing = [str(f) for f in args.summarise if not f.is_file()]
+        if missing:
+            parser.error(f"no such file: {', '.join(missing)}")
         table = combined([pd.read_csv(f) for f in args.summarise])
         for width in sorted(table["target"].unique()):
             part = table[table["target"] == width]
