@@ -266,6 +266,9 @@ def test_the_planner_allocates_as_neyman_and_says_when_caps_cannot_reach() -> No
     n0, caps = np.ones(4), np.full(4, 1e12)
     expected = (np.sqrt(u).sum()) ** 2 / (16 * 1e-3)
     assert needed(u, n0, caps, caps, 1e-3) == pytest.approx(expected, rel=1e-3, abs=4)
+    # the anytime rule's pooled allocation: the same n for every topic, sum u / (16 n) = V
+    assert needed(u, n0, caps, caps, 1e-3, equal=True) == pytest.approx(
+        4 * u.sum() / (16 * 1e-3), abs=4)
     assert needed(u, n0, np.full(4, 10.0), np.full(4, 100.0), 1e-6) is None
     assert needed(u, np.full(4, 10.0), np.full(4, 10.0), np.full(4, 10.0), 0.0) == 40
     rng = np.random.default_rng(0)
@@ -348,3 +351,108 @@ def test_simulate_a_stop_anytime_cell_reports_its_intervals_at_stopping(
     pool = Pool.from_runs(runs, depth=20)
     assert (stats["judged"] < np.mean([tp.size for tp in pool])).all()
     assert "judged" in summary.columns
+
+
+def _plan_after_pilot(pool: Pool, oracle: object, allocation: str) -> list[int]:
+    """The plan (topic of each further batch) of an anytime rule over ``uniform`` once
+    every topic has its first judgments, judged by ``oracle``."""
+    selector = METHODS["uniform"](pool, Budget(rate=1.0), np.random.default_rng(9))
+    judging = AnytimeJudging(selector, Target("P@10", 0.01, (pool.run_names[0],)), start=5,
+                             batch=5, allocation=allocation)
+    while ((judging.handed < judging.first) & ~judging.exhausted).any():
+        batch = judging.next_batch()
+        assert batch is not None
+        judging.observe(batch[0], oracle(*batch))  # type: ignore[operator]
+    judging.status()  # re-estimates
+    return judging.plan().tolist()
+
+
+def test_the_pooled_allocation_does_not_read_a_topic_s_own_labels(
+        pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """Whatever a topic's labels say, the pooled plan gives the topics their batches in
+    the same order (its own variance enters only the pooled mean, a factor common to all
+    topics: one targeted run, so the widest is always the same); the own allocation gives
+    the topic a different share. The uniform design draws the same documents whatever the
+    labels, so the judgings differ only in the one topic's labels."""
+    pool, qrels = pool_and_qrels
+    truth = qrels_oracle(qrels)
+    quiet = pool.topics[1]  # its pilot found a relevant document
+
+    def nothing_there(topic: str, docnos: list[str]) -> dict[str, float]:
+        answer = truth(topic, docnos)
+        return {d: 0.0 for d in answer} if topic == quiet else answer
+
+    def everything_there(topic: str, docnos: list[str]) -> dict[str, float]:
+        answer = truth(topic, docnos)
+        return {d: 1.0 for d in answer} if topic == quiet else answer
+
+    plans = {name: [_plan_after_pilot(pool, oracle, name)
+                    for oracle in (truth, nothing_there, everything_there)]
+             for name in ("pooled", "own")}
+    # the first 30 batches: three per topic (equal gains, ties broken by rounding) whatever
+    # the quiet topic's labels
+    first = [np.bincount(plan[:30], minlength=len(pool.topics)) for plan in plans["pooled"]]
+    for counts in first:
+        assert (counts == 3).all()
+    assert len({plan[:30].count(1) for plan in plans["own"]}) > 1
+
+
+def test_variance_for_inverts_the_anytime_half_width() -> None:
+    tuned = anytime.target_variance(0.03)
+    v = tuned * np.array([1e4, 30.0, 1.0, 0.2, 1e-3, 1e-6])
+    widths = anytime.half_width(v, tuned)
+    np.testing.assert_allclose(anytime.variance_for(widths, tuned), v, rtol=1e-9)
+    assert float(anytime.variance_for(0.0, tuned)) == 0.0
+    assert np.isnan(anytime.variance_for(np.nan, tuned))
+
+
+def test_the_forecast_from_the_looks_follows_a_power_law_decay() -> None:
+    """Looks whose widest variance falls as n^-1.4 (the anytime half-width of it, whose
+    multiplier changes as the variance falls): from any two or more looks the forecast is
+    the judgments where that variance reaches V*; the fixed interval's the same with
+    (h / z)^2; with noise, the interval holds the noiseless answer."""
+    from sampleval.planning import forecast_from_looks
+
+    h = 0.03
+    tuned = anytime.target_variance(h)
+    n = np.arange(1000, 8001, 500, dtype=np.float64)
+    variance = tuned * (n / 20000.0) ** -1.4
+    looks = [[a, float(w)] for a, w in zip(n, anytime.half_width(variance, tuned), strict=True)]
+    for k in (2, 3, 8, len(looks)):
+        forecast = forecast_from_looks(looks[:k], h)
+        assert forecast is not None and forecast.judged == looks[k - 1][0]
+        assert abs(forecast.needed - 20000) <= 1  # rounded up
+    fixed = [[a, float(1.96 * np.sqrt(v))] for a, v in zip(n, variance, strict=True)]
+    aim = (h / 1.96) ** 2
+    expected = 20000.0 * (tuned / aim) ** (1 / 1.4)
+    forecast = forecast_from_looks(fixed, h, "fixed")
+    assert forecast is not None and forecast.needed == pytest.approx(expected, rel=1e-4)
+    noisy = [[a, w * float(e)] for (a, w), e in zip(
+        looks, np.exp(np.random.default_rng(4).normal(0, 0.03, len(looks))), strict=True)]
+    forecast = forecast_from_looks(noisy, h)
+    assert forecast is not None and forecast.lo is not None and forecast.hi is not None
+    assert forecast.lo <= 20000 <= forecast.hi
+    # met: the latest look; one look or no decrease: no forecast
+    done = forecast_from_looks([*looks, [9000, 0.9 * h]], h)
+    assert done is not None and done.needed == 9000
+    assert forecast_from_looks(looks[:1], h) is None
+    assert forecast_from_looks([[1000, 0.1], [1500, 0.12]], h) is None
+
+
+def test_judging_that_can_go_no_further_looks_once_more(
+        pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """Looks far apart (every=10^6: only the first, after the pilot), caps of 40% of each
+    pool: judging ends when the caps are spent, between looks; it then looks at what was
+    judged since, and says the target met when the half-widths meet it there (before, it
+    said the target could not be met); not met there, it says so."""
+    pool, qrels = pool_and_qrels
+    for width, met in ((0.5, True), (0.3, False)):
+        selector = METHODS["uniform"](pool, Budget(rate=0.4), np.random.default_rng(3))
+        judging = AnytimeJudging(selector, Target("P@10", width), start=5, batch=5,
+                                 every=10 ** 6)
+        status = judging.run(qrels_oracle(qrels))
+        assert status.judged >= int(judging.capacity.sum()) - len(pool.topics)
+        assert len(judging.looks) == 2 and judging.looks[-1][0] == status.judged
+        assert judging.looks[0][1] > width
+        assert (judging.looks[-1][1] <= width) == met
+        assert (status.reason == "target met") == met

@@ -33,7 +33,7 @@ from sampleval.campaign.organise import (
 )
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
-from sampleval.campaign.target import rate_needed, target_status
+from sampleval.campaign.target import rate_needed, rate_range, target_status
 from sampleval.campaign.web import create_app
 from sampleval.confident import AnytimeJudging, Target
 from sampleval.core.pool import Pool
@@ -153,7 +153,7 @@ def test_an_anytime_campaign_shows_anytime_widths_and_stops_at_its_first_look_me
     assert [s["met"] for s in seen] == [False] * (len(seen) - 1) + [True]
     assert all(s["widest"] > WIDTH for s in seen[:-1]) and seen[-1]["widest"] <= WIDTH
     assert "anytime-valid" in stopped
-    # the looks accumulate in the stored status; the rate is their straight line
+    # the looks accumulate in the stored status; the rate is the forecast from them
     looks = seen[-1]["looks"]
     assert [n for n, _ in looks] == [s["judged"] for s in seen]
     before = seen[-2]
@@ -172,13 +172,22 @@ def test_an_anytime_campaign_shows_anytime_widths_and_stops_at_its_first_look_me
     store.close()
 
 
-def test_rate_needed_is_the_straight_line_through_the_first_and_latest_looks() -> None:
-    assert rate_needed([[100, 0.5], [200, 0.3]], 0.2) == 50  # 0.1 / (0.2 per 100)
-    assert rate_needed([[100, 0.5], [200, 0.1]], 0.2) == 0
-    assert rate_needed([[100, 0.5]], 0.2) is None
-    assert rate_needed([[100, 0.3], [200, 0.4]], 0.2) is None
-
-
+def test_rate_needed_is_the_forecast_from_the_looks() -> None:
+    """The variance of the widest mean falling as n^-1.5 (half-widths the anytime
+    sequence's): the rate says the judgments left until it reaches V*, with a range; the
+    straight line through the first and latest looks said far fewer."""
+    tuned = anytime.target_variance(WIDTH)
+    n = np.array([100.0, 150.0, 200.0, 250.0])
+    widths = anytime.half_width(tuned * (n / 1000.0) ** -1.5, tuned)
+    looks = [[a, float(w)] for a, w in zip(n, widths, strict=True)]
+    assert abs(rate_needed(looks, WIDTH) - 750) <= 1  # type: ignore[operator]
+    line = (widths[-1] - WIDTH) * (n[-1] - n[0]) / (widths[0] - widths[-1])
+    assert line < 400
+    low, high = rate_range(looks, WIDTH)  # type: ignore[misc]
+    assert low is not None and high is not None and low <= 750 <= high + 1
+    assert rate_needed([*looks, [300, WIDTH * 0.9]], WIDTH) == 0
+    assert rate_needed(looks[:1], WIDTH) is None and rate_range(looks[:2], WIDTH) is None
+    assert rate_needed([[100, 0.3], [200, 0.4]], WIDTH) is None
 def test_stop_anytime_is_checked_when_the_campaign_is_created(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path}/t.db")
     with pytest.raises(UsageError, match="stop must be one of"):

@@ -836,6 +836,8 @@ def _phase(layout: Layout, budget: int, keep: np.ndarray, rng: np.random.Generat
 
 
 
+ALLOCATIONS = ("pooled", "own")
+"""Which variances the anytime rule's plan reads (:class:`AnytimeJudging`)."""
 STOP_MODES = ("committed", "anytime")
 """How judging until confident may stop: ``committed`` (:class:`ConfidentJudging`: committed
 phases where the method allows, else the adaptive rule) or ``anytime``
@@ -863,12 +865,22 @@ class AnytimeJudging(ConfidentJudging):
     coverage). ``interval='fixed'`` uses the ordinary z intervals instead: the *naive
     rule*, which peeks after every batch with intervals valid at one fixed look, kept to
     measure what the sequence buys.
+
+    ``allocation``: which variances the plan reads. ``pooled`` (the default): each topic's
+    variance is the run's variance per unit of g(n) = 1/n - 1/N pooled over the topics
+    (:meth:`_planning_variance`) times the topic's own g, so that no topic's share of the
+    judgments depends on its own labels (the sequence's assumption that the topics judged
+    next are not chosen from their estimates);
+    ``own``: each topic's own estimated variance, which starves the topics whose rare
+    relevant documents have not been drawn yet (estimate and variance both low) and biases
+    the means down where relevant documents are sparse (``docs/guide/anytime.md``).
     """
 
     def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
                  start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
                  committed: bool | None = False, margin: float = 0.05,
-                 interval: str = "anytime", every: int | None = None) -> None:
+                 interval: str = "anytime", every: int | None = None,
+                 allocation: str = "pooled") -> None:
         from sampleval.estimators.anytime import target_variance
 
         if committed:
@@ -876,6 +888,9 @@ class AnytimeJudging(ConfidentJudging):
                              "phases")
         if interval not in ("anytime", "fixed"):
             raise UsageError(f"interval must be anytime or fixed, not {interval!r}")
+        if allocation not in ALLOCATIONS:
+            raise UsageError(f"allocation must be one of {', '.join(ALLOCATIONS)}, not "
+                             f"{allocation!r}")
         if selector.name == "active" and "batch" not in selector.params:
             raise UsageError("stop=anytime looks after every batch, and active's sample has "
                              "a topic's draws only once its round is judged: give it rounds "
@@ -883,6 +898,7 @@ class AnytimeJudging(ConfidentJudging):
         super().__init__(selector, target, ceiling=ceiling, start=start, batch=batch, ci=ci,
                          level=level, committed=False, margin=margin)
         self.interval = interval
+        self.allocation = allocation
         self.tuned = target_variance(target.half_width, ci)
         """V*: the variance of a run's mean at which its sequence's half-width is the
         target (the sequence's tuning, fixed before any judgment)."""
@@ -894,6 +910,22 @@ class AnytimeJudging(ConfidentJudging):
             raise UsageError("looks must be at least one judgment apart")
         self.every = every
         """Judgments at least between looks (None: a look after every batch)."""
+
+    def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
+                           g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
+        """The plan's variances (:attr:`allocation`). ``pooled``: each run's variance per
+        unit of g over the topics whose designs have judgments left, u_r = sum_t V_tr /
+        sum_t g_t (the run's estimated variances, as the look reads them), and each such
+        topic's variance g_t u_r; the other topics keep their own. The plan then starts
+        from the variance of the mean the look measured, and a topic's labels enter only
+        u_r, a factor common to all topics."""
+        if self.allocation == "own":
+            return super()._planning_variance(present, open_, g, shrink)
+        v = np.nan_to_num(self.variance[:, self.runs])
+        pooled = present & (open_ & (g > 0))[:, None]
+        unit = np.where(pooled, v, 0.0).sum(axis=0) / np.maximum(
+            np.where(pooled, g[:, None], 0.0).sum(axis=0), np.finfo(float).tiny)
+        return np.where(pooled, g[:, None] * unit[None, :], v)
 
     def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
         """The half-width in standard errors of each targeted run's mean whose summed
@@ -967,7 +999,7 @@ class AnytimeJudging(ConfidentJudging):
             return None
         if int(self.handed.sum()) >= self.ceiling:
             if not waiting:
-                self.reason = "ceiling spent"
+                self.reason = "target met" if self._last_look() else "ceiling spent"
             return None
         if len(starting):
             return int(starting[0])
@@ -975,7 +1007,18 @@ class AnytimeJudging(ConfidentJudging):
             return self._queue.pop(0)
         if waiting:
             return None
-        return self._take(self.plan())
+        order = self.plan()
+        if not len(order) and self._last_look():
+            self.reason = "target met"
+            return None
+        return self._take(order)
+
+    def _last_look(self) -> bool:
+        """When judging can go no further (ceiling, caps, or the plan narrows nothing): a
+        look at the judgments made since the last one, if any (:meth:`look`)."""
+        if self.looks and self.looks[-1][0] == int(self.judged.sum()):
+            return False
+        return self.look()
 
     def look(self) -> bool:
         """Re-estimate the topics judged since the last look, record the look
@@ -996,7 +1039,7 @@ class AnytimeJudging(ConfidentJudging):
 
     def state(self) -> dict[str, Any]:
         return {**super().state(), "stop": "anytime", "interval": self.interval,
-                "every": self.every,
+                "every": self.every, "allocation": self.allocation,
                 "handed": self.handed.tolist(), "looks": [list(x) for x in self.looks]}
 
     @classmethod
@@ -1005,6 +1048,7 @@ class AnytimeJudging(ConfidentJudging):
         assert isinstance(judging, AnytimeJudging)
         judging.interval = state.get("interval", "anytime")
         judging.every = state.get("every")
+        judging.allocation = state.get("allocation", "own")  # saved before the option
         judging.handed[:] = state["handed"]
         judging.looks = [(int(n), float(w)) for n, w in state["looks"]]
         return judging

@@ -23,7 +23,9 @@ weights), whose per-draw estimates' variance falls as 1/d in the draws d while t
 are the distinct documents drawn, n(d) = sum_j 1 - (1 - p_j)^d: g(n) = 1 / d(n), which falls
 faster than 1/n as the likely documents are drawn again and again.
 
-The allocation is Neyman's: n_t proportional to sqrt(max_r u_tr / T_r^2), each between its
+The allocation is Neyman's for ``fixed`` (n_t proportional to sqrt(max_r u_tr / T_r^2)) and
+equal for ``anytime`` (the anytime rule's pooled allocation, which reads no topic's own
+variance, gives every topic the same number), each between its
 pilot and its cap (the topic's pool, or ``caps``), scaled by bisection until the variances
 meet the target. The interval of the forecast resamples the topics (a bootstrap over
 topics, ``replicates`` times, from the generator given): it reflects how much the topics'
@@ -32,8 +34,9 @@ variances vary, not the error of the g(n) model.
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +65,9 @@ MODELS = ("srs", "active")
 ACTIVE_SHARE = 0.2
 """The uniform share of active sampling's draws (its default, ``active:uniform=0.2``)."""
 GRID = 160
+LOOK_SPAN = 0.5
+"""A forecast from the looks fits the decay over the looks since this share of the latest
+look's judgments (:func:`forecast_from_looks`)."""
 
 
 class Shape:
@@ -132,8 +138,9 @@ def unit_variances(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
 
 
 def needed(unit: np.ndarray, judged: np.ndarray, cap: np.ndarray, size: np.ndarray,
-           variance: float, shape: Shape | None = None) -> int | None:
-    """The least total judgments (module docstring's allocation) at which every run's
+           variance: float, shape: Shape | None = None, equal: bool = False) -> int | None:
+    """The least total judgments (module docstring's allocation; ``equal``: the same number
+    of every topic, as the anytime rule's pooled allocation gives) at which every run's
     variance of its mean, sum_t u_tr g_t(n_t) / T_r^2 (``shape``; default simple random
     sampling's 1/n - 1/N_t), is at most ``variance``; None when the caps cannot reach it."""
     shape = Shape(size) if shape is None else shape
@@ -143,6 +150,8 @@ def needed(unit: np.ndarray, judged: np.ndarray, cap: np.ndarray, size: np.ndarr
     low = np.minimum(judged, cap).astype(np.float64)
     high = np.maximum(cap, low).astype(np.float64)
     weight = np.sqrt((u / count[None, :] ** 2).max(axis=1, initial=0.0))
+    if equal:
+        weight = (weight > 0).astype(np.float64)
 
     def sizes(scale: float) -> np.ndarray:
         return np.clip(scale * weight, low, high)
@@ -188,16 +197,89 @@ def forecast_arrays(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
     resamples = [rng.integers(0, topics, topics) for _ in range(replicates)]
     tail = (1 - coverage) / 2
     for rule in RULES:
-        point = needed(unit, judged, cap, size, aims[rule], shape)
+        equal = rule == "anytime"
+        point = needed(unit, judged, cap, size, aims[rule], shape, equal)
         boot = np.array([np.inf if (n := needed(unit[d], judged[d], cap[d], size[d],
-                                                aims[rule], shape[d])) is None else float(n)
-                         for d in resamples])
+                                                aims[rule], shape[d], equal)) is None
+                         else float(n) for d in resamples])
         lo, hi = (np.quantile(boot, [tail, 1 - tail], method="inverted_cdf") if replicates
                   else (np.nan, np.nan))
         out.append(Forecast(rule, int(judged.sum()), point,
                             int(lo) if np.isfinite(lo) else None,
                             int(np.ceil(hi)) if np.isfinite(hi) else None))
     return out
+
+
+def widest_variance(widths: np.ndarray | float, half_width: float, rule: str = "anytime",
+                    ci: float = 0.95) -> np.ndarray:
+    """The variance of a run's mean whose half-width under ``rule`` is ``widths``: the
+    anytime rule's sequence tuned for the target ``half_width``
+    (:func:`~sampleval.estimators.anytime.variance_for`), or the fixed interval's
+    (widths / z)^2. Any estimated bias in the half-width is counted as variance."""
+    from sampleval.estimators.anytime import target_variance, variance_for
+    from sampleval.estimators.base import z_value
+
+    if rule not in RULES:
+        raise UsageError(f"rule must be one of {', '.join(RULES)}, not {rule!r}")
+    w = np.asarray(widths, dtype=np.float64)
+    if rule == "fixed":
+        return (w / z_value(ci)) ** 2
+    return variance_for(w, target_variance(half_width, ci), ci)
+
+
+def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
+                        rule: str = "anytime", *, ci: float = 0.95, span: float = LOOK_SPAN,
+                        coverage: float = 0.9) -> Forecast | None:
+    """The judgments in all at which the widest half-width is forecast to reach
+    ``half_width``, from the ``looks`` so far ((judgments, widest half-width of ``rule``),
+    oldest first; :attr:`~sampleval.confident.AnytimeJudging.looks`, a campaign's).
+
+    Model: between looks the variance V of the widest mean falls as a power of the
+    judgments, V(n) = V_k (n / n_k)^(-b), b fitted by least squares on log V against log n
+    over the looks since ``span`` times the latest look's judgments (the decay's recent
+    rate: AP's variance falls faster than 1/n as the likely documents get judged, and the
+    rate changes as judging goes on); V is read from each half-width
+    (:func:`widest_variance`), so that the anytime sequence's changing multiplier does
+    not pass for a change of rate. The forecast is the latest look's judgments times
+    (V_k / V*)^(1/b), V* the variance whose half-width is the target. Its interval
+    (``coverage``) takes b at the ends of its t-interval from the fit (three looks or
+    more in the span; else none). None with fewer than two looks in the span or no
+    decrease; the latest look's judgments once the target is met."""
+    from scipy import stats
+
+    if len(looks) and looks[-1][1] <= half_width:
+        done = int(looks[-1][0])
+        return Forecast(rule, done, done, done, done)
+    if len(looks) < 2:
+        return None
+    n = np.array([x[0] for x in looks], dtype=np.float64)
+    v = widest_variance(np.array([x[1] for x in looks]), half_width, rule, ci)
+    keep = (n >= span * n[-1]) & (n > 0) & (v > 0)
+    keep[-2:] = (n[-2:] > 0) & (v[-2:] > 0)  # at least the last two looks
+    if keep.sum() < 2:
+        return None
+    x, y = np.log(n[keep]), np.log(v[keep])
+    dx = x - x.mean()
+    if not (dx ** 2).sum() > 0:
+        return None
+    slope = float((dx * (y - y.mean())).sum() / (dx ** 2).sum())
+    if not slope < 0:
+        return None
+    aim = float(widest_variance(half_width, half_width, rule, ci))
+    gap = math.log(v[-1] / aim)
+
+    def at(b: float) -> int:
+        return math.ceil(n[-1] * math.exp(gap / b))
+
+    lo = hi = None
+    if keep.sum() >= 3:
+        residual = y - y.mean() - slope * dx
+        se = math.sqrt((residual ** 2).sum() / (keep.sum() - 2) / (dx ** 2).sum())
+        t = float(stats.t.ppf(0.5 + coverage / 2, keep.sum() - 2))
+        steep, shallow = slope - t * se, slope + t * se
+        lo = at(-steep)
+        hi = at(-shallow) if shallow < 0 else None
+    return Forecast(rule, int(n[-1]), at(-slope), lo, hi)
 
 
 def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: float = 1,

@@ -35,7 +35,8 @@ half-widths are those of the anytime-valid confidence sequence, and the campaign
 first look where every topic has its start and every targeted run's anytime half-width is at
 most the target (:meth:`AnytimeJudging.look`, the test ``sample --stop anytime`` makes). The
 looks so far, (judgments, widest half-width), are kept with the status (``looks``) and give
-``rate_needed``, the judgments the current rate suggests (:func:`rate_needed`).
+``rate_needed``, the judgments the current rate suggests (:func:`rate_needed`), and
+``rate_range``, its interval.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import numpy as np
 
 from sampleval.confident import AnytimeJudging, ConfidentJudging, Target, make_judging
 from sampleval.core.sample import Sample
+from sampleval.planning import Forecast, forecast_from_looks
 from sampleval.selection.base import Selector
 
 DEFAULT_START = 20
@@ -85,20 +87,34 @@ def judging(selector: Selector, target: Target, start: int,
     return make_judging(cast(Selector, _Observed(selector)), target, stop, start=start)
 
 
-def rate_needed(looks: Sequence[Sequence[float]], half_width: float) -> int | None:
-    """The further judgments the current rate suggests before the widest half-width reaches
-    ``half_width``, from the ``looks`` so far ((judgments, widest half-width), oldest
-    first). Assumption: the widest half-width keeps falling at the mean rate per judgment
-    it fell at from the first look to the latest (a straight line through the two). 0 when
-    met; None with fewer than two looks or no decrease yet. A straight line is a guide, not
-    a forecast: half-widths fall roughly as 1/sqrt(judgments), more slowly as they shrink,
-    so it tends to understate what remains."""
-    (n0, w0), (n1, w1) = looks[0], looks[-1]
-    if w1 <= half_width:
-        return 0
-    if n1 <= n0 or w1 >= w0:
+def rate_needed(looks: Sequence[Sequence[float]], half_width: float,
+                ci: float = 0.95) -> int | None:
+    """The further judgments the current rate suggests before the widest anytime-valid
+    half-width reaches ``half_width``, from the ``looks`` so far ((judgments, widest
+    half-width), oldest first): the planner's forecast from the looks
+    (:func:`sampleval.planning.forecast_from_looks`: the variance of the widest mean falls
+    as a power of the judgments, fitted over the recent looks) less the judgments made. 0
+    when met; None with fewer than two looks or no decrease yet."""
+    forecast = _rate_forecast(looks, half_width, ci)
+    if forecast is None or forecast.needed is None:
         return None
-    return int(np.ceil((w1 - half_width) * (n1 - n0) / (w0 - w1)))
+    return max(0, forecast.needed - forecast.judged)
+
+
+def rate_range(looks: Sequence[Sequence[float]], half_width: float,
+               ci: float = 0.95) -> list[int | None] | None:
+    """The 90% interval of :func:`rate_needed` (the forecast's, from the fit of the decay;
+    None where it has none: fewer than three recent looks). An end None: unbounded."""
+    forecast = _rate_forecast(looks, half_width, ci)
+    if forecast is None or forecast.lo is None:
+        return None
+    return [max(0, forecast.lo - forecast.judged),
+            None if forecast.hi is None else max(0, forecast.hi - forecast.judged)]
+
+
+def _rate_forecast(looks: Sequence[Sequence[float]], half_width: float,
+                   ci: float) -> Forecast | None:
+    return forecast_from_looks(looks, half_width, "anytime", ci=ci)
 
 
 def target_status(selector: Selector, sample: Sample, target: Target, start: int,
@@ -147,7 +163,8 @@ def target_status(selector: Selector, sample: Sample, target: Target, start: int
                 not history or history[-1][0] != status.judged):
             history.append([status.judged, float(status.widest)])
         out["looks"] = history
-        out["rate_needed"] = rate_needed(history, target.half_width) if history else None
+        out["rate_needed"] = rate_needed(history, target.half_width, rule.ci)
+        out["rate_range"] = rate_range(history, target.half_width, rule.ci)
     out["text"] = describe(out)
     return out
 
@@ -167,10 +184,13 @@ def describe(status: Mapping[str, Any]) -> str:
         return (f"{head}; {status['short_of_start']} judgments to go before every topic has "
                 f"its first {status['start']}")
     if anytime and status["projected_needed"] is not None:
-        rate = status.get("rate_needed")
-        return head + ("; too few looks to extrapolate the rate yet" if rate is None else
-                       f"; about {rate} more judgments at the rate the widest half-width "
-                       "has fallen per judgment since the first look")
+        rate, span = status.get("rate_needed"), status.get("rate_range")
+        if rate is None:
+            return head + "; too few looks to extrapolate the rate yet"
+        within = "" if not span else (
+            f" (90% range {span[0]}-{'?' if span[1] is None else span[1]})")
+        return (f"{head}; about {rate} more judgments{within} at the rate the widest "
+                "interval has narrowed over the recent looks")
     needed = status["projected_needed"]
     if needed is None:
         return f"{head}; not reachable within the topics' budgets, as projected"

@@ -30,8 +30,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "mean over topics needs: 'fixed' for a design whose sizes are fixed in advance and "
         "estimated once with ordinary intervals, 'anytime' for judging with --stop anytime "
         "(intervals valid however often one looks). Each topic's variance is taken to fall "
-        "as simple random sampling's (or active sampling's: --model), and the judgments go "
-        "where they narrow the means most; the interval resamples the topics. A model, not a "
+        "as simple random sampling's (or active sampling's: --model); for 'fixed' the "
+        "judgments go where they narrow the means most (Neyman), for 'anytime' equally to "
+        "every topic, as that rule allocates them; the interval resamples the topics. A "
+        "model, not a "
         "measurement: docs/guide/anytime.md says how far its forecasts were off.")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="the pilot: a sample directory written by sampleval (or any "

@@ -102,3 +102,21 @@ def interval(value: np.ndarray | float, variance: np.ndarray | float, tuned: flo
     h = half_width(variance, tuned, ci)
     v = np.asarray(value, dtype=np.float64)
     return v - h, v + h
+
+
+def variance_for(width: np.ndarray | float, tuned: float, ci: float = 0.95) -> np.ndarray:
+    """The variance V whose anytime-valid :func:`half_width` (sequence tuned for ``tuned``)
+    is ``width`` (elementwise): the half-width grows with V (h^2 = 2 V (c + V) / c
+    (log(1 + c / V) / 2 + log(1 / alpha)), c = x* ``tuned``, and V log(1 + c / V) grows
+    with V), so bisection on log V finds it. 0 where ``width`` is 0."""
+    w = np.asarray(width, dtype=np.float64)
+    positive = w > 0
+    # h^2 >= 2 V log(1/alpha) bounds V above; m(x) grows as sqrt(log x) only, so V is far
+    # above a millionth of (h / m(x*))^2 for any x below about e^(10^6 m(x*)^2)
+    low = np.log(np.where(positive, (w / multiplier(tightest(ci), ci)) ** 2 / 1e6, 1.0))
+    high = np.log(np.where(positive, w ** 2 / (2.0 * math.log(1.0 / _alpha(ci))), 1.0))
+    for _ in range(80):
+        middle = (low + high) / 2
+        above = half_width(np.exp(middle), tuned, ci) > w
+        low, high = np.where(above, low, middle), np.where(above, middle, high)
+    return np.where(positive, np.exp((low + high) / 2), np.where(np.isnan(w), np.nan, 0.0))
