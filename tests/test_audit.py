@@ -81,6 +81,21 @@ def test_bias_is_machine_minus_estimate(tmp_path: Path) -> None:
         assert (rows["p_adjusted"] >= rows["p"]).all()
 
 
+def test_relative_bias_is_tested_on_t_with_topics_less_one_degrees(tmp_path: Path) -> None:
+    """p = 2 P(t_{T-1} > |relative| / sd), sd = half-width / t quantile (P@10~ht: no
+    bias-aware widening), above the normal reference's p; reference='normal' gives that."""
+    from scipy import stats
+
+    runs, qrels = _collection()
+    sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
+    table = audit(sample, runs, _machine(qrels), ["P@10~ht"], depth=40)
+    df = table["topics"].to_numpy() - 1
+    sd = (table["relative_hi"] - table["relative"]).to_numpy() / stats.t.ppf(0.975, df)
+    stat = table["relative"].abs().to_numpy() / sd
+    assert table["p"].to_numpy() == pytest.approx(2 * stats.t.sf(stat, df), rel=1e-9)
+    assert (table["p"].to_numpy() > 2 * stats.norm.sf(stat)).all()
+
+
 def test_controlled_estimate_is_the_difference_estimator(tmp_path: Path) -> None:
     """With the machine's labels as control variates, estimate = machine - (AP~ht of the
     sample with the machine's labels - AP~ht of the sample) to 1e-12, the same judged
@@ -90,7 +105,8 @@ def test_controlled_estimate_is_the_difference_estimator(tmp_path: Path) -> None
     sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
     robot = load_sample(_sample_file(machine.rename(columns={"prediction": "relevance"}),
                                      tmp_path / "m.txt", 0.3), "sample-qrels")
-    table = audit(sample, runs, machine, ["AP~ht", "P@10~ht"], depth=40).set_index(
+    table = audit(sample, runs, machine, ["AP~ht", "P@10~ht"], depth=40,
+                  control="machine").set_index(
         ["run", "measure"])
     people = estimate(sample, runs, ["AP~ht", "P@10~ht"], depth=40)
     people = people[people["query_id"] == "all"].set_index(["run", "measure"])["value"]
@@ -113,7 +129,7 @@ def test_controlled_audit_of_a_judge_that_agrees_on_the_sample_is_exact(tmp_path
     runs, qrels = _collection()
     sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
     perfect = qrels.rename(columns={"relevance": "prediction"})
-    table = audit(sample, runs, perfect, depth=40)
+    table = audit(sample, runs, perfect, depth=40, control="machine")
     assert (table["hi"] - table["lo"]).abs().max() < 1e-12
     assert (table["relative_hi"] - table["relative_lo"]).abs().max() < 1e-12
     assert table["relative"].abs().max() < 1e-12
@@ -145,11 +161,12 @@ def test_difference_jackknife_covariance_diagonal_is_the_jackknife_variance() ->
     assert c @ cov @ c == pytest.approx(contrast[0], rel=1e-12)
 
 
-def test_census_gives_the_exact_bias_with_zero_width() -> None:
+@pytest.mark.parametrize("control", ["none", "machine"])
+def test_census_gives_the_exact_bias_with_zero_width(control: str) -> None:
     runs, qrels = _collection()
     census = Sample.from_qrels(Qrels.from_frame(qrels))
     machine = _machine(qrels)
-    table = audit(census, runs, machine, depth=40)
+    table = audit(census, runs, machine, depth=40, control=control)
     human = evaluate(Qrels.from_frame(qrels), runs, ["AP"], depth=40)
     robot = evaluate(Qrels.from_frame(machine.rename(columns={"prediction": "relevance"})),
                      runs, ["AP"], depth=40)
@@ -167,6 +184,8 @@ def test_census_gives_the_exact_bias_with_zero_width() -> None:
     ranks = pd.Series(exact_rank, index=human.index)[table["run"]].to_numpy()
     assert (table["rank"].to_numpy() == ranks).all()
     assert ((table["rank_lo"] <= ranks) & (ranks <= table["rank_hi"])).all()
+    # rank intervals about these topics: a census knows the ranking (no tied means here)
+    assert (table["rank_lo"] == table["rank_hi"]).all()
     assert leaderboard_tau(table)["AP~ht"] == pytest.approx(
         float(pd.Series(robot).corr(pd.Series(human), method="kendall")))
 

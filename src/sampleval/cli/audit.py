@@ -32,7 +32,8 @@ measure, the measure computed with the machine's labels as qrels ('machine'), th
 design-based estimate from the human SAMPLE ('estimate'), their difference ('bias', with its
 interval), and the run's bias beyond the bias every run shares ('relative': a judge off by
 the same amount for every run does not change the ranking; one that favours a run does),
-flagged when significantly non-zero after Holm's correction over the runs. Also, over the
+flagged when significantly non-zero (t test, T - 1 degrees of freedom for T topics) after
+Holm's correction over the runs. Also, over the
 whole pool: Cohen's kappa (binary and graded) and the confusion matrix of machine against
 human labels, with intervals from the sample's design, and Kendall's tau between the
 machine's and the estimated leaderboards; simultaneous 95% rank intervals of the estimated
@@ -61,6 +62,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="multiple-comparison correction of the relative bias's tests "
                              "over the runs: holm (family-wise error), bh (Benjamini-"
                              "Hochberg false discovery rate), none")
+    parser.add_argument("--control", choices=("none", "machine"), default="none",
+                        help="none: estimate from the people's labels alone (as 'sampleval "
+                             "estimate'); machine: with the machine's labels as control "
+                             "variates (the difference estimator, AP~ht only; exact for a "
+                             "judge that agrees on every judged document, but its variance is "
+                             "too small where the machine's errors are rare: "
+                             "docs/guide/audit.md)")
     parser.add_argument("--alpha", type=bounded_float(0.0001, 0.5), default=0.05, metavar="A",
                         help="a run is flagged when its adjusted p < A")
     parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
@@ -101,7 +109,8 @@ def run(args: argparse.Namespace) -> None:
         loaded = reading.result()
     measures = split_names(args.measure) if args.measure else None
     table = audit(judgments, loaded, predicted, measures, depth=depth_of(args), level=args.rel_level,
-                  ci=args.ci, correction=args.correction, alpha=args.alpha)
+                  ci=args.ci, correction=args.correction, alpha=args.alpha,
+                  control=args.control)
     agreed = agreement(judgments, predicted, level=args.rel_level, ci=args.ci)
     tau = leaderboard_tau(table)
     if args.figure:

@@ -18,22 +18,36 @@ people judged a design-based sample of it. For a run r and a measure:
   whether this collection's machine scores are off), so a census gives the exact bias with
   a zero-width interval;
 - ``relative`` B_r - mean_j B_j, the run's bias beyond the judge's bias shared by all runs
-  (a shared bias does not change the ranking; one that favours a run does). Its estimator
-  part is the contrast sum_j sum_t d_tj e_tj with d_tj = a_tj (1[j = r] - 1/R), a_tj =
-  1/T_j where run j has topic t. Its variance needs the covariances of the runs' estimates
-  on the one shared sample; with V_tj the variance of e_tj and D_tjk that of the difference
-  e_tj - e_tk (``EstimatorFamily.differences``: the estimator applied to the difference of
-  the two runs' weights), C_jk = (V_j + V_k - D_jk) / 2 gives, per topic,
-  Var(sum_j d_j e_j) = (sum_k d_k) sum_j d_j V_j - 1/2 sum_jk d_j d_k D_jk. Where V and D
-  are the same quadratic form (Horvitz-Thompson with pi_ij, or a jackknife whose replicates
-  leave out the same document for every run) this is that form's estimate for the
-  contrast, exactly;
-- ``p``: two-sided, from the relative bias's normal statistic (max(|rel| - |b|, 0) / sd,
-  so that p < 1 - ci exactly when the interval excludes 0); ``p_adjusted`` by Holm (or
-  Benjamini-Hochberg, :func:`sampleval.comparison.adjust`) over the runs; ``flagged``:
-  p_adjusted < alpha;
+  (a shared bias does not change the ranking; one that favours a run does). Its variance
+  is (K S K')_rr, K = I - 11'/R, S the estimated covariance of the runs' means on the one
+  shared sample (:func:`covariance_of_means`): with V_tj the variance of e_tj and D_tjk
+  that of the difference e_tj - e_tk (``EstimatorFamily.differences``: the estimator
+  applied to the difference of the two runs' weights), the per-topic covariance is
+  C_tjk = (V_tj + V_tk - D_tjk) / 2 and S = sum_t (a_t a_t') o C_t, a_tj = 1/T_j where
+  run j has topic t (topics sampled independently). Where V and D are the same quadratic
+  form (Horvitz-Thompson with pi_ij, or a jackknife whose replicates leave out the same
+  document for every run) this is that form's estimate for the contrast, exactly;
+- ``p``: two-sided, from the relative bias's statistic max(|rel| - |b|, 0) / sd on the t
+  distribution with T - 1 degrees of freedom (T the run's topics; the variance is a sum of
+  T independent topics' estimated variances, some of them poorly estimated, and the normal
+  reference flagged some run under a perfect judge far more often than Holm's 5%:
+  docs/guide/audit.md), so that p < 1 - ci exactly when the interval excludes 0;
+  ``p_adjusted`` by Holm (or Benjamini-Hochberg, :func:`sampleval.comparison.adjust`) over
+  the runs; ``flagged``: p_adjusted < alpha;
 - ``rank``, ``rank_lo``, ``rank_hi``: the estimated leaderboard's simultaneous rank
-  intervals (:mod:`.ranks`), and ``machine_rank``.
+  intervals on these topics, from S (:func:`sampleval.estimation.ranks.
+  design_rank_intervals`), and ``machine_rank``.
+
+With ``control="machine"`` (:func:`controlled_estimates`) the machine's labels are control
+variates: the difference estimator E_r = M_r - (A_r(m) - A_r(y)), A the estimator applied
+to the one sample with the machine's labels m and with the people's y (Sarndal, Swensson &
+Wretman, Model Assisted Survey Sampling, 1992, sec. 6.3, the difference estimator; the
+prediction-powered estimate with lambda = 1, Angelopoulos et al., Science 2023). The bias
+is then estimated by A_r(m) - A_r(y), which is 0 with no variance wherever the machine
+agrees with the people on the judged documents, and S is the joint delete-one jackknife
+of those differences. Any estimator family that gives ``parts`` and ``differences`` and
+reads the predictions (``needs_predictions``: the prediction-powered family, once it gives
+them) is audited by :func:`human_estimates` with the predictions handed to it.
 
 Over the whole frame (:func:`agreement`): the confusion matrix of machine against human
 labels and Cohen's kappa (binary at the relevance level, and over the grades), estimated
@@ -67,6 +81,7 @@ if TYPE_CHECKING:
     from sampleval.core.predictions import Predictions
     from sampleval.core.run import Run
     from sampleval.core.sample import Sample
+    from sampleval.estimators.base import TopicView
     from sampleval.estimators.names import EstimateSpec
     from sampleval.io.coerce import PredictionsLike, RunsLike, SampleLike
 
@@ -82,15 +97,15 @@ CONTROLS = ("machine", "none")
 def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
           measures: Sequence[str] | None = None, *, depth: int | str | None = SAMPLE_DEPTH,
           level: float = 1, ci: float = 0.95, correction: str = "holm", alpha: float = 0.05,
-          control: str = "machine", rng: np.random.Generator | None = None) -> pd.DataFrame:
+          control: str = "none", rng: np.random.Generator | None = None) -> pd.DataFrame:
     """The audit of the machine judge ``predictions`` on ``runs`` from the human
     ``sample``: one row per run and measure (default ``AP~ht``), columns
     :data:`AUDIT_COLUMNS` (module docstring). ``depth`` as
-    :func:`sampleval.estimators.estimate` takes it; ``control``: ``machine`` (the default)
-    estimates with the machine's labels as control variates where the measure takes them
-    (:func:`controlled_estimates`: AP~ht), ``none`` from the people's labels alone
-    (:func:`human_estimates`, as ``sampleval estimate``); ``rng`` draws the rank intervals'
-    simulation (default seed 0)."""
+    :func:`sampleval.estimators.estimate` takes it; ``control``: ``none`` (the default)
+    estimates from the people's labels alone (:func:`human_estimates`, as ``sampleval
+    estimate``), ``machine`` with the machine's labels as control variates where the
+    measure takes them (:func:`controlled_estimates`: AP~ht); ``rng`` draws the rank
+    intervals' simulation (default seed 0)."""
     from sampleval.comparison import check_test_options
     from sampleval.io.coerce import as_runs, as_sample
 
@@ -112,7 +127,7 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
 
 def sample_side(sample: Sample, runs: list[Run], measure: str, machine: Predictions,
                 depth: int | str | None = SAMPLE_DEPTH, level: float = 1, ci: float = 0.95,
-                control: str = "machine", rng: np.random.Generator | None = None
+                control: str = "none", rng: np.random.Generator | None = None
                 ) -> HumanEstimates:
     """The estimates the audit of ``machine`` on ``measure`` compares with: with the
     machine's labels as control variates when ``control`` is ``machine`` and the measure
@@ -141,12 +156,13 @@ def machine_predictions(sample: Sample, predictions: PredictionsLike) -> Predict
     return predicted
 
 
-def machine_grades(predictions: Predictions, topic: str, docnos: np.ndarray) -> np.ndarray:
+def machine_grades(predictions: Predictions, topic: str, docnos: np.ndarray,
+                   fractional: bool | None = None) -> np.ndarray:
     """The machine's grade of each of ``docnos``: the predicted grade, or, when any of the
-    predictions is fractional (probabilities), 1 where it is >= 0.5 and 0 elsewhere; 0 for
-    documents without a prediction."""
+    predictions is fractional (probabilities; ``fractional``: already known), 1 where it is
+    >= 0.5 and 0 elsewhere; 0 for documents without a prediction."""
     values = predictions.for_topic(topic, docnos)
-    if _fractional(predictions):
+    if _fractional(predictions) if fractional is None else fractional:
         return (values >= 0.5).astype(np.float64)
     return values
 
@@ -160,10 +176,11 @@ def machine_qrels(sample: Sample, predictions: Predictions) -> pd.DataFrame:
     """Qrels (``query_id, doc_id, relevance``) of every frame document by its machine
     grade."""
     parts = []
+    fractional = _fractional(predictions)
     for topic in sample.topics:
         docnos = sample.topic(topic).docnos
-        parts.append(pd.DataFrame({"query_id": topic, "doc_id": docnos,
-                                   "relevance": machine_grades(predictions, topic, docnos)}))
+        parts.append(pd.DataFrame({"query_id": topic, "doc_id": docnos, "relevance":
+                                   machine_grades(predictions, topic, docnos, fractional)}))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -174,9 +191,10 @@ class HumanEstimates:
     ``weights``: its weight in the run's mean), the means ``estimate``, their interval's
     half-width ``half``, the estimated covariance of the means ``covariance`` ``[runs,
     runs]`` and the relative bias's estimated bias ``relative_bias`` (module docstring),
-    the rank intervals ``ranks``, and, when the machine's labels are the control variates
-    (:func:`controlled_estimates`; the estimates are then the judge's own), that judge and
-    its exact per-topic measures ``machine`` (None otherwise)."""
+    the rank intervals ``ranks``, and a ``judge`` with its exact per-topic measures
+    ``machine`` (``[topics, runs]``), when they are known: :func:`controlled_estimates`
+    computes them, its estimates are that judge's own (None otherwise: :func:`judge_rows`
+    computes them)."""
 
     spec: EstimateSpec
     pool: Pool
@@ -259,8 +277,10 @@ def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: P
     machine = _machine_per_topic(sample, judge, pool, spec, topics, level)
     differences = np.zeros((len(views), n_runs))
     covariance = np.zeros((n_runs, n_runs))
+    fractional = _fractional(judge)
     for t, view in enumerate(views):
-        differences[t], cov = _difference_jackknife(view, sample, spec, judge, level)
+        differences[t], cov = _difference_jackknife(view, sample, spec, judge, level,
+                                                    fractional)
         covariance += weights[t][:, None] * cov * weights[t][None, :]
     values = machine - differences
     estimate = over_topics(values, present, aggregate_of(spec.base))
@@ -344,7 +364,8 @@ def contrast_variance(covariance: np.ndarray) -> np.ndarray:
 
 
 def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
-                          judge: Predictions, level: float) -> tuple[np.ndarray, np.ndarray]:
+                          judge: Predictions, level: float, fractional: bool
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """One topic's A(m) - A(y) per run (AP-hat with the machine's labels less AP-hat with
     the people's, both on the topic's judged documents; :func:`controlled_estimates`) and
     the ``[runs, runs]`` delete-one jackknife covariance of that vector: stratified
@@ -362,8 +383,8 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
 
     judged = np.flatnonzero(view.sample.judged)
     human = relevance(np.maximum(view.sample.labels[judged], 0.0), level)
-    robot = relevance(machine_grades(judge, view.pool.topic, view.sample.docnos[judged]),
-                      level)
+    robot = relevance(machine_grades(judge, view.pool.topic, view.sample.docnos[judged],
+                                     fractional), level)
     keep = (human != 0) | (robot != 0)  # the others change a replicate only by the design
     index = judged[keep]
     n_runs = view.n_runs

@@ -30,6 +30,7 @@ error over the trials within 3 of its standard errors).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import warnings
@@ -102,9 +103,10 @@ PATHS = ("control", "plain")
 
 def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int,
                    trials: int, seed: int, inflation: float, ppi: bool,
-                   method: str = "stratified") -> tuple[pd.DataFrame, dict[str, object]]:
-    """Per trial one record (module docstring), and the setting (k, favoured run, reference
-    rank-interval width, runs)."""
+                   method: str = "stratified", output: str | None = None
+                   ) -> tuple[pd.DataFrame, dict[str, object]]:
+    """Per trial one record (module docstring; written to ``output`` after each trial),
+    and the setting (k, favoured run, reference rank-interval width, runs)."""
     from sampleval.estimators import estimate
 
     runs = list(runs)
@@ -125,32 +127,43 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
         reference = rank_intervals(exact_topics)
     oracle = qrels_oracle(truth_qrels)
     at = list(exact.index).index(favoured)
+    print(f"favoured {favoured}, k {k}, inflation {relative[favoured]:.4f}, null runs "
+          f"{int(nulls.sum())}, reference rank width "
+          f"{float((reference['rank_hi'] - reference['rank_lo']).mean()):.3f}",
+          file=sys.stderr, flush=True)
     true_relative = {"circular": relative.to_numpy(dtype=np.float64),
                      "perfect": np.zeros(len(relative))}
     records = []
     ppi_errors = []
     for trial in range(trials):
         started = time.time()
-        selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(seed + trial))
+        given = ({"predictions": judges["circular"]} if METHODS[method].uses_predictions({})
+                 else {})
+        selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(seed + trial),
+                                   **given)
         sample = simulate(selector, oracle).sample()
         record: dict[str, object] = {"trial": trial}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             plain = human_estimates(sample, runs, MEASURE, ci=0.95,
                                     rng=np.random.default_rng(seed + trial + 1_000_003))
-            for path in PATHS:
-                sides = {name: (plain if path == "plain" else controlled_estimates(
-                    sample, runs, MEASURE, judge,
-                    rng=np.random.default_rng(seed + trial + 1_000_003))) for name, judge
-                    in judges.items()}
-                record.update(_path_record(path, sample, sides, judges, exact, at, nulls,
-                                           true_relative))
+            controlled = {name: controlled_estimates(
+                sample, runs, MEASURE, judge, rng=np.random.default_rng(seed + trial + 1_000_003))
+                for name, judge in judges.items()}
+            # the plain estimates with each judge's exact machine measures (computed once)
+            record.update(_path_record("plain", sample, {
+                name: dataclasses.replace(plain, judge=judge, machine=controlled[name].machine)
+                for name, judge in judges.items()}, judges, exact, at, nulls, true_relative))
+            record.update(_path_record("control", sample, controlled, judges, exact, at,
+                                       nulls, true_relative))
             if ppi:
                 ppi_rows = estimate(sample, runs, ["AP~ppi"], predictions=judges["circular"])
                 ppi_value = ppi_rows[ppi_rows["query_id"] == "all"].set_index("run")["value"]
                 ppi_errors.append((ppi_value[exact.index] - exact).to_numpy())
         record["seconds"] = time.time() - started
         records.append(record)
+        if output:  # kept as it grows, so that a long run can be read before it ends
+            pd.DataFrame(records).to_csv(output, index=False)
         print(f"trial {trial + 1}/{trials} done ({record['seconds']:.1f} s)",
               file=sys.stderr, flush=True)
     setting: dict[str, object] = {
@@ -266,9 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     records, setting = run_experiment(runs, qrels, rate=args.rate, depth=args.depth,
                                       trials=args.trials, seed=args.seed,
                                       inflation=args.inflation, ppi=args.ppi,
-                                      method=args.method)
-    if args.output:
-        records.to_csv(args.output, index=False)
+                                      method=args.method, output=args.output)
     summary = summarise(records, setting)
     sys.stdout.write(summary.T.to_string(header=False) + "\n")
     return 0
