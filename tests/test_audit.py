@@ -391,3 +391,49 @@ def test_circular_judge_calls_the_favoured_runs_top_k_relevant() -> None:
     rest = ~favoured
     assert (got["prediction"].to_numpy()[rest] == truth["relevance"].clip(lower=0)
             .to_numpy()[rest]).all()
+
+
+def test_a_family_that_reads_predictions_is_audited_with_them(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """The audit takes any family that gives ``parts`` and ``differences``: one that reads
+    predictions (as ``~ppi`` will) gets the machine's labels in its topic views, and its
+    parts are the estimates (a stand-in family: P@10 of the predictions, variance 0.01)."""
+    from dataclasses import replace
+
+    from sampleval.estimators.family import FAMILIES
+
+    seen = []
+
+    def values_of(views: list) -> np.ndarray:  # type: ignore[type-arg]
+        out = []
+        for view in views:
+            seen.append(view.predictions is not None)
+            at = view.frame_at_rank[:, :10]
+            predicted = np.append(view.predictions, 0.0)[np.where(at >= 0, at, -1)]
+            out.append((predicted >= 1).sum(axis=1) / 10)
+        return np.array(out)
+
+    def parts(names, views, sample, spec, level):  # type: ignore[no-untyped-def]
+        values = values_of(views)
+        return values, np.full_like(values, 0.01), np.zeros_like(values)
+
+    def differences(names, views, sample, spec, level, pairs):  # type: ignore[no-untyped-def]
+        values = values_of(views)
+        return values[:, pairs[:, 0]] - values[:, pairs[:, 1]], np.full(
+            (len(views), len(pairs)), 0.02)
+
+    monkeypatch.setitem(FAMILIES._items, "ppi", replace(FAMILIES["ppi"], parts=parts,
+                                                        differences=differences))
+    runs, qrels = _collection()
+    sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
+    machine = _machine(qrels)
+    table = audit(sample, runs, machine, ["P@10~ppi"], depth=40)
+    assert seen and all(seen)
+    exact = evaluate(Qrels.from_frame(machine.rename(columns={"prediction": "relevance"})),
+                     runs, ["P@10"], depth=40)
+    exact = exact[exact["query_id"] == "all"].set_index("run")["value"]
+    for row in table.itertuples():
+        # the stand-in estimates the machine's own P@10: no bias, half-width 1.96 sqrt(0.01/T)
+        assert row.estimate == pytest.approx(exact[row.run], abs=1e-12)
+        assert row.hi - row.bias == pytest.approx(1.96 * np.sqrt(0.01 / row.topics), rel=1e-3)
