@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -105,9 +106,9 @@ def test_controlled_estimate_is_the_difference_estimator(tmp_path: Path) -> None
     sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
     robot = load_sample(_sample_file(machine.rename(columns={"prediction": "relevance"}),
                                      tmp_path / "m.txt", 0.3), "sample-qrels")
-    table = audit(sample, runs, machine, ["AP~ht", "P@10~ht"], depth=40,
-                  control="machine").set_index(
-        ["run", "measure"])
+    with pytest.warns(UserWarning, match="too narrow"):
+        table = audit(sample, runs, machine, ["AP~ht", "P@10~ht"], depth=40,
+                      control="machine").set_index(["run", "measure"])
     people = estimate(sample, runs, ["AP~ht", "P@10~ht"], depth=40)
     people = people[people["query_id"] == "all"].set_index(["run", "measure"])["value"]
     theirs = estimate(robot, runs, ["AP~ht"], depth=40)
@@ -129,7 +130,8 @@ def test_controlled_audit_of_a_judge_that_agrees_on_the_sample_is_exact(tmp_path
     runs, qrels = _collection()
     sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
     perfect = qrels.rename(columns={"relevance": "prediction"})
-    table = audit(sample, runs, perfect, depth=40, control="machine")
+    with pytest.warns(UserWarning, match="too narrow"):
+        table = audit(sample, runs, perfect, depth=40, control="machine")
     assert (table["hi"] - table["lo"]).abs().max() < 1e-12
     assert (table["relative_hi"] - table["relative_lo"]).abs().max() < 1e-12
     assert table["relative"].abs().max() < 1e-12
@@ -166,7 +168,9 @@ def test_census_gives_the_exact_bias_with_zero_width(control: str) -> None:
     runs, qrels = _collection()
     census = Sample.from_qrels(Qrels.from_frame(qrels))
     machine = _machine(qrels)
-    table = audit(census, runs, machine, depth=40, control=control)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = audit(census, runs, machine, depth=40, control=control)
     human = evaluate(Qrels.from_frame(qrels), runs, ["AP"], depth=40)
     robot = evaluate(Qrels.from_frame(machine.rename(columns={"prediction": "relevance"})),
                      runs, ["AP"], depth=40)

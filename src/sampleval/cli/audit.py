@@ -62,13 +62,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="multiple-comparison correction of the relative bias's tests "
                              "over the runs: holm (family-wise error), bh (Benjamini-"
                              "Hochberg false discovery rate), none")
-    parser.add_argument("--control", choices=("none", "machine"), default="none",
-                        help="none: estimate from the people's labels alone (as 'sampleval "
-                             "estimate'); machine: with the machine's labels as control "
-                             "variates (the difference estimator, AP~ht only; exact for a "
-                             "judge that agrees on every judged document, but its variance is "
-                             "too small where the machine's errors are rare: "
-                             "docs/guide/audit.md)")
     parser.add_argument("--alpha", type=bounded_float(0.0001, 0.5), default=0.05, metavar="A",
                         help="a run is flagged when its adjusted p < A")
     parser.add_argument("--ci", type=bounded_float(0.5, 0.999), default=0.95, metavar="LEVEL",
@@ -109,8 +102,7 @@ def run(args: argparse.Namespace) -> None:
         loaded = reading.result()
     measures = split_names(args.measure) if args.measure else None
     table = audit(judgments, loaded, predicted, measures, depth=depth_of(args), level=args.rel_level,
-                  ci=args.ci, correction=args.correction, alpha=args.alpha,
-                  control=args.control)
+                  ci=args.ci, correction=args.correction, alpha=args.alpha)
     agreed = agreement(judgments, predicted, level=args.rel_level, ci=args.ci)
     tau = leaderboard_tau(table)
     if args.figure:

@@ -104,8 +104,9 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     :func:`sampleval.estimators.estimate` takes it; ``control``: ``none`` (the default)
     estimates from the people's labels alone (:func:`human_estimates`, as ``sampleval
     estimate``), ``machine`` with the machine's labels as control variates where the
-    measure takes them (:func:`controlled_estimates`: AP~ht); ``rng`` draws the rank
-    intervals' simulation (default seed 0)."""
+    measure takes them (:func:`controlled_estimates`: AP~ht; experimental, with a warning:
+    its intervals cover too little where the machine's errors are few); ``rng`` draws the
+    rank intervals' simulation (default seed 0)."""
     from sampleval.comparison import check_test_options
     from sampleval.io.coerce import as_runs, as_sample
 
@@ -116,7 +117,7 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     if len(loaded) < 2:
         raise UsageError("an audit compares runs: give at least two")
     if control not in CONTROLS:
-        raise UsageError(f"--control must be one of {', '.join(CONTROLS)}, not {control!r}")
+        raise UsageError(f"control must be one of {', '.join(CONTROLS)}, not {control!r}")
     rng = rng or np.random.default_rng(0)
     frames = [judge_rows(sample, sample_side(sample, loaded, m, machine, depth, level, ci,
                                              control, rng),
@@ -139,6 +140,8 @@ def sample_side(sample: Sample, runs: list[Run], measure: str, machine: Predicti
     (spec,) = setup_for(sample, [measure], depth=depth, with_predictions=True,
                         warn=False).specs
     if control == "machine" and takes_control(spec):
+        warnings.warn("control='machine': the intervals are too narrow where the machine's "
+                      "errors are few (docs/guide/audit.md, 'Measured')", stacklevel=3)
         return controlled_estimates(sample, runs, measure, machine, depth, level, ci, rng)
     reads = FAMILIES[spec.family].needs_predictions
     return human_estimates(sample, runs, measure, depth, level, ci, rng,
@@ -271,7 +274,7 @@ def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: P
     spec, pool, views = _aligned(sample, runs, measure, depth, None)
     if not takes_control(spec):
         raise UsageError(f"{spec.name}: the machine's labels are control variates for AP~ht "
-                         "(bias=taylor or none) only; audit it with --control none")
+                         "(bias=taylor or none) only; audit it with control='none'")
     n_runs = len(pool.run_names)
     topics, present, weights = _topic_weights(views, n_runs, aggregate_of(spec.base))
     machine = _machine_per_topic(sample, judge, pool, spec, topics, level)

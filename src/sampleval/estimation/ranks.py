@@ -25,6 +25,11 @@ the topics' spread carries; a design-only bootstrap would need every family's re
 
 Assumptions: topics independent; each run has a value on every topic used (topics where
 some run has none are left out, with a warning).
+
+:func:`design_rank_intervals` answers the other question, the ranks on *these* topics (the
+audit's, :mod:`sampleval.estimation.audit`): the pairwise intervals come from the design
+covariance of the runs' estimated means (the sample's variance alone, zero on a census),
+with the max-t quantile of their joint normal law (docs/guide/audit.md, "Rank intervals").
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 rank intervals are, by simulation (issue 31).
 
     python -m sampleval.experiments.audit_power [--collection round5|sparse] [--trials 200]
-        [--rate 0.05] [--inflation 0.03] [--ppi] [--output F.csv]
+        [--rate 0.05] [--method stratified|audit|...] [--inflation 0.03] [--ppi]
+        [--output F.csv]
 
 The truth is a collection judged in full (TREC-COVID round 5: the depth-``--depth`` pool of
 its 126 runs with the round-5 qrels, unjudged = not relevant; or ``sparse``: a synthetic
@@ -17,15 +18,21 @@ collection of 40 runs and 50 topics with 1% of the documents relevant,
   ``--inflation`` relative to the other runs (exactly: the machine AP minus the true AP,
   less the mean of that over runs).
 
-Each trial judges a ``--rate`` stratified sample (``stratified``, seed SEED + trial) and
-audits both judges on AP~ht (Holm, alpha 0.05). Reported: the power (the favoured run
-flagged; also under Benjamini-Hochberg, and its unadjusted test at 0.05), the false-alarm rate per run (perfect judge: every run; circular judge: the runs
-whose exact relative bias is below 0.005 in absolute value), the coverage of the bias
-intervals, the simultaneous coverage of the rank intervals (every run's true rank inside
-its interval; tied true means: any of the tied ranks) and their mean width against the same
-max-t intervals from the full qrels' per-topic AP; with ``--ppi``, whether the AP~ppi
-leaderboard with the circular judge's labels as predictions stays unbiased (each run's mean
-error over the trials within 3 of its standard errors).
+Each trial judges a ``--rate`` sample with ``--method`` (seed SEED + trial; a method that
+reads predictions, such as ``audit``, gets the circular judge's labels) and audits both
+judges on AP~ht (Holm, alpha 0.05) from two sample sides (:data:`PATHS`): the people's
+labels alone (``plain``) and the machine's labels as control variates (``control``), each
+with the t and the normal reference. Reported per side (columns ``{side}_{reference}_...``):
+the power (the favoured run flagged; also under Benjamini-Hochberg, and its unadjusted test
+at 0.05), the false alarms per run and family-wise (perfect judge: every run; circular
+judge: the runs whose exact relative bias is below 0.005 in absolute value), the coverage
+of the relative-bias intervals and their width (mean half-width / (1.96 x rms of the
+relative bias's error)), the simultaneous coverage of the rank intervals (every run's true
+rank inside its interval; tied true means: any of the tied ranks) and their mean width
+against the full qrels' max-t intervals (:func:`~sampleval.estimation.ranks.
+rank_intervals` of the exact per-topic AP), and the estimates' rms; with ``--ppi``,
+whether the AP~ppi leaderboard with the circular judge's labels as predictions stays
+unbiased (each run's mean error over the trials within 3 of its standard errors).
 """
 
 from __future__ import annotations
