@@ -37,10 +37,10 @@ import numpy as np
 from sampleval.core.pool import PAD, TopicPool
 from sampleval.errors import UsageError
 from sampleval.params import Param
-from sampleval.selection.ap_prior import PRIORS, document_prior, run_prior
+from sampleval.selection.ap_prior import document_prior, run_prior
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill
-from sampleval.selection.stratified import cut_strata
+from sampleval.selection.stratified import PriorStratifiedSelector, cut_strata
 
 RELEVANT = 0.5
 """A prediction at or above this is the machine calling the document relevant."""
@@ -64,10 +64,7 @@ class AuditSelector(StratifiedSelector):
     summary: ClassVar[str] = ("for auditing a machine judge: stratified by its label, each "
                               "run's top documents weighted as its own (needs --predictions)")
     parameters: ClassVar[tuple[Param, ...]] = (
-        Param("per_stratum", int, 2, "target number of judgments per stratum",
-              check=lambda n: n >= 2, requirement="at least 2"),
-        Param("prior", str, "aslam", "AP-prior over each run's ranks (selection.ap_prior)",
-              choices=PRIORS),
+        *(p for p in PriorStratifiedSelector.parameters if p.name in ("per_stratum", "prior")),
         Param("top", float, 0.5, "share of the size that follows each document's largest "
               "AP-prior over the runs (the rest: the mean over the runs, as stratified)",
               check=lambda x: 0 <= x <= 1, requirement="in [0, 1]"),
