@@ -32,7 +32,8 @@ measure, the measure computed with the machine's labels as qrels ('machine'), th
 design-based estimate from the human SAMPLE ('estimate'), their difference ('bias', with its
 interval), and the run's bias beyond the bias every run shares ('relative': a judge off by
 the same amount for every run does not change the ranking; one that favours a run does),
-flagged when significantly non-zero after Holm's correction over the runs. Also, over the
+flagged when significantly non-zero (t test, T - 1 degrees of freedom for T topics) after
+Holm's correction over the runs. Also, over the
 whole pool: Cohen's kappa (binary and graded) and the confusion matrix of machine against
 human labels, with intervals from the sample's design, and Kendall's tau between the
 machine's and the estimated leaderboards; simultaneous 95% rank intervals of the estimated

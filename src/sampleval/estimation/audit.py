@@ -18,22 +18,36 @@ people judged a design-based sample of it. For a run r and a measure:
   whether this collection's machine scores are off), so a census gives the exact bias with
   a zero-width interval;
 - ``relative`` B_r - mean_j B_j, the run's bias beyond the judge's bias shared by all runs
-  (a shared bias does not change the ranking; one that favours a run does). Its estimator
-  part is the contrast sum_j sum_t d_tj e_tj with d_tj = a_tj (1[j = r] - 1/R), a_tj =
-  1/T_j where run j has topic t. Its variance needs the covariances of the runs' estimates
-  on the one shared sample; with V_tj the variance of e_tj and D_tjk that of the difference
-  e_tj - e_tk (``EstimatorFamily.differences``: the estimator applied to the difference of
-  the two runs' weights), C_jk = (V_j + V_k - D_jk) / 2 gives, per topic,
-  Var(sum_j d_j e_j) = (sum_k d_k) sum_j d_j V_j - 1/2 sum_jk d_j d_k D_jk. Where V and D
-  are the same quadratic form (Horvitz-Thompson with pi_ij, or a jackknife whose replicates
-  leave out the same document for every run) this is that form's estimate for the
-  contrast, exactly;
-- ``p``: two-sided, from the relative bias's normal statistic (max(|rel| - |b|, 0) / sd,
-  so that p < 1 - ci exactly when the interval excludes 0); ``p_adjusted`` by Holm (or
-  Benjamini-Hochberg, :func:`sampleval.comparison.adjust`) over the runs; ``flagged``:
-  p_adjusted < alpha;
+  (a shared bias does not change the ranking; one that favours a run does). Its variance
+  is (K S K')_rr, K = I - 11'/R, S the estimated covariance of the runs' means on the one
+  shared sample (:func:`covariance_of_means`): with V_tj the variance of e_tj and D_tjk
+  that of the difference e_tj - e_tk (``EstimatorFamily.differences``: the estimator
+  applied to the difference of the two runs' weights), the per-topic covariance is
+  C_tjk = (V_tj + V_tk - D_tjk) / 2 and S = sum_t (a_t a_t') o C_t, a_tj = 1/T_j where
+  run j has topic t (topics sampled independently). Where V and D are the same quadratic
+  form (Horvitz-Thompson with pi_ij, or a jackknife whose replicates leave out the same
+  document for every run) this is that form's estimate for the contrast, exactly;
+- ``p``: two-sided, from the relative bias's statistic max(|rel| - |b|, 0) / sd on the t
+  distribution with T - 1 degrees of freedom (T the run's topics; the variance is a sum of
+  T independent topics' estimated variances, some of them poorly estimated, and the normal
+  reference flagged some run under a perfect judge far more often than Holm's 5%:
+  docs/guide/audit.md), so that p < 1 - ci exactly when the interval excludes 0;
+  ``p_adjusted`` by Holm (or Benjamini-Hochberg, :func:`sampleval.comparison.adjust`) over
+  the runs; ``flagged``: p_adjusted < alpha;
 - ``rank``, ``rank_lo``, ``rank_hi``: the estimated leaderboard's simultaneous rank
-  intervals (:mod:`.ranks`), and ``machine_rank``.
+  intervals on these topics, from S (:func:`sampleval.estimation.ranks.
+  design_rank_intervals`), and ``machine_rank``.
+
+With ``control="machine"`` (:func:`controlled_estimates`) the machine's labels are control
+variates: the difference estimator E_r = M_r - (A_r(m) - A_r(y)), A the estimator applied
+to the one sample with the machine's labels m and with the people's y (Sarndal, Swensson &
+Wretman, Model Assisted Survey Sampling, 1992, sec. 6.3, the difference estimator; the
+prediction-powered estimate with lambda = 1, Angelopoulos et al., Science 2023). The bias
+is then estimated by A_r(m) - A_r(y), which is 0 with no variance wherever the machine
+agrees with the people on the judged documents, and S is the joint delete-one jackknife
+of those differences. Any estimator family that gives ``parts`` and ``differences`` and
+reads the predictions (``needs_predictions``: the prediction-powered family, once it gives
+them) is audited by :func:`human_estimates` with the predictions handed to it.
 
 Over the whole frame (:func:`agreement`): the confusion matrix of machine against human
 labels and Cohen's kappa (binary at the relevance level, and over the grades), estimated
@@ -67,6 +81,7 @@ if TYPE_CHECKING:
     from sampleval.core.predictions import Predictions
     from sampleval.core.run import Run
     from sampleval.core.sample import Sample
+    from sampleval.estimators.base import TopicView
     from sampleval.estimators.names import EstimateSpec
     from sampleval.io.coerce import PredictionsLike, RunsLike, SampleLike
 
@@ -75,17 +90,23 @@ AUDIT_COLUMNS = ["run", "measure", "topics", "machine", "estimate", "bias", "lo"
                  "machine_rank", "rank", "rank_lo", "rank_hi"]
 AGREEMENT_COLUMNS = ["statistic", "machine", "human", "value", "lo", "hi"]
 DEFAULT_MEASURE = "AP~ht"
+CONTROLS = ("machine", "none")
+"""``audit``'s ``control``: the machine's labels as control variates, or none."""
 
 
 def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
           measures: Sequence[str] | None = None, *, depth: int | str | None = SAMPLE_DEPTH,
           level: float = 1, ci: float = 0.95, correction: str = "holm", alpha: float = 0.05,
-          rng: np.random.Generator | None = None) -> pd.DataFrame:
+          control: str = "none", rng: np.random.Generator | None = None) -> pd.DataFrame:
     """The audit of the machine judge ``predictions`` on ``runs`` from the human
     ``sample``: one row per run and measure (default ``AP~ht``), columns
     :data:`AUDIT_COLUMNS` (module docstring). ``depth`` as
-    :func:`sampleval.estimators.estimate` takes it; ``rng`` draws the rank intervals'
-    bootstrap (default seed 0)."""
+    :func:`sampleval.estimators.estimate` takes it; ``control``: ``none`` (the default)
+    estimates from the people's labels alone (:func:`human_estimates`, as ``sampleval
+    estimate``), ``machine`` with the machine's labels as control variates where the
+    measure takes them (:func:`controlled_estimates`: AP~ht; experimental, with a warning:
+    its intervals cover too little where the machine's errors are few); ``rng`` draws the
+    rank intervals' simulation (default seed 0)."""
     from sampleval.comparison import check_test_options
     from sampleval.io.coerce import as_runs, as_sample
 
@@ -95,11 +116,36 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     loaded = as_runs(runs)
     if len(loaded) < 2:
         raise UsageError("an audit compares runs: give at least two")
+    if control not in CONTROLS:
+        raise UsageError(f"control must be one of {', '.join(CONTROLS)}, not {control!r}")
     rng = rng or np.random.default_rng(0)
-    frames = [judge_rows(sample, human_estimates(sample, loaded, m, depth, level, ci, rng),
+    frames = [judge_rows(sample, sample_side(sample, loaded, m, machine, depth, level, ci,
+                                             control, rng),
                          machine, level, ci, correction, alpha)
               for m in dict.fromkeys(measures or [DEFAULT_MEASURE])]
     return pd.concat(frames, ignore_index=True)[AUDIT_COLUMNS]
+
+
+def sample_side(sample: Sample, runs: list[Run], measure: str, machine: Predictions,
+                depth: int | str | None = SAMPLE_DEPTH, level: float = 1, ci: float = 0.95,
+                control: str = "none", rng: np.random.Generator | None = None
+                ) -> HumanEstimates:
+    """The estimates the audit of ``machine`` on ``measure`` compares with: with the
+    machine's labels as control variates when ``control`` is ``machine`` and the measure
+    takes them (:func:`controlled_estimates`), else :func:`human_estimates` (which hands
+    the predictions to the families that read them)."""
+    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimators.setup import setup_for
+
+    (spec,) = setup_for(sample, [measure], depth=depth, with_predictions=True,
+                        warn=False).specs
+    if control == "machine" and takes_control(spec):
+        warnings.warn("control='machine': the intervals are too narrow where the machine's "
+                      "errors are few (docs/guide/audit.md, 'Measured')", stacklevel=3)
+        return controlled_estimates(sample, runs, measure, machine, depth, level, ci, rng)
+    reads = FAMILIES[spec.family].needs_predictions
+    return human_estimates(sample, runs, measure, depth, level, ci, rng,
+                           machine if reads else None)
 
 
 def machine_predictions(sample: Sample, predictions: PredictionsLike) -> Predictions:
@@ -113,12 +159,13 @@ def machine_predictions(sample: Sample, predictions: PredictionsLike) -> Predict
     return predicted
 
 
-def machine_grades(predictions: Predictions, topic: str, docnos: np.ndarray) -> np.ndarray:
+def machine_grades(predictions: Predictions, topic: str, docnos: np.ndarray,
+                   fractional: bool | None = None) -> np.ndarray:
     """The machine's grade of each of ``docnos``: the predicted grade, or, when any of the
-    predictions is fractional (probabilities), 1 where it is >= 0.5 and 0 elsewhere; 0 for
-    documents without a prediction."""
+    predictions is fractional (probabilities; ``fractional``: already known), 1 where it is
+    >= 0.5 and 0 elsewhere; 0 for documents without a prediction."""
     values = predictions.for_topic(topic, docnos)
-    if _fractional(predictions):
+    if _fractional(predictions) if fractional is None else fractional:
         return (values >= 0.5).astype(np.float64)
     return values
 
@@ -132,10 +179,11 @@ def machine_qrels(sample: Sample, predictions: Predictions) -> pd.DataFrame:
     """Qrels (``query_id, doc_id, relevance``) of every frame document by its machine
     grade."""
     parts = []
+    fractional = _fractional(predictions)
     for topic in sample.topics:
         docnos = sample.topic(topic).docnos
-        parts.append(pd.DataFrame({"query_id": topic, "doc_id": docnos,
-                                   "relevance": machine_grades(predictions, topic, docnos)}))
+        parts.append(pd.DataFrame({"query_id": topic, "doc_id": docnos, "relevance":
+                                   machine_grades(predictions, topic, docnos, fractional)}))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -144,8 +192,12 @@ class HumanEstimates:
     """What the audit takes from the human sample for one measure, whatever the judge:
     per-topic estimates ``values`` ``[topics, runs]`` (``present``: the run has the topic;
     ``weights``: its weight in the run's mean), the means ``estimate``, their interval's
-    half-width ``half``, the relative bias's estimator variance ``relative_variance`` and
-    bias ``relative_bias`` (module docstring), and the rank intervals ``ranks``."""
+    half-width ``half``, the estimated covariance of the means ``covariance`` ``[runs,
+    runs]`` and the relative bias's estimated bias ``relative_bias`` (module docstring),
+    the rank intervals ``ranks``, and a ``judge`` with its exact per-topic measures
+    ``machine`` (``[topics, runs]``), when they are known: :func:`controlled_estimates`
+    computes them, its estimates are that judge's own (None otherwise: :func:`judge_rows`
+    computes them)."""
 
     spec: EstimateSpec
     pool: Pool
@@ -155,78 +207,278 @@ class HumanEstimates:
     values: np.ndarray
     estimate: np.ndarray
     half: np.ndarray
-    relative_variance: np.ndarray
+    covariance: np.ndarray
     relative_bias: np.ndarray
     ranks: pd.DataFrame
+    judge: Predictions | None = None
+    machine: np.ndarray | None = None
+
+    @property
+    def relative_variance(self) -> np.ndarray:
+        """The variance of each run's relative bias, (K S K')_rr, K = I - 11'/R."""
+        return contrast_variance(self.covariance)
 
 
 def human_estimates(sample: Sample, runs: list[Run], measure: str,
                     depth: int | str | None = SAMPLE_DEPTH, level: float = 1,
-                    ci: float = 0.95, rng: np.random.Generator | None = None
-                    ) -> HumanEstimates:
-    """The sample's side of the audit of ``measure`` (:class:`HumanEstimates`)."""
+                    ci: float = 0.95, rng: np.random.Generator | None = None,
+                    predictions: Predictions | None = None) -> HumanEstimates:
+    """The sample's side of the audit of ``measure`` (:class:`HumanEstimates`), from the
+    estimator family's per-topic variances and pairwise-difference variances
+    (``EstimatorFamily.parts``, ``differences``; any family that gives both: today ``~ht``).
+    ``predictions`` reach the families that read them (``needs_predictions``)."""
     from sampleval.aggregation import aggregate_of, over_topics, topic_sums
-    from sampleval.core.pool import Pool
-    from sampleval.estimation.ranks import rank_intervals
-    from sampleval.estimators.base import topic_views, z_value
+    from sampleval.estimators.base import z_value
     from sampleval.estimators.family import FAMILIES
-    from sampleval.estimators.setup import setup_for
 
-    setup = setup_for(sample, [measure], depth=depth)
-    (spec,) = setup.specs
+    spec, pool, views = _aligned(sample, runs, measure, depth, predictions)
     family = FAMILIES[spec.family]
     if family.parts is None or family.differences is None:
         raise UsageError(f"{spec.name}: the audit needs an estimator that gives the variance "
                          "of each run's estimate and of the difference of two runs' (the ~ht "
                          "family: AP~ht, P@10~ht, nDCG@10~ht ...)")
-    pool = Pool.from_runs(runs, depth=setup.depth, topics=sample.topics, score_type=family.score_type)
-    views = topic_views(pool, sample)
-    if not views:
-        raise UsageError("the sample and the runs have no topic in common")
     names = pool.run_names
     n_runs = len(names)
     values, variances, biases = family.parts(names, views, sample, spec, level)
     variances = np.maximum(np.nan_to_num(variances), 0.0)
-    topics = [v.pool.topic for v in views]
-    present = np.array([v.pool.present for v in views], dtype=bool).reshape(len(views), n_runs)
-    aggregate = aggregate_of(spec.base)
-    weights = (present / np.maximum(present.sum(axis=0), 1) if aggregate != "sum"
-               else present.astype(np.float64))
+    topics, present, weights = _topic_weights(views, n_runs, aggregate_of(spec.base))
     half = z_value(ci) * np.sqrt(topic_sums(weights ** 2 * variances, present)) + np.abs(
         topic_sums(weights * biases, present))
     pairs = np.column_stack(np.triu_indices(n_runs, k=1))
     _, pair_var = family.differences(names, views, sample, spec, level, pairs)
-    rel_var, rel_b = _relative_variance(weights, variances, biases, np.maximum(
-        np.nan_to_num(pair_var), 0.0), pairs)
-    per_topic = pd.DataFrame(np.where(present, values, np.nan), index=topics,
-                             columns=list(names))
-    return HumanEstimates(spec, pool, topics, present, weights, values,
-                          over_topics(values, present, aggregate), half, rel_var, rel_b,
-                          rank_intervals(per_topic, ci, rng))
+    covariance = covariance_of_means(weights, variances, np.maximum(np.nan_to_num(pair_var),
+                                                                    0.0), pairs)
+    rel_b = (weights * biases - (weights * biases).sum(axis=1, keepdims=True) / n_runs
+             ).sum(axis=0)
+    estimate = over_topics(values, present, aggregate_of(spec.base))
+    return HumanEstimates(spec, pool, topics, present, weights, values, estimate, half,
+                          covariance, rel_b, _ranks(names, estimate, covariance, ci, rng))
+
+
+def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: Predictions,
+                         depth: int | str | None = SAMPLE_DEPTH, level: float = 1,
+                         ci: float = 0.95, rng: np.random.Generator | None = None
+                         ) -> HumanEstimates:
+    """The sample's side of the audit of ``measure`` with the machine's labels as control
+    variates (the difference estimator; module docstring): per topic and run,
+    E_tr = M_tr - (A_tr(m) - A_tr(y)), M_tr the exact measure with the machine's labels
+    (:func:`_machine_per_topic`), A_tr(m) and A_tr(y) the estimator applied to the *one*
+    sample with the machine's labels and with the people's. The bias's estimate is then
+    A(m) - A(y), whose variance is the delete-one jackknife of that difference (each
+    replicate leaves the same document out of both), covariances between runs included
+    (:func:`_difference_jackknife`). Exact (zero variance) on a census and, on any sample,
+    for a judge that agrees with the people on every judged document. AP~ht only (its
+    replicates, :mod:`sampleval.estimators.horvitz_thompson`; ``bias`` taylor or none)."""
+    from sampleval.aggregation import aggregate_of, over_topics
+
+    spec, pool, views = _aligned(sample, runs, measure, depth, None)
+    if not takes_control(spec):
+        raise UsageError(f"{spec.name}: the machine's labels are control variates for AP~ht "
+                         "(bias=taylor or none) only; audit it with control='none'")
+    n_runs = len(pool.run_names)
+    topics, present, weights = _topic_weights(views, n_runs, aggregate_of(spec.base))
+    machine = _machine_per_topic(sample, judge, pool, spec, topics, level)
+    differences = np.zeros((len(views), n_runs))
+    covariance = np.zeros((n_runs, n_runs))
+    fractional = _fractional(judge)
+    for t, view in enumerate(views):
+        differences[t], cov = _difference_jackknife(view, sample, spec, judge, level,
+                                                    fractional)
+        covariance += weights[t][:, None] * cov * weights[t][None, :]
+    values = machine - differences
+    estimate = over_topics(values, present, aggregate_of(spec.base))
+    from sampleval.estimators.base import z_value
+
+    half = z_value(ci) * np.sqrt(np.maximum(np.diagonal(covariance), 0.0))
+    return HumanEstimates(spec, pool, topics, present, weights, values, estimate, half,
+                          covariance, np.zeros(n_runs),
+                          _ranks(pool.run_names, estimate, covariance, ci, rng), judge,
+                          machine)
+
+
+def takes_control(spec: EstimateSpec) -> bool:
+    """Whether :func:`controlled_estimates` estimates ``spec`` (AP~ht, bias taylor or
+    none)."""
+    return (spec.family == "ht" and spec.base == "AP"
+            and spec.option("bias") in ("taylor", "none"))
+
+
+def _aligned(sample: Sample, runs: list[Run], measure: str, depth: int | str | None,
+             predictions: Predictions | None) -> tuple[EstimateSpec, Pool, list[TopicView]]:
+    """The estimator of ``measure``, the runs' pool cut at the estimation depth, and the
+    topics the sample and the runs share."""
+    from sampleval.core.pool import Pool
+    from sampleval.estimators.base import topic_views
+    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimators.setup import setup_for
+
+    setup = setup_for(sample, [measure], depth=depth,
+                      with_predictions=predictions is not None)
+    (spec,) = setup.specs
+    pool = Pool.from_runs(runs, depth=setup.depth, topics=sample.topics,
+                          score_type=FAMILIES[spec.family].score_type)
+    views = topic_views(pool, sample, predictions)
+    if not views:
+        raise UsageError("the sample and the runs have no topic in common")
+    return spec, pool, views
+
+
+def _topic_weights(views: list[TopicView], n_runs: int, aggregate: str
+                   ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The topics, ``present`` ``[topics, runs]`` (the run has the topic) and each topic's
+    weight in a run's mean (1/T_r; 1 for a sum)."""
+    present = np.array([v.pool.present for v in views], dtype=bool).reshape(len(views),
+                                                                             n_runs)
+    weights = (present / np.maximum(present.sum(axis=0), 1) if aggregate != "sum"
+               else present.astype(np.float64))
+    return [v.pool.topic for v in views], present, weights
+
+
+def _ranks(names: tuple[str, ...], estimate: np.ndarray, covariance: np.ndarray, ci: float,
+           rng: np.random.Generator | None) -> pd.DataFrame:
+    from sampleval.estimation.ranks import design_rank_intervals
+
+    return design_rank_intervals(pd.Series(estimate, index=list(names)), covariance, ci,
+                                 rng or np.random.default_rng(0))
+
+
+def covariance_of_means(a: np.ndarray, variances: np.ndarray, pair_var: np.ndarray,
+                        pairs: np.ndarray) -> np.ndarray:
+    """``[runs, runs]`` the covariance of the runs' means sum_t a_tj e_tj, topics
+    independent, from the per-topic variances V_tj ``[T, R]`` and the variances of the
+    pairs' differences D_tjk ``[T, P]``: per topic C_tjk = (V_tj + V_tk - D_tjk)/2 (module
+    docstring), S = sum_t (a_t a_t') o C_t."""
+    n_topics, n_runs = a.shape
+    cov = np.zeros((n_topics, n_runs, n_runs))
+    i, j = pairs[:, 0], pairs[:, 1]
+    off = 0.5 * (variances[:, i] + variances[:, j] - pair_var)
+    cov[:, i, j] = off
+    cov[:, j, i] = off
+    cov[:, np.arange(n_runs), np.arange(n_runs)] = variances
+    return np.einsum("tj,tjk,tk->jk", a, cov, a)
+
+
+def contrast_variance(covariance: np.ndarray) -> np.ndarray:
+    """Per run r, the variance of its mean less the mean over runs, (K S K')_rr with
+    K = I - 11'/R and S = ``covariance`` (clipped at 0)."""
+    n = len(covariance)
+    k = np.eye(n) - 1.0 / n
+    return np.maximum(np.einsum("rj,jk,rk->r", k, covariance, k), 0.0)
+
+
+def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
+                          judge: Predictions, level: float, fractional: bool
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """One topic's A(m) - A(y) per run (AP-hat with the machine's labels less AP-hat with
+    the people's, both on the topic's judged documents; :func:`controlled_estimates`) and
+    the ``[runs, runs]`` delete-one jackknife covariance of that vector: stratified
+    (Wolter 2007, sec. 4.5) on stratified samples and censuses (the replicates of
+    :func:`~sampleval.estimators.horvitz_thompson.stratified_replicates`),
+    sum_k (1 - pi_k) (theta_(k) - theta)(theta_(k) - theta)' on the others
+    (:func:`~sampleval.estimators.horvitz_thompson.general_replicates`), as AP~ht's
+    ``var=jackknife`` computes each run's variance alone."""
+    from sampleval.core.inclusion import judged_design
+    from sampleval.estimators.base import relevance
+    from sampleval.estimators.horvitz_thompson import (
+        general_replicates,
+        stratified_replicates,
+    )
+
+    judged = np.flatnonzero(view.sample.judged)
+    human = relevance(np.maximum(view.sample.labels[judged], 0.0), level)
+    robot = relevance(machine_grades(judge, view.pool.topic, view.sample.docnos[judged],
+                                     fractional), level)
+    keep = (human != 0) | (robot != 0)  # the others change a replicate only by the design
+    index = judged[keep]
+    n_runs = view.n_runs
+    if not len(index):
+        return np.zeros(n_runs), np.zeros((n_runs, n_runs))
+    y, m = human[keep], robot[keep]
+    ranks = view.rank_of(index)
+    paper, taylor = spec.option("ap") == "paper", spec.option("bias") == "taylor"
+    if sample.design in ("stratified", "census"):
+        sizes, n_sampled = view.sample.strata()
+        strata = (view.sample.stratum[index], sizes, n_sampled)
+        design = judged_design(sample, view.sample, index)
+        from sampleval.estimators.horvitz_thompson import average_precision
+
+        value = (average_precision(m, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
+                                   taylor).value
+                 - average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff,
+                                     paper, taylor).value)
+        reps_m, rest_m = stratified_replicates(m, strata, ranks, spec.cutoff, paper, taylor)
+        reps_y, rest_y = stratified_replicates(y, strata, ranks, spec.cutoff, paper, taylor)
+        return value, stratified_covariance(strata, reps_m - reps_y, rest_m - rest_y)
+    design = judged_design(sample, view.sample, index)
+    value_m, reps_m = general_replicates(m, design.pi, design.pi_joint, ranks, spec.cutoff,
+                                         paper, taylor)
+    value_y, reps_y = general_replicates(y, design.pi, design.pi_joint, ranks, spec.cutoff,
+                                         paper, taylor)
+    value = value_m - value_y
+    moved = (reps_m - reps_y) - value[None, :]
+    return value, moved.T @ ((1.0 - np.asarray(design.pi))[:, None] * moved)
+
+
+def stratified_covariance(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
+                          reps: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """The stratified delete-one jackknife covariance matrix of a vector estimate, from its
+    replicates as :func:`~sampleval.estimators.horvitz_thompson.stratum_jackknife` reads
+    them (``reps`` ``[m, width]`` without each listed document, ``rest`` ``[strata,
+    width]`` without one of h's other judged documents): sum_h (1 - f_h) (n_h - 1)/n_h
+    sum_{j in S_h} (theta_(hj) - mean_h)(theta_(hj) - mean_h)'; its diagonal is
+    ``stratum_jackknife``'s variance."""
+    stratum, sizes, n_sampled = strata
+    width = reps.shape[1]
+    out = np.zeros((width, width))
+    for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
+        members = np.flatnonzero(stratum == h)
+        if n_h < 2 or n_h >= big_n or not len(members):
+            continue
+        others = int(n_h) - len(members)
+        block = np.vstack([reps[members], rest[h:h + 1]]) if others else reps[members]
+        weight = np.r_[np.ones(len(members)), [others] if others else []]
+        centred = block - (weight @ block / n_h)[None, :]
+        out += (1.0 - n_h / big_n) * (n_h - 1) / n_h * (centred.T @ (weight[:, None]
+                                                                      * centred))
+    return out
+
+
+REFERENCES = ("t", "normal")
+"""The relative bias's reference distributions: ``t`` with T - 1 degrees of freedom (T the
+run's topics; the default), ``normal``."""
 
 
 def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
                level: float = 1, ci: float = 0.95, correction: str = "holm",
-               alpha: float = 0.05) -> pd.DataFrame:
+               alpha: float = 0.05, reference: str = "t") -> pd.DataFrame:
     """The audit's rows (:data:`AUDIT_COLUMNS`) of the judge ``machine`` against the human
-    estimates."""
+    estimates (from :func:`controlled_estimates`: of that same judge). ``reference``: the
+    relative bias's test and interval, t with T - 1 degrees of freedom or normal
+    (:data:`REFERENCES`)."""
     from scipy import stats
 
     from sampleval.aggregation import aggregate_of, over_topics
     from sampleval.comparison import adjust
-    from sampleval.estimators.base import z_value
 
-    exact = _machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level)
+    if reference not in REFERENCES:
+        raise UsageError(f"the reference must be one of {', '.join(REFERENCES)}, not "
+                         f"{reference!r}")
+    if human.machine is not None and human.judge is not machine:
+        raise UsageError("these estimates use another judge's labels as control variates")
+    exact = (human.machine if human.machine is not None else
+             _machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level))
     machine_value = over_topics(exact, human.present, aggregate_of(human.spec.base))
     bias = machine_value - human.estimate
     relative = bias - bias.mean()
     rel_sd = np.sqrt(human.relative_variance)
-    rel_half = z_value(ci) * rel_sd + np.abs(human.relative_bias)
+    df = np.maximum(human.present.sum(axis=0) - 1, 1)
+    dist = stats.t(df) if reference == "t" else stats.norm()
+    rel_half = dist.ppf(0.5 + ci / 2.0) * rel_sd + np.abs(human.relative_bias)
     excess = np.maximum(np.abs(relative) - np.abs(human.relative_bias), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.where(rel_sd > 0, excess / np.where(rel_sd > 0, rel_sd, 1.0),
                         np.where(excess > 0, np.inf, 0.0))
-    p = 2.0 * stats.norm.sf(stat)
+    p = 2.0 * dist.sf(stat)
     adjusted = adjust(p, correction)
     return pd.DataFrame({
         "run": list(human.pool.run_names), "measure": human.spec.name,
@@ -279,28 +531,6 @@ def audit_outcome(rows: pd.DataFrame, true_means: pd.Series, favoured: str | Non
         float(flagged[favoured_mask][0]) if favoured_mask.any() else math.nan,
         float(flagged[counted].mean()) if counted.any() else math.nan,
         covers_ranks(rows["rank_lo"].to_numpy(), rows["rank_hi"].to_numpy(), truth))
-
-
-def _relative_variance(a: np.ndarray, variances: np.ndarray, biases: np.ndarray,
-                       pair_var: np.ndarray, pairs: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Per run r, the variance of the contrast sum_t sum_j d_tj e_tj, d_tj = a_tj (1[j = r]
-    - 1/R) (module docstring), from the per-topic variances ``[T, R]`` and the variances of
-    the pairs' differences ``[T, P]``; and the contrast of the ``biases``."""
-    n_topics, n_runs = a.shape
-    d = np.zeros((n_topics, n_runs, n_runs))
-    d[:, pairs[:, 0], pairs[:, 1]] = pair_var
-    d[:, pairs[:, 1], pairs[:, 0]] = pair_var
-    q = np.einsum("tjk,tk->tj", d, a)  # D_t a_t
-    aq = (a * q).sum(axis=1)  # a_t' D_t a_t
-    half_quadratic = -2.0 / n_runs * a * q + (aq / n_runs ** 2)[:, None]  # d' D d
-    total = a.sum(axis=1, keepdims=True)
-    av = (a * variances).sum(axis=1, keepdims=True)
-    s = a - total / n_runs  # sum_k d_k
-    linear = a * variances - av / n_runs  # sum_j d_j V_j
-    var = (s * linear - 0.5 * half_quadratic).sum(axis=0)
-    bias = (a * biases - (a * biases).sum(axis=1, keepdims=True) / n_runs).sum(axis=0)
-    return np.maximum(var, 0.0), bias
 
 
 def _machine_per_topic(sample: Sample, machine: Predictions, pool: Pool, spec: EstimateSpec,

@@ -25,6 +25,11 @@ the topics' spread carries; a design-only bootstrap would need every family's re
 
 Assumptions: topics independent; each run has a value on every topic used (topics where
 some run has none are left out, with a warning).
+
+:func:`design_rank_intervals` answers the other question, the ranks on *these* topics (the
+audit's, :mod:`sampleval.estimation.audit`): the pairwise intervals come from the design
+covariance of the runs' estimated means (the sample's variance alone, zero on a census),
+with the max-t quantile of their joint normal law (docs/guide/audit.md, "Rank intervals").
 """
 
 from __future__ import annotations
@@ -63,15 +68,82 @@ def rank_intervals(per_topic: pd.DataFrame, ci: float = 0.95,
     names = [str(c) for c in complete.columns]
     n_topics, n_runs = values.shape
     means = per_topic[complete.columns].mean(axis=0).fillna(-np.inf).to_numpy()
+    better = (None if n_runs < 2 or n_topics < 2 else
+              significantly_better(values, ci, rng or np.random.default_rng(0), replicates))
+    return _rank_table(names, means, better)
+
+
+def _rank_table(names: list[str], means: np.ndarray, better: np.ndarray | None
+                ) -> pd.DataFrame:
+    """``rank`` (1 + the runs with a larger mean), ``rank_lo`` (1 + the runs significantly
+    better) and ``rank_hi`` (R - the runs significantly worse) from ``better`` (``[runs,
+    runs]``, True at (a, b) when a is significantly better than b; None: nothing is)."""
+    n_runs = len(names)
     rank = 1 + (means[None, :] > means[:, None]).sum(axis=1)
-    if n_runs < 2 or n_topics < 2:
+    if better is None:
         lo, hi = np.ones(n_runs, dtype=np.int64), np.full(n_runs, n_runs, dtype=np.int64)
     else:
-        better = significantly_better(values, ci, rng or np.random.default_rng(0), replicates)
         lo = 1 + better.sum(axis=0)  # runs significantly better than r
         hi = n_runs - better.sum(axis=1)  # runs r is significantly better than
     return pd.DataFrame({"rank": rank, "rank_lo": lo, "rank_hi": hi},
                         index=pd.Index(names, name="run"))
+
+
+def design_rank_intervals(means: pd.Series, covariance: np.ndarray, ci: float = 0.95,
+                          rng: np.random.Generator | None = None,
+                          replicates: int = REPLICATES) -> pd.DataFrame:
+    """Simultaneous ``ci`` rank intervals of the runs' estimated ``means`` (a Series by
+    run) on *these* topics, from the estimates' design covariance ``covariance`` ``[runs,
+    runs]`` (the sample's variance alone: the topics are fixed, as in the audit; a census
+    gives the exact ranks). Pair (a, b) is significantly ordered when |mean_a - mean_b| >
+    c sqrt(D_ab), D_ab = S_aa + S_bb - 2 S_ab, and c the ``ci`` quantile of max over pairs
+    of |Z_a - Z_b| / sqrt(D_ab) for Z ~ N(0, S) (the max-t method with the estimates'
+    joint normal distribution, Hothorn, Bretz & Westfall, Biometrical Journal 50(3), 2008;
+    S projected on the positive semidefinite matrices for the draws, ``replicates`` of
+    them from ``rng``, default seed 0). A pair with D_ab = 0 is ordered whenever its means
+    differ. Ranks from the intervals as :func:`rank_intervals`."""
+    if not 0 < ci < 1:
+        raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
+    names = [str(n) for n in means.index]
+    values = means.to_numpy(dtype=np.float64)
+    n_runs = len(values)
+    if n_runs < 2:
+        return _rank_table(names, values, None)
+    cov = np.asarray(covariance, dtype=np.float64)
+    a, b = np.triu_indices(n_runs, k=1)
+    diag = np.diagonal(cov)
+    pair_var = np.maximum(diag[a] + diag[b] - 2.0 * cov[a, b], 0.0)
+    crit = _normal_max_t(cov, a, b, ci, rng or np.random.default_rng(0), replicates)
+    gap = values[a] - values[b]
+    out = np.zeros((n_runs, n_runs), dtype=bool)
+    ordered = np.abs(gap) > crit * np.sqrt(pair_var)
+    out[a[ordered & (gap > 0)], b[ordered & (gap > 0)]] = True
+    out[b[ordered & (gap < 0)], a[ordered & (gap < 0)]] = True
+    return _rank_table(names, values, out)
+
+
+def _normal_max_t(cov: np.ndarray, a: np.ndarray, b: np.ndarray, ci: float,
+                  rng: np.random.Generator, replicates: int) -> float:
+    """The ``ci`` quantile of max_p |Z_a - Z_b| / sd(Z_a - Z_b), Z ~ N(0, ``cov``) (its
+    positive semidefinite part), over ``replicates`` draws; pairs of zero variance
+    contribute 0."""
+    eigen, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
+    root = vectors * np.sqrt(np.maximum(eigen, 0.0))[None, :]  # cov+ = root root'
+    psd = root @ root.T
+    diag = np.diagonal(psd)
+    sd = np.sqrt(np.maximum(diag[a] + diag[b] - 2.0 * psd[a, b], 0.0))
+    scale = np.divide(1.0, sd, out=np.zeros(len(sd)), where=sd > 1e-12 * (sd.max(
+        initial=0.0) + 1e-300))
+    if not scale.any():
+        return 0.0
+    maxima = np.empty(replicates)
+    done = 0
+    while done < replicates:
+        size = min(_CHUNK, replicates - done)
+        z = rng.standard_normal((size, len(cov))) @ root.T
+        maxima[done:done + size] = (np.abs(z[:, a] - z[:, b]) * scale).max(axis=1)
+        done += size
+    return float(np.quantile(maxima, ci))
 
 
 def significantly_better(values: np.ndarray, ci: float, rng: np.random.Generator,

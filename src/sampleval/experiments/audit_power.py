@@ -2,7 +2,8 @@
 rank intervals are, by simulation (issue 31).
 
     python -m sampleval.experiments.audit_power [--collection round5|sparse] [--trials 200]
-        [--rate 0.05] [--inflation 0.03] [--ppi] [--output F.csv]
+        [--rate 0.05] [--method stratified|audit|...] [--inflation 0.03] [--ppi]
+        [--output F.csv]
 
 The truth is a collection judged in full (TREC-COVID round 5: the depth-``--depth`` pool of
 its 126 runs with the round-5 qrels, unjudged = not relevant; or ``sparse``: a synthetic
@@ -17,19 +18,26 @@ collection of 40 runs and 50 topics with 1% of the documents relevant,
   ``--inflation`` relative to the other runs (exactly: the machine AP minus the true AP,
   less the mean of that over runs).
 
-Each trial judges a ``--rate`` stratified sample (``stratified``, seed SEED + trial) and
-audits both judges on AP~ht (Holm, alpha 0.05). Reported: the power (the favoured run
-flagged; also under Benjamini-Hochberg, and its unadjusted test at 0.05), the false-alarm rate per run (perfect judge: every run; circular judge: the runs
-whose exact relative bias is below 0.005 in absolute value), the coverage of the bias
-intervals, the simultaneous coverage of the rank intervals (every run's true rank inside
-its interval; tied true means: any of the tied ranks) and their mean width against the same
-max-t intervals from the full qrels' per-topic AP; with ``--ppi``, whether the AP~ppi
-leaderboard with the circular judge's labels as predictions stays unbiased (each run's mean
-error over the trials within 3 of its standard errors).
+Each trial judges a ``--rate`` sample with ``--method`` (seed SEED + trial; a method that
+reads predictions, such as ``audit``, gets the circular judge's labels) and audits both
+judges on AP~ht (Holm, alpha 0.05) from two sample sides (:data:`PATHS`): the people's
+labels alone (``plain``) and the machine's labels as control variates (``control``), each
+with the t and the normal reference. Reported per side (columns ``{side}_{reference}_...``):
+the power (the favoured run flagged; also under Benjamini-Hochberg, and its unadjusted test
+at 0.05), the false alarms per run and family-wise (perfect judge: every run; circular
+judge: the runs whose exact relative bias is below 0.005 in absolute value), the coverage
+of the relative-bias intervals and their width (mean half-width / (1.96 x rms of the
+relative bias's error)), the simultaneous coverage of the rank intervals (every run's true
+rank inside its interval; tied true means: any of the tied ranks) and their mean width
+against the full qrels' max-t intervals (:func:`~sampleval.estimation.ranks.
+rank_intervals` of the exact per-topic AP), and the estimates' rms; with ``--ppi``,
+whether the AP~ppi leaderboard with the circular judge's labels as predictions stays
+unbiased (each run's mean error over the trials within 3 of its standard errors).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import warnings
@@ -42,13 +50,16 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.core.sample import Sample
 from sampleval.estimation.audit import (
     NULL_RELATIVE,
-    audit_outcome,
+    REFERENCES,
+    HumanEstimates,
+    controlled_estimates,
     human_estimates,
     judge_rows,
 )
-from sampleval.estimation.ranks import rank_intervals
+from sampleval.estimation.ranks import covers_ranks, rank_intervals
 from sampleval.evaluation import evaluate
 from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.experiments.compare_accuracy import exact_per_topic
@@ -91,11 +102,18 @@ def choose_k(truth: pd.DataFrame, pool: Pool, runs: Sequence[Run], exact: pd.Ser
     return K_CHOICES[-1], relative
 
 
+PATHS = ("control", "plain")
+"""The audit's two sample sides: the machine's labels as control variates
+(:func:`~sampleval.estimation.audit.controlled_estimates`) and the people's labels alone
+(:func:`~sampleval.estimation.audit.human_estimates`)."""
+
+
 def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int,
-                   trials: int, seed: int, inflation: float, ppi: bool
+                   trials: int, seed: int, inflation: float, ppi: bool,
+                   method: str = "stratified", output: str | None = None
                    ) -> tuple[pd.DataFrame, dict[str, object]]:
-    """Per trial one record (module docstring), and the setting (k, favoured run, reference
-    rank-interval width, runs)."""
+    """Per trial one record (module docstring; written to ``output`` after each trial),
+    and the setting (k, favoured run, reference rank-interval width, runs)."""
     from sampleval.estimators import estimate
 
     runs = list(runs)
@@ -111,56 +129,55 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     judges = {"perfect": Predictions.from_frame(truth.rename(columns={"relevance":
                                                                       "prediction"})),
               "circular": Predictions.from_frame(circular(truth, pool, favoured, k))}
-    reference = rank_intervals(exact_topics)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = rank_intervals(exact_topics)
     oracle = qrels_oracle(truth_qrels)
     at = list(exact.index).index(favoured)
+    print(f"favoured {favoured}, k {k}, inflation {relative[favoured]:.4f}, null runs "
+          f"{int(nulls.sum())}, reference rank width "
+          f"{float((reference['rank_hi'] - reference['rank_lo']).mean()):.3f}",
+          file=sys.stderr, flush=True)
+    true_relative = {"circular": relative.to_numpy(dtype=np.float64),
+                     "perfect": np.zeros(len(relative))}
     records = []
     ppi_errors = []
     for trial in range(trials):
         started = time.time()
-        selector = METHODS["stratified"](pool, Budget(rate=rate),
-                                         np.random.default_rng(seed + trial))
+        given = ({"predictions": judges["circular"]} if METHODS[method].uses_predictions({})
+                 else {})
+        selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(seed + trial),
+                                   **given)
         sample = simulate(selector, oracle).sample()
+        record: dict[str, object] = {"trial": trial}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            human = human_estimates(sample, runs, MEASURE, ci=0.95,
+            plain = human_estimates(sample, runs, MEASURE, ci=0.95,
                                     rng=np.random.default_rng(seed + trial + 1_000_003))
-            rows = {name: judge_rows(sample, human, judge).set_index("run").loc[exact.index]
-                    for name, judge in judges.items()}
-            by_bh = judge_rows(sample, human, judges["circular"], correction="bh"
-                               ).set_index("run").loc[exact.index]
+            controlled = {name: controlled_estimates(
+                sample, runs, MEASURE, judge, rng=np.random.default_rng(seed + trial + 1_000_003))
+                for name, judge in judges.items()}
+            # the plain estimates with each judge's exact machine measures (computed once)
+            record.update(_path_record("plain", sample, {
+                name: dataclasses.replace(plain, judge=judge, machine=controlled[name].machine)
+                for name, judge in judges.items()}, judges, exact, at, nulls, true_relative))
+            record.update(_path_record("control", sample, controlled, judges, exact, at,
+                                       nulls, true_relative))
             if ppi:
                 ppi_rows = estimate(sample, runs, ["AP~ppi"], predictions=judges["circular"])
                 ppi_value = ppi_rows[ppi_rows["query_id"] == "all"].set_index("run")["value"]
                 ppi_errors.append((ppi_value[exact.index] - exact).to_numpy())
-        circ, perfect = rows["circular"], rows["perfect"]
-        outcome = audit_outcome(circ.reset_index(), exact, favoured, nulls)
-        lo, hi = circ["rank_lo"].to_numpy(), circ["rank_hi"].to_numpy()
-        true_bias = {"circular": relative + 0.0, "perfect": relative * 0.0}
-        records.append({
-            "trial": trial,
-            "power": bool(outcome.favoured_flagged),
-            "power_bh": bool(by_bh["flagged"].to_numpy()[at]),
-            "power_unadjusted": bool(circ["p"].to_numpy()[at] < 0.05),
-            "false_alarm_circular_bh": float(by_bh["flagged"].to_numpy()[nulls].mean()),
-            "false_alarm_circular": outcome.others_flagged,
-            "false_alarm_perfect": audit_outcome(perfect.reset_index(), exact,
-                                                 others=np.ones(len(nulls), bool)
-                                                 ).others_flagged,
-            "any_false_alarm_perfect": bool(perfect["flagged"].any()),
-            "relative_coverage": float(np.mean([
-                ((rows[j]["relative_lo"] <= true_bias[j]) & (true_bias[j] <= rows[j][
-                    "relative_hi"])).mean() for j in judges])),
-            "rank_coverage": outcome.rank_covered,
-            "rank_width": float((hi - lo).mean()),
-            "favoured_relative": float(circ["relative"].to_numpy()[at]),
-            "seconds": time.time() - started,
-        })
-        print(f"trial {trial + 1}/{trials} done ({records[-1]['seconds']:.1f} s)",
+        record["seconds"] = time.time() - started
+        records.append(record)
+        if output:  # kept as it grows, so that a long run can be read before it ends
+            pd.DataFrame(records).to_csv(output, index=False)
+        print(f"trial {trial + 1}/{trials} done ({record['seconds']:.1f} s)",
               file=sys.stderr, flush=True)
-    setting: dict[str, object] = {"favoured": favoured, "k": k, "inflation": float(relative[favoured]),
-               "runs": len(runs), "null_runs": int(nulls.sum()),
-               "reference_width": float((reference["rank_hi"] - reference["rank_lo"]).mean())}
+    setting: dict[str, object] = {
+        "method": method, "favoured": favoured, "k": k,
+        "inflation": float(relative[favoured]), "runs": len(runs),
+        "null_runs": int(nulls.sum()),
+        "reference_width": float((reference["rank_hi"] - reference["rank_lo"]).mean())}
     if ppi_errors:
         errors = np.array(ppi_errors)
         se = errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
@@ -169,20 +186,84 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     return pd.DataFrame(records), setting
 
 
+def _path_record(path: str, sample: Sample, sides: dict[str, HumanEstimates],
+                 judges: dict[str, Predictions], exact: pd.Series, at: int,
+                 nulls: np.ndarray, true_relative: dict[str, np.ndarray]
+                 ) -> dict[str, object]:
+    """One trial's figures for one sample side (``path``): per reference (t, normal) the
+    power, false alarms per run and family-wise (perfect judge: any run; circular judge:
+    any run whose exact relative bias is below 0.005), BH's power and false alarms, the
+    relative-bias intervals' coverage, half-widths and errors, the rank intervals'
+    simultaneous coverage and width, and the estimates' squared error."""
+    out: dict[str, object] = {}
+    order = list(exact.index)
+    rows = {}
+    for reference in REFERENCES:
+        rows = {name: judge_rows(sample, sides[name], judge, reference=reference
+                                 ).set_index("run").loc[order]
+                for name, judge in judges.items()}
+        circ, perfect = rows["circular"], rows["perfect"]
+        flagged = circ["flagged"].to_numpy(dtype=bool)
+        fair = perfect["flagged"].to_numpy(dtype=bool)
+        tag = f"{path}_{reference}"
+        out[f"{tag}_power"] = bool(flagged[at])
+        out[f"{tag}_power_unadjusted"] = bool(circ["p"].to_numpy()[at] < 0.05)
+        out[f"{tag}_false_alarm_perfect"] = float(fair.mean())
+        out[f"{tag}_any_false_alarm_perfect"] = bool(fair.any())
+        out[f"{tag}_false_alarm_circular"] = float(flagged[nulls].mean())
+        out[f"{tag}_any_false_alarm_circular"] = bool(flagged[nulls].any())
+        for name in judges:
+            r = rows[name]
+            lo, hi = r["relative_lo"].to_numpy(), r["relative_hi"].to_numpy()
+            truth = true_relative[name]
+            out[f"{tag}_{name}_relative_coverage"] = float(((lo <= truth) & (truth <= hi)
+                                                            ).mean())
+            out[f"{tag}_{name}_relative_half"] = float(((hi - lo) / 2).mean())
+            out[f"{tag}_{name}_relative_sq_error"] = float(
+                ((r["relative"].to_numpy() - truth) ** 2).mean())
+    bh = judge_rows(sample, sides["circular"], judges["circular"], correction="bh"
+                    ).set_index("run").loc[order]
+    out[f"{path}_bh_power"] = bool(bh["flagged"].to_numpy()[at])
+    out[f"{path}_bh_false_alarm_circular"] = float(bh["flagged"].to_numpy()[nulls].mean())
+    circ = rows["circular"]
+    lo, hi = circ["rank_lo"].to_numpy(), circ["rank_hi"].to_numpy()
+    truth = exact.to_numpy(dtype=np.float64)
+    out[f"{path}_rank_coverage"] = covers_ranks(lo, hi, truth)
+    out[f"{path}_rank_width"] = float((hi - lo).mean())
+    out[f"{path}_estimate_sq_error"] = float(((circ["estimate"].to_numpy() - truth) ** 2
+                                              ).mean())
+    out[f"{path}_favoured_relative"] = float(circ["relative"].to_numpy()[at])
+    return out
+
+
 def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame:
-    """One row: the targets' figures with their Monte Carlo standard errors."""
+    """One row: the targets' figures with their Monte Carlo standard errors; per sample side
+    and judge the relative-bias intervals' width, mean half-width / (1.96 rms of the
+    relative bias's error), and the estimates' rms."""
     n = len(records)
     row: dict[str, object] = {"trials": n, **setting}
-    for column in ("power", "power_bh", "power_unadjusted", "false_alarm_circular",
-                   "false_alarm_circular_bh", "false_alarm_perfect",
-                   "any_false_alarm_perfect", "relative_coverage", "rank_coverage"):
+    for column in records.columns:
+        if column in ("trial", "seconds") or column.endswith(("_half", "_sq_error",
+                                                               "_rank_width",
+                                                               "_favoured_relative")):
+            continue
         values = records[column].astype(float)
         row[column] = float(values.mean())
         row[f"{column}_se"] = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-    width = float(records["rank_width"].mean())
-    row["rank_width"] = width
-    row["width_ratio"] = width / float(str(setting["reference_width"]))
-    row["mean_favoured_relative"] = float(records["favoured_relative"].mean())
+    for column in records.columns:
+        if column.endswith("_half"):
+            rms = float(np.sqrt(records[column.replace("_half", "_sq_error")].mean()))
+            half = float(records[column].mean())
+            row[column.replace("_half", "_width")] = half / (1.96 * rms) if rms > 0 else (
+                np.nan if half == 0 else np.inf)
+    for path in PATHS:
+        width = float(records[f"{path}_rank_width"].mean())
+        row[f"{path}_rank_width"] = width
+        row[f"{path}_width_ratio"] = width / float(str(setting["reference_width"]))
+        row[f"{path}_mean_favoured_relative"] = float(records[f"{path}_favoured_relative"]
+                                                      .mean())
+        row[f"{path}_estimate_rms"] = float(np.sqrt(records[f"{path}_estimate_sq_error"]
+                                                    .mean()))
     return pd.DataFrame([row])
 
 
@@ -195,15 +276,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "AP to reach (default 0.03)")
     parser.add_argument("--ppi", action="store_true",
                         help="also check that AP~ppi with the circular judge stays unbiased")
+    parser.add_argument("--method", choices=sorted(METHODS), default="stratified",
+                        metavar="METHOD",
+                        help="the selection method of the human sample (default stratified)")
     parser.add_argument("--output", help="write the per-trial records to this CSV")
     args = parser.parse_args(argv)
     runs, qrels = (read_round5(args.data) if args.collection == "round5"
                    else sparse_collection(args.seed))
     records, setting = run_experiment(runs, qrels, rate=args.rate, depth=args.depth,
                                       trials=args.trials, seed=args.seed,
-                                      inflation=args.inflation, ppi=args.ppi)
-    if args.output:
-        records.to_csv(args.output, index=False)
+                                      inflation=args.inflation, ppi=args.ppi,
+                                      method=args.method, output=args.output)
     summary = summarise(records, setting)
     sys.stdout.write(summary.T.to_string(header=False) + "\n")
     return 0

@@ -134,16 +134,23 @@ class PriorStratifiedSelector(StratifiedSelector):
         certain = target >= 1.0
         rest = np.flatnonzero(~certain)
         rest = rest[np.argsort(-prior[rest], kind="stable")]
-        mass = budget - int(certain.sum())
-        n_strata = max(1, mass // self.per_stratum) if len(rest) else 0
-        cumulative = np.cumsum(target[rest])
-        middle = cumulative - target[rest] / 2
         codes = np.zeros(tp.size, dtype=np.int64)
-        codes[rest] = 1 + np.minimum(n_strata - 1, middle * n_strata // max(mass, 1)).astype(
-            np.int64)
-        sizes = np.bincount(codes, minlength=n_strata + 1)
-        masses = np.bincount(codes, weights=target, minlength=n_strata + 1)[1:]
-        counts = np.concatenate([[sizes[0]], largest_remainder(masses * (mass / masses.sum()))
-                                 if n_strata else []]).astype(np.int64)
-        labels = np.array([str(h) for h in range(n_strata + 1)], dtype=object)
-        return Layout(codes, labels, counts)
+        codes[rest], counts = cut_strata(target[rest], budget - int(certain.sum()),
+                                         self.per_stratum)
+        labels = np.array([str(h) for h in range(len(counts) + 1)], dtype=object)
+        return Layout(codes, labels, np.r_[int(certain.sum()), counts].astype(np.int64))
+
+
+def cut_strata(target: np.ndarray, mass: int, per_stratum: int) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 2-3 of the module docstring: documents in order (``target``, their pi*_i by
+    decreasing size) cut into K = max(1, floor(``mass`` / ``per_stratum``)) consecutive
+    strata of about equal target mass (a document goes to the stratum holding the midpoint
+    of its share of the cumulative mass); returns each document's stratum (1..K) and each
+    stratum's sample size (the target masses scaled to ``mass``, largest remainder)."""
+    if not len(target):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    n_strata = max(1, mass // per_stratum)
+    middle = np.cumsum(target) - target / 2
+    codes = 1 + np.minimum(n_strata - 1, middle * n_strata // max(mass, 1)).astype(np.int64)
+    masses = np.bincount(codes - 1, weights=target, minlength=n_strata)
+    return codes, largest_remainder(masses * (mass / masses.sum()))
