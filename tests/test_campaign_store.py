@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -270,6 +271,44 @@ def test_a_crash_between_a_judgment_and_its_batch_loses_nothing(store_url: str,
     c = collection()
     assert_same_sample(export_sample(store, "c1")[0],
                        reference(c.runs, "active", Budget(12), 30, 7, c.oracle))
+    restarted.close()
+    store.close()
+
+
+def test_a_batch_failing_at_start_raises_instead_of_hanging(tmp_path: Path,
+                                                            monkeypatch) -> None:
+    """A batch left complete (as above) whose write fails when the next start observes it:
+    loading the campaign raises (the server's start fails and says why) instead of waiting
+    forever on the lock it holds."""
+    store = new_campaign(f"sqlite:///{tmp_path}/s.db")
+    token, topics, _ = add_person(store, "c1", "alice")
+    crashing = CampaignService(store)
+    monkeypatch.setattr(CampaignService, "_observe_batch",
+                        lambda self, runtime, state, pending=None: None)
+    person = crashing.person_by_token(token)
+    for _ in crashing.runtime(person.campaign_id).topics[topics[0]].open:
+        offer = crashing.next_document(person, topics[0])
+        crashing.judge(person, topics[0], offer.docno, 1.0, None, uuid.uuid4().hex)
+    crashing.close()
+    monkeypatch.undo()
+
+    def broken(session: object, batches: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(CampaignService, "_store_batches", staticmethod(broken))
+    restarted = CampaignService(store)
+    raised: list[str] = []
+
+    def start() -> None:
+        try:
+            restarted.load_all()
+        except RuntimeError as exc:
+            raised.append(str(exc))
+
+    thread = threading.Thread(target=start, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert raised == ["disk full"], "the start hung" if thread.is_alive() else raised
     restarted.close()
     store.close()
 
