@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,14 @@ from sampleval.campaign.organise import (
     judgment_log,
     parse_grades,
 )
-from sampleval.campaign.service import CampaignService, Conflict, Forbidden, Invalid, NotFound
+from sampleval.campaign.service import (
+    CampaignService,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Person,
+)
 from sampleval.campaign.store import Store
 from sampleval.errors import UsageError
 from sampleval.selection import METHODS, Budget
@@ -243,26 +251,34 @@ def test_bad_judgments_are_refused(tmp_path) -> None:
     store.close()
 
 
+def complete_unobserved(store: Store, monkeypatch: pytest.MonkeyPatch
+                        ) -> tuple[str, list[str], Person]:
+    """Alice judges active's first round on topic 1 without the batch being observed, then
+    the service "crashes": her token, her topics and her person."""
+    token, topics, _ = add_person(store, "c1", "alice")
+    crashing = CampaignService(store)
+    monkeypatch.setattr(CampaignService, "_observe_batch",
+                        lambda self, runtime, state, pending=None: None)
+    person = crashing.person_by_token(token)
+    assert person is not None
+    for _ in crashing.runtime(person.campaign_id).topics[topics[0]].open:
+        offer = crashing.next_document(person, topics[0])
+        assert offer.status == "judge" and offer.docno is not None
+        crashing.judge(person, topics[0], offer.docno,
+                       collection().oracle(topics[0], [offer.docno])[offer.docno], None,
+                       uuid.uuid4().hex)
+    crashing.close()
+    monkeypatch.undo()
+    return token, topics, person
+
+
 def test_a_crash_between_a_judgment_and_its_batch_loses_nothing(store_url: str,
                                                                  monkeypatch) -> None:
     """The judgment completing a batch is committed without the batch's observation (as a
     server before the two shared a transaction could leave it), then the process dies: the
     next start observes it, and the campaign ends as the simulation."""
     store = new_campaign(store_url)
-    token, topics, _ = add_person(store, "c1", "alice")
-    crashing = CampaignService(store)
-    monkeypatch.setattr(CampaignService, "_observe_batch",
-                        lambda self, runtime, state, pending=None: None)
-    person = crashing.person_by_token(token)
-    for _ in crashing.runtime(person.campaign_id).topics[topics[0]].open:
-        # active's first round on topic 1, then "crash"
-        offer = crashing.next_document(person, topics[0])
-        assert offer.status == "judge"
-        crashing.judge(person, topics[0], offer.docno,
-                       collection().oracle(topics[0], [offer.docno])[offer.docno], None,
-                       uuid.uuid4().hex)
-    crashing.close()
-    monkeypatch.undo()
+    token, topics, person = complete_unobserved(store, monkeypatch)
     restarted = CampaignService(store)
     restarted.load_all()
     assert restarted.runtime(person.campaign_id).version == 2  # observed at start
@@ -270,6 +286,35 @@ def test_a_crash_between_a_judgment_and_its_batch_loses_nothing(store_url: str,
     c = collection()
     assert_same_sample(export_sample(store, "c1")[0],
                        reference(c.runs, "active", Budget(12), 30, 7, c.oracle))
+    restarted.close()
+    store.close()
+
+
+def test_a_batch_failing_at_start_raises_instead_of_hanging(tmp_path: Path,
+                                                            monkeypatch) -> None:
+    """A batch left complete (as above) whose write fails when the next start observes it:
+    loading the campaign raises (the server's start fails and says why) instead of waiting
+    forever on the lock it holds."""
+    store = new_campaign(f"sqlite:///{tmp_path}/s.db")
+    complete_unobserved(store, monkeypatch)
+
+    def broken(session: object, batches: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(CampaignService, "_store_batches", staticmethod(broken))
+    restarted = CampaignService(store)
+    raised: list[str] = []
+
+    def start() -> None:
+        try:
+            restarted.load_all()
+        except RuntimeError as exc:
+            raised.append(str(exc))
+
+    thread = threading.Thread(target=start, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert raised == ["disk full"], "the start hung" if thread.is_alive() else raised
     restarted.close()
     store.close()
 

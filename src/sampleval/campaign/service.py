@@ -16,9 +16,11 @@ guarded by a version number: for a method whose state splits by topic
 only the topic's part (``Selector.topic_state``), else the whole ``state()``. A judgment
 made through :meth:`CampaignService.judge_and_offer` (the API's) is written in one
 transaction with the batch it completes and the lease of the next offer, so each judgment
-costs one commit (one flush, shared with the judgments arriving together). A crash between a judgment's commit
-and that transaction loses nothing: at restart the runtime finds the batch complete and
-observes it then, with the same labels, so the selector continues exactly as it would have.
+costs one commit (one flush, shared with the judgments arriving together). Should a
+judgment's commit come without its batch's observation (a server older than this one, or
+an observation that failed), nothing is lost: at restart the runtime finds the batch
+complete and observes it then, with the same labels, so the selector continues exactly as
+it would have.
 
 The label the selector sees. Each item's latest non-retracted judgment when its batch is
 observed: the label the default export rule (``--label latest``) gives the document at that
