@@ -456,3 +456,35 @@ def test_judging_that_can_go_no_further_looks_once_more(
         assert judging.looks[0][1] > width
         assert (judging.looks[-1][1] <= width) == met
         assert (status.reason == "target met") == met
+
+
+def test_the_experiment_pairs_campaigns_by_seed_across_files() -> None:
+    """``--summarise`` over several files: the committed rule's judgments pair with the
+    anytime rule's of the same seed (not the same trial number), a plan-only file's
+    forecasts join the judged rows, and the forecast from the looks is made at the first
+    look after twice the pilot's judgments."""
+    from sampleval.experiments.anytime import combined, look_forecast, summary
+
+    tuned = anytime.target_variance(0.03)
+    n = np.array([1000.0, 1500.0, 2000.0, 2500.0, 4000.0])
+    widths = anytime.half_width(tuned * (n / 4000.0) ** -1.5, tuned)
+    looks = json.dumps([[a, float(w)] for a, w in zip(n, widths, strict=True)])
+    common = {"collection": "x", "target": 0.03, "reason": "target met", "widest": 0.029,
+              "error": 0.0}
+    committed = pd.DataFrame([{**common, "trial": 0, "seed": 7, "rule": "committed",
+                               "judged": 2000, "coverage": 1.0, "looks": "[]"},
+                              {**common, "trial": 0, "seed": 9, "rule": "committed",
+                               "judged": 1000, "coverage": 1.0, "looks": "[]"}])
+    judged = pd.DataFrame([{**common, "trial": 0, "seed": 9, "rule": "anytime",
+                            "judged": 4000, "coverage": 0.5, "looks": looks}])
+    plans = pd.DataFrame([{**common, "trial": 0, "seed": 9, "rule": "anytime",
+                           "judged": None, "coverage": np.nan, "looks": "[]",
+                           "forecast": 3000, "forecast_lo": 2000, "forecast_hi": 5000}])
+    table = combined([committed, judged, plans])
+    assert len(table) == 3
+    row = summary(table, 0.03).set_index("rule").loc["anytime"]
+    assert row["vs_committed"] == 4.0 and row["paired"] == 1
+    assert row["pilot_median"] == 0.75 and row["pilot_interval_holds"] == 1.0
+    made = look_forecast(looks, 0.03, "anytime", 2)
+    assert made is not None and abs(made[0] - 4000) <= 1 and row["x2_within_15%"] == 1.0
+    assert look_forecast(looks, 0.03, "anytime", 4) is None  # that look is the last

@@ -30,7 +30,7 @@ paired by seed): per rule, the mean judgments, coverage with its standard error 
 target, the judgments against the committed rule's (mean of the per-seed ratios), the pilot
 forecasts' median ratio to the judgments used, share within 15% and share whose interval
 holds them, and the same for the forecasts from the looks (:func:`look_forecast`) made at
-the first look after 2 and 3 times the pilot's judgments (``x2_``, ``x3_``).
+the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 20
                             ("naive", then["fixed"]))}
 
 
-LOOK_POINTS = (2, 3)
+LOOK_POINTS = (2, 3, 4)
 """The looks a forecast from the looks is measured at: the first with at least this many
 times the first look's judgments (the pilot's)."""
 
