@@ -9,8 +9,10 @@ import pytest
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.core.sample import Sample
 from sampleval.estimators.setup import default_estimates, simple_random
-from sampleval.experiments.interval_coverage import coverage, draw
+from sampleval.experiments.interval_coverage import coverage
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.synthetic import make_collection
 
 
@@ -25,14 +27,22 @@ def sparse_collection() -> tuple[Pool, Pool, Qrels]:
             Pool.from_runs(runs, depth=50, qrels=qrels, score_type=np.float64), qrels)
 
 
-def test_a_uniform_sample_is_one_simple_random_sample_per_topic() -> None:
+def made_by(method: str, pool: Pool, qrels: Qrels) -> Sample:
+    """A sample of 10% of each topic's pool by ``method``, judged from the qrels."""
+    selector = METHODS[method](pool, Budget(rate=0.1), np.random.default_rng(0))
+    return simulate(selector, qrels_oracle(qrels)).sample()
+
+
+def test_the_uniform_method_says_its_samples_are_simple_random() -> None:
+    """The method decides (its metadata), not the number of strata: the same judgments
+    without the metadata keep the stratified design's defaults."""
     pool, _, qrels = sparse_collection()
-    uniform = draw("uniform", pool, qrels, 0.1, 0)
+    uniform = made_by("uniform", pool, qrels)
     assert simple_random(uniform)
-    assert not simple_random(draw("stratified", pool, qrels, 0.1, 0))
-    census = draw("uniform", pool, qrels, 1.0, 0)
-    assert not simple_random(census)  # judged in full: nothing to correct
-    assert default_estimates(census)[0] == "AP~ht"
+    assert default_estimates(uniform)[0] == "AP~ht(bias=taylor-jackknife)"
+    assert not simple_random(made_by("stratified", pool, qrels))
+    bare = Sample(uniform.design, uniform.frame)
+    assert not simple_random(bare) and default_estimates(bare)[0] == "AP~ht"
 
 
 @pytest.mark.slow
@@ -44,7 +54,7 @@ def test_default_ap_on_uniform_samples_is_not_biased_low() -> None:
     (seen: -0.046, coverage of the mean 0.69); the default, AP~ht(bias=taylor-jackknife),
     within 0.02 (seen: -0.009, coverage 0.77)."""
     pool32, pool64, qrels = sparse_collection()
-    default = default_estimates(draw("uniform", pool32, qrels, 0.1, 0))[0]
+    default = default_estimates(made_by("uniform", pool32, qrels))[0]
     table = coverage(["uniform"], pool32, pool64, qrels, 0.1, 40, 0,
                      list(dict.fromkeys([default, "AP~ht"]))).set_index("measure")
     assert table.loc["AP~ht", "bias_mean"] < -0.03, table  # the miss the default removes

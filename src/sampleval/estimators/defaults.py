@@ -21,8 +21,8 @@ the intervals):
   every document (:data:`REACHING`), where ``~hh`` is unbiased for them too
   (:mod:`sampleval.estimators.hansen_hurwitz`, "Defaults");
 - importance: ``~is`` (Schnabel et al.) for what it estimates, ``~hh`` for the rest;
-- AP on a stratified sample that is one simple random sample per topic (``uniform``,
-  infAP's design: :data:`SIMPLE_RANDOM`): ``AP~ht(bias=taylor-jackknife)``, which removes
+- AP on a stratified sample that its method made one simple random sample per topic
+  (``uniform``, infAP's design: :data:`SIMPLE_RANDOM`): ``AP~ht(bias=taylor-jackknife)``, which removes
   the bias the Taylor correction leaves where few relevant documents are judged (issue 29;
   docs/research/calibration.md, section 2).
 """
@@ -67,9 +67,10 @@ REACHING_LABEL = "every draw reaches every document"
 SIMPLE_RANDOM: dict[str, dict[str, str]] = {
     "stratified": {"AP": "AP~ht(bias=taylor-jackknife)"},
 }
-"""Where it differs, the default on samples each of whose topics is one simple random sample
-of its frame (:func:`sampleval.estimators.setup.simple_random`: ``uniform``, infAP's design),
-design -> plain measure -> estimator name."""
+"""Where it differs, the default on samples that the method that made them says are one
+simple random sample of each topic's frame (``uniform``, infAP's design;
+:func:`sampleval.estimators.setup.simple_random`), design -> plain measure -> estimator
+name."""
 
 SIMPLE_RANDOM_LABEL = "one simple random sample per topic"
 

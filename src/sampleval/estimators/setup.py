@@ -161,14 +161,16 @@ def default_estimates(sample: Sample) -> tuple[str, ...]:
 
 
 def simple_random(sample: Sample) -> bool:
-    """Whether each topic of the ``stratified`` ``sample`` is one simple random sample of its
-    frame: a single stratum, not judged in full (``uniform``, infAP's design), whose AP has
-    a default of its own (:data:`sampleval.estimators.defaults.SIMPLE_RANDOM`)."""
-    if sample.design != "stratified" or not len(sample.frame):
-        return False
-    topics = [sample.topic(t) for t in sample.topics]
-    return all(len(t.strata()[0]) == 1 for t in topics) and any(
-        t.judged.sum() < len(t.judged) for t in topics)
+    """Whether the method that made ``sample`` says it is one simple random sample of each
+    topic's frame (its metadata, as for :func:`draws_reach_every_document`: ``uniform``,
+    infAP's design), whose AP has a default of its own
+    (:data:`sampleval.estimators.defaults.SIMPLE_RANDOM`). The design decides, not the
+    number of strata: a sample read from qrels keeps its design's defaults."""
+    from sampleval.selection import METHODS
+
+    method = str(sample.meta.get("method"))
+    return method in METHODS and METHODS[method].simple_random_sample(
+        sample.meta.get("params") or {})
 
 
 def compare_default(sample: Sample) -> str:
