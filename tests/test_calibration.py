@@ -43,6 +43,9 @@ def test_the_uniform_method_says_its_samples_are_simple_random() -> None:
     assert not simple_random(made_by("stratified", pool, qrels))
     bare = Sample(uniform.design, uniform.frame)
     assert not simple_random(bare) and default_estimates(bare)[0] == "AP~ht"
+    phased = Sample(uniform.design, uniform.frame, meta={**uniform.meta, "confident": {
+        "design": "phase-committed"}})  # judge-until-confident's phases: not one sample
+    assert not simple_random(phased)
 
 
 @pytest.mark.slow

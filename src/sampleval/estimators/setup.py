@@ -165,12 +165,13 @@ def simple_random(sample: Sample) -> bool:
     topic's frame (its metadata, as for :func:`draws_reach_every_document`: ``uniform``,
     infAP's design), whose AP has a default of its own
     (:data:`sampleval.estimators.defaults.SIMPLE_RANDOM`). The design decides, not the
-    number of strata: a sample read from qrels keeps its design's defaults."""
+    number of strata: a sample read from qrels keeps its design's defaults, and so does a
+    judge-until-confident one (its phases, meta ``confident``, :mod:`sampleval.confident`)."""
     from sampleval.selection import METHODS
 
     method = str(sample.meta.get("method"))
-    return method in METHODS and METHODS[method].simple_random_sample(
-        sample.meta.get("params") or {})
+    return method in METHODS and "confident" not in sample.meta and METHODS[
+        method].simple_random_sample(sample.meta.get("params") or {})
 
 
 def compare_default(sample: Sample) -> str:
