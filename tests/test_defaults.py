@@ -21,6 +21,7 @@ from sampleval.estimators.defaults import (
     CUTOFF,
     DEFAULTS,
     REACHING,
+    SIMPLE_RANDOM,
     markdown,
     measure_key,
     rows,
@@ -29,8 +30,9 @@ from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import estimator_for, parse_estimate
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRIES = [(d, m, e, False) for d, t in DEFAULTS.items() for m, e in t.items()] + [
-    (d, m, e, True) for d, t in REACHING.items() for m, e in t.items()]
+ENTRIES = [(d, m, e, False, False) for d, t in DEFAULTS.items() for m, e in t.items()] + [
+    (d, m, e, True, False) for d, t in REACHING.items() for m, e in t.items()] + [
+    (d, m, e, False, True) for d, t in SIMPLE_RANDOM.items() for m, e in t.items()]
 
 NEW_FAMILY = '''"""A copy of the Horvitz-Thompson family under a name that sorts first."""
 
@@ -55,9 +57,9 @@ def every_question() -> dict[tuple[str, str, int | None, bool], str | None]:
     return answers
 
 
-@pytest.mark.parametrize(("design", "measure", "name", "reach"), ENTRIES)
+@pytest.mark.parametrize(("design", "measure", "name", "reach", "simple"), ENTRIES)
 def test_every_entry_exists_and_accepts_its_design(design: str, measure: str, name: str,
-                                                   reach: bool) -> None:
+                                                   reach: bool, simple: bool) -> None:
     cutoff = 10 if CUTOFF in measure else None
     spec = parse_estimate(name.replace(CUTOFF, "@10"))
     family = FAMILIES[spec.family]
@@ -65,16 +67,17 @@ def test_every_entry_exists_and_accepts_its_design(design: str, measure: str, na
     assert family.estimates(spec.base, spec.cutoff, design)
     assert not family.needs_predictions  # a plain measure brings none
     assert measure_key(spec.base, spec.cutoff) == measure
-    assert spec.options == ()
-    assert estimator_for(spec.base, cutoff, design, reach) == spec
+    assert spec.options == () or simple  # the simple-random variant names its bias option
+    assert estimator_for(spec.base, cutoff, design, reach, simple) == spec
 
 
 def test_every_sampled_design_has_defaults() -> None:
     assert set(DEFAULTS) == set(DESIGNS) - {"pooled"}
-    assert set(REACHING) <= set(DEFAULTS)
-    for design, table in REACHING.items():
-        assert set(table) <= set(DEFAULTS[design])
-        assert all(DEFAULTS[design][m] != e for m, e in table.items())
+    for variant in (REACHING, SIMPLE_RANDOM):
+        assert set(variant) <= set(DEFAULTS)
+        for design, table in variant.items():
+            assert set(table) <= set(DEFAULTS[design])
+            assert all(DEFAULTS[design][m] != e for m, e in table.items())
 
 
 def test_registering_a_family_changes_no_default(tmp_path: Path,

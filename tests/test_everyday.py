@@ -22,6 +22,7 @@ from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators import MEAN_TOPIC, estimate
 from sampleval.estimators.names import draws_reach_every_document, estimator_for
+from sampleval.estimators.setup import simple_random
 from sampleval.io import write_run
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.synthetic import make_collection
@@ -88,7 +89,7 @@ def test_plain_measures_mean_the_designs_default(method: str) -> None:
     sample = drawn(method)
     reach = draws_reach_every_document(sample)
     rows = estimate(sample, runs, ["AP", "P@10", "nDCG@10"])
-    want = [estimator_for(b, c, sample.design, reach) for b, c in
+    want = [estimator_for(b, c, sample.design, reach, simple_random(sample)) for b, c in
             (("AP", None), ("P", 10), ("nDCG", 10))]
     assert list(dict.fromkeys(rows["measure"])) == [s.name for s in want if s is not None]
     named = estimate(sample, runs, [s.name for s in want if s is not None])
@@ -258,7 +259,7 @@ def test_simulate_plans_the_estimators_estimate_uses(method: str) -> None:
     sample = drawn(method)
     reach = draws_reach_every_document(sample)
     for name in ("AP", "P@10", "nDCG@10", "NumRel"):
-        plan = plan_for(parse_target(name), sample.design, reach)
+        plan = plan_for(parse_target(name), sample.design, reach, simple_random(sample))
         assert plan is not None and plan.spec == setup_for(sample, name).specs[0], name
     args = build_parser().parse_args(["simulate", "runs/", "--qrels", "q", "--methods",
                                       "uniform", "--rates", "0.1", "--trials", "1", "-m",

@@ -289,8 +289,11 @@ def run_methods(args: argparse.Namespace) -> None:
 
     def defaults(cls: type[Selector]) -> str:
         """What ``estimate`` uses on the method's samples made with its default parameters."""
-        reach = cls.draws_reach_every_document(resolve(cls.parameters, {}, cls.name))
-        chosen = [estimator_for(base, cut, cls.design, reach) for base, cut in DEFAULT_MEASURES]
+        resolved = resolve(cls.parameters, {}, cls.name)
+        reach = cls.draws_reach_every_document(resolved)
+        simple = cls.simple_random_sample(resolved)
+        chosen = [estimator_for(base, cut, cls.design, reach, simple)
+                  for base, cut in DEFAULT_MEASURES]
         names = [spec.name for spec in chosen if spec is not None]
         return ", ".join(names) or "none"
 

@@ -396,7 +396,7 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
     y, m = human[keep], robot[keep]
     ranks = view.rank_of(index)
     paper, taylor = spec.option("ap") == "paper", spec.option("bias") == "taylor"
-    if sample.design in ("stratified", "census"):
+    if sample.design.has_strata:
         sizes, n_sampled = view.sample.strata()
         strata = (view.sample.stratum[index], sizes, n_sampled)
         design = judged_design(sample, view.sample, index)

@@ -20,7 +20,11 @@ the intervals):
   ``~ht`` (lower rms) for P@k, DCG and nDCG, except on samples whose every draw could reach
   every document (:data:`REACHING`), where ``~hh`` is unbiased for them too
   (:mod:`sampleval.estimators.hansen_hurwitz`, "Defaults");
-- importance: ``~is`` (Schnabel et al.) for what it estimates, ``~hh`` for the rest.
+- importance: ``~is`` (Schnabel et al.) for what it estimates, ``~hh`` for the rest;
+- AP on a stratified sample that its method made one simple random sample per topic
+  (``uniform``, infAP's design: :data:`SIMPLE_RANDOM`): ``AP~ht(bias=taylor-jackknife)``, which removes
+  the bias the Taylor correction leaves where few relevant documents are judged (issue 29;
+  docs/research/calibration.md, section 2).
 """
 
 from __future__ import annotations
@@ -60,6 +64,16 @@ share), design -> plain measure -> estimator name."""
 
 REACHING_LABEL = "every draw reaches every document"
 
+SIMPLE_RANDOM: dict[str, dict[str, str]] = {
+    "stratified": {"AP": "AP~ht(bias=taylor-jackknife)"},
+}
+"""Where it differs, the default on samples that the method that made them says are one
+simple random sample of each topic's frame (``uniform``, infAP's design;
+:func:`sampleval.estimators.setup.simple_random`), design -> plain measure -> estimator
+name."""
+
+SIMPLE_RANDOM_LABEL = "one simple random sample per topic"
+
 COMPARE: dict[str, str] = {
     "census": "AP~ht", "stratified": "AP~ht", "poisson": "AP~ht", "inclusion": "AP~ht",
     "with-replacement": "AP~hh", "importance": "AP~hh",
@@ -75,34 +89,41 @@ def measure_key(base: str, cutoff: int | None) -> str:
 
 
 def default_name(design: str, base: str, cutoff: int | None,
-                 reach_every_document: bool = False) -> str | None:
+                 reach_every_document: bool = False, simple_random: bool = False) -> str | None:
     """The default estimator's name of ``base[@cutoff]`` on ``design`` with the cutoff
-    filled in (``P@10~ht``), or None when the table has none."""
+    filled in (``P@10~ht``), or None when the table has none; ``reach_every_document``
+    (:data:`REACHING`) and ``simple_random`` (:data:`SIMPLE_RANDOM`) pick the variants."""
     key = measure_key(base, cutoff)
     name = REACHING.get(design, {}).get(key) if reach_every_document else None
+    name = name or (SIMPLE_RANDOM.get(design, {}).get(key) if simple_random else None)
     name = name or DEFAULTS.get(design, {}).get(key)
     if name is None or cutoff is None:
         return name
     return name.replace(CUTOFF, f"@{cutoff}")
 
 
+VARIANTS = ((REACHING, REACHING_LABEL), (SIMPLE_RANDOM, SIMPLE_RANDOM_LABEL))
+"""The variant tables, each with the label that names it after the design."""
+
+
 def rows() -> list[tuple[str, str, str]]:
-    """The table as ``(design, measure, estimator)`` rows, the :data:`REACHING` ones with the
-    design written ``DESIGN (every draw reaches every document)``."""
+    """The table as ``(design, measure, estimator)`` rows, the variants' (:data:`VARIANTS`)
+    with the design written ``DESIGN (LABEL)``: ``stratified (one simple random sample per
+    topic)``."""
     out = [(d, m, e) for d, table in DEFAULTS.items() for m, e in table.items()]
-    out += [(f"{d} ({REACHING_LABEL})", m, e) for d, table in REACHING.items()
-            for m, e in table.items()]
+    out += [(f"{d} ({label})", m, e) for variant, label in VARIANTS
+            for d, table in variant.items() for m, e in table.items()]
     return out
 
 
 def markdown() -> str:
-    """The table as Markdown, a measure per row and a design per column (the
-    :data:`REACHING` variant as a column of its own): ``docs/guide/defaults.md``."""
+    """The table as Markdown, a measure per row and a design per column (each variant of
+    :data:`VARIANTS` as a column of its own, after its design's): ``docs/guide/defaults.md``."""
     columns = [(d, DEFAULTS[d]) for d in DEFAULTS]
-    at = [d for d, _ in columns].index
-    for design, table in REACHING.items():
-        columns.insert(at(design) + 1, (f"{design} ({REACHING_LABEL})",
-                                        {**DEFAULTS[design], **table}))
+    for variant, label in VARIANTS:
+        for design, table in variant.items():
+            at = [d for d, _ in columns].index(design)
+            columns.insert(at + 1, (f"{design} ({label})", {**DEFAULTS[design], **table}))
     measures = list(dict.fromkeys(m for _, table in columns for m in table))
     lines = ["# Default estimators", "",
              "Which estimator `sampleval estimate` (and `compare`, `simulate`, campaigns and the",

@@ -93,7 +93,9 @@ mean still missed after the Taylor correction was that correction's remaining bi
 interval beyond z standard errors by |b|, b the jackknife's estimate of the bias the Taylor
 correction leaves (the difference between ``bias=taylor`` and ``bias=taylor-jackknife``,
 from the replicates the variance already computes, so at no extra cost); for the mean over
-T topics by |sum_t b_t| / T (:func:`~sampleval.estimators.base.summarise`). It is the
+T topics by |sum_t b_t| / T (:func:`~sampleval.estimators.base.summarise`); b = 0 where the
+topic's sample holds at most one relevant document, where the jackknife's bias estimate is
+degenerate (issue 29; docs/research/calibration.md). It is the
 conservative form of an interval for an estimator with bias at most B, est +- (z se + B)
 (Armstrong & Kolesar, "Simple and honest confidence intervals in nonparametric
 regression", Quantitative Economics 2020, give the exact critical value for a known B; with
@@ -1085,7 +1087,11 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
         return ap_replicates.taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
 
     def widened(out: HTEstimate) -> TopicEstimate:
-        return TopicEstimate(out.value, out.variance, remaining().bias if aware
+        # calibration (issue 29 item 1): with at most one relevant document judged, the
+        # jackknife's bias estimate is degenerate (the replicate without it is 0, so b ~
+        # -AP-hat) and widens nothing; the few= floor stands for that topic's error
+        measured = aware and len(y) > 1
+        return TopicEstimate(out.value, out.variance, remaining().bias if measured
                              else np.zeros_like(out.value))
 
     def jackknife() -> HTEstimate:

@@ -181,12 +181,14 @@ def _options(text: str, whole: str) -> dict[str, str]:
 
 
 def estimator_for(base: str, cutoff: int | None, design: str,
-                  reach_every_document: bool = False) -> EstimateSpec | None:
+                  reach_every_document: bool = False,
+                  simple_random: bool = False) -> EstimateSpec | None:
     """The default estimator of the plain measure ``base[@cutoff]`` on samples of ``design``
     (the table of :mod:`sampleval.estimators.defaults`), or None when it has none;
     ``reach_every_document``: the samples' every draw could reach every document
-    (:func:`draws_reach_every_document`)."""
-    name = default_name(design, base, cutoff, reach_every_document)
+    (:func:`draws_reach_every_document`); ``simple_random``: each topic's sample is one
+    simple random sample of its frame (:func:`sampleval.estimators.setup.simple_random`)."""
+    name = default_name(design, base, cutoff, reach_every_document, simple_random)
     return None if name is None else parse_estimate(name)
 
 

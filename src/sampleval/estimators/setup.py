@@ -86,10 +86,10 @@ def setup_for(sample: Sample, measures: Sequence[str] | str | None = None, *,
         names: Sequence[str] = default_estimates(sample)
     else:
         names = [measures] if isinstance(measures, str) else measures
-    reach = draws_reach_every_document(sample)
+    reach, simple = draws_reach_every_document(sample), simple_random(sample)
     by_spec: dict[EstimateSpec, str] = {}
     for name in names:
-        by_spec.setdefault(estimator_of(name, sample.design, reach), name.strip())
+        by_spec.setdefault(estimator_of(name, sample.design, reach, simple), name.strip())
     specs = list(by_spec)
     for spec in specs:
         family = FAMILIES[spec.family]
@@ -120,12 +120,13 @@ def accepts(family: EstimatorFamily, design: Design) -> bool:
     return design.name in family.designs
 
 
-def estimator_of(name: str, design: Design, reach_every_document: bool = False
-                 ) -> EstimateSpec:
+def estimator_of(name: str, design: Design, reach_every_document: bool = False,
+                 simple_random: bool = False) -> EstimateSpec:
     """The estimator ``name`` means on samples of ``design``: an estimator's name
     (``AP~ht``, ``xinfAP``) as given; a plain measure (``AP``, ``P@10``, ``nDCG@10``) by the
-    estimator the design prefers (:func:`~sampleval.estimators.names.estimator_for`);
-    UsageError when it is neither or no estimator of the design estimates it."""
+    estimator the design prefers (:func:`~sampleval.estimators.names.estimator_for`;
+    ``reach_every_document`` and ``simple_random`` pick its variants); UsageError when it is
+    neither or no estimator of the design estimates it."""
     try:
         return parse_estimate(name)
     except UsageError as not_estimator:
@@ -143,7 +144,7 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False
         cut = plain.cutoff
         whole = cut is None or float(cut).is_integer()  # estimators take whole-rank cutoffs
         spec = estimator_for(plain.name, None if cut is None else int(cut), design,
-                             reach_every_document) if whole else None
+                             reach_every_document, simple_random) if whole else None
         if spec is None:
             raise UsageError(f"no estimator of {name} applies to a {design} sample "
                              "('sampleval methods' lists the families and their "
@@ -159,13 +160,28 @@ def default_estimates(sample: Sample) -> tuple[str, ...]:
         raise UsageError(f"a {sample.design} (deterministic) sample supports no design-based "
                          "estimator: its judged documents are evaluated exactly, with "
                          "'sampleval evaluate SAMPLE RUN...'")
-    reach = draws_reach_every_document(sample)
-    specs = [estimator_for(base, cut, sample.design, reach) for base, cut in DEFAULT_MEASURES]
+    reach, simple = draws_reach_every_document(sample), simple_random(sample)
+    specs = [estimator_for(base, cut, sample.design, reach, simple)
+             for base, cut in DEFAULT_MEASURES]
     names = [s.name for s in specs if s is not None]
     if not names:
         raise UsageError(f"no estimator is available for a {sample.design} sample; "
                          "name one with --measure")
     return tuple(dict.fromkeys(names))
+
+
+def simple_random(sample: Sample) -> bool:
+    """Whether the method that made ``sample`` says it is one simple random sample of each
+    topic's frame (its metadata, as for :func:`draws_reach_every_document`: ``uniform``,
+    infAP's design), whose AP has a default of its own
+    (:data:`sampleval.estimators.defaults.SIMPLE_RANDOM`). The design decides, not the
+    number of strata: a sample read from qrels keeps its design's defaults, and so does a
+    judge-until-confident one (its phases, meta ``confident``, :mod:`sampleval.confident`)."""
+    from sampleval.selection import METHODS
+
+    method = str(sample.meta.get("method"))
+    return method in METHODS and "confident" not in sample.meta and METHODS[
+        method].simple_random_sample(sample.meta.get("params") or {})
 
 
 def compare_default(sample: Sample) -> str:

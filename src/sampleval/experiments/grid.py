@@ -80,6 +80,12 @@ class MethodSpec:
         with a uniform share), where the per-draw estimators are the defaults."""
         return self.selector.draws_reach_every_document(self.resolved)
 
+    @property
+    def simple_random(self) -> bool:
+        """Whether its samples are one simple random sample per topic (``uniform``), where
+        AP has a default of its own."""
+        return self.selector.simple_random_sample(self.resolved)
+
     def anytime_tuning(self, ci: float) -> float | None:
         """With ``stop=anytime``: the variance of a mean for which its anytime-valid
         interval is the target (:func:`sampleval.estimators.anytime.target_variance`);

@@ -171,7 +171,8 @@ def _plans(specs: Sequence[MethodSpec], targets: Sequence[Target]
     a UsageError a method left with none."""
     plans: dict[str, tuple[Plan, ...]] = {}
     for spec in specs:
-        made = [(t, plan_for(t, spec.design, spec.reach_every_document)) for t in targets]
+        made = [(t, plan_for(t, spec.design, spec.reach_every_document, spec.simple_random))
+                for t in targets]
         left = [t.name for t, p in made if p is None]
         if len(left) == len(made):
             raise UsageError(f"method {spec.text} ({spec.design} samples): no estimator of "

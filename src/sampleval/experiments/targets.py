@@ -95,9 +95,11 @@ def parse_targets(texts: Sequence[str]) -> list[Target]:
     return targets
 
 
-def plan_for(target: Target, design: str, reach_every_document: bool = False) -> Plan | None:
+def plan_for(target: Target, design: str, reach_every_document: bool = False,
+             simple_random: bool = False) -> Plan | None:
     """How ``target`` is estimated from samples of ``design`` (None: it cannot be);
-    ``reach_every_document``: the samples' every draw could reach every document."""
+    ``reach_every_document``: the samples' every draw could reach every document;
+    ``simple_random``: they are one simple random sample per topic."""
     kind = as_design(design)
     if target.given is not None:
         if not accepts(FAMILIES[target.given.family], kind):
@@ -111,7 +113,7 @@ def plan_for(target: Target, design: str, reach_every_document: bool = False) ->
             return None
         plain = target.exact.name + ("" if cut is None else f"@{int(cut)}")
         try:
-            spec = estimator_of(plain, kind, reach_every_document)
+            spec = estimator_of(plain, kind, reach_every_document, simple_random)
         except UsageError:
             return None
     if spec is None:

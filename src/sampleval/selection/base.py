@@ -130,6 +130,14 @@ class Selector(ABC):
         return cls.design.reaches_every_document or cls.draws_reach_every_document(params)
 
     @classmethod
+    def simple_random_sample(cls, params: dict[str, Any]) -> bool:
+        """Whether a sample made with these (resolved) parameters is one simple random
+        sample of each topic's frame (``uniform``), whose AP has a default estimator of its
+        own (:data:`sampleval.estimators.defaults.SIMPLE_RANDOM`). False unless the method
+        says so."""
+        return False
+
+    @classmethod
     def check_predictions(cls, given: bool) -> None:
         """UsageError when predictions are given to a method that does not use them."""
         if given and not cls.takes_predictions:

@@ -10,7 +10,7 @@ iP@k, inum_rel (``nist``), Horvitz-Thompson (``ht``) and statAP (``stat``).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,6 +25,10 @@ class UniformSelector(StratifiedSelector):
 
     name: ClassVar[str] = "uniform"
     summary: ClassVar[str] = "a simple random sample of the pool (infAP's design)"
+
+    @classmethod
+    def simple_random_sample(cls, params: dict[str, Any]) -> bool:
+        return True
 
     def _layout(self, tp: TopicPool, budget: int) -> Layout:
         return Layout(np.zeros(tp.size, dtype=np.int64), np.array(["1"], dtype=object),
