@@ -48,13 +48,13 @@ JOBS ?= 2
 
 test: $(VENV)/.installed-test system-packages
 	-@scripts/build_trec_eval.sh >/dev/null || echo "(differential tests against trec_eval will skip)"
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks studies
 	$(BIN)/mypy
 	$(BIN)/pytest -n $(JOBS)
 
 # The fast tier: lint, types and every test not marked slow; make test runs everything.
 check: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks studies
 	$(BIN)/mypy
 	$(BIN)/pytest -m "not slow" -n $(JOBS)
 

@@ -11,7 +11,7 @@ from sampleval.core.run import Run
 from sampleval.errors import UsageError
 from sampleval.io import read_qrels, read_runs
 
-DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "trec-covid"
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trec-covid"
 
 
 def simulation_parser(doc: str, trials: int) -> argparse.ArgumentParser:
@@ -73,7 +73,7 @@ def read_collection(name: str, data: Path, depth: int = 100) -> tuple[list[Run],
     from ``data`` (``-rel2``: grade 2 the only relevant one), Cranfield 1400 from
     ``data``'s sibling ``cranfield`` with the 16 runs of :data:`CRANFIELD_RUNS` (the
     project's retrieval models at several parameters, to ``depth``), or ``synthetic``: a
-    seeded sparse collection (:func:`sampleval.synthetic.make_collection`, 30 topics, 20
+    seeded sparse collection (:func:`sampleval.datasets.synthetic.make_collection`, 30 topics, 20
     runs, about 2% of each topic's pool relevant, judged to ``depth``)."""
     import pandas as pd
 
@@ -100,7 +100,7 @@ def read_collection(name: str, data: Path, depth: int = 100) -> tuple[list[Run],
     else:
         import numpy as np
 
-        from sampleval.synthetic import make_collection
+        from sampleval.datasets.synthetic import make_collection
 
         made = make_collection(np.random.default_rng(29), n_topics=30, n_runs=20, n_docs=2000,
                                depth=depth, pool_depth=depth, rel_rate=0.01, rich_rate=0.03)

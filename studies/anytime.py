@@ -1,7 +1,7 @@
 """Stopping at any look (issue 32): the anytime rule against the naive rule and the
 committed phases, on TREC-COVID round 5 or Cranfield (a sparse collection).
 
-    python -m sampleval.experiments.anytime --collection covid --trials 30 --target 0.03 \
+    python -m studies.anytime --collection covid --trials 30 --target 0.03 \
         --out /tmp/anytime-covid.csv
 
 The truth is the pool judged in full (TREC-COVID: the depth-``--depth`` pool of the 126
@@ -11,9 +11,9 @@ judgments, unjudged = not relevant). Every trial (seed ``--seed`` + i) judges wi
 topic's cap ``--ceiling`` of its pool three ways, each until every run's 95%
 half-width of its mean ``--measure`` is at most ``--target``:
 
-- ``committed``: :class:`~sampleval.confident.ConfidentJudging`'s committed phases of
+- ``committed``: :class:`~sampleval.judging.confident.ConfidentJudging`'s committed phases of
   ``--method``;
-- ``anytime``: :class:`~sampleval.confident.AnytimeJudging` over ``--anytime-method``, a
+- ``anytime``: :class:`~sampleval.judging.confident.AnytimeJudging` over ``--anytime-method``, a
   look after every batch,
   stopping on the anytime-valid half-widths, which are the intervals reported;
 - ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals.
@@ -41,26 +41,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sampleval.confident import AnytimeJudging, ConfidentJudging, Target
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
-from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.compare_accuracy import exact_per_topic, pool_truth
+from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
+from studies._cli import read_round5, simulation_parser
+from studies.compare_accuracy import exact_per_topic, pool_truth
 
 RULES = ("committed", "anytime", "naive")
-CRANFIELD = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "cranfield"
 
 
 def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
-    """The runs and the judgments of ``name`` (``covid`` or ``cranfield``)."""
+    """The runs and the judgments of ``name`` (``covid`` from ``data``, ``cranfield`` from
+    ``data``'s sibling ``cranfield``)."""
     if name == "covid":
         return read_round5(data)
     from sampleval.datasets.cranfield import read_qrels
     from sampleval.datasets.retrieval import cranfield_runs
 
-    return cranfield_runs(CRANFIELD, depth), read_qrels(CRANFIELD)
+    where = data.parent / "cranfield"
+    return cranfield_runs(where, depth), read_qrels(where)
 
 
 def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method: str,
@@ -95,13 +96,13 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
 
 def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, **options: Any
                         ) -> dict[str, dict[str, Any]]:
-    """The planner's forecasts (:func:`sampleval.planning.forecast_arrays`) from the
+    """The planner's forecasts (:func:`sampleval.judging.planning.forecast_arrays`) from the
     anytime rule's own pilot in this trial (its first judgments of every topic), keyed by
     the rule they forecast: the committed rule's is ``fixed`` under simple random
     sampling's variance model, the anytime rule's ``anytime`` under the model of its
     method (``active``'s with-replacement draws; else simple random sampling's), the naive
     rule's ``fixed`` under that model."""
-    from sampleval.planning import FOUND, Forecast, active_draws, forecast_arrays
+    from sampleval.judging.planning import FOUND, Forecast, active_draws, forecast_arrays
 
     judging = judging_for("anytime", pool, seed, **options)
     assert isinstance(judging, AnytimeJudging)

@@ -1,17 +1,17 @@
 """How well ``sampleval audit`` finds a machine judge that favours a run, and how honest the
 rank intervals are, by simulation (issue 31).
 
-    python -m sampleval.experiments.audit_power [--collection round5|sparse] [--trials 200]
+    python -m studies.audit_power [--collection round5|sparse] [--trials 200]
         [--rate 0.05] [--inflation 0.03] [--ppi] [--output F.csv]
 
 The truth is a collection judged in full (TREC-COVID round 5: the depth-``--depth`` pool of
 its 126 runs with the round-5 qrels, unjudged = not relevant; or ``sparse``: a synthetic
 collection of 40 runs and 50 topics with 1% of the documents relevant,
-:func:`sampleval.synthetic.make_collection`). Two machine judges label the whole pool:
+:func:`sampleval.datasets.synthetic.make_collection`). Two machine judges label the whole pool:
 
 - ``perfect``: the true grades (every run's true bias is 0: any flag is a false alarm);
 - ``circular``: the true grades, except that the favoured run's top k documents of every
-  topic are called relevant (:func:`sampleval.synthetic_predictions.circular`); the
+  topic are called relevant (:func:`sampleval.simulation.predictors.circular`); the
   favoured run is the one at the median of the true AP leaderboard and k the smallest of
   1, 2, 3, 5, 7, 10, 15, 20, 30, 50 that inflates its machine AP by at least
   ``--inflation`` relative to the other runs (exactly: the machine AP minus the true AP,
@@ -42,6 +42,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimation.audit import (
     NULL_RELATIVE,
     audit_outcome,
@@ -49,13 +50,12 @@ from sampleval.estimation.audit import (
     judge_rows,
 )
 from sampleval.estimation.ranks import rank_intervals
-from sampleval.evaluation import evaluate
-from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.compare_accuracy import exact_per_topic
-from sampleval.experiments.compare_accuracy import pool_truth as judged_in_full
+from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from sampleval.synthetic import make_collection
-from sampleval.synthetic_predictions import circular, median_run, pool_truth
+from sampleval.simulation.predictors import circular, median_run, pool_truth
+from studies._cli import read_round5, simulation_parser
+from studies.compare_accuracy import exact_per_topic
+from studies.compare_accuracy import pool_truth as judged_in_full
 
 K_CHOICES = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50)
 MEASURE = "AP~ht"

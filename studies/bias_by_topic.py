@@ -1,7 +1,7 @@
 """Where a ``~ppi`` estimate's bias sits, by simulation: each topic's share of the bias of
 the runs' mean over topics, and whether the mean passes without the topic that carries most.
 
-    python -m sampleval.experiments.bias_by_topic [--trials N] [--rate R] [--method M]
+    python -m studies.bias_by_topic [--trials N] [--rate R] [--method M]
         [--measure AP] [--predictors flip10,noise] [--top 8] [--output F.csv] [--data DIR]
 
 The simulation of :mod:`.ppi_efficiency` (the same seeds give the same samples and the same
@@ -32,22 +32,22 @@ from rich.table import Table
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
+from sampleval.declare import parse_assignments
 from sampleval.errors import UsageError
 from sampleval.estimators.base import topic_views
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import chosen_form, ppi_values, topic_datas
-from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.estimates import mean_over_topics
-from sampleval.experiments.ppi_efficiency import (
+from sampleval.measures.names import parse_measure
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.simulation.estimates import mean_over_topics
+from sampleval.simulation.truth import compute_truth
+from studies._cli import read_round5, simulation_parser
+from studies.ppi_efficiency import (
     PREDICTORS,
     FixedPredictions,
     make_predictions,
     measured,
 )
-from sampleval.experiments.truth import compute_truth
-from sampleval.measures.names import parse_measure
-from sampleval.params import parse_assignments
-from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 
 class TopicTrials(NamedTuple):

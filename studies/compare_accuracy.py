@@ -3,7 +3,7 @@
 relevant) is the truth; each trial judges a ``--rate`` sample of it with ``--method`` and
 compares runs from that sample alone.
 
-    python -m sampleval.experiments.compare_accuracy [--trials 200] [--accuracy-trials 30]
+    python -m studies.compare_accuracy [--trials 200] [--accuracy-trials 30]
 
 1. Agreement with the full-judgment paired t-test (Voorhees, SIGIR 2014, sec. 3): every
    pair of the 126 runs, significant at alpha 0.05 (no correction, as in the paper) on the
@@ -29,18 +29,18 @@ import numpy as np
 import pandas as pd
 
 from sampleval.cli._app import split_names
-from sampleval.comparison import pair_order, paired_differences
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.estimation.compare import pair_order, paired_differences
 from sampleval.estimators.base import MEAN_TOPIC, topic_views
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import parse_estimate
-from sampleval.evaluation import evaluate
-from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.metaeval import classify_pairs
+from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.simulation.metaeval import classify_pairs
+from studies._cli import read_round5, simulation_parser
 
 EXACT_CHECK = ("AP", "P@10", "nDCG@10", "Rprec", "RR", "R@100")
 

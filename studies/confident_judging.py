@@ -2,10 +2,10 @@
 the depth-100 pool of the 126 runs judged in full (round-5 qrels, unjudged = not relevant)
 is the truth.
 
-    python -m sampleval.experiments.confident_judging [--trials 10] [--targets 0.02,0.01]
+    python -m studies.confident_judging [--trials 10] [--targets 0.02,0.01]
 
 For each target half-width h (the 95% half-width of every run's mean AP~ht over the 50
-topics), ``--trials`` adaptive campaigns (:class:`~sampleval.confident.ConfidentJudging`
+topics), ``--trials`` adaptive campaigns (:class:`~sampleval.judging.confident.ConfidentJudging`
 driving ``--method`` laid out for ``--ceiling`` of each topic's pool (one per target), ``--start`` judgments
 per topic first, batches of ``--batch``) report the judgments used, the final widest
 half-width, the coverage of the final intervals of the runs' means (the share that contain
@@ -25,15 +25,15 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sampleval.confident import ConfidentJudging, Target
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.estimators.base import MEAN_TOPIC, topic_views
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import parse_estimate
-from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.compare_accuracy import exact_per_topic, pool_truth
+from sampleval.judging.confident import ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from studies._cli import read_round5, simulation_parser
+from studies.compare_accuracy import exact_per_topic, pool_truth
 
 MEASURE = "AP~ht"  # the default --measure
 

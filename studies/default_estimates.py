@@ -1,7 +1,7 @@
 """Which estimator ``sampleval estimate`` uses by default: the accuracy of every estimator that
 applies to a design, for each measure estimated by default, measured by simulation.
 
-    python -m sampleval.experiments.default_estimates [--trials N] [--methods M,M:K=V,...]
+    python -m studies.default_estimates [--trials N] [--methods M,M:K=V,...]
 
 For each selection method (default: ``uniform``, ``strata`` with ``strategy=depthk+equal``,
 ``stratified`` and ``active``, which cover the ``stratified`` and ``with-replacement``
@@ -32,18 +32,18 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from sampleval.aggregation import aggregate_of
 from sampleval.core.pool import Pool
 from sampleval.estimators import DEFAULT_MEASURES, estimate
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import EstimateSpec, estimator_for
-from sampleval.evaluation import MEAN_TOPIC
-from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.estimates import mean_over_topics
-from sampleval.experiments.grid import parse_method
-from sampleval.experiments.truth import compute_truth
+from sampleval.measures.aggregation import aggregate_of
+from sampleval.measures.evaluation import MEAN_TOPIC
 from sampleval.measures.names import parse_measure
 from sampleval.selection import Budget, qrels_oracle, simulate
+from sampleval.simulation.estimates import mean_over_topics
+from sampleval.simulation.grid import parse_method
+from sampleval.simulation.truth import compute_truth
+from studies._cli import read_round5, simulation_parser
 
 DEFAULT_METHODS = ("uniform", "strata:strategy=depthk+equal", "stratified", "active")
 COLUMNS = ["method", "design", "measure", "estimator", "trials", "rms", "bias", "cover",

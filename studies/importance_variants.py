@@ -3,7 +3,7 @@ each of Schnabel et al.'s forms (ICTIR 2016, eq. 8, 11, MEAN, 15), measured as t
 Tables 6 and 8 do, by the exact variance of the eq. 4 estimator (no sampling: the limit of
 many trials, per draw; n draws divide it by n).
 
-    python -m sampleval.experiments.importance_variants [--depth K] [--data DIR]
+    python -m studies.importance_variants [--depth K] [--data DIR]
 
 On every topic of TREC-COVID round 5 (the depth-K pool of the 126 runs, labels from the
 round-5 qrels, unjudged documents not relevant), for DCG (every rank, the paper's measure),
@@ -33,8 +33,8 @@ from sampleval.estimators.importance import (
     single_system_q,
     sqrt_q,
 )
-from sampleval.experiments._cli import read_round5, simulation_parser
 from sampleval.selection.importance import doc_ranks
+from studies._cli import read_round5, simulation_parser
 
 EPS = 0.05
 MEASURES = (("DCG", None), ("DCG", 10), ("P", 10))

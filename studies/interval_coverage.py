@@ -3,7 +3,7 @@ variant (issue 9, item 2): judge samples of the depth-k pool of TREC-COVID round
 round-5 qrels, estimate every run's AP per topic and its mean over topics, and count the
 intervals that contain the exact AP (the pool judged in full).
 
-    python -m sampleval.experiments.interval_coverage [--trials N] [--rate R] [--designs ...]
+    python -m studies.interval_coverage [--trials N] [--rate R] [--designs ...]
 
 Designs: ``strata`` (best rank 1-10 judged fully, 11-30 at 30%, 31 and deeper at 10%, the
 shape of NIST's sampled pools), ``uniform`` (a simple random sample of ``--rate`` of each
@@ -12,7 +12,7 @@ its defaults; ``active:uniform=0``, the paper's, without the uniform share) and
 ``stratified`` (the ``stratified`` method, AP-prior strata, at ``--rate``); these two take
 parameters as ``sampleval simulate --methods`` does. Each trial draws one sample per design
 (seed SEED + trial). ``--predictor NAME`` gives the ``~ppi`` measures the predictions of one
-of :data:`sampleval.experiments.ppi_efficiency.PREDICTORS` (made once, seeded).
+of :data:`studies.ppi_efficiency.PREDICTORS` (made once, seeded).
 
 Each row also diagnoses the miss of the mean's intervals (:func:`diagnose`): how far the
 bias shifts the estimates, in standard deviations, and how the estimated standard error
@@ -36,13 +36,13 @@ from sampleval.core.sample import Sample
 from sampleval.estimators.base import MEAN_TOPIC, topic_views
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import parse_estimate
-from sampleval.experiments._cli import COLLECTIONS, read_collection, simulation_parser
-from sampleval.experiments.estimates import mean_over_topics
-from sampleval.experiments.grid import parse_method
-from sampleval.experiments.ppi_efficiency import PREDICTORS, make_predictions
-from sampleval.experiments.truth import compute_truth
 from sampleval.measures.names import parse_measure
 from sampleval.selection import Budget, qrels_oracle, simulate
+from sampleval.simulation.estimates import mean_over_topics
+from sampleval.simulation.grid import parse_method
+from sampleval.simulation.truth import compute_truth
+from studies._cli import COLLECTIONS, read_collection, simulation_parser
+from studies.ppi_efficiency import PREDICTORS, make_predictions
 
 MEASURES = {
     "strata": ("xinfAP(var=jackknife)", "xinfAP(var=appendix)", "xinfAP(var=linear)",

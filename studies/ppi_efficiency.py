@@ -2,7 +2,7 @@
 controlled quality, how much narrower the intervals and how much smaller the errors, at the
 same judging budget, and whether the estimates stay unbiased.
 
-    python -m sampleval.experiments.ppi_efficiency [--trials N] [--rate R] [--method M]
+    python -m studies.ppi_efficiency [--trials N] [--rate R] [--method M]
         [--measures P@10,AP] [--predictors flip10,noise,...] [--guide NAME] [--data DIR]
         [--rates 0.03,0.05,0.1 --reference 0.1 --figure F.png] [--output F.csv]
         [--form ht|draws] [--raw DIR] [--from-raw DIR]
@@ -13,7 +13,7 @@ relevant), each trial judges ``rate`` of every topic's pool with a selection met
 estimates every run's mean over topics with the method's ``~ht`` estimator, with ``~hh``
 where ``~ppi`` takes the per-draw form (its estimate with lam = 0: the baseline power tuning
 falls back to; the ratios are still against ``~ht``), and with ``~ppi`` under each
-predictor of :mod:`sampleval.synthetic_predictions` (made once, seeded: the predictions are
+predictor of :mod:`sampleval.simulation.predictors` (made once, seeded: the predictions are
 fixed, the samples vary). One row per (predictor, measure): rms error and bias of the mean
 over topics (over trials and runs), mean 95% interval width, coverage of the truth, the share
 of runs whose mean estimate over the trials lies within 3 standard errors of the truth, the
@@ -50,6 +50,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
+from sampleval.declare import parse_assignments
 from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC, TopicView, summarise, topic_views
 from sampleval.estimators.family import FAMILIES
@@ -69,14 +70,13 @@ from sampleval.estimators.ppi import (
     predictions_alone,
     topic_datas,
 )
-from sampleval.experiments._cli import read_round5, simulation_parser
-from sampleval.experiments.estimates import mean_over_topics
-from sampleval.experiments.truth import compute_truth
 from sampleval.measures.names import parse_measure, split_measures
-from sampleval.params import parse_assignments
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.base import Oracle
-from sampleval.synthetic_predictions import PREDICTORS, make_predictions
+from sampleval.simulation.estimates import mean_over_topics
+from sampleval.simulation.predictors import PREDICTORS, make_predictions
+from sampleval.simulation.truth import compute_truth
+from studies._cli import read_round5, simulation_parser
 
 __all__ = ["PREDICTORS", "make_predictions", "run"]
 

@@ -1,6 +1,6 @@
 """The papers' tables from ``sampleval simulate`` output directories (``docs/reproductions.md``).
 
-``python -m sampleval.experiments.reproductions KIND OUTDIR ...`` prints Markdown:
+``python -m studies.reproductions KIND OUTDIR ...`` prints Markdown:
 
 - ``schnabel OUT34 OUT7 --synth DIR --rankings T``: Schnabel et al. (ICTIR 2016) Tables 3, 4, 7
   and 9 on SYNTH. ``OUT34`` holds the single-system samplers, one method per system
@@ -109,8 +109,8 @@ def schnabel(out34: Path, out7: Path | None, synth: Path, rankings: int,
              figure: Path | None = None) -> str:
     """Tables 3, 4, 7 and 9 (see the module docstring); ``figure``: a PNG of the standard
     deviations beside the paper's."""
-    from sampleval.evaluation import evaluate
     from sampleval.io import read_qrels, read_runs
+    from sampleval.measures.evaluation import evaluate
 
     scale = math.sqrt(rankings / PAPER_RANKINGS)
     everything = _means(out34)
@@ -254,7 +254,7 @@ def summary(directory: Path, rate: float | None, columns: Sequence[str]) -> str:
 
 def cormack(directory: Path) -> str:
     """Bias, RMSE, tau, tau_AP of MAP against both truths; every method's coverage."""
-    from sampleval.experiments import metaeval
+    from sampleval.simulation import metaeval
 
     trials = pd.read_parquet(directory / "trials.parquet")
     reach = pd.read_parquet(directory / "trial_topics.parquet")
@@ -298,7 +298,7 @@ SUMMARY_COLUMNS = ("method", "rate", "budget", "measure", "estimator", "samples"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sampleval.experiments.reproductions",
+    parser = argparse.ArgumentParser(prog="python -m studies.reproductions",
                                      description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="kind", required=True)
     p = sub.add_parser("schnabel", help="Schnabel et al. Tables 3, 4, 7, 9 on SYNTH")

@@ -18,10 +18,10 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimators.base import TopicView, topic_views
 from sampleval.io import read_qrels, read_runs
-from sampleval.synthetic import make_collection
-from sampleval.synthetic_predictions import pool_truth
+from sampleval.simulation.predictors import pool_truth
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

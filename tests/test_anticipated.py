@@ -29,7 +29,7 @@ from sampleval.estimators.anticipated import (
     label_model,
 )
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from sampleval.synthetic_predictions import flipped
+from sampleval.simulation.predictors import flipped
 
 DEPTH = 30
 

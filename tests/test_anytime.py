@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 
 from sampleval import cli
-from sampleval.confident import AnytimeJudging, ConfidentJudging, Target, restore_judging
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
 from sampleval.estimators import anytime
+from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target, restore_judging
 from sampleval.selection import METHODS, Budget, qrels_oracle
-from sampleval.synthetic import make_collection
 from test_confident import _write_collection  # the command-line tests' collection
 
 
@@ -194,7 +194,7 @@ def test_the_file_loop_with_stop_anytime_gives_the_simulated_sample(tmp_path: Pa
     simulation looks after every batch, the file loop when the labels of a step are in (each
     step lists the rest of the plan's queue), so it judges what the simulation judged and at
     most the rest of its last step's list."""
-    from sampleval.judging import read_to_judge
+    from sampleval.judging.loop import read_to_judge
 
     data, names = _write_collection(tmp_path)
     common = ["uniform", *names, "-r", "1", "-s", "3", "--target", "P@10:0.08", "--start",
@@ -228,9 +228,9 @@ def test_the_file_loop_with_stop_anytime_gives_the_simulated_sample(tmp_path: Pa
 
 
 def test_simulate_reads_stop_anytime_and_reports_the_anytime_means() -> None:
-    from sampleval.experiments.estimates import Estimates
-    from sampleval.experiments.grid import parse_method
-    from sampleval.experiments.trial import _anytime_means
+    from sampleval.simulation.estimates import Estimates
+    from sampleval.simulation.grid import parse_method
+    from sampleval.simulation.trial import _anytime_means
 
     spec = parse_method("uniform:target=P@10:0.05;stop=anytime")
     assert dict(spec.modifiers)["stop"] == "anytime"
@@ -258,7 +258,7 @@ def test_the_planner_allocates_as_neyman_and_says_when_caps_cannot_reach() -> No
     """Equal topics without finite-population correction: n_t = u / (T V) each; unequal
     ones: n_t proportional to sqrt(u_t), total (sum sqrt u)^2 / (T^2 V); a target beyond
     the caps: None; the anytime rule needs more than the fixed design."""
-    from sampleval.planning import forecast_arrays, needed
+    from sampleval.judging.planning import forecast_arrays, needed
 
     big = np.full(10, 1e12)
     assert needed(np.full((10, 1), 0.5), np.full(10, 5.0), big, big, 1e-3) == 500
@@ -307,7 +307,7 @@ def test_the_with_replacement_shape_is_one_over_the_draws() -> None:
     """g(n) = 1/d(n), n(d) = sum_j 1 - (1 - p_j)^d: with p uniform over N documents,
     d(n) = log(1 - n/N) / log(1 - 1/N); and simple random sampling's 1/n - 1/N without
     draws."""
-    from sampleval.planning import Shape
+    from sampleval.judging.planning import Shape
 
     size = np.array([100.0, 400.0])
     shape = Shape(size, [np.full(100, 0.01), np.full(400, 1 / 400)])
@@ -323,7 +323,7 @@ def test_simulate_a_stop_anytime_cell_reports_its_intervals_at_stopping(
     """A ``stop=anytime`` cell judges with AnytimeJudging and its means carry the anytime
     intervals: every targeted mean's half-width is at most the target, and wider than the
     ordinary interval of the same sample would be (the committed cell's are ordinary)."""
-    from sampleval.experiments.runner import simulate
+    from sampleval.simulation.runner import simulate
 
     made = make_collection(np.random.default_rng(7), n_topics=8, n_runs=5, n_docs=400,
                            depth=30, pool_depth=30)

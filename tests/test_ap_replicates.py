@@ -18,6 +18,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimators import estimate
 from sampleval.estimators.ap_replicates import (
     double_jackknife,
@@ -32,9 +33,8 @@ from sampleval.estimators.horvitz_thompson import (
     stratified_average_precision,
 )
 from sampleval.estimators.names import parse_estimate
-from sampleval.evaluation import evaluate
-from sampleval.experiments.interval_coverage import coverage, fixed_rate_sample
-from sampleval.synthetic import make_collection
+from sampleval.measures.evaluation import evaluate
+from studies.interval_coverage import coverage, fixed_rate_sample
 
 
 def _case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

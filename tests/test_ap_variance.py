@@ -16,6 +16,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimators import estimate
 from sampleval.estimators.base import MEAN_TOPIC
 from sampleval.estimators.horvitz_thompson import (
@@ -26,7 +27,6 @@ from sampleval.estimators.horvitz_thompson import (
 )
 from sampleval.estimators.names import parse_estimate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from sampleval.synthetic import make_collection
 
 Z95 = 1.959963984540054
 

@@ -16,12 +16,12 @@ from sampleval import cli
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimation.audit import _relative_variance, agreement, audit, leaderboard_tau
 from sampleval.estimation.ranks import rank_intervals
 from sampleval.estimators import estimate
-from sampleval.evaluation import evaluate
 from sampleval.io.samples import load_sample
-from sampleval.synthetic import make_collection
+from sampleval.measures.evaluation import evaluate
 
 SAMPLEVAL = [sys.executable, "-m", "sampleval"]
 
@@ -256,7 +256,7 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_circular_judge_calls_the_favoured_runs_top_k_relevant() -> None:
     from sampleval.core.pool import Pool
-    from sampleval.synthetic_predictions import circular, pool_truth
+    from sampleval.simulation.predictors import circular, pool_truth
 
     runs, qrels = _collection()
     pool = Pool.from_runs(runs, depth=40)

@@ -12,9 +12,9 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.estimators import MEAN_TOPIC, estimate
-from sampleval.experiments._cli import read_round5
-from sampleval.experiments.interval_coverage import draw, truth
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from studies._cli import read_round5
+from studies.interval_coverage import draw, truth
 
 Z95 = 1.959963984540054
 NORMAL, TWICE = "AP~ht(interval=normal)", "AP~ht(bias=taylor-jackknife)"

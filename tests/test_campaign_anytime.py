@@ -35,10 +35,10 @@ from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
 from sampleval.campaign.target import rate_needed, target_status
 from sampleval.campaign.web import create_app
-from sampleval.confident import AnytimeJudging, Target
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
 from sampleval.estimators import anytime
+from sampleval.judging.confident import AnytimeJudging, Target
 from sampleval.selection import METHODS, Budget
 
 GRADES = tuple(parse_grades("0,1,2"))

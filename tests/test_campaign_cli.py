@@ -108,7 +108,7 @@ def test_a_campaign_selects_by_predictions_as_sample_does(covid: Path, covid_run
     from sampleval.core.pool import Pool
     from sampleval.io import read_qrels, read_runs
     from sampleval.io.predictions import write_predictions
-    from sampleval.synthetic_predictions import flipped, pool_truth
+    from sampleval.simulation.predictors import flipped, pool_truth
 
     db = tmp_path / "campaigns.db"
     qrels = covid / "qrels" / "qrels.covid-round5.txt"

@@ -13,15 +13,15 @@ import pytest
 from scipy import stats
 
 from sampleval import cli
-from sampleval.comparison import adjust, compare, paired_differences
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import SampleValError, UsageError
-from sampleval.evaluation import evaluate
-from sampleval.experiments.compare_accuracy import equal_grade_copy, exact_per_topic
-from sampleval.experiments.metaeval import PairOutcomes, classify_pairs
-from sampleval.synthetic import make_collection
+from sampleval.estimation.compare import adjust, compare, paired_differences
+from sampleval.measures.evaluation import evaluate
+from sampleval.simulation.metaeval import PairOutcomes, classify_pairs
+from studies.compare_accuracy import equal_grade_copy, exact_per_topic
 
 SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 

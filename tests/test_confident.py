@@ -11,16 +11,16 @@ import pandas as pd
 import pytest
 
 from sampleval import cli
-from sampleval.confident import ConfidentJudging, Target
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
 from sampleval.estimators import MEAN_TOPIC, estimate
-from sampleval.evaluation import evaluate
+from sampleval.judging.confident import ConfidentJudging, Target
+from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle
-from sampleval.synthetic import make_collection
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_judging_until_confident_outside_sampleval_gives_the_simulated_sample(
     """``sample --target`` without --qrels, then ``judge`` step by step with the labels of
     the listed documents (saved and resumed at every step), ends with the very sample
     ``sample --target --qrels`` simulates with the same seed."""
-    from sampleval.judging import read_to_judge
+    from sampleval.judging.loop import read_to_judge
 
     data, names = _write_collection(tmp_path)
     common = ["uniform", *names, "-r", "1", "-s", "3", "--target", "AP~ht:0.06", "--start",

@@ -31,7 +31,7 @@ from sampleval.errors import UsageError
 from sampleval.estimators import estimate
 from sampleval.estimators.family import FAMILIES, Base, EstimatorFamily
 from sampleval.estimators.names import EstimateSpec, parse_estimate
-from sampleval.evaluation import evaluate
+from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, Selector, qrels_oracle, simulate
 
 TOPICS = ("1", "2", "3")

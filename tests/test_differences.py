@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sampleval.comparison import compare, effective_df, paired_differences
 from sampleval.core.inclusion import stratified_inclusion
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.estimation.compare import compare, effective_df, paired_differences
 from sampleval.estimators import MEAN_TOPIC, estimate, estimate_differences
 from sampleval.estimators.horvitz_thompson import (
     average_precision,

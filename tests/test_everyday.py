@@ -14,17 +14,17 @@ import pandas as pd
 import pytest
 
 from conftest import CliResult
-from sampleval.comparison import compare
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
+from sampleval.estimation.compare import compare
 from sampleval.estimators import MEAN_TOPIC, estimate
 from sampleval.estimators.names import draws_reach_every_document, estimator_for
 from sampleval.io import write_run
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from sampleval.synthetic import make_collection
 
 DESIGNS = ("stratified", "uniform", "strata", "active", "importance", "dynamic")
 POOL_DEPTH = 8  # below the runs' 40: a depth left out must mean this one, not all 40
@@ -133,7 +133,7 @@ def test_evaluate_takes_one_name_and_ir_measures_objects() -> None:
     """One measure as a string is one measure (it was split into letters), and ir_measures
     objects are their names (``ir_measures.nDCG@10`` raised KeyError: 0)."""
     ir_measures = pytest.importorskip("ir_measures")
-    from sampleval.evaluation import evaluate
+    from sampleval.measures.evaluation import evaluate
 
     runs, qrels = collection()
     one = evaluate(qrels, runs, "nDCG@10")
@@ -150,7 +150,7 @@ def test_pytrec_eval_dicts_for_runs_and_qrels() -> None:
     """``{qid: {docid: score}}`` runs and ``{qid: {docid: rel}}`` qrels give the numbers the
     Run and Qrels objects give, and pytrec_eval's own."""
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    from sampleval.evaluation import evaluate
+    from sampleval.measures.evaluation import evaluate
 
     runs, qrels = collection()
     run = runs[0]
@@ -175,7 +175,7 @@ def test_pytrec_eval_dicts_for_runs_and_qrels() -> None:
 
 @pytest.mark.parametrize("bad", [42, 3.5, {"1": [("d", 1.0)]}, {"1": {"d": "high"}}, [1, 2]])
 def test_anything_else_is_one_usage_error(bad: object) -> None:
-    from sampleval.evaluation import evaluate
+    from sampleval.measures.evaluation import evaluate
 
     runs, qrels = collection()
     with pytest.raises(UsageError) as as_runs:
@@ -253,7 +253,7 @@ def test_simulate_plans_the_estimators_estimate_uses(method: str) -> None:
     option for --measures."""
     from sampleval.cli._app import build_parser
     from sampleval.estimators.setup import setup_for
-    from sampleval.experiments.targets import parse_target, plan_for
+    from sampleval.simulation.targets import parse_target, plan_for
 
     sample = drawn(method)
     reach = draws_reach_every_document(sample)

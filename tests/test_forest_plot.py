@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sampleval.comparison import adjusted_intervals, forest_plot, paired_differences
+from sampleval.estimation.compare import adjusted_intervals, forest_plot, paired_differences
 
 
 def scores(seed: int, runs: int = 6, topics: int = 25) -> pd.DataFrame:

@@ -12,13 +12,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from sampleval._arrow import arrow_of, numpy_of, strings_of
+from sampleval.core._arrow import arrow_of, numpy_of, strings_of
 from sampleval.core.graded import DENSE_CELLS, JudgedIndex
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
-from sampleval.evaluation import evaluate, judged_index
 from sampleval.io.runs import read_runs, read_runs_as, write_run
+from sampleval.measures.evaluation import evaluate, judged_index
 
 MEASURES = ["AP", "P@5", "nDCG@3", "nDCG", "Rprec", "Bpref", "infAP", "RR", "Judged@5",
             "NumRet", "NumRelRet", "iprec_at_recall_0.20"]
@@ -131,9 +131,9 @@ def test_tsv_from_arrays_equals_tsv_of_the_frame(all_topics: bool) -> None:
     """``sampleval evaluate -f tsv`` writes from the arrays: the same bytes as ``to_tsv`` of
     the DataFrame, per topic and combined, counts as integers, NaN empty, for runs in any
     order and with a shared name (the frame's order: the name's last position)."""
-    from sampleval.exact_results import ExactResults
+    from sampleval.io.formats import to_tsv
     from sampleval.measures.names import parse_measures
-    from sampleval.report import to_tsv
+    from sampleval.measures.results import ExactResults
 
     measures = parse_measures(["AP", "NumRel", "GMAP", "iprec_at_recall_0.00", "P@5"])
     rng = np.random.default_rng(4)
@@ -155,7 +155,7 @@ def test_tsv_from_arrays_equals_tsv_of_the_frame(all_topics: bool) -> None:
 def test_evaluate_tsv_imports_no_pandas(tmp_path: Path) -> None:
     """The command writes TSV from arrays (pandas costs 0.3 s of CPU to import); its output
     equals the library's DataFrame written by ``to_tsv``."""
-    from sampleval.report import to_tsv
+    from sampleval.io.formats import to_tsv
 
     qrels, runs = _collection(2, [f"d{i}" for i in range(40)])
     (tmp_path / "qrels").write_text("".join(
@@ -180,7 +180,7 @@ def test_evaluate_tsv_imports_no_pandas(tmp_path: Path) -> None:
 def test_repeat_check_by_flags_equals_hash_count(monkeypatch: pytest.MonkeyPatch) -> None:
     """``has_repeats`` marks a table of flags when the key combinations are few, and
     counts hashed keys otherwise: the same answer, plain or dictionary columns."""
-    from sampleval._arrow import has_repeats
+    from sampleval.core._arrow import has_repeats
 
     rng = np.random.default_rng(7)
     tables = []
@@ -193,7 +193,7 @@ def test_repeat_check_by_flags_equals_hash_count(monkeypatch: pytest.MonkeyPatch
     empty = pa.table({"query_id": pa.array([], pa.string()), "doc_id": pa.array([], pa.string())})
     for dense in (True, False):
         if not dense:
-            monkeypatch.setattr("sampleval._arrow.DENSE_KEYS", 0)
+            monkeypatch.setattr("sampleval.core._arrow.DENSE_KEYS", 0)
         assert [has_repeats(t, ("query_id", "doc_id")) for _, t in tables] == [
             repeat for repeat, _ in tables]
         assert not has_repeats(empty, ("query_id", "doc_id"))
@@ -219,6 +219,6 @@ def test_values_do_not_depend_on_the_threads(monkeypatch: pytest.MonkeyPatch) ->
     qrels, runs = _collection(5, [f"d{i}" for i in range(40)])
     frames = []
     for cores in (1, 3):
-        monkeypatch.setattr("sampleval.exact_results.os.cpu_count", lambda cores=cores: cores)
+        monkeypatch.setattr("sampleval.measures.results.os.cpu_count", lambda cores=cores: cores)
         frames.append(evaluate(qrels, runs, MEASURES))
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)

@@ -22,11 +22,11 @@ from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators import default_estimates, estimate
 from sampleval.estimators.names import draws_reach_every_document, estimator_for
-from sampleval.experiments.runner import simulate as run_simulation
-from sampleval.experiments.targets import parse_target, plan_for
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.importance import ImportanceSelector
+from sampleval.simulation.runner import simulate as run_simulation
+from sampleval.simulation.targets import parse_target, plan_for
 
 
 def runs_of(rankings: dict[str, list[str]]) -> list[Run]:

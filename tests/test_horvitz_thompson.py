@@ -19,8 +19,8 @@ from sampleval.errors import UsageError
 from sampleval.estimators import horvitz_thompson as ht
 from sampleval.estimators.base import MEAN_TOPIC, topic_views
 from sampleval.estimators.names import EstimateSpec
-from sampleval.evaluation import evaluate
 from sampleval.io import read_qrels, read_runs
+from sampleval.measures.evaluation import evaluate
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.names import Measure
 

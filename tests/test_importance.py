@@ -19,7 +19,7 @@ from sampleval.errors import UsageError
 from sampleval.estimators import importance as imp
 from sampleval.estimators.base import TopicView, topic_views, z_value
 from sampleval.estimators.names import parse_estimate
-from sampleval.evaluation import evaluate
+from sampleval.measures.evaluation import evaluate
 
 Z95 = z_value(0.95)
 LN40 = math.log(2 / 0.05)  # Hoeffding's ln(2/delta) at 95%

@@ -21,14 +21,14 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimators import default_estimates, estimate
-from sampleval.evaluation import evaluate
-from sampleval.experiments.targets import parse_target, plan_for
 from sampleval.io import read_qrels, read_runs
 from sampleval.io.samples import write_sample_qrels
+from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from sampleval.selection import simulate as judge
-from sampleval.synthetic import make_collection
+from sampleval.simulation.targets import parse_target, plan_for
 
 EPS_REL, EPS_SMP = 1e-5, 3e-5  # sample_eval.pl's smoothing constants
 

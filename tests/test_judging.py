@@ -16,12 +16,12 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
 from sampleval.io import read_runs, write_qrels, write_run
 from sampleval.io.samples import load_sample
-from sampleval.judging import TO_JUDGE, judge, read_to_judge, start
+from sampleval.judging.loop import TO_JUDGE, judge, read_to_judge, start
 from sampleval.selection import METHODS, Budget, Selector, qrels_oracle, simulate
-from sampleval.synthetic import make_collection
 
 SEED = 4
 

@@ -15,9 +15,9 @@ import sampleval
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.io import write_qrels, write_run
 from sampleval.selection import Budget, qrels_oracle
-from sampleval.synthetic import make_collection
 
 API = ["evaluate", "estimate", "read_runs", "read_qrels", "load_sample", "METHODS", "simulate"]
 

@@ -11,7 +11,7 @@ import pytest
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
-from sampleval.evaluation import evaluate
+from sampleval.measures.evaluation import evaluate
 from sampleval.measures.names import SPECS, Measure, parse_measure, parse_measures
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from scipy.linalg import hadamard
 
-from sampleval.experiments.metaeval import (
+from sampleval.simulation.metaeval import (
     PairOutcomes,
     bias,
     bias_squared,

@@ -1,6 +1,6 @@
 """Monte Carlo on real data: xinfAP's bias and the coverage of its intervals, the default
 (stratified jackknife) against the linearised variance it replaced (issue 9, item 2; the
-100-trial, 50-topic, 126-run figures: ``python -m sampleval.experiments.interval_coverage``).
+100-trial, 50-topic, 126-run figures: ``python -m studies.interval_coverage``).
 
 Round 5, runs cut to depth 100, the round-5 qrels as truth over the depth-100 pool (documents
 without a judgment count as not relevant). Each trial draws a fresh stratified sample (strata
@@ -21,8 +21,8 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
 from sampleval.estimators.base import topic_views, z_value
 from sampleval.estimators.inferred import nist_topic
-from sampleval.evaluation import evaluate
 from sampleval.io import read_qrels, read_runs
+from sampleval.measures.evaluation import evaluate
 
 pytestmark = [pytest.mark.shared, pytest.mark.slow]
 TRIALS = 100

@@ -2,9 +2,9 @@
 
 Ten topics (every fifth of the 50), the 126 runs pooled to depth 100, the truth each run's
 exact P@10 and AP with the pool judged in full from the round-5 qrels; predictions of every
-pooled document from :mod:`sampleval.synthetic_predictions` (pure noise, grades flipped at
+pooled document from :mod:`sampleval.simulation.predictors` (pure noise, grades flipped at
 30%, and the label-free fused predictor), fixed across trials; each trial judges 10% of every
-topic's pool (``sampleval.experiments.ppi_efficiency.run``, seeded). Few trials, so the
+topic's pool (``studies.ppi_efficiency.run``, seeded). Few trials, so the
 tolerances are loose but honest:
 
 - unbiased: the mean over trials of each run's mean-over-topics estimate lies within 3
@@ -42,8 +42,8 @@ from sampleval.core.qrels import Qrels
 from sampleval.estimators.base import TopicView, topic_views
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import ppi_values, topic_data
-from sampleval.experiments.ppi_efficiency import make_predictions, run
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from studies.ppi_efficiency import make_predictions, run
 
 pytestmark = [pytest.mark.shared, pytest.mark.slow]
 

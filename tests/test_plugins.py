@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from sampleval.params import Param
+from sampleval.declare import Param
 from sampleval.selection.base import register
 from sampleval.selection.strata import Layout, StratifiedSelector
 

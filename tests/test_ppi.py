@@ -30,15 +30,14 @@ from sampleval.estimators.ppi import (
     topic_data,
     tuned,
 )
-from sampleval.evaluation import evaluate
-from sampleval.experiments import bias_by_topic, ppi_efficiency
-from sampleval.experiments.estimates import mean_over_topics
 from sampleval.io import write_qrels, write_run
 from sampleval.io.predictions import read_predictions, write_predictions
+from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.importance import ImportanceSelector, doc_ranks
 from sampleval.selection.stratified import PriorStratifiedSelector, residual_spread
-from sampleval.synthetic_predictions import (
+from sampleval.simulation.estimates import mean_over_topics
+from sampleval.simulation.predictors import (
     calibrate,
     deep_over_calls,
     flipped,
@@ -46,6 +45,7 @@ from sampleval.synthetic_predictions import (
     pool_truth,
     pure_noise,
 )
+from studies import bias_by_topic, ppi_efficiency
 
 SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 DEPTH = 30

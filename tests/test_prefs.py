@@ -12,9 +12,9 @@ import pytest
 from sampleval.core.prefs import Preferences
 from sampleval.core.run import Run
 from sampleval.errors import InputError
-from sampleval.evaluation import MEAN_TOPIC, evaluate
 from sampleval.io import read_qrels, read_run
 from sampleval.io.prefs import read_group_qrels, read_prefs
+from sampleval.measures.evaluation import MEAN_TOPIC, evaluate
 from sampleval.measures.names import SPECS, parse_measures
 from sampleval.measures.prefs import NAMES
 

@@ -105,7 +105,7 @@ def test_grouped_rows_sort_only_their_ties(data: st.DataObject) -> None:
 def test_packed_keys_order_as_strcmp(strings: list[str]) -> None:
     import pyarrow as pa
 
-    from sampleval._arrow import packed_keys
+    from sampleval.core._arrow import packed_keys
 
     keys = packed_keys(pa.array(strings).slice(1))  # an offset into the buffers too
     assert keys is not None

@@ -19,6 +19,7 @@ from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
 from sampleval.estimators import estimate
 from sampleval.estimators.base import MEAN_TOPIC
@@ -28,11 +29,10 @@ from sampleval.estimators.horvitz_thompson import (
     stratified_average_precision,
 )
 from sampleval.estimators.names import parse_estimate
-from sampleval.evaluation import evaluate
-from sampleval.experiments.interval_coverage import fixed_rate_sample
+from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from sampleval.synthetic import make_collection
-from sampleval.synthetic_predictions import pool_truth, pure_noise
+from sampleval.simulation.predictors import pool_truth, pure_noise
+from studies.interval_coverage import fixed_rate_sample
 
 SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 DEPTH = 30

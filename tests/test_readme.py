@@ -21,8 +21,8 @@ import pytest
 
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.io import write_qrels, write_run
-from sampleval.synthetic import make_collection
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 MARKER = "<!-- new-user path"

@@ -21,9 +21,9 @@ import pytrec_eval
 
 from sampleval.core.run import Run
 from sampleval.errors import InputError, UsageError
-from sampleval.evaluation import MEAN_TOPIC, evaluate
 from sampleval.io import _table, read_qrels, read_run
 from sampleval.io.samples import load_sample
+from sampleval.measures.evaluation import MEAN_TOPIC, evaluate
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
 QRELS = "1 0 d1 1\n1 0 d2 0\n1 0 d3 2\n1 0 d4 1\n2 0 d5 1\n2 0 d6 0\n"

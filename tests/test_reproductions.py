@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from sampleval.datasets.synth import make_synth, write_synth
-from sampleval.experiments import reproductions as rep
+from studies import reproductions as rep
 
 SYSTEMS = rep.PAPER_SYSTEMS
 

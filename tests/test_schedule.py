@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sampleval.experiments.grid import BudgetSpec, Grid, parse_method
-from sampleval.experiments.schedule import TASK_TRIALS, Schedule
-from sampleval.experiments.trial import CellResult, Task
+from sampleval.simulation.grid import BudgetSpec, Grid, parse_method
+from sampleval.simulation.schedule import TASK_TRIALS, Schedule
+from sampleval.simulation.trial import CellResult, Task
 
 COST = {"stratified": 6.0, "depth-k": 1.0}
 """Seconds per trial of each method in this made-up grid."""

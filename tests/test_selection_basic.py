@@ -26,6 +26,7 @@ from sampleval.core.inclusion import judged_design
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import SamplingWarning, UsageError
 from sampleval.io import read_runs, write_qrels, write_run
 from sampleval.selection import METHODS, Budget, Selector, qrels_oracle, simulate
@@ -37,7 +38,6 @@ from sampleval.selection.strata import (
     parse_strata,
     within_ranks,
 )
-from sampleval.synthetic import make_collection
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
 TESTS = Path(__file__).resolve().parent

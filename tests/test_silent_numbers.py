@@ -24,11 +24,11 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimators import default_estimates, estimate
-from sampleval.evaluation import MEAN_TOPIC, evaluate
 from sampleval.io import read_qrels, read_runs, write_run
+from sampleval.measures.evaluation import MEAN_TOPIC, evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from sampleval.synthetic import make_collection
 
 
 @pytest.fixture(scope="module")

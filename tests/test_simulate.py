@@ -21,22 +21,22 @@ from sampleval.cli import run as cli_run
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import InputError, UsageError
 from sampleval.estimators import estimate
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import estimator_for
-from sampleval.evaluation import MEAN_TOPIC, evaluate
-from sampleval.experiments.grid import BudgetSpec, Cell, parse_method, split_methods
-from sampleval.experiments.runner import simulate
-from sampleval.experiments.seeds import trial_rng, trial_seed
-from sampleval.experiments.splits import make_splits, tag_prefix
-from sampleval.experiments.summary import COLUMNS
-from sampleval.experiments.targets import parse_target, plan_for
-from sampleval.experiments.trial import ROW_COLUMNS, TOPIC_COLUMNS
 from sampleval.io import write_qrels, write_run
+from sampleval.measures.evaluation import MEAN_TOPIC, evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from sampleval.selection import simulate as judge
-from sampleval.synthetic import make_collection
+from sampleval.simulation.grid import BudgetSpec, Cell, parse_method, split_methods
+from sampleval.simulation.runner import simulate
+from sampleval.simulation.seeds import trial_rng, trial_seed
+from sampleval.simulation.splits import make_splits, tag_prefix
+from sampleval.simulation.summary import COLUMNS
+from sampleval.simulation.targets import parse_target, plan_for
+from sampleval.simulation.trial import ROW_COLUMNS, TOPIC_COLUMNS
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
 DEPTH = 20
@@ -130,7 +130,7 @@ def test_trial_seeds_depend_only_on_what_identifies_the_trial() -> None:
               first(1, "active", "rate=0.1", 3, 1)}
     assert base not in others and len(others) == 5
     # the same in another interpreter with another string hash seed (not Python's hash())
-    code = ("from sampleval.experiments.seeds import trial_seed; "
+    code = ("from sampleval.simulation.seeds import trial_seed; "
             "print(trial_seed(1, 'active', 'rate=0.1', 3, 0).generate_state(4).tolist())")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env={"PYTHONHASHSEED": "12345"})
@@ -168,8 +168,8 @@ def test_plans_and_designs_follow_the_methods_parameters(
     ``P@10~ht`` without it (``active:uniform=0``), in the simulation's plans as in
     ``estimate``'s defaults; ``interval_coverage`` draws its designs with the parameters
     given."""
-    from sampleval.experiments.interval_coverage import draw
-    from sampleval.experiments.runner import _plans
+    from sampleval.simulation.runner import _plans
+    from studies.interval_coverage import draw
 
     plans = _plans([parse_method("active"), parse_method("active:uniform=0")],
                    [parse_target("P@10")])
@@ -485,7 +485,7 @@ def test_stopping_the_pool_ends_running_workers() -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from sampleval.experiments.backends import _sigint_held, _stop
+    from sampleval.simulation.backends import _sigint_held, _stop
 
     executor = ProcessPoolExecutor(max_workers=2,
                                    mp_context=multiprocessing.get_context("spawn"))
@@ -624,7 +624,7 @@ def test_predictions_reach_selectors_and_ppi_estimates(
     of the selector and ``estimators.estimate`` given the same predictions, whatever --jobs;
     a ppi measure without predictions fails in one line before any run is read."""
     from sampleval.io.predictions import read_predictions, write_predictions
-    from sampleval.synthetic_predictions import flipped, pool_truth
+    from sampleval.simulation.predictors import flipped, pool_truth
 
     runs, qrels = collection
     runs_dir, qrels_path = files

@@ -14,17 +14,17 @@ import pytest
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
-from sampleval.experiments.runner import simulate
 from sampleval.io.qrels import write_qrels
 from sampleval.io.runs import write_run
-from sampleval.synthetic import make_collection
-from sampleval.synthetic_predictions import (
+from sampleval.simulation.predictors import (
     favoured_run,
     make_predictions,
     median_run,
     parse_predictor,
 )
+from sampleval.simulation.runner import simulate
 
 SAMPLEVAL = [sys.executable, "-m", "sampleval"]
 

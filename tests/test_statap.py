@@ -18,7 +18,7 @@ from sampleval.core.sample import Sample
 from sampleval.estimators.base import TopicView, relevance, topic_views, z_value
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.statap import estimate_statap, statap_core
-from sampleval.evaluation import evaluate
+from sampleval.measures.evaluation import evaluate
 from sampleval.selection.ap_prior import prior_at_ranks
 
 STATAP = parse_estimate("statAP")

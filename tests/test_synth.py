@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from sampleval.datasets.synth import SYNTH_ALPHA, main, make_synth, write_synth
-from sampleval.evaluation import evaluate
 from sampleval.io import read_qrels, read_runs
+from sampleval.measures.evaluation import evaluate
 
 
 def test_systems_follow_section_3_1() -> None:

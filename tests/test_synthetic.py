@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sampleval.synthetic import SyntheticCollection, make_collection
+from sampleval.datasets.synthetic import SyntheticCollection, make_collection
 
 KEY = ["query_id", "doc_id"]
 

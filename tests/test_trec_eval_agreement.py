@@ -20,8 +20,8 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets import cranfield_runs
 from sampleval.datasets import read_qrels as read_cranfield_qrels
-from sampleval.evaluation import MEAN_TOPIC, evaluate
 from sampleval.io import read_qrels, read_runs
+from sampleval.measures.evaluation import MEAN_TOPIC, evaluate
 
 pytestmark = pytest.mark.shared
 

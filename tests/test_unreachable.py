@@ -14,10 +14,10 @@ import pytest
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import SamplingWarning
 from sampleval.estimators import estimate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from sampleval.synthetic import make_collection
 
 
 def collection() -> tuple[list[Run], Pool, Qrels]:
@@ -60,8 +60,8 @@ def test_simulate_reports_the_unreachable_share_and_the_budget_that_reaches_it(
     """2strata at 5 documents per topic leaves best ranks 11- unreachable: the summary gives
     its share of the pool (as counted from the pool), the budget that reaches every stratum
     (the one the sample warning names) and a sentence; uniform reaches everything."""
-    from sampleval.experiments.runner import simulate as simulate_grid
-    from sampleval.experiments.summary import unreachable_notes
+    from sampleval.simulation.runner import simulate as simulate_grid
+    from sampleval.simulation.summary import unreachable_notes
 
     runs, pool, qrels = collection()
     with warnings.catch_warnings():

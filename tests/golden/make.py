@@ -72,8 +72,8 @@ class Collection:
 
 
 def synthetic() -> Collection:
-    """``sampleval.synthetic``: 6 topics, 6 runs, pooled and estimated at depth 20."""
-    from sampleval.synthetic import make_collection
+    """``sampleval.datasets.synthetic``: 6 topics, 6 runs, pooled and estimated at depth 20."""
+    from sampleval.datasets.synthetic import make_collection
 
     made = make_collection(np.random.default_rng(2026), n_topics=6, n_runs=6, n_docs=300,
                            depth=30, pool_depth=20)

@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from sampleval.core.graded import JudgedIndex, RunGrades
-    from sampleval.exact_results import ExactResults
     from sampleval.io._source import Prefetch
     from sampleval.measures.names import Measure
+    from sampleval.measures.results import ExactResults
 
 FORMATS = ("table", "tsv", "json", "trec")
 PREFETCH_BYTES = 1 << 26  # inflated run files held ahead of parsing: 30 TREC-COVID runs
@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> None:
         results = exact.frame()
     else:  # preference and judgment-group measures read the runs themselves
         with start_reading_runs(args) as reading:  # the runs load while pandas imports
-            from sampleval.evaluation import evaluate
             from sampleval.io.coerce import as_qrels
+            from sampleval.measures.evaluation import evaluate
 
             judgments = as_qrels(args.qrels)
             loaded = reading.result()
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> None:
                            rel_level=args.rel_level, all_topics=args.all_topics,
                            judged_only=args.judged_only)
     if not args.per_topic:
-        from sampleval.evaluation import MEAN_TOPIC
+        from sampleval.measures.evaluation import MEAN_TOPIC
 
         results = results[results["query_id"] == MEAN_TOPIC]
     emit(results, args.format, output)
@@ -124,13 +124,13 @@ def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> Ex
     with Prefetch(paths or [], PREFETCH_BYTES) as prefetch:
         index = None
         if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
-            from sampleval.evaluation import judged_index
             from sampleval.io.coerce import as_qrels
+            from sampleval.measures.evaluation import judged_index
 
             judgments = as_qrels(args.qrels)
             index = judged_index(judgments, judgments.topics)
         with in_background(_read_graded, args, paths, index, prefetch) as reading:
-            from sampleval.exact_results import graded_results
+            from sampleval.measures.results import graded_results
 
             index, graded = reading.result()
     return graded_results(graded, index, measures, rel_level=args.rel_level,
@@ -170,7 +170,7 @@ def _qrels_index(path: str) -> JudgedIndex:
     """The qrels file's judgments of all its topics (in natural order), indexed."""
     import pyarrow.compute as pc
 
-    from sampleval._arrow import numpy_of
+    from sampleval.core._arrow import numpy_of
     from sampleval.core.graded import JudgedIndex
     from sampleval.core.run import sort_topics
     from sampleval.io._table import read_table
@@ -184,7 +184,7 @@ def _qrels_index(path: str) -> JudgedIndex:
 
 def emit(results: pd.DataFrame, output_format: str, output: Output) -> None:
     """Write exact results in one of :data:`FORMATS`."""
-    from sampleval.report import print_table, to_json, to_trec, to_tsv
+    from sampleval.io.formats import print_table, to_json, to_trec, to_tsv
 
     if output_format == "table":
         console = output.console()

@@ -131,12 +131,12 @@ def run_sample(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    from sampleval.confident import ConfidentJudging, make_judging
     from sampleval.core.pool import Pool
     from sampleval.core.sample import check_new_directory
+    from sampleval.declare import resolve
     from sampleval.io import expand_run_paths, read_qrels, read_runs
     from sampleval.io.predictions import read_predictions
-    from sampleval.params import resolve
+    from sampleval.judging.confident import ConfidentJudging, make_judging
     from sampleval.selection import METHODS, Budget, qrels_oracle
 
     cls = METHODS[args.method]
@@ -145,7 +145,7 @@ def run_sample(args: argparse.Namespace) -> None:
     cls.check_predictions(args.predictions is not None)
     target = None
     if args.target is not None:
-        from sampleval.confident import Target
+        from sampleval.judging.confident import Target
 
         target = Target.parse(args.target, args.target_run)
     elif args.target_run or args.ceiling or args.stop != "committed":
@@ -155,7 +155,7 @@ def run_sample(args: argparse.Namespace) -> None:
     check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs, predictions)
     files = expand_run_paths(args.runs)
     if args.qrels is None:
-        from sampleval.judging import check_run_files
+        from sampleval.judging.loop import check_run_files
 
         check_run_files(files)
     oracle = None if args.qrels is None else read_qrels(args.qrels)
@@ -170,7 +170,7 @@ def run_sample(args: argparse.Namespace) -> None:
     selector = cls(Pool.from_runs(loaded, depth=args.depth), Budget(args.budget, args.rate),
                    np.random.default_rng(seed), predictions=predicted, **params)
     if oracle is None:
-        from sampleval.judging import TO_JUDGE, read_to_judge, start
+        from sampleval.judging.loop import TO_JUDGE, read_to_judge, start
 
         judged_by: Selector | ConfidentJudging = selector
         if target is not None:
@@ -252,10 +252,10 @@ def run_methods(args: argparse.Namespace) -> None:
     import shutil
     import textwrap
 
+    from sampleval.declare import resolve
     from sampleval.estimators import DEFAULT_MEASURES
     from sampleval.estimators.family import FAMILIES
     from sampleval.estimators.names import estimator_for
-    from sampleval.params import resolve
     from sampleval.selection import METHODS
 
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)

@@ -11,7 +11,7 @@ parameters are drawn is ``draw``:
   that directly (the same distribution, without 60 million gamma variates). This is the
   reading that reproduces the paper's numbers: its true DCGs (Table 3, U_S: 284.40, 277.63,
   271.32, -, 269.87) and TOP's (16.98, 10.00, 8.51, -, 0.00) are ours to within 0.1 at
-  6000 x 2000, seed 0 (``python -m sampleval.experiments.reproductions synth-truth``;
+  6000 x 2000, seed 0 (``python -m studies.reproductions synth-truth``;
   ``docs/reproductions.md``), while one draw per ranking gives OPT 252.9, TOP 8.64 and
   DEEP a standard deviation of 51 against the paper's 1.69 (``synth-truth --draw ranking``).
 - ``ranking``: one parameter vector per ranking (heterogeneous queries).

@@ -30,7 +30,7 @@ people judged a design-based sample of it. For a run r and a measure:
   contrast, exactly;
 - ``p``: two-sided, from the relative bias's normal statistic (max(|rel| - |b|, 0) / sd,
   so that p < 1 - ci exactly when the interval excludes 0); ``p_adjusted`` by Holm (or
-  Benjamini-Hochberg, :func:`sampleval.comparison.adjust`) over the runs; ``flagged``:
+  Benjamini-Hochberg, :func:`sampleval.estimation.compare.adjust`) over the runs; ``flagged``:
   p_adjusted < alpha;
 - ``rank``, ``rank_lo``, ``rank_hi``: the estimated leaderboard's simultaneous rank
   intervals (:mod:`.ranks`), and ``machine_rank``.
@@ -86,7 +86,7 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     :data:`AUDIT_COLUMNS` (module docstring). ``depth`` as
     :func:`sampleval.estimators.estimate` takes it; ``rng`` draws the rank intervals'
     bootstrap (default seed 0)."""
-    from sampleval.comparison import check_test_options
+    from sampleval.estimation.compare import check_test_options
     from sampleval.io.coerce import as_runs, as_sample
 
     sample = as_sample(sample)
@@ -165,12 +165,12 @@ def human_estimates(sample: Sample, runs: list[Run], measure: str,
                     ci: float = 0.95, rng: np.random.Generator | None = None
                     ) -> HumanEstimates:
     """The sample's side of the audit of ``measure`` (:class:`HumanEstimates`)."""
-    from sampleval.aggregation import aggregate_of, over_topics, topic_sums
     from sampleval.core.pool import Pool
     from sampleval.estimation.ranks import rank_intervals
     from sampleval.estimators.base import topic_views, z_value
     from sampleval.estimators.family import FAMILIES
     from sampleval.estimators.setup import setup_for
+    from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
     setup = setup_for(sample, [measure], depth=depth)
     (spec,) = setup.specs
@@ -212,9 +212,9 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
     estimates."""
     from scipy import stats
 
-    from sampleval.aggregation import aggregate_of, over_topics
-    from sampleval.comparison import adjust
+    from sampleval.estimation.compare import adjust
     from sampleval.estimators.base import z_value
+    from sampleval.measures.aggregation import aggregate_of, over_topics
 
     exact = _machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level)
     machine_value = over_topics(exact, human.present, aggregate_of(human.spec.base))
@@ -306,7 +306,7 @@ def _relative_variance(a: np.ndarray, variances: np.ndarray, biases: np.ndarray,
 def _machine_per_topic(sample: Sample, machine: Predictions, pool: Pool, spec: EstimateSpec,
                        topics: list[str], level: float) -> np.ndarray:
     """``[topics, runs]`` the measure with the machine's grades as qrels (exact)."""
-    from sampleval.evaluation import evaluate
+    from sampleval.measures.evaluation import evaluate
 
     name = spec.base if spec.cutoff is None else f"{spec.base}@{spec.cutoff}"
     with warnings.catch_warnings():
@@ -422,7 +422,7 @@ def bias_figure(table: pd.DataFrame, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sampleval.comparison import save_figure
+    from sampleval.estimation.compare import save_figure
 
     measures = list(dict.fromkeys(table["measure"]))
     height = max(2.5, 0.16 * table["run"].nunique() + 1.2)

@@ -70,9 +70,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sampleval.aggregation import over_topics
 from sampleval.errors import UsageError
 from sampleval.estimators.setup import SAMPLE_DEPTH
+from sampleval.measures.aggregation import over_topics
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -12,8 +12,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from sampleval.exact_results import MEAN_TOPIC, format_number, is_count
 from sampleval.measures.names import parse_measure
+from sampleval.measures.results import MEAN_TOPIC, format_number, is_count
 
 FORMATS = ("table", "tsv", "json", "trec")
 

@@ -32,17 +32,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sampleval.confident import (
-    STATE_FORMAT,
-    AnytimeJudging,
-    ConfidentJudging,
-    restore_judging,
-)
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample, check_new_directory, read_header
 from sampleval.errors import InputError, UsageError
+from sampleval.judging.confident import (
+    STATE_FORMAT,
+    AnytimeJudging,
+    ConfidentJudging,
+    restore_judging,
+)
 from sampleval.selection import METHODS, Selector
 
 TO_JUDGE = "to-judge.tsv"
@@ -77,7 +77,7 @@ def start(directory: str | PathLike[str], run_files: Sequence[str | PathLike[str
     ``run_files`` with ``name_by`` and ``duplicates``: :func:`sampleval.io.read_runs`) and
     list its first documents to judge, ``batch`` per topic at a time (default: the method's
     ``batch_size``). ``meta`` joins the sample's metadata (the seed, say). A
-    :class:`~sampleval.confident.ConfidentJudging` (its committed design) judges until
+    :class:`~sampleval.judging.confident.ConfidentJudging` (its committed design) judges until
     confident: each step lists what it hands out until its phases wait for labels."""
     out = Path(directory)
     check_new_directory(out)

@@ -3,7 +3,7 @@
 From a pilot (for example 20 judgments per topic) the target's estimator gives each topic
 t and run r a variance V_tr (``estimate``'s interval: ((hi - lo) / 2z)^2) from n_t
 judgments of the topic's N_t pooled documents. As judge-until-confident plans
-(:mod:`sampleval.confident`), a topic's variance is taken to fall as simple random
+(:mod:`sampleval.judging.confident`), a topic's variance is taken to fall as simple random
 sampling's, V_tr(n) = u_tr g(n) with g(n) = 1/n - 1/N_t and u_tr = V_tr / g(n_t); a topic
 where the pilot found fewer than :data:`FOUND` relevant documents gets each run's median u
 over the other topics: with none its variance says nothing of what is unseen, and with one
@@ -204,7 +204,7 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
              depth: Any = None, caps: Mapping[str, int] | None = None,
              rng: np.random.Generator, replicates: int = 200,
              coverage: float = 0.9, model: str = "srs") -> list[Forecast]:
-    """The judgments ``target`` (a :class:`~sampleval.confident.Target`) is forecast to
+    """The judgments ``target`` (a :class:`~sampleval.judging.confident.Target`) is forecast to
     need from the pilot ``sample`` of ``runs`` (as :func:`sampleval.estimators.estimate`
     takes them, at ``depth``: by default the sample's), for each rule of :data:`RULES`,
     with a ``coverage`` interval from ``replicates`` bootstrap resamples of the topics.

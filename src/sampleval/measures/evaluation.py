@@ -20,7 +20,12 @@ from sampleval.core.prefs import GroupQrels, Preferences
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run, ranks_within, trec_order
 from sampleval.errors import UsageError
-from sampleval.exact_results import (
+from sampleval.io.coerce import MeasuresLike, QrelsLike, RunsLike, as_qrels, as_runs
+from sampleval.measures.exact import RankedGrades, compute
+from sampleval.measures.groups import compute_groups
+from sampleval.measures.names import DEFAULT_MEASURES, Measure
+from sampleval.measures.prefs import TopicPrefs, positions, prefs_values, topic_prefs
+from sampleval.measures.results import (
     GEOMETRIC_FLOOR,
     MEAN_TOPIC,
     ExactResults,
@@ -29,11 +34,6 @@ from sampleval.exact_results import (
     graded_values,
     parse_measure_list,
 )
-from sampleval.io.coerce import MeasuresLike, QrelsLike, RunsLike, as_qrels, as_runs
-from sampleval.measures.exact import RankedGrades, compute
-from sampleval.measures.groups import compute_groups
-from sampleval.measures.names import DEFAULT_MEASURES, Measure
-from sampleval.measures.prefs import TopicPrefs, positions, prefs_values, topic_prefs
 
 __all__ = ["GEOMETRIC_FLOOR", "MEAN_TOPIC", "evaluate", "evaluate_graded", "group_rankings",
            "judged_index", "leaderboard", "parse_measure_list", "prefs_rankings",
@@ -136,7 +136,7 @@ def evaluate_graded(graded: Sequence[RunGrades], index: JudgedIndex,
                     judged_only: bool = False) -> pd.DataFrame:
     """:func:`evaluate` for qrels measures on runs already reduced to their grades
     (:func:`~sampleval.core.graded.run_grades`, depth applied there): the DataFrame of
-    :func:`sampleval.exact_results.graded_results`."""
+    :func:`sampleval.measures.results.graded_results`."""
     return graded_results(graded, index, measures, rel_level=rel_level,
                           all_topics=all_topics, judged_only=judged_only).frame()
 

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sampleval.declare import did_you_mean
 from sampleval.errors import UsageError, short_repr
-from sampleval.registry import did_you_mean
 
 Cutoff = Literal["no", "optional", "required"]
 Params = tuple[tuple[str, object], ...]
@@ -412,7 +412,7 @@ def _estimator_named(text: str) -> str | None:
 def aggregate_of(base: str) -> str:
     """How the measure ``base`` (``AP``, ``NumRel``; also a base only estimated, ``DCG``) and
     its estimates combine topics: ``sum`` for the counts, ``gmean`` for GMAP, else ``mean``
-    (:mod:`sampleval.aggregation`)."""
+    (:mod:`sampleval.measures.aggregation`)."""
     return spec_of(base).aggregate if base in _BY_KEY else "mean"
 
 

@@ -1,8 +1,8 @@
 """Exact evaluation results as arrays (:class:`ExactResults`): the values of every (topic,
 measure, run), which topics count for each run, and each run's combination over them; as a
-DataFrame (:meth:`ExactResults.frame`, what :func:`sampleval.evaluation.evaluate` returns)
+DataFrame (:meth:`ExactResults.frame`, what :func:`sampleval.measures.evaluation.evaluate` returns)
 or written straight to TSV (:meth:`ExactResults.tsv`, the same bytes as
-:func:`sampleval.report.to_tsv` of that DataFrame). :func:`graded_results` evaluates runs
+:func:`sampleval.io.formats.to_tsv` of that DataFrame). :func:`graded_results` evaluates runs
 reduced to their grades (:mod:`sampleval.core.graded`), as ``sampleval evaluate`` streams
 them.
 
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sampleval.aggregation import over_topics
 from sampleval.core.graded import JudgedIndex, RunGrades, ranked_grades
 from sampleval.errors import SampleValError, UsageError
+from sampleval.measures.aggregation import over_topics
 from sampleval.measures.exact import compute
 from sampleval.measures.names import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
 
@@ -163,7 +163,7 @@ def graded_results(graded: Sequence[RunGrades], index: JudgedIndex,
                    judged_only: bool = False) -> ExactResults:
     """Qrels measures on runs already reduced to their grades
     (:func:`~sampleval.core.graded.run_grades`, depth applied there), with the options of
-    :func:`sampleval.evaluation.evaluate`."""
+    :func:`sampleval.measures.evaluation.evaluate`."""
     parsed = parse_measure_list(measures)
     values = graded_values(graded, index, parsed, rel_level, judged_only)
     return ExactResults.of([g.name for g in graded], index.topics, parsed, values,

@@ -86,9 +86,9 @@ from numba import njit
 
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimators.base import relevance
-from sampleval.params import Param
 from sampleval.selection.ap_prior import PRIORS, run_prior
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
 

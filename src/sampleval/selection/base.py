@@ -17,7 +17,7 @@ saving, loading in a fresh process and continuing gives the very sample an unint
 gives. Methods register with :func:`register` and declare their parameters once
 (:mod:`.params`); the CLI, the simulator and the campaign server find them by name in
 :data:`METHODS`, which imports every module of this package on first use (a new method is a
-new file here, or a plugin module: :mod:`sampleval.registry`).
+new file here, or a plugin module: :mod:`sampleval.declare`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
+from sampleval.declare import Param, Registry, resolve
 from sampleval.errors import UsageError
-from sampleval.params import Param, resolve
-from sampleval.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import Pool, TopicPool
-from sampleval.params import Param
+from sampleval.declare import Param
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import PlannedSelector
 

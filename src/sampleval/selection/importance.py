@@ -42,7 +42,7 @@ u~ (ours: the minimiser of the expected variance when rel(y) is 0/1 with P(rel =
 since E[rel^2] = u~). On TREC-COVID round 5 (binary labels, depth-100 pools of 126 runs, prior
 trec, eps 0.05) it has 25-43% less variance than the paper's form for every q and for DCG,
 DCG@10 and P@10 (e.g. SQRT, DCG@10: 1216 against 2137 per draw; ``python -m
-sampleval.experiments.importance_variants``); the paper's form stays the default, to
+studies.importance_variants``); the paper's form stays the default, to
 reproduce its tables.
 
 Q is fixed before any judgment, so each topic's n draws are made at construction from its own
@@ -64,6 +64,7 @@ import pandas as pd
 
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimators.importance import (
     FORMS,
@@ -79,7 +80,6 @@ from sampleval.estimators.importance import (
     single_system_q,
     sqrt_q,
 )
-from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register, rng_state
 
 Q_KINDS = ("single", "sqrt", "mean", "pairwise", "krel")

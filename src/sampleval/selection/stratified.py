@@ -59,8 +59,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import Pool, TopicPool
+from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.params import Param
 from sampleval.selection.ap_prior import PRIORS, document_prior
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill

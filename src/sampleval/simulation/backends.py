@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sampleval.errors import UsageError
-from sampleval.experiments.schedule import Schedule
-from sampleval.experiments.trial import CellResult, Setup, Task, Worker
+from sampleval.simulation.schedule import Schedule
+from sampleval.simulation.trial import CellResult, Setup, Task, Worker
 
 BACKENDS = ("local", "dask")
 

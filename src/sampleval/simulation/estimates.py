@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from sampleval.core.pool import Pool
     from sampleval.core.predictions import Predictions
     from sampleval.core.sample import Sample
-    from sampleval.experiments.targets import Plan
-    from sampleval.experiments.truth import Truth
+    from sampleval.simulation.targets import Plan
+    from sampleval.simulation.truth import Truth
 
 
 @dataclass

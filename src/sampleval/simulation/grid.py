@@ -2,11 +2,11 @@
 
 A method is written ``NAME`` or ``NAME:KEY=VALUE;KEY=VALUE`` (``active:batch=5``,
 ``strata:strategy=2strata``); its parameters are checked against the method's own
-declarations (:mod:`sampleval.params`) when the grid is made, before any work starts. Two
-modifiers judge until confident (:mod:`sampleval.confident`) instead of spending the budget:
+declarations (:mod:`sampleval.declare`) when the grid is made, before any work starts. Two
+modifiers judge until confident (:mod:`sampleval.judging.confident`) instead of spending the budget:
 ``target=MEASURE:HALF_WIDTH`` (as ``sample --target``: ``stratified:target=AP:0.01``; the
 cell's budget is then each topic's cap), ``start=N`` (each topic's pilot, default 20) and
-``stop=anytime`` (:class:`~sampleval.confident.AnytimeJudging`: a look after every batch,
+``stop=anytime`` (:class:`~sampleval.judging.confident.AnytimeJudging`: a look after every batch,
 stopping on anytime-valid intervals, which the cell's means then report; not for a method
 with a parameter of its own named ``stop``, ``dynamic``). A cell's
 key names it in the output directory and in its trials' seeds, so a cell can be recomputed
@@ -21,8 +21,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sampleval.declare import parse_assignments, resolve
 from sampleval.errors import UsageError
-from sampleval.params import parse_assignments, resolve
 
 if TYPE_CHECKING:
     import numpy as np
@@ -86,8 +86,8 @@ class MethodSpec:
         modifiers = dict(self.modifiers)
         if modifiers.get("stop") != "anytime":
             return None
-        from sampleval.confident import Target
         from sampleval.estimators.anytime import target_variance
+        from sampleval.judging.confident import Target
 
         return target_variance(Target.parse(modifiers["target"]).half_width, ci)
 
@@ -108,7 +108,7 @@ class MethodSpec:
         modifiers = dict(self.modifiers)
         if "target" not in modifiers:
             return simulate(selector, oracle).sample()
-        from sampleval.confident import Target, make_judging
+        from sampleval.judging.confident import Target, make_judging
 
         judging = make_judging(selector, Target.parse(modifiers["target"]),
                                modifiers.get("stop", "committed"),
@@ -144,9 +144,9 @@ def _check_modifiers(text: str, cls: type[Selector], resolved: dict[str, Any],
                      modifiers: dict[str, str]) -> None:
     """UsageError unless ``target`` reads as a target whose estimator applies to the
     method's samples, ``start`` (only with a target) is a positive number and ``stop`` one
-    of :data:`~sampleval.confident.STOP_MODES`."""
-    from sampleval.confident import STOP_MODES, Target
+    of :data:`~sampleval.judging.confident.STOP_MODES`."""
     from sampleval.estimators.family import FAMILIES
+    from sampleval.judging.confident import STOP_MODES, Target
 
     if "target" not in modifiers:
         given = "start=" if "start" in modifiers else "stop="

@@ -187,7 +187,7 @@ def parse_predictor(text: str) -> PredictorSpec:
     if name != CIRCULAR:
         raise UsageError(f"unknown predictor {text!r} (one of {', '.join(PREDICTORS)}, or "
                          "circular:run=RUN,k=K)")
-    from sampleval.params import parse_assignments
+    from sampleval.declare import parse_assignments
 
     given = parse_assignments(rest, separator=",")
     unknown = sorted(set(given) - {"run", "k"})
@@ -212,9 +212,9 @@ def favoured_run(spec: PredictorSpec, pool: Pool, qrels: Qrels) -> str:
     names = list(pool.run_names)
     given = str(spec.run)
     if given == "median":
-        from sampleval.experiments.estimates import mean_over_topics
-        from sampleval.experiments.truth import compute_truth
         from sampleval.measures.names import parse_measure
+        from sampleval.simulation.estimates import mean_over_topics
+        from sampleval.simulation.truth import compute_truth
 
         truth = compute_truth(pool, qrels, [parse_measure("AP")], [1.0])
         means = mean_over_topics(truth.pool["AP"], truth.present)

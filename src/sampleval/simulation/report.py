@@ -19,9 +19,9 @@ import pandas as pd
 
 from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.experiments import figures
-from sampleval.experiments.store import TRIALS, Store
-from sampleval.experiments.summary import unreachable_notes
+from sampleval.simulation import figures
+from sampleval.simulation.store import TRIALS, Store
+from sampleval.simulation.summary import unreachable_notes
 
 SUMMARY = "summary.csv"
 REPORT = "report.html"

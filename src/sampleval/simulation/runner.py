@@ -1,7 +1,7 @@
 """``sampleval simulate`` as a library call: check the request, build what the trials share
 once, run the cells that are not done yet, and write the tables (and figures).
 
-    from sampleval.experiments.runner import simulate
+    from sampleval.simulation.runner import simulate
     summary = simulate(runs, qrels, ["uniform", "active:batch=5"], rates=[0.05, 0.1],
                        trials=30, measures=["AP", "P@30"], output="sim-out", jobs=2)
 
@@ -27,8 +27,10 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
 from sampleval.estimators.family import FAMILIES
-from sampleval.experiments.backends import check_backend, run_tasks
-from sampleval.experiments.grid import (
+from sampleval.io.coerce import PredictionsLike, as_predictions
+from sampleval.progress import Bar
+from sampleval.simulation.backends import check_backend, run_tasks
+from sampleval.simulation.grid import (
     Cell,
     Grid,
     MethodSpec,
@@ -36,16 +38,14 @@ from sampleval.experiments.grid import (
     parse_method,
     split_methods,
 )
-from sampleval.experiments.schedule import Schedule
-from sampleval.experiments.splits import Split, make_splits
-from sampleval.experiments.store import Store
-from sampleval.experiments.summary import summarise
-from sampleval.experiments.targets import Plan, Target, parse_targets, plan_for
-from sampleval.experiments.trial import Audit, Setup
-from sampleval.experiments.truth import compute_truth
-from sampleval.io.coerce import PredictionsLike, as_predictions
-from sampleval.progress import Bar
-from sampleval.synthetic_predictions import favoured_run, make_predictions, parse_predictor
+from sampleval.simulation.predictors import favoured_run, make_predictions, parse_predictor
+from sampleval.simulation.schedule import Schedule
+from sampleval.simulation.splits import Split, make_splits
+from sampleval.simulation.store import Store
+from sampleval.simulation.summary import summarise
+from sampleval.simulation.targets import Plan, Target, parse_targets, plan_for
+from sampleval.simulation.trial import Audit, Setup
+from sampleval.simulation.truth import compute_truth
 
 SUMMARY = "summary.csv"
 
@@ -65,7 +65,7 @@ def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
     ``predictions`` (a Predictions, a DataFrame ``query_id, doc_id, prediction`` or a
     predictions file) go to the methods that select by them and the ``~ppi`` measures;
     ``predictor`` instead makes them from the qrels
-    (:func:`~sampleval.synthetic_predictions.make_predictions`: ``flip10``,
+    (:func:`~sampleval.simulation.predictors.make_predictions`: ``flip10``,
     ``circular:run=RUN,k=K`` ...). ``audit``: audit the predictions as a machine judge in
     every trial (:mod:`.audit_stats`). See ``docs/simulate.md`` for every argument."""
     if seed < 0:
@@ -105,7 +105,7 @@ def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
     summary = summarise(store.read_means(), store.read_stats(), leave_out != "none")
     summary.to_csv(store.directory / SUMMARY, index=False)
     if figures:
-        from sampleval.experiments.report import render
+        from sampleval.simulation.report import render
 
         render(store.directory)
     return summary

@@ -26,11 +26,11 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from sampleval.experiments.trial import Task
+from sampleval.simulation.trial import Task
 
 if TYPE_CHECKING:
-    from sampleval.experiments.grid import Cell, Grid
-    from sampleval.experiments.trial import CellResult
+    from sampleval.simulation.grid import Cell, Grid
+    from sampleval.simulation.trial import CellResult
 
 TASK_TRIALS = 10
 """Trials per task at most: what a worker computes, and a part holds, at a time (a Ctrl-C

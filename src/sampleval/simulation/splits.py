@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sampleval.errors import InputError, UsageError
-from sampleval.experiments.seeds import split_rng
+from sampleval.simulation.seeds import split_rng
 
 LEAVE_OUT = ("none", "group", "contributed", "half")
 RUN_COLUMNS = ("run", "tag", "runid", "run_id")

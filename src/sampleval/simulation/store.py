@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 
 from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.experiments.grid import Cell, Grid
-from sampleval.experiments.trial import CATEGORIES, CellResult
+from sampleval.simulation.grid import Cell, Grid
+from sampleval.simulation.trial import CATEGORIES, CellResult
 
 MANIFEST = "experiment.json"
 TRIALS = "trials.parquet"

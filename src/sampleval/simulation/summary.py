@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sampleval.experiments import metaeval
+from sampleval.simulation import metaeval
 
 KEYS = ["method", "rate", "budget", "measure"]
 GROUP = ["method", "_budget", "measure"]

@@ -28,15 +28,15 @@ import numpy as np
 import pandas as pd
 
 from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.experiments import metaeval
-from sampleval.experiments.estimates import (
+from sampleval.selection.base import Oracle, qrels_oracle
+from sampleval.simulation import metaeval
+from sampleval.simulation.estimates import (
     Estimates,
     estimate,
     mean_over_topics,
     row_means,
 )
-from sampleval.experiments.seeds import trial_rng
-from sampleval.selection.base import Oracle, qrels_oracle
+from sampleval.simulation.seeds import trial_rng
 
 if TYPE_CHECKING:
     from sampleval.core.pool import Pool
@@ -44,11 +44,11 @@ if TYPE_CHECKING:
     from sampleval.core.qrels import Qrels
     from sampleval.core.run import Run
     from sampleval.core.sample import Sample
-    from sampleval.experiments.grid import Cell
-    from sampleval.experiments.splits import Split
-    from sampleval.experiments.targets import Plan
-    from sampleval.experiments.truth import Truth
     from sampleval.selection.base import Selector
+    from sampleval.simulation.grid import Cell
+    from sampleval.simulation.splits import Split
+    from sampleval.simulation.targets import Plan
+    from sampleval.simulation.truth import Truth
 
 ROW_COLUMNS = ["method", "rate", "budget", "trial", "split", "measure", "estimator", "run",
                "topic", "estimate", "lo", "hi", "truth", "truth_qrels", "judged",
