@@ -23,6 +23,7 @@ from sqlalchemy import inspect, select
 
 from campaign_support import collection
 from sampleval.campaign import models as m
+from sampleval.campaign.app import create_app
 from sampleval.campaign.organise import (
     Design,
     add_person,
@@ -34,7 +35,6 @@ from sampleval.campaign.organise import (
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
 from sampleval.campaign.target import rate_needed, target_status
-from sampleval.campaign.web import create_app
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
 from sampleval.estimators import anytime

@@ -27,6 +27,7 @@ from fastapi.testclient import TestClient
 from campaign_support import collection
 from campaign_support import wait_for as _wait
 from sampleval.campaign import live as live_module
+from sampleval.campaign.app import create_app
 from sampleval.campaign.organise import (
     Design,
     add_person,
@@ -37,7 +38,6 @@ from sampleval.campaign.organise import (
 )
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
-from sampleval.campaign.web import create_app
 from sampleval.core.sample import Sample
 from sampleval.io.qrels import write_qrels
 from sampleval.io.runs import write_run

@@ -58,7 +58,7 @@ def app(url: str, rejudge: bool = False, overlap: float = 0.0
         ) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]]:
     """A campaign (uniform, 6 documents on each of 4 topics) with ann and ben on topic 1,
     ann also on topic 2, served in process; yields the client and each one's headers."""
-    from sampleval.campaign.web import create_app
+    from sampleval.campaign.app import create_app
 
     store = Store(url)
     create_campaign(store, Design("c1", "uniform", Budget(6), depth=30, seed=2, grades=GRADES,

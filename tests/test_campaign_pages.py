@@ -14,11 +14,11 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from campaign_support import collection
+from sampleval.campaign.app import create_app
 from sampleval.campaign.organise import Design, add_person, create_campaign
 from sampleval.campaign.pages import next_waiting
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
-from sampleval.campaign.web import create_app
 from sampleval.selection import Budget
 
 

@@ -27,10 +27,10 @@ from sqlalchemy import func, select
 
 from campaign_support import collection, need
 from sampleval.campaign import models as m
+from sampleval.campaign.app import create_app
 from sampleval.campaign.organise import Design, add_person, create_campaign, parse_grades
 from sampleval.campaign.server import ServerProcess, die_with_parent, free_port
 from sampleval.campaign.store import Store
-from sampleval.campaign.web import create_app
 from sampleval.selection import Budget
 
 pytestmark = pytest.mark.slow  # a real nginx and server: make test runs them, make check not

@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 from campaign_support import collection, reference
 from campaign_support import wait_for as _wait
 from sampleval.campaign import models as m
+from sampleval.campaign.app import create_app
 from sampleval.campaign.organise import (
     Design,
     add_person,
@@ -35,7 +36,6 @@ from sampleval.campaign.pages import leaderboards
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
 from sampleval.campaign.target import widest_first
-from sampleval.campaign.web import create_app
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
 from sampleval.estimators import MEAN_TOPIC, estimate

@@ -18,9 +18,10 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from campaign_support import collection
+from sampleval.campaign.app import create_app
 from sampleval.campaign.organise import Design, add_person, create_campaign, parse_grades
 from sampleval.campaign.store import Store
-from sampleval.campaign.web import MAX_BODY, create_app
+from sampleval.campaign.web import MAX_BODY
 from sampleval.core.run import Run
 from sampleval.selection import Budget
 

@@ -57,7 +57,13 @@ def test_any_case_and_trec_eval_names(text: str, expected: Measure) -> None:
     ("xinfap", "xinfAP is an estimate"), ("P@10~ht", "P@10~ht is an estimate"),
 ])
 def test_estimator_names_point_to_estimate(text: str, says: str) -> None:
+    """The command line's measures (``evaluate -m``) name ``sampleval estimate`` for an
+    estimator; the measures themselves do not know the estimators (no import cycle)."""
+    from sampleval.cli.evaluate import parse_evaluated
+
     with pytest.raises(UsageError, match=re.escape(says)):
+        parse_evaluated(["AP", text])
+    with pytest.raises(UsageError, match=re.escape(f"unknown measure {text!r}")):
         parse_measure(text)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sampleval.cli.sample import estimator_families
 from sampleval.core.pool import Pool
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
@@ -54,7 +55,7 @@ def make(method: str, pool: Pool, budget: Budget, params: Params) -> Selector:
 def test_registered() -> None:
     for name, cls in (("mtf", MTFSelector), ("mab", MABSelector)):
         assert METHODS[name] is cls
-        assert cls.design == "pooled" and cls.estimator_families() == []
+        assert cls.design == "pooled" and estimator_families(cls.design) == []
 
 
 def seeded_start(pool: Pool, budget: int, run: int) -> MTFSelector:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy.stats import chisquare
 
+from sampleval.cli.sample import estimator_families
 from sampleval.core.pool import Pool
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
@@ -45,7 +46,7 @@ def pool() -> Pool:
 
 def test_registered() -> None:
     assert METHODS["importance"] is ImportanceSelector
-    assert ImportanceSelector.design == "importance" and ImportanceSelector.estimator_families()[0] == "is"
+    assert ImportanceSelector.design == "importance" and estimator_families(ImportanceSelector.design)[0] == "is"
 
 
 def test_distributions(pool: Pool) -> None:

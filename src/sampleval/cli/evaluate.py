@@ -21,6 +21,7 @@ from sampleval.cli._app import (
     start_reading_runs,
     stderr_is_terminal,
 )
+from sampleval.errors import UsageError
 from sampleval.measures.names import DEFAULT_MEASURES, measure_names
 
 if TYPE_CHECKING:
@@ -76,10 +77,33 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_duplicates(parser)
 
 
-def run(args: argparse.Namespace) -> None:
-    from sampleval.measures.names import parse_measures
+def parse_evaluated(texts: list[str]) -> list[Measure]:
+    """The measures named in ``texts``; for a name that is an estimator's (``xinfAP``,
+    ``P@10~ht``), a UsageError pointing to ``sampleval estimate`` (the command line knows both
+    vocabularies; the measures do not import the estimators)."""
+    from sampleval.measures.names import parse_measure, parse_measures, split_measures
 
-    measures = parse_measures(args.measure or list(DEFAULT_MEASURES))
+    try:
+        return parse_measures(texts)
+    except UsageError:
+        from sampleval.estimators.names import parse_estimate
+
+        for part in (part for text in texts for part in split_measures(text)):
+            try:
+                parse_measure(part)
+            except UsageError:
+                try:
+                    name = parse_estimate(part).name
+                except UsageError:
+                    break
+                raise UsageError(f"unknown measure {part!r} ({name} is an estimate from a "
+                                 "sample of judgments: 'sampleval estimate SAMPLE RUN...')"
+                                 ) from None
+        raise
+
+
+def run(args: argparse.Namespace) -> None:
+    measures = parse_evaluated(args.measure or list(DEFAULT_MEASURES))
     check_stdin_once(args.qrels, args.runs)
     check_not_a_run(args.qrels, "the qrels", "sampleval evaluate QRELS RUN...")
     output = Output(args.output, [args.qrels, *args.runs])

@@ -245,6 +245,18 @@ def run_defaults(output_format: str) -> None:
     sys.stdout.write("".join(f"{d:{widths[0]}}  {m:{widths[1]}}  {e}\n" for d, m, e in table))
 
 
+def estimator_families(design: str) -> list[str]:
+    """The estimator families that accept samples of ``design``, those of the design's default
+    estimators first (none for a pooled design: its judged documents are evaluated exactly).
+    Here, above both, so that the selection methods need not import the estimators."""
+    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimators.names import default_families
+
+    first = default_families(design)
+    rest = [f.name for f in FAMILIES.values() if design in f.designs]
+    return list(dict.fromkeys([*first, *rest]))
+
+
 def run_methods(args: argparse.Namespace) -> None:
     if getattr(args, "defaults", False):  # a bare Namespace lists the methods
         run_defaults(getattr(args, "format", "table"))
@@ -284,7 +296,7 @@ def run_methods(args: argparse.Namespace) -> None:
                                          f"{unit}"))
         else:
             lines.append(entry("design", cls.design + unit))
-            lines.append(entry("estimator families", ", ".join(cls.estimator_families())))
+            lines.append(entry("estimator families", ", ".join(estimator_families(cls.design))))
             lines.append(entry("estimated by default", defaults(cls)))
         lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]
         lines.append("")

@@ -386,10 +386,6 @@ def parse_measure(text: str) -> Measure:
         if spec is not None and spec.cutoff != "no":
             return _checked(spec, trec["cut"], None, text)
     stem = re.split(r"[@(]", text)[0]
-    estimated = _estimator_named(text)
-    if estimated is not None:
-        raise UsageError(f"unknown measure {text!r} ({estimated} is an estimate from a sample "
-                         "of judgments: 'sampleval estimate SAMPLE RUN...')")
     if stem in ("runid", "relstring"):
         raise UsageError(f"{stem} is a line of trec_eval's output, not a measure ('sampleval "
                          f"trec_eval -m {stem}' prints it)")
@@ -397,16 +393,6 @@ def parse_measure(text: str) -> Measure:
     raise UsageError(f"unknown measure {text!r}{did_you_mean(stem, list(_NAMES))} "
                      f"(known: {', '.join(known)}; trec_eval names such as map, P_10, "
                      "ndcg_cut_20 work too)")
-
-
-def _estimator_named(text: str) -> str | None:
-    """The estimator ``text`` names (``xinfAP``, ``P@10~ht``), if it names one."""
-    try:
-        from sampleval.estimators.names import parse_estimate
-
-        return parse_estimate(text).name
-    except (UsageError, ImportError):
-        return None
 
 
 def aggregate_of(base: str) -> str:

@@ -62,7 +62,7 @@ Choices (ours where the paper is silent):
 - the AP estimate that steers the sampling is the HT estimator of ``estimators.
   horvitz_thompson.average_precision`` with pi_ij replaced by pi_i pi_j (the paper's code
   also treats inclusions as independent there), for all runs at once from where the judged
-  relevant documents sit in the rank matrix; relevance is label >= 1 (``estimators.base.
+  relevant documents sit in the rank matrix; relevance is label >= 1 (``measures.base.
   relevance`` at level 1). Estimates from the Sample use the exact pi_ij;
 - the budget counts distinct judged documents, as in the paper's code;
 - the AP estimates are updated once a round's documents are all judged (they steer only the
@@ -88,7 +88,7 @@ from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.estimators.base import relevance
+from sampleval.measures.base import relevance
 from sampleval.selection.ap_prior import PRIORS, run_prior
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
 

@@ -157,18 +157,6 @@ class Selector(ABC):
         (:attr:`splits_state`); without computing the other topics' parts."""
         raise NotImplementedError(f"{self.name}: the state does not split by topic")
 
-    @classmethod
-    def estimator_families(cls) -> list[str]:
-        """The estimator families that accept this method's design, those of the design's
-        default estimators first (none for deterministic methods: their judged documents are
-        evaluated exactly)."""
-        from sampleval.estimators.family import FAMILIES
-        from sampleval.estimators.names import default_families
-
-        first = default_families(cls.design)
-        rest = [f.name for f in FAMILIES.values() if cls.design in f.designs]
-        return list(dict.fromkeys([*first, *rest]))
-
     def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
         """For documents just proposed for ``topic``: the stratum each will have in the sample
         ("" where the design has none) and its inclusion probability under the design as it
