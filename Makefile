@@ -63,7 +63,7 @@ check: $(VENV)/.installed-test
 doc-figures: $(VENV)/.installed-test system-packages
 	rm -rf test-artifacts/doc-figures
 	SAMPLEVAL_ARTIFACTS=test-artifacts/doc-figures $(BIN)/pytest -q -p no:cacheprovider \
-		tests/test_campaign_browser.py
+		tests/campaign/test_campaign_browser.py
 	cp test-artifacts/doc-figures/assessor-page.png test-artifacts/doc-figures/organiser-page.png \
 		docs/figures/
 

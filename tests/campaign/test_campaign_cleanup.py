@@ -21,7 +21,7 @@ from campaign_support import alive, have_postgres, need
 
 pytestmark = pytest.mark.slow  # real processes: make test runs them, make check not
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/: conftest.py, campaign_support.py
 
 INNER = '''
 import json, os, time

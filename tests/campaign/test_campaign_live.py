@@ -124,7 +124,7 @@ BUDGET = 40
 
 def _target_campaign(url: str) -> tuple[str, str, list[str]]:
     """A strata campaign with a target met well before its budget (as
-    tests/test_campaign_target.py): the organiser's and an assessor's tokens, the topics."""
+    tests/campaign/test_campaign_target.py): the organiser's and an assessor's tokens, the topics."""
     store = Store(url)
     boss = create_campaign(store, Design("t", "strata", Budget(BUDGET), depth=50, seed=7,
                                          grades=GRADES, target=TARGET, target_start=START),

@@ -24,7 +24,7 @@ from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
 from sampleval.io import write_qrels, write_run
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 MARKER = "<!-- new-user path"
 LINK = r"\]\(([^)\s#]+\.(?:md|png|svg|html|txt|csv|py))(?:#[^)]*)?\)"  # relative file links
 

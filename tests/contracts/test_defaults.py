@@ -28,7 +28,7 @@ from sampleval.estimators.defaults import (
 from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import estimator_for, parse_estimate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = [(d, m, e, False) for d, t in DEFAULTS.items() for m, e in t.items()] + [
     (d, m, e, True) for d, t in REACHING.items() for m, e in t.items()]
 

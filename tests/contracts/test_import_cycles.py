@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "import_cycles.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "import_cycles.py"
 
 
 def script() -> ModuleType:

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PLUGIN = '''"""A toy selection method: a uniform sample of the documents some run ranks in the top
 share of its list."""
@@ -93,7 +93,7 @@ def test_a_plugin_method_is_offered_everywhere(tmp_path: Path,
     assert simulated.returncode == 0, simulated.stderr
     summary = pd.read_csv(tmp_path / "sim" / "summary.csv")
     assert set(summary["method"]) == {"toy-top:share=0.5", "uniform"}
-    checked = run([sys.executable, "-m", "pytest", "tests/test_contracts.py", "-v",
+    checked = run([sys.executable, "-m", "pytest", "tests/contracts/test_contracts.py", "-v",
                    "-p", "no:cacheprovider", "-k", "toy-top"], env)
     passed = [line for line in checked.stdout.splitlines()
               if "toy-top" in line and "PASSED" in line]

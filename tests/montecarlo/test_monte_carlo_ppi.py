@@ -22,7 +22,7 @@ tolerances are loose but honest:
   itself is measured with more trials in docs/predictions.md;
 - where the residuals are rare (the deep over-calls, 5%), P@10's default anticipated
   variance covers where the design's does not, on stratified samples and over the draws of
-  active ones with a uniform share (``tests/test_anticipated.py`` checks its formulas).
+  active ones with a uniform share (``tests/unit/test_anticipated.py`` checks its formulas).
 
 Under active sampling without a uniform share (``active:uniform=0``, the paper's) ``~ppi``
 takes ``~ht``'s form for P@10 (inclusion probabilities over the rounds), so pure noise is

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_confident import _write_collection  # the command-line tests' collection
 
 from sampleval import cli
 from sampleval.core.pool import Pool
@@ -20,7 +21,6 @@ from sampleval.errors import UsageError
 from sampleval.estimators import anytime
 from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target, restore_judging
 from sampleval.selection import METHODS, Budget, qrels_oracle
-from test_confident import _write_collection  # the command-line tests' collection
 
 
 def test_the_boundary_is_the_normal_mixture_formula() -> None:

@@ -114,7 +114,7 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
     (~ht's with its bias-aware interval) and ``taylor`` on the other (~ht's linearised
     variance, var=linear, and a normal interval); ~ppi has no ``few`` floor. P@k and NumRel
     take the design's variance by name (``variance=design``), as does DCG: their default on
-    stratified samples is the anticipated variance (tests/test_anticipated.py); R@k, Rprec
+    stratified samples is the anticipated variance (tests/unit/test_anticipated.py); R@k, Rprec
     and nDCG take the Taylor correction by default in both families (full-depth nDCG's is
     not 0 on these samples, so the two code paths agree on it)."""
     runs, qrels, pool, _ = judged_collection

@@ -55,7 +55,7 @@ variance of the difference itself, not of either run), w_t = tau-hat^2 + v-hat_t
 tau-hat^2 = max(0, s^2 - mean v-hat_t) (the ultimate-cluster split of s^2), and the test and
 interval use t_nu. On a census every v_t is 0 and nu = T-1: the ordinary paired t-test.
 With normal errors t_{T-1} already keeps its level and t_nu is conservative; the adjustment
-guards against skew concentrated in a few topics (tests/test_differences.py simulates
+guards against skew concentrated in a few topics (tests/unit/test_differences.py simulates
 both). Other families keep T-1; ``df`` says which was used, and ``df="topics"`` asks for
 T-1 everywhere. Measured on the null pairs: docs/compare.md.
 

@@ -522,7 +522,7 @@ def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, pa
     stratified samples :func:`stratified_replicates`, where pi_ij depends only on the two
     strata, in O(runs x K^2 + runs x K x strata), where recomputing costs O(runs x K^2) per
     replicate (K: a run's judged relevant documents, m: the topic's).
-    ``tests/test_ap_kernels.py`` checks both against the recomputation (1e-12 relative).
+    ``tests/unit/test_ap_kernels.py`` checks both against the recomputation (1e-12 relative).
     """
     n_runs, m = ranks.shape[0], len(y)
     variance = np.zeros(n_runs if pairs is None else len(pairs))

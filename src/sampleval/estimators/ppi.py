@@ -1172,7 +1172,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     A replicate's AP-hat' outside [0, 1] is taken as it comes. On topics with a handful of
     judged documents (about
     6 per topic, of which one or two relevant) the Taylor term and its replicates can be far
-    outside [0, 1], and b with them (tests/test_ppi.py's Monte Carlo test runs without
+    outside [0, 1], and b with them (tests/unit/test_ppi.py's Monte Carlo test runs without
     predictions for that reason). Measured on TREC-COVID in docs/predictions.md, "AP's
     remaining bias".
 

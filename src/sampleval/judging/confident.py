@@ -44,7 +44,7 @@ shortfall, the interval used covers unless (not C and not S) or (S and the next 
 interval misses): P(miss) <= alpha + alpha P(S), and the bias is
 -E[(theta-hat - theta) 1(S)], at most sd(theta-hat) sqrt(P(S)). Plans therefore aim at the
 target times (1 - ``margin``) and are made from variances that err on the safe side.
-``tests/test_confident.py`` checks the conditional unbiasedness by Monte Carlo with the
+``tests/unit/test_confident.py`` checks the conditional unbiasedness by Monte Carlo with the
 history held fixed.
 
 The plan. For topic t and each targeted run, the last phase's estimated variance V_t is
