@@ -133,7 +133,7 @@ def test_trial_seeds_depend_only_on_what_identifies_the_trial() -> None:
     code = ("from sampleval.simulation.seeds import trial_seed; "
             "print(trial_seed(1, 'active', 'rate=0.1', 3, 0).generate_state(4).tolist())")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, env={"PYTHONHASHSEED": "12345"})
+                           check=True, env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert json.loads(other.stdout) == trial_seed(1, "active", "rate=0.1", 3, 0
                                                   ).generate_state(4).tolist()
 
