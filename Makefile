@@ -48,13 +48,13 @@ JOBS ?= 2
 
 test: $(VENV)/.installed-test system-packages
 	-@scripts/build_trec_eval.sh >/dev/null || echo "(differential tests against trec_eval will skip)"
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks studies
 	$(BIN)/mypy
 	$(BIN)/pytest -n $(JOBS)
 
 # The fast tier: lint, types and every test not marked slow; make test runs everything.
 check: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks studies
 	$(BIN)/mypy
 	$(BIN)/pytest -m "not slow" -n $(JOBS)
 
@@ -63,7 +63,7 @@ check: $(VENV)/.installed-test
 doc-figures: $(VENV)/.installed-test system-packages
 	rm -rf test-artifacts/doc-figures
 	SAMPLEVAL_ARTIFACTS=test-artifacts/doc-figures $(BIN)/pytest -q -p no:cacheprovider \
-		tests/test_campaign_browser.py
+		tests/campaign/test_campaign_browser.py
 	cp test-artifacts/doc-figures/assessor-page.png test-artifacts/doc-figures/organiser-page.png \
 		docs/figures/
 

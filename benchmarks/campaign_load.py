@@ -2,7 +2,7 @@
 with 8 and 32 concurrent assessors, on SQLite and on PostgreSQL.
 
 For each store and number of clients: a fresh store, a campaign over a seeded synthetic
-collection (``sampleval.synthetic``: 32 topics, 12 runs, pooled to depth 100), the
+collection (``sampleval.datasets.synthetic``: 32 topics, 12 runs, pooled to depth 100), the
 ``strata`` method by default and a budget giving about ``--judgments`` judgments in all;
 ``sampleval serve`` in its own process (live estimates on, as when an organiser watches);
 oracle assessors (``campaign.simulation``), one thread and HTTP connection each, dealt the
@@ -69,8 +69,8 @@ from sampleval.campaign.simulation import drive, oracle_assessors, percentile
 from sampleval.campaign.store import Store
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.selection import Budget, qrels_oracle
-from sampleval.synthetic import make_collection
 
 TOPICS = 32
 TARGET_P99_MS = 100.0

@@ -30,8 +30,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from sampleval.experiments.runner import simulate
 from sampleval.io import read_qrels, read_runs
+from sampleval.simulation.runner import simulate
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "trec-covid"
 METHODS = ["depth-k", "uniform", "stratified", "active", "mtf", "mab", "importance"]

@@ -10,7 +10,7 @@ printed, with the load average before and after (quote it with the figures). NIS
 ``scripts/build_trec_eval.sh`` in ``~/.cache/sampleval``, else ``trec_eval`` on PATH), on the
 run unzipped (trec_eval reads plain files only), with the ratio sampleval / trec_eval.
 
-Agreement (``--agreement``): ``sampleval.evaluation.evaluate`` on every round-5 run for each
+Agreement (``--agreement``): ``sampleval.measures.evaluation.evaluate`` on every round-5 run for each
 trec_eval measure pytrec_eval computes, per topic and mean, against pytrec_eval; prints the
 largest absolute difference per measure. Interpolated precision (iprec_at_recall, 11pt_avg)
 is compared on the topics where trec_eval 10's round(x R) and pytrec_eval's (trec_eval 9.0)
@@ -117,8 +117,8 @@ def agreement(data: Path) -> int:
     import numpy as np
     import pytrec_eval
 
-    from sampleval.evaluation import MEAN_TOPIC, evaluate
     from sampleval.io import read_qrels, read_runs
+    from sampleval.measures.evaluation import MEAN_TOPIC, evaluate
     from sampleval.measures.names import SPECS, Measure
 
     qrels_path = data / QRELS_FILE

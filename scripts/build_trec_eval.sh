@@ -1,6 +1,6 @@
 #!/bin/sh
 # Build NIST's trec_eval 10.0 (usnistgov/trec_eval) into a cache directory, for the
-# differential tests (tests/test_trec_eval_binary.py) and benchmarks/trec_eval_vs_pytrec_eval.py.
+# differential tests (tests/agreement/test_trec_eval_binary.py) and benchmarks/trec_eval_vs_pytrec_eval.py.
 # Nothing is committed: the source is read from
 #   $TREC_EVAL_SRC   a source directory, or a git directory/clone holding commit $TREC_EVAL_COMMIT,
 # or else cloned from GitHub (needs the network). Prints the binary's path; exits 1, saying why,

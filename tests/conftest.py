@@ -1,4 +1,9 @@
-"""Shared fixtures: the real TREC-COVID and Cranfield data beside the repository."""
+"""Shared fixtures: the real TREC-COVID and Cranfield data beside the repository.
+
+The tests are in tiers (issue 28, step 8): ``unit/``, ``contracts/``, ``agreement/`` (trec_eval,
+pytrec_eval, ir_measures, sample_eval), ``montecarlo/`` (every test slow), ``campaign/``,
+``cli/``, ``studies/`` (smoke runs of ``studies/``) and the frozen numbers of ``golden/``.
+"""
 
 from __future__ import annotations
 
@@ -18,10 +23,10 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimators.base import TopicView, topic_views
 from sampleval.io import read_qrels, read_runs
-from sampleval.synthetic import make_collection
-from sampleval.synthetic_predictions import pool_truth
+from sampleval.simulation.predictors import pool_truth
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -73,6 +78,17 @@ def round5_census(covid: Path) -> tuple[Qrels, Pool, list[TopicView]]:
 
 def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+MONTE_CARLO = Path(__file__).resolve().parent / "montecarlo"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of ``montecarlo/`` is slow: ``make check`` (``-m "not slow"``) leaves the
+    tier out, ``make test`` runs it."""
+    for item in items:
+        if MONTE_CARLO in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "evaluate": "sampleval.evaluation",
+    "evaluate": "sampleval.measures.evaluation",
     "estimate": "sampleval.estimators",
     "read_runs": "sampleval.io",
     "read_qrels": "sampleval.io",
@@ -34,9 +34,9 @@ __all__ = ["METHODS", "__version__", "estimate", "evaluate", "load_sample", "rea
 
 if TYPE_CHECKING:
     from sampleval.estimators import estimate
-    from sampleval.evaluation import evaluate
     from sampleval.io import read_qrels, read_runs
     from sampleval.io.samples import load_sample
+    from sampleval.measures.evaluation import evaluate
     from sampleval.selection import METHODS, simulate
 
 

@@ -24,11 +24,11 @@ from sampleval.cli import run as cli_run
 from sampleval.cli._app import warn
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
 from sampleval.estimators import estimate
-from sampleval.evaluation import evaluate, leaderboard
 from sampleval.io import read_qrels, read_runs, write_qrels, write_run
 from sampleval.io.samples import load_sample
-from sampleval.synthetic import make_collection
+from sampleval.measures.evaluation import evaluate, leaderboard
 
 SEED = 20261122
 DEPTH = 20  # make_collection's pool depth: the qrels are complete to this depth

@@ -6,7 +6,7 @@ declares, the values of every option its measures take (one option moved off its
 a time, the others at theirs), the designs it accepts; one sample per design, from the first
 selection method of that design (``PREFERRED`` first), or built here (``poisson``,
 ``inclusion``, ``census``). A family, option value or design registered later is a cell the
-golden files lack, which ``tests/test_golden.py`` reports.
+golden files lack, which ``tests/contracts/test_golden.py`` reports.
 
 Each cell keeps, per run, the ``all`` row's value, lo and hi (the mean over the topics, or the
 sum for counts); a cell the family refuses on that design (an option value made for other
@@ -72,8 +72,8 @@ class Collection:
 
 
 def synthetic() -> Collection:
-    """``sampleval.synthetic``: 6 topics, 6 runs, pooled and estimated at depth 20."""
-    from sampleval.synthetic import make_collection
+    """``sampleval.datasets.synthetic``: 6 topics, 6 runs, pooled and estimated at depth 20."""
+    from sampleval.datasets.synthetic import make_collection
 
     made = make_collection(np.random.default_rng(2026), n_topics=6, n_runs=6, n_docs=300,
                            depth=30, pool_depth=20)

@@ -81,7 +81,7 @@ class Campaign(Base):
     target_start: Mapped[int | None] = mapped_column(Integer)
     target_stop: Mapped[str] = mapped_column(String(16), default="committed",
                                              server_default="committed")
-    """How the target may stop the campaign (:data:`sampleval.confident.STOP_MODES`)."""
+    """How the target may stop the campaign (:data:`sampleval.judging.confident.STOP_MODES`)."""
     stopped: Mapped[str | None] = mapped_column(Text)
     stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     rejudge: Mapped[bool] = mapped_column(default=False, server_default="0")

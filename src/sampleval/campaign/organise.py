@@ -43,13 +43,13 @@ from sampleval.campaign.store import Store
 from sampleval.campaign.target import DEFAULT_START, judging, parse_target, target_status
 from sampleval.campaign.tokens import digest, new_secret
 from sampleval.campaign.topics import Statement
-from sampleval.confident import Target
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
+from sampleval.declare import resolve
 from sampleval.errors import SampleValError, UsageError
-from sampleval.params import resolve
+from sampleval.judging.confident import Target
 from sampleval.selection.base import METHODS, Budget, Selector
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -115,7 +115,7 @@ class Design:
     target_start: int = DEFAULT_START
     """Judgments each topic receives before the target may stop the campaign."""
     target_stop: str = "committed"
-    """How the target may stop the campaign (``--stop``, :data:`~sampleval.confident.STOP_MODES`):
+    """How the target may stop the campaign (``--stop``, :data:`~sampleval.judging.confident.STOP_MODES`):
     ``anytime`` checks anytime-valid half-widths at every recomputation (a look)."""
     rejudge: bool = False
     """Whether an assessor may judge again a document they judged (``--rejudge``); without
@@ -498,7 +498,7 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     --ranks`` on the same restricted export; the other measures' are None."""
     from sampleval.estimation.ranks import RANK_COLUMNS
     from sampleval.estimators import MEAN_TOPIC, estimate
-    from sampleval.evaluation import evaluate
+    from sampleval.measures.evaluation import evaluate
 
     if not sample.judged().shape[0]:
         return [], "no judgments yet"

@@ -19,11 +19,11 @@ from sampleval.errors import UsageError
 def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 2.0,
           public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> None:
     """Serve the store at ``url`` until interrupted (one process: the selectors live in
-    it); ``public_url`` and ``trusted_proxies`` as :func:`~.web.create_app` takes them."""
+    it); ``public_url`` and ``trusted_proxies`` as :func:`~.app.create_app` takes them."""
     single_threaded_blas()
     import uvicorn
 
-    from sampleval.campaign.web import create_app
+    from sampleval.campaign.app import create_app
 
     app = create_app(url, interval=refresh, public_url=public_url,
                      trusted_proxies=trusted_proxies)

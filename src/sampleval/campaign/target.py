@@ -1,11 +1,11 @@
-"""A campaign's target: judge until confident (:mod:`sampleval.confident`,
+"""A campaign's target: judge until confident (:mod:`sampleval.judging.confident`,
 ``docs/confident.md``) in a campaign.
 
 The organiser gives a target when creating the campaign (``campaign create --target
 AP~ht:0.02 [--target-run RUN]... [--start N]``): the 95% half-width of the mean over topics
 of a measure, for every run or the runs named. Each time the live estimates are recomputed
 (:mod:`.live`), :func:`target_status` measures the campaign's current sample against it
-with :class:`~sampleval.confident.ConfidentJudging`'s public API: a ConfidentJudging over
+with :class:`~sampleval.judging.confident.ConfidentJudging`'s public API: a ConfidentJudging over
 the campaign's selector, told what has been judged (:meth:`ConfidentJudging.observe`),
 gives the current half-width of every targeted run and its projection of the judgments
 still needed (:meth:`ConfidentJudging.status`).
@@ -29,7 +29,7 @@ recomputed (at most every ``--refresh`` seconds of ``sampleval serve``), so a fe
 judgments may arrive after the target is met; they are kept and counted.
 
 ``--stop anytime`` (``campaigns.target_stop``, issue 32; ``docs/guide/anytime.md``). The
-rule is :class:`~sampleval.confident.AnytimeJudging` (:func:`sampleval.confident.make_judging`
+rule is :class:`~sampleval.judging.confident.AnytimeJudging` (:func:`sampleval.judging.confident.make_judging`
 with the stored stop mode): every recomputation of the live estimates is a *look*, the
 half-widths are those of the anytime-valid confidence sequence, and the campaign stops at the
 first look where every topic has its start and every targeted run's anytime half-width is at
@@ -46,9 +46,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from sampleval.confident import AnytimeJudging, ConfidentJudging, Target, make_judging
 from sampleval.core.sample import Sample
-from sampleval.planning import Forecast, forecast_from_looks
+from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target, make_judging
+from sampleval.judging.planning import Forecast, forecast_from_looks
 from sampleval.selection.base import Selector
 
 DEFAULT_START = 20
@@ -92,7 +92,7 @@ def rate_needed(looks: Sequence[Sequence[float]], half_width: float,
     """The further judgments the current rate suggests before the widest anytime-valid
     half-width reaches ``half_width``, from the ``looks`` so far ((judgments, widest
     half-width), oldest first): the planner's forecast from the looks
-    (:func:`sampleval.planning.forecast_from_looks`: the variance of the widest mean falls
+    (:func:`sampleval.judging.planning.forecast_from_looks`: the variance of the widest mean falls
     as a power of the judgments, fitted over the recent looks) less the judgments made. 0
     when met; None with fewer than two looks or no decrease yet."""
     forecast = _rate_forecast(looks, half_width, ci)

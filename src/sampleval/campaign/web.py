@@ -1,5 +1,6 @@
-"""The web app: FastAPI over the service layer, with the JSON API (:mod:`.api`) and the
-server-rendered pages (:mod:`.pages`).
+"""What the JSON API (:mod:`.api`) and the server-rendered pages (:mod:`.pages`) share: who
+calls (:class:`Caller`, the dependencies that scope a request to a campaign), the security
+middleware (:class:`Guard`) and the templates; :mod:`.app` assembles them into the app.
 
 Security model (``docs/campaigns.md`` explains it to organisers):
 
@@ -30,28 +31,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from sampleval import __version__
-from sampleval.campaign.live import LiveEstimates
-from sampleval.campaign.service import CampaignService, Person, ServiceError
-from sampleval.campaign.store import Store
+from sampleval.campaign.service import CampaignService, Person
 from sampleval.campaign.target import widest_first
 from sampleval.campaign.tokens import same
-from sampleval.errors import SampleValError
 
 HERE = Path(__file__).resolve().parent
 MAX_BODY = 64 * 1024
@@ -253,59 +246,3 @@ async def _plain(send: Send, status: int, text: str, begun: float) -> None:
                             *secure_headers(begun)]})
     await send({"type": "http.response.body", "body": body})
 
-
-def create_app(url: str, *, live: bool = True, interval: float = 2.0,
-               public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> FastAPI:
-    """The campaign server over the store at ``url`` (migrated on start). ``live``:
-    recompute estimates in a worker process, at most every ``interval`` seconds per
-    campaign. ``public_url``: the address browsers reach it at (behind a reverse proxy);
-    ``trusted_proxies``: addresses or networks of proxies whose ``X-Forwarded-Host`` and
-    ``X-Forwarded-Proto`` are believed (:class:`Guard`)."""
-    from sampleval.campaign import api, pages
-
-    store = Store(url)
-    estimates = LiveEstimates(store, interval)
-    service = CampaignService(store, on_judgment=estimates.poke if live else None)
-    estimates.on_stop = service.stop
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service.load_all()
-        if live:
-            estimates.start()
-            for campaign_id in service.campaign_ids():
-                estimates.poke(campaign_id)
-        yield
-        if live:
-            estimates.close()
-        service.close()
-        store.close()
-
-    app = FastAPI(title="sampleval campaigns", version=__version__, lifespan=lifespan,
-                  docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
-                  description="Judge documents chosen by a selection method; watch the "
-                              "estimates; export the sample (docs/campaigns.md).")
-    app.state.service = service
-    app.state.live = estimates if live else None
-    app.add_middleware(Guard, public_url=public_url, trusted_proxies=list(trusted_proxies))
-    app.include_router(api.router)
-    app.include_router(pages.router)
-    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-
-    @app.exception_handler(ServiceError)
-    async def refused(request: Request, exc: ServiceError) -> JSONResponse:
-        return JSONResponse({"detail": exc.message}, status_code=exc.status)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # the inputs are not echoed: they may be huge, hostile, or not JSON (NaN)
-        errors = [{"loc": [str(part) for part in error.get("loc", ())],
-                   "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
-                  for error in exc.errors()]
-        return JSONResponse({"detail": errors}, status_code=422)
-
-    @app.exception_handler(SampleValError)
-    async def unusable(request: Request, exc: SampleValError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
-
-    return app

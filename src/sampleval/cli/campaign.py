@@ -246,8 +246,8 @@ def run_create(args: argparse.Namespace) -> None:
         from sampleval.campaign.organise import Design, create_campaign, parse_grades
         from sampleval.campaign.store import Store
         from sampleval.campaign.topics import read_topics
+        from sampleval.declare import resolve
         from sampleval.io.predictions import read_predictions
-        from sampleval.params import resolve
         from sampleval.selection import METHODS, Budget
 
         cls = METHODS[args.method]
@@ -325,7 +325,7 @@ def run_status(args: argparse.Namespace) -> None:
     from sampleval.campaign.organise import campaign_status, estimates_now, rows_frame
     from sampleval.campaign.store import Store
     from sampleval.campaign.target import widest_first
-    from sampleval.report import print_table
+    from sampleval.io.formats import print_table
 
     store = Store(args.db)
     try:

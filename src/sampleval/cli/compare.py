@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> None:
     if args.measure is not None and "," in args.measure.split("(")[0]:
         raise UsageError("compare takes one measure (-m); run it once per measure")
     with start_reading_runs(args) as reading:
-        from sampleval.comparison import compare, forest_plot
+        from sampleval.estimation.compare import compare, forest_plot
         from sampleval.estimators.setup import compare_default, setup_for
         from sampleval.io.samples import load_sample
 

@@ -123,11 +123,11 @@ def run(args: argparse.Namespace) -> None:
     from sampleval.estimation.ranks import RANK_COLUMNS, ranked
     from sampleval.estimators import estimate, largest_grade
     from sampleval.estimators.setup import setup_for
-    from sampleval.evaluation import MEAN_TOPIC
     from sampleval.io import read_runs
+    from sampleval.io.formats import ESTIMATE_NUMBERS, print_table, to_json, to_tsv
     from sampleval.io.predictions import read_predictions
     from sampleval.io.samples import load_sample
-    from sampleval.report import ESTIMATE_NUMBERS, print_table, to_json, to_tsv
+    from sampleval.measures.evaluation import MEAN_TOPIC
 
     predictions = [] if args.predictions is None else [args.predictions]
     check_stdin_once(args.sample, args.runs, predictions)

@@ -21,6 +21,7 @@ from sampleval.cli._app import (
     start_reading_runs,
     stderr_is_terminal,
 )
+from sampleval.errors import UsageError
 from sampleval.measures.names import DEFAULT_MEASURES, measure_names
 
 if TYPE_CHECKING:
@@ -29,9 +30,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from sampleval.core.graded import JudgedIndex, RunGrades
-    from sampleval.exact_results import ExactResults
     from sampleval.io._source import Prefetch
     from sampleval.measures.names import Measure
+    from sampleval.measures.results import ExactResults
 
 FORMATS = ("table", "tsv", "json", "trec")
 PREFETCH_BYTES = 1 << 26  # inflated run files held ahead of parsing: 30 TREC-COVID runs
@@ -76,10 +77,33 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_duplicates(parser)
 
 
-def run(args: argparse.Namespace) -> None:
-    from sampleval.measures.names import parse_measures
+def parse_evaluated(texts: list[str]) -> list[Measure]:
+    """The measures named in ``texts``; for a name that is an estimator's (``xinfAP``,
+    ``P@10~ht``), a UsageError pointing to ``sampleval estimate`` (the command line knows both
+    vocabularies; the measures do not import the estimators)."""
+    from sampleval.measures.names import parse_measure, parse_measures, split_measures
 
-    measures = parse_measures(args.measure or list(DEFAULT_MEASURES))
+    try:
+        return parse_measures(texts)
+    except UsageError:
+        from sampleval.estimators.names import parse_estimate
+
+        for part in (part for text in texts for part in split_measures(text)):
+            try:
+                parse_measure(part)
+            except UsageError:
+                try:
+                    name = parse_estimate(part).name
+                except UsageError:
+                    break
+                raise UsageError(f"unknown measure {part!r} ({name} is an estimate from a "
+                                 "sample of judgments: 'sampleval estimate SAMPLE RUN...')"
+                                 ) from None
+        raise
+
+
+def run(args: argparse.Namespace) -> None:
+    measures = parse_evaluated(args.measure or list(DEFAULT_MEASURES))
     check_stdin_once(args.qrels, args.runs)
     check_not_a_run(args.qrels, "the qrels", "sampleval evaluate QRELS RUN...")
     output = Output(args.output, [args.qrels, *args.runs])
@@ -91,8 +115,8 @@ def run(args: argparse.Namespace) -> None:
         results = exact.frame()
     else:  # preference and judgment-group measures read the runs themselves
         with start_reading_runs(args) as reading:  # the runs load while pandas imports
-            from sampleval.evaluation import evaluate
             from sampleval.io.coerce import as_qrels
+            from sampleval.measures.evaluation import evaluate
 
             judgments = as_qrels(args.qrels)
             loaded = reading.result()
@@ -100,7 +124,7 @@ def run(args: argparse.Namespace) -> None:
                            rel_level=args.rel_level, all_topics=args.all_topics,
                            judged_only=args.judged_only)
     if not args.per_topic:
-        from sampleval.evaluation import MEAN_TOPIC
+        from sampleval.measures.evaluation import MEAN_TOPIC
 
         results = results[results["query_id"] == MEAN_TOPIC]
     emit(results, args.format, output)
@@ -124,13 +148,13 @@ def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> Ex
     with Prefetch(paths or [], PREFETCH_BYTES) as prefetch:
         index = None
         if args.qrels != "-" and Path(args.qrels).is_dir():  # a sample: read through pandas
-            from sampleval.evaluation import judged_index
             from sampleval.io.coerce import as_qrels
+            from sampleval.measures.evaluation import judged_index
 
             judgments = as_qrels(args.qrels)
             index = judged_index(judgments, judgments.topics)
         with in_background(_read_graded, args, paths, index, prefetch) as reading:
-            from sampleval.exact_results import graded_results
+            from sampleval.measures.results import graded_results
 
             index, graded = reading.result()
     return graded_results(graded, index, measures, rel_level=args.rel_level,
@@ -170,7 +194,7 @@ def _qrels_index(path: str) -> JudgedIndex:
     """The qrels file's judgments of all its topics (in natural order), indexed."""
     import pyarrow.compute as pc
 
-    from sampleval._arrow import numpy_of
+    from sampleval.core._arrow import numpy_of
     from sampleval.core.graded import JudgedIndex
     from sampleval.core.run import sort_topics
     from sampleval.io._table import read_table
@@ -184,7 +208,7 @@ def _qrels_index(path: str) -> JudgedIndex:
 
 def emit(results: pd.DataFrame, output_format: str, output: Output) -> None:
     """Write exact results in one of :data:`FORMATS`."""
-    from sampleval.report import print_table, to_json, to_trec, to_tsv
+    from sampleval.io.formats import print_table, to_json, to_trec, to_tsv
 
     if output_format == "table":
         console = output.console()

@@ -35,7 +35,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from sampleval.exporting import export
+    from sampleval.io.export import export
     from sampleval.io.samples import load_sample
 
     sample = load_sample(args.sample, args.sample_format)

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> None:
         raise UsageError(f"{args.sample}: the first argument looks like a judgments file, the "
                          f"second ({args.judgments}) is a directory; give the sample "
                          "directory first (sampleval judge SAMPLE JUDGMENTS)")
-    from sampleval.judging import TO_JUDGE, judge
+    from sampleval.judging.loop import TO_JUDGE, judge
 
     judgments = read_qrels(args.judgments)
     progress = judge(args.sample, judgments, args.runs or None, stop=args.stop,

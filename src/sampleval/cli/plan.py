@@ -67,10 +67,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> None:
     import numpy as np
 
-    from sampleval.confident import Target
     from sampleval.io import read_runs
     from sampleval.io.samples import load_sample
-    from sampleval.planning import forecast
+    from sampleval.judging.confident import Target
+    from sampleval.judging.planning import forecast
 
     if args.target is None:
         raise UsageError("plan needs --target MEASURE:HALF_WIDTH, e.g. --target AP:0.02")

@@ -25,6 +25,7 @@ from sampleval.errors import UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sampleval.core.design import Design
     from sampleval.core.sample import Sample
     from sampleval.selection import Selector
     from sampleval.selection.base import Oracle
@@ -133,12 +134,12 @@ def run_sample(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    from sampleval.confident import ConfidentJudging, make_judging
     from sampleval.core.pool import Pool
     from sampleval.core.sample import check_new_directory
+    from sampleval.declare import resolve
     from sampleval.io import expand_run_paths, read_qrels, read_runs
     from sampleval.io.predictions import read_predictions
-    from sampleval.params import resolve
+    from sampleval.judging.confident import ConfidentJudging, make_judging
     from sampleval.selection import METHODS, Budget, qrels_oracle
 
     cls = METHODS[args.method]
@@ -147,7 +148,7 @@ def run_sample(args: argparse.Namespace) -> None:
     cls.check_predictions(args.predictions is not None)
     target = None
     if args.target is not None:
-        from sampleval.confident import Target
+        from sampleval.judging.confident import Target
 
         target = Target.parse(args.target, args.target_run)
     elif args.target_run or args.ceiling or args.stop != "committed":
@@ -157,7 +158,7 @@ def run_sample(args: argparse.Namespace) -> None:
     check_stdin_once(*([] if args.qrels is None else [args.qrels]), args.runs, predictions)
     files = expand_run_paths(args.runs)
     if args.qrels is None:
-        from sampleval.judging import check_run_files
+        from sampleval.judging.loop import check_run_files
 
         check_run_files(files)
     oracle = None if args.qrels is None else read_qrels(args.qrels)
@@ -172,7 +173,7 @@ def run_sample(args: argparse.Namespace) -> None:
     selector = cls(Pool.from_runs(loaded, depth=args.depth), Budget(args.budget, args.rate),
                    np.random.default_rng(seed), predictions=predicted, **params)
     if oracle is None:
-        from sampleval.judging import TO_JUDGE, read_to_judge, start
+        from sampleval.judging.loop import TO_JUDGE, read_to_judge, start
 
         judged_by: Selector | ConfidentJudging = selector
         if target is not None:
@@ -258,8 +259,19 @@ def run_methods_tsv() -> None:
         held = cls.design.capabilities()
         lines.append("\t".join((name, cls.design.name,
                                 *(str(held[c]).lower() for c in CAPABILITIES),
-                                ",".join(cls.estimator_families()))))
+                                ",".join(estimator_families(cls.design)))))
     sys.stdout.write("\n".join(lines) + "\n")
+def estimator_families(design: Design) -> list[str]:
+    """The estimator families that accept samples of ``design``, those of the design's default
+    estimators first (none for a pooled design: its judged documents are evaluated exactly).
+    Here, above both, so that the selection methods need not import the estimators."""
+    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimators.names import default_families
+    from sampleval.estimators.setup import accepts
+
+    first = default_families(design)
+    rest = [f.name for f in FAMILIES.values() if accepts(f, design)]
+    return list(dict.fromkeys([*first, *rest]))
 
 
 def run_methods(args: argparse.Namespace) -> None:
@@ -272,10 +284,10 @@ def run_methods(args: argparse.Namespace) -> None:
     import shutil
     import textwrap
 
+    from sampleval.declare import resolve
     from sampleval.estimators import DEFAULT_MEASURES
     from sampleval.estimators.family import FAMILIES
     from sampleval.estimators.names import estimator_for
-    from sampleval.params import resolve
     from sampleval.selection import METHODS
 
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
@@ -309,7 +321,7 @@ def run_methods(args: argparse.Namespace) -> None:
             lines.append(entry("capabilities", held))
         else:
             lines += [entry("design", cls.design + unit), entry("capabilities", held)]
-            lines.append(entry("estimator families", ", ".join(cls.estimator_families())))
+            lines.append(entry("estimator families", ", ".join(estimator_families(cls.design))))
             lines.append(entry("estimated by default", defaults(cls)))
         lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]
         lines.append("")

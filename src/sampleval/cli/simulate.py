@@ -150,15 +150,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> None:
-    from sampleval.experiments.runner import check_judge
+    from sampleval.simulation.runner import check_judge
 
     predictions = [] if args.predictions is None else [args.predictions]
     check_stdin_once(args.qrels, args.runs, predictions)
     check_judge(args.methods, split_names(args.measures), args.predictions is not None,
                 args.predictor, args.audit)
     with start_reading_runs(args) as reading:
-        from sampleval.experiments.runner import simulate
         from sampleval.io import read_qrels
+        from sampleval.simulation.runner import simulate
 
         qrels = read_qrels(args.qrels)
         loaded = reading.result()
@@ -173,7 +173,7 @@ def run_simulate(args: argparse.Namespace) -> None:
                        predictions=args.predictions, predictor=args.predictor,
                        audit=args.audit)
     print_summary(summary)
-    from sampleval.experiments.summary import unreachable_notes
+    from sampleval.simulation.summary import unreachable_notes
 
     for note in unreachable_notes(summary):
         sys.stdout.write(f"{note}\n")
@@ -183,7 +183,7 @@ def run_simulate(args: argparse.Namespace) -> None:
 
 
 def run_report(args: argparse.Namespace) -> None:
-    from sampleval.experiments.report import render
+    from sampleval.simulation.report import render
 
     path = render(args.output, rate=args.rate, budget=args.budget)
     sys.stdout.write(f"{path}\n")

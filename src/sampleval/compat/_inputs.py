@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import dictionary_array, has_repeats, numpy_of, repeats
+from sampleval.core._arrow import dictionary_array, has_repeats, numpy_of, repeats
 from sampleval.core.run import Run, keep_one, ranks_within, sorted_codes, trec_order
 from sampleval.errors import InputError
 from sampleval.io._table import Column, Source, TableFormat, last_tokens, load, read_table

@@ -211,7 +211,7 @@ def _mark(opts: Options, text: str) -> None:
         spec = trec_spec(name)
         if spec is None or not spec.trec_eval:
             known = [s.trec for s in SPECS if s.trec_eval]
-            from sampleval.registry import did_you_mean
+            from sampleval.declare import did_you_mean
 
             raise UsageError(f"trec_eval: illegal measure '{text}'{did_you_mean(name, known)}")
         members = [spec]
@@ -380,7 +380,7 @@ def evaluate_topics(opts: Options, items: list[Item], judgments: QrelsColumns | 
                 elif item.spec.trec == "relstring":
                     out[topic].relstring = relstring(ranked.codes()[0], item.length)
     elif opts.rel_format in ("prefs", "qrels_prefs"):
-        from sampleval.evaluation import prefs_rankings
+        from sampleval.measures.evaluation import prefs_rankings
         from sampleval.measures.prefs import prefs_values
 
         for topic, judged, pos, njr in prefs_rankings(judgments, [full], topics,  # type: ignore[arg-type]
@@ -391,7 +391,7 @@ def evaluate_topics(opts: Options, items: list[Item], judgments: QrelsColumns | 
                     out[topic].values[j] = float(found[item.measure.name][0])
     else:  # qrels_jg
         from sampleval.core.pool import Pool
-        from sampleval.evaluation import group_rankings
+        from sampleval.measures.evaluation import group_rankings
         from sampleval.measures.groups import compute_groups
 
         pool = Pool.from_runs([full], depth=opts.max_docs, topics=topics,

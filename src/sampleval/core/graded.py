@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import arrow_of, dictionary_array, numpy_of, packed_keys, strings_of
+from sampleval.core._arrow import arrow_of, dictionary_array, numpy_of, packed_keys, strings_of
 from sampleval.core.run import Run, sorted_codes, trec_order
 from sampleval.measures.base import RankedGrades
 

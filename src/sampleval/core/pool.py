@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sampleval._arrow import packed_keys
+from sampleval.core._arrow import packed_keys
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run, sort_topics, sorted_codes, trec_order
 

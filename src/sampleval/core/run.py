@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sampleval._arrow import arrow_of, dictionary_array, numpy_of, repeats
+from sampleval.core._arrow import arrow_of, dictionary_array, numpy_of, repeats
 from sampleval.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def trec_order(topic: np.ndarray, score: np.ndarray, doc_key: DocKey,
 
     Rows are grouped by ``topic`` (ascending code), then ordered by score descending, ties
     broken by docno descending. ``doc_key`` must order like the docno strings (for example the
-    position of each docno in a sorted vocabulary, or :func:`sampleval._arrow.packed_keys`):
+    position of each docno in a sorted vocabulary, or :func:`sampleval.core._arrow.packed_keys`):
     trec_eval compares docnos with ``strcmp``, which is the order of their UTF-8 bytes. Scores
     are compared in single precision, as trec_eval stores them (``float sim``): scores that
     differ only beyond float32 precision tie (``score_type=np.float64`` compares as NIST's

@@ -356,7 +356,7 @@ def read_header(directory: str | PathLike[str]) -> dict[str, Any]:
 
 def pending_count(header: dict[str, Any]) -> int:
     """How many proposed documents a sample directory's header says await a label (judging
-    outside sampleval, :mod:`sampleval.judging`; 0 for a finished sample)."""
+    outside sampleval, :mod:`sampleval.judging.loop`; 0 for a finished sample)."""
     judging = header.get("judging")
     return int(judging.get("pending", 0)) if isinstance(judging, dict) else 0
 

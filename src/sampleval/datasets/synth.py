@@ -9,11 +9,9 @@ parameters are drawn is ``draw``:
 - ``item`` (the default): one draw per item. A categorical whose parameters are Dirichlet
   distributed is, marginally, Categorical(alpha / sum(alpha)), so the grades are drawn from
   that directly (the same distribution, without 60 million gamma variates). This is the
-  reading that reproduces the paper's numbers: its true DCGs (Table 3, U_S: 284.40, 277.63,
-  271.32, -, 269.87) and TOP's (16.98, 10.00, 8.51, -, 0.00) are ours to within 0.1 at
-  6000 x 2000, seed 0 (``python -m sampleval.experiments.reproductions synth-truth``;
-  ``docs/reproductions.md``), while one draw per ranking gives OPT 252.9, TOP 8.64 and
-  DEEP a standard deviation of 51 against the paper's 1.69 (``synth-truth --draw ranking``).
+  reading that reproduces the paper's true DCGs (Table 3) and TOP's at 6000 x 2000, while
+  one draw per ranking does not (docs/reproductions.md, with the commands:
+  ``python -m studies.reproductions synth-truth [--draw ranking]``).
 - ``ranking``: one parameter vector per ranking (heterogeneous queries).
 - ``once``: one parameter vector for the whole data set.
 
@@ -21,8 +19,8 @@ The systems (sec. 3.1): ``OPT`` sorts each ranking by true grade (ties by item n
 ``REVERSE-m`` reverses OPT's top m items; ``SHIFT-m`` rotates OPT's ranking m positions to
 the right, the last m items coming back at the top. The paper's systems are REVERSE-75,
 REVERSE-150, SHIFT-5 and SHIFT-7 (the defaults). Its SHIFT-5 row is reproduced exactly by a
-rotation of 3 (U_S 274.94, TOP 4.72; a rotation of 5 puts 5 non-relevant items on top, TOP
-0), so ``shifts=(3, 7)`` gives the paper's numbers.
+rotation of 3 (a rotation of 5 puts 5 non-relevant items on top; docs/reproductions.md), so
+``shifts=(3, 7)`` gives the paper's numbers.
 
 Files (:func:`write_synth`, or ``python -m sampleval.datasets.synth OUTDIR``): ``qrels.txt``
 (``qid 0 docno grade`` for every item, grade 0 included, so the qrels are complete) and one

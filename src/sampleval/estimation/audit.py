@@ -32,7 +32,7 @@ people judged a design-based sample of it. For a run r and a measure:
   T independent topics' estimated variances, some of them poorly estimated, and the normal
   reference flagged some run under a perfect judge far more often than Holm's 5%:
   docs/guide/audit.md), so that p < 1 - ci exactly when the interval excludes 0;
-  ``p_adjusted`` by Holm (or Benjamini-Hochberg, :func:`sampleval.comparison.adjust`) over
+  ``p_adjusted`` by Holm (or Benjamini-Hochberg, :func:`sampleval.estimation.compare.adjust`) over
   the runs; ``flagged``: p_adjusted < alpha;
 - ``rank``, ``rank_lo``, ``rank_hi``: the estimated leaderboard's simultaneous rank
   intervals on these topics, from S (:func:`sampleval.estimation.ranks.
@@ -107,7 +107,7 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     measure takes them (:func:`controlled_estimates`: AP~ht; experimental, with a warning:
     its intervals cover too little where the machine's errors are few); ``rng`` draws the
     rank intervals' simulation (default seed 0)."""
-    from sampleval.comparison import check_test_options
+    from sampleval.estimation.compare import check_test_options
     from sampleval.io.coerce import as_runs, as_sample
 
     sample = as_sample(sample)
@@ -227,9 +227,9 @@ def human_estimates(sample: Sample, runs: list[Run], measure: str,
     estimator family's per-topic variances and pairwise-difference variances
     (``EstimatorFamily.parts``, ``differences``; any family that gives both: today ``~ht``).
     ``predictions`` reach the families that read them (``needs_predictions``)."""
-    from sampleval.aggregation import aggregate_of, over_topics, topic_sums
     from sampleval.estimators.base import z_value
     from sampleval.estimators.family import FAMILIES
+    from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
     spec, pool, views = _aligned(sample, runs, measure, depth, predictions)
     family = FAMILIES[spec.family]
@@ -269,7 +269,7 @@ def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: P
     (:func:`_difference_jackknife`). Exact (zero variance) on a census and, on any sample,
     for a judge that agrees with the people on every judged document. AP~ht only (its
     replicates, :mod:`sampleval.estimators.horvitz_thompson`; ``bias`` taylor or none)."""
-    from sampleval.aggregation import aggregate_of, over_topics
+    from sampleval.measures.aggregation import aggregate_of, over_topics
 
     spec, pool, views = _aligned(sample, runs, measure, depth, None)
     if not takes_control(spec):
@@ -457,8 +457,8 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
     (:data:`REFERENCES`)."""
     from scipy import stats
 
-    from sampleval.aggregation import aggregate_of, over_topics
-    from sampleval.comparison import adjust
+    from sampleval.estimation.compare import adjust
+    from sampleval.measures.aggregation import aggregate_of, over_topics
 
     if reference not in REFERENCES:
         raise UsageError(f"the reference must be one of {', '.join(REFERENCES)}, not "
@@ -536,7 +536,7 @@ def audit_outcome(rows: pd.DataFrame, true_means: pd.Series, favoured: str | Non
 def _machine_per_topic(sample: Sample, machine: Predictions, pool: Pool, spec: EstimateSpec,
                        topics: list[str], level: float) -> np.ndarray:
     """``[topics, runs]`` the measure with the machine's grades as qrels (exact)."""
-    from sampleval.evaluation import evaluate
+    from sampleval.measures.evaluation import evaluate
 
     name = spec.base if spec.cutoff is None else f"{spec.base}@{spec.cutoff}"
     with warnings.catch_warnings():
@@ -652,7 +652,7 @@ def bias_figure(table: pd.DataFrame, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sampleval.comparison import save_figure
+    from sampleval.estimation.compare import save_figure
 
     measures = list(dict.fromkeys(table["measure"]))
     height = max(2.5, 0.16 * table["run"].nunique() + 1.2)

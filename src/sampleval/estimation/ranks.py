@@ -13,7 +13,7 @@ confidence intervals for ranks", Biometrics 78(1), 2022, whose Tukey-type varian
 
 The simultaneous pairwise intervals are mean_p +- c s_p / sqrt(T), mean_p and s_p the mean
 and standard deviation over topics of the per-topic differences of pair p (the paired
-t-test of :mod:`sampleval.comparison`: the spread over topics carries the sampling variance
+t-test of :mod:`sampleval.estimation.compare`: the spread over topics carries the sampling variance
 with the topic variation, its "ultimate cluster" argument), and c the ``ci`` quantile of
 max_p |mean*_p - mean_p| / (s*_p / sqrt(T)) over a bootstrap of the topics (the max-t
 method of Westfall & Young 1993, ch. 2, studentised; the bootstrap keeps the strong

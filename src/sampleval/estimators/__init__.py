@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sampleval.aggregation import topic_sums
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample
@@ -57,6 +56,7 @@ from sampleval.estimators.setup import (
     default_estimates,
     setup_for,
 )
+from sampleval.measures.aggregation import topic_sums
 
 if TYPE_CHECKING:
     from sampleval.io.coerce import MeasuresLike, PredictionsLike, RunsLike, SampleLike

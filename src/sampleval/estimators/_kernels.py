@@ -164,7 +164,7 @@ def nist_replicates(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.n
     ranks k of each such stretch (``total``; ``own``: only the ranks in g, weight 1/k), and
     each replicate is its run's sums plus that sum's part after k_j: O(runs x width) (plus
     the precisions' sums over strata), not a pass per sampled document (the pass per
-    document is the tests' reference, ``tests/test_replicates.py``)."""
+    document is the tests' reference, ``tests/unit/test_replicates.py``)."""
     n_runs, width = frame_at_rank.shape
     n_strata = len(scale)
     n_sampled = int(sampled_index.max()) + 1 if len(sampled_index) else 0

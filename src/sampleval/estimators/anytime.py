@@ -33,7 +33,7 @@ written as a time-changed Brownian motion) and the topics judged next are chosen
 variances, not from the estimates; (2) V_k estimates the variance consistently (the
 "asymptotic" of the title). Where an allocation rule picks topics from quantities correlated
 with their estimates (a topic with nothing relevant found has both estimate and variance 0),
-(1) is approximate: ``sampleval.experiments.anytime`` measures the coverage at stopping.
+(1) is approximate: ``studies.anytime`` measures the coverage at stopping.
 
 Tuning. The boundary is narrowest relative to sqrt(V) near rho^2 I = x* =
 2 log(1/alpha) + log(1 + 2 log(1/alpha)) (ibid., the approximate minimiser, as in their

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sampleval.aggregation import aggregate_of, over_topics, topic_sums
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample, TopicSample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimators.names import parse_estimate
-from sampleval.params import Param
+from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
 MEAN_TOPIC = "all"
 UNBIASED_AP = 2
@@ -229,7 +229,7 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
               values: np.ndarray, variances: np.ndarray | None, ci: float,
               bias: np.ndarray | None = None) -> pd.DataFrame:
     """Rows for per-topic estimates ``values[topic, run]`` and their mean over the topics each
-    run retrieved for (their sum for counts: :mod:`sampleval.aggregation`), with normal
+    run retrieved for (their sum for counts: :mod:`sampleval.measures.aggregation`), with normal
     intervals from ``variances[topic, run]`` (topics sampled independently: Var(mean) =
     sum Var / T^2, Var(sum) = sum Var). Without variances, lo and hi are NaN.
 

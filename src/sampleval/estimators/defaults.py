@@ -9,7 +9,7 @@ table, with a line in CHANGELOG.md. A measure with a cutoff is keyed ``BASE@k`` 
 exactly, have none).
 
 Why these (chosen by the accuracy measured with ``python -m
-sampleval.experiments.default_estimates``, and for AP on stratified samples by the coverage of
+studies.default_estimates``, and for AP on stratified samples by the coverage of
 the intervals):
 
 - census and stratified: the Horvitz-Thompson family ``~ht``; AP too, whose intervals cover

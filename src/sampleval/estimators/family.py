@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sampleval.params import Param
-from sampleval.registry import Registry
+from sampleval.declare import Param, Registry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +75,7 @@ class EstimatorFamily:
     ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
     doubles, trec_eval floats); ``options`` are the estimator's named variants, written
     ir_measures-style after the measure's name (``xinfAP(var=appendix)``,
-    ``AP~ht(var=jackknife)``), each a :class:`~sampleval.params.Param` whose default is the
+    ``AP~ht(var=jackknife)``), each a :class:`~sampleval.declare.Param` whose default is the
     variant used when none is named; each base lists the options it takes; ``imputed``
     (None: the family imputes nothing) gives the share of each estimate that its smoothing
     constants make up, so that ``estimate`` can flag the estimates that are mostly a guess;
@@ -84,10 +83,10 @@ class EstimatorFamily:
     so :func:`sampleval.estimators.estimate` refuses it without predictions; ``differences``
     (None: not offered) estimates the difference of two runs per topic with the variance of
     that difference, which
-    :mod:`sampleval.comparison` uses for the paired test's degrees of freedom; ``parts``
+    :mod:`sampleval.estimation.compare` uses for the paired test's degrees of freedom; ``parts``
     (None: read from the rows, no bias) gives the per-topic estimates, variances and the
     biases that widen the intervals (:func:`~sampleval.estimators.base.summarise`), which
-    :mod:`sampleval.confident` plans with.
+    :mod:`sampleval.judging.confident` plans with.
     """
 
     name: str
@@ -141,7 +140,7 @@ class EstimatorFamily:
 
     def option_lines(self) -> list[str]:
         """One line per option for help texts: its name, the measures that take it, and
-        :meth:`~sampleval.params.Param.describe`."""
+        :meth:`~sampleval.declare.Param.describe`."""
         lines = []
         for p in self.options:
             takers = [n for b, n in zip(self.bases, self.measure_names(), strict=True)

@@ -91,7 +91,7 @@ judged in full as the truth, 126 runs, 50 topics, ``active:uniform=0`` (the pape
 ``active``'s default when this was measured), 200 trials per budget (R@k 100), run at load
 4-7 on 2 cores::
 
-    nice -n 10 python -m sampleval.experiments.interval_coverage --designs active:uniform=0
+    nice -n 10 python -m studies.interval_coverage --designs active:uniform=0
         --rate R --trials 50 --seed S --raw F --measures 'AP~ht;AP~hh(bias=taylor);
         AP~hh(bias=jackknife);AP~hh(bias=none);Rprec~ht;Rprec~hh;nDCG@10~ht;nDCG@10~hh'
 
@@ -148,6 +148,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimators.base import (
     TopicView,
@@ -160,7 +161,6 @@ from sampleval.estimators.base import (
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
 from sampleval.estimators.ppi import LINEAR, without_predictions
-from sampleval.params import Param
 
 
 def per_draw(spec: EstimateSpec, level: float, ranks: np.ndarray, labels: np.ndarray,

@@ -23,7 +23,7 @@ AP-hat before the bias correction, ``var=jackknife-uncorrected``:
 :func:`stratified_average_precision` on stratified samples, :func:`average_precision_jackknife`
 on the others), which covers best. Coverage of AP~ht's 95%
 intervals (per topic and run / of each run's mean over topics), TREC-COVID round 5, depth-100
-pool of the 126 runs, 100 samples, ``python -m sampleval.experiments.interval_coverage``
+pool of the 126 runs, 100 samples, ``python -m studies.interval_coverage``
 (measured before the ``bias`` option, so with ``bias=none``):
 
     design                                        jackknife       linear
@@ -41,7 +41,7 @@ with the HT (co)variances (:func:`_ratio`); ``jackknife`` the delete-one jackkni
 estimate (Quenouille 1956, Tukey 1958; stratified, Jones 1974: :func:`stratified_average_
 precision`; (1 - pi)-weighted on the other designs: :func:`average_precision_jackknife`);
 ``none`` leaves AP-hat as it is. Mean over topics of each run's AP, TREC-COVID round 5, coverage
-of the 95% interval / bias / rms (``python -m sampleval.experiments.interval_coverage
+of the 95% interval / bias / rms (``python -m studies.interval_coverage
 --designs D [--rate R] --trials N --measures 'AP~ht;AP~ht(bias=jackknife);AP~ht(bias=taylor)'``):
 
     design (trials)           none                  jackknife             taylor
@@ -102,7 +102,7 @@ regression", Quantitative Economics 2020, give the exact critical value for a kn
 B estimated, the conservative form is the one that covers here: the exact one reached
 0.926 / 0.918 at 5% / 10%). b is 0 at a census and shrinks as the sample grows.
 ``normal`` is z standard errors either side. Coverage of the mean over topics, TREC-COVID
-round 5, depth 100 (``python -m sampleval.experiments.interval_coverage --designs D --rate R
+round 5, depth 100 (``python -m studies.interval_coverage --designs D --rate R
 --trials 50 --seed S --measures 'AP~ht;AP~ht(interval=normal)'``, chunks pooled):
 
     design (samples)            bias-aware   normal   mean half-width, bias-aware / normal
@@ -151,6 +151,7 @@ import pandas as pd
 
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimators._ht_kernels import (
     ap_contributions,
@@ -170,7 +171,6 @@ from sampleval.estimators.base import (
 )
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
-from sampleval.params import Param
 
 
 class HTEstimate(NamedTuple):
@@ -524,7 +524,7 @@ def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, pa
     stratified samples :func:`stratified_replicates`, where pi_ij depends only on the two
     strata, in O(runs x K^2 + runs x K x strata), where recomputing costs O(runs x K^2) per
     replicate (K: a run's judged relevant documents, m: the topic's).
-    ``tests/test_ap_kernels.py`` checks both against the recomputation (1e-12 relative).
+    ``tests/unit/test_ap_kernels.py`` checks both against the recomputation (1e-12 relative).
     """
     n_runs, m = ranks.shape[0], len(y)
     variance = np.zeros(n_runs if pairs is None else len(pairs))

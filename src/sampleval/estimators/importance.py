@@ -61,11 +61,11 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimators.base import TopicView, gain, relevance, summarise, z_value
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
-from sampleval.params import Param
 
 INTERVALS = ("clt", "hoeffding", "bernstein")
 DEFAULT_INTERVAL = "clt"

@@ -69,7 +69,7 @@ is the one-stratum case. Three estimates of Var(T/R):
 
 Coverage of the 95% intervals (per topic and run / of each run's mean over topics), TREC-COVID
 round 5, depth-100 pool of the 126 runs, 50 topics, 100 samples, ``python -m
-sampleval.experiments.interval_coverage --trials 100 --designs strata,uniform``:
+studies.interval_coverage --trials 100 --designs strata,uniform``:
 
     design                        jackknife       appendix        linear
     xinfAP, strata (1-10 all,     0.865 / 0.931   0.829 / 0.907   0.830 / 0.866
@@ -134,6 +134,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.estimators._kernels import (
     VAR_APPENDIX,
     VAR_LINEAR,
@@ -154,7 +155,6 @@ from sampleval.estimators.base import (
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
-from sampleval.params import Param
 
 INFAP_EPSILON = 1e-5
 NIST_RELEVANT_EPSILON = 1e-5

@@ -16,11 +16,10 @@ from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from sampleval.declare import did_you_mean, parse_assignments
 from sampleval.errors import SampleValError, UsageError
 from sampleval.estimators.defaults import CUTOFF, DEFAULTS, default_name
 from sampleval.estimators.family import FAMILIES, EstimatorFamily
-from sampleval.params import parse_assignments
-from sampleval.registry import did_you_mean
 
 if TYPE_CHECKING:
     from sampleval.core.sample import Sample

@@ -130,7 +130,7 @@ R-hat))/R^2 = -C(u, R-hat)/R (Cochran, Sampling Techniques, 1977, ch. 6), the bi
 with the design's form of u and of R-hat's linearised values (:func:`taylor_bias`; with
 predictions 0 it is ``AP~ht(var=linear,bias=taylor)`` exactly). TREC-COVID round 5,
 ``stratified`` at 3%, pure-noise predictions, 60 trials (``python -m
-sampleval.experiments.interval_coverage --designs stratified --rate 0.03 --predictor noise
+studies.interval_coverage --designs stratified --rate 0.03 --predictor noise
 --trials 60 --measures 'AP~ppi(bias=none);AP~ppi'``): bias of the mean AP +0.0177 ->
 +0.0090, rms 0.0252 -> 0.0193, coverage of the mean 0.732 -> 0.879; ``taylor`` is the
 default, as for ``AP~ht`` (lam is tuned on the uncorrected estimate's variance).
@@ -210,6 +210,7 @@ import pandas as pd
 
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimators._ppi_kernels import stratum_spreads
 from sampleval.estimators.anticipated import (
@@ -231,7 +232,6 @@ from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.horvitz_thompson import TAKE_CORRECTION, _delta, _run_docs, rank_cut
 from sampleval.estimators.importance import ideal_dcg
 from sampleval.estimators.names import EstimateSpec, draws_reach_every_document
-from sampleval.params import Param
 
 FORMS = ("ht", "draws")
 TUNINGS = ("by-measure", "cross-fit", "plug-in", "none")
@@ -1172,7 +1172,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     A replicate's AP-hat' outside [0, 1] is taken as it comes. On topics with a handful of
     judged documents (about
     6 per topic, of which one or two relevant) the Taylor term and its replicates can be far
-    outside [0, 1], and b with them (tests/test_ppi.py's Monte Carlo test runs without
+    outside [0, 1], and b with them (tests/unit/test_ppi.py's Monte Carlo test runs without
     predictions for that reason). Measured on TREC-COVID in docs/predictions.md, "AP's
     remaining bias".
 

@@ -1,7 +1,7 @@
 """The depth, the frame and the estimators a command uses for a sample: one home.
 
 ``sampleval estimate``, ``compare``, ``simulate``, a campaign's live leaderboard and the
-library's :func:`sampleval.estimate` and :func:`sampleval.comparison.compare` all take them
+library's :func:`sampleval.estimate` and :func:`sampleval.estimation.compare.compare` all take them
 from :func:`setup_for` (and, where only a design is known, as in ``simulate``'s plans, from
 :func:`estimator_of`), so that a run's mean is the same number whichever command prints it:
 
@@ -176,7 +176,7 @@ def simple_random(sample: Sample) -> bool:
     infAP's design), whose AP has a default of its own
     (:data:`sampleval.estimators.defaults.SIMPLE_RANDOM`). The design decides, not the
     number of strata: a sample read from qrels keeps its design's defaults, and so does a
-    judge-until-confident one (its phases, meta ``confident``, :mod:`sampleval.confident`)."""
+    judge-until-confident one (its phases, meta ``confident``, :mod:`sampleval.judging.confident`)."""
     from sampleval.selection import METHODS
 
     method = str(sample.meta.get("method"))

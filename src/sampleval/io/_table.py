@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from sampleval._arrow import has_repeats, numpy_of
+from sampleval.core._arrow import has_repeats, numpy_of
 from sampleval.errors import InputError
 from sampleval.io._source import STDIN, STDIN_NAME, Source, load
 

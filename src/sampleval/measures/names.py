@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sampleval.declare import did_you_mean
 from sampleval.errors import UsageError, short_repr
-from sampleval.registry import did_you_mean
 
 Cutoff = Literal["no", "optional", "required"]
 Params = tuple[tuple[str, object], ...]
@@ -386,10 +386,6 @@ def parse_measure(text: str) -> Measure:
         if spec is not None and spec.cutoff != "no":
             return _checked(spec, trec["cut"], None, text)
     stem = re.split(r"[@(]", text)[0]
-    estimated = _estimator_named(text)
-    if estimated is not None:
-        raise UsageError(f"unknown measure {text!r} ({estimated} is an estimate from a sample "
-                         "of judgments: 'sampleval estimate SAMPLE RUN...')")
     if stem in ("runid", "relstring"):
         raise UsageError(f"{stem} is a line of trec_eval's output, not a measure ('sampleval "
                          f"trec_eval -m {stem}' prints it)")
@@ -399,20 +395,10 @@ def parse_measure(text: str) -> Measure:
                      "ndcg_cut_20 work too)")
 
 
-def _estimator_named(text: str) -> str | None:
-    """The estimator ``text`` names (``xinfAP``, ``P@10~ht``), if it names one."""
-    try:
-        from sampleval.estimators.names import parse_estimate
-
-        return parse_estimate(text).name
-    except (UsageError, ImportError):
-        return None
-
-
 def aggregate_of(base: str) -> str:
     """How the measure ``base`` (``AP``, ``NumRel``; also a base only estimated, ``DCG``) and
     its estimates combine topics: ``sum`` for the counts, ``gmean`` for GMAP, else ``mean``
-    (:mod:`sampleval.aggregation`)."""
+    (:mod:`sampleval.measures.aggregation`)."""
     return spec_of(base).aggregate if base in _BY_KEY else "mean"
 
 

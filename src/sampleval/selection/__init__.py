@@ -4,7 +4,7 @@ Each method is one module of this package that declares itself with ``@register`
 :data:`METHODS` finds them all by name on first use.
 """
 
-from sampleval.params import Param
+from sampleval.declare import Param
 from sampleval.selection.base import (
     METHODS,
     Budget,

@@ -30,16 +30,10 @@ AP 0 retrieved), and no per-draw weight 1/p_t(d) exceeds N / a (a run floor leav
 documents at a few hundredths of 1/N).
 
 The default is ``uniform=0.2``, a departure from the paper, whose Algorithm 1 (and code) has
-no share: ``active:uniform=0`` is the paper's method. Why, measured (TREC-COVID round 5,
-depth 100, 126 runs, 50 topics, the pool judged as truth, 200 samples per budget; docs/
-methods.md, "A uniform share by default", has the command and the table): the share takes
-the per-draw ratios' bias to about 0 at less rms (AP~hh at 5% / 10%: bias +0.0061 / +0.0026
--> +0.0003 / -0.0009, rms 0.0172 / 0.0105 -> 0.0157 / 0.0101; nDCG~hh +0.018 / +0.009 ->
-+0.010 / +0.004), so that the per-draw family can be the default of every measure on these
-samples (``P@10~ht`` is biased by -0.033 / -0.018 under adaptive draws with or without the
-share, ``P@10~hh`` by -0.004 / -0.002 with it, at 8% / 14% more rms); AP~ppi's bias at 5%
-went from about +0.007 to about 0 (docs/predictions.md, "A uniform share"; on today's
-defaults, "Active sampling's default design: the issue's criteria": -0.0003..+0.0005).
+no share: ``active:uniform=0`` is the paper's method. The share takes the per-draw ratios'
+bias to about 0 at less rms, so that the per-draw family can be the default of every measure
+on these samples; the measurements and their commands: docs/methods.md, "A uniform share by
+default", and docs/predictions.md, "A uniform share".
 
 Round 1 is uniform over the runs and every rank has a positive prior (except the last under
 ``prior=log``), so every pooled document has pi_i > 0 whatever the floor; a floor keeps
@@ -62,7 +56,7 @@ Choices (ours where the paper is silent):
 - the AP estimate that steers the sampling is the HT estimator of ``estimators.
   horvitz_thompson.average_precision`` with pi_ij replaced by pi_i pi_j (the paper's code
   also treats inclusions as independent there), for all runs at once from where the judged
-  relevant documents sit in the rank matrix; relevance is label >= 1 (``estimators.base.
+  relevant documents sit in the rank matrix; relevance is label >= 1 (``measures.base.
   relevance`` at level 1). Estimates from the Sample use the exact pi_ij;
 - the budget counts distinct judged documents, as in the paper's code;
 - the AP estimates are updated once a round's documents are all judged (they steer only the
@@ -87,9 +81,9 @@ from numba import njit
 from sampleval.core.design import WITH_REPLACEMENT, Design
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.estimators.base import relevance
-from sampleval.params import Param
+from sampleval.measures.base import relevance
 from sampleval.selection.ap_prior import PRIORS, run_prior
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
 

@@ -35,8 +35,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import PAD, TopicPool
+from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.params import Param
 from sampleval.selection.ap_prior import document_prior, run_prior
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill

@@ -17,7 +17,7 @@ saving, loading in a fresh process and continuing gives the very sample an unint
 gives. Methods register with :func:`register` and declare their parameters once
 (:mod:`.params`); the CLI, the simulator and the campaign server find them by name in
 :data:`METHODS`, which imports every module of this package on first use (a new method is a
-new file here, or a plugin module: :mod:`sampleval.registry`).
+new file here, or a plugin module: :mod:`sampleval.declare`).
 """
 
 from __future__ import annotations
@@ -36,9 +36,8 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
+from sampleval.declare import Param, Registry, resolve
 from sampleval.errors import UsageError
-from sampleval.params import Param, resolve
-from sampleval.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -175,19 +174,6 @@ class Selector(ABC):
         """``state()["topics"][topic]`` alone, for a method whose state splits by topic
         (:attr:`splits_state`); without computing the other topics' parts."""
         raise NotImplementedError(f"{self.name}: the state does not split by topic")
-
-    @classmethod
-    def estimator_families(cls) -> list[str]:
-        """The estimator families that accept this method's design, those of the design's
-        default estimators first (none for deterministic methods: their judged documents are
-        evaluated exactly)."""
-        from sampleval.estimators.family import FAMILIES
-        from sampleval.estimators.names import default_families
-        from sampleval.estimators.setup import accepts
-
-        first = default_families(cls.design)
-        rest = [f.name for f in FAMILIES.values() if accepts(f, cls.design)]
-        return list(dict.fromkeys([*first, *rest]))
 
     def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
         """For documents just proposed for ``topic``: the stratum each will have in the sample

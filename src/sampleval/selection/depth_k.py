@@ -24,7 +24,7 @@ import numpy as np
 
 from sampleval.core.design import POOLED, Design
 from sampleval.core.pool import Pool, TopicPool
-from sampleval.params import Param
+from sampleval.declare import Param
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import PlannedSelector
 

@@ -63,8 +63,8 @@ from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.datasets.cranfield import read_documents
 from sampleval.datasets.retrieval import tokenize
+from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
 
 STRATEGIES = {"D12": 0.12, "D25": 0.25, "D50": 0.50}

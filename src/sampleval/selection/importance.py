@@ -18,9 +18,8 @@ to the unnormalised weights (eq. 7-8):
 
 The paper adds eps in eq. 7-8 only; it is added to every form here by default, since Q must
 be positive wherever a run's lambda rel is (eq. 4 is unbiased only then) and u~ or the weight
-can vanish. It costs the difference forms variance: on SYNTH (docs/reproductions.md, Table 7,
-100 rankings, 20 trials) PW's standard deviation is 0.29 with eps 0.0347 (0.05 in the paper's
-units) and 0.16 with eps 1e-6, the paper's 0.18. ``eps=0`` gives eq. 13 and 15 as printed,
+can vanish. It costs the difference forms variance (on SYNTH: docs/reproductions.md, Table
+7). ``eps=0`` gives eq. 13 and 15 as printed,
 and is accepted for those two forms only: their Q is 0 only where the runs' weights agree
 (lambda_A = lambda_B; every lambda_j at their mean or at the baseline's), and such a document
 adds nothing to the differences they estimate (U(A) - U(B), U(j) - U(b)), so the pairwise
@@ -39,11 +38,9 @@ only eps lets it be drawn), in place of a rank-based guess. For the forms over s
 runs, u~(y) is averaged over all of them, a run that did not retrieve y counting 0 (sec.
 4.2); for ``single`` it is u~ at the run's own rank. ``form=sqrt`` puts sqrt(u~) in place of
 u~ (ours: the minimiser of the expected variance when rel(y) is 0/1 with P(rel = 1) = u~,
-since E[rel^2] = u~). On TREC-COVID round 5 (binary labels, depth-100 pools of 126 runs, prior
-trec, eps 0.05) it has 25-43% less variance than the paper's form for every q and for DCG,
-DCG@10 and P@10 (e.g. SQRT, DCG@10: 1216 against 2137 per draw; ``python -m
-sampleval.experiments.importance_variants``); the paper's form stays the default, to
-reproduce its tables.
+since E[rel^2] = u~); on binary labels it has less variance than the paper's form
+(docs/methods.md, measured by ``python -m studies.importance_variants``), which stays the
+default, to reproduce the paper's tables.
 
 Q is fixed before any judgment, so each topic's n draws are made at construction from its own
 Generator (seeded from the given one, so topic order does not matter); new documents are
@@ -65,6 +62,7 @@ import pandas as pd
 from sampleval.core.design import IMPORTANCE, Design
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimators.importance import (
     FORMS,
@@ -80,7 +78,6 @@ from sampleval.estimators.importance import (
     single_system_q,
     sqrt_q,
 )
-from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register, rng_state
 
 Q_KINDS = ("single", "sqrt", "mean", "pairwise", "krel")

@@ -43,8 +43,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import Pool
+from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.params import Param
 from sampleval.selection.base import Budget, register
 from sampleval.selection.mtf import RunWalker
 

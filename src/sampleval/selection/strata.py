@@ -72,8 +72,8 @@ import pandas as pd
 from sampleval.core.design import STRATIFIED, Design
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.sample import Sample
+from sampleval.declare import Param
 from sampleval.errors import SamplingWarning, UsageError
-from sampleval.params import Param
 from sampleval.selection.base import Budget, Selector, register
 
 UNREACHABLE_DOC = "docs/guide/estimating.md#unreachable-documents"
@@ -207,7 +207,7 @@ class StratifiedSelector(PlannedSelector):
         """The design laid out afresh for ``budget`` judgments over only the documents
         ``keep`` marks (a boolean mask over the topic's pool), as if the pool held only
         them, ranked where the runs ranked them: the strata of a later phase that samples
-        the documents not judged yet (:mod:`sampleval.confident`). Documents outside
+        the documents not judged yet (:mod:`sampleval.judging.confident`). Documents outside
         ``keep`` get the code -1."""
         tp = self._of_topic(self.pool.topic_pools, topic)
         kept = np.flatnonzero(keep)

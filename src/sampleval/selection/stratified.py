@@ -36,10 +36,8 @@ distribution over the pool before step 1, size_i = (1 - a) prior_i / sum prior +
 defensive mixture of importance sampling (Hesterberg, "Weighted average importance sampling
 and defensive mixture distributions", Technometrics 1995): every document keeps a target of
 at least a n / N, so no weight 1/pi_i exceeds about N / (a n) (the deepest strata otherwise
-hold hundreds of documents with two judged: 1/pi_i ~ 260 at 5% on TREC-COVID). Measured
-(round 5, 5%, 200 trials, docs/predictions.md, "A uniform share"): ``uniform=0.2`` lowers
-AP's rms by 3-9% and roughly halves ``AP~ht``'s bias (+0.0047 -> +0.0025) at 3% more rms
-for P@10; 0.5 shrinks the census stratum of top documents and biases AP~ppi more.
+hold hundreds of documents with two judged). What a share changes on TREC-COVID, measured
+with its command: docs/predictions.md, "A uniform share".
 
 With predictions of relevance (``--param size=residual --predictions FILE``), the target
 follows prior_i s_i instead, s_i the predicted residual spread (:func:`residual_spread`): the
@@ -59,8 +57,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sampleval.core.pool import Pool, TopicPool
+from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.params import Param
 from sampleval.selection.ap_prior import PRIORS, document_prior
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill

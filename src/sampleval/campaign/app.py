@@ -1,0 +1,76 @@
+"""The campaign server's app: FastAPI over the service layer, with the JSON API (:mod:`.api`)
+and the server-rendered pages (:mod:`.pages`); what they share (who calls, the security
+model, the templates) is :mod:`.web`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from sampleval import __version__
+from sampleval.campaign import api, pages
+from sampleval.campaign.live import LiveEstimates
+from sampleval.campaign.service import CampaignService, ServiceError
+from sampleval.campaign.store import Store
+from sampleval.campaign.web import HERE, Guard
+from sampleval.errors import SampleValError
+
+
+def create_app(url: str, *, live: bool = True, interval: float = 2.0,
+               public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> FastAPI:
+    """The campaign server over the store at ``url`` (migrated on start). ``live``:
+    recompute estimates in a worker process, at most every ``interval`` seconds per
+    campaign. ``public_url``: the address browsers reach it at (behind a reverse proxy);
+    ``trusted_proxies``: addresses or networks of proxies whose ``X-Forwarded-Host`` and
+    ``X-Forwarded-Proto`` are believed (:class:`Guard`)."""
+    store = Store(url)
+    estimates = LiveEstimates(store, interval)
+    service = CampaignService(store, on_judgment=estimates.poke if live else None)
+    estimates.on_stop = service.stop
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.load_all()
+        if live:
+            estimates.start()
+            for campaign_id in service.campaign_ids():
+                estimates.poke(campaign_id)
+        yield
+        if live:
+            estimates.close()
+        service.close()
+        store.close()
+
+    app = FastAPI(title="sampleval campaigns", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
+                  description="Judge documents chosen by a selection method; watch the "
+                              "estimates; export the sample (docs/campaigns.md).")
+    app.state.service = service
+    app.state.live = estimates if live else None
+    app.add_middleware(Guard, public_url=public_url, trusted_proxies=list(trusted_proxies))
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    @app.exception_handler(ServiceError)
+    async def refused(request: Request, exc: ServiceError) -> JSONResponse:
+        return JSONResponse({"detail": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # the inputs are not echoed: they may be huge, hostile, or not JSON (NaN)
+        errors = [{"loc": [str(part) for part in error.get("loc", ())],
+                   "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
+                  for error in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(SampleValError)
+    async def unusable(request: Request, exc: SampleValError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    return app

@@ -1,0 +1,1070 @@
+"""Judge until confident: a stopping and allocation rule over topics for any selection method.
+
+Yilmaz, Kanoulas & Aslam (SIGIR 2008, sec. 6) close by proposing to let the confidence
+intervals decide the sampling and the number of judgments. Here the organiser sets a
+:class:`Target`, e.g. ``AP:0.01``: the 95% half-width of each run's mean over topics (for
+every run, or for the runs named), as ``sampleval estimate`` reports it, z sqrt(sum_t V_t) /
+T with V_t the topic's estimated sampling variance. :class:`ConfidentJudging` then decides
+how many documents each topic's design receives, in one of two ways.
+
+**The phase-committed design** (the default for methods that lay out stratified samples:
+``strata``, ``stratified``, ``uniform``, without predictions). Judging goes in phases; every
+phase of a topic is the method's own design laid out afresh
+(:meth:`~sampleval.selection.strata.StratifiedSelector.layout_within`) for a size fixed
+*before* any of its documents is judged, over the documents the topic has not judged yet:
+
+1. the pilot: ``start`` judgments per topic (the method's layout for that budget over the
+   whole pool);
+2. from the estimates, a plan gives each topic the size of its next phase (below); every
+   topic's pilot is followed by a final phase of at least ``start`` documents (more where
+   its design needs more to reach every stratum), so that no topic's last phase is one
+   whose being last was decided from its own labels;
+3. the phases are judged in full, without looking; then, if every targeted half-width
+   meets the target, judging stops; otherwise a new plan gives further phases to the
+   topics where they help most (a *shortfall*), until the target holds, the ``ceiling``
+   is spent, or no design has documents left.
+
+The sample (:meth:`ConfidentJudging.sample`) is an ordinary stratified sample: each topic's
+documents judged before its last phase form one stratum judged in full (``earlier``, pi =
+1), and its last phase's strata hold the documents not judged before it, pi = n_h / N_h.
+
+Why it is valid. Given everything judged before a topic's last phase (the history H), the
+last phase's size and layout are fixed, and it is a stratified simple random sample of the
+documents not judged yet (``handout`` of i.i.d. uniform keys). The Horvitz-Thompson estimate
+of a total, sum_{earlier} y_i + sum_{last} y_i / pi_i, therefore has conditional mean the
+true total whatever H was and however the sizes were chosen from it, hence unconditional mean
+the true total; its variance estimate is that of a fixed-size stratified sample, so the
+interval covers with its nominal level given H (to the normal approximation), hence overall.
+Topics' last phases are independent given H, so the variances add over topics. The earlier
+phases are not wasted (their documents count exactly); only their information about the
+documents *not* judged is set aside. What the design does not control is a shortfall: when
+a phase meant to be final falls short, the decision that it was not final depends on its
+labels. With C the event that the interval of the phase meant to be final covers and S a
+shortfall, the interval used covers unless (not C and not S) or (S and the next phase's
+interval misses): P(miss) <= alpha + alpha P(S), and the bias is
+-E[(theta-hat - theta) 1(S)], at most sd(theta-hat) sqrt(P(S)). Plans therefore aim at the
+target times (1 - ``margin``) and are made from variances that err on the safe side.
+``tests/unit/test_confident.py`` checks the conditional unbiasedness by Monte Carlo with the
+history held fixed.
+
+The plan. For topic t and each targeted run, the last phase's estimated variance V_t is
+divided by that phase's *design factor* D = sum_j (1/pi_j - 1) q_j (over the documents the
+phase could draw, pi_j their inclusion probabilities, q_j their AP-prior,
+:func:`~sampleval.selection.ap_prior.document_prior`): the variance of a Horvitz-Thompson
+total whose documents' squared contributions are expected in proportion to their AP-prior
+(a relevant document weighs about 1/R in AP wherever it lies, and relevance is likelier
+where the prior is high). A next phase of m documents over what is left then has variance
+V_t(m) = (V_t / D_last) D_t(m), D_t(m) computed from the layout the method would make
+(exactly at about 12 sizes, linearly between them). For a uniform design D = (N/m - 1) Q,
+simple random sampling's 1/m - 1/N; for AP-prior sampling it falls faster, as the top
+documents become certain. Measured on TREC-COVID round 5 (``stratified``, ratio of the
+widest half-widths squared between fixed rates 0.1 and 0.2, 0.2 and 0.4): 3.6 and 4.0
+observed, 2.9 and 4.1 from D, 2.3 and 2.7 from 1/m - 1/N. V_t / D_last, estimated from a
+small sample, is noisy, and a topic whose sample missed its rare relevant documents looks
+certain: each topic's value is shrunk halfway to the mean over the topics (:data:`SHRINK`;
+a topic where nothing relevant has been found gets the mean). Greedily, batch by batch, the
+next judgments go where they shrink the widest targeted interval most per judgment (a topic
+without a phase in this plan first needs one large enough to beat its last phase); the
+number of judgments planned is the *projection of the judgments still needed*
+(:meth:`ConfidentJudging.status`).
+
+**The adaptive rule** (``committed=False``; any method, e.g. ``active`` or ``importance``,
+whose designs record their draw probabilities as they go): every topic first receives
+``start`` judgments (or :meth:`~sampleval.selection.base.Selector.judgments_to_cover`), then
+the rule plans as above with V_t(m) = V_t g(m) / g(n_t), g(n) = 1/n - 1/N_t, judges the first
+half of the plan through the selector's own ``propose``/``observe``, re-estimates and plans
+again. Each topic's design hands out its documents in its own order, so the inclusion
+probabilities are those the sample reports *given the number judged*; but that number
+depends on the labels (optional stopping: a topic that looks certain stops early), which
+biases AP down and makes the intervals under-cover (``docs/confident.md``: coverage 0.75 at
+target 0.02 on TREC-COVID). It is kept for the designs the committed phases do not cover.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sampleval.core.design import STRATIFIED
+from sampleval.core.pool import Pool
+from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
+from sampleval.estimators.base import MEAN_TOPIC, topic_views, z_value
+from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
+from sampleval.estimators.setup import accepts
+from sampleval.selection.ap_prior import document_prior
+from sampleval.selection.base import Oracle, Selector
+from sampleval.selection.strata import Layout, StratifiedSelector, handout
+
+
+@dataclass(frozen=True)
+class Target:
+    """The 95% half-width ``half_width`` of the mean over topics of ``measure`` (an
+    estimator's name, ``AP~ht``, or a plain measure, ``AP``, estimated by the estimator the
+    sample's design prefers), for ``runs`` (None: every run of the pool)."""
+
+    measure: str
+    half_width: float
+    runs: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.half_width > 0:
+            raise UsageError(f"the target half-width must be positive, not {self.half_width}")
+
+    @classmethod
+    def parse(cls, text: str, runs: Sequence[str] | None = None) -> Target:
+        """``MEASURE:HALF_WIDTH``, e.g. ``AP:0.01`` or ``P@10~ht:0.02``."""
+        measure, sep, width = text.rpartition(":")
+        try:
+            value = float(width)
+        except ValueError:
+            value = math.nan
+        if not sep or not measure.strip() or not value > 0:
+            raise UsageError(f"cannot read the target {text!r}: write MEASURE:HALF_WIDTH, "
+                             "e.g. AP:0.01 (the 95% half-width of each run's mean)")
+        return cls(measure.strip(), value, None if runs is None else tuple(runs))
+
+    def spec(self, design: str, reach_every_document: bool = False) -> EstimateSpec:
+        """The estimator this target is measured with, on a sample of ``design``
+        (``reach_every_document``: whose every draw could reach every document)."""
+        from sampleval.measures.names import parse_measure
+
+        if "~" in self.measure:
+            return parse_estimate(self.measure)
+        try:
+            return parse_estimate(self.measure)  # established names: xinfAP, infAP ...
+        except UsageError:
+            plain = parse_measure(self.measure)
+        cutoff = None if plain.cutoff is None else int(plain.cutoff)
+        spec = estimator_for(plain.name, cutoff, design, reach_every_document)
+        if spec is None:
+            raise UsageError(f"no estimator of {self.measure} applies to a {design} sample")
+        return spec
+
+
+@dataclass
+class Status:
+    """Where judging stands: judgments made, each targeted run's current half-width, the
+    widest, the projected judgments still needed to meet the target (None: the ceiling or
+    the designs cannot reach it), and whether judging has stopped and why."""
+
+    judged: int
+    half_widths: dict[str, float]
+    widest: float
+    projected_needed: int | None
+    done: bool
+    reason: str = ""
+    per_topic: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Phase:
+    """One committed phase of a topic (module docstring): a fresh layout of the method's
+    design for ``budget`` judgments over the documents not judged before it, handed out in
+    ``order`` (pool indices), ``given`` of them so far; ``codes`` (-1 outside the phase's
+    frame) and ``labels``: its strata."""
+
+    budget: int
+    order: np.ndarray
+    codes: np.ndarray
+    labels: np.ndarray
+    counts: np.ndarray
+    given: int = 0
+
+    @property
+    def open(self) -> bool:
+        return self.given < len(self.order)
+
+
+class ConfidentJudging:
+    """Drive ``selector`` until ``target`` holds (module docstring).
+
+    ``ceiling``: judgments in all (default: every topic's budget of the selector, which is
+    also each topic's cap); ``start``: each topic's pilot, and the least size of its final
+    phase (committed design), or its first judgments (adaptive rule) (default 10, at most
+    the topic's budget); ``batch``: documents per step of the plan and per hand-out
+    (default 5); ``ci``: the intervals' level; ``level``: relevance level of binary
+    measures; ``committed``: the phase-committed design (None: whenever the method allows
+    it, i.e. a method that lays out stratified samples, without predictions; False: the
+    adaptive rule, for any method, whose intervals under-cover); ``margin``: committed
+    phases are planned to reach the target half-width times (1 - margin).
+    """
+
+    def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
+                 start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
+                 committed: bool | None = None, margin: float = 0.05) -> None:
+        if start < 1 or batch < 1:
+            raise UsageError("start and batch must be at least one judgment")
+        if not 0 <= margin < 1:
+            raise UsageError(f"the margin must lie in [0, 1), not {margin}")
+        phased = isinstance(selector, StratifiedSelector) and selector.predicted is None
+        if committed and not phased:
+            raise UsageError(f"{selector.name}: the phase-committed design needs a method "
+                             "that lays out stratified samples (strata, stratified, uniform) "
+                             "without predictions")
+        self.committed = phased if committed is None else committed
+        """Whether judging follows the phase-committed design (else the adaptive rule)."""
+        self.margin = margin
+        self.selector = selector
+        self.target = target
+        pool = selector.pool
+        self.topics = list(pool.topics)
+        self.capacity = np.array([selector.budget_for(t) for t in self.topics])
+        self.ceiling = int(self.capacity.sum()) if ceiling is None else int(ceiling)
+        self.start = start
+        self.batch = batch
+        self.ci = ci
+        self.level = level
+        self.z = z_value(ci)
+        self.spec = target.spec(selector.design,
+                                selector.draws_reach_every_document(selector.params))
+        if not accepts(FAMILIES[self.spec.family], selector.design):
+            raise UsageError(f"{self.spec.name} does not apply to {selector.name}'s "
+                             f"{selector.design} samples")
+        names = list(pool.run_names)
+        wanted = names if target.runs is None else list(target.runs)
+        unknown = [r for r in wanted if r not in names]
+        if unknown:
+            raise UsageError(f"target run(s) not in the pool: {', '.join(unknown)}")
+        self.runs = np.array([names.index(r) for r in wanted])
+        self.pool_size = np.array([pool[t].size for t in self.topics], dtype=np.float64)
+        self.present = np.array([pool[t].present for t in self.topics])  # [T, R]
+        self.judged = np.zeros(len(self.topics), dtype=np.int64)
+        self.exhausted = np.zeros(len(self.topics), dtype=bool)
+        self.variance = np.full((len(self.topics), len(names)), np.nan)
+        self.value = np.full_like(self.variance, np.nan)
+        self.bias = np.zeros_like(self.variance)
+        """The estimated bias that widens each interval (AP~ht's ``interval=bias-aware``)."""
+        self.found = np.zeros(len(self.topics), dtype=bool)
+        """Whether a relevant document (label >= level) has been judged, per topic."""
+        self.first = np.minimum(self.capacity, start if self.committed else np.maximum(
+            start, [selector.judgments_to_cover(t) for t in self.topics]))
+        """Each topic's judgments fixed in advance: its pilot (committed design), or
+        ``start`` or more when its design needs more to reach every stratum
+        (:meth:`Selector.judgments_to_cover`; adaptive rule)."""
+        self.labels = [np.full(pool[t].size, np.nan) for t in self.topics]
+        """Committed design: each topic's labels (pool order; NaN: not judged)."""
+        self.phase_of = [np.full(pool[t].size, -1, dtype=np.int64) for t in self.topics]
+        """Committed design: the phase each judged document belongs to (-1: none)."""
+        self.phases: list[list[Phase]] = [[] for _ in self.topics]
+        """Committed design: each topic's phases, the pilot first."""
+        self.reason = ""
+        """Why judging is over ('' while it is not)."""
+        self._pending: set[int] = set()
+        self._queue: list[int] = []
+        self._projection: int | None = None
+        self._reach: dict[tuple[int, int], int] = {}
+        self._priors: dict[int, np.ndarray] = {}
+        self._factor_cache: dict[tuple[int, int, int], np.ndarray] = {}
+
+    # -- estimation ------------------------------------------------------------------------
+
+    def sample(self) -> Sample:
+        """The judgments so far with their design: the selector's sample (adaptive rule),
+        or (committed design) a stratified sample in which each topic's documents judged
+        before its last phase form one stratum judged in full ("earlier", pi = 1) and
+        the last phase's strata hold the documents not judged before it, pi = n_h / N_h of
+        what the phase has judged so far."""
+        if not self.committed:
+            return self.selector.sample()
+        return self._phase_sample(range(len(self.topics)))
+
+    def _phase_sample(self, indices: Sequence[int]) -> Sample:
+        """:meth:`sample` of the committed design, for the topics ``indices``."""
+        import pandas as pd
+
+        pool = self.selector.pool
+        parts = []
+        for i in indices:
+            tp, labels = pool[self.topics[i]], self.labels[i]
+            stratum = np.full(tp.size, "none", dtype=object)
+            inclusion = np.zeros(tp.size)
+            if self.phases[i]:
+                last = len(self.phases[i]) - 1
+                phase = self.phases[i][last]
+                inside = phase.codes >= 0
+                codes = phase.codes[inside]
+                sizes = np.bincount(codes, minlength=len(phase.labels))
+                sampled = np.bincount(codes[~np.isnan(labels[inside])],
+                                      minlength=len(phase.labels))
+                pi = np.divide(sampled, sizes, out=np.zeros(len(sizes)), where=sizes > 0)
+                names = np.array([f"{last}:{label}" for label in phase.labels], dtype=object)
+                stratum[inside] = names[codes]
+                inclusion[inside] = pi[codes]
+                before = (self.phase_of[i] >= 0) & (self.phase_of[i] < last)
+                stratum[before] = "earlier"
+                inclusion[before] = 1.0
+            parts.append(pd.DataFrame({
+                "query_id": np.full(tp.size, tp.topic, dtype=object),
+                "doc_id": pool.docnos[tp.doc_ids], "relevance": labels, "stratum": stratum,
+                "inclusion": inclusion}))
+        frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+            columns=["query_id", "doc_id", "relevance", "stratum", "inclusion"])
+        meta = {**self.selector._sample_meta(), "confident": {
+            "target": f"{self.target.measure}:{self.target.half_width}",
+            "design": "phase-committed", "start": self.start, "margin": self.margin,
+            "phases": {t: len(p) for t, p in zip(self.topics, self.phases, strict=True)}}}
+        return Sample(STRATIFIED, frame, meta=meta)
+
+    def _estimate(self, topic_indices: Sequence[int]) -> None:
+        """Re-estimate the given topics from the current sample."""
+        if not len(topic_indices):
+            return
+        sample = (self._phase_sample(topic_indices) if self.committed else self.selector.sample().restricted(
+            [self.topics[i] for i in topic_indices]))
+        family = FAMILIES[self.spec.family]
+        pool = self.selector.pool
+        views = topic_views(pool, sample)
+        t_index = {t: i for i, t in enumerate(self.topics)}
+        if family.parts is not None:
+            values, variances, biases = family.parts(pool.run_names, views, sample, self.spec,
+                                                     self.level)
+            ti = np.array([t_index[v.pool.topic] for v in views], dtype=np.int64)
+            self.value[ti], self.variance[ti], self.bias[ti] = values, variances, biases
+        else:
+            rows = family.compute(pool.run_names, views, sample, [self.spec], self.level,
+                                  self.ci)
+            rows = rows[rows["query_id"] != MEAN_TOPIC]
+            if rows["lo"].isna().any():
+                raise UsageError(f"{self.spec.name} gives no interval: a target needs an "
+                                 "estimator with a variance")
+            r_index = {r: i for i, r in enumerate(pool.run_names)}
+            rt = rows["query_id"].map(t_index).to_numpy()
+            ri = rows["run"].map(r_index).to_numpy()
+            half = (rows["hi"] - rows["lo"]).to_numpy(dtype=np.float64) / 2.0
+            self.value[rt, ri] = rows["value"].to_numpy(dtype=np.float64)
+            self.variance[rt, ri] = (half / self.z) ** 2
+        for i in topic_indices:
+            labels = sample.topic(self.topics[i]).labels
+            self.found[i] = bool((labels[~np.isnan(labels)] >= self.level).any())
+
+    def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
+        """Each targeted run's half-width of its mean over the topics it retrieved for, as
+        ``estimate`` reports it (:func:`~sampleval.estimators.base.summarise`)."""
+        v = self.variance if variance is None else variance
+        present = self.present[:, self.runs]
+        total = np.where(present, np.nan_to_num(v[:, self.runs]), 0.0).sum(axis=0)
+        return (self.z * np.sqrt(total) + self._bias_sums()) / np.maximum(
+            present.sum(axis=0), 1)
+
+    def _bias_sums(self) -> np.ndarray:
+        """|sum over the topics of each targeted run's estimated bias|: the part of the
+        mean's half-width (times the topic count) that is not z standard errors."""
+        present = self.present[:, self.runs]
+        return np.abs(np.where(present, self.bias[:, self.runs], 0.0).sum(axis=0))
+
+    def _over(self, total: np.ndarray, bias: np.ndarray, share: float) -> np.ndarray:
+        """Each targeted run's projected half-width over ``share`` of the target, from its
+        projected summed variance ``total`` and summed bias ``bias`` over the topics (the
+        bias-aware interval's, :meth:`half_widths`). A projection shrinks a topic's bias by
+        the factor that shrinks its variance: the bias left after the Taylor correction is
+        O(1/n) or smaller."""
+        count = np.maximum(self.present[:, self.runs].sum(axis=0), 1)
+        return (self.z * np.sqrt(total) + np.abs(bias)) / (self.target.half_width * share
+                                                            * count)
+
+    # -- planning --------------------------------------------------------------------------
+
+    def _shrink(self, n: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """V(m) / V(n) per topic under g(n) = 1/n - 1/N (0 once the pool is judged)."""
+        g_n = 1.0 / np.maximum(n, 1) - 1.0 / self.pool_size
+        g_m = 1.0 / np.maximum(m, 1) - 1.0 / self.pool_size
+        return np.where(g_n > 0, np.maximum(g_m, 0.0) / np.where(g_n > 0, g_n, 1.0), 0.0)
+
+    def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
+                           g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
+        """The targeted runs' variances the plan starts from: the estimates, except on a
+        topic where no relevant document has been found while its design has judgments left
+        (its variance estimates are 0, which says nothing about what is unseen),
+        where each run gets the median over the other topics of its variance per unit of
+        ``g`` (1/n - 1/N of the sample that gave the estimate), times the topic's own g."""
+        v = np.nan_to_num(self.variance[:, self.runs])
+        blank = ~self.found & open_ & (g > 0)
+        if not (~blank).any():
+            return v
+        unit = np.where(present & (g > 0)[:, None], v / np.where(g > 0, g, 1.0)[:, None],
+                        np.nan)[~blank]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a run with no variance yet
+            typical = np.nan_to_num(np.nanmedian(np.where(unit > 0, unit, np.nan), axis=0))
+        v[blank] = g[blank, None] * typical[None, :]
+        if shrink < 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.nan_to_num(np.nanmean(unit, axis=0))
+            pooled = g[:, None] * mean[None, :]
+            own = np.where(blank[:, None], pooled, v)
+            v = np.where(open_[:, None] & (g > 0)[:, None], shrink * own + (1 - shrink) * pooled,
+                         v)
+        return v
+
+    def plan(self) -> np.ndarray:
+        """Adaptive rule: the greedy allocation (module docstring, step 2), the topic index
+        of each further batch, in order, until the target holds in projection or nothing
+        is left. Committed design: the size of each topic's next phase (0: none)."""
+        if self.committed:
+            return self._plan_phases()
+        room = np.where(self.exhausted, 0, self.capacity - self.judged)
+        left = self.ceiling - int(self.judged.sum())
+        present = self.present[:, self.runs]
+        g = 1.0 / np.maximum(self.judged, 1) - 1.0 / self.pool_size
+        base = self._planning_variance(present, room > 0, g)  # [T, R']
+        extra = np.zeros(len(self.topics), dtype=np.int64)
+        current = base.copy()
+        total = np.where(present, current, 0.0).sum(axis=0)
+        bias = np.where(present, self.bias[:, self.runs], 0.0)  # projected, per topic
+        order: list[int] = []
+        while left > 0:
+            ratio = self._over(total, bias.sum(axis=0), 1.0)
+            if not (ratio > 1).any():
+                break
+            widest = int(np.argmax(np.where(ratio > 1, ratio, -np.inf)))
+            step = np.minimum(self.batch, room - extra)
+            after = base[:, widest] * self._shrink(self.judged, self.judged + extra + step)
+            gain = np.where((step > 0) & present[:, widest], current[:, widest] - after,
+                            -np.inf)
+            best = int(np.argmax(gain))
+            if not np.isfinite(gain[best]) or gain[best] <= 0:
+                break
+            extra[best] += step[best]
+            left -= int(step[best])
+            shrink = self._shrink(self.judged, self.judged + extra)
+            new = base[best] * shrink[best]
+            total += np.where(present[best], new - current[best], 0.0)
+            current[best] = new
+            bias[best] = np.where(present[best], self.bias[best, self.runs] * shrink[best], 0.0)
+            order.append(best)
+        self._projection = (int(extra.sum()) if not (
+            self._over(total, bias.sum(axis=0), 1.0) > 1).any() else None)
+        return np.array(order, dtype=np.int64)
+
+    def _plan_phases(self) -> np.ndarray:
+        """Committed design: each topic's next phase size, greedily (module docstring)."""
+        remaining = (self.pool_size - self.judged).astype(np.int64)
+        room = np.where(self.exhausted, 0, np.minimum(self.capacity - self.judged,
+                                                      remaining)).astype(np.int64)
+        left = self.ceiling - self._handed()
+        factor_last = np.array([self._last_factor(i) for i in range(len(self.topics))])
+        present = self.present[:, self.runs]
+        base = self._planning_variance(present, room > 0, factor_last, SHRINK)
+        unit = np.divide(base, factor_last[:, None], out=np.zeros_like(base),
+                         where=factor_last[:, None] > 0)
+        factors = self._factors(room)  # [T, max room + 1]
+        topics = np.arange(len(self.topics))
+        least = np.array([self._least(i) if room[i] else 0 for i in topics.tolist()])
+        extra = np.zeros(len(self.topics), dtype=np.int64)
+        current = base.copy()
+        bias = np.where(present, self.bias[:, self.runs], 0.0)  # projected, per topic
+
+        def project(i: int, size: int) -> None:  # topic i's next phase at ``size``
+            current[i] = unit[i] * factors[i, size]
+            ratio = factors[i, size] / factor_last[i] if factor_last[i] > 0 else 0.0
+            bias[i] = np.where(present[i], self.bias[i, self.runs] * ratio, 0.0)
+
+        for i in np.flatnonzero((np.array([len(p) for p in self.phases]) == 1) & (room > 0)):
+            size = min(int(least[i]), left)  # every topic's final phase follows its pilot
+            if size < least[i]:
+                break
+            extra[i], left = size, left - size
+            project(int(i), size)
+        share = 1 - self.margin
+        total = np.where(present, current, 0.0).sum(axis=0)
+        jumps: dict[int, np.ndarray] = {}
+        while left > 0:
+            ratio = self._over(total, bias.sum(axis=0), share)
+            if not (ratio > 1).any():
+                break
+            w = int(np.argmax(np.where(ratio > 1, ratio, -np.inf)))
+            if w not in jumps:  # a fresh phase must beat the last one: its least size
+                with np.errstate(invalid="ignore"):  # 0 * inf where a topic has no room
+                    beats = unit[:, w, None] * factors < base[:, w, None]
+                beats[:, 0] = False
+                first = np.where(beats.any(axis=1), beats.argmax(axis=1), room + 1)
+                jumps[w] = np.maximum(least, first + self.batch)
+            fresh = extra == 0
+            step = np.minimum(np.where(fresh, jumps[w], self.batch), room - extra)
+            step = np.minimum(step, left).astype(np.int64)
+            valid = (step > 0) & present[:, w] & (unit[:, w] > 0) & ~(fresh & (step < least))
+            with np.errstate(invalid="ignore"):
+                after = unit[:, w] * factors[topics, np.where(valid, extra + step, 0)]
+                gain = np.where(valid, (current[:, w] - after) / np.maximum(step, 1), -np.inf)
+            best = int(np.argmax(gain))
+            if not np.isfinite(gain[best]) or gain[best] <= 0:
+                break
+            extra[best] += step[best]
+            left -= int(step[best])
+            before = current[best].copy()
+            project(best, int(extra[best]))
+            total += np.where(present[best], current[best] - before, 0.0)
+        open_rest = sum(len(p[-1].order) - p[-1].given for p in self.phases if p)
+        self._projection = (open_rest + int(extra.sum()) if not (
+            self._over(total, bias.sum(axis=0), share) > 1).any() else None)
+        return extra
+
+    def _prior(self, i: int) -> np.ndarray:
+        """Topic ``i``'s documents' AP-prior (pool order), the proxy of their variance."""
+        if i not in self._priors:
+            self._priors[i] = document_prior(self.selector.pool[self.topics[i]])
+        return self._priors[i]
+
+    def _design_factor(self, i: int, keep: np.ndarray, size: int,
+                       layout: Layout | None = None) -> float:
+        """sum_j (1/pi_j - 1) q_j over the documents ``keep`` marks, pi_j those of a phase
+        of ``size`` laid out over them (``layout``, if given), q_j the AP-prior: the
+        variance of a Horvitz-Thompson total whose documents' squared contributions are
+        expected in proportion to their AP-prior (module docstring)."""
+        selector = self.selector
+        assert isinstance(selector, StratifiedSelector)
+        if layout is None:
+            layout = selector.layout_within(self.topics[i], keep, size)
+        inside = layout.codes >= 0
+        codes = layout.codes[inside]
+        sizes = np.bincount(codes, minlength=len(layout.labels))
+        pi = np.divide(layout.counts, sizes, out=np.zeros(len(sizes)), where=sizes > 0)[codes]
+        q = self._prior(i)[inside]
+        return float(np.sum(np.where(pi > 0, 1.0 / np.where(pi > 0, pi, 1.0) - 1.0, 0.0) * q))
+
+    def _last_factor(self, i: int) -> float:
+        """The design factor of topic ``i``'s last phase (0 without one)."""
+        if not self.phases[i]:
+            return 0.0
+        phase = self.phases[i][-1]
+        return self._design_factor(i, phase.codes >= 0, phase.budget,
+                                   Layout(phase.codes, phase.labels, phase.counts))
+
+    def _factors(self, room: np.ndarray) -> np.ndarray:
+        """``[T, max(room) + 1]``: each topic's design factor of a next phase of m documents
+        over those it has not judged, m = 0..its room (exact at about 12 sizes spaced
+        geometrically, linear between them; inf at m = 0 and beyond the room)."""
+        out = np.full((len(room), int(room.max(initial=0)) + 2), np.inf)
+        for i in np.flatnonzero(room > 0).tolist():
+            key = (i, int(self.judged[i]), int(room[i]))
+            if key not in self._factor_cache:
+                keep = np.isnan(self.labels[i])
+                sizes = np.unique(np.round(np.geomspace(1, room[i], 12)).astype(np.int64))
+                values = [self._design_factor(i, keep, int(m)) for m in sizes]
+                self._factor_cache[key] = np.interp(np.arange(1, room[i] + 1), sizes, values)
+            out[i, 1:room[i] + 1] = self._factor_cache[key]
+        return out
+
+    def _least(self, i: int) -> int:
+        """The smallest phase topic ``i`` may receive now: ``start``, or more where its
+        design needs more to reach every stratum of the documents not judged yet (all of
+        them at most)."""
+        remaining = int(self.pool_size[i] - self.judged[i])
+        key = (i, remaining)
+        if key not in self._reach:
+            keep = np.isnan(self.labels[i])
+            selector = self.selector
+            assert isinstance(selector, StratifiedSelector)
+
+            def starved(size: int) -> bool:
+                return bool(selector.layout_within(self.topics[i], keep, size).starved())
+
+            low = min(self.start, remaining)
+            if starved(low):
+                high = remaining
+                while low < high:
+                    middle = (low + high) // 2
+                    if starved(middle):
+                        low = middle + 1
+                    else:
+                        high = middle
+            self._reach[key] = low
+        return self._reach[key]
+
+    def _handed(self) -> int:
+        """Documents handed out so far (judged or waiting for labels)."""
+        if not self.committed:
+            return int(self.judged.sum())
+        return sum(p.given for phases in self.phases for p in phases)
+
+    def _commit(self, sizes: np.ndarray) -> None:
+        """Lay out each topic's next phase of ``sizes[i]`` documents (none where 0) over
+        the documents it has not judged, drawn with the selector's generator."""
+        selector = self.selector
+        assert isinstance(selector, StratifiedSelector)
+        for i in np.flatnonzero(sizes > 0):
+            keep = np.isnan(self.labels[i])
+            layout = selector.layout_within(self.topics[i], keep, int(sizes[i]))
+            self.phases[i].append(_phase(layout, int(sizes[i]), keep, selector.rng))
+
+    # -- judging ---------------------------------------------------------------------------
+
+    def next_batch(self) -> tuple[str, list[str]] | None:
+        """The next documents to judge, ``(topic, docnos)``, or None when judging is over
+        (:attr:`reason` says why) or, with the committed design, when the phase's
+        documents handed out are waiting for their labels (the next phase is planned from
+        them; :attr:`reason` is then ''). Hand the labels back with :meth:`observe`; a
+        simulation or a campaign calls the two in turn."""
+        if self.committed:
+            return self._next_phase_batch()
+        while True:
+            topic = self._next_topic()
+            if topic is None:
+                return None
+            want = self.first[topic] - self.judged[topic] if (
+                self.judged[topic] < self.first[topic]) else self.batch
+            n = min(int(want), int(self.capacity[topic] - self.judged[topic]),
+                    self.ceiling - int(self.judged.sum()))
+            proposed = self.selector.propose(self.topics[topic], n) if n > 0 else []
+            if proposed:
+                return self.topics[topic], proposed
+            self.exhausted[topic] = True
+
+    def proposal_design(self, topic: str, docnos: list[str]) -> tuple[list[str], np.ndarray]:
+        """For documents :meth:`next_batch` just proposed for ``topic``: the stratum each
+        has in :meth:`sample` and its inclusion probability once its phase is judged
+        (committed design: ``PHASE:STRATUM`` and n_h / N_h of the phase's plan; the
+        selector's own otherwise)."""
+        if not self.committed:
+            return self.selector.proposal_design(topic, docnos)
+        index = self.topics.index(topic)
+        last = len(self.phases[index]) - 1
+        phase = self.phases[index][last]
+        inside = phase.codes >= 0
+        sizes = np.bincount(phase.codes[inside], minlength=len(phase.labels))
+        pi = np.divide(phase.counts, sizes, out=np.zeros(len(sizes)), where=sizes > 0)
+        where = self.selector._pool_positions(topic)
+        codes = phase.codes[[where[d] for d in docnos]]
+        return [f"{last}:{phase.labels[c]}" for c in codes], pi[codes]
+
+    def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
+        """Record the labels of documents :meth:`next_batch` proposed."""
+        index = self.topics.index(topic)
+        if not self.committed:
+            self.selector.observe(topic, judgments)
+            self.judged[index] += len(judgments)
+            self._pending.add(index)
+            return
+        phases = self.phases[index]
+        where, labels = self.selector._received(
+            topic, judgments, phases[-1].order[:phases[-1].given] if phases else
+            np.zeros(0, dtype=np.int64))
+        self.labels[index][where] = labels
+        self.phase_of[index][where] = len(phases) - 1
+        self.judged[index] = int((~np.isnan(self.labels[index])).sum())
+        self._pending.add(index)
+
+    def _next_phase_batch(self) -> tuple[str, list[str]] | None:
+        """Committed design: the next documents of an open phase; when every phase is
+        handed out and judged, the next phases (the pilot first), or the end."""
+        docnos = self.selector.pool.docnos
+        while True:
+            left = self.ceiling - self._handed()
+            opened = [i for i, p in enumerate(self.phases) if p and p[-1].open]
+            if opened and left > 0:
+                i = opened[0]
+                phase = self.phases[i][-1]
+                chosen = phase.order[phase.given:phase.given + min(self.batch, left)]
+                phase.given += len(chosen)
+                tp = self.selector.pool[self.topics[i]]
+                return self.topics[i], [str(d) for d in docnos[tp.doc_ids[chosen]]]
+            waiting = any(p and int((~np.isnan(self.labels[i][p[-1].order[:p[-1].given]])
+                                     ).sum()) < p[-1].given for i, p in enumerate(self.phases))
+            if waiting:
+                return None
+            if left <= 0:
+                self.reason = "ceiling spent"
+                return None
+            if not any(self.phases):
+                self._commit(np.where(self.pool_size > 0, self.first, 0))
+                if not any(self.phases):
+                    self.reason = "no topic has documents to judge"
+                    return None
+                continue
+            self._refresh()
+            final = all(len(p) > 1 or self.exhausted[i] or self.judged[i] >= min(
+                self.capacity[i], self.pool_size[i]) for i, p in enumerate(self.phases))
+            if final and (self.half_widths() <= self.target.half_width).all():
+                self.reason = "target met"
+                return None
+            sizes = self._plan_phases()
+            if not sizes.any():
+                self.reason = ("the target cannot be met: no topic's design has judgments "
+                               "left that would narrow the widest interval")
+                return None
+            self._commit(sizes)
+
+    def _next_topic(self) -> int | None:
+        """Adaptive rule: step 1 while a topic lacks its ``start`` judgments, then the
+        queued half of the current plan, planning anew (after re-estimating) when it is
+        empty."""
+        if self.judged.sum() >= self.ceiling:
+            self.reason = "ceiling spent"
+            return None
+        starting = np.flatnonzero((self.judged < self.first) & ~self.exhausted)
+        if len(starting):
+            return int(starting[0])
+        if self._queue:
+            return self._queue.pop(0)
+        self._refresh()
+        order = self.plan()
+        if self._projection == 0:
+            self.reason = "target met"
+            return None
+        return self._take(order)
+
+    def _take(self, order: np.ndarray) -> int | None:
+        """Adaptive rule: queue the first half of the plan ``order`` and give its first
+        topic; None (and the reason) when the plan is empty."""
+        if not len(order):
+            self.reason = ("the target cannot be met: no topic's design has judgments left "
+                           "that would narrow the widest interval")
+            return None
+        self._queue = order[:max(1, (len(order) + 1) // 2)].tolist()
+        return self._queue.pop(0)
+
+    def _refresh(self) -> None:
+        """Re-estimate every topic once any has been judged since the last estimate: a
+        topic's variance may rest on the others' estimates (AP's ``few=moment`` floor pools
+        them), so that it is the one ``estimate`` gives, however judging was interrupted."""
+        if self._pending:
+            self._estimate(range(len(self.topics)))
+        self._pending.clear()
+
+    def status(self) -> Status:
+        """The current :class:`Status`: estimates brought up to date, the projection planned
+        anew."""
+        self._refresh()
+        self.plan()
+        widths = self.half_widths()
+        if self.reason == "target met":
+            self._projection = 0
+        names = self.selector.pool.run_names
+        return Status(int(self.judged.sum()),
+                      {names[r]: float(w) for r, w in zip(self.runs, widths, strict=True)},
+                      float(widths.max(initial=0.0)), self._projection, bool(self.reason),
+                      self.reason,
+                      {t: int(n) for t, n in zip(self.topics, self.judged, strict=True)})
+
+    def run(self, oracle: Oracle) -> Status:
+        """Judge with ``oracle`` until judging is over; the final :class:`Status`
+        (:meth:`sample` is the sample)."""
+        while (batch := self.next_batch()) is not None:
+            topic, docnos = batch
+            self.observe(topic, oracle(topic, docnos))
+        return self.status()
+
+    # -- stopping and resuming -------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue later, JSON-ready (the selector's state, its
+        generator's included): :meth:`restore` it over the same pool and judging goes on
+        as if never interrupted."""
+        state: dict[str, Any] = {
+            "format": STATE_FORMAT, "version": 1,
+            "target": {"measure": self.target.measure, "half_width": self.target.half_width,
+                       "runs": None if self.target.runs is None else list(self.target.runs)},
+            "ceiling": self.ceiling, "start": self.start, "batch": self.batch, "ci": self.ci,
+            "level": self.level, "committed": self.committed, "margin": self.margin,
+            "selector": self.selector.state(), "reason": self.reason,
+            "judged": self.judged.tolist(), "exhausted": self.exhausted.tolist(),
+            "queue": list(self._queue)}
+        if self.committed:
+            state["phases"] = {
+                t: [{"budget": p.budget, "order": p.order.tolist(), "given": p.given}
+                    for p in phases] for t, phases in zip(self.topics, self.phases, strict=True)
+                if phases}
+            state["labels"] = {}
+            for t, labels, phase_of in zip(self.topics, self.labels, self.phase_of,
+                                           strict=True):
+                index = np.flatnonzero(~np.isnan(labels))
+                if len(index):
+                    state["labels"][t] = {"index": index.tolist(),
+                                          "label": labels[index].tolist(),
+                                          "phase": phase_of[index].tolist()}
+        return state
+
+    @classmethod
+    def restore(cls, pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
+        """The judging :meth:`state` described, over the same ``pool``."""
+        from sampleval.selection import METHODS
+
+        if state.get("format") != STATE_FORMAT or state.get("version") != 1:
+            raise UsageError("not a saved state of judging until confident")
+        saved = state["target"]
+        target = Target(saved["measure"], saved["half_width"],
+                        None if saved["runs"] is None else tuple(saved["runs"]))
+        selector = METHODS[state["selector"]["method"]].restore(pool, state["selector"])
+        judging = cls(selector, target, ceiling=state["ceiling"], start=state["start"],
+                      batch=state["batch"], ci=state["ci"], level=state["level"],
+                      committed=state["committed"], margin=state["margin"])
+        judging.reason = state["reason"]
+        judging.judged[:] = state["judged"]
+        judging.exhausted[:] = state["exhausted"]
+        judging._queue = list(state["queue"])
+        if judging.committed:
+            index = {t: i for i, t in enumerate(judging.topics)}
+            for t, saved_labels in state["labels"].items():
+                i = index[t]
+                judging.labels[i][saved_labels["index"]] = saved_labels["label"]
+                judging.phase_of[i][saved_labels["index"]] = saved_labels["phase"]
+            assert isinstance(selector, StratifiedSelector)
+            for t, phases in state["phases"].items():
+                i = index[t]
+                for k, saved_phase in enumerate(phases):
+                    phase_of = judging.phase_of[i]
+                    keep = (phase_of < 0) | (phase_of >= k)
+                    layout = selector.layout_within(t, keep, saved_phase["budget"])
+                    judging.phases[i].append(Phase(
+                        saved_phase["budget"], np.asarray(saved_phase["order"], dtype=np.int64),
+                        layout.codes, layout.labels, layout.counts, saved_phase["given"]))
+        judging._pending = set(np.flatnonzero(judging.judged > 0).tolist())
+        return judging
+
+
+STATE_FORMAT = "sampleval-confident"
+SHRINK = 0.5
+"""Committed design: the weight of a topic's own variance per unit of g in the plan, against
+the mean over the topics (module docstring)."""
+
+
+def _phase(layout: Layout, budget: int, keep: np.ndarray, rng: np.random.Generator) -> Phase:
+    """A phase of ``layout``: a stratified simple random sample of its documents in
+    hand-out order (:func:`~sampleval.selection.strata.handout`)."""
+    inside = np.flatnonzero(keep)
+    codes = layout.codes[inside]
+    order = inside[handout(codes, layout.counts, rng.random(len(inside)))]
+    return Phase(budget, order, layout.codes, layout.labels, layout.counts)
+
+
+
+ALLOCATIONS = ("pooled", "own")
+"""Which variances the anytime rule's plan reads (:class:`AnytimeJudging`)."""
+STOP_MODES = ("committed", "anytime")
+"""How judging until confident may stop: ``committed`` (:class:`ConfidentJudging`: committed
+phases where the method allows, else the adaptive rule) or ``anytime``
+(:class:`AnytimeJudging`: a look after every batch, anytime-valid intervals)."""
+
+
+class AnytimeJudging(ConfidentJudging):
+    """Judge until confident, looking after every batch (``stop=anytime``, issue 32).
+
+    Each topic's design hands out its documents in its own order (the adaptive rule's
+    ``propose``/``observe``; any method, with or without predictions): first ``start``
+    judgments per topic (or more where the design needs more to reach every stratum), then
+    batches of ``batch`` to the topics where the plan narrows the widest targeted interval
+    most (:meth:`ConfidentJudging.plan`, with the half-widths below). After every batch whose
+    labels are in (a *look*; or, with ``every``, the first such moment at least ``every``
+    judgments after the last look), every targeted run's mean is re-estimated and judging
+    stops at the first look where each one's half-width is at most the target.
+
+    The half-widths are those of the anytime-valid confidence sequence
+    (:mod:`sampleval.estimators.anytime`) tuned for the target: sqrt(V) m(x* V* / V) (plus
+    the estimated bias that a bias-aware interval adds), V the variance of the run's mean,
+    V* the variance at which it equals the target. Because the sequence covers at every
+    look at once, it covers at the look where judging stops, whatever the rule was
+    (``docs/guide/anytime.md`` gives the argument and its assumptions, and the measured
+    coverage). ``interval='fixed'`` uses the ordinary z intervals instead: the *naive
+    rule*, which peeks after every batch with intervals valid at one fixed look, kept to
+    measure what the sequence buys.
+
+    ``allocation``: which variances the plan reads. ``pooled`` (the default): each topic's
+    variance is the run's variance per unit of g(n) = 1/n - 1/N pooled over the topics
+    (:meth:`_planning_variance`) times the topic's own g, so that no topic's share of the
+    judgments depends on its own labels (the sequence's assumption that the topics judged
+    next are not chosen from their estimates);
+    ``own``: each topic's own estimated variance, which starves the topics whose rare
+    relevant documents have not been drawn yet (estimate and variance both low) and biases
+    the means down where relevant documents are sparse (``docs/guide/anytime.md``).
+    """
+
+    def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
+                 start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
+                 committed: bool | None = False, margin: float = 0.05,
+                 interval: str = "anytime", every: int | None = None,
+                 allocation: str = "pooled") -> None:
+        from sampleval.estimators.anytime import target_variance
+
+        if committed:
+            raise UsageError("stop=anytime looks after every batch: it has no committed "
+                             "phases")
+        if interval not in ("anytime", "fixed"):
+            raise UsageError(f"interval must be anytime or fixed, not {interval!r}")
+        if allocation not in ALLOCATIONS:
+            raise UsageError(f"allocation must be one of {', '.join(ALLOCATIONS)}, not "
+                             f"{allocation!r}")
+        if selector.name == "active" and "batch" not in selector.params:
+            raise UsageError("stop=anytime looks after every batch, and active's sample has "
+                             "a topic's draws only once its round is judged: give it rounds "
+                             f"of a batch, active:batch={batch}")
+        super().__init__(selector, target, ceiling=ceiling, start=start, batch=batch, ci=ci,
+                         level=level, committed=False, margin=margin)
+        self.interval = interval
+        self.allocation = allocation
+        self.tuned = target_variance(target.half_width, ci)
+        """V*: the variance of a run's mean at which its sequence's half-width is the
+        target (the sequence's tuning, fixed before any judgment)."""
+        self.handed = np.zeros(len(self.topics), dtype=np.int64)
+        """Documents handed out per topic (judged or awaiting their label)."""
+        self.looks: list[tuple[int, float]] = []
+        """(judgments, widest targeted half-width) at each look, in order."""
+        if every is not None and every < 1:
+            raise UsageError("looks must be at least one judgment apart")
+        self.every = every
+        """Judgments at least between looks (None: a look after every batch)."""
+
+    def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
+                           g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
+        """The plan's variances (:attr:`allocation`). ``pooled``: each run's variance per
+        unit of g over the topics whose designs have judgments left, u_r = sum_t V_tr /
+        sum_t g_t (the run's estimated variances, as the look reads them), and each such
+        topic's variance g_t u_r; the other topics keep their own. The plan then starts
+        from the variance of the mean the look measured, and a topic's labels enter only
+        u_r, a factor common to all topics."""
+        if self.allocation == "own":
+            return super()._planning_variance(present, open_, g, shrink)
+        v = np.nan_to_num(self.variance[:, self.runs])
+        pooled = present & (open_ & (g > 0))[:, None]
+        unit = np.where(pooled, v, 0.0).sum(axis=0) / np.maximum(
+            np.where(pooled, g[:, None], 0.0).sum(axis=0), np.finfo(float).tiny)
+        return np.where(pooled, g[:, None] * unit[None, :], v)
+
+    def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """The half-width in standard errors of each targeted run's mean whose summed
+        variance over its ``count`` topics is ``total``."""
+        from sampleval.estimators.anytime import half_width
+
+        if self.interval == "fixed":
+            return np.full(np.shape(total), self.z)
+        v = np.asarray(total, dtype=np.float64) / np.asarray(count, dtype=np.float64) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(v > 0, half_width(v, self.tuned, self.ci) / np.sqrt(
+                np.where(v > 0, v, 1.0)), 0.0)
+
+    def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
+        """Each targeted run's anytime-valid half-width of its mean (class docstring;
+        ``interval='fixed'``: the ordinary one)."""
+        v = self.variance if variance is None else variance
+        present = self.present[:, self.runs]
+        total = np.where(present, np.nan_to_num(v[:, self.runs]), 0.0).sum(axis=0)
+        count = np.maximum(present.sum(axis=0), 1)
+        return (self._multiplier(total, count) * np.sqrt(total) + self._bias_sums()) / count
+
+    def _over(self, total: np.ndarray, bias: np.ndarray, share: float) -> np.ndarray:
+        count = np.maximum(self.present[:, self.runs].sum(axis=0), 1)
+        return (self._multiplier(total, count) * np.sqrt(total) + np.abs(bias)) / (
+            self.target.half_width * share * count)
+
+    def intervals(self) -> dict[str, tuple[float, float, float]]:
+        """Each targeted run's ``(estimate, lo, hi)`` of its mean over the topics it
+        retrieved for, with the half-width of :meth:`half_widths` (the interval reported
+        at stopping)."""
+        self._refresh()
+        present = self.present[:, self.runs]
+        mean = np.where(present, np.nan_to_num(self.value[:, self.runs]), 0.0).sum(
+            axis=0) / np.maximum(present.sum(axis=0), 1)
+        half = self.half_widths()
+        names = self.selector.pool.run_names
+        return {names[r]: (float(m), float(m - h), float(m + h))
+                for r, m, h in zip(self.runs, mean, half, strict=True)}
+
+    def next_batch(self) -> tuple[str, list[str]] | None:
+        """The next documents to judge, ``(topic, docnos)``; None when judging is over
+        (:attr:`reason` says why) or when what was handed out awaits its labels before the
+        next look (:attr:`reason` is then '')."""
+        while True:
+            topic = self._next_anytime_topic()
+            if topic is None:
+                return None
+            want = (self.first[topic] - self.handed[topic]
+                    if self.handed[topic] < self.first[topic] else self.batch)
+            n = min(int(want), int(self.capacity[topic] - self.handed[topic]),
+                    self.ceiling - int(self.handed.sum()))
+            proposed = self.selector.propose(self.topics[topic], n) if n > 0 else []
+            if proposed:
+                self.handed[topic] += len(proposed)
+                return self.topics[topic], proposed
+            self.exhausted[topic] = True
+            self._queue = [i for i in self._queue if i != topic]
+
+    def _next_anytime_topic(self) -> int | None:
+        """The topic of the next batch: a topic short of its first judgments, else the
+        queued half of the plan (planned anew when empty); before either, once every label
+        handed out is in, a look (:meth:`look`) that may end judging."""
+        starting = np.flatnonzero((self.handed < self.first) & ~self.exhausted)
+        waiting = bool((self.handed > self.judged).any())
+        due = (self.every is None or not self.looks
+               or int(self.judged.sum()) - self.looks[-1][0] >= self.every
+               or int(self.handed.sum()) >= self.ceiling)
+        if not len(starting) and not waiting and due and self.look():
+            self.reason = "target met"
+            return None
+        if int(self.handed.sum()) >= self.ceiling:
+            if not waiting:
+                self.reason = "target met" if self._last_look() else "ceiling spent"
+            return None
+        if len(starting):
+            return int(starting[0])
+        if self._queue:
+            return self._queue.pop(0)
+        if waiting:
+            return None
+        order = self.plan()
+        if not len(order) and self._last_look():
+            self.reason = "target met"
+            return None
+        return self._take(order)
+
+    def _last_look(self) -> bool:
+        """When judging can go no further (ceiling, caps, or the plan narrows nothing): a
+        look at the judgments made since the last one, if any (:meth:`look`)."""
+        if self.looks and self.looks[-1][0] == int(self.judged.sum()):
+            return False
+        return self.look()
+
+    def look(self) -> bool:
+        """Re-estimate the topics judged since the last look, record the look
+        (:attr:`looks`), and say whether every targeted half-width is at most the target."""
+        self._refresh()
+        widths = self.half_widths()
+        widest = float(widths.max(initial=0.0))
+        judged = int(self.judged.sum())
+        if not self.looks or self.looks[-1][0] != judged:
+            self.looks.append((judged, widest))
+        return bool((widths <= self.target.half_width).all())
+
+    def status(self) -> Status:
+        status = super().status()
+        if self.reason == "target met":
+            status.projected_needed = 0
+        return status
+
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "stop": "anytime", "interval": self.interval,
+                "every": self.every, "allocation": self.allocation,
+                "handed": self.handed.tolist(), "looks": [list(x) for x in self.looks]}
+
+    @classmethod
+    def restore(cls, pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
+        judging = super().restore(pool, state)
+        assert isinstance(judging, AnytimeJudging)
+        judging.interval = state.get("interval", "anytime")
+        judging.every = state.get("every")
+        judging.allocation = state.get("allocation", "own")  # saved before the option
+        judging.handed[:] = state["handed"]
+        judging.looks = [(int(n), float(w)) for n, w in state["looks"]]
+        return judging
+
+
+def restore_judging(pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
+    """The judging a saved :meth:`ConfidentJudging.state` describes: an
+    :class:`AnytimeJudging` when it was saved with ``stop=anytime``."""
+    kind = AnytimeJudging if state.get("stop") == "anytime" else ConfidentJudging
+    return kind.restore(pool, state)
+
+
+def make_judging(selector: Selector, target: Target, stop: str = "committed",
+                 **options: Any) -> ConfidentJudging:
+    """Judging until confident with the stop mode ``stop`` (:data:`STOP_MODES`)."""
+    if stop not in STOP_MODES:
+        raise UsageError(f"stop must be one of {', '.join(STOP_MODES)}, not {stop!r}")
+    return (AnytimeJudging if stop == "anytime" else ConfidentJudging)(
+        selector, target, **options)

@@ -1,0 +1,341 @@
+"""Stopping at any look (issue 32): the anytime rule against the naive rule and the
+committed phases, on TREC-COVID round 5 or Cranfield (a sparse collection).
+
+    python -m studies.anytime --collection covid --trials 30 --target 0.03 \
+        --out /tmp/anytime-covid.csv
+
+The truth is the pool judged in full (TREC-COVID: the depth-``--depth`` pool of the 126
+round-5 runs, unjudged = not relevant; Cranfield: the depth-``--depth`` pool of the
+``cran-*`` retrieval runs of :func:`~sampleval.datasets.retrieval.cranfield_runs`, its
+judgments, unjudged = not relevant). Every trial (seed ``--seed`` + i) judges with each
+topic's cap ``--ceiling`` of its pool three ways, each until every run's 95%
+half-width of its mean ``--measure`` is at most ``--target``:
+
+- ``committed``: :class:`~sampleval.judging.confident.ConfidentJudging`'s committed phases of
+  ``--method``;
+- ``anytime``: :class:`~sampleval.judging.confident.AnytimeJudging` over ``--anytime-method``, a
+  look after every batch,
+  stopping on the anytime-valid half-widths, which are the intervals reported;
+- ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals.
+
+and, with ``--plan`` (or only that, ``--plan-only``), forecasts the anytime and committed
+judgments from the trial's own first ``--start`` judgments per topic
+(:func:`forecast_from_pilot`). Each row of ``--out`` (CSV, one per trial and rule, written as
+they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
+of runs whose interval holds the true mean (coverage at the stopping time), the mean error
+over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
+interval. The summary (printed at the end, or ``--summarise`` over several files, campaigns
+paired by seed): per rule, the mean judgments, coverage with its standard error over trials
+(the runs of one trial share a sample), the share of trials whose widest interval met the
+target, the judgments against the committed rule's (mean of the per-seed ratios), the pilot
+forecasts' median ratio to the judgments used, share within 15% and share whose interval
+holds them, and the same for the forecasts from the looks (:func:`look_forecast`) made at
+the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target
+from sampleval.selection import METHODS, Budget, qrels_oracle
+from studies._cli import read_round5, simulation_parser
+from studies.compare_accuracy import exact_per_topic, pool_truth
+
+RULES = ("committed", "anytime", "naive")
+
+
+def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
+    """The runs and the judgments of ``name`` (``covid`` from ``data``, ``cranfield`` from
+    ``data``'s sibling ``cranfield``)."""
+    if name == "covid":
+        return read_round5(data)
+    from sampleval.datasets.cranfield import read_qrels
+    from sampleval.datasets.retrieval import cranfield_runs
+
+    where = data.parent / "cranfield"
+    return cranfield_runs(where, depth), read_qrels(where)
+
+
+def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method: str,
+                ceiling: float, target: Target, start: int, batch: int,
+                every: int | None, allocation: str = "pooled") -> ConfidentJudging:
+    """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
+    name = method if rule == "committed" else anytime_method
+    params: dict[str, Any] = {"batch": batch} if name == "active" else {}
+    selector = METHODS[name](pool, Budget(rate=ceiling), np.random.default_rng(seed),
+                             **params)
+    if rule == "committed":
+        return ConfidentJudging(selector, target, start=start, batch=batch)
+    return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
+                          interval="anytime" if rule == "anytime" else "fixed",
+                          allocation=allocation)
+
+
+def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
+        **options: Any) -> dict[str, Any]:
+    """One trial of ``rule``: judgments, reason, widest half-width, coverage, error."""
+    judging = judging_for(rule, pool, seed, **options)
+    status = judging.run(oracle)
+    present = judging.present
+    mean = np.where(present, np.nan_to_num(judging.value), 0.0).sum(axis=0) / np.maximum(
+        present.sum(axis=0), 1)
+    half = judging.half_widths()
+    runs = judging.runs
+    error = mean[runs] - truth[runs]
+    return {"rule": rule, "judged": status.judged, "reason": status.reason,
+            "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
+            "error": float(error.mean()),
+            "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])])}
+
+
+def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 200,
+                        **options: Any) -> dict[str, dict[str, Any]]:
+    """The planner's forecasts (:func:`sampleval.judging.planning.forecast_arrays`) from the
+    anytime rule's own pilot in this trial (its first judgments of every topic), keyed by
+    the rule they forecast: the committed rule's is ``fixed`` under simple random
+    sampling's variance model, the anytime rule's ``anytime`` under the model of its
+    method (``active``'s with-replacement draws; else simple random sampling's), the naive
+    rule's ``fixed`` under that model."""
+    from sampleval.judging.planning import FOUND, Forecast, active_draws, forecast_arrays
+
+    judging = judging_for("anytime", pool, seed, **options)
+    assert isinstance(judging, AnytimeJudging)
+    while ((judging.handed < judging.first) & ~judging.exhausted).any():
+        batch = judging.next_batch()
+        if batch is None:
+            break
+        judging.observe(batch[0], oracle(*batch))
+    judging._refresh()
+    variance = np.where(judging.present, judging.variance, np.nan)[:, judging.runs]
+    cap = np.minimum(judging.capacity, judging.pool_size)
+    judged = judging.sample().judged()
+    relevant = judged[judged["relevance"] >= judging.level].groupby("query_id").size()
+    found = relevant.reindex(judging.topics, fill_value=0).to_numpy() >= FOUND
+
+    def made(draws: list[np.ndarray] | None) -> dict[str, Forecast]:
+        return {f.rule: f for f in forecast_arrays(
+            variance, judging.judged.astype(np.float64), judging.pool_size, found,
+            options["target"].half_width, cap=cap, rng=np.random.default_rng(seed),
+            draws=draws, replicates=replicates)}
+
+    srs = made(None)
+    then = (made(active_draws(pool, judging.topics)) if options["anytime_method"] == "active"
+            else srs)
+    return {rule: {"": f.needed, "_lo": f.lo, "_hi": f.hi}
+            for rule, f in (("committed", srs["fixed"]), ("anytime", then["anytime"]),
+                            ("naive", then["fixed"]))}
+
+
+LOOK_POINTS = (2, 3, 4)
+"""The looks a forecast from the looks is measured at: the first with at least this many
+times the first look's judgments (the pilot's)."""
+
+
+def look_forecast(looks: str, target: float, rule: str, times: float
+                  ) -> tuple[float, float, float] | None:
+    """The forecast from the looks (:func:`sampleval.judging.planning.forecast_from_looks`, the
+    rule's half-widths) made at the first look with at least ``times`` the first look's
+    judgments, from the ``looks`` column (JSON); None when judging stopped before it."""
+    from sampleval.judging.planning import forecast_from_looks
+
+    seen = json.loads(looks) if isinstance(looks, str) else []
+    at = next((k for k, (n, _) in enumerate(seen) if n >= times * seen[0][0]), None)
+    if at is None or at < 1 or at == len(seen) - 1:
+        return None
+    made = forecast_from_looks(seen[:at + 1], target, "anytime" if rule == "anytime"
+                               else "fixed")
+    if made is None or made.needed is None:
+        return (np.inf, np.nan, np.nan)
+    return (float(made.needed), np.nan if made.lo is None else float(made.lo),
+            np.inf if made.hi is None else float(made.hi))
+
+
+def combined(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The rows of several ``--out`` files, one per rule and seed: the rows of a
+    ``--plan-only`` file give their forecasts to the judged rows of the same rule and seed."""
+    table = pd.concat(tables, ignore_index=True)
+    judged = table[table["judged"].notna()].drop_duplicates(["rule", "seed"], keep="first")
+    plans = table[table["judged"].isna()].drop_duplicates(["rule", "seed"], keep="first")
+    if plans.empty:
+        return judged.reset_index(drop=True)
+    columns = ["forecast", "forecast_lo", "forecast_hi"]
+    merged = judged.merge(plans[["rule", "seed", *columns]], on=["rule", "seed"],
+                          how="left", suffixes=("", "_plan"))
+    for c in columns:  # a forecast made with the judging stands
+        merged[c] = merged[c].combine_first(merged.pop(f"{c}_plan"))
+    return merged
+
+
+def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
+    """Per rule: the module docstring's summary (campaigns paired by seed)."""
+    rows = []
+    base = table[table["rule"] == "committed"].set_index("seed")["judged"]
+    for rule, part in table.groupby("rule", sort=False):
+        part = part.set_index("seed")
+        ratio = (part["judged"] / base.reindex(part.index)).dropna()
+        row = {"rule": rule, "trials": len(part), "judged": part["judged"].mean(),
+               "judged_sd": part["judged"].std(ddof=1),
+               "coverage": part["coverage"].mean(),
+               "coverage_se": part["coverage"].std(ddof=1) / np.sqrt(len(part)),
+               "met": float((part["widest"] <= target + 1e-12).mean()),
+               "paired": len(ratio),
+               "vs_committed": float(ratio.mean()) if len(ratio) else np.nan,
+               "error": part["error"].mean()}
+        if "forecast" in part and part["forecast"].notna().any():
+            known = part[part["forecast"].notna()]
+            rel = (known["forecast"] - known["judged"]).abs() / known["judged"]
+            row["pilot_n"] = len(known)
+            row["pilot_median"] = float((known["forecast"] / known["judged"]).median())
+            row["pilot_within_15%"] = float((rel <= 0.15).mean())
+            row["pilot_interval_holds"] = float(
+                ((known["forecast_lo"] <= known["judged"])
+                 & (known["judged"] <= known["forecast_hi"])).mean())
+        if rule != "committed" and "looks" in part:
+            for times in LOOK_POINTS:
+                made = [(f, n) for looks, n in zip(part["looks"], part["judged"], strict=True)
+                        if (f := look_forecast(looks, target, str(rule), times)) is not None]
+                if not made:
+                    continue
+                ratio_at = np.array([f[0] / n for f, n in made])
+                row[f"x{times}_n"] = len(made)
+                row[f"x{times}_median"] = float(np.median(ratio_at))
+                row[f"x{times}_within_15%"] = float(np.mean(np.abs(ratio_at - 1) <= 0.15))
+                row[f"x{times}_interval_holds"] = float(np.mean(
+                    [f[1] <= n <= f[2] for f, n in made]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = simulation_parser(__doc__, trials=30)
+    parser.add_argument("--collection", choices=("covid", "cranfield"), default="covid",
+                        help="TREC-COVID round 5 (default) or Cranfield (sparse)")
+    parser.add_argument("--target", type=float, default=0.03,
+                        help="target 95%% half-width of every run's mean (default 0.03)")
+    parser.add_argument("--measure", default="AP", help="the targeted measure (default AP)")
+    parser.add_argument("--method", default="stratified",
+                        help="selection method of the committed rule (default stratified)")
+    parser.add_argument("--anytime-method", default="active",
+                        help="selection method of the anytime and naive rules (default "
+                             "active, with rounds of --batch draws: every round ends a valid "
+                             "sample, where a stratified layout needs about half its budget "
+                             "to reach every stratum)")
+    parser.add_argument("--ceiling", type=float, default=0.5,
+                        help="each topic's cap, as a share of its pool (default 0.5)")
+    parser.add_argument("--start", type=int, default=20,
+                        help="each topic's first judgments (default 20)")
+    parser.add_argument("--batch", type=int, default=5, help="documents per batch")
+    parser.add_argument("--every", type=int,
+                        help="judgments at least between looks (default: a look after every "
+                             "batch)")
+    parser.add_argument("--allocation", default="pooled",
+                        help="which variances the anytime and naive rules' plan reads: "
+                             "pooled (default) or own (AnytimeJudging's allocation)")
+    parser.add_argument("--rules", default=",".join(RULES),
+                        help=f"rules to run, of {', '.join(RULES)} (default all)")
+    parser.add_argument("--plan", action="store_true",
+                        help="also forecast the judgments from each trial's pilot")
+    parser.add_argument("--plan-only", action="store_true",
+                        help="only the forecasts from each trial's pilot, one row per rule "
+                             "of --rules without judging (--summarise pairs them with the "
+                             "judged rows of the same rule and seed)")
+    parser.add_argument("--replicates", type=int, default=200,
+                        help="bootstrap replicates of a forecast's interval (default 200)")
+    parser.add_argument("--out", type=Path, help="CSV of the per-trial rows")
+    parser.add_argument("--summarise", type=Path, metavar="CSV", nargs="+",
+                        help="only print the summary of --out files (of runs stopped early, "
+                             "or split over seeds; one row per rule and seed is kept)")
+    args = parser.parse_args(argv)
+    if args.summarise is not None:
+        missing = [str(f) for f in args.summarise if not f.is_file()]
+        if missing:
+            parser.error(f"no such file: {', '.join(missing)}")
+        table = combined([pd.read_csv(f) for f in args.summarise])
+        for width in sorted(table["target"].unique()):
+            part = table[table["target"] == width]
+            print(f"target {width}, {part['seed'].nunique()} seeds")
+            print(summary(part, float(width)).to_string(
+                index=False, float_format=lambda x: f"{x:.4f}"))
+        return 0
+    began = time.perf_counter()
+    runs, qrels = collection(args.collection, args.data, args.depth)
+    pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
+    truth_qrels = pool_truth(pool)
+    truth = exact_per_topic(truth_qrels, runs, args.measure, args.depth).reindex(
+        list(pool.topics)).fillna(0.0)
+    present = np.array([pool[t].present for t in pool.topics])
+    truth = np.where(present, truth.to_numpy(), 0.0).sum(axis=0) / np.maximum(
+        present.sum(axis=0), 1)
+    oracle = qrels_oracle(truth_qrels)
+    target = Target(args.measure, args.target)
+    options = {"method": args.method, "anytime_method": args.anytime_method,
+               "ceiling": args.ceiling, "target": target, "start": args.start, "batch": args.batch, "every": args.every,
+               "allocation": args.allocation}
+    rules = [r for r in args.rules.split(",") if r.strip()]
+    rows: list[dict[str, Any]] = []
+    writer = None
+    handle = args.out.open("w", newline="") if args.out else None
+    try:
+        for trial in range(args.trials):
+            seed = args.seed + trial
+            forecast: dict[str, Any] = {}
+            tic = time.perf_counter()
+            if args.plan or args.plan_only:
+                forecast = forecast_from_pilot(pool, oracle, seed, args.replicates,
+                                               **options)
+            for rule in rules:
+                row = {"collection": args.collection, "target": args.target, "trial": trial,
+                       "seed": seed}
+                if args.plan_only:
+                    row.update({"rule": rule, "judged": None, "reason": "forecast only",
+                                "widest": np.nan, "coverage": np.nan, "error": np.nan,
+                                "looks": "[]"})
+                else:
+                    tic = time.perf_counter()
+                    row.update(one(rule, pool, oracle, truth, seed, **options))
+                if rule in forecast:
+                    row.update({f"forecast{k}": v for k, v in forecast[rule].items()})
+                row["seconds"] = time.perf_counter() - tic
+                rows.append(row)
+                print(f"trial {trial} {rule}: {row['judged']} judgments, {row['reason']}, "
+                      f"forecast {row.get('forecast')}, "
+                      f"widest {row['widest']:.4f}, coverage {row['coverage']:.3f}, "
+                      f"{row['seconds']:.0f} s", file=sys.stderr, flush=True)
+                if handle is not None:
+                    if writer is None:
+                        writer = csv.DictWriter(handle, fieldnames=list(row) + [
+                            k for k in ("forecast", "forecast_lo", "forecast_hi")
+                            if k not in row], extrasaction="ignore")
+                        writer.writeheader()
+                    writer.writerow(row)
+                    handle.flush()
+    finally:
+        if handle is not None:
+            handle.close()
+    if args.plan_only:
+        return 0
+    table = pd.DataFrame(rows)
+    print(f"{args.collection}: {len(runs)} runs, {len(pool.topics)} topics, depth "
+          f"{args.depth}, {args.method} / {args.anytime_method} (ceiling {args.ceiling}, "
+          f"allocation {args.allocation}), {args.measure} target {args.target}, start {args.start}, batch {args.batch}, looks every "
+          f"{args.every or args.batch}, {args.trials} trials, "
+          f"{time.perf_counter() - began:.0f} s")
+    print(summary(table, args.target).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

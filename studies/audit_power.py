@@ -1,0 +1,296 @@
+"""How well ``sampleval audit`` finds a machine judge that favours a run, and how honest the
+rank intervals are, by simulation (issue 31).
+
+    python -m studies.audit_power [--collection round5|sparse] [--trials 200]
+        [--rate 0.05] [--method stratified|audit|...] [--inflation 0.03] [--ppi]
+        [--output F.csv]
+
+The truth is a collection judged in full (TREC-COVID round 5: the depth-``--depth`` pool of
+its 126 runs with the round-5 qrels, unjudged = not relevant; or ``sparse``: a synthetic
+collection of 40 runs and 50 topics with 1% of the documents relevant,
+:func:`sampleval.datasets.synthetic.make_collection`). Two machine judges label the whole pool:
+
+- ``perfect``: the true grades (every run's true bias is 0: any flag is a false alarm);
+- ``circular``: the true grades, except that the favoured run's top k documents of every
+  topic are called relevant (:func:`sampleval.simulation.predictors.circular`); the
+  favoured run is the one at the median of the true AP leaderboard and k the smallest of
+  1, 2, 3, 5, 7, 10, 15, 20, 30, 50 that inflates its machine AP by at least
+  ``--inflation`` relative to the other runs (exactly: the machine AP minus the true AP,
+  less the mean of that over runs).
+
+Each trial judges a ``--rate`` sample with ``--method`` (seed SEED + trial; a method that
+reads predictions, such as ``audit``, gets the circular judge's labels) and audits both
+judges on AP~ht (Holm, alpha 0.05) from two sample sides (:data:`PATHS`): the people's
+labels alone (``plain``) and the machine's labels as control variates (``control``), each
+with the t and the normal reference. Reported per side (columns ``{side}_{reference}_...``):
+the power (the favoured run flagged; also under Benjamini-Hochberg, and its unadjusted test
+at 0.05), the false alarms per run and family-wise (perfect judge: every run; circular
+judge: the runs whose exact relative bias is below 0.005 in absolute value), the coverage
+of the relative-bias intervals and their width (mean half-width / (1.96 x rms of the
+relative bias's error)), the simultaneous coverage of the rank intervals (every run's true
+rank inside its interval; tied true means: any of the tied ranks) and their mean width
+against the full qrels' max-t intervals (:func:`~sampleval.estimation.ranks.
+rank_intervals` of the exact per-topic AP), and the estimates' rms; with ``--ppi``,
+whether the AP~ppi leaderboard with the circular judge's labels as predictions stays
+unbiased (each run's mean error over the trials within 3 of its standard errors).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.core.sample import Sample
+from sampleval.datasets.synthetic import make_collection
+from sampleval.estimation.audit import (
+    NULL_RELATIVE,
+    REFERENCES,
+    HumanEstimates,
+    controlled_estimates,
+    human_estimates,
+    judge_rows,
+)
+from sampleval.estimation.ranks import covers_ranks, rank_intervals
+from sampleval.measures.evaluation import evaluate
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from sampleval.simulation.predictors import circular, median_run, pool_truth
+from studies._cli import read_round5, simulation_parser
+from studies.compare_accuracy import exact_per_topic
+from studies.compare_accuracy import pool_truth as judged_in_full
+
+K_CHOICES = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50)
+MEASURE = "AP~ht"
+
+
+def sparse_collection(seed: int) -> tuple[list[Run], Qrels]:
+    """40 runs, 50 topics, 5000 documents of which about 1% relevant."""
+    data = make_collection(np.random.default_rng(seed), n_topics=50, n_runs=40, n_docs=5000,
+                           depth=100, pool_depth=100, rel_rate=0.01)
+    return ([Run.from_frame(f, n) for n, f in data.runs.items()],
+            Qrels.from_frame(data.qrels))
+
+
+def machine_bias(predictions: pd.DataFrame, runs: Sequence[Run], exact: pd.Series,
+                 depth: int) -> pd.Series:
+    """Each run's exact machine AP (the predictions as qrels) minus its true AP."""
+    qrels = Qrels.from_frame(predictions.rename(columns={"prediction": "relevance"}))
+    rows = evaluate(qrels, runs, ["AP"], depth=depth)
+    machine = rows[rows["query_id"] == "all"].set_index("run")["value"]
+    return machine[exact.index] - exact
+
+
+def choose_k(truth: pd.DataFrame, pool: Pool, runs: Sequence[Run], exact: pd.Series,
+             favoured: str, inflation: float, depth: int) -> tuple[int, pd.Series]:
+    """The smallest k of :data:`K_CHOICES` whose circular judge inflates ``favoured``'s AP by
+    ``inflation`` relative to the others, and every run's exact relative bias under it."""
+    relative = pd.Series(dtype=float)
+    for k in K_CHOICES:
+        bias = machine_bias(circular(truth, pool, favoured, k), runs, exact, depth)
+        relative = bias - bias.mean()
+        if relative[favoured] >= inflation:
+            return k, relative
+    return K_CHOICES[-1], relative
+
+
+PATHS = ("control", "plain")
+"""The audit's two sample sides: the machine's labels as control variates
+(:func:`~sampleval.estimation.audit.controlled_estimates`) and the people's labels alone
+(:func:`~sampleval.estimation.audit.human_estimates`)."""
+
+
+def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int,
+                   trials: int, seed: int, inflation: float, ppi: bool,
+                   method: str = "stratified", output: str | None = None
+                   ) -> tuple[pd.DataFrame, dict[str, object]]:
+    """Per trial one record (module docstring; written to ``output`` after each trial),
+    and the setting (k, favoured run, reference rank-interval width, runs)."""
+    from sampleval.estimators import estimate
+
+    runs = list(runs)
+    pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
+    truth_qrels = judged_in_full(pool)
+    truth = pool_truth(pool, truth_qrels)
+    exact_topics = exact_per_topic(truth_qrels, runs, "AP", depth)
+    exact = exact_topics.mean(axis=0)
+    favoured = median_run(exact)
+    k, relative = choose_k(truth, pool, runs, exact, favoured, inflation, depth)
+    nulls = np.array([n != favoured and abs(relative[n]) < NULL_RELATIVE
+                      for n in exact.index])
+    judges = {"perfect": Predictions.from_frame(truth.rename(columns={"relevance":
+                                                                      "prediction"})),
+              "circular": Predictions.from_frame(circular(truth, pool, favoured, k))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = rank_intervals(exact_topics)
+    oracle = qrels_oracle(truth_qrels)
+    at = list(exact.index).index(favoured)
+    print(f"favoured {favoured}, k {k}, inflation {relative[favoured]:.4f}, null runs "
+          f"{int(nulls.sum())}, reference rank width "
+          f"{float((reference['rank_hi'] - reference['rank_lo']).mean()):.3f}",
+          file=sys.stderr, flush=True)
+    true_relative = {"circular": relative.to_numpy(dtype=np.float64),
+                     "perfect": np.zeros(len(relative))}
+    records = []
+    ppi_errors = []
+    for trial in range(trials):
+        started = time.time()
+        given = ({"predictions": judges["circular"]} if METHODS[method].uses_predictions({})
+                 else {})
+        selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(seed + trial),
+                                   **given)
+        sample = simulate(selector, oracle).sample()
+        record: dict[str, object] = {"trial": trial}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plain = human_estimates(sample, runs, MEASURE, ci=0.95,
+                                    rng=np.random.default_rng(seed + trial + 1_000_003))
+            controlled = {name: controlled_estimates(
+                sample, runs, MEASURE, judge, rng=np.random.default_rng(seed + trial + 1_000_003))
+                for name, judge in judges.items()}
+            # the plain estimates with each judge's exact machine measures (computed once)
+            record.update(_path_record("plain", sample, {
+                name: dataclasses.replace(plain, judge=judge, machine=controlled[name].machine)
+                for name, judge in judges.items()}, judges, exact, at, nulls, true_relative))
+            record.update(_path_record("control", sample, controlled, judges, exact, at,
+                                       nulls, true_relative))
+            if ppi:
+                ppi_rows = estimate(sample, runs, ["AP~ppi"], predictions=judges["circular"])
+                ppi_value = ppi_rows[ppi_rows["query_id"] == "all"].set_index("run")["value"]
+                ppi_errors.append((ppi_value[exact.index] - exact).to_numpy())
+        record["seconds"] = time.time() - started
+        records.append(record)
+        if output:  # kept as it grows, so that a long run can be read before it ends
+            pd.DataFrame(records).to_csv(output, index=False)
+        print(f"trial {trial + 1}/{trials} done ({record['seconds']:.1f} s)",
+              file=sys.stderr, flush=True)
+    setting: dict[str, object] = {
+        "method": method, "favoured": favoured, "k": k,
+        "inflation": float(relative[favoured]), "runs": len(runs),
+        "null_runs": int(nulls.sum()),
+        "reference_width": float((reference["rank_hi"] - reference["rank_lo"]).mean())}
+    if ppi_errors:
+        errors = np.array(ppi_errors)
+        se = errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
+        setting["ppi_within_3se"] = float(np.mean(np.abs(errors.mean(axis=0)) <= 3 * se))
+        setting["ppi_favoured_bias"] = float(errors.mean(axis=0)[at])
+    return pd.DataFrame(records), setting
+
+
+def _path_record(path: str, sample: Sample, sides: dict[str, HumanEstimates],
+                 judges: dict[str, Predictions], exact: pd.Series, at: int,
+                 nulls: np.ndarray, true_relative: dict[str, np.ndarray]
+                 ) -> dict[str, object]:
+    """One trial's figures for one sample side (``path``): per reference (t, normal) the
+    power, false alarms per run and family-wise (perfect judge: any run; circular judge:
+    any run whose exact relative bias is below 0.005), BH's power and false alarms, the
+    relative-bias intervals' coverage, half-widths and errors, the rank intervals'
+    simultaneous coverage and width, and the estimates' squared error."""
+    out: dict[str, object] = {}
+    order = list(exact.index)
+    rows = {}
+    for reference in REFERENCES:
+        rows = {name: judge_rows(sample, sides[name], judge, reference=reference
+                                 ).set_index("run").loc[order]
+                for name, judge in judges.items()}
+        circ, perfect = rows["circular"], rows["perfect"]
+        flagged = circ["flagged"].to_numpy(dtype=bool)
+        fair = perfect["flagged"].to_numpy(dtype=bool)
+        tag = f"{path}_{reference}"
+        out[f"{tag}_power"] = bool(flagged[at])
+        out[f"{tag}_power_unadjusted"] = bool(circ["p"].to_numpy()[at] < 0.05)
+        out[f"{tag}_false_alarm_perfect"] = float(fair.mean())
+        out[f"{tag}_any_false_alarm_perfect"] = bool(fair.any())
+        out[f"{tag}_false_alarm_circular"] = float(flagged[nulls].mean())
+        out[f"{tag}_any_false_alarm_circular"] = bool(flagged[nulls].any())
+        for name in judges:
+            r = rows[name]
+            lo, hi = r["relative_lo"].to_numpy(), r["relative_hi"].to_numpy()
+            truth = true_relative[name]
+            out[f"{tag}_{name}_relative_coverage"] = float(((lo <= truth) & (truth <= hi)
+                                                            ).mean())
+            out[f"{tag}_{name}_relative_half"] = float(((hi - lo) / 2).mean())
+            out[f"{tag}_{name}_relative_sq_error"] = float(
+                ((r["relative"].to_numpy() - truth) ** 2).mean())
+    bh = judge_rows(sample, sides["circular"], judges["circular"], correction="bh"
+                    ).set_index("run").loc[order]
+    out[f"{path}_bh_power"] = bool(bh["flagged"].to_numpy()[at])
+    out[f"{path}_bh_false_alarm_circular"] = float(bh["flagged"].to_numpy()[nulls].mean())
+    circ = rows["circular"]
+    lo, hi = circ["rank_lo"].to_numpy(), circ["rank_hi"].to_numpy()
+    truth = exact.to_numpy(dtype=np.float64)
+    out[f"{path}_rank_coverage"] = covers_ranks(lo, hi, truth)
+    out[f"{path}_rank_width"] = float((hi - lo).mean())
+    out[f"{path}_estimate_sq_error"] = float(((circ["estimate"].to_numpy() - truth) ** 2
+                                              ).mean())
+    out[f"{path}_favoured_relative"] = float(circ["relative"].to_numpy()[at])
+    return out
+
+
+def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame:
+    """One row: the targets' figures with their Monte Carlo standard errors; per sample side
+    and judge the relative-bias intervals' width, mean half-width / (1.96 rms of the
+    relative bias's error), and the estimates' rms."""
+    n = len(records)
+    row: dict[str, object] = {"trials": n, **setting}
+    for column in records.columns:
+        if column in ("trial", "seconds") or column.endswith(("_half", "_sq_error",
+                                                               "_rank_width",
+                                                               "_favoured_relative")):
+            continue
+        values = records[column].astype(float)
+        row[column] = float(values.mean())
+        row[f"{column}_se"] = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+    for column in records.columns:
+        if column.endswith("_half"):
+            rms = float(np.sqrt(records[column.replace("_half", "_sq_error")].mean()))
+            half = float(records[column].mean())
+            row[column.replace("_half", "_width")] = half / (1.96 * rms) if rms > 0 else (
+                np.nan if half == 0 else np.inf)
+    for path in PATHS:
+        width = float(records[f"{path}_rank_width"].mean())
+        row[f"{path}_rank_width"] = width
+        row[f"{path}_width_ratio"] = width / float(str(setting["reference_width"]))
+        row[f"{path}_mean_favoured_relative"] = float(records[f"{path}_favoured_relative"]
+                                                      .mean())
+        row[f"{path}_estimate_rms"] = float(np.sqrt(records[f"{path}_estimate_sq_error"]
+                                                    .mean()))
+    return pd.DataFrame([row])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = simulation_parser(__doc__ or "", trials=200)
+    parser.set_defaults(rate=0.05)
+    parser.add_argument("--collection", choices=("round5", "sparse"), default="round5")
+    parser.add_argument("--inflation", type=float, default=0.03,
+                        help="the circular judge's relative inflation of the favoured run's "
+                             "AP to reach (default 0.03)")
+    parser.add_argument("--ppi", action="store_true",
+                        help="also check that AP~ppi with the circular judge stays unbiased")
+    parser.add_argument("--method", choices=sorted(METHODS), default="stratified",
+                        metavar="METHOD",
+                        help="the selection method of the human sample (default stratified)")
+    parser.add_argument("--output", help="write the per-trial records to this CSV")
+    args = parser.parse_args(argv)
+    runs, qrels = (read_round5(args.data) if args.collection == "round5"
+                   else sparse_collection(args.seed))
+    records, setting = run_experiment(runs, qrels, rate=args.rate, depth=args.depth,
+                                      trials=args.trials, seed=args.seed,
+                                      inflation=args.inflation, ppi=args.ppi,
+                                      method=args.method, output=args.output)
+    summary = summarise(records, setting)
+    sys.stdout.write(summary.T.to_string(header=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""Judging until confident against a fixed per-topic budget (issue 14), on TREC-COVID round 5:
+the depth-100 pool of the 126 runs judged in full (round-5 qrels, unjudged = not relevant)
+is the truth.
+
+    python -m studies.confident_judging [--trials 10] [--targets 0.02,0.01]
+
+For each target half-width h (the 95% half-width of every run's mean AP~ht over the 50
+topics), ``--trials`` adaptive campaigns (:class:`~sampleval.judging.confident.ConfidentJudging`
+driving ``--method`` laid out for ``--ceiling`` of each topic's pool (one per target), ``--start`` judgments
+per topic first, batches of ``--batch``) report the judgments used, the final widest
+half-width, the coverage of the final intervals of the runs' means (the share that contain
+the true MAP), and the bias of the mean estimates (mean over trials of estimate - truth,
+per run: its mean over the runs, and the largest in absolute value with its standard error
+over trials). The fixed per-topic budgets (``--fixed-rates``, ``--fixed-trials`` samples
+each, the same method laid out for that rate) report the same, and the smallest rate whose
+widest half-width meets h in every trial is the fixed budget that reaches it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.estimators.base import MEAN_TOPIC, topic_views
+from sampleval.estimators.family import FAMILIES
+from sampleval.estimators.names import parse_estimate
+from sampleval.judging.confident import ConfidentJudging, Target
+from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
+from studies._cli import read_round5, simulation_parser
+from studies.compare_accuracy import exact_per_topic, pool_truth
+
+MEASURE = "AP~ht"  # the default --measure
+
+
+def _summary(estimates: np.ndarray, half: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+    """Coverage and bias of ``estimates`` ``[trials, runs]`` with half-widths ``half``."""
+    covered = np.abs(estimates - truth) <= half
+    trials = covered.mean(axis=1)  # the runs of one trial share its sample: not independent
+    per_run = (estimates - truth).mean(axis=0)
+    worst = int(np.argmax(np.abs(per_run)))
+    se = (estimates[:, worst] - truth[worst]).std(ddof=1) / np.sqrt(len(estimates)) \
+        if len(estimates) > 1 else float("nan")
+    return {"coverage": float(covered.mean()),
+            "coverage_se": float(trials.std(ddof=1) / np.sqrt(len(trials)))
+            if len(trials) > 1 else float("nan"), "bias_mean": float(per_run.mean()),
+            "bias_worst": float(per_run[worst]), "bias_worst_se": float(se)}
+
+
+def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *,
+             method: str, ceiling: float, start: int, batch: int, trials: int,
+             seed: int, committed: bool = True, margin: float = 0.05,
+             measure: str = MEASURE) -> dict[str, object]:
+    """The adaptive campaigns' row (module docstring)."""
+    oracle = qrels_oracle(qrels_truth)
+    used, widest, estimates, halves, phases = [], [], [], [], []
+    for trial in range(trials):
+        selector = METHODS[method](pool, Budget(rate=ceiling),
+                                   np.random.default_rng(seed + trial))
+        judging = ConfidentJudging(selector, Target(measure, target), start=start, batch=batch,
+                                   committed=committed, margin=margin)
+        status = judging.run(oracle)
+        present = judging.present
+        mean = np.where(present, judging.value, 0.0).sum(axis=0) / present.sum(axis=0)
+        used.append(status.judged)
+        widest.append(status.widest)
+        estimates.append(mean)
+        halves.append(judging.half_widths())
+        phases.append(max((len(p) for p in judging.phases), default=0))
+        print(f"target {target}: trial {trial + 1}/{trials}, {status.judged} judgments, "
+              f"{status.reason}, widest {status.widest:.4f}, phases {phases[-1]}",
+              file=sys.stderr, flush=True)
+    design = "committed" if committed else "adaptive rule"
+    return {"design": f"{design} (ceiling {ceiling})", "target": target,
+            "judgments": float(np.mean(used)), "judgments_sd": float(np.std(used, ddof=1))
+            if trials > 1 else float("nan"), "widest": float(np.mean(widest)),
+            "met": float(np.mean(np.array(widest) <= target)),
+            "phases": float(np.mean(phases)) if committed else float("nan"),
+            **_summary(np.array(estimates), np.array(halves), truth)}
+
+
+def fixed(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, rate: float, *, method: str,
+          trials: int, seed: int, measure: str = MEASURE) -> dict[str, object]:
+    """A fixed per-topic budget's row: every topic judged at ``rate`` by ``method``."""
+    oracle = qrels_oracle(qrels_truth)
+    spec = parse_estimate(measure)
+    family = FAMILIES[spec.family]
+    used, widest, estimates, halves = [], [], [], []
+    for trial in range(trials):
+        selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(seed + trial))
+        sample = simulate(selector, oracle).sample()
+        rows = family.compute(pool.run_names, topic_views(pool, sample), sample, [spec], 1.0,
+                              0.95)
+        rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").loc[list(pool.run_names)]
+        half = ((rows["hi"] - rows["lo"]) / 2).to_numpy()
+        used.append(len(sample.judged()))
+        widest.append(half.max())
+        estimates.append(rows["value"].to_numpy())
+        halves.append(half)
+    return {"design": f"fixed rate {rate}", "target": float("nan"),
+            "judgments": float(np.mean(used)), "judgments_sd": float("nan"),
+            "widest": float(np.mean(widest)), "widest_max": float(np.max(widest)),
+            **_summary(np.array(estimates), np.array(halves), truth)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = simulation_parser(__doc__, trials=10)
+    parser.add_argument("--targets", default="0.02,0.01",
+                        help="target half-widths of every run's mean AP (default 0.02,0.01)")
+    parser.add_argument("--method", default="stratified", help="selection method")
+    parser.add_argument("--measure", default=MEASURE,
+                        help=f"the estimator of AP whose intervals are targeted (default "
+                             f"{MEASURE}; options as 'estimate -m' takes them, e.g. "
+                             "'AP~ht(var=linear)')")
+    parser.add_argument("--ceiling", default="0.25,0.45",
+                        help="each topic's budget in the adaptive campaigns, as a share of "
+                             "its pool (the design is laid out for it), one per target or one "
+                             "for all (default 0.25,0.45)")
+    parser.add_argument("--start", type=int, default=40,
+                        help="each topic's pilot, and the least size of its final phase "
+                             "(default 40)")
+    parser.add_argument("--margin", type=float, default=0.05,
+                        help="phases are planned to reach the target times (1 - MARGIN) "
+                             "(default 0.05)")
+    parser.add_argument("--adaptive-rule", action="store_true",
+                        help="judge with the adaptive rule of earlier versions instead of "
+                             "the phase-committed design (its intervals under-cover)")
+    parser.add_argument("--batch", type=int, default=5, help="documents per batch")
+    parser.add_argument("--fixed-rates", default="0.1,0.15,0.2,0.3,0.4,0.5",
+                        help="fixed per-topic budgets to compare with")
+    parser.add_argument("--fixed-trials", type=int, default=3,
+                        help="samples per fixed budget (default 3)")
+    args = parser.parse_args(argv)
+    runs, qrels = read_round5(args.data)
+    start = time.perf_counter()
+    pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
+    truth_qrels = pool_truth(pool)
+    truth = exact_per_topic(truth_qrels, runs, "AP", args.depth).mean(axis=0).to_numpy()
+    rows: list[dict[str, object]] = []
+    for rate in (float(r) for r in args.fixed_rates.split(",") if r.strip()):
+        rows.append(fixed(pool, truth_qrels, truth, rate, method=args.method,
+                          trials=args.fixed_trials, seed=args.seed, measure=args.measure))
+        print(f"fixed rate {rate} done", file=sys.stderr, flush=True)
+    targets = [float(t) for t in args.targets.split(",") if t.strip()]
+    ceilings = [float(c) for c in args.ceiling.split(",") if c.strip()]
+    if len(ceilings) not in (1, len(targets)):
+        parser.error("give one --ceiling, or one per target")
+    for target, ceiling in zip(targets, ceilings * len(targets) if len(ceilings) == 1
+                               else ceilings, strict=True):
+        rows.append(adaptive(pool, truth_qrels, truth, target, method=args.method,
+                             ceiling=ceiling, start=args.start, batch=args.batch,
+                             trials=args.trials, seed=args.seed,
+                             committed=not args.adaptive_rule, margin=args.margin,
+                             measure=args.measure))
+    table = pd.DataFrame(rows)
+    print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool.topics)} topics, depth "
+          f"{args.depth} ({sum(tp.size for tp in pool)} pooled documents), {args.method}, "
+          f"{args.measure}, {args.trials} adaptive trials per target, {args.fixed_trials} per fixed "
+          f"rate, {time.perf_counter() - start:.0f} s")
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
