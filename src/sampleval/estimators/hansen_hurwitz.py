@@ -145,66 +145,33 @@ way (best of 3, load 4; 0.35 s when the other correction was a second pass).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import (
-    TopicView,
-    gain,
-    rank_coefficients,
-    relevance,
-    summarise,
-    topic_draws,
-)
-from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
+from sampleval.estimation.result import TopicParts, floored, rows_of
+from sampleval.estimators.base import TopicView
+from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.names import EstimateSpec
-from sampleval.estimators.ppi import LINEAR, without_predictions
+from sampleval.estimators.ppi import without_predictions
 from sampleval.params import Param
 
 
-def per_draw(spec: EstimateSpec, level: float, ranks: np.ndarray, labels: np.ndarray,
-             probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """T-hat and its estimated variance s^2 / n per run, from the draws' ``[n_runs, n]`` ranks,
-    labels and draw probabilities ``[n]`` (variance NaN from a single draw)."""
-    value = gain(labels) if spec.base == "DCG" else relevance(labels, level)
-    terms = rank_coefficients(spec.base, ranks, spec.cutoff) * (value / probs)
-    n = terms.shape[-1]
-    variance = (np.var(terms, axis=-1, ddof=1) / n if n > 1
-                else np.full(terms.shape[:-1], np.nan))
-    return terms.mean(axis=-1), variance
-
-
-def estimate_hh(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-                spec: EstimateSpec, level: float, ci: float) -> pd.DataFrame:
-    """Per-draw estimates of ``spec`` for every run and topic, and their mean, with normal
-    intervals at level ``ci`` (AP's widened as ``interval`` says), from a sample's draws and
-    their probabilities (the ratio measures through :func:`~sampleval.estimators.ppi.
-    without_predictions`)."""
-    values, variances, biases = hh_parts(run_names, views, sample, spec, level)
-    return summarise(run_names, views, spec.name, values, variances, ci, biases)
-
-
 def hh_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-             spec: EstimateSpec, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             spec: EstimateSpec, level: float) -> TopicParts:
     """Per topic and run: the estimate, its variance and the bias estimate that widens its
     interval (AP's ``interval=bias-aware``: the difference between the jackknife's and the
-    Taylor correction, module docstring; 0 elsewhere), each ``[topics, runs]``."""
+    Taylor correction, module docstring; 0 elsewhere), each ``[topics, runs]``: the
+    prediction-powered engine's ``draws`` form with every prediction 0
+    (:func:`~sampleval.estimators.ppi.without_predictions`)."""
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
-    if spec.base not in LINEAR:
-        result = without_predictions(spec, views, sample, level)
-        biases = result.remaining  # AP's gap between its two corrections, if asked for
-        return (result.value, result.variance,
-                np.zeros_like(result.value) if biases is None else biases)
-    values = np.zeros((len(views), len(run_names)))
-    variances = np.zeros_like(values)
-    for t, view in enumerate(views):
-        x, probs = topic_draws(sample, view)
-        values[t], variances[t] = per_draw(spec, level, view.rank_of(x), view.sample.labels[x],
-                                           probs)
-    return values, variances, np.zeros_like(values)
+    result = without_predictions(spec, views, sample, level)
+    biases = result.remaining  # AP's gap between its two corrections, if asked for
+    return TopicParts(result.value, result.variance,
+                      np.zeros_like(result.value) if biases is None else biases)
 
+
+PARTS = floored(hh_parts)
 
 register_family(EstimatorFamily(
     name="hh", title="per-draw (Hansen-Hurwitz) mean of z/p_t over all draws; unbiased under "
@@ -217,7 +184,7 @@ register_family(EstimatorFamily(
            Base("Rprec", options=("cut", "correction")),
            Base("nDCG", "optional", options=("correction",))),
     designs=("with-replacement", "importance"),
-    compute=each_measure(estimate_hh), parts=hh_parts,
+    compute=rows_of(PARTS), parts=PARTS,
     options=(
         Param("bias", str, "jackknife", "AP's ratio bias: jackknife (less Quenouille's "
               "delete-one jackknife estimate over the draws, with the jackknife variance), "

@@ -145,11 +145,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
-import pandas as pd
 
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
 from sampleval.estimators._ht_kernels import (
     ap_contributions,
     deleted_pair_sums,
@@ -157,16 +157,8 @@ from sampleval.estimators._ht_kernels import (
     stratum_design_sums,
     stratum_pair_sums,
 )
-from sampleval.estimators.base import (
-    FEW_OPTION,
-    TopicView,
-    few_relevant_variance,
-    gain,
-    judged_relevant,
-    relevance,
-    summarise,
-)
-from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
+from sampleval.estimators.base import TopicView, gain, relevance
+from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.names import EstimateSpec
 from sampleval.params import Param
 
@@ -983,29 +975,17 @@ ESTIMATORS: dict[str, tuple[Estimator, bool]] = {
 }
 
 
-def estimate_ht(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-                spec: EstimateSpec, level: float, ci: float) -> pd.DataFrame:
-    """HT estimates of ``spec`` for every run and topic (and their mean), with normal
-    intervals at level ``ci`` (AP's widened by its remaining bias, ``interval``); relevance
-    is ``label >= level`` for the binary measures."""
-    values, variances, biases = topic_parts(run_names, views, sample, spec, level)
-    return summarise(run_names, views, spec.name, values, variances, ci, biases)
-
-
 def topic_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-                spec: EstimateSpec, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                spec: EstimateSpec, level: float) -> TopicParts:
     """Per topic and run: the estimate, its variance and the estimated bias that widens
-    its interval (AP's ``interval=bias-aware``; 0 elsewhere), each ``[topics, runs]``."""
+    its interval (AP's ``interval=bias-aware``; 0 elsewhere), each ``[topics, runs]``
+    (AP's ``few`` floor is :mod:`sampleval.estimation.result`'s, applied at registration)."""
     values = np.zeros((len(views), len(run_names)))
     variances = np.zeros_like(values)
     biases = np.zeros_like(values)
     for t, view in enumerate(views):
         values[t], variances[t], biases[t] = _topic_estimate(view, sample, spec, level)
-    if spec.base == "AP":
-        relevant = np.array([judged_relevant(v.sample, level) for v in views])
-        variances = few_relevant_variance(values, variances, views, relevant,
-                                          spec.option("few"))
-    return values, variances, biases
+    return TopicParts(values, variances, biases)
 
 
 def differences_ht(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -1133,6 +1113,8 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
     return widened(out)
 
 
+PARTS = floored(topic_parts)
+
 register_family(EstimatorFamily(
     name="ht", title="Horvitz-Thompson totals and ratio estimators, HT variances with pi_ij",
     reference="Li & Kanoulas, CIKM 2017, sec. 3",
@@ -1142,7 +1124,7 @@ register_family(EstimatorFamily(
            Base("nDCG", "optional", options=("correction",)),
            Base("DCG", "optional"), Base("NumRel")),
     designs=("census", "stratified", "poisson", "inclusion", "with-replacement"),
-    compute=each_measure(estimate_ht), differences=differences_ht, parts=topic_parts,
+    compute=rows_of(PARTS), differences=differences_ht, parts=PARTS,
     options=(
         Param("var", str, "jackknife", "AP's variance: jackknife (delete-one, of the "
               "estimate as reported: each replicate recomputes it, its bias correction "

@@ -747,7 +747,8 @@ def predictions_alone(spec: EstimateSpec, level: float, data: TopicData) -> np.n
 
 
 def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
-               tuning: str = "by-measure", bias: str | None = None) -> PPIResult:
+               tuning: str = "by-measure", bias: str | None = None,
+               anticipated: bool | None = None) -> PPIResult:
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``by-measure``, ``cross-fit``, ``plug-in``, ``none``; the module
     docstring);
@@ -799,7 +800,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
         values[t], corrected[t], variances[t] = parts.value, one.value, one.variance
         if remaining is not None:
             remaining[t] = one.remaining
-    if takes_anticipated(spec):
+    if takes_anticipated(spec) if anticipated is None else anticipated:
         variances = anticipated_variances(spec, level, topics, lam[:, 0], variances)
     return PPIResult(corrected, variances, lam, values, checked, remaining)
 
@@ -882,13 +883,13 @@ def _corrections(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
 def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Sample,
                         level: float) -> PPIResult:
     """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
-    per-draw (Hansen-Hurwitz) estimate and its variance, AP's with its ``bias`` option
-    and R@k's, Rprec's and nDCG's with their ``correction`` (``~hh``'s ratio measures,
-    :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws)`` with predictions all 0. Needs no
-    predictions."""
+    per-draw (Hansen-Hurwitz) estimate and its design variance, AP's with its ``bias``
+    option and R@k's, Rprec's and nDCG's with their ``correction`` (``~hh``,
+    :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws,variance=design)`` with predictions
+    all 0. Needs no predictions."""
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
               for view in views]
-    return ppi_values(spec, topics, level, tuning="none")
+    return ppi_values(spec, topics, level, tuning="none", anticipated=False)
 
 
 def design_bias(spec: EstimateSpec, units: Units) -> str:
