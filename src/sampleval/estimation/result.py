@@ -187,16 +187,21 @@ def takes_few(spec: EstimateSpec) -> bool:
     return spec.base == "AP" and declared is not None and "few" in declared.options
 
 
+def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
+              parts: TopicParts) -> TopicParts:
+    """``parts`` with the corrections of this module: AP's ``few`` floor, where the family's
+    AP takes the option (:func:`takes_few`)."""
+    if not takes_few(spec):
+        return parts
+    return parts._replace(variance=few_floor(parts.value, parts.variance, views, level,
+                                             spec.option("few")))
+
+
 def floored(parts: PartsFunction) -> PartsFunction:
-    """``parts`` with the corrections of this module applied to what it returns: AP's
-    ``few`` floor, where the family's AP takes the option (:func:`takes_few`)."""
+    """``parts`` with :func:`corrected` applied to what it returns."""
     def applied(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                 spec: EstimateSpec, level: float) -> TopicParts:
-        out = parts(run_names, views, sample, spec, level)
-        if not takes_few(spec):
-            return out
-        return out._replace(variance=few_floor(out.value, out.variance, views, level,
-                                               spec.option("few")))
+        return corrected(spec, views, level, parts(run_names, views, sample, spec, level))
     applied.__module__, applied.__qualname__ = parts.__module__, parts.__qualname__
     applied.__doc__ = parts.__doc__
     return applied

@@ -148,7 +148,7 @@ import numpy as np
 
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimation.result import TopicParts, floored, rows_of
+from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
 from sampleval.estimators.base import TopicView
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.names import EstimateSpec
@@ -171,6 +171,20 @@ def hh_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                       np.zeros_like(result.value) if biases is None else biases)
 
 
+def hh_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                   spec: EstimateSpec, level: float, pairs: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per topic and pair (a, b) of run indices (``pairs`` ``[P, 2]``): the estimated
+    difference ``spec``_a - ``spec``_b and the variance of that difference over the draws,
+    both ``[topics, P]``."""
+    if sample.draws is None:
+        raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
+    result = without_predictions(spec, views, sample, level, pairs)
+    assert result.pair_variance is not None
+    return (result.value[:, pairs[:, 0]] - result.value[:, pairs[:, 1]],
+            result.pair_variance)
+
+
 PARTS = floored(hh_parts)
 
 register_family(EstimatorFamily(
@@ -179,12 +193,12 @@ register_family(EstimatorFamily(
     reference="Hansen & Hurwitz 1943; a martingale argument; pairs of draws as a U-statistic "
               "(module docstring)",
     bases=(Base("P", "required"), Base("DCG", "optional"),
-           Base("NumRel"), Base("AP", "optional", options=("bias", "interval")),
+           Base("NumRel"), Base("AP", "optional", options=("bias", "interval", "few")),
            Base("R", "required", options=("correction",)),
            Base("Rprec", options=("cut", "correction")),
            Base("nDCG", "optional", options=("correction",))),
     designs=("with-replacement", "importance"),
-    compute=rows_of(PARTS), parts=PARTS,
+    compute=rows_of(PARTS), parts=PARTS, differences=hh_differences,
     options=(
         Param("bias", str, "jackknife", "AP's ratio bias: jackknife (less Quenouille's "
               "delete-one jackknife estimate over the draws, with the jackknife variance), "
@@ -198,6 +212,7 @@ register_family(EstimatorFamily(
               choices=("bias-aware", "normal")),
         Param("cut", str, "floor", "Rprec's cut: floor (rank floor(R-hat)) or round "
               "(int(R-hat + 0.5))", choices=("floor", "round")),
+        FEW_OPTION,
         Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor "
               "(less the ratio's first-order bias, (Q V(R) - C(N, R))/R^2, estimated from the "
               "draws, as AP's bias=taylor) or none (the plain ratio)",

@@ -211,6 +211,7 @@ import pandas as pd
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
 from sampleval.estimators._ppi_kernels import stratum_spreads
 from sampleval.estimators.anticipated import (
     Population,
@@ -224,7 +225,6 @@ from sampleval.estimators.base import (
     gain,
     rank_coefficients,
     relevance,
-    summarise,
     topic_draws,
 )
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
@@ -342,6 +342,8 @@ class PPIResult(NamedTuple):
     Taylor-corrected estimate keeps (``[topics, n_runs]``; ``bias=taylor``'s estimate is
     ``value + remaining``, :func:`ap_taylor_jackknife`); over draws with a bias-aware
     interval, the jackknife-corrected estimate less the Taylor-corrected one; else None;
+    ``pair_variance`` (with ``pairs``): the variance of each pair's difference of estimates,
+    ``[topics, P]``;
     ``checked``: where the check on the sample gave the topic and run lam = 0 (an
     impossible ratio or jackknife replicate; ``[topics, n_runs]``)."""
 
@@ -351,6 +353,7 @@ class PPIResult(NamedTuple):
     uncorrected: np.ndarray
     checked: np.ndarray
     remaining: np.ndarray | None = None  # what widens a bias-aware interval
+    pair_variance: np.ndarray | None = None  # with pairs: each difference's [topics, P]
 
 
 # -- units of each form ---------------------------------------------------------------------
@@ -748,7 +751,8 @@ def predictions_alone(spec: EstimateSpec, level: float, data: TopicData) -> np.n
 
 def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
                tuning: str = "by-measure", bias: str | None = None,
-               anticipated: bool | None = None) -> PPIResult:
+               anticipated: bool | None = None, pairs: np.ndarray | None = None
+               ) -> PPIResult:
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``by-measure``, ``cross-fit``, ``plug-in``, ``none``; the module
     docstring);
@@ -758,7 +762,11 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     ``taylor-jackknife`` (AP). ``remaining``
     holds the bias estimate that widens a bias-aware interval: taylor-jackknife's b, or
     over draws (AP with ``bias`` jackknife or taylor and ``interval=bias-aware``) the
-    jackknife's estimate less the Taylor-corrected one."""
+    jackknife's estimate less the Taylor-corrected one. ``anticipated``: whether a linear
+    measure takes the anticipated variance (None: as its ``variance`` option says).
+    ``pairs`` (``[P, 2]`` run indices): also the variance of each pair's difference, the same
+    variance estimator applied to the difference of the two runs' linearised values (or
+    replicates, or anticipated residuals) at each run's final lam."""
     if bias is None:
         bias = (design_bias(spec, topics[0].units) if spec.base in CORRECTED and topics
                 else "none")
@@ -785,6 +793,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     remaining = (np.zeros((len(topics), n_runs)) if bias == "taylor-jackknife" or gap
                  else None)
     checked = np.zeros((len(topics), n_runs), dtype=bool)
+    pair_variance = None if pairs is None else np.zeros((len(topics), len(pairs)))
     for t, (data, at) in enumerate(zip(topics, estimates, strict=True)):
         parts = at(lam[t])
         if not parts.defined.all():  # the correction went astray: ~ht's estimate there
@@ -798,11 +807,16 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
             parts = at(lam[t])
             one = _corrections(spec, level, data, lam[t], parts, bias, gap)
         values[t], corrected[t], variances[t] = parts.value, one.value, one.variance
+        if pair_variance is not None:
+            pair_variance[t] = _pair_variance(spec, level, data, lam[t], parts, bias, pairs)
         if remaining is not None:
             remaining[t] = one.remaining
     if takes_anticipated(spec) if anticipated is None else anticipated:
         variances = anticipated_variances(spec, level, topics, lam[:, 0], variances)
-    return PPIResult(corrected, variances, lam, values, checked, remaining)
+        if pair_variance is not None:
+            pair_variance = anticipated_variances(spec, level, topics, lam[:, 0],
+                                                  pair_variance, pairs)
+    return PPIResult(corrected, variances, lam, values, checked, remaining, pair_variance)
 
 
 def by_measure(base: str) -> str:
@@ -819,12 +833,14 @@ def takes_anticipated(spec: EstimateSpec) -> bool:
 
 
 def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicData],
-                          lam: np.ndarray, design: np.ndarray) -> np.ndarray:
+                          lam: np.ndarray, design: np.ndarray,
+                          pairs: np.ndarray | None = None) -> np.ndarray:
     """Each topic's anticipated variance at its ``lam`` (``[topics, n_runs]``) under the
     relevance model learnt from the judged documents of every topic whose design it can
     anticipate (:mod:`.anticipated`: a stratified sample, or draws with every frame
     document's p-bar recorded); the ``design`` variances of the other topics, and of all
-    where no model can be fitted."""
+    where no model can be fitted; with ``pairs``, of each pair's difference
+    (``[topics, P]``)."""
     graded = spec.base in _GRADED
     known = [(t, pop) for t, pop in enumerate(data.population() for data in topics)
              if pop is not None]
@@ -835,7 +851,8 @@ def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicDa
         return design
     out = design.copy()
     for (t, pop), f in zip(known, predicted, strict=True):
-        out[t] = anticipated_variance(pop, f, spec.base, spec.cutoff, level, lam[t], model)
+        out[t] = anticipated_variance(pop, f, spec.base, spec.cutoff, level, lam[t], model,
+                                      pairs)
     return out
 
 
@@ -881,7 +898,7 @@ def _corrections(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
 
 
 def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Sample,
-                        level: float) -> PPIResult:
+                        level: float, pairs: np.ndarray | None = None) -> PPIResult:
     """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
     per-draw (Hansen-Hurwitz) estimate and its design variance, AP's with its ``bias``
     option and R@k's, Rprec's and nDCG's with their ``correction`` (``~hh``,
@@ -889,7 +906,23 @@ def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Samp
     all 0. Needs no predictions."""
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
               for view in views]
-    return ppi_values(spec, topics, level, tuning="none", anticipated=False)
+    return ppi_values(spec, topics, level, tuning="none", anticipated=False, pairs=pairs)
+
+
+def _pair_variance(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                   parts: Parts, bias: str, pairs: np.ndarray) -> np.ndarray:
+    """The variance of each pair's difference of one topic's estimates (``[P]``), by the
+    estimator :func:`_corrections` gives each run's: the taylor-jackknife's or the
+    jackknife's replicates differenced run against run, else the design's form of the
+    difference of the two runs' linearised values."""
+    if bias == "taylor-jackknife" and spec.base == "AP":
+        return ap_taylor_jackknife(spec, level, data, lam, pairs).variance
+    u = parts.u_y - lam[0][:, None] * parts.u_f[0] - lam[1][:, None] * parts.u_f[1]
+    linear = data.units.forms([_per(u, pairs)])[0, 0]
+    if not (spec.base == "AP" and bias == "jackknife"):
+        return linear
+    jack = ap_jackknife(spec, level, data, lam, pairs)
+    return np.where(np.isfinite(jack.variance), jack.variance, linear)
 
 
 def design_bias(spec: EstimateSpec, units: Units) -> str:
@@ -933,8 +966,8 @@ def _possible(r_reps: np.ndarray, found: np.ndarray | float, enters: np.ndarray
     return ((r_reps >= found - 1e-9) | ~enters).all(axis=1)
 
 
-def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
-                 ) -> Jackknife:
+def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                 pairs: np.ndarray | None = None) -> Jackknife:
     """AP-hat(lam) (``lam [2, n_runs]``, as :func:`topic_estimate`) less the delete-one
     jackknife estimate of its ratio bias, and the jackknife variance of the replicates
     (``[n_runs]`` each; NaN variance where the sample has too few units), with whether
@@ -973,7 +1006,8 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
 
     found = y[data.distinct].sum()
     if units.strata is not None:
-        return _stratified_jackknife(y, f, lam, data, cut, fixed_n, fixed_r, ratio, found)
+        return _stratified_jackknife(y, f, lam, data, cut, fixed_n, fixed_r, ratio, found,
+                                     pairs)
     sums, shares = _pair_sums(np.stack([y, f]), np.stack([y * y, f]), ranks, units, cut,
                               data.geometry)
     n_s = sums[0] - lam_n * sums[1]
@@ -982,7 +1016,8 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     value = ratio(n_s + fixed_n, r_s + fixed_r)
     if units.kind == "draws":
         if m < 3:
-            return Jackknife(value, np.full(n_runs, np.nan), np.ones(n_runs, dtype=bool))
+            return Jackknife(value, np.full(len(_per(value, pairs)), np.nan),
+                             np.ones(n_runs, dtype=bool))
         within = (ranks > 0) if cut is None else (ranks > 0) & (ranks <= cut)
         inverse = np.divide(1.0, ranks, out=np.zeros(ranks.shape), where=within)
         own = units.weight * (y * y - lam_n[:, None] * f) * inverse  # W_k x_kk
@@ -994,8 +1029,9 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
         mean = reps.mean(axis=1)
         _, doc_of, draws = np.unique(units.index, return_inverse=True, return_counts=True)
         alone = draws[doc_of] == 1  # the draw's document leaves the replicate with it
+        spread = _per(reps, pairs) - _per(mean, pairs)[:, None]
         return Jackknife(value - (m - 1) * (mean - value),
-                         (m - 1) / m * ((reps - mean[:, None]) ** 2).sum(axis=1),
+                         (m - 1) / m * (spread ** 2).sum(axis=1),
                          _possible(r_reps, found - np.where(alone, y, 0.0),
                                    np.ones(m, dtype=bool)))
     pi = 1.0 / units.weight
@@ -1005,13 +1041,13 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     moved = reps - value[:, None]
     step = np.where(rest > 0, moved + ratio(share - value[:, None] * t, den[:, None]), 0.0)
     return Jackknife(value - ((1.0 - pi) * step).sum(axis=1),
-                     ((1.0 - pi) * moved**2).sum(axis=1), _possible(rest, found - y, pi < 1.0))
+                     ((1.0 - pi) * _per(moved, pairs)**2).sum(axis=1), _possible(rest, found - y, pi < 1.0))
 
 
 def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: TopicData,
                           cut: int | None, fixed_n: np.ndarray, fixed_r: np.ndarray,
-                          ratio: Callable[[np.ndarray, np.ndarray], np.ndarray], found: float
-                          ) -> Jackknife:
+                          ratio: Callable[[np.ndarray, np.ndarray], np.ndarray], found: float,
+                          pairs: np.ndarray | None = None) -> Jackknife:
     """:func:`ap_jackknife` on a stratified sample. The sample's numerator by strata:
     N_S = sum_g a_g S_g + sum_{g != g'} a_g a_g' P_gg' + sum_g c_g P_gg, with a_g = N_g/n_g,
     c_g = N_g (N_g - 1)/(n_g (n_g - 1)), S_g the diagonal terms x_kk of stratum g and P_gg'
@@ -1093,9 +1129,18 @@ def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: T
     reps = ratio(base[:, stratum] - lost, r_reps)
     others = ratio(base, r_base)  # the judged documents that are not units: weights only
     variance, bias = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
+    if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
+        variance = _stratum_jackknife(_per(reps, pairs), _per(others, pairs),
+                                      _per(value, pairs), stratum, sizes, counts)[0]
     possible = (_possible(r_reps, found - y, used[stratum])
                 & _possible(r_base, np.full(n_strata, found), used))
     return Jackknife(value - bias, variance, possible)
+
+
+def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
+    """Per run (``[n_runs, ...]``), or with ``pairs`` (``[P, 2]`` run indices) each pair's
+    difference ``values[a] - values[b]``."""
+    return values if pairs is None else values[pairs[:, 0]] - values[pairs[:, 1]]
 
 
 def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -1139,8 +1184,8 @@ class TaylorJackknife(NamedTuple):
     possible: np.ndarray
 
 
-def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
-                        ) -> TaylorJackknife:
+def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                        pairs: np.ndarray | None = None) -> TaylorJackknife:
     """The Taylor-corrected AP-hat(lam) theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2
     (``bias=taylor``, :func:`taylor_bias`) less the stratified delete-one jackknife's
     estimate of its remaining bias, b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_T(hj) -
@@ -1188,8 +1233,11 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
                          "without strata")
     stratum, sizes, n_sampled = units.strata
     value, reps, others, possible = _taylor_replicates(spec, level, data, lam)
-    variance, remaining = _stratum_jackknife(reps, others, value, stratum, sizes,
-                                             n_sampled.astype(np.float64))
+    counts = n_sampled.astype(np.float64)
+    variance, remaining = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
+    if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
+        variance = _stratum_jackknife(_per(reps, pairs), _per(others, pairs),
+                                      _per(value, pairs), stratum, sizes, counts)[0]
     return TaylorJackknife(value - remaining, variance, remaining, possible)
 
 
@@ -1425,29 +1473,67 @@ def minimising(gram: np.ndarray, cross: np.ndarray) -> np.ndarray:
     return lam
 
 
+def _topics(views: list[TopicView], sample: Sample, spec: EstimateSpec, form: str | None,
+            made: dict[str, list[TopicData]]) -> list[TopicData]:
+    """Each topic's units in ``form`` (None: ``spec``'s ``form`` option on the sample,
+    :func:`chosen_form`), made once per form into ``made``."""
+    chosen = form or chosen_form(sample, spec)
+    if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
+            and (chosen != "ht" or sample.design not in ("stratified", "census"))):
+        raise UsageError(f"{spec.name}: bias=taylor-jackknife needs a stratified sample "
+                         "(uniform, strata, stratified, a census), not this "
+                         f"{sample.design} sample"
+                         + (" in the per-draw form" if chosen == "draws" else ""))
+    if chosen not in made:
+        made[chosen] = [topic_data(view, sample, chosen) for view in views]
+    return made[chosen]
+
+
+def _parts(spec: EstimateSpec, result: PPIResult) -> TopicParts:
+    """The rows' parts of ``result``: AP's bias-aware interval widened by ``remaining``."""
+    aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
+    return TopicParts(result.value, result.variance,
+                      result.remaining if aware and result.remaining is not None
+                      else np.zeros_like(result.value))
+
+
+def ppi_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+              spec: EstimateSpec, level: float) -> TopicParts:
+    """Per topic and run: the prediction-powered estimate of ``spec``, its variance and the
+    bias that widens its interval (:func:`ppi_values`; AP's ``few`` floor applied)."""
+    topics = _topics(views, sample, spec, None, {})
+    return corrected(spec, views, level, _parts(spec, ppi_values(
+        spec, topics, level, spec.option("tuning"))))
+
+
+def ppi_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                    spec: EstimateSpec, level: float, pairs: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Per topic and pair (a, b) of run indices (``pairs`` ``[P, 2]``): the estimated
+    difference ``spec``_a - ``spec``_b and the variance of that difference, both
+    ``[topics, P]`` (:func:`ppi_values`' ``pair_variance``: with good predictions smaller
+    than ``~ht``'s, equal to it with predictions all 0)."""
+    topics = _topics(views, sample, spec, None, {})
+    result = ppi_values(spec, topics, level, spec.option("tuning"), pairs=pairs)
+    assert result.pair_variance is not None
+    return _per(result.value.T, pairs).T, result.pair_variance
+
+
 def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                  specs: list[EstimateSpec], level: float, ci: float, *,
                  form: str | None = None) -> pd.DataFrame:
     """Prediction-powered estimates of ``specs`` for every run and topic (and their mean),
-    with normal intervals at level ``ci``; the form is ``form`` if given, else each spec's
-    ``form`` option (``design``: by the sample's design, :func:`sample_form`), and each
-    spec's ``tuning`` option as the module docstring says."""
-    topics: dict[str, list[TopicData]] = {}
+    with normal intervals at level ``ci`` (AP's bias-aware as ``interval`` says); the form
+    is ``form`` if given, else each spec's ``form`` option (``design``: by the sample's
+    design, :func:`sample_form`), and each spec's ``tuning`` option as the module docstring
+    says. The measures share each form's units."""
+    made: dict[str, list[TopicData]] = {}
     frames = []
     for spec in specs:
-        chosen = form or chosen_form(sample, spec)
-        if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
-                and (chosen != "ht" or sample.design not in ("stratified", "census"))):
-            raise UsageError(f"{spec.name}: bias=taylor-jackknife needs a stratified sample "
-                             "(uniform, strata, stratified, a census), not this "
-                             f"{sample.design} sample"
-                             + (" in the per-draw form" if chosen == "draws" else ""))
-        if chosen not in topics:
-            topics[chosen] = [topic_data(view, sample, chosen) for view in views]
-        result = ppi_values(spec, topics[chosen], level, spec.option("tuning"))
-        aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
-        frames.append(summarise(run_names, views, spec.name, result.value, result.variance,
-                                ci, result.remaining if aware else None))
+        result = ppi_values(spec, _topics(views, sample, spec, form, made), level,
+                            spec.option("tuning"))
+        frames.append(rows(run_names, views, spec,
+                           corrected(spec, views, level, _parts(spec, result)), ci))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -1457,14 +1543,16 @@ register_family(EstimatorFamily(
     reference="Sarndal et al. 1992, ch. 6; Angelopoulos et al. 2023 (PPI, PPI++)",
     bases=tuple(Base(name, cutoff, options=("tuning", "form", *extra))
                 for name, cutoff, extra in (
-                    ("AP", "optional", ("bias", "interval")), ("P", "required", ("variance",)),
+                    ("AP", "optional", ("bias", "interval", "few")),
+                    ("P", "required", ("variance",)),
                     ("R", "required", ("correction",)),
                     ("Rprec", "no", ("cut", "correction")),
                     ("nDCG", "optional", ("correction",)),
                     ("DCG", "optional", ("variance",)), ("NumRel", "no", ("variance",)))),
     designs=("census", "stratified", "poisson", "inclusion", "with-replacement",
              "importance"),
-    compute=estimate_ppi, needs_predictions=True,
+    compute=estimate_ppi, parts=ppi_parts, differences=ppi_differences,
+    needs_predictions=True,
     options=(
         Param("tuning", str, "by-measure", "the coefficient lam on the predictions: "
               "by-measure (cross-fit for P@k, DCG and NumRel, plug-in for the ratios AP, "
@@ -1506,4 +1594,5 @@ register_family(EstimatorFamily(
               "always)", choices=("anticipated", "design")),
         Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
               "or round (int(R-hat + 0.5))", choices=("floor", "round")),
+        FEW_OPTION,
     )))
