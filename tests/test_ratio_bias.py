@@ -123,9 +123,9 @@ def test_poisson_jackknife_bias_by_brute_force() -> None:
 
 def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    """Predictions all 0: AP~ppi(bias=taylor) is AP~ht(var=linear,bias=taylor)
-    (``~ppi`` has no bound for topics with at most one relevant judged), value and interval,
-    (both apply the same ``few`` floor to topics with at most one relevant judged), value and interval,
+    """Predictions all 0: AP~ppi(bias=taylor) is AP~ht(var=linear,bias=taylor) (both apply
+    the same ``few`` floor to topics with at most one relevant judged), value and interval,
+    on a stratified and an active sample."""
     runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
