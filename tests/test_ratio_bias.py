@@ -20,13 +20,13 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import estimate
-from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.estimators.horvitz_thompson import (
-    average_precision,
+from sampleval.estimation.engine.estimands import average_precision
+from sampleval.estimation.engine.replicates import (
     average_precision_jackknife,
     stratified_average_precision,
 )
+from sampleval.estimators import estimate
+from sampleval.estimators.base import MEAN_TOPIC
 from sampleval.estimators.names import parse_estimate
 from sampleval.evaluation import evaluate
 from sampleval.experiments.interval_coverage import fixed_rate_sample

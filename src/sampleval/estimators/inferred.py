@@ -136,6 +136,8 @@ import pandas as pd
 from sampleval.core.sample import Sample
 from sampleval.estimation.result import FEW_OPTION, few_floor, summarise
 from sampleval.estimators._kernels import (
+    INFAP_EPSILON,
+    NIST_MAX_RESULTS,
     VAR_APPENDIX,
     VAR_LINEAR,
     VAR_NONE,
@@ -151,10 +153,6 @@ from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
 from sampleval.params import Param
 
-INFAP_EPSILON = 1e-5
-NIST_RELEVANT_EPSILON = 1e-5
-NIST_SAMPLED_EPSILON = 3e-5
-NIST_MAX_RESULTS = 1000
 VARIANCES = ("jackknife", "appendix", "linear")
 VAR_OPTION = Param("var", str, "jackknife", "variance of the estimate: jackknife (stratified "
                    "delete-one), appendix (Yilmaz, Kanoulas & Aslam 2008, Appendix) or "

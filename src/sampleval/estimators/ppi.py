@@ -1,202 +1,46 @@
-"""Prediction-powered estimators: machine predictions for every frame document, corrected by
-the judged sample's residuals (family ``ppi``: ``P@10~ppi``, ``AP~ppi`` ...).
+"""The prediction-powered family ``~ppi`` and the engine's units, tuning and corrections:
+machine predictions for every frame document, corrected by the judged sample's residuals
+(``P@10~ppi``, ``AP~ppi`` ...).
 
 A measure linear in the labels is a total over the topic's frame U, T = sum_{i in U} w_i y_i
-(w_i the run's rank weight: 1/k on the top k for P@k, 1/log2(r + 1) for DCG, 1 for NumRel).
-With predictions f_i of every frame document, the difference (model-assisted) estimator
-(Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, ch. 6; "prediction-
-powered inference", Angelopoulos et al., Science 2023; for IR measures Oosterhuis et al.,
-KDD 2024) is
+(w_i the run's rank weight). With predictions f_i of every frame document, the difference
+(model-assisted) estimator (Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*,
+1992, ch. 6; "prediction-powered inference", Angelopoulos et al., Science 2023; for IR
+measures Oosterhuis et al., KDD 2024) is
 
     T-hat(lam) = lam sum_{i in U} w_i f_i + sum_{k in S} W_k w_k (y_k - lam f_k),
 
-over the sample's units S with weights W_k: for a design with inclusion probabilities (the
-``ht`` form) the judged documents with W_k = 1/pi_k, a Horvitz-Thompson estimate of the
-residual total; for draws (the ``draws`` form) the n draws d_k with W_k = 1/(n p_k(d_k)),
-the per-draw (Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities by the
-martingale argument of :mod:`.hansen_hurwitz`. For any lam fixed before the sample,
-E[T-hat(lam)] = T whatever the predictions (under the ``ht`` form, as far as ``~ht`` is
-unbiased on that design): they only move the variance. Importance samples take the
-``draws`` form, as do active (with-replacement) samples drawn with a uniform share
-(``active``'s default); drawn without one (``active:uniform=0``, the paper's) they take the
-``ht`` form for the linear measures, so that lam = 0 is ``~ht`` there, and the ``draws`` form
-for the ratios (:func:`sample_form` says why, with the measured figures); the ``form``
-option overrides it.
+over the sample's units S with weights W_k: in the ``ht`` form the judged documents with
+W_k = 1/pi_k, in the ``draws`` form the n draws with W_k = 1/(n p_k(d_k)) (unbiased under
+adaptive draw probabilities, :mod:`.hansen_hurwitz`). For any lam fixed before the sample,
+E[T-hat(lam)] = T whatever the predictions: they only move the variance. Ratio measures
+(AP, R@k, Rprec, nDCG) are ratios of such estimates; AP's numerator is a sum over pairs,
+estimated with the pair weights W_kl (1/pi_kl, or a U-statistic over pairs of draws). With
+predictions all 0 the ``ht`` form is ``~ht`` and the ``draws`` form ``~hh``
+(tests/test_equivalences.py). :func:`sample_form` chooses the form by design (option
+``form``).
 
-Ratio measures are ratios of such estimates, as for ``~ht`` (:mod:`.horvitz_thompson`): R@k and
-Rprec = (a difference estimate of the relevant retrieved) / R-hat(lam), R-hat(lam) the
-difference estimate of R (Rprec cut at floor(R-hat), or int(R-hat + 0.5) with ``cut=round``,
-as ``Rprec~ht``'s option); nDCG = DCG-hat / IDCG of the counts
-N-hat_g(lam) of each grade, rounded as NIST's sample_eval rounds (a prediction f predicts the
-indicator of integer grade g linearly: f = 1.3 predicts 0.7 of grade 1 and 0.3 of grade 2);
-AP = N/R with N = sum_{i, j} x_ij, x_ij = y_i y_j 1{rank_j < rank_i}/rank_i (x_ii =
-y_i^2/rank_i) a sum over pairs, estimated by lam sum_U x-hat_ij + sum_{k, l in S} W_kl
-(x_kl - lam x-hat_kl), x-hat_ij = f_i f_j 1{rank_j < rank_i}/rank_i and x-hat_ii = f_i/rank_i
-(the expected pair term of independent labels of mean f), W_kk = W_k and W_kl = 1/pi_kl (ht)
-or 1/(n (n - 1) p_k p_l) for draws of two different documents, 0 for two draws of one (the
-U-statistic over ordered pairs of draws: unbiased by the same martingale argument, draw l's
-probability given everything before it). On a census (pi = 1) every estimate is the exact
-measure; with predictions all 0 the ht form is ``~ht`` exactly (value and, with
-``variance=design`` for the linear measures on stratified samples, variance).
+Variance: each estimate is linearised (Taylor; Sarndal et al. 1992, ch. 5) into per-unit
+values, u = u^y - lam u^f, with the design's bilinear form (:class:`Units`); the linear
+measures take by default the anticipated variance (:mod:`.anticipated`, ``variance``).
+Power tuning (PPI++: Angelopoulos, Duchi & Zrnic, arXiv 2311.01453, 2023): lam minimises the
+variance, lam = G^-1 c over the predictions' forms, summed over the runs; cross-fitted over
+the other topics for the linear measures, plug-in for the ratios (``tuning``; :func:`tuned`),
+clipped to [0, 1]. A ratio whose denominator estimate is impossible (below what the sample
+shows) takes lam = 0 for that topic and run. Ratio bias (``bias`` for AP, ``correction`` for
+R@k, Rprec and nDCG): taylor (the first-order term, Cochran 1977, ch. 6), jackknife
+(stratified, (1 - pi)-weighted or over the draws; Quenouille 1956, Jones 1974),
+taylor-jackknife (stratified only), design (AP's default: taylor-jackknife on stratified
+samples, jackknife over draws, taylor elsewhere), none; ``interval=bias-aware`` widens AP's
+interval by the estimated remaining bias; ``few`` floors AP's variance
+(:mod:`sampleval.estimation.result`). Every option value, the variance of a difference of
+two runs (:func:`ppi_differences`, for ``compare``) and the per-topic parts
+(:func:`ppi_parts`) come from :func:`ppi_values`.
 
-Variance. Each estimate is linearised (Taylor; Sarndal et al. 1992, ch. 5) into per-unit
-values iota_k, so that estimate - truth ~ sum_k iota_k - E; a ratio Q = N/R has u_k =
-(iota^N_k - Q iota^R_k)/R-hat. The labels' and the predictions' parts separate: u = u^y - lam
-u^f, so V(lam) = V(u^y) - 2 lam C(u^y, u^f) + lam^2 V(u^f), with the design's bilinear form:
-the Horvitz-Thompson variance estimator sum_{k, l in S} (1 - pi_k pi_l / pi_kl) a_k b_l (its
-pi_ij, :func:`sampleval.core.inclusion.judged_design`) for the ht form, n times the sample
-covariance of the per-unit values for draws (s^2/n of the per-draw terms; a pair sum's
-per-draw term is its Hoeffding projection, W_kk x_kk + sum_{l != k} W_kl (x_kl + x_lk)).
-Intervals are normal (``base.summarise``). On stratified samples and over the draws of
-active samples with a uniform share and of importance samples, P@k, DCG@k and NumRel take by
-default (``variance=anticipated``) the anticipated variance instead, the design variance's
-expectation under a model of relevance learnt from every topic's judged documents
-(:mod:`.anticipated`, which says why: with rare residuals the design's estimate is near 0 in
-most samples; the mean's intervals with the deep over-calls covered 0.68 at 5% on
-``stratified`` samples, now 0.95); ``variance=design`` keeps the design's.
-
-Power tuning (PPI++: Angelopoulos, Duchi & Zrnic, "PPI++: Efficient Prediction-Powered
-Inference", arXiv 2311.01453, 2023): V(lam) is smallest at lam* = C(u^y, u^f) / V(u^f), a
-multiple of the predictions that is 0 for useless ones (T-hat(0) is ``~ht``) and 1 for good
-ones. A ratio gets two coefficients, lam_N on the predictions in its numerator and lam_R in
-its denominator (R, or nDCG's grade counts), u = u^y - lam_N u^f_N - lam_R u^f_R, minimised
-jointly (lam = G^-1 c, G the 2x2 form of the u^f, c their forms with u^y): predictions can
-help one and hurt the other (hard labels with false positives predict P@k well and R badly;
-R-hat of ``~ht`` sums relevant documents only). G and c are summed over the runs (lam
-minimises the summed variance: a predictor's quality is its own, not a run's, and one topic's
-sample holds few units per run) and over topics. For the linear measures they are
-*cross-fitted*: topic t uses
-
-    lam_t = (sum_{s != t} G_s)^-1 sum_{s != t} c_s,
-
-the forms of the other topics, linearised at lam = 0 where the predictions play no part (when
-they show no variance, nothing is learnt: lam = 1, the plain difference estimator), then
-shrunk by its own uncertainty (the delta method over the other topics, :func:`tuned`: a
-useless predictor's lam-hat is noise around 0 and goes to about 0) and clipped to [0, 1],
-between ``~ht`` and the plain difference estimator (above 1 would only pay for predictions
-on a smaller scale than the labels: give graded measures predicted grades). Topics are
-sampled independently (every selection method samples each topic on its own), so lam_t is
-independent of topic t's sample: topic t's estimate is exactly as unbiased as with a fixed
-lam, and V_t(lam_t) is its design's variance estimator as it stands. The mean over topics
-takes Var = sum_t V_t / T^2, leaving out the covariance that lam_t's dependence on the other
-topics adds: lam_t - lam* is O(1/sqrt(total sample)) and multiplies a residual of the same
-order, so that term is of a smaller order than the variance (PPI++'s asymptotic argument for
-a consistently estimated lam); the Monte Carlo tests check the coverage.
-
-The ratio measures (AP, R@k, Rprec, nDCG) take PPI++'s own *plug-in* lam instead, the same
-for every topic, from every topic's forms, topic t's included: lam = (sum_s G_s)^-1 sum_s c_s,
-clipped to [0, 1] (the default ``tuning=by-measure``, :func:`by_measure`). A ratio is not
-exactly unbiased anyway, and cross-fitting fails it where one topic's predictions are far
-off: that topic's G dominates the others' sums, so they learn a lam near 0, while its own
-lam, learnt without it, is what the others' predictions are worth. On TREC-COVID round 5,
-topic 19 (9 relevant documents, pure-noise predictions summing to 2233 over its pool) got
-15 times the others' lam (0.030 against 0.002), which made its AP 0.08 too low on average
-and AP~ppi's mean 0.0019-0.0024 low on active 10% samples (25-53% of the runs within 3
-standard errors, for all six predictors); plug-in gives every topic the lam of all the
-sums, about 0.002 there, and the mean is 0.0007-0.0010 low (98-100% of the runs within;
-docs/predictions.md, "Plug-in lam for the ratios"). With predictions equal to the labels c
-= G, lam = 1 and the estimate exact. A single topic has no other topic to learn from: there
-lam is its own plug-in estimate with either rule. The figures of this docstring made
-before that change (2026-11-24) are the cross-fitted lam's (``tuning=cross-fit``
-reproduces them).
-``tuning=cross-fit`` and ``tuning=plug-in`` name one rule for every measure,
-``tuning=none`` fixes lam = 1 (options written after the name: ``AP~ppi(tuning=none)``).
-
-A ratio can come out impossible: its denominator estimate not positive or below what the
-sample itself shows (R-hat(lam) under the number of relevant documents judged, a grade count
-under the documents of that grade judged). Large weights on a few predictions that the
-sample found wrong do that on small samples. That topic and run then take lam = 0, the
-estimate of ``~ht`` (or the per-draw one): a check on the sample, so not exactly unbiased,
-but it only replaces impossible denominators (the Monte Carlo tests measure the bias). A
-ratio outside [0, 1] is kept, as ``~ht``'s is (``estimate`` warns): replacing those too, as
-sampleval did before, kept the estimate's deviations on one side only, a run's top 10 with
-no relevant document judged being the common case (``~ht``'s DCG there is 0, the
-difference estimate's lam times a zero-mean correction, kept when positive and replaced
-when negative). Measured (TREC-COVID round 5, ``stratified`` 5%, 200 samples; flip10,
-deep over-calls, pure noise): nDCG@10's bias +0.014..+0.028 -> +0.0007..+0.0012, rms
-0.027-0.054 -> 0.016-0.041, runs within 3 standard errors 0-10% -> 84-98%; AP's +0.0014..
-+0.0018 -> +0.0007..+0.0012, within 80-98% -> 99-100%, rms unchanged (docs/predictions.md,
-"The check keeps out-of-range ratios").
-
-Ratio bias (``AP~ppi(bias=taylor)``; R@k's, Rprec's and nDCG's default, their option
-``correction=taylor``, docs/predictions.md "R@k and Rprec: the Taylor correction by
-default": on ``stratified`` 5% samples it takes R@100's bias from +0.016 to +0.006 and
-Rprec's from +0.012 to +0.002, rms -28%, and full-depth nDCG's from +0.012 to +0.006
-with flip10, docs/methods.md "nDCG: the same correction"; ``correction=none`` is the plain
-ratio; ``~ht`` and ``~hh`` take the same option and default):
-a ratio of two unbiased difference estimates is biased by about (Q V(R-hat) - C(N-hat,
-R-hat))/R^2 = -C(u, R-hat)/R (Cochran, Sampling Techniques, 1977, ch. 6), the bias
-``AP~ppi`` shares with ``AP~ht`` at small budgets; ``bias=taylor`` subtracts it, estimated
-with the design's form of u and of R-hat's linearised values (:func:`taylor_bias`; with
-predictions 0 it is ``AP~ht(var=linear,bias=taylor)`` exactly). TREC-COVID round 5,
-``stratified`` at 3%, pure-noise predictions, 60 trials (``python -m
-sampleval.experiments.interval_coverage --designs stratified --rate 0.03 --predictor noise
---trials 60 --measures 'AP~ppi(bias=none);AP~ppi'``): bias of the mean AP +0.0177 ->
-+0.0090, rms 0.0252 -> 0.0193, coverage of the mean 0.732 -> 0.879; ``taylor`` is the
-default, as for ``AP~ht`` (lam is tuned on the uncorrected estimate's variance).
-``bias=jackknife`` subtracts the delete-one jackknife's estimate of the bias instead
-(:func:`ap_jackknife`: stratified on stratified samples, as ``AP~ht(bias=jackknife)``; (1 -
-pi)-weighted on the other designs with inclusion probabilities; Quenouille's over the
-draws), each replicate AP-hat(lam) recomputed in closed form without one unit, lam fixed;
-its variance is the jackknife variance of those replicates, which is Tukey's variance of the
-jackknife-corrected estimate (the variance of the pseudo-values' mean; Tukey 1958). Measured
-on TREC-COVID round 5, 200 trials per budget, six predictors (docs/predictions.md, "AP's
-ratio bias"): on ``stratified`` samples the jackknife leaves a little more bias than taylor
-(+0.0052..+0.0064 against +0.0046..+0.0052 at 5%) at 6-7% more rms; over active sampling's
-draws it takes away a third of what taylor leaves (+0.0065..+0.0077 against +0.0098..+0.0111
-at 5%, +0.0033..+0.0038 against +0.0050..+0.0055 at 10%), rms -5..-8% at 5% and +2% at 10%,
-coverage 0.87-0.91 against 0.78-0.87 (normal intervals).
-
-``bias=taylor-jackknife`` (:func:`ap_taylor_jackknife`, stratified samples only) is
-``AP~ht(bias=taylor-jackknife)``'s second correction (:mod:`.ap_replicates`): the
-Taylor-corrected estimate less the stratified jackknife's estimate b of the bias it keeps,
-each delete-one replicate recomputing AP-hat(lam) and its own Taylor term (prediction parts
-included, lam held at the full sample's value); its variance is the jackknife variance of
-those replicates. b per topic and run is ``PPIResult.remaining`` (``bias=taylor``'s estimate
-is ``value + remaining``). Measured in docs/predictions.md, "AP's remaining bias". Its
-interval is bias-aware by default (``interval``, as ``AP~ht``'s: z standard errors widened by
-|b| per topic, by |sum_t b_t| / T for the mean; docs/methods.md, "Bias-aware intervals"):
-on the 200 ``stratified`` samples per budget the mean then covers 0.930-0.958 for all six
-predictors at 5% and 10% (noise, flip30, fused: 0.906-0.923 with ``interval=normal``); the
-other ``bias`` options, which estimate no b, keep normal intervals. A topic and run one of
-whose replicates has R-hat(lam) under the relevant documents it holds takes lam = 0 (the
-check :func:`ppi_values` makes on the full sample, applied to the replicates): with good
-predictions such a replicate threw the estimate far off (flip10 at 5%: one topic at 72,
-rms 5.9 times taylor's; now 1.05 times, the rule taking 0.4% of the topic-runs).
-``bias=jackknife``'s replicates (all three forms) get the same check, as does the
-jackknife behind a bias-aware interval over draws (:func:`_corrections`).
-
-The default, ``bias=design`` (:func:`design_bias`): ``taylor-jackknife`` on stratified
-samples, ``jackknife`` over draws, ``taylor`` on the other designs (Poisson-type ones, and
-``form=ht`` on active samples, not measured). Its interval is bias-aware where a b is
-estimated: taylor-jackknife's, and over draws the gap between the jackknife's and the
-Taylor correction (two estimates of the same first-order bias; ``AP~hh``'s, computed in the
-same pass). Measured on TREC-COVID round 5, 200 trials per budget, all six predictors
-(docs/predictions.md, "The default by design"): on ``stratified`` samples the mean covers
-0.928-0.956 at 5% and 10% and 80-99% of the runs' mean estimates lie within 3 standard
-errors of the truth (flip10 80% / 90%, deep 87% / 94%, the others 95-99%), against 0.87-0.91
-and 2-83% for ``taylor``, at 1.04-1.06 times its rms; over active sampling's draws it covers
-0.90-0.93 (jackknife with normal intervals 0.87-0.91, taylor 0.78-0.87), and the bias the
-jackknife leaves there (+0.0065..+0.0077 at 5%) keeps every predictor below the criterion
-(2-16% within). That bias was the design's (no uniform share, ``active:uniform=0`` today)
-and one topic's lam: with ``active``'s default share of 0.2 and the ratios' plug-in lam
-(``tuning=by-measure``), the same default is unbiased at 5% and 10% (-0.0010..+0.0005,
-98-100% within, coverage 0.943-0.976; docs/predictions.md, "Active sampling's default
-design: the issue's criteria").
-
-Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
-rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
-predictions' frame total and F-hat_HT its estimate from the same units as the labels' one
-(``~ht``'s, or the per-draw one): the predictions enter only through a correction whose
-expectation is 0 whatever they are, so no part of the value is a constant that the sample
-cannot correct, which is what the column reports (smoothing guesses such as infAP's 1/2).
-How far a value leans on the predictions shows instead in lam (0: none) and in the interval:
-wrong predictions widen it, or tuning turns them down; they do not bias it.
-
-Labels and predictions are mapped alike: binary measures (NumRel, P, R, AP, Rprec) use
-``base.relevance`` (clip(value - level + 1, 0, 1): a probability of relevance at level 1 is
-itself), DCG and nDCG the value as gain. A frame document without a prediction predicts 0:
-its residual is its label, as in ``~ht``.
+Imputed share: 0 (the predictions enter only through a correction whose expectation is 0).
+Labels and predictions are mapped alike (``base.relevance`` for binary measures, the value
+as gain for DCG and nDCG); a frame document without a prediction predicts 0. The
+measurements behind every default, with their commands: docs/research/ppi.md.
 """
 
 from __future__ import annotations
@@ -211,8 +55,10 @@ import pandas as pd
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.estimands import _contrast, _delta, _run_docs, rank_cut
+from sampleval.estimation.engine.kernels import stratum_spreads
+from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
 from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
-from sampleval.estimators._ppi_kernels import stratum_spreads
 from sampleval.estimators.anticipated import (
     Population,
     anticipated_variance,
@@ -228,7 +74,7 @@ from sampleval.estimators.base import (
     topic_draws,
 )
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.horvitz_thompson import TAKE_CORRECTION, _delta, _run_docs, rank_cut
+from sampleval.estimators.horvitz_thompson import TAKE_CORRECTION
 from sampleval.estimators.importance import ideal_dcg
 from sampleval.estimators.names import EstimateSpec, draws_reach_every_document
 from sampleval.params import Param
@@ -807,7 +653,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
             parts = at(lam[t])
             one = _corrections(spec, level, data, lam[t], parts, bias, gap)
         values[t], corrected[t], variances[t] = parts.value, one.value, one.variance
-        if pair_variance is not None:
+        if pair_variance is not None and pairs is not None:
             pair_variance[t] = _pair_variance(spec, level, data, lam[t], parts, bias, pairs)
         if remaining is not None:
             remaining[t] = one.remaining
@@ -1140,7 +986,7 @@ def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: T
 def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     """Per run (``[n_runs, ...]``), or with ``pairs`` (``[P, 2]`` run indices) each pair's
     difference ``values[a] - values[b]``."""
-    return values if pairs is None else values[pairs[:, 0]] - values[pairs[:, 1]]
+    return values if pairs is None else _contrast(values, pairs)
 
 
 def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -1152,23 +998,13 @@ def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 def _stratum_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
                        stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife (Wolter 2007, sec. 4.5; Jones 1974) from each
-    unit's replicate ``reps`` ``[r, m]`` (unit j left out, its stratum at n_h - 1) and each
-    stratum's one replicate for its judged documents that are not units ``others``
-    ``[r, H]`` (only the weights change): (v, b) per run, v = sum_h (1 - f_h)(n_h - 1)/n_h
-    sum_j (theta_(hj) - mean_h)^2 and b = sum_h (1 - f_h)(n_h - 1)(mean_h - ``value``), over
-    the strata with 2 <= n_h < N_h (the others' replicates do not differ)."""
-    used = replicated(counts, sizes)
-    member = np.zeros((len(stratum), len(sizes)))
-    member[np.arange(len(stratum)), stratum] = 1.0
-    rest = counts - member.sum(axis=0)  # judged documents of h that are not units
-    n_h = np.maximum(counts, 1.0)
-    mean = (reps @ member + rest * others) / n_h
-    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
-    scale = np.where(used, 1.0 - counts / sizes, 0.0)
-    variance = (scale * (counts - 1.0) / n_h * spread).sum(axis=1)
-    bias = (scale * (counts - 1.0) * (mean - value[:, None])).sum(axis=1)
-    return variance, bias
+    """The stratified delete-one jackknife (:func:`~sampleval.estimation.engine.replicates.
+    stratum_jackknife`) from each unit's replicate ``reps`` ``[r, m]`` (unit j left out,
+    its stratum at n_h - 1) and each stratum's one replicate for its judged documents that
+    are not units ``others`` ``[r, H]`` (only the weights change): (v, b) per run."""
+    return stratum_jackknife((stratum, sizes, counts),
+                             lambda h, rows: stratum_rows(reps.T, others.T, h, rows),
+                             len(value), value)
 
 
 class TaylorJackknife(NamedTuple):
@@ -1189,7 +1025,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     """The Taylor-corrected AP-hat(lam) theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2
     (``bias=taylor``, :func:`taylor_bias`) less the stratified delete-one jackknife's
     estimate of its remaining bias, b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_T(hj) -
-    theta_T), as ``AP~ht(bias=taylor-jackknife)`` (:mod:`.ap_replicates`; Quenouille 1956,
+    theta_T), as ``AP~ht(bias=taylor-jackknife)`` (:mod:`sampleval.estimation.engine.replicates`; Quenouille 1956,
     Jones 1974, Wolter 2007, sec. 4.5). Each replicate theta_T(hj) leaves out one judged
     document j of stratum h, h's design at n_h - 1, and recomputes AP-hat(lam) *and* its
     Taylor term: the HT (co)variances of the linearised numerator iN = iN^y - lam_N iN^f
@@ -1200,7 +1036,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     mean_h)^2.
 
     Closed form, all replicates at once (per topic O(runs x (K x strata + strata^2)), K the
-    units a run retrieved; the per-stratum pair sums compiled, :mod:`._ppi_kernels`): under
+    units a run retrieved; the per-stratum pair sums compiled, :mod:`sampleval.estimation.engine.kernels`): under
     stratified SRS the pair weight W_gg' (a_g a_g', or N_g (N_g - 1)/(n_g (n_g - 1)) within
     g) and the HT form, per stratum (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)], depend
     on the strata alone, so every quantity is a function of per-stratum sums:
