@@ -54,8 +54,6 @@ from sampleval.declare import parse_assignments
 from sampleval.errors import UsageError
 from sampleval.estimators.base import MEAN_TOPIC, TopicView, summarise, topic_views
 from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.hansen_hurwitz import estimate_hh
-from sampleval.estimators.horvitz_thompson import estimate_ht
 from sampleval.estimators.names import parse_estimate
 from sampleval.estimators.ppi import (
     CORRECTED,
@@ -135,7 +133,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
     if accepts(FAMILIES["ht"], sample.design):
         for measure in measures:
             spec = parse_estimate(_for_family(measure, "ht"))
-            rows = estimate_ht(names, views, sample, spec, level, 0.95)
+            rows = FAMILIES["ht"].compute(names, views, sample, [spec], level, 0.95)
             rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(names))
             out[("ht", measure)] = (rows["value"].to_numpy(),
                                     (rows["hi"] - rows["value"]).to_numpy())
@@ -145,8 +143,8 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
         spec = parse_estimate(f"{measure}~ppi")
         chosen = form or chosen_form(sample, spec)
         if chosen == "draws" and ("hh", measure) not in out:
-            rows = estimate_hh(names, views, sample, parse_estimate(_for_family(measure, "hh")),
-                               level, 0.95)
+            rows = FAMILIES["hh"].compute(
+                names, views, sample, [parse_estimate(_for_family(measure, "hh"))], level, 0.95)
             rows = rows[rows["query_id"] == MEAN_TOPIC].set_index("run").reindex(list(names))
             out[("hh", measure)] = (rows["value"].to_numpy(),
                                     (rows["hi"] - rows["value"]).to_numpy())

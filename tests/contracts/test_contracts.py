@@ -28,6 +28,7 @@ from sampleval.cli.sample import estimator_families
 from sampleval.core.design import CAPABILITIES, Design
 from sampleval.core.inclusion import judged_design
 from sampleval.core.pool import Pool
+from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
@@ -66,10 +67,22 @@ def collection() -> tuple[list[Run], Qrels]:
 RUNS, QRELS = collection()
 POOL = Pool.from_runs(RUNS)
 ORACLE = qrels_oracle(QRELS)
+MACHINE = Predictions.from_frame(QRELS.frame[["query_id", "doc_id"]].assign(
+    prediction=np.where(np.random.default_rng(5).random(len(QRELS.frame)) < 0.9,
+                        QRELS.frame["relevance"], 0).astype(float)))
+"""A machine judge for the methods that need one: the grades, 10% of them called 0."""
+
+
+def construct(name: str, budget: Budget, rng: np.random.Generator) -> Selector:
+    """The method ``name``, given the machine's labels (:data:`MACHINE`) when it needs them."""
+    cls = METHODS[name]
+    if cls.needs_predictions:
+        return cls(POOL, budget, rng, predictions=MACHINE)
+    return cls(POOL, budget, rng)
 
 
 def make(name: str, seed: int = 1) -> Selector:
-    return METHODS[name](POOL, Budget(count=BUDGET), np.random.default_rng(seed))
+    return construct(name, Budget(count=BUDGET), np.random.default_rng(seed))
 
 
 def judge_all(selector: Selector, batch: int | None = None, rounds: int | None = None
@@ -226,7 +239,7 @@ def test_design_agrees_with_its_samples(name: str) -> None:
         covering = max(selector.judgments_to_cover(t) for t in POOL.topics)
         budget = Budget(count=min(max(covering, BUDGET), min(POOL[t].size
                                                               for t in POOL.topics)))
-        wide = METHODS[name](POOL, budget, np.random.default_rng(1))
+        wide = construct(name, budget, np.random.default_rng(1))
         judge_all(wide)
         whole = wide.sample()
         for topic in POOL.topics:

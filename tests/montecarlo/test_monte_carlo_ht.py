@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from sampleval.core.pool import PAD, Pool, TopicPool
-from sampleval.estimators.horvitz_thompson import (
+from sampleval.estimation.engine.estimands import (
     HTEstimate,
     average_precision,
     dcg,

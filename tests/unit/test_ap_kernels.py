@@ -1,5 +1,5 @@
 """AP~ht's fast kernels (issue 9's speed): the compiled pair sums of AP-hat
-(``estimators/_ht_kernels.py``) and the replicate jackknife by updates
+(``estimation/engine/kernels.py``) and the replicate jackknife by updates
 (:func:`replicate_jackknife`: ``general_replicates``, and by stratum sums on stratified
 samples, ``stratified_replicates``) against the numpy matrix form they replaced, kept here
 as the reference: AP-hat's ``[runs, K, K]`` pair matrices, and every replicate recomputed
@@ -18,8 +18,7 @@ import pytest
 from sampleval.core._kernels import with_replacement_inclusion
 from sampleval.core.inclusion import judged_design, stratified_inclusion
 from sampleval.core.pool import Pool
-from sampleval.estimators.base import relevance, topic_views
-from sampleval.estimators.horvitz_thompson import (
+from sampleval.estimation.engine.estimands import (
     _contrast,
     _delta,
     _flat,
@@ -28,8 +27,9 @@ from sampleval.estimators.horvitz_thompson import (
     _run_docs,
     ap_terms,
     average_precision,
-    replicate_jackknife,
 )
+from sampleval.estimation.engine.replicates import replicate_jackknife
+from sampleval.estimators.base import relevance, topic_views
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import Budget, qrels_oracle, simulate
 from sampleval.selection.active import ActiveSelector

@@ -1,4 +1,4 @@
-"""AP~ht's corrections on top of a correction (issue 9, :mod:`sampleval.estimators.ap_replicates`):
+"""AP~ht's corrections on top of a correction (issue 9, :mod:`sampleval.estimation.engine.replicates`):
 ``bias=taylor-jackknife`` (the Taylor-corrected AP-hat less the jackknife's estimate of its
 remaining bias) and ``bias=jackknife``'s variance of the corrected estimate (the double
 jackknife). Each checked against its definition recomputed by brute force (documents
@@ -19,19 +19,17 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
-from sampleval.estimators import estimate
-from sampleval.estimators.ap_replicates import (
+from sampleval.estimation.engine.estimands import average_precision
+from sampleval.estimation.engine.replicates import (
+    average_precision_jackknife,
     double_jackknife,
+    replicate_jackknife,
+    stratified_average_precision,
     taylor_jackknife,
     taylor_jackknife_independent,
 )
+from sampleval.estimators import estimate
 from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.estimators.horvitz_thompson import (
-    average_precision,
-    average_precision_jackknife,
-    replicate_jackknife,
-    stratified_average_precision,
-)
 from sampleval.estimators.names import parse_estimate
 from sampleval.measures.evaluation import evaluate
 from studies.interval_coverage import coverage, fixed_rate_sample

@@ -17,14 +17,14 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
-from sampleval.estimators import estimate
-from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.estimators.horvitz_thompson import (
-    average_precision,
+from sampleval.estimation.engine.estimands import average_precision
+from sampleval.estimation.engine.replicates import (
     average_precision_jackknife,
     replicate_jackknife,
     stratified_average_precision,
 )
+from sampleval.estimators import estimate
+from sampleval.estimators.base import MEAN_TOPIC
 from sampleval.estimators.names import parse_estimate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 

@@ -144,7 +144,7 @@ def test_difference_jackknife_covariance_diagonal_is_the_jackknife_variance() ->
     """The stratified jackknife covariance's diagonal is stratum_jackknife's variance, and
     the variance of any contrast c is c' S c (the jackknife of the contrast)."""
     from sampleval.estimation.audit import stratified_covariance
-    from sampleval.estimators.horvitz_thompson import stratum_jackknife, stratum_rows
+    from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
 
     rng = np.random.default_rng(4)
     m, width = 25, 5

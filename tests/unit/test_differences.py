@@ -19,19 +19,21 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.estimation.compare import compare, effective_df, paired_differences
-from sampleval.estimators import MEAN_TOPIC, estimate, estimate_differences
-from sampleval.estimators.horvitz_thompson import (
+from sampleval.estimation.engine.estimands import (
     average_precision,
-    average_precision_jackknife,
     dcg,
     ndcg,
     num_rel,
     precision,
     r_precision,
     recall,
+)
+from sampleval.estimation.engine.replicates import (
+    average_precision_jackknife,
     replicate_jackknife,
     stratified_average_precision,
 )
+from sampleval.estimators import MEAN_TOPIC, estimate, estimate_differences
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 PAIRS = np.array([[0, 1], [2, 0], [1, 1], [3, 4]])  # run 4 retrieves nothing

@@ -21,7 +21,7 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators import default_estimates, estimate
-from sampleval.estimators.names import draws_reach_every_document, estimator_for
+from sampleval.estimators.names import draws_reach_every_document, estimator_for, parse_estimate
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.importance import ImportanceSelector
@@ -100,14 +100,16 @@ def test_ratios_by_hand(hand: tuple[list[Run], Sample]) -> None:
 
 def test_one_relevant_document_drawn_surely_is_exact() -> None:
     """Every draw takes the topic's one relevant document with probability 1: R-hat = 1 and
-    N-hat = 1/rank on every sample, so every AP~hh is the exact AP with no width."""
+    N-hat = 1/rank on every sample, so every AP~hh is the exact AP with no width (without
+    the ``few`` floor, which widens a topic with one relevant document judged)."""
     frame = pd.DataFrame({"query_id": "1", "doc_id": ["d1", "d2"], "relevance": [np.nan, 1.0],
                           "stratum": "", "inclusion": np.nan})
     draws = pd.DataFrame({"query_id": "1", "round": [1, 2, 3], "doc_id": "d2",
                           "probability": 1.0})
     sample = Sample("with-replacement", frame, draws=draws)
     runs = runs_of({"A": ["d1", "d2"], "B": ["d2", "d1"]})
-    names = ["AP~hh", "AP~hh(bias=taylor)", "AP~hh(bias=none)"]  # jackknife: the default
+    names = [parse_estimate(n).name for n in (  # jackknife: the default
+        "AP~hh(few=none)", "AP~hh(bias=taylor,few=none)", "AP~hh(bias=none,few=none)")]
     out = estimate(sample, runs, names).set_index(["run", "measure", "query_id"])
     for name in names:
         for run, exact in (("A", 0.5), ("B", 1.0)):

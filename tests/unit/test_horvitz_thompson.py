@@ -18,6 +18,7 @@ from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimators import horvitz_thompson as ht
 from sampleval.estimators.base import MEAN_TOPIC, topic_views
+from sampleval.estimators.family import FAMILIES
 from sampleval.estimators.names import EstimateSpec
 from sampleval.io import read_qrels, read_runs
 from sampleval.measures.evaluation import evaluate
@@ -47,7 +48,8 @@ def toy_pool(rankings: dict[str, list[str]], topic: str = "1") -> Pool:
 def estimate(pool: Pool, sample: Sample, spec: EstimateSpec,
              level: float = 1) -> pd.DataFrame:
     """Per-topic rows of the HT estimate, indexed by run."""
-    out = ht.estimate_ht(pool.run_names, topic_views(pool, sample), sample, spec, level, 0.95)
+    out = FAMILIES["ht"].compute(pool.run_names, topic_views(pool, sample), sample, [spec],
+                                  level, 0.95)
     return out[out["query_id"] != MEAN_TOPIC].set_index("run")
 
 
@@ -76,8 +78,8 @@ def test_census_equals_trec_eval(census: tuple[Qrels, list[Run], Pool, Sample],
                                  measure: str) -> None:
     qrels, runs, pool, sample = census
     exact = evaluate(qrels, runs, [measure], depth=100)
-    ours = ht.estimate_ht(pool.run_names, topic_views(pool, sample), sample,
-                          CENSUS_MEASURES[measure], 1, 0.95)
+    ours = FAMILIES["ht"].compute(pool.run_names, topic_views(pool, sample), sample,
+                                  [CENSUS_MEASURES[measure]], 1, 0.95)
     per_topic = exact[exact["query_id"] != MEAN_TOPIC]
     joined = per_topic.merge(ours, on=["run", "query_id"], validate="one_to_one")
     assert len(joined) == len(per_topic) == 126 * 50

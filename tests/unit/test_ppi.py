@@ -112,7 +112,8 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
     ~ht's, value and interval, on a stratified sample and on a with-replacement one (ht
     form). AP's default ``bias=design`` is ``taylor-jackknife`` on the stratified sample
     (~ht's with its bias-aware interval) and ``taylor`` on the other (~ht's linearised
-    variance, var=linear, and a normal interval); ~ppi has no ``few`` floor. P@k and NumRel
+    variance, var=linear, and a normal interval); both without the ``few`` floor
+    (:func:`ht_equivalent`). P@k and NumRel
     take the design's variance by name (``variance=design``), as does DCG: their default on
     stratified samples is the anticipated variance (tests/unit/test_anticipated.py); R@k, Rprec
     and nDCG take the Taylor correction by default in both families (full-depth nDCG's is
@@ -140,9 +141,13 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
 
 def ht_equivalent(measure: str) -> str:
     """``measure~ppi`` as ``~ht`` computes it: the design's variance where the default is the
-    anticipated one (R@k and Rprec take the Taylor correction by default in both)."""
+    anticipated one (R@k and Rprec take the Taylor correction by default in both); AP
+    without the ``few`` floor (which raises the variance of a topic with at most one
+    relevant document judged, whatever the predictions)."""
     if measure.startswith(("P@", "DCG", "NumRel")):
         return f"{measure}~ppi(variance=design)"
+    if measure.startswith("AP"):
+        return f"{measure}~ppi(few=none)"
     return f"{measure}~ppi"
 
 
@@ -925,7 +930,7 @@ def test_taylor_jackknife_without_predictions_is_ht(
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     sample = sample_of(pool, qrels, "stratified", rate=0.1)
-    options = "(bias=taylor-jackknife,few=none)"  # ~ppi has no few floor
+    options = "(bias=taylor-jackknife)"  # both apply the same few floor
     names = [f"AP~ht{options}", f"AP@10~ht{options}"]
     ht = estimate(sample, runs, names, depth=DEPTH)
     ht = by_measure(ht.assign(measure=ht["measure"].str.replace(

@@ -21,13 +21,13 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
-from sampleval.estimators import estimate
-from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.estimators.horvitz_thompson import (
-    average_precision,
+from sampleval.estimation.engine.estimands import average_precision
+from sampleval.estimation.engine.replicates import (
     average_precision_jackknife,
     stratified_average_precision,
 )
+from sampleval.estimators import estimate
+from sampleval.estimators.base import MEAN_TOPIC
 from sampleval.estimators.names import parse_estimate
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
@@ -123,8 +123,8 @@ def test_poisson_jackknife_bias_by_brute_force() -> None:
 
 def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    """Predictions all 0: AP~ppi(bias=taylor) is AP~ht(var=linear,bias=taylor,few=none)
-    (``~ppi`` has no bound for topics with at most one relevant judged), value and interval,
+    """Predictions all 0: AP~ppi(bias=taylor) is AP~ht(var=linear,bias=taylor) (both apply
+    the same ``few`` floor to topics with at most one relevant judged), value and interval,
     on a stratified and an active sample."""
     runs, qrels, pool, _ = judged_collection
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
@@ -132,7 +132,7 @@ def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
     for method in ("stratified", "active"):
         selector = METHODS[method](pool, Budget(rate=0.3), np.random.default_rng(1))
         sample = simulate(selector, qrels_oracle(qrels)).sample()
-        taylor = parse_estimate("AP~ht(var=linear,bias=taylor,few=none,interval=normal)").name
+        taylor = parse_estimate("AP~ht(var=linear,bias=taylor,interval=normal)").name
         ht = estimate(sample, runs, [taylor, "AP~ht(var=linear,bias=none)"], depth=DEPTH)
         ppi = estimate(sample, runs, ["AP~ppi(bias=taylor)"], depth=DEPTH,
                        predictions=Predictions.from_frame(zero))

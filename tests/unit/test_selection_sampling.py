@@ -27,8 +27,8 @@ from sampleval.core.pool import PAD, Pool
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.estimands import average_precision
 from sampleval.estimators import estimate
-from sampleval.estimators.horvitz_thompson import average_precision
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import Budget, Selector, qrels_oracle, simulate
 from sampleval.selection.active import (

@@ -11,6 +11,7 @@ from sampleval.cli._app import (
     add_depth,
     add_duplicates,
     add_name_by,
+    add_predictions,
     add_rel_level,
     add_runs_argument,
     bounded_float,
@@ -30,6 +31,7 @@ from sampleval.errors import UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sampleval.core.predictions import Predictions
     from sampleval.core.run import Run
     from sampleval.core.sample import Sample
 
@@ -84,6 +86,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "or svg); its intervals are adjusted for multiplicity as the "
                              "p-values are (--correction), so a pair's interval excludes 0 "
                              "exactly when it is significant (with --ci 1 - --alpha)")
+    add_predictions(parser, "what the prediction-powered estimators (AP~ppi ...) correct "
+                    "with the sample, the per-topic differences and their variances included")
     add_ranks(parser)
     add_depth(parser, SAMPLE_DEPTH_HELP)
     add_rel_level(parser)
@@ -100,7 +104,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    check_stdin_once(args.sample, args.runs)
+    predictions = [] if args.predictions is None else [args.predictions]
+    check_stdin_once(args.sample, args.runs, predictions)
     check_order(args.sample, args.runs, "compare")
     if args.measure is not None and "," in args.measure.split("(")[0]:
         raise UsageError("compare takes one measure (-m); run it once per measure")
@@ -110,15 +115,22 @@ def run(args: argparse.Namespace) -> None:
         from sampleval.io.samples import load_sample
 
         judgments = load_sample(args.sample, args.sample_format)
-        setup_for(judgments, args.measure or compare_default(judgments),
-                  warn=False)  # fails before the runs are read
+        setup_for(judgments, args.measure or compare_default(judgments), warn=False,
+                  with_predictions=args.predictions is not None)  # fails before the runs
+        predicted = None
+        if args.predictions is not None:
+            from sampleval.estimators import largest_grade
+            from sampleval.io.predictions import read_predictions
+
+            predicted = read_predictions(args.predictions, largest_grade(judgments))
         loaded = reading.result()
     table = compare(judgments, loaded, args.measure, baseline=args.baseline,
                     correction=args.correction, alpha=args.alpha, ci=args.ci,
-                    depth=depth_of(args), level=args.rel_level, df=args.df)
+                    depth=depth_of(args), level=args.rel_level, df=args.df,
+                    predictions=predicted)
     if args.plot:
         forest_plot(table, args.plot, ci=args.ci)
-    ranks = (leaderboard(judgments, loaded, str(table["measure"].iloc[0]), args)
+    ranks = (leaderboard(judgments, loaded, str(table["measure"].iloc[0]), args, predicted)
              if args.ranks else None)
     if args.format == "table":
         print_comparison(table, args)
@@ -139,14 +151,16 @@ def run(args: argparse.Namespace) -> None:
 
 
 def leaderboard(judgments: Sample, loaded: list[Run], measure: str,
-                args: argparse.Namespace) -> pd.DataFrame:
+                args: argparse.Namespace, predictions: Predictions | None = None
+                ) -> pd.DataFrame:
     """The runs' estimates of ``measure`` with their simultaneous rank intervals (columns
     ``run measure value rank rank_lo rank_hi``), best first."""
     from sampleval.estimation.ranks import RANK_COLUMNS, ranked
     from sampleval.estimators import estimate
 
     rows = ranked(estimate(judgments, loaded, [measure], depth=depth_of(args),
-                           level=args.rel_level, ci=args.ci), args.ci)
+                           level=args.rel_level, ci=args.ci, predictions=predictions),
+                  args.ci)
     rows = rows[rows["query_id"] == "all"].sort_values("value", ascending=False,
                                                        kind="stable")
     return rows[["run", "measure", "value", *RANK_COLUMNS]].astype(

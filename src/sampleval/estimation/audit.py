@@ -378,11 +378,11 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
     (:func:`~sampleval.estimators.horvitz_thompson.general_replicates`), as AP~ht's
     ``var=jackknife`` computes each run's variance alone."""
     from sampleval.core.inclusion import judged_design
-    from sampleval.estimators.base import relevance
-    from sampleval.estimators.horvitz_thompson import (
+    from sampleval.estimation.engine.replicates import (
         general_replicates,
         stratified_replicates,
     )
+    from sampleval.estimators.base import relevance
 
     judged = np.flatnonzero(view.sample.judged)
     human = relevance(np.maximum(view.sample.labels[judged], 0.0), level)
@@ -400,7 +400,7 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
         sizes, n_sampled = view.sample.strata()
         strata = (view.sample.stratum[index], sizes, n_sampled)
         design = judged_design(sample, view.sample, index)
-        from sampleval.estimators.horvitz_thompson import average_precision
+        from sampleval.estimation.engine.estimands import average_precision
 
         value = (average_precision(m, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
                                    taylor).value

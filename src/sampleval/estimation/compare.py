@@ -50,7 +50,7 @@ M = I - J/T, x independent with variances w_t, by a scaled chi-square with E[x'M
     nu = ((T-1)/T sum_t w_t)^2 / ((1 - 2/T) sum_t w_t^2 + (sum_t w_t)^2 / T^2),
 
 T-1 when the w_t are equal, towards 1 as one topic dominates. Where the estimator family
-gives the variance of a difference (``EstimatorFamily.differences``: the ``ht`` family, the
+gives the variance of a difference (``EstimatorFamily.differences``: ``ht``, ``hh``, ``ppi``, ``is``: the
 variance of the difference itself, not of either run), w_t = tau-hat^2 + v-hat_t with
 tau-hat^2 = max(0, s^2 - mean v-hat_t) (the ultimate-cluster split of s^2), and the test and
 interval use t_nu. On a census every v_t is 0 and nu = T-1: the ordinary paired t-test.
@@ -77,7 +77,7 @@ from sampleval.measures.aggregation import over_topics
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from sampleval.io.coerce import MeasuresLike, RunsLike, SampleLike
+    from sampleval.io.coerce import MeasuresLike, PredictionsLike, RunsLike, SampleLike
 
 CORRECTIONS = ("holm", "bh", "none")
 DF_RULES = ("satterthwaite", "topics")
@@ -88,7 +88,8 @@ COLUMNS = ["run_a", "run_b", "measure", "topics", "mean_a", "mean_b", "diff", "l
 def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = None, *,
             baseline: str | None = None, correction: str = "holm", alpha: float = 0.05,
             ci: float = 0.95, depth: int | str | None = SAMPLE_DEPTH, level: float = 1,
-            df: str = "satterthwaite") -> pd.DataFrame:
+            df: str = "satterthwaite", predictions: PredictionsLike | None = None
+            ) -> pd.DataFrame:
     """Every pair of ``runs`` (or every run against ``baseline``) compared on ``measure``
     estimated from ``sample``: the columns of :func:`paired_differences`. ``measure``: one
     estimator's name or plain measure (``AP``: the design's preferred estimator), default
@@ -97,7 +98,8 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
     each run's mean is the one :func:`~sampleval.estimators.estimate` gives. ``df``:
     ``satterthwaite`` (the effective degrees of freedom where the estimator gives the
     variance of a difference, module docstring) or ``topics`` (T - 1, the textbook paired
-    t-test)."""
+    t-test). ``predictions`` feed the estimators that read them (``AP~ppi``: the per-topic
+    differences and their variances then use the predictions as control variates)."""
     if df not in DF_RULES:
         raise UsageError(f"unknown degrees-of-freedom rule {df!r} (one of "
                          f"{', '.join(DF_RULES)})")
@@ -116,7 +118,8 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
     if baseline is not None and baseline not in names:
         raise UsageError(f"the baseline {baseline!r} is not among the runs "
                          f"({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
-    rows = estimate(sample, runs, [name], depth=depth, level=level, ci=ci)
+    rows = estimate(sample, runs, [name], depth=depth, level=level, ci=ci,
+                    predictions=predictions)
     resolved = str(rows["measure"].iloc[0])
     rows = rows[rows["query_id"] != MEAN_TOPIC]
     per_topic = rows.pivot(index="query_id", columns="run", values="value")
@@ -124,7 +127,7 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
     pairs = pair_order(per_topic, baseline)
     variances = None if df == "topics" else estimate_differences(
         sample, [r for r in runs if r.name in per_topic.columns], resolved, pairs,
-        depth=depth, level=level)
+        depth=depth, level=level, predictions=predictions)
     return paired_differences(per_topic, resolved, baseline=baseline,
                               correction=correction, alpha=alpha, ci=ci, pairs=pairs,
                               sampling_variance=None if variances is None

@@ -182,17 +182,19 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
 
 def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
                          pairs: Sequence[tuple[str, str]], *,
-                         depth: int | str | None = SAMPLE_DEPTH,
-                         level: float = 1) -> pd.DataFrame | None:
+                         depth: int | str | None = SAMPLE_DEPTH, level: float = 1,
+                         predictions: PredictionsLike | None = None) -> pd.DataFrame | None:
     """The estimated sampling variance of each per-topic difference ``measure``_a -
     ``measure``_b, for each pair (a, b) of run names: a ``[topics, pairs]`` frame indexed by
     query_id, one column per pair (``"a - b"``), or None where the estimator's family
     gives no variance of a difference (``EstimatorFamily.differences``). The depth and the
-    estimator are :func:`~sampleval.estimators.setup.setup_for`'s, as :func:`estimate`'s."""
-    from sampleval.io.coerce import as_runs, as_sample
+    estimator are :func:`~sampleval.estimators.setup.setup_for`'s, as :func:`estimate`'s;
+    ``predictions`` feed the families that read them (``AP~ppi``), as :func:`estimate`'s."""
+    from sampleval.io.coerce import as_predictions, as_runs, as_sample
 
     sample = as_sample(sample)
-    setup = setup_for(sample, [measure], depth=depth, warn=False)  # estimate() has warned
+    setup = setup_for(sample, [measure], depth=depth, warn=False,  # estimate() has warned
+                      with_predictions=predictions is not None)
     (spec,) = setup.specs
     family = FAMILIES[spec.family]
     if family.differences is None or not pairs:
@@ -205,7 +207,9 @@ def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
         raise UsageError(f"no run named {missing[0]!r} among the runs given")
     pool = Pool.from_runs(loaded, depth=setup.depth, topics=sample.topics,
                           score_type=family.score_type)
-    views = topic_views(pool, sample)
+    predicted = (None if predictions is None or not family.needs_predictions
+                 else as_predictions(predictions, largest_grade(sample)))
+    views = topic_views(pool, sample, predicted)
     at = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64)
     _, variances = family.differences(run_names, views, sample, spec, level, at)
     return pd.DataFrame(variances, index=pd.Index([v.pool.topic for v in views],

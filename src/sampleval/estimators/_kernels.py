@@ -9,9 +9,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-# sample_eval.pl's smoothing (inferred.py: NIST_RELEVANT_EPSILON, NIST_SAMPLED_EPSILON)
-_REL_EPS = 1e-5
-_SMP_EPS = 3e-5
+INFAP_EPSILON = 1e-5
+"""trec_eval's infAP smoothing of the density of relevant documents above a rank."""
+NIST_RELEVANT_EPSILON = 1e-5
+NIST_SAMPLED_EPSILON = 3e-5
+"""sample_eval.pl's smoothing of the relevant and sampled counts of a stratum."""
+NIST_MAX_RESULTS = 1000
+"""sample_eval.pl reads each run's top 1000 documents."""
+_REL_EPS = NIST_RELEVANT_EPSILON
+_SMP_EPS = NIST_SAMPLED_EPSILON
 
 
 @numba.njit(cache=True)

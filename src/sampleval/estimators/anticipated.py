@@ -280,11 +280,18 @@ def label_model(populations: list[Population], predicted: list[np.ndarray], leve
 
 
 def anticipated_variance(pop: Population, f: np.ndarray, base: str, cutoff: int | None,
-                         level: float, lam: np.ndarray, model: LabelModel) -> np.ndarray:
+                         level: float, lam: np.ndarray, model: LabelModel,
+                         pairs: np.ndarray | None = None) -> np.ndarray:
     """Each run's anticipated variance (``[n_runs]``) of the difference estimate of
     ``base@cutoff`` with coefficients ``lam`` (``[n_runs]``) under ``model`` (``f``: the
-    population's predictions as the measure reads them)."""
+    population's predictions as the measure reads them); with ``pairs`` (``[P, 2]`` run
+    indices), that of each pair's difference of estimates (``[P]``): its residuals' means
+    differenced run against run, their variances (w_a - w_b)^2 Var(y), the label being
+    shared."""
     first, second = model.moments(features(f, pop.shape, pop.logit_prevalence(level)))
     w = rank_coefficients(base, pop.ranks, cutoff)  # [runs, docs]
-    return pop.design.variance(w * (first[None, :] - lam[:, None] * f[None, :]),
-                               w * w * (second - first * first)[None, :])
+    mean = w * (first[None, :] - lam[:, None] * f[None, :])
+    if pairs is not None:
+        mean = mean[pairs[:, 0]] - mean[pairs[:, 1]]
+        w = w[pairs[:, 0]] - w[pairs[:, 1]]
+    return pop.design.variance(mean, w * w * (second - first * first)[None, :])

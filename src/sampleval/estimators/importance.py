@@ -63,7 +63,8 @@ import pandas as pd
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.estimators.base import TopicView, gain, relevance, summarise, z_value
+from sampleval.estimation.result import TopicParts, summarise, z_value
+from sampleval.estimators.base import TopicView, gain, relevance
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
 
@@ -312,8 +313,9 @@ def measure_value(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray
 @dataclass(frozen=True)
 class TopicStats:
     """One topic's estimate for every run (axes ``[n_runs, *trials]``): the value, the sample
-    variance of its linearised per-draw terms, and each component's mean, sample variance and
-    range ``[C, n_runs, *trials]``; ``n`` draws; ``grades`` (nDCG's, decreasing)."""
+    variance of its linearised per-draw terms (``influence``), and each component's mean,
+    sample variance and range ``[C, n_runs, *trials]``; ``n`` draws; ``grades`` (nDCG's,
+    decreasing)."""
 
     value: np.ndarray
     influence_var: np.ndarray
@@ -322,6 +324,7 @@ class TopicStats:
     bounds: np.ndarray
     n: int
     grades: np.ndarray
+    influence: np.ndarray | None = None  # the linearised per-draw terms [n_runs, *trials, n]
 
 
 def _sample_var(a: np.ndarray) -> np.ndarray:
@@ -343,7 +346,7 @@ def topic_stats(spec: EstimateSpec, level: float, weights: np.ndarray, x: np.nda
     influence = (gradient[..., None] * terms).sum(axis=0)
     return TopicStats(value, _sample_var(influence), means, _sample_var(terms),
                       np.broadcast_to(bounds.reshape(bounds.shape + (1,) * (means.ndim - 2)),
-                                      means.shape), n, grades)
+                                      means.shape), n, grades, influence)
 
 
 def half_width(kind: str, var: np.ndarray, n: np.ndarray | int, bound: np.ndarray,
@@ -437,17 +440,10 @@ def _frame_q(sample: Sample, view: TopicView) -> np.ndarray:
     return table.min(axis=0, initial=np.inf) if len(table) else np.zeros(table.shape[1])
 
 
-def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-                spec: EstimateSpec, level: float, ci: float, *,
-                interval: str | None = None, max_grade: float | None = None
-                ) -> pd.DataFrame:
-    """P@k, DCG, nDCG and R@k by importance sampling (eq. 4) from an ``importance`` sample, with
-    ``interval`` intervals (``clt``, ``hoeffding``, ``bernstein``; see the module docstring).
-    ``max_grade`` bounds DCG's gain for the Hoeffding and Bernstein ranges (default: the
-    largest judged grade in the sample). ``interval`` unset: the estimator's ``interval``
-    option (``DCG~is(interval=hoeffding)``; default ``clt``)."""
-    if interval is None:
-        interval = str(spec.option("interval"))
+def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: float,
+           interval: str, max_grade: float | None = None) -> list[TopicStats]:
+    """Each topic's :class:`TopicStats` from the sample's draws (the ranges of the terms
+    only for the ``hoeffding`` and ``bernstein`` intervals)."""
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the draws of an importance sample (each with its Q)")
     if interval != "clt" and sample.round_probs is None:
@@ -477,6 +473,47 @@ def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
                            view.n_runs), np.nan))
         stats.append(topic_stats(spec, level, weights, x, labels,
                                  rows["probability"].to_numpy(dtype=np.float64), bounds, grades))
+    return stats
+
+
+def is_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+             spec: EstimateSpec, level: float) -> TopicParts:
+    """Per topic and run: eq. 4's estimate, the variance of its normal (``clt``, eq. 16)
+    interval, s^2/n of the linearised per-draw terms, and no bias."""
+    stats = _stats(views, sample, spec, level, "clt")
+    return TopicParts(np.stack([s.value for s in stats]),
+                      np.stack([s.influence_var / s.n for s in stats]),
+                      np.zeros((len(views), len(run_names))))
+
+
+def is_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                   spec: EstimateSpec, level: float, pairs: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per topic and pair (a, b) of run indices: the difference of the two runs' estimates
+    and its variance, s^2/n of the differences of their linearised per-draw terms (Schnabel
+    et al.'s pairwise estimate, eq. 4 with the difference of the runs' weights), both
+    ``[topics, P]``."""
+    stats = _stats(views, sample, spec, level, "clt")
+    values, variances = np.zeros((len(stats), len(pairs))), np.zeros((len(stats), len(pairs)))
+    for t, s in enumerate(stats):
+        assert s.influence is not None
+        values[t] = s.value[pairs[:, 0]] - s.value[pairs[:, 1]]
+        variances[t] = _sample_var(s.influence[pairs[:, 0]] - s.influence[pairs[:, 1]]) / s.n
+    return values, variances
+
+
+def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                spec: EstimateSpec, level: float, ci: float, *,
+                interval: str | None = None, max_grade: float | None = None
+                ) -> pd.DataFrame:
+    """P@k, DCG, nDCG and R@k by importance sampling (eq. 4) from an ``importance`` sample, with
+    ``interval`` intervals (``clt``, ``hoeffding``, ``bernstein``; see the module docstring).
+    ``max_grade`` bounds DCG's gain for the Hoeffding and Bernstein ranges (default: the
+    largest judged grade in the sample). ``interval`` unset: the estimator's ``interval``
+    option (``DCG~is(interval=hoeffding)``; default ``clt``)."""
+    if interval is None:
+        interval = str(spec.option("interval"))
+    stats = _stats(views, sample, spec, level, interval, max_grade)
     present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
     result = intervals(spec, stats, present, interval, ci)
     table = summarise(run_names, views, spec.name, result["value"], None, ci)
@@ -494,7 +531,7 @@ register_family(EstimatorFamily(
                 (("P", "required"), ("DCG", "optional"), ("nDCG", "optional"),
                  ("R", "required"))),
     designs=("importance",),
-    compute=each_measure(estimate_is),
+    compute=each_measure(estimate_is), parts=is_parts, differences=is_differences,
     options=(Param("interval", str, DEFAULT_INTERVAL, "the intervals: clt (eq. 16, normal), "
                    "hoeffding (eq. 17, exact, sample-independent) or bernstein (empirical "
                    "Bernstein, Maurer & Pontil 2009)", choices=INTERVALS),)))

@@ -26,6 +26,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sampleval.estimators._kernels import (
+    INFAP_EPSILON,
+    NIST_MAX_RESULTS,
+    NIST_RELEVANT_EPSILON,
+    NIST_SAMPLED_EPSILON,
+)
+
 if TYPE_CHECKING:
     from sampleval.core.sample import Sample
     from sampleval.estimators.base import TopicView
@@ -82,12 +89,6 @@ def nist_share(views: list[TopicView], sample: Sample, spec: EstimateSpec, level
                values: np.ndarray) -> np.ndarray:
     """Imputed share ``[topics, runs]`` of sample_eval's iP@k, inum_rel_ret and xinfAP
     (``values``: the estimates, same shape); 0 for infNDCG and inum_rel."""
-    from sampleval.estimators.inferred import (
-        NIST_MAX_RESULTS,
-        NIST_RELEVANT_EPSILON,
-        NIST_SAMPLED_EPSILON,
-    )
-
     guess = NIST_RELEVANT_EPSILON / NIST_SAMPLED_EPSILON  # 1/3: an unsampled stratum's rate
     out = np.zeros(values.shape)
     if spec.base not in ("P", "NumRelRet", "AP"):
@@ -131,8 +132,6 @@ def infap_share(views: list[TopicView], sample: Sample, spec: EstimateSpec, leve
                 values: np.ndarray) -> np.ndarray:
     """Imputed share ``[topics, runs]`` of trec_eval's infAP: the 1/2 density it gives the
     unjudged documents above a relevant one when no judged document lies above it."""
-    from sampleval.estimators.inferred import INFAP_EPSILON
-
     guess = INFAP_EPSILON / (2 * INFAP_EPSILON)
     out = np.zeros(values.shape)
     for t, view in enumerate(views):

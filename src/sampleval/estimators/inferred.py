@@ -98,7 +98,7 @@ Option ``few`` (default ``moment``): a topic whose sample holds at most one rele
 document gets a variance of at least (1 - f) m2, f the share of its frame judged and m2 the
 run's mean squared estimate over the topics where a relevant document was judged
 (``scaled``, the default before: (1 - f)/4; ``bound``: 1/4; ``none``: as computed;
-:func:`~sampleval.estimators.base.few_relevant_variance`; measured in
+:func:`~sampleval.estimation.result.few_relevant_variance`; measured in
 docs/research/calibration.md and docs/methods.md, "Residual bias, and topics with at most
 one relevant judged").
 
@@ -135,7 +135,10 @@ import pandas as pd
 
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
+from sampleval.estimation.result import FEW_OPTION, few_floor, summarise
 from sampleval.estimators._kernels import (
+    INFAP_EPSILON,
+    NIST_MAX_RESULTS,
     VAR_APPENDIX,
     VAR_LINEAR,
     VAR_NONE,
@@ -145,21 +148,11 @@ from sampleval.estimators._kernels import (
     ratio_variance_sums,
     srs_variance,
 )
-from sampleval.estimators.base import (
-    FEW_OPTION,
-    TopicView,
-    few_relevant_variance,
-    judged_relevant,
-    summarise,
-)
+from sampleval.estimators.base import TopicView
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
 from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
 
-INFAP_EPSILON = 1e-5
-NIST_RELEVANT_EPSILON = 1e-5
-NIST_SAMPLED_EPSILON = 3e-5
-NIST_MAX_RESULTS = 1000
 VARIANCES = ("jackknife", "appendix", "linear")
 VAR_OPTION = Param("var", str, "jackknife", "variance of the estimate: jackknife (stratified "
                    "delete-one), appendix (Yilmaz, Kanoulas & Aslam 2008, Appendix) or "
@@ -423,14 +416,6 @@ def precision_at(rel_ret: np.ndarray, cutoff: int) -> np.ndarray:
     return rel_ret[:, min(cutoff, rel_ret.shape[1]) - 1] / cutoff
 
 
-def _bounded(values: np.ndarray, variances: np.ndarray, views: list[TopicView], level: float,
-             few: str) -> np.ndarray:
-    """``variances[topic, run]`` under the ``few`` option (:func:`~sampleval.estimators.base.
-    few_relevant_variance`), from each topic's judged relevant documents."""
-    relevant = np.array([judged_relevant(v.sample, level) for v in views])
-    return few_relevant_variance(values, variances, views, relevant, few)
-
-
 # -- families --------------------------------------------------------------------------------
 
 def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -442,7 +427,7 @@ def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sampl
         results = [infap_topic(v, level, spec.option("var"), spec.option("bias"))
                    for v in views]
         values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
-        variances = _bounded(values, np.array([r[1] for r in results]).reshape(
+        variances = few_floor(values, np.array([r[1] for r in results]).reshape(
             len(views), len(run_names)), views, level, spec.option("few"))
         frames.append(summarise(run_names, views, spec.name, values, variances, ci))
     return pd.concat(frames, ignore_index=True)
@@ -477,7 +462,7 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
             values = stack([t["xinfAP"] for t in per_topic])
             if spec.option("bias") == "jackknife":
                 values = values - stack([t["xinfAP_bias"] for t in per_topic])
-            variances = _bounded(values, stack(var_of[spec.option("var")]), views, level,
+            variances = few_floor(values, stack(var_of[spec.option("var")]), views, level,
                                  spec.option("few"))
         elif spec.base == "nDCG":
             values = stack([t["infNDCG"] for t in per_topic])

@@ -1,202 +1,46 @@
-"""Prediction-powered estimators: machine predictions for every frame document, corrected by
-the judged sample's residuals (family ``ppi``: ``P@10~ppi``, ``AP~ppi`` ...).
+"""The prediction-powered family ``~ppi`` and the engine's units, tuning and corrections:
+machine predictions for every frame document, corrected by the judged sample's residuals
+(``P@10~ppi``, ``AP~ppi`` ...).
 
 A measure linear in the labels is a total over the topic's frame U, T = sum_{i in U} w_i y_i
-(w_i the run's rank weight: 1/k on the top k for P@k, 1/log2(r + 1) for DCG, 1 for NumRel).
-With predictions f_i of every frame document, the difference (model-assisted) estimator
-(Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, ch. 6; "prediction-
-powered inference", Angelopoulos et al., Science 2023; for IR measures Oosterhuis et al.,
-KDD 2024) is
+(w_i the run's rank weight). With predictions f_i of every frame document, the difference
+(model-assisted) estimator (Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*,
+1992, ch. 6; "prediction-powered inference", Angelopoulos et al., Science 2023; for IR
+measures Oosterhuis et al., KDD 2024) is
 
     T-hat(lam) = lam sum_{i in U} w_i f_i + sum_{k in S} W_k w_k (y_k - lam f_k),
 
-over the sample's units S with weights W_k: for a design with inclusion probabilities (the
-``ht`` form) the judged documents with W_k = 1/pi_k, a Horvitz-Thompson estimate of the
-residual total; for draws (the ``draws`` form) the n draws d_k with W_k = 1/(n p_k(d_k)),
-the per-draw (Hansen-Hurwitz) mean, unbiased under adaptive draw probabilities by the
-martingale argument of :mod:`.hansen_hurwitz`. For any lam fixed before the sample,
-E[T-hat(lam)] = T whatever the predictions (under the ``ht`` form, as far as ``~ht`` is
-unbiased on that design): they only move the variance. Importance samples take the
-``draws`` form, as do active (with-replacement) samples drawn with a uniform share
-(``active``'s default); drawn without one (``active:uniform=0``, the paper's) they take the
-``ht`` form for the linear measures, so that lam = 0 is ``~ht`` there, and the ``draws`` form
-for the ratios (:func:`sample_form` says why, with the measured figures); the ``form``
-option overrides it.
+over the sample's units S with weights W_k: in the ``ht`` form the judged documents with
+W_k = 1/pi_k, in the ``draws`` form the n draws with W_k = 1/(n p_k(d_k)) (unbiased under
+adaptive draw probabilities, :mod:`.hansen_hurwitz`). For any lam fixed before the sample,
+E[T-hat(lam)] = T whatever the predictions: they only move the variance. Ratio measures
+(AP, R@k, Rprec, nDCG) are ratios of such estimates; AP's numerator is a sum over pairs,
+estimated with the pair weights W_kl (1/pi_kl, or a U-statistic over pairs of draws). With
+predictions all 0 the ``ht`` form is ``~ht`` and the ``draws`` form ``~hh``
+(tests/contracts/test_equivalences.py). :func:`sample_form` chooses the form by design (option
+``form``).
 
-Ratio measures are ratios of such estimates, as for ``~ht`` (:mod:`.horvitz_thompson`): R@k and
-Rprec = (a difference estimate of the relevant retrieved) / R-hat(lam), R-hat(lam) the
-difference estimate of R (Rprec cut at floor(R-hat), or int(R-hat + 0.5) with ``cut=round``,
-as ``Rprec~ht``'s option); nDCG = DCG-hat / IDCG of the counts
-N-hat_g(lam) of each grade, rounded as NIST's sample_eval rounds (a prediction f predicts the
-indicator of integer grade g linearly: f = 1.3 predicts 0.7 of grade 1 and 0.3 of grade 2);
-AP = N/R with N = sum_{i, j} x_ij, x_ij = y_i y_j 1{rank_j < rank_i}/rank_i (x_ii =
-y_i^2/rank_i) a sum over pairs, estimated by lam sum_U x-hat_ij + sum_{k, l in S} W_kl
-(x_kl - lam x-hat_kl), x-hat_ij = f_i f_j 1{rank_j < rank_i}/rank_i and x-hat_ii = f_i/rank_i
-(the expected pair term of independent labels of mean f), W_kk = W_k and W_kl = 1/pi_kl (ht)
-or 1/(n (n - 1) p_k p_l) for draws of two different documents, 0 for two draws of one (the
-U-statistic over ordered pairs of draws: unbiased by the same martingale argument, draw l's
-probability given everything before it). On a census (pi = 1) every estimate is the exact
-measure; with predictions all 0 the ht form is ``~ht`` exactly (value and, with
-``variance=design`` for the linear measures on stratified samples, variance).
+Variance: each estimate is linearised (Taylor; Sarndal et al. 1992, ch. 5) into per-unit
+values, u = u^y - lam u^f, with the design's bilinear form (:class:`Units`); the linear
+measures take by default the anticipated variance (:mod:`.anticipated`, ``variance``).
+Power tuning (PPI++: Angelopoulos, Duchi & Zrnic, arXiv 2311.01453, 2023): lam minimises the
+variance, lam = G^-1 c over the predictions' forms, summed over the runs; cross-fitted over
+the other topics for the linear measures, plug-in for the ratios (``tuning``; :func:`tuned`),
+clipped to [0, 1]. A ratio whose denominator estimate is impossible (below what the sample
+shows) takes lam = 0 for that topic and run. Ratio bias (``bias`` for AP, ``correction`` for
+R@k, Rprec and nDCG): taylor (the first-order term, Cochran 1977, ch. 6), jackknife
+(stratified, (1 - pi)-weighted or over the draws; Quenouille 1956, Jones 1974),
+taylor-jackknife (stratified only), design (AP's default: taylor-jackknife on stratified
+samples, jackknife over draws, taylor elsewhere), none; ``interval=bias-aware`` widens AP's
+interval by the estimated remaining bias; ``few`` floors AP's variance
+(:mod:`sampleval.estimation.result`). Every option value, the variance of a difference of
+two runs (:func:`ppi_differences`, for ``compare``) and the per-topic parts
+(:func:`ppi_parts`) come from :func:`ppi_values`.
 
-Variance. Each estimate is linearised (Taylor; Sarndal et al. 1992, ch. 5) into per-unit
-values iota_k, so that estimate - truth ~ sum_k iota_k - E; a ratio Q = N/R has u_k =
-(iota^N_k - Q iota^R_k)/R-hat. The labels' and the predictions' parts separate: u = u^y - lam
-u^f, so V(lam) = V(u^y) - 2 lam C(u^y, u^f) + lam^2 V(u^f), with the design's bilinear form:
-the Horvitz-Thompson variance estimator sum_{k, l in S} (1 - pi_k pi_l / pi_kl) a_k b_l (its
-pi_ij, :func:`sampleval.core.inclusion.judged_design`) for the ht form, n times the sample
-covariance of the per-unit values for draws (s^2/n of the per-draw terms; a pair sum's
-per-draw term is its Hoeffding projection, W_kk x_kk + sum_{l != k} W_kl (x_kl + x_lk)).
-Intervals are normal (``base.summarise``). On stratified samples and over the draws of
-active samples with a uniform share and of importance samples, P@k, DCG@k and NumRel take by
-default (``variance=anticipated``) the anticipated variance instead, the design variance's
-expectation under a model of relevance learnt from every topic's judged documents
-(:mod:`.anticipated`, which says why: with rare residuals the design's estimate is near 0 in
-most samples; the mean's intervals with the deep over-calls covered 0.68 at 5% on
-``stratified`` samples, now 0.95); ``variance=design`` keeps the design's.
-
-Power tuning (PPI++: Angelopoulos, Duchi & Zrnic, "PPI++: Efficient Prediction-Powered
-Inference", arXiv 2311.01453, 2023): V(lam) is smallest at lam* = C(u^y, u^f) / V(u^f), a
-multiple of the predictions that is 0 for useless ones (T-hat(0) is ``~ht``) and 1 for good
-ones. A ratio gets two coefficients, lam_N on the predictions in its numerator and lam_R in
-its denominator (R, or nDCG's grade counts), u = u^y - lam_N u^f_N - lam_R u^f_R, minimised
-jointly (lam = G^-1 c, G the 2x2 form of the u^f, c their forms with u^y): predictions can
-help one and hurt the other (hard labels with false positives predict P@k well and R badly;
-R-hat of ``~ht`` sums relevant documents only). G and c are summed over the runs (lam
-minimises the summed variance: a predictor's quality is its own, not a run's, and one topic's
-sample holds few units per run) and over topics. For the linear measures they are
-*cross-fitted*: topic t uses
-
-    lam_t = (sum_{s != t} G_s)^-1 sum_{s != t} c_s,
-
-the forms of the other topics, linearised at lam = 0 where the predictions play no part (when
-they show no variance, nothing is learnt: lam = 1, the plain difference estimator), then
-shrunk by its own uncertainty (the delta method over the other topics, :func:`tuned`: a
-useless predictor's lam-hat is noise around 0 and goes to about 0) and clipped to [0, 1],
-between ``~ht`` and the plain difference estimator (above 1 would only pay for predictions
-on a smaller scale than the labels: give graded measures predicted grades). Topics are
-sampled independently (every selection method samples each topic on its own), so lam_t is
-independent of topic t's sample: topic t's estimate is exactly as unbiased as with a fixed
-lam, and V_t(lam_t) is its design's variance estimator as it stands. The mean over topics
-takes Var = sum_t V_t / T^2, leaving out the covariance that lam_t's dependence on the other
-topics adds: lam_t - lam* is O(1/sqrt(total sample)) and multiplies a residual of the same
-order, so that term is of a smaller order than the variance (PPI++'s asymptotic argument for
-a consistently estimated lam); the Monte Carlo tests check the coverage.
-
-The ratio measures (AP, R@k, Rprec, nDCG) take PPI++'s own *plug-in* lam instead, the same
-for every topic, from every topic's forms, topic t's included: lam = (sum_s G_s)^-1 sum_s c_s,
-clipped to [0, 1] (the default ``tuning=by-measure``, :func:`by_measure`). A ratio is not
-exactly unbiased anyway, and cross-fitting fails it where one topic's predictions are far
-off: that topic's G dominates the others' sums, so they learn a lam near 0, while its own
-lam, learnt without it, is what the others' predictions are worth. On TREC-COVID round 5,
-topic 19 (9 relevant documents, pure-noise predictions summing to 2233 over its pool) got
-15 times the others' lam (0.030 against 0.002), which made its AP 0.08 too low on average
-and AP~ppi's mean 0.0019-0.0024 low on active 10% samples (25-53% of the runs within 3
-standard errors, for all six predictors); plug-in gives every topic the lam of all the
-sums, about 0.002 there, and the mean is 0.0007-0.0010 low (98-100% of the runs within;
-docs/predictions.md, "Plug-in lam for the ratios"). With predictions equal to the labels c
-= G, lam = 1 and the estimate exact. A single topic has no other topic to learn from: there
-lam is its own plug-in estimate with either rule. The figures of this docstring made
-before that change (2026-11-24) are the cross-fitted lam's (``tuning=cross-fit``
-reproduces them).
-``tuning=cross-fit`` and ``tuning=plug-in`` name one rule for every measure,
-``tuning=none`` fixes lam = 1 (options written after the name: ``AP~ppi(tuning=none)``).
-
-A ratio can come out impossible: its denominator estimate not positive or below what the
-sample itself shows (R-hat(lam) under the number of relevant documents judged, a grade count
-under the documents of that grade judged). Large weights on a few predictions that the
-sample found wrong do that on small samples. That topic and run then take lam = 0, the
-estimate of ``~ht`` (or the per-draw one): a check on the sample, so not exactly unbiased,
-but it only replaces impossible denominators (the Monte Carlo tests measure the bias). A
-ratio outside [0, 1] is kept, as ``~ht``'s is (``estimate`` warns): replacing those too, as
-sampleval did before, kept the estimate's deviations on one side only, a run's top 10 with
-no relevant document judged being the common case (``~ht``'s DCG there is 0, the
-difference estimate's lam times a zero-mean correction, kept when positive and replaced
-when negative). Measured (TREC-COVID round 5, ``stratified`` 5%, 200 samples; flip10,
-deep over-calls, pure noise): nDCG@10's bias +0.014..+0.028 -> +0.0007..+0.0012, rms
-0.027-0.054 -> 0.016-0.041, runs within 3 standard errors 0-10% -> 84-98%; AP's +0.0014..
-+0.0018 -> +0.0007..+0.0012, within 80-98% -> 99-100%, rms unchanged (docs/predictions.md,
-"The check keeps out-of-range ratios").
-
-Ratio bias (``AP~ppi(bias=taylor)``; R@k's, Rprec's and nDCG's default, their option
-``correction=taylor``, docs/predictions.md "R@k and Rprec: the Taylor correction by
-default": on ``stratified`` 5% samples it takes R@100's bias from +0.016 to +0.006 and
-Rprec's from +0.012 to +0.002, rms -28%, and full-depth nDCG's from +0.012 to +0.006
-with flip10, docs/methods.md "nDCG: the same correction"; ``correction=none`` is the plain
-ratio; ``~ht`` and ``~hh`` take the same option and default):
-a ratio of two unbiased difference estimates is biased by about (Q V(R-hat) - C(N-hat,
-R-hat))/R^2 = -C(u, R-hat)/R (Cochran, Sampling Techniques, 1977, ch. 6), the bias
-``AP~ppi`` shares with ``AP~ht`` at small budgets; ``bias=taylor`` subtracts it, estimated
-with the design's form of u and of R-hat's linearised values (:func:`taylor_bias`; with
-predictions 0 it is ``AP~ht(var=linear,bias=taylor)`` exactly). TREC-COVID round 5,
-``stratified`` at 3%, pure-noise predictions, 60 trials (``python -m
-studies.interval_coverage --designs stratified --rate 0.03 --predictor noise
---trials 60 --measures 'AP~ppi(bias=none);AP~ppi'``): bias of the mean AP +0.0177 ->
-+0.0090, rms 0.0252 -> 0.0193, coverage of the mean 0.732 -> 0.879; ``taylor`` is the
-default, as for ``AP~ht`` (lam is tuned on the uncorrected estimate's variance).
-``bias=jackknife`` subtracts the delete-one jackknife's estimate of the bias instead
-(:func:`ap_jackknife`: stratified on stratified samples, as ``AP~ht(bias=jackknife)``; (1 -
-pi)-weighted on the other designs with inclusion probabilities; Quenouille's over the
-draws), each replicate AP-hat(lam) recomputed in closed form without one unit, lam fixed;
-its variance is the jackknife variance of those replicates, which is Tukey's variance of the
-jackknife-corrected estimate (the variance of the pseudo-values' mean; Tukey 1958). Measured
-on TREC-COVID round 5, 200 trials per budget, six predictors (docs/predictions.md, "AP's
-ratio bias"): on ``stratified`` samples the jackknife leaves a little more bias than taylor
-(+0.0052..+0.0064 against +0.0046..+0.0052 at 5%) at 6-7% more rms; over active sampling's
-draws it takes away a third of what taylor leaves (+0.0065..+0.0077 against +0.0098..+0.0111
-at 5%, +0.0033..+0.0038 against +0.0050..+0.0055 at 10%), rms -5..-8% at 5% and +2% at 10%,
-coverage 0.87-0.91 against 0.78-0.87 (normal intervals).
-
-``bias=taylor-jackknife`` (:func:`ap_taylor_jackknife`, stratified samples only) is
-``AP~ht(bias=taylor-jackknife)``'s second correction (:mod:`.ap_replicates`): the
-Taylor-corrected estimate less the stratified jackknife's estimate b of the bias it keeps,
-each delete-one replicate recomputing AP-hat(lam) and its own Taylor term (prediction parts
-included, lam held at the full sample's value); its variance is the jackknife variance of
-those replicates. b per topic and run is ``PPIResult.remaining`` (``bias=taylor``'s estimate
-is ``value + remaining``). Measured in docs/predictions.md, "AP's remaining bias". Its
-interval is bias-aware by default (``interval``, as ``AP~ht``'s: z standard errors widened by
-|b| per topic, by |sum_t b_t| / T for the mean; docs/methods.md, "Bias-aware intervals"):
-on the 200 ``stratified`` samples per budget the mean then covers 0.930-0.958 for all six
-predictors at 5% and 10% (noise, flip30, fused: 0.906-0.923 with ``interval=normal``); the
-other ``bias`` options, which estimate no b, keep normal intervals. A topic and run one of
-whose replicates has R-hat(lam) under the relevant documents it holds takes lam = 0 (the
-check :func:`ppi_values` makes on the full sample, applied to the replicates): with good
-predictions such a replicate threw the estimate far off (flip10 at 5%: one topic at 72,
-rms 5.9 times taylor's; now 1.05 times, the rule taking 0.4% of the topic-runs).
-``bias=jackknife``'s replicates (all three forms) get the same check, as does the
-jackknife behind a bias-aware interval over draws (:func:`_corrections`).
-
-The default, ``bias=design`` (:func:`design_bias`): ``taylor-jackknife`` on stratified
-samples, ``jackknife`` over draws, ``taylor`` on the other designs (Poisson-type ones, and
-``form=ht`` on active samples, not measured). Its interval is bias-aware where a b is
-estimated: taylor-jackknife's, and over draws the gap between the jackknife's and the
-Taylor correction (two estimates of the same first-order bias; ``AP~hh``'s, computed in the
-same pass). Measured on TREC-COVID round 5, 200 trials per budget, all six predictors
-(docs/predictions.md, "The default by design"): on ``stratified`` samples the mean covers
-0.928-0.956 at 5% and 10% and 80-99% of the runs' mean estimates lie within 3 standard
-errors of the truth (flip10 80% / 90%, deep 87% / 94%, the others 95-99%), against 0.87-0.91
-and 2-83% for ``taylor``, at 1.04-1.06 times its rms; over active sampling's draws it covers
-0.90-0.93 (jackknife with normal intervals 0.87-0.91, taylor 0.78-0.87), and the bias the
-jackknife leaves there (+0.0065..+0.0077 at 5%) keeps every predictor below the criterion
-(2-16% within). That bias was the design's (no uniform share, ``active:uniform=0`` today)
-and one topic's lam: with ``active``'s default share of 0.2 and the ratios' plug-in lam
-(``tuning=by-measure``), the same default is unbiased at 5% and 10% (-0.0010..+0.0005,
-98-100% within, coverage 0.943-0.976; docs/predictions.md, "Active sampling's default
-design: the issue's criteria").
-
-Imputed share (``estimate``'s ``imputed`` column, :mod:`.imputation`): 0. The estimate
-rearranges as T-hat(lam) = T-hat_HT + lam (F - F-hat_HT), with F = sum_U w_i f_i the
-predictions' frame total and F-hat_HT its estimate from the same units as the labels' one
-(``~ht``'s, or the per-draw one): the predictions enter only through a correction whose
-expectation is 0 whatever they are, so no part of the value is a constant that the sample
-cannot correct, which is what the column reports (smoothing guesses such as infAP's 1/2).
-How far a value leans on the predictions shows instead in lam (0: none) and in the interval:
-wrong predictions widen it, or tuning turns them down; they do not bias it.
-
-Labels and predictions are mapped alike: binary measures (NumRel, P, R, AP, Rprec) use
-``base.relevance`` (clip(value - level + 1, 0, 1): a probability of relevance at level 1 is
-itself), DCG and nDCG the value as gain. A frame document without a prediction predicts 0:
-its residual is its label, as in ``~ht``.
+Imputed share: 0 (the predictions enter only through a correction whose expectation is 0).
+Labels and predictions are mapped alike (``base.relevance`` for binary measures, the value
+as gain for DCG and nDCG); a frame document without a prediction predicts 0. The
+measurements behind every default, with their commands: docs/research/ppi.md.
 """
 
 from __future__ import annotations
@@ -212,7 +56,10 @@ from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.estimators._ppi_kernels import stratum_spreads
+from sampleval.estimation.engine.estimands import _contrast, _delta, _run_docs, rank_cut
+from sampleval.estimation.engine.kernels import stratum_spreads
+from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
+from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
 from sampleval.estimators.anticipated import (
     Population,
     anticipated_variance,
@@ -225,11 +72,10 @@ from sampleval.estimators.base import (
     gain,
     rank_coefficients,
     relevance,
-    summarise,
     topic_draws,
 )
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.horvitz_thompson import TAKE_CORRECTION, _delta, _run_docs, rank_cut
+from sampleval.estimators.horvitz_thompson import TAKE_CORRECTION
 from sampleval.estimators.importance import ideal_dcg
 from sampleval.estimators.names import EstimateSpec, draws_reach_every_document
 
@@ -342,6 +188,8 @@ class PPIResult(NamedTuple):
     Taylor-corrected estimate keeps (``[topics, n_runs]``; ``bias=taylor``'s estimate is
     ``value + remaining``, :func:`ap_taylor_jackknife`); over draws with a bias-aware
     interval, the jackknife-corrected estimate less the Taylor-corrected one; else None;
+    ``pair_variance`` (with ``pairs``): the variance of each pair's difference of estimates,
+    ``[topics, P]``;
     ``checked``: where the check on the sample gave the topic and run lam = 0 (an
     impossible ratio or jackknife replicate; ``[topics, n_runs]``)."""
 
@@ -351,6 +199,7 @@ class PPIResult(NamedTuple):
     uncorrected: np.ndarray
     checked: np.ndarray
     remaining: np.ndarray | None = None  # what widens a bias-aware interval
+    pair_variance: np.ndarray | None = None  # with pairs: each difference's [topics, P]
 
 
 # -- units of each form ---------------------------------------------------------------------
@@ -747,7 +596,9 @@ def predictions_alone(spec: EstimateSpec, level: float, data: TopicData) -> np.n
 
 
 def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
-               tuning: str = "by-measure", bias: str | None = None) -> PPIResult:
+               tuning: str = "by-measure", bias: str | None = None,
+               anticipated: bool | None = None, pairs: np.ndarray | None = None
+               ) -> PPIResult:
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``by-measure``, ``cross-fit``, ``plug-in``, ``none``; the module
     docstring);
@@ -757,7 +608,11 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     ``taylor-jackknife`` (AP). ``remaining``
     holds the bias estimate that widens a bias-aware interval: taylor-jackknife's b, or
     over draws (AP with ``bias`` jackknife or taylor and ``interval=bias-aware``) the
-    jackknife's estimate less the Taylor-corrected one."""
+    jackknife's estimate less the Taylor-corrected one. ``anticipated``: whether a linear
+    measure takes the anticipated variance (None: as its ``variance`` option says).
+    ``pairs`` (``[P, 2]`` run indices): also the variance of each pair's difference, the same
+    variance estimator applied to the difference of the two runs' linearised values (or
+    replicates, or anticipated residuals) at each run's final lam."""
     if bias is None:
         bias = (design_bias(spec, topics[0].units) if spec.base in CORRECTED and topics
                 else "none")
@@ -784,6 +639,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     remaining = (np.zeros((len(topics), n_runs)) if bias == "taylor-jackknife" or gap
                  else None)
     checked = np.zeros((len(topics), n_runs), dtype=bool)
+    pair_variance = None if pairs is None else np.zeros((len(topics), len(pairs)))
     for t, (data, at) in enumerate(zip(topics, estimates, strict=True)):
         parts = at(lam[t])
         if not parts.defined.all():  # the correction went astray: ~ht's estimate there
@@ -797,11 +653,16 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
             parts = at(lam[t])
             one = _corrections(spec, level, data, lam[t], parts, bias, gap)
         values[t], corrected[t], variances[t] = parts.value, one.value, one.variance
+        if pair_variance is not None and pairs is not None:
+            pair_variance[t] = _pair_variance(spec, level, data, lam[t], parts, bias, pairs)
         if remaining is not None:
             remaining[t] = one.remaining
-    if takes_anticipated(spec):
+    if takes_anticipated(spec) if anticipated is None else anticipated:
         variances = anticipated_variances(spec, level, topics, lam[:, 0], variances)
-    return PPIResult(corrected, variances, lam, values, checked, remaining)
+        if pair_variance is not None:
+            pair_variance = anticipated_variances(spec, level, topics, lam[:, 0],
+                                                  pair_variance, pairs)
+    return PPIResult(corrected, variances, lam, values, checked, remaining, pair_variance)
 
 
 def by_measure(base: str) -> str:
@@ -818,12 +679,14 @@ def takes_anticipated(spec: EstimateSpec) -> bool:
 
 
 def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicData],
-                          lam: np.ndarray, design: np.ndarray) -> np.ndarray:
+                          lam: np.ndarray, design: np.ndarray,
+                          pairs: np.ndarray | None = None) -> np.ndarray:
     """Each topic's anticipated variance at its ``lam`` (``[topics, n_runs]``) under the
     relevance model learnt from the judged documents of every topic whose design it can
     anticipate (:mod:`.anticipated`: a stratified sample, or draws with every frame
     document's p-bar recorded); the ``design`` variances of the other topics, and of all
-    where no model can be fitted."""
+    where no model can be fitted; with ``pairs``, of each pair's difference
+    (``[topics, P]``)."""
     graded = spec.base in _GRADED
     known = [(t, pop) for t, pop in enumerate(data.population() for data in topics)
              if pop is not None]
@@ -834,7 +697,8 @@ def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicDa
         return design
     out = design.copy()
     for (t, pop), f in zip(known, predicted, strict=True):
-        out[t] = anticipated_variance(pop, f, spec.base, spec.cutoff, level, lam[t], model)
+        out[t] = anticipated_variance(pop, f, spec.base, spec.cutoff, level, lam[t], model,
+                                      pairs)
     return out
 
 
@@ -880,15 +744,31 @@ def _corrections(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
 
 
 def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Sample,
-                        level: float) -> PPIResult:
+                        level: float, pairs: np.ndarray | None = None) -> PPIResult:
     """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
-    per-draw (Hansen-Hurwitz) estimate and its variance, AP's with its ``bias`` option
-    and R@k's, Rprec's and nDCG's with their ``correction`` (``~hh``'s ratio measures,
-    :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws)`` with predictions all 0. Needs no
-    predictions."""
+    per-draw (Hansen-Hurwitz) estimate and its design variance, AP's with its ``bias``
+    option and R@k's, Rprec's and nDCG's with their ``correction`` (``~hh``,
+    :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws,variance=design)`` with predictions
+    all 0. Needs no predictions."""
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
               for view in views]
-    return ppi_values(spec, topics, level, tuning="none")
+    return ppi_values(spec, topics, level, tuning="none", anticipated=False, pairs=pairs)
+
+
+def _pair_variance(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                   parts: Parts, bias: str, pairs: np.ndarray) -> np.ndarray:
+    """The variance of each pair's difference of one topic's estimates (``[P]``), by the
+    estimator :func:`_corrections` gives each run's: the taylor-jackknife's or the
+    jackknife's replicates differenced run against run, else the design's form of the
+    difference of the two runs' linearised values."""
+    if bias == "taylor-jackknife" and spec.base == "AP":
+        return ap_taylor_jackknife(spec, level, data, lam, pairs).variance
+    u = parts.u_y - lam[0][:, None] * parts.u_f[0] - lam[1][:, None] * parts.u_f[1]
+    linear = data.units.forms([_per(u, pairs)])[0, 0]
+    if not (spec.base == "AP" and bias == "jackknife"):
+        return linear
+    jack = ap_jackknife(spec, level, data, lam, pairs)
+    return np.where(np.isfinite(jack.variance), jack.variance, linear)
 
 
 def design_bias(spec: EstimateSpec, units: Units) -> str:
@@ -932,8 +812,8 @@ def _possible(r_reps: np.ndarray, found: np.ndarray | float, enters: np.ndarray
     return ((r_reps >= found - 1e-9) | ~enters).all(axis=1)
 
 
-def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
-                 ) -> Jackknife:
+def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                 pairs: np.ndarray | None = None) -> Jackknife:
     """AP-hat(lam) (``lam [2, n_runs]``, as :func:`topic_estimate`) less the delete-one
     jackknife estimate of its ratio bias, and the jackknife variance of the replicates
     (``[n_runs]`` each; NaN variance where the sample has too few units), with whether
@@ -972,7 +852,8 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
 
     found = y[data.distinct].sum()
     if units.strata is not None:
-        return _stratified_jackknife(y, f, lam, data, cut, fixed_n, fixed_r, ratio, found)
+        return _stratified_jackknife(y, f, lam, data, cut, fixed_n, fixed_r, ratio, found,
+                                     pairs)
     sums, shares = _pair_sums(np.stack([y, f]), np.stack([y * y, f]), ranks, units, cut,
                               data.geometry)
     n_s = sums[0] - lam_n * sums[1]
@@ -981,7 +862,8 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     value = ratio(n_s + fixed_n, r_s + fixed_r)
     if units.kind == "draws":
         if m < 3:
-            return Jackknife(value, np.full(n_runs, np.nan), np.ones(n_runs, dtype=bool))
+            return Jackknife(value, np.full(len(_per(value, pairs)), np.nan),
+                             np.ones(n_runs, dtype=bool))
         within = (ranks > 0) if cut is None else (ranks > 0) & (ranks <= cut)
         inverse = np.divide(1.0, ranks, out=np.zeros(ranks.shape), where=within)
         own = units.weight * (y * y - lam_n[:, None] * f) * inverse  # W_k x_kk
@@ -993,8 +875,9 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
         mean = reps.mean(axis=1)
         _, doc_of, draws = np.unique(units.index, return_inverse=True, return_counts=True)
         alone = draws[doc_of] == 1  # the draw's document leaves the replicate with it
+        spread = _per(reps, pairs) - _per(mean, pairs)[:, None]
         return Jackknife(value - (m - 1) * (mean - value),
-                         (m - 1) / m * ((reps - mean[:, None]) ** 2).sum(axis=1),
+                         (m - 1) / m * (spread ** 2).sum(axis=1),
                          _possible(r_reps, found - np.where(alone, y, 0.0),
                                    np.ones(m, dtype=bool)))
     pi = 1.0 / units.weight
@@ -1004,13 +887,13 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     moved = reps - value[:, None]
     step = np.where(rest > 0, moved + ratio(share - value[:, None] * t, den[:, None]), 0.0)
     return Jackknife(value - ((1.0 - pi) * step).sum(axis=1),
-                     ((1.0 - pi) * moved**2).sum(axis=1), _possible(rest, found - y, pi < 1.0))
+                     ((1.0 - pi) * _per(moved, pairs)**2).sum(axis=1), _possible(rest, found - y, pi < 1.0))
 
 
 def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: TopicData,
                           cut: int | None, fixed_n: np.ndarray, fixed_r: np.ndarray,
-                          ratio: Callable[[np.ndarray, np.ndarray], np.ndarray], found: float
-                          ) -> Jackknife:
+                          ratio: Callable[[np.ndarray, np.ndarray], np.ndarray], found: float,
+                          pairs: np.ndarray | None = None) -> Jackknife:
     """:func:`ap_jackknife` on a stratified sample. The sample's numerator by strata:
     N_S = sum_g a_g S_g + sum_{g != g'} a_g a_g' P_gg' + sum_g c_g P_gg, with a_g = N_g/n_g,
     c_g = N_g (N_g - 1)/(n_g (n_g - 1)), S_g the diagonal terms x_kk of stratum g and P_gg'
@@ -1092,9 +975,18 @@ def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: T
     reps = ratio(base[:, stratum] - lost, r_reps)
     others = ratio(base, r_base)  # the judged documents that are not units: weights only
     variance, bias = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
+    if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
+        variance = _stratum_jackknife(_per(reps, pairs), _per(others, pairs),
+                                      _per(value, pairs), stratum, sizes, counts)[0]
     possible = (_possible(r_reps, found - y, used[stratum])
                 & _possible(r_base, np.full(n_strata, found), used))
     return Jackknife(value - bias, variance, possible)
+
+
+def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
+    """Per run (``[n_runs, ...]``), or with ``pairs`` (``[P, 2]`` run indices) each pair's
+    difference ``values[a] - values[b]``."""
+    return values if pairs is None else _contrast(values, pairs)
 
 
 def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -1106,23 +998,13 @@ def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 def _stratum_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
                        stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife (Wolter 2007, sec. 4.5; Jones 1974) from each
-    unit's replicate ``reps`` ``[r, m]`` (unit j left out, its stratum at n_h - 1) and each
-    stratum's one replicate for its judged documents that are not units ``others``
-    ``[r, H]`` (only the weights change): (v, b) per run, v = sum_h (1 - f_h)(n_h - 1)/n_h
-    sum_j (theta_(hj) - mean_h)^2 and b = sum_h (1 - f_h)(n_h - 1)(mean_h - ``value``), over
-    the strata with 2 <= n_h < N_h (the others' replicates do not differ)."""
-    used = replicated(counts, sizes)
-    member = np.zeros((len(stratum), len(sizes)))
-    member[np.arange(len(stratum)), stratum] = 1.0
-    rest = counts - member.sum(axis=0)  # judged documents of h that are not units
-    n_h = np.maximum(counts, 1.0)
-    mean = (reps @ member + rest * others) / n_h
-    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
-    scale = np.where(used, 1.0 - counts / sizes, 0.0)
-    variance = (scale * (counts - 1.0) / n_h * spread).sum(axis=1)
-    bias = (scale * (counts - 1.0) * (mean - value[:, None])).sum(axis=1)
-    return variance, bias
+    """The stratified delete-one jackknife (:func:`~sampleval.estimation.engine.replicates.
+    stratum_jackknife`) from each unit's replicate ``reps`` ``[r, m]`` (unit j left out,
+    its stratum at n_h - 1) and each stratum's one replicate for its judged documents that
+    are not units ``others`` ``[r, H]`` (only the weights change): (v, b) per run."""
+    return stratum_jackknife((stratum, sizes, counts),
+                             lambda h, rows: stratum_rows(reps.T, others.T, h, rows),
+                             len(value), value)
 
 
 class TaylorJackknife(NamedTuple):
@@ -1138,12 +1020,12 @@ class TaylorJackknife(NamedTuple):
     possible: np.ndarray
 
 
-def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
-                        ) -> TaylorJackknife:
+def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                        pairs: np.ndarray | None = None) -> TaylorJackknife:
     """The Taylor-corrected AP-hat(lam) theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2
     (``bias=taylor``, :func:`taylor_bias`) less the stratified delete-one jackknife's
     estimate of its remaining bias, b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_T(hj) -
-    theta_T), as ``AP~ht(bias=taylor-jackknife)`` (:mod:`.ap_replicates`; Quenouille 1956,
+    theta_T), as ``AP~ht(bias=taylor-jackknife)`` (:mod:`sampleval.estimation.engine.replicates`; Quenouille 1956,
     Jones 1974, Wolter 2007, sec. 4.5). Each replicate theta_T(hj) leaves out one judged
     document j of stratum h, h's design at n_h - 1, and recomputes AP-hat(lam) *and* its
     Taylor term: the HT (co)variances of the linearised numerator iN = iN^y - lam_N iN^f
@@ -1154,7 +1036,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     mean_h)^2.
 
     Closed form, all replicates at once (per topic O(runs x (K x strata + strata^2)), K the
-    units a run retrieved; the per-stratum pair sums compiled, :mod:`._ppi_kernels`): under
+    units a run retrieved; the per-stratum pair sums compiled, :mod:`sampleval.estimation.engine.kernels`): under
     stratified SRS the pair weight W_gg' (a_g a_g', or N_g (N_g - 1)/(n_g (n_g - 1)) within
     g) and the HT form, per stratum (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)], depend
     on the strata alone, so every quantity is a function of per-stratum sums:
@@ -1187,8 +1069,11 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
                          "without strata")
     stratum, sizes, n_sampled = units.strata
     value, reps, others, possible = _taylor_replicates(spec, level, data, lam)
-    variance, remaining = _stratum_jackknife(reps, others, value, stratum, sizes,
-                                             n_sampled.astype(np.float64))
+    counts = n_sampled.astype(np.float64)
+    variance, remaining = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
+    if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
+        variance = _stratum_jackknife(_per(reps, pairs), _per(others, pairs),
+                                      _per(value, pairs), stratum, sizes, counts)[0]
     return TaylorJackknife(value - remaining, variance, remaining, possible)
 
 
@@ -1424,29 +1309,67 @@ def minimising(gram: np.ndarray, cross: np.ndarray) -> np.ndarray:
     return lam
 
 
+def _topics(views: list[TopicView], sample: Sample, spec: EstimateSpec, form: str | None,
+            made: dict[str, list[TopicData]]) -> list[TopicData]:
+    """Each topic's units in ``form`` (None: ``spec``'s ``form`` option on the sample,
+    :func:`chosen_form`), made once per form into ``made``."""
+    chosen = form or chosen_form(sample, spec)
+    if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
+            and (chosen != "ht" or sample.design not in ("stratified", "census"))):
+        raise UsageError(f"{spec.name}: bias=taylor-jackknife needs a stratified sample "
+                         "(uniform, strata, stratified, a census), not this "
+                         f"{sample.design} sample"
+                         + (" in the per-draw form" if chosen == "draws" else ""))
+    if chosen not in made:
+        made[chosen] = [topic_data(view, sample, chosen) for view in views]
+    return made[chosen]
+
+
+def _parts(spec: EstimateSpec, result: PPIResult) -> TopicParts:
+    """The rows' parts of ``result``: AP's bias-aware interval widened by ``remaining``."""
+    aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
+    return TopicParts(result.value, result.variance,
+                      result.remaining if aware and result.remaining is not None
+                      else np.zeros_like(result.value))
+
+
+def ppi_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+              spec: EstimateSpec, level: float) -> TopicParts:
+    """Per topic and run: the prediction-powered estimate of ``spec``, its variance and the
+    bias that widens its interval (:func:`ppi_values`; AP's ``few`` floor applied)."""
+    topics = _topics(views, sample, spec, None, {})
+    return corrected(spec, views, level, _parts(spec, ppi_values(
+        spec, topics, level, spec.option("tuning"))))
+
+
+def ppi_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                    spec: EstimateSpec, level: float, pairs: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Per topic and pair (a, b) of run indices (``pairs`` ``[P, 2]``): the estimated
+    difference ``spec``_a - ``spec``_b and the variance of that difference, both
+    ``[topics, P]`` (:func:`ppi_values`' ``pair_variance``: with good predictions smaller
+    than ``~ht``'s, equal to it with predictions all 0)."""
+    topics = _topics(views, sample, spec, None, {})
+    result = ppi_values(spec, topics, level, spec.option("tuning"), pairs=pairs)
+    assert result.pair_variance is not None
+    return _per(result.value.T, pairs).T, result.pair_variance
+
+
 def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                  specs: list[EstimateSpec], level: float, ci: float, *,
                  form: str | None = None) -> pd.DataFrame:
     """Prediction-powered estimates of ``specs`` for every run and topic (and their mean),
-    with normal intervals at level ``ci``; the form is ``form`` if given, else each spec's
-    ``form`` option (``design``: by the sample's design, :func:`sample_form`), and each
-    spec's ``tuning`` option as the module docstring says."""
-    topics: dict[str, list[TopicData]] = {}
+    with normal intervals at level ``ci`` (AP's bias-aware as ``interval`` says); the form
+    is ``form`` if given, else each spec's ``form`` option (``design``: by the sample's
+    design, :func:`sample_form`), and each spec's ``tuning`` option as the module docstring
+    says. The measures share each form's units."""
+    made: dict[str, list[TopicData]] = {}
     frames = []
     for spec in specs:
-        chosen = form or chosen_form(sample, spec)
-        if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
-                and (chosen != "ht" or sample.design not in ("stratified", "census"))):
-            raise UsageError(f"{spec.name}: bias=taylor-jackknife needs a stratified sample "
-                             "(uniform, strata, stratified, a census), not this "
-                             f"{sample.design} sample"
-                             + (" in the per-draw form" if chosen == "draws" else ""))
-        if chosen not in topics:
-            topics[chosen] = [topic_data(view, sample, chosen) for view in views]
-        result = ppi_values(spec, topics[chosen], level, spec.option("tuning"))
-        aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
-        frames.append(summarise(run_names, views, spec.name, result.value, result.variance,
-                                ci, result.remaining if aware else None))
+        result = ppi_values(spec, _topics(views, sample, spec, form, made), level,
+                            spec.option("tuning"))
+        frames.append(rows(run_names, views, spec,
+                           corrected(spec, views, level, _parts(spec, result)), ci))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -1456,14 +1379,16 @@ register_family(EstimatorFamily(
     reference="Sarndal et al. 1992, ch. 6; Angelopoulos et al. 2023 (PPI, PPI++)",
     bases=tuple(Base(name, cutoff, options=("tuning", "form", *extra))
                 for name, cutoff, extra in (
-                    ("AP", "optional", ("bias", "interval")), ("P", "required", ("variance",)),
+                    ("AP", "optional", ("bias", "interval", "few")),
+                    ("P", "required", ("variance",)),
                     ("R", "required", ("correction",)),
                     ("Rprec", "no", ("cut", "correction")),
                     ("nDCG", "optional", ("correction",)),
                     ("DCG", "optional", ("variance",)), ("NumRel", "no", ("variance",)))),
     designs=("census", "stratified", "poisson", "inclusion", "with-replacement",
              "importance"),
-    compute=estimate_ppi, needs_predictions=True,
+    compute=estimate_ppi, parts=ppi_parts, differences=ppi_differences,
+    needs_predictions=True,
     options=(
         Param("tuning", str, "by-measure", "the coefficient lam on the predictions: "
               "by-measure (cross-fit for P@k, DCG and NumRel, plug-in for the ratios AP, "
@@ -1505,4 +1430,5 @@ register_family(EstimatorFamily(
               "always)", choices=("anticipated", "design")),
         Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
               "or round (int(R-hat + 0.5))", choices=("floor", "round")),
+        FEW_OPTION,
     )))

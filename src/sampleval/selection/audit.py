@@ -30,15 +30,14 @@ docs/guide/audit.md ("A sample for the audit").
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from sampleval.core.pool import PAD, TopicPool
 from sampleval.declare import Param
-from sampleval.errors import UsageError
 from sampleval.selection.ap_prior import document_prior, run_prior
-from sampleval.selection.base import Budget, register
+from sampleval.selection.base import register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill
 from sampleval.selection.stratified import PriorStratifiedSelector, cut_strata
 
@@ -70,13 +69,7 @@ class AuditSelector(StratifiedSelector):
               check=lambda x: 0 <= x <= 1, requirement="in [0, 1]"),
     )
     takes_predictions: ClassVar[bool] = True
-
-    def __init__(self, pool: Any, budget: Budget, rng: np.random.Generator,
-                 **params: Any) -> None:
-        super().__init__(pool, budget, rng, **params)
-        if self.predicted is None:
-            raise UsageError("audit: the method stratifies by the machine's labels: give them "
-                             "(--predictions FILE; in the library, predictions=)")
+    needs_predictions: ClassVar[bool] = True
 
     def _size(self, tp: TopicPool) -> np.ndarray:
         """(1 - top) mean AP-prior + top largest AP-prior, each summing to 1."""
@@ -88,6 +81,7 @@ class AuditSelector(StratifiedSelector):
         size = self._size(tp)
         target = water_fill(np.ones(tp.size), size, float(budget))
         certain = target >= 1.0
+        assert self.predicted is not None  # needs_predictions
         relevant = self.predicted[tp.topic] >= RELEVANT
         mass = budget - int(certain.sum())
         groups = [np.flatnonzero(~certain & (relevant == side)) for side in (True, False)]

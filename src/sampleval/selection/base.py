@@ -88,6 +88,8 @@ class Selector(ABC):
     (i.i.d. draws, a document drawn twice judged once: fewer judgments than the budget)."""
     takes_predictions: ClassVar[bool] = False
     """Whether it can use predicted relevance (``predictions=``; ``--predictions FILE``)."""
+    needs_predictions: ClassVar[bool] = False
+    """Whether it cannot select without them (``audit`` stratifies by the machine's labels)."""
 
     def __init__(self, pool: Pool, budget: Budget, rng: np.random.Generator, *,
                  predictions: Predictions | None = None, **params: Any) -> None:
@@ -138,9 +140,13 @@ class Selector(ABC):
 
     @classmethod
     def check_predictions(cls, given: bool) -> None:
-        """UsageError when predictions are given to a method that does not use them."""
+        """UsageError when predictions are given to a method that does not use them, or
+        missing for one that needs them."""
         if given and not cls.takes_predictions:
             raise UsageError(f"method {cls.name!r} does not use predictions")
+        if not given and cls.needs_predictions:
+            raise UsageError(f"method {cls.name!r} needs the machine's labels: give them "
+                             "(--predictions FILE; in the library, predictions=)")
 
     @abstractmethod
     def propose(self, topic: str, n: int) -> list[str]:

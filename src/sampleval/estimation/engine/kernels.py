@@ -1,5 +1,6 @@
-"""Compiled pair sums of the Horvitz-Thompson AP estimator (``horvitz_thompson.py`` has the
-formulas).
+"""The engine's compiled kernels: the pair sums of the Horvitz-Thompson AP estimator and of
+its replicates (:mod:`.estimands` and :mod:`.replicates` have the formulas), and the
+per-stratum spreads of the prediction-powered taylor-jackknife (:func:`stratum_spreads`).
 
 AP-hat is a sum over pairs of a run's judged documents (Li & Kanoulas, CIKM 2017, sec. 3),
 P_kl = y_k y_l / (max(rank_k, rank_l) pi_kl). The numpy form builds ``[n_runs, K, K]``
@@ -7,7 +8,7 @@ matrices of these and multiplies them; these kernels visit each pair once, per r
 the matrices. They sum in another order than numpy's, so results agree with the numpy form to
 rounding (about 1e-15 relative), not bit for bit.
 
-Arguments are per run, compacted as ``horvitz_thompson._run_docs`` does: ``doc`` ``[n_runs,
+Arguments are per run, compacted as ``estimands._run_docs`` does: ``doc`` ``[n_runs,
 K]`` indexes the judged documents, ``rank`` ``[n_runs, K]`` their 1-based ranks (0: padding).
 """
 
@@ -212,3 +213,33 @@ def stratum_design_sums(c: np.ndarray, c_own: np.ndarray, dx: np.ndarray, dx_own
                     cross[r, h] += value * dx[r, k]
                 total[r, h] += value
     return total, cross, own_total, own_diag
+
+
+@numba.njit(cache=True)
+def stratum_spreads(values: np.ndarray, inverse: np.ndarray, group: np.ndarray,
+                    n_groups: int) -> np.ndarray:
+    """``[c, n_runs, K, n_groups]``: for each run's documents in rank order (``inverse``
+    ``[n_runs, K]``, 1/rank, 0 at padding; ``group`` their stratum) and each of the ``[c,
+    n_runs, K]`` ``values``, sum_{l in g, l != k} values_l / max(rank_k, rank_l): the
+    documents ranked above k weigh 1/rank_k, those below their own 1/rank_l."""
+    count, n_runs, width = values.shape
+    out = np.zeros((count, n_runs, width, n_groups))
+    running = np.zeros((count, n_groups))
+    for r in range(n_runs):
+        running[:] = 0.0
+        for k in range(width):
+            if inverse[r, k] == 0.0:
+                continue
+            for i in range(count):
+                for g in range(n_groups):
+                    out[i, r, k, g] = inverse[r, k] * running[i, g]
+                running[i, group[r, k]] += values[i, r, k]
+        running[:] = 0.0
+        for k in range(width - 1, -1, -1):
+            if inverse[r, k] == 0.0:
+                continue
+            for i in range(count):
+                for g in range(n_groups):
+                    out[i, r, k, g] += running[i, g]
+                running[i, group[r, k]] += values[i, r, k] * inverse[r, k]
+    return out

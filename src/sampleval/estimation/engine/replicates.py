@@ -1,0 +1,624 @@
+"""Every delete-one jackknife of the engine (Quenouille, Biometrika 1956; Tukey 1958; for
+strata Jones, JASA 1974, and Wolter, *Introduction to Variance Estimation*, 2nd ed., 2007,
+sec. 4.5; with (1 - pi)-weights on designs with independent inclusions): AP-hat's jackknife
+variance and bias, of the estimate as reported (each replicate recomputing the Taylor
+correction), of a corrected estimate's remaining bias (``bias=taylor-jackknife``), and the
+double jackknife. Replicates are computed by updating the full sample's sums, not by
+recomputing them (``tests/unit/test_ap_kernels.py`` checks them against the recomputation).
+:func:`stratum_jackknife` is the one stratified combination of replicates, used by the
+prediction-powered family's replicates too.
+
+Delete-one replicates of AP~ht's *corrected* estimates (issue 9): the jackknife applied
+on top of a bias correction, for its bias (``AP~ht(bias=taylor-jackknife)``) and for its
+variance (``AP~ht(bias=jackknife)``'s ``var=jackknife``, a double jackknife).
+
+Why: after the Taylor correction (:func:`~sampleval.estimators.horvitz_thompson._ratio`,
+Cochran 1977, ch. 6: the ratio's bias to order 1/n, estimated from the sample) AP-hat keeps a
+bias of the next order, which dominates the miss of the mean's intervals on small
+stratified samples (docs/methods.md, "Residual bias after the Taylor correction").
+
+- ``taylor-jackknife``: the Taylor-corrected estimate theta_T less the stratified jackknife's
+  estimate of *its* bias (Quenouille 1956; Jones 1974; Wolter 2007, sec. 4.5),
+  b = sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_T(.) - theta_T), over the replicates that
+  ``replicate_jackknife`` already computes for theta_T's variance (each recomputes AP-hat and
+  its Taylor correction without one judged document, stratum h's design at n_h - 1). A
+  jackknife bias estimate removes the O(1/n) term of a smooth estimator's bias; theta_T has
+  none left in expectation, so b estimates what remains (the O(1/n) error of the estimated
+  correction and the higher-order terms). Its variance is the replicates' jackknife
+  variance of theta_T (the jackknife-corrected estimate has the same first-order variance,
+  Efron & Tibshirani 1993, sec. 10.5). On designs with independent inclusions (Poisson,
+  with-replacement rounds) the replicates are (1 - pi_k)-weighted, whose first-order part
+  does not cancel as Quenouille's equal-weight one does; as for ``AP~ht(bias=jackknife)``
+  there (:func:`~sampleval.estimators.horvitz_thompson.average_precision_jackknife`) it is
+  taken out, b = sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/R-hat] (the
+  Taylor term is O(1/n), so AP-hat's first-order part is the estimate's).
+- ``double``: the delete-one jackknife variance of the jackknife-corrected AP-hat
+  (``stratified_average_precision(correct=True)``, ``average_precision_jackknife(
+  correct=True)``), each replicate re-running the corrected estimator without one judged
+  document (Efron & Tibshirani 1993, sec. 10.5 and 11.4, the jackknife-after-jackknife).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from sampleval.core.inclusion import stratified_inclusion
+from sampleval.estimation.engine.estimands import (
+    HTEstimate,
+    _contrast,
+    _delta,
+    _flat,
+    _run_docs,
+    _shaped,
+    ap_terms,
+    average_precision,
+)
+from sampleval.estimation.engine.kernels import (
+    deleted_pair_sums,
+    stratum_design_sums,
+    stratum_pair_sums,
+)
+
+
+class Corrected(NamedTuple):
+    """The Taylor-corrected AP-hat less the jackknife's estimate of its remaining bias
+    (``value``), the jackknife variance of the Taylor-corrected estimate (``variance``) and
+    that bias estimate (``bias``: the Taylor-corrected estimate is ``value + bias``), each
+    ``[n_runs]`` (or per pair)."""
+
+    value: np.ndarray
+    variance: np.ndarray
+    bias: np.ndarray
+
+
+def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
+                     strata: tuple[np.ndarray, np.ndarray, np.ndarray],
+                     pairs: np.ndarray | None = None) -> Corrected:
+    """``AP~ht(bias=taylor-jackknife)`` on a stratified sample (module docstring): the
+    Taylor-corrected AP-hat less the stratified jackknife's estimate of its remaining bias,
+    with the jackknife variance of the Taylor-corrected estimate; ``[n_runs]`` each.
+    ``strata`` = (each document's stratum, N_h, n_h); ``y`` the judged documents with
+    y != 0, ``ranks`` ``[n_runs, m]``; ``pairs``: per pair (a, b) of runs, the difference
+    and its variance, from the differences of the replicates (the same replicates as
+    ``replicate_jackknife``'s, :func:`~sampleval.estimators.horvitz_thompson.
+    stratified_replicates`)."""
+    pi, joint = stratified_inclusion(*strata)
+    value = _per(average_precision(y, pi, joint, ranks, cutoff, paper, True).value, pairs)
+    if len(y) == 0:
+        return Corrected(value, np.zeros_like(value), np.zeros_like(value))
+    reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, True)
+    variance, bias = stratum_jackknife(
+        strata, lambda h, rows: _per(stratum_rows(reps, rest, h, rows), pairs), len(value),
+        value)
+    return Corrected(value - bias, variance, bias)
+
+
+def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int | None,
+                                 paper: bool, pi: np.ndarray, pi_joint: np.ndarray,
+                                 pairs: np.ndarray | None = None) -> Corrected:
+    """``AP~ht(bias=taylor-jackknife)`` on a design with independent inclusions (module
+    docstring): theta_T less sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/
+    R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
+    sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (``replicate_jackknife``'s)."""
+    m = len(y)
+    if m == 0:
+        value = _per(average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value,
+                     pairs)
+        return Corrected(value, np.zeros_like(value), np.zeros_like(value))
+    value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, True)  # [m, runs]
+    terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
+    share = np.zeros((ranks.shape[0], m))  # c_k per run and document
+    kept = terms.docs.rank[..., 0] > 0
+    rows = np.nonzero(kept)[0]
+    np.add.at(share, (rows, terms.docs.doc[kept]), terms.contribution[..., 0][kept])
+    x = y / pi
+    r_hat = float(x.sum())
+    plain = terms.num[:, 0] / r_hat if r_hat > 0 else np.zeros(ranks.shape[0])
+    linear = (share - plain[:, None] * x[None, :]).T / r_hat if r_hat > 0 else np.zeros(
+        (m, ranks.shape[0]))  # [m, runs]
+    moved = _per(reps, pairs) - _per(value, pairs)
+    weight = (1.0 - pi)[:, None]
+    bias = (weight * (moved + _per(linear, pairs))).sum(axis=0)
+    return Corrected(_per(value, pairs) - bias, (weight * moved**2).sum(axis=0), bias)
+
+
+def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
+                     strata: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+                     pi: np.ndarray, pi_joint: np.ndarray,
+                     pairs: np.ndarray | None = None) -> HTEstimate:
+    """``AP~ht(bias=jackknife)`` with the delete-one jackknife variance of the
+    jackknife-corrected estimate itself (module docstring), ``[n_runs]`` each: stratified
+    (``strata`` = (stratum, N_h, n_h)) or, without strata, (1 - pi_k)-weighted over the
+    judged documents (deleting one with y = 0 changes nothing there); ``pairs`` as in
+    :func:`taylor_jackknife`."""
+    if strata is None:
+        value = _per(average_precision_jackknife(y, pi, pi_joint, ranks, cutoff, paper,
+                                                 True).value, pairs)
+        variance = np.zeros_like(value)
+        for k in range(len(y)):
+            keep = np.arange(len(y)) != k
+            rep = average_precision_jackknife(y[keep], pi[keep], pi_joint[np.ix_(keep, keep)],
+                                              ranks[:, keep], cutoff, paper, True).value
+            variance += (1.0 - pi[k]) * (_per(rep, pairs) - value) ** 2
+        return HTEstimate(value, variance)
+    stratum, sizes, n_sampled = strata
+    value = _per(stratified_average_precision(y, stratum, sizes, n_sampled, ranks, cutoff,
+                                              paper, True).value, pairs)
+
+    def replicates(h: int, rows: np.ndarray) -> np.ndarray:
+        less = n_sampled.astype(np.int64)
+        less[h] -= 1
+        out = np.empty((len(rows), len(value)))
+        for i, j in enumerate(rows):  # j = -1: a document with y = 0, only the design changes
+            keep = np.arange(len(y)) != j
+            out[i] = _per(stratified_average_precision(
+                y[keep], stratum[keep], sizes, less, ranks[:, keep], cutoff, paper,
+                True).value, pairs)
+        return out
+
+    variance, _ = stratum_jackknife(strata, replicates, len(value))
+    return HTEstimate(value, variance)
+
+
+def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
+    """Per run (``[..., n_runs]``), or per pair (a, b) of runs their difference."""
+    return values if pairs is None else values[..., pairs[:, 0]] - values[..., pairs[:, 1]]
+
+
+def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray,
+                                ranks: np.ndarray, cutoff: int | None = None,
+                                paper: bool = False, correct: bool = False,
+                                pairs: np.ndarray | None = None) -> HTEstimate:
+    """AP-hat (:func:`average_precision`) with the delete-one jackknife variance of a design
+    with (nearly) independent inclusions (Poisson, prels, with-replacement rounds):
+    v = sum_{k in S} (1 - pi_k) (AP-hat_(k) - AP-hat)^2, AP-hat_(k) the estimate without k
+    (its pairs and its 1/pi_k in R-hat removed). For a total this is the Poisson HT variance
+    sum (1 - pi_k) y_k^2/pi_k^2; for the ratio it keeps AP's curvature, which the
+    linearisation drops (the module docstring has the figures).
+
+    ``correct``: less the jackknife estimate of the ratio's bias. Deleting k moves the
+    numerator by its contribution c_k and R-hat by x_k = y_k/pi_k, so AP-hat_(k) - AP-hat =
+    -(c_k - AP-hat x_k)/(R-hat - x_k): a first-order part -(c_k - AP-hat x_k)/R-hat, which
+    under Poisson-type sampling does not sum to 0 as it does in Quenouille's equal-weight
+    jackknife, plus a second-order part. The bias estimate keeps the second-order part:
+    b = sum_{k in S} (1 - pi_k) [AP-hat_(k) - AP-hat + (c_k - AP-hat x_k)/R-hat]
+      = sum_{k in S} (1 - pi_k) x_k (AP-hat x_k - c_k) / (R-hat (R-hat - x_k)),
+    which to first order is (AP-hat V-hat(R-hat) - C-hat(N-hat, R-hat))/R-hat^2 with the
+    Poisson variance estimators, the classical bias of a ratio estimate (Cochran, Sampling
+    Techniques, 3rd ed., 1977, ch. 6, the bias of the ratio estimate to order 1/n; Sarndal,
+    Swensson & Wretman 1992, sec. 7.3.1).
+
+    ``pairs``: per pair (a, b) of runs, the difference AP-hat_a - AP-hat_b and its
+    jackknife variance, from the differences of their replicates."""
+    terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
+    x = _flat(y) / pi  # [B, m]
+    r_hat = x.sum(axis=-1)  # [B]
+    value = np.divide(terms.num, r_hat, out=np.zeros(terms.num.shape), where=r_hat > 0)
+    # num without k: [n_runs, m, B]; k not retrieved by the run leaves it unchanged
+    num_wo = np.repeat(terms.num[:, None, :], len(pi), axis=1)
+    n_runs, width = terms.docs.doc.shape
+    run_idx = np.repeat(np.arange(n_runs), width)
+    kept = terms.docs.rank[..., 0].reshape(-1) > 0
+    np.subtract.at(num_wo, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
+                   terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
+    r_wo = r_hat[None, :] - x.T  # [m, B]
+    replicate = np.divide(num_wo, r_wo[None], out=np.zeros(num_wo.shape), where=r_wo[None] > 0)
+    moved = replicate - value[:, None, :]
+    variance = ((1.0 - pi)[None, :, None] * (
+        moved if pairs is None else _contrast(moved, pairs)) ** 2).sum(axis=1)
+    if correct:
+        share = np.zeros(num_wo.shape)  # c_k per run and document
+        np.add.at(share, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
+                  terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
+        linear = np.divide(share - value[:, None, :] * x.T[None], r_hat[None, None, :],
+                           out=np.zeros(share.shape), where=r_hat[None, None, :] > 0)
+        step = np.where(r_wo[None] > 0, replicate - value[:, None, :] + linear, 0.0)
+        value = value - ((1.0 - pi)[None, :, None] * step).sum(axis=1)
+    return _shaped(value if pairs is None else _contrast(value, pairs), variance, y)
+
+
+def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
+                                 n_sampled: np.ndarray, ranks: np.ndarray,
+                                 cutoff: int | None = None, paper: bool = False,
+                                 correct: bool = False,
+                                 pairs: np.ndarray | None = None) -> HTEstimate:
+    """AP-hat (:func:`average_precision`) on a stratified sample, with the stratified
+    delete-one jackknife variance (Wolter, Introduction to Variance Estimation, 2007, sec.
+    4.5): v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in S_h} (AP-hat_(j) - mean_h)^2, where
+    AP-hat_(j) is the estimate with j left out of the sample and its stratum's weights
+    N_h/(n_h - 1) (strata with n_h < 2 add nothing).
+
+    ``y`` ``[m]``: the judged documents with y != 0 (the others change a replicate only
+    through their stratum's weight, so each stratum's are one replicate counted n_h - m_h
+    times), their ``strata``, ``ranks`` ``[n_runs, m]``; ``sizes`` N_h and ``n_sampled`` n_h
+    (every judged document). Under stratified sampling pair weights depend only on the two
+    strata: 1/pi_i = a_h = N_h/n_h, 1/pi_ij = a_g a_h across strata and c_h = N_h (N_h - 1)/
+    (n_h (n_h - 1)) within one (``paper``: a_g a_h for every pair, a_h^2 for the document
+    itself). So the numerator is sum_{i, j above i} a_g(i) a_g(j) y_i y_j / rank_i, plus
+    sum_h (c_h - a_h^2) P_hh (the pairs within stratum h) and the documents themselves; a
+    replicate changes one stratum's a (a correction through that stratum's row and column
+    sums) and loses the left-out document's pairs (through running sums over the run, all
+    weighted by a and within its stratum): O(runs x documents) in all.
+
+    ``correct``: less the stratified jackknife estimate of the bias (Quenouille, Biometrika
+    1956; Tukey 1958; for strata Jones, JASA 1974, as in Wolter 2007, sec. 4.5, with the
+    finite-population factor of sampling without replacement): b = sum_h (1 - n_h/N_h)
+    (n_h - 1) (mean_h - AP-hat), mean_h the mean of the stratum's replicates. It removes the
+    O(1/n) bias of the ratio (Cochran 1977, ch. 6: Quenouille's less-biased ratio estimate);
+    a census (n_h = N_h) is left exact.
+
+    ``pairs``: per pair (a, b) of runs, AP-hat_a - AP-hat_b and its jackknife variance, from
+    the differences of their replicates (both runs' replicates leave out the same document,
+    so what they share cancels).
+    """
+    n_runs, n_strata = ranks.shape[0], len(sizes)
+    docs = _run_docs(ranks, cutoff)
+    rank = docs.rank[..., 0].astype(np.float64)
+    order = np.argsort(np.where(rank > 0, rank, np.inf), axis=1, kind="stable")
+    rank = np.take_along_axis(rank, order, axis=1)
+    doc = np.take_along_axis(docs.doc, order, axis=1)
+    kept = rank > 0
+    yy = np.where(kept, y[doc], 0.0)
+    g = np.where(kept, strata[doc], 0)
+    per_rank = np.divide(yy, rank, out=np.zeros_like(yy), where=kept)
+
+    def weights(n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """a_h, the weight of a document itself, and the excess within-stratum pair weight
+        c_h - a_h^2 (0 under ``paper``)."""
+        a = np.divide(sizes, n, out=np.zeros(len(n)), where=n > 0)
+        within = np.divide(sizes * (sizes - 1.0), n * (n - 1.0), out=np.zeros(len(n)),
+                           where=n > 1)
+        return a, (a * a if paper else a), (np.zeros(len(n)) if paper else within - a * a)
+
+    a, w, excess = weights(n_sampled.astype(np.float64))
+    ay = a[g] * yy
+    above_a = np.cumsum(ay, axis=1) - ay  # sum of a y over the documents above
+    below_a = a[g] * per_rank
+    below_a = np.cumsum(below_a[:, ::-1], axis=1)[:, ::-1] - below_a  # a y/rank below
+    above_own, below_own = _within_strata(g, kept, yy, per_rank)
+    diag = yy * per_rank
+
+    def by_stratum(values: np.ndarray) -> np.ndarray:  # [runs, K] -> [runs, strata]
+        out = np.zeros((n_runs, n_strata))
+        np.add.at(out, (np.nonzero(kept)[0], g[kept]), values[kept])
+        return out
+
+    s_h = by_stratum(diag)
+    p_hh = by_stratum(per_rank * above_own)  # pairs within each stratum
+    row = by_stratum(per_rank * above_a)  # sum_h' a_h' P_{h h'}
+    col = by_stratum(yy * below_a)  # sum_h' a_h' P_{h' h}
+    cross = (a[g] * per_rank * above_a).sum(axis=1)  # sum_{g,h} a_g a_h P_gh
+    num = s_h @ w + cross + p_hh @ excess
+    totals = np.bincount(strata, weights=y, minlength=n_strata)
+    r_hat = float(totals @ a)
+    value = num / r_hat if r_hat > 0 else np.zeros(n_runs)
+    position = np.full((n_runs, len(y)), -1)
+    rows, cols = np.nonzero(kept)
+    position[rows, doc[rows, cols]] = cols
+    units = np.arange(len(y))
+
+    def per(values: np.ndarray) -> np.ndarray:  # per run, or per pair's difference
+        return values if pairs is None else _contrast(values, pairs)
+
+    variance = np.zeros(n_runs if pairs is None else len(pairs))
+    bias = np.zeros_like(variance)
+    for h in range(n_strata):
+        n_h = int(n_sampled[h])
+        if n_h < 2 or n_h >= sizes[h]:
+            continue
+        less = n_sampled.astype(np.float64)
+        less[h] -= 1
+        a2, w2, excess2 = weights(less)
+        delta = a2[h] - a[h]
+        base = (num + (w2[h] - w[h]) * s_h[:, h] + delta * (row[:, h] + col[:, h])
+                + (delta**2 + excess2[h] - excess[h]) * p_hh[:, h])
+        r_base = r_hat + delta * totals[h]
+        members = units[strata == h]
+        reps = np.empty((n_runs, len(members)))
+        for i, j in enumerate(members):
+            found = np.flatnonzero(position[:, j] >= 0)
+            k = position[found, j]
+            mine = below_own[found, k] + above_own[found, k] / rank[found, k]
+            others = below_a[found, k] + above_a[found, k] / rank[found, k] + delta * mine
+            loss = np.zeros(n_runs)
+            loss[found] = w2[h] * diag[found, k] + yy[found, k] * (
+                a2[h] * others + excess2[h] * mine)
+            r_j = r_base - a2[h] * y[j]
+            reps[:, i] = (base - loss) / r_j if r_j > 0 else 0.0
+        others_n = n_h - len(members)  # judged documents with y = 0: one replicate each
+        rest = per(base / r_base if r_base > 0 else np.zeros(n_runs))
+        reps = per(reps)
+        mean = (reps.sum(axis=1) + others_n * rest) / n_h
+        spread = ((reps - mean[:, None]) ** 2).sum(axis=1) + others_n * (rest - mean) ** 2
+        variance += (1.0 - n_h / sizes[h]) * (n_h - 1) / n_h * spread
+        bias += (1.0 - n_h / sizes[h]) * (n_h - 1) * (mean - per(value))
+    return HTEstimate(per(value) - bias if correct else per(value), variance)
+
+
+def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
+                        taylor: bool, pi: np.ndarray, pi_joint: np.ndarray,
+                        strata: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                        pairs: np.ndarray | None = None) -> np.ndarray:
+    """The delete-one jackknife variance of AP-hat *as reported* (:func:`average_precision`,
+    ``taylor``: less its first-order bias), each replicate recomputing the whole estimate,
+    the bias correction included, without one judged document; ``[n_runs]``.
+
+    ``strata`` = (each document's stratum, N_h, n_h), for stratified SRS: the stratified
+    delete-one jackknife (Wolter, Introduction to Variance Estimation, 2nd ed., 2007, sec.
+    4.5; Sarndal, Swensson & Wretman 1992, sec. 11.5), v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h
+    sum_{j in S_h} (theta_(hj) - mean_h)^2, the replicate theta_(hj) computed with j left out
+    and stratum h's design at n_h - 1 (pi_i = (n_h - 1)/N_h, pi_ij within h
+    (n_h - 1)(n_h - 2)/(N_h (N_h - 1))); strata with n_h < 2, and a census, add nothing.
+    Without ``strata`` (designs with independent inclusions, ``pi`` and ``pi_joint`` as
+    given): v = sum_{k in S} (1 - pi_k) (theta_(k) - theta-hat)^2, as
+    :func:`average_precision_jackknife`. With ``taylor=False`` both equal the jackknives of
+    :func:`stratified_average_precision` and :func:`average_precision_jackknife`; with it,
+    the variance includes what the estimated bias correction adds, which the jackknife of
+    the uncorrected AP-hat leaves out (docs/methods.md, "Variance of the corrected estimate").
+
+    ``y`` ``[m]``: the judged documents with y != 0 (deleting one with y = 0 changes only its
+    stratum's design, so each stratum's are one replicate counted n_h - m_h times); ``ranks``
+    ``[n_runs, m]``. ``pairs``: the variance of each pair's difference AP-hat_a - AP-hat_b,
+    from the differences of their replicates.
+
+    No replicate is recomputed: each updates the full sample's sums (deleting j removes its
+    row and column of AP-hat's pairs and its term of R-hat and of the HT (co)variances),
+    :func:`general_replicates` in O(runs x K^2 + runs x K x m) for every replicate, and on
+    stratified samples :func:`stratified_replicates`, where pi_ij depends only on the two
+    strata, in O(runs x K^2 + runs x K x strata), where recomputing costs O(runs x K^2) per
+    replicate (K: a run's judged relevant documents, m: the topic's).
+    ``tests/unit/test_ap_kernels.py`` checks both against the recomputation (1e-12 relative).
+    """
+    n_runs, m = ranks.shape[0], len(y)
+    variance = np.zeros(n_runs if pairs is None else len(pairs))
+    if m == 0:
+        return variance
+
+    def per(values: np.ndarray) -> np.ndarray:  # [rows, n_runs] -> per run or pair
+        return values if pairs is None else _contrast(values.T, pairs).T
+
+    if strata is None:
+        value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, taylor)
+        return ((1.0 - pi)[:, None] * (per(reps) - per(value[None])) ** 2).sum(axis=0)
+    reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, taylor)
+    return stratum_jackknife(strata, lambda h, rows: per(stratum_rows(reps, rest, h, rows)),
+                             len(variance))[0]
+
+
+def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
+                      replicates: Callable[[int, np.ndarray], np.ndarray], width: int,
+                      value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife (Wolter, Introduction to Variance Estimation, 2nd
+    ed., 2007, sec. 4.5; Jones 1974) of an estimate of ``width`` values, from its
+    replicates: ``replicates(h, rows)`` ``[len(rows), width]`` re-estimates without each
+    judged document of ``rows`` (stratum h's documents with y != 0; -1 stands for h's
+    n_h - m_h judged documents with y = 0, which share one replicate), stratum h's design at
+    n_h - 1. Returns (v, b): v = sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h}
+    (theta_(hj) - mean_h)^2, and the bias estimate b = sum_h (1 - f_h) (n_h - 1)
+    (mean_h - ``value``) (zeros without ``value``), f_h = n_h/N_h. Strata with n_h < 2, a
+    census of h, and strata without a document with y != 0 (whose replicates all equal the
+    estimate) add nothing. ``strata`` = (each document's stratum, N_h, n_h)."""
+    stratum, sizes, n_sampled = strata
+    variance, bias = np.zeros(width), np.zeros(width)
+    for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
+        members = np.flatnonzero(stratum == h)
+        if n_h < 2 or n_h >= big_n or not len(members):
+            continue
+        others = int(n_h) - len(members)  # judged documents of h with y = 0
+        shared = [-1] if others else []  # one replicate for h's documents with y = 0
+        block = replicates(h, np.r_[members, shared].astype(np.int64))
+        weight = np.r_[np.ones(len(members)), [others] if others else []]
+        mean = weight @ block / n_h
+        fpc = 1.0 - n_h / big_n
+        variance += fpc * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
+        if value is not None:
+            bias += fpc * (n_h - 1) * (mean - value)
+    return variance, bias
+
+
+def stratum_rows(reps: np.ndarray, rest: np.ndarray, h: int, rows: np.ndarray) -> np.ndarray:
+    """The replicates of ``rows`` of stratum h (:func:`stratum_jackknife`) from
+    :func:`stratified_replicates`' two arrays: ``reps[j]`` for a document, ``rest[h]`` for
+    -1."""
+    return np.vstack([reps[rows[rows >= 0]], rest[h:h + 1][:int((rows < 0).sum())]])
+
+
+def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.ndarray,
+               taylor: bool) -> np.ndarray:
+    """AP-hat = num/R-hat (0 where R-hat is 0), with ``taylor`` less (AP-hat V-hat(R-hat) -
+    C-hat(N-hat, R-hat))/R-hat^2 (``own`` = V-hat(R-hat), ``cross`` = C-hat), as
+    :func:`_ratio` computes it."""
+    r_hat = np.broadcast_to(r_hat, num.shape)
+    q = np.divide(num, r_hat, out=np.zeros(num.shape), where=r_hat > 0)
+    if not taylor:
+        return q
+    return q - np.divide(q * own - cross, r_hat * r_hat, out=np.zeros(num.shape),
+                         where=r_hat > 0)
+
+
+def general_replicates(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
+                       cutoff: int | None, paper: bool, taylor: bool
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """AP-hat as :func:`average_precision` computes it (``[n_runs]``) and its delete-one
+    replicates (``[m, n_runs]``, row j: y_j set to 0), each by updating the full sample's
+    sums rather than recomputing them.
+
+    AP-hat's numerator is sum_{k, l: rank_l <= rank_k} P_kl over each run's documents,
+    P_kl = y_k y_l/(max(rank_k, rank_l) pi_kl) (P_kk = y_k^2/(rank_k pi_k); ``paper``:
+    1/(pi_k pi_l), 1/pi_k^2 on the diagonal); document k's linearised contribution is its
+    row sum c_k. Deleting j removes its row and column: num_(j) = num - c_j, c_k(j) =
+    c_k - P_kj, x_(j) = x with x_j = y_j/pi_j at 0. The Taylor correction's HT (co)variances
+    V-hat(R-hat) = x'Dx and C-hat = sum_k c_k (Dx)_k (D the HT weights, :func:`_delta`)
+    change by the rank-one terms of x_j and the column P_.j: O(runs x K^2 + runs x m^2) for
+    all replicates instead of O(runs x K^2 x m)."""
+    docs = _run_docs(ranks, cutoff)
+    m, (n_runs, width) = len(y), docs.doc.shape
+    rank = docs.rank[..., 0]
+    inside = rank > 0
+    y_run = np.where(inside, y[docs.doc], 0.0)
+    itself = 1.0 / (pi * pi) if paper else 1.0 / pi
+    diag = np.divide(y_run * y_run * itself[docs.doc], rank, out=np.zeros(rank.shape),
+                     where=inside)  # P_kk
+    delta = _delta(pi, pi_joint)
+    x = y / pi
+    dx = x @ delta  # (x'D)_k
+    c, p_dx, p_delta, c_delta = deleted_pair_sums(y_run, rank, docs.doc, pi, pi_joint,
+                                                  paper, dx, delta)  # c_delta: sum_k c_k D_jk
+    num = 0.5 * (c.sum(axis=1) + diag.sum(axis=1))
+    xd = delta @ x  # (Dx)_k
+    own = float(x @ dx)
+    r_hat = float(x.sum())
+    dx_run = np.where(inside, dx[docs.doc], 0.0)
+    cross = (c * dx_run).sum(axis=1)
+    value = _corrected(num, np.asarray(r_hat), np.asarray(own), cross, taylor)
+    # per run and deleted document j (frame order); j outside the run: no pair term
+    rows = np.repeat(np.arange(n_runs), width)[inside.ravel()]
+    at = docs.doc[inside]
+    own_j = own - x * (dx + xd) + x * x * np.diagonal(delta)
+    pos_terms = p_dx - x[docs.doc] * p_delta + (c - diag) * (
+        dx[docs.doc] - x[docs.doc] * np.diagonal(delta)[docs.doc])
+    num_j = np.broadcast_to(num[:, None], (n_runs, m)).copy()
+    num_j[rows, at] -= c[inside]
+    cross_j = cross[:, None] - x[None, :] * c_delta
+    cross_j[rows, at] -= pos_terms[inside]
+    reps = _corrected(num_j, r_hat - x, own_j, cross_j, taylor)
+    return value, reps.T
+
+
+class _StratumDesign(NamedTuple):
+    """Per stratum, under stratified SRS with n_h of N_h sampled (Sarndal, Swensson &
+    Wretman 1992, ch. 3, stratified sampling): pi_i = n_h/N_h, pi_ij = n_h (n_h - 1)/(N_h
+    (N_h - 1)) within h, pi_i pi_j across strata. ``a`` = 1/pi_i; ``within`` the pair
+    weight 1/pi_ij of two documents of h (1/(pi_i pi_j) when n_h < 2, as
+    :func:`stratified_inclusion`, and under ``paper``); ``itself`` a document's own weight
+    (1/pi_i; ``paper``: 1/pi_i^2); the HT variance weights (pi_ij - pi_i pi_j)/pi_ij of a
+    document with itself (``own``) and of two documents of h (``pair``; 0 across
+    strata)."""
+
+    a: np.ndarray
+    within: np.ndarray
+    itself: np.ndarray
+    own: np.ndarray
+    pair: np.ndarray
+
+
+def _stratum_design(sizes: np.ndarray, n: np.ndarray, paper: bool) -> _StratumDesign:
+    big_n, n = sizes.astype(np.float64), n.astype(np.float64)
+    pi = np.divide(n, big_n, out=np.zeros(len(n)), where=big_n > 0)
+    a = np.divide(1.0, pi, out=np.zeros(len(n)), where=pi > 0)
+    joint = np.where(n > 1, np.divide(n * (n - 1), big_n * (big_n - 1), out=np.ones(len(n)),
+                                      where=big_n > 1), pi * pi)
+    within = a * a if paper else np.divide(1.0, joint, out=np.zeros(len(n)), where=joint > 0)
+    own = 1.0 - np.divide(pi * pi, pi, out=np.zeros(len(n)), where=pi > 0)
+    pair = 1.0 - np.divide(pi * pi, joint, out=np.ones(len(n)), where=joint > 0)
+    return _StratumDesign(a, within, a * a if paper else a, own, pair)
+
+
+def stratified_replicates(y: np.ndarray, strata: tuple[np.ndarray, np.ndarray, np.ndarray],
+                          ranks: np.ndarray, cutoff: int | None, paper: bool, taylor: bool
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """The replicates of :func:`replicate_jackknife` on a stratified sample: ``[m, n_runs]``,
+    row j AP-hat (``taylor``: corrected) with y_j at 0 and j's stratum h at n_h - 1, and
+    ``[strata, n_runs]``, row h with only h at n_h - 1 (a deleted document with y = 0).
+
+    Under stratified SRS a pair's weight depends only on the two strata (:class:`_
+    StratumDesign`), so with Q_kl = y_k y_l/max(rank_k, rank_l) and B_kg = sum_{l in g,
+    l != k} Q_kl (one pass over each run's pairs, ``kernels.stratum_pair_sums``; no
+    ``[K, K]`` matrix of pi_ij), document k's contribution is
+    c_k = itself_g(k) y_k^2/rank_k + sum_g W(g(k), g) B_kg, and stratum h's design at
+    n_h - 1 changes only the weights involving h: c_k, AP-hat's numerator, R-hat and the HT
+    (co)variances of the Taylor correction (whose weights are block-diagonal by stratum)
+    follow in O(runs x K x strata) for every h at once. Deleting j then updates them as in
+    :func:`general_replicates`, its column of pairs summed by stratum."""
+    stratum, sizes, n_sampled = strata
+    docs = _run_docs(ranks, cutoff)
+    n_runs, n_strata = docs.doc.shape[0], len(sizes)
+    full = _stratum_design(sizes, n_sampled, paper)
+    less = _stratum_design(sizes, n_sampled - 1, paper)  # row h: stratum h's replicate design
+    rank = docs.rank[..., 0]
+    inside = rank > 0
+    y_run = np.where(inside, y[docs.doc], 0.0)
+    g_run = np.where(inside, stratum[docs.doc], 0)
+    # frame level: x = y/pi, (Dx)_j = own_g x_j + pair_g (T_g - x_j), full and h's design
+    y_total = np.bincount(stratum, weights=y, minlength=n_strata)
+    x, x_less = y * full.a[stratum], y * less.a[stratum]
+    t_full, t_less = y_total * full.a, y_total * less.a
+    dx = full.own[stratum] * x + full.pair[stratum] * (t_full[stratum] - x)
+    dx_less = less.own[stratum] * x_less + less.pair[stratum] * (t_less[stratum] - x_less)
+    r_hat = float(x.sum())
+    own_total = float(x @ dx)
+    r_h = r_hat + t_less - t_full  # [strata]: R-hat under h's design
+    own_h = own_total + np.bincount(stratum, weights=x_less * dx_less - x * dx,
+                                    minlength=n_strata)
+    dx_run = np.where(inside, dx[docs.doc], 0.0)
+    dx_less_run = np.where(inside, dx_less[docs.doc], 0.0)
+    by_g, weighted, weighted_dx, mine, mine_dx, mine_dx_less = stratum_pair_sums(
+        y_run, rank, g_run, full.a, dx_run, dx_less_run, n_strata)
+    diag = np.divide(y_run * y_run, rank, out=np.zeros(rank.shape), where=inside)
+    a_k, a_less_k = full.a[g_run], less.a[g_run]
+    rest_a = weighted - a_k * mine
+    c = full.itself[g_run] * diag + a_k * rest_a + full.within[g_run] * mine
+    # under h's design: h != g(k) rescales k's pairs with h; h = g(k) all of k's weights
+    c_mine = less.itself[g_run] * diag + a_less_k * rest_a + less.within[g_run] * mine
+    c_total, cross_h, mine_total, diag_h = stratum_design_sums(
+        c, c_mine, dx_run, dx_less_run, diag, g_run, rank, by_g, a_k, less.a - full.a)
+    diag_sum = (full.itself[g_run] * diag).sum(axis=1)
+    num_h = 0.5 * (c_total + diag_sum[:, None] + (less.itself - full.itself) * diag_h)
+    rest = _corrected(num_h, r_h, own_h, cross_h, taylor).T
+    # delete j (stratum h, h's design): at its position p in each run that retrieved it
+    h = stratum
+    xl = x_less
+    num_j = num_h[:, h].copy()  # [r, m]
+    cross_j = cross_h[:, h] - xl * less.pair[h] * mine_total[:, h]
+    g_in = g_run[inside]
+    xl_p = xl[docs.doc][inside]
+    p_jj = less.itself[g_in] * diag[inside]
+    c_p = c_mine[inside]
+    others = weighted_dx[inside] - full.a[g_in] * mine_dx[inside]
+    p_dx = (p_jj * dx_less[docs.doc][inside] + less.a[g_in] * others
+            + less.within[g_in] * mine_dx_less[inside])
+    p_d = p_jj * less.own[g_in] + less.pair[g_in] * less.within[g_in] * mine[inside]
+    c_d = (less.own[g_in] - less.pair[g_in]) * c_p  # the k = j part of sum_k c_k D_jk
+    at = (np.repeat(np.arange(n_runs), rank.shape[1])[inside.ravel()], docs.doc[inside])
+    num_j[at] -= c_p
+    cross_j[at] -= (xl_p * c_d + p_dx - xl_p * p_d
+                    + (c_p - p_jj) * (dx_less[docs.doc][inside] - less.own[g_in] * xl_p))
+    own_j = own_h[h] - 2.0 * xl * dx_less + xl * xl * less.own[h]
+    # R-hat without j, exactly 0 when j was the only relevant document (as recomputed)
+    r_others = np.where(np.eye(n_strata, dtype=bool), 0.0, t_full).sum(axis=1)
+    r_j = r_others[h] + less.a[h] * (y_total[h] - y)
+    reps = _corrected(num_j, r_j, own_j, cross_j, taylor).T
+    return reps, rest
+
+
+def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per run, at each document (``[runs, K]`` in rank order, stratum ``g``): the sum of y
+    over the documents above it in its own stratum, and of y/rank over those below."""
+    n_runs, width = g.shape
+    run = np.repeat(np.arange(n_runs), width)
+    order = np.lexsort((np.tile(np.arange(width), n_runs), g.ravel(), run))
+    group = np.stack([run[order], g.ravel()[order]])
+    start = np.r_[True, (group[:, 1:] != group[:, :-1]).any(axis=0)]
+    first = np.maximum.accumulate(np.where(start, np.arange(len(order)), 0))
+
+    def exclusive(values: np.ndarray, reverse: bool) -> np.ndarray:
+        v = np.where(kept, values, 0.0).ravel()[order]
+        if reverse:
+            last = np.r_[start[1:], True]
+            rev_first = np.minimum.accumulate(
+                np.where(last, np.arange(len(order)), len(order))[::-1])[::-1]
+            total = np.cumsum(v[::-1])[::-1]
+            tail = np.append(total, 0.0)[rev_first + 1]
+            out = total - v - tail
+        else:
+            total = np.cumsum(v)
+            out = total - v - np.append(0.0, total)[first]
+        back = np.empty(len(order))
+        back[order] = out
+        return back.reshape(n_runs, width)
+
+    return exclusive(y, False), exclusive(per_rank, True)

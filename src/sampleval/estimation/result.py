@@ -1,0 +1,224 @@
+"""How per-topic estimates become rows and intervals, for every estimator family (issue 28).
+
+A design-based family computes, per topic and run, an estimate, its variance and an estimated
+bias (:class:`TopicParts`, each ``[topics, runs]``); this module turns them into the rows
+every family returns (``run, query_id, measure, value, lo, hi``; the mean over topics, or the
+sum for counts, as ``query_id == "all"``), with
+
+- normal intervals, z standard errors either side (:func:`summarise`; topics sampled
+  independently, so Var(mean) = sum Var / T^2);
+- bias-aware intervals, widened by |bias| per topic and by |sum of the biases| / T for the
+  mean (Armstrong & Kolesar, Quantitative Economics 2020, the conservative form);
+- the small-sample floor of AP's variance on topics whose sample holds at most one relevant
+  document (the ``few`` option, :func:`few_relevant_variance`), applied alike to every
+  family whose AP declares it (:func:`floored`).
+
+Families with intervals of another kind (importance sampling's Hoeffding and Bernstein
+bounds) build their own ``lo``/``hi`` on :func:`summarise`'s rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from sampleval.declare import Param
+from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
+
+if TYPE_CHECKING:
+    from sampleval.core.sample import Sample, TopicSample
+    from sampleval.estimators.base import TopicView
+    from sampleval.estimators.names import EstimateSpec
+
+MEAN_TOPIC = "all"
+COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
+FEW_OPTION = Param("few", str, "moment", "AP's variance on a topic whose sample holds at most "
+                   "one relevant document, where the jackknife has nothing to measure the "
+                   "spread with: moment (at least (1 - f) m2, f the share of the topic's "
+                   "frame judged, m2 the run's mean squared AP over the topics where "
+                   "something relevant was judged), bernoulli (at least (1 - f) m (1 - m), m "
+                   "that mean AP), scaled (at least (1 - f)/4; the default before), bound "
+                   "(at least 1/4: the topic's interval spans [0, 1]) or none (as computed)",
+                   choices=("moment", "bernoulli", "scaled", "bound", "none"))
+
+
+def is_census(topic: TopicSample) -> bool:
+    """Whether every judged document of the topic's sample has inclusion probability 1."""
+    judged = topic.judged
+    return bool(judged.any()) and bool((topic.inclusion[judged] >= 1.0).all())
+
+
+def judged_relevant(topic: TopicSample, level: float) -> int:
+    """The number of relevant documents (label >= ``level``) the topic's sample judged."""
+    return int(np.count_nonzero(topic.judged & (topic.labels >= level)))
+
+
+def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
+                          relevant: np.ndarray, few: str) -> np.ndarray:
+    """AP's ``variances[topic, run]`` where the topic's sample holds ``relevant[topic]`` <= 1
+    relevant documents and is not a census (every judged document's pi_i = 1), under the
+    ``few`` option (:data:`FEW_OPTION`, issues 9 and 29). A ratio whose denominator rests on
+    one relevant document or none gives its delete-one jackknife (and its linearisation)
+    no spread to measure, so the variance computed there is raised to a floor F_tr:
+
+    * ``moment`` (the default): F_tr = (1 - f_t) m2_r, f_t the share of the topic's frame
+      judged, m2_r the run's mean squared estimate, clip(AP-hat_sr, 0, 1)^2, over the topics
+      s whose sample holds a relevant document. Where the sample holds none, AP-hat is 0
+      and its error is the topic's true AP, whose expected square m2_r estimates from the
+      topics like it (a pooled-over-topics, empirical-Bayes plug-in for E[AP^2]); one
+      relevant found leaves an error of the same order. (1 - f_t) is the finite-population
+      correction: F vanishes at a census, so a judge-until-confident target stays
+      reachable. Where the run has no such topic, m2_r = 1/4.
+    * ``bernoulli``: F_tr = (1 - f_t) m_r (1 - m_r), m_r the run's mean clipped estimate
+      over the same topics: the Bhatia-Davis bound on the variance of a value in [0, 1]
+      with mean m_r (Bhatia & Davis, Amer. Math. Monthly 107, 2000).
+    * ``scaled`` (the default before): F = (1 - f_t)/4; ``bound``: F = 1/4, the largest
+      variance of a value in [0, 1] (Popoviciu's inequality), whatever the share judged;
+      ``none``: as computed.
+
+    Measured comparison: docs/research/calibration.md."""
+    if few == "none":
+        return variances
+    share = np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
+                      for v in views])
+    census = np.array([is_census(v.sample) for v in views], dtype=bool)
+    few_topics = (np.asarray(relevant) <= 1) & ~census
+    if not few_topics.any():
+        return variances
+    unjudged = (1.0 - share)[:, None]
+    if few == "bound":
+        floor = np.full(values.shape, 0.25)
+    elif few == "scaled":
+        floor = np.broadcast_to(0.25 * unjudged, values.shape)
+    else:
+        clipped = np.clip(np.nan_to_num(values), 0.0, 1.0)
+        present = np.array([v.pool.present for v in views], dtype=bool).reshape(values.shape)
+        seen = (np.asarray(relevant) >= 1)[:, None] & present  # the run retrieved there
+        count = seen.sum(axis=0)
+        m1 = np.divide(np.where(seen, clipped, 0.0).sum(axis=0), count,
+                       out=np.full(values.shape[1], 0.5), where=count > 0)
+        m2 = np.divide(np.where(seen, clipped**2, 0.0).sum(axis=0), count,
+                       out=np.full(values.shape[1], 0.25), where=count > 0)
+        level = m2 if few == "moment" else m1 * (1.0 - m1)
+        floor = unjudged * level[None, :]
+    return np.where(few_topics[:, None], np.maximum(variances, floor), variances)
+
+
+def z_value(ci: float) -> float:
+    """The two-sided normal quantile for confidence level ``ci`` (1.96 for 0.95)."""
+    from scipy.stats import norm  # here: scipy.stats takes longer to import than many commands
+
+    return float(norm.ppf(0.5 + ci / 2.0))
+
+
+def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
+              values: np.ndarray, variances: np.ndarray | None, ci: float,
+              bias: np.ndarray | None = None) -> pd.DataFrame:
+    """Rows for per-topic estimates ``values[topic, run]`` and their mean over the topics each
+    run retrieved for (their sum for counts: :mod:`sampleval.measures.aggregation`), with normal
+    intervals from ``variances[topic, run]`` (topics sampled independently: Var(mean) =
+    sum Var / T^2, Var(sum) = sum Var). Without variances, lo and hi are NaN.
+
+    ``bias[topic, run]``, an estimate of each estimate's bias, widens its interval beyond z
+    standard errors by |bias|, the mean's by |sum of the topics' biases| / T (a bias-aware
+    interval: ``AP~ht(interval=bias-aware)``)."""
+    from sampleval.estimators.names import parse_estimate
+
+    present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
+    aggregate = aggregate_of(parse_estimate(measure).base)
+    mean = over_topics(values, present, aggregate)
+    z = z_value(ci)
+    if variances is None:
+        half_topic = np.full(values.shape, np.nan)
+        half_mean = np.full(len(run_names), np.nan)
+    else:
+        half_topic = z * np.sqrt(np.maximum(variances, 0.0))
+        total = np.sqrt(topic_sums(np.maximum(variances, 0.0), present))
+        half_mean = z * total
+        if bias is not None:
+            half_topic = half_topic + np.abs(bias)
+            half_mean = half_mean + np.abs(topic_sums(bias, present))
+        if aggregate != "sum":
+            half_mean = half_mean / np.maximum(present.sum(axis=0), 1)
+    t_idx, r_idx = np.nonzero(present)
+    topics = np.array([v.pool.topic for v in views], dtype=object)
+    names = np.asarray(run_names, dtype=object)
+    per_topic = pd.DataFrame({
+        "run": names[r_idx], "query_id": topics[t_idx], "measure": measure,
+        "value": values[t_idx, r_idx],
+        "lo": values[t_idx, r_idx] - half_topic[t_idx, r_idx],
+        "hi": values[t_idx, r_idx] + half_topic[t_idx, r_idx],
+    })
+    overall = pd.DataFrame({"run": names, "query_id": MEAN_TOPIC, "measure": measure,
+                            "value": mean, "lo": mean - half_mean, "hi": mean + half_mean})
+    return pd.concat([per_topic, overall], ignore_index=True)[COLUMNS]
+
+
+class TopicParts(NamedTuple):
+    """Per topic and run (each ``[topics, runs]``): the estimate, its variance and the
+    estimated bias that widens its interval (0: a normal interval)."""
+
+    value: np.ndarray
+    variance: np.ndarray
+    bias: np.ndarray
+
+
+# (run names, aligned topics, sample, one measure, level) -> its TopicParts
+PartsFunction = Callable[
+    [tuple[str, ...], "list[TopicView]", "Sample", "EstimateSpec", float], TopicParts]
+
+
+def few_floor(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
+              level: float, few: str) -> np.ndarray:
+    """:func:`few_relevant_variance` with each topic's judged relevant documents counted at
+    ``level``."""
+    relevant = np.array([judged_relevant(v.sample, level) for v in views])
+    return few_relevant_variance(values, variances, views, relevant, few)
+
+
+def takes_few(spec: EstimateSpec) -> bool:
+    """Whether ``spec`` is an AP estimate whose family declares the ``few`` option for it."""
+    from sampleval.estimators.family import FAMILIES
+
+    declared = FAMILIES[spec.family].base(spec.base)
+    return spec.base == "AP" and declared is not None and "few" in declared.options
+
+
+def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
+              parts: TopicParts) -> TopicParts:
+    """``parts`` with the corrections of this module: AP's ``few`` floor, where the family's
+    AP takes the option (:func:`takes_few`)."""
+    if not takes_few(spec):
+        return parts
+    return parts._replace(variance=few_floor(parts.value, parts.variance, views, level,
+                                             spec.option("few")))
+
+
+def floored(parts: PartsFunction) -> PartsFunction:
+    """``parts`` with :func:`corrected` applied to what it returns."""
+    def applied(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                spec: EstimateSpec, level: float) -> TopicParts:
+        return corrected(spec, views, level, parts(run_names, views, sample, spec, level))
+    applied.__module__, applied.__qualname__ = parts.__module__, parts.__qualname__
+    applied.__doc__ = parts.__doc__
+    return applied
+
+
+def rows(run_names: tuple[str, ...], views: list[TopicView], spec: EstimateSpec,
+         parts: TopicParts, ci: float) -> pd.DataFrame:
+    """The rows of one measure from its :class:`TopicParts` (:func:`summarise`)."""
+    return summarise(run_names, views, spec.name, parts.value, parts.variance, ci, parts.bias)
+
+
+def rows_of(parts: PartsFunction) -> Callable[..., pd.DataFrame]:
+    """A family's ``compute`` (every requested measure's rows) from its parts function."""
+    def compute(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
+        return pd.concat([rows(run_names, views, spec,
+                               parts(run_names, views, sample, spec, level), ci)
+                          for spec in specs], ignore_index=True)
+    compute.__module__, compute.__qualname__ = parts.__module__, parts.__qualname__
+    return compute
