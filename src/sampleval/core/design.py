@@ -254,17 +254,12 @@ class Poisson(Design):
         return _independent(topic, index)
 
 
-class InclusionOnly(Design):
+class InclusionOnly(Poisson):
+    """Read as Poisson sampling: pi_ij is not known, and taken as pi_i pi_j."""
+
     name = "inclusion"
     summary = ("only pi_i known (Million Query prels; Carterette et al. 2008), pi_ij taken "
                "as pi_i pi_j")
-    independent_inclusions = True
-    variance_form = "independent"
-    replicate_scheme = "weighted"
-
-    def inclusion(self, sample: Sample, topic: TopicSample, index: np.ndarray
-                  ) -> JudgedDesign:
-        return _independent(topic, index)
 
 
 class WithReplacement(Design):
