@@ -32,6 +32,7 @@ import test_contracts as contracts
 
 from sampleval.core.design import POISSON
 from sampleval.core.sample import Sample
+from sampleval.estimation.engine import estimands
 from sampleval.estimators import estimate
 from sampleval.estimators import horvitz_thompson as ht
 from sampleval.estimators.family import FAMILIES, Base
@@ -69,14 +70,14 @@ def rwp(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
 
 def ht_total(module: ModuleType) -> ht.Estimator:
     """The Horvitz-Thompson estimator of a measure whose estimand is a total with rank
-    weights: sum_S weight(rank_i) y_i / pi_i and its HT variance (``ht._total``, as P@k and
+    weights: sum_S weight(rank_i) y_i / pi_i and its HT variance (``estimands._total``, as P@k and
     DCG@k are estimated)."""
     def estimator(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-                  cutoff: int | None, pairs: np.ndarray | None = None) -> ht.HTEstimate:
+                  cutoff: int | None, pairs: np.ndarray | None = None) -> estimands.HTEstimate:
         assert cutoff is not None
-        docs = ht._run_docs(ranks, cutoff)
-        a = ht._columns(y, docs) * module.weight(docs.rank, cutoff)
-        return ht._total(a, docs, pi, pi_joint, y, pairs)
+        docs = estimands._run_docs(ranks, cutoff)
+        a = estimands._columns(y, docs) * module.weight(docs.rank, cutoff)
+        return estimands._total(a, docs, pi, pi_joint, y, pairs)
     return estimator
 
 

@@ -309,7 +309,7 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
     relevant documents when AP is estimated from a sample that is not a census: AP-hat
     divides by an estimated R, and with so few relevant judged it runs low (issue 29;
     the bias by relevant judged: docs/research/calibration.md)."""
-    if sample.design == "census" or not any(s.base == "AP" for s in specs):
+    if sample.design.is_deterministic or not any(s.base == "AP" for s in specs):
         return
     few = [v.pool.topic for v in views
            if judged_relevant(v.sample, level) < UNBIASED_AP and not is_census(v.sample)]

@@ -121,11 +121,16 @@ class EstimatorFamily:
         """The declared base measure ``name`` (None when the family does not estimate it)."""
         return self._by_name.get(name)
 
+    def accepts(self, design: str) -> bool:
+        """Whether the family estimates from samples of ``design`` (a Design, or its name):
+        by the names it declares (``designs``), the one place this is asked."""
+        return str(design) in self.designs
+
     def estimates(self, base: str, cutoff: int | None, design: str) -> bool:
         """Whether the family estimates ``base[@cutoff]`` (a cutoff where its declaration
         allows one) from samples of ``design``."""
         declared = self.base(base)
-        if declared is None or design not in self.designs:
+        if declared is None or not self.accepts(design):
             return False
         return not ((declared.cutoff == "no" and cutoff is not None)
                     or (declared.cutoff == "required" and cutoff is None))

@@ -156,7 +156,7 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
     aware = (pairs is None and spec.option("interval") == "bias-aware"
              and bias in ("taylor", "taylor-jackknife"))
     ranks = view.rank_of(index)
-    stratified = sample.design in ("stratified", "census")
+    stratified = sample.design.has_strata
     strata = None
     if stratified:
         sizes, n_sampled = view.sample.strata()

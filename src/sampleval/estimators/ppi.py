@@ -59,7 +59,7 @@ from sampleval.errors import UsageError
 from sampleval.estimation.engine.estimands import _contrast, _delta, _run_docs, rank_cut
 from sampleval.estimation.engine.kernels import stratum_spreads
 from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
-from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
+from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, judged_relevant, rows
 from sampleval.estimators.anticipated import (
     Population,
     anticipated_variance,
@@ -240,7 +240,7 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     share")."""
     if not has_inclusion(sample):
         return "draws"
-    if sample.design == "with-replacement" and (
+    if sample.design.has_draws and (  # past has_inclusion: with-replacement draws
             draws_reach_every_document(sample) or (base is not None and base not in LINEAR)):
         return "draws"
     return "ht"
@@ -249,9 +249,7 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
 def has_inclusion(sample: Sample) -> bool:
     """Whether ``sample`` has the inclusion probabilities the ``ht`` form needs: every
     design but importance draws and with-replacement draws without their rounds."""
-    return not (sample.design == "importance" or (
-        sample.design == "with-replacement"
-        and (sample.rounds is None or sample.round_probs is None)))
+    return sample.design.inclusion_known(sample)
 
 
 def chosen_form(sample: Sample, spec: EstimateSpec) -> str:
@@ -302,7 +300,7 @@ def topic_datas(view: TopicView, sample: Sample, form: str, predictions: list[np
         pair = np.divide(1.0, design.pi_joint, out=np.zeros(design.pi_joint.shape),
                          where=design.pi_joint > 0)
         strata = None
-        if sample.design in ("stratified", "census"):
+        if sample.design.has_strata:
             sizes, n_sampled = view.sample.strata()
             strata = (view.sample.stratum[design.index], sizes, n_sampled)
         units = Units("ht", design.index, 1.0 / design.pi, pair,
@@ -1315,7 +1313,7 @@ def _topics(views: list[TopicView], sample: Sample, spec: EstimateSpec, form: st
     :func:`chosen_form`), made once per form into ``made``."""
     chosen = form or chosen_form(sample, spec)
     if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
-            and (chosen != "ht" or sample.design not in ("stratified", "census"))):
+            and (chosen != "ht" or not sample.design.has_strata)):
         raise UsageError(f"{spec.name}: bias=taylor-jackknife needs a stratified sample "
                          "(uniform, strata, stratified, a census), not this "
                          f"{sample.design} sample"
@@ -1325,12 +1323,18 @@ def _topics(views: list[TopicView], sample: Sample, spec: EstimateSpec, form: st
     return made[chosen]
 
 
-def _parts(spec: EstimateSpec, result: PPIResult) -> TopicParts:
-    """The rows' parts of ``result``: AP's bias-aware interval widened by ``remaining``."""
+def _parts(spec: EstimateSpec, result: PPIResult, views: list[TopicView], level: float
+           ) -> TopicParts:
+    """The rows' parts of ``result``: AP's bias-aware interval widened by ``remaining``,
+    except on topics whose sample holds at most one relevant document, where the
+    jackknife's bias estimate is degenerate (about -AP-hat) and the ``few`` floor stands
+    for the error instead (as ``~ht``'s; docs/research/calibration.md, section 1)."""
     aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
+    if not aware or result.remaining is None:
+        return TopicParts(result.value, result.variance, np.zeros_like(result.value))
+    measured = np.array([judged_relevant(v.sample, level) > 1 for v in views])
     return TopicParts(result.value, result.variance,
-                      result.remaining if aware and result.remaining is not None
-                      else np.zeros_like(result.value))
+                      np.where(measured[:, None], result.remaining, 0.0))
 
 
 def ppi_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -1339,7 +1343,7 @@ def ppi_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample
     bias that widens its interval (:func:`ppi_values`; AP's ``few`` floor applied)."""
     topics = _topics(views, sample, spec, None, {})
     return corrected(spec, views, level, _parts(spec, ppi_values(
-        spec, topics, level, spec.option("tuning"))))
+        spec, topics, level, spec.option("tuning")), views, level))
 
 
 def ppi_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -1369,7 +1373,7 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
         result = ppi_values(spec, _topics(views, sample, spec, form, made), level,
                             spec.option("tuning"))
         frames.append(rows(run_names, views, spec,
-                           corrected(spec, views, level, _parts(spec, result)), ci))
+                           corrected(spec, views, level, _parts(spec, result, views, level)), ci))
     return pd.concat(frames, ignore_index=True)
 
 

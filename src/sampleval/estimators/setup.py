@@ -117,7 +117,7 @@ def accepts(family: EstimatorFamily, design: Design) -> bool:
     to declare the capability they need instead (``design.has_joint_probabilities`` for
     ``ht`` and ``statAP``, ``has_draws`` for ``hh``, ``has_iid_draws`` for ``is``,
     ``has_strata`` for NIST's inferred measures, ``is_probability_design`` for ``ppi``)."""
-    return design.name in family.designs
+    return family.accepts(design)
 
 
 def estimator_of(name: str, design: Design, reach_every_document: bool = False,
