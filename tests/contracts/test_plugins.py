@@ -36,6 +36,10 @@ class TopShare(StratifiedSelector):
               requirement="in (0, 1]"),
     )
 
+    @classmethod
+    def reaches_every_document(cls, params):
+        return False  # its stratum "rest" is never sampled (rate 0), by design
+
     def _layout(self, tp, budget):
         cut = max(1, int(self.params["share"] * tp.ranking.shape[1]))
         codes = (tp.best_rank() > cut).astype(np.int64)
