@@ -59,7 +59,7 @@ from sampleval.errors import UsageError
 from sampleval.estimation.engine.estimands import _contrast, _delta, _run_docs, rank_cut
 from sampleval.estimation.engine.kernels import stratum_spreads
 from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
-from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, judged_relevant, rows
+from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
 from sampleval.estimators.anticipated import (
     Population,
     anticipated_variance,
@@ -1332,7 +1332,8 @@ def _parts(spec: EstimateSpec, result: PPIResult, views: list[TopicView], level:
     aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
     if not aware or result.remaining is None:
         return TopicParts(result.value, result.variance, np.zeros_like(result.value))
-    measured = np.array([judged_relevant(v.sample, level) > 1 for v in views])
+    measured = np.array([np.count_nonzero(relevance(v.sample.labels[v.sample.judged], level)) > 1
+                         for v in views])  # as ~ht's y != 0: vote shares count
     return TopicParts(result.value, result.variance,
                       np.where(measured[:, None], result.remaining, 0.0))
 
