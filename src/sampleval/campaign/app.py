@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from sampleval import __version__
 from sampleval.campaign import api, pages
 from sampleval.campaign.live import LiveEstimates
+from sampleval.campaign.server import freeze_heap
 from sampleval.campaign.service import CampaignService, ServiceError
 from sampleval.campaign.store import Store
 from sampleval.campaign.web import HERE, Guard
@@ -22,12 +23,15 @@ from sampleval.errors import SampleValError
 
 
 def create_app(url: str, *, live: bool = True, interval: float = 2.0,
-               public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> FastAPI:
+               public_url: str | None = None, trusted_proxies: Sequence[str] = (),
+               freeze: bool = False) -> FastAPI:
     """The campaign server over the store at ``url`` (migrated on start). ``live``:
     recompute estimates in a worker process, at most every ``interval`` seconds per
     campaign. ``public_url``: the address browsers reach it at (behind a reverse proxy);
     ``trusted_proxies``: addresses or networks of proxies whose ``X-Forwarded-Host`` and
-    ``X-Forwarded-Proto`` are believed (:class:`Guard`)."""
+    ``X-Forwarded-Proto`` are believed (:class:`Guard`). ``freeze``: once the campaigns
+    are loaded, exempt what the process holds then from garbage collection
+    (:func:`.server.freeze_heap`; ``serve`` does, tests in a shared process do not)."""
     store = Store(url)
     estimates = LiveEstimates(store, interval)
     service = CampaignService(store, on_judgment=estimates.poke if live else None)
@@ -40,6 +44,8 @@ def create_app(url: str, *, live: bool = True, interval: float = 2.0,
             estimates.start()
             for campaign_id in service.campaign_ids():
                 estimates.poke(campaign_id)
+        if freeze:
+            freeze_heap()
         yield
         if live:
             estimates.close()

@@ -26,7 +26,7 @@ def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 
     from sampleval.campaign.app import create_app
 
     app = create_app(url, interval=refresh, public_url=public_url,
-                     trusted_proxies=trusted_proxies)
+                     trusted_proxies=trusted_proxies, freeze=True)
     single_threaded_blas()  # the libraries the app's imports loaded
     reached = public_url or base_url(host, port)
     sys.stderr.write(f"sampleval: serving campaigns of {url} on {base_url(host, port)}/ "
@@ -50,6 +50,23 @@ def single_threaded_blas() -> None:
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"
     threadpool_limits(limits=1, user_api="blas")
+
+
+def freeze_heap() -> None:
+    """Collect the garbage, then move every object this process holds into the garbage
+    collector's permanent generation (``gc.freeze``), which its collections skip.
+
+    What a server holds once started (the imported libraries, the loaded campaigns: about
+    a quarter of a million objects) lives as long as it does, yet each collection of the
+    oldest generation walks all of it while holding the interpreter lock, and every
+    request waits for it: on a busy machine such a pause made the tail of the judge
+    requests' latency (benchmarks/README.md). Frozen, a collection walks only what was
+    made since the server started. Campaigns loaded later (created while the server
+    runs) are not frozen."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def base_url(host: str, port: int) -> str:
