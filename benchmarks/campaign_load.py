@@ -114,7 +114,12 @@ def main() -> int:
         table.add_column(column, justify="left" if column == "store" else "right")
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # a SIGTERM (timeout, kill) unwinds through the finally below, which stops the hogs;
+    # they do not hold this script's output open either
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
             for _ in range(args.hog)]
     with tempfile.TemporaryDirectory() as tmp:
         try:
