@@ -44,11 +44,11 @@ def test_tsv_has_intervals_where_they_apply(files: dict[str, str]) -> None:
 def test_estimator_options_on_the_command_line(files: dict[str, str]) -> None:
     """Options in parentheses, commas inside them included, any case (issue 9)."""
     got = run_cli("estimate", files["sample"], files["run"], "-m",
-                  "XINFAP(var=Appendix),ap~ht(var=linear,ap=paper)", "-m", "infAP", "-f", "tsv")
+                  "XINFAP(variance=Appendix),ap~ht(variance=linear,ap=paper)", "-m", "infAP", "-f", "tsv")
     assert got.returncode == 0, got.stderr
     measures = [line.split("\t")[2] for line in got.stdout.splitlines()[1:]]
-    assert measures == ["xinfAP(var=appendix)", "AP~ht(var=linear,ap=paper)", "infAP"]
-    bad = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP(var=boot)")
+    assert measures == ["xinfAP(variance=appendix)", "AP~ht(ap=paper,variance=linear)", "infAP"]
+    bad = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP(variance=boot)")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "must be one of jackknife, appendix, linear" in bad.stderr
 
