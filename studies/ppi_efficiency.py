@@ -158,7 +158,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
         aware = corrects and spec.option("interval") == "bias-aware"
         kind = bias if bias in ("jackknife", "taylor-jackknife") else "taylor"
         shared = (chosen, spec.base, spec.cutoff, kind,
-                  tuple(o for o in spec.options if o[0] not in ("bias", "correction", "form")))
+                  tuple(o for o in spec.options if o[0] not in ("bias", "weights")))
         for p, name in enumerate(fixed.predictions):
             topics = [datas[p] for datas in per_form[chosen]]
             if (*shared, p) not in results:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from conftest import CliResult
 from golden import make
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
@@ -192,3 +194,16 @@ def test_an_estimate_spec_reads_old_names_too() -> None:
     with pytest.warns(FutureWarning, match="var=linear is now spelled variance=linear"):
         spec = EstimateSpec("ht", "AP", options=(("var", "linear"),))
     assert spec.option("variance") == "linear"
+
+
+def test_methods_shows_each_family_options_from_the_vocabulary(
+        cli: Callable[..., CliResult]) -> None:
+    out = cli("methods")
+    assert out.code == 0
+    text = " ".join(out.stdout.split())
+    for family in FAMILIES.values():
+        for line in family.option_lines():
+            assert " ".join(f"option {line}".split()) in text
+    assert ("option bias (R@k~hh, Rprec~hh, nDCG[@k]~hh): the correction of a ratio "
+            "estimate's bias") in text
+    assert "none: the ratio as it is (default taylor)" in text

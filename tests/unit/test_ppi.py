@@ -819,7 +819,8 @@ def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataF
     assert again.returncode == 0 and again.stdout == "", again.stderr
     assert (tmp_path / "est.tsv").read_text() == got.stdout
     header = got.stdout.splitlines()[0].split("\t")
-    assert header[-3:] == ["frame_share", "imputed", "coverage"] and all(float(r[-2]) == 0 for r in rows)
+    assert header[-4:] == ["frame_share", "imputed", "coverage", "estimator"]
+    assert all(float(r[-3]) == 0 for r in rows)
     clobber = run_cli("estimate", tmp_path / "s", tmp_path / "runs", "-m", "P@10~ppi",
                       "--predictions", tmp_path / "pred.txt.gz", "-o", tmp_path / "pred.txt.gz")
     assert clobber.returncode == 2 and "sampleval: error:" in clobber.stderr

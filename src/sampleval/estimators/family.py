@@ -145,7 +145,8 @@ class EstimatorFamily:
         declared = self.base(base)
         if declared is None:
             return ()
-        found = (self.option(n, base) for n in ordered(declared.options))
+        found = (self.option(n, base) for n in ordered(
+            n for n in declared.options if isinstance(n, str)))
         return tuple(p for p in found if p is not None)
 
     def base(self, name: str) -> Base | None:

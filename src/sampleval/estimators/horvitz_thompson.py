@@ -13,14 +13,14 @@ y_i = base.relevance(label_i, level); DCG and nDCG gain the label itself; a docu
 the frame, or unjudged, is never in S and counts as not relevant; a ratio whose denominator
 estimate is 0 is 0.
 
-Options (each measure's declared ones, below): AP's ``var`` (jackknife of the estimate as
+Options (each measure's declared ones, below): AP's ``variance`` (jackknife of the estimate as
 reported, the default; jackknife-uncorrected; linear), ``bias`` (taylor, the default: less
 the ratio's first-order bias (AP V(R-hat) - C(N-hat, R-hat))/R^2, Cochran 1977, ch. 6;
 taylor-jackknife; jackknife, Quenouille 1956 / Jones 1974; none), ``ap`` (ours, or the
 paper's PC(r(i))), ``few`` (:func:`sampleval.estimation.result.few_relevant_variance`) and
 ``interval`` (bias-aware, the default with taylor and taylor-jackknife: widened by the
 jackknife's estimate of the bias the Taylor correction leaves, Armstrong & Kolesar 2020; or
-normal); R@k's, Rprec's and nDCG's ``correction`` (taylor, the default, or none); Rprec's
+normal); R@k's, Rprec's and nDCG's ``bias`` (taylor, the default, or none); Rprec's
 ``cut``. Intervals and rows: :mod:`sampleval.estimation.result`. The coverage, bias and rms
 that chose these defaults, with the commands that measured them: docs/research/ht.md.
 """
@@ -150,7 +150,7 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
 def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray,
               index: np.ndarray, pairs: np.ndarray | None = None) -> TopicEstimate:
     """AP-hat of one topic for every run (``pairs``: every pair's difference) by its
-    options: the value less the bias estimate of ``bias``, the variance of ``var`` (the
+    options: the value less the bias estimate of ``bias``, the variance of ``variance`` (the
     jackknives are stratified on stratified samples: :func:`stratified_average_precision`,
     :func:`replicate_jackknife`), and the bias that widens the interval (``interval``)."""
     paper, bias, var = spec.option("ap") == "paper", spec.option("bias"), spec.option("variance")

@@ -1308,7 +1308,7 @@ def minimising(gram: np.ndarray, cross: np.ndarray) -> np.ndarray:
 
 def _topics(views: list[TopicView], sample: Sample, spec: EstimateSpec, form: str | None,
             made: dict[str, list[TopicData]]) -> list[TopicData]:
-    """Each topic's units in ``form`` (None: ``spec``'s ``form`` option on the sample,
+    """Each topic's units in ``form`` (None: ``spec``'s ``weights`` option on the sample,
     :func:`chosen_form`), made once per form into ``made``."""
     chosen = form or chosen_form(sample, spec)
     if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
