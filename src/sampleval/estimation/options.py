@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sampleval.declare import Param, did_you_mean
+from sampleval.declare import Param, closest
 from sampleval.errors import UsageError
 
 
@@ -197,10 +197,14 @@ def ordered(names: Iterable[str]) -> list[str]:
 
 
 def unknown_option(given: str, allowed: list[str], where: str) -> UsageError:
-    """The error for an option ``where`` does not take, naming those it does."""
+    """The error for an option ``where`` does not take, naming those it does (and the one
+    meant, also when ``given`` is close to an old name: ``vr``, did you mean variance)."""
     takes = f"takes {', '.join(allowed)}" if allowed else "takes no options"
-    return UsageError(f"{where} has no option {given!r}{did_you_mean(given, allowed)} "
-                      f"({where} {takes})")
+    meant = {name: name for name in allowed}
+    meant |= {old: new for old, new in RENAMED_OPTIONS.items() if new in allowed}
+    found = closest(given, list(meant))
+    hint = f" (did you mean {meant[found]}?)" if found else ""
+    return UsageError(f"{where} has no option {given!r}{hint} ({where} {takes})")
 
 
 def guide(families: Iterable[Any]) -> str:
