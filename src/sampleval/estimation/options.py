@@ -29,10 +29,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sampleval.declare import Param, closest
 from sampleval.errors import UsageError
+
+if TYPE_CHECKING:
+    from sampleval.estimators.family import EstimatorFamily
 
 
 @dataclass(frozen=True)
@@ -207,10 +210,10 @@ def unknown_option(given: str, allowed: list[str], where: str) -> UsageError:
     return UsageError(f"{where} has no option {given!r}{hint} ({where} {takes})")
 
 
-def guide(families: Iterable[Any]) -> str:
+def guide(families: Iterable[EstimatorFamily]) -> str:
     """``docs/guide/options.md``: the vocabulary, the renamed spellings, and per family each
     measure's options with their allowed values and defaults (``families``: the registered
-    :class:`~sampleval.estimators.family.EstimatorFamily` declarations)."""
+    declarations)."""
     lines = ["# Estimator options", "",
              "<!-- generated from sampleval/estimation/options.py by "
              "`python scripts/options_doc.py`; do not edit by hand -->", "",
