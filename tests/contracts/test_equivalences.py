@@ -73,7 +73,8 @@ CASES: list[tuple[str, str, str]] = [
     ("stratified", "AP~ht(bias=taylor-jackknife)", "AP~ppi"),
     *[(d, "AP~ht(variance=jackknife-uncorrected,bias=jackknife)", "AP~ppi(bias=jackknife)")
       for d in ("poisson", "inclusion")],
-    ("with-replacement", "AP~ht(variance=linear,bias=taylor,interval=normal)", "AP~ppi(weights=ht)"),
+    ("with-replacement", "AP~ht(variance=linear,bias=taylor,interval=normal)",
+     "AP~ppi(weights=ht)"),
 ]
 
 

@@ -36,7 +36,8 @@ from studies.interval_coverage import fixed_rate_sample
 
 SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 DEPTH = 30
-CORRECTED = ("AP~ht(bias=jackknife)", "AP~ht(bias=taylor)", "AP~ht(variance=linear,bias=jackknife)",
+CORRECTED = ("AP~ht(bias=jackknife)", "AP~ht(bias=taylor)",
+             "AP~ht(variance=linear,bias=jackknife)",
              "AP~ht(variance=linear,bias=taylor)", "infAP(bias=jackknife)",
              "xinfAP(bias=jackknife)", "xinfAP(variance=linear,bias=jackknife)")
 

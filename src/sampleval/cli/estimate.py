@@ -81,11 +81,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: a readable leaderboard with ± half-intervals and each "
                              "run's frame share; tsv: header 'run topic measure value lo hi "
-                             "frame_share imputed coverage estimator' (lo, hi empty where no interval "
-                             "applies; coverage: frame_share's old name, for one release), "
-                             "the mean as topic 'all', and 'estimator', the fully resolved "
-                             "name (every option at its value); json: {run: {topic: {measure: "
-                             "{value, lo, hi, frame_share, imputed, coverage, estimator}}}}")
+                             "frame_share imputed coverage estimator' (lo, hi empty where no "
+                             "interval applies; coverage: frame_share's old name, for one "
+                             "release), the mean as topic 'all', and 'estimator', the fully "
+                             "resolved name (every option at its value); json: {run: {topic: "
+                             "{measure: {value, lo, hi, frame_share, imputed, coverage, "
+                             "estimator}}}}")
     add_ranks(parser)
     add_output(parser)
     add_predictions(parser, "what the prediction-powered estimators (P@10~ppi, AP~ppi ...) "

@@ -121,13 +121,13 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     Returns columns ``run, query_id, measure, value, lo, hi, frame_share, imputed,
     coverage, estimator``: ``measure`` the estimator's name (its options not at their
     default), ``estimator`` its fully resolved name (every option at its value, defaults
-    included: :attr:`~sampleval.estimators.names.EstimateSpec.full_name`); ``lo``/``hi`` the ``ci`` confidence
-    interval (NaN where the estimator gives none); ``frame_share`` the share of the run's top
-    documents inside the sample's frame (``coverage``: the same, its old name, for one
-    release); ``imputed`` the share of the value that is the estimator's imputation.
-    ``query_id == "all"`` holds each run's mean over the topics it retrieved for (the sum for
-    counts such as NumRel~ht). Only topics the sample has are estimated. ``progress`` shows
-    a bar on standard error.
+    included: :attr:`~sampleval.estimators.names.EstimateSpec.full_name`); ``lo``/``hi``
+    the ``ci`` confidence interval (NaN where the estimator gives none); ``frame_share`` the
+    share of the run's top documents inside the sample's frame (``coverage``: the same, its
+    old name, for one release); ``imputed`` the share of the value that is the estimator's
+    imputation. ``query_id == "all"`` holds each run's mean over the topics it retrieved for
+    (the sum for counts such as NumRel~ht). Only topics the sample has are estimated.
+    ``progress`` shows a bar on standard error.
     """
     from sampleval.io.coerce import as_predictions, as_runs, as_sample
     from sampleval.measures.names import as_measures

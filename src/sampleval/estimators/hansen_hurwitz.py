@@ -18,7 +18,8 @@ Every measure is the prediction-powered engine's ``draws`` form with predictions
 (:func:`sampleval.estimators.ppi.without_predictions`), so ``X~hh`` is
 ``X~ppi(weights=draws,variance=design)`` with predictions all 0, value, interval and
 differences. Options: AP's ``bias``, ``interval`` (bias-aware: widened by the gap between
-the jackknife's and the Taylor correction) and ``few``; R@k's, Rprec's and nDCG's ``bias``; Rprec's ``cut``.
+the jackknife's and the Taylor correction) and ``few``; R@k's, Rprec's and nDCG's ``bias``;
+Rprec's ``cut``.
 Which designs take ``~hh`` by default, and the measurements behind it:
 docs/research/hh.md.
 """

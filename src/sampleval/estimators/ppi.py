@@ -600,7 +600,8 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``by-measure``, ``cross-fit``, ``plug-in``, ``none``; the module
     docstring);
-    ``bias`` (None: the ``bias`` option, AP's ``by-design`` resolved, by :func:`design_bias`; ``none`` for the other measures): ``taylor``, a
+    ``bias`` (None: the ``bias`` option, AP's ``by-design`` resolved, by
+    :func:`design_bias`; ``none`` for the other measures): ``taylor``, a
     ratio less its estimated first-order bias (:func:`taylor_bias`), ``jackknife``,
     ``taylor-jackknife`` (AP). ``remaining``
     holds the bias estimate that widens a bias-aware interval: taylor-jackknife's b, or
