@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--measure", default=MEASURE,
                         help=f"the estimator of AP whose intervals are targeted (default "
                              f"{MEASURE}; options as 'estimate -m' takes them, e.g. "
-                             "'AP~ht(var=linear)')")
+                             "'AP~ht(variance=linear)')")
     parser.add_argument("--ceiling", default="0.25,0.45",
                         help="each topic's budget in the adaptive campaigns, as a share of "
                              "its pool (the design is laid out for it), one per target or one "

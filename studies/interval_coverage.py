@@ -46,14 +46,16 @@ from studies._cli import COLLECTIONS, read_collection, simulation_parser
 from studies.ppi_efficiency import PREDICTORS, make_predictions
 
 MEASURES = {
-    "strata": ("xinfAP(var=jackknife)", "xinfAP(var=appendix)", "xinfAP(var=linear)",
-               "AP~ht(var=jackknife)", "AP~ht(var=jackknife-uncorrected)", "AP~ht(var=linear)"),
-    "uniform": ("infAP(var=jackknife)", "infAP(var=appendix)", "infAP(var=linear)",
-                "xinfAP(var=jackknife)", "AP~ht(var=jackknife)", "AP~ht(few=none)",
-                "AP~ht(var=jackknife-uncorrected)", "AP~ht(var=linear)"),
-    "active": ("AP~ht(var=jackknife)", "AP~ht(var=linear)", "AP~ht(var=jackknife,ap=paper)",
-               "AP~ht(var=linear,ap=paper)"),
-    "stratified": ("AP~ht", "AP~ht(var=jackknife-uncorrected)", "AP~ht(bias=jackknife)",
+    "strata": ("xinfAP(variance=jackknife)", "xinfAP(variance=appendix)",
+               "xinfAP(variance=linear)", "AP~ht(variance=jackknife)",
+               "AP~ht(variance=jackknife-uncorrected)", "AP~ht(variance=linear)"),
+    "uniform": ("infAP(variance=jackknife)", "infAP(variance=appendix)",
+                "infAP(variance=linear)", "xinfAP(variance=jackknife)",
+                "AP~ht(variance=jackknife)", "AP~ht(few=none)",
+                "AP~ht(variance=jackknife-uncorrected)", "AP~ht(variance=linear)"),
+    "active": ("AP~ht(variance=jackknife)", "AP~ht(variance=linear)",
+               "AP~ht(ap=paper,variance=jackknife)", "AP~ht(ap=paper,variance=linear)"),
+    "stratified": ("AP~ht", "AP~ht(variance=jackknife-uncorrected)", "AP~ht(bias=jackknife)",
                    "AP~ht(bias=taylor-jackknife)", "xinfAP", "xinfAP(bias=jackknife)"),
 }
 STRATA = ((1, 10, 1.0), (11, 30, 0.3), (31, None, 0.1))

@@ -158,7 +158,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
         aware = corrects and spec.option("interval") == "bias-aware"
         kind = bias if bias in ("jackknife", "taylor-jackknife") else "taylor"
         shared = (chosen, spec.base, spec.cutoff, kind,
-                  tuple(o for o in spec.options if o[0] not in ("bias", "correction", "form")))
+                  tuple(o for o in spec.options if o[0] not in ("bias", "weights")))
         for p, name in enumerate(fixed.predictions):
             topics = [datas[p] for datas in per_form[chosen]]
             if (*shared, p) not in results:
@@ -178,7 +178,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
 
 def _for_family(measure: str, family: str) -> str:
     """``measure`` as a name of ``family`` (``ht``, ``hh``), without the options that family
-    does not take for it (``P(form=draws)@10`` and ``Rprec(bias=none)`` are compared with
+    does not take for it (``P(weights=draws)@10`` and ``Rprec(bias=none)`` are compared with
     ``P@10~ht`` and ``Rprec~ht``)."""
     match = re.fullmatch(r"([^()]*)\(([^()]*)\)(.*)", measure)
     if match is None:

@@ -147,14 +147,20 @@ def load_plugins() -> None:
         entry.load()
 
 
-def did_you_mean(name: str, known: list[str]) -> str:
-    """`` (did you mean X?)`` for the closest known name ignoring case (the first of
-    ``known`` written that way when several are), or nothing."""
+def closest(name: str, known: list[str]) -> str | None:
+    """The known name closest to ``name`` ignoring case (the first of ``known`` written that
+    way when several are), or None when none is close."""
     lowered: dict[str, str] = {}
     for k in known:
         lowered.setdefault(k.lower(), k)
     close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
-    return f" (did you mean {lowered[close[0]]}?)" if close else ""
+    return lowered[close[0]] if close else None
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """`` (did you mean X?)`` for the :func:`closest` known name, or nothing."""
+    found = closest(name, known)
+    return f" (did you mean {found}?)" if found else ""
 
 
 class Registry(Generic[T]):

@@ -536,18 +536,18 @@ def test_a_changed_grid_reuses_its_cells_and_other_inputs_are_refused(
     # a directory whose plain AP resolved to another estimator (xinfAP, the default of
     # stratified samples before) is not resumed under today's AP~ht
     manifest = json.loads((out / "experiment.json").read_text())
-    today = "AP~ht(var=jackknife,bias=taylor,ap=ours,few=moment,interval=bias-aware)"
+    today = "AP~ht(ap=ours,bias=taylor,variance=jackknife,few=moment,interval=bias-aware)"
     assert manifest["inputs"]["estimators"]["AP"]["stratified"] == f"{today}; R NumRel~ht"
     manifest["inputs"]["estimators"]["AP"]["stratified"] = "xinfAP; R inum_rel"
     (out / "experiment.json").write_text(json.dumps(manifest))
     said = (r"with other estimators \(AP on stratified samples: xinfAP; R inum_rel there, "
-            r"AP~ht\(var=jackknife,.*\); R NumRel~ht now\): give another -o")
+            r"AP~ht\(ap=ours,.*\); R NumRel~ht now\): give another -o")
     with pytest.raises(UsageError, match=said):
         simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2,
                  **options)  # type: ignore[arg-type]
     # ... nor one made when an option's default was another (AP~ht's normal intervals)
     manifest["inputs"]["estimators"]["AP"]["stratified"] = (
-        "AP~ht(var=jackknife,bias=taylor,ap=ours,few=none,interval=normal); R NumRel~ht")
+        "AP~ht(ap=ours,bias=taylor,variance=jackknife,few=none,interval=normal); R NumRel~ht")
     (out / "experiment.json").write_text(json.dumps(manifest))
     with pytest.raises(UsageError, match=r"few=none,interval=normal\); R NumRel~ht there"):
         simulate(runs, qrels, ["uniform"], rates=[0.2], trials=2,

@@ -255,7 +255,7 @@ def measure_specs(family: EstimatorFamily, base: Base) -> list[EstimateSpec]:
     cutoff = None if base.cutoff == "no" else 10
     specs = [EstimateSpec(family.name, base.name, cutoff)]
     for option in base.options:
-        declared = family.option(option)
+        declared = family.option(option, base.name)
         assert declared is not None
         specs += [EstimateSpec(family.name, base.name, cutoff, ((option, value),))
                   for value in declared.choices if value != declared.default]

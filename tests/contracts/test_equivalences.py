@@ -12,14 +12,14 @@ Which pairs hold, found by comparing every option combination on the synthetic c
   (variance=design)`` on every design ``~ht`` takes (``form=ht`` on with-replacement
   samples, where ``~ppi``'s default form is per-draw); ``~hh`` = ``~ppi(variance=design)`` on
   with-replacement and importance samples; ``~is`` = ``~ppi(variance=design)`` for P@k and
-  DCG, and ``R@k~is`` = ``R@k~ppi(correction=none)`` (the plain ratio); ``nDCG~is`` matches
-  neither ``nDCG~ppi`` nor ``nDCG~ppi(correction=none)`` (values 29% apart on the synthetic
+  DCG, and ``R@k~is`` = ``R@k~ppi(bias=none)`` (the plain ratio); ``nDCG~is`` matches
+  neither ``nDCG~ppi`` nor ``nDCG~ppi(bias=none)`` (values 29% apart on the synthetic
   importance sample: ``~is`` divides by the ideal DCG of the estimated grade counts, a
   nonlinear plug-in, Schnabel et al. sec. 3);
 - AP: the bias corrections are paired by design, not by name: census ``AP~ht`` = ``AP~ppi``;
   stratified ``AP~ht(bias=taylor-jackknife)`` = ``AP~ppi``; Poisson and inclusion
-  ``AP~ht(var=jackknife-uncorrected,bias=jackknife)`` = ``AP~ppi(bias=jackknife)``;
-  with-replacement ``AP~ht(var=linear,bias=taylor,interval=normal)`` = ``AP~ppi(form=ht)``,
+  ``AP~ht(variance=jackknife-uncorrected,bias=jackknife)`` = ``AP~ppi(bias=jackknife)``;
+  with-replacement ``AP~ht(variance=linear,bias=taylor,interval=normal)`` = ``AP~ppi(weights=ht)``,
   and ``AP~hh`` = ``AP~ppi`` on with-replacement and importance samples. At their defaults
   ``AP~ht`` and ``AP~ppi`` differ on every design but the census (the default bias
   corrections differ). ``few=`` is every AP family's option since the one engine, its floor
@@ -71,9 +71,10 @@ CASES: list[tuple[str, str, str]] = [
     ("importance", "R@10~is", ppi("R@10", "correction=none")),
     ("census", "AP~ht", "AP~ppi"),
     ("stratified", "AP~ht(bias=taylor-jackknife)", "AP~ppi"),
-    *[(d, "AP~ht(var=jackknife-uncorrected,bias=jackknife)", "AP~ppi(bias=jackknife)")
+    *[(d, "AP~ht(variance=jackknife-uncorrected,bias=jackknife)", "AP~ppi(bias=jackknife)")
       for d in ("poisson", "inclusion")],
-    ("with-replacement", "AP~ht(var=linear,bias=taylor,interval=normal)", "AP~ppi(form=ht)"),
+    ("with-replacement", "AP~ht(variance=linear,bias=taylor,interval=normal)",
+     "AP~ppi(weights=ht)"),
 ]
 
 

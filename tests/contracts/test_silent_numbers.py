@@ -119,7 +119,8 @@ def test_coverage_is_in_every_output(collection: tuple[list[Run], Qrels], tmp_pa
     tsv = cli(*args, "-f", "tsv")
     assert tsv.code == 0, tsv.stderr
     assert tsv.stdout.splitlines()[0].split("\t") == [
-        "run", "topic", "measure", "value", "lo", "hi", "frame_share", "imputed", "coverage"]
+        "run", "topic", "measure", "value", "lo", "hi", "frame_share", "imputed", "coverage",
+        "estimator"]
     assert tsv.stderr.startswith("sampleval: warning:") and "frame" in tsv.stderr
     cell = json.loads(cli(*args, "-f", "json").stdout)[runs[0].name]["all"]["P@10~ht"]
     assert cell["frame_share"] == cell["coverage"] == 1.0 and cell["imputed"] == 0.0

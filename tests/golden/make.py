@@ -152,7 +152,7 @@ def specs(family: EstimatorFamily, base: Base) -> Iterator[EstimateSpec]:
     for cutoff in cutoffs:
         yield EstimateSpec(family.name, base.name, cutoff)
         for option in base.options:
-            declared = family.option(option)
+            declared = family.option(option, base.name)
             assert declared is not None and declared.choices, (family.name, option)
             for value in declared.choices:
                 if value != declared.default:

@@ -142,7 +142,7 @@ def test_pure_noise_costs_little_under_active_sampling(active: pd.DataFrame,
 def test_jackknife_corrects_more_of_the_ratio_bias_over_draws(active: pd.DataFrame) -> None:
     """AP on active samples takes the per-draw form; the taylor correction leaves about half
     of its ratio bias (R-hat over the draws is noisy), and the delete-one jackknife
-    (Quenouille's over the draws, ``bias=jackknife``, the default ``bias=design`` there)
+    (Quenouille's over the draws, ``bias=jackknife``, the default ``bias=by-design`` there)
     leaves less (two thirds of taylor's over 200 trials on the 50 topics,
     docs/predictions.md), with intervals that cover (its jackknife variance, widened by the
     gap between the two corrections)."""

@@ -122,7 +122,7 @@ def test_variance_matches_the_spread_of_the_corrected_estimates() -> None:
     pool = Pool.from_runs(runs, depth=100, qrels=qrels)
     # no 1/4 bound (the jackknife alone), and the variance read from normal intervals
     names = [parse_estimate(n).name for n in ("AP~ht(few=none,interval=normal)",
-                                              "AP~ht(var=jackknife-uncorrected,few=none,"
+                                              "AP~ht(variance=jackknife-uncorrected,few=none,"
                                               "interval=normal)")]
     rows = []
     for trial in range(40):

@@ -138,7 +138,8 @@ def test_cli_tsv_and_json(files: dict[str, str], capsys: pytest.CaptureFixture[s
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t") == ["run_a", "run_b", "measure", "topics", "mean_a",
                                     "mean_b", "diff", "lo", "hi", "t", "df", "p", "p_adjusted",
-                                    "significant"]
+                                    "significant", "estimator"]
+    assert lines[1].split("\t")[-1] == "xinfAP(bias=none,variance=jackknife,few=moment)"
     assert len(lines) == 4 and all(line.split("\t")[1] == files["first"] for line in lines[1:])
     cli.run(["compare", files["sample"], *runs, "-m", "xinfAP", "-f", "json"])
     records = json.loads(capsys.readouterr().out)

@@ -35,8 +35,8 @@ def collection() -> tuple[list[Run], Qrels, Pool]:
 
 def test_target_parsing() -> None:
     assert Target.parse("AP:0.01") == Target("AP", 0.01)
-    assert Target.parse("xinfAP(var=linear):0.02", ["a"]) == Target("xinfAP(var=linear)", 0.02,
-                                                                     ("a",))
+    assert Target.parse("xinfAP(variance=linear):0.02", ["a"]) == Target(
+        "xinfAP(variance=linear)", 0.02, ("a",))
     assert Target.parse("AP:0.01").spec("stratified").name == "AP~ht"
     assert Target.parse("xinfAP:0.01").spec("stratified").name == "xinfAP"
     assert Target.parse("P@10~ht:0.05").spec("poisson").name == "P@10~ht"

@@ -135,7 +135,7 @@ def test_a_run_against_its_own_copy_differs_by_nothing(family: str, design: str,
 @pytest.mark.parametrize(("design", "plain", "ppi"), [
     ("with-replacement", "AP~hh", "AP~ppi"), ("importance", "Rprec~hh", "Rprec~ppi"),
     ("importance", "P@10~is", "P@10~ppi(variance=design)"),
-    ("importance", "R@10~is", "R@10~ppi(correction=none)"),
+    ("importance", "R@10~is", "R@10~ppi(bias=none)"),
     ("poisson", "P@10~ht", "P@10~ppi(variance=design)"),
 ])
 def test_differences_with_zero_predictions_are_the_family_without(

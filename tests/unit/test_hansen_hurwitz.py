@@ -1,6 +1,6 @@
 """The per-draw (Hansen-Hurwitz) estimator: hand-computed cases, the exact expectation of
 AP's numerator and denominator under an adaptive design, agreement with importance
-sampling's eq. 4 and with ``~ppi(form=draws)`` without predictions, and a Monte Carlo
+sampling's eq. 4 and with ``~ppi(weights=draws)`` without predictions, and a Monte Carlo
 comparison with Horvitz-Thompson on active sampling (TREC-COVID round 5)."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_ratios_by_hand(hand: tuple[list[Run], Sample]) -> None:
     """AP-hat = N-hat/R-hat (bias=none) and R@2 (plain, and less its Taylor term) on the
     hand sample (relevant: d1, d3)."""
     runs, sample = hand
-    out = estimate(sample, runs, ["AP~hh(bias=none)", "R@2~hh(correction=none)", "R@2~hh"])
+    out = estimate(sample, runs, ["AP~hh(bias=none)", "R@2~hh(bias=none)", "R@2~hh"])
     got = out[out["query_id"] == "1"].set_index(["measure", "run"])["value"]
     # R-hat = (1/0.5 + 1/0.25 + 1/0.4)/3 = 8.5/3. Run A = d1 d2 d3: the diagonal
     # (1/(1 0.5) + 1/(3 0.25) + 1/(1 0.4))/3 = 35/18; the pairs of draws (d3 below d1):
@@ -92,7 +92,7 @@ def test_ratios_by_hand(hand: tuple[list[Run], Sample]) -> None:
     # run B = d3 d4: only d3, at rank 1: N-hat = (1/0.25)/3, AP-hat = 8/17
     assert got[("AP~hh(bias=none)", "B")] == pytest.approx(8 / 17, abs=1e-12)
     # R@2 of A: d1 in the top 2, (2 + 0 + 2.5)/3 over R-hat
-    assert got[("R@2~hh(correction=none)", "A")] == pytest.approx(9 / 17, abs=1e-12)
+    assert got[("R@2~hh(bias=none)", "A")] == pytest.approx(9 / 17, abs=1e-12)
     # Taylor: the draws' values (2, 0, 2.5) and (2, 4, 2.5) give V(R-hat) = s^2/n = 13/36 and
     # C(N-hat, R-hat) = -5/12, so 9/17 - (9/17 13/36 + 5/12)/(17/6)^2 = 2229/4913
     assert got[("R@2~hh", "A")] == pytest.approx(2229 / 4913, abs=1e-12)
@@ -158,7 +158,7 @@ def test_numerator_and_denominator_are_unbiased_under_adaptive_draws() -> None:
 def test_ratios_are_ppi_draws_without_predictions(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """AP~hh (every bias), R@k~hh, Rprec~hh (both cuts), nDCG~hh are computed by the
-    per-draw form of ~ppi with every prediction 0: equal to AP~ppi(form=draws) etc. with
+    per-draw form of ~ppi with every prediction 0: equal to AP~ppi(weights=draws) etc. with
     predictions all 0 (R@k and Rprec with the Taylor correction by default in both, and with
     correction=none), value and interval (AP's bias-aware by default in both), on an active
     sample."""
@@ -166,8 +166,8 @@ def test_ratios_are_ppi_draws_without_predictions(
     selector = METHODS["active"](pool, Budget(rate=0.3), np.random.default_rng(1))
     sample = simulate(selector, qrels_oracle(qrels)).sample()
     names = ["AP(bias=taylor)", "AP(bias=jackknife)", "AP(bias=none)", "AP@10(bias=taylor)",
-             "AP@10(bias=jackknife)", "R@10", "R@10(correction=none)", "Rprec",
-             "Rprec(cut=round)", "Rprec(correction=none)", "nDCG", "nDCG@10"]
+             "AP@10(bias=jackknife)", "R@10", "R@10(bias=none)", "Rprec",
+             "Rprec(cut=round)", "Rprec(bias=none)", "nDCG", "nDCG@10"]
 
     def named(base: str, family: str) -> str:
         head, _, options = base.partition("(")

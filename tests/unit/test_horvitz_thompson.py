@@ -147,12 +147,12 @@ def test_hand_recall_and_rprec() -> None:
     # R@2 = (sum_{rank <= 2} y/pi) / R-hat. r2: (3 + 1.5)/6 = 0.75. Linearised:
     # u = (1{rank <= 2} - 0.75) y / 6: u_e = u_b = 0.25/6, u_a = -0.75/6; x = u/pi:
     # x_e = 0.125, x_b = 0.0625, x_a = -0.1875; V = (1/3) 0.25^2 + (2/3) 0.125^2 = 0.03125.
-    # The plain ratio is the paper's (correction=none); the default subtracts the Taylor
+    # The plain ratio is the paper's (bias=none); the default subtracts the Taylor
     # term (Q V(R-hat) - C(N-hat, R-hat))/R-hat^2 with the same HT forms: x^R = (1.5, 1.5,
     # 3) for (a, b, e), V(R-hat) = (1/3) 0^2 + (2/3) 3^2 = 6; r2's x^N = (0, 1.5, 3),
     # C = (1/3)(0 - 1.5)(1.5 - 1.5) + (2/3) 3 * 3 = 6, so 0.75 - (0.75 * 6 - 6)/36 = 0.75 +
     # 1/24. The variance is the plain ratio's.
-    plain = (("correction", "none"),)
+    plain = (("bias", "none"),)
     r2 = estimate(pool, sample, EstimateSpec("ht", "R", 2, plain))
     assert r2.loc["r2", "value"] == pytest.approx(0.75)
     assert variance(r2)["r2"] == pytest.approx(0.03125)
@@ -180,7 +180,7 @@ def test_hand_average_precision() -> None:
     # S = 1.5 + 3 * 0.625 + 1.5 * 1.2 = 5.175 (the pair form: diagonal 1.5 + 0.75 + 0.3, pairs
     # (1/4)/(2/9) + (1/5)/(1/3) + (1/5)/(2/9) = 1.125 + 0.6 + 0.9); AP-hat = 5.175/6.
     # r2: prec_e = 1, prec_b = (1 + 3)/2 = 2, prec_a = (1 + 3 + 2)/4 = 1.5; S = 3 + 3 + 2.25.
-    rows = estimate(pool, sample, EstimateSpec("ht", "AP", options=(("var", "linear"),
+    rows = estimate(pool, sample, EstimateSpec("ht", "AP", options=(("variance", "linear"),
                                                                      ("bias", "none"))))
     assert rows.loc["r1", "value"] == pytest.approx(0.8625)
     assert rows.loc["r2", "value"] == pytest.approx(8.25 / 6)
@@ -196,7 +196,7 @@ def test_hand_ndcg() -> None:
     # N_2-hat = 1.5 -> int(2.0) = 2 docs of gain 2; N_1-hat = 1.5 + 3 = 4.5 -> int(5.0) = 5.
     ideal = 2 * (1 + 1 / log2(3)) + sum(1 / log2(r + 1) for r in range(3, 8))
     dcg_r1 = 2 * 1.5 + 3 / log2(5) + 1.5 / log2(6)
-    plain = (("correction", "none"),)
+    plain = (("bias", "none"),)
     rows = estimate(pool, sample, EstimateSpec("ht", "nDCG", None, plain))
     assert rows.loc["r1", "value"] == pytest.approx(dcg_r1 / ideal)
     # nDCG@5: the ideal top 5 is 2, 2, 1, 1, 1. Linearisation of the ideal: d IDCG/d N_2 =
@@ -264,7 +264,7 @@ def test_fractional_ideal_counts_each_grade() -> None:
         "query_id": "1", "doc_id": list("abcde"), "relevance": [1.5, np.nan, 1.5, np.nan, 0.5],
         "stratum": "", "inclusion": 0.5}))
     ideal = 1.5 * sum(1 / log2(r + 1) for r in range(1, 5)) + 0.5 * (1 / log2(6) + 1 / log2(7))
-    rows = estimate(pool, sample, EstimateSpec("ht", "nDCG", None, (("correction", "none"),)))
+    rows = estimate(pool, sample, EstimateSpec("ht", "nDCG", None, (("bias", "none"),)))
     assert rows.loc["r1", "value"] == pytest.approx(2 * (1.5 + 0.5 / log2(3)) / ideal)
 
 
@@ -317,7 +317,7 @@ def test_with_replacement_sample_uses_its_pi_joint() -> None:
     pi, joint = with_replacement_design(np.array([p[d] for d in judged]), 4)
     ranks = np.array([[3, 4, 1], [2, 1, 4]])  # a, c, e in each run
     y = np.array([1.0, 0.0, 1.0])
-    linear = EstimateSpec("ht", "AP", options=(("var", "linear"), ("bias", "none")))
+    linear = EstimateSpec("ht", "AP", options=(("variance", "linear"), ("bias", "none")))
     for spec, core in [(linear, ht.average_precision(y, pi, joint, ranks)),
                        (EstimateSpec("ht", "P", 3), ht.precision(y, pi, joint, ranks, 3))]:
         rows = estimate(pool, sample, spec)

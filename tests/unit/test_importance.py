@@ -57,7 +57,7 @@ TOPIC_2 = ({"e": 0.0, "f": 1.0, "g": 1.0}, {"r": ["f", "e", "g"]},
            {"e": 0.5, "f": 0.25, "g": 0.25}, ["f", "e"])
 
 
-def run_is(pool: Pool, sample: Sample, measure: str, interval: str = "clt",
+def run_is(pool: Pool, sample: Sample, measure: str, interval: str = "normal",
            ci: float = 0.95) -> pd.DataFrame:
     estimate = partial(imp.estimate_is, interval=interval)
     out = estimate(pool.run_names, topic_views(pool, sample), sample, parse_estimate(measure),
@@ -356,7 +356,7 @@ def test_monte_carlo_bias_and_coverage(
             width = float((out["mean_hi"] - out["mean_lo"]).mean())
             print(f"{name} {kind}: coverage of the mean {covered.mean():.3f}, per topic "
                   f"{per_topic.mean():.3f}, mean width {width:.3f}")
-            if kind == "clt":
+            if kind == "normal":
                 bias = out["mean"].mean(axis=1) - true_mean
                 se = out["mean"].std(axis=1, ddof=1) / math.sqrt(trials)
                 within = np.mean(np.abs(bias) <= 3 * se)

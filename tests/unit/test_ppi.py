@@ -110,7 +110,7 @@ def test_by_hand(hand: tuple[list[Run], Sample, Predictions]) -> None:
 def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """Predictions all 0 (here: one document predicted 0, the rest missing): every measure is
     ~ht's, value and interval, on a stratified sample and on a with-replacement one (ht
-    form). AP's default ``bias=design`` is ``taylor-jackknife`` on the stratified sample
+    form). AP's default ``bias=by-design`` is ``taylor-jackknife`` on the stratified sample
     (~ht's with its bias-aware interval) and ``taylor`` on the other (~ht's linearised
     variance, var=linear, and a normal interval); both without the ``few`` floor
     (:func:`ht_equivalent`). P@k and NumRel
@@ -122,7 +122,7 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     for method, options in (("stratified", "(bias=taylor-jackknife,few=none)"),
-                            ("active", "(var=linear,few=none,interval=normal)")):
+                            ("active", "(variance=linear,few=none,interval=normal)")):
         sample = sample_of(pool, qrels, method)
         linear = [f"{m}~ht{options}" if m.startswith("AP") else f"{m}~ht" for m in MEASURES]
         ht = estimate(sample, runs, linear, depth=DEPTH)
@@ -134,7 +134,7 @@ def test_no_predictions_is_ht(judged_collection: tuple[list[Run], Qrels, Pool, p
                                       0.95, form="ht"), "ppi")
         for column in ("value", "lo", "hi"):
             np.testing.assert_allclose(ppi[column], ht[column], rtol=1e-9, atol=1e-12)
-        plain = by_measure(estimate(sample, runs, ["nDCG~ht(correction=none)"], depth=DEPTH),
+        plain = by_measure(estimate(sample, runs, ["nDCG~ht(bias=none)"], depth=DEPTH),
                            "ht").loc["nDCG"]
         assert np.abs(plain["value"] - ht.loc["nDCG", "value"]).max() > 1e-3
 
@@ -173,16 +173,17 @@ def test_lam_zero_on_an_active_sample_is_ht(
     ratios = ("AP", "R@10", "nDCG@10")
     default = estimate(sample, runs, [f"{m}~ppi" for m in ratios], depth=DEPTH,
                        predictions=noise)
-    draws = estimate(sample, runs, [f"{m}~ppi(form=draws)" for m in ratios], depth=DEPTH,
+    draws = estimate(sample, runs, [f"{m}~ppi(weights=draws)" for m in ratios], depth=DEPTH,
                      predictions=noise)
     pd.testing.assert_frame_equal(
-        default.drop(columns="measure"), draws.drop(columns="measure"))
+        default.drop(columns=["measure", "estimator"]),
+        draws.drop(columns=["measure", "estimator"]))
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # coverage warning
         per_draw = estimate(sample, runs,
-                            [f"{m}~ppi(form=draws,variance=design)" for m in linear],
+                            [f"{m}~ppi(weights=draws,variance=design)" for m in linear],
                             depth=DEPTH, predictions=zero)
     per_draw = by_measure(per_draw, "ppi")
     hh = by_measure(estimate(sample, runs, [f"{m}~hh" for m in linear], depth=DEPTH), "hh")
@@ -208,7 +209,7 @@ def test_a_uniform_share_gives_active_samples_the_per_draw_form(
         warnings.simplefilter("ignore")  # coverage warning
         default = estimate(sample, runs, [f"{m}~ppi(variance=design)" for m in linear],
                            depth=DEPTH, predictions=zero)
-        as_ht = estimate(sample, runs, [f"{m}~ppi(form=ht)" for m in linear], depth=DEPTH,
+        as_ht = estimate(sample, runs, [f"{m}~ppi(weights=ht)" for m in linear], depth=DEPTH,
                          predictions=zero)
     for got, family in ((default, "hh"), (as_ht, "ht")):
         got = by_measure(got, "ppi")
@@ -819,7 +820,8 @@ def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataF
     assert again.returncode == 0 and again.stdout == "", again.stderr
     assert (tmp_path / "est.tsv").read_text() == got.stdout
     header = got.stdout.splitlines()[0].split("\t")
-    assert header[-3:] == ["frame_share", "imputed", "coverage"] and all(float(r[-2]) == 0 for r in rows)
+    assert header[-4:] == ["frame_share", "imputed", "coverage", "estimator"]
+    assert all(float(r[-3]) == 0 for r in rows)
     clobber = run_cli("estimate", tmp_path / "s", tmp_path / "runs", "-m", "P@10~ppi",
                       "--predictions", tmp_path / "pred.txt.gz", "-o", tmp_path / "pred.txt.gz")
     assert clobber.returncode == 2 and "sampleval: error:" in clobber.stderr
@@ -954,7 +956,7 @@ def test_taylor_jackknife_needs_strata(
     runs, qrels, pool, truth = judged_collection
     noise = pure_noise(truth, np.random.default_rng(0))
     sample = sample_of(pool, qrels, "active")
-    for name in ("AP~ppi(bias=taylor-jackknife)", "AP~ppi(bias=taylor-jackknife,form=ht)"):
+    for name in ("AP~ppi(bias=taylor-jackknife)", "AP~ppi(bias=taylor-jackknife,weights=ht)"):
         with pytest.raises(UsageError, match=r"taylor-jackknife needs a stratified sample .* "
                                              r"not this with-replacement sample"):
             estimate(sample, runs, [name], depth=DEPTH, predictions=noise)
@@ -1091,8 +1093,8 @@ def test_jackknife_falls_back_where_a_replicate_goes_astray(
 def test_recall_and_rprec_take_the_taylor_correction(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """R@k~ppi and Rprec~ppi subtract the ratio's first-order bias by default
-    (``correction=taylor``, a default the name does not print): the default's uncorrected
-    value is ``correction=none``'s estimate, and the correction moves it."""
+    (``bias=taylor``, a default the name does not print): the default's uncorrected
+    value is ``bias=none``'s estimate, and the correction moves it."""
     runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, "stratified")
     noisy = Predictions.from_frame(truth[["query_id", "doc_id"]].assign(
@@ -1101,9 +1103,9 @@ def test_recall_and_rprec_take_the_taylor_correction(
     topics = [topic_data(v, sample, "ht") for v in views]
     for base in ("R@10", "Rprec"):
         default = parse_estimate(f"{base}~ppi")
-        assert parse_estimate(f"{base}~ppi(correction=taylor)") == default
+        assert parse_estimate(f"{base}~ppi(bias=taylor)") == default
         corrected = ppi_values(default, topics, 1.0)
-        plain = ppi_values(parse_estimate(f"{base}~ppi(correction=none)"), topics, 1.0)
+        plain = ppi_values(parse_estimate(f"{base}~ppi(bias=none)"), topics, 1.0)
         np.testing.assert_allclose(corrected.uncorrected, plain.value, atol=1e-12)
         np.testing.assert_allclose(corrected.variance, plain.variance, atol=1e-12)
         assert not np.allclose(corrected.value, plain.value)

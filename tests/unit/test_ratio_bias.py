@@ -36,9 +36,10 @@ from studies.interval_coverage import fixed_rate_sample
 
 SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 DEPTH = 30
-CORRECTED = ("AP~ht(bias=jackknife)", "AP~ht(bias=taylor)", "AP~ht(var=linear,bias=jackknife)",
-             "AP~ht(var=linear,bias=taylor)", "infAP(bias=jackknife)",
-             "xinfAP(bias=jackknife)", "xinfAP(var=linear,bias=jackknife)")
+CORRECTED = ("AP~ht(bias=jackknife)", "AP~ht(bias=taylor)",
+             "AP~ht(variance=linear,bias=jackknife)",
+             "AP~ht(variance=linear,bias=taylor)", "infAP(bias=jackknife)",
+             "xinfAP(bias=jackknife)", "xinfAP(variance=linear,bias=jackknife)")
 
 
 def per_topic(table: pd.DataFrame) -> pd.DataFrame:
@@ -123,7 +124,7 @@ def test_poisson_jackknife_bias_by_brute_force() -> None:
 
 def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
-    """Predictions all 0: AP~ppi(bias=taylor) is AP~ht(var=linear,bias=taylor) (both apply
+    """Predictions all 0: AP~ppi(bias=taylor) is AP~ht(variance=linear,bias=taylor) (both apply
     the same ``few`` floor to topics with at most one relevant judged), value and interval,
     on a stratified and an active sample."""
     runs, qrels, pool, _ = judged_collection
@@ -132,8 +133,8 @@ def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
     for method in ("stratified", "active"):
         selector = METHODS[method](pool, Budget(rate=0.3), np.random.default_rng(1))
         sample = simulate(selector, qrels_oracle(qrels)).sample()
-        taylor = parse_estimate("AP~ht(var=linear,bias=taylor,interval=normal)").name
-        ht = estimate(sample, runs, [taylor, "AP~ht(var=linear,bias=none)"], depth=DEPTH)
+        taylor = parse_estimate("AP~ht(variance=linear,bias=taylor,interval=normal)").name
+        ht = estimate(sample, runs, [taylor, "AP~ht(variance=linear,bias=none)"], depth=DEPTH)
         ppi = estimate(sample, runs, ["AP~ppi(bias=taylor)"], depth=DEPTH,
                        predictions=Predictions.from_frame(zero))
         if method == "active":
@@ -141,7 +142,7 @@ def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
         ht_t = ht[ht["measure"] == taylor].reset_index(drop=True)
         for column in ("value", "lo", "hi"):
             np.testing.assert_allclose(ppi[column], ht_t[column], rtol=1e-9, atol=1e-12)
-        plain = ht[ht["measure"] == parse_estimate("AP~ht(var=linear,bias=none)").name]
+        plain = ht[ht["measure"] == parse_estimate("AP~ht(variance=linear,bias=none)").name]
         moved = plain["value"].to_numpy() - ht_t["value"]
         assert np.abs(moved).max() > 1e-6  # the correction does something
 

@@ -109,7 +109,7 @@ def test_infap_appendix_variance_by_its_formulas() -> None:
     """The Appendix (dependent precisions) on one stratum, as a plain loop."""
     runs, table = random_case(4)
     table = table.assign(stratum="all")
-    rows = per_run(Sample.from_sample_qrels(table), runs, "infAP(var=appendix)")
+    rows = per_run(Sample.from_sample_qrels(table), runs, "infAP(variance=appendix)")
     judged = dict(zip(table["doc_id"], table["relevance"], strict=True))
     frame, n_judged = set(table["doc_id"]), int((table["relevance"] >= 0).sum())
     relevant = [d for d, g in judged.items() if g >= 1]
@@ -182,12 +182,12 @@ def test_rprec_cut_floor_is_the_papers() -> None:
 def test_options_are_named_and_checked() -> None:
     runs, table = random_case(5)
     sample = Sample.from_sample_qrels(table)
-    out = estimate(sample, runs, ["xinfAP(var=appendix)", "xinfAP(var=jackknife)",
-                                  "XINFAP", "ap~ht(var=linear)"], depth=30)
-    assert list(dict.fromkeys(out["measure"])) == ["xinfAP(var=appendix)", "xinfAP",
-                                                   "AP~ht(var=linear)"]
+    out = estimate(sample, runs, ["xinfAP(variance=appendix)", "xinfAP(variance=jackknife)",
+                                  "XINFAP", "ap~ht(variance=linear)"], depth=30)
+    assert list(dict.fromkeys(out["measure"])) == ["xinfAP(variance=appendix)", "xinfAP",
+                                                   "AP~ht(variance=linear)"]
     with pytest.raises(UsageError, match="must be one of"):
-        estimate(sample, runs, ["xinfAP(var=bootstrap)"])
+        estimate(sample, runs, ["xinfAP(variance=bootstrap)"])
     with pytest.raises(UsageError, match="has no option 'ap'"):
         estimate(sample, runs, ["xinfAP(ap=paper)"])
     with pytest.raises(UsageError, match="did you mean var"):

@@ -128,7 +128,7 @@ _NAME = re.compile(r"(?:[^,\s(]+|\([^)]*\))+")
 
 def split_names(texts: Sequence[str]) -> list[str]:
     """Names given repeated or comma/space-separated, flattened in order; a comma inside
-    parentheses belongs to the name (``AP~ht(var=linear,ap=paper)``)."""
+    parentheses belongs to the name (``AP~ht(variance=linear,ap=paper)``)."""
     return [part for text in texts for part in _NAME.findall(text)]
 
 

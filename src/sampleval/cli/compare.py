@@ -95,7 +95,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: one line per pair, significant ones marked; tsv: header "
                              "'run_a run_b measure topics mean_a mean_b diff lo hi t df p "
-                             "p_adjusted significant'; json: a list of such records; with "
+                             "p_adjusted significant estimator' (estimator: the fully "
+                             "resolved name, every option at its value); json: a list of "
+                             "such records; with "
                              "--ranks, the leaderboard 'run measure value rank rank_lo "
                              "rank_hi' follows (tsv: after an empty line; json: {pairs, "
                              "ranks})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sampleval.cli._app import (
     Output,
@@ -23,6 +24,10 @@ from sampleval.cli._app import (
     stderr_is_terminal,
 )
 from sampleval.errors import UsageError
+
+if TYPE_CHECKING:
+    from sampleval.core.sample import Sample
+    from sampleval.estimators.setup import Setup
 
 SAMPLE_FORMATS = ("auto", "sampleval", "qrels", "sample-qrels", "prels")
 SAMPLE_DEPTH_HELP = ("use only each run's top N documents per topic (default: the depth the "
@@ -58,7 +63,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="a plain measure (AP, P@10, nDCG@10: by the estimator the "
                              "sample's design prefers, named in the output), an estimator's "
                              "name BASE~FAMILY (AP~ht, P@10~ht, nDCG@10~is) "
-                             "or an established name (xinfAP, infNDCG, iP@10, infAP, statAP); "
+                             "or an established name (xinfAP, infNDCG, iP@10, infAP, statAP), "
+                             "with options in parentheses (AP~ht(bias=taylor-jackknife): "
+                             "docs/guide/options.md); "
                              "'sampleval methods' lists every family and its measures; repeat "
                              "or separate with commas (default: AP, nDCG@10, P@10 and NumRel, "
                              "each by the estimator the sample's design prefers: the most "
@@ -74,16 +81,27 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-f", "--format", choices=FORMATS, default="table",
                         help="table: a readable leaderboard with ± half-intervals and each "
                              "run's frame share; tsv: header 'run topic measure value lo hi "
-                             "frame_share imputed coverage' (lo, hi empty where no interval "
-                             "applies; coverage: frame_share's old name, for one release), "
-                             "the mean as topic 'all'; json: {run: {topic: {measure: {value, "
-                             "lo, hi, frame_share, imputed, coverage}}}}")
+                             "frame_share imputed coverage estimator' (lo, hi empty where no "
+                             "interval applies; coverage: frame_share's old name, for one "
+                             "release), the mean as topic 'all', and 'estimator', the fully "
+                             "resolved name (every option at its value); json: {run: {topic: "
+                             "{measure: {value, lo, hi, frame_share, imputed, coverage, "
+                             "estimator}}}}")
     add_ranks(parser)
     add_output(parser)
     add_predictions(parser, "what the prediction-powered estimators (P@10~ppi, AP~ppi ...) "
                             "correct with the judged sample")
     add_name_by(parser)
     add_duplicates(parser)
+    parser.add_argument("--explain", action="store_true",
+                        help="print, for each measure asked, the estimator it resolves to "
+                             "with every option at its value (its fully resolved name, which "
+                             "the estimator column of -f tsv/json also carries) and where "
+                             "each value came from (given in the name, the defaults table "
+                             "for the sample's design, or the family's default), then the "
+                             "sample's design and its capabilities and the depth and frame "
+                             "used; and stop (the runs are not read). Options: "
+                             "docs/guide/options.md")
 
 
 def add_sample_format(parser: argparse.ArgumentParser) -> None:
@@ -124,7 +142,13 @@ def run(args: argparse.Namespace) -> None:
     from sampleval.estimators import estimate, largest_grade
     from sampleval.estimators.setup import setup_for
     from sampleval.io import read_runs
-    from sampleval.io.formats import ESTIMATE_NUMBERS, print_table, to_json, to_tsv
+    from sampleval.io.formats import (
+        ESTIMATE_NUMBERS,
+        ESTIMATE_TEXTS,
+        print_table,
+        to_json,
+        to_tsv,
+    )
     from sampleval.io.predictions import read_predictions
     from sampleval.io.samples import load_sample
     from sampleval.measures.evaluation import MEAN_TOPIC
@@ -135,8 +159,11 @@ def run(args: argparse.Namespace) -> None:
     output = Output(args.output, [args.sample, *args.runs, *predictions])
     judgments = load_sample(args.sample, args.sample_format)
     setup = setup_for(judgments, split_names(args.measure) if args.measure else None,
-                      with_predictions=args.predictions is not None,
+                      depth=depth_of(args), with_predictions=args.predictions is not None,
                       warn=False)  # fails before the runs are read
+    if args.explain:
+        output.write(explain(judgments, setup))
+        return
     predicted = (None if args.predictions is None
                  else read_predictions(args.predictions, largest_grade(judgments)))
     loaded = read_runs(args.runs, name_by=args.name_by, progress=stderr_is_terminal(),
@@ -156,6 +183,39 @@ def run(args: argparse.Namespace) -> None:
         print_table(results, console, title=f"Estimates ({args.ci:.0%} intervals{chosen})")
         output.write_console(console)
     elif args.format == "tsv":
-        output.write(to_tsv(results, numbers))
+        output.write(to_tsv(results, numbers, ESTIMATE_TEXTS))
     else:
-        output.write(to_json(results, numbers))
+        output.write(to_json(results, numbers, ESTIMATE_TEXTS))
+
+
+def explain(sample: Sample, setup: Setup) -> str:
+    """``--explain``: per measure asked, its fully resolved estimator and where each option's
+    value came from; the sample's design and capabilities; the depth and frame used."""
+    from sampleval.estimators.names import TABLE, names_an_estimator, option_sources
+    from sampleval.estimators.setup import draws_reach_every_document, simple_random
+
+    design = sample.design
+    variant = [text for text, holds in (
+        ("simple random samples", simple_random(sample)),
+        ("draws that reach every document", draws_reach_every_document(sample))) if holds]
+    table = f"the defaults table for {design} samples" + (
+        f" ({', '.join(variant)})" if variant else "")
+    meanings = {TABLE: table}
+    lines = []
+    for asked, spec in zip(setup.asked, setup.specs, strict=True):
+        by = "as named" if names_an_estimator(asked) else f"by {table}"
+        lines += [f"{asked}: {spec.full_name}", f"  estimator: {spec.name} ({by})"]
+        lines += [f"  {name}={value}: {meanings.get(source, source)}"
+                  for name, value, source in option_sources(asked, spec)]
+    held = [c.replace("_", " ") for c, has in design.capabilities().items() if has]
+    method = sample.meta.get("method")
+    lines.append(f"design: {design}" + (f" (method {method})" if method else "")
+                 + f"; capabilities: {', '.join(held) or 'none'}")
+    pooled = sample.meta.get("pool_depth", "not recorded")
+    depth = "all documents" if setup.depth is None else f"each run's top {setup.depth}"
+    lines.append(f"depth: {depth} per topic (the sample's pool depth: {pooled})")
+    share = "all documents" if setup.share_depth is None else f"top {setup.share_depth}"
+    strata = ("; documents of strata without a judged document are outside it"
+              if setup.strata_bound else "")
+    lines.append(f"frame: frame_share measured on each run's {share} documents{strata}")
+    return "\n".join(lines) + "\n"

@@ -326,7 +326,7 @@ def run_methods(args: argparse.Namespace) -> None:
         lines += [entry(f"{p.name} ({p.type.__name__})", p.describe()) for p in cls.parameters]
         lines.append("")
     lines += [entry("Estimator families (sampleval estimate SAMPLE RUN... -m NAME, options as "
-                    "NAME(OPTION=VALUE), e.g. xinfAP(var=appendix))", indent=0), ""]
+                    "NAME(OPTION=VALUE), e.g. xinfAP(variance=appendix))", indent=0), ""]
     for name, family in FAMILIES.items():
         lines += [entry(name, f"{family.title} ({family.reference})", indent=2),
                   entry("measures", ", ".join(family.measure_names())),

@@ -91,7 +91,8 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
             df: str = "satterthwaite", predictions: PredictionsLike | None = None
             ) -> pd.DataFrame:
     """Every pair of ``runs`` (or every run against ``baseline``) compared on ``measure``
-    estimated from ``sample``: the columns of :func:`paired_differences`. ``measure``: one
+    estimated from ``sample``: the columns of :func:`paired_differences`, and ``estimator``,
+    the estimator's fully resolved name (every option at its value). ``measure``: one
     estimator's name or plain measure (``AP``: the design's preferred estimator), default
     :func:`~sampleval.estimators.setup.compare_default`; the depth (default: the sample's
     pool depth) and the estimator are :func:`~sampleval.estimators.setup.setup_for`'s, so
@@ -120,7 +121,7 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
                          f"({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
     rows = estimate(sample, runs, [name], depth=depth, level=level, ci=ci,
                     predictions=predictions)
-    resolved = str(rows["measure"].iloc[0])
+    resolved, full_name = str(rows["measure"].iloc[0]), str(rows["estimator"].iloc[0])
     rows = rows[rows["query_id"] != MEAN_TOPIC]
     per_topic = rows.pivot(index="query_id", columns="run", values="value")
     per_topic = per_topic.reindex(columns=[n for n in names if n in per_topic.columns])
@@ -131,7 +132,8 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
     return paired_differences(per_topic, resolved, baseline=baseline,
                               correction=correction, alpha=alpha, ci=ci, pairs=pairs,
                               sampling_variance=None if variances is None
-                              else variances.reindex(per_topic.index).to_numpy())
+                              else variances.reindex(per_topic.index).to_numpy()
+                              ).assign(estimator=full_name)
 
 
 def pair_order(per_topic: pd.DataFrame, baseline: str | None = None,

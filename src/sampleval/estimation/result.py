@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import pandas as pd
 
-from sampleval.declare import Param
+from sampleval.estimation.options import pick
 from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
 if TYPE_CHECKING:
@@ -35,14 +35,8 @@ if TYPE_CHECKING:
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
-FEW_OPTION = Param("few", str, "moment", "AP's variance on a topic whose sample holds at most "
-                   "one relevant document, where the jackknife has nothing to measure the "
-                   "spread with: moment (at least (1 - f) m2, f the share of the topic's "
-                   "frame judged, m2 the run's mean squared AP over the topics where "
-                   "something relevant was judged), bernoulli (at least (1 - f) m (1 - m), m "
-                   "that mean AP), scaled (at least (1 - f)/4; the default before), bound "
-                   "(at least 1/4: the topic's interval spans [0, 1]) or none (as computed)",
-                   choices=("moment", "bernoulli", "scaled", "bound", "none"))
+FEW_OPTION = pick("few", ("moment", "bernoulli", "scaled", "bound", "none"), "moment")
+"""AP's ``few`` option, as every AP family that takes it declares it."""
 
 
 def is_census(topic: TopicSample) -> bool:

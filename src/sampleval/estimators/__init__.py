@@ -61,7 +61,7 @@ from sampleval.measures.aggregation import topic_sums
 if TYPE_CHECKING:
     from sampleval.io.coerce import MeasuresLike, PredictionsLike, RunsLike, SampleLike
 
-RESULT_COLUMNS = [*COLUMNS, "frame_share", "imputed", "coverage"]
+RESULT_COLUMNS = [*COLUMNS, "frame_share", "imputed", "coverage", "estimator"]
 """``coverage``: the old name of ``frame_share``, given for one release (CHANGELOG)."""
 MIN_FRAME_SHARE = 0.9
 """A run whose mean frame share is below this gets a warning."""
@@ -119,13 +119,15 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     (``P@10~ppi``); their values must not exceed the sample's largest grade (or 1).
 
     Returns columns ``run, query_id, measure, value, lo, hi, frame_share, imputed,
-    coverage``: ``measure`` the estimator's name; ``lo``/``hi`` the ``ci`` confidence
-    interval (NaN where the estimator gives none); ``frame_share`` the share of the run's top
-    documents inside the sample's frame (``coverage``: the same, its old name, for one
-    release); ``imputed`` the share of the value that is the estimator's imputation.
-    ``query_id == "all"`` holds each run's mean over the topics it retrieved for (the sum for
-    counts such as NumRel~ht). Only topics the sample has are estimated. ``progress`` shows
-    a bar on standard error.
+    coverage, estimator``: ``measure`` the estimator's name (its options not at their
+    default), ``estimator`` its fully resolved name (every option at its value, defaults
+    included: :attr:`~sampleval.estimators.names.EstimateSpec.full_name`); ``lo``/``hi``
+    the ``ci`` confidence interval (NaN where the estimator gives none); ``frame_share`` the
+    share of the run's top documents inside the sample's frame (``coverage``: the same, its
+    old name, for one release); ``imputed`` the share of the value that is the estimator's
+    imputation. ``query_id == "all"`` holds each run's mean over the topics it retrieved for
+    (the sum for counts such as NumRel~ht). Only topics the sample has are estimated.
+    ``progress`` shows a bar on standard error.
     """
     from sampleval.io.coerce import as_predictions, as_runs, as_sample
     from sampleval.measures.names import as_measures
@@ -172,6 +174,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     overall = topic_sums(per_topic, present) / np.maximum(present.sum(axis=0), 1)
     out["frame_share"] = _cells(out, views, run_names, per_topic, overall)
     out["coverage"] = out["frame_share"]
+    out["estimator"] = out["measure"].map({s.name: s.full_name for s in specs})
     _warn_frame_share(run_names, overall, setup.share_depth)
     _warn_imputed(out, sample.design)
     _warn_out_of_range(out)

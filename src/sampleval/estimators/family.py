@@ -53,17 +53,23 @@ CUTOFF_RULES = ("no", "optional", "required")
 class Base:
     """A measure a family estimates: its ir_measures base name (``AP``, ``P``, ``nDCG``),
     whether it takes a cutoff (``no``, ``optional``, ``required``), the established name it
-    prints as (``xinfAP``, ``iP``; None: ``BASE[@k]~FAMILY``), and ``options``: the names of
-    the family's options (:attr:`EstimatorFamily.options`) this measure takes."""
+    prints as (``xinfAP``, ``iP``; None: ``BASE[@k]~FAMILY``), and ``options``: the options
+    this measure takes, each the name of one of the family's (:attr:`EstimatorFamily.options`)
+    or a declaration of its own (:func:`sampleval.estimation.options.pick`: other values or
+    another default for this measure); kept as names, the own declarations in ``own``."""
 
     name: str
     cutoff: str = "no"
     alias: str | None = None
-    options: tuple[str, ...] = ()
+    options: tuple[str | Param, ...] = ()
+    own: tuple[Param, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.cutoff not in CUTOFF_RULES:
             raise ValueError(f"cutoff must be one of {CUTOFF_RULES}")
+        object.__setattr__(self, "own", tuple(p for p in self.options if isinstance(p, Param)))
+        object.__setattr__(self, "options", tuple(p if isinstance(p, str) else p.name
+                                                  for p in self.options))
 
 
 @dataclass(frozen=True)
@@ -74,9 +80,10 @@ class EstimatorFamily:
     tuple); ``compute`` estimates the requested measures for every run and topic;
     ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
     doubles, trec_eval floats); ``options`` are the estimator's named variants, written
-    ir_measures-style after the measure's name (``xinfAP(var=appendix)``,
-    ``AP~ht(var=jackknife)``), each a :class:`~sampleval.declare.Param` whose default is the
-    variant used when none is named; each base lists the options it takes; ``imputed``
+    ir_measures-style after the measure's name (``xinfAP(variance=appendix)``,
+    ``AP~ht(variance=jackknife)``), each picked from the one vocabulary
+    (:func:`sampleval.estimation.options.pick`: the values the family allows and the default
+    used when none is named); each base lists the options it takes; ``imputed``
     (None: the family imputes nothing) gives the share of each estimate that its smoothing
     constants make up, so that ``estimate`` can flag the estimates that are mostly a guess;
     ``needs_predictions``: the family reads predicted relevance (``TopicView.predictions``),
@@ -107,15 +114,40 @@ class EstimatorFamily:
     def __post_init__(self) -> None:
         object.__setattr__(self, "designs", tuple(self.designs))
         self._by_name.update({b.name: b for b in self.bases})
+        from sampleval.estimation.options import VOCABULARY
+
         declared = {p.name for p in self.options}
         for b in self.bases:
-            unknown = set(b.options) - declared
+            unknown = set(b.options) - declared - {p.name for p in b.own}
             if unknown:
                 raise ValueError(f"{self.name}: {b.name} takes undeclared options {unknown}")
+        outside = {p.name for b in self.bases for p in b.own} | declared
+        if outside - set(VOCABULARY):
+            raise ValueError(f"{self.name}: options {sorted(outside - set(VOCABULARY))} are "
+                             "not in sampleval.estimation.options.VOCABULARY")
 
-    def option(self, name: str) -> Param | None:
-        """The declared option ``name`` (None when the family has none by that name)."""
+    def option(self, name: str, base: str | None = None) -> Param | None:
+        """The declaration of option ``name`` for measure ``base`` (its own, else the
+        family's; None: the family, or that base, has none by that name)."""
+        declared = None if base is None else self.base(base)
+        if declared is not None:
+            if name not in declared.options:
+                return None
+            own = next((p for p in declared.own if p.name == name), None)
+            if own is not None:
+                return own
         return next((p for p in self.options if p.name == name), None)
+
+    def params(self, base: str) -> tuple[Param, ...]:
+        """The declarations of the options ``base`` takes, in the vocabulary's order."""
+        from sampleval.estimation.options import ordered
+
+        declared = self.base(base)
+        if declared is None:
+            return ()
+        found = (self.option(n, base) for n in ordered(
+            n for n in declared.options if isinstance(n, str)))
+        return tuple(p for p in found if p is not None)
 
     def base(self, name: str) -> Base | None:
         """The declared base measure ``name`` (None when the family does not estimate it)."""
@@ -144,14 +176,16 @@ class EstimatorFamily:
         return names
 
     def option_lines(self) -> list[str]:
-        """One line per option for help texts: its name, the measures that take it, and
-        :meth:`~sampleval.declare.Param.describe`."""
-        lines = []
-        for p in self.options:
-            takers = [n for b, n in zip(self.bases, self.measure_names(), strict=True)
-                      if p.name in b.options]
-            lines.append(f"{p.name} ({', '.join(takers)}): {p.describe()}")
-        return lines
+        """One line per option declaration for help texts: its name, the measures that take
+        it, and what it means from the vocabulary
+        (:func:`~sampleval.estimation.options.describe`)."""
+        from sampleval.estimation.options import describe
+
+        takers: dict[Param, list[str]] = {}
+        for b, shown in zip(self.bases, self.measure_names(), strict=True):
+            for p in self.params(b.name):
+                takers.setdefault(p, []).append(shown)
+        return [f"{p.name} ({', '.join(names)}): {describe(p)}" for p, names in takers.items()]
 
 
 FAMILIES: Registry[EstimatorFamily] = Registry("estimator family", "sampleval.estimators")

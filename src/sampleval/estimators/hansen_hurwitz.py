@@ -12,13 +12,14 @@ by s^2/n of the per-draw terms. Ratios (AP, R@k, Rprec, nDCG) are ratios of such
 AP's numerator, a sum over ordered pairs of documents, is a U-statistic of order 2 over
 pairs of draws of two different documents (Hoeffding 1948), unbiased by the same argument.
 No ratio is unbiased: AP's ``bias`` option (jackknife, the default, Quenouille 1956; taylor;
-none) and the others' ``correction`` remove the first-order term (Cochran 1977, sec. 6.8).
+none) and the others' ``bias`` (taylor, none) remove the first-order term (Cochran 1977, sec. 6.8).
 
 Every measure is the prediction-powered engine's ``draws`` form with predictions 0
 (:func:`sampleval.estimators.ppi.without_predictions`), so ``X~hh`` is
-``X~ppi(form=draws,variance=design)`` with predictions all 0, value, interval and
+``X~ppi(weights=draws,variance=design)`` with predictions all 0, value, interval and
 differences. Options: AP's ``bias``, ``interval`` (bias-aware: widened by the gap between
-the jackknife's and the Taylor correction) and ``few``; ``correction``; Rprec's ``cut``.
+the jackknife's and the Taylor correction) and ``few``; R@k's, Rprec's and nDCG's ``bias``;
+Rprec's ``cut``.
 Which designs take ``~hh`` by default, and the measurements behind it:
 docs/research/hh.md.
 """
@@ -28,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 from sampleval.core.sample import Sample
-from sampleval.declare import Param
 from sampleval.errors import UsageError
+from sampleval.estimation.options import RATIO_BIAS, pick
 from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
 from sampleval.estimators.base import TopicView
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
@@ -75,27 +76,11 @@ register_family(EstimatorFamily(
               "(module docstring)",
     bases=(Base("P", "required"), Base("DCG", "optional"),
            Base("NumRel"), Base("AP", "optional", options=("bias", "interval", "few")),
-           Base("R", "required", options=("correction",)),
-           Base("Rprec", options=("cut", "correction")),
-           Base("nDCG", "optional", options=("correction",))),
+           Base("R", "required", options=(RATIO_BIAS,)),
+           Base("Rprec", options=("cut", RATIO_BIAS)),
+           Base("nDCG", "optional", options=(RATIO_BIAS,))),
     designs=("with-replacement", "importance"),
     compute=rows_of(PARTS), parts=PARTS, differences=hh_differences,
-    options=(
-        Param("bias", str, "jackknife", "AP's ratio bias: jackknife (less Quenouille's "
-              "delete-one jackknife estimate over the draws, with the jackknife variance), "
-              "taylor (less the ratio's first-order bias, (AP V(R) - C(N, R))/R^2, estimated "
-              "from the draws) or none (N-hat/R-hat as it is)",
-              choices=("taylor", "jackknife", "none")),
-        Param("interval", str, "bias-aware", "AP's interval: bias-aware (z standard errors "
-              "either side, widened by the difference between the jackknife's and the Taylor "
-              "correction of the ratio's bias; with bias=jackknife or taylor, normal with "
-              "none) or normal (z standard errors either side)",
-              choices=("bias-aware", "normal")),
-        Param("cut", str, "floor", "Rprec's cut: floor (rank floor(R-hat)) or round "
-              "(int(R-hat + 0.5))", choices=("floor", "round")),
-        FEW_OPTION,
-        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor "
-              "(less the ratio's first-order bias, (Q V(R) - C(N, R))/R^2, estimated from the "
-              "draws, as AP's bias=taylor) or none (the plain ratio)",
-              choices=("taylor", "none")),
-    )))
+    options=(pick("bias", ("taylor", "jackknife", "none"), "jackknife"),
+             pick("interval", ("bias-aware", "normal"), "bias-aware"),
+             pick("cut", ("floor", "round"), "floor"), FEW_OPTION)))

@@ -13,14 +13,14 @@ y_i = base.relevance(label_i, level); DCG and nDCG gain the label itself; a docu
 the frame, or unjudged, is never in S and counts as not relevant; a ratio whose denominator
 estimate is 0 is 0.
 
-Options (each measure's declared ones, below): AP's ``var`` (jackknife of the estimate as
+Options (each measure's declared ones, below): AP's ``variance`` (jackknife of the estimate as
 reported, the default; jackknife-uncorrected; linear), ``bias`` (taylor, the default: less
 the ratio's first-order bias (AP V(R-hat) - C(N-hat, R-hat))/R^2, Cochran 1977, ch. 6;
 taylor-jackknife; jackknife, Quenouille 1956 / Jones 1974; none), ``ap`` (ours, or the
 paper's PC(r(i))), ``few`` (:func:`sampleval.estimation.result.few_relevant_variance`) and
 ``interval`` (bias-aware, the default with taylor and taylor-jackknife: widened by the
 jackknife's estimate of the bias the Taylor correction leaves, Armstrong & Kolesar 2020; or
-normal); R@k's, Rprec's and nDCG's ``correction`` (taylor, the default, or none); Rprec's
+normal); R@k's, Rprec's and nDCG's ``bias`` (taylor, the default, or none); Rprec's
 ``cut``. Intervals and rows: :mod:`sampleval.estimation.result`. The coverage, bias and rms
 that chose these defaults, with the commands that measured them: docs/research/ht.md.
 """
@@ -34,7 +34,6 @@ import numpy as np
 
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
-from sampleval.declare import Param
 from sampleval.estimation.engine.estimands import (
     Estimator,
     HTEstimate,
@@ -56,6 +55,7 @@ from sampleval.estimation.engine.replicates import (
     taylor_jackknife,
     taylor_jackknife_independent,
 )
+from sampleval.estimation.options import RATIO_BIAS, pick
 from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
 from sampleval.estimators.base import TopicView, gain, relevance
 from sampleval.estimators.family import Base, EstimatorFamily, register_family
@@ -66,7 +66,8 @@ VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
 
 
 TAKE_CORRECTION = ("R", "Rprec", "nDCG")
-"""The ratios besides AP that take the ``correction`` option (their core's ``taylor``)."""
+"""The ratios besides AP whose ``bias`` option is the Taylor correction or none (their
+core's ``taylor``)."""
 
 
 # -- the Sample-level entry -----------------------------------------------------------------
@@ -138,7 +139,7 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
     design = judged_design(sample, view.sample, index)
     options: dict[str, Any] = {}  # the options of the measures that take them
     if spec.base in TAKE_CORRECTION:
-        options["taylor"] = spec.option("correction") == "taylor"
+        options["taylor"] = spec.option("bias") == "taylor"
     if spec.base == "Rprec":
         options["cut"] = spec.option("cut")
     total = estimator(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
@@ -149,10 +150,10 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
 def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray,
               index: np.ndarray, pairs: np.ndarray | None = None) -> TopicEstimate:
     """AP-hat of one topic for every run (``pairs``: every pair's difference) by its
-    options: the value less the bias estimate of ``bias``, the variance of ``var`` (the
+    options: the value less the bias estimate of ``bias``, the variance of ``variance`` (the
     jackknives are stratified on stratified samples: :func:`stratified_average_precision`,
     :func:`replicate_jackknife`), and the bias that widens the interval (``interval``)."""
-    paper, bias, var = spec.option("ap") == "paper", spec.option("bias"), spec.option("var")
+    paper, bias, var = spec.option("ap") == "paper", spec.option("bias"), spec.option("variance")
     aware = (pairs is None and spec.option("interval") == "bias-aware"
              and bias in ("taylor", "taylor-jackknife"))
     ranks = view.rank_of(index)
@@ -228,37 +229,15 @@ PARTS = floored(topic_parts)
 register_family(EstimatorFamily(
     name="ht", title="Horvitz-Thompson totals and ratio estimators, HT variances with pi_ij",
     reference="Li & Kanoulas, CIKM 2017, sec. 3",
-    bases=(Base("AP", "optional", options=("var", "bias", "ap", "few", "interval")), Base("P", "required"),
-           Base("R", "required", options=("correction",)),
-           Base("Rprec", options=("cut", "correction")),
-           Base("nDCG", "optional", options=("correction",)),
+    bases=(Base("AP", "optional", options=("variance", "bias", "ap", "few", "interval")),
+           Base("P", "required"),
+           Base("R", "required", options=(RATIO_BIAS,)),
+           Base("Rprec", options=("cut", RATIO_BIAS)),
+           Base("nDCG", "optional", options=(RATIO_BIAS,)),
            Base("DCG", "optional"), Base("NumRel")),
     designs=("census", "stratified", "poisson", "inclusion", "with-replacement"),
     compute=rows_of(PARTS), differences=differences_ht, parts=PARTS,
-    options=(
-        Param("var", str, "jackknife", "AP's variance: jackknife (delete-one, of the "
-              "estimate as reported: each replicate recomputes it, its bias correction "
-              "included; stratified on stratified samples, with (1 - pi) weights on the "
-              "others), jackknife-uncorrected (the same jackknife of AP-hat before the bias "
-              "correction, the default before) or linear (linearised ratio, HT variance with "
-              "pi_ij)", choices=VARIANCES),
-        Param("bias", str, "taylor", "AP's ratio bias: taylor (less the ratio's "
-              "first-order bias, (AP V(R) - C(N, R))/R^2, with HT (co)variances), jackknife "
-              "(less the delete-one jackknife's bias estimate: stratified on stratified "
-              "samples, Quenouille/Jones) or none (AP-hat as it is)", choices=BIASES),
-        Param("ap", str, "ours", "AP-hat: ours (pairs weighted by 1/pi_ij, each document "
-              "itself by 1/pi_i) or paper (Li & Kanoulas's PC(r(i)) with the document itself "
-              "at 1/pi_i, so 1/pi_i^2 on the diagonal)", choices=("ours", "paper")),
-        FEW_OPTION,
-        Param("interval", str, "bias-aware", "AP's interval: bias-aware (z standard errors "
-              "either side, widened by the jackknife's estimate of the bias the Taylor "
-              "correction leaves, |b|; with bias=taylor or taylor-jackknife, normal with the "
-              "others) or normal (z standard errors either side)",
-              choices=("bias-aware", "normal")),
-        Param("cut", str, "floor", "Rprec's cut: floor (the paper's r(i) <= R-hat) or "
-              "round (rank int(R-hat + 0.5))", choices=("floor", "round")),
-        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor "
-              "(less the ratio's first-order bias, (Q V(R) - C(N, R))/R^2, with HT "
-              "(co)variances, as AP's bias=taylor; nDCG's denominator IDCG linearised) or none "
-              "(the plain ratio, the paper's for R@k and Rprec)", choices=("taylor", "none")),
-    )))
+    options=(pick("variance", VARIANCES, "jackknife"), pick("bias", BIASES, "taylor"),
+             pick("ap", ("ours", "paper"), "ours"), FEW_OPTION,
+             pick("interval", ("bias-aware", "normal"), "bias-aware"),
+             pick("cut", ("floor", "round"), "floor"))))

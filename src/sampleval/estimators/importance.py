@@ -22,7 +22,7 @@ estimators are linear in the label, hence unbiased for the measure of the expect
 Intervals at confidence ci = 1 - delta, for each topic and for the mean over the T topics a
 run retrieved for (topics sampled independently; M = sum_t w_t U_t, w_t = 1/T):
 
-- ``clt`` (eq. 16): U-hat +- z sqrt(s^2 / n), s^2 the sample variance of the per-draw terms
+- ``normal`` (eq. 16): U-hat +- z sqrt(s^2 / n), s^2 the sample variance of the per-draw terms
   (ratios: of their linearisation, the delta method); for M the variances add:
   z sqrt(sum_t w_t^2 s_t^2 / n_t).
 - ``hoeffding`` (eq. 17): U-hat +- b sqrt(ln(2/delta) / (2n)), b the range of the per-draw
@@ -61,15 +61,15 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
-from sampleval.declare import Param
 from sampleval.errors import UsageError
+from sampleval.estimation.options import pick
 from sampleval.estimation.result import TopicParts, summarise, z_value
 from sampleval.estimators.base import TopicView, gain, relevance
 from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimators.names import EstimateSpec
 
-INTERVALS = ("clt", "hoeffding", "bernstein")
-DEFAULT_INTERVAL = "clt"
+INTERVALS = ("normal", "hoeffding", "bernstein")
+DEFAULT_INTERVAL = "normal"
 _LINEAR = ("P", "DCG")
 _UPPER = {"P": 1.0, "R": 1.0, "nDCG": 1.0, "DCG": np.inf}
 
@@ -358,7 +358,7 @@ def half_width(kind: str, var: np.ndarray, n: np.ndarray | int, bound: np.ndarra
     used = np.asarray(weight) > 0
     scale = np.where(used, np.asarray(weight) ** 2 / n, 0.0)
     with np.errstate(invalid="ignore"):
-        if kind == "clt":
+        if kind == "normal":
             z = z_value(1.0 - float(delta))
             return z * np.sqrt(np.where(used, scale * var, 0.0).sum(axis=0))
         if kind == "hoeffding":
@@ -401,14 +401,14 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
     weight = mask / topics
     mean = (weight * values).sum(axis=0)
     n = np.array([s.n for s in stats], dtype=np.float64).reshape((-1, 1, *extra))
-    if kind == "clt" or spec.base in _LINEAR:
-        var = np.stack([s.influence_var if kind == "clt" else s.variances[0] for s in stats])
+    if kind == "normal" or spec.base in _LINEAR:
+        var = np.stack([s.influence_var if kind == "normal" else s.variances[0] for s in stats])
         bound = np.stack([s.bounds[0] for s in stats])
         half = half_width(kind, var[None], n[None], bound[None], 1.0, delta, 1)
         mean_half = half_width(kind, var, n, bound, weight, delta, topics)
         out = {"lo": values - half, "hi": values + half,
                "mean_lo": mean - mean_half, "mean_hi": mean + mean_half}
-        if kind != "clt":
+        if kind != "normal":
             out = {k: np.clip(v, 0.0, _UPPER[spec.base]) for k, v in out.items()}
     else:
         parts = np.array([len(s.means) for s in stats]).reshape((-1, 1, *extra))
@@ -446,7 +446,7 @@ def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: fl
     only for the ``hoeffding`` and ``bernstein`` intervals)."""
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the draws of an importance sample (each with its Q)")
-    if interval != "clt" and sample.round_probs is None:
+    if interval != "normal" and sample.round_probs is None:
         raise UsageError(f"{interval} intervals need Q of every frame document (round_probs)")
     top_grade = max_grade if max_grade is not None else float(
         gain(sample.judged()["relevance"].to_numpy()).max(initial=0.0))
@@ -468,7 +468,7 @@ def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: fl
         judged = gain(ts.labels[ts.judged])
         grades = np.unique(judged[judged > 0])[::-1]
         bounds = (term_bounds(spec, weights, _frame_q(sample, view), grades, top_grade)
-                  if interval != "clt" else
+                  if interval != "normal" else
                   np.full((len(_components(spec.base, level, grades, top_grade)),
                            view.n_runs), np.nan))
         stats.append(topic_stats(spec, level, weights, x, labels,
@@ -478,9 +478,9 @@ def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: fl
 
 def is_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
              spec: EstimateSpec, level: float) -> TopicParts:
-    """Per topic and run: eq. 4's estimate, the variance of its normal (``clt``, eq. 16)
+    """Per topic and run: eq. 4's estimate, the variance of its normal (``normal``, eq. 16)
     interval, s^2/n of the linearised per-draw terms, and no bias."""
-    stats = _stats(views, sample, spec, level, "clt")
+    stats = _stats(views, sample, spec, level, "normal")
     return TopicParts(np.stack([s.value for s in stats]),
                       np.stack([s.influence_var / s.n for s in stats]),
                       np.zeros((len(views), len(run_names))))
@@ -493,7 +493,7 @@ def is_differences(run_names: tuple[str, ...], views: list[TopicView], sample: S
     and its variance, s^2/n of the differences of their linearised per-draw terms (Schnabel
     et al.'s pairwise estimate, eq. 4 with the difference of the runs' weights), both
     ``[topics, P]``."""
-    stats = _stats(views, sample, spec, level, "clt")
+    stats = _stats(views, sample, spec, level, "normal")
     values, variances = np.zeros((len(stats), len(pairs))), np.zeros((len(stats), len(pairs)))
     for t, s in enumerate(stats):
         assert s.influence is not None
@@ -507,10 +507,10 @@ def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
                 interval: str | None = None, max_grade: float | None = None
                 ) -> pd.DataFrame:
     """P@k, DCG, nDCG and R@k by importance sampling (eq. 4) from an ``importance`` sample, with
-    ``interval`` intervals (``clt``, ``hoeffding``, ``bernstein``; see the module docstring).
+    ``interval`` intervals (``normal``, ``hoeffding``, ``bernstein``; see the module docstring).
     ``max_grade`` bounds DCG's gain for the Hoeffding and Bernstein ranges (default: the
     largest judged grade in the sample). ``interval`` unset: the estimator's ``interval``
-    option (``DCG~is(interval=hoeffding)``; default ``clt``)."""
+    option (``DCG~is(interval=hoeffding)``; default ``normal``)."""
     if interval is None:
         interval = str(spec.option("interval"))
     stats = _stats(views, sample, spec, level, interval, max_grade)
@@ -532,6 +532,4 @@ register_family(EstimatorFamily(
                  ("R", "required"))),
     designs=("importance",),
     compute=each_measure(estimate_is), parts=is_parts, differences=is_differences,
-    options=(Param("interval", str, DEFAULT_INTERVAL, "the intervals: clt (eq. 16, normal), "
-                   "hoeffding (eq. 17, exact, sample-independent) or bernstein (empirical "
-                   "Bernstein, Maurer & Pontil 2009)", choices=INTERVALS),)))
+    options=(pick("interval", INTERVALS, DEFAULT_INTERVAL),)))

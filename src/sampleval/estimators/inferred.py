@@ -33,8 +33,8 @@ run-level (not frame-level) stratum sizes in infNDCG, and the rounding of N_g. R
 to depth 1000 as the script does; documents outside the frame are ignored by every sum.
 Relevance is ``label >= level`` (the script's ``rel > 0`` for level 1).
 
-Variances (for intervals; the script reports none), option ``var`` (``xinfAP(var=...)``,
-``infAP(var=...)``). Both infAP and xinfAP are ratios of two stratified estimates, T/R with
+Variances (for intervals; the script reports none), option ``variance`` (``xinfAP(variance=...)``,
+``infAP(variance=...)``). Both infAP and xinfAP are ratios of two stratified estimates, T/R with
 T = sum_h (N_h/n_h) sum_{sampled d in h} y_d (y_d: the estimated precision at d, PC_d, when d
 is relevant and retrieved, else 0) and R = sum_h (N_h/n_h) sum x_d (x_d: d relevant); infAP
 is the one-stratum case. Three estimates of Var(T/R):
@@ -134,7 +134,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
-from sampleval.declare import Param
+from sampleval.estimation.options import pick
 from sampleval.estimation.result import FEW_OPTION, few_floor, summarise
 from sampleval.estimators._kernels import (
     INFAP_EPSILON,
@@ -154,12 +154,8 @@ from sampleval.estimators.imputation import infap_share, nist_share
 from sampleval.estimators.names import EstimateSpec
 
 VARIANCES = ("jackknife", "appendix", "linear")
-VAR_OPTION = Param("var", str, "jackknife", "variance of the estimate: jackknife (stratified "
-                   "delete-one), appendix (Yilmaz, Kanoulas & Aslam 2008, Appendix) or "
-                   "linear (linearised ratio, independent precisions)", choices=VARIANCES)
-BIAS_OPTION = Param("bias", str, "none", "bias of the estimate: none (as trec_eval and "
-                    "sample_eval compute it) or jackknife (less the stratified delete-one "
-                    "jackknife's bias estimate, Quenouille/Jones)", choices=("none", "jackknife"))
+VAR_OPTION = pick("variance", VARIANCES, "jackknife")
+BIAS_OPTION = pick("bias", ("jackknife", "none"), "none")
 
 
 # -- infAP (trec_eval) -------------------------------------------------------------------------
@@ -424,7 +420,7 @@ def estimate_trec_eval(run_names: tuple[str, ...], views: list[TopicView], sampl
     ``infap_topic``)."""
     frames = []
     for spec in specs:
-        results = [infap_topic(v, level, spec.option("var"), spec.option("bias"))
+        results = [infap_topic(v, level, spec.option("variance"), spec.option("bias"))
                    for v in views]
         values = np.array([r[0] for r in results]).reshape(len(views), len(run_names))
         variances = few_floor(values, np.array([r[1] for r in results]).reshape(
@@ -441,7 +437,7 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
     wanted = {"AP": ("xinfAP", "variance"), "nDCG": ("infNDCG",), "P": ("rel_ret",),
               "NumRelRet": ("rel_ret",), "NumRel": ()}
     parts = frozenset(p for spec in specs for p in wanted[spec.base])
-    variants = list(dict.fromkeys(spec.option("var") for spec in specs if spec.base == "AP"))
+    variants = list(dict.fromkeys(spec.option("variance") for spec in specs if spec.base == "AP"))
     first = variants[0] if variants else VAR_OPTION.default
     biased = any(spec.option("bias") == "jackknife" for spec in specs if spec.base == "AP")
     per_topic = [nist_topic(v, level, parts, first, "jackknife" if biased else "none")
@@ -462,7 +458,7 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
             values = stack([t["xinfAP"] for t in per_topic])
             if spec.option("bias") == "jackknife":
                 values = values - stack([t["xinfAP_bias"] for t in per_topic])
-            variances = few_floor(values, stack(var_of[spec.option("var")]), views, level,
+            variances = few_floor(values, stack(var_of[spec.option("variance")]), views, level,
                                  spec.option("few"))
         elif spec.base == "nDCG":
             values = stack([t["infNDCG"] for t in per_topic])
@@ -479,7 +475,7 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
 register_family(EstimatorFamily(
     name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
     reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
-    bases=(Base("AP", alias="infAP", options=("var", "bias", "few")),),
+    bases=(Base("AP", alias="infAP", options=("variance", "bias", "few")),),
     designs=("stratified", "census"),
     compute=estimate_trec_eval, options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION),
     imputed=infap_share))
@@ -488,7 +484,7 @@ register_family(EstimatorFamily(
     name="nist", title="NIST sample_eval's xinfAP, infNDCG, iP@k, inum_rel, inum_rel_ret",
     reference="Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4 and Appendix; NIST "
               "sample_eval.pl",
-    bases=(Base("AP", alias="xinfAP", options=("var", "bias", "few")),
+    bases=(Base("AP", alias="xinfAP", options=("variance", "bias", "few")),
            Base("nDCG", alias="infNDCG"),
            Base("P", "required", alias="iP"),
            Base("NumRel", alias="inum_rel"),

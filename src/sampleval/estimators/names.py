@@ -2,9 +2,10 @@
 established names (``infAP``, ``xinfAP``, ``infNDCG``, ``iP@10``, ``inum_rel``, ``statAP``),
 all taken from the families' declarations (:mod:`sampleval.estimators.family`).
 
-A family's options follow the name ir_measures-style, in parentheses, either after the whole
-name or after the base: ``xinfAP(var=appendix)``, ``AP~ht(var=jackknife,ap=paper)``,
-``AP(var=jackknife)@10~ht``. Names are case-insensitive where that is unambiguous (``ap~ht``,
+A family's options (the one vocabulary of :mod:`sampleval.estimation.options`) follow the name
+ir_measures-style, in parentheses, either after the whole name or after the base:
+``xinfAP(variance=appendix)``, ``AP~ht(variance=jackknife,ap=paper)``,
+``AP(variance=jackknife)@10~ht``. Names are case-insensitive where that is unambiguous (``ap~ht``,
 ``XINFAP``, ``ndcg@10~HT``); an unknown name gets a "did you mean".
 """
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sampleval.declare import did_you_mean, parse_assignments
 from sampleval.errors import SampleValError, UsageError
+from sampleval.estimation.options import canonical, given_names, unknown_option
 from sampleval.estimators.defaults import CUTOFF, DEFAULTS, default_name
 from sampleval.estimators.family import FAMILIES, EstimatorFamily
 
@@ -33,10 +35,11 @@ class EstimateSpec:
     """One estimated measure: its family, base measure, cutoff, options, and the name it
     prints as. Made only for what the family declares (UsageError otherwise).
 
-    ``options`` are ``(name, value)`` pairs of the family's declared options that this base
-    takes; values are converted and checked by the option's declaration, and options at
-    their default are dropped, so that ``xinfAP(var=jackknife)`` and ``xinfAP`` (when
-    jackknife is the default) are the same estimate, printed ``xinfAP``.
+    ``options`` are ``(name, value)`` pairs of the options this base takes; old spellings
+    are read as the vocabulary's (with a FutureWarning), values are converted and checked by
+    the option's declaration, they are kept in the vocabulary's order, and options at their
+    default are dropped, so that ``xinfAP(variance=jackknife)`` and ``xinfAP`` (when jackknife
+    is the default) are the same estimate, printed ``xinfAP``.
     """
 
     family: str
@@ -59,8 +62,8 @@ class EstimateSpec:
             raise UsageError(f"{self.name}: {replace(self, cutoff=None).name} takes no cutoff")
         if self.cutoff is not None and self.cutoff < 1:
             raise UsageError(f"{self.name}: the cutoff must be at least 1")
-        object.__setattr__(self, "options", _checked_options(family, declared.options,
-                                                             self.options, self._plain_name))
+        object.__setattr__(self, "options", _checked_options(family, self.base, self.options,
+                                                             self._plain_name))
 
     @property
     def _plain_name(self) -> str:
@@ -73,53 +76,55 @@ class EstimateSpec:
     @property
     def name(self) -> str:
         """``xinfAP``, ``AP@10~ht``, with the options not at their default:
-        ``AP~ht(var=linear)``."""
+        ``AP~ht(variance=linear)``."""
         if not self.options:
             return self._plain_name
         return f"{self._plain_name}({','.join(f'{k}={v}' for k, v in self.options)})"
 
     @property
     def full_name(self) -> str:
-        """The name with every option its base takes, defaults included:
-        ``AP~ht(var=jackknife,bias=taylor,ap=ours,few=moment,interval=bias-aware)``; two
-        specs with the same ``full_name`` compute the same thing whatever the defaults of
-        the day (``simulate`` records it)."""
-        family = FAMILIES[self.family]
-        declared = family.base(self.base)
-        taken = [p.name for p in family.options if declared and p.name in declared.options]
+        """The fully resolved name: every option its base takes at its value, defaults
+        included, in the vocabulary's order:
+        ``AP~ht(ap=ours,bias=taylor,variance=jackknife,few=moment,interval=bias-aware)``;
+        two specs with the same ``full_name`` compute the same thing whatever the defaults
+        of the day (every result carries it; ``simulate`` records it)."""
+        taken = [p.name for p in FAMILIES[self.family].params(self.base)]
         if not taken:
             return self._plain_name
         return f"{self._plain_name}({','.join(f'{k}={self.option(k)}' for k in taken)})"
 
     def option(self, name: str) -> Any:
-        """The value of option ``name``: as given, else its declared default."""
+        """The value of option ``name``: as given, else its base's declared default."""
         for key, value in self.options:
             if key == name:
                 return value
-        declared = FAMILIES[self.family].option(name)
+        declared = FAMILIES[self.family].option(name, self.base)
         if declared is None:
-            raise KeyError(f"the {self.family} family has no option {name!r}")
+            raise KeyError(f"{self._plain_name} has no option {name!r}")
         return declared.default
 
 
-def _checked_options(family: EstimatorFamily, allowed: tuple[str, ...],
+def _checked_options(family: EstimatorFamily, base: str,
                      given: tuple[tuple[str, Any], ...], name: str
                      ) -> tuple[tuple[str, Any], ...]:
-    """``given`` converted by their declarations, in declaration order, defaults dropped."""
+    """``given`` in the vocabulary's spelling (an old one warns:
+    :func:`~sampleval.estimation.options.canonical`), converted by the base's declarations,
+    in the vocabulary's order, defaults dropped."""
+    params = {p.name: p for p in family.params(base)}
     values: dict[str, Any] = {}
-    for given_key, value in given:
-        key = _case_insensitive(given_key, list(allowed))
+    for given_key, given_value in given:
+        new_key, value = canonical(given_key, given_value, name)
+        key = _case_insensitive(new_key, list(params))
         if key is None:
-            takes = f"takes {', '.join(allowed)}" if allowed else "takes no options"
-            raise UsageError(f"{name} has no option {given_key!r}"
-                             f"{did_you_mean(given_key, list(allowed))} ({name} {takes})")
-        param = family.option(key)
-        assert param is not None
+            raise unknown_option(given_key, list(params), name)
+        if key in values:
+            raise UsageError(f"{name}: option {key} is given twice")
+        param = params[key]
         if param.choices and isinstance(value, str):
             value = _case_insensitive(value, [str(c) for c in param.choices]) or value
         values[key] = param.convert(value, name)
-    return tuple((p.name, values[p.name]) for p in family.options
-                 if p.name in values and values[p.name] != p.default)
+    return tuple((k, values[k]) for k, p in params.items()
+                 if k in values and values[k] != p.default)
 
 
 def established_names() -> dict[str, tuple[str, str]]:
@@ -136,14 +141,14 @@ def _case_insensitive(name: str, known: list[str]) -> str | None:
 
 
 def parse_estimate(text: str) -> EstimateSpec:
-    """Parse ``AP~ht``, ``P@10~is``, ``xinfAP``, ``iP@10``, ``xinfAP(var=appendix)`` ...
+    """Parse ``AP~ht``, ``P@10~is``, ``xinfAP``, ``iP@10``, ``xinfAP(variance=appendix)`` ...
     (case-insensitive where unambiguous); UsageError when unknown."""
     text = text.strip()
     match = _FORM.match(text)
     if match is None:
         raise UsageError(f"cannot read the estimated measure {text!r} (write BASE~FAMILY, "
                          "e.g. AP~ht or P@10~ht, or an established name such as xinfAP, "
-                         "options in parentheses: xinfAP(var=appendix))")
+                         "options in parentheses: xinfAP(variance=appendix))")
     if match["early"] is not None and match["late"] is not None:
         raise UsageError(f"{text!r}: give the options once, in one pair of parentheses")
     base, cut, family = match["base"], match["cut"], match["family"]
@@ -170,13 +175,41 @@ def parse_estimate(text: str) -> EstimateSpec:
     return EstimateSpec(family, base, cutoff, options)
 
 
+GIVEN, TABLE, FAMILY = "given", "defaults table", "family default"
+"""Where an option's value came from (:func:`option_sources`)."""
+
+
+def option_sources(asked: str, spec: EstimateSpec) -> list[tuple[str, Any, str]]:
+    """Each option of ``spec`` (what ``asked``, an estimator's name or a plain measure,
+    resolved to), in the vocabulary's order: (name, value, where the value came from):
+    :data:`GIVEN` (named in ``asked``), :data:`TABLE` (a plain measure's estimator, named with
+    that option by the defaults table of :mod:`sampleval.estimators.defaults`) or
+    :data:`FAMILY` (the family's default for the measure)."""
+    match = _FORM.match(asked.strip())
+    taken = [p.name for p in FAMILIES[spec.family].params(spec.base)]
+    if match is None or not names_an_estimator(asked):
+        named, source = {k for k, _ in spec.options}, TABLE
+    else:
+        named = given_names(match["early"] or match["late"] or "", taken)
+        source = GIVEN
+    return [(k, spec.option(k), source if k in named else FAMILY) for k in taken]
+
+
+def names_an_estimator(text: str) -> bool:
+    """Whether ``text`` names an estimator (``AP~ht``, ``xinfAP``), not a plain measure
+    (``AP``, ``P@10``) that the defaults table resolves."""
+    match = _FORM.match(text.strip())
+    return match is not None and (match["family"] is not None or _case_insensitive(
+        match["base"], list(established_names())) is not None)
+
+
 def _options(text: str, whole: str) -> dict[str, str]:
-    """``var=appendix,ap=paper`` as a dict (values still text)."""
+    """``variance=appendix,ap=paper`` as a dict (values still text)."""
     try:
         return parse_assignments(text, separator=",")
     except UsageError:
         raise UsageError(f"{whole!r}: options are NAME=VALUE, separated by commas, e.g. "
-                         "xinfAP(var=appendix)") from None
+                         "xinfAP(variance=appendix)") from None
 
 
 def estimator_for(base: str, cutoff: int | None, design: str,

@@ -27,10 +27,10 @@ Power tuning (PPI++: Angelopoulos, Duchi & Zrnic, arXiv 2311.01453, 2023): lam m
 variance, lam = G^-1 c over the predictions' forms, summed over the runs; cross-fitted over
 the other topics for the linear measures, plug-in for the ratios (``tuning``; :func:`tuned`),
 clipped to [0, 1]. A ratio whose denominator estimate is impossible (below what the sample
-shows) takes lam = 0 for that topic and run. Ratio bias (``bias`` for AP, ``correction`` for
-R@k, Rprec and nDCG): taylor (the first-order term, Cochran 1977, ch. 6), jackknife
+shows) takes lam = 0 for that topic and run. Ratio bias (``bias``, for AP, R@k, Rprec and
+nDCG): taylor (the first-order term, Cochran 1977, ch. 6), jackknife
 (stratified, (1 - pi)-weighted or over the draws; Quenouille 1956, Jones 1974),
-taylor-jackknife (stratified only), design (AP's default: taylor-jackknife on stratified
+taylor-jackknife (stratified only), by-design (AP's default: taylor-jackknife on stratified
 samples, jackknife over draws, taylor elsewhere), none; ``interval=bias-aware`` widens AP's
 interval by the estimated remaining bias; ``few`` floors AP's variance
 (:mod:`sampleval.estimation.result`). Every option value, the variance of a difference of
@@ -54,11 +54,11 @@ import pandas as pd
 
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
-from sampleval.declare import Param
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.estimands import _contrast, _delta, _run_docs, rank_cut
 from sampleval.estimation.engine.kernels import stratum_spreads
 from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
+from sampleval.estimation.options import RATIO_BIAS, pick
 from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
 from sampleval.estimators.anticipated import (
     Population,
@@ -82,7 +82,7 @@ from sampleval.estimators.names import EstimateSpec, draws_reach_every_document
 FORMS = ("ht", "draws")
 TUNINGS = ("by-measure", "cross-fit", "plug-in", "none")
 GAPS = ("jackknife", "taylor")  # the two first-order corrections a draws interval compares
-CORRECTED = ("AP", *TAKE_CORRECTION)  # the ratios corrected (``bias``, ``correction``)
+CORRECTED = ("AP", *TAKE_CORRECTION)  # the ratios corrected (``bias``)
 _GRADED = ("DCG", "nDCG")
 
 
@@ -253,12 +253,12 @@ def has_inclusion(sample: Sample) -> bool:
 
 
 def chosen_form(sample: Sample, spec: EstimateSpec) -> str:
-    """The form ``spec``'s ``form`` option asks for on ``sample``: ``design`` as
+    """The form ``spec``'s ``weights`` option asks for on ``sample``: ``by-design`` as
     :func:`sample_form` says; ``draws`` wherever the sample records its draws and ``ht``
     wherever it has inclusion probabilities, each the other form on a sample that lacks what
     it needs (a census has no draws, importance draws no inclusion probabilities), so that
     one request applies to samples of every design."""
-    option = spec.option("form")
+    option = spec.option("weights")
     default = sample_form(sample, spec.base)
     if option == "draws" and sample.draws is not None:
         return "draws"
@@ -600,8 +600,8 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``by-measure``, ``cross-fit``, ``plug-in``, ``none``; the module
     docstring);
-    ``bias`` (None: AP's ``bias`` option, ``design`` resolved, or R@k's, Rprec's and nDCG's
-    ``correction``, by :func:`design_bias`; ``none`` for the other measures): ``taylor``, a
+    ``bias`` (None: the ``bias`` option, AP's ``by-design`` resolved, by
+    :func:`design_bias`; ``none`` for the other measures): ``taylor``, a
     ratio less its estimated first-order bias (:func:`taylor_bias`), ``jackknife``,
     ``taylor-jackknife`` (AP). ``remaining``
     holds the bias estimate that widens a bias-aware interval: taylor-jackknife's b, or
@@ -745,8 +745,8 @@ def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Samp
                         level: float, pairs: np.ndarray | None = None) -> PPIResult:
     """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
     per-draw (Hansen-Hurwitz) estimate and its design variance, AP's with its ``bias``
-    option and R@k's, Rprec's and nDCG's with their ``correction`` (``~hh``,
-    :mod:`.hansen_hurwitz`); equal to ``~ppi(form=draws,variance=design)`` with predictions
+    option and R@k's, Rprec's and nDCG's with theirs (``~hh``,
+    :mod:`.hansen_hurwitz`); equal to ``~ppi(weights=draws,variance=design)`` with predictions
     all 0. Needs no predictions."""
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
               for view in views]
@@ -770,14 +770,14 @@ def _pair_variance(spec: EstimateSpec, level: float, data: TopicData, lam: np.nd
 
 
 def design_bias(spec: EstimateSpec, units: Units) -> str:
-    """The ratio's correction for a topic's ``units``: R@k's, Rprec's and nDCG's ``correction``
-    option (taylor or none); AP's ``bias`` option with ``design`` resolved,
+    """The ratio's correction for a topic's ``units``: the ``bias`` option (R@k's, Rprec's
+    and nDCG's taylor or none); AP's with ``by-design`` resolved,
     taylor-jackknife on stratified samples (the ``ht`` form with strata), jackknife over
     draws, taylor on the other designs (module docstring, "Ratio bias")."""
     if spec.base != "AP":
-        return str(spec.option("correction"))
+        return str(spec.option("bias"))
     bias = str(spec.option("bias"))
-    if bias != "design":
+    if bias != "by-design":
         return bias
     if units.strata is not None:
         return "taylor-jackknife"
@@ -1309,7 +1309,7 @@ def minimising(gram: np.ndarray, cross: np.ndarray) -> np.ndarray:
 
 def _topics(views: list[TopicView], sample: Sample, spec: EstimateSpec, form: str | None,
             made: dict[str, list[TopicData]]) -> list[TopicData]:
-    """Each topic's units in ``form`` (None: ``spec``'s ``form`` option on the sample,
+    """Each topic's units in ``form`` (None: ``spec``'s ``weights`` option on the sample,
     :func:`chosen_form`), made once per form into ``made``."""
     chosen = form or chosen_form(sample, spec)
     if (spec.base == "AP" and spec.option("bias") == "taylor-jackknife"
@@ -1365,7 +1365,7 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
                  form: str | None = None) -> pd.DataFrame:
     """Prediction-powered estimates of ``specs`` for every run and topic (and their mean),
     with normal intervals at level ``ci`` (AP's bias-aware as ``interval`` says); the form
-    is ``form`` if given, else each spec's ``form`` option (``design``: by the sample's
+    is ``form`` if given, else each spec's ``weights`` option (``by-design``: by the sample's
     design, :func:`sample_form`), and each spec's ``tuning`` option as the module docstring
     says. The measures share each form's units."""
     made: dict[str, list[TopicData]] = {}
@@ -1382,58 +1382,22 @@ register_family(EstimatorFamily(
     name="ppi", title="prediction-powered (difference) estimators: predictions for every "
                       "document, corrected by the sample's residuals; power-tuned",
     reference="Sarndal et al. 1992, ch. 6; Angelopoulos et al. 2023 (PPI, PPI++)",
-    bases=tuple(Base(name, cutoff, options=("tuning", "form", *extra))
+    bases=tuple(Base(name, cutoff, options=("tuning", "weights", *extra))
                 for name, cutoff, extra in (
                     ("AP", "optional", ("bias", "interval", "few")),
                     ("P", "required", ("variance",)),
-                    ("R", "required", ("correction",)),
-                    ("Rprec", "no", ("cut", "correction")),
-                    ("nDCG", "optional", ("correction",)),
+                    ("R", "required", (RATIO_BIAS,)),
+                    ("Rprec", "no", ("cut", RATIO_BIAS)),
+                    ("nDCG", "optional", (RATIO_BIAS,)),
                     ("DCG", "optional", ("variance",)), ("NumRel", "no", ("variance",)))),
     designs=("census", "stratified", "poisson", "inclusion", "with-replacement",
              "importance"),
     compute=estimate_ppi, parts=ppi_parts, differences=ppi_differences,
     needs_predictions=True,
-    options=(
-        Param("tuning", str, "by-measure", "the coefficient lam on the predictions: "
-              "by-measure (cross-fit for P@k, DCG and NumRel, plug-in for the ratios AP, "
-              "R@k, Rprec and nDCG), cross-fit (power-tuned on the other topics, shrunk, in "
-              "[0, 1]), plug-in (on every topic, in [0, 1]) or none (lam = 1, the plain "
-              "difference estimator)", choices=TUNINGS),
-        Param("bias", str, "design", "AP's ratio bias: design (taylor-jackknife on "
-              "stratified samples, jackknife over draws, taylor on the other designs), taylor "
-              "(less the ratio's first-order bias, (AP V(R) - C(N, R))/R^2), jackknife (less "
-              "the delete-one jackknife's bias estimate, stratified on stratified samples, "
-              "over the draws for the per-draw form, with the jackknife variance), "
-              "taylor-jackknife (taylor, less the stratified jackknife's estimate of the bias "
-              "it keeps, each replicate with its own Taylor term; stratified samples only) "
-              "or none",
-              choices=("design", "taylor", "taylor-jackknife", "jackknife", "none")),
-        Param("correction", str, "taylor", "R@k's, Rprec's and nDCG's ratio bias: taylor "
-              "(less its first-order bias, (Q V(R) - C(N, R))/R^2, as AP's bias=taylor) or "
-              "none (the plain ratio, as ~ht(correction=none))", choices=("taylor", "none")),
-        Param("interval", str, "bias-aware", "AP's interval: bias-aware (z standard errors "
-              "either side, widened by an estimate |b| of the bias the correction leaves: "
-              "with taylor-jackknife the jackknife's b, as AP~ht's; over draws, with "
-              "jackknife or taylor, the gap between the two corrections, as AP~hh's; normal "
-              "elsewhere) or normal (z standard errors either side)",
-              choices=("bias-aware", "normal")),
-        Param("form", str, "design", "design (Horvitz-Thompson wherever the design has "
-              "inclusion probabilities, but per-draw for importance samples, for ratio "
-              "measures on active samples, and for every measure on active samples drawn "
-              "with a uniform share), ht (wherever the sample has inclusion "
-              "probabilities), or draws (the per-draw form wherever the sample records its "
-              "draws: unbiased under adaptive draws; for P@k on active samples a much higher "
-              "variance)",
-              choices=("design", *FORMS)),
-        Param("variance", str, "anticipated", "P@k's, DCG@k's and NumRel's variance on "
-              "stratified samples and over draws (active samples with a uniform share, "
-              "importance samples): anticipated (the design's variance expected under a model "
-              "of the labels learnt from every topic's judged documents: stable where good "
-              "predictions leave rare residuals; the design's where no model can be fitted) "
-              "or design (the design's variance estimator, as ~ht's; on the other designs "
-              "always)", choices=("anticipated", "design")),
-        Param("cut", str, "floor", "Rprec's cut, as Rprec~ht's: floor (rank floor(R-hat)) "
-              "or round (int(R-hat + 0.5))", choices=("floor", "round")),
-        FEW_OPTION,
-    )))
+    options=(pick("tuning", TUNINGS, "by-measure"),
+             pick("bias", ("by-design", "taylor", "taylor-jackknife", "jackknife", "none"),
+                  "by-design"),
+             pick("interval", ("bias-aware", "normal"), "bias-aware"),
+             pick("weights", ("by-design", *FORMS), "by-design"),
+             pick("variance", ("anticipated", "design"), "anticipated"),
+             pick("cut", ("floor", "round"), "floor"), FEW_OPTION)))

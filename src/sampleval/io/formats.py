@@ -19,20 +19,25 @@ FORMATS = ("table", "tsv", "json", "trec")
 
 
 ESTIMATE_NUMBERS = ("value", "lo", "hi", "frame_share", "imputed", "coverage")
+ESTIMATE_TEXTS = ("estimator",)
+"""The text columns of estimates in TSV and JSON: the fully resolved estimator."""
 """The numeric columns of ``estimate``'s results, in the order TSV and JSON give them
 (``coverage``: ``frame_share``'s old name, kept for one release)."""
 
 
-def to_tsv(results: pd.DataFrame, numbers: Sequence[str] = ("value",)) -> str:
+def to_tsv(results: pd.DataFrame, numbers: Sequence[str] = ("value",),
+           texts: Sequence[str] = ()) -> str:
     """``run topic measure`` and the ``numbers`` columns (``value``; estimates add ``lo hi
-    frame_share imputed coverage``), one row per (run, topic, measure), with a header."""
-    header = ["run", "topic", "measure", *numbers]
+    frame_share imputed coverage``), then the ``texts`` columns as they are (estimates:
+    ``estimator``), one row per (run, topic, measure), with a header."""
+    header = ["run", "topic", "measure", *numbers, *texts]
     labels = [results[c].astype(str).tolist() for c in ("run", "query_id", "measure")]
     count = {m: is_count(m) for m in set(labels[2])}  # once per measure, not per row
     cells = [[format_number(v, column == "value" and count[m]) for v, m in zip(
         results[column].to_numpy(dtype=np.float64).tolist(), labels[2], strict=True)]
         for column in numbers]
-    lines = ["\t".join(header), *map("\t".join, zip(*labels, *cells, strict=True))]
+    extra = [results[c].astype(str).tolist() for c in texts]
+    lines = ["\t".join(header), *map("\t".join, zip(*labels, *cells, *extra, strict=True))]
     return "\n".join(lines) + "\n"
 
 
@@ -44,16 +49,20 @@ def _rows(results: pd.DataFrame, numbers: list[str]) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True))
 
 
-def to_json(results: pd.DataFrame, numbers: Sequence[str] = ("value",)) -> str:
+def to_json(results: pd.DataFrame, numbers: Sequence[str] = ("value",),
+            texts: Sequence[str] = ()) -> str:
     """``{run: {topic: {measure: value}}}``, as pytrec_eval nests results (topic ``all``:
     the mean); with more ``numbers`` than the value, each cell is ``{"value": v, "lo": l,
-    ...}`` (null where a number does not apply)."""
+    ...}`` (null where a number does not apply), with the ``texts`` columns beside them
+    (estimates: ``estimator``)."""
     nested: dict[str, dict[str, dict[str, Any]]] = {}
-    for run, topic, measure, *values in _rows(results, list(numbers)):
+    extra = [results[c].astype(str).tolist() for c in texts]
+    for i, (run, topic, measure, *values) in enumerate(_rows(results, list(numbers))):
         cell: Any = values[0]
         if len(numbers) > 1:
             cell = {k: (None if math.isnan(v) else v) for k, v in zip(numbers, values,
                                                                        strict=True)}
+            cell.update({k: column[i] for k, column in zip(texts, extra, strict=True)})
         nested.setdefault(run, {}).setdefault(topic, {})[measure] = cell
     return json.dumps(nested, indent=1) + "\n"
 
