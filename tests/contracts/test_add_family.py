@@ -21,8 +21,8 @@ with no predictions and lam fixed (so, ~ht's numbers)."""
 import numpy as np
 
 from sampleval.estimation.result import TopicParts, floored, rows_of
-from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.ppi import ppi_values, topic_datas
+from sampleval.estimation.family import Base, EstimatorFamily, register_family
+from sampleval.estimation.families.ppi import ppi_values, topic_datas
 
 
 def parts(run_names, views, sample, spec, level):

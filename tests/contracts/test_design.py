@@ -30,9 +30,9 @@ from sampleval.core.pool import Pool
 from sampleval.core.run import Run
 from sampleval.core.sample import DESIGNS, HEADER, Sample
 from sampleval.errors import InputError, UsageError
-from sampleval.estimators.base import TopicView, topic_draws
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.setup import accepts
+from sampleval.estimation.engine.views import TopicView, topic_draws
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.setup import accepts
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_a_sample_carries_its_design_object() -> None:
 
 def test_the_units_of_draws_are_the_engines_draws() -> None:
     """``Design.units`` of an importance sample gives the draws the estimators read
-    (:func:`sampleval.estimators.base.topic_draws`), in order, with Q."""
+    (:func:`sampleval.estimation.engine.views.topic_draws`), in order, with Q."""
     runs = [Run.from_frame(pd.DataFrame({
         "query_id": "1", "doc_id": [f"d{i}" for i in rng.permutation(30)],
         "score": np.arange(30, 0, -1.0)}), f"r{k}")
@@ -138,7 +138,7 @@ def test_the_units_of_draws_are_the_engines_draws() -> None:
 def test_inclusion_is_known_where_the_engine_computes_it(design: Design) -> None:
     """``inclusion_known`` is what the prediction-powered family's ``has_inclusion`` decides
     by name today, for a sample with and without the rounds' tables."""
-    from sampleval.estimators.ppi import has_inclusion
+    from sampleval.estimation.families.ppi import has_inclusion
 
     frame = pd.DataFrame({"query_id": ["1"], "doc_id": ["a"], "relevance": [1.0],
                           "stratum": ["1"], "inclusion": [1.0]})

@@ -33,9 +33,9 @@ import test_contracts as contracts
 from sampleval.core.design import POISSON
 from sampleval.core.sample import Sample
 from sampleval.estimation.engine import estimands
-from sampleval.estimators import estimate
-from sampleval.estimators import horvitz_thompson as ht
-from sampleval.estimators.family import FAMILIES, Base
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.families import ht
+from sampleval.estimation.family import FAMILIES, Base
 from sampleval.measures import names
 from sampleval.measures.base import KERNELS
 from sampleval.measures.evaluation import evaluate

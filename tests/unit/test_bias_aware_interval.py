@@ -11,7 +11,7 @@ import pytest
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
-from sampleval.estimators import MEAN_TOPIC, estimate
+from sampleval.estimation.estimates import MEAN_TOPIC, estimate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from studies._cli import read_round5
 from studies.interval_coverage import draw, truth

@@ -20,16 +20,17 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import InputError, UsageError
-from sampleval.estimators import estimate, ppi
-from sampleval.estimators.base import relevance, topic_views
-from sampleval.estimators.names import parse_estimate
-from sampleval.estimators.ppi import (
+from sampleval.estimation.engine.views import relevance, topic_views
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.families import ppi
+from sampleval.estimation.families.ppi import (
     estimate_ppi,
     minimising,
     ppi_values,
     topic_data,
     tuned,
 )
+from sampleval.estimation.spec import parse_estimate
 from sampleval.io import write_qrels, write_run
 from sampleval.io.predictions import read_predictions, write_predictions
 from sampleval.measures.evaluation import evaluate
@@ -502,7 +503,7 @@ def test_ppi_needs_predictions_and_is_never_a_default(
     sample = sample_of(pool, qrels, "stratified")
     with pytest.raises(UsageError, match="needs predictions"):
         estimate(sample, runs, ["P@10~ppi"])
-    from sampleval.estimators import default_estimates
+    from sampleval.estimation.estimates import default_estimates
 
     assert not any("~ppi" in name for name in default_estimates(sample))
     stray = pd.DataFrame({"query_id": ["1"], "doc_id": ["nowhere"], "prediction": [0.5]})

@@ -114,15 +114,15 @@ def check_order(sample: str, runs: list[str], command: str = "estimate") -> None
 
 def depth_of(args: argparse.Namespace) -> int | str:
     """``-M N`` as given, else the sample's pool depth (:func:`setup_for`'s default)."""
-    from sampleval.estimators.setup import SAMPLE_DEPTH
+    from sampleval.estimation.setup import SAMPLE_DEPTH
 
     return SAMPLE_DEPTH if args.depth is None else int(args.depth)
 
 
 def run(args: argparse.Namespace) -> None:
+    from sampleval.estimation.estimates import estimate, largest_grade
     from sampleval.estimation.ranks import RANK_COLUMNS, ranked
-    from sampleval.estimators import estimate, largest_grade
-    from sampleval.estimators.setup import setup_for
+    from sampleval.estimation.setup import setup_for
     from sampleval.io import read_runs
     from sampleval.io.formats import ESTIMATE_NUMBERS, print_table, to_json, to_tsv
     from sampleval.io.predictions import read_predictions

@@ -30,8 +30,8 @@ from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
 if TYPE_CHECKING:
     from sampleval.core.sample import Sample, TopicSample
-    from sampleval.estimators.base import TopicView
-    from sampleval.estimators.names import EstimateSpec
+    from sampleval.estimation.engine.views import TopicView
+    from sampleval.estimation.spec import EstimateSpec
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
@@ -125,7 +125,7 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
     ``bias[topic, run]``, an estimate of each estimate's bias, widens its interval beyond z
     standard errors by |bias|, the mean's by |sum of the topics' biases| / T (a bias-aware
     interval: ``AP~ht(interval=bias-aware)``)."""
-    from sampleval.estimators.names import parse_estimate
+    from sampleval.estimation.spec import parse_estimate
 
     present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
     aggregate = aggregate_of(parse_estimate(measure).base)
@@ -181,7 +181,7 @@ def few_floor(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
 
 def takes_few(spec: EstimateSpec) -> bool:
     """Whether ``spec`` is an AP estimate whose family declares the ``few`` option for it."""
-    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimation.family import FAMILIES
 
     declared = FAMILIES[spec.family].base(spec.base)
     return spec.base == "AP" and declared is not None and "few" in declared.options

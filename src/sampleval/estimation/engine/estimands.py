@@ -15,7 +15,7 @@ HT variance estimator sum_{i,j in S} (pi_ij - pi_i pi_j)/pi_ij (z_i/pi_i)(z_j/pi
 = pi_i (unbiased when every pi_ij > 0; it can be negative, and the rows clip it at 0); for
 a ratio the HT variance of the residuals u_i = (a_i - Q-hat b_i)/B-hat. The delete-one
 jackknives over the same sums are :mod:`.replicates`'; the family that reads a Sample is
-:mod:`sampleval.estimators.horvitz_thompson`.
+:mod:`sampleval.estimation.families.ht`.
 """
 
 from __future__ import annotations

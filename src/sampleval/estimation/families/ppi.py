@@ -56,28 +56,28 @@ from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.estimation.engine.estimands import _contrast, _delta, _run_docs, rank_cut
-from sampleval.estimation.engine.kernels import stratum_spreads
-from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
-from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
-from sampleval.estimators.anticipated import (
+from sampleval.estimation.engine.anticipated import (
     Population,
     anticipated_variance,
     draws_population,
     label_model,
     population,
 )
-from sampleval.estimators.base import (
+from sampleval.estimation.engine.estimands import _contrast, _delta, _run_docs, rank_cut
+from sampleval.estimation.engine.kernels import stratum_spreads
+from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
+from sampleval.estimation.engine.views import (
     TopicView,
     gain,
     rank_coefficients,
     relevance,
     topic_draws,
 )
-from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.horvitz_thompson import TAKE_CORRECTION
-from sampleval.estimators.importance import ideal_dcg
-from sampleval.estimators.names import EstimateSpec, draws_reach_every_document
+from sampleval.estimation.families.ht import TAKE_CORRECTION
+from sampleval.estimation.families.importance import ideal_dcg
+from sampleval.estimation.family import Base, EstimatorFamily, register_family
+from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
+from sampleval.estimation.spec import EstimateSpec, draws_reach_every_document
 
 FORMS = ("ht", "draws")
 TUNINGS = ("by-measure", "cross-fit", "plug-in", "none")

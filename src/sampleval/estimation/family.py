@@ -1,10 +1,10 @@
 """The declaration of an estimator family: what it estimates, from which designs, and how.
 
 Each family module ends with one :func:`register_family` call; names (``AP~ht``,
-``xinfAP``), dispatch in :func:`sampleval.estimators.estimate`, ``sampleval methods`` and the
+``xinfAP``), dispatch in :func:`sampleval.estimation.estimates.estimate`, ``sampleval methods`` and the
 command lines' help are all built from these declarations, so a new family is one new module
 and nothing else. Registering a family changes no default: the default estimator of a plain
-measure on each design is the table of :mod:`sampleval.estimators.defaults`.
+measure on each design is the table of :mod:`sampleval.estimation.defaults`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from sampleval.core.sample import Sample
-    from sampleval.estimators.base import TopicView
-    from sampleval.estimators.names import EstimateSpec
+    from sampleval.estimation.engine.views import TopicView
+    from sampleval.estimation.spec import EstimateSpec
 
 # (run names, aligned topics, sample, the family's requested measures, level, ci) -> rows
 FamilyFunction = Callable[
@@ -80,12 +80,12 @@ class EstimatorFamily:
     (None: the family imputes nothing) gives the share of each estimate that its smoothing
     constants make up, so that ``estimate`` can flag the estimates that are mostly a guess;
     ``needs_predictions``: the family reads predicted relevance (``TopicView.predictions``),
-    so :func:`sampleval.estimators.estimate` refuses it without predictions; ``differences``
+    so :func:`sampleval.estimation.estimates.estimate` refuses it without predictions; ``differences``
     (None: not offered) estimates the difference of two runs per topic with the variance of
     that difference, which
     :mod:`sampleval.estimation.compare` uses for the paired test's degrees of freedom; ``parts``
     (None: read from the rows, no bias) gives the per-topic estimates, variances and the
-    biases that widen the intervals (:func:`~sampleval.estimators.base.summarise`), which
+    biases that widen the intervals (:func:`~sampleval.estimation.engine.views.summarise`), which
     :mod:`sampleval.judging.confident` plans with.
     """
 
@@ -154,7 +154,8 @@ class EstimatorFamily:
         return lines
 
 
-FAMILIES: Registry[EstimatorFamily] = Registry("estimator family", "sampleval.estimators")
+FAMILIES: Registry[EstimatorFamily] = Registry("estimator family",
+                                              "sampleval.estimation.families")
 
 
 def register_family(family: EstimatorFamily) -> EstimatorFamily:

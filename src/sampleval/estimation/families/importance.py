@@ -63,10 +63,10 @@ import pandas as pd
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.views import TopicView, gain, relevance
+from sampleval.estimation.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimation.result import TopicParts, summarise, z_value
-from sampleval.estimators.base import TopicView, gain, relevance
-from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.spec import EstimateSpec
 
 INTERVALS = ("clt", "hoeffding", "bernstein")
 DEFAULT_INTERVAL = "clt"

@@ -56,10 +56,10 @@ from sampleval.estimation.engine.replicates import (
     taylor_jackknife,
     taylor_jackknife_independent,
 )
+from sampleval.estimation.engine.views import TopicView, gain, relevance
+from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
-from sampleval.estimators.base import TopicView, gain, relevance
-from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.spec import EstimateSpec
 
 BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
 VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
@@ -112,7 +112,7 @@ def differences_ht(run_names: tuple[str, ...], views: list[TopicView], sample: S
 
 class TopicEstimate(NamedTuple):
     """One topic's estimates, their variances and the estimated bias that widens their
-    intervals (AP's ``interval=bias-aware``: :func:`~sampleval.estimators.base.summarise`;
+    intervals (AP's ``interval=bias-aware``: :func:`~sampleval.estimation.engine.views.summarise`;
     0 elsewhere)."""
 
     value: np.ndarray

@@ -108,7 +108,7 @@ is 0.83 of the corrected estimates' spread over the trials (docs/methods.md, "Ra
 Not the default AP estimator. A plain ``AP`` asked of a stratified sample (``uniform``,
 ``strata``, ``stratified``, NIST sampled qrels) or a census resolves to ``AP~ht`` (Li &
 Kanoulas, CIKM 2017, sec. 3: their AP-hat, the estimator of the ``stratified`` method's
-paper), not to xinfAP (:mod:`sampleval.estimators.defaults`; infNDCG stays the default
+paper), not to xinfAP (:mod:`sampleval.estimation.defaults`; infNDCG stays the default
 nDCG without a cutoff). The reason is interval coverage. Coverage of the 95% interval of each
 run's mean over topics,
 TREC-COVID round 5, depth 100, 126 runs (docs/methods.md, "Residual bias, and topics with
@@ -135,8 +135,8 @@ import pandas as pd
 
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
-from sampleval.estimation.result import FEW_OPTION, few_floor, summarise
-from sampleval.estimators._kernels import (
+from sampleval.estimation.engine.views import TopicView
+from sampleval.estimation.families._inferred_kernels import (
     INFAP_EPSILON,
     NIST_MAX_RESULTS,
     VAR_APPENDIX,
@@ -148,10 +148,10 @@ from sampleval.estimators._kernels import (
     ratio_variance_sums,
     srs_variance,
 )
-from sampleval.estimators.base import TopicView
-from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.imputation import infap_share, nist_share
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.family import Base, EstimatorFamily, register_family
+from sampleval.estimation.imputation import infap_share, nist_share
+from sampleval.estimation.result import FEW_OPTION, few_floor, summarise
+from sampleval.estimation.spec import EstimateSpec
 
 VARIANCES = ("jackknife", "appendix", "linear")
 VAR_OPTION = Param("var", str, "jackknife", "variance of the estimate: jackknife (stratified "
