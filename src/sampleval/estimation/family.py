@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sampleval.core.design import CAPABILITIES, as_design, designs
 from sampleval.declare import Param, Registry
+from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,8 +72,10 @@ class Base:
 class EstimatorFamily:
     """An estimator family (see the module docstring).
 
-    ``designs`` are the Sample designs the family accepts (any iterable of names, kept as a
-    tuple); ``compute`` estimates the requested measures for every run and topic;
+    ``requires`` names the design capabilities (:data:`sampleval.core.design.CAPABILITIES`)
+    a sample's design must have for the family to estimate from it (``has_joint_probabilities``
+    for Horvitz-Thompson variances, ``has_draws``, ``has_strata`` ...), so that a new design
+    with those capabilities is accepted with no edit here; ``compute`` estimates the requested measures for every run and topic;
     ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
     doubles, trec_eval floats); ``options`` are the estimator's named variants, written
     ir_measures-style after the measure's name (``xinfAP(var=appendix)``,
@@ -93,7 +97,7 @@ class EstimatorFamily:
     title: str
     reference: str
     bases: tuple[Base, ...]
-    designs: tuple[str, ...]
+    requires: tuple[str, ...]
     compute: FamilyFunction
     score_type: type[np.floating] = np.float32
     options: tuple[Param, ...] = ()
@@ -105,7 +109,11 @@ class EstimatorFamily:
                                       compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "designs", tuple(self.designs))
+        object.__setattr__(self, "requires", tuple(self.requires))
+        unknown = set(self.requires) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown design capabilities {sorted(unknown)} (one "
+                             f"of {', '.join(CAPABILITIES)})")
         self._by_name.update({b.name: b for b in self.bases})
         declared = {p.name for p in self.options}
         for b in self.bases:
@@ -123,8 +131,18 @@ class EstimatorFamily:
 
     def accepts(self, design: str) -> bool:
         """Whether the family estimates from samples of ``design`` (a Design, or its name):
-        by the names it declares (``designs``), the one place this is asked."""
-        return str(design) in self.designs
+        whether the design has every capability the family ``requires``; the one place this
+        is asked."""
+        try:
+            found = as_design(design)
+        except UsageError:  # not a design at all
+            return False
+        return all(getattr(found, capability) for capability in self.requires)
+
+    @property
+    def designs(self) -> tuple[str, ...]:
+        """The names of the registered designs the family accepts (for help texts)."""
+        return tuple(d.name for d in designs() if self.accepts(d))
 
     def estimates(self, base: str, cutoff: int | None, design: str) -> bool:
         """Whether the family estimates ``base[@cutoff]`` (a cutoff where its declaration

@@ -112,11 +112,8 @@ def setup_for(sample: Sample, measures: Sequence[str] | str | None = None, *,
 
 
 def accepts(family: EstimatorFamily, design: Design) -> bool:
-    """Whether ``family`` estimates from samples of ``design``: today by the names it
-    declares (``EstimatorFamily.designs``); the one place to ask, so that families can come
-    to declare the capability they need instead (``design.has_joint_probabilities`` for
-    ``ht`` and ``statAP``, ``has_draws`` for ``hh``, ``has_iid_draws`` for ``is``,
-    ``has_strata`` for NIST's inferred measures, ``is_probability_design`` for ``ppi``)."""
+    """Whether ``family`` estimates from samples of ``design``: whether the design has the
+    capabilities the family requires (:meth:`EstimatorFamily.accepts`)."""
     return family.accepts(design)
 
 

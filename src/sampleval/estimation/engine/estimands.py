@@ -28,6 +28,9 @@ import numpy as np
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.kernels import ap_contributions, quadratic
 
+TAKE_CORRECTION = ("R", "Rprec", "nDCG")
+"""The ratios besides AP that take the ``correction`` option (their core's ``taylor``)."""
+
 
 class HTEstimate(NamedTuple):
     """An estimate per run and its estimated variance, both ``[..., n_runs]``."""
@@ -361,3 +364,24 @@ def _cumulative_discount(n: np.ndarray) -> np.ndarray:
     top = int(n.max(initial=0))
     table = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, top + 2)))])
     return table[n.astype(np.int64)]
+
+
+def ideal_dcg(grades: np.ndarray, counts: np.ndarray, cutoff: int | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The ideal DCG@k of ``counts[g]`` documents of grade ``grades[g]`` (decreasing, positive),
+    counts possibly fractional, and its gradient in the counts.
+
+    With W(s) the discount mass of the first s ranks (linear within a rank) and C_j the number
+    of documents of the j highest grades, ideal = sum_j (g_j - g_{j+1}) W(C_j), g_{G+1} = 0,
+    and d ideal / d N_i = sum_{j >= i} (g_j - g_{j+1}) W'(C_j)."""
+    cum_counts = np.cumsum(counts, axis=0)
+    top = cutoff if cutoff is not None else int(np.ceil(cum_counts.max(initial=0.0))) + 1
+    discount = np.append(1.0 / np.log2(np.arange(2, top + 2)), 0.0)
+    mass = np.concatenate([[0.0], np.cumsum(discount[:top])])
+    whole = np.minimum(np.floor(cum_counts).astype(np.int64), top)
+    slope = discount[whole]
+    mass_at = mass[whole] + (cum_counts - whole) * slope
+    steps = (grades - np.append(grades[1:], 0.0)).reshape((-1,) + (1,) * (counts.ndim - 1))
+    ideal = (steps * mass_at).sum(axis=0)
+    gradient = np.cumsum((steps * slope)[::-1], axis=0)[::-1]
+    return ideal, gradient

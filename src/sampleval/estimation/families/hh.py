@@ -15,7 +15,7 @@ No ratio is unbiased: AP's ``bias`` option (jackknife, the default, Quenouille 1
 none) and the others' ``correction`` remove the first-order term (Cochran 1977, sec. 6.8).
 
 Every measure is the prediction-powered engine's ``draws`` form with predictions 0
-(:func:`sampleval.estimation.families.ppi.without_predictions`), so ``X~hh`` is
+(:func:`sampleval.estimation.engine.values.without_predictions`), so ``X~hh`` is
 ``X~ppi(form=draws,variance=design)`` with predictions all 0, value, interval and
 differences. Options: AP's ``bias``, ``interval`` (bias-aware: widened by the gap between
 the jackknife's and the Taylor correction) and ``few``; ``correction``; Rprec's ``cut``.
@@ -30,8 +30,8 @@ import numpy as np
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.values import without_predictions
 from sampleval.estimation.engine.views import TopicView
-from sampleval.estimation.families.ppi import without_predictions
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
 from sampleval.estimation.spec import EstimateSpec
@@ -43,7 +43,7 @@ def hh_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
     interval (AP's ``interval=bias-aware``: the difference between the jackknife's and the
     Taylor correction, module docstring; 0 elsewhere), each ``[topics, runs]``: the
     prediction-powered engine's ``draws`` form with every prediction 0
-    (:func:`~sampleval.estimation.families.ppi.without_predictions`)."""
+    (:func:`~sampleval.estimation.engine.values.without_predictions`)."""
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
     result = without_predictions(spec, views, sample, level)
@@ -78,7 +78,7 @@ register_family(EstimatorFamily(
            Base("R", "required", options=("correction",)),
            Base("Rprec", options=("cut", "correction")),
            Base("nDCG", "optional", options=("correction",))),
-    designs=("with-replacement", "importance"),
+    requires=("has_draws",),
     compute=rows_of(PARTS), parts=PARTS, differences=hh_differences,
     options=(
         Param("bias", str, "jackknife", "AP's ratio bias: jackknife (less Quenouille's "

@@ -36,6 +36,7 @@ from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.estimation.engine.estimands import (
+    TAKE_CORRECTION,
     Estimator,
     HTEstimate,
     _contrast,
@@ -63,10 +64,6 @@ from sampleval.estimation.spec import EstimateSpec
 
 BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
 VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
-
-
-TAKE_CORRECTION = ("R", "Rprec", "nDCG")
-"""The ratios besides AP that take the ``correction`` option (their core's ``taylor``)."""
 
 
 # -- the Sample-level entry -----------------------------------------------------------------
@@ -233,7 +230,7 @@ register_family(EstimatorFamily(
            Base("Rprec", options=("cut", "correction")),
            Base("nDCG", "optional", options=("correction",)),
            Base("DCG", "optional"), Base("NumRel")),
-    designs=("census", "stratified", "poisson", "inclusion", "with-replacement"),
+    requires=("has_joint_probabilities",),
     compute=rows_of(PARTS), differences=differences_ht, parts=PARTS,
     options=(
         Param("var", str, "jackknife", "AP's variance: jackknife (delete-one, of the "

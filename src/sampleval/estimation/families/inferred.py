@@ -480,7 +480,7 @@ register_family(EstimatorFamily(
     name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
     reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
     bases=(Base("AP", alias="infAP", options=("var", "bias", "few")),),
-    designs=("stratified", "census"),
+    requires=("has_strata",),
     compute=estimate_trec_eval, options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION),
     imputed=infap_share))
 
@@ -493,6 +493,6 @@ register_family(EstimatorFamily(
            Base("P", "required", alias="iP"),
            Base("NumRel", alias="inum_rel"),
            Base("NumRelRet", alias="inum_rel_ret")),
-    designs=("stratified", "census"),
+    requires=("has_strata",),
     compute=estimate_nist, score_type=np.float64,
     options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION), imputed=nist_share))

@@ -140,5 +140,5 @@ register_family(EstimatorFamily(
     name="stat", title="statAP: HT pair totals over R-hat, delta-method variance",
     reference="Aslam, Pavlu & Yilmaz, SIGIR 2006",
     bases=(Base("AP", "optional", alias="statAP"),),
-    designs=("census", "stratified", "poisson", "inclusion", "with-replacement"),
+    requires=("has_joint_probabilities",),
     compute=each_measure(estimate_statap)))
