@@ -90,7 +90,10 @@ class EstimatorFamily:
     :mod:`sampleval.estimation.compare` uses for the paired test's degrees of freedom; ``parts``
     (None: read from the rows, no bias) gives the per-topic estimates, variances and the
     biases that widen the intervals (:func:`~sampleval.estimation.engine.views.summarise`), which
-    :mod:`sampleval.judging.confident` plans with.
+    :mod:`sampleval.judging.confident` plans with; ``estimands``: the estimand kinds
+    (:data:`sampleval.measures.names.ESTIMANDS`) of which the family estimates every
+    declared measure besides its ``bases`` (``total``: a measure registered with a total as
+    its estimand is then ``NAME~FAMILY`` with no edit of the family).
     """
 
     name: str
@@ -103,10 +106,13 @@ class EstimatorFamily:
     options: tuple[Param, ...] = ()
     imputed: ImputedShare | None = None
     needs_predictions: bool = False
+    estimands: tuple[str, ...] = ()
     differences: DifferenceFunction | None = None
     parts: PartsFunction | None = None
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
+    _by_name_lower: set[str] = field(default_factory=set, init=False, repr=False,
+                                     compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "requires", tuple(self.requires))
@@ -115,6 +121,7 @@ class EstimatorFamily:
             raise ValueError(f"{self.name}: unknown design capabilities {sorted(unknown)} (one "
                              f"of {', '.join(CAPABILITIES)})")
         self._by_name.update({b.name: b for b in self.bases})
+        self._by_name_lower.update(b.name.lower() for b in self.bases)
         declared = {p.name for p in self.options}
         for b in self.bases:
             unknown = set(b.options) - declared
@@ -126,8 +133,18 @@ class EstimatorFamily:
         return next((p for p in self.options if p.name == name), None)
 
     def base(self, name: str) -> Base | None:
-        """The declared base measure ``name`` (None when the family does not estimate it)."""
-        return self._by_name.get(name)
+        """The base measure ``name`` the family estimates: one it declares, or a declared
+        measure whose estimand is among its ``estimands`` (None when it estimates neither)."""
+        declared = self._by_name.get(name)
+        if declared is not None or not self.estimands:
+            return declared
+        from sampleval.measures.names import estimand_of
+
+        spec = estimand_of(name)
+        if (spec is None or spec.key != name or spec.estimand not in self.estimands
+                or name.lower() in self._by_name_lower):
+            return None  # (a declared base in another case, "dcg", is that base's)
+        return Base(name, spec.cutoff)
 
     def accepts(self, design: str) -> bool:
         """Whether the family estimates from samples of ``design`` (a Design, or its name):

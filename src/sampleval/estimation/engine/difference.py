@@ -29,12 +29,12 @@ from sampleval.estimation.engine.estimands import (
     rank_cut,
 )
 from sampleval.estimation.engine.units import (
-    _GRADED,
-    LINEAR,
     TopicData,
     _frame_pairs,
     _linear,
     _pair_sums,
+    is_graded,
+    is_total,
 )
 from sampleval.estimation.engine.views import (
     gain,
@@ -81,7 +81,7 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
     (``[2, n_runs]``: the predictions' coefficients in the numerator and in the denominator
     of a ratio; a linear measure uses the first), with its linearised per-unit values
     (:class:`Parts`). The sums that do not depend on lam are made once, here."""
-    graded = spec.base in _GRADED
+    graded = is_graded(spec.base)
     value: Callable[[np.ndarray], np.ndarray] = (
         gain if graded else (lambda v: relevance(v, level)))
     y, f, frame_f = value(data.labels), value(data.predicted), value(data.frame.predicted)
@@ -95,7 +95,7 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
             data.frame.totals[key] = compute()
         return data.frame.totals[key]
 
-    if spec.base in LINEAR:
+    if is_total(spec.base):
         coef = rank_coefficients(spec.base, ranks, cut)
         total_y, share_y = _linear(coef, y, units)
         total_f, share_f = _linear(coef, f, units)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampleval.estimation.engine.units import LINEAR
+from sampleval.estimation.engine.units import is_total
 
 TUNINGS = ("by-measure", "cross-fit", "plug-in", "none")
 
@@ -18,7 +18,7 @@ def by_measure(base: str) -> str:
     """``tuning=by-measure``, the default: ``cross-fit`` for the linear measures (exactly
     unbiased), ``plug-in`` for the ratios (not exactly unbiased anyway; the module
     docstring, "Power tuning", says why with the figures)."""
-    return "cross-fit" if base in LINEAR else "plug-in"
+    return "cross-fit" if is_total(base) else "plug-in"
 
 
 def tuned(gram: np.ndarray, cross: np.ndarray, tuning: str) -> np.ndarray:

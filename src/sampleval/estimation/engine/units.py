@@ -36,10 +36,21 @@ from sampleval.estimation.engine.views import (
     topic_draws,
 )
 from sampleval.estimation.spec import EstimateSpec, draws_reach_every_document
+from sampleval.measures.names import estimand_of
 
 FORMS = ("ht", "draws")
-LINEAR = ("NumRel", "P", "DCG")
-_GRADED = ("DCG", "nDCG")
+def is_total(base: str) -> bool:
+    """Whether the measure ``base`` declares a total as its estimand (NumRel, P@k, DCG@k:
+    linear in the labels; :attr:`sampleval.measures.names.MeasureSpec.estimand`)."""
+    spec = estimand_of(base)
+    return spec is not None and spec.estimand == "total"
+
+
+def is_graded(base: str) -> bool:
+    """Whether the measure ``base`` sums gains (the grades) rather than relevance (DCG,
+    nDCG: :attr:`sampleval.measures.names.MeasureSpec.graded`)."""
+    spec = estimand_of(base)
+    return spec is not None and spec.graded
 
 
 @dataclass(frozen=True)
@@ -169,7 +180,7 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     if not has_inclusion(sample):
         return "draws"
     if sample.design.has_draws and (  # past has_inclusion: with-replacement draws
-            draws_reach_every_document(sample) or (base is not None and base not in LINEAR)):
+            draws_reach_every_document(sample) or (base is not None and not is_total(base))):
         return "draws"
     return "ht"
 

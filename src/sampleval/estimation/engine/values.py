@@ -31,9 +31,9 @@ from sampleval.estimation.engine.corrections import (
 from sampleval.estimation.engine.difference import Parts, topic_estimate
 from sampleval.estimation.engine.tuning import TUNINGS, by_measure, tuned
 from sampleval.estimation.engine.units import (
-    _GRADED,
-    LINEAR,
     TopicData,
+    is_graded,
+    is_total,
     topic_datas,
 )
 from sampleval.estimation.engine.views import (
@@ -140,7 +140,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
 def takes_anticipated(spec: EstimateSpec) -> bool:
     """Whether ``spec`` asks for the anticipated variance: a linear measure with
     ``variance=anticipated`` (the default)."""
-    return spec.base in LINEAR and spec.option("variance") == "anticipated"
+    return is_total(spec.base) and spec.option("variance") == "anticipated"
 
 
 def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicData],
@@ -152,7 +152,7 @@ def anticipated_variances(spec: EstimateSpec, level: float, topics: list[TopicDa
     document's p-bar recorded); the ``design`` variances of the other topics, and of all
     where no model can be fitted; with ``pairs``, of each pair's difference
     (``[topics, P]``)."""
-    graded = spec.base in _GRADED
+    graded = is_graded(spec.base)
     known = [(t, pop) for t, pop in enumerate(data.population() for data in topics)
              if pop is not None]
     predicted = [topics[t].frame_predicted[pop.docs] for t, pop in known]

@@ -78,7 +78,7 @@ register_family(EstimatorFamily(
            Base("R", "required", options=("correction",)),
            Base("Rprec", options=("cut", "correction")),
            Base("nDCG", "optional", options=("correction",))),
-    requires=("has_draws",),
+    requires=("has_draws",), estimands=("total",),
     compute=rows_of(PARTS), parts=PARTS, differences=hh_differences,
     options=(
         Param("bias", str, "jackknife", "AP's ratio bias: jackknife (less Quenouille's "

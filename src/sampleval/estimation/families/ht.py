@@ -47,6 +47,7 @@ from sampleval.estimation.engine.estimands import (
     precision,
     r_precision,
     recall,
+    weighted_total,
 )
 from sampleval.estimation.engine.replicates import (
     Corrected,
@@ -57,6 +58,7 @@ from sampleval.estimation.engine.replicates import (
     taylor_jackknife,
     taylor_jackknife_independent,
 )
+from sampleval.estimation.engine.units import is_graded
 from sampleval.estimation.engine.views import TopicView, gain, relevance
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
@@ -121,7 +123,8 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
                     level: float, pairs: np.ndarray | None = None) -> TopicEstimate:
     """One topic's estimate for every run (``pairs``: for every pair's difference), from its
     judged documents."""
-    estimator, graded = ESTIMATORS[spec.base]
+    estimator, graded = ESTIMATORS.get(spec.base) or (weighted_total(spec.base),
+                                                      is_graded(spec.base))
     judged = np.flatnonzero(view.sample.judged)
     labels = view.sample.labels[judged]
     y = gain(labels) if graded else relevance(labels, level)
@@ -230,7 +233,7 @@ register_family(EstimatorFamily(
            Base("Rprec", options=("cut", "correction")),
            Base("nDCG", "optional", options=("correction",)),
            Base("DCG", "optional"), Base("NumRel")),
-    requires=("has_joint_probabilities",),
+    requires=("has_joint_probabilities",), estimands=("total",),
     compute=rows_of(PARTS), differences=differences_ht, parts=PARTS,
     options=(
         Param("var", str, "jackknife", "AP's variance: jackknife (delete-one, of the "

@@ -132,7 +132,7 @@ register_family(EstimatorFamily(
                     ("Rprec", "no", ("cut", "correction")),
                     ("nDCG", "optional", ("correction",)),
                     ("DCG", "optional", ("variance",)), ("NumRel", "no", ("variance",)))),
-    requires=("is_probability_design",),
+    requires=("is_probability_design",), estimands=("total",),
     compute=estimate_ppi, parts=ppi_parts, differences=ppi_differences,
     needs_predictions=True,
     options=(
