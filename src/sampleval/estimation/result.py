@@ -56,6 +56,19 @@ def judged_relevant(topic: TopicSample, level: float) -> int:
     return int(np.count_nonzero(topic.judged & (topic.labels >= level)))
 
 
+def bias_widens(topic: TopicSample, level: float) -> bool:
+    """Whether a bias-aware interval is widened by the estimated bias on this topic: its
+    sample holds more than one judged document of non-zero relevance (a label above
+    ``level`` - 1, so that a vote share counts, as the estimators sum it). With one or none,
+    the jackknife's estimate of AP-hat's bias is degenerate (the replicate without the one
+    relevant document is 0, so b is about -AP-hat) and the ``few`` floor stands for the
+    topic's error instead (issue 29; docs/research/calibration.md, section 1); as
+    degenerate is the gap between the jackknife's and the Taylor correction (``AP~hh``,
+    ``AP~ppi`` over draws) where the one relevant document was drawn once. Applied by
+    :func:`corrected` to every family whose AP takes ``few``."""
+    return int(np.count_nonzero(topic.labels[topic.judged] > level - 1.0)) > 1
+
+
 def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
                           relevant: np.ndarray, few: str) -> np.ndarray:
     """AP's ``variances[topic, run]`` where the topic's sample holds ``relevant[topic]`` <= 1
@@ -189,12 +202,17 @@ def takes_few(spec: EstimateSpec) -> bool:
 
 def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
               parts: TopicParts) -> TopicParts:
-    """``parts`` with the corrections of this module: AP's ``few`` floor, where the family's
-    AP takes the option (:func:`takes_few`)."""
+    """``parts`` with the corrections of this module, where the family's AP takes the
+    ``few`` option (:func:`takes_few`): the ``few`` floor of the variance, and no widening
+    by the estimated bias on the topics where it does not widen (:func:`bias_widens`), for
+    which that floor stands instead."""
     if not takes_few(spec):
         return parts
-    return parts._replace(variance=few_floor(parts.value, parts.variance, views, level,
-                                             spec.option("few")))
+    widens = np.array([bias_widens(v.sample, level) for v in views], dtype=bool)
+    return TopicParts(parts.value, few_floor(parts.value, parts.variance, views, level,
+                                             spec.option("few")),
+                      np.where(widens.reshape(-1, *([1] * (parts.bias.ndim - 1))),
+                               parts.bias, 0.0))
 
 
 def floored(parts: PartsFunction) -> PartsFunction:

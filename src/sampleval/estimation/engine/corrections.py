@@ -20,22 +20,11 @@ import numpy as np
 
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.difference import Parts
-from sampleval.estimation.engine.estimands import (
-    TAKE_CORRECTION,
-    _contrast,
-    _run_docs,
-)
+from sampleval.estimation.engine.estimands import TAKE_CORRECTION, _contrast, _run_docs
 from sampleval.estimation.engine.kernels import stratum_spreads
 from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
-from sampleval.estimation.engine.units import (
-    TopicData,
-    Units,
-    _frame_pairs,
-    _pair_sums,
-)
-from sampleval.estimation.engine.views import (
-    relevance,
-)
+from sampleval.estimation.engine.units import TopicData, Units, _frame_pairs, _pair_sums
+from sampleval.estimation.engine.views import relevance
 from sampleval.estimation.spec import EstimateSpec
 
 GAPS = ("jackknife", "taylor")  # the two first-order corrections a draws interval compares

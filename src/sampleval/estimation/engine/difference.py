@@ -24,10 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sampleval.estimation.engine.estimands import (
-    ideal_dcg,
-    rank_cut,
-)
+from sampleval.estimation.engine.estimands import ideal_dcg, rank_cut
 from sampleval.estimation.engine.units import (
     TopicData,
     _frame_pairs,
@@ -36,11 +33,7 @@ from sampleval.estimation.engine.units import (
     is_graded,
     is_total,
 )
-from sampleval.estimation.engine.views import (
-    gain,
-    rank_coefficients,
-    relevance,
-)
+from sampleval.estimation.engine.views import gain, rank_coefficients, relevance
 from sampleval.estimation.spec import EstimateSpec
 
 

@@ -22,19 +22,9 @@ import numpy as np
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimation.engine.anticipated import (
-    Population,
-    draws_population,
-    population,
-)
-from sampleval.estimation.engine.estimands import (
-    _delta,
-    _run_docs,
-)
-from sampleval.estimation.engine.views import (
-    TopicView,
-    topic_draws,
-)
+from sampleval.estimation.engine.anticipated import Population, draws_population, population
+from sampleval.estimation.engine.estimands import _delta, _run_docs
+from sampleval.estimation.engine.views import TopicView, topic_draws
 from sampleval.estimation.spec import EstimateSpec, draws_reach_every_document
 from sampleval.measures.names import estimand_of
 

@@ -15,10 +15,7 @@ import numpy as np
 
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimation.engine.anticipated import (
-    anticipated_variance,
-    label_model,
-)
+from sampleval.estimation.engine.anticipated import anticipated_variance, label_model
 from sampleval.estimation.engine.corrections import (
     CORRECTED,
     GAPS,
@@ -30,17 +27,8 @@ from sampleval.estimation.engine.corrections import (
 )
 from sampleval.estimation.engine.difference import Parts, topic_estimate
 from sampleval.estimation.engine.tuning import TUNINGS, by_measure, tuned
-from sampleval.estimation.engine.units import (
-    TopicData,
-    is_graded,
-    is_total,
-    topic_datas,
-)
-from sampleval.estimation.engine.views import (
-    TopicView,
-    gain,
-    relevance,
-)
+from sampleval.estimation.engine.units import TopicData, is_graded, is_total, topic_datas
+from sampleval.estimation.engine.views import TopicView, gain, relevance
 from sampleval.estimation.spec import EstimateSpec
 
 

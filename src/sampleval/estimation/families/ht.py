@@ -131,10 +131,7 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
     contributing = y != 0  # a document with y = 0 adds nothing to a sum, its variance or R-hat
     index = judged[contributing]
     if spec.base == "AP":
-        out = _topic_ap(view, sample, spec, y[contributing], index, pairs)
-        if pairs is not None:
-            return out
-        return out
+        return _topic_ap(view, sample, spec, level, y[contributing], index, pairs)
     design = judged_design(sample, view.sample, index)
     options: dict[str, Any] = {}  # the options of the measures that take them
     if spec.base in TAKE_CORRECTION:
@@ -146,8 +143,9 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
     return TopicEstimate(total.value, total.variance, np.zeros_like(total.value))
 
 
-def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray,
-              index: np.ndarray, pairs: np.ndarray | None = None) -> TopicEstimate:
+def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
+              y: np.ndarray, index: np.ndarray, pairs: np.ndarray | None = None
+              ) -> TopicEstimate:
     """AP-hat of one topic for every run (``pairs``: every pair's difference) by its
     options: the value less the bias estimate of ``bias``, the variance of ``var`` (the
     jackknives are stratified on stratified samples: :func:`stratified_average_precision`,
@@ -170,12 +168,9 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
                 y, ranks, spec.cutoff, paper, design.pi, design.pi_joint, pairs)
         return taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
 
-    def widened(out: HTEstimate) -> TopicEstimate:
-        # calibration (issue 29 item 1): with at most one relevant document judged, the
-        # jackknife's bias estimate is degenerate (the replicate without it is 0, so b ~
-        # -AP-hat) and widens nothing; the few= floor stands for that topic's error
-        measured = aware and len(y) > 1
-        return TopicEstimate(out.value, out.variance, remaining().bias if measured
+    def widened(out: HTEstimate) -> TopicEstimate:  # (result.corrected drops the bias
+        # where it does not widen: at most one relevant document judged)
+        return TopicEstimate(out.value, out.variance, remaining().bias if aware
                              else np.zeros_like(out.value))
 
     def jackknife() -> HTEstimate:

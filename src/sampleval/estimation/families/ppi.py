@@ -29,21 +29,11 @@ import pandas as pd
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.estimation.engine.corrections import (
-    _per,
-)
+from sampleval.estimation.engine.corrections import _per
 from sampleval.estimation.engine.tuning import TUNINGS
-from sampleval.estimation.engine.units import (
-    FORMS,
-    TopicData,
-    chosen_form,
-    topic_data,
-)
+from sampleval.estimation.engine.units import FORMS, TopicData, chosen_form, topic_data
 from sampleval.estimation.engine.values import PPIResult, ppi_values
-from sampleval.estimation.engine.views import (
-    TopicView,
-    relevance,
-)
+from sampleval.estimation.engine.views import TopicView
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
 from sampleval.estimation.spec import EstimateSpec
@@ -65,19 +55,13 @@ def _topics(views: list[TopicView], sample: Sample, spec: EstimateSpec, form: st
     return made[chosen]
 
 
-def _parts(spec: EstimateSpec, result: PPIResult, views: list[TopicView], level: float
-           ) -> TopicParts:
-    """The rows' parts of ``result``: AP's bias-aware interval widened by ``remaining``,
-    except on topics whose sample holds at most one relevant document, where the
-    jackknife's bias estimate is degenerate (about -AP-hat) and the ``few`` floor stands
-    for the error instead (as ``~ht``'s; docs/research/calibration.md, section 1)."""
+def _parts(spec: EstimateSpec, result: PPIResult) -> TopicParts:
+    """The rows' parts of ``result``: AP's bias-aware interval widened by ``remaining``
+    (:func:`~sampleval.estimation.result.corrected` drops it where it does not widen)."""
     aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
-    if not aware or result.remaining is None:
-        return TopicParts(result.value, result.variance, np.zeros_like(result.value))
-    measured = np.array([np.count_nonzero(relevance(v.sample.labels[v.sample.judged], level)) > 1
-                         for v in views])  # as ~ht's y != 0: vote shares count
+    biases = result.remaining if aware and result.remaining is not None else None
     return TopicParts(result.value, result.variance,
-                      np.where(measured[:, None], result.remaining, 0.0))
+                      np.zeros_like(result.value) if biases is None else biases)
 
 
 def ppi_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -86,7 +70,7 @@ def ppi_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample
     bias that widens its interval (:func:`~sampleval.estimation.engine.values.ppi_values`; AP's ``few`` floor applied)."""
     topics = _topics(views, sample, spec, None, {})
     return corrected(spec, views, level, _parts(spec, ppi_values(
-        spec, topics, level, spec.option("tuning")), views, level))
+        spec, topics, level, spec.option("tuning"))))
 
 
 def ppi_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -116,7 +100,7 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
         result = ppi_values(spec, _topics(views, sample, spec, form, made), level,
                             spec.option("tuning"))
         frames.append(rows(run_names, views, spec,
-                           corrected(spec, views, level, _parts(spec, result, views, level)), ci))
+                           corrected(spec, views, level, _parts(spec, result)), ci))
     return pd.concat(frames, ignore_index=True)
 
 
