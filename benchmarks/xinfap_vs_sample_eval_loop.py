@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.pool import Pool
-from sampleval.estimators import estimate
+from sampleval.estimation.estimates import estimate
 from sampleval.io import read_qrels, read_runs, write_run
 from sampleval.io.samples import load_sample, write_sample_qrels
 

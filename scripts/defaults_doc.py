@@ -1,4 +1,4 @@
-"""Write docs/guide/defaults.md from the defaults table (sampleval.estimators.defaults).
+"""Write docs/guide/defaults.md from the defaults table (sampleval.estimation.defaults).
 
     PYTHONPATH=src python scripts/defaults_doc.py
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sampleval.estimators.defaults import markdown
+from sampleval.estimation.defaults import markdown
 
 TARGET = Path(__file__).resolve().parents[1] / "docs" / "guide" / "defaults.md"
 

@@ -42,7 +42,7 @@ def respelled(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     ValueError naming the cells that are in one table only."""
     import warnings
 
-    from sampleval.estimators.names import parse_estimate
+    from sampleval.estimation.spec import parse_estimate
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.options import guide
-from sampleval.estimators.family import FAMILIES
 
 TARGET = Path(__file__).resolve().parents[1] / "docs" / "guide" / "options.md"
 

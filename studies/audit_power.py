@@ -114,7 +114,7 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
                    ) -> tuple[pd.DataFrame, dict[str, object]]:
     """Per trial one record (module docstring; written to ``output`` after each trial),
     and the setting (k, favoured run, reference rank-interval width, runs)."""
-    from sampleval.estimators import estimate
+    from sampleval.estimation.estimates import estimate
 
     runs = list(runs)
     pool = Pool.from_runs(runs, depth=depth, qrels=qrels)

@@ -13,7 +13,7 @@ the largest share of that bias, and the same two figures over the other topics. 
 its own bias (over trials and runs), its share of the mean's bias (its error divided by
 the number of topics a run is present in, averaged over trials and runs: the shares add up
 to the bias of the mean), how often the check on the sample gave it lam = 0 (an impossible
-ratio or jackknife replicate, :func:`sampleval.estimators.ppi.ppi_values`) and the part of
+ratio or jackknife replicate, :func:`sampleval.estimation.engine.values.ppi_values`) and the part of
 its share that comes from those topic-runs, and the mean lam it used (numerator,
 denominator).
 """
@@ -34,9 +34,10 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.declare import parse_assignments
 from sampleval.errors import UsageError
-from sampleval.estimators.base import topic_views
-from sampleval.estimators.names import parse_estimate
-from sampleval.estimators.ppi import chosen_form, ppi_values, topic_datas
+from sampleval.estimation.engine.units import chosen_form, topic_datas
+from sampleval.estimation.engine.values import ppi_values
+from sampleval.estimation.engine.views import topic_views
+from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.names import parse_measure
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.estimates import mean_over_topics

@@ -34,9 +34,9 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.estimation.compare import pair_order, paired_differences
-from sampleval.estimators.base import MEAN_TOPIC, topic_views
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import parse_estimate
+from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.metaeval import classify_pairs

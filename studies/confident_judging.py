@@ -27,9 +27,9 @@ import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.estimators.base import MEAN_TOPIC, topic_views
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import parse_estimate
+from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import parse_estimate
 from sampleval.judging.confident import ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from studies._cli import read_round5, simulation_parser

@@ -8,15 +8,15 @@ For each selection method (default: ``uniform``, ``strata`` with ``strategy=dept
 designs), every trial judges ``--rate`` of each topic's depth-``--depth`` pool of TREC-COVID
 round 5 (126 runs, 50 topics) from the round-5 qrels, and every estimator whose family
 accepts the method's design estimates each measure of
-:data:`sampleval.estimators.DEFAULT_MEASURES` for all 126 runs. The truth is the exact
+:data:`sampleval.estimation.estimates.DEFAULT_MEASURES` for all 126 runs. The truth is the exact
 measure with the whole pool judged (``sampleval simulate``'s truth, :mod:`.truth`). Per (method, measure,
 estimator) it prints, over runs and trials, for each run's mean over topics: the rms error,
 the bias, the share of the estimate's intervals that contain the truth (``cover``), the mean
 share of the value that is imputation (``imputed``), and which estimator the families'
-table chooses today (``default``; :mod:`sampleval.estimators.defaults`); this experiment is
+table chooses today (``default``; :mod:`sampleval.estimation.defaults`); this experiment is
 how they were chosen, but
 for AP on stratified samples and censuses, where the coverage of the intervals chose
-``AP~ht`` over xinfAP's lower rms under ``stratified`` (:mod:`sampleval.estimators.inferred`,
+``AP~ht`` over xinfAP's lower rms under ``stratified`` (:mod:`sampleval.estimation.families.inferred`,
 "Not the default AP estimator"; docs/guide/estimating.md).
 """
 
@@ -33,9 +33,9 @@ from rich.console import Console
 from rich.table import Table
 
 from sampleval.core.pool import Pool
-from sampleval.estimators import DEFAULT_MEASURES, estimate
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import EstimateSpec, estimator_for
+from sampleval.estimation.estimates import DEFAULT_MEASURES, estimate
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import EstimateSpec, estimator_for
 from sampleval.measures.aggregation import aggregate_of
 from sampleval.measures.evaluation import MEAN_TOPIC
 from sampleval.measures.names import parse_measure

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.pool import Pool
-from sampleval.estimators.base import gain, relevance
-from sampleval.estimators.importance import (
+from sampleval.estimation.engine.views import gain, relevance
+from sampleval.estimation.families.importance import (
     FORMS,
     at_rank,
     krel_q,

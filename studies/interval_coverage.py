@@ -34,9 +34,9 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
-from sampleval.estimators.base import MEAN_TOPIC, topic_views
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import parse_estimate
+from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.names import parse_measure
 from sampleval.selection import Budget, qrels_oracle, simulate
 from sampleval.simulation.estimates import mean_over_topics

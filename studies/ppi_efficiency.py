@@ -27,7 +27,7 @@ keeps every trial's estimates (rewritten after each trial), and ``--from-raw DIR
 tables and figure from them: a long run stopped early still gives the trials it finished.
 
 A trial's cost is mostly the estimates: every predictor is estimated on one set of units per
-topic (:func:`sampleval.estimators.ppi.topic_datas`), and the predictions' frame totals are
+topic (:func:`sampleval.estimation.engine.units.topic_datas`), and the predictions' frame totals are
 made once for all trials (:class:`FixedPredictions`).
 """
 
@@ -52,23 +52,21 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
 from sampleval.declare import parse_assignments
 from sampleval.errors import UsageError
-from sampleval.estimators.base import MEAN_TOPIC, TopicView, summarise, topic_views
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import parse_estimate
-from sampleval.estimators.ppi import (
-    CORRECTED,
+from sampleval.estimation.engine.corrections import CORRECTED, design_bias
+from sampleval.estimation.engine.difference import predictions_alone
+from sampleval.estimation.engine.units import (
     FORMS,
     FrameData,
-    PPIResult,
     TopicData,
     chosen_form,
-    design_bias,
     frame_data,
-    ppi_values,
-    predictions_alone,
     topic_datas,
 )
-from sampleval.estimators.setup import accepts
+from sampleval.estimation.engine.values import PPIResult, ppi_values
+from sampleval.estimation.engine.views import MEAN_TOPIC, TopicView, summarise, topic_views
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.setup import accepts
+from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.names import parse_measure, split_measures
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.base import Oracle

@@ -24,7 +24,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
-from sampleval.estimators.base import TopicView, topic_views
+from sampleval.estimation.engine.views import TopicView, topic_views
 from sampleval.io import read_qrels, read_runs
 from sampleval.simulation.predictors import pool_truth
 

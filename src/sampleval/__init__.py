@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "evaluate": "sampleval.measures.evaluation",
-    "estimate": "sampleval.estimators",
+    "estimate": "sampleval.estimation.estimates",
     "read_runs": "sampleval.io",
     "read_qrels": "sampleval.io",
     "load_sample": "sampleval.io.samples",
@@ -33,7 +33,7 @@ __all__ = ["METHODS", "__version__", "estimate", "evaluate", "load_sample", "rea
            "read_runs", "simulate"]
 
 if TYPE_CHECKING:
-    from sampleval.estimators import estimate
+    from sampleval.estimation.estimates import estimate
     from sampleval.io import read_qrels, read_runs
     from sampleval.io.samples import load_sample
     from sampleval.measures.evaluation import evaluate

@@ -25,7 +25,7 @@ from sampleval.cli._app import warn
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
-from sampleval.estimators import estimate
+from sampleval.estimation.estimates import estimate
 from sampleval.io import read_qrels, read_runs, write_qrels, write_run
 from sampleval.io.samples import load_sample
 from sampleval.measures.evaluation import evaluate, leaderboard

@@ -37,7 +37,7 @@ from sampleval.campaign.store import Store
 from sampleval.campaign.target import rate_needed, rate_range, target_status
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
-from sampleval.estimators import anytime
+from sampleval.estimation import anytime
 from sampleval.judging.confident import AnytimeJudging, Target
 from sampleval.selection import METHODS, Budget
 

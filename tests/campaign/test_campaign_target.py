@@ -38,8 +38,8 @@ from sampleval.campaign.store import Store
 from sampleval.campaign.target import widest_first
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
-from sampleval.estimators import MEAN_TOPIC, estimate
-from sampleval.estimators.names import measure_range
+from sampleval.estimation.estimates import MEAN_TOPIC, estimate
+from sampleval.estimation.spec import measure_range
 from sampleval.selection import METHODS, Budget
 
 GRADES = tuple(parse_grades("0,1,2"))

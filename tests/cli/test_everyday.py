@@ -1,5 +1,5 @@
 """The everyday path (issue 27): every command takes the depth, frame and estimators of a
-sample from one place (`sampleval.estimators.setup`), so that `compare` and `estimate` give
+sample from one place (`sampleval.estimation.setup`), so that `compare` and `estimate` give
 the same mean for a run, and plain measures (`-m AP`) mean the design's default estimator."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
 from sampleval.estimation.compare import compare
-from sampleval.estimators import MEAN_TOPIC, estimate
-from sampleval.estimators.names import draws_reach_every_document, estimator_for
-from sampleval.estimators.setup import simple_random
+from sampleval.estimation.estimates import MEAN_TOPIC, estimate
+from sampleval.estimation.setup import simple_random
+from sampleval.estimation.spec import draws_reach_every_document, estimator_for
 from sampleval.io import write_run
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
@@ -253,7 +253,7 @@ def test_simulate_plans_the_estimators_estimate_uses(method: str) -> None:
     of the same method (one function: setup.estimator_of), and `-m` is simulate's short
     option for --measures."""
     from sampleval.cli._app import build_parser
-    from sampleval.estimators.setup import setup_for
+    from sampleval.estimation.setup import setup_for
     from sampleval.simulation.targets import parse_target, plan_for
 
     sample = drawn(method)

@@ -1,5 +1,5 @@
 """``sampleval simulate`` and ``report`` on the synthetic collection: the grid and its seeds,
-the splits, the truth, agreement with ``estimators.estimate``, the output tables, results
+the splits, the truth, agreement with ``estimation.estimates.estimate``, the output tables, results
 independent of --jobs and the backend, resuming after Ctrl-C, and the report."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import InputError, UsageError
-from sampleval.estimators import estimate
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import estimator_for
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import estimator_for
 from sampleval.io import write_qrels, write_run
 from sampleval.measures.evaluation import MEAN_TOPIC, evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle
@@ -315,7 +315,7 @@ def test_topic_counts_say_what_each_sample_reached(
 def test_trials_estimate_as_estimators_estimate_does(
         simulated: Path, collection: tuple[list[Run], Qrels], method: str) -> None:
     """Trial 1 of a cell, redone by hand with its seed, the selector and
-    ``estimators.estimate``, gives the very rows simulate wrote."""
+    ``estimation.estimates.estimate``, gives the very rows simulate wrote."""
     runs, qrels = collection
     rows = pd.read_parquet(simulated / "trials.parquet",
                            filters=[("method", "==", method), ("trial", "==", 1),
@@ -623,7 +623,7 @@ def test_duplicates_mean_what_they_mean_for_estimate(files: tuple[Path, Path],
 def test_predictions_reach_selectors_and_ppi_estimates(
         collection: tuple[list[Run], Qrels], files: tuple[Path, Path], tmp_path: Path) -> None:
     """``--predictions`` guide stratified:size=residual and feed P@10~ppi; the rows are those
-    of the selector and ``estimators.estimate`` given the same predictions, whatever --jobs;
+    of the selector and ``estimation.estimates.estimate`` given the same predictions, whatever --jobs;
     a ppi measure without predictions fails in one line before any run is read."""
     from sampleval.io.predictions import read_predictions, write_predictions
     from sampleval.simulation.predictors import flipped, pool_truth

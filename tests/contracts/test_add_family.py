@@ -21,8 +21,9 @@ with no predictions and lam fixed (so, ~ht's numbers)."""
 import numpy as np
 
 from sampleval.estimation.result import TopicParts, floored, rows_of
-from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.ppi import ppi_values, topic_datas
+from sampleval.estimation.family import Base, EstimatorFamily, register_family
+from sampleval.estimation.engine.values import ppi_values
+from sampleval.estimation.engine.units import topic_datas
 
 
 def parts(run_names, views, sample, spec, level):
@@ -43,7 +44,7 @@ PARTS = floored(parts)
 register_family(EstimatorFamily(
     name="toyht", title="toy plugin: HT totals through the engine", reference="a test",
     bases=(Base("P", "required"), Base("DCG", "optional")),
-    designs=("census", "stratified", "poisson"),
+    requires=("has_joint_probabilities",),
     compute=rows_of(PARTS), parts=PARTS, differences=differences))
 '''
 

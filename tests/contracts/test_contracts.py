@@ -33,9 +33,9 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import estimate
-from sampleval.estimators.family import FAMILIES, Base, EstimatorFamily
-from sampleval.estimators.names import EstimateSpec, parse_estimate
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.family import FAMILIES, Base, EstimatorFamily
+from sampleval.estimation.spec import EstimateSpec, parse_estimate
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, Selector, qrels_oracle, simulate
 

@@ -1,4 +1,4 @@
-"""The defaults table (:mod:`sampleval.estimators.defaults`, issue 28 step 4): its every entry
+"""The defaults table (:mod:`sampleval.estimation.defaults`, issue 28 step 4): its every entry
 names an estimator that exists and accepts its design; registering a family changes no
 default; ``sampleval methods --defaults`` prints it; ``docs/guide/defaults.md`` is current.
 
@@ -17,7 +17,7 @@ import pytest
 
 from conftest import CliResult
 from sampleval.core.sample import DESIGNS
-from sampleval.estimators.defaults import (
+from sampleval.estimation.defaults import (
     CUTOFF,
     DEFAULTS,
     REACHING,
@@ -26,8 +26,8 @@ from sampleval.estimators.defaults import (
     measure_key,
     rows,
 )
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import estimator_for, parse_estimate
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import estimator_for, parse_estimate
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = [(d, m, e, False, False) for d, t in DEFAULTS.items() for m, e in t.items()] + [
@@ -38,7 +38,7 @@ NEW_FAMILY = '''"""A copy of the Horvitz-Thompson family under a name that sorts
 
 from dataclasses import replace
 
-from sampleval.estimators.family import FAMILIES, register_family
+from sampleval.estimation.family import FAMILIES, register_family
 
 register_family(replace(FAMILIES["ht"], name="aaa"))
 '''

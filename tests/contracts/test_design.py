@@ -18,6 +18,7 @@ import pytest
 from conftest import CliResult
 from sampleval.cli.sample import estimator_families
 from sampleval.core.design import (
+    _REGISTRY,
     CAPABILITIES,
     REPLICATE_SCHEMES,
     STRATIFIED,
@@ -30,9 +31,9 @@ from sampleval.core.pool import Pool
 from sampleval.core.run import Run
 from sampleval.core.sample import DESIGNS, HEADER, Sample
 from sampleval.errors import InputError, UsageError
-from sampleval.estimators.base import TopicView, topic_draws
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.setup import accepts
+from sampleval.estimation.engine.views import TopicView, topic_draws
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.setup import accepts
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,8 +85,32 @@ def test_each_family_accepts_the_designs_of_one_capability(family: str) -> None:
     declared = FAMILIES[family]
     assert family in REQUIRES, f"say which capability {family} needs"
     by_capability = {d.name for d in designs() if getattr(d, REQUIRES[family])}
+    assert declared.requires == (REQUIRES[family],)
     assert by_capability == set(declared.designs)
     assert {d.name for d in designs() if accepts(declared, d)} == by_capability
+
+
+def test_a_new_design_is_accepted_by_its_capabilities() -> None:
+    """A design added as one class (here a Poisson-like design with draws) is accepted by
+    every family whose capabilities it has, with no edit of the families (issue 28 step 4:
+    ``EstimatorFamily.accepts`` reads capabilities, not names)."""
+
+    class Drawn(Design):
+        name = "toy-drawn"
+        independent_inclusions = True
+        has_draws = True
+        variance_form = "independent"
+        replicate_scheme = "weighted"
+
+    try:
+        new = design_named("toy-drawn")
+        accepting = {name for name in FAMILIES.names() if accepts(FAMILIES[name], new)}
+        assert accepting == {"ht", "stat", "hh", "ppi"}
+        assert "toy-drawn" in FAMILIES["hh"].designs
+        assert not FAMILIES["ht"].accepts("no-such-design")
+    finally:
+        _REGISTRY.pop("toy-drawn", None)
+    assert "toy-drawn" not in [d.name for d in designs()]
 
 
 def test_an_unknown_design_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -112,7 +137,7 @@ def test_a_sample_carries_its_design_object() -> None:
 
 def test_the_units_of_draws_are_the_engines_draws() -> None:
     """``Design.units`` of an importance sample gives the draws the estimators read
-    (:func:`sampleval.estimators.base.topic_draws`), in order, with Q."""
+    (:func:`sampleval.estimation.engine.views.topic_draws`), in order, with Q."""
     runs = [Run.from_frame(pd.DataFrame({
         "query_id": "1", "doc_id": [f"d{i}" for i in rng.permutation(30)],
         "score": np.arange(30, 0, -1.0)}), f"r{k}")
@@ -138,7 +163,7 @@ def test_the_units_of_draws_are_the_engines_draws() -> None:
 def test_inclusion_is_known_where_the_engine_computes_it(design: Design) -> None:
     """``inclusion_known`` is what the prediction-powered family's ``has_inclusion`` decides
     by name today, for a sample with and without the rounds' tables."""
-    from sampleval.estimators.ppi import has_inclusion
+    from sampleval.estimation.engine.units import has_inclusion
 
     frame = pd.DataFrame({"query_id": ["1"], "doc_id": ["a"], "relevance": [1.0],
                           "stratum": ["1"], "inclusion": [1.0]})

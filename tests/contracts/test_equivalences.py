@@ -43,7 +43,7 @@ import pytest
 
 from golden import make
 from sampleval.core.sample import Sample
-from sampleval.estimators import estimate
+from sampleval.estimation.estimates import estimate
 
 RTOL, ATOL = 1e-12, 1e-14
 LOOSER = {("stratified", "nDCG@10~ht"): 1e-9}

@@ -1,15 +1,10 @@
-"""A measure added in one file (issue 28): its spec, its exact kernel and its estimand. The
-file below declares RWP@k, rank-weighted precision, sum_{r <= k} (k - r + 1) rel(d_r) /
-(k (k + 1) / 2), whose estimand is a total over the frame's documents with rank weights.
-
-What is one file today and what is not: the kernel registers itself (``@kernel``); the spec
-does not (``measures.names`` builds its tables once from the static ``SPECS``), nor does the
-estimand reach a family (``~ht`` keys its estimators by base in
-``horvitz_thompson.ESTIMATORS`` and declares its bases). The fixture makes those two
-registrations on today's code paths: the spec into the name tables, and the estimand's
-Horvitz-Thompson total (built from the declared rank weights by the HT total kernel every
-linear measure of ``~ht`` uses) as a base of ``~ht``. The engine of issue 28 step 3 is to read
-the estimand from the declaration, which makes the fixture's second half unnecessary.
+"""A measure added in one file (issue 28): its spec with its estimand, its exact kernel and
+its rank weights. The file below declares RWP@k, rank-weighted precision, sum_{r <= k}
+(k - r + 1) rel(d_r) / (k (k + 1) / 2), whose estimand is a total over the frame's documents
+with rank weights. Importing it registers everything: the spec (``register_measure``), the
+kernel (``@kernel``) and the weights (``@rank_weight``); the design-based families read the
+estimand from the declaration (``EstimatorFamily.estimands``), so no family is edited. The
+fixture only imports the file, and undoes the registrations afterwards.
 
 Then the measure is evaluated exactly (``evaluate``, against a hand computation), and
 estimated by the design-based family through ``estimate`` (design, inclusion probabilities,
@@ -21,7 +16,6 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -32,11 +26,10 @@ import test_contracts as contracts
 
 from sampleval.core.design import POISSON
 from sampleval.core.sample import Sample
-from sampleval.estimation.engine import estimands
-from sampleval.estimators import estimate
-from sampleval.estimators import horvitz_thompson as ht
-from sampleval.estimators.family import FAMILIES, Base
-from sampleval.measures import names
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import parse_estimate
+from sampleval.measures import names, totals
 from sampleval.measures.base import KERNELS
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, simulate
@@ -46,15 +39,15 @@ MEASURE = '''"""RWP@k, rank-weighted precision: sum_{r <= k} (k - r + 1) rel(d_r
 import numpy as np
 
 from sampleval.measures.base import RankedGrades, kernel, relevant, seqsum
-from sampleval.measures.names import Measure, MeasureSpec
+from sampleval.measures.names import Measure, MeasureSpec, register_measure
+from sampleval.measures.totals import rank_weight
 
-SPEC = MeasureSpec("rwp", "rank-weighted precision at k (a toy measure)", name="RWP",
-                   cutoff="required", trec_eval=False)
-ESTIMAND = "total"
-"""A total over the frame's documents, sum_d weight(rank_d, k) rel(d): every design-based
-family estimates it from the judged documents."""
+SPEC = register_measure(MeasureSpec(
+    "rwp", "rank-weighted precision at k (a toy measure)", name="RWP", cutoff="required",
+    trec_eval=False, estimand="total"))
 
 
+@rank_weight("RWP")
 def weight(rank: np.ndarray, k: int) -> np.ndarray:
     """The rank weights of the total (0 outside the top k, and at rank 0: not retrieved)."""
     return np.where((rank > 0) & (rank <= k), (k - rank + 1) / (k * (k + 1) / 2), 0.0)
@@ -68,42 +61,36 @@ def rwp(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
 '''
 
 
-def ht_total(module: ModuleType) -> ht.Estimator:
-    """The Horvitz-Thompson estimator of a measure whose estimand is a total with rank
-    weights: sum_S weight(rank_i) y_i / pi_i and its HT variance (``estimands._total``, as P@k and
-    DCG@k are estimated)."""
-    def estimator(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-                  cutoff: int | None, pairs: np.ndarray | None = None) -> estimands.HTEstimate:
-        assert cutoff is not None
-        docs = estimands._run_docs(ranks, cutoff)
-        a = estimands._columns(y, docs) * module.weight(docs.rank, cutoff)
-        return estimands._total(a, docs, pi, pi_joint, y, pairs)
-    return estimator
-
-
 @pytest.fixture()
 def rwp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    """The measure's one file imported; its spec and estimand registered on today's code
-    paths (module docstring); everything undone afterwards."""
+    """The measure's one file imported (which registers it); every registration undone
+    afterwards."""
     (tmp_path / "toy_rwp.py").write_text(MEASURE)
     monkeypatch.syspath_prepend(str(tmp_path))
+    for table in ("_BY_TREC", "_NAMES", "_LOWER"):
+        monkeypatch.setattr(names, table, dict(getattr(names, table)))
+    monkeypatch.setattr(names, "_BY_KEY", {k: list(v) for k, v in names._BY_KEY.items()})
+    monkeypatch.setattr(names, "SPECS", names.SPECS)
     try:
-        module = importlib.import_module("toy_rwp")
-        assert module.ESTIMAND == "total"
-        spec = module.SPEC
-        monkeypatch.setattr(names, "SPECS", (*names.SPECS, spec))
-        monkeypatch.setitem(names._BY_KEY, spec.key, [spec])
-        monkeypatch.setitem(names._BY_TREC, spec.trec, spec)
-        monkeypatch.setitem(names._NAMES, spec.key, spec.key)
-        monkeypatch.setitem(names._LOWER, spec.key.lower(), spec.key)
-        monkeypatch.setitem(ht.ESTIMATORS, spec.key, (ht_total(module), False))
-        family = FAMILIES["ht"]
-        monkeypatch.setitem(FAMILIES._items, "ht", replace(
-            family, bases=(*family.bases, Base(spec.key, "required"))))
-        yield module
+        yield importlib.import_module("toy_rwp")
     finally:
         KERNELS.pop("RWP", None)
+        totals.WEIGHTS.pop("RWP", None)
         sys.modules.pop("toy_rwp", None)
+
+
+def test_the_families_read_the_estimand_from_the_declaration(rwp: ModuleType) -> None:
+    """Every family with ``total`` among its estimands offers RWP@k; the others do not; a
+    second declaration of the name is refused."""
+    offering = {name for name in FAMILIES.names() if FAMILIES[name].base("RWP") is not None}
+    assert offering == {"ht", "hh", "ppi"}
+    assert parse_estimate("RWP@10~hh").base == "RWP"
+    with pytest.raises(Exception, match="already declared"):
+        names.register_measure(rwp.SPEC)
+
+
+def test_the_measure_is_unknown_without_its_file() -> None:
+    assert FAMILIES["ht"].base("RWP") is None
 
 
 def by_hand(k: int) -> pd.Series:

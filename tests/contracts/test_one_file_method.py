@@ -23,7 +23,7 @@ from conftest import CliResult
 from sampleval.cli.sample import estimator_families
 from sampleval.core.design import WITH_REPLACEMENT
 from sampleval.core.sample import Sample
-from sampleval.estimators.defaults import rows
+from sampleval.estimation.defaults import rows
 from sampleval.selection import METHODS
 
 METHOD = '''"""toy-draws: n uniform draws with replacement from each topic's pool, in one round."""

@@ -25,7 +25,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
-from sampleval.estimators import default_estimates, estimate
+from sampleval.estimation.estimates import default_estimates, estimate
 from sampleval.io import read_qrels, read_runs, write_run
 from sampleval.measures.evaluation import MEAN_TOPIC, evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
@@ -83,7 +83,7 @@ def test_runs_outside_the_frame_are_reported(collection: tuple[list[Run], Qrels]
     """A sample pooled from 3 runs, used to rank all 8: the other runs' frame share is the
     share of their top 10 inside the frame, and one warning line counts the runs below 90%
     and names the lowest."""
-    from sampleval.estimators import MIN_FRAME_SHARE
+    from sampleval.estimation.estimates import MIN_FRAME_SHARE
 
     runs, qrels = collection
     sample = sampled(runs[:3], qrels, "uniform", 10, Budget(rate=0.5))
@@ -189,7 +189,7 @@ def test_mostly_imputed_estimates_are_flagged(collection: tuple[list[Run], Qrels
     """A uniform 5% sample: iP@10 is mostly sample_eval's 1/3 guesses, flagged (share above
     one half, and a warning); P@10~ht imputes nothing; no default estimate is mostly
     imputed."""
-    from sampleval.estimators.imputation import MOSTLY
+    from sampleval.estimation.imputation import MOSTLY
 
     runs, qrels = collection
     sample = sampled(runs, qrels, "uniform", 10, Budget(rate=0.05))

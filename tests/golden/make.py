@@ -38,9 +38,9 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import DESIGNS, Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import MEAN_TOPIC, estimate
-from sampleval.estimators.family import FAMILIES, Base, EstimatorFamily
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.estimates import MEAN_TOPIC, estimate
+from sampleval.estimation.family import FAMILIES, Base, EstimatorFamily
+from sampleval.estimation.spec import EstimateSpec
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 HERE = Path(__file__).resolve().parent

@@ -4,7 +4,7 @@ Truth: the round 5 qrels (unjudged = not relevant), the 126 runs cut to depth 10
 is the depth-100 pool of all runs. For each design with known, fixed inclusion probabilities
 (Poisson, stratified SRS, with replacement), 2000 independent samples per topic are drawn
 (seeded) and estimated at once through the array-level core of
-``sampleval.estimators.horvitz_thompson``: each trial is the frame's relevant documents with
+``sampleval.estimation.families.ht``: each trial is the frame's relevant documents with
 y = 0 where the trial did not sample them (non-relevant documents add nothing to any estimate
 or variance, so they are left out). P@10, DCG@10 and R are simulated on all 50 topics; the
 slower ratio estimators AP, Rprec and nDCG on every 3rd topic (17 topics, for time).

@@ -19,8 +19,8 @@ import pytest
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.sample import Sample
-from sampleval.estimators.base import topic_views, z_value
-from sampleval.estimators.inferred import nist_topic
+from sampleval.estimation.engine.views import topic_views, z_value
+from sampleval.estimation.families.inferred import nist_topic
 from sampleval.io import read_qrels, read_runs
 from sampleval.measures.evaluation import evaluate
 

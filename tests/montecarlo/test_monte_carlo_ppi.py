@@ -39,9 +39,10 @@ import pytest
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.estimators.base import TopicView, topic_views
-from sampleval.estimators.names import parse_estimate
-from sampleval.estimators.ppi import ppi_values, topic_data
+from sampleval.estimation.engine.units import topic_data
+from sampleval.estimation.engine.values import ppi_values
+from sampleval.estimation.engine.views import TopicView, topic_views
+from sampleval.estimation.spec import parse_estimate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from studies.ppi_efficiency import make_predictions, run
 

@@ -1,5 +1,5 @@
 """The anticipated variance of linear ``~ppi`` estimates on stratified samples and over
-draws (:mod:`sampleval.estimators.anticipated`): its stratified-design and per-draw formulas
+draws (:mod:`sampleval.estimation.engine.anticipated`): its stratified-design and per-draw formulas
 against every sample enumerated, their expectation over the model's labels by Monte Carlo,
 the model's fit, and where ``P@k~ppi`` takes it by default (stratified samples; the draws of
 active samples with a uniform share and of importance samples, when every round's p_t of
@@ -18,8 +18,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
-from sampleval.estimators import estimate
-from sampleval.estimators.anticipated import (
+from sampleval.estimation.engine.anticipated import (
     Draws,
     LabelModel,
     Population,
@@ -28,6 +27,7 @@ from sampleval.estimators.anticipated import (
     fit,
     label_model,
 )
+from sampleval.estimation.estimates import estimate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.predictors import flipped
 

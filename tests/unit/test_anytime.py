@@ -18,7 +18,7 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
-from sampleval.estimators import anytime
+from sampleval.estimation import anytime
 from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target, restore_judging
 from sampleval.selection import METHODS, Budget, qrels_oracle
 

@@ -29,7 +29,7 @@ from sampleval.estimation.engine.estimands import (
     average_precision,
 )
 from sampleval.estimation.engine.replicates import replicate_jackknife
-from sampleval.estimators.base import relevance, topic_views
+from sampleval.estimation.engine.views import relevance, topic_views
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import Budget, qrels_oracle, simulate
 from sampleval.selection.active import ActiveSelector

@@ -28,9 +28,9 @@ from sampleval.estimation.engine.replicates import (
     taylor_jackknife,
     taylor_jackknife_independent,
 )
-from sampleval.estimators import estimate
-from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.estimators.names import parse_estimate
+from sampleval.estimation.engine.views import MEAN_TOPIC
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
 from studies.interval_coverage import coverage, fixed_rate_sample
 

@@ -25,8 +25,8 @@ from sampleval.estimation.audit import (
     covariance_of_means,
     leaderboard_tau,
 )
+from sampleval.estimation.estimates import estimate
 from sampleval.estimation.ranks import covers_ranks, design_rank_intervals, rank_intervals
-from sampleval.estimators import estimate
 from sampleval.io.samples import load_sample
 from sampleval.measures.evaluation import evaluate
 
@@ -405,7 +405,7 @@ def test_a_family_that_reads_predictions_is_audited_with_them(tmp_path: Path,
     parts are the estimates (a stand-in family: P@10 of the predictions, variance 0.01)."""
     from dataclasses import replace
 
-    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimation.family import FAMILIES
 
     seen = []
 

@@ -11,7 +11,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
-from sampleval.estimators.setup import default_estimates, simple_random
+from sampleval.estimation.setup import default_estimates, simple_random
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from studies.interval_coverage import coverage
 

@@ -17,7 +17,7 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import UsageError
-from sampleval.estimators import MEAN_TOPIC, estimate
+from sampleval.estimation.estimates import MEAN_TOPIC, estimate
 from sampleval.judging.confident import ConfidentJudging, Target
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle

@@ -33,7 +33,7 @@ from sampleval.estimation.engine.replicates import (
     replicate_jackknife,
     stratified_average_precision,
 )
-from sampleval.estimators import MEAN_TOPIC, estimate, estimate_differences
+from sampleval.estimation.estimates import MEAN_TOPIC, estimate, estimate_differences
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 PAIRS = np.array([[0, 1], [2, 0], [1, 1], [3, 4]])  # run 4 retrieves nothing

@@ -17,10 +17,10 @@ from golden import make
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.estimation.compare import compare
+from sampleval.estimation.estimates import estimate, estimate_differences
+from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.result import takes_few
-from sampleval.estimators import estimate, estimate_differences
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import parse_estimate
+from sampleval.estimation.spec import parse_estimate
 
 
 @functools.cache
@@ -114,7 +114,7 @@ def test_a_run_against_its_own_copy_differs_by_nothing(family: str, design: str,
     assert declared.differences is not None and declared.parts is not None
     from sampleval.core.pool import Pool
     from sampleval.core.predictions import Predictions
-    from sampleval.estimators.base import topic_views
+    from sampleval.estimation.engine.views import topic_views
 
     spec = parse_estimate(measure)
     pool = Pool.from_runs(runs, depth=collection.depth, topics=sample(design).topics,

@@ -17,7 +17,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
-from sampleval.estimators import estimate
+from sampleval.estimation.estimates import estimate
 from sampleval.io import read_qrels, write_run
 from sampleval.io.samples import load_sample
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate

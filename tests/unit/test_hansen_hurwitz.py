@@ -20,8 +20,8 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import default_estimates, estimate
-from sampleval.estimators.names import draws_reach_every_document, estimator_for, parse_estimate
+from sampleval.estimation.estimates import default_estimates, estimate
+from sampleval.estimation.spec import draws_reach_every_document, estimator_for, parse_estimate
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.importance import ImportanceSelector

@@ -16,10 +16,10 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import horvitz_thompson as ht
-from sampleval.estimators.base import MEAN_TOPIC, topic_views
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
+from sampleval.estimation.families import ht
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import EstimateSpec
 from sampleval.io import read_qrels, read_runs
 from sampleval.measures.evaluation import evaluate
 from sampleval.measures.exact import RankedGrades, compute

@@ -16,9 +16,9 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import importance as imp
-from sampleval.estimators.base import TopicView, topic_views, z_value
-from sampleval.estimators.names import parse_estimate
+from sampleval.estimation.engine.views import TopicView, topic_views, z_value
+from sampleval.estimation.families import importance as imp
+from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
 
 Z95 = z_value(0.95)

@@ -22,8 +22,8 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
-from sampleval.estimators import default_estimates, estimate
-from sampleval.estimators.setup import simple_random
+from sampleval.estimation.estimates import default_estimates, estimate
+from sampleval.estimation.setup import simple_random
 from sampleval.io import read_qrels, read_runs
 from sampleval.io.samples import write_sample_qrels
 from sampleval.measures.evaluation import evaluate
@@ -185,7 +185,7 @@ def test_default_estimates_follow_the_design() -> None:
 
 def test_plain_ap_of_stratified_samples_and_censuses_is_ap_ht(tmp_path: Path) -> None:
     """Issue 9: a plain AP resolves to AP~ht on uniform, strata, ``stratified`` and census
-    samples (better-covering intervals: estimators/inferred.py, "Not the default AP
+    samples (better-covering intervals: estimation/families/inferred.py, "Not the default AP
     estimator"; on uniform ones with ``bias=taylor-jackknife``, issue 29), in ``estimate``'s default measures and in ``simulate``'s estimator column;
     nDCG still resolves to infNDCG, and xinfAP by name is still sample_eval's xinfAP."""
     made = make_collection(np.random.default_rng(3), n_topics=4, n_runs=5, n_docs=300,

@@ -17,6 +17,8 @@ from golden import make
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.options import (
     RENAMED_OPTIONS,
     RENAMED_VALUES,
@@ -25,9 +27,8 @@ from sampleval.estimation.options import (
     guide,
     pick,
 )
-from sampleval.estimators import estimate
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import (
+from sampleval.estimation.setup import estimator_of
+from sampleval.estimation.spec import (
     FAMILY,
     GIVEN,
     TABLE,
@@ -35,7 +36,6 @@ from sampleval.estimators.names import (
     option_sources,
     parse_estimate,
 )
-from sampleval.estimators.setup import estimator_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,7 +90,7 @@ def test_a_family_cannot_coin_a_name_or_a_value() -> None:
     with pytest.raises(ValueError, match="not among its values"):
         pick("interval", ("normal", "clt"), "normal")
     with pytest.raises(ValueError, match=r"not in sampleval\.estimation\.options\.VOCABULARY"):
-        from sampleval.estimators.family import Base, EstimatorFamily
+        from sampleval.estimation.family import Base, EstimatorFamily
 
         EstimatorFamily("x", "x", "x", (Base("P", "required", options=("var",)),),
                         ("stratified",), lambda *a: pd.DataFrame(),

@@ -20,16 +20,17 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import InputError, UsageError
-from sampleval.estimators import estimate, ppi
-from sampleval.estimators.base import relevance, topic_views
-from sampleval.estimators.names import parse_estimate
-from sampleval.estimators.ppi import (
-    estimate_ppi,
-    minimising,
-    ppi_values,
-    topic_data,
-    tuned,
-)
+from sampleval.estimation.engine import tuning
+from sampleval.estimation.engine import values as engine_values
+from sampleval.estimation.engine.corrections import ap_jackknife, ap_taylor_jackknife, taylor_bias
+from sampleval.estimation.engine.difference import topic_estimate
+from sampleval.estimation.engine.tuning import minimising, tuned
+from sampleval.estimation.engine.units import TopicData, Units, _pair_sums, sample_form, topic_data
+from sampleval.estimation.engine.values import ppi_values
+from sampleval.estimation.engine.views import relevance, topic_views
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.families.ppi import estimate_ppi
+from sampleval.estimation.spec import parse_estimate
 from sampleval.io import write_qrels, write_run
 from sampleval.io.predictions import read_predictions, write_predictions
 from sampleval.measures.evaluation import evaluate
@@ -163,7 +164,7 @@ def test_lam_zero_on_an_active_sample_is_ht(
     sample = sample_of(pool, qrels, "active", uniform=0.0)
     noise = pure_noise(truth, np.random.default_rng(5))
     linear = ("P@10", "DCG@10", "NumRel")
-    monkeypatch.setattr(ppi, "tuned", lambda gram, cross, tuning: np.zeros(cross.shape))
+    monkeypatch.setattr(engine_values, "tuned", lambda gram, cross, tuning: np.zeros(cross.shape))
     ht = by_measure(estimate(sample, runs, [f"{m}~ht" for m in linear], depth=DEPTH), "ht")
     got = by_measure(estimate(sample, runs, [f"{m}~ppi" for m in linear], depth=DEPTH,
                               predictions=noise), "ppi")
@@ -200,8 +201,8 @@ def test_a_uniform_share_gives_active_samples_the_per_draw_form(
     runs, qrels, pool, _ = judged_collection
     sample = sample_of(pool, qrels, "active")
     assert sample.meta["params"]["uniform"] == 0.2
-    assert ppi.sample_form(sample) == "draws"
-    assert ppi.sample_form(sample_of(pool, qrels, "active", uniform=0.0)) == "ht"
+    assert sample_form(sample) == "draws"
+    assert sample_form(sample_of(pool, qrels, "active", uniform=0.0)) == "ht"
     zero = pd.DataFrame({"query_id": ["1"], "doc_id": [pool.docnos_of("1")[0]],
                          "prediction": [0.0]})
     linear = ("P@10", "NumRel")
@@ -311,7 +312,7 @@ def test_a_topic_of_far_off_predictions_is_tuned_on_its_own_forms_for_the_ratios
     np.testing.assert_allclose(tuned(gram, cross, "cross-fit")[0], [0.5, 0.4], rtol=1e-9)
     np.testing.assert_allclose(tuned(gram, cross, "plug-in"),
                                np.tile(np.array([4.5, 3.6]) / 409, (10, 1)), rtol=1e-9)
-    assert (ppi.by_measure("AP"), ppi.by_measure("nDCG"), ppi.by_measure("P")) == (
+    assert (tuning.by_measure("AP"), tuning.by_measure("nDCG"), tuning.by_measure("P")) == (
         "plug-in", "plug-in", "cross-fit")
     runs, qrels, pool, truth = judged_collection
     sample = sample_of(pool, qrels, "stratified")
@@ -364,25 +365,25 @@ def test_uncorrected_is_bias_none(judged_collection: tuple[list[Run], Qrels, Poo
     np.testing.assert_array_equal(plain.uncorrected, plain.value)
 
 
-def _replicate_ap(spec: object, data: ppi.TopicData, lam: np.ndarray, keep: np.ndarray,
+def _replicate_ap(spec: object, data: TopicData, lam: np.ndarray, keep: np.ndarray,
                   weight: np.ndarray, pair: np.ndarray | None = None,
                   factor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """AP~ppi(lam) recomputed from scratch on the units ``keep`` with the given weights:
     the value and R-hat (its labels' and predictions' parts written out)."""
     u = data.units
-    units = ppi.Units(u.kind, u.index[keep], weight, pair, None, factor)
+    units = Units(u.kind, u.index[keep], weight, pair, None, factor)
     sub = replace(data, units=units, labels=data.labels[keep],
                   predicted=data.predicted[keep], ranks=data.ranks[:, keep],
                   distinct=np.unique(u.index[keep], return_index=True)[1], geometry={},
                   label_sums={})
-    value = ppi.topic_estimate(spec, 1.0, sub)(lam).value  # type: ignore[arg-type]
+    value = topic_estimate(spec, 1.0, sub)(lam).value  # type: ignore[arg-type]
     y, f = relevance(data.labels[keep], 1.0), relevance(data.predicted[keep], 1.0)
     r_hat = ((weight * y)[None] - lam[1][:, None] * (weight * f)[None]).sum(axis=1) + lam[
         1] * relevance(data.frame.predicted, 1.0).sum()
     return value, r_hat
 
 
-def _brute_jackknife(spec: object, data: ppi.TopicData, lam: np.ndarray
+def _brute_jackknife(spec: object, data: TopicData, lam: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray]:
     """ap_jackknife's bias-corrected value and variance, every replicate recomputed from
     scratch with its design's weights (1/pi and 1/pi_kl, or the draws' 1/(n p))."""
@@ -455,10 +456,10 @@ def test_ap_jackknife_by_brute_force(
         for view in views[:3]:
             data = topic_data(view, sample, form)
             assert (data.units.strata is not None) == (method == "stratified")
-            got, want = ppi.ap_jackknife(spec, 1.0, data, lam), _brute_jackknife(spec, data, lam)
+            got, want = ap_jackknife(spec, 1.0, data, lam), _brute_jackknife(spec, data, lam)
             np.testing.assert_allclose(got[0], want[0], rtol=1e-10, atol=1e-12)
             np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-12)
-            assert np.abs(got[0] - ppi.topic_estimate(spec, 1.0, data)(lam).value).max() > 0
+            assert np.abs(got[0] - topic_estimate(spec, 1.0, data)(lam).value).max() > 0
 
 
 def test_pair_sums_over_draws_from_the_definition() -> None:
@@ -475,11 +476,11 @@ def test_pair_sums_over_draws_from_the_definition() -> None:
             frame_ranks[r, kept] = rng.permutation(int(kept.sum())) + 1
         ranks = frame_ranks[:, x]
         pair_weight = 1.0 / (max(n * (n - 1), 1) * np.outer(probs, probs))
-        units = ppi.Units("draws", x, 1.0 / (n * probs),
+        units = Units("draws", x, 1.0 / (n * probs),
                           factor=1.0 / (np.sqrt(max(n * (n - 1), 1)) * probs))
         values, diagonal = rng.random((2, n)), rng.random((2, n))
         for cut in (None, 4):
-            sums, shares = ppi._pair_sums(values, diagonal, ranks, units, cut)
+            sums, shares = _pair_sums(values, diagonal, ranks, units, cut)
             for c in range(2):
                 for r in range(n_runs):
                     inside = (ranks[r] > 0) & (ranks[r] <= (cut or frame))
@@ -503,7 +504,7 @@ def test_ppi_needs_predictions_and_is_never_a_default(
     sample = sample_of(pool, qrels, "stratified")
     with pytest.raises(UsageError, match="needs predictions"):
         estimate(sample, runs, ["P@10~ppi"])
-    from sampleval.estimators import default_estimates
+    from sampleval.estimation.estimates import default_estimates
 
     assert not any("~ppi" in name for name in default_estimates(sample))
     stray = pd.DataFrame({"query_id": ["1"], "doc_id": ["nowhere"], "prediction": [0.5]})
@@ -829,7 +830,7 @@ def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataF
 
 # -- AP~ppi(bias=taylor-jackknife) -------------------------------------------------------------
 
-def _taylor_replicate(spec: object, data: ppi.TopicData, lam: np.ndarray, keep: np.ndarray,
+def _taylor_replicate(spec: object, data: TopicData, lam: np.ndarray, keep: np.ndarray,
                       pi: np.ndarray, joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """theta_T = AP-hat(lam) less taylor_bias, recomputed from scratch on the units ``keep``
     with inclusion probabilities ``pi`` and ``joint`` (the replicate's design), and whether
@@ -838,22 +839,22 @@ def _taylor_replicate(spec: object, data: ppi.TopicData, lam: np.ndarray, keep: 
     pi, joint = pi[keep], joint[np.ix_(keep, keep)]
     pair = np.divide(1.0, joint, out=np.zeros(joint.shape), where=joint > 0)
     delta = 1.0 - np.divide(np.outer(pi, pi), joint, out=np.zeros(joint.shape), where=joint > 0)
-    units = ppi.Units("ht", u.index[keep], 1.0 / pi, pair, delta)
+    units = Units("ht", u.index[keep], 1.0 / pi, pair, delta)
     sub = replace(data, units=units, labels=data.labels[keep], predicted=data.predicted[keep],
                   ranks=data.ranks[:, keep],
                   distinct=np.unique(u.index[keep], return_index=True)[1], geometry={},
                   label_sums={})
-    parts = ppi.topic_estimate(spec, 1.0, sub)(lam)  # type: ignore[arg-type]
+    parts = topic_estimate(spec, 1.0, sub)(lam)  # type: ignore[arg-type]
     assert parts.den is not None
     u_all = parts.u_y - lam[0][:, None] * parts.u_f[0] - lam[1][:, None] * parts.u_f[1]
     den = parts.den[0] - lam[1][:, None] * parts.den[1]
     y, f = relevance(sub.labels, 1.0), relevance(sub.predicted, 1.0)
     r_hat = (((y - lam[1][:, None] * f) / pi).sum(axis=1)
              + lam[1] * relevance(data.frame.predicted, 1.0).sum())
-    return parts.value - ppi.taylor_bias(units, u_all, den), r_hat >= y.sum() - 1e-9
+    return parts.value - taylor_bias(units, u_all, den), r_hat >= y.sum() - 1e-9
 
 
-def _brute_taylor_jackknife(spec: object, data: ppi.TopicData, lam: np.ndarray
+def _brute_taylor_jackknife(spec: object, data: TopicData, lam: np.ndarray
                             ) -> tuple[np.ndarray, ...]:
     """ap_taylor_jackknife's value, variance, b and whether every replicate's R-hat is
     possible, every replicate's AP-hat and Taylor term recomputed from scratch with stratum
@@ -913,7 +914,7 @@ def test_ap_taylor_jackknife_by_brute_force(
         spec = parse_estimate(f"AP{cut}~ppi(bias=taylor-jackknife)")
         for view in views[:3]:
             data = topic_data(view, sample, "ht")
-            got, want = ppi.ap_taylor_jackknife(spec, 1.0, data, lam), _brute_taylor_jackknife(
+            got, want = ap_taylor_jackknife(spec, 1.0, data, lam), _brute_taylor_jackknife(
                 spec, data, lam)
             for g, w in zip(got, want, strict=True):
                 np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
@@ -963,7 +964,7 @@ def test_taylor_jackknife_needs_strata(
     views = topic_views(Pool.from_runs(runs, DEPTH, topics=sample.topics), sample,
                         Predictions.from_frame(noise))
     with pytest.raises(UsageError, match="taylor-jackknife needs a stratified sample"):
-        ppi.ap_taylor_jackknife(parse_estimate("AP~ppi(bias=taylor-jackknife)"), 1.0,
+        ap_taylor_jackknife(parse_estimate("AP~ppi(bias=taylor-jackknife)"), 1.0,
                                 topic_data(views[0], sample, "ht"), np.ones((2, len(runs))))
 
 
@@ -1035,12 +1036,12 @@ def test_taylor_jackknife_falls_back_where_a_replicate_goes_astray(
     fell = 0
     for t, data in enumerate(topics):
         ones = np.ones((2, len(runs)))
-        first = ppi.ap_taylor_jackknife(spec, 1.0, data, ones)
-        defined = ppi.topic_estimate(spec, 1.0, data)(ones).defined
+        first = ap_taylor_jackknife(spec, 1.0, data, ones)
+        defined = topic_estimate(spec, 1.0, data)(ones).defined
         astray = ~first.possible & defined
         fell += int(astray.sum())
         np.testing.assert_array_equal(got.lam[t][:, astray], 0.0)
-        zero = ppi.ap_taylor_jackknife(spec, 1.0, data, np.zeros((2, len(runs))))
+        zero = ap_taylor_jackknife(spec, 1.0, data, np.zeros((2, len(runs))))
         np.testing.assert_allclose(got.value[t][astray], zero.value[astray], atol=1e-12)
         kept = first.possible & defined
         np.testing.assert_array_equal(got.lam[t][:, kept], 1.0)
@@ -1069,7 +1070,7 @@ def test_jackknife_falls_back_where_a_replicate_goes_astray(
     ones, zeros = np.ones((2, len(runs))), np.zeros((2, len(runs)))
     fell = 0
     for t, data in enumerate(topics):
-        first = ppi.ap_jackknife(spec, 1.0, data, ones)
+        first = ap_jackknife(spec, 1.0, data, ones)
         if form == "draws":  # R-hat without draw k: the other draws re-weighted to n - 1
             y, f = relevance(data.labels, 1.0), relevance(data.predicted, 1.0)
             m, brute = len(y), True
@@ -1080,12 +1081,12 @@ def test_jackknife_falls_back_where_a_replicate_goes_astray(
                 held = y[keep][np.unique(data.units.index[keep], return_index=True)[1]].sum()
                 brute &= r_hat >= held - 1e-9
             np.testing.assert_array_equal(first.possible, brute)  # R-hat is every run's
-        defined = ppi.topic_estimate(spec, 1.0, data)(ones).defined
+        defined = topic_estimate(spec, 1.0, data)(ones).defined
         astray = ~first.possible & defined
         fell += int(astray.sum())
         np.testing.assert_array_equal(got.lam[t][:, astray], 0.0)
         np.testing.assert_array_equal(got.checked[t], ~(first.possible & defined))
-        zero = ppi.ap_jackknife(spec, 1.0, data, zeros)
+        zero = ap_jackknife(spec, 1.0, data, zeros)
         np.testing.assert_allclose(got.value[t][astray], zero.value[astray], atol=1e-12)
     assert fell > 0
 

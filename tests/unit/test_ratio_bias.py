@@ -26,9 +26,9 @@ from sampleval.estimation.engine.replicates import (
     average_precision_jackknife,
     stratified_average_precision,
 )
-from sampleval.estimators import estimate
-from sampleval.estimators.base import MEAN_TOPIC
-from sampleval.estimators.names import parse_estimate
+from sampleval.estimation.engine.views import MEAN_TOPIC
+from sampleval.estimation.estimates import estimate
+from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.predictors import pool_truth, pure_noise

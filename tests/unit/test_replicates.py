@@ -1,4 +1,4 @@
-"""The jackknife replicate kernels (``estimators/_kernels.py``: ``nist_replicates``,
+"""The jackknife replicate kernels (``estimation/families/_inferred_kernels.py``: ``nist_replicates``,
 ``infap_replicates``) against the brute force they replaced: each run's pass redone from the
 rank of every sampled document with that document taken as not sampled (the kernels' former
 code, kept here as the reference), on real samples of round 5 of several designs and on
@@ -13,9 +13,13 @@ import numpy as np
 import pytest
 
 from sampleval.core.pool import Pool
-from sampleval.estimators._kernels import infap_replicates, nist_replicates, pairwise_sum
-from sampleval.estimators.base import TopicView, topic_views
-from sampleval.estimators.inferred import INFAP_EPSILON, NIST_MAX_RESULTS
+from sampleval.estimation.engine.views import TopicView, topic_views
+from sampleval.estimation.families._inferred_kernels import (
+    infap_replicates,
+    nist_replicates,
+    pairwise_sum,
+)
+from sampleval.estimation.families.inferred import INFAP_EPSILON, NIST_MAX_RESULTS
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import Budget, qrels_oracle, simulate
 from sampleval.selection.strata import StrataSelector

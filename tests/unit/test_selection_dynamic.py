@@ -17,7 +17,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets import cranfield_runs, read_qrels
-from sampleval.estimators import estimate
+from sampleval.estimation.estimates import estimate
 from sampleval.io import read_qrels as read_trec_qrels
 from sampleval.io import read_runs
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate

@@ -14,7 +14,7 @@ from sampleval.cli.sample import estimator_families
 from sampleval.core.pool import Pool
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
-from sampleval.estimators import estimate
+from sampleval.estimation.estimates import estimate
 from sampleval.selection import METHODS, Budget, simulate
 from sampleval.selection.importance import ImportanceSelector, doc_ranks
 
@@ -162,7 +162,7 @@ def test_propose_observe_errors(pool: Pool) -> None:
 
 @pytest.mark.slow
 def test_is_estimate_end_to_end(pool: Pool) -> None:
-    """P@10~is from the selector's sample through ``estimators.estimate``; averaged over
+    """P@10~is from the selector's sample through ``estimation.estimates.estimate``; averaged over
     seeds it is close to the true P@10."""
     runs = toy_runs()
     truth = {name: sum(d in RELEVANT for d in docs[:10]) / 10 for name, docs in RANKINGS.items()}

@@ -28,7 +28,7 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.estimands import average_precision
-from sampleval.estimators import estimate
+from sampleval.estimation.estimates import estimate
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import Budget, Selector, qrels_oracle, simulate
 from sampleval.selection.active import (

@@ -15,9 +15,9 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
-from sampleval.estimators.base import TopicView, relevance, topic_views, z_value
-from sampleval.estimators.names import parse_estimate
-from sampleval.estimators.statap import estimate_statap, statap_core
+from sampleval.estimation.engine.views import TopicView, relevance, topic_views, z_value
+from sampleval.estimation.families.statap import estimate_statap, statap_core
+from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection.ap_prior import prior_at_ranks
 

@@ -16,7 +16,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
 from sampleval.errors import SamplingWarning
-from sampleval.estimators import estimate
+from sampleval.estimation.estimates import estimate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 
 

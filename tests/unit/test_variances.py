@@ -17,8 +17,8 @@ import pytest
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators import estimate
-from sampleval.estimators.base import z_value
+from sampleval.estimation.engine.views import z_value
+from sampleval.estimation.estimates import estimate
 
 Z = z_value(0.95)
 

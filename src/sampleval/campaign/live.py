@@ -270,7 +270,7 @@ def _worker_init(parent: int) -> None:
 
 def _warm_up() -> int:
     """Load the compiled kernels once; the worker's process id."""
-    import sampleval.estimators  # noqa: F401
+    import sampleval.estimation.estimates  # noqa: F401
 
     return os.getpid()
 

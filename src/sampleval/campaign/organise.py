@@ -496,8 +496,8 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     ``rank_hi``: each run's simultaneous 95% rank interval from the per-topic values
     (:func:`sampleval.estimation.ranks.with_ranks`, seed 0), those of ``sampleval estimate
     --ranks`` on the same restricted export; the other measures' are None."""
+    from sampleval.estimation.estimates import MEAN_TOPIC, estimate
     from sampleval.estimation.ranks import RANK_COLUMNS
-    from sampleval.estimators import MEAN_TOPIC, estimate
     from sampleval.measures.evaluation import evaluate
 
     if not sample.judged().shape[0]:

@@ -19,7 +19,7 @@ from sampleval.campaign.organise import TOPIC_ID, campaign_status
 from sampleval.campaign.service import Person, ServiceError
 from sampleval.campaign.tokens import new_secret, same
 from sampleval.campaign.web import LOGIN_COOKIE, SESSION_COOKIE, service_of, templates
-from sampleval.estimators.names import measure_range
+from sampleval.estimation.spec import measure_range
 
 router = APIRouter(include_in_schema=False)
 

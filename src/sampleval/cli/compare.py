@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> None:
         raise UsageError("compare takes one measure (-m); run it once per measure")
     with start_reading_runs(args) as reading:
         from sampleval.estimation.compare import compare, forest_plot
-        from sampleval.estimators.setup import compare_default, setup_for
+        from sampleval.estimation.setup import compare_default, setup_for
         from sampleval.io.samples import load_sample
 
         judgments = load_sample(args.sample, args.sample_format)
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> None:
                   with_predictions=args.predictions is not None)  # fails before the runs
         predicted = None
         if args.predictions is not None:
-            from sampleval.estimators import largest_grade
+            from sampleval.estimation.estimates import largest_grade
             from sampleval.io.predictions import read_predictions
 
             predicted = read_predictions(args.predictions, largest_grade(judgments))
@@ -157,8 +157,8 @@ def leaderboard(judgments: Sample, loaded: list[Run], measure: str,
                 ) -> pd.DataFrame:
     """The runs' estimates of ``measure`` with their simultaneous rank intervals (columns
     ``run measure value rank rank_lo rank_hi``), best first."""
+    from sampleval.estimation.estimates import estimate
     from sampleval.estimation.ranks import RANK_COLUMNS, ranked
-    from sampleval.estimators import estimate
 
     rows = ranked(estimate(judgments, loaded, [measure], depth=depth_of(args),
                            level=args.rel_level, ci=args.ci, predictions=predictions),

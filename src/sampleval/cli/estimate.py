@@ -27,7 +27,7 @@ from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
     from sampleval.core.sample import Sample
-    from sampleval.estimators.setup import Setup
+    from sampleval.estimation.setup import Setup
 
 SAMPLE_FORMATS = ("auto", "sampleval", "qrels", "sample-qrels", "prels")
 SAMPLE_DEPTH_HELP = ("use only each run's top N documents per topic (default: the depth the "
@@ -132,15 +132,15 @@ def check_order(sample: str, runs: list[str], command: str = "estimate") -> None
 
 def depth_of(args: argparse.Namespace) -> int | str:
     """``-M N`` as given, else the sample's pool depth (:func:`setup_for`'s default)."""
-    from sampleval.estimators.setup import SAMPLE_DEPTH
+    from sampleval.estimation.setup import SAMPLE_DEPTH
 
     return SAMPLE_DEPTH if args.depth is None else int(args.depth)
 
 
 def run(args: argparse.Namespace) -> None:
+    from sampleval.estimation.estimates import estimate, largest_grade
     from sampleval.estimation.ranks import RANK_COLUMNS, ranked
-    from sampleval.estimators import estimate, largest_grade
-    from sampleval.estimators.setup import setup_for
+    from sampleval.estimation.setup import setup_for
     from sampleval.io import read_runs
     from sampleval.io.formats import (
         ESTIMATE_NUMBERS,
@@ -191,8 +191,8 @@ def run(args: argparse.Namespace) -> None:
 def explain(sample: Sample, setup: Setup) -> str:
     """``--explain``: per measure asked, its fully resolved estimator and where each option's
     value came from; the sample's design and capabilities; the depth and frame used."""
-    from sampleval.estimators.names import TABLE, names_an_estimator, option_sources
-    from sampleval.estimators.setup import draws_reach_every_document, simple_random
+    from sampleval.estimation.setup import draws_reach_every_document, simple_random
+    from sampleval.estimation.spec import TABLE, names_an_estimator, option_sources
 
     design = sample.design
     variant = [text for text, holds in (

@@ -86,7 +86,7 @@ def parse_evaluated(texts: list[str]) -> list[Measure]:
     try:
         return parse_measures(texts)
     except UsageError:
-        from sampleval.estimators.names import parse_estimate
+        from sampleval.estimation.spec import parse_estimate
 
         for part in (part for text in texts for part in split_measures(text)):
             try:

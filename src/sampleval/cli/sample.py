@@ -238,7 +238,7 @@ def _simulated(selector: Selector, oracle: Oracle, batch: int | None) -> Sample:
 def run_defaults(output_format: str) -> None:
     """``sampleval methods --defaults``: the defaults table, one row per design and
     measure."""
-    from sampleval.estimators.defaults import rows
+    from sampleval.estimation.defaults import rows
 
     table = [("design", "measure", "estimator"), *rows()]
     if output_format == "tsv":
@@ -265,9 +265,9 @@ def estimator_families(design: Design) -> list[str]:
     """The estimator families that accept samples of ``design``, those of the design's default
     estimators first (none for a pooled design: its judged documents are evaluated exactly).
     Here, above both, so that the selection methods need not import the estimators."""
-    from sampleval.estimators.family import FAMILIES
-    from sampleval.estimators.names import default_families
-    from sampleval.estimators.setup import accepts
+    from sampleval.estimation.family import FAMILIES
+    from sampleval.estimation.setup import accepts
+    from sampleval.estimation.spec import default_families
 
     first = default_families(design)
     rest = [f.name for f in FAMILIES.values() if accepts(f, design)]
@@ -285,9 +285,9 @@ def run_methods(args: argparse.Namespace) -> None:
     import textwrap
 
     from sampleval.declare import resolve
-    from sampleval.estimators import DEFAULT_MEASURES
-    from sampleval.estimators.family import FAMILIES
-    from sampleval.estimators.names import estimator_for
+    from sampleval.estimation.estimates import DEFAULT_MEASURES
+    from sampleval.estimation.family import FAMILIES
+    from sampleval.estimation.spec import estimator_for
     from sampleval.selection import METHODS
 
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)

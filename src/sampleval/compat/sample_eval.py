@@ -1,5 +1,5 @@
 """NIST's ``sample_eval.pl`` (Yilmaz, Kanoulas & Aslam, SIGIR 2008; NIST's 2011 version),
-reproduced byte for byte on top of the library's NIST estimators (``estimators.inferred``).
+reproduced byte for byte on top of the library's NIST estimators (``estimation.families.inferred``).
 
 The script reads sampled qrels (``topic iter docno stratum rel``, rel < 0: in the pool, not
 sampled) and one run, and prints, per topic with ``-q`` then over all topics: ``infAP`` (the
@@ -44,8 +44,8 @@ from sampleval.core.pool import Pool
 from sampleval.core.run import Run, sort_topics
 from sampleval.core.sample import Sample
 from sampleval.errors import InputError
-from sampleval.estimators.base import topic_views
-from sampleval.estimators.inferred import NIST_MAX_RESULTS, nist_topic, precision_at
+from sampleval.estimation.engine.views import topic_views
+from sampleval.estimation.families.inferred import NIST_MAX_RESULTS, nist_topic, precision_at
 from sampleval.io._table import Source, load, read_table
 from sampleval.io.runs import RUN_FORMAT, run_of_table
 from sampleval.io.samples import read_sample_qrels

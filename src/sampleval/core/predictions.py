@@ -1,7 +1,7 @@
 """Predicted relevance: a machine's grade or probability of relevance for any set of documents.
 
 Predictions feed the prediction-powered (difference) estimators (``~ppi``,
-:mod:`sampleval.estimators.ppi`) and the designs that allocate judgments by predicted
+:mod:`sampleval.estimation.families.ppi`) and the designs that allocate judgments by predicted
 residual spread (``stratified --param size=residual``). A value is a predicted grade, or a
 probability of relevance, on the judgments' scale: in [0, max grade]. A document without a
 prediction predicts 0, which keeps every estimate unbiased but gives that document none of the

@@ -13,7 +13,7 @@ people judged a design-based sample of it. For a run r and a measure:
   estimator's per-topic values and variances, ``EstimatorFamily.parts``);
 - ``bias`` B_r = M_r - E_r. M_r is fixed, so the interval is E_r's: B_r -+ (z sd(E_r) +
   |b_r|), sd(E_r)^2 = sum_t v_tr / T_r^2 (topics sampled independently), b_r the estimated
-  remaining bias of a bias-aware interval (as :func:`sampleval.estimators.base.summarise`).
+  remaining bias of a bias-aware interval (as :func:`sampleval.estimation.engine.views.summarise`).
   The interval is about the bias over *these* topics (the topics are fixed: the question is
   whether this collection's machine scores are off), so a census gives the exact bias with
   a zero-width interval;
@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.errors import UsageError
-from sampleval.estimators import SAMPLE_DEPTH
+from sampleval.estimation.estimates import SAMPLE_DEPTH
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -81,8 +81,8 @@ if TYPE_CHECKING:
     from sampleval.core.predictions import Predictions
     from sampleval.core.run import Run
     from sampleval.core.sample import Sample
-    from sampleval.estimators.base import TopicView
-    from sampleval.estimators.names import EstimateSpec
+    from sampleval.estimation.engine.views import TopicView
+    from sampleval.estimation.spec import EstimateSpec
     from sampleval.io.coerce import PredictionsLike, RunsLike, SampleLike
 
 AUDIT_COLUMNS = ["run", "measure", "topics", "machine", "estimate", "bias", "lo", "hi",
@@ -101,7 +101,7 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     """The audit of the machine judge ``predictions`` on ``runs`` from the human
     ``sample``: one row per run and measure (default ``AP~ht``), columns
     :data:`AUDIT_COLUMNS` (module docstring). ``depth`` as
-    :func:`sampleval.estimators.estimate` takes it; ``control``: ``none`` (the default)
+    :func:`sampleval.estimation.estimates.estimate` takes it; ``control``: ``none`` (the default)
     estimates from the people's labels alone (:func:`human_estimates`, as ``sampleval
     estimate``), ``machine`` with the machine's labels as control variates where the
     measure takes them (:func:`controlled_estimates`: AP~ht; experimental, with a warning:
@@ -134,8 +134,8 @@ def sample_side(sample: Sample, runs: list[Run], measure: str, machine: Predicti
     machine's labels as control variates when ``control`` is ``machine`` and the measure
     takes them (:func:`controlled_estimates`), else :func:`human_estimates` (which hands
     the predictions to the families that read them)."""
-    from sampleval.estimators.family import FAMILIES
-    from sampleval.estimators.setup import setup_for
+    from sampleval.estimation.family import FAMILIES
+    from sampleval.estimation.setup import setup_for
 
     (spec,) = setup_for(sample, [measure], depth=depth, with_predictions=True,
                         warn=False).specs
@@ -151,7 +151,7 @@ def sample_side(sample: Sample, runs: list[Run], measure: str, machine: Predicti
 def machine_predictions(sample: Sample, predictions: PredictionsLike) -> Predictions:
     """The predictions, read on the sample's scale, checked to name some of its frame (a
     warning says how many frame documents lack one)."""
-    from sampleval.estimators import _check_predictions, largest_grade
+    from sampleval.estimation.estimates import _check_predictions, largest_grade
     from sampleval.io.coerce import as_predictions
 
     predicted = as_predictions(predictions, largest_grade(sample))
@@ -227,8 +227,8 @@ def human_estimates(sample: Sample, runs: list[Run], measure: str,
     estimator family's per-topic variances and pairwise-difference variances
     (``EstimatorFamily.parts``, ``differences``; any family that gives both: today ``~ht``).
     ``predictions`` reach the families that read them (``needs_predictions``)."""
-    from sampleval.estimators.base import z_value
-    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimation.engine.views import z_value
+    from sampleval.estimation.family import FAMILIES
     from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
     spec, pool, views = _aligned(sample, runs, measure, depth, predictions)
@@ -268,7 +268,7 @@ def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: P
     replicate leaves the same document out of both), covariances between runs included
     (:func:`_difference_jackknife`). Exact (zero variance) on a census and, on any sample,
     for a judge that agrees with the people on every judged document. AP~ht only (its
-    replicates, :mod:`sampleval.estimators.horvitz_thompson`; ``bias`` taylor or none)."""
+    replicates, :mod:`sampleval.estimation.families.ht`; ``bias`` taylor or none)."""
     from sampleval.measures.aggregation import aggregate_of, over_topics
 
     spec, pool, views = _aligned(sample, runs, measure, depth, None)
@@ -287,7 +287,7 @@ def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: P
         covariance += weights[t][:, None] * cov * weights[t][None, :]
     values = machine - differences
     estimate = over_topics(values, present, aggregate_of(spec.base))
-    from sampleval.estimators.base import z_value
+    from sampleval.estimation.engine.views import z_value
 
     half = z_value(ci) * np.sqrt(np.maximum(np.diagonal(covariance), 0.0))
     return HumanEstimates(spec, pool, topics, present, weights, values, estimate, half,
@@ -308,9 +308,9 @@ def _aligned(sample: Sample, runs: list[Run], measure: str, depth: int | str | N
     """The estimator of ``measure``, the runs' pool cut at the estimation depth, and the
     topics the sample and the runs share."""
     from sampleval.core.pool import Pool
-    from sampleval.estimators.base import topic_views
-    from sampleval.estimators.family import FAMILIES
-    from sampleval.estimators.setup import setup_for
+    from sampleval.estimation.engine.views import topic_views
+    from sampleval.estimation.family import FAMILIES
+    from sampleval.estimation.setup import setup_for
 
     setup = setup_for(sample, [measure], depth=depth,
                       with_predictions=predictions is not None)
@@ -373,16 +373,16 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
     the people's, both on the topic's judged documents; :func:`controlled_estimates`) and
     the ``[runs, runs]`` delete-one jackknife covariance of that vector: stratified
     (Wolter 2007, sec. 4.5) on stratified samples and censuses (the replicates of
-    :func:`~sampleval.estimators.horvitz_thompson.stratified_replicates`),
+    :func:`~sampleval.estimation.families.ht.stratified_replicates`),
     sum_k (1 - pi_k) (theta_(k) - theta)(theta_(k) - theta)' on the others
-    (:func:`~sampleval.estimators.horvitz_thompson.general_replicates`), as AP~ht's
+    (:func:`~sampleval.estimation.families.ht.general_replicates`), as AP~ht's
     ``var=jackknife`` computes each run's variance alone."""
     from sampleval.core.inclusion import judged_design
     from sampleval.estimation.engine.replicates import (
         general_replicates,
         stratified_replicates,
     )
-    from sampleval.estimators.base import relevance
+    from sampleval.estimation.engine.views import relevance
 
     judged = np.flatnonzero(view.sample.judged)
     human = relevance(np.maximum(view.sample.labels[judged], 0.0), level)
@@ -422,7 +422,7 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
 def stratified_covariance(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
                           reps: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """The stratified delete-one jackknife covariance matrix of a vector estimate, from its
-    replicates as :func:`~sampleval.estimators.horvitz_thompson.stratum_jackknife` reads
+    replicates as :func:`~sampleval.estimation.families.ht.stratum_jackknife` reads
     them (``reps`` ``[m, width]`` without each listed document, ``rest`` ``[strata,
     width]`` without one of h's other judged documents): sum_h (1 - f_h) (n_h - 1)/n_h
     sum_{j in S_h} (theta_(hj) - mean_h)(theta_(hj) - mean_h)'; its diagonal is
@@ -558,7 +558,7 @@ def agreement(sample: SampleLike, predictions: PredictionsLike, *, level: float 
     design's HT covariance, delta method; exact with zero width on a census). Negative
     human grades count as 0."""
     from sampleval.core.inclusion import judged_design
-    from sampleval.estimators.base import z_value
+    from sampleval.estimation.engine.views import z_value
     from sampleval.io.coerce import as_sample
 
     sample = as_sample(sample)

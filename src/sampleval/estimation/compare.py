@@ -2,7 +2,7 @@
 paired test over topics, and multiple-comparison correction (``sampleval compare``).
 
 The per-topic difference is estimated from the one sample both runs share. Every estimator
-family in :mod:`sampleval.estimators` is, per topic, either linear in a run's per-document
+family in :mod:`sampleval.estimation.estimates` is, per topic, either linear in a run's per-document
 weights (the Horvitz-Thompson totals P@k, DCG@k of Li & Kanoulas, CIKM 2017, sec. 3; the
 importance estimator of Schnabel et al., ICTIR 2016, eq. 4) or a ratio whose denominator does
 not depend on the run (AP-hat, R@k, Rprec over R-hat; nDCG over IDCG-hat; xinfAP, infAP and
@@ -13,7 +13,7 @@ al.'s pairwise estimate (eq. 4 with weights P(x; S) - P(x; S'); eq. 13 is the sa
 distribution that makes it efficient, ``importance`` with the pairwise form). For the ratio
 measures it is the difference of the two ratio estimates over the shared denominator. No
 second estimator is needed: :func:`compare` takes the per-topic estimates
-:func:`sampleval.estimators.estimate` returns and subtracts them.
+:func:`sampleval.estimation.estimates.estimate` returns and subtracts them.
 
 Why the paired t-test over topics covers both sources of variance. With T topics, the
 estimated difference on topic t is d-hat_t = d_t + e_t: the true difference d_t plus the
@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.errors import UsageError
-from sampleval.estimators.setup import SAMPLE_DEPTH
+from sampleval.estimation.setup import SAMPLE_DEPTH
 from sampleval.measures.aggregation import over_topics
 
 if TYPE_CHECKING:
@@ -94,9 +94,9 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
     estimated from ``sample``: the columns of :func:`paired_differences`, and ``estimator``,
     the estimator's fully resolved name (every option at its value). ``measure``: one
     estimator's name or plain measure (``AP``: the design's preferred estimator), default
-    :func:`~sampleval.estimators.setup.compare_default`; the depth (default: the sample's
-    pool depth) and the estimator are :func:`~sampleval.estimators.setup.setup_for`'s, so
-    each run's mean is the one :func:`~sampleval.estimators.estimate` gives. ``df``:
+    :func:`~sampleval.estimation.setup.compare_default`; the depth (default: the sample's
+    pool depth) and the estimator are :func:`~sampleval.estimation.setup.setup_for`'s, so
+    each run's mean is the one :func:`~sampleval.estimation.estimates.estimate` gives. ``df``:
     ``satterthwaite`` (the effective degrees of freedom where the estimator gives the
     variance of a difference, module docstring) or ``topics`` (T - 1, the textbook paired
     t-test). ``predictions`` feed the estimators that read them (``AP~ppi``: the per-topic
@@ -104,8 +104,8 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
     if df not in DF_RULES:
         raise UsageError(f"unknown degrees-of-freedom rule {df!r} (one of "
                          f"{', '.join(DF_RULES)})")
-    from sampleval.estimators import MEAN_TOPIC, estimate, estimate_differences
-    from sampleval.estimators.setup import compare_default
+    from sampleval.estimation.estimates import MEAN_TOPIC, estimate, estimate_differences
+    from sampleval.estimation.setup import compare_default
     from sampleval.io.coerce import as_runs, as_sample
     from sampleval.measures.names import as_measures
 

@@ -35,7 +35,7 @@ from sampleval.declare import Param, closest
 from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
-    from sampleval.estimators.family import EstimatorFamily
+    from sampleval.estimation.family import EstimatorFamily
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def rank_intervals(per_topic: pd.DataFrame, ci: float = 0.95,
 
     Returns one row per run (indexed by run name, in column order) with ``rank`` (1 + the
     number of runs with a larger mean over the topics it has a value on: the mean of
-    :func:`sampleval.estimators.estimate`'s ``all`` rows; ties share the best rank), ``rank_lo``, ``rank_hi``.
+    :func:`sampleval.estimation.estimates.estimate`'s ``all`` rows; ties share the best rank), ``rank_lo``, ``rank_hi``.
     ``rng`` draws the bootstrap (default: seed 0, so the same input gives the same
     intervals)."""
     if not 0 < ci < 1:
@@ -193,10 +193,10 @@ def max_t_quantile(diff: np.ndarray, mean: np.ndarray, ci: float, rng: np.random
 
 def with_ranks(results: pd.DataFrame, per_topic: dict[str, pd.DataFrame], ci: float = 0.95,
                rng: np.random.Generator | None = None) -> pd.DataFrame:
-    """``results`` (rows ``run, query_id, measure, ...`` as :func:`sampleval.estimators.
+    """``results`` (rows ``run, query_id, measure, ...`` as :func:`sampleval.estimation.estimates.
     estimate` returns them) with ``rank``, ``rank_lo``, ``rank_hi`` on each measure's
     ``all`` rows (NaN elsewhere), from ``per_topic[measure]`` (``[topics, runs]``)."""
-    from sampleval.estimators import MEAN_TOPIC
+    from sampleval.estimation.estimates import MEAN_TOPIC
 
     out = results.copy()
     for column in RANK_COLUMNS:
@@ -213,7 +213,7 @@ def with_ranks(results: pd.DataFrame, per_topic: dict[str, pd.DataFrame], ci: fl
 
 def per_topic_values(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Each measure's per-topic values of ``results`` as ``[topics, runs]``."""
-    from sampleval.estimators import MEAN_TOPIC
+    from sampleval.estimation.estimates import MEAN_TOPIC
 
     topics = results[results["query_id"] != MEAN_TOPIC]
     return {str(m): rows.pivot(index="query_id", columns="run", values="value")

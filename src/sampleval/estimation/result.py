@@ -30,8 +30,8 @@ from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
 if TYPE_CHECKING:
     from sampleval.core.sample import Sample, TopicSample
-    from sampleval.estimators.base import TopicView
-    from sampleval.estimators.names import EstimateSpec
+    from sampleval.estimation.engine.views import TopicView
+    from sampleval.estimation.spec import EstimateSpec
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
@@ -48,6 +48,19 @@ def is_census(topic: TopicSample) -> bool:
 def judged_relevant(topic: TopicSample, level: float) -> int:
     """The number of relevant documents (label >= ``level``) the topic's sample judged."""
     return int(np.count_nonzero(topic.judged & (topic.labels >= level)))
+
+
+def bias_widens(topic: TopicSample, level: float) -> bool:
+    """Whether a bias-aware interval is widened by the estimated bias on this topic: its
+    sample holds more than one judged document of non-zero relevance (a label above
+    ``level`` - 1, so that a vote share counts, as the estimators sum it). With one or none,
+    the jackknife's estimate of AP-hat's bias is degenerate (the replicate without the one
+    relevant document is 0, so b is about -AP-hat) and the ``few`` floor stands for the
+    topic's error instead (issue 29; docs/research/calibration.md, section 1); as
+    degenerate is the gap between the jackknife's and the Taylor correction (``AP~hh``,
+    ``AP~ppi`` over draws) where the one relevant document was drawn once. Applied by
+    :func:`corrected` to every family whose AP takes ``few``."""
+    return int(np.count_nonzero(topic.labels[topic.judged] > level - 1.0)) > 1
 
 
 def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
@@ -119,7 +132,7 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
     ``bias[topic, run]``, an estimate of each estimate's bias, widens its interval beyond z
     standard errors by |bias|, the mean's by |sum of the topics' biases| / T (a bias-aware
     interval: ``AP~ht(interval=bias-aware)``)."""
-    from sampleval.estimators.names import parse_estimate
+    from sampleval.estimation.spec import parse_estimate
 
     present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
     aggregate = aggregate_of(parse_estimate(measure).base)
@@ -175,7 +188,7 @@ def few_floor(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
 
 def takes_few(spec: EstimateSpec) -> bool:
     """Whether ``spec`` is an AP estimate whose family declares the ``few`` option for it."""
-    from sampleval.estimators.family import FAMILIES
+    from sampleval.estimation.family import FAMILIES
 
     declared = FAMILIES[spec.family].base(spec.base)
     return spec.base == "AP" and declared is not None and "few" in declared.options
@@ -183,12 +196,17 @@ def takes_few(spec: EstimateSpec) -> bool:
 
 def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
               parts: TopicParts) -> TopicParts:
-    """``parts`` with the corrections of this module: AP's ``few`` floor, where the family's
-    AP takes the option (:func:`takes_few`)."""
+    """``parts`` with the corrections of this module, where the family's AP takes the
+    ``few`` option (:func:`takes_few`): the ``few`` floor of the variance, and no widening
+    by the estimated bias on the topics where it does not widen (:func:`bias_widens`), for
+    which that floor stands instead."""
     if not takes_few(spec):
         return parts
-    return parts._replace(variance=few_floor(parts.value, parts.variance, views, level,
-                                             spec.option("few")))
+    widens = np.array([bias_widens(v.sample, level) for v in views], dtype=bool)
+    return TopicParts(parts.value, few_floor(parts.value, parts.variance, views, level,
+                                             spec.option("few")),
+                      np.where(widens.reshape(-1, *([1] * (parts.bias.ndim - 1))),
+                               parts.bias, 0.0))
 
 
 def floored(parts: PartsFunction) -> PartsFunction:

@@ -87,8 +87,8 @@ def print_table(results: pd.DataFrame, console: Console, title: str = "Leaderboa
     rows (when present) listed under their run. Estimates show ``± half`` their interval,
     their run's frame share, ``*`` when more than half of the value is imputed and ``!`` on
     a per-topic value outside the measure's range (kept: docs/guide/estimating.md)."""
-    from sampleval.estimators import OUTSIDE_DOC, outside_range
-    from sampleval.estimators.imputation import MOSTLY
+    from sampleval.estimation.estimates import OUTSIDE_DOC, outside_range
+    from sampleval.estimation.imputation import MOSTLY
 
     measures = list(dict.fromkeys(results["measure"]))
 

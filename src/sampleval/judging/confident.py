@@ -94,10 +94,10 @@ from sampleval.core.design import STRATIFIED
 from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import MEAN_TOPIC, topic_views, z_value
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import EstimateSpec, estimator_for, parse_estimate
-from sampleval.estimators.setup import accepts
+from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views, z_value
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.setup import accepts
+from sampleval.estimation.spec import EstimateSpec, estimator_for, parse_estimate
 from sampleval.selection.ap_prior import document_prior
 from sampleval.selection.base import Oracle, Selector
 from sampleval.selection.strata import Layout, StratifiedSelector, handout
@@ -346,7 +346,7 @@ class ConfidentJudging:
 
     def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
         """Each targeted run's half-width of its mean over the topics it retrieved for, as
-        ``estimate`` reports it (:func:`~sampleval.estimators.base.summarise`)."""
+        ``estimate`` reports it (:func:`~sampleval.estimation.engine.views.summarise`)."""
         v = self.variance if variance is None else variance
         present = self.present[:, self.runs]
         total = np.where(present, np.nan_to_num(v[:, self.runs]), 0.0).sum(axis=0)
@@ -857,7 +857,7 @@ class AnytimeJudging(ConfidentJudging):
     stops at the first look where each one's half-width is at most the target.
 
     The half-widths are those of the anytime-valid confidence sequence
-    (:mod:`sampleval.estimators.anytime`) tuned for the target: sqrt(V) m(x* V* / V) (plus
+    (:mod:`sampleval.estimation.anytime`) tuned for the target: sqrt(V) m(x* V* / V) (plus
     the estimated bias that a bias-aware interval adds), V the variance of the run's mean,
     V* the variance at which it equals the target. Because the sequence covers at every
     look at once, it covers at the look where judging stops, whatever the rule was
@@ -881,7 +881,7 @@ class AnytimeJudging(ConfidentJudging):
                  committed: bool | None = False, margin: float = 0.05,
                  interval: str = "anytime", every: int | None = None,
                  allocation: str = "pooled") -> None:
-        from sampleval.estimators.anytime import target_variance
+        from sampleval.estimation.anytime import target_variance
 
         if committed:
             raise UsageError("stop=anytime looks after every batch: it has no committed "
@@ -930,7 +930,7 @@ class AnytimeJudging(ConfidentJudging):
     def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
         """The half-width in standard errors of each targeted run's mean whose summed
         variance over its ``count`` topics is ``total``."""
-        from sampleval.estimators.anytime import half_width
+        from sampleval.estimation.anytime import half_width
 
         if self.interval == "fixed":
             return np.full(np.shape(total), self.z)

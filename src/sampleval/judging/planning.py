@@ -14,7 +14,7 @@ every targeted run's variance is at most the variance the rule stops at:
 - ``fixed``: a design of sizes fixed in advance, judged then estimated once, with the
   ordinary interval: (h / z)^2;
 - ``anytime``: the anytime rule (``stop=anytime``), whose confidence sequence tuned for
-  the target has half-width h at :func:`~sampleval.estimators.anytime.target_variance`.
+  the target has half-width h at :func:`~sampleval.estimation.anytime.target_variance`.
 
 With ``model="active"`` the rest of the judging is taken to be active sampling (its
 default uniform share): with-replacement draws from p_t = 0.2 / N_t + 0.8 q_t (q_t the
@@ -184,8 +184,8 @@ def forecast_arrays(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
     judgments, pool sizes and whether the pilot found :data:`FOUND` relevant documents;
     ``draws``: each topic's draw distribution for the with-replacement model (None: simple
     random sampling's)."""
-    from sampleval.estimators.anytime import target_variance
-    from sampleval.estimators.base import z_value
+    from sampleval.estimation.anytime import target_variance
+    from sampleval.estimation.engine.views import z_value
 
     cap = size if cap is None else np.minimum(cap, size)
     shape = Shape(size, draws)
@@ -214,10 +214,10 @@ def widest_variance(widths: np.ndarray | float, half_width: float, rule: str = "
                     ci: float = 0.95) -> np.ndarray:
     """The variance of a run's mean whose half-width under ``rule`` is ``widths``: the
     anytime rule's sequence tuned for the target ``half_width``
-    (:func:`~sampleval.estimators.anytime.variance_for`), or the fixed interval's
+    (:func:`~sampleval.estimation.anytime.variance_for`), or the fixed interval's
     (widths / z)^2. Any estimated bias in the half-width is counted as variance."""
-    from sampleval.estimators.anytime import target_variance, variance_for
-    from sampleval.estimators.base import z_value
+    from sampleval.estimation.anytime import target_variance, variance_for
+    from sampleval.estimation.engine.views import z_value
 
     if rule not in RULES:
         raise UsageError(f"rule must be one of {', '.join(RULES)}, not {rule!r}")
@@ -287,15 +287,15 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
              rng: np.random.Generator, replicates: int = 200,
              coverage: float = 0.9, model: str = "srs") -> list[Forecast]:
     """The judgments ``target`` (a :class:`~sampleval.judging.confident.Target`) is forecast to
-    need from the pilot ``sample`` of ``runs`` (as :func:`sampleval.estimators.estimate`
+    need from the pilot ``sample`` of ``runs`` (as :func:`sampleval.estimation.estimates.estimate`
     takes them, at ``depth``: by default the sample's), for each rule of :data:`RULES`,
     with a ``coverage`` interval from ``replicates`` bootstrap resamples of the topics.
     ``caps``: judgments per topic at most (default: its pool); ``model``: how a topic's
     variance falls, ``srs`` or ``active`` (module docstring)."""
     if model not in MODELS:
         raise UsageError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
-    from sampleval.estimators import SAMPLE_DEPTH, estimate
-    from sampleval.estimators.base import MEAN_TOPIC, z_value
+    from sampleval.estimation.engine.views import MEAN_TOPIC, z_value
+    from sampleval.estimation.estimates import SAMPLE_DEPTH, estimate
     from sampleval.io.coerce import as_sample
 
     sample = as_sample(sample)
@@ -327,7 +327,7 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
     draws = None
     if model == "active":
         from sampleval.core.pool import Pool
-        from sampleval.estimators.setup import estimation_depth
+        from sampleval.estimation.setup import estimation_depth
         from sampleval.io.coerce import as_runs
 
         with warnings.catch_warnings():  # estimate above has said what the depth means

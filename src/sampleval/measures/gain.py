@@ -29,6 +29,7 @@ from sampleval.measures.base import (
     seqsum,
 )
 from sampleval.measures.names import Measure
+from sampleval.measures.totals import rank_weight
 
 Entry = tuple[float, float, int]  # (level, gain, judged documents at the level)
 
@@ -141,6 +142,13 @@ def ndcg(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     dcg = seqsum(terms)
     best = ideal[min(k, len(ideal)) - 1] if len(ideal) else 0.0
     return dcg / best if best > 0 else dcg
+
+
+@rank_weight("dcg")
+def dcg_weight(ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
+    """DCG@k's total (of gains): 1/log2(rank + 1) at ranks 1..k (every rank without k)."""
+    kept = (ranks > 0) & (ranks <= (cutoff if cutoff is not None else np.inf))
+    return np.divide(1.0, np.log2(ranks + 1.0), out=np.zeros(ranks.shape), where=kept)
 
 
 @kernel("dcg")

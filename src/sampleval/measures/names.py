@@ -21,6 +21,9 @@ from sampleval.declare import did_you_mean
 from sampleval.errors import UsageError, short_repr
 
 Cutoff = Literal["no", "optional", "required"]
+Estimand = Literal["", "total", "ratio", "pair-sum ratio"]
+ESTIMANDS: tuple[Estimand, ...] = ("total", "ratio", "pair-sum ratio")
+"""What a design-based estimator estimates for a measure (:attr:`MeasureSpec.estimand`)."""
 Params = tuple[tuple[str, object], ...]
 
 _TOP = frozenset({"official", "all_trec"})
@@ -52,6 +55,14 @@ class MeasureSpec:
       ``per_topic``: printed for each topic under ``-q``; ``sets``: trec_eval nicknames.
     - ``library``: False for trec_eval's text items (runid, relstring), which only
       ``sampleval trec_eval`` prints; ``trec_eval``: False for measures trec_eval lacks.
+    - ``estimand``: what the design-based estimators (``~ht``, ``~hh``, ``~ppi``) estimate
+      from a sample (""; none): a ``total`` over the topic's documents, sum_d w(rank_d)
+      v(label_d), with rank weights w registered beside the kernel
+      (:func:`sampleval.measures.totals.rank_weight`); a ``ratio`` of such totals (R@k,
+      Rprec, nDCG); AP's ``pair-sum ratio`` (a sum over pairs of documents over R). ``graded``:
+      v is the gain (the grade), not the relevance 1{grade >= level}. The engine reads both
+      (:mod:`sampleval.estimation.engine`), so a measure with a total as its estimand is
+      estimated by those families with no edit of theirs.
     """
 
     trec: str
@@ -70,6 +81,8 @@ class MeasureSpec:
     aliases: tuple[str, ...] = ()
     library: bool = True
     trec_eval: bool = True
+    estimand: Estimand = ""
+    graded: bool = False
 
     @property
     def key(self) -> str:
@@ -78,8 +91,9 @@ class MeasureSpec:
 
 
 def _gains(trec: str, doc: str, name: str = "", sets: frozenset[str] = _TREC,
-           keywords: tuple[str, ...] = ("gains",)) -> MeasureSpec:
-    return MeasureSpec(trec, doc, name=name, keywords=keywords, trec_params="pairs", sets=sets)
+           keywords: tuple[str, ...] = ("gains",), estimand: Estimand = "") -> MeasureSpec:
+    return MeasureSpec(trec, doc, name=name, keywords=keywords, trec_params="pairs", sets=sets,
+                       estimand=estimand, graded=bool(estimand))
 
 
 def _prefs(trec: str, doc: str, sets: frozenset[str] = _ALL_PREFS) -> MeasureSpec:
@@ -97,17 +111,18 @@ SPECS: tuple[MeasureSpec, ...] = (
                 name="NumRet", keywords=(), aggregate="sum", trec_kind="count",
                 sets=_TOP | {"set"}),
     MeasureSpec("num_rel", "relevant documents in the qrels, retrieved or not; summed",
-                name="NumRel", aggregate="sum", trec_kind="count", sets=_TOP | {"set"}),
+                name="NumRel", aggregate="sum", trec_kind="count", sets=_TOP | {"set"},
+                estimand="total"),
     MeasureSpec("num_rel_ret", "relevant documents retrieved; summed over topics",
                 name="NumRelRet", aggregate="sum", trec_kind="count", sets=_TOP | {"set"}),
     MeasureSpec("map", "average precision: the mean, over the R relevant documents, of the "
                 "precision at each one's rank (0 for those not retrieved)", name="AP",
-                sets=_TOP),
+                sets=_TOP, estimand="pair-sum ratio"),
     MeasureSpec("gm_map", "AP, combined over topics by a geometric mean (values below "
                 "0.00001 count as 0.00001); printed for the summary only", name="GMAP",
                 aggregate="gmean", per_topic=False, sets=_TOP),
     MeasureSpec("Rprec", "precision at rank R (R: the topic's relevant documents)",
-                sets=_TOP),
+                sets=_TOP, estimand="ratio"),
     MeasureSpec("bpref", "binary preference (Buckley & Voorhees 2004): for each relevant "
                 "document, 1 - (judged non-relevant documents above it, at most R) / "
                 "min(R, judged non-relevant); unjudged documents are skipped", name="Bpref",
@@ -120,14 +135,14 @@ SPECS: tuple[MeasureSpec, ...] = (
                 trec_default=_RECALL_LEVELS, sets=_TOP),
     MeasureSpec("P", "precision at rank k (a run with fewer than k documents counts the "
                 "missing ones as non-relevant)", cutoff="required", trec_params="counts",
-                trec_default=_COUNTS, sets=_TOP),
+                trec_default=_COUNTS, sets=_TOP, estimand="total"),
     MeasureSpec("relstring", "the grades of the first N retrieved documents as a string "
                 "('-': not in the qrels, '.': in the qrels but unjudged, '>': above 9); "
                 "printed per topic only", keywords=(), trec_params="numbers", trec_default="10",
                 trec_kind="text", sets=_TREC, library=False),
     MeasureSpec("recall", "recall at rank k: relevant documents in the top k over R",
                 name="R", cutoff="required", trec_params="counts", trec_default=_COUNTS,
-                sets=_TREC),
+                sets=_TREC, estimand="ratio"),
     MeasureSpec("infAP", "inferred AP (Yilmaz & Aslam 2006) from a judged sample of the pool "
                 "(qrels grade -1: pooled, not judged)", sets=_TREC),
     MeasureSpec("gm_bpref", "Bpref combined over topics by a geometric mean (floor 0.00001);"
@@ -148,23 +163,23 @@ SPECS: tuple[MeasureSpec, ...] = (
     _gains("G", "normalised gain: each retrieved document's gain over log2(2 + ideal cost "
            "so far - gain so far), summed and divided by the ideal total gain"),
     _gains("dcg", "discounted cumulative gain (gain / log2(rank + 1), gains: the grades)",
-           sets=frozenset()),
+           sets=frozenset(), estimand="total"),
     _gains("ideal_dcg", "DCG of the ideal ranking of the topic's judged documents",
            sets=frozenset()),
     MeasureSpec("ndcg", "normalised DCG (Jarvelin & Kekalainen 2002): DCG over the DCG of "
                 "the ideal ranking; gains are the grades unless given as level=gain pairs",
                 name="nDCG", cutoff="optional", keywords=("gains",), trec_params="pairs",
-                sets=_TREC),
+                sets=_TREC, estimand="ratio", graded=True),
     _gains("ndcg_rel", "nDCG averaged over the relevant documents, at each one's rank "
            "(at the run's end for those not retrieved)"),
     _gains("Rndcg", "nDCG averaged over the ranks where the ideal gain changes (the "
            "R-levels of each grade)"),
     MeasureSpec("ndcg_cut", "nDCG over the top k (gains: the grades)", name="nDCG",
                 cutoff="required", keywords=("gains",), trec_params="counts",
-                trec_default=_COUNTS, sets=_TREC),
+                trec_default=_COUNTS, sets=_TREC, estimand="ratio", graded=True),
     MeasureSpec("map_cut", "AP over the top k (relevant documents below k count as not "
                 "retrieved)", name="AP", cutoff="required", trec_params="counts",
-                trec_default=_COUNTS, sets=_TREC),
+                trec_default=_COUNTS, sets=_TREC, estimand="pair-sum ratio"),
     MeasureSpec("relative_P", "precision at k relative to the best possible: relevant in "
                 "the top k over min(k, R)", cutoff="required", trec_params="counts",
                 trec_default=_COUNTS, sets=_TREC),
@@ -353,6 +368,35 @@ def _lowercase(names: dict[str, str]) -> dict[str, str]:
 
 _NAMES = _names()
 _LOWER = _lowercase(_NAMES)
+
+
+def register_measure(spec: MeasureSpec) -> MeasureSpec:
+    """Declare a measure from outside this module (a plugin, or one new file: its spec, its
+    kernel registered with :func:`sampleval.measures.base.kernel`, a total's rank weights
+    with :func:`sampleval.measures.totals.rank_weight`): it is then parsed, evaluated and,
+    by its :attr:`~MeasureSpec.estimand`, estimated like the built-in measures. A name
+    already declared is an error."""
+    global SPECS
+    if spec.trec in _BY_TREC or (spec.library and spec.key in _BY_KEY):
+        raise UsageError(f"a measure named {spec.key!r} is already declared")
+    SPECS = (*SPECS, spec)
+    _BY_TREC[spec.trec] = spec
+    if spec.library:
+        _BY_KEY.setdefault(spec.key, []).append(spec)
+    names = _names()
+    lower = _lowercase(names)
+    _NAMES.clear()
+    _NAMES.update(names)
+    _LOWER.clear()
+    _LOWER.update(lower)
+    return spec
+
+
+def estimand_of(base: str) -> MeasureSpec | None:
+    """The declaration of the library measure ``base`` (any case: ``DCG``) if it declares an
+    estimand (:attr:`MeasureSpec.estimand`), else None."""
+    spec = _lookup(base, False) or _lookup(base, True)
+    return spec if spec is not None and spec.estimand else None
 
 
 def _lookup(name: str, has_cut: bool) -> MeasureSpec | None:

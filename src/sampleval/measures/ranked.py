@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from sampleval.errors import UsageError
 from sampleval.measures.base import (
     RankedGrades,
     c_map,
@@ -29,6 +30,7 @@ from sampleval.measures.base import (
     top,
 )
 from sampleval.measures.names import Measure
+from sampleval.measures.totals import rank_weight
 
 
 def _cut(g: RankedGrades, m: Measure) -> int:
@@ -56,6 +58,14 @@ def yaap(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     """log((1 + S) / (1 + R - S)), S = AP's numerator (Robertson, ECIR 2012)."""
     s = precision_sum(g, level, g.width)
     return c_map(math.log, (1.0 + s) / (1.0 + num_rel(g, level) - s))
+
+
+@rank_weight("P")
+def precision_weight(ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
+    """P@k's total: 1/k at ranks 1..k."""
+    if cutoff is None:
+        raise UsageError("P needs a cutoff, e.g. P@10")
+    return ((ranks > 0) & (ranks <= cutoff)) / cutoff
 
 
 @kernel("P")
@@ -121,6 +131,14 @@ def binary_g(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
 def num_q(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     """1 per topic (summed: the number of topics)."""
     return np.ones(g.n_runs)
+
+
+@rank_weight("NumRel")
+def count_weight(ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
+    """NumRel's total: 1 for every document, retrieved or not."""
+    if cutoff is not None:
+        raise UsageError("NumRel takes no cutoff")
+    return np.ones(ranks.shape)
 
 
 @kernel("NumRel")

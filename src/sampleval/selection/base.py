@@ -118,7 +118,7 @@ class Selector(ABC):
         """Whether every draw of a sample made with these (resolved) parameters could have
         drawn every pooled document, however the draws adapted: what makes the per-draw
         (Hansen-Hurwitz) estimators unbiased for every measure, so that they become the
-        default ones (:func:`sampleval.estimators.names.estimator_for`). False unless the
+        default ones (:func:`sampleval.estimation.spec.estimator_for`). False unless the
         method says so."""
         return False
 
@@ -134,7 +134,7 @@ class Selector(ABC):
     def simple_random_sample(cls, params: dict[str, Any]) -> bool:
         """Whether a sample made with these (resolved) parameters is one simple random
         sample of each topic's frame (``uniform``), whose AP has a default estimator of its
-        own (:data:`sampleval.estimators.defaults.SIMPLE_RANDOM`). False unless the method
+        own (:data:`sampleval.estimation.defaults.SIMPLE_RANDOM`). False unless the method
         says so."""
         return False
 

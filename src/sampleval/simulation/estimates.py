@@ -1,10 +1,10 @@
 """One sample's estimates of every target, for all runs, as arrays over the truth's topics
 and runs.
 
-The sample is aligned with the pool of *all* runs (``estimators.base.topic_views``) once per
+The sample is aligned with the pool of *all* runs (``estimation.engine.views.topic_views``) once per
 score precision (NIST's family compares scores in double precision), and each estimator
 family computes all the measures it is asked for at a relevance level in one call of its
-``compute``: the high-level ``estimators.estimate`` would rebuild the Pool from the runs every
+``compute``: the high-level ``estimation.estimates.estimate`` would rebuild the Pool from the runs every
 time. A target no family serves (designs such as ``pooled``) gets the exact measure on the
 judged documents, unjudged ones not relevant. Beside each target comes its family's estimate
 of R per topic (``NumRel~ht``, ``inum_rel``), or the judged relevant documents counted.
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sampleval.estimators.base import COLUMNS, MEAN_TOPIC, TopicView, topic_views
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.engine.views import COLUMNS, MEAN_TOPIC, TopicView, topic_views
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.spec import EstimateSpec
 from sampleval.measures.exact import RankedGrades, compute, relevance
 
 if TYPE_CHECKING:

@@ -88,12 +88,12 @@ class MethodSpec:
 
     def anytime_tuning(self, ci: float) -> float | None:
         """With ``stop=anytime``: the variance of a mean for which its anytime-valid
-        interval is the target (:func:`sampleval.estimators.anytime.target_variance`);
+        interval is the target (:func:`sampleval.estimation.anytime.target_variance`);
         else None."""
         modifiers = dict(self.modifiers)
         if modifiers.get("stop") != "anytime":
             return None
-        from sampleval.estimators.anytime import target_variance
+        from sampleval.estimation.anytime import target_variance
         from sampleval.judging.confident import Target
 
         return target_variance(Target.parse(modifiers["target"]).half_width, ci)
@@ -152,8 +152,8 @@ def _check_modifiers(text: str, cls: type[Selector], resolved: dict[str, Any],
     """UsageError unless ``target`` reads as a target whose estimator applies to the
     method's samples, ``start`` (only with a target) is a positive number and ``stop`` one
     of :data:`~sampleval.judging.confident.STOP_MODES`."""
-    from sampleval.estimators.family import FAMILIES
-    from sampleval.estimators.setup import accepts
+    from sampleval.estimation.family import FAMILIES
+    from sampleval.estimation.setup import accepts
     from sampleval.judging.confident import STOP_MODES, Target
 
     if "target" not in modifiers:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.errors import UsageError
-from sampleval.estimators.base import MEAN_TOPIC
+from sampleval.estimation.engine.views import MEAN_TOPIC
 from sampleval.simulation import figures
 from sampleval.simulation.store import TRIALS, Store
 from sampleval.simulation.summary import unreachable_notes

@@ -27,8 +27,8 @@ from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.setup import accepts
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.setup import accepts
 from sampleval.io.coerce import PredictionsLike, as_predictions
 from sampleval.progress import Bar
 from sampleval.simulation.backends import check_backend, run_tasks
@@ -254,7 +254,7 @@ def _described(plan: Plan | None) -> str | None:
 
 def _resolved(targets: Sequence[Target]) -> dict[str, dict[str, str | None]]:
     """Each target's estimator, and R's beside it, on every design, with every option at its
-    value (:attr:`~sampleval.estimators.names.EstimateSpec.full_name`): a plain ``AP`` names
+    value (:attr:`~sampleval.estimation.spec.EstimateSpec.full_name`): a plain ``AP`` names
     whatever the families' declarations prefer today (``AP~ht`` on stratified samples, once
     ``xinfAP``) and an option's default may move (``AP~ht``'s intervals became bias-aware),
     so a directory whose trials were made under other defaults is refused rather than

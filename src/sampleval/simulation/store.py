@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sampleval.errors import UsageError
-from sampleval.estimators.base import MEAN_TOPIC
+from sampleval.estimation.engine.views import MEAN_TOPIC
 from sampleval.simulation.grid import Cell, Grid
 from sampleval.simulation.trial import CATEGORIES, CellResult
 

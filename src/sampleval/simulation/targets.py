@@ -4,7 +4,7 @@ A target is a name from ``--measures``:
 
 - a plain measure (``AP``, ``P@30``, ``Rprec``, ``AP(rel=2)``; :mod:`sampleval.measures.names`)
   is estimated from each method's samples with the estimator its design prefers
-  (:func:`sampleval.estimators.setup.estimator_of`, as every command chooses it, from the
+  (:func:`sampleval.estimation.setup.estimator_of`, as every command chooses it, from the
   families' declarations and
   whether the method's every draw could reach every document); a
   design no family accepts (``pooled``: depth-k, MTF, bandits) gets the exact measure on the
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from sampleval.core.design import as_design
 from sampleval.errors import UsageError
-from sampleval.estimators.family import FAMILIES
-from sampleval.estimators.names import EstimateSpec, parse_estimate
-from sampleval.estimators.setup import accepts, estimator_of
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.setup import accepts, estimator_of
+from sampleval.estimation.spec import EstimateSpec, parse_estimate
 from sampleval.measures.names import Measure, parse_measure
 
 

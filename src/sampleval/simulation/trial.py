@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from sampleval.estimators.base import MEAN_TOPIC
+from sampleval.estimation.engine.views import MEAN_TOPIC
 from sampleval.selection.base import Oracle, qrels_oracle
 from sampleval.simulation import metaeval
 from sampleval.simulation.estimates import (
@@ -238,7 +238,7 @@ class Worker:
         if setup.audit is None or setup.predictions is None:
             return {}
         from sampleval.estimation.audit import audit_outcome, human_estimates, judge_rows
-        from sampleval.estimators.family import FAMILIES
+        from sampleval.estimation.family import FAMILIES
 
         if plan.spec is None or FAMILIES[plan.spec.family].differences is None:
             return dict.fromkeys(("audit_favoured_flagged", "audit_others_flagged",
@@ -446,13 +446,13 @@ def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 def _anytime_means(est: Estimates, tuned: float, ci: float) -> Estimates:
     """``est`` with the intervals of its means over topics replaced by the anytime-valid
-    ones (``stop=anytime``): half-width :func:`sampleval.estimators.anytime.half_width` of
+    ones (``stop=anytime``): half-width :func:`sampleval.estimation.anytime.half_width` of
     the variance ((half-width / z)^2) the ordinary interval gives (of a bias-aware interval,
     whose half-width adds the estimated bias, a variance somewhat too large: wider)."""
     from dataclasses import replace
 
-    from sampleval.estimators.anytime import half_width
-    from sampleval.estimators.base import z_value
+    from sampleval.estimation.anytime import half_width
+    from sampleval.estimation.engine.views import z_value
 
     variance = ((est.mean_hi - est.mean_lo) / 2 / z_value(ci)) ** 2
     half = half_width(variance, tuned, ci)

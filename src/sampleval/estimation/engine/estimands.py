@@ -15,7 +15,7 @@ HT variance estimator sum_{i,j in S} (pi_ij - pi_i pi_j)/pi_ij (z_i/pi_i)(z_j/pi
 = pi_i (unbiased when every pi_ij > 0; it can be negative, and the rows clip it at 0); for
 a ratio the HT variance of the residuals u_i = (a_i - Q-hat b_i)/B-hat. The delete-one
 jackknives over the same sums are :mod:`.replicates`'; the family that reads a Sample is
-:mod:`sampleval.estimators.horvitz_thompson`.
+:mod:`sampleval.estimation.families.ht`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ import numpy as np
 
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.kernels import ap_contributions, quadratic
+
+TAKE_CORRECTION = ("R", "Rprec", "nDCG")
+"""The ratios besides AP that take the ``bias`` option's taylor or none (their core's ``taylor``)."""
 
 
 class HTEstimate(NamedTuple):
@@ -92,6 +95,23 @@ def dcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarra
     docs = _run_docs(ranks, cutoff)
     return _total(_columns(gain, docs) * _discount(docs.rank), docs, pi, pi_joint, gain,
                   pairs)
+
+
+def weighted_total(base: str) -> Estimator:
+    """The HT estimator of a measure whose declared estimand is a total with rank weights w
+    (:func:`sampleval.measures.totals.weight_of`): sum_{i in S} w(rank_i) y_i/pi_i and its HT
+    variance (Horvitz & Thompson 1952), as P@k and DCG@k are estimated; for a measure
+    declared outside the built-in ones, which have their own forms above."""
+    from sampleval.measures.totals import weight_of
+
+    weight = weight_of(base)
+
+    def estimator(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
+                  cutoff: int | None, /, *, pairs: np.ndarray | None = None) -> HTEstimate:
+        docs = _run_docs(ranks, cutoff)
+        return _total(_columns(y, docs) * weight(docs.rank, cutoff), docs, pi, pi_joint, y,
+                      pairs)
+    return estimator
 
 
 def recall(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
@@ -361,3 +381,24 @@ def _cumulative_discount(n: np.ndarray) -> np.ndarray:
     top = int(n.max(initial=0))
     table = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, top + 2)))])
     return table[n.astype(np.int64)]
+
+
+def ideal_dcg(grades: np.ndarray, counts: np.ndarray, cutoff: int | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The ideal DCG@k of ``counts[g]`` documents of grade ``grades[g]`` (decreasing, positive),
+    counts possibly fractional, and its gradient in the counts.
+
+    With W(s) the discount mass of the first s ranks (linear within a rank) and C_j the number
+    of documents of the j highest grades, ideal = sum_j (g_j - g_{j+1}) W(C_j), g_{G+1} = 0,
+    and d ideal / d N_i = sum_{j >= i} (g_j - g_{j+1}) W'(C_j)."""
+    cum_counts = np.cumsum(counts, axis=0)
+    top = cutoff if cutoff is not None else int(np.ceil(cum_counts.max(initial=0.0))) + 1
+    discount = np.append(1.0 / np.log2(np.arange(2, top + 2)), 0.0)
+    mass = np.concatenate([[0.0], np.cumsum(discount[:top])])
+    whole = np.minimum(np.floor(cum_counts).astype(np.int64), top)
+    slope = discount[whole]
+    mass_at = mass[whole] + (cum_counts - whole) * slope
+    steps = (grades - np.append(grades[1:], 0.0)).reshape((-1,) + (1,) * (counts.ndim - 1))
+    ideal = (steps * mass_at).sum(axis=0)
+    gradient = np.cumsum((steps * slope)[::-1], axis=0)[::-1]
+    return ideal, gradient

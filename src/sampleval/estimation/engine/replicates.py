@@ -12,7 +12,7 @@ Delete-one replicates of AP~ht's *corrected* estimates (issue 9): the jackknife 
 on top of a bias correction, for its bias (``AP~ht(bias=taylor-jackknife)``) and for its
 variance (``AP~ht(bias=jackknife)``'s ``var=jackknife``, a double jackknife).
 
-Why: after the Taylor correction (:func:`~sampleval.estimators.horvitz_thompson._ratio`,
+Why: after the Taylor correction (:func:`~sampleval.estimation.families.ht._ratio`,
 Cochran 1977, ch. 6: the ratio's bias to order 1/n, estimated from the sample) AP-hat keeps a
 bias of the next order, which dominates the miss of the mean's intervals on small
 stratified samples (docs/methods.md, "Residual bias after the Taylor correction").
@@ -29,7 +29,7 @@ stratified samples (docs/methods.md, "Residual bias after the Taylor correction"
   Efron & Tibshirani 1993, sec. 10.5). On designs with independent inclusions (Poisson,
   with-replacement rounds) the replicates are (1 - pi_k)-weighted, whose first-order part
   does not cancel as Quenouille's equal-weight one does; as for ``AP~ht(bias=jackknife)``
-  there (:func:`~sampleval.estimators.horvitz_thompson.average_precision_jackknife`) it is
+  there (:func:`~sampleval.estimation.families.ht.average_precision_jackknife`) it is
   taken out, b = sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/R-hat] (the
   Taylor term is O(1/n), so AP-hat's first-order part is the estimate's).
 - ``double``: the delete-one jackknife variance of the jackknife-corrected AP-hat
@@ -83,7 +83,7 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     ``strata`` = (each document's stratum, N_h, n_h); ``y`` the judged documents with
     y != 0, ``ranks`` ``[n_runs, m]``; ``pairs``: per pair (a, b) of runs, the difference
     and its variance, from the differences of the replicates (the same replicates as
-    ``replicate_jackknife``'s, :func:`~sampleval.estimators.horvitz_thompson.
+    ``replicate_jackknife``'s, :func:`~sampleval.estimation.families.ht.
     stratified_replicates`)."""
     pi, joint = stratified_inclusion(*strata)
     value = _per(average_precision(y, pi, joint, ranks, cutoff, paper, True).value, pairs)

@@ -1,5 +1,5 @@
 """Which estimator a plain measure (``AP``, ``P@10``) gets on a sample of each design: one
-table, the only source of defaults (:func:`sampleval.estimators.names.estimator_for` reads
+table, the only source of defaults (:func:`sampleval.estimation.spec.estimator_for` reads
 it; ``sampleval methods --defaults`` prints it; ``docs/guide/defaults.md`` is generated from
 it by ``python scripts/defaults_doc.py``).
 
@@ -13,13 +13,13 @@ studies.default_estimates``, and for AP on stratified samples by the coverage of
 the intervals):
 
 - census and stratified: the Horvitz-Thompson family ``~ht``; AP too, whose intervals cover
-  better than xinfAP's (:mod:`sampleval.estimators.inferred`, "Not the default AP
+  better than xinfAP's (:mod:`sampleval.estimation.families.inferred`, "Not the default AP
   estimator"); nDCG without a cutoff by NIST's infNDCG, NumRelRet by inum_rel_ret;
 - poisson and inclusion: ``~ht``; AP on inclusion-only samples (prels) by statAP;
 - with-replacement: the per-draw family ``~hh`` for the ratios (AP, R@k, Rprec) and NumRel,
   ``~ht`` (lower rms) for P@k, DCG and nDCG, except on samples whose every draw could reach
   every document (:data:`REACHING`), where ``~hh`` is unbiased for them too
-  (:mod:`sampleval.estimators.hansen_hurwitz`, "Defaults");
+  (:mod:`sampleval.estimation.families.hh`, "Defaults");
 - importance: ``~is`` (Schnabel et al.) for what it estimates, ``~hh`` for the rest;
 - AP on a stratified sample that its method made one simple random sample per topic
   (``uniform``, infAP's design: :data:`SIMPLE_RANDOM`): ``AP~ht(bias=taylor-jackknife)``, which removes
@@ -59,7 +59,7 @@ REACHING: dict[str, dict[str, str]] = {
                          "DCG": "DCG~hh", "DCG@k": "DCG@k~hh"},
 }
 """Where it differs, the default on samples whose every draw could reach every document
-(:func:`sampleval.estimators.names.draws_reach_every_document`: ``active`` with a uniform
+(:func:`sampleval.estimation.spec.draws_reach_every_document`: ``active`` with a uniform
 share), design -> plain measure -> estimator name."""
 
 REACHING_LABEL = "every draw reaches every document"
@@ -69,7 +69,7 @@ SIMPLE_RANDOM: dict[str, dict[str, str]] = {
 }
 """Where it differs, the default on samples that the method that made them says are one
 simple random sample of each topic's frame (``uniform``, infAP's design;
-:func:`sampleval.estimators.setup.simple_random`), design -> plain measure -> estimator
+:func:`sampleval.estimation.setup.simple_random`), design -> plain measure -> estimator
 name."""
 
 SIMPLE_RANDOM_LABEL = "one simple random sample per topic"
@@ -128,7 +128,7 @@ def markdown() -> str:
     lines = ["# Default estimators", "",
              "Which estimator `sampleval estimate` (and `compare`, `simulate`, campaigns and the",
              "library) uses for a plain measure, by the design of the sample. Generated from",
-             "`sampleval/estimators/defaults.py` (which says why each) by",
+             "`sampleval/estimation/defaults.py` (which says why each) by",
              "`python scripts/defaults_doc.py`; `sampleval methods --defaults` prints the same",
              "table (`-f tsv` for `design, measure, estimator` rows). `@k` stands for any",
              "cutoff; a blank cell: no default estimator (name one with `-m`). Pooled samples",

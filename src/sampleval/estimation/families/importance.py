@@ -62,11 +62,12 @@ import pandas as pd
 
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.estimands import ideal_dcg
+from sampleval.estimation.engine.views import TopicView, gain, relevance
+from sampleval.estimation.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimation.options import pick
 from sampleval.estimation.result import TopicParts, summarise, z_value
-from sampleval.estimators.base import TopicView, gain, relevance
-from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.spec import EstimateSpec
 
 INTERVALS = ("normal", "hoeffding", "bernstein")
 DEFAULT_INTERVAL = "normal"
@@ -262,27 +263,6 @@ def term_bounds(spec: EstimateSpec, weights: np.ndarray, q_frame: np.ndarray,
         with np.errstate(invalid="ignore"):
             rows.append(top * np.where(coef > 0, coef * inv_q, 0.0).max(axis=1, initial=0.0))
     return np.array(rows)
-
-
-def ideal_dcg(grades: np.ndarray, counts: np.ndarray, cutoff: int | None
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """The ideal DCG@k of ``counts[g]`` documents of grade ``grades[g]`` (decreasing, positive),
-    counts possibly fractional, and its gradient in the counts.
-
-    With W(s) the discount mass of the first s ranks (linear within a rank) and C_j the number
-    of documents of the j highest grades, ideal = sum_j (g_j - g_{j+1}) W(C_j), g_{G+1} = 0,
-    and d ideal / d N_i = sum_{j >= i} (g_j - g_{j+1}) W'(C_j)."""
-    cum_counts = np.cumsum(counts, axis=0)
-    top = cutoff if cutoff is not None else int(np.ceil(cum_counts.max(initial=0.0))) + 1
-    discount = np.append(1.0 / np.log2(np.arange(2, top + 2)), 0.0)
-    mass = np.concatenate([[0.0], np.cumsum(discount[:top])])
-    whole = np.minimum(np.floor(cum_counts).astype(np.int64), top)
-    slope = discount[whole]
-    mass_at = mass[whole] + (cum_counts - whole) * slope
-    steps = (grades - np.append(grades[1:], 0.0)).reshape((-1,) + (1,) * (counts.ndim - 1))
-    ideal = (steps * mass_at).sum(axis=0)
-    gradient = np.cumsum((steps * slope)[::-1], axis=0)[::-1]
-    return ideal, gradient
 
 
 def _ratio(numerator: np.ndarray | float, denominator: np.ndarray,
@@ -530,6 +510,6 @@ register_family(EstimatorFamily(
     bases=tuple(Base(name, cutoff, options=("interval",)) for name, cutoff in
                 (("P", "required"), ("DCG", "optional"), ("nDCG", "optional"),
                  ("R", "required"))),
-    designs=("importance",),
+    requires=("has_iid_draws",),
     compute=each_measure(estimate_is), parts=is_parts, differences=is_differences,
     options=(pick("interval", INTERVALS, DEFAULT_INTERVAL),)))

@@ -37,9 +37,9 @@ import pandas as pd
 
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
-from sampleval.estimators.base import TopicView, relevance, summarise
-from sampleval.estimators.family import Base, EstimatorFamily, each_measure, register_family
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.engine.views import TopicView, relevance, summarise
+from sampleval.estimation.family import Base, EstimatorFamily, each_measure, register_family
+from sampleval.estimation.spec import EstimateSpec
 
 _CHUNK = 1 << 22  # rank-pair matrix entries per chunk of runs
 
@@ -140,5 +140,5 @@ register_family(EstimatorFamily(
     name="stat", title="statAP: HT pair totals over R-hat, delta-method variance",
     reference="Aslam, Pavlu & Yilmaz, SIGIR 2006",
     bases=(Base("AP", "optional", alias="statAP"),),
-    designs=("census", "stratified", "poisson", "inclusion", "with-replacement"),
+    requires=("has_joint_probabilities",),
     compute=each_measure(estimate_statap)))

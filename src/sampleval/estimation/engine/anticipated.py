@@ -69,7 +69,7 @@ import numpy as np
 from scipy.special import expit
 
 from sampleval.core.sample import Sample
-from sampleval.estimators.base import TopicView, gain, rank_coefficients, relevance
+from sampleval.estimation.engine.views import TopicView, gain, rank_coefficients, relevance
 
 MIN_JUDGED = 30  # judged documents (over the topics) below which no model is fitted
 RIDGE = 1e-8  # per unit of (normalised) weight: keeps collinear covariates solvable

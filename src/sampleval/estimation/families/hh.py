@@ -15,7 +15,7 @@ No ratio is unbiased: AP's ``bias`` option (jackknife, the default, Quenouille 1
 none) and the others' ``bias`` (taylor, none) remove the first-order term (Cochran 1977, sec. 6.8).
 
 Every measure is the prediction-powered engine's ``draws`` form with predictions 0
-(:func:`sampleval.estimators.ppi.without_predictions`), so ``X~hh`` is
+(:func:`sampleval.estimation.engine.values.without_predictions`), so ``X~hh`` is
 ``X~ppi(weights=draws,variance=design)`` with predictions all 0, value, interval and
 differences. Options: AP's ``bias``, ``interval`` (bias-aware: widened by the gap between
 the jackknife's and the Taylor correction) and ``few``; R@k's, Rprec's and nDCG's ``bias``;
@@ -30,12 +30,12 @@ import numpy as np
 
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.values import without_predictions
+from sampleval.estimation.engine.views import TopicView
+from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
 from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
-from sampleval.estimators.base import TopicView
-from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.names import EstimateSpec
-from sampleval.estimators.ppi import without_predictions
+from sampleval.estimation.spec import EstimateSpec
 
 
 def hh_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -44,7 +44,7 @@ def hh_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
     interval (AP's ``interval=bias-aware``: the difference between the jackknife's and the
     Taylor correction, module docstring; 0 elsewhere), each ``[topics, runs]``: the
     prediction-powered engine's ``draws`` form with every prediction 0
-    (:func:`~sampleval.estimators.ppi.without_predictions`)."""
+    (:func:`~sampleval.estimation.engine.values.without_predictions`)."""
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
     result = without_predictions(spec, views, sample, level)
@@ -79,7 +79,7 @@ register_family(EstimatorFamily(
            Base("R", "required", options=(RATIO_BIAS,)),
            Base("Rprec", options=("cut", RATIO_BIAS)),
            Base("nDCG", "optional", options=(RATIO_BIAS,))),
-    designs=("with-replacement", "importance"),
+    requires=("has_draws",), estimands=("total",),
     compute=rows_of(PARTS), parts=PARTS, differences=hh_differences,
     options=(pick("bias", ("taylor", "jackknife", "none"), "jackknife"),
              pick("interval", ("bias-aware", "normal"), "bias-aware"),

@@ -1,7 +1,7 @@
 """Estimating measures from a Sample: one entry point, :func:`estimate`, over every family.
 
 The families declare themselves in their own modules (:mod:`.family`); the registry
-:data:`~sampleval.estimators.family.FAMILIES` lists them (``sampleval methods`` prints them).
+:data:`~sampleval.estimation.family.FAMILIES` lists them (``sampleval methods`` prints them).
 
 Besides the estimate and its interval, every row says how far it can be trusted
 (docs/guide/estimating.md):
@@ -14,7 +14,7 @@ Besides the estimate and its interval, every row says how far it can be trusted
 - ``imputed``: the share of the value that the estimator's smoothing constants make up rather
   than judgments (:mod:`.imputation`); a value more than half imputed is flagged.
 
-The depth, the frame and the estimators come from :func:`sampleval.estimators.setup.setup_for`,
+The depth, the frame and the estimators come from :func:`sampleval.estimation.setup.setup_for`,
 the one function every command calls: the runs are cut where the frame was (the depth the
 sample was pooled at, ``meta.pool_depth``), and a plain measure (``AP``) means the estimator
 the sample's design prefers.
@@ -33,7 +33,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimators.base import (
+from sampleval.estimation.engine.views import (
     COLUMNS,
     MEAN_TOPIC,
     UNBIASED_AP,
@@ -42,19 +42,19 @@ from sampleval.estimators.base import (
     judged_relevant,
     topic_views,
 )
-from sampleval.estimators.family import FAMILIES, ImputedShare
-from sampleval.estimators.imputation import MOSTLY
-from sampleval.estimators.names import (
-    EstimateSpec,
-    estimator_for,
-    measure_range,
-    parse_estimate,
-)
-from sampleval.estimators.setup import (
+from sampleval.estimation.family import FAMILIES, ImputedShare
+from sampleval.estimation.imputation import MOSTLY
+from sampleval.estimation.setup import (
     DEFAULT_MEASURES,
     SAMPLE_DEPTH,
     default_estimates,
     setup_for,
+)
+from sampleval.estimation.spec import (
+    EstimateSpec,
+    estimator_for,
+    measure_range,
+    parse_estimate,
 )
 from sampleval.measures.aggregation import topic_sums
 
@@ -113,7 +113,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     or a list. ``depth``: each run's top ``depth`` documents per topic; by default the depth
     the sample was pooled at (``sample.meta["pool_depth"]``; all documents when it records
     none), and another depth warns (None: all documents); the depth, frame and estimators
-    are :func:`~sampleval.estimators.setup.setup_for`'s, as in every command.
+    are :func:`~sampleval.estimation.setup.setup_for`'s, as in every command.
     ``predictions`` (a :class:`~sampleval.core.predictions.Predictions`, a DataFrame
     ``query_id, doc_id, prediction`` or a predictions file) feed the families that use them
     (``P@10~ppi``); their values must not exceed the sample's largest grade (or 1).
@@ -121,7 +121,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     Returns columns ``run, query_id, measure, value, lo, hi, frame_share, imputed,
     coverage, estimator``: ``measure`` the estimator's name (its options not at their
     default), ``estimator`` its fully resolved name (every option at its value, defaults
-    included: :attr:`~sampleval.estimators.names.EstimateSpec.full_name`); ``lo``/``hi``
+    included: :attr:`~sampleval.estimation.spec.EstimateSpec.full_name`); ``lo``/``hi``
     the ``ci`` confidence interval (NaN where the estimator gives none); ``frame_share`` the
     share of the run's top documents inside the sample's frame (``coverage``: the same, its
     old name, for one release); ``imputed`` the share of the value that is the estimator's
@@ -191,7 +191,7 @@ def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
     ``measure``_b, for each pair (a, b) of run names: a ``[topics, pairs]`` frame indexed by
     query_id, one column per pair (``"a - b"``), or None where the estimator's family
     gives no variance of a difference (``EstimatorFamily.differences``). The depth and the
-    estimator are :func:`~sampleval.estimators.setup.setup_for`'s, as :func:`estimate`'s;
+    estimator are :func:`~sampleval.estimation.setup.setup_for`'s, as :func:`estimate`'s;
     ``predictions`` feed the families that read them (``AP~ppi``), as :func:`estimate`'s."""
     from sampleval.io.coerce import as_predictions, as_runs, as_sample
 

@@ -35,6 +35,7 @@ import numpy as np
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.estimation.engine.estimands import (
+    TAKE_CORRECTION,
     Estimator,
     HTEstimate,
     _contrast,
@@ -45,6 +46,7 @@ from sampleval.estimation.engine.estimands import (
     precision,
     r_precision,
     recall,
+    weighted_total,
 )
 from sampleval.estimation.engine.replicates import (
     Corrected,
@@ -55,19 +57,15 @@ from sampleval.estimation.engine.replicates import (
     taylor_jackknife,
     taylor_jackknife_independent,
 )
+from sampleval.estimation.engine.units import is_graded
+from sampleval.estimation.engine.views import TopicView, gain, relevance
+from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
 from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
-from sampleval.estimators.base import TopicView, gain, relevance
-from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.spec import EstimateSpec
 
 BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
 VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
-
-
-TAKE_CORRECTION = ("R", "Rprec", "nDCG")
-"""The ratios besides AP whose ``bias`` option is the Taylor correction or none (their
-core's ``taylor``)."""
 
 
 # -- the Sample-level entry -----------------------------------------------------------------
@@ -113,7 +111,7 @@ def differences_ht(run_names: tuple[str, ...], views: list[TopicView], sample: S
 
 class TopicEstimate(NamedTuple):
     """One topic's estimates, their variances and the estimated bias that widens their
-    intervals (AP's ``interval=bias-aware``: :func:`~sampleval.estimators.base.summarise`;
+    intervals (AP's ``interval=bias-aware``: :func:`~sampleval.estimation.engine.views.summarise`;
     0 elsewhere)."""
 
     value: np.ndarray
@@ -125,17 +123,15 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
                     level: float, pairs: np.ndarray | None = None) -> TopicEstimate:
     """One topic's estimate for every run (``pairs``: for every pair's difference), from its
     judged documents."""
-    estimator, graded = ESTIMATORS[spec.base]
+    estimator, graded = ESTIMATORS.get(spec.base) or (weighted_total(spec.base),
+                                                      is_graded(spec.base))
     judged = np.flatnonzero(view.sample.judged)
     labels = view.sample.labels[judged]
     y = gain(labels) if graded else relevance(labels, level)
     contributing = y != 0  # a document with y = 0 adds nothing to a sum, its variance or R-hat
     index = judged[contributing]
     if spec.base == "AP":
-        out = _topic_ap(view, sample, spec, y[contributing], index, pairs)
-        if pairs is not None:
-            return out
-        return out
+        return _topic_ap(view, sample, spec, level, y[contributing], index, pairs)
     design = judged_design(sample, view.sample, index)
     options: dict[str, Any] = {}  # the options of the measures that take them
     if spec.base in TAKE_CORRECTION:
@@ -147,8 +143,9 @@ def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
     return TopicEstimate(total.value, total.variance, np.zeros_like(total.value))
 
 
-def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray,
-              index: np.ndarray, pairs: np.ndarray | None = None) -> TopicEstimate:
+def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
+              y: np.ndarray, index: np.ndarray, pairs: np.ndarray | None = None
+              ) -> TopicEstimate:
     """AP-hat of one topic for every run (``pairs``: every pair's difference) by its
     options: the value less the bias estimate of ``bias``, the variance of ``variance`` (the
     jackknives are stratified on stratified samples: :func:`stratified_average_precision`,
@@ -171,12 +168,9 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, y: np.ndarray
                 y, ranks, spec.cutoff, paper, design.pi, design.pi_joint, pairs)
         return taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
 
-    def widened(out: HTEstimate) -> TopicEstimate:
-        # calibration (issue 29 item 1): with at most one relevant document judged, the
-        # jackknife's bias estimate is degenerate (the replicate without it is 0, so b ~
-        # -AP-hat) and widens nothing; the few= floor stands for that topic's error
-        measured = aware and len(y) > 1
-        return TopicEstimate(out.value, out.variance, remaining().bias if measured
+    def widened(out: HTEstimate) -> TopicEstimate:  # (result.corrected drops the bias
+        # where it does not widen: at most one relevant document judged)
+        return TopicEstimate(out.value, out.variance, remaining().bias if aware
                              else np.zeros_like(out.value))
 
     def jackknife() -> HTEstimate:
@@ -235,7 +229,7 @@ register_family(EstimatorFamily(
            Base("Rprec", options=("cut", RATIO_BIAS)),
            Base("nDCG", "optional", options=(RATIO_BIAS,)),
            Base("DCG", "optional"), Base("NumRel")),
-    designs=("census", "stratified", "poisson", "inclusion", "with-replacement"),
+    requires=("has_joint_probabilities",), estimands=("total",),
     compute=rows_of(PARTS), differences=differences_ht, parts=PARTS,
     options=(pick("variance", VARIANCES, "jackknife"), pick("bias", BIASES, "taylor"),
              pick("ap", ("ours", "paper"), "ours"), FEW_OPTION,

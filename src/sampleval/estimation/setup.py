@@ -11,7 +11,7 @@ from :func:`setup_for` (and, where only a design is known, as in ``simulate``'s 
   top documents to that depth, and for stratified designs only the strata with a judged
   document (as every estimator counts them);
 - the estimators: a plain measure (``AP``, ``P@10``, ``nDCG@10``) by the estimator the
-  sample's design prefers (:func:`sampleval.estimators.names.estimator_for`), an estimator's
+  sample's design prefers (:func:`sampleval.estimation.spec.estimator_for`), an estimator's
   name (``AP~ht``, ``xinfAP``) as given; by default the measures of
   :data:`DEFAULT_MEASURES`, and for ``compare`` :func:`compare_default`.
 """
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sampleval.errors import SampleValError, UsageError
-from sampleval.estimators.family import FAMILIES, EstimatorFamily
-from sampleval.estimators.names import (
+from sampleval.estimation.family import FAMILIES, EstimatorFamily
+from sampleval.estimation.spec import (
     EstimateSpec,
     draws_reach_every_document,
     estimator_for,
@@ -112,11 +112,8 @@ def setup_for(sample: Sample, measures: Sequence[str] | str | None = None, *,
 
 
 def accepts(family: EstimatorFamily, design: Design) -> bool:
-    """Whether ``family`` estimates from samples of ``design``: today by the names it
-    declares (``EstimatorFamily.designs``); the one place to ask, so that families can come
-    to declare the capability they need instead (``design.has_joint_probabilities`` for
-    ``ht`` and ``statAP``, ``has_draws`` for ``hh``, ``has_iid_draws`` for ``is``,
-    ``has_strata`` for NIST's inferred measures, ``is_probability_design`` for ``ppi``)."""
+    """Whether ``family`` estimates from samples of ``design``: whether the design has the
+    capabilities the family requires (:meth:`EstimatorFamily.accepts`)."""
     return family.accepts(design)
 
 
@@ -124,7 +121,7 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
                  simple_random: bool = False) -> EstimateSpec:
     """The estimator ``name`` means on samples of ``design``: an estimator's name
     (``AP~ht``, ``xinfAP``) as given; a plain measure (``AP``, ``P@10``, ``nDCG@10``) by the
-    estimator the design prefers (:func:`~sampleval.estimators.names.estimator_for`;
+    estimator the design prefers (:func:`~sampleval.estimation.spec.estimator_for`;
     ``reach_every_document`` and ``simple_random`` pick its variants); UsageError when it is
     neither or no estimator of the design estimates it."""
     try:
@@ -155,7 +152,7 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
 def default_estimates(sample: Sample) -> tuple[str, ...]:
     """The estimators used when none is named: each of :data:`DEFAULT_MEASURES` by the
     estimator the sample's design prefers (the table of
-    :mod:`sampleval.estimators.defaults`, which says why each)."""
+    :mod:`sampleval.estimation.defaults`, which says why each)."""
     if not sample.design.is_probability_design:
         raise UsageError(f"a {sample.design} (deterministic) sample supports no design-based "
                          "estimator: its judged documents are evaluated exactly, with "
@@ -174,7 +171,7 @@ def simple_random(sample: Sample) -> bool:
     """Whether the method that made ``sample`` says it is one simple random sample of each
     topic's frame (its metadata, as for :func:`draws_reach_every_document`: ``uniform``,
     infAP's design), whose AP has a default of its own
-    (:data:`sampleval.estimators.defaults.SIMPLE_RANDOM`). The design decides, not the
+    (:data:`sampleval.estimation.defaults.SIMPLE_RANDOM`). The design decides, not the
     number of strata: a sample read from qrels keeps its design's defaults, and so does a
     judge-until-confident one (its phases, meta ``confident``, :mod:`sampleval.judging.confident`)."""
     from sampleval.selection import METHODS
@@ -186,9 +183,9 @@ def simple_random(sample: Sample) -> bool:
 
 def compare_default(sample: Sample) -> str:
     """The estimator ``compare`` uses when none is named
-    (:data:`sampleval.estimators.defaults.COMPARE`), else the first of
+    (:data:`sampleval.estimation.defaults.COMPARE`), else the first of
     :func:`default_estimates`."""
-    from sampleval.estimators.defaults import COMPARE
+    from sampleval.estimation.defaults import COMPARE
 
     return COMPARE.get(sample.design.name) or default_estimates(sample)[0]
 

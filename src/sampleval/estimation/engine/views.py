@@ -124,17 +124,13 @@ def gain(labels: np.ndarray) -> np.ndarray:
 
 def rank_coefficients(base: str, ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
     """The coefficient of z_d = coefficient * value(label) at 1-based ``ranks`` (0: not
-    retrieved): 1 for NumRel, 1{r <= k}/k for P@k, 1/log2(r + 1) (r <= k) for DCG@k."""
-    if base == "NumRel":
-        if cutoff is not None:
-            raise UsageError("NumRel takes no cutoff")
-        return np.ones(ranks.shape)
-    kept = (ranks > 0) & (ranks <= (cutoff if cutoff is not None else np.inf))
-    if base == "P":
-        if cutoff is None:
-            raise UsageError("P needs a cutoff, e.g. P@10")
-        return kept / cutoff
-    return np.divide(1.0, np.log2(ranks + 1.0), out=np.zeros(ranks.shape), where=kept)
+    retrieved) of a measure whose estimand is a total: its declared rank weights
+    (:func:`sampleval.measures.totals.weight_of`; 1 for NumRel, 1{r <= k}/k for P@k,
+    1/log2(r + 1) (r <= k) for DCG@k)."""
+    from sampleval.measures import exact  # noqa: F401  (registers the built-in weights)
+    from sampleval.measures.totals import weight_of
+
+    return weight_of(base)(ranks, cutoff)
 
 
 def topic_draws(sample: Sample, view: TopicView) -> tuple[np.ndarray, np.ndarray]:

@@ -108,7 +108,7 @@ is 0.83 of the corrected estimates' spread over the trials (docs/methods.md, "Ra
 Not the default AP estimator. A plain ``AP`` asked of a stratified sample (``uniform``,
 ``strata``, ``stratified``, NIST sampled qrels) or a census resolves to ``AP~ht`` (Li &
 Kanoulas, CIKM 2017, sec. 3: their AP-hat, the estimator of the ``stratified`` method's
-paper), not to xinfAP (:mod:`sampleval.estimators.defaults`; infNDCG stays the default
+paper), not to xinfAP (:mod:`sampleval.estimation.defaults`; infNDCG stays the default
 nDCG without a cutoff). The reason is interval coverage. Coverage of the 95% interval of each
 run's mean over topics,
 TREC-COVID round 5, depth 100, 126 runs (docs/methods.md, "Residual bias, and topics with
@@ -134,9 +134,8 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
-from sampleval.estimation.options import pick
-from sampleval.estimation.result import FEW_OPTION, few_floor, summarise
-from sampleval.estimators._kernels import (
+from sampleval.estimation.engine.views import TopicView
+from sampleval.estimation.families._inferred_kernels import (
     INFAP_EPSILON,
     NIST_MAX_RESULTS,
     VAR_APPENDIX,
@@ -148,10 +147,11 @@ from sampleval.estimators._kernels import (
     ratio_variance_sums,
     srs_variance,
 )
-from sampleval.estimators.base import TopicView
-from sampleval.estimators.family import Base, EstimatorFamily, register_family
-from sampleval.estimators.imputation import infap_share, nist_share
-from sampleval.estimators.names import EstimateSpec
+from sampleval.estimation.family import Base, EstimatorFamily, register_family
+from sampleval.estimation.imputation import infap_share, nist_share
+from sampleval.estimation.options import pick
+from sampleval.estimation.result import FEW_OPTION, few_floor, summarise
+from sampleval.estimation.spec import EstimateSpec
 
 VARIANCES = ("jackknife", "appendix", "linear")
 VAR_OPTION = pick("variance", VARIANCES, "jackknife")
@@ -476,7 +476,7 @@ register_family(EstimatorFamily(
     name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
     reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
     bases=(Base("AP", alias="infAP", options=("variance", "bias", "few")),),
-    designs=("stratified", "census"),
+    requires=("has_strata",),
     compute=estimate_trec_eval, options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION),
     imputed=infap_share))
 
@@ -489,6 +489,6 @@ register_family(EstimatorFamily(
            Base("P", "required", alias="iP"),
            Base("NumRel", alias="inum_rel"),
            Base("NumRelRet", alias="inum_rel_ret")),
-    designs=("stratified", "census"),
+    requires=("has_strata",),
     compute=estimate_nist, score_type=np.float64,
     options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION), imputed=nist_share))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sampleval.estimators._kernels import (
+from sampleval.estimation.families._inferred_kernels import (
     INFAP_EPSILON,
     NIST_MAX_RESULTS,
     NIST_RELEVANT_EPSILON,
@@ -35,8 +35,8 @@ from sampleval.estimators._kernels import (
 
 if TYPE_CHECKING:
     from sampleval.core.sample import Sample
-    from sampleval.estimators.base import TopicView
-    from sampleval.estimators.names import EstimateSpec
+    from sampleval.estimation.engine.views import TopicView
+    from sampleval.estimation.spec import EstimateSpec
 
 MOSTLY = 0.5
 """An estimate whose imputed share exceeds this is flagged."""

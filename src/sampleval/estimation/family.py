@@ -1,10 +1,10 @@
 """The declaration of an estimator family: what it estimates, from which designs, and how.
 
 Each family module ends with one :func:`register_family` call; names (``AP~ht``,
-``xinfAP``), dispatch in :func:`sampleval.estimators.estimate`, ``sampleval methods`` and the
+``xinfAP``), dispatch in :func:`sampleval.estimation.estimates.estimate`, ``sampleval methods`` and the
 command lines' help are all built from these declarations, so a new family is one new module
 and nothing else. Registering a family changes no default: the default estimator of a plain
-measure on each design is the table of :mod:`sampleval.estimators.defaults`.
+measure on each design is the table of :mod:`sampleval.estimation.defaults`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sampleval.core.design import CAPABILITIES, as_design, designs
 from sampleval.declare import Param, Registry
+from sampleval.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from sampleval.core.sample import Sample
-    from sampleval.estimators.base import TopicView
-    from sampleval.estimators.names import EstimateSpec
+    from sampleval.estimation.engine.views import TopicView
+    from sampleval.estimation.spec import EstimateSpec
 
 # (run names, aligned topics, sample, the family's requested measures, level, ci) -> rows
 FamilyFunction = Callable[
@@ -76,8 +78,10 @@ class Base:
 class EstimatorFamily:
     """An estimator family (see the module docstring).
 
-    ``designs`` are the Sample designs the family accepts (any iterable of names, kept as a
-    tuple); ``compute`` estimates the requested measures for every run and topic;
+    ``requires`` names the design capabilities (:data:`sampleval.core.design.CAPABILITIES`)
+    a sample's design must have for the family to estimate from it (``has_joint_probabilities``
+    for Horvitz-Thompson variances, ``has_draws``, ``has_strata`` ...), so that a new design
+    with those capabilities is accepted with no edit here; ``compute`` estimates the requested measures for every run and topic;
     ``score_type`` is the precision run scores are compared in (NIST's Perl script compares
     doubles, trec_eval floats); ``options`` are the estimator's named variants, written
     ir_measures-style after the measure's name (``xinfAP(variance=appendix)``,
@@ -87,40 +91,51 @@ class EstimatorFamily:
     (None: the family imputes nothing) gives the share of each estimate that its smoothing
     constants make up, so that ``estimate`` can flag the estimates that are mostly a guess;
     ``needs_predictions``: the family reads predicted relevance (``TopicView.predictions``),
-    so :func:`sampleval.estimators.estimate` refuses it without predictions; ``differences``
+    so :func:`sampleval.estimation.estimates.estimate` refuses it without predictions; ``differences``
     (None: not offered) estimates the difference of two runs per topic with the variance of
     that difference, which
     :mod:`sampleval.estimation.compare` uses for the paired test's degrees of freedom; ``parts``
     (None: read from the rows, no bias) gives the per-topic estimates, variances and the
-    biases that widen the intervals (:func:`~sampleval.estimators.base.summarise`), which
-    :mod:`sampleval.judging.confident` plans with.
+    biases that widen the intervals (:func:`~sampleval.estimation.engine.views.summarise`), which
+    :mod:`sampleval.judging.confident` plans with; ``estimands``: the estimand kinds
+    (:data:`sampleval.measures.names.ESTIMANDS`) of which the family estimates every
+    declared measure besides its ``bases`` (``total``: a measure registered with a total as
+    its estimand is then ``NAME~FAMILY`` with no edit of the family).
     """
 
     name: str
     title: str
     reference: str
     bases: tuple[Base, ...]
-    designs: tuple[str, ...]
+    requires: tuple[str, ...]
     compute: FamilyFunction
     score_type: type[np.floating] = np.float32
     options: tuple[Param, ...] = ()
     imputed: ImputedShare | None = None
     needs_predictions: bool = False
+    estimands: tuple[str, ...] = ()
     differences: DifferenceFunction | None = None
     parts: PartsFunction | None = None
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
+    _by_name_lower: set[str] = field(default_factory=set, init=False, repr=False,
+                                     compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "designs", tuple(self.designs))
+        object.__setattr__(self, "requires", tuple(self.requires))
+        unknown = set(self.requires) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown design capabilities {sorted(unknown)} (one "
+                             f"of {', '.join(CAPABILITIES)})")
         self._by_name.update({b.name: b for b in self.bases})
+        self._by_name_lower.update(b.name.lower() for b in self.bases)
         from sampleval.estimation.options import VOCABULARY
 
         declared = {p.name for p in self.options}
         for b in self.bases:
-            unknown = set(b.options) - declared - {p.name for p in b.own}
-            if unknown:
-                raise ValueError(f"{self.name}: {b.name} takes undeclared options {unknown}")
+            undeclared = set(b.options) - declared - {p.name for p in b.own}
+            if undeclared:
+                raise ValueError(f"{self.name}: {b.name} takes undeclared options {undeclared}")
         outside = {p.name for b in self.bases for p in b.own} | declared
         if outside - set(VOCABULARY):
             raise ValueError(f"{self.name}: options {sorted(outside - set(VOCABULARY))} are "
@@ -150,13 +165,33 @@ class EstimatorFamily:
         return tuple(p for p in found if p is not None)
 
     def base(self, name: str) -> Base | None:
-        """The declared base measure ``name`` (None when the family does not estimate it)."""
-        return self._by_name.get(name)
+        """The base measure ``name`` the family estimates: one it declares, or a declared
+        measure whose estimand is among its ``estimands`` (None when it estimates neither)."""
+        declared = self._by_name.get(name)
+        if declared is not None or not self.estimands:
+            return declared
+        from sampleval.measures.names import estimand_of
+
+        spec = estimand_of(name)
+        if (spec is None or spec.key != name or spec.estimand not in self.estimands
+                or name.lower() in self._by_name_lower):
+            return None  # (a declared base in another case, "dcg", is that base's)
+        return Base(name, spec.cutoff)
 
     def accepts(self, design: str) -> bool:
         """Whether the family estimates from samples of ``design`` (a Design, or its name):
-        by the names it declares (``designs``), the one place this is asked."""
-        return str(design) in self.designs
+        whether the design has every capability the family ``requires``; the one place this
+        is asked."""
+        try:
+            found = as_design(design)
+        except UsageError:  # not a design at all
+            return False
+        return all(getattr(found, capability) for capability in self.requires)
+
+    @property
+    def designs(self) -> tuple[str, ...]:
+        """The names of the registered designs the family accepts (for help texts)."""
+        return tuple(d.name for d in designs() if self.accepts(d))
 
     def estimates(self, base: str, cutoff: int | None, design: str) -> bool:
         """Whether the family estimates ``base[@cutoff]`` (a cutoff where its declaration
@@ -188,7 +223,8 @@ class EstimatorFamily:
         return [f"{p.name} ({', '.join(names)}): {describe(p)}" for p, names in takers.items()]
 
 
-FAMILIES: Registry[EstimatorFamily] = Registry("estimator family", "sampleval.estimators")
+FAMILIES: Registry[EstimatorFamily] = Registry("estimator family",
+                                              "sampleval.estimation.families")
 
 
 def register_family(family: EstimatorFamily) -> EstimatorFamily:

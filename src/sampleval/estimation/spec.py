@@ -1,6 +1,6 @@
 """Names of estimated measures: ``BASE[@k]~FAMILY`` (``AP~ht``, ``P@10~is``) or a family's
 established names (``infAP``, ``xinfAP``, ``infNDCG``, ``iP@10``, ``inum_rel``, ``statAP``),
-all taken from the families' declarations (:mod:`sampleval.estimators.family`).
+all taken from the families' declarations (:mod:`sampleval.estimation.family`).
 
 A family's options (the one vocabulary of :mod:`sampleval.estimation.options`) follow the name
 ir_measures-style, in parentheses, either after the whole name or after the base:
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from sampleval.declare import did_you_mean, parse_assignments
 from sampleval.errors import SampleValError, UsageError
+from sampleval.estimation.defaults import CUTOFF, DEFAULTS, default_name
+from sampleval.estimation.family import FAMILIES, EstimatorFamily
 from sampleval.estimation.options import canonical, given_names, unknown_option
-from sampleval.estimators.defaults import CUTOFF, DEFAULTS, default_name
-from sampleval.estimators.family import FAMILIES, EstimatorFamily
 
 if TYPE_CHECKING:
     from sampleval.core.sample import Sample
@@ -183,7 +183,7 @@ def option_sources(asked: str, spec: EstimateSpec) -> list[tuple[str, Any, str]]
     """Each option of ``spec`` (what ``asked``, an estimator's name or a plain measure,
     resolved to), in the vocabulary's order: (name, value, where the value came from):
     :data:`GIVEN` (named in ``asked``), :data:`TABLE` (a plain measure's estimator, named with
-    that option by the defaults table of :mod:`sampleval.estimators.defaults`) or
+    that option by the defaults table of :mod:`sampleval.estimation.defaults`) or
     :data:`FAMILY` (the family's default for the measure)."""
     match = _FORM.match(asked.strip())
     taken = [p.name for p in FAMILIES[spec.family].params(spec.base)]
@@ -216,10 +216,10 @@ def estimator_for(base: str, cutoff: int | None, design: str,
                   reach_every_document: bool = False,
                   simple_random: bool = False) -> EstimateSpec | None:
     """The default estimator of the plain measure ``base[@cutoff]`` on samples of ``design``
-    (the table of :mod:`sampleval.estimators.defaults`), or None when it has none;
+    (the table of :mod:`sampleval.estimation.defaults`), or None when it has none;
     ``reach_every_document``: the samples' every draw could reach every document
     (:func:`draws_reach_every_document`); ``simple_random``: each topic's sample is one
-    simple random sample of its frame (:func:`sampleval.estimators.setup.simple_random`)."""
+    simple random sample of its frame (:func:`sampleval.estimation.setup.simple_random`)."""
     name = default_name(design, base, cutoff, reach_every_document, simple_random)
     return None if name is None else parse_estimate(name)
 
