@@ -402,9 +402,11 @@ class ConfidentJudging:
                            g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
         """The targeted runs' variances the plan starts from: the estimates, except on a
         topic where no relevant document has been found while its design has judgments left
-        (its variance estimates are 0, which says nothing about what is unseen),
-        where each run gets the median over the other topics of its variance per unit of
-        ``g`` (1/n - 1/N of the sample that gave the estimate), times the topic's own g."""
+        (its variance estimates say little about what is unseen), where each run gets at
+        least the median over the other topics of its variance per unit of ``g`` (1/n - 1/N
+        of the sample that gave the estimate), times the topic's own g; at least, because
+        AP's ``few=`` floor there is part of the half-width the target is checked against
+        (a plan below it would leave the target unmet with nothing planned)."""
         v = np.nan_to_num(self.variance[:, self.runs])
         blank = ~self.found & open_ & (g > 0)
         if not (~blank).any():
@@ -414,6 +416,7 @@ class ConfidentJudging:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a run with no variance yet
             typical = np.nan_to_num(np.nanmedian(np.where(unit > 0, unit, np.nan), axis=0))
+        reported = v[blank]  # AP's few= floor there
         v[blank] = g[blank, None] * typical[None, :]
         if shrink < 1:
             with warnings.catch_warnings():
@@ -423,6 +426,7 @@ class ConfidentJudging:
             own = np.where(blank[:, None], pooled, v)
             v = np.where(open_[:, None] & (g > 0)[:, None], shrink * own + (1 - shrink) * pooled,
                          v)
+        v[blank] = np.maximum(v[blank], reported)
         return v
 
     def plan(self) -> np.ndarray:
