@@ -277,6 +277,10 @@ def test_the_pilots_plan_is_judged_in_part_before_every_topics_final_phase(
             topic, docnos = judging.next_batch() or ("", [])
             judging.observe(topic, oracle(topic, docnos))
         assert judging.owed.all()
+        saved = judging.state()
+        del saved["interim"], saved["owed"]  # a state saved before the interim phase existed
+        old = ConfidentJudging.restore(pool, saved)
+        assert old.interim == 0 and old.owed.all()  # owed after its pilot, planned as before
         judging._refresh()
         plan = judging.plan()
         least = np.array([judging._least(i) for i in range(len(plan))])

@@ -829,7 +829,8 @@ class ConfidentJudging:
         judging = cls(selector, target, ceiling=state["ceiling"], start=state["start"],
                       batch=state["batch"], ci=state["ci"], level=state["level"],
                       committed=state["committed"], margin=state["margin"],
-                      interim=state.get("interim", 0.0))  # states saved before it: none
+                      **({"interim": state.get("interim", 0.0)} if state["committed"]
+                         else {}))  # committed states saved before it: none
         judging.reason = state["reason"]
         judging.judged[:] = state["judged"]
         judging.exhausted[:] = state["exhausted"]
