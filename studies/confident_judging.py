@@ -1,8 +1,9 @@
-"""Judging until confident against a fixed per-topic budget (issue 14), on TREC-COVID round 5:
-the depth-100 pool of the 126 runs judged in full (round-5 qrels, unjudged = not relevant)
-is the truth.
+"""Judging until confident against a fixed per-topic budget (issues 14 and 29), on a
+collection of ``studies._cli.COLLECTIONS`` (``--collection``, default TREC-COVID round 5):
+the depth-100 pool of its runs judged in full (its qrels, unjudged = not relevant) is the
+truth.
 
-    python -m studies.confident_judging [--trials 10] [--targets 0.02,0.01]
+    python -m studies.confident_judging [--collection round5] [--trials 10] [--targets 0.02,0.01]
 
 For each target half-width h (the 95% half-width of every run's mean AP~ht over the 50
 topics), ``--trials`` adaptive campaigns (:class:`~sampleval.judging.confident.ConfidentJudging`
@@ -12,8 +13,13 @@ half-width, the coverage of the final intervals of the runs' means (the share th
 the true MAP), and the bias of the mean estimates (mean over trials of estimate - truth,
 per run: its mean over the runs, and the largest in absolute value with its standard error
 over trials). The fixed per-topic budgets (``--fixed-rates``, ``--fixed-trials`` samples
-each, the same method laid out for that rate) report the same, and the smallest rate whose
-widest half-width meets h in every trial is the fixed budget that reaches it.
+each, the same method laid out for that rate) report the same, with ``width`` (the runs'
+mean half-width over z times their rms error, pooled over runs and trials) and
+``rms_widest`` = ``widest`` / ``width``: z times the rms error of the widest run, read
+through the pooled width ratio rather than from one run's few errors (a maximum over the
+runs of noisy rms estimates would be biased up). The *fixed budget that meets* h is the number of judgments at which ``rms_widest``
+falls to h, interpolated log-linearly between the fixed rates; each adaptive row reports
+``vs_fixed``, its judgments over that budget (issue 29 item 4 asks for at most 1.3).
 """
 
 from __future__ import annotations
@@ -29,10 +35,11 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
 from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.result import z_value
 from sampleval.estimation.spec import parse_estimate
-from sampleval.judging.confident import ConfidentJudging, Target
+from sampleval.judging.confident import INTERIM, ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from studies._cli import read_round5, simulation_parser
+from studies._cli import COLLECTIONS, read_collection, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
 
 MEASURE = "AP~ht"  # the default --measure
@@ -46,7 +53,9 @@ def _summary(estimates: np.ndarray, half: np.ndarray, truth: np.ndarray) -> dict
     worst = int(np.argmax(np.abs(per_run)))
     se = (estimates[:, worst] - truth[worst]).std(ddof=1) / np.sqrt(len(estimates)) \
         if len(estimates) > 1 else float("nan")
-    return {"coverage": float(covered.mean()),
+    rms = float(np.sqrt(((estimates - truth) ** 2).mean()))
+    return {"width": float(half.mean() / (z_value(0.95) * rms)) if rms > 0 else float("nan"),
+            "coverage": float(covered.mean()),
             "coverage_se": float(trials.std(ddof=1) / np.sqrt(len(trials)))
             if len(trials) > 1 else float("nan"), "bias_mean": float(per_run.mean()),
             "bias_worst": float(per_run[worst]), "bias_worst_se": float(se)}
@@ -55,7 +64,7 @@ def _summary(estimates: np.ndarray, half: np.ndarray, truth: np.ndarray) -> dict
 def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *,
              method: str, ceiling: float, start: int, batch: int, trials: int,
              seed: int, committed: bool = True, margin: float = 0.05,
-             measure: str = MEASURE) -> dict[str, object]:
+             measure: str = MEASURE, interim: float = INTERIM) -> dict[str, object]:
     """The adaptive campaigns' row (module docstring)."""
     oracle = qrels_oracle(qrels_truth)
     used, widest, estimates, halves, phases = [], [], [], [], []
@@ -63,7 +72,7 @@ def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *
         selector = METHODS[method](pool, Budget(rate=ceiling),
                                    np.random.default_rng(seed + trial))
         judging = ConfidentJudging(selector, Target(measure, target), start=start, batch=batch,
-                                   committed=committed, margin=margin)
+                                   committed=committed, margin=margin, interim=interim)
         status = judging.run(oracle)
         present = judging.present
         mean = np.where(present, judging.value, 0.0).sum(axis=0) / present.sum(axis=0)
@@ -102,10 +111,31 @@ def fixed(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, rate: float, *, met
         widest.append(half.max())
         estimates.append(rows["value"].to_numpy())
         halves.append(half)
+    summary = _summary(np.array(estimates), np.array(halves), truth)
     return {"design": f"fixed rate {rate}", "target": float("nan"),
             "judgments": float(np.mean(used)), "judgments_sd": float("nan"),
             "widest": float(np.mean(widest)), "widest_max": float(np.max(widest)),
-            **_summary(np.array(estimates), np.array(halves), truth)}
+            "rms_widest": float(np.mean(widest)) / summary["width"], **summary}
+
+
+def fixed_budget(table: pd.DataFrame, targets: Sequence[float]) -> dict[float, float]:
+    """For each target h, the judgments at which the fixed rows' ``rms_widest`` falls to h:
+    log-linear interpolation in (log judgments, log rms_widest) between the two fixed rows
+    that bracket h (absent when no two do)."""
+    fixed_rows = table[table["design"].str.startswith("fixed")].sort_values("judgments")
+    out: dict[float, float] = {}
+    if len(fixed_rows) < 2:
+        return out
+    n = np.log(fixed_rows["judgments"].to_numpy(dtype=np.float64))
+    r = np.log(fixed_rows["rms_widest"].to_numpy(dtype=np.float64))
+    for h in targets:
+        below = np.flatnonzero(r <= np.log(h))
+        if not len(below) or below[0] == 0:
+            continue
+        j = int(below[0])
+        w = (np.log(h) - r[j - 1]) / (r[j] - r[j - 1])
+        out[h] = float(np.exp(n[j - 1] + w * (n[j] - n[j - 1])))
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,16 +157,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--margin", type=float, default=0.05,
                         help="phases are planned to reach the target times (1 - MARGIN) "
                              "(default 0.05)")
+    parser.add_argument("--interim", type=float, default=INTERIM,
+                        help="the share of the pilot's plan judged as an interim phase, after "
+                             f"which every topic gets a further phase (default {INTERIM}; 0: "
+                             "none)")
     parser.add_argument("--adaptive-rule", action="store_true",
                         help="judge with the adaptive rule of earlier versions instead of "
                              "the phase-committed design (its intervals under-cover)")
+    parser.add_argument("--collection", default="round5", choices=COLLECTIONS,
+                        help="the collection (default round5; studies/_cli.py describes each)")
     parser.add_argument("--batch", type=int, default=5, help="documents per batch")
     parser.add_argument("--fixed-rates", default="0.1,0.15,0.2,0.3,0.4,0.5",
                         help="fixed per-topic budgets to compare with")
     parser.add_argument("--fixed-trials", type=int, default=3,
                         help="samples per fixed budget (default 3)")
     args = parser.parse_args(argv)
-    runs, qrels = read_round5(args.data)
+    targets = [float(t) for t in args.targets.split(",") if t.strip()]
+    ceilings = [float(c) for c in args.ceiling.split(",") if c.strip()]
+    if len(ceilings) == 1:
+        ceilings *= len(targets)
+    if targets and len(ceilings) != len(targets):
+        parser.error("give one --ceiling, or one per target")
+    runs, qrels = read_collection(args.collection, args.data, args.depth)
     start = time.perf_counter()
     pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels)
     truth_qrels = pool_truth(pool)
@@ -146,19 +188,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(fixed(pool, truth_qrels, truth, rate, method=args.method,
                           trials=args.fixed_trials, seed=args.seed, measure=args.measure))
         print(f"fixed rate {rate} done", file=sys.stderr, flush=True)
-    targets = [float(t) for t in args.targets.split(",") if t.strip()]
-    ceilings = [float(c) for c in args.ceiling.split(",") if c.strip()]
-    if len(ceilings) not in (1, len(targets)):
-        parser.error("give one --ceiling, or one per target")
-    for target, ceiling in zip(targets, ceilings * len(targets) if len(ceilings) == 1
-                               else ceilings, strict=True):
+    for target, ceiling in zip(targets, ceilings, strict=False):
         rows.append(adaptive(pool, truth_qrels, truth, target, method=args.method,
                              ceiling=ceiling, start=args.start, batch=args.batch,
                              trials=args.trials, seed=args.seed,
                              committed=not args.adaptive_rule, margin=args.margin,
-                             measure=args.measure))
+                             measure=args.measure, interim=args.interim))
     table = pd.DataFrame(rows)
-    print(f"TREC-COVID round 5: {len(runs)} runs, {len(pool.topics)} topics, depth "
+    meets = fixed_budget(table, targets)
+    table["vs_fixed"] = [judgments / meets[target] if target in meets else float("nan")
+                         for judgments, target in zip(table["judgments"], table["target"],
+                                                      strict=True)]
+    print(f"{args.collection}: {len(runs)} runs, {len(pool.topics)} topics, depth "
           f"{args.depth} ({sum(tp.size for tp in pool)} pooled documents), {args.method}, "
           f"{args.measure}, {args.trials} adaptive trials per target, {args.fixed_trials} per fixed "
           f"rate, {time.perf_counter() - start:.0f} s")

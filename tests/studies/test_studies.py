@@ -61,3 +61,18 @@ def test_run_as_a_module_from_the_root() -> None:
                           check=False)
     assert done.returncode == 0, done.stderr
     assert "--data" in done.stdout
+
+
+def test_the_fixed_budget_that_meets_a_target_is_interpolated_log_linearly() -> None:
+    """``studies.confident_judging.fixed_budget`` (issue 29 item 4): where z x rms falls as
+    n^(-1/2), two fixed rows bracketing h give n* = n_1 (r_1 / h)^2 exactly; a target no
+    two rows bracket has no budget."""
+    import pandas as pd
+
+    from studies.confident_judging import fixed_budget
+
+    rows = pd.DataFrame({"design": ["fixed rate 0.2", "fixed rate 0.1", "committed"],
+                         "judgments": [4000.0, 1000.0, 9.0], "rms_widest": [0.02, 0.04, 1.0]})
+    budgets = fixed_budget(rows, [0.03, 0.01, 0.05])
+    assert budgets[0.03] == pytest.approx(1000 * (0.04 / 0.03) ** 2)
+    assert set(budgets) == {0.03}

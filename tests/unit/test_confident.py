@@ -216,11 +216,12 @@ def test_judging_until_confident_outside_sampleval_gives_the_simulated_sample(
         simulated.frame[columns].sort_values(["query_id", "doc_id"], ignore_index=True))
 
 
-def _committed_after_pilot(pool: Pool, qrels: Qrels, seed: int) -> dict[str, object]:
-    """The state of a committed campaign (uniform, NumRel~ht, start 6) once every topic's
-    pilot is judged and nothing more is planned."""
+def _committed_after_pilot(pool: Pool, qrels: Qrels, seed: int,
+                           interim: float = 0.0) -> dict[str, object]:
+    """The state of a committed campaign (uniform, NumRel~ht, start 6; no interim phase
+    unless ``interim``) once every topic's pilot is judged and nothing more is planned."""
     selector = METHODS["uniform"](pool, Budget(rate=1.0), np.random.default_rng(seed))
-    judging = ConfidentJudging(selector, Target("NumRel~ht", 100.0), start=6)
+    judging = ConfidentJudging(selector, Target("NumRel~ht", 100.0), start=6, interim=interim)
     oracle = qrels_oracle(qrels)
     while not judging.phases[-1] or judging.phases[-1][-1].open:
         topic, docnos = judging.next_batch() or ("", [])
@@ -258,6 +259,45 @@ def test_committed_phases_are_unbiased_given_the_history(
     se = errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
     assert (np.abs(errors.mean(axis=0)) <= 3.5 * np.maximum(se, 1e-9)).all()
     assert errors.std(axis=0).max() > 0  # the final phases did differ
+
+
+def test_the_pilots_plan_is_judged_in_part_before_every_topics_final_phase(
+        collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """Issue 29 item 4: after the pilot, an interim phase of ``interim`` times the pilot's
+    plan (at least ``start``), after which every topic is owed a final phase planned from
+    both; the documents of the pilot and the interim phase count exactly (pi = 1) in the
+    sample. Without it (``interim=0``), as before: the pilot's plan is the final phase."""
+    _, qrels, pool = collection
+    oracle = qrels_oracle(qrels)
+    for interim in (0.5, 0.0):
+        selector = METHODS["uniform"](pool, Budget(rate=1.0), np.random.default_rng(4))
+        judging = ConfidentJudging(selector, Target("AP~ht", 0.03), start=6, batch=3,
+                                   interim=interim)
+        while not judging.phases[-1] or judging.phases[-1][-1].open:
+            topic, docnos = judging.next_batch() or ("", [])
+            judging.observe(topic, oracle(topic, docnos))
+        assert judging.owed.all()
+        saved = judging.state()
+        del saved["interim"], saved["owed"]  # a state saved before the interim phase existed
+        old = ConfidentJudging.restore(pool, saved)
+        assert old.interim == 0 and old.owed.all()  # owed after its pilot, planned as before
+        judging._refresh()
+        plan = judging.plan()
+        least = np.array([judging._least(i) for i in range(len(plan))])
+        assert (plan >= least).all() and plan.sum() > 6 * len(plan)
+        status = judging.run(oracle)
+        assert status.reason == "target met"
+        second = np.array([p[1].budget for p in judging.phases])
+        if interim:
+            assert (second == np.minimum(plan, np.maximum(np.ceil(interim * plan), least))).all()
+            assert all(len(p) >= 3 for p in judging.phases)  # pilot, interim, final
+        else:
+            assert (second == plan).all()
+        assert not judging.owed.any()
+        frame = judging.sample().frame
+        earlier = frame[frame["stratum"] == "earlier"].groupby("query_id").size()
+        before_last = [sum(p.budget for p in phases[:-1]) for phases in judging.phases]
+        assert earlier.loc[judging.topics].tolist() == before_last
 
 
 @pytest.mark.parametrize(("method", "committed"), [("stratified", True), ("uniform", False)])

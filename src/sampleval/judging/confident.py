@@ -19,6 +19,12 @@ phase of a topic is the method's own design laid out afresh
    topic's pilot is followed by a final phase of at least ``start`` documents (more where
    its design needs more to reach every stratum), so that no topic's last phase is one
    whose being last was decided from its own labels;
+   with ``interim`` (:data:`INTERIM`, the default 0.5), the phase after the pilot is an
+   *interim* one of that share of the pilot's plan (at least ``start``), and every topic is
+   still owed its final phase, planned from the pilot and the interim phase together: a
+   40-document pilot misjudges which topics need judgments and how many (issue 29 item 4,
+   ``docs/research/calibration.md`` section 4), and the plan that expects the second look
+   spends less than the one that commits everything on the first;
 3. the phases are judged in full, without looking; then, if every targeted half-width
    meets the target, judging stops; otherwise a new plan gives further phases to the
    topics where they help most (a *shortfall*), until the target holds, the ``ceiling``
@@ -101,6 +107,10 @@ from sampleval.estimation.spec import EstimateSpec, estimator_for, parse_estimat
 from sampleval.selection.ap_prior import document_prior
 from sampleval.selection.base import Oracle, Selector
 from sampleval.selection.strata import Layout, StratifiedSelector, handout
+
+INTERIM = 0.5
+"""Committed design: the share of the pilot's plan judged as an interim phase (module
+docstring, step 2; chosen by measurement: docs/research/calibration.md section 4)."""
 
 
 @dataclass(frozen=True)
@@ -193,16 +203,21 @@ class ConfidentJudging:
     measures; ``committed``: the phase-committed design (None: whenever the method allows
     it, i.e. a method that lays out stratified samples, without predictions; False: the
     adaptive rule, for any method, whose intervals under-cover); ``margin``: committed
-    phases are planned to reach the target half-width times (1 - margin).
+    phases are planned to reach the target half-width times (1 - margin); ``interim``: the
+    share of the pilot's plan judged as an interim phase before every topic's final one
+    (committed design; 0: none, the pilot's plan is meant to be final).
     """
 
     def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
                  start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
-                 committed: bool | None = None, margin: float = 0.05) -> None:
+                 committed: bool | None = None, margin: float = 0.05,
+                 interim: float = INTERIM) -> None:
         if start < 1 or batch < 1:
             raise UsageError("start and batch must be at least one judgment")
         if not 0 <= margin < 1:
             raise UsageError(f"the margin must lie in [0, 1), not {margin}")
+        if not 0 <= interim < 1:
+            raise UsageError(f"the interim share must lie in [0, 1), not {interim}")
         phased = isinstance(selector, StratifiedSelector) and selector.predicted is None
         if committed and not phased:
             raise UsageError(f"{selector.name}: the phase-committed design needs a method "
@@ -211,6 +226,9 @@ class ConfidentJudging:
         self.committed = phased if committed is None else committed
         """Whether judging follows the phase-committed design (else the adaptive rule)."""
         self.margin = margin
+        self.interim = interim
+        """Committed design: the share of the pilot's plan judged as an interim phase
+        (module docstring; 0: none, the pilot's plan is meant to be final)."""
         self.selector = selector
         self.target = target
         pool = selector.pool
@@ -254,6 +272,9 @@ class ConfidentJudging:
         """Committed design: the phase each judged document belongs to (-1: none)."""
         self.phases: list[list[Phase]] = [[] for _ in self.topics]
         """Committed design: each topic's phases, the pilot first."""
+        self.owed = np.zeros(len(self.topics), dtype=bool)
+        """Committed design: the topics owed a further phase (after the pilot, and after
+        the interim phase), planned before any of its labels are seen."""
         self.reason = ""
         """Why judging is over ('' while it is not)."""
         self._pending: set[int] = set()
@@ -381,9 +402,11 @@ class ConfidentJudging:
                            g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
         """The targeted runs' variances the plan starts from: the estimates, except on a
         topic where no relevant document has been found while its design has judgments left
-        (its variance estimates are 0, which says nothing about what is unseen),
-        where each run gets the median over the other topics of its variance per unit of
-        ``g`` (1/n - 1/N of the sample that gave the estimate), times the topic's own g."""
+        (its variance estimates say little about what is unseen), where each run gets at
+        least the median over the other topics of its variance per unit of ``g`` (1/n - 1/N
+        of the sample that gave the estimate), times the topic's own g; at least, because
+        AP's ``few=`` floor there is part of the half-width the target is checked against
+        (a plan below it would leave the target unmet with nothing planned)."""
         v = np.nan_to_num(self.variance[:, self.runs])
         blank = ~self.found & open_ & (g > 0)
         if not (~blank).any():
@@ -393,6 +416,7 @@ class ConfidentJudging:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a run with no variance yet
             typical = np.nan_to_num(np.nanmedian(np.where(unit > 0, unit, np.nan), axis=0))
+        reported = v[blank]  # AP's few= floor there
         v[blank] = g[blank, None] * typical[None, :]
         if shrink < 1:
             with warnings.catch_warnings():
@@ -402,6 +426,7 @@ class ConfidentJudging:
             own = np.where(blank[:, None], pooled, v)
             v = np.where(open_[:, None] & (g > 0)[:, None], shrink * own + (1 - shrink) * pooled,
                          v)
+        v[blank] = np.maximum(v[blank], reported)
         return v
 
     def plan(self) -> np.ndarray:
@@ -467,8 +492,8 @@ class ConfidentJudging:
             ratio = factors[i, size] / factor_last[i] if factor_last[i] > 0 else 0.0
             bias[i] = np.where(present[i], self.bias[i, self.runs] * ratio, 0.0)
 
-        for i in np.flatnonzero((np.array([len(p) for p in self.phases]) == 1) & (room > 0)):
-            size = min(int(least[i]), left)  # every topic's final phase follows its pilot
+        for i in np.flatnonzero(self.owed & (room > 0)):
+            size = min(int(least[i]), left)  # the phase every topic is owed
             if size < least[i]:
                 break
             extra[i], left = size, left - size
@@ -585,11 +610,13 @@ class ConfidentJudging:
             return int(self.judged.sum())
         return sum(p.given for phases in self.phases for p in phases)
 
-    def _commit(self, sizes: np.ndarray) -> None:
+    def _commit(self, sizes: np.ndarray, owed: bool = False) -> None:
         """Lay out each topic's next phase of ``sizes[i]`` documents (none where 0) over
-        the documents it has not judged, drawn with the selector's generator."""
+        the documents it has not judged, drawn with the selector's generator; ``owed``:
+        each such topic is owed a further phase (the pilot, an interim phase)."""
         selector = self.selector
         assert isinstance(selector, StratifiedSelector)
+        self.owed[sizes > 0] = owed
         for i in np.flatnonzero(sizes > 0):
             keep = np.isnan(self.labels[i])
             layout = selector.layout_within(self.topics[i], keep, int(sizes[i]))
@@ -674,14 +701,14 @@ class ConfidentJudging:
                 self.reason = "ceiling spent"
                 return None
             if not any(self.phases):
-                self._commit(np.where(self.pool_size > 0, self.first, 0))
+                self._commit(np.where(self.pool_size > 0, self.first, 0), owed=True)
                 if not any(self.phases):
                     self.reason = "no topic has documents to judge"
                     return None
                 continue
             self._refresh()
-            final = all(len(p) > 1 or self.exhausted[i] or self.judged[i] >= min(
-                self.capacity[i], self.pool_size[i]) for i, p in enumerate(self.phases))
+            final = all(not self.owed[i] or self.exhausted[i] or self.judged[i] >= min(
+                self.capacity[i], self.pool_size[i]) for i in range(len(self.topics)))
             if final and (self.half_widths() <= self.target.half_width).all():
                 self.reason = "target met"
                 return None
@@ -690,7 +717,12 @@ class ConfidentJudging:
                 self.reason = ("the target cannot be met: no topic's design has judgments "
                                "left that would narrow the widest interval")
                 return None
-            self._commit(sizes)
+            interim = self.interim > 0 and all(len(p) <= 1 for p in self.phases)
+            if interim:  # right after the pilot: a share of the plan, every topic still owed
+                least = np.array([self._least(i) if n else 0 for i, n in enumerate(sizes)])
+                sizes = np.where(sizes > 0, np.minimum(sizes, np.maximum(
+                    np.ceil(self.interim * sizes).astype(np.int64), least)), 0)
+            self._commit(sizes, owed=interim)
 
     def _next_topic(self) -> int | None:
         """Adaptive rule: step 1 while a topic lacks its ``start`` judgments, then the
@@ -764,6 +796,7 @@ class ConfidentJudging:
                        "runs": None if self.target.runs is None else list(self.target.runs)},
             "ceiling": self.ceiling, "start": self.start, "batch": self.batch, "ci": self.ci,
             "level": self.level, "committed": self.committed, "margin": self.margin,
+            "interim": self.interim, "owed": self.owed.tolist(),
             "selector": self.selector.state(), "reason": self.reason,
             "judged": self.judged.tolist(), "exhausted": self.exhausted.tolist(),
             "queue": list(self._queue)}
@@ -795,7 +828,9 @@ class ConfidentJudging:
         selector = METHODS[state["selector"]["method"]].restore(pool, state["selector"])
         judging = cls(selector, target, ceiling=state["ceiling"], start=state["start"],
                       batch=state["batch"], ci=state["ci"], level=state["level"],
-                      committed=state["committed"], margin=state["margin"])
+                      committed=state["committed"], margin=state["margin"],
+                      **({"interim": state.get("interim", 0.0)} if state["committed"]
+                         else {}))  # committed states saved before it: none
         judging.reason = state["reason"]
         judging.judged[:] = state["judged"]
         judging.exhausted[:] = state["exhausted"]
@@ -816,6 +851,8 @@ class ConfidentJudging:
                     judging.phases[i].append(Phase(
                         saved_phase["budget"], np.asarray(saved_phase["order"], dtype=np.int64),
                         layout.codes, layout.labels, layout.counts, saved_phase["given"]))
+            judging.owed[:] = state["owed"] if "owed" in state else [
+                len(p) == 1 for p in judging.phases]  # saved before it: owed after the pilot
         judging._pending = set(np.flatnonzero(judging.judged > 0).tolist())
         return judging
 
