@@ -441,3 +441,27 @@ def test_a_family_that_reads_predictions_is_audited_with_them(tmp_path: Path,
         # the stand-in estimates the machine's own P@10: no bias, half-width 1.96 sqrt(0.01/T)
         assert row.estimate == pytest.approx(exact[row.run], abs=1e-12)
         assert row.hi - row.bias == pytest.approx(1.96 * np.sqrt(0.01 / row.topics), rel=1e-3)
+
+
+def test_audit_of_ap_ppi_uses_the_machine_labels_as_predictions(tmp_path: Path) -> None:
+    """``audit -m AP~ppi``: the estimate is estimate()'s AP~ppi with the machine's labels as
+    predictions (1e-12), bias = machine - estimate, and on a census the bias is exact with
+    a zero-width interval."""
+    runs, qrels = _collection()
+    machine = _machine(qrels)
+    sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = audit(sample, runs, machine, ["AP~ppi"], depth=40)
+        ours = estimate(sample, runs, ["AP~ppi"], depth=40, predictions=machine)
+        census = audit(Sample.from_qrels(Qrels.from_frame(qrels)), runs, machine, ["AP~ppi"],
+                       depth=40)
+    ours = ours[ours["query_id"] == "all"].set_index("run")["value"]
+    assert table["estimate"].to_numpy() == pytest.approx(ours[table["run"]].to_numpy(),
+                                                         abs=1e-12)
+    assert (table["hi"] > table["lo"]).all()
+    human = evaluate(Qrels.from_frame(qrels), runs, ["AP"], depth=40)
+    human = human[human["query_id"] == "all"].set_index("run")["value"]
+    assert census["bias"].to_numpy() == pytest.approx(
+        (census["machine"] - human[census["run"]].to_numpy()).to_numpy(), abs=1e-12)
+    assert (census["lo"] == census["hi"]).all()

@@ -277,7 +277,7 @@ def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: P
                          "(bias=taylor or none) only; audit it with control='none'")
     n_runs = len(pool.run_names)
     topics, present, weights = _topic_weights(views, n_runs, aggregate_of(spec.base))
-    machine = _machine_per_topic(sample, judge, pool, spec, topics, level)
+    machine = machine_per_topic(sample, judge, pool, spec, topics, level)
     differences = np.zeros((len(views), n_runs))
     covariance = np.zeros((n_runs, n_runs))
     fractional = _fractional(judge)
@@ -466,7 +466,7 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
     if human.machine is not None and human.judge is not machine:
         raise UsageError("these estimates use another judge's labels as control variates")
     exact = (human.machine if human.machine is not None else
-             _machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level))
+             machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level))
     machine_value = over_topics(exact, human.present, aggregate_of(human.spec.base))
     bias = machine_value - human.estimate
     relative = bias - bias.mean()
@@ -533,8 +533,8 @@ def audit_outcome(rows: pd.DataFrame, true_means: pd.Series, favoured: str | Non
         covers_ranks(rows["rank_lo"].to_numpy(), rows["rank_hi"].to_numpy(), truth))
 
 
-def _machine_per_topic(sample: Sample, machine: Predictions, pool: Pool, spec: EstimateSpec,
-                       topics: list[str], level: float) -> np.ndarray:
+def machine_per_topic(sample: Sample, machine: Predictions, pool: Pool, spec: EstimateSpec,
+                      topics: list[str], level: float) -> np.ndarray:
     """``[topics, runs]`` the measure with the machine's grades as qrels (exact)."""
     from sampleval.measures.evaluation import evaluate
 
