@@ -144,7 +144,6 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     true_relative = {"circular": relative.to_numpy(dtype=np.float64),
                      "perfect": np.zeros(len(relative))}
     records = []
-    ppi_errors = []
     for trial in range(trials):
         started = time.time()
         given = ({"predictions": judges["circular"]} if METHODS[method].uses_predictions({})
@@ -164,7 +163,8 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
                                        index=list(sides["ppi"]["circular"].pool.run_names))
                              if "ppi" in sides else _ppi_leaderboard(sample, runs,
                                                                      judges["circular"]))
-                ppi_errors.append((ppi_value[exact.index] - exact).to_numpy())
+                record.update({f"ppi_error_{j}": float(e) for j, e in enumerate(
+                    (ppi_value[exact.index] - exact).to_numpy())})
         record["seconds"] = time.time() - started
         records.append(record)
         if output:  # kept as it grows, so that a long run can be read before it ends
@@ -174,13 +174,9 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     setting: dict[str, object] = {
         "method": method, "favoured": favoured, "k": k,
         "inflation": float(relative[favoured]), "runs": len(runs),
+        "topics": len(exact_topics), "rate": rate, "favoured_index": at,
         "null_runs": int(nulls.sum()),
         "reference_width": float((reference["rank_hi"] - reference["rank_lo"]).mean())}
-    if ppi_errors:
-        errors = np.array(ppi_errors)
-        se = errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
-        setting["ppi_within_3se"] = float(np.mean(np.abs(errors.mean(axis=0)) <= 3 * se))
-        setting["ppi_favoured_bias"] = float(errors.mean(axis=0)[at])
     return pd.DataFrame(records), setting
 
 
@@ -268,16 +264,39 @@ def _path_record(path: str, sample: Sample, sides: dict[str, HumanEstimates],
     return out
 
 
+POWER = 0.8
+"""The power the issue's target asks for (:func:`attainable`)."""
+
+
+def attainable(inflation: float, sd: float, runs: int, topics: int, rate: float,
+               alpha: float = 0.05) -> tuple[float, float]:
+    """What a sample can detect, by the normal approximation: the favoured run is the one
+    Holm tests first, at alpha/R two-sided on t with T - 1 degrees of freedom, so its power
+    reaches :data:`POWER` when ``inflation`` / sd >= c + z_POWER, c that critical value. The
+    standard deviation that needs, and the sample share q that reaches it if the variance
+    scales as Horvitz-Thompson's with the share, (1 - q)/q (finite-population correction
+    over the sampling fraction, Cochran 1977, eq. 2.19): sd(q)^2 = sd^2 (1 - q)/q x
+    rate/(1 - rate), ``sd`` measured at ``rate``."""
+    from scipy import stats
+
+    critical = float(stats.t(max(topics - 1, 1)).ppf(1 - alpha / (2 * runs)))
+    needed = inflation / (critical + float(stats.norm.ppf(POWER)))
+    odds = (1 - rate) / rate * (needed / sd) ** 2 if sd > 0 else np.inf
+    return needed, 1.0 / (1.0 + odds)
+
+
 def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame:
     """One row: the targets' figures with their Monte Carlo standard errors; per sample side
     and judge the relative-bias intervals' width, mean half-width / (1.96 rms of the
-    relative bias's error), and the estimates' rms."""
+    relative bias's error), and the estimates' rms; per sample side the favoured run's
+    relative bias over the trials (mean, sd) and what it lets a sample detect
+    (:func:`attainable`: ``needed_sd``, ``share_for_power``); with the AP~ppi leaderboard's
+    errors, the share of runs whose mean error is within 3 standard errors of 0."""
     n = len(records)
     row: dict[str, object] = {"trials": n, **setting}
     for column in records.columns:
-        if column in ("trial", "seconds") or column.endswith(("_half", "_sq_error",
-                                                               "_rank_width",
-                                                               "_favoured_relative")):
+        if column in ("trial", "seconds") or column.startswith("ppi_error_") or \
+                column.endswith(("_half", "_sq_error", "_rank_width", "_favoured_relative")):
             continue
         values = records[column].astype(float)
         row[column] = float(values.mean())
@@ -296,6 +315,20 @@ def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame
                                                       .mean())
         row[f"{path}_estimate_rms"] = float(np.sqrt(records[f"{path}_estimate_sq_error"]
                                                     .mean()))
+        sd = float(records[f"{path}_favoured_relative"].std(ddof=1)) if n > 1 else np.nan
+        row[f"{path}_favoured_relative_sd"] = sd
+        needed, share = attainable(float(str(setting["inflation"])), sd,
+                                   int(str(setting["runs"])), int(str(setting["topics"])),
+                                   float(str(setting["rate"])))
+        row["needed_sd"] = needed
+        row[f"{path}_share_for_power"] = share
+    errors = records[[c for c in records.columns if c.startswith("ppi_error_")]].to_numpy(
+        dtype=np.float64)
+    if errors.size and n > 1:
+        se = errors.std(axis=0, ddof=1) / np.sqrt(n)
+        row["ppi_within_3se"] = float(np.mean(np.abs(errors.mean(axis=0)) <= 3 * se))
+        row["ppi_favoured_bias"] = float(errors.mean(axis=0)[int(str(
+            setting["favoured_index"]))])
     return pd.DataFrame([row])
 
 
