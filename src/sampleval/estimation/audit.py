@@ -47,7 +47,10 @@ is then estimated by A_r(m) - A_r(y), which is 0 with no variance wherever the m
 agrees with the people on the judged documents, and S is the joint delete-one jackknife
 of those differences. Any estimator family that gives ``parts`` and ``differences`` and
 reads the predictions (``needs_predictions``: the prediction-powered family, once it gives
-them) is audited by :func:`human_estimates` with the predictions handed to it.
+them) is audited by :func:`human_estimates` with the predictions handed to it. AP-hat is a
+ratio, so E[A(m)] - M and E[A(y)] - AP, its biases under the two labellings, differ where
+the machine changes the relevant documents' count and they are few: the difference
+estimator is unbiased for linear measures only (experimental; docs/guide/audit.md).
 
 Over the whole frame (:func:`agreement`): the confusion matrix of machine against human
 labels and Cohen's kappa (binary at the relevance level, and over the grades), estimated
@@ -56,7 +59,8 @@ covariance (pi_ij of the design), shares and kappa by the delta method (Cohen 19
 :func:`leaderboard_tau`: Kendall's tau-b between the machine and estimated leaderboards.
 
 Needs an estimator family giving per-topic variances and the variances of differences
-(today the ``~ht`` family: ``AP~ht``, the default, ``P@k~ht``, ``nDCG@k~ht`` ...).
+(the ``~ht`` family: ``AP~ht``, the default, ``P@k~ht``, ``nDCG@k~ht`` ...; ``~ppi``, which
+takes the machine's labels as its predictions: ``AP~ppi`` ...).
 """
 
 from __future__ import annotations
@@ -105,8 +109,9 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     estimates from the people's labels alone (:func:`human_estimates`, as ``sampleval
     estimate``), ``machine`` with the machine's labels as control variates where the
     measure takes them (:func:`controlled_estimates`: AP~ht; experimental, with a warning:
-    its intervals cover too little where the machine's errors are few); ``rng`` draws the
-    rank intervals' simulation (default seed 0)."""
+    AP's ratio biases under the two labellings do not cancel, so it is biased where
+    relevant documents are rare, and its intervals cover too little where the machine's
+    errors are few); ``rng`` draws the rank intervals' simulation (default seed 0)."""
     from sampleval.estimation.compare import check_test_options
     from sampleval.io.coerce import as_runs, as_sample
 
@@ -140,8 +145,9 @@ def sample_side(sample: Sample, runs: list[Run], measure: str, machine: Predicti
     (spec,) = setup_for(sample, [measure], depth=depth, with_predictions=True,
                         warn=False).specs
     if control == "machine" and takes_control(spec):
-        warnings.warn("control='machine': the intervals are too narrow where the machine's "
-                      "errors are few (docs/guide/audit.md, 'Measured')", stacklevel=3)
+        warnings.warn("control='machine': biased, and its intervals too narrow, where the "
+                      "relevant documents or the machine's errors are rare (docs/guide/"
+                      "audit.md, 'What a 5% sample can detect')", stacklevel=3)
         return controlled_estimates(sample, runs, measure, machine, depth, level, ci, rng)
     reads = FAMILIES[spec.family].needs_predictions
     return human_estimates(sample, runs, measure, depth, level, ci, rng,
@@ -225,7 +231,7 @@ def human_estimates(sample: Sample, runs: list[Run], measure: str,
                     predictions: Predictions | None = None) -> HumanEstimates:
     """The sample's side of the audit of ``measure`` (:class:`HumanEstimates`), from the
     estimator family's per-topic variances and pairwise-difference variances
-    (``EstimatorFamily.parts``, ``differences``; any family that gives both: today ``~ht``).
+    (``EstimatorFamily.parts``, ``differences``; any family that gives both: ``~ht``, ``~ppi``).
     ``predictions`` reach the families that read them (``needs_predictions``)."""
     from sampleval.estimators.base import z_value
     from sampleval.estimators.family import FAMILIES
@@ -236,7 +242,7 @@ def human_estimates(sample: Sample, runs: list[Run], measure: str,
     if family.parts is None or family.differences is None:
         raise UsageError(f"{spec.name}: the audit needs an estimator that gives the variance "
                          "of each run's estimate and of the difference of two runs' (the ~ht "
-                         "family: AP~ht, P@10~ht, nDCG@10~ht ...)")
+                         "and ~ppi families: AP~ht, P@10~ht, AP~ppi ...)")
     names = pool.run_names
     n_runs = len(names)
     values, variances, biases = family.parts(names, views, sample, spec, level)
