@@ -42,3 +42,14 @@ def test_the_sides_are_measured_and_summarised() -> None:
     assert 0 < row["plain_share_for_power"] <= 1 and row["needed_sd"] > 0
     sd = records["ppi_favoured_relative"].std(ddof=1)
     assert row["ppi_favoured_relative_sd"] == pytest.approx(sd)
+
+
+def test_topic_spread_is_the_collapsed_strata_covariance() -> None:
+    from studies.audit_variance import topic_spread
+
+    rng = np.random.default_rng(1)
+    x, a = rng.normal(size=(7, 3)), np.full((7, 3), 1 / 7)
+    # T/(T-1) sum_t (c_t - c-bar)(c_t - c-bar)' = T x the sample covariance of c_t = a_t x_t
+    assert topic_spread(x, a) == pytest.approx(7 * np.cov((a * x).T, ddof=1), rel=1e-12)
+    # equal per-topic values have no spread
+    assert topic_spread(np.ones((5, 2)), np.full((5, 2), 0.2)) == pytest.approx(0.0)
