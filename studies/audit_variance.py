@@ -51,6 +51,7 @@ from sampleval.estimation.audit import (
     controlled_estimates,
     human_estimates,
     machine_per_topic,
+    relative_p,
 )
 from sampleval.estimation.compare import adjust
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
@@ -150,11 +151,8 @@ def summarise(files: Sequence[Path], rate: float) -> pd.DataFrame:
         for variance in VARIANCES:
             sd = np.sqrt(np.array([t[f"{path}_{variance}"] for t in trials]))
             half = reference.ppf(0.975) * sd + widen
-            excess = np.maximum(np.abs(rel) - widen, 0.0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                stat = np.where(sd > 0, excess / np.where(sd > 0, sd, 1.0),
-                                np.where(excess > 0, np.inf, 0.0))
-            flagged = np.array([adjust(2 * reference.sf(s), "holm") < 0.05 for s in stat])
+            flagged = np.array([adjust(relative_p(r, w, d, reference), "holm") < 0.05
+                                for r, w, d in zip(rel, widen, sd, strict=True)])
             rows.append({
                 "side": path, "variance": variance, "trials": n,
                 "favoured_true": float(truth[at]), "favoured_mean": float(rel[:, at].mean()),

@@ -27,11 +27,13 @@ people judged a design-based sample of it. For a run r and a measure:
   run j has topic t (topics sampled independently). Where V and D are the same quadratic
   form (Horvitz-Thompson with pi_ij, or a jackknife whose replicates leave out the same
   document for every run) this is that form's estimate for the contrast, exactly;
-- ``p``: two-sided, from the relative bias's statistic max(|rel| - |b|, 0) / sd on the t
+- ``p``: two-sided, from the relative bias's statistic max(|rel| - |b|, 0) / sd (an
+  excess below :data:`ROUNDING` counts as 0) on the t
   distribution with T - 1 degrees of freedom (T the run's topics; the variance is a sum of
   T independent topics' estimated variances, some of them poorly estimated, and the normal
   reference flagged some run under a perfect judge far more often than Holm's 5%:
-  docs/guide/audit.md), so that p < 1 - ci exactly when the interval excludes 0;
+  docs/guide/audit.md), so that, rounding aside, p < 1 - ci exactly when the interval
+  excludes 0;
   ``p_adjusted`` by Holm (or Benjamini-Hochberg, :func:`sampleval.estimation.compare.adjust`) over
   the runs; ``flagged``: p_adjusted < alpha;
 - ``rank``, ``rank_lo``, ``rank_hi``: the estimated leaderboard's simultaneous rank
@@ -80,6 +82,8 @@ from sampleval.estimators import SAMPLE_DEPTH
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from scipy import stats
 
     from sampleval.core.pool import Pool
     from sampleval.core.predictions import Predictions
@@ -449,6 +453,12 @@ def stratified_covariance(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
     return out
 
 
+ROUNDING = 1e-12
+"""A relative bias beyond its estimated bias by no more than this is rounding (a measure in
+[0, 1] computed two ways, as the machine's and as an estimate that equals it, agrees to
+about 1e-16): its statistic is 0, not |rel| / 0 = inf where the variance is 0 too (AP~ppi
+with predictions equal to the people's labels flagged runs under a perfect judge)."""
+
 REFERENCES = ("t", "normal")
 """The relative bias's reference distributions: ``t`` with T - 1 degrees of freedom (T the
 run's topics; the default), ``normal``."""
@@ -480,11 +490,7 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
     df = np.maximum(human.present.sum(axis=0) - 1, 1)
     dist = stats.t(df) if reference == "t" else stats.norm()
     rel_half = dist.ppf(0.5 + ci / 2.0) * rel_sd + np.abs(human.relative_bias)
-    excess = np.maximum(np.abs(relative) - np.abs(human.relative_bias), 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stat = np.where(rel_sd > 0, excess / np.where(rel_sd > 0, rel_sd, 1.0),
-                        np.where(excess > 0, np.inf, 0.0))
-    p = 2.0 * dist.sf(stat)
+    p = relative_p(relative, human.relative_bias, rel_sd, dist)
     adjusted = adjust(p, correction)
     return pd.DataFrame({
         "run": list(human.pool.run_names), "measure": human.spec.name,
@@ -496,6 +502,19 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
         "machine_rank": 1 + (machine_value[None, :] > machine_value[:, None]).sum(axis=1),
         "rank": human.ranks["rank"].to_numpy(), "rank_lo": human.ranks["rank_lo"].to_numpy(),
         "rank_hi": human.ranks["rank_hi"].to_numpy()})
+
+
+def relative_p(relative: np.ndarray, widen: np.ndarray, sd: np.ndarray,
+               dist: stats.rv_continuous | stats.rv_frozen) -> np.ndarray:
+    """The two-sided p of each relative bias: its excess over its estimated bias ``widen``,
+    max(|rel| - |b|, 0) (0 below :data:`ROUNDING`), over ``sd`` on the reference ``dist``
+    (a frozen scipy distribution); an excess with sd 0 has p = 0."""
+    excess = np.maximum(np.abs(relative) - np.abs(widen), 0.0)
+    excess = np.where(excess > ROUNDING, excess, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = np.where(sd > 0, excess / np.where(sd > 0, sd, 1.0),
+                        np.where(excess > 0, np.inf, 0.0))
+    return np.asarray(2.0 * dist.sf(stat), dtype=np.float64)
 
 
 @dataclass(frozen=True)
