@@ -37,6 +37,7 @@ unbiased (each run's mean error over the trials within 3 of its standard errors)
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 import time
@@ -332,6 +333,15 @@ def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame
     return pd.DataFrame([row])
 
 
+def parse_paths(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """``--paths``' comma-separated sample sides, each one of :data:`PATHS` (else the
+    parser's one-line error)."""
+    paths = [p.strip() for p in text.split(",") if p.strip()]
+    if not paths or set(paths) - set(PATHS):
+        parser.error(f"--paths: give some of {', '.join(PATHS)}, not {text!r}")
+    return paths
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = simulation_parser(__doc__ or "", trials=200)
     parser.set_defaults(rate=0.05)
@@ -352,9 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "control,plain")
     parser.add_argument("--output", help="write the per-trial records to this CSV")
     args = parser.parse_args(argv)
-    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
-    if not paths or set(paths) - set(PATHS):
-        parser.error(f"--paths: give some of {', '.join(PATHS)}, not {args.paths!r}")
+    paths = parse_paths(parser, args.paths)
     runs, qrels = (read_round5(args.data) if args.collection == "round5"
                    else sparse_collection(args.seed))
     records, setting = run_experiment(runs, qrels, rate=args.rate, depth=args.depth,

@@ -57,7 +57,15 @@ from sampleval.estimation.compare import adjust
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.predictors import circular, median_run, pool_truth
 from studies._cli import read_round5, simulation_parser
-from studies.audit_power import MEASURE, PATHS, PPI, attainable, choose_k, sparse_collection
+from studies.audit_power import (
+    MEASURE,
+    PATHS,
+    PPI,
+    attainable,
+    choose_k,
+    parse_paths,
+    sparse_collection,
+)
 from studies.compare_accuracy import exact_per_topic
 from studies.compare_accuracy import pool_truth as judged_in_full
 
@@ -187,9 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--summarise", action="store_true",
                         help="only summarise the trials already in --output")
     args = parser.parse_args(argv)
-    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
-    if not paths or set(paths) - set(PATHS):
-        parser.error(f"--paths: give some of {', '.join(PATHS)}, not {args.paths!r}")
+    paths = parse_paths(parser, args.paths)
     name = f"{args.collection}-{args.method}-{args.rate:g}"
     if not args.summarise:
         runs, qrels = (read_round5(args.data) if args.collection == "round5"
