@@ -37,6 +37,7 @@ unbiased (each run's mean error over the trials within 3 of its standard errors)
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 import time
@@ -70,6 +71,7 @@ from studies.compare_accuracy import pool_truth as judged_in_full
 
 K_CHOICES = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50)
 MEASURE = "AP~ht"
+PPI = "AP~ppi"
 
 
 def sparse_collection(seed: int) -> tuple[list[Run], Qrels]:
@@ -102,19 +104,22 @@ def choose_k(truth: pd.DataFrame, pool: Pool, runs: Sequence[Run], exact: pd.Ser
     return K_CHOICES[-1], relative
 
 
-PATHS = ("control", "plain")
-"""The audit's two sample sides: the machine's labels as control variates
-(:func:`~sampleval.estimation.audit.controlled_estimates`) and the people's labels alone
-(:func:`~sampleval.estimation.audit.human_estimates`)."""
+PATHS = ("control", "plain", "ppi")
+"""The audit's sample sides: the machine's labels as control variates
+(:func:`~sampleval.estimation.audit.controlled_estimates` of AP~ht), the people's labels
+alone (:func:`~sampleval.estimation.audit.human_estimates` of AP~ht, ``sampleval audit``'s
+default) and the prediction-powered estimates with the judge's labels as predictions
+(``human_estimates`` of AP~ppi, ``sampleval audit -m AP~ppi``)."""
 
 
 def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int,
                    trials: int, seed: int, inflation: float, ppi: bool,
-                   method: str = "stratified", output: str | None = None
+                   method: str = "stratified", output: str | None = None,
+                   paths: Sequence[str] = ("control", "plain")
                    ) -> tuple[pd.DataFrame, dict[str, object]]:
-    """Per trial one record (module docstring; written to ``output`` after each trial),
-    and the setting (k, favoured run, reference rank-interval width, runs)."""
-    from sampleval.estimation.estimates import estimate
+    """Per trial one record (module docstring; written to ``output`` after each trial) for
+    each sample side of ``paths`` (:data:`PATHS`), and the setting (k, favoured run,
+    reference rank-interval width, runs)."""
 
     runs = list(runs)
     pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
@@ -141,7 +146,6 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     true_relative = {"circular": relative.to_numpy(dtype=np.float64),
                      "perfect": np.zeros(len(relative))}
     records = []
-    ppi_errors = []
     for trial in range(trials):
         started = time.time()
         given = ({"predictions": judges["circular"]} if METHODS[method].uses_predictions({})
@@ -152,21 +156,17 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
         record: dict[str, object] = {"trial": trial}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            plain = human_estimates(sample, runs, MEASURE, ci=0.95,
-                                    rng=np.random.default_rng(seed + trial + 1_000_003))
-            controlled = {name: controlled_estimates(
-                sample, runs, MEASURE, judge, rng=np.random.default_rng(seed + trial + 1_000_003))
-                for name, judge in judges.items()}
-            # the plain estimates with each judge's exact machine measures (computed once)
-            record.update(_path_record("plain", sample, {
-                name: dataclasses.replace(plain, judge=judge, machine=controlled[name].machine)
-                for name, judge in judges.items()}, judges, exact, at, nulls, true_relative))
-            record.update(_path_record("control", sample, controlled, judges, exact, at,
-                                       nulls, true_relative))
-            if ppi:
-                ppi_rows = estimate(sample, runs, ["AP~ppi"], predictions=judges["circular"])
-                ppi_value = ppi_rows[ppi_rows["query_id"] == "all"].set_index("run")["value"]
-                ppi_errors.append((ppi_value[exact.index] - exact).to_numpy())
+            sides = _sides(sample, runs, judges, paths, seed + trial + 1_000_003)
+            for path in paths:
+                record.update(_path_record(path, sample, sides[path], judges, exact, at,
+                                           nulls, true_relative))
+            if ppi:  # the AP~ppi leaderboard, as the audit's ppi side has it when measured
+                ppi_value = (pd.Series(sides["ppi"]["circular"].estimate,
+                                       index=list(sides["ppi"]["circular"].pool.run_names))
+                             if "ppi" in sides else _ppi_leaderboard(sample, runs,
+                                                                     judges["circular"]))
+                record.update({f"ppi_error_{j}": float(e) for j, e in enumerate(
+                    (ppi_value[exact.index] - exact).to_numpy())})
         record["seconds"] = time.time() - started
         records.append(record)
         if output:  # kept as it grows, so that a long run can be read before it ends
@@ -176,14 +176,44 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     setting: dict[str, object] = {
         "method": method, "favoured": favoured, "k": k,
         "inflation": float(relative[favoured]), "runs": len(runs),
+        "topics": len(exact_topics), "rate": rate, "favoured_index": at,
         "null_runs": int(nulls.sum()),
         "reference_width": float((reference["rank_hi"] - reference["rank_lo"]).mean())}
-    if ppi_errors:
-        errors = np.array(ppi_errors)
-        se = errors.std(axis=0, ddof=1) / np.sqrt(len(errors))
-        setting["ppi_within_3se"] = float(np.mean(np.abs(errors.mean(axis=0)) <= 3 * se))
-        setting["ppi_favoured_bias"] = float(errors.mean(axis=0)[at])
     return pd.DataFrame(records), setting
+
+
+def _sides(sample: Sample, runs: list[Run], judges: dict[str, Predictions],
+           paths: Sequence[str], seed: int) -> dict[str, dict[str, HumanEstimates]]:
+    """Per sample side of ``paths`` and per judge, the estimates the audit compares with,
+    each carrying the judge's exact per-topic machine measures (computed once per judge);
+    every side's rank intervals draw from a generator seeded ``seed``."""
+    from sampleval.estimation.audit import machine_per_topic
+
+    def rng() -> np.random.Generator:
+        return np.random.default_rng(seed)
+
+    plain = human_estimates(sample, runs, MEASURE, ci=0.95, rng=rng())
+    machine = {name: machine_per_topic(sample, judge, plain.pool, plain.spec, plain.topics, 1)
+               for name, judge in judges.items()}
+    sides: dict[str, dict[str, HumanEstimates]] = {}
+    for path in paths:
+        if path == "control":
+            sides[path] = {name: controlled_estimates(sample, runs, MEASURE, judge, rng=rng())
+                           for name, judge in judges.items()}
+            continue
+        sides[path] = {name: dataclasses.replace(
+            plain if path == "plain" else human_estimates(sample, runs, PPI, ci=0.95, rng=rng(),
+                                                          predictions=judge),
+            judge=judge, machine=machine[name]) for name, judge in judges.items()}
+    return sides
+
+
+def _ppi_leaderboard(sample: Sample, runs: list[Run], judge: Predictions) -> pd.Series:
+    """Each run's AP~ppi estimate with ``judge``'s labels as predictions."""
+    from sampleval.estimation.estimates import estimate
+
+    rows = estimate(sample, runs, [PPI], predictions=judge)
+    return rows[rows["query_id"] == "all"].set_index("run")["value"]
 
 
 def _path_record(path: str, sample: Sample, sides: dict[str, HumanEstimates],
@@ -236,16 +266,39 @@ def _path_record(path: str, sample: Sample, sides: dict[str, HumanEstimates],
     return out
 
 
+POWER = 0.8
+"""The power the issue's target asks for (:func:`attainable`)."""
+
+
+def attainable(inflation: float, sd: float, runs: int, topics: int, rate: float,
+               alpha: float = 0.05) -> tuple[float, float]:
+    """What a sample can detect, by the normal approximation: the favoured run is the one
+    Holm tests first, at alpha/R two-sided on t with T - 1 degrees of freedom, so its power
+    reaches :data:`POWER` when ``inflation`` / sd >= c + z_POWER, c that critical value. The
+    standard deviation that needs, and the sample share q that reaches it if the variance
+    scales as Horvitz-Thompson's with the share, (1 - q)/q (finite-population correction
+    over the sampling fraction, Cochran 1977, eq. 2.19): sd(q)^2 = sd^2 (1 - q)/q x
+    rate/(1 - rate), ``sd`` measured at ``rate``."""
+    from scipy import stats
+
+    critical = float(stats.t(max(topics - 1, 1)).ppf(1 - alpha / (2 * runs)))
+    needed = inflation / (critical + float(stats.norm.ppf(POWER)))
+    odds = (1 - rate) / rate * (needed / sd) ** 2 if sd > 0 else np.inf
+    return needed, 1.0 / (1.0 + odds)
+
+
 def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame:
     """One row: the targets' figures with their Monte Carlo standard errors; per sample side
     and judge the relative-bias intervals' width, mean half-width / (1.96 rms of the
-    relative bias's error), and the estimates' rms."""
+    relative bias's error), and the estimates' rms; per sample side the favoured run's
+    relative bias over the trials (mean, sd) and what it lets a sample detect
+    (:func:`attainable`: ``needed_sd``, ``share_for_power``); with the AP~ppi leaderboard's
+    errors, the share of runs whose mean error is within 3 standard errors of 0."""
     n = len(records)
     row: dict[str, object] = {"trials": n, **setting}
     for column in records.columns:
-        if column in ("trial", "seconds") or column.endswith(("_half", "_sq_error",
-                                                               "_rank_width",
-                                                               "_favoured_relative")):
+        if column in ("trial", "seconds") or column.startswith("ppi_error_") or \
+                column.endswith(("_half", "_sq_error", "_rank_width", "_favoured_relative")):
             continue
         values = records[column].astype(float)
         row[column] = float(values.mean())
@@ -256,7 +309,7 @@ def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame
             half = float(records[column].mean())
             row[column.replace("_half", "_width")] = half / (1.96 * rms) if rms > 0 else (
                 np.nan if half == 0 else np.inf)
-    for path in PATHS:
+    for path in [p for p in PATHS if f"{p}_rank_width" in records]:
         width = float(records[f"{path}_rank_width"].mean())
         row[f"{path}_rank_width"] = width
         row[f"{path}_width_ratio"] = width / float(str(setting["reference_width"]))
@@ -264,7 +317,30 @@ def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame
                                                       .mean())
         row[f"{path}_estimate_rms"] = float(np.sqrt(records[f"{path}_estimate_sq_error"]
                                                     .mean()))
+        sd = float(records[f"{path}_favoured_relative"].std(ddof=1)) if n > 1 else np.nan
+        row[f"{path}_favoured_relative_sd"] = sd
+        needed, share = attainable(float(str(setting["inflation"])), sd,
+                                   int(str(setting["runs"])), int(str(setting["topics"])),
+                                   float(str(setting["rate"])))
+        row["needed_sd"] = needed
+        row[f"{path}_share_for_power"] = share
+    errors = records[[c for c in records.columns if c.startswith("ppi_error_")]].to_numpy(
+        dtype=np.float64)
+    if errors.size and n > 1:
+        se = errors.std(axis=0, ddof=1) / np.sqrt(n)
+        row["ppi_within_3se"] = float(np.mean(np.abs(errors.mean(axis=0)) <= 3 * se))
+        row["ppi_favoured_bias"] = float(errors.mean(axis=0)[int(str(
+            setting["favoured_index"]))])
     return pd.DataFrame([row])
+
+
+def parse_paths(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """``--paths``' comma-separated sample sides, each one of :data:`PATHS` (else the
+    parser's one-line error)."""
+    paths = [p.strip() for p in text.split(",") if p.strip()]
+    if not paths or set(paths) - set(PATHS):
+        parser.error(f"--paths: give some of {', '.join(PATHS)}, not {text!r}")
+    return paths
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -279,14 +355,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--method", choices=sorted(METHODS), default="stratified",
                         metavar="METHOD",
                         help="the selection method of the human sample (default stratified)")
+    parser.add_argument("--paths", default="control,plain", metavar="PATH[,PATH]",
+                        help="the sample sides audited, comma-separated, of control (AP~ht "
+                             "with the machine's labels as control variates), plain (AP~ht "
+                             "from the people's labels, the command's default) and ppi "
+                             "(AP~ppi with the judge's labels as predictions); default "
+                             "control,plain")
     parser.add_argument("--output", help="write the per-trial records to this CSV")
     args = parser.parse_args(argv)
+    paths = parse_paths(parser, args.paths)
     runs, qrels = (read_round5(args.data) if args.collection == "round5"
                    else sparse_collection(args.seed))
     records, setting = run_experiment(runs, qrels, rate=args.rate, depth=args.depth,
                                       trials=args.trials, seed=args.seed,
                                       inflation=args.inflation, ppi=args.ppi,
-                                      method=args.method, output=args.output)
+                                      method=args.method, output=args.output, paths=paths)
     summary = summarise(records, setting)
     sys.stdout.write(summary.T.to_string(header=False) + "\n")
     return 0

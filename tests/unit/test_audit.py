@@ -441,3 +441,50 @@ def test_a_family_that_reads_predictions_is_audited_with_them(tmp_path: Path,
         # the stand-in estimates the machine's own P@10: no bias, half-width 1.96 sqrt(0.01/T)
         assert row.estimate == pytest.approx(exact[row.run], abs=1e-12)
         assert row.hi - row.bias == pytest.approx(1.96 * np.sqrt(0.01 / row.topics), rel=1e-3)
+
+
+def test_audit_of_ap_ppi_uses_the_machine_labels_as_predictions(tmp_path: Path) -> None:
+    """``audit -m AP~ppi``: the estimate is estimate()'s AP~ppi with the machine's labels as
+    predictions (1e-12), bias = machine - estimate, and on a census the bias is exact with
+    a zero-width interval."""
+    runs, qrels = _collection()
+    machine = _machine(qrels)
+    sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = audit(sample, runs, machine, ["AP~ppi"], depth=40)
+        ours = estimate(sample, runs, ["AP~ppi"], depth=40, predictions=machine)
+        census = audit(Sample.from_qrels(Qrels.from_frame(qrels)), runs, machine, ["AP~ppi"],
+                       depth=40)
+    ours = ours[ours["query_id"] == "all"].set_index("run")["value"]
+    assert table["estimate"].to_numpy() == pytest.approx(ours[table["run"]].to_numpy(),
+                                                         abs=1e-12)
+    assert (table["hi"] > table["lo"]).all()
+    human = evaluate(Qrels.from_frame(qrels), runs, ["AP"], depth=40)
+    human = human[human["query_id"] == "all"].set_index("run")["value"]
+    assert census["bias"].to_numpy() == pytest.approx(
+        (census["machine"] - human[census["run"]].to_numpy()).to_numpy(), abs=1e-12)
+    assert (census["lo"] == census["hi"]).all()
+
+
+def test_rounding_with_no_variance_is_not_flagged(tmp_path: Path) -> None:
+    """Estimates equal to the machine's measures up to rounding, with no variance (as
+    AP~ppi's with predictions equal to the people's labels): no run is flagged, p = 1; a
+    real excess with no variance still is (before, |1e-17| / 0 = inf flagged every run)."""
+    from dataclasses import replace
+
+    from sampleval.estimation.audit import human_estimates, judge_rows, machine_predictions
+
+    runs, qrels = _collection()
+    sample = load_sample(_sample_file(qrels, tmp_path / "s.txt", 0.3), "sample-qrels")
+    machine = machine_predictions(sample, _machine(qrels))
+    plain = human_estimates(sample, runs, "P@10~ht", depth=40)
+    exact = judge_rows(sample, plain, machine)["machine"].to_numpy()
+    noise = np.array([1, -2, 3, -1, 2, -3]) * 1e-17
+    zero = np.zeros_like(plain.covariance)
+    rows = judge_rows(sample, replace(plain, estimate=exact + noise, covariance=zero), machine)
+    assert not rows["flagged"].any()
+    assert (rows["p"] == 1.0).all()
+    shifted = exact + np.r_[0.01, np.zeros(len(exact) - 1)]
+    rows = judge_rows(sample, replace(plain, estimate=shifted, covariance=zero), machine)
+    assert rows["flagged"].all()  # every relative bias is a real excess here

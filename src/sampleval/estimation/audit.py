@@ -27,11 +27,13 @@ people judged a design-based sample of it. For a run r and a measure:
   run j has topic t (topics sampled independently). Where V and D are the same quadratic
   form (Horvitz-Thompson with pi_ij, or a jackknife whose replicates leave out the same
   document for every run) this is that form's estimate for the contrast, exactly;
-- ``p``: two-sided, from the relative bias's statistic max(|rel| - |b|, 0) / sd on the t
+- ``p``: two-sided, from the relative bias's statistic max(|rel| - |b|, 0) / sd (an
+  excess below :data:`ROUNDING` counts as 0) on the t
   distribution with T - 1 degrees of freedom (T the run's topics; the variance is a sum of
   T independent topics' estimated variances, some of them poorly estimated, and the normal
   reference flagged some run under a perfect judge far more often than Holm's 5%:
-  docs/guide/audit.md), so that p < 1 - ci exactly when the interval excludes 0;
+  docs/guide/audit.md), so that, rounding aside, p < 1 - ci exactly when the interval
+  excludes 0;
   ``p_adjusted`` by Holm (or Benjamini-Hochberg, :func:`sampleval.estimation.compare.adjust`) over
   the runs; ``flagged``: p_adjusted < alpha;
 - ``rank``, ``rank_lo``, ``rank_hi``: the estimated leaderboard's simultaneous rank
@@ -47,7 +49,10 @@ is then estimated by A_r(m) - A_r(y), which is 0 with no variance wherever the m
 agrees with the people on the judged documents, and S is the joint delete-one jackknife
 of those differences. Any estimator family that gives ``parts`` and ``differences`` and
 reads the predictions (``needs_predictions``: the prediction-powered family, once it gives
-them) is audited by :func:`human_estimates` with the predictions handed to it.
+them) is audited by :func:`human_estimates` with the predictions handed to it. AP-hat is a
+ratio, so E[A(m)] - M and E[A(y)] - AP, its biases under the two labellings, differ where
+the machine changes the relevant documents' count and they are few: the difference
+estimator is unbiased for linear measures only (experimental; docs/guide/audit.md).
 
 Over the whole frame (:func:`agreement`): the confusion matrix of machine against human
 labels and Cohen's kappa (binary at the relevance level, and over the grades), estimated
@@ -56,7 +61,8 @@ covariance (pi_ij of the design), shares and kappa by the delta method (Cohen 19
 :func:`leaderboard_tau`: Kendall's tau-b between the machine and estimated leaderboards.
 
 Needs an estimator family giving per-topic variances and the variances of differences
-(today the ``~ht`` family: ``AP~ht``, the default, ``P@k~ht``, ``nDCG@k~ht`` ...).
+(the ``~ht`` family: ``AP~ht``, the default, ``P@k~ht``, ``nDCG@k~ht`` ...; ``~ppi``, which
+takes the machine's labels as its predictions: ``AP~ppi`` ...).
 """
 
 from __future__ import annotations
@@ -76,6 +82,8 @@ from sampleval.estimation.estimates import SAMPLE_DEPTH
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from scipy import stats
 
     from sampleval.core.pool import Pool
     from sampleval.core.predictions import Predictions
@@ -105,8 +113,9 @@ def audit(sample: SampleLike, runs: RunsLike, predictions: PredictionsLike,
     estimates from the people's labels alone (:func:`human_estimates`, as ``sampleval
     estimate``), ``machine`` with the machine's labels as control variates where the
     measure takes them (:func:`controlled_estimates`: AP~ht; experimental, with a warning:
-    its intervals cover too little where the machine's errors are few); ``rng`` draws the
-    rank intervals' simulation (default seed 0)."""
+    AP's ratio biases under the two labellings do not cancel, so it is biased where
+    relevant documents are rare, and its intervals cover too little where the machine's
+    errors are few); ``rng`` draws the rank intervals' simulation (default seed 0)."""
     from sampleval.estimation.compare import check_test_options
     from sampleval.io.coerce import as_runs, as_sample
 
@@ -140,8 +149,9 @@ def sample_side(sample: Sample, runs: list[Run], measure: str, machine: Predicti
     (spec,) = setup_for(sample, [measure], depth=depth, with_predictions=True,
                         warn=False).specs
     if control == "machine" and takes_control(spec):
-        warnings.warn("control='machine': the intervals are too narrow where the machine's "
-                      "errors are few (docs/guide/audit.md, 'Measured')", stacklevel=3)
+        warnings.warn("control='machine': biased, and its intervals too narrow, where the "
+                      "relevant documents or the machine's errors are rare (docs/guide/"
+                      "audit.md, 'What a 5% sample can detect')", stacklevel=3)
         return controlled_estimates(sample, runs, measure, machine, depth, level, ci, rng)
     reads = FAMILIES[spec.family].needs_predictions
     return human_estimates(sample, runs, measure, depth, level, ci, rng,
@@ -225,7 +235,7 @@ def human_estimates(sample: Sample, runs: list[Run], measure: str,
                     predictions: Predictions | None = None) -> HumanEstimates:
     """The sample's side of the audit of ``measure`` (:class:`HumanEstimates`), from the
     estimator family's per-topic variances and pairwise-difference variances
-    (``EstimatorFamily.parts``, ``differences``; any family that gives both: today ``~ht``).
+    (``EstimatorFamily.parts``, ``differences``; any family that gives both: ``~ht``, ``~ppi``).
     ``predictions`` reach the families that read them (``needs_predictions``)."""
     from sampleval.estimation.engine.views import z_value
     from sampleval.estimation.family import FAMILIES
@@ -236,7 +246,7 @@ def human_estimates(sample: Sample, runs: list[Run], measure: str,
     if family.parts is None or family.differences is None:
         raise UsageError(f"{spec.name}: the audit needs an estimator that gives the variance "
                          "of each run's estimate and of the difference of two runs' (the ~ht "
-                         "family: AP~ht, P@10~ht, nDCG@10~ht ...)")
+                         "and ~ppi families: AP~ht, P@10~ht, AP~ppi ...)")
     names = pool.run_names
     n_runs = len(names)
     values, variances, biases = family.parts(names, views, sample, spec, level)
@@ -277,7 +287,7 @@ def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: P
                          "(bias=taylor or none) only; audit it with control='none'")
     n_runs = len(pool.run_names)
     topics, present, weights = _topic_weights(views, n_runs, aggregate_of(spec.base))
-    machine = _machine_per_topic(sample, judge, pool, spec, topics, level)
+    machine = machine_per_topic(sample, judge, pool, spec, topics, level)
     differences = np.zeros((len(views), n_runs))
     covariance = np.zeros((n_runs, n_runs))
     fractional = _fractional(judge)
@@ -443,6 +453,12 @@ def stratified_covariance(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
     return out
 
 
+ROUNDING = 1e-12
+"""A relative bias beyond its estimated bias by no more than this is rounding (a measure in
+[0, 1] computed two ways, as the machine's and as an estimate that equals it, agrees to
+about 1e-16): its statistic is 0, not |rel| / 0 = inf where the variance is 0 too (AP~ppi
+with predictions equal to the people's labels flagged runs under a perfect judge)."""
+
 REFERENCES = ("t", "normal")
 """The relative bias's reference distributions: ``t`` with T - 1 degrees of freedom (T the
 run's topics; the default), ``normal``."""
@@ -466,7 +482,7 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
     if human.machine is not None and human.judge is not machine:
         raise UsageError("these estimates use another judge's labels as control variates")
     exact = (human.machine if human.machine is not None else
-             _machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level))
+             machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level))
     machine_value = over_topics(exact, human.present, aggregate_of(human.spec.base))
     bias = machine_value - human.estimate
     relative = bias - bias.mean()
@@ -474,11 +490,7 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
     df = np.maximum(human.present.sum(axis=0) - 1, 1)
     dist = stats.t(df) if reference == "t" else stats.norm()
     rel_half = dist.ppf(0.5 + ci / 2.0) * rel_sd + np.abs(human.relative_bias)
-    excess = np.maximum(np.abs(relative) - np.abs(human.relative_bias), 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stat = np.where(rel_sd > 0, excess / np.where(rel_sd > 0, rel_sd, 1.0),
-                        np.where(excess > 0, np.inf, 0.0))
-    p = 2.0 * dist.sf(stat)
+    p = relative_p(relative, human.relative_bias, rel_sd, dist)
     adjusted = adjust(p, correction)
     return pd.DataFrame({
         "run": list(human.pool.run_names), "measure": human.spec.name,
@@ -490,6 +502,19 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
         "machine_rank": 1 + (machine_value[None, :] > machine_value[:, None]).sum(axis=1),
         "rank": human.ranks["rank"].to_numpy(), "rank_lo": human.ranks["rank_lo"].to_numpy(),
         "rank_hi": human.ranks["rank_hi"].to_numpy()})
+
+
+def relative_p(relative: np.ndarray, widen: np.ndarray, sd: np.ndarray,
+               dist: stats.rv_continuous | stats.rv_frozen) -> np.ndarray:
+    """The two-sided p of each relative bias: its excess over its estimated bias ``widen``,
+    max(|rel| - |b|, 0) (0 below :data:`ROUNDING`), over ``sd`` on the reference ``dist``
+    (a frozen scipy distribution); an excess with sd 0 has p = 0."""
+    excess = np.maximum(np.abs(relative) - np.abs(widen), 0.0)
+    excess = np.where(excess > ROUNDING, excess, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = np.where(sd > 0, excess / np.where(sd > 0, sd, 1.0),
+                        np.where(excess > 0, np.inf, 0.0))
+    return np.asarray(2.0 * dist.sf(stat), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -533,8 +558,8 @@ def audit_outcome(rows: pd.DataFrame, true_means: pd.Series, favoured: str | Non
         covers_ranks(rows["rank_lo"].to_numpy(), rows["rank_hi"].to_numpy(), truth))
 
 
-def _machine_per_topic(sample: Sample, machine: Predictions, pool: Pool, spec: EstimateSpec,
-                       topics: list[str], level: float) -> np.ndarray:
+def machine_per_topic(sample: Sample, machine: Predictions, pool: Pool, spec: EstimateSpec,
+                      topics: list[str], level: float) -> np.ndarray:
     """``[topics, runs]`` the measure with the machine's grades as qrels (exact)."""
     from sampleval.measures.evaluation import evaluate
 

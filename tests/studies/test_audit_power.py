@@ -1,0 +1,55 @@
+"""The audit power study's sample sides and its power analysis (studies/audit_power.py,
+issue 31)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.datasets.synthetic import make_collection
+from studies.audit_power import attainable, run_experiment, summarise
+
+
+def test_attainable_is_the_sd_holms_first_test_needs_and_the_share_that_reaches_it() -> None:
+    critical = stats.t(49).ppf(1 - 0.05 / (2 * 126))
+    needed, share = attainable(0.035, 0.01, runs=126, topics=50, rate=0.05)
+    assert needed == pytest.approx(0.035 / (critical + stats.norm.ppf(0.8)), rel=1e-12)
+    # a sample whose sd is already the needed one needs no more than its own share
+    assert attainable(0.035, needed, runs=126, topics=50, rate=0.05)[1] == pytest.approx(0.05)
+    # sd^2 scales as (1 - q)/q: twice the sd needs odds (1 - q)/q four times smaller
+    _, twice = attainable(0.035, 2 * needed, runs=126, topics=50, rate=0.05)
+    assert (1 - twice) / twice == pytest.approx(0.95 / 0.05 / 4, rel=1e-12)
+    assert share > 0.05
+
+
+def test_the_sides_are_measured_and_summarised() -> None:
+    data = make_collection(np.random.default_rng(5), n_topics=6, n_runs=5, n_docs=300,
+                           depth=30, pool_depth=30, rel_rate=0.05)
+    runs = [Run.from_frame(f, n) for n, f in data.runs.items()]
+    records, setting = run_experiment(runs, Qrels.from_frame(data.qrels), rate=0.3, depth=30,
+                                      trials=2, seed=0, inflation=0.03, ppi=True,
+                                      paths=("plain", "ppi"))
+    assert len(records) == 2
+    for path in ("plain", "ppi"):
+        assert f"{path}_t_power" in records and f"{path}_favoured_relative" in records
+    assert "control_t_power" not in records
+    assert sum(c.startswith("ppi_error_") for c in records.columns) == len(runs)
+    row = summarise(records, setting).iloc[0]
+    assert 0 <= row["ppi_within_3se"] <= 1
+    assert 0 < row["plain_share_for_power"] <= 1 and row["needed_sd"] > 0
+    sd = records["ppi_favoured_relative"].std(ddof=1)
+    assert row["ppi_favoured_relative_sd"] == pytest.approx(sd)
+
+
+def test_topic_spread_is_the_collapsed_strata_covariance() -> None:
+    from studies.audit_variance import topic_spread
+
+    rng = np.random.default_rng(1)
+    x, a = rng.normal(size=(7, 3)), np.full((7, 3), 1 / 7)
+    # T/(T-1) sum_t (c_t - c-bar)(c_t - c-bar)' = T x the sample covariance of c_t = a_t x_t
+    assert topic_spread(x, a) == pytest.approx(7 * np.cov((a * x).T, ddof=1), rel=1e-12)
+    # equal per-topic values have no spread
+    assert topic_spread(np.ones((5, 2)), np.full((5, 2), 0.2)) == pytest.approx(0.0)
