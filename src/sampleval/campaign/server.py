@@ -52,23 +52,6 @@ def single_threaded_blas() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def freeze_heap() -> None:
-    """Collect the garbage, then move every object this process holds into the garbage
-    collector's permanent generation (``gc.freeze``), which its collections skip.
-
-    What a server holds once started (the imported libraries, the loaded campaigns: about
-    a quarter of a million objects) lives as long as it does, yet each collection of the
-    oldest generation walks all of it while holding the interpreter lock, and every
-    request waits for it: on a busy machine such a pause made the tail of the judge
-    requests' latency (benchmarks/README.md). Frozen, a collection walks only what was
-    made since the server started. Campaigns loaded later (created while the server
-    runs) are not frozen."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
-
-
 def base_url(host: str, port: int) -> str:
     """``http://HOST:PORT`` as a browser reaches a server listening there (IPv6 in
     brackets; listening on every address, the machine's name)."""
