@@ -98,7 +98,9 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
             "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
             "error": float(error.mean()),
-            "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])])}
+            "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])]),
+            "look_widths": json.dumps([np.round(w, 6).tolist()
+                                       for w in getattr(judging, "look_widths", [])])}
 
 
 def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 200,
@@ -144,19 +146,22 @@ LOOK_POINTS = (2, 3, 4)
 times the first look's judgments (the pilot's)."""
 
 
-def look_forecast(looks: str, target: float, rule: str, times: float
-                  ) -> tuple[float, float, float] | None:
+def look_forecast(looks: str, target: float, rule: str, times: float,
+                  widths: str | None = None) -> tuple[float, float, float] | None:
     """The forecast from the looks (:func:`sampleval.judging.planning.forecast_from_looks`, the
     rule's half-widths) made at the first look with at least ``times`` the first look's
-    judgments, from the ``looks`` column (JSON); None when judging stopped before it."""
+    judgments, from the ``looks`` column (JSON) and, where given, the ``look_widths``
+    column (every run's half-widths at each look: the exponent pooled over the runs);
+    None when judging stopped before it."""
     from sampleval.judging.planning import forecast_from_looks
 
     seen = json.loads(looks) if isinstance(looks, str) else []
+    each = json.loads(widths) if isinstance(widths, str) else None
     at = next((k for k, (n, _) in enumerate(seen) if n >= times * seen[0][0]), None)
     if at is None or at < 1 or at == len(seen) - 1:
         return None
     made = forecast_from_looks(seen[:at + 1], target, "anytime" if rule == "anytime"
-                               else "fixed")
+                               else "fixed", widths=None if not each else each[:at + 1])
     if made is None or made.needed is None:
         return (np.inf, np.nan, np.nan)
     return (float(made.needed), np.nan if made.lo is None else float(made.lo),
@@ -204,9 +209,13 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                 ((known["forecast_lo"] <= known["judged"])
                  & (known["judged"] <= known["forecast_hi"])).mean())
         if rule != "committed" and "looks" in part:
+            widths = (part["look_widths"] if "look_widths" in part
+                      else pd.Series(None, index=part.index, dtype=object))
             for times in LOOK_POINTS:
-                made = [(f, n) for looks, n in zip(part["looks"], part["judged"], strict=True)
-                        if (f := look_forecast(looks, target, str(rule), times)) is not None]
+                made = [(f, n) for looks, each, n in zip(part["looks"], widths, part["judged"],
+                                                         strict=True)
+                        if (f := look_forecast(looks, target, str(rule), times, each))
+                        is not None]
                 if not made:
                     continue
                 ratio_at = np.array([f[0] / n for f, n in made])
@@ -302,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.plan_only:
                     row.update({"rule": rule, "judged": None, "reason": "forecast only",
                                 "widest": np.nan, "coverage": np.nan, "error": np.nan,
-                                "looks": "[]"})
+                                "looks": "[]", "look_widths": "[]"})
                 else:
                     tic = time.perf_counter()
                     row.update(one(rule, pool, oracle, truth, seed, **options))

@@ -530,3 +530,28 @@ def test_a_look_re_estimates_only_the_topics_judged_since_and_agrees_with_a_fres
     assert checked == 25
     assert len(estimated[0]) == len(pool.topics)  # the first look: every topic
     assert all(len(topics) == 1 for topics in estimated[1:])
+
+
+def test_the_forecast_from_the_looks_pools_the_runs_decay() -> None:
+    """Three runs whose variances fall as n^-1.4 times noise that cancels over the runs
+    (a relevant document found in one run's sample raises its variance at a look): with
+    every run's half-widths the fitted exponent is the runs' common one and the forecast
+    exact, from the widest run's level; from the widest alone it is not."""
+    from sampleval.judging.planning import forecast_from_looks
+
+    h = 0.03
+    tuned = anytime.target_variance(h)
+    n = np.arange(1000, 8001, 500, dtype=np.float64)
+    jumps = np.exp(np.random.default_rng(6).normal(0, 0.3, (len(n), 2)))
+    noise = np.column_stack([jumps, 1 / jumps.prod(axis=1)])  # its product is 1 per look
+    level = np.array([1.0, 0.8, 0.6])
+    variance = tuned * (n[:, None] / 20000.0) ** -1.4 * level * noise
+    widths = anytime.half_width(variance, tuned)
+    looks = [[a, float(w.max())] for a, w in zip(n, widths, strict=True)]
+    widest = int(np.argmax(variance[-1]))
+    expected = n[-1] * (variance[-1, widest] / tuned) ** (1 / 1.4)
+    pooled = forecast_from_looks(looks, h, widths=widths.tolist())
+    assert pooled is not None and pooled.needed == pytest.approx(expected, rel=1e-3)
+    assert pooled.lo is not None and pooled.lo <= expected + 1  # rounded up
+    alone = forecast_from_looks(looks, h)
+    assert alone is not None and abs(alone.needed / expected - 1) > 0.05

@@ -931,6 +931,9 @@ class AnytimeJudging(ConfidentJudging):
         """Documents handed out per topic (judged or awaiting their label)."""
         self.looks: list[tuple[int, float]] = []
         """(judgments, widest targeted half-width) at each look, in order."""
+        self.look_widths: list[np.ndarray] = []
+        """Every targeted run's half-width at each look of :attr:`looks` (the planner's
+        forecast from the looks pools the runs' decay; not saved with the state)."""
         if every is not None and every < 1:
             raise UsageError("looks must be at least one judgment apart")
         self.every = every
@@ -1054,6 +1057,7 @@ class AnytimeJudging(ConfidentJudging):
         judged = int(self.judged.sum())
         if not self.looks or self.looks[-1][0] != judged:
             self.looks.append((judged, widest))
+            self.look_widths.append(widths)
         return bool((widths <= self.target.half_width).all())
 
     def status(self) -> Status:
