@@ -111,7 +111,31 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 20
     sampling's variance model, the anytime rule's ``anytime`` under the model of its
     method (``active``'s with-replacement draws; else simple random sampling's), the naive
     rule's ``fixed`` under that model."""
-    from sampleval.judging.planning import FOUND, Forecast, active_draws, forecast_arrays
+    from sampleval.judging.planning import Forecast, active_draws, forecast_arrays
+
+    judging, variance, cap, found = pilot(pool, oracle, seed, **options)
+
+    def made(draws: list[np.ndarray] | None) -> dict[str, Forecast]:
+        return {f.rule: f for f in forecast_arrays(
+            variance, judging.judged.astype(np.float64), judging.pool_size, found,
+            options["target"].half_width, cap=cap, rng=np.random.default_rng(seed),
+            draws=draws, replicates=replicates)}
+
+    srs = made(None)
+    then = (made(active_draws(pool, judging.topics)) if options["anytime_method"] == "active"
+            else srs)
+    return {rule: {"": f.needed, "_lo": f.lo, "_hi": f.hi}
+            for rule, f in (("committed", srs["fixed"]), ("anytime", then["anytime"]),
+                            ("naive", then["fixed"]))}
+
+
+def pilot(pool: Pool, oracle: Any, seed: int, **options: Any
+          ) -> tuple[AnytimeJudging, np.ndarray, np.ndarray, np.ndarray]:
+    """The anytime rule's pilot in trial ``seed`` (its first judgments of every topic),
+    estimated: the judging, the targeted runs' variances ``[T, R']`` (NaN: run absent),
+    each topic's cap and whether its pilot found
+    :data:`~sampleval.judging.planning.FOUND` relevant documents."""
+    from sampleval.judging.planning import FOUND
 
     judging = judging_for("anytime", pool, seed, **options)
     assert isinstance(judging, AnytimeJudging)
@@ -126,19 +150,28 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 20
     judged = judging.sample().judged()
     relevant = judged[judged["relevance"] >= judging.level].groupby("query_id").size()
     found = relevant.reindex(judging.topics, fill_value=0).to_numpy() >= FOUND
+    return judging, variance, cap, found
 
-    def made(draws: list[np.ndarray] | None) -> dict[str, Forecast]:
-        return {f.rule: f for f in forecast_arrays(
-            variance, judging.judged.astype(np.float64), judging.pool_size, found,
-            options["target"].half_width, cap=cap, rng=np.random.default_rng(seed),
-            draws=draws, replicates=replicates)}
 
-    srs = made(None)
-    then = (made(active_draws(pool, judging.topics)) if options["anytime_method"] == "active"
-            else srs)
-    return {rule: {"": f.needed, "_lo": f.lo, "_hi": f.hi}
-            for rule, f in (("committed", srs["fixed"]), ("anytime", then["anytime"]),
-                            ("naive", then["fixed"]))}
+def neyman_gain(pool: Pool, oracle: Any, seed: int, **options: Any) -> dict[str, Any]:
+    """What Neyman shares could save the anytime rule, in the planner's model
+    (:func:`sampleval.judging.planning.needed`) from trial ``seed``'s pilot: the judgments
+    to the anytime stopping variance with equal shares (the pooled allocation's) and with
+    Neyman's, under the model of ``--anytime-method`` (``active``'s with-replacement draws;
+    else simple random sampling's); None where the caps cannot reach it."""
+    from sampleval.estimators.anytime import target_variance
+    from sampleval.judging.planning import Shape, active_draws, needed, unit_variances
+
+    judging, variance, cap, found = pilot(pool, oracle, seed, **options)
+    shape = Shape(judging.pool_size, active_draws(pool, judging.topics)
+                  if options["anytime_method"] == "active" else None)
+    judged = judging.judged.astype(np.float64)
+    unit = unit_variances(variance, judged, judging.pool_size, found, shape)
+    aim = target_variance(options["target"].half_width, judging.ci)
+    equal, neyman = (needed(unit, judged, cap, judging.pool_size, aim, shape, same)
+                     for same in (True, False))
+    return {"seed": seed, "equal": equal, "neyman": neyman,
+            "ratio": neyman / equal if equal and neyman else None}
 
 
 LOOK_POINTS = (2, 3, 4)
@@ -263,6 +296,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "judged rows of the same rule and seed)")
     parser.add_argument("--replicates", type=int, default=200,
                         help="bootstrap replicates of a forecast's interval (default 200)")
+    parser.add_argument("--neyman-gain", action="store_true",
+                        help="only print, per trial, the judgments the planner's model gives "
+                             "the anytime rule from the trial's pilot with equal shares and "
+                             "with Neyman's (neyman_gain)")
     parser.add_argument("--out", type=Path, help="CSV of the per-trial rows")
     parser.add_argument("--summarise", type=Path, metavar="CSV", nargs="+",
                         help="only print the summary of --out files (of runs stopped early, "
@@ -293,6 +330,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = {"method": args.method, "anytime_method": args.anytime_method,
                "ceiling": args.ceiling, "target": target, "start": args.start, "batch": args.batch, "every": args.every,
                "allocation": args.allocation}
+    if args.neyman_gain:
+        gains = pd.DataFrame([neyman_gain(pool, oracle, args.seed + trial, **options)
+                              for trial in range(args.trials)])
+        print(gains.to_string(index=False))
+        known = gains["ratio"].dropna()
+        print(f"Neyman / equal: median {known.median():.3f}, range {known.min():.3f}-"
+              f"{known.max():.3f} over {len(known)} of {len(gains)} pilots (the others: the "
+              "caps cannot reach the target in the model)")
+        return 0
     rules = [r for r in args.rules.split(",") if r.strip()]
     rows: list[dict[str, Any]] = []
     writer = None
