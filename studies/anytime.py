@@ -98,7 +98,9 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
             "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
             "error": float(error.mean()),
-            "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])])}
+            "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])]),
+            "look_widths": json.dumps([np.round(w, 6).tolist()
+                                       for w in getattr(judging, "look_widths", [])])}
 
 
 def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 200,
@@ -109,21 +111,9 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 20
     sampling's variance model, the anytime rule's ``anytime`` under the model of its
     method (``active``'s with-replacement draws; else simple random sampling's), the naive
     rule's ``fixed`` under that model."""
-    from sampleval.judging.planning import FOUND, Forecast, active_draws, forecast_arrays
+    from sampleval.judging.planning import Forecast, active_draws, forecast_arrays
 
-    judging = judging_for("anytime", pool, seed, **options)
-    assert isinstance(judging, AnytimeJudging)
-    while ((judging.handed < judging.first) & ~judging.exhausted).any():
-        batch = judging.next_batch()
-        if batch is None:
-            break
-        judging.observe(batch[0], oracle(*batch))
-    judging._refresh()
-    variance = np.where(judging.present, judging.variance, np.nan)[:, judging.runs]
-    cap = np.minimum(judging.capacity, judging.pool_size)
-    judged = judging.sample().judged()
-    relevant = judged[judged["relevance"] >= judging.level].groupby("query_id").size()
-    found = relevant.reindex(judging.topics, fill_value=0).to_numpy() >= FOUND
+    judging, variance, cap, found = pilot(pool, oracle, seed, **options)
 
     def made(draws: list[np.ndarray] | None) -> dict[str, Forecast]:
         return {f.rule: f for f in forecast_arrays(
@@ -139,24 +129,72 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 20
                             ("naive", then["fixed"]))}
 
 
+def pilot(pool: Pool, oracle: Any, seed: int, **options: Any
+          ) -> tuple[AnytimeJudging, np.ndarray, np.ndarray, np.ndarray]:
+    """The anytime rule's pilot in trial ``seed`` (its first judgments of every topic),
+    estimated: the judging, the targeted runs' variances ``[T, R']`` (NaN: run absent),
+    each topic's cap and whether its pilot found
+    :data:`~sampleval.judging.planning.FOUND` relevant documents."""
+    from sampleval.judging.planning import FOUND
+
+    judging = judging_for("anytime", pool, seed, **options)
+    assert isinstance(judging, AnytimeJudging)
+    while ((judging.handed < judging.first) & ~judging.exhausted).any():
+        batch = judging.next_batch()
+        if batch is None:
+            break
+        judging.observe(batch[0], oracle(*batch))
+    judging._refresh()
+    variance = np.where(judging.present, judging.variance, np.nan)[:, judging.runs]
+    cap = np.minimum(judging.capacity, judging.pool_size)
+    judged = judging.sample().judged()
+    relevant = judged[judged["relevance"] >= judging.level].groupby("query_id").size()
+    found = relevant.reindex(judging.topics, fill_value=0).to_numpy() >= FOUND
+    return judging, variance, cap, found
+
+
+def neyman_gain(pool: Pool, oracle: Any, seed: int, **options: Any) -> dict[str, Any]:
+    """What Neyman shares could save the anytime rule, in the planner's model
+    (:func:`sampleval.judging.planning.needed`) from trial ``seed``'s pilot: the judgments
+    to the anytime stopping variance with equal shares (the pooled allocation's) and with
+    Neyman's, under the model of ``--anytime-method`` (``active``'s with-replacement draws;
+    else simple random sampling's); None where the caps cannot reach it."""
+    from sampleval.estimation.anytime import target_variance
+    from sampleval.judging.planning import Shape, active_draws, needed, unit_variances
+
+    judging, variance, cap, found = pilot(pool, oracle, seed, **options)
+    shape = Shape(judging.pool_size, active_draws(pool, judging.topics)
+                  if options["anytime_method"] == "active" else None)
+    judged = judging.judged.astype(np.float64)
+    unit = unit_variances(variance, judged, judging.pool_size, found, shape)
+    aim = target_variance(options["target"].half_width, judging.ci)
+    equal, neyman = (needed(unit, judged, cap, judging.pool_size, aim, shape, same)
+                     for same in (True, False))
+    return {"seed": seed, "equal": equal, "neyman": neyman,
+            "ratio": neyman / equal if equal and neyman else None}
+
+
 LOOK_POINTS = (2, 3, 4)
 """The looks a forecast from the looks is measured at: the first with at least this many
 times the first look's judgments (the pilot's)."""
 
 
-def look_forecast(looks: str, target: float, rule: str, times: float
-                  ) -> tuple[float, float, float] | None:
+def look_forecast(looks: str, target: float, rule: str, times: float,
+                  widths: str | None = None) -> tuple[float, float, float] | None:
     """The forecast from the looks (:func:`sampleval.judging.planning.forecast_from_looks`, the
     rule's half-widths) made at the first look with at least ``times`` the first look's
-    judgments, from the ``looks`` column (JSON); None when judging stopped before it."""
+    judgments, from the ``looks`` column (JSON) and, where given, the ``look_widths``
+    column (every run's half-widths at each look: the exponent pooled over the runs);
+    None when judging stopped before it."""
     from sampleval.judging.planning import forecast_from_looks
 
     seen = json.loads(looks) if isinstance(looks, str) else []
+    each = json.loads(widths) if isinstance(widths, str) else None
     at = next((k for k, (n, _) in enumerate(seen) if n >= times * seen[0][0]), None)
     if at is None or at < 1 or at == len(seen) - 1:
         return None
     made = forecast_from_looks(seen[:at + 1], target, "anytime" if rule == "anytime"
-                               else "fixed")
+                               else "fixed", widths=None if not each else each[:at + 1])
     if made is None or made.needed is None:
         return (np.inf, np.nan, np.nan)
     return (float(made.needed), np.nan if made.lo is None else float(made.lo),
@@ -204,9 +242,13 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                 ((known["forecast_lo"] <= known["judged"])
                  & (known["judged"] <= known["forecast_hi"])).mean())
         if rule != "committed" and "looks" in part:
+            widths = (part["look_widths"] if "look_widths" in part
+                      else pd.Series(None, index=part.index, dtype=object))
             for times in LOOK_POINTS:
-                made = [(f, n) for looks, n in zip(part["looks"], part["judged"], strict=True)
-                        if (f := look_forecast(looks, target, str(rule), times)) is not None]
+                made = [(f, n) for looks, each, n in zip(part["looks"], widths, part["judged"],
+                                                         strict=True)
+                        if (f := look_forecast(looks, target, str(rule), times, each))
+                        is not None]
                 if not made:
                     continue
                 ratio_at = np.array([f[0] / n for f, n in made])
@@ -254,6 +296,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "judged rows of the same rule and seed)")
     parser.add_argument("--replicates", type=int, default=200,
                         help="bootstrap replicates of a forecast's interval (default 200)")
+    parser.add_argument("--neyman-gain", action="store_true",
+                        help="only print, per trial, the judgments the planner's model gives "
+                             "the anytime rule from the trial's pilot with equal shares and "
+                             "with Neyman's (neyman_gain)")
     parser.add_argument("--out", type=Path, help="CSV of the per-trial rows")
     parser.add_argument("--summarise", type=Path, metavar="CSV", nargs="+",
                         help="only print the summary of --out files (of runs stopped early, "
@@ -284,6 +330,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = {"method": args.method, "anytime_method": args.anytime_method,
                "ceiling": args.ceiling, "target": target, "start": args.start, "batch": args.batch, "every": args.every,
                "allocation": args.allocation}
+    if args.neyman_gain:
+        gains = pd.DataFrame([neyman_gain(pool, oracle, args.seed + trial, **options)
+                              for trial in range(args.trials)])
+        print(gains.to_string(index=False))
+        known = gains["ratio"].dropna()
+        print(f"Neyman / equal: median {known.median():.3f}, range {known.min():.3f}-"
+              f"{known.max():.3f} over {len(known)} of {len(gains)} pilots (the others: the "
+              "caps cannot reach the target in the model)")
+        return 0
     rules = [r for r in args.rules.split(",") if r.strip()]
     rows: list[dict[str, Any]] = []
     writer = None
@@ -302,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.plan_only:
                     row.update({"rule": rule, "judged": None, "reason": "forecast only",
                                 "widest": np.nan, "coverage": np.nan, "error": np.nan,
-                                "looks": "[]"})
+                                "looks": "[]", "look_widths": "[]"})
                 else:
                     tic = time.perf_counter()
                     row.update(one(rule, pool, oracle, truth, seed, **options))

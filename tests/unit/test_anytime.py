@@ -488,3 +488,70 @@ def test_the_experiment_pairs_campaigns_by_seed_across_files() -> None:
     made = look_forecast(looks, 0.03, "anytime", 2)
     assert made is not None and abs(made[0] - 4000) <= 1 and row["x2_within_15%"] == 1.0
     assert look_forecast(looks, 0.03, "anytime", 4) is None  # that look is the last
+
+
+@pytest.mark.parametrize("method", ["active", "uniform"])
+def test_a_look_re_estimates_only_the_topics_judged_since_and_agrees_with_a_fresh_one(
+        pool_and_qrels: tuple[Pool, Qrels], monkeypatch: pytest.MonkeyPatch,
+        method: str) -> None:
+    """Each look re-estimates only the topics judged since the last (a look after every
+    batch: one topic), and its estimates, variances (AP's ``few`` floor pools the topics)
+    and biases are those of the whole sample estimated afresh."""
+    from sampleval.estimation.engine.views import topic_views
+    from sampleval.estimation.family import FAMILIES
+
+    pool, qrels = pool_and_qrels
+    oracle = qrels_oracle(qrels)
+    params = {"batch": 5} if method == "active" else {}
+    selector = METHODS[method](pool, Budget(rate=1.0), np.random.default_rng(4), **params)
+    judging = AnytimeJudging(selector, Target("AP", 0.02), start=5, batch=5)
+    estimated: list[list[int]] = []
+    original = ConfidentJudging._estimate
+
+    def counted(self: ConfidentJudging, topic_indices: list[int]) -> None:
+        estimated.append(list(topic_indices))
+        original(self, topic_indices)
+
+    monkeypatch.setattr(ConfidentJudging, "_estimate", counted)
+    checked, seen = 0, 0
+    while (batch := judging.next_batch()) is not None:
+        if len(judging.looks) > max(seen, 1):  # a look just now
+            sample = judging.sample()
+            fresh = FAMILIES[judging.spec.family].parts(
+                pool.run_names, topic_views(pool, sample), sample, judging.spec, 1)
+            np.testing.assert_array_equal(judging.value, fresh.value)
+            np.testing.assert_array_equal(judging.variance, fresh.variance)
+            np.testing.assert_array_equal(judging.bias, fresh.bias)
+            checked += 1
+            if checked == 25:
+                break
+        seen = len(judging.looks)
+        judging.observe(batch[0], oracle(*batch))
+    assert checked == 25
+    assert len(estimated[0]) == len(pool.topics)  # the first look: every topic
+    assert all(len(topics) == 1 for topics in estimated[1:])
+
+
+def test_the_forecast_from_the_looks_pools_the_runs_decay() -> None:
+    """Three runs whose variances fall as n^-1.4 times noise that cancels over the runs
+    (a relevant document found in one run's sample raises its variance at a look): with
+    every run's half-widths the fitted exponent is the runs' common one and the forecast
+    exact, from the widest run's level; from the widest alone it is not."""
+    from sampleval.judging.planning import forecast_from_looks
+
+    h = 0.03
+    tuned = anytime.target_variance(h)
+    n = np.arange(1000, 8001, 500, dtype=np.float64)
+    jumps = np.exp(np.random.default_rng(6).normal(0, 0.3, (len(n), 2)))
+    noise = np.column_stack([jumps, 1 / jumps.prod(axis=1)])  # its product is 1 per look
+    level = np.array([1.0, 0.8, 0.6])
+    variance = tuned * (n[:, None] / 20000.0) ** -1.4 * level * noise
+    widths = anytime.half_width(variance, tuned)
+    looks = [[a, float(w.max())] for a, w in zip(n, widths, strict=True)]
+    widest = int(np.argmax(variance[-1]))
+    expected = n[-1] * (variance[-1, widest] / tuned) ** (1 / 1.4)
+    pooled = forecast_from_looks(looks, h, widths=widths.tolist())
+    assert pooled is not None and pooled.needed == pytest.approx(expected, rel=1e-3)
+    assert pooled.lo is not None and pooled.lo <= expected + 1  # rounded up
+    alone = forecast_from_looks(looks, h)
+    assert alone is not None and abs(alone.needed / expected - 1) > 0.05

@@ -20,7 +20,7 @@ bounds) build their own ``lo``/``hi`` on :func:`summarise`'s rows.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -210,13 +210,22 @@ def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
 
 
 def floored(parts: PartsFunction) -> PartsFunction:
-    """``parts`` with :func:`corrected` applied to what it returns."""
+    """``parts`` with :func:`corrected` applied to what it returns. ``parts`` must estimate
+    each topic from its own sample alone (:data:`UNFLOORED`)."""
     def applied(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                 spec: EstimateSpec, level: float) -> TopicParts:
         return corrected(spec, views, level, parts(run_names, views, sample, spec, level))
     applied.__module__, applied.__qualname__ = parts.__module__, parts.__qualname__
     applied.__doc__ = parts.__doc__
+    UNFLOORED[applied] = parts
     return applied
+
+
+UNFLOORED: dict[Callable[..., Any], PartsFunction] = {}
+"""``floored(parts)`` -> ``parts``: a family's parts before the floor, each topic's read from
+its own sample alone, so that a caller who re-estimates only the topics whose samples changed
+(``judging.confident``'s looks) gets the same numbers by applying :func:`corrected` over every
+topic's parts (the floor is the only step that pools topics)."""
 
 
 def rows(run_names: tuple[str, ...], views: list[TopicView], spec: EstimateSpec,

@@ -100,8 +100,9 @@ from sampleval.core.design import STRATIFIED
 from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views, z_value
+from sampleval.estimation.engine.views import MEAN_TOPIC, TopicView, topic_views, z_value
 from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.result import UNFLOORED, TopicParts, corrected
 from sampleval.estimation.setup import accepts
 from sampleval.estimation.spec import EstimateSpec, estimator_for, parse_estimate
 from sampleval.selection.ap_prior import document_prior
@@ -261,6 +262,10 @@ class ConfidentJudging:
         """The estimated bias that widens each interval (AP~ht's ``interval=bias-aware``)."""
         self.found = np.zeros(len(self.topics), dtype=bool)
         """Whether a relevant document (label >= level) has been judged, per topic."""
+        self._unfloored = np.full_like(self.variance, np.nan)
+        self._views: dict[int, TopicView] = {}
+        """Each estimated topic's view and variance before AP's ``few`` floor, where the
+        family estimates each topic from its own sample (:meth:`_refresh`)."""
         self.first = np.minimum(self.capacity, start if self.committed else np.maximum(
             start, [selector.judgments_to_cover(t) for t in self.topics]))
         """Each topic's judgments fixed in advance: its pilot (committed design), or
@@ -334,7 +339,10 @@ class ConfidentJudging:
         return Sample(STRATIFIED, frame, meta=meta)
 
     def _estimate(self, topic_indices: Sequence[int]) -> None:
-        """Re-estimate the given topics from the current sample."""
+        """Re-estimate the given topics from the current sample. Where the family estimates
+        each topic from its own sample (:data:`~sampleval.estimation.result.UNFLOORED`), the
+        topics' parts before AP's ``few`` floor are kept, and the floor, which pools the
+        topics, is applied anew over every topic estimated so far."""
         if not len(topic_indices):
             return
         sample = (self._phase_sample(topic_indices) if self.committed else self.selector.sample().restricted(
@@ -344,10 +352,18 @@ class ConfidentJudging:
         views = topic_views(pool, sample)
         t_index = {t: i for i, t in enumerate(self.topics)}
         if family.parts is not None:
-            values, variances, biases = family.parts(pool.run_names, views, sample, self.spec,
-                                                     self.level)
+            separate = UNFLOORED.get(family.parts)
+            values, variances, biases = (family.parts if separate is None else separate)(
+                pool.run_names, views, sample, self.spec, self.level)
             ti = np.array([t_index[v.pool.topic] for v in views], dtype=np.int64)
             self.value[ti], self.variance[ti], self.bias[ti] = values, variances, biases
+            if separate is not None:
+                self._unfloored[ti] = variances
+                self._views.update(zip(ti.tolist(), views, strict=True))
+                known = sorted(self._views)
+                self.variance[known] = corrected(self.spec, [self._views[i] for i in known],
+                                                 self.level, TopicParts(
+                    self.value[known], self._unfloored[known], self.bias[known])).variance
         else:
             rows = family.compute(pool.run_names, views, sample, [self.spec], self.level,
                                   self.ci)
@@ -621,6 +637,7 @@ class ConfidentJudging:
             keep = np.isnan(self.labels[i])
             layout = selector.layout_within(self.topics[i], keep, int(sizes[i]))
             self.phases[i].append(_phase(layout, int(sizes[i]), keep, selector.rng))
+            self._pending.add(int(i))  # its sample's strata have changed
 
     # -- judging ---------------------------------------------------------------------------
 
@@ -754,11 +771,19 @@ class ConfidentJudging:
         return self._queue.pop(0)
 
     def _refresh(self) -> None:
-        """Re-estimate every topic once any has been judged since the last estimate: a
-        topic's variance may rest on the others' estimates (AP's ``few=moment`` floor pools
-        them), so that it is the one ``estimate`` gives, however judging was interrupted."""
+        """Bring the estimates up to date once any topic has been judged since the last
+        estimate, so that each is the one ``estimate`` gives, however judging was
+        interrupted: where the family estimates each topic from its own sample
+        (:data:`~sampleval.estimation.result.UNFLOORED`), the topics judged since (and any
+        not estimated yet), with the floor that pools them applied anew over all
+        (:meth:`_estimate`); else every topic, since a topic's variance may rest on the
+        others' estimates. A look then costs in proportion to the topics it changed."""
         if self._pending:
-            self._estimate(range(len(self.topics)))
+            if FAMILIES[self.spec.family].parts in UNFLOORED:
+                fresh = set(range(len(self.topics))) - set(self._views)
+                self._estimate(sorted(self._pending | fresh))
+            else:
+                self._estimate(range(len(self.topics)))
         self._pending.clear()
 
     def status(self) -> Status:
@@ -943,6 +968,9 @@ class AnytimeJudging(ConfidentJudging):
         """Documents handed out per topic (judged or awaiting their label)."""
         self.looks: list[tuple[int, float]] = []
         """(judgments, widest targeted half-width) at each look, in order."""
+        self.look_widths: list[np.ndarray] = []
+        """Every targeted run's half-width at each look of :attr:`looks` (the planner's
+        forecast from the looks pools the runs' decay; not saved with the state)."""
         if every is not None and every < 1:
             raise UsageError("looks must be at least one judgment apart")
         self.every = every
@@ -1066,6 +1094,7 @@ class AnytimeJudging(ConfidentJudging):
         judged = int(self.judged.sum())
         if not self.looks or self.looks[-1][0] != judged:
             self.looks.append((judged, widest))
+            self.look_widths.append(widths)
         return bool((widths <= self.target.half_width).all())
 
     def status(self) -> Status:

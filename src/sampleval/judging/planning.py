@@ -229,22 +229,30 @@ def widest_variance(widths: np.ndarray | float, half_width: float, rule: str = "
 
 def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
                         rule: str = "anytime", *, ci: float = 0.95, span: float = LOOK_SPAN,
-                        coverage: float = 0.9) -> Forecast | None:
+                        coverage: float = 0.9,
+                        widths: Sequence[Sequence[float]] | None = None) -> Forecast | None:
     """The judgments in all at which the widest half-width is forecast to reach
     ``half_width``, from the ``looks`` so far ((judgments, widest half-width of ``rule``),
-    oldest first; :attr:`~sampleval.judging.confident.AnytimeJudging.looks`, a campaign's).
+    oldest first; :attr:`~sampleval.judging.confident.AnytimeJudging.looks`, a campaign's)
+    and, where known, ``widths``: every targeted run's half-width at each look
+    (:attr:`~sampleval.judging.confident.AnytimeJudging.look_widths`).
 
-    Model: between looks the variance V of the widest mean falls as a power of the
-    judgments, V(n) = V_k (n / n_k)^(-b), b fitted by least squares on log V against log n
-    over the looks since ``span`` times the latest look's judgments (the decay's recent
-    rate: AP's variance falls faster than 1/n as the likely documents get judged, and the
-    rate changes as judging goes on); V is read from each half-width
-    (:func:`widest_variance`), so that the anytime sequence's changing multiplier does
-    not pass for a change of rate. The forecast is the latest look's judgments times
-    (V_k / V*)^(1/b), V* the variance whose half-width is the target. Its interval
-    (``coverage``) takes b at the ends of its t-interval from the fit (three looks or
-    more in the span; else none). None with fewer than two looks in the span or no
-    decrease; the latest look's judgments once the target is met."""
+    Model: between looks the variance V of a run's mean falls as a power of the judgments,
+    V(n) = V_k (n / n_k)^(-b), b fitted by least squares on log V against log n over the
+    looks since ``span`` times the latest look's judgments (the decay's recent rate: AP's
+    variance falls faster than 1/n as the likely documents get judged, and the rate changes
+    as judging goes on); V is read from each half-width (:func:`widest_variance`), so that
+    the anytime sequence's changing multiplier does not pass for a change of rate. With
+    ``widths``, log V is the mean over the runs (those with a variance at every look in the
+    span) of each run's log V: one exponent b common to the runs, each with its own level
+    (the within-run least-squares fit), which a jump of one run's variance (a relevant
+    document of small draw probability found) moves by its share only; else the widest
+    run's. The forecast is the latest look's judgments times (V_k / V*)^(1/b), V_k the
+    widest run's variance there and V* the variance whose half-width is the target. Its
+    interval (``coverage``) takes b at the ends of its t-interval from the fit, the looks
+    as the observations (three looks or more in the span; else none). None with fewer than
+    two looks in the span or no decrease; the latest look's judgments once the target is
+    met."""
     from scipy import stats
 
     if len(looks) and looks[-1][1] <= half_width:
@@ -258,7 +266,16 @@ def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
     keep[-2:] = (n[-2:] > 0) & (v[-2:] > 0)  # at least the last two looks
     if keep.sum() < 2:
         return None
-    x, y = np.log(n[keep]), np.log(v[keep])
+    y = np.log(np.where(keep, v, 1.0))[keep]
+    if widths is not None:
+        if len(widths) != len(looks):
+            raise UsageError(f"{len(widths)} looks' half-widths for {len(looks)} looks")
+        each = widest_variance(np.array(widths, dtype=np.float64)[keep], half_width, rule,
+                               ci)  # [looks kept, runs]
+        runs = (each > 0).all(axis=0)
+        if runs.any():
+            y = np.log(each[:, runs]).mean(axis=1)
+    x = np.log(n[keep])
     dx = x - x.mean()
     if not (dx ** 2).sum() > 0:
         return None
