@@ -130,7 +130,7 @@ def test_explain_says_where_each_option_came_from(files: dict[str, str]) -> None
     assert "  variance=appendix: given" in lines
     design = next(line for line in lines if line.startswith("design: "))
     assert design.startswith("design: stratified; capabilities: ") and "has strata" in design
-    assert any(line.startswith("depth: all documents per topic") for line in lines)
+    assert any(line.startswith("depth: each run's whole ranking per topic") for line in lines)
     assert any(line.startswith("frame: ") for line in lines)
     assert "frame_share" not in got.stderr  # the runs are not read
     helped = run_cli("estimate", "--help")

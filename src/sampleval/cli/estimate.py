@@ -212,10 +212,12 @@ def explain(sample: Sample, setup: Setup) -> str:
     lines.append(f"design: {design}" + (f" (method {method})" if method else "")
                  + f"; capabilities: {', '.join(held) or 'none'}")
     pooled = sample.meta.get("pool_depth", "not recorded")
-    depth = "all documents" if setup.depth is None else f"each run's top {setup.depth}"
-    lines.append(f"depth: {depth} per topic (the sample's pool depth: {pooled})")
-    share = "all documents" if setup.share_depth is None else f"top {setup.share_depth}"
+    pooled = "whole runs" if pooled is None else f"top {pooled}" if isinstance(pooled, int) \
+        else pooled
+    depth = "whole ranking" if setup.depth is None else f"top {setup.depth}"
+    lines.append(f"depth: each run's {depth} per topic (the sample's pool: {pooled})")
+    share = "whole ranking" if setup.share_depth is None else f"top {setup.share_depth}"
     strata = ("; documents of strata without a judged document are outside it"
               if setup.strata_bound else "")
-    lines.append(f"frame: frame_share measured on each run's {share} documents{strata}")
+    lines.append(f"frame: frame_share measured on each run's {share}{strata}")
     return "\n".join(lines) + "\n"
