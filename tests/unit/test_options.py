@@ -93,7 +93,7 @@ def test_a_family_cannot_coin_a_name_or_a_value() -> None:
         from sampleval.estimation.family import Base, EstimatorFamily
 
         EstimatorFamily("x", "x", "x", (Base("P", "required", options=("var",)),),
-                        ("stratified",), lambda *a: pd.DataFrame(),
+                        ("has_strata",), lambda *a: pd.DataFrame(),
                         options=(Param("var", str, "a", "old"),))
 
 
