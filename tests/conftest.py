@@ -7,6 +7,7 @@ pytrec_eval, ir_measures, sample_eval), ``montecarlo/`` (every test slow), ``cam
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from golden import make
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -31,15 +33,49 @@ from sampleval.simulation.predictors import pool_truth
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def shared_path(*parts: str) -> Path:
-    """A path under ../shared/data; fails in CI and skips elsewhere when it is missing."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        message = f"real data missing: {path} (../shared/data beside the repository)"
+def need(found: bool, message: str) -> None:
+    """Skip the test (fail it in CI, ``CI`` set) with ``message`` when something it needs is
+    not ``found``."""
+    if not found:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared/data; fails in CI and skips elsewhere when it is missing."""
+    path = SHARED_DATA.joinpath(*parts)
+    need(path.exists(), f"real data missing: {path} (../shared/data beside the repository)")
     return path
+
+
+@functools.cache
+def golden_collection(name: str = "synthetic") -> make.Collection:
+    """A collection of the golden table (``tests/golden/make.py``): ``synthetic`` or
+    ``covid`` (a TREC-COVID round-5 subset; fails in CI and skips elsewhere without the
+    data), made once per process for every test that uses it."""
+    if name == "covid":
+        found = make.covid(shared_path("trec-covid").parent)
+        assert found is not None
+        return found
+    return make.synthetic()
+
+
+@functools.cache
+def golden_samples(name: str = "synthetic") -> dict[str, Sample | None]:
+    """The golden collection's sample of each design, made on first use
+    (``make.cell_table`` and :func:`golden_sample` fill it), shared by every test."""
+    return {}
+
+
+def golden_sample(design: str, name: str = "synthetic") -> Sample:
+    """The golden collection ``name``'s sample of ``design`` (made once per process)."""
+    samples = golden_samples(name)
+    if design not in samples:
+        samples[design] = make.design_sample(golden_collection(name), design)
+    made = samples[design]
+    assert made is not None, f"no {design} sample of {name}"
+    return made
 
 
 @pytest.fixture(scope="session")
