@@ -97,11 +97,29 @@ def cranfield_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def round5_census(covid: Path) -> tuple[Qrels, Pool, list[TopicView]]:
+def round5_runs(covid: Path) -> list[Run]:
+    """Every run of TREC-COVID round 5 (126; read once per process: 2-3 s)."""
+    return read_runs(covid / "round5" / "runs")
+
+
+@pytest.fixture(scope="session")
+def round5_qrels(covid: Path) -> Qrels:
+    """The round-5 qrels."""
+    return read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
+
+
+@pytest.fixture(scope="session")
+def round5_pool(round5_runs: list[Run]) -> Pool:
+    """Every round-5 run pooled to depth 100."""
+    return Pool.from_runs(round5_runs, depth=100)
+
+
+@pytest.fixture(scope="session")
+def round5_census(round5_qrels: Qrels, round5_pool: Pool
+                  ) -> tuple[Qrels, Pool, list[TopicView]]:
     """Round 5 pooled to depth 100, with a census frame: the pooled and the judged documents,
     labels from the round-5 qrels (pooled but not judged there: 0)."""
-    qrels = read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
-    pool = Pool.from_runs(read_runs(covid / "round5" / "runs"), depth=100)
+    qrels, pool = round5_qrels, round5_pool
     pooled = pd.concat([pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos_of(tp.topic)})
                         for tp in pool])
     frame = pooled.merge(qrels.judged()[["query_id", "doc_id", "relevance"]], how="outer",
@@ -197,6 +215,17 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, out.out, out.err)
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def sparse_collection() -> tuple[list[Run], Qrels, Pool]:
+    """A sparse synthetic collection (10 topics, 6 runs, 8% relevant), its depth-30 pool
+    judged in full (the pool carries the labels)."""
+    made = make_collection(np.random.default_rng(11), n_topics=10, n_runs=6, n_docs=400,
+                           depth=30, pool_depth=30, rel_rate=0.08)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    return runs, qrels, Pool.from_runs(runs, depth=30, qrels=qrels)
 
 
 @pytest.fixture(scope="module")
