@@ -96,6 +96,30 @@ def cranfield_dir() -> Path:
     return shared_path("cranfield")
 
 
+def toy_collection_files(directory: Path, n_docs: int) -> tuple[Path, Path]:
+    """A run file ``run.txt`` and a qrels file ``qrels.txt`` in ``directory``: 3 topics of
+    ``n_docs`` documents each, every third one relevant."""
+    run_lines, qrels_lines = [], []
+    for topic in ("1", "2", "3"):
+        for i in range(n_docs):
+            run_lines.append(f"{topic} Q0 {topic}-d{i:02d} {i + 1} {n_docs - i} toy")
+            qrels_lines.append(f"{topic} 0 {topic}-d{i:02d} {int(i % 3 == 0)}")
+    (directory / "run.txt").write_text("\n".join(run_lines) + "\n")
+    (directory / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
+    return directory / "run.txt", directory / "qrels.txt"
+
+
+def plugin_env(directory: Path, module: str, source: str) -> dict[str, str]:
+    """The environment of a ``sampleval`` process that loads ``source`` as the plugin module
+    ``module`` (written to ``directory``, named in ``SAMPLEVAL_PLUGINS``)."""
+    (directory / f"{module}.py").write_text(source)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(directory),
+                                                      env.get("PYTHONPATH", "")]))
+    env["SAMPLEVAL_PLUGINS"] = module
+    return env
+
+
 @pytest.fixture(scope="session")
 def round5_runs(covid: Path) -> list[Run]:
     """Every run of TREC-COVID round 5 (126; read once per process: 2-3 s)."""
