@@ -235,3 +235,22 @@ def test_samples_written_before_the_guarantees_keep_their_defaults(
         assert guaranteed(sample, "simple_random_sample") is simple
     assert not Sample(STRATIFIED, frame, meta=meta).design.draws_reach_every_document(
         Sample(STRATIFIED, frame, meta=meta))  # no draws, nothing to reach with
+
+
+def test_judging_until_confident_in_committed_phases_is_no_simple_random_sample(
+        judged_collection: tuple[list[Run], object, Pool, pd.DataFrame]) -> None:
+    """The phase-committed sample of ``uniform`` records that it is not one simple random
+    sample (its phases were chosen by the estimates), whatever the method guarantees."""
+    from sampleval.judging.confident import ConfidentJudging, Target
+
+    _, qrels, pool, _ = judged_collection
+    judging = ConfidentJudging(METHODS["uniform"](pool, Budget(rate=0.6),
+                                                  np.random.default_rng(3)),
+                               Target("AP~ht", 0.05), start=6, batch=4, committed=True)
+    oracle = qrels_oracle(qrels)
+    while (batch := judging.next_batch()) is not None:
+        judging.observe(batch[0], oracle(*batch))
+    sample = judging.sample()
+    assert "confident" in sample.meta
+    assert sample.meta["guarantees"]["simple_random_sample"] is False
+    assert not sample.design.simple_random_sample(sample)
