@@ -44,10 +44,11 @@ trec_eval:
 	scripts/build_trec_eval.sh
 
 # Tests run in JOBS processes (pytest-xdist; the machines have 2 cores; JOBS=0: one process),
-# an idle process taking queued tests from a busy one (worksteal: the tests' lengths vary from
-# milliseconds to minutes; tests/conftest.py puts the modules with slow tests first).
+# each test sent to the first idle process (the tests' lengths vary from milliseconds to
+# minutes; tests/conftest.py puts the modules with slow tests first), a Monte Carlo module's
+# tests to one process (loadgroup), so that its module-scoped simulation runs once.
 JOBS ?= 2
-DIST := $(if $(filter 0,$(JOBS)),,--dist worksteal)
+DIST := $(if $(filter 0,$(JOBS)),,--dist loadgroup)
 
 test: $(VENV)/.installed-test system-packages
 	-@scripts/build_trec_eval.sh >/dev/null || echo "(differential tests against trec_eval will skip)"
