@@ -23,17 +23,16 @@ import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.estimation.engine.views import gain, relevance
-from sampleval.estimation.families.importance import (
+from sampleval.measures.weights import at_rank, rank_weights
+from sampleval.selection.importance import doc_ranks
+from sampleval.selection.priors import (
     FORMS,
-    at_rank,
     krel_q,
     mean_q,
     named_prior,
-    rank_weights,
     single_system_q,
     sqrt_q,
 )
-from sampleval.selection.importance import doc_ranks
 from studies._cli import read_round5, simulation_parser
 
 EPS = 0.05

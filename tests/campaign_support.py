@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
+import conftest
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -27,11 +27,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 def need(found: bool, what: str) -> None:
     """Skip (fail in CI) when something the test needs is missing from the machine."""
-    if not found:
-        message = f"{what} missing (make test installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    conftest.need(found, f"{what} missing (make test installs it)")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ pytrec_eval, ir_measures, sample_eval), ``montecarlo/`` (every test slow), ``cam
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from golden import make
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -31,15 +33,49 @@ from sampleval.simulation.predictors import pool_truth
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def shared_path(*parts: str) -> Path:
-    """A path under ../shared/data; fails in CI and skips elsewhere when it is missing."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        message = f"real data missing: {path} (../shared/data beside the repository)"
+def need(found: bool, message: str) -> None:
+    """Skip the test (fail it in CI, ``CI`` set) with ``message`` when something it needs is
+    not ``found``."""
+    if not found:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared/data; fails in CI and skips elsewhere when it is missing."""
+    path = SHARED_DATA.joinpath(*parts)
+    need(path.exists(), f"real data missing: {path} (../shared/data beside the repository)")
     return path
+
+
+@functools.cache
+def golden_collection(name: str = "synthetic") -> make.Collection:
+    """A collection of the golden table (``tests/golden/make.py``): ``synthetic`` or
+    ``covid`` (a TREC-COVID round-5 subset; fails in CI and skips elsewhere without the
+    data), made once per process for every test that uses it."""
+    if name == "covid":
+        found = make.covid(shared_path("trec-covid").parent)
+        assert found is not None
+        return found
+    return make.synthetic()
+
+
+@functools.cache
+def golden_samples(name: str = "synthetic") -> dict[str, Sample | None]:
+    """The golden collection's sample of each design, made on first use
+    (``make.cell_table`` and :func:`golden_sample` fill it), shared by every test."""
+    return {}
+
+
+def golden_sample(design: str, name: str = "synthetic") -> Sample:
+    """The golden collection ``name``'s sample of ``design`` (made once per process)."""
+    samples = golden_samples(name)
+    if design not in samples:
+        samples[design] = make.design_sample(golden_collection(name), design)
+    made = samples[design]
+    assert made is not None, f"no {design} sample of {name}"
+    return made
 
 
 @pytest.fixture(scope="session")
@@ -60,12 +96,54 @@ def cranfield_dir() -> Path:
     return shared_path("cranfield")
 
 
+def toy_collection_files(directory: Path, n_docs: int) -> tuple[Path, Path]:
+    """A run file ``run.txt`` and a qrels file ``qrels.txt`` in ``directory``: 3 topics of
+    ``n_docs`` documents each, every third one relevant."""
+    run_lines, qrels_lines = [], []
+    for topic in ("1", "2", "3"):
+        for i in range(n_docs):
+            run_lines.append(f"{topic} Q0 {topic}-d{i:02d} {i + 1} {n_docs - i} toy")
+            qrels_lines.append(f"{topic} 0 {topic}-d{i:02d} {int(i % 3 == 0)}")
+    (directory / "run.txt").write_text("\n".join(run_lines) + "\n")
+    (directory / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
+    return directory / "run.txt", directory / "qrels.txt"
+
+
+def plugin_env(directory: Path, module: str, source: str) -> dict[str, str]:
+    """The environment of a ``sampleval`` process that loads ``source`` as the plugin module
+    ``module`` (written to ``directory``, named in ``SAMPLEVAL_PLUGINS``)."""
+    (directory / f"{module}.py").write_text(source)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(directory),
+                                                      env.get("PYTHONPATH", "")]))
+    env["SAMPLEVAL_PLUGINS"] = module
+    return env
+
+
 @pytest.fixture(scope="session")
-def round5_census(covid: Path) -> tuple[Qrels, Pool, list[TopicView]]:
+def round5_runs(covid: Path) -> list[Run]:
+    """Every run of TREC-COVID round 5 (126; read once per process: 2-3 s)."""
+    return read_runs(covid / "round5" / "runs")
+
+
+@pytest.fixture(scope="session")
+def round5_qrels(covid: Path) -> Qrels:
+    """The round-5 qrels."""
+    return read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
+
+
+@pytest.fixture(scope="session")
+def round5_pool(round5_runs: list[Run]) -> Pool:
+    """Every round-5 run pooled to depth 100."""
+    return Pool.from_runs(round5_runs, depth=100)
+
+
+@pytest.fixture(scope="session")
+def round5_census(round5_qrels: Qrels, round5_pool: Pool
+                  ) -> tuple[Qrels, Pool, list[TopicView]]:
     """Round 5 pooled to depth 100, with a census frame: the pooled and the judged documents,
     labels from the round-5 qrels (pooled but not judged there: 0)."""
-    qrels = read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
-    pool = Pool.from_runs(read_runs(covid / "round5" / "runs"), depth=100)
+    qrels, pool = round5_qrels, round5_pool
     pooled = pd.concat([pd.DataFrame({"query_id": tp.topic, "doc_id": pool.docnos_of(tp.topic)})
                         for tp in pool])
     frame = pooled.merge(qrels.judged()[["query_id", "doc_id", "relevance"]], how="outer",
@@ -85,10 +163,17 @@ MONTE_CARLO = Path(__file__).resolve().parent / "montecarlo"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test of ``montecarlo/`` is slow: ``make check`` (``-m "not slow"``) leaves the
-    tier out, ``make test`` runs it."""
+    tier out, ``make test`` runs it. Then the modules that hold a slow test run first (each
+    module's tests kept together and in order, for its module-scoped fixtures), so that
+    with several processes (``-n 2 --dist loadgroup``) the long tests start early and the
+    short ones fill in at the end, rather than one long test running alone last."""
     for item in items:
         if MONTE_CARLO in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.slow)
+            # one process per module: its module-scoped simulation (minutes) runs once
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)  # stable: order kept within
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -156,6 +241,17 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, out.out, out.err)
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def sparse_collection() -> tuple[list[Run], Qrels, Pool]:
+    """A sparse synthetic collection (10 topics, 6 runs, 8% relevant), its depth-30 pool
+    judged in full (the pool carries the labels)."""
+    made = make_collection(np.random.default_rng(11), n_topics=10, n_runs=6, n_docs=400,
+                           depth=30, pool_depth=30, rel_rate=0.08)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    return runs, qrels, Pool.from_runs(runs, depth=30, qrels=qrels)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, need
 from sampleval.compat.sample_eval import sample_eval
 from sampleval.core.pool import Pool
 from sampleval.io import read_qrels, read_runs
@@ -43,11 +43,7 @@ DESIGNS = {
 
 def needed(path: Path, what: str) -> Path:
     """``path`` if it exists; else skip (fail in CI) naming ``what``."""
-    if not path.exists():
-        message = f"{what} missing: {path}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    need(path.exists(), f"{what} missing: {path}")
     return path
 
 

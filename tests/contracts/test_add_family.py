@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 from test_plugins import SAMPLEVAL, files, run
 
+from conftest import plugin_env
+
 __all__ = ["files"]  # the fixture, shared with the selection method's plugin test
 
 PLUGIN = '''"""A toy estimator family: Horvitz-Thompson P@k and DCG through the engine's ht form
@@ -49,21 +51,10 @@ register_family(EstimatorFamily(
 '''
 
 
-def plugin_env(tmp_path: Path) -> dict[str, str]:
-    import os
-
-    (tmp_path / "toy_family.py").write_text(PLUGIN)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path),
-                                                      env.get("PYTHONPATH", "")]))
-    env["SAMPLEVAL_PLUGINS"] = "toy_family"
-    return env
-
-
 @pytest.mark.slow
 def test_a_family_in_one_file_is_offered_everywhere_and_changes_no_default(
         tmp_path: Path, files: tuple[Path, Path]) -> None:
-    env = plugin_env(tmp_path)
+    env = plugin_env(tmp_path, "toy_family", PLUGIN)
     plain_env = {k: v for k, v in env.items() if k != "SAMPLEVAL_PLUGINS"}
     listed = run([str(SAMPLEVAL), "methods"], env)
     assert listed.returncode == 0, listed.stderr

@@ -200,3 +200,82 @@ def test_no_string_tests_of_the_design() -> None:
         ["grep", "-rnE", r"design (in \(|==|!=|not in)", str(ROOT / "src")],
         capture_output=True, text=True, check=False).stdout.splitlines()
     assert found == []
+
+
+@pytest.mark.parametrize(("method", "params", "reach", "simple"), [
+    ("active", {"uniform": 0.2}, True, False), ("active", {"uniform": 0.0}, False, False),
+    ("uniform", {}, False, True), ("stratified", {}, False, False),
+    ("importance", {}, False, False)])
+def test_a_sample_records_its_methods_guarantees(
+        method: str, params: dict[str, float], reach: bool, simple: bool, tmp_path: Path,
+        judged_collection: tuple[list[Run], object, Pool, pd.DataFrame]) -> None:
+    """The method writes what it guarantees into the sample (``meta["guarantees"]``), and
+    the design answers from the sample, before and after a save."""
+    _, qrels, pool, _ = judged_collection
+    sample = simulate(METHODS[method](pool, Budget(count=12), np.random.default_rng(4),
+                                      **params), qrels_oracle(qrels)).sample()
+    assert sample.meta["guarantees"] == {"draws_reach_every_document": reach,
+                                         "simple_random_sample": simple}
+    sample.save(tmp_path / "s")
+    for s in (sample, Sample.load(tmp_path / "s")):
+        assert s.design.draws_reach_every_document(s) is reach
+        assert s.design.simple_random_sample(s) is simple
+
+
+def test_estimation_reads_the_guarantees_from_the_sample_not_the_method(
+        judged_collection: tuple[list[Run], object, Pool, pd.DataFrame]) -> None:
+    """A sample made by a method this installation does not have (a plugin elsewhere) keeps
+    its defaults: estimation asks the sample, never ``selection.METHODS``."""
+    from dataclasses import replace
+
+    from sampleval.estimation.setup import default_estimates
+
+    _, qrels, pool, _ = judged_collection
+    sample = simulate(METHODS["active"](pool, Budget(count=12), np.random.default_rng(4)),
+                      qrels_oracle(qrels)).sample()
+    elsewhere = replace(sample, meta={**sample.meta, "method": "a-plugin-not-installed"})
+    assert elsewhere.design.draws_reach_every_document(elsewhere)
+    assert default_estimates(elsewhere) == default_estimates(sample)
+    assert "P@10~hh" in default_estimates(elsewhere)
+
+
+@pytest.mark.parametrize(("meta", "reach", "simple"), [
+    ({"method": "active", "params": {"uniform": 0.2}}, True, False),
+    ({"method": "active", "params": {"uniform": 0.0}}, False, False),
+    ({"method": "active", "params": {}}, False, False),
+    ({"method": "uniform", "params": {}}, False, True),
+    ({"method": "uniform", "params": {}, "confident": {}}, False, False),
+    ({"from": "qrels"}, False, False)])
+def test_samples_written_before_the_guarantees_keep_their_defaults(
+        meta: dict[str, object], reach: bool, simple: bool) -> None:
+    """A sample that records no guarantees (written before them) gets the answers the
+    built-in methods gave then."""
+    from sampleval.core.design import WITH_REPLACEMENT, guaranteed
+
+    frame = pd.DataFrame({"query_id": ["1"], "doc_id": ["a"], "relevance": [1.0],
+                          "stratum": ["1"], "inclusion": [1.0]})
+    for design in (STRATIFIED, WITH_REPLACEMENT):
+        sample = Sample(design, frame, meta=meta)
+        assert guaranteed(sample, "draws_reach_every_document") is reach
+        assert guaranteed(sample, "simple_random_sample") is simple
+    assert not Sample(STRATIFIED, frame, meta=meta).design.draws_reach_every_document(
+        Sample(STRATIFIED, frame, meta=meta))  # no draws, nothing to reach with
+
+
+def test_judging_until_confident_in_committed_phases_is_no_simple_random_sample(
+        judged_collection: tuple[list[Run], object, Pool, pd.DataFrame]) -> None:
+    """The phase-committed sample of ``uniform`` records that it is not one simple random
+    sample (its phases were chosen by the estimates), whatever the method guarantees."""
+    from sampleval.judging.confident import ConfidentJudging, Target
+
+    _, qrels, pool, _ = judged_collection
+    judging = ConfidentJudging(METHODS["uniform"](pool, Budget(rate=0.6),
+                                                  np.random.default_rng(3)),
+                               Target("AP~ht", 0.05), start=6, batch=4, committed=True)
+    oracle = qrels_oracle(qrels)
+    while (batch := judging.next_batch()) is not None:
+        judging.observe(batch[0], oracle(*batch))
+    sample = judging.sample()
+    assert "confident" in sample.meta
+    assert sample.meta["guarantees"]["simple_random_sample"] is False
+    assert not sample.design.simple_random_sample(sample)

@@ -34,15 +34,13 @@ kept: with predictions 0 its coefficient multiplies zeros.
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from golden import make
-from sampleval.core.sample import Sample
+from conftest import golden_collection, golden_sample
 from sampleval.estimation.estimates import estimate
 
 RTOL, ATOL = 1e-12, 1e-14
@@ -78,24 +76,12 @@ CASES: list[tuple[str, str, str]] = [
 ]
 
 
-@functools.cache
-def synthetic() -> make.Collection:
-    return make.synthetic()
-
-
-@functools.cache
-def sample(design: str) -> Sample:
-    made = make.design_sample(synthetic(), design)
-    assert made is not None
-    return made
-
-
 def rows(design: str, measure: str, zero: bool) -> pd.DataFrame:
-    collection = synthetic()
+    collection = golden_collection()
     predictions = collection.qrels.frame[["query_id", "doc_id"]].assign(prediction=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = estimate(sample(design), collection.runs, [measure], depth=collection.depth,
+        out = estimate(golden_sample(design), collection.runs, [measure], depth=collection.depth,
                        predictions=predictions if zero else None)
     return out.set_index(["run", "query_id"])[["value", "lo", "hi"]].sort_index()
 

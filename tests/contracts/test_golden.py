@@ -13,26 +13,13 @@ import functools
 import pandas as pd
 import pytest
 
+from conftest import golden_collection as collection
+from conftest import golden_samples as samples
 from conftest import shared_path
 from golden import make
-from sampleval.core.sample import Sample
 
 COLLECTIONS = ("synthetic", "covid")
 GROUPS = list(make.groups())
-
-
-@functools.cache
-def collection(name: str) -> make.Collection:
-    if name == "covid":
-        found = make.covid(shared_path("trec-covid").parent)
-        assert found is not None
-        return found
-    return make.synthetic()
-
-
-@functools.cache
-def samples(name: str) -> dict[str, Sample | None]:
-    return {}
 
 
 @functools.cache

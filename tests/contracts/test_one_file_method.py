@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import test_contracts as contracts
 
-from conftest import CliResult
+from conftest import CliResult, toy_collection_files
 from sampleval.cli.sample import estimator_families
 from sampleval.core.design import WITH_REPLACEMENT
 from sampleval.core.sample import Sample
@@ -128,14 +128,7 @@ def toy_method(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
 @pytest.fixture()
 def files(tmp_path: Path) -> tuple[Path, Path]:
     """A run file and a qrels file: 3 topics, 30 documents each."""
-    run_lines, qrels_lines = [], []
-    for topic in ("1", "2", "3"):
-        for i in range(30):
-            run_lines.append(f"{topic} Q0 {topic}-d{i:02d} {i + 1} {30 - i} toy")
-            qrels_lines.append(f"{topic} 0 {topic}-d{i:02d} {int(i % 3 == 0)}")
-    (tmp_path / "run.txt").write_text("\n".join(run_lines) + "\n")
-    (tmp_path / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
-    return tmp_path / "run.txt", tmp_path / "qrels.txt"
+    return toy_collection_files(tmp_path, 30)
 
 
 def defaults_everywhere() -> dict[str, object]:

@@ -4,13 +4,14 @@ is collected and passed by the contract tests, with nothing else changed (issue 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from conftest import plugin_env, toy_collection_files
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,15 +50,6 @@ class TopShare(StratifiedSelector):
 '''
 
 
-def plugin_env(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / "toy_plugin.py").write_text(PLUGIN)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path),
-                                                      env.get("PYTHONPATH", "")]))
-    env["SAMPLEVAL_PLUGINS"] = "toy_plugin"
-    return env
-
-
 def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT,
                           timeout=300, check=False)
@@ -66,20 +58,13 @@ def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
 @pytest.fixture()
 def files(tmp_path: Path) -> tuple[Path, Path]:
     """A run file and a qrels file: 3 topics, 20 documents each."""
-    run_lines, qrels_lines = [], []
-    for topic in ("1", "2", "3"):
-        for i in range(20):
-            run_lines.append(f"{topic} Q0 {topic}-d{i:02d} {i + 1} {20 - i} toy")
-            qrels_lines.append(f"{topic} 0 {topic}-d{i:02d} {int(i % 3 == 0)}")
-    (tmp_path / "run.txt").write_text("\n".join(run_lines) + "\n")
-    (tmp_path / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
-    return tmp_path / "run.txt", tmp_path / "qrels.txt"
+    return toy_collection_files(tmp_path, 20)
 
 
 @pytest.mark.slow
 def test_a_plugin_method_is_offered_everywhere(tmp_path: Path,
                                                files: tuple[Path, Path]) -> None:
-    env = plugin_env(tmp_path)
+    env = plugin_env(tmp_path, "toy_plugin", PLUGIN)
     listed = run([str(SAMPLEVAL), "methods"], env)
     assert listed.returncode == 0, listed.stderr
     assert "toy-top: toy plugin: a uniform sample of the top of the runs" in listed.stdout

@@ -27,6 +27,8 @@ import numpy as np
 import pytest
 
 from sampleval.core.pool import PAD, Pool, TopicPool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
 from sampleval.estimation.engine.estimands import (
     HTEstimate,
     average_precision,
@@ -36,7 +38,6 @@ from sampleval.estimation.engine.estimands import (
     precision,
     r_precision,
 )
-from sampleval.io import read_qrels, read_runs
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.names import Measure
 
@@ -231,10 +232,8 @@ def simulate(topics: list[Topic], make: Callable[[Topic], Design], seed: int) ->
 
 
 @pytest.fixture(scope="module")
-def topics(covid) -> list[Topic]:
-    runs = read_runs(sorted((covid / "round5" / "runs").glob("*.gz")))
-    qrels = read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
-    pool = Pool.from_runs(runs, depth=DEPTH, qrels=qrels)
+def topics(round5_runs: list[Run], round5_qrels: Qrels) -> list[Topic]:
+    pool = Pool.from_runs(round5_runs, depth=DEPTH, qrels=round5_qrels)
     out = []
     for i, tp in enumerate(pool):
         labels = np.nan_to_num(tp.labels, nan=0.0)

@@ -114,12 +114,9 @@ def test_peeking_after_every_batch_keeps_the_sequence_covering_and_breaks_fixed_
 
 
 @pytest.fixture(scope="module")
-def pool_and_qrels() -> tuple[Pool, Qrels]:
-    data = make_collection(np.random.default_rng(11), n_topics=10, n_runs=6, n_docs=400,
-                           depth=30, pool_depth=30, rel_rate=0.08)
-    runs = [Run.from_frame(frame, name) for name, frame in data.runs.items()]
-    qrels = Qrels.from_frame(data.qrels)
-    return Pool.from_runs(runs, depth=30, qrels=qrels), qrels
+def pool_and_qrels(sparse_collection: tuple[list[Run], Qrels, Pool]) -> tuple[Pool, Qrels]:
+    _, qrels, pool = sparse_collection
+    return pool, qrels
 
 
 def _anytime(pool: Pool, width: float, seed: int = 3, method: str = "uniform",

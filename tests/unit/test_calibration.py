@@ -44,8 +44,10 @@ def test_the_uniform_method_says_its_samples_are_simple_random() -> None:
     bare = Sample(uniform.design, uniform.frame)
     assert not simple_random(bare) and default_estimates(bare)[0] == "AP~ht"
     phased = Sample(uniform.design, uniform.frame, meta={**uniform.meta, "confident": {
-        "design": "phase-committed"}})  # judge-until-confident's phases: not one sample
-    assert not simple_random(phased)
+        "design": "phase-committed"}, "guarantees": {"simple_random_sample": False}})
+    assert not simple_random(phased)  # judge-until-confident's phases: not one sample
+    written_before = {k: v for k, v in phased.meta.items() if k != "guarantees"}
+    assert not simple_random(Sample(uniform.design, uniform.frame, meta=written_before))
 
 
 @pytest.mark.slow

@@ -24,13 +24,10 @@ from sampleval.selection import METHODS, Budget, qrels_oracle
 
 
 @pytest.fixture(scope="module")
-def collection() -> tuple[list[Run], Qrels, Pool]:
-    """Runs whose depth-30 pool is judged in full."""
-    data = make_collection(np.random.default_rng(11), n_topics=10, n_runs=6, n_docs=400,
-                           depth=30, pool_depth=30, rel_rate=0.08)
-    runs = [Run.from_frame(frame, name) for name, frame in data.runs.items()]
-    qrels = Qrels.from_frame(data.qrels)
-    return runs, qrels, Pool.from_runs(runs, depth=30, qrels=qrels)
+def collection(sparse_collection: tuple[list[Run], Qrels, Pool]
+               ) -> tuple[list[Run], Qrels, Pool]:
+    """Runs whose depth-30 pool is judged in full (conftest's ``sparse_collection``)."""
+    return sparse_collection
 
 
 def test_target_parsing() -> None:

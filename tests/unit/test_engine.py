@@ -6,14 +6,14 @@ whose AP declares it."""
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from golden import make
+from conftest import golden_collection as synthetic
+from conftest import golden_sample as sample
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.estimation.compare import compare
@@ -21,18 +21,6 @@ from sampleval.estimation.estimates import estimate, estimate_differences
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.result import takes_few
 from sampleval.estimation.spec import parse_estimate
-
-
-@functools.cache
-def synthetic() -> make.Collection:
-    return make.synthetic()
-
-
-@functools.cache
-def sample(design: str) -> Sample:
-    made = make.design_sample(synthetic(), design)
-    assert made is not None
-    return made
 
 
 def zero_predictions() -> pd.DataFrame:

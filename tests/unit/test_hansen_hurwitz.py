@@ -22,7 +22,6 @@ from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimation.estimates import default_estimates, estimate
 from sampleval.estimation.spec import draws_reach_every_document, estimator_for, parse_estimate
-from sampleval.io import read_qrels, read_runs
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.importance import ImportanceSelector
 from sampleval.simulation.runner import simulate as run_simulation
@@ -264,15 +263,16 @@ TRIALS = 200
 
 @pytest.mark.slow
 @pytest.mark.shared
-def test_hh_against_ht_on_active_sampling(covid: Path, tmp_path: Path) -> None:
+def test_hh_against_ht_on_active_sampling(round5_runs: list[Run], round5_qrels: Qrels,
+                                          tmp_path: Path) -> None:
     """Active sampling (batch 3) at a 10% budget, 200 trials on topics 42 and 43, simulated
     by ``sampleval simulate`` with the measures P@10~ht, P@10~hh, NumRel~ht, NumRel~hh:
     bias, sd and rms of HT (path-dependent pi) and HH against the pool judged in full. HH's
     NumRel bias, averaged over the topics, is within 3 SE of 0."""
     start = time.perf_counter()
-    judged = read_qrels(covid / "qrels" / "qrels.covid-round5.txt").to_frame()
+    judged = round5_qrels.to_frame()
     qrels = Qrels.from_frame(judged[judged["query_id"].isin(TOPICS)])  # the pool's topics
-    summary = run_simulation(read_runs(covid / "round5" / "runs"), qrels, ["active"],
+    summary = run_simulation(round5_runs, qrels, ["active"],
                              rates=[0.1], trials=TRIALS, output=tmp_path / "active",
                              measures=["P@10~ht", "P@10~hh", "NumRel~ht", "NumRel~hh"],
                              depth=100, figures=False)

@@ -5,7 +5,6 @@ batching (what the Monte Carlo test relies on)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,7 +19,6 @@ from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
 from sampleval.estimation.families import ht
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.spec import EstimateSpec
-from sampleval.io import read_qrels, read_runs
 from sampleval.measures.evaluation import evaluate
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.names import Measure
@@ -61,15 +59,15 @@ def variance(rows: pd.DataFrame) -> pd.Series:
 # -- census = exact on TREC-COVID round 5 ----------------------------------------------------
 
 @pytest.fixture(scope="module")
-def census(covid: Path) -> tuple[Qrels, list[Run], Pool, Sample]:
-    qrels = read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
-    runs = read_runs(sorted((covid / "round5" / "runs").glob("*.gz")))
+def census(round5_qrels: Qrels, round5_runs: list[Run], round5_pool: Pool
+           ) -> tuple[Qrels, list[Run], Pool, Sample]:
+    qrels, runs = round5_qrels, round5_runs
     judged = qrels.judged()
     frame = pd.DataFrame({"query_id": judged["query_id"].to_numpy(),
                           "doc_id": judged["doc_id"].to_numpy(),
                           "relevance": judged["relevance"].to_numpy(), "stratum": "",
                           "inclusion": 1.0})
-    return qrels, runs, Pool.from_runs(runs, depth=100), Sample(design="census", frame=frame)
+    return qrels, runs, round5_pool, Sample(design="census", frame=frame)
 
 
 @pytest.mark.shared

@@ -20,6 +20,8 @@ from sampleval.estimation.engine.views import TopicView, topic_views, z_value
 from sampleval.estimation.families import importance as imp
 from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
+from sampleval.measures.weights import at_rank, rank_weights
+from sampleval.selection import priors
 
 Z95 = z_value(0.95)
 LN40 = math.log(2 / 0.05)  # Hoeffding's ln(2/delta) at 95%
@@ -150,7 +152,7 @@ def test_fractional_labels_stay_unbiased_for_the_expected_label() -> None:
     # their mean. Run ranks a b c; P@2 of the expected labels: (.75 + .25) / 2 = .5.
     votes = np.array([[1, 1, 0, 1], [0, 0, 1, 0], [1, 1, 1, 1]], dtype=float)
     q = np.array([0.5, 0.3, 0.2])
-    weights = imp.at_rank(imp.rank_weights("P", 2, 3), np.array([[1, 2, 3]]))
+    weights = at_rank(rank_weights("P", 2, 3), np.array([[1, 2, 3]]))
     spec = parse_estimate("P@2~is")
     every = np.arange(3)
     mean_label = imp.draw_terms(spec, 1.0, weights, every, votes.mean(axis=1), q, np.array([]))
@@ -170,27 +172,27 @@ def test_sampling_distributions_by_hand() -> None:
     one = np.array([1, 2, 0])  # the system ranks x, y; z not retrieved
     # eq. 8: u~ lambda + eps = .64 + .3, .08 + .3, .3 (eps on the unnormalised weights)
     weights = np.array([0.94, 0.38, 0.3])
-    assert imp.single_system_q(prior, one, 0.3, lam) == pytest.approx(weights / weights.sum())
+    assert priors.single_system_q(prior, one, 0.3, lam) == pytest.approx(weights / weights.sum())
     # form=sqrt: sqrt(u~) lambda = .8, .2, 0
-    assert imp.single_system_q(prior, one, 0.0, lam, "sqrt") == pytest.approx([0.8, 0.2, 0])
+    assert priors.single_system_q(prior, one, 0.0, lam, "sqrt") == pytest.approx([0.8, 0.2, 0])
     two = np.array([[1, 2, 0], [2, 0, 1]])
     # u~ averaged over both systems, 0 where one did not retrieve: x .4, y .08, z .32
     u = np.array([0.4, 0.08, 0.32])
     weights = u * np.sqrt(np.array([1.25, 0.25, 1.0]))  # eq. 11
-    assert imp.sqrt_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
+    assert priors.sqrt_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
     weights = u * np.array([0.5, 0.5, 1.0])  # eq. 13: |lambda_1 - lambda_2|
-    assert imp.pairwise_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
+    assert priors.pairwise_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
     # eq. 15 over two systems: sqrt(2 (d/2)^2) = |d| / sqrt(2), the same Q as eq. 13
-    assert imp.krel_q(prior, two, 0.0, lam) == pytest.approx(
-        imp.pairwise_q(prior, two, 0.0, lam))
-    assert imp.krel_q(prior, two, 0.0, lam, baseline=0) == pytest.approx(
-        imp.pairwise_q(prior, two, 0.0, lam))
+    assert priors.krel_q(prior, two, 0.0, lam) == pytest.approx(
+        priors.pairwise_q(prior, two, 0.0, lam))
+    assert priors.krel_q(prior, two, 0.0, lam, baseline=0) == pytest.approx(
+        priors.pairwise_q(prior, two, 0.0, lam))
     weights = u * np.array([1.5, 0.5, 1.0])  # MEAN: u~ sum_j lambda_j
-    assert imp.mean_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
-    assert imp.sqrt_q(prior, one[None], 0.0, lam) == pytest.approx(
-        imp.single_system_q(prior, one, 0.0, lam))
-    assert imp.named_prior("trec", 3) == pytest.approx([16 / 35, 16 / 36, 16 / 37])
-    assert imp.named_prior("synth", 2001)[[0, 1999, 2000]] == pytest.approx(
+    assert priors.mean_q(prior, two, 0.0, lam) == pytest.approx(weights / weights.sum())
+    assert priors.sqrt_q(prior, one[None], 0.0, lam) == pytest.approx(
+        priors.single_system_q(prior, one, 0.0, lam))
+    assert priors.named_prior("trec", 3) == pytest.approx([16 / 35, 16 / 36, 16 / 37])
+    assert priors.named_prior("synth", 2001)[[0, 1999, 2000]] == pytest.approx(
         [4 * 1999 / 2000, 0.0, 0.0])
 
 
@@ -220,7 +222,7 @@ def test_rank_prior_by_hand() -> None:
     # ranks 1, 2 over two runs: rank 1 judged 2x (1 relevant), rank 2 judged 1x (relevant),
     # overall 2/3; one pseudo-judgment: (1 + 2/3) / 3, (1 + 2/3) / 2
     labels = [np.array([[1.0, np.nan], [0.0, 2.0]])]
-    assert imp.fitted_prior(labels, level=1.0, strength=1.0) == pytest.approx([5 / 9, 5 / 6])
+    assert priors.fitted_prior(labels, level=1.0, strength=1.0) == pytest.approx([5 / 9, 5 / 6])
 
 
 def test_errors() -> None:
@@ -246,7 +248,7 @@ def test_errors() -> None:
 def sqrt_distribution(view: TopicView, prior: np.ndarray) -> np.ndarray:
     """SQRT-Q (eq. 11) for DCG@10 over every run, eps = 0.05."""
     ranks = view.rank_of(np.arange(len(view.sample.docnos)))
-    return imp.sqrt_q(prior, ranks, 0.05, imp.rank_weights("DCG", 10, len(prior)))
+    return priors.sqrt_q(prior, ranks, 0.05, rank_weights("DCG", 10, len(prior)))
 
 
 @pytest.mark.shared
@@ -255,7 +257,7 @@ def test_exact_expectation_equals_the_truth(
     """E_Q[U-hat] = sum_x Q(x) term(x) = the measure, for every run and topic; ratios:
     their components' expectations give trec_eval's R@10, nDCG@10 and nDCG."""
     qrels, pool, views = round5_census
-    prior = imp.fitted_prior([v.labels_at_rank() for v in views])
+    prior = priors.fitted_prior([v.labels_at_rank() for v in views])
     exact = evaluate(qrels, pool, ["P@10", "R@10", "nDCG@10", "nDCG"]).set_index(
         ["query_id", "measure", "run"])["value"].sort_index()
     worst = 0.0
@@ -268,7 +270,7 @@ def test_exact_expectation_equals_the_truth(
         present = view.pool.present
         for name in ["P@10", "DCG@10", "R@10", "nDCG@10", "nDCG"]:
             spec = parse_estimate(f"{name}~is")
-            weights = imp.at_rank(imp.rank_weights(spec.base, spec.cutoff, 100), ranks)
+            weights = at_rank(rank_weights(spec.base, spec.cutoff, 100), ranks)
             terms = imp.draw_terms(spec, 1.0, weights, np.arange(n_docs), labels, q, grades)
             value = imp.measure_value(spec, grades, (terms * q).sum(axis=-1))[0]
             if name == "DCG@10":
@@ -285,7 +287,7 @@ def test_sample_entry_agrees_with_the_array_core(
     """An importance Sample of 20 SQRT draws per topic: estimate_is gives what the array
     functions give, for the three interval kinds."""
     _, pool, views = round5_census
-    prior = imp.fitted_prior([v.labels_at_rank() for v in views])
+    prior = priors.fitted_prior([v.labels_at_rank() for v in views])
     rng = np.random.default_rng(5)
     frame, draws, probs, stats = [], [], [], []
     spec = parse_estimate("DCG@10~is")
@@ -299,7 +301,7 @@ def test_sample_entry_agrees_with_the_array_core(
                                    "doc_id": docnos[x], "probability": q[x]}))
         probs.append(pd.DataFrame({"query_id": view.pool.topic, "round": 0, "doc_id": docnos,
                                    "probability": q}))
-        weights = imp.at_rank(imp.rank_weights("DCG", 10, 100),
+        weights = at_rank(rank_weights("DCG", 10, 100),
                               view.rank_of(np.arange(len(docnos))))
         bounds = imp.term_bounds(spec, weights, q, np.array([]), 2.0)
         stats.append(imp.topic_stats(spec, 1.0, weights, x, labels[x], q[x], bounds,
@@ -328,7 +330,7 @@ def test_monte_carlo_bias_and_coverage(
     (the CLT is asymptotic); Hoeffding and Bernstein keep >= 0.95."""
     _, _, views = round5_census
     start = time.perf_counter()
-    prior = imp.fitted_prior([v.labels_at_rank() for v in views])
+    prior = priors.fitted_prior([v.labels_at_rank() for v in views])
     rng = np.random.default_rng(2016)
     trials, n = 1000, 20
     present = np.array([v.pool.present for v in views])
@@ -338,7 +340,7 @@ def test_monte_carlo_bias_and_coverage(
         for view in views:
             labels = view.sample.labels
             q = sqrt_distribution(view, prior)
-            weights = imp.at_rank(imp.rank_weights(spec.base, spec.cutoff, 100),
+            weights = at_rank(rank_weights(spec.base, spec.cutoff, 100),
                                   view.rank_of(np.arange(len(labels))))
             truth.append(weights @ (imp.relevance(labels, 1.0) if spec.base == "P" else labels))
             x = rng.choice(len(labels), size=(trials, n), p=q)

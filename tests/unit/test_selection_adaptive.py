@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,9 +13,9 @@ import pytest
 
 from sampleval.cli.sample import estimator_families
 from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
-from sampleval.io import read_qrels, read_runs
 from sampleval.selection import METHODS, Budget, Selector, qrels_oracle, simulate
 from sampleval.selection.base import Oracle
 from sampleval.selection.mab import MABSelector
@@ -154,12 +153,10 @@ def test_batches_and_bad_labels() -> None:
 # -- TREC-COVID round 5 --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def round5(covid: Path) -> tuple[Pool, Oracle, Pool]:
+def round5(round5_pool: Pool, round5_qrels: Qrels) -> tuple[Pool, Oracle, Pool]:
     """The depth-100 pool of the round-5 runs, the round-5 qrels as oracle, and the pool with
     those labels (for the relevant rate)."""
-    qrels = read_qrels(covid / "qrels" / "qrels.covid-round5.txt")
-    pool = Pool.from_runs(read_runs(covid / "round5" / "runs"), depth=100)
-    return pool, qrels_oracle(qrels), pool.with_labels(qrels)
+    return round5_pool, qrels_oracle(round5_qrels), round5_pool.with_labels(round5_qrels)
 
 
 @pytest.fixture(scope="module")

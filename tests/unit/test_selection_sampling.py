@@ -427,11 +427,11 @@ def test_ht_estimates_from_the_samples(runs20: list[Run], pool5: Pool, oracle: O
 
 
 @pytest.mark.shared
-def test_one_active_trial_on_all_of_round_5(covid: Path, oracle: Oracle) -> None:
+def test_one_active_trial_on_all_of_round_5(round5_pool: Pool, oracle: Oracle) -> None:
     """The benchmark's trial (benchmarks/selection_methods.py times it): every topic's budget
     is judged, every judged document has its rounds' probabilities and pi_i, every pooled
     one its p-bar."""
-    pool = Pool.from_runs(read_runs(covid / "round5" / "runs"), depth=100)
+    pool = round5_pool
     selector = simulate(ActiveSelector(pool, Budget(rate=0.1), np.random.default_rng(0)),
                         oracle)
     sample = selector.sample()

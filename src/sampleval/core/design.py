@@ -40,6 +40,7 @@ a ``name`` of its own: it registers itself (:func:`design_named` finds it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -126,8 +127,8 @@ class Design(str):
     document (``round_probs`` round 0): importance-sampling estimators apply."""
     reaches_every_document: ClassVar[bool] = False
     """Every frame document has pi_i > 0 once the budget covers every stratum, whatever the
-    method's parameters. (Designs whose draw distributions a method sets say per method:
-    ``Selector.draws_reach_every_document``.)"""
+    method's parameters. (Designs whose draw distributions a method sets say per sample:
+    :meth:`draws_reach_every_document`.)"""
     units_kind: ClassVar[str] = "documents"
     """What :meth:`units` returns: the judged ``documents`` or the ``draws``."""
     variance_form: ClassVar[str] = "none"
@@ -173,6 +174,17 @@ class Design(str):
         defines them and the sample holds the tables they are computed from."""
         return self.has_inclusion_probabilities
 
+    def draws_reach_every_document(self, sample: Sample) -> bool:
+        """Whether every draw of ``sample`` could have drawn every frame document, however
+        the draws adapted (the method that made it guarantees it: :func:`guaranteed`): what
+        makes the per-draw (Hansen-Hurwitz) estimators unbiased for every measure."""
+        return self.has_draws and guaranteed(sample, "draws_reach_every_document")
+
+    def simple_random_sample(self, sample: Sample) -> bool:
+        """Whether each topic of ``sample`` is one simple random sample of its frame (the
+        method that made it guarantees it: :func:`guaranteed`)."""
+        return self.has_strata and guaranteed(sample, "simple_random_sample")
+
     def units(self, sample: Sample, topic: TopicSample) -> TopicUnits:
         """The topic's units (:attr:`units_kind`): its judged documents with pi_i, or its
         draws in order with their draw probabilities."""
@@ -180,6 +192,36 @@ class Design(str):
             return TopicUnits("draws", *draws_of(sample, topic))
         index = np.flatnonzero(topic.judged)
         return TopicUnits("documents", index, self.inclusion(sample, topic, index).pi)
+
+
+GUARANTEES = ("draws_reach_every_document", "simple_random_sample")
+"""What a selection method may guarantee of its samples beyond its design's capabilities,
+depending on its parameters (``Selector.draws_reach_every_document``,
+``Selector.simple_random_sample``). The method records them in the sample
+(``sample.meta["guarantees"]``, name -> bool), so that estimation reads them from the sample,
+with no knowledge of the method."""
+
+_LEGACY_GUARANTEES: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "draws_reach_every_document": lambda meta: meta.get("method") == "active" and float(
+        (meta.get("params") or {}).get("uniform") or 0.0) > 0.0,
+    "simple_random_sample": lambda meta: meta.get("method") == "uniform"
+    and "confident" not in meta,
+}
+"""The guarantees of a sample written before samples recorded them (sampleval 2026-11): the
+built-in methods' rules then, which only ``active`` with a uniform share and ``uniform``
+(not judge-until-confident's phases) met."""
+
+
+def guaranteed(sample: Sample, name: str) -> bool:
+    """Whether the method that made ``sample`` guarantees ``name`` (one of
+    :data:`GUARANTEES`) of it: as the sample records (``meta["guarantees"]``), or for a
+    sample that records none, as the built-in methods' rules gave when it was written."""
+    if name not in GUARANTEES:
+        raise ValueError(f"unknown guarantee {name!r} (one of {', '.join(GUARANTEES)})")
+    recorded = sample.meta.get("guarantees")
+    if isinstance(recorded, dict):
+        return bool(recorded.get(name, False))
+    return _LEGACY_GUARANTEES[name](sample.meta)
 
 
 def design_named(name: str) -> Design:
@@ -369,3 +411,16 @@ def draws_of(sample: Sample, topic: TopicSample) -> tuple[np.ndarray, np.ndarray
     if not (probs > 0).all():
         raise UsageError(f"topic {topic.topic}: a draw has no positive probability")
     return x, probs
+
+
+def draw_distribution(sample: Sample, topic: TopicSample) -> np.ndarray:
+    """Q of every frame document of ``topic``, the distribution of a design of i.i.d. draws
+    (``has_iid_draws``), from the sample's ``round_probs`` (round 0; over several rounds the
+    smallest, 0 for a document missing from a round)."""
+    rows = sample.rows("round_probs", topic.topic)
+    where = topic.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
+    rounds = pd.factorize(rows["round"])[0]
+    table = np.zeros((rounds.max(initial=-1) + 1, len(topic.docnos)))
+    keep = where >= 0
+    table[rounds[keep], where[keep]] = rows["probability"].to_numpy(dtype=np.float64)[keep]
+    return table.min(axis=0, initial=np.inf) if len(table) else np.zeros(table.shape[1])

@@ -168,17 +168,13 @@ def default_estimates(sample: Sample) -> tuple[str, ...]:
 
 
 def simple_random(sample: Sample) -> bool:
-    """Whether the method that made ``sample`` says it is one simple random sample of each
-    topic's frame (its metadata, as for :func:`draws_reach_every_document`: ``uniform``,
-    infAP's design), whose AP has a default of its own
-    (:data:`sampleval.estimation.defaults.SIMPLE_RANDOM`). The design decides, not the
+    """Whether ``sample`` is one simple random sample of each topic's frame, as its method
+    recorded (:meth:`sampleval.core.design.Design.simple_random_sample`: ``uniform``, infAP's
+    design), whose AP has a default of its own
+    (:data:`sampleval.estimation.defaults.SIMPLE_RANDOM`). The method decides, not the
     number of strata: a sample read from qrels keeps its design's defaults, and so does a
-    judge-until-confident one (its phases, meta ``confident``, :mod:`sampleval.judging.confident`)."""
-    from sampleval.selection import METHODS
-
-    method = str(sample.meta.get("method"))
-    return method in METHODS and "confident" not in sample.meta and METHODS[
-        method].simple_random_sample(sample.meta.get("params") or {})
+    judge-until-confident one (its phases, :mod:`sampleval.judging.confident`)."""
+    return sample.design.simple_random_sample(sample)
 
 
 def compare_default(sample: Sample) -> str:

@@ -234,14 +234,10 @@ def default_families(design: str) -> list[str]:
 
 def draws_reach_every_document(sample: Sample) -> bool:
     """Whether every draw of ``sample`` could have drawn every pooled document, as the
-    method that made it says of its parameters (its metadata; ``active`` with a uniform
-    share): the per-draw estimators are then unbiased for every measure."""
-    from sampleval.selection import METHODS
-
-    method = str(sample.meta.get("method"))
-    if method not in METHODS:
-        return False
-    return METHODS[method].draws_reach_every_document(sample.meta.get("params") or {})
+    sample's design and the guarantees its method recorded say
+    (:meth:`sampleval.core.design.Design.draws_reach_every_document`; ``active`` with a
+    uniform share): the per-draw estimators are then unbiased for every measure."""
+    return sample.design.draws_reach_every_document(sample)
 
 
 def measure_range(measure: str) -> tuple[float, float]:

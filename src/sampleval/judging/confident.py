@@ -96,7 +96,7 @@ from typing import Any
 
 import numpy as np
 
-from sampleval.core.design import STRATIFIED
+from sampleval.core.design import GUARANTEES, STRATIFIED
 from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
@@ -335,7 +335,9 @@ class ConfidentJudging:
         meta = {**self.selector._sample_meta(), "confident": {
             "target": f"{self.target.measure}:{self.target.half_width}",
             "design": "phase-committed", "start": self.start, "margin": self.margin,
-            "phases": {t: len(p) for t, p in zip(self.topics, self.phases, strict=True)}}}
+            "phases": {t: len(p) for t, p in zip(self.topics, self.phases, strict=True)}},
+            # committed phases: not one simple random sample of the frame, whatever the method
+            "guarantees": dict.fromkeys(GUARANTEES, False)}
         return Sample(STRATIFIED, frame, meta=meta)
 
     def _estimate(self, topic_indices: Sequence[int]) -> None:

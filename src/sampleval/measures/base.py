@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from sampleval.core.relevance import judged_relevance as relevance
 from sampleval.measures.names import Measure
 
 UNJUDGED_IN_POOL = -2.0  # trec_eval's code for a qrels line with a negative grade
@@ -94,18 +95,6 @@ def kernel(*names: str) -> Callable[[Kernel], Kernel]:
             KERNELS[name] = function
         return function
     return register
-
-
-def relevance(grades: np.ndarray, level: float) -> np.ndarray:
-    """Binary relevance of grades: clip(grade - level + 1, 0, 1), 0 for unjudged (NaN).
-
-    On integer grades this is trec_eval's ``grade >= level``; a fractional grade (the mean of
-    several assessors' binary votes) counts as its share of "relevant" votes, so sums over
-    documents (AP, P@k, R@k, Rprec, R) are linear in the labels, as the design-based
-    estimators assume (Schnabel et al., ICTIR 2016, sec. 7).
-    """
-    clipped = np.clip(grades - level + 1.0, 0.0, 1.0)
-    return np.where(np.isnan(clipped), 0.0, clipped)
 
 
 def relevant(g: RankedGrades, level: float) -> np.ndarray:

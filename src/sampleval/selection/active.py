@@ -56,7 +56,7 @@ Choices (ours where the paper is silent):
 - the AP estimate that steers the sampling is the HT estimator of ``estimators.
   horvitz_thompson.average_precision`` with pi_ij replaced by pi_i pi_j (the paper's code
   also treats inclusions as independent there), for all runs at once from where the judged
-  relevant documents sit in the rank matrix; relevance is label >= 1 (``measures.base.
+  relevant documents sit in the rank matrix; relevance is label >= 1 (``core.relevance.
   relevance`` at level 1). Estimates from the Sample use the exact pi_ij;
 - the budget counts distinct judged documents, as in the paper's code;
 - the AP estimates are updated once a round's documents are all judged (they steer only the
@@ -80,10 +80,10 @@ from numba import njit
 
 from sampleval.core.design import WITH_REPLACEMENT, Design
 from sampleval.core.pool import PAD, Pool, TopicPool
+from sampleval.core.relevance import judged_relevance
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.measures.base import relevance
 from sampleval.selection.ap_prior import PRIORS, run_prior
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
 
@@ -324,7 +324,7 @@ class _TopicDraws:
         self.pending = [d for d in self.pending if d not in done]
         if not self.pending:
             last = np.unique(self.draws[-1]) if self.draws else np.zeros(0, dtype=np.int64)
-            y = relevance(self.labels[last], 1.0)
+            y = judged_relevance(self.labels[last], 1.0)
             known = set(self.relevant)
             for doc, value in zip(last.tolist(), y.tolist(), strict=True):
                 if value > 0 and doc not in known:

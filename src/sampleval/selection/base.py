@@ -31,7 +31,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import pandas as pd
 
-from sampleval.core.design import Design
+from sampleval.core.design import GUARANTEES, Design
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
@@ -118,7 +118,8 @@ class Selector(ABC):
         """Whether every draw of a sample made with these (resolved) parameters could have
         drawn every pooled document, however the draws adapted: what makes the per-draw
         (Hansen-Hurwitz) estimators unbiased for every measure, so that they become the
-        default ones (:func:`sampleval.estimation.spec.estimator_for`). False unless the
+        default ones (:func:`sampleval.estimation.spec.estimator_for`). Recorded in the
+        method's samples (:data:`sampleval.core.design.GUARANTEES`). False unless the
         method says so."""
         return False
 
@@ -134,8 +135,9 @@ class Selector(ABC):
     def simple_random_sample(cls, params: dict[str, Any]) -> bool:
         """Whether a sample made with these (resolved) parameters is one simple random
         sample of each topic's frame (``uniform``), whose AP has a default estimator of its
-        own (:data:`sampleval.estimation.defaults.SIMPLE_RANDOM`). False unless the method
-        says so."""
+        own (:data:`sampleval.estimation.defaults.SIMPLE_RANDOM`). Recorded in the method's
+        samples (:data:`sampleval.core.design.GUARANTEES`). False unless the method says
+        so."""
         return False
 
     @classmethod
@@ -245,7 +247,9 @@ class Selector(ABC):
         meta: dict[str, Any] = {"method": self.name, "params": dict(self.params),
                                  "budget": self.budget.to_dict(),
                                  "pool_depth": self.pool.depth,
-                                 "runs": list(self.pool.run_names)}
+                                 "runs": list(self.pool.run_names),
+                                 "guarantees": {name: bool(getattr(self, name)(self.params))
+                                                for name in GUARANTEES}}
         if self.predicted is not None:
             meta["predictions"] = self._predictions_source or "given"
         return meta

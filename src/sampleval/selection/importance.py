@@ -4,7 +4,7 @@ Comparative Evaluation of Ranking Functions", ICTIR 2016.
 Each topic draws n documents i.i.d. with replacement from a fixed distribution Q over its
 pool (the frame), n the topic's budget (eq. 4 assumes a fixed number of draws n; a document
 drawn twice is judged once, so fewer than n documents are judged), and the measures U(h) =
-sum_y lambda(rank_h(y)) rel(y) are estimated by eq. 4 (``estimation.families.importance``). Q follows
+sum_y lambda(rank_h(y)) rel(y) are estimated by eq. 4 (the ``~is`` estimators). Q follows
 the paper, with lambda the rank weights of ``measure`` (``DCG``, the paper's, or ``P``) at
 depth ``cutoff`` (unset: every rank), u~ the prior expected relevance and eps = 0.05 added
 to the unnormalised weights (eq. 7-8):
@@ -32,7 +32,7 @@ each run's own measure, eps=0 is refused.
 The prior u~(y) (``prior``): ``trec``, 16/(r + 34) (sec. 3.3, the average label at rank r
 over TREC-8's systems; the default), ``synth``, 4 (1 - r/2000) (sec. 3.3, for SYNTH's grades
 0-4), or a list ``u1,u2,...`` (u~ at ranks 1, 2, ...; the last value holds for deeper ranks;
-``estimation.families.importance.fitted_prior`` fits one on judged topics), or ``predictions``: each
+``selection.priors.fitted_prior`` fits one on judged topics), or ``predictions``: each
 document's predicted relevance (``--predictions FILE``; a missing document predicts 0, so
 only eps lets it be drawn), in place of a rank-based guess. For the forms over several
 runs, u~(y) is averaged over all of them, a run that did not retrieve y counting 0 (sec.
@@ -64,7 +64,9 @@ from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.estimation.families.importance import (
+from sampleval.measures.weights import rank_weights
+from sampleval.selection.base import Budget, Selector, register, rng_state
+from sampleval.selection.priors import (
     FORMS,
     SYNTH_PRIOR,
     TREC_PRIOR,
@@ -74,11 +76,9 @@ from sampleval.estimation.families.importance import (
     mean_q,
     named_prior,
     pairwise_q,
-    rank_weights,
     single_system_q,
     sqrt_q,
 )
-from sampleval.selection.base import Budget, Selector, register, rng_state
 
 Q_KINDS = ("single", "sqrt", "mean", "pairwise", "krel")
 DIFFERENCE_KINDS = ("pairwise", "krel")  # forms whose targets are differences of runs

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sampleval.core.relevance import judged_relevance
 from sampleval.estimation.engine.views import COLUMNS, MEAN_TOPIC, TopicView, topic_views
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.spec import EstimateSpec
-from sampleval.measures.exact import RankedGrades, compute, relevance
+from sampleval.measures.exact import RankedGrades, compute
 
 if TYPE_CHECKING:
     from sampleval.core.pool import Pool
@@ -181,7 +182,7 @@ class _Sample:
         out = np.full(len(self.truth.topics), np.nan)
         views = self.aligned("float32")
         for t, view in zip(self.topic_index(views), views, strict=True):
-            out[t] = relevance(view.sample.labels[view.sample.judged], level).sum()
+            out[t] = judged_relevance(view.sample.labels[view.sample.judged], level).sum()
         return out
 
 

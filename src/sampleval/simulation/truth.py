@@ -17,7 +17,8 @@ import numpy as np
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.measures.exact import RankedGrades, compute, relevance
+from sampleval.core.relevance import judged_relevance
+from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.names import Measure
 
 
@@ -58,6 +59,6 @@ def compute_truth(pool: Pool, qrels: Qrels, measures: Sequence[Measure],
             in_pool[name][t] = compute(measure, whole_pool, 1.0)
             on_qrels[name][t] = compute(measure, official, 1.0)
         for level in num_rel:
-            num_rel[level][t] = relevance(census, level).sum()
+            num_rel[level][t] = judged_relevance(census, level).sum()
     present = np.array([tp.present for tp in pool]).reshape(shape)
     return Truth(tuple(pool.topics), pool.run_names, present, in_pool, on_qrels, num_rel)

@@ -1,5 +1,6 @@
 """What every estimator shares: a topic's pool aligned with its sample (:class:`TopicView`),
-and the label transforms and rank weights of the measures.
+and the rank weights of the measures (the label transforms, ``relevance`` and ``gain``, are
+:mod:`sampleval.core.relevance`'s, imported here for the modules that import them from here).
 
 An estimator family is a function ``(views, measure, level, ci) -> DataFrame`` where ``views``
 are :class:`TopicView` (one per topic: the runs' rankings and the sample's frame, aligned);
@@ -16,6 +17,7 @@ import numpy as np
 
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.predictions import Predictions
+from sampleval.core.relevance import gain, relevance
 from sampleval.core.sample import Sample, TopicSample
 from sampleval.errors import UsageError
 from sampleval.estimation.result import (
@@ -104,22 +106,6 @@ def _vocabulary(pool: Pool) -> np.ndarray:
     if vocabulary is None:
         vocabulary = _VOCABULARIES[pool] = pool.docnos.astype(str)
     return vocabulary
-
-
-def relevance(labels: np.ndarray, level: float) -> np.ndarray:
-    """Binary relevance of (possibly fractional) labels: clip(label - level + 1, 0, 1).
-
-    On integer grades this is ``label >= level``; for a label that is the mean of several
-    assessors' binary votes (level 1) it is the share of votes for "relevant", so the
-    design-based estimators stay unbiased for the expected label (Schnabel et al., ICTIR
-    2016, sec. 7). NaN stays NaN.
-    """
-    return np.clip(np.asarray(labels, dtype=np.float64) - level + 1.0, 0.0, 1.0)
-
-
-def gain(labels: np.ndarray) -> np.ndarray:
-    """DCG's gain: the grade itself, negative grades gaining nothing (trec_eval)."""
-    return np.maximum(np.asarray(labels, dtype=np.float64), 0.0)
 
 
 def rank_coefficients(base: str, ranks: np.ndarray, cutoff: int | None) -> np.ndarray:

@@ -1,5 +1,7 @@
-"""Importance-sampling estimators and sampling distributions (Schnabel, Swaminathan, Frazier &
-Joachims, "Unbiased Comparative Evaluation of Ranking Functions", ICTIR 2016).
+"""Importance-sampling estimators (Schnabel, Swaminathan, Frazier & Joachims, "Unbiased
+Comparative Evaluation of Ranking Functions", ICTIR 2016). The sampling distributions Q are
+the selection method's (:mod:`sampleval.selection.priors`); the estimator reads Q from the
+sample (:func:`sampleval.core.design.draw_distribution`).
 
 Measures that decompose over documents, U(h) = sum_y lambda(rank_h(y)) rel(y) over a topic's
 frame, are estimated from n i.i.d. draws x_1..x_n from Q by (eq. 4)
@@ -55,11 +57,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
 
+from sampleval.core.design import draw_distribution
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.estimands import ideal_dcg
@@ -68,153 +70,12 @@ from sampleval.estimation.family import Base, EstimatorFamily, each_measure, reg
 from sampleval.estimation.options import pick
 from sampleval.estimation.result import TopicParts, summarise, z_value
 from sampleval.estimation.spec import EstimateSpec
+from sampleval.measures.weights import at_rank, rank_weights
 
 INTERVALS = ("normal", "hoeffding", "bernstein")
 DEFAULT_INTERVAL = "normal"
 _LINEAR = ("P", "DCG")
 _UPPER = {"P": 1.0, "R": 1.0, "nDCG": 1.0, "DCG": np.inf}
-
-# -- relevance, rank weights and the sampling distributions -----------------------------------
-
-
-def rank_weights(base: str, cutoff: int | None, width: int) -> np.ndarray:
-    """lambda(r), r = 1..width, of U(h) = sum_y lambda(rank_h(y)) rel(y) (Schnabel et al.
-    sec. 3): 1/k for P@k, 1 for R@k's numerator, 1/log2(r+1) for DCG and nDCG; 0 past k."""
-    ranks = np.arange(1, width + 1)
-    if base == "P":
-        if cutoff is None:
-            raise UsageError("P~is needs a cutoff")
-        weight = np.full(width, 1.0 / cutoff)
-    elif base == "R":
-        weight = np.ones(width)
-    elif base in ("DCG", "nDCG"):
-        weight = 1.0 / np.log2(ranks + 1.0)
-    else:
-        raise UsageError(f"importance sampling estimates P, R, DCG and nDCG, not {base}")
-    return np.where(ranks <= (width if cutoff is None else cutoff), weight, 0.0)
-
-
-def at_rank(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """values[r - 1] at each 1-based rank; 0 at rank 0 (not retrieved) and past the end."""
-    padded = np.append(0.0, values)
-    return padded[np.where(ranks <= len(values), ranks, 0)]
-
-
-def fitted_prior(labels_at_rank: Sequence[np.ndarray], level: float = 1.0,
-                 strength: float = 1.0) -> np.ndarray:
-    """The rank-based prior u~(r): the relevance rate of the judged documents at rank r over
-    every run and topic (``labels_at_rank``: per topic ``[n_runs, width]`` labels, NaN when
-    unjudged), smoothed toward the overall rate p by ``strength`` pseudo-judgments:
-    (relevant_r + strength p) / (judged_r + strength). Any other prior array may be given to
-    the distributions below instead."""
-    width = max((a.shape[1] for a in labels_at_rank), default=0)
-    judged, relevant = np.zeros(width), np.zeros(width)
-    for labels in labels_at_rank:
-        w = labels.shape[1]
-        judged[:w] += (~np.isnan(labels)).sum(axis=0)
-        relevant[:w] += np.nan_to_num(relevance(labels, level)).sum(axis=0)
-    overall = relevant.sum() / max(judged.sum(), 1.0)
-    return (relevant + strength * overall) / (judged + strength)
-
-
-TREC_PRIOR = "trec"
-SYNTH_PRIOR = "synth"
-FORMS = ("paper", "sqrt")
-
-
-def named_prior(name: str, width: int) -> np.ndarray:
-    """u~(r), r = 1..width, of Schnabel et al. sec. 3.3: ``trec`` 16/(r + 34), the average
-    label at rank r over TREC-8's systems; ``synth`` 4 (1 - r/2000) (0 past rank 2000), for
-    SYNTH's grades 0-4."""
-    ranks = np.arange(1, width + 1, dtype=np.float64)
-    if name == TREC_PRIOR:
-        return 16.0 / (ranks + 34.0)
-    if name == SYNTH_PRIOR:
-        return np.maximum(4.0 * (1.0 - ranks / 2000.0), 0.0)
-    raise UsageError(f"unknown prior {name!r} (trec, synth, or numbers u1,u2,...)")
-
-
-@dataclass(frozen=True)
-class DocumentPrior:
-    """u~(y) given for each document (pool order) instead of by rank: predicted relevance
-    in the prior slot of sec. 3.3 (``importance --param prior=predictions``)."""
-
-    values: np.ndarray
-
-
-Prior: TypeAlias = "np.ndarray | DocumentPrior"
-"""u~: by rank (u~ at ranks 1, 2, ...) or by document."""
-
-
-def expected_relevance(prior_u: Prior, ranks: np.ndarray) -> np.ndarray:
-    """u~(y) of each document: u~ at its rank averaged over all the systems (sec. 4.2), a
-    system that did not retrieve it counting 0 (``ranks``: ``[n_docs]`` or ``[k, n_docs]``,
-    1-based, 0 = not retrieved); a :class:`DocumentPrior` as it is."""
-    if isinstance(prior_u, DocumentPrior):
-        return prior_u.values
-    return at_rank(prior_u, np.atleast_2d(ranks)).mean(axis=0)
-
-
-def _q(relevance_prior: np.ndarray, weight: np.ndarray, eps: float, form: str) -> np.ndarray:
-    """Q(y) proportional to u~(y) weight(y) + eps (eq. 7-8: eps added to the unnormalised
-    weights), or with ``form="sqrt"`` to sqrt(u~(y)) weight(y) + eps."""
-    u = relevance_prior if form == "paper" else np.sqrt(relevance_prior)
-    if eps == 0 and np.any((u <= 0) & (weight > 0)):
-        raise UsageError("importance: eps=0 needs a prior above 0 wherever the runs' "
-                         "weights differ (a document there with prior 0 could never be "
-                         "drawn); give eps > 0")
-    unnormalised = u * weight + eps
-    total = unnormalised.sum()
-    return unnormalised / total if total > 0 else np.full(len(weight), 1.0 / max(len(weight), 1))
-
-
-def single_system_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
-                    form: str = "paper") -> np.ndarray:
-    """Q for one system h (Schnabel et al. eq. 8): Q(y) ∝ u~(y) lambda_h(y) + eps, the
-    variance-optimal Q* ∝ u P of eq. 5 with u~ for the unknown u. ``ranks``: ``[n_docs]``;
-    ``lam``: lambda per rank. ``form="sqrt"``: sqrt(u~) in place of u~, which minimises the
-    expected variance when rel(y) is 0/1 with P(rel = 1) = u~ (E[rel^2] = u~)."""
-    return _q(expected_relevance(prior_u, ranks), at_rank(lam, ranks), eps, form)
-
-
-def sqrt_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
-           form: str = "paper") -> np.ndarray:
-    """Q for k systems at once (Schnabel et al. eq. 11, SQRT): minimising sum_j Var(U-hat_j)
-    gives Q(y) ∝ u~(y) sqrt(sum_j lambda_j(y)^2), + eps as in eq. 8. ``ranks``: ``[k,
-    n_docs]``."""
-    lam_docs = at_rank(lam, np.atleast_2d(ranks))
-    return _q(expected_relevance(prior_u, ranks), np.sqrt((lam_docs**2).sum(axis=0)), eps,
-              form)
-
-
-def mean_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
-           form: str = "paper") -> np.ndarray:
-    """The MEAN heuristic (sec. 4.2, after Yilmaz et al.): Q(y) ∝ u~(y) sum_j lambda_j(y) +
-    eps. ``ranks``: ``[k, n_docs]``."""
-    lam_docs = at_rank(lam, np.atleast_2d(ranks))
-    return _q(expected_relevance(prior_u, ranks), lam_docs.sum(axis=0), eps, form)
-
-
-def pairwise_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
-               form: str = "paper") -> np.ndarray:
-    """Q for the difference U(h) - U(h') of two systems (Schnabel et al. eq. 13):
-    Q(y) ∝ u~(y) |lambda_h(y) - lambda_h'(y)| + eps. ``ranks``: ``[2, n_docs]``."""
-    lam_docs = at_rank(lam, np.atleast_2d(ranks))
-    return _q(expected_relevance(prior_u, ranks), np.abs(lam_docs[0] - lam_docs[1]), eps,
-              form)
-
-
-def krel_q(prior_u: Prior, ranks: np.ndarray, eps: float, lam: np.ndarray,
-           baseline: int | None = None, form: str = "paper") -> np.ndarray:
-    """Q for the k systems' performances relative to their mean (Schnabel et al. eq. 15,
-    KREL): Q(y) ∝ u~(y) sqrt(sum_j (lambda_j(y) - mean_j lambda_j(y))^2) + eps; with a
-    ``baseline`` system b (ours: each system against b), sqrt(sum_j (lambda_j - lambda_b)^2).
-    ``ranks``: ``[k, n_docs]``."""
-    lam_docs = at_rank(lam, np.atleast_2d(ranks))
-    centre = lam_docs.mean(axis=0) if baseline is None else lam_docs[baseline]
-    spread = np.sqrt(((lam_docs - centre) ** 2).sum(axis=0))
-    return _q(expected_relevance(prior_u, ranks), spread, eps, form)
-
 
 # -- the estimator, on arrays -----------------------------------------------------------------
 
@@ -408,18 +269,6 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
 # -- the estimator, on a Sample ---------------------------------------------------------------
 
 
-def _frame_q(sample: Sample, view: TopicView) -> np.ndarray:
-    """Q of every frame document from ``round_probs`` (the smallest over the draw rounds; 0 for
-    a document missing from a round)."""
-    rows = sample.rows("round_probs", view.pool.topic)
-    where = view.sample.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
-    rounds = pd.factorize(rows["round"])[0]
-    table = np.zeros((rounds.max(initial=-1) + 1, len(view.sample.docnos)))
-    keep = where >= 0
-    table[rounds[keep], where[keep]] = rows["probability"].to_numpy(dtype=np.float64)[keep]
-    return table.min(axis=0, initial=np.inf) if len(table) else np.zeros(table.shape[1])
-
-
 def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: float,
            interval: str, max_grade: float | None = None) -> list[TopicStats]:
     """Each topic's :class:`TopicStats` from the sample's draws (the ranges of the terms
@@ -447,7 +296,7 @@ def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: fl
                            view.rank_of(np.arange(len(ts.docnos))))
         judged = gain(ts.labels[ts.judged])
         grades = np.unique(judged[judged > 0])[::-1]
-        bounds = (term_bounds(spec, weights, _frame_q(sample, view), grades, top_grade)
+        bounds = (term_bounds(spec, weights, draw_distribution(sample, view.sample), grades, top_grade)
                   if interval != "normal" else
                   np.full((len(_components(spec.base, level, grades, top_grade)),
                            view.n_runs), np.nan))
