@@ -153,7 +153,7 @@ def trial_estimates(pool: Pool, sample: Sample, measures: Sequence[str],
         bias = (design_bias(spec, per_form[chosen][0][0].units)
                 if spec.base in CORRECTED and views else None)
         corrects = bias in ("taylor", "jackknife", "taylor-jackknife")
-        aware = corrects and spec.option("interval") == "bias-aware"
+        aware = spec.base == "AP" and corrects and spec.option("interval") == "bias-aware"
         kind = bias if bias in ("jackknife", "taylor-jackknife") else "taylor"
         shared = (chosen, spec.base, spec.cutoff, kind,
                   tuple(o for o in spec.options if o[0] not in ("bias", "weights")))

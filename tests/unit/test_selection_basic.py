@@ -336,7 +336,7 @@ def test_sample_then_estimate(covid: Path, tmp_path: Path) -> None:
     estimated = run_cli(["estimate", tmp_path / "a", *runs, "-m", "xinfAP", "-f", "tsv"])
     assert estimated.returncode == 0, estimated.stderr
     lines = estimated.stdout.splitlines()
-    assert lines[0] == "run\ttopic\tmeasure\tvalue\tlo\thi\tframe_share\timputed\tcoverage"
+    assert lines[0] == "run\ttopic\tmeasure\tvalue\tlo\thi\tframe_share\timputed\tcoverage\testimator"
     assert len(lines) == 1 + len(runs)
     assert all(0 <= float(line.split("\t")[3]) <= 1 for line in lines[1:])
 

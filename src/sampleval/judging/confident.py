@@ -363,9 +363,11 @@ class ConfidentJudging:
                 self._unfloored[ti] = variances
                 self._views.update(zip(ti.tolist(), views, strict=True))
                 known = sorted(self._views)
-                self.variance[known] = corrected(self.spec, [self._views[i] for i in known],
-                                                 self.level, TopicParts(
-                    self.value[known], self._unfloored[known], self.bias[known])).variance
+                # the floor pools the topics; the bias rule is per topic (idempotent)
+                fixed = corrected(self.spec, [self._views[i] for i in known], self.level,
+                                  TopicParts(self.value[known], self._unfloored[known],
+                                             self.bias[known]))
+                self.variance[known], self.bias[known] = fixed.variance, fixed.bias
         else:
             rows = family.compute(pool.run_names, views, sample, [self.spec], self.level,
                                   self.ci)
