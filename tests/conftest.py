@@ -164,14 +164,12 @@ MONTE_CARLO = Path(__file__).resolve().parent / "montecarlo"
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test of ``montecarlo/`` is slow: ``make check`` (``-m "not slow"``) leaves the
     tier out, ``make test`` runs it. Then the modules that hold a slow test run first (each
-    module's tests kept together and in order, for its module-scoped fixtures), so that
-    with several processes (``-n 2 --dist loadgroup``) the long tests start early and the
-    short ones fill in at the end, rather than one long test running alone last."""
+    module's tests kept together and in order), so that with several processes (``-n 2``)
+    the long tests start early and the short ones fill in at the end, rather than one long
+    test running alone last."""
     for item in items:
         if MONTE_CARLO in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.slow)
-            # one process per module: its module-scoped simulation (minutes) runs once
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
     slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_modules)  # stable: order kept within
 
