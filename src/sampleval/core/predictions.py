@@ -14,6 +14,7 @@ prediction`` (``Predictions.from_frame``); on disk, a qrels-like file ``qid iter
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,6 +88,21 @@ class Predictions:
                                           frame["doc_id"].astype(str)])
         known = pd.MultiIndex.from_arrays([self.frame["query_id"], self.frame["doc_id"]])
         return float(keys.isin(known).mean())
+
+    def require_coverage(self, frame: pd.DataFrame, documents: str, match: str,
+                         warned: str = "", stacklevel: int = 4) -> None:
+        """A UsageError if no row of ``frame`` (``documents``, e.g. "the sample's
+        documents") has a prediction (``match``: what to check), a warning naming the share
+        if only some have; the rest predict 0."""
+        share = self.coverage(frame)
+        where = f" in {self.source}" if self.source else ""
+        if share == 0:
+            raise UsageError(f"the predictions{where} name none of {documents} (do their "
+                             f"topic ids and docnos match {match}?)")
+        if share < 1:
+            warnings.warn(f"the predictions{where} cover {share:.1%} of {documents}; the "
+                          f"others predict 0 ({warned}see docs/predictions.md)",
+                          stacklevel=stacklevel)
 
     def for_topic(self, topic: str, docnos: np.ndarray) -> np.ndarray:
         """The predicted value of each of ``docnos`` for ``topic`` (0 where none is given)."""

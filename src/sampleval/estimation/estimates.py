@@ -86,15 +86,8 @@ def _check_predictions(predictions: Predictions, sample: Sample) -> None:
     """Predictions on the judgments' scale that name some of the sample's documents (a
     warning says how many of them lack one)."""
     predictions.check_scale(largest_grade(sample))
-    share = predictions.coverage(sample.frame)
-    where = f" in {predictions.source}" if predictions.source else ""
-    if share == 0:
-        raise UsageError(f"the predictions{where} name none of the sample's documents (do "
-                         "their topic ids and docnos match the sample's?)")
-    if share < 1:
-        warnings.warn(f"the predictions{where} cover {share:.1%} of the sample's frame "
-                      "documents; the others predict 0 (unbiased, but without the "
-                      "predictions' gain; see docs/predictions.md)", stacklevel=3)
+    predictions.require_coverage(sample.frame, "the sample's documents",
+                                 "the sample's", "unbiased, but without the predictions' gain; ")
 
 
 def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None = None, *,

@@ -154,14 +154,7 @@ def _predictions(predictions: PredictionsLike, pool: Pool, qrels: Qrels) -> Pred
     predicted.check_scale(top)
     pooled = pd.DataFrame([(t, d) for t in pool.topics for d in pool.docnos_of(t)],
                           columns=["query_id", "doc_id"])
-    share = predicted.coverage(pooled)
-    where = f" in {predicted.source}" if predicted.source else ""
-    if share == 0:
-        raise UsageError(f"the predictions{where} name none of the pooled documents (do "
-                         "their topic ids and docnos match the runs'?)")
-    if share < 1:
-        warnings.warn(f"the predictions{where} cover {share:.1%} of the pooled documents; "
-                      "the others predict 0 (see docs/predictions.md)", stacklevel=3)
+    predicted.require_coverage(pooled, "the pooled documents", "the runs'")
     return predicted
 
 
