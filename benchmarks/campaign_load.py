@@ -38,7 +38,8 @@ rate a server without group commit could at best reach; the table prints the ser
 over it.
 
     .venv/bin/python benchmarks/campaign_load.py [--clients 8,32] [--stores sqlite,postgresql]
-        [--method strata] [--judgments 3200] [--hog N] [--server-nice N] [--py-spy PREFIX]
+        [--method strata] [--judgments 3200] [--runs max,paced] [--hog N] [--server-nice N]
+        [--py-spy PREFIX]
 
 Targets (issue 11): on SQLite with 32 clients, p99 under 100 ms and at least 200
 judgments per second (read: ``max`` reaches 200/s, and at 200/s ``paced`` p99 < 100 ms).
@@ -85,6 +86,9 @@ def main() -> int:
     parser.add_argument("--judgments", type=int, default=3200)
     parser.add_argument("--rate", type=float, default=TARGET_RATE,
                         help="judgments per second of the paced run")
+    parser.add_argument("--runs", default="max,paced",
+                        help="which runs to make, comma-separated: max (closed loop), paced "
+                             "(--rate judgments per second)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--hog", type=int, default=0,
                         help="busy processes running beside the server (CPU contention)")
@@ -97,6 +101,9 @@ def main() -> int:
                              "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
                              "collapsed stacks with counts")
     args = parser.parse_args()
+    runs = args.runs.split(",")
+    if not set(runs) <= {"max", "paced"}:
+        parser.error(f"--runs: max, paced or both, not {args.runs!r}")
     collection = make_collection(np.random.default_rng(args.seed), n_topics=TOPICS, n_runs=12,
                                  n_docs=3000, depth=100, pool_depth=100)
     runs = [Run.from_frame(frame, name) for name, frame in collection.runs.items()]
@@ -132,7 +139,7 @@ def main() -> int:
                     naive = naive_commits(url)
                     store = Store(url)
                     teams = {}
-                    for run in ("max", "paced"):
+                    for run in runs:
                         create_campaign(store, Design(run, args.method, Budget(budget),
                                                       depth=100, seed=args.seed,
                                                       grades=tuple(parse_grades("0,1,2"))),

@@ -20,6 +20,10 @@ from sampleval.campaign.store import Store
 from sampleval.campaign.web import HERE, Guard
 from sampleval.errors import SampleValError
 
+CHECKPOINT_EVERY = 1.0
+"""Seconds between the server's WAL checkpoints on SQLite (:class:`.store.Store`: off the
+commit path)."""
+
 
 def create_app(url: str, *, live: bool = True, interval: float = 2.0,
                public_url: str | None = None, trusted_proxies: Sequence[str] = (),
@@ -31,7 +35,7 @@ def create_app(url: str, *, live: bool = True, interval: float = 2.0,
     ``X-Forwarded-Proto`` are believed (:class:`Guard`). ``freeze``: once the campaigns
     are loaded, exempt what the process holds then from garbage collection
     (:func:`freeze_heap`; ``serve`` does, tests in a shared process do not)."""
-    store = Store(url)
+    store = Store(url, checkpoint_every=CHECKPOINT_EVERY)
     estimates = LiveEstimates(store, interval)
     service = CampaignService(store, on_judgment=estimates.poke if live else None)
     estimates.on_stop = service.stop

@@ -13,6 +13,15 @@ Writes go through :meth:`Store.write`: on SQLite a process-wide lock and ``BEGIN
 IMMEDIATE`` serialise writers without SQLite's busy-wait retries (other processes, such as
 a command run while the server runs, wait on the busy timeout); on PostgreSQL transactions
 run concurrently under row locks and unique constraints.
+
+Checkpoints. SQLite copies the WAL's pages back into the database file (a checkpoint, with
+its own flush) by default inside the commit that grows the WAL past 1,000 pages, so that
+one commit in a thousand pages' worth waits for it, and every judgment queued behind that
+commit with it. A store opened with ``checkpoint_every`` (the server's) turns that off
+(``wal_autocheckpoint=0`` on its connections) and runs a passive checkpoint on a thread of
+its own every ``checkpoint_every`` seconds instead: it copies what was committed, waits for
+no reader or writer, and a writer is never made to wait for it. Durability does not depend on
+it: a commit is on disk once the WAL is flushed.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -57,16 +66,24 @@ def database_url(text: str | None) -> str:
 class Store:
     """An open campaign database (see the module docstring)."""
 
-    def __init__(self, url: str, migrate: bool = True) -> None:
+    def __init__(self, url: str, migrate: bool = True,
+                 checkpoint_every: float | None = None) -> None:
         self.url = database_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
-        self.engine = _engine(self.url)
+        database = make_url(self.url).database if self.is_sqlite else None
+        background = (checkpoint_every is not None and bool(database)
+                      and database != ":memory:")
+        self.engine = _engine(self.url, autocheckpoint=not background)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._write_lock: Any = threading.Lock() if self.is_sqlite else None
         if migrate:
             from sampleval.campaign.schema import upgrade
 
             upgrade(self.engine)
+        self._checkpoints: _Checkpoints | None = None
+        if background:
+            assert checkpoint_every is not None
+            self._checkpoints = _Checkpoints(self.engine, checkpoint_every)
 
     def read(self) -> Session:
         """A session for reading (use as a context manager)."""
@@ -99,10 +116,43 @@ class Store:
                 raise
 
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
         self.engine.dispose()
 
 
-def _engine(url: str) -> Engine:
+class _Checkpoints:
+    """A thread running ``PRAGMA wal_checkpoint(PASSIVE)`` on its own connection every
+    ``every`` seconds until stopped (the module docstring), and once more when stopped."""
+
+    def __init__(self, engine: Engine, every: float) -> None:
+        self.engine = engine
+        self.every = every
+        self.done = 0
+        """Checkpoints run so far."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with self.engine.connect().execution_options(sv_read=True) as connection:
+            while True:
+                stopping = self._stop.wait(self.every)
+                try:
+                    connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except OperationalError:
+                    pass  # (the database busy or gone: the next round tries again)
+                else:
+                    self.done += 1
+                if stopping:
+                    return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _engine(url: str, autocheckpoint: bool = True) -> Engine:
     if not url.startswith("sqlite"):
         # commits wait for the server's WAL flush, whatever the server's default says
         return create_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True,
@@ -126,6 +176,8 @@ def _engine(url: str) -> Engine:
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
+        if not autocheckpoint:  # a thread of the store checkpoints (module docstring)
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
 
     @event.listens_for(engine, "begin")

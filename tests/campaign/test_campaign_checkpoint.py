@@ -1,0 +1,80 @@
+"""The server's SQLite store checkpoints its WAL on a thread of its own, never inside a
+commit (store.py's module docstring: a commit that crossed SQLite's automatic checkpoint
+threshold used to copy the WAL into the database file, and flush it, before answering)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sqlalchemy")
+
+from sqlalchemy import Column, Integer, LargeBinary, MetaData, Table, insert
+
+from sampleval.campaign.app import create_app
+from sampleval.campaign.store import Store
+
+BLOBS = Table("blobs", MetaData(), Column("id", Integer, primary_key=True),
+              Column("data", LargeBinary))
+
+
+def _write_pages(store: Store, pages: int) -> None:
+    """About ``pages`` 4 KiB pages committed, ten per transaction."""
+    BLOBS.create(store.engine, checkfirst=True)
+    for _ in range(pages // 10):
+        with store.transaction() as connection:
+            connection.execute(insert(BLOBS), {"data": bytes(40_000)})
+
+
+def test_commits_do_not_checkpoint_and_the_thread_does(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    store = Store(str(path), checkpoint_every=3600.0)  # no round during the writes
+    try:
+        with store.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
+        size = path.stat().st_size
+        _write_pages(store, 1500)  # past SQLite's automatic threshold of 1,000 pages
+        assert path.stat().st_size == size, "a commit copied the WAL into the database"
+        wal = Path(f"{path}-wal").stat().st_size
+        assert wal > 1500 * 4000
+    finally:
+        store.close()  # the thread's last round
+    assert path.stat().st_size > size + 1500 * 4000
+
+
+def test_the_thread_checkpoints_every_interval(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    store = Store(str(path), checkpoint_every=0.05)
+    try:
+        size = path.stat().st_size
+        _write_pages(store, 300)
+        deadline = time.monotonic() + 10
+        while path.stat().st_size <= size + 300 * 4000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert path.stat().st_size > size + 300 * 4000
+        assert store._checkpoints is not None and store._checkpoints.done > 0
+    finally:
+        store.close()
+
+
+def test_a_store_without_it_checkpoints_as_sqlite_does(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "c.db"))
+    try:
+        with store.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 1000
+        assert store._checkpoints is None
+    finally:
+        store.close()
+
+
+def test_the_server_checkpoints_off_the_commit_path(tmp_path: Path) -> None:
+    app = create_app(str(tmp_path / "s.db"), live=False)
+    store = app.state.service.store
+    try:
+        with store.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
+        assert store._checkpoints is not None
+    finally:
+        store.close()
