@@ -6,6 +6,8 @@ continues to the simulation's sample."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import numpy as np
@@ -103,3 +105,73 @@ def test_a_batch_saves_its_topic_only(store_url: str, method: str) -> None:
     exported, _ = export_sample(store, "c1")
     store.close()
     assert_same_sample(exported, reference(c.runs, method, Budget(10), 30, 6, c.oracle))
+
+
+@pytest.mark.parametrize("method,alone", [("mtf", True), ("dynamic", True),
+                                          ("strata", False)])
+def test_a_slow_selector_step_holds_up_other_topics_only_when_the_state_is_shared(
+        tmp_path, method: str, alone: bool) -> None:
+    """While one topic's selector proposes (``dynamic``'s classifier fit can take tens of
+    milliseconds), a judgment that completes another topic's batch goes through when the
+    method's state splits by topic (the campaign-wide lock is not held for the fit), and
+    waits for it when the state is shared (the lock guards the selector)."""
+    c = collection()
+    store = Store(str(tmp_path / "c.db"))
+    create_campaign(store, Design("c1", method, Budget(6), depth=30, seed=6,
+                                  grades=tuple(parse_grades("0,1,2"))), c.runs)
+    first: list[float] = []
+    second: list[float] = []
+    token_a, topics, _ = add_person(store, "c1", "ann")
+    service = CampaignService(store)
+    try:
+        person = service.person_by_token(token_a)
+        assert person is not None
+        slow, fast = topics[0], topics[1]
+        runtime = service.runtime(person.campaign_id)
+
+        def complete_batch(qid: str) -> None:
+            """Judge ``qid``'s open batch but its last document."""
+            while True:
+                offer = service.next_document(person, qid)
+                assert offer.status == "judge" and offer.docno is not None
+                state = runtime.topics[qid]
+                if sum(1 for d in state.open if not state.judges.get(d)) == 1:
+                    return
+                service.judge(person, qid, offer.docno, c.oracle(qid, [offer.docno])[
+                    offer.docno], 1.0, uuid.uuid4().hex)
+
+        complete_batch(slow)
+        complete_batch(fast)
+        batches = {t: runtime.topics[t].batch for t in (slow, fast)}
+        proposing, other_done = threading.Event(), threading.Event()
+        saw: list[bool] = []
+        propose = runtime.selector.propose
+
+        def slow_propose(topic: str, n: int) -> list[str]:
+            if topic == slow and not saw:
+                proposing.set()
+                saw.append(other_done.wait(3.0))  # the other topic's batch meanwhile
+            return propose(topic, n)
+
+        runtime.selector.propose = slow_propose  # type: ignore[method-assign]
+
+        def last(qid: str, out: list[float]) -> None:
+            offer = service.next_document(person, qid)
+            assert offer.docno is not None
+            service.judge(person, qid, offer.docno, c.oracle(qid, [offer.docno])[
+                offer.docno], 1.0, uuid.uuid4().hex)
+            out.append(time.monotonic())
+
+        a = threading.Thread(target=last, args=(slow, first))
+        a.start()
+        assert proposing.wait(10)
+        b = threading.Thread(target=lambda: (last(fast, second), other_done.set()))
+        b.start()
+        a.join(10)
+        b.join(10)
+        assert first and second
+        assert saw == [alone]
+        assert all(runtime.topics[t].batch == b + 1 for t, b in batches.items())
+    finally:
+        service.close()
+        store.close()

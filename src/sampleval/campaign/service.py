@@ -43,8 +43,10 @@ judgment of a document its assessor judged before.
 Locks. Each topic's in-memory state has its own lock, held by judging, undoing and offering
 on the topic from the check to the commit and the in-memory update, so they serialise (an
 undo cannot overwrite a concurrent judgment's record); requests on other topics do not wait.
-The runtime's lock guards the selector (shared by all topics) and its saved version while a
-batch is observed. A topic's lock is always taken before the runtime's.
+The runtime's lock guards the selector (shared by all topics) while a
+batch is observed, unless the selector's state splits by topic (then the topic's lock does:
+``observe`` and ``propose`` on a topic change its part only), and the saved state's version
+while the batch's writes are queued. A topic's lock is always taken before the runtime's.
 """
 
 from __future__ import annotations
@@ -285,8 +287,26 @@ class _NewJudgment:
 
 
 @dataclass(frozen=True)
+class _Move:
+    """The writes of an observed batch (:meth:`CampaignService._observe_batch`) but the
+    version of the saved state they follow."""
+
+    campaign_id: int
+    topic_id: int
+    batch: int
+    """The new batch's number."""
+    when: datetime
+    labels: list[dict[str, Any]]
+    items: list[dict[str, Any]]
+    state: bytes
+    split: bool
+    """Whether ``state`` is the topic's part (else the whole state)."""
+
+
+@dataclass(frozen=True)
 class _Observed:
-    """The writes of an observed batch (:meth:`CampaignService._observe_batch`)."""
+    """The writes of an observed batch (:meth:`CampaignService._observe_batch`), with the
+    version (:meth:`CampaignService._next_version`)."""
 
     campaign_id: int
     topic_id: int
@@ -619,29 +639,32 @@ class CampaignService:
         had = r.person.id in judges
         held = state.leases.get(r.docno, {}).pop(r.person.id, None)
         judges.add(r.person.id)
+        completes = r.docno in state.open and state.complete()
 
         def take_back() -> None:
             if not had:
                 judges.discard(r.person.id)
             if held is not None:
                 state.leases.setdefault(r.docno, {})[r.person.id] = held
-            if observed is not None:
-                self._reload(runtime)  # the selector moved: rebuild it from the store
+            if completes:
+                self._reload(runtime)  # the selector may have moved: rebuild from the store
 
-        completes = r.docno in state.open and state.complete()
         proposed: list[str] | None = None
         observed: _Observed | None = None
+        move: _Move | None = None
         try:
-            with runtime.lock if completes else nullcontext():
-                if completes:
-                    batch = self._observe_batch(runtime, state, {r.docno: r.label})
-                    if batch is not None:
-                        proposed, observed = batch
-                next_docno = lease = None
-                if offer and runtime.stopped is None:
-                    next_docno = self._pick(state, r.person.id, now, proposed)
-                    if next_docno is not None:
-                        lease = self._new_lease(state, next_docno, r.person.id, now)
+            if completes:
+                moved = self._observe_batch(runtime, state, {r.docno: r.label})
+                if moved is not None:
+                    proposed, move = moved
+            next_docno = lease = None
+            if offer and runtime.stopped is None:
+                next_docno = self._pick(state, r.person.id, now, proposed)
+                if next_docno is not None:
+                    lease = self._new_lease(state, next_docno, r.person.id, now)
+            with runtime.lock if move is not None else nullcontext():
+                if move is not None:
+                    observed = self._next_version(runtime, move)
                 written = self._writer.enqueue(_Judging(r, observed, lease))
             outcome = written.result()
             assert isinstance(outcome, tuple)
@@ -792,18 +815,19 @@ class CampaignService:
         batch with the selector's new state, in one transaction (module docstring). Caller
         holds ``state.lock`` (or owns the runtime).
 
-        The selector moves under the runtime's lock, which is let go once the batch's
-        writes are queued for the group commit (in the order the selector moved), so that
-        other topics' batches and judgments share their transactions instead of waiting for
-        this one's commit."""
+        The batch's writes are queued for the group commit under the runtime's lock (in the
+        order of the saved state's versions), which is let go then, so that other topics'
+        batches and judgments share their transactions instead of waiting for this one's
+        commit; the selector moves under it too unless its state splits by topic
+        (:meth:`_observe_batch`)."""
         while state.complete():
             try:
+                moved = self._observe_batch(runtime, state)
+                if moved is None:
+                    return
+                proposed, move = moved
                 with runtime.lock:
-                    observed = self._observe_batch(runtime, state)
-                    if observed is None:
-                        return
-                    proposed, batch = observed
-                    written = self._writer.enqueue(batch)
+                    written = self._writer.enqueue(self._next_version(runtime, move))
                 new_items = written.result()
                 if not isinstance(new_items, list):
                     raise new_items if isinstance(new_items, ServiceError) else ServiceError(
@@ -826,12 +850,18 @@ class CampaignService:
 
     def _observe_batch(self, runtime: Runtime, state: TopicState,
                        pending: dict[str, float] | None = None
-                       ) -> tuple[list[str], _Observed] | None:
-        """Hand the open batch's labels to the selector, propose the next batch and return
-        their writes, to be queued before the runtime's lock is let go (caller holds
-        ``runtime.lock``); None if an undo left the batch incomplete. The labels are the
-        stored ones, with ``pending`` (docno -> label: a judgment being written with the
-        batch, the item's latest) put in."""
+                       ) -> tuple[list[str], _Move] | None:
+        """Hand the open batch's labels to the selector and propose the next batch; return
+        it with the batch's writes but the saved state's version (:meth:`_next_version`,
+        under the runtime's lock, gives it when the writes are queued); None if an undo left
+        the batch incomplete. The labels are the stored ones, with ``pending`` (docno ->
+        label: a judgment being written with the batch, the item's latest) put in. Caller
+        holds ``state.lock``.
+
+        The selector moves under the runtime's lock, unless its state splits by topic
+        (``Selector.splits_state``): then ``observe`` and ``propose`` on this topic change
+        only this topic's part, which the topic's lock guards, so that a slow step (such as
+        ``dynamic``'s classifier fit) holds up no other topic."""
         selector, info = runtime.selector, runtime.info
         pending = pending or {}
         ids = {state.items[d][0]: d for d in state.open}
@@ -846,18 +876,27 @@ class CampaignService:
                 state.judges[docno] = set()
             return None
         labels = {d: latest[d] for d in state.open}
-        selector.observe(state.qid, labels)
-        proposed = selector.propose(state.qid, selector.batch_size(state.qid))
+        split = selector.splits_state
+        with nullcontext() if split else runtime.lock:
+            selector.observe(state.qid, labels)
+            proposed = selector.propose(state.qid, selector.batch_size(state.qid))
+            saved = encode_state(selector.topic_state(state.qid) if split
+                                 else selector.state())
         when = m.now()
-        split = selector.splits_state  # the topic's part only (module docstring)
-        batch = _Observed(
-            info.id, state.id, state.batch + 1, runtime.version, when,
+        return proposed, _Move(
+            info.id, state.id, state.batch + 1, when,
             [{"item": i, "value": labels[d], "when": when} for i, d in ids.items()],
             item_rows(state.id, state.qid, state.batch + 1, proposed, info.seed, info.overlap),
-            encode_state(selector.topic_state(state.qid) if split else selector.state()),
-            split)
+            saved, split)
+
+    @staticmethod
+    def _next_version(runtime: Runtime, move: _Move) -> _Observed:
+        """``move``'s writes, following the runtime's saved state version (caller holds
+        ``runtime.lock`` until they are queued, so that versions are queued in order)."""
+        observed = _Observed(move.campaign_id, move.topic_id, move.batch, runtime.version,
+                             move.when, move.labels, move.items, move.state, move.split)
         runtime.version += 1
-        return proposed, batch
+        return observed
 
     @staticmethod
     def _store_batches(session: Connection, batches: list[_Observed]) -> dict[int, _Written]:
