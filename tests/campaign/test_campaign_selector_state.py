@@ -165,7 +165,11 @@ def test_a_slow_selector_step_holds_up_other_topics_only_when_the_state_is_share
         a = threading.Thread(target=last, args=(slow, first))
         a.start()
         assert proposing.wait(10)
-        b = threading.Thread(target=lambda: (last(fast, second), other_done.set()))
+        def other() -> None:
+            last(fast, second)
+            other_done.set()
+
+        b = threading.Thread(target=other)
         b.start()
         a.join(10)
         b.join(10)
