@@ -23,12 +23,12 @@ answer).
 What the latency is made of. ``server p99`` is the p99 of the server's own ``Server-Timing``
 (from the request reaching the app to its answer: the request's work, the commit's flush,
 waits for the interpreter lock and for a CPU); the rest of the client's latency is spent in
-sockets, in uvicorn's parsing and in the client's own threads. ``cpu ms/j`` is the CPU time
-the server (with its live-estimates worker; ``worker ms/j`` the worker's part) spent per
-judgment, and ``wait ms/j`` the time
-its threads were ready to run but had no CPU (the kernel's run-queue delay,
-``/proc/PID/task/*/schedstat``), per judgment: the share of the latency the machine's other
-load causes. ``--hog N`` adds N busy processes during the runs, to see how the figures move
+sockets, in uvicorn's parsing and in the client's own threads. ``server cpu ms/j`` is the
+CPU time the server's process spent per judgment (its threads' ``/proc/PID/task/*/schedstat``:
+what the code costs, whatever else the machine runs), ``worker ms/j`` that of its
+live-estimates worker process, and ``wait ms/j`` the time the threads of both were ready to
+run but had no CPU (the kernel's run-queue delay), per judgment: the share of the latency
+the machine's other load causes. ``--hog N`` adds N busy processes during the runs, to see how the figures move
 with load; ``--server-nice -5`` (as root) favours the server over them and over the clients.
 
 There is no peer campaign server to run here (HiCAL needs its own stack), so the reference
@@ -101,8 +101,8 @@ def main() -> int:
                              "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
                              "collapsed stacks with counts")
     args = parser.parse_args()
-    runs = args.runs.split(",")
-    if not set(runs) <= {"max", "paced"}:
+    kinds = args.runs.split(",")
+    if not set(kinds) <= {"max", "paced"}:
         parser.error(f"--runs: max, paced or both, not {args.runs!r}")
     collection = make_collection(np.random.default_rng(args.seed), n_topics=TOPICS, n_runs=12,
                                  n_docs=3000, depth=100, pool_depth=100)
@@ -110,12 +110,13 @@ def main() -> int:
     oracle = qrels_oracle(Qrels.from_frame(collection.qrels))
     budget = max(1, args.judgments // TOPICS)
     clients = [int(c) for c in args.clients.split(",")]
-    console = Console(width=140)
+    console = Console(width=200)
     table = Table(title=f"Campaign server load: method {args.method}, {TOPICS} topics x "
                         f"{budget} judgments, {os.cpu_count()} cores, {args.hog} hog(s), "
                         f"server nice {args.server_nice}, load average at start {_load()}")
     for column in ("store", "clients", "run", "judgments", "seconds", "judgments/s", "p50 ms",
-                   "p99 ms", "server p99 ms", "cpu ms/j", "worker ms/j", "wait ms/j",
+                   "p99 ms", "server p99 ms", "server cpu ms/j", "worker ms/j",
+                   "wait ms/j",
                    "naive commits/s",
                    "ratio"):
         table.add_column(column, justify="left" if column == "store" else "right")
@@ -139,7 +140,7 @@ def main() -> int:
                     naive = naive_commits(url)
                     store = Store(url)
                     teams = {}
-                    for run in runs:
+                    for run in kinds:
                         create_campaign(store, Design(run, args.method, Budget(budget),
                                                       depth=100, seed=args.seed,
                                                       grades=tuple(parse_grades("0,1,2"))),
@@ -167,7 +168,8 @@ def main() -> int:
                                           f"{percentile(report.latencies, 0.5) * 1000:.1f}",
                                           f"{p99:.1f}",
                                           f"{percentile(report.server_latencies, 0.99) * 1000:.1f}",
-                                          f"{cpu * per:.2f}", f"{worker * per:.2f}",
+                                          f"{(cpu - worker) * per:.2f}",
+                                          f"{worker * per:.2f}",
                                           f"{wait * per:.2f}",
                                           f"{naive:.0f}", f"{rate / naive:.1f}x")
                             results[store_kind, n, run] = (rate, p99)

@@ -7,7 +7,8 @@ every write to one thread, which takes all the writes waiting at that moment and
 them in one transaction: one commit, one flush, for the lot. Each caller blocks until the
 transaction holding its write has committed, so nothing is acknowledged before it is on
 disk. If a shared transaction fails, its writes are retried one by one, so one bad write
-cannot fail the others.
+cannot fail the others. The thread keeps its connection from one transaction to the next
+(:meth:`.Store.writer`), and takes a new one after a transaction that failed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import suppress
 from typing import Generic, TypeVar
 
 from sqlalchemy import Connection
@@ -38,6 +40,7 @@ class GroupCommit(Generic[R, T]):
         self._queue: queue.SimpleQueue[tuple[R, Future[T]] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
+        self._connection: Connection | None = None
 
     def submit(self, record: R) -> T:
         """Write ``record``; return its result once committed (or raise its error)."""
@@ -66,6 +69,12 @@ class GroupCommit(Generic[R, T]):
                     self._thread.start()
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:
+            self._drop_connection()
+
+    def _serve(self) -> None:
         while True:
             first = self._queue.get()
             if first is None:
@@ -87,9 +96,12 @@ class GroupCommit(Generic[R, T]):
 
     def _write(self, batch: list[tuple[R, Future[T]]]) -> None:
         try:
-            with self.store.transaction() as connection:
+            if self._connection is None:
+                self._connection = self.store.writer()
+            with self.store.transaction(self._connection) as connection:
                 results = self.apply(connection, [record for record, _ in batch])
         except BaseException as exc:
+            self._drop_connection()  # (it may be broken: a lost server, a full disk)
             if len(batch) == 1:
                 batch[0][1].set_exception(exc)
             else:
@@ -98,3 +110,9 @@ class GroupCommit(Generic[R, T]):
             return
         for (_, done), result in zip(batch, results, strict=True):
             done.set_result(result)
+
+    def _drop_connection(self) -> None:
+        if self._connection is not None:
+            with suppress(Exception):
+                self._connection.close()
+            self._connection = None

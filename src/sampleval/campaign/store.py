@@ -95,13 +95,20 @@ class Store:
         return self.engine.connect().execution_options(sv_read=True)
 
     @contextmanager
-    def transaction(self) -> Iterator[Connection]:
+    def transaction(self, held: Connection | None = None) -> Iterator[Connection]:
         """A plain connection in a write transaction, as :meth:`write` but without the ORM
-        (the hot path: judgments)."""
-        with self._write_lock or nullcontext(), self.engine.connect() as connection:
-            connection = connection.execution_options(sv_write=True)
-            with connection.begin():
-                yield connection
+        (the hot path: judgments); ``held``: a connection from :meth:`writer` to use
+        instead of one from the pool."""
+        with (self._write_lock or nullcontext(),
+              nullcontext(held) if held is not None else self.writer() as connection,
+              connection.begin()):
+            yield connection
+
+    def writer(self) -> Connection:
+        """A connection for :meth:`transaction` that a thread writing often keeps (its
+        checkout from the pool, and the pool's reset when it is returned, cost more than
+        a judgment's statements); close it when done."""
+        return self.engine.connect().execution_options(sv_write=True)
 
     @contextmanager
     def write(self) -> Iterator[Session]:
