@@ -7,8 +7,8 @@ continues to the simulation's sample."""
 from __future__ import annotations
 
 import threading
-import time
 import uuid
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -23,6 +23,8 @@ from sampleval.campaign.organise import (
     Design,
     add_person,
     create_campaign,
+    decode_state,
+    encode_state,
     export_sample,
     parse_grades,
 )
@@ -107,6 +109,74 @@ def test_a_batch_saves_its_topic_only(store_url: str, method: str) -> None:
     assert_same_sample(exported, reference(c.runs, method, Budget(10), 30, 6, c.oracle))
 
 
+class _TwoBatches:
+    """A campaign whose first two topics each have one document left to judge in their
+    open batch, judged through the service (one assessor on every topic)."""
+
+    def __init__(self, tmp_path, method: str) -> None:
+        self.c = collection()
+        self.store = Store(str(tmp_path / "c.db"))
+        create_campaign(self.store, Design("c1", method, Budget(6), depth=30, seed=6,
+                                           grades=tuple(parse_grades("0,1,2"))), self.c.runs)
+        token, topics, _ = add_person(self.store, "c1", "ann")
+        self.service = CampaignService(self.store)
+        person = self.service.person_by_token(token)
+        assert person is not None
+        self.person = person
+        self.topics = topics[0], topics[1]
+        self.runtime = self.service.runtime(person.campaign_id)
+        for qid in self.topics:
+            while True:
+                offer = self.service.next_document(person, qid)
+                assert offer.status == "judge" and offer.docno is not None
+                state = self.runtime.topics[qid]
+                if sum(1 for d in state.open if not state.judges.get(d)) == 1:
+                    break
+                self.judge(qid, offer.docno)
+        self.batches = {t: self.runtime.topics[t].batch for t in self.topics}
+
+    def judge(self, qid: str, docno: str) -> None:
+        self.service.judge_and_offer(self.person, qid, docno,
+                                     self.c.oracle(qid, [docno])[docno], 1.0,
+                                     uuid.uuid4().hex)
+
+    def last(self, qid: str) -> None:
+        """Judge the last document of ``qid``'s open batch (completing it)."""
+        offer = self.service.next_document(self.person, qid)
+        assert offer.docno is not None
+        self.judge(qid, offer.docno)
+
+    def race(self, hold: Callable[[Callable[[], bool]], None]) -> None:
+        """Complete the first topic's batch in a thread, and the second's in another once
+        the first calls ``hold(other_done)`` (patched in by the caller), which may wait
+        for the second to finish."""
+        other_done = threading.Event()
+        held = threading.Event()
+
+        def waiting() -> bool:
+            held.set()
+            return other_done.wait(1.0)
+
+        hold(waiting)
+
+        def other() -> None:
+            self.last(self.topics[1])
+            other_done.set()
+
+        a = threading.Thread(target=self.last, args=(self.topics[0],))
+        a.start()
+        assert held.wait(10)
+        b = threading.Thread(target=other)
+        b.start()
+        a.join(10)
+        b.join(10)
+        assert all(self.runtime.topics[t].batch == n + 1 for t, n in self.batches.items())
+
+    def close(self) -> None:
+        self.service.close()
+        self.store.close()
+
+
 @pytest.mark.parametrize("method,alone", [("mtf", True), ("dynamic", True),
                                           ("strata", False)])
 def test_a_slow_selector_step_holds_up_other_topics_only_when_the_state_is_shared(
@@ -115,67 +185,49 @@ def test_a_slow_selector_step_holds_up_other_topics_only_when_the_state_is_share
     milliseconds), a judgment that completes another topic's batch goes through when the
     method's state splits by topic (the campaign-wide lock is not held for the fit), and
     waits for it when the state is shared (the lock guards the selector)."""
-    c = collection()
-    store = Store(str(tmp_path / "c.db"))
-    create_campaign(store, Design("c1", method, Budget(6), depth=30, seed=6,
-                                  grades=tuple(parse_grades("0,1,2"))), c.runs)
-    first: list[float] = []
-    second: list[float] = []
-    token_a, topics, _ = add_person(store, "c1", "ann")
-    service = CampaignService(store)
+    run = _TwoBatches(tmp_path, method)
     try:
-        person = service.person_by_token(token_a)
-        assert person is not None
-        slow, fast = topics[0], topics[1]
-        runtime = service.runtime(person.campaign_id)
-
-        def complete_batch(qid: str) -> None:
-            """Judge ``qid``'s open batch but its last document."""
-            while True:
-                offer = service.next_document(person, qid)
-                assert offer.status == "judge" and offer.docno is not None
-                state = runtime.topics[qid]
-                if sum(1 for d in state.open if not state.judges.get(d)) == 1:
-                    return
-                service.judge(person, qid, offer.docno, c.oracle(qid, [offer.docno])[
-                    offer.docno], 1.0, uuid.uuid4().hex)
-
-        complete_batch(slow)
-        complete_batch(fast)
-        batches = {t: runtime.topics[t].batch for t in (slow, fast)}
-        proposing, other_done = threading.Event(), threading.Event()
         saw: list[bool] = []
-        propose = runtime.selector.propose
+        selector = run.runtime.selector
+        propose = selector.propose
 
-        def slow_propose(topic: str, n: int) -> list[str]:
-            if topic == slow and not saw:
-                proposing.set()
-                saw.append(other_done.wait(3.0))  # the other topic's batch meanwhile
-            return propose(topic, n)
+        def hold(waiting: Callable[[], bool]) -> None:
+            def slow_propose(topic: str, n: int) -> list[str]:
+                if topic == run.topics[0] and not saw:
+                    saw.append(waiting())  # the other topic's batch meanwhile?
+                return propose(topic, n)
 
-        runtime.selector.propose = slow_propose  # type: ignore[method-assign]
+            selector.propose = slow_propose  # type: ignore[method-assign]
 
-        def last(qid: str, out: list[float]) -> None:
-            offer = service.next_document(person, qid)
-            assert offer.docno is not None
-            service.judge(person, qid, offer.docno, c.oracle(qid, [offer.docno])[
-                offer.docno], 1.0, uuid.uuid4().hex)
-            out.append(time.monotonic())
-
-        a = threading.Thread(target=last, args=(slow, first))
-        a.start()
-        assert proposing.wait(10)
-        def other() -> None:
-            last(fast, second)
-            other_done.set()
-
-        b = threading.Thread(target=other)
-        b.start()
-        a.join(10)
-        b.join(10)
-        assert first and second
+        run.race(hold)
         assert saw == [alone]
-        assert all(runtime.topics[t].batch == b + 1 for t, b in batches.items())
     finally:
-        service.close()
-        store.close()
+        run.close()
+
+
+@pytest.mark.parametrize("method", ["strata", "mtf"])
+def test_the_saved_state_is_the_selector_after_concurrent_batches(tmp_path,
+                                                                  method: str) -> None:
+    """Two topics' batches observed at once: the state saved last is the selector's (for a
+    state that does not split, one topic's whole state saved after another's that already
+    holds its move would drop that move), and a restart continues from it."""
+    run = _TwoBatches(tmp_path, method)
+    try:
+        service = run.service
+        pick = service._pick
+        armed: list[Callable[[], bool]] = []
+
+        def hold(waiting: Callable[[], bool]) -> None:
+            armed.append(waiting)
+
+        def slow_pick(state, person, now, open=None):  # type: ignore[no-untyped-def]
+            if state.qid == run.topics[0] and open is not None and armed:
+                armed.pop()()  # between the selector's step and the queueing of its writes
+            return pick(state, person, now, open)
+
+        service._pick = slow_pick  # type: ignore[method-assign]
+        run.race(hold)
+        saved = service.saved_state(run.person.campaign_id)
+        assert saved == decode_state(encode_state(run.runtime.selector.state()))
+    finally:
+        run.close()

@@ -43,10 +43,11 @@ judgment of a document its assessor judged before.
 Locks. Each topic's in-memory state has its own lock, held by judging, undoing and offering
 on the topic from the check to the commit and the in-memory update, so they serialise (an
 undo cannot overwrite a concurrent judgment's record); requests on other topics do not wait.
-The runtime's lock guards the selector (shared by all topics) while a
-batch is observed, unless the selector's state splits by topic (then the topic's lock does:
-``observe`` and ``propose`` on a topic change its part only), and the saved state's version
-while the batch's writes are queued. A topic's lock is always taken before the runtime's.
+The runtime's lock guards the selector (shared by all topics) from a
+batch's observation until its writes are queued, unless the selector's state splits by
+topic (then the topic's lock does: ``observe`` and ``propose`` on a topic change its part
+only), and the saved state's version while the batch's writes are queued. A topic's lock
+is always taken before the runtime's.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -653,19 +654,19 @@ class CampaignService:
         observed: _Observed | None = None
         move: _Move | None = None
         try:
-            if completes:
-                moved = self._observe_batch(runtime, state, {r.docno: r.label})
-                if moved is not None:
-                    proposed, move = moved
-            next_docno = lease = None
-            if offer and runtime.stopped is None:
-                next_docno = self._pick(state, r.person.id, now, proposed)
-                if next_docno is not None:
-                    lease = self._new_lease(state, next_docno, r.person.id, now)
-            with runtime.lock if move is not None else nullcontext():
-                if move is not None:
-                    observed = self._next_version(runtime, move)
-                written = self._writer.enqueue(_Judging(r, observed, lease))
+            labels = self._batch_labels(state, {r.docno: r.label}) if completes else None
+            with self._selector_lock(runtime) if labels is not None else nullcontext():
+                if labels is not None:
+                    proposed, move = self._observe_batch(runtime, state, labels)
+                next_docno = lease = None
+                if offer and runtime.stopped is None:
+                    next_docno = self._pick(state, r.person.id, now, proposed)
+                    if next_docno is not None:
+                        lease = self._new_lease(state, next_docno, r.person.id, now)
+                with runtime.lock if move is not None else nullcontext():
+                    if move is not None:
+                        observed = self._next_version(runtime, move)
+                    written = self._writer.enqueue(_Judging(r, observed, lease))
             outcome = written.result()
             assert isinstance(outcome, tuple)
             judged, new_items = outcome
@@ -818,16 +819,17 @@ class CampaignService:
         The batch's writes are queued for the group commit under the runtime's lock (in the
         order of the saved state's versions), which is let go then, so that other topics'
         batches and judgments share their transactions instead of waiting for this one's
-        commit; the selector moves under it too unless its state splits by topic
-        (:meth:`_observe_batch`)."""
+        commit; the selector moves under it too, held until the writes are queued, unless
+        its state splits by topic (:meth:`_selector_lock`)."""
         while state.complete():
             try:
-                moved = self._observe_batch(runtime, state)
-                if moved is None:
+                labels = self._batch_labels(state)
+                if labels is None:
                     return
-                proposed, move = moved
-                with runtime.lock:
-                    written = self._writer.enqueue(self._next_version(runtime, move))
+                with self._selector_lock(runtime):
+                    proposed, move = self._observe_batch(runtime, state, labels)
+                    with runtime.lock:
+                        written = self._writer.enqueue(self._next_version(runtime, move))
                 new_items = written.result()
                 if not isinstance(new_items, list):
                     raise new_items if isinstance(new_items, ServiceError) else ServiceError(
@@ -848,21 +850,12 @@ class CampaignService:
             state.items[docno] = (item_id, state.batch, overlap)
         state.done = not proposed
 
-    def _observe_batch(self, runtime: Runtime, state: TopicState,
-                       pending: dict[str, float] | None = None
-                       ) -> tuple[list[str], _Move] | None:
-        """Hand the open batch's labels to the selector and propose the next batch; return
-        it with the batch's writes but the saved state's version (:meth:`_next_version`,
-        under the runtime's lock, gives it when the writes are queued); None if an undo left
-        the batch incomplete. The labels are the stored ones, with ``pending`` (docno ->
-        label: a judgment being written with the batch, the item's latest) put in. Caller
-        holds ``state.lock``.
-
-        The selector moves under the runtime's lock, unless its state splits by topic
-        (``Selector.splits_state``): then ``observe`` and ``propose`` on this topic change
-        only this topic's part, which the topic's lock guards, so that a slow step (such as
-        ``dynamic``'s classifier fit) holds up no other topic."""
-        selector, info = runtime.selector, runtime.info
+    def _batch_labels(self, state: TopicState, pending: dict[str, float] | None = None
+                      ) -> dict[str, float] | None:
+        """The labels of the topic's open batch (docno -> label) for the selector: the
+        stored ones (each item's latest), with ``pending`` (docno -> label: a judgment being
+        written with the batch) put in; None if an undo left the batch incomplete. Caller
+        holds ``state.lock``."""
         pending = pending or {}
         ids = {state.items[d][0]: d for d in state.open}
         latest = dict(pending)
@@ -875,13 +868,31 @@ class CampaignService:
             for docno in set(ids.values()) - set(latest):
                 state.judges[docno] = set()
             return None
-        labels = {d: latest[d] for d in state.open}
+        return {d: latest[d] for d in state.open}
+
+    @staticmethod
+    def _selector_lock(runtime: Runtime) -> AbstractContextManager[Any]:
+        """What guards the selector while a topic's batch is observed and its writes are
+        queued: the runtime's lock, held from the selector's step until the writes are
+        queued (so that the whole states saved follow one another in the order the selector
+        moved), unless the selector's state splits by topic (``Selector.splits_state``:
+        then ``observe`` and ``propose`` on a topic change only its part, which the topic's
+        lock guards, and a slow step, such as ``dynamic``'s classifier fit, holds up no
+        other topic)."""
+        return nullcontext() if runtime.selector.splits_state else runtime.lock
+
+    def _observe_batch(self, runtime: Runtime, state: TopicState, labels: dict[str, float]
+                       ) -> tuple[list[str], _Move]:
+        """Hand the open batch's ``labels`` (:meth:`_batch_labels`) to the selector and
+        propose the next batch; return it with the batch's writes but the saved state's
+        version (:meth:`_next_version` gives it when the writes are queued). Caller holds
+        ``state.lock`` and :meth:`_selector_lock`."""
+        selector, info = runtime.selector, runtime.info
+        ids = {state.items[d][0]: d for d in state.open}
         split = selector.splits_state
-        with nullcontext() if split else runtime.lock:
-            selector.observe(state.qid, labels)
-            proposed = selector.propose(state.qid, selector.batch_size(state.qid))
-            saved = encode_state(selector.topic_state(state.qid) if split
-                                 else selector.state())
+        selector.observe(state.qid, labels)
+        proposed = selector.propose(state.qid, selector.batch_size(state.qid))
+        saved = encode_state(selector.topic_state(state.qid) if split else selector.state())
         when = m.now()
         return proposed, _Move(
             info.id, state.id, state.batch + 1, when,
