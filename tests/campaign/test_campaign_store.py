@@ -258,8 +258,8 @@ def complete_unobserved(store: Store, monkeypatch: pytest.MonkeyPatch
     the service "crashes": her token, her topics and her person."""
     token, topics, _ = add_person(store, "c1", "alice")
     crashing = CampaignService(store)
-    monkeypatch.setattr(CampaignService, "_observe_batch",
-                        lambda self, runtime, state, pending=None: None)
+    monkeypatch.setattr(CampaignService, "_batch_labels",
+                        lambda self, state, pending=None: None)
     person = crashing.person_by_token(token)
     assert person is not None
     for _ in crashing.runtime(person.campaign_id).topics[topics[0]].open:

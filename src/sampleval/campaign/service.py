@@ -305,22 +305,11 @@ class _Move:
 
 
 @dataclass(frozen=True)
-class _Observed:
-    """The writes of an observed batch (:meth:`CampaignService._observe_batch`), with the
-    version (:meth:`CampaignService._next_version`)."""
+class _Observed(_Move):
+    """The writes of an observed batch with the version of the saved state they follow
+    (:meth:`CampaignService._next_version`)."""
 
-    campaign_id: int
-    topic_id: int
-    batch: int
-    """The new batch's number."""
     version: int
-    """The saved selector state's version this batch follows."""
-    when: datetime
-    labels: list[dict[str, Any]]
-    items: list[dict[str, Any]]
-    state: bytes
-    split: bool
-    """Whether ``state`` is the topic's part (else the whole state)."""
 
 
 _Written = list[tuple[str, int, bool]] | ServiceError
@@ -904,8 +893,7 @@ class CampaignService:
     def _next_version(runtime: Runtime, move: _Move) -> _Observed:
         """``move``'s writes, following the runtime's saved state version (caller holds
         ``runtime.lock`` until they are queued, so that versions are queued in order)."""
-        observed = _Observed(move.campaign_id, move.topic_id, move.batch, runtime.version,
-                             move.when, move.labels, move.items, move.state, move.split)
+        observed = _Observed(**vars(move), version=runtime.version)
         runtime.version += 1
         return observed
 
