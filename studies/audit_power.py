@@ -3,7 +3,7 @@ rank intervals are, by simulation (issue 31).
 
     python -m studies.audit_power [--collection round5|sparse] [--trials 200]
         [--rate 0.05] [--method stratified|audit|...] [--inflation 0.03] [--ppi]
-        [--output F.csv]
+        [--ppi-measure 'AP~ppi(bias=taylor)'] [--output F.csv]
 
 The truth is a collection judged in full (TREC-COVID round 5: the depth-``--depth`` pool of
 its 126 runs with the round-5 qrels, unjudged = not relevant; or ``sparse``: a synthetic
@@ -32,7 +32,11 @@ rank inside its interval; tied true means: any of the tied ranks) and their mean
 against the full qrels' max-t intervals (:func:`~sampleval.estimation.ranks.
 rank_intervals` of the exact per-topic AP), and the estimates' rms; with ``--ppi``,
 whether the AP~ppi leaderboard with the circular judge's labels as predictions stays
-unbiased (each run's mean error over the trials within 3 of its standard errors).
+unbiased (each run's mean error over the trials within 3 of its standard errors), and
+whether a failure is bias or an understated standard error: per run the mean error, its
+spread over the trials, the estimated standard error and the 95% intervals' coverage
+(``--ppi-measure`` names the estimator, its options included, for the ppi side and the
+leaderboard).
 """
 
 from __future__ import annotations
@@ -115,11 +119,12 @@ default) and the prediction-powered estimates with the judge's labels as predict
 def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int,
                    trials: int, seed: int, inflation: float, ppi: bool,
                    method: str = "stratified", output: str | None = None,
-                   paths: Sequence[str] = ("control", "plain")
+                   paths: Sequence[str] = ("control", "plain"), ppi_measure: str = PPI
                    ) -> tuple[pd.DataFrame, dict[str, object]]:
     """Per trial one record (module docstring; written to ``output`` after each trial) for
-    each sample side of ``paths`` (:data:`PATHS`), and the setting (k, favoured run,
-    reference rank-interval width, runs)."""
+    each sample side of ``paths`` (:data:`PATHS`; the ppi side and the leaderboard estimate
+    ``ppi_measure``), and the setting (k, favoured run, reference rank-interval width,
+    runs)."""
 
     runs = list(runs)
     pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
@@ -156,17 +161,14 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
         record: dict[str, object] = {"trial": trial}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sides = _sides(sample, runs, judges, paths, seed + trial + 1_000_003)
+            sides = _sides(sample, runs, judges, paths, seed + trial + 1_000_003, ppi_measure)
             for path in paths:
                 record.update(_path_record(path, sample, sides[path], judges, exact, at,
                                            nulls, true_relative))
             if ppi:  # the AP~ppi leaderboard, as the audit's ppi side has it when measured
-                ppi_value = (pd.Series(sides["ppi"]["circular"].estimate,
-                                       index=list(sides["ppi"]["circular"].pool.run_names))
-                             if "ppi" in sides else _ppi_leaderboard(sample, runs,
-                                                                     judges["circular"]))
-                record.update({f"ppi_error_{j}": float(e) for j, e in enumerate(
-                    (ppi_value[exact.index] - exact).to_numpy())})
+                board = (sides["ppi"]["circular"] if "ppi" in sides else human_estimates(
+                    sample, runs, ppi_measure, ci=0.95, predictions=judges["circular"]))
+                record.update(_leaderboard_record(board, exact))
         record["seconds"] = time.time() - started
         records.append(record)
         if output:  # kept as it grows, so that a long run can be read before it ends
@@ -183,10 +185,12 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
 
 
 def _sides(sample: Sample, runs: list[Run], judges: dict[str, Predictions],
-           paths: Sequence[str], seed: int) -> dict[str, dict[str, HumanEstimates]]:
-    """Per sample side of ``paths`` and per judge, the estimates the audit compares with,
-    each carrying the judge's exact per-topic machine measures (computed once per judge);
-    every side's rank intervals draw from a generator seeded ``seed``."""
+           paths: Sequence[str], seed: int, ppi_measure: str = PPI
+           ) -> dict[str, dict[str, HumanEstimates]]:
+    """Per sample side of ``paths`` and per judge, the estimates the audit compares with
+    (the ppi side's of ``ppi_measure``), each carrying the judge's exact per-topic machine
+    measures (computed once per judge); every side's rank intervals draw from a generator
+    seeded ``seed``."""
     from sampleval.estimation.audit import machine_per_topic
 
     def rng() -> np.random.Generator:
@@ -202,18 +206,25 @@ def _sides(sample: Sample, runs: list[Run], judges: dict[str, Predictions],
                            for name, judge in judges.items()}
             continue
         sides[path] = {name: dataclasses.replace(
-            plain if path == "plain" else human_estimates(sample, runs, PPI, ci=0.95, rng=rng(),
-                                                          predictions=judge),
+            plain if path == "plain" else human_estimates(sample, runs, ppi_measure, ci=0.95,
+                                                          rng=rng(), predictions=judge),
             judge=judge, machine=machine[name]) for name, judge in judges.items()}
     return sides
 
 
-def _ppi_leaderboard(sample: Sample, runs: list[Run], judge: Predictions) -> pd.Series:
-    """Each run's AP~ppi estimate with ``judge``'s labels as predictions."""
-    from sampleval.estimation.estimates import estimate
-
-    rows = estimate(sample, runs, [PPI], predictions=judge)
-    return rows[rows["query_id"] == "all"].set_index("run")["value"]
+def _leaderboard_record(board: HumanEstimates, exact: pd.Series) -> dict[str, float]:
+    """The prediction-powered leaderboard's figures of one trial, per run j in ``exact``'s
+    order: the error of its mean (``ppi_error_j``), its estimated standard error
+    (``ppi_se_j``, of the mean's variance) and its 95% interval's half-width
+    (``ppi_half_j``, bias-aware where the estimator's interval is)."""
+    order = [list(board.pool.run_names).index(name) for name in exact.index]
+    errors = board.estimate[order] - exact.to_numpy(dtype=np.float64)
+    se = np.sqrt(np.maximum(np.diagonal(board.covariance), 0.0))[order]
+    out: dict[str, float] = {}
+    for j, (error, s, half) in enumerate(zip(errors, se, board.half[order], strict=True)):
+        out.update({f"ppi_error_{j}": float(error), f"ppi_se_{j}": float(s),
+                    f"ppi_half_{j}": float(half)})
+    return out
 
 
 def _path_record(path: str, sample: Sample, sides: dict[str, HumanEstimates],
@@ -266,6 +277,9 @@ def _path_record(path: str, sample: Sample, sides: dict[str, HumanEstimates],
     return out
 
 
+LEADERBOARD = ("ppi_error_", "ppi_se_", "ppi_half_")
+"""The per-run columns of the AP~ppi leaderboard (:func:`_leaderboard_record`)."""
+
 POWER = 0.8
 """The power the issue's target asks for (:func:`attainable`)."""
 
@@ -293,11 +307,11 @@ def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame
     relative bias's error), and the estimates' rms; per sample side the favoured run's
     relative bias over the trials (mean, sd) and what it lets a sample detect
     (:func:`attainable`: ``needed_sd``, ``share_for_power``); with the AP~ppi leaderboard's
-    errors, the share of runs whose mean error is within 3 standard errors of 0."""
+    errors, :func:`leaderboard_summary`."""
     n = len(records)
     row: dict[str, object] = {"trials": n, **setting}
     for column in records.columns:
-        if column in ("trial", "seconds") or column.startswith("ppi_error_") or \
+        if column in ("trial", "seconds") or column.startswith(LEADERBOARD) or \
                 column.endswith(("_half", "_sq_error", "_rank_width", "_favoured_relative")):
             continue
         values = records[column].astype(float)
@@ -324,14 +338,47 @@ def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame
                                    float(str(setting["rate"])))
         row["needed_sd"] = needed
         row[f"{path}_share_for_power"] = share
-    errors = records[[c for c in records.columns if c.startswith("ppi_error_")]].to_numpy(
-        dtype=np.float64)
-    if errors.size and n > 1:
-        se = errors.std(axis=0, ddof=1) / np.sqrt(n)
-        row["ppi_within_3se"] = float(np.mean(np.abs(errors.mean(axis=0)) <= 3 * se))
-        row["ppi_favoured_bias"] = float(errors.mean(axis=0)[int(str(
-            setting["favoured_index"]))])
+    row.update(leaderboard_summary(records, int(str(setting["favoured_index"]))))
     return pd.DataFrame([row])
+
+
+def _per_run(records: pd.DataFrame, prefix: str) -> np.ndarray:
+    """The per-run columns ``{prefix}{j}`` as ``[trials, runs]``, in run order j."""
+    columns = sorted((c for c in records.columns if c.startswith(prefix)),
+                     key=lambda c: int(c[len(prefix):]))
+    return records[columns].to_numpy(dtype=np.float64)
+
+
+def leaderboard_summary(records: pd.DataFrame, favoured: int) -> dict[str, float]:
+    """The AP~ppi leaderboard's figures over the trials (:func:`_leaderboard_record`'s
+    columns): the share of runs whose mean error is within 3 Monte Carlo standard errors
+    of 0 (``ppi_within_3se``) and, to tell bias from an understated standard error, over
+    the other runs (all but the favoured one) the mean error (``ppi_bias``), the mean of
+    their |mean error| / Monte Carlo standard error (``ppi_bias_z``), the mean spread of
+    the errors over the trials (``ppi_sd``), the mean estimated standard error
+    (``ppi_se``) and the 95% intervals' coverage (``ppi_coverage``); the favoured run's
+    mean error, spread and coverage (``ppi_favoured_*``)."""
+    errors = _per_run(records, "ppi_error_")
+    n = len(errors)
+    if not errors.size or n < 2:
+        return {}
+    mean, sd = errors.mean(axis=0), errors.std(axis=0, ddof=1)
+    mc = sd / np.sqrt(n)
+    others = np.arange(errors.shape[1]) != favoured
+    out = {"ppi_within_3se": float(np.mean(np.abs(mean) <= 3 * mc)),
+           "ppi_favoured_bias": float(mean[favoured]),
+           "ppi_favoured_sd": float(sd[favoured]),
+           "ppi_bias": float(mean[others].mean()),
+           "ppi_bias_z": float(np.mean(np.abs(mean[others]) / np.where(
+               mc[others] > 0, mc[others], np.inf))),
+           "ppi_sd": float(sd[others].mean())}
+    if "ppi_se_0" in records:
+        half = _per_run(records, "ppi_half_")
+        covered = np.abs(errors) <= half
+        out.update({"ppi_se": float(_per_run(records, "ppi_se_")[:, others].mean()),
+                    "ppi_coverage": float(covered[:, others].mean()),
+                    "ppi_favoured_coverage": float(covered[:, favoured].mean())})
+    return out
 
 
 def parse_paths(parser: argparse.ArgumentParser, text: str) -> list[str]:
@@ -352,6 +399,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "AP to reach (default 0.03)")
     parser.add_argument("--ppi", action="store_true",
                         help="also check that AP~ppi with the circular judge stays unbiased")
+    parser.add_argument("--ppi-measure", default=PPI, metavar="MEASURE",
+                        help="the prediction-powered estimator of the ppi side and of --ppi's "
+                             "leaderboard, options included (default AP~ppi; for example "
+                             "'AP~ppi(bias=taylor)')")
     parser.add_argument("--method", choices=sorted(METHODS), default="stratified",
                         metavar="METHOD",
                         help="the selection method of the human sample (default stratified)")
@@ -369,7 +420,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     records, setting = run_experiment(runs, qrels, rate=args.rate, depth=args.depth,
                                       trials=args.trials, seed=args.seed,
                                       inflation=args.inflation, ppi=args.ppi,
-                                      method=args.method, output=args.output, paths=paths)
+                                      method=args.method, output=args.output, paths=paths,
+                                      ppi_measure=args.ppi_measure)
     summary = summarise(records, setting)
     sys.stdout.write(summary.T.to_string(header=False) + "\n")
     return 0

@@ -4,13 +4,14 @@ issue 31)."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
-from studies.audit_power import attainable, run_experiment, summarise
+from studies.audit_power import attainable, leaderboard_summary, run_experiment, summarise
 
 
 def test_attainable_is_the_sd_holms_first_test_needs_and_the_share_that_reaches_it() -> None:
@@ -53,3 +54,34 @@ def test_topic_spread_is_the_collapsed_strata_covariance() -> None:
     assert topic_spread(x, a) == pytest.approx(7 * np.cov((a * x).T, ddof=1), rel=1e-12)
     # equal per-topic values have no spread
     assert topic_spread(np.ones((5, 2)), np.full((5, 2), 0.2)) == pytest.approx(0.0)
+
+
+def test_the_leaderboard_tells_bias_from_an_understated_standard_error() -> None:
+    """Per run the leaderboard's errors, estimated standard errors and half-widths are
+    recorded, and the summary separates a mean error (bias) from errors wider than the
+    standard errors say (coverage)."""
+    data = make_collection(np.random.default_rng(5), n_topics=6, n_runs=5, n_docs=300,
+                           depth=30, pool_depth=30, rel_rate=0.05)
+    runs = [Run.from_frame(f, n) for n, f in data.runs.items()]
+    records, setting = run_experiment(runs, Qrels.from_frame(data.qrels), rate=0.3, depth=30,
+                                      trials=2, seed=0, inflation=0.03, ppi=True,
+                                      paths=("plain",), ppi_measure="AP~ppi(bias=taylor)")
+    for prefix in ("ppi_error_", "ppi_se_", "ppi_half_"):
+        assert sum(c.startswith(prefix) for c in records.columns) == len(runs)
+    assert (records["ppi_se_0"] >= 0).all()
+    row = summarise(records, setting).iloc[0]
+    assert "ppi_se_0" not in row and "ppi_se" in row and 0 <= row["ppi_coverage"] <= 1
+    # constructed: run 0 is off by +1 with no spread and a wide interval (bias, covered);
+    # run 1 scatters -1, +1 with a standard error of 0.1 (no bias, not covered); run 2 favoured
+    made = pd.DataFrame({"ppi_error_0": [1.0, 1.0], "ppi_error_1": [-1.0, 1.0],
+                         "ppi_error_2": [5.0, 7.0], "ppi_se_0": [2.0, 2.0],
+                         "ppi_se_1": [0.1, 0.1], "ppi_se_2": [1.0, 1.0],
+                         "ppi_half_0": [4.0, 4.0], "ppi_half_1": [0.2, 0.2],
+                         "ppi_half_2": [9.0, 0.5]})
+    out = leaderboard_summary(made, favoured=2)
+    assert out["ppi_within_3se"] == pytest.approx(1 / 3)  # run 0: mean 1, spread 0
+    assert out["ppi_bias"] == pytest.approx(0.5) and out["ppi_sd"] == pytest.approx(
+        np.sqrt(2) / 2)
+    assert out["ppi_se"] == pytest.approx(1.05) and out["ppi_coverage"] == pytest.approx(0.5)
+    assert out["ppi_favoured_bias"] == pytest.approx(6.0)
+    assert out["ppi_favoured_coverage"] == pytest.approx(0.5)
