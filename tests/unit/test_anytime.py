@@ -619,3 +619,32 @@ def test_neyman_shares_leave_the_pilot_out_of_the_later_estimates(
                                   later.reset_index(drop=True))
     with pytest.raises(UsageError, match="neyman"):
         _anytime(pool, 0.1, allocation="neyman")  # uniform has no rounds to leave out
+
+
+def test_neyman_shares_resume_where_they_stopped(pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """Interrupted after the pilot's look and restored from its state, judging with Neyman's
+    shares goes on as if never interrupted (the shares and the pilot left out are saved)."""
+    import json
+
+    pool, qrels = pool_and_qrels
+    oracle = qrels_oracle(qrels)
+
+    def made() -> AnytimeJudging:
+        selector = METHODS["active"](pool, Budget(rate=0.6), np.random.default_rng(6),
+                                     batch=5)
+        return AnytimeJudging(selector, Target("P@10", 0.08), start=5, batch=5,
+                              allocation="neyman")
+
+    whole = made()
+    whole.run(oracle)
+    parts: ConfidentJudging = made()
+    while not parts.skip or len(parts.looks) < 3:  # type: ignore[attr-defined]
+        batch = parts.next_batch()
+        assert batch is not None
+        parts.observe(batch[0], oracle(*batch))
+    parts = restore_judging(pool, json.loads(json.dumps(parts.state())))
+    assert isinstance(parts, AnytimeJudging) and parts.skip == whole.skip
+    parts.run(oracle)
+    assert parts.looks == whole.looks
+    np.testing.assert_array_equal(parts.weights, whole.weights)
+    assert parts.sample().judged().equals(whole.sample().judged())
