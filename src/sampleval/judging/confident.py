@@ -1013,7 +1013,8 @@ class AnytimeJudging(ConfidentJudging):
         shares are fixed (class docstring): the sample every estimate is made from."""
         if self.skip is None:
             return self.selector.sample()
-        return self.selector.sample(skip=self.skip)  # type: ignore[call-arg]
+        selector: Any = self.selector
+        return selector.sample(skip=self.skip)
 
     def _counted(self) -> np.ndarray:
         return self.judged - self.pilot
@@ -1033,8 +1034,10 @@ class AnytimeJudging(ConfidentJudging):
                               found, shape)
         count = np.maximum((~np.isnan(unit)).sum(axis=0), 1)
         self.weights = (np.nan_to_num(unit) / count[None, :] ** 2).max(axis=1, initial=0.0)
-        more = ~self.exhausted & (self.handed < np.minimum(self.capacity, self.pool_size))
-        rounds = self.selector.rounds_of  # type: ignore[attr-defined]
+        selector: Any = self.selector
+        more = ~self.exhausted & (self.handed < np.minimum(self.capacity, self.pool_size)) & [
+            selector.can_draw_new(t) for t in self.topics]  # else no round would follow
+        rounds = selector.rounds_of
         self.skip = {t: rounds(t) for t, m in zip(self.topics, more, strict=True) if m}
         self.pilot = np.where(more, self.judged, 0)
         self.first = np.where(more, np.minimum(self.capacity, self.handed + self.first),

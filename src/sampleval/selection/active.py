@@ -477,6 +477,12 @@ class ActiveSelector(Selector):
         draws = self._of_topic(self._topics, topic)
         return draws.rounds - (1 if draws.pending else 0)
 
+    def can_draw_new(self, topic: str) -> bool:
+        """Whether the topic's next round can bring a document not judged yet (not so with
+        ``uniform=0``, ``floor=0`` once the runs of positive weight are judged through)."""
+        draws = self._of_topic(self._topics, topic)
+        return draws.chance_of_new(self.kind, self.floor) > 0.0
+
     def sample(self, skip: Mapping[str, int] | None = None) -> Sample:
         """The completed rounds; ``skip``: per topic, how many of its first rounds to leave
         out (:meth:`_TopicDraws.tables`; the anytime rule's Neyman shares leave out the
