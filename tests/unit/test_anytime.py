@@ -612,6 +612,8 @@ def test_neyman_shares_leave_the_pilot_out_of_the_later_estimates(
     assert checked == 5
     assert judging.skip == dict.fromkeys(pool.topics, 1)  # the pilot: one round of 5
     assert (judging.pilot == 5).all() and (judging.first == 10).all()
+    # the pilot's look is not one of the sequence's: the first kept follows the second round
+    assert judging.looks[0][0] == 10 * len(pool.topics)
     assert judging.weights.std() > 0  # the pilot's own variances, not equal shares
     full, part = selector.sample(), judging.sample()
     later = full.draws[full.draws["round"] > 1].assign(round=lambda d: d["round"] - 1)

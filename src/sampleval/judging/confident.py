@@ -956,8 +956,8 @@ class AnytimeJudging(ConfidentJudging):
     open topics: the greedy plan gives n_t in proportion to sqrt(w_t), which the pilot
     alone chose, and the estimates it weighs, made from the rounds after the pilot, are
     a design chosen in advance given the pilot (the sequence holds given the pilot, so
-    overall). The pilot's look is no stopping point. Needs ``active`` (rounds to leave
-    out).
+    overall). The pilot's look is no stopping point and is not kept in :attr:`looks`.
+    Needs ``active`` (rounds to leave out).
     """
 
     def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
@@ -1166,7 +1166,9 @@ class AnytimeJudging(ConfidentJudging):
             self.looks.append((judged, widest))
             self.look_widths.append(widths)
         if self.allocation == "neyman" and self.skip is None:
-            self._fix_shares()  # the pilot's look: no stopping point
+            self._fix_shares()  # the pilot's look: no stopping point, and a look of another
+            self.looks.clear()  # estimate, so not one of the sequence's (nor of forecasts
+            self.look_widths.clear()  # from the looks)
             return False
         return bool((widths <= self.target.half_width).all())
 
