@@ -16,7 +16,9 @@ half-width of its mean ``--measure`` is at most ``--target``:
 - ``anytime``: :class:`~sampleval.judging.confident.AnytimeJudging` over ``--anytime-method``, a
   look after every batch,
   stopping on the anytime-valid half-widths, which are the intervals reported;
-- ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals.
+- ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals;
+- ``neyman``: the anytime rule with Neyman's shares fixed by the pilot, whose rounds the later
+  estimates leave out (``AnytimeJudging(allocation="neyman")``; not run by default).
 
 and, with ``--plan`` (or only that, ``--plan-only``), forecasts the anytime and committed
 judgments from the trial's own first ``--start`` judgments per topic
@@ -54,7 +56,7 @@ from sampleval.selection import METHODS, Budget, qrels_oracle
 from studies._cli import read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
 
-RULES = ("committed", "anytime", "naive")
+RULES = ("committed", "anytime", "naive", "neyman")
 
 
 def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
@@ -80,8 +82,8 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
     if rule == "committed":
         return ConfidentJudging(selector, target, start=start, batch=batch)
     return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
-                          interval="anytime" if rule == "anytime" else "fixed",
-                          allocation=allocation)
+                          interval="fixed" if rule == "naive" else "anytime",
+                          allocation="neyman" if rule == "neyman" else allocation)
 
 
 def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
@@ -193,8 +195,8 @@ def look_forecast(looks: str, target: float, rule: str, times: float,
     at = next((k for k, (n, _) in enumerate(seen) if n >= times * seen[0][0]), None)
     if at is None or at < 1 or at == len(seen) - 1:
         return None
-    made = forecast_from_looks(seen[:at + 1], target, "anytime" if rule == "anytime"
-                               else "fixed", widths=None if not each else each[:at + 1])
+    made = forecast_from_looks(seen[:at + 1], target, "fixed" if rule == "naive" else "anytime",
+                               widths=None if not each else each[:at + 1])
     if made is None or made.needed is None:
         return (np.inf, np.nan, np.nan)
     return (float(made.needed), np.nan if made.lo is None else float(made.lo),
@@ -286,8 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--allocation", default="pooled",
                         help="which variances the anytime and naive rules' plan reads: "
                              "pooled (default) or own (AnytimeJudging's allocation)")
-    parser.add_argument("--rules", default=",".join(RULES),
-                        help=f"rules to run, of {', '.join(RULES)} (default all)")
+    parser.add_argument("--rules", default=",".join(RULES[:3]),
+                        help=f"rules to run, of {', '.join(RULES)} (default the first "
+                             "three)")
     parser.add_argument("--plan", action="store_true",
                         help="also forecast the judgments from each trial's pilot")
     parser.add_argument("--plan-only", action="store_true",

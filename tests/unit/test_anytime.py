@@ -552,3 +552,101 @@ def test_the_forecast_from_the_looks_pools_the_runs_decay() -> None:
     assert pooled.lo is not None and pooled.lo <= expected + 1  # rounded up
     alone = forecast_from_looks(looks, h)
     assert alone is not None and abs(alone.needed / expected - 1) > 0.05
+
+
+def test_neyman_shares_follow_the_closed_form_on_constructed_topics() -> None:
+    """Given the pilot's weights w_t, the plan gives topic t judgments in proportion to
+    sqrt(w_t) (Neyman's allocation minimising sum_t w_t / n_t at a fixed total: n_t = n
+    sqrt(w_t) / sum_s sqrt(w_s)), within a batch or two of the greedy's steps; the pooled
+    allocation (every weight 1) gives equal shares. The pools are large enough that no cap
+    binds."""
+    made = make_collection(np.random.default_rng(2), n_topics=6, n_runs=4, n_docs=3000,
+                           depth=150, pool_depth=150)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    pool = Pool.from_runs(runs, depth=150)
+    weights = np.array([1.0, 4.0, 9.0, 16.0, 25.0, 36.0])
+    counts = {}
+    for allocation in ("neyman", "pooled"):
+        selector = METHODS["active"](pool, Budget(rate=1.0), np.random.default_rng(1),
+                                     batch=5)
+        judging = AnytimeJudging(selector, Target("AP", 1e-4, (pool.run_names[0],)),
+                                 start=5, batch=5, allocation=allocation)
+        judging.judged[:] = 20
+        judging.pilot[:] = 10 if allocation == "neyman" else 0
+        if allocation == "neyman":
+            judging.weights = weights
+        judging.variance[:] = 1e-3
+        order = judging.plan()
+        assert len(order) >= 120
+        counts[allocation] = np.bincount(order[:120], minlength=6) * 5 + judging._counted()
+    total = counts["neyman"].sum()
+    closed = total * np.sqrt(weights) / np.sqrt(weights).sum()
+    assert pytest.approx(closed.tolist(), abs=10) == counts["neyman"].tolist()
+    assert np.ptp(counts["pooled"]) <= 5
+
+
+def test_neyman_shares_leave_the_pilot_out_of_the_later_estimates(
+        pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """With allocation=neyman the pilot's look fixes the weights and is no stopping point;
+    every later estimate is the one the rounds after the pilot give (the selector's sample
+    with its first round left out, renumbered), each topic receiving its first judgments
+    again; the pilot's labels alone choose the shares."""
+    from sampleval.estimation.engine.views import topic_views
+    from sampleval.estimation.family import FAMILIES
+
+    pool, qrels = pool_and_qrels
+    oracle = qrels_oracle(qrels)
+    selector = METHODS["active"](pool, Budget(rate=1.0), np.random.default_rng(4), batch=5)
+    judging = AnytimeJudging(selector, Target("AP", 1e-3), start=5, batch=5,
+                             allocation="neyman")
+    checked = 0
+    while (batch := judging.next_batch()) is not None and checked < 5:
+        if judging.skip is not None and len(judging.looks) >= 3 + checked:
+            sample = judging.sample()
+            fresh = FAMILIES[judging.spec.family].parts(
+                pool.run_names, topic_views(pool, sample), sample, judging.spec, 1)
+            np.testing.assert_array_equal(judging.value, fresh.value)
+            np.testing.assert_array_equal(judging.variance, fresh.variance)
+            checked += 1
+        judging.observe(batch[0], oracle(*batch))
+    assert checked == 5
+    assert judging.skip == dict.fromkeys(pool.topics, 1)  # the pilot: one round of 5
+    assert (judging.pilot == 5).all() and (judging.first == 10).all()
+    # the pilot's look is not one of the sequence's: the first kept follows the second round
+    assert judging.looks[0][0] == 10 * len(pool.topics)
+    assert judging.weights.std() > 0  # the pilot's own variances, not equal shares
+    full, part = selector.sample(), judging.sample()
+    later = full.draws[full.draws["round"] > 1].assign(round=lambda d: d["round"] - 1)
+    pd.testing.assert_frame_equal(part.draws.reset_index(drop=True),
+                                  later.reset_index(drop=True))
+    with pytest.raises(UsageError, match="neyman"):
+        _anytime(pool, 0.1, allocation="neyman")  # uniform has no rounds to leave out
+
+
+def test_neyman_shares_resume_where_they_stopped(pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """Interrupted after the pilot's look and restored from its state, judging with Neyman's
+    shares goes on as if never interrupted (the shares and the pilot left out are saved)."""
+    import json
+
+    pool, qrels = pool_and_qrels
+    oracle = qrels_oracle(qrels)
+
+    def made() -> AnytimeJudging:
+        selector = METHODS["active"](pool, Budget(rate=0.6), np.random.default_rng(6),
+                                     batch=5)
+        return AnytimeJudging(selector, Target("P@10", 0.08), start=5, batch=5,
+                              allocation="neyman")
+
+    whole = made()
+    whole.run(oracle)
+    parts: ConfidentJudging = made()
+    while not parts.skip or len(parts.looks) < 3:  # type: ignore[attr-defined]
+        batch = parts.next_batch()
+        assert batch is not None
+        parts.observe(batch[0], oracle(*batch))
+    parts = restore_judging(pool, json.loads(json.dumps(parts.state())))
+    assert isinstance(parts, AnytimeJudging) and parts.skip == whole.skip
+    parts.run(oracle)
+    assert parts.looks == whole.looks
+    np.testing.assert_array_equal(parts.weights, whole.weights)
+    assert parts.sample().judged().equals(whole.sample().judged())

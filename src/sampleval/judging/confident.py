@@ -347,7 +347,7 @@ class ConfidentJudging:
         topics, is applied anew over every topic estimated so far."""
         if not len(topic_indices):
             return
-        sample = (self._phase_sample(topic_indices) if self.committed else self.selector.sample().restricted(
+        sample = (self._phase_sample(topic_indices) if self.committed else self.sample().restricted(
             [self.topics[i] for i in topic_indices]))
         family = FAMILIES[self.spec.family]
         pool = self.selector.pool
@@ -458,7 +458,8 @@ class ConfidentJudging:
         room = np.where(self.exhausted, 0, self.capacity - self.judged)
         left = self.ceiling - int(self.judged.sum())
         present = self.present[:, self.runs]
-        g = 1.0 / np.maximum(self.judged, 1) - 1.0 / self.pool_size
+        counted = self._counted()
+        g = 1.0 / np.maximum(counted, 1) - 1.0 / self.pool_size
         base = self._planning_variance(present, room > 0, g)  # [T, R']
         extra = np.zeros(len(self.topics), dtype=np.int64)
         current = base.copy()
@@ -471,7 +472,7 @@ class ConfidentJudging:
                 break
             widest = int(np.argmax(np.where(ratio > 1, ratio, -np.inf)))
             step = np.minimum(self.batch, room - extra)
-            after = base[:, widest] * self._shrink(self.judged, self.judged + extra + step)
+            after = base[:, widest] * self._shrink(counted, counted + extra + step)
             gain = np.where((step > 0) & present[:, widest], current[:, widest] - after,
                             -np.inf)
             best = int(np.argmax(gain))
@@ -479,7 +480,7 @@ class ConfidentJudging:
                 break
             extra[best] += step[best]
             left -= int(step[best])
-            shrink = self._shrink(self.judged, self.judged + extra)
+            shrink = self._shrink(counted, counted + extra)
             new = base[best] * shrink[best]
             total += np.where(present[best], new - current[best], 0.0)
             current[best] = new
@@ -488,6 +489,10 @@ class ConfidentJudging:
         self._projection = (int(extra.sum()) if not (
             self._over(total, bias.sum(axis=0), 1.0) > 1).any() else None)
         return np.array(order, dtype=np.int64)
+
+    def _counted(self) -> np.ndarray:
+        """Adaptive rule: each topic's judgments its estimate rests on (the plan's n)."""
+        return self.judged
 
     def _plan_phases(self) -> np.ndarray:
         """Committed design: each topic's next phase size, greedily (module docstring)."""
@@ -902,7 +907,7 @@ def _phase(layout: Layout, budget: int, keep: np.ndarray, rng: np.random.Generat
 
 
 
-ALLOCATIONS = ("pooled", "own")
+ALLOCATIONS = ("pooled", "neyman", "own")
 """Which variances the anytime rule's plan reads (:class:`AnytimeJudging`)."""
 STOP_MODES = ("committed", "anytime")
 """How judging until confident may stop: ``committed`` (:class:`ConfidentJudging`: committed
@@ -939,7 +944,20 @@ class AnytimeJudging(ConfidentJudging):
     next are not chosen from their estimates);
     ``own``: each topic's own estimated variance, which starves the topics whose rare
     relevant documents have not been drawn yet (estimate and variance both low) and biases
-    the means down where relevant documents are sparse (``docs/guide/anytime.md``).
+    the means down where relevant documents are sparse (``docs/guide/anytime.md``);
+    ``neyman``: Neyman's shares fixed by the pilot. At the first look (every topic has its
+    first judgments) each topic's weight w_t = max over the targeted runs r of u_tr / T_r^2
+    is fixed, u_tr its variance per unit of g under active's with-replacement model
+    (:func:`~sampleval.judging.planning.unit_variances`, as the planner's Neyman
+    allocation), and the pilot's rounds are left out of every later estimate of the topics
+    judged further (:meth:`sample`): each such topic then receives its first judgments
+    again, and the plan gives topic t the variance w_t g_t c_r, g_t = 1/n_t - 1/N_t over
+    its judgments after the pilot and c_r = sum_t V_tr / sum_t w_t g_t pooled over the
+    open topics: the greedy plan gives n_t in proportion to sqrt(w_t), which the pilot
+    alone chose, and the estimates it weighs, made from the rounds after the pilot, are
+    a design chosen in advance given the pilot (the sequence holds given the pilot, so
+    overall). The pilot's look is no stopping point and is not kept in :attr:`looks`.
+    Needs ``active`` (rounds to leave out).
     """
 
     def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
@@ -957,6 +975,9 @@ class AnytimeJudging(ConfidentJudging):
         if allocation not in ALLOCATIONS:
             raise UsageError(f"allocation must be one of {', '.join(ALLOCATIONS)}, not "
                              f"{allocation!r}")
+        if allocation == "neyman" and selector.name != "active":
+            raise UsageError("allocation=neyman leaves the pilot's rounds out of the later "
+                             f"estimates: it needs active's rounds, not {selector.name}")
         if selector.name == "active" and "batch" not in selector.params:
             raise UsageError("stop=anytime looks after every batch, and active's sample has "
                              "a topic's draws only once its round is judged: give it rounds "
@@ -979,6 +1000,50 @@ class AnytimeJudging(ConfidentJudging):
             raise UsageError("looks must be at least one judgment apart")
         self.every = every
         """Judgments at least between looks (None: a look after every batch)."""
+        self.skip: dict[str, int] | None = None
+        """``neyman``: the pilot's rounds left out of each topic's estimates (None until
+        the pilot's look)."""
+        self.weights = np.ones(len(self.topics))
+        """The plan's per-topic weights w_t (``neyman``: fixed at the pilot's look)."""
+        self.pilot = np.zeros(len(self.topics), dtype=np.int64)
+        """``neyman``: the judgments of each topic's pilot left out of its estimates."""
+
+    def sample(self) -> Sample:
+        """The selector's sample, with ``neyman`` the pilot's rounds left out once the
+        shares are fixed (class docstring): the sample every estimate is made from."""
+        if self.skip is None:
+            return self.selector.sample()
+        selector: Any = self.selector
+        return selector.sample(skip=self.skip)
+
+    def _counted(self) -> np.ndarray:
+        return self.judged - self.pilot
+
+    def _fix_shares(self) -> None:
+        """``neyman``, at the pilot's look: fix the weights from the pilot's estimates and
+        leave its rounds out of the later estimates of every topic with judgments left
+        (class docstring); those topics receive their first judgments again."""
+        from sampleval.judging.planning import FOUND, Shape, active_draws, unit_variances
+
+        judged = self.sample().judged()
+        relevant = judged[judged["relevance"] >= self.level].groupby("query_id").size()
+        found = relevant.reindex(self.topics, fill_value=0).to_numpy() >= FOUND
+        variance = np.where(self.present, self.variance, np.nan)[:, self.runs]
+        shape = Shape(self.pool_size, active_draws(self.selector.pool, self.topics))
+        unit = unit_variances(variance, self.judged.astype(np.float64), self.pool_size,
+                              found, shape)
+        count = np.maximum((~np.isnan(unit)).sum(axis=0), 1)
+        self.weights = (np.nan_to_num(unit) / count[None, :] ** 2).max(axis=1, initial=0.0)
+        selector: Any = self.selector
+        more = ~self.exhausted & (self.handed < np.minimum(self.capacity, self.pool_size)) & [
+            selector.can_draw_new(t) for t in self.topics]  # else no round would follow
+        rounds = selector.rounds_of
+        self.skip = {t: rounds(t) for t, m in zip(self.topics, more, strict=True) if m}
+        self.pilot = np.where(more, self.judged, 0)
+        self.first = np.where(more, np.minimum(self.capacity, self.handed + self.first),
+                              self.first)
+        self._views.clear()  # every topic estimated afresh at the next look
+        self._unfloored[:] = np.nan
 
     def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
                            g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
@@ -992,9 +1057,10 @@ class AnytimeJudging(ConfidentJudging):
             return super()._planning_variance(present, open_, g, shrink)
         v = np.nan_to_num(self.variance[:, self.runs])
         pooled = present & (open_ & (g > 0))[:, None]
+        wg = (g * self.weights)[:, None]
         unit = np.where(pooled, v, 0.0).sum(axis=0) / np.maximum(
-            np.where(pooled, g[:, None], 0.0).sum(axis=0), np.finfo(float).tiny)
-        return np.where(pooled, g[:, None] * unit[None, :], v)
+            np.where(pooled, wg, 0.0).sum(axis=0), np.finfo(float).tiny)
+        return np.where(pooled, wg * unit[None, :], v)
 
     def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
         """The half-width in standard errors of each targeted run's mean whose summed
@@ -1099,6 +1165,11 @@ class AnytimeJudging(ConfidentJudging):
         if not self.looks or self.looks[-1][0] != judged:
             self.looks.append((judged, widest))
             self.look_widths.append(widths)
+        if self.allocation == "neyman" and self.skip is None:
+            self._fix_shares()  # the pilot's look: no stopping point, and a look of another
+            self.looks.clear()  # estimate, so not one of the sequence's (nor of forecasts
+            self.look_widths.clear()  # from the looks)
+            return False
         return bool((widths <= self.target.half_width).all())
 
     def status(self) -> Status:
@@ -1109,7 +1180,9 @@ class AnytimeJudging(ConfidentJudging):
 
     def state(self) -> dict[str, Any]:
         return {**super().state(), "stop": "anytime", "interval": self.interval,
-                "every": self.every, "allocation": self.allocation,
+                "every": self.every, "allocation": self.allocation, "skip": self.skip,
+                "weights": self.weights.tolist(), "pilot": self.pilot.tolist(),
+                "first": self.first.tolist(),
                 "handed": self.handed.tolist(), "looks": [list(x) for x in self.looks]}
 
     @classmethod
@@ -1120,6 +1193,10 @@ class AnytimeJudging(ConfidentJudging):
         judging.every = state.get("every")
         judging.allocation = state.get("allocation", "own")  # saved before the option
         judging.handed[:] = state["handed"]
+        judging.skip = state.get("skip")
+        judging.weights[:] = state.get("weights", judging.weights)
+        judging.pilot[:] = state.get("pilot", judging.pilot)
+        judging.first[:] = state.get("first", judging.first)
         judging.looks = [(int(n), float(w)) for n, w in state["looks"]]
         return judging
 

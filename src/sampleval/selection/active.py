@@ -344,22 +344,26 @@ class _TopicDraws:
                                            self.sizes[:self.rounds], run, prior,
                                            self.uniform, self.size)
 
-    def tables(self) -> dict[str, dict[str, np.ndarray]]:
+    def tables(self, skip: int = 0) -> dict[str, dict[str, np.ndarray]]:
         """The topic's frame, draws, rounds and round_probs columns (no ``query_id``), over
         the rounds whose new documents are all judged (all but a last round with pending
-        documents). ``round_probs`` holds p_t of every sampled document at every round t =
+        documents), after the first ``skip`` (left out, the later ones numbered from 1: the
+        sample of the rounds after them, each an i.i.d. round given what came before; the
+        labels of documents drawn again are those judged before). ``round_probs`` holds p_t of every sampled document at every round t =
         1..T, and in round 0 every pooled document's p-bar(d) = n / sum_t N_t / p_t(d), its
         draw probability averaged harmonically over the n draws (0 where a round cannot draw
         it), which the anticipated variance of the per-draw form reads. pi_i is given for
         the drawn documents only (the others' is not needed by any estimator; it is
         1 - prod_t (1 - p_t)^N_t all the same)."""
-        done = self.rounds - (1 if self.pending else 0)
-        sizes = np.array([len(d) for d in self.draws[:done]], dtype=np.int64)
-        flat = np.concatenate(self.draws[:done]) if done else np.zeros(0, np.int64)
+        last = self.rounds - (1 if self.pending else 0)
+        skip = min(skip, last)
+        done = last - skip
+        sizes = np.array([len(d) for d in self.draws[skip:last]], dtype=np.int64)
+        flat = np.concatenate(self.draws[skip:last]) if done else np.zeros(0, np.int64)
         sampled = np.unique(flat)
         weight = np.zeros((len(self.present), self.size))
         weight[self.occ_run, self.occ_doc] = self.occ_prior
-        every = with_share(self.run_probs[:done] @ weight, self.uniform, self.size)
+        every = with_share(self.run_probs[skip:last] @ weight, self.uniform, self.size)
         with np.errstate(divide="ignore"):
             harmonic = len(flat) / (sizes @ (1.0 / every)) if done else np.zeros(self.size)
             probs = every[:, sampled]  # p_t(d) of the sampled documents
@@ -468,8 +472,23 @@ class ActiveSelector(Selector):
                                           draws.occ_prior[occ], draws.uniform, draws.size))
         return [""] * len(docnos), pi
 
-    def sample(self) -> Sample:
-        parts = {t: d.tables() for t, d in self._topics.items()}
+    def rounds_of(self, topic: str) -> int:
+        """The topic's completed rounds (those :meth:`sample` holds)."""
+        draws = self._of_topic(self._topics, topic)
+        return draws.rounds - (1 if draws.pending else 0)
+
+    def can_draw_new(self, topic: str) -> bool:
+        """Whether the topic's next round can bring a document not judged yet (not so with
+        ``uniform=0``, ``floor=0`` once the runs of positive weight are judged through)."""
+        draws = self._of_topic(self._topics, topic)
+        return draws.chance_of_new(self.kind, self.floor) > 0.0
+
+    def sample(self, skip: Mapping[str, int] | None = None) -> Sample:
+        """The completed rounds; ``skip``: per topic, how many of its first rounds to leave
+        out (:meth:`_TopicDraws.tables`; the anytime rule's Neyman shares leave out the
+        pilot that chose them)."""
+        skip = skip or {}
+        parts = {t: d.tables(skip.get(t, 0)) for t, d in self._topics.items()}
         tables = {name: _stacked(parts, name, columns) for name, columns in _TABLES.items()}
         tables["frame"]["stratum"] = ""
         return Sample(self.design, tables["frame"][_TABLES["frame"]], draws=tables["draws"],
