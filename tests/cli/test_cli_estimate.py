@@ -119,7 +119,8 @@ def test_an_old_option_spelling_warns_in_one_line(files: dict[str, str]) -> None
 @pytest.mark.slow
 def test_explain_says_where_each_option_came_from(files: dict[str, str]) -> None:
     got = run_cli("estimate", files["sample"], files["run"], "-m",
-                  "AP,R@2~ht(bias=none),xinfAP(variance=appendix)", "--explain")
+                  "AP,R@2~ht(bias=none),xinfAP(variance=appendix),AP~ht(bias=jackknife)",
+                  "--explain")
     assert got.returncode == 0, got.stderr
     lines = got.stdout.splitlines()
     assert lines[0] == ("AP: AP~ht(ap=ours,bias=taylor,variance=jackknife,few=moment,"
@@ -128,6 +129,9 @@ def test_explain_says_where_each_option_came_from(files: dict[str, str]) -> None
     assert "  bias=taylor: family default" in lines
     assert "R@2~ht(bias=none): R@2~ht(bias=none)" in lines and "  bias=none: given" in lines
     assert "  variance=appendix: given" in lines
+    same = [line for line in lines if line.startswith("  interval=bias-aware: the same as")]
+    assert same == ["  interval=bias-aware: the same as interval=normal with bias=jackknife "
+                    "(no estimate of a bias left to widen by)"]  # not for AP's taylor
     design = next(line for line in lines if line.startswith("design: "))
     assert design.startswith("design: stratified; capabilities: ") and "has strata" in design
     assert any(line.startswith("depth: each run's whole ranking per topic") for line in lines)

@@ -29,7 +29,7 @@ from sampleval.core.sample import Sample
 from sampleval.estimation.estimates import estimate
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.spec import parse_estimate
-from sampleval.measures import names, totals
+from sampleval.measures import names, weights
 from sampleval.measures.base import KERNELS
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, simulate
@@ -40,7 +40,7 @@ import numpy as np
 
 from sampleval.measures.base import RankedGrades, kernel, relevant, seqsum
 from sampleval.measures.names import Measure, MeasureSpec, register_measure
-from sampleval.measures.totals import rank_weight
+from sampleval.measures.weights import rank_weight
 
 SPEC = register_measure(MeasureSpec(
     "rwp", "rank-weighted precision at k (a toy measure)", name="RWP", cutoff="required",
@@ -75,7 +75,7 @@ def rwp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]
         yield importlib.import_module("toy_rwp")
     finally:
         KERNELS.pop("RWP", None)
-        totals.WEIGHTS.pop("RWP", None)
+        weights.WEIGHTS.pop("RWP", None)
         sys.modules.pop("toy_rwp", None)
 
 

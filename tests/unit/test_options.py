@@ -207,3 +207,17 @@ def test_methods_shows_each_family_options_from_the_vocabulary(
     assert ("option bias (R@k~hh, Rprec~hh, nDCG[@k]~hh): the correction of a ratio "
             "estimate's bias") in text
     assert "none: the ratio as it is (default taylor)" in text
+    assert "(default bias-aware); bias-aware is normal with bias=jackknife or none" in text
+
+
+def test_a_deprecated_value_warns_and_still_computes() -> None:
+    """``AP~ht(variance=jackknife-uncorrected)`` is deprecated (issue 28): it warns, naming
+    what to use instead, and is still computed; the other values do not warn."""
+    with pytest.warns(FutureWarning, match="variance=jackknife-uncorrected is deprecated.*"
+                                           "variance=jackknife"):
+        spec = EstimateSpec("ht", "AP", options=(("variance", "jackknife-uncorrected"),))
+    assert spec.option("variance") == "jackknife-uncorrected"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        EstimateSpec("ht", "AP", options=(("variance", "linear"),))
+        EstimateSpec("ppi", "P", 10, options=(("variance", "design"),))

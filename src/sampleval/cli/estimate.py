@@ -191,6 +191,7 @@ def run(args: argparse.Namespace) -> None:
 def explain(sample: Sample, setup: Setup) -> str:
     """``--explain``: per measure asked, its fully resolved estimator and where each option's
     value came from; the sample's design and capabilities; the depth and frame used."""
+    from sampleval.estimation.options import same_as_normal
     from sampleval.estimation.setup import draws_reach_every_document, simple_random
     from sampleval.estimation.spec import TABLE, names_an_estimator, option_sources
 
@@ -205,8 +206,12 @@ def explain(sample: Sample, setup: Setup) -> str:
     for asked, spec in zip(setup.asked, setup.specs, strict=True):
         by = "as named" if names_an_estimator(asked) else f"by {table}"
         lines += [f"{asked}: {spec.full_name}", f"  estimator: {spec.name} ({by})"]
+        sources = option_sources(asked, spec)
         lines += [f"  {name}={value}: {meanings.get(source, source)}"
-                  for name, value, source in option_sources(asked, spec)]
+                  for name, value, source in sources]
+        if same_as_normal(spec.family, spec.base, {n: v for n, v, _ in sources}):
+            lines.append(f"  interval=bias-aware: the same as interval=normal with "
+                         f"bias={spec.option('bias')} (no estimate of a bias left to widen by)")
     held = [c.replace("_", " ") for c, has in design.capabilities().items() if has]
     method = sample.meta.get("method")
     lines.append(f"design: {design}" + (f" (method {method})" if method else "")

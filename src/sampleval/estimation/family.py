@@ -214,13 +214,16 @@ class EstimatorFamily:
         """One line per option declaration for help texts: its name, the measures that take
         it, and what it means from the vocabulary
         (:func:`~sampleval.estimation.options.describe`)."""
-        from sampleval.estimation.options import describe
+        from sampleval.estimation.options import describe, plain_interval
 
         takers: dict[Param, list[str]] = {}
         for b, shown in zip(self.bases, self.measure_names(), strict=True):
             for p in self.params(b.name):
                 takers.setdefault(p, []).append(shown)
-        return [f"{p.name} ({', '.join(names)}): {describe(p)}" for p, names in takers.items()]
+        plain = plain_interval(self.name)
+        return [f"{p.name} ({', '.join(names)}): {describe(p)}"
+                + (f"; {plain}" if plain and p.name == "interval" else "")
+                for p, names in takers.items()]
 
 
 FAMILIES: Registry[EstimatorFamily] = Registry("estimator family",

@@ -18,7 +18,8 @@ choice to the sample's design (``design`` before, a word ``variance=design`` als
 
 Names and values renamed (:data:`RENAMED_OPTIONS`, :data:`RENAMED_VALUES`) are read for one
 release with a ``FutureWarning`` naming the new spelling (:func:`canonical`); the estimate is
-the same.
+the same. Values deprecated without a new spelling (:data:`DEPRECATED_VALUES`) are computed for
+one release with a ``FutureWarning`` saying what to use instead (:func:`warn_deprecated`).
 
 The canonical order of options in an estimator's name (:attr:`EstimateSpec.full_name`) is the
 vocabulary's.
@@ -132,6 +133,19 @@ RENAMED_VALUES: dict[tuple[str, str], str] = {
     ("bias", "design"): "by-design", ("weights", "design"): "by-design",
     ("interval", "clt"): "normal"}
 """(option, old value) -> the value's name in the vocabulary (read for one release)."""
+DEPRECATED_VALUES: dict[tuple[str, str, str], str] = {
+    ("ht", "variance", "jackknife-uncorrected"):
+        "the jackknife of AP-hat before its bias correction misses the variance the "
+        "correction adds (docs/methods.md, 'Variance of the corrected estimate'); use "
+        "variance=jackknife (the default) or variance=linear"}
+"""(family, option, value) -> why it goes and what to use instead: still computed for one
+release, with a ``FutureWarning`` (:func:`warn_deprecated`)."""
+PLAIN_BIAS: dict[str, tuple[str, ...]] = {"ht": ("jackknife", "none"), "hh": ("none",),
+                                         "ppi": ("none",)}
+"""Family -> the AP ``bias`` values with which its ``interval=bias-aware`` is
+``interval=normal``: no estimate of a bias left to widen by (``~ht`` widens by the
+jackknife's estimate of what taylor and taylor-jackknife leave; ``~hh`` and ``~ppi`` by that,
+or over draws by the gap between the jackknife's and the Taylor correction)."""
 ORDER = {name: i for i, name in enumerate(VOCABULARY)}
 
 
@@ -179,6 +193,31 @@ def canonical(name: str, value: Any, where: str) -> tuple[str, Any]:
                       "until the next release (docs/guide/options.md)", FutureWarning,
                       stacklevel=5)
     return new_name, new_value
+
+
+def warn_deprecated(family: str, name: str, value: Any, where: str) -> None:
+    """A ``FutureWarning`` if ``family``'s option ``name`` at ``value`` is deprecated
+    (:data:`DEPRECATED_VALUES`; ``where``: the estimator, for the message)."""
+    reason = DEPRECATED_VALUES.get((family, name, str(value)))
+    if reason is not None:
+        warnings.warn(f"{where}: {name}={value} is deprecated and will be removed in the next "
+                      f"release: {reason}", FutureWarning, stacklevel=5)
+
+
+def plain_interval(family: str) -> str | None:
+    """For help texts: with which ``bias`` values ``family``'s ``interval=bias-aware`` is
+    ``interval=normal`` (:data:`PLAIN_BIAS`; None: no such value declared)."""
+    biases = PLAIN_BIAS.get(family)
+    if not biases:
+        return None
+    return f"bias-aware is normal with bias={' or '.join(biases)}"
+
+
+def same_as_normal(family: str, base: str, options: Mapping[str, Any]) -> bool:
+    """Whether an estimate of ``base`` by ``family`` with resolved ``options`` has an
+    ``interval=bias-aware`` that is ``interval=normal`` (:data:`PLAIN_BIAS`)."""
+    return (base == "AP" and options.get("interval") == "bias-aware"
+            and options.get("bias") in PLAIN_BIAS.get(family, ()))
 
 
 def given_names(text: str, allowed: Iterable[str]) -> set[str]:
@@ -233,6 +272,10 @@ def guide(families: Iterable[EstimatorFamily]) -> str:
     lines += [f"| `{old}=` | `{new}=` |" for old, new in RENAMED_OPTIONS.items()]
     lines += [f"| `{name}={old}` | `{name}={new}` |"
               for (name, old), new in RENAMED_VALUES.items()]
+    lines += ["", "## Deprecated (computed until the next release, with a FutureWarning)", "",
+              "| estimator | option | instead |", "|---|---|---|"]
+    lines += [f"| `~{family}` | `{name}={value}` | {reason} |"
+              for (family, name, value), reason in DEPRECATED_VALUES.items()]
     lines += ["", "## What each family takes", "",
               "| estimator | option | values | default |", "|---|---|---|---|"]
     for family in families:

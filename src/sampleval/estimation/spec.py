@@ -21,7 +21,12 @@ from sampleval.declare import did_you_mean, parse_assignments
 from sampleval.errors import SampleValError, UsageError
 from sampleval.estimation.defaults import CUTOFF, DEFAULTS, default_name
 from sampleval.estimation.family import FAMILIES, EstimatorFamily
-from sampleval.estimation.options import canonical, given_names, unknown_option
+from sampleval.estimation.options import (
+    canonical,
+    given_names,
+    unknown_option,
+    warn_deprecated,
+)
 
 if TYPE_CHECKING:
     from sampleval.core.sample import Sample
@@ -123,6 +128,7 @@ def _checked_options(family: EstimatorFamily, base: str,
         if param.choices and isinstance(value, str):
             value = _case_insensitive(value, [str(c) for c in param.choices]) or value
         values[key] = param.convert(value, name)
+        warn_deprecated(family.name, key, values[key], name)
     return tuple((k, values[k]) for k, p in params.items()
                  if k in values and values[k] != p.default)
 

@@ -29,7 +29,7 @@ from sampleval.measures.base import (
     seqsum,
 )
 from sampleval.measures.names import Measure
-from sampleval.measures.totals import rank_weight
+from sampleval.measures.weights import rank_weight
 
 Entry = tuple[float, float, int]  # (level, gain, judged documents at the level)
 

@@ -58,7 +58,7 @@ class MeasureSpec:
     - ``estimand``: what the design-based estimators (``~ht``, ``~hh``, ``~ppi``) estimate
       from a sample (""; none): a ``total`` over the topic's documents, sum_d w(rank_d)
       v(label_d), with rank weights w registered beside the kernel
-      (:func:`sampleval.measures.totals.rank_weight`); a ``ratio`` of such totals (R@k,
+      (:func:`sampleval.measures.weights.rank_weight`); a ``ratio`` of such totals (R@k,
       Rprec, nDCG); AP's ``pair-sum ratio`` (a sum over pairs of documents over R). ``graded``:
       v is the gain (the grade), not the relevance 1{grade >= level}. The engine reads both
       (:mod:`sampleval.estimation.engine`), so a measure with a total as its estimand is
@@ -373,7 +373,7 @@ _LOWER = _lowercase(_NAMES)
 def register_measure(spec: MeasureSpec) -> MeasureSpec:
     """Declare a measure from outside this module (a plugin, or one new file: its spec, its
     kernel registered with :func:`sampleval.measures.base.kernel`, a total's rank weights
-    with :func:`sampleval.measures.totals.rank_weight`): it is then parsed, evaluated and,
+    with :func:`sampleval.measures.weights.rank_weight`): it is then parsed, evaluated and,
     by its :attr:`~MeasureSpec.estimand`, estimated like the built-in measures. A name
     already declared is an error."""
     global SPECS

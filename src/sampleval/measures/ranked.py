@@ -30,7 +30,7 @@ from sampleval.measures.base import (
     top,
 )
 from sampleval.measures.names import Measure
-from sampleval.measures.totals import rank_weight
+from sampleval.measures.weights import rank_weight
 
 
 def _cut(g: RankedGrades, m: Measure) -> int:

@@ -99,10 +99,10 @@ def dcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarra
 
 def weighted_total(base: str) -> Estimator:
     """The HT estimator of a measure whose declared estimand is a total with rank weights w
-    (:func:`sampleval.measures.totals.weight_of`): sum_{i in S} w(rank_i) y_i/pi_i and its HT
+    (:func:`sampleval.measures.weights.weight_of`): sum_{i in S} w(rank_i) y_i/pi_i and its HT
     variance (Horvitz & Thompson 1952), as P@k and DCG@k are estimated; for a measure
     declared outside the built-in ones, which have their own forms above."""
-    from sampleval.measures.totals import weight_of
+    from sampleval.measures.weights import weight_of
 
     weight = weight_of(base)
 
@@ -355,32 +355,15 @@ def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
 
 def _ideal_dcg(gain: np.ndarray, pi: np.ndarray,
                cutoff: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """IDCG-hat ``[...]`` from the rounded N_g-hat, and each document's linearised weight
-    ``[..., m]`` (d IDCG / d N_g at its grade g: the documents it pushes down one rank).
-
-    With grades g_1 < ... < g_G, c_g = sum_{g' >= g} N_g' and D(n) = sum_{r <= min(n, k)}
-    1/log2(r + 1): IDCG = sum_g (g - g_prev) D(c_g), and d IDCG / d N_h = sum_{g <= h}
-    (g - g_prev) D'(c_g) with D'(c) = 1/log2(c + 2) when c < k, else 0.
-    """
-    grades = np.unique(gain[gain > 0])
-    counts = ((gain[..., None] == grades) / pi[:, None]).sum(axis=-2)
-    at_least = np.cumsum(np.floor(counts + 0.5)[..., ::-1], axis=-1)[..., ::-1]
-    step = np.diff(grades, prepend=0.0)
-    limit = np.inf if cutoff is None else cutoff
-    ideal = (step * _cumulative_discount(np.minimum(at_least, limit))).sum(axis=-1)
-    next_rank = at_least + 1.0
-    marginal = step * np.where(next_rank <= limit, 1.0 / np.log2(next_rank + 1.0), 0.0)
-    per_grade = np.concatenate([np.zeros((*marginal.shape[:-1], 1)),
-                                np.cumsum(marginal, axis=-1)], axis=-1)
-    position = np.searchsorted(grades, gain, side="right")
-    return ideal, np.take_along_axis(per_grade, position, axis=-1)
-
-
-def _cumulative_discount(n: np.ndarray) -> np.ndarray:
-    """D(n) = sum_{r=1}^{n} 1/log2(r + 1) for integer-valued ``n``."""
-    top = int(n.max(initial=0))
-    table = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, top + 2)))])
-    return table[n.astype(np.int64)]
+    """IDCG-hat ``[...]`` of the HT counts N_g-hat = sum_S 1{gain_i = g}/pi_i rounded as
+    sample_eval rounds them, int(x + 0.5) (:func:`ideal_dcg`), and each document's
+    linearised weight ``[..., m]``: d IDCG / d N_g at its grade g (0 for a gain of 0)."""
+    grades = np.unique(gain[gain > 0])[::-1]  # decreasing
+    counts = ((gain[..., None] == grades) / pi[:, None]).sum(axis=-2)  # [..., G]
+    ideal, slope = ideal_dcg(grades, np.moveaxis(np.floor(counts + 0.5), -1, 0), cutoff)
+    per_grade = np.concatenate([np.zeros((1, *slope.shape[1:])), slope[::-1]])  # increasing
+    position = np.searchsorted(grades[::-1], gain, side="right")
+    return ideal, np.take_along_axis(np.moveaxis(per_grade, 0, -1), position, axis=-1)
 
 
 def ideal_dcg(grades: np.ndarray, counts: np.ndarray, cutoff: int | None

@@ -14,7 +14,7 @@ the frame, or unjudged, is never in S and counts as not relevant; a ratio whose 
 estimate is 0 is 0.
 
 Options (each measure's declared ones, below): AP's ``variance`` (jackknife of the estimate as
-reported, the default; jackknife-uncorrected; linear), ``bias`` (taylor, the default: less
+reported, the default; jackknife-uncorrected, deprecated; linear), ``bias`` (taylor, the default: less
 the ratio's first-order bias (AP V(R-hat) - C(N-hat, R-hat))/R^2, Cochran 1977, ch. 6;
 taylor-jackknife; jackknife, Quenouille 1956 / Jones 1974; none), ``ap`` (ours, or the
 paper's PC(r(i))), ``few`` (:func:`sampleval.estimation.result.few_relevant_variance`) and
