@@ -16,7 +16,8 @@ of :data:`studies.ppi_efficiency.PREDICTORS` (made once, seeded).
 
 Each row also diagnoses the miss of the mean's intervals (:func:`diagnose`): how far the
 bias shifts the estimates, in standard deviations, and how the estimated standard error
-compares with the true spread over the trials.
+compares with the true spread over the trials, with the Monte Carlo standard error of the
+mean's coverage (clustered by trial: the runs' intervals share each trial's sample).
 """
 
 from __future__ import annotations
@@ -181,20 +182,32 @@ def diagnose(trials: np.ndarray, z: float = 1.959963984540054) -> dict[str, floa
     ``bias_sd`` the root mean square of b_r/sd_r; ``se_sd`` the mean of se_r/sd_r; and the
     coverage a normal estimate would have with only one of the two faults:
     ``cover_if_unbiased`` = P(|Z| < z se_r/sd_r) (the variance estimate's share of the miss)
-    and ``cover_if_true_se`` = P(|Z + b_r/sd_r| < z) (the bias's share)."""
+    and ``cover_if_true_se`` = P(|Z + b_r/sd_r| < z) (the bias's share). Over all runs:
+    ``cover_mean_se``, the Monte Carlo standard error of the mean's coverage clustered by
+    trial (the standard deviation over the trials of each trial's share of runs covered, over
+    sqrt(trials): one trial's intervals share its sample, so they are not independent), and
+    ``cover_low_se``, the coverage where a run's half-width is below its median over the
+    trials (under the overall coverage where small standard errors come with large errors)."""
     from scipy.stats import norm
 
     value, target, half = trials[:, 0], trials[:, 1], trials[:, 2]
+    covered = np.abs(value - target) <= half + ROUNDING
+    low = half < np.median(half, axis=0)
+    per_trial = covered.mean(axis=1)
+    spread = {"cover_mean_se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial)))
+              if len(per_trial) > 1 else float("nan"),
+              "cover_low_se": float(covered[low].mean()) if low.any() else float("nan")}
     sd = value.std(axis=0, ddof=1) if len(value) > 1 else np.zeros(value.shape[1])
     usable = sd > 0
     if not usable.any():
-        return dict.fromkeys(("bias_sd", "se_sd", "cover_if_unbiased", "cover_if_true_se"),
-                             float("nan"))
+        return {**dict.fromkeys(("bias_sd", "se_sd", "cover_if_unbiased", "cover_if_true_se"),
+                                float("nan")), **spread}
     shift = (value.mean(axis=0) - target.mean(axis=0))[usable] / sd[usable]
     ratio = (half.mean(axis=0) / z)[usable] / sd[usable]
     return {"bias_sd": float(np.sqrt(np.mean(shift**2))), "se_sd": float(np.mean(ratio)),
             "cover_if_unbiased": float(np.mean(2 * norm.cdf(z * ratio) - 1)),
-            "cover_if_true_se": float(np.mean(norm.cdf(z - shift) - norm.cdf(-z - shift)))}
+            "cover_if_true_se": float(np.mean(norm.cdf(z - shift) - norm.cdf(-z - shift))),
+            **spread}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

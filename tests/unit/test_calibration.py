@@ -65,3 +65,21 @@ def test_default_ap_on_uniform_samples_is_not_biased_low() -> None:
     assert table.loc["AP~ht", "bias_mean"] < -0.03, table  # the miss the default removes
     assert abs(table.loc[default, "bias_mean"]) < 0.02, table
     assert table.loc[default, "cover_mean"] >= table.loc["AP~ht", "cover_mean"], table
+
+
+def test_the_mean_coverage_s_monte_carlo_error_is_clustered_by_trial() -> None:
+    """The runs' intervals in one trial share its sample: a trial where every run misses
+    counts once, not once per run. 4 trials x 3 runs, every run missed in trial 0 and
+    covered in the others: per-trial coverage 0, 1, 1, 1, so the standard error is
+    sd(0, 1, 1, 1) / sqrt(4) = 0.25 (the 12 intervals taken as independent would give
+    sqrt(0.75 x 0.25 / 12) = 0.125). The trial-0 intervals are the narrow ones, so the
+    coverage where the half-width is below its median is 0."""
+    from studies.interval_coverage import diagnose
+
+    value = np.array([[0.5, 0.4, 0.3], [0.42, 0.31, 0.22], [0.38, 0.29, 0.18],
+                      [0.4, 0.3, 0.2]])
+    truth = np.tile([0.4, 0.3, 0.2], (4, 1))
+    half = np.vstack([np.full(3, 0.05), np.full((3, 3), 0.06)])
+    found = diagnose(np.stack([value, truth, half], axis=1))
+    assert found["cover_mean_se"] == pytest.approx(0.25)
+    assert found["cover_low_se"] == 0.0
