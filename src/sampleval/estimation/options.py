@@ -102,9 +102,6 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                                  "correction",
         "appendix": "Yilmaz, Kanoulas & Aslam 2008, Appendix",
         "linear": "the linearised ratio's design variance",
-        "collapsed": "on stratified samples, the linearised variance with neighbouring strata "
-                     "paired and each pair taken as one stratum (collapsed strata): not 0 "
-                     "where a stratum's few draws agree; conservative where strata differ",
         "anticipated": "the design's variance expected under a model of the labels learnt "
                        "from every topic's judged documents (the design's where no model can "
                        "be fitted)",

@@ -170,8 +170,7 @@ def ap_terms(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndar
 
 def average_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
                       cutoff: int | None = None, paper: bool = False,
-                      taylor: bool = False, pairs: np.ndarray | None = None,
-                      delta: np.ndarray | None = None) -> HTEstimate:
+                      taylor: bool = False, pairs: np.ndarray | None = None) -> HTEstimate:
     """AP-hat = (1/R-hat) sum_{i in S} (y_i/pi_i) prec-hat_i (Li & Kanoulas 2017, sec. 3; the
     shape of statAP, Pavlu & Aslam), for the documents i the run retrieved (within ``cutoff``),
     with prec-hat_i = (1/rank_i) (y_i + sum_{j in S, rank_j < rank_i} y_j pi_i/pi_ij).
@@ -184,14 +183,11 @@ def average_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks
     1/pi_i^2 (biased upward: E[1{i in S}/pi_i^2] = 1/pi_i). Linearised variance: the pair sum
     moves with each document k's weight through its row and its column, e_k = y_k (prec-hat_k
     + sum_{i in S below k} (y_i/rank_i) pi_k/pi_ik); u_k = (e_k - AP-hat y_k)/R-hat.
-    ``taylor``: less the ratio's estimated first-order bias (:func:`_ratio`). ``delta``: the
-    variance's weights, the design's (1 - pi_i pi_j/pi_ij) by default (another, e.g.
-    :func:`~sampleval.estimation.engine.collapsed.collapsed_delta`, changes the variance
-    only).
+    ``taylor``: less the ratio's estimated first-order bias (:func:`_ratio`).
     """
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     return _ratio(terms.num, terms.contribution * pi[terms.docs.doc][:, :, None], terms.docs,
-                  y, (y / pi).sum(axis=-1), pi, pi_joint, taylor, pairs, delta)
+                  y, (y / pi).sum(axis=-1), pi, pi_joint, taylor, pairs)
 
 
 def ndcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
@@ -320,8 +316,7 @@ def _frame_quadratic(x: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
            denominator: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray,
-           taylor: bool = False, pairs: np.ndarray | None = None,
-           delta: np.ndarray | None = None) -> HTEstimate:
+           taylor: bool = False, pairs: np.ndarray | None = None) -> HTEstimate:
     """Q-hat = numerator / denominator per run, with the linearised variance.
 
     ``a`` (``[n_runs, K, B]``, on each run's documents) and ``b`` (``[..., m]``) are each
@@ -336,10 +331,9 @@ def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
     ``pairs``: per pair (a, b) of runs, Q-hat_a - Q-hat_b over the shared denominator and
     its variance, the HT variance of the difference of their residuals u^a_i - u^b_i (the
     documents both runs weight alike cancel; the difference's linearisation, since the
-    denominator is common). ``delta``: D, the design's HT weights by default. The Taylor
-    correction uses D too.
+    denominator is common).
     """
-    delta = _delta(pi, pi_joint) if delta is None else delta
+    delta = _delta(pi, pi_joint)
     x_a = a / pi[docs.doc][:, :, None]
     x_b = _flat(b) / pi
     delta_b = x_b @ delta

@@ -14,8 +14,7 @@ the frame, or unjudged, is never in S and counts as not relevant; a ratio whose 
 estimate is 0 is 0.
 
 Options (each measure's declared ones, below): AP's ``variance`` (jackknife of the estimate as
-reported, the default; jackknife-uncorrected, deprecated; linear; collapsed, on stratified
-samples: linearised over pairs of neighbouring strata, Cochran 1977, sec. 5A.12), ``bias`` (taylor, the default: less
+reported, the default; jackknife-uncorrected, deprecated; linear), ``bias`` (taylor, the default: less
 the ratio's first-order bias (AP V(R-hat) - C(N-hat, R-hat))/R^2, Cochran 1977, ch. 6;
 taylor-jackknife; jackknife, Quenouille 1956 / Jones 1974; none), ``ap`` (ours, or the
 paper's PC(r(i))), ``few`` (:func:`sampleval.estimation.result.few_relevant_variance`) and
@@ -35,8 +34,6 @@ import numpy as np
 
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
-from sampleval.errors import UsageError
-from sampleval.estimation.engine.collapsed import collapsed_delta
 from sampleval.estimation.engine.estimands import (
     TAKE_CORRECTION,
     Estimator,
@@ -68,7 +65,7 @@ from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
 from sampleval.estimation.spec import EstimateSpec
 
 BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
-VARIANCES = ("jackknife", "jackknife-uncorrected", "linear", "collapsed")
+VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
 
 
 # -- the Sample-level entry -----------------------------------------------------------------
@@ -152,30 +149,8 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
     """AP-hat of one topic for every run (``pairs``: every pair's difference) by its
     options: the value less the bias estimate of ``bias``, the variance of ``variance`` (the
     jackknives are stratified on stratified samples: :func:`stratified_average_precision`,
-    :func:`replicate_jackknife`), and the bias that widens the interval (``interval``).
-    ``variance=collapsed``: the estimate and widening of ``variance=jackknife`` with the
-    linearised variance over collapsed strata
-    (:func:`~sampleval.estimation.engine.collapsed.collapsed_delta`)."""
-    var = spec.option("variance")
-    if var != "collapsed":
-        return _ap_by_options(view, sample, spec, level, y, index, var, pairs)
-    if not sample.design.has_strata:
-        raise UsageError(f"{spec.name}: variance=collapsed needs a stratified sample; "
-                         f"the {sample.design.name} design has no strata")
-    out = _ap_by_options(view, sample, spec, level, y, index, "jackknife", pairs)
-    sizes, n_sampled = view.sample.strata()
-    design = judged_design(sample, view.sample, index)
-    delta = collapsed_delta(view.sample.stratum[index], sizes, n_sampled)
-    return out._replace(variance=average_precision(
-        y, design.pi, design.pi_joint, view.rank_of(index), spec.cutoff,
-        spec.option("ap") == "paper", False, pairs, delta).variance)
-
-
-def _ap_by_options(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
-                   y: np.ndarray, index: np.ndarray, var: str,
-                   pairs: np.ndarray | None = None) -> TopicEstimate:
-    """:func:`_topic_ap` with the variance estimator ``var`` (any but ``collapsed``)."""
-    paper, bias = spec.option("ap") == "paper", spec.option("bias")
+    :func:`replicate_jackknife`), and the bias that widens the interval (``interval``)."""
+    paper, bias, var = spec.option("ap") == "paper", spec.option("bias"), spec.option("variance")
     aware = (pairs is None and spec.option("interval") == "bias-aware"
              and bias in ("taylor", "taylor-jackknife"))
     ranks = view.rank_of(index)
