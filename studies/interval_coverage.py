@@ -173,6 +173,21 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
     return table
 
 
+LOW_AP = 0.02
+"""The true mean below which a run counts as low-AP (:func:`diagnose`'s ``cover_low_ap``)."""
+
+
+def _low_ap(covered: np.ndarray, low: np.ndarray) -> dict[str, float]:
+    """The coverage ``covered`` ``[trials, runs]`` over the runs ``low`` and its standard
+    error clustered by trial."""
+    if not low.any():
+        return {"cover_low_ap": float("nan"), "cover_low_ap_se": float("nan")}
+    per_trial = covered[:, low].mean(axis=1)
+    return {"cover_low_ap": float(per_trial.mean()),
+            "cover_low_ap_se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial)))
+            if len(per_trial) > 1 else float("nan")}
+
+
 def diagnose(trials: np.ndarray, z: float = 1.959963984540054) -> dict[str, float]:
     """How much of the mean's coverage miss is bias and how much is too small a variance
     estimate, from ``trials`` ``[trials, 3, runs]`` (each run's estimated mean over topics,
@@ -187,7 +202,10 @@ def diagnose(trials: np.ndarray, z: float = 1.959963984540054) -> dict[str, floa
     trial (the standard deviation over the trials of each trial's share of runs covered, over
     sqrt(trials): one trial's intervals share its sample, so they are not independent), and
     ``cover_low_se``, the coverage where a run's half-width is below its median over the
-    trials (under the overall coverage where small standard errors come with large errors)."""
+    trials (under the overall coverage where small standard errors come with large errors);
+    ``cover_low_ap`` and its clustered standard error ``cover_low_ap_se``, the mean's coverage
+    over the runs whose true mean is below :data:`LOW_AP` (NaN where there is none): where
+    relevant documents are rare, the runs that find few of them are the ones missed."""
     from scipy.stats import norm
 
     value, target, half = trials[:, 0], trials[:, 1], trials[:, 2]
@@ -196,7 +214,8 @@ def diagnose(trials: np.ndarray, z: float = 1.959963984540054) -> dict[str, floa
     per_trial = covered.mean(axis=1)
     spread = {"cover_mean_se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial)))
               if len(per_trial) > 1 else float("nan"),
-              "cover_low_se": float(covered[low].mean()) if low.any() else float("nan")}
+              "cover_low_se": float(covered[low].mean()) if low.any() else float("nan"),
+              **_low_ap(covered, target.mean(axis=0) < LOW_AP)}
     sd = value.std(axis=0, ddof=1) if len(value) > 1 else np.zeros(value.shape[1])
     usable = sd > 0
     if not usable.any():

@@ -83,3 +83,17 @@ def test_the_mean_coverage_s_monte_carlo_error_is_clustered_by_trial() -> None:
     found = diagnose(np.stack([value, truth, half], axis=1))
     assert found["cover_mean_se"] == pytest.approx(0.25)
     assert found["cover_low_se"] == 0.0
+    assert np.isnan(found["cover_low_ap"])  # no run's truth is below 0.02
+
+
+def test_the_low_ap_runs_coverage_is_clustered_by_trial() -> None:
+    """Run 0 (true mean 0.01 < 0.02) is missed in trials 0 and 1 and covered in 2 and 3: its
+    coverage 0.5 with the standard error sd(0, 0, 1, 1)/sqrt(4) = 0.2887; the other runs,
+    always covered, do not count."""
+    from studies.interval_coverage import diagnose
+
+    truth = np.tile([0.01, 0.3, 0.2], (4, 1))
+    value = truth + np.array([[0.1, 0, 0], [0.1, 0, 0], [0, 0, 0], [0, 0, 0]])
+    found = diagnose(np.stack([value, truth, np.full((4, 3), 0.05)], axis=1))
+    assert found["cover_low_ap"] == 0.5
+    assert found["cover_low_ap_se"] == pytest.approx(np.std([0, 0, 1, 1], ddof=1) / 2)
