@@ -23,7 +23,8 @@ import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.estimation.engine.views import gain, relevance
-from sampleval.measures.weights import at_rank, rank_weights
+from sampleval.measures.exact import rank_weights
+from sampleval.measures.weights import at_rank
 from sampleval.selection.importance import doc_ranks
 from sampleval.selection.priors import (
     FORMS,

@@ -20,7 +20,8 @@ from sampleval.estimation.engine.views import TopicView, topic_views, z_value
 from sampleval.estimation.families import importance as imp
 from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
-from sampleval.measures.weights import at_rank, rank_weights
+from sampleval.measures.exact import rank_weights
+from sampleval.measures.weights import at_rank
 from sampleval.selection import priors
 
 Z95 = z_value(0.95)

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from sampleval.errors import UsageError
 from sampleval.measures import gain, interpolated, judged, ranked, sets
 from sampleval.measures.base import KERNELS, RankedGrades, relevance
-from sampleval.measures.names import Measure
+from sampleval.measures.names import Measure, estimand_of
+from sampleval.measures.weights import WEIGHTS, RankWeight
 
-__all__ = ["KERNELS", "RankedGrades", "compute", "relevance"]
+__all__ = ["KERNELS", "RankedGrades", "compute", "rank_weights", "relevance", "weight_of"]
 _FAMILIES = (gain, interpolated, judged, ranked, sets)  # imported to register their kernels
 
 
@@ -34,3 +36,27 @@ def compute(measure: Measure, g: RankedGrades, level: float) -> np.ndarray:
     """Value of ``measure`` for every run on one topic."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return KERNELS[measure.name](g, measure, level if measure.rel is None else measure.rel)
+
+
+def weight_of(base: str) -> RankWeight:
+    """The rank weights of ``base`` (a library name, any case), whose declared estimand is a
+    total; a UsageError for any other measure. The built-in measures' weights are registered
+    with their kernels (:mod:`sampleval.measures.weights`), which this module imports."""
+    spec = estimand_of(base)
+    if spec is None or spec.estimand != "total" or spec.key not in WEIGHTS:
+        raise UsageError(f"{base} is not a total over documents with rank weights")
+    return WEIGHTS[spec.key]
+
+
+def rank_weights(base: str, cutoff: int | None, width: int) -> np.ndarray:
+    """lambda(r), r = 1..width, of U(h) = sum_y lambda(rank_h(y)) rel(y) (Schnabel et al.
+    sec. 3): the registered weights of P@k (1/k) and DCG (1/log2(r+1), also nDCG's
+    numerator), 1 for R@k's numerator; 0 past k."""
+    ranks = np.arange(1, width + 1)
+    if base == "P" and cutoff is None:
+        raise UsageError("P~is needs a cutoff")
+    if base == "R":
+        return np.where(ranks <= (width if cutoff is None else cutoff), 1.0, 0.0)
+    if base not in ("P", "DCG", "nDCG"):
+        raise UsageError(f"importance sampling estimates P, R, DCG and nDCG, not {base}")
+    return weight_of("DCG" if base == "nDCG" else base)(ranks, cutoff)

@@ -4,9 +4,11 @@ at rank 0 (not retrieved) and past the cutoff; U(h) = sum_y lambda(rank_h(y)) re
 Schnabel, Swaminathan, Frazier & Joachims, ICTIR 2016, sec. 3.
 
 Each total's weights (:attr:`~sampleval.measures.names.MeasureSpec.estimand` ``total``) are
-registered beside its measure's kernel with :func:`rank_weight`; the design-based estimators
-read them through :func:`weight_of` (Horvitz & Thompson 1952: a total is estimated by
-sum_S w_i v_i / pi_i), importance sampling through :func:`rank_weights` (what its
+registered beside its measure's kernel with :func:`rank_weight` into :data:`WEIGHTS`, as the
+kernels are into ``KERNELS``; they are looked up, like the kernels, through
+:mod:`sampleval.measures.exact`, whose import registers them all: the design-based
+estimators through ``exact.weight_of`` (Horvitz & Thompson 1952: a total is estimated by
+sum_S w_i v_i / pi_i), importance sampling through ``exact.rank_weights`` (what its
 distributions Q weigh, :mod:`sampleval.selection.priors`, and what ``~is`` sums).
 """
 
@@ -15,9 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-
-from sampleval.errors import UsageError
-from sampleval.measures.names import estimand_of
 
 RankWeight = Callable[[np.ndarray, "int | None"], np.ndarray]
 """(1-based ranks, 0: not retrieved; the cutoff k or None) -> the weight at each rank."""
@@ -31,32 +30,6 @@ def rank_weight(*names: str) -> Callable[[RankWeight], RankWeight]:
             WEIGHTS[name] = function
         return function
     return register
-
-
-def weight_of(base: str) -> RankWeight:
-    """The rank weights of ``base`` (a library name, any case), whose declared estimand is a
-    total; a UsageError for any other measure. The built-in measures' weights are registered
-    with their kernels (:mod:`sampleval.measures.exact`, imported here)."""
-    from sampleval.measures import exact  # noqa: F401  (registers the built-in weights)
-
-    spec = estimand_of(base)
-    if spec is None or spec.estimand != "total" or spec.key not in WEIGHTS:
-        raise UsageError(f"{base} is not a total over documents with rank weights")
-    return WEIGHTS[spec.key]
-
-
-def rank_weights(base: str, cutoff: int | None, width: int) -> np.ndarray:
-    """lambda(r), r = 1..width, of U(h) = sum_y lambda(rank_h(y)) rel(y) (Schnabel et al.
-    sec. 3): the registered weights of P@k (1/k) and DCG (1/log2(r+1), also nDCG's
-    numerator), 1 for R@k's numerator; 0 past k."""
-    ranks = np.arange(1, width + 1)
-    if base == "P" and cutoff is None:
-        raise UsageError("P~is needs a cutoff")
-    if base == "R":
-        return np.where(ranks <= (width if cutoff is None else cutoff), 1.0, 0.0)
-    if base not in ("P", "DCG", "nDCG"):
-        raise UsageError(f"importance sampling estimates P, R, DCG and nDCG, not {base}")
-    return weight_of("DCG" if base == "nDCG" else base)(ranks, cutoff)
 
 
 def at_rank(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:

@@ -64,7 +64,6 @@ from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.measures.weights import rank_weights
 from sampleval.selection.base import Budget, Selector, register, rng_state
 from sampleval.selection.priors import (
     FORMS,
@@ -265,6 +264,8 @@ class ImportanceSelector(Selector):
         if not tp.size:
             return np.zeros(0)
         width = max(tp.ranking.shape[1], 1)
+        from sampleval.measures.exact import rank_weights
+
         lam = rank_weights(self.measure, self.cutoff, width)
         prior, form = self._prior(tp, width), self.params["form"]
         ranks = doc_ranks(tp)

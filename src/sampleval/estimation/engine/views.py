@@ -111,9 +111,9 @@ def _vocabulary(pool: Pool) -> np.ndarray:
 def rank_coefficients(base: str, ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
     """The coefficient of z_d = coefficient * value(label) at 1-based ``ranks`` (0: not
     retrieved) of a measure whose estimand is a total: its declared rank weights
-    (:func:`sampleval.measures.weights.weight_of`; 1 for NumRel, 1{r <= k}/k for P@k,
+    (:func:`sampleval.measures.exact.weight_of`; 1 for NumRel, 1{r <= k}/k for P@k,
     1/log2(r + 1) (r <= k) for DCG@k)."""
-    from sampleval.measures.weights import weight_of
+    from sampleval.measures.exact import weight_of
 
     return weight_of(base)(ranks, cutoff)
 

@@ -70,7 +70,7 @@ from sampleval.estimation.family import Base, EstimatorFamily, each_measure, reg
 from sampleval.estimation.options import pick
 from sampleval.estimation.result import TopicParts, summarise, z_value
 from sampleval.estimation.spec import EstimateSpec
-from sampleval.measures.weights import at_rank, rank_weights
+from sampleval.measures.weights import at_rank
 
 INTERVALS = ("normal", "hoeffding", "bernstein")
 DEFAULT_INTERVAL = "normal"
@@ -292,6 +292,8 @@ def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: fl
         if np.isnan(labels).any():
             raise UsageError(f"topic {topic}: a drawn document has no judgment")
         width = view.frame_at_rank.shape[1]
+        from sampleval.measures.exact import rank_weights
+
         weights = at_rank(rank_weights(spec.base, spec.cutoff, width),
                            view.rank_of(np.arange(len(ts.docnos))))
         judged = gain(ts.labels[ts.judged])
