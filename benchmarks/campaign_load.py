@@ -28,7 +28,8 @@ CPU time the server's process spent per judgment (its threads' ``/proc/PID/task/
 what the code costs, whatever else the machine runs), ``worker ms/j`` that of its
 live-estimates worker process, and ``wait ms/j`` the time the threads of both were ready to
 run but had no CPU (the kernel's run-queue delay), per judgment: the share of the latency
-the machine's other load causes. ``--hog N`` adds N busy processes during the runs, to see how the figures move
+the machine's other load causes; ``retries`` the clients' calls sent again, by cause
+(``TimeoutError``: no answer within the client's 30 s; ``HTTP 5xx``; a lost connection). ``--hog N`` adds N busy processes during the runs, to see how the figures move
 with load; ``--server-nice -5`` (as root) favours the server over them and over the clients.
 
 There is no peer campaign server to run here (HiCAL needs its own stack), so the reference
@@ -57,6 +58,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -116,7 +118,7 @@ def main() -> int:
                         f"server nice {args.server_nice}, load average at start {_load()}")
     for column in ("store", "clients", "run", "judgments", "seconds", "judgments/s", "p50 ms",
                    "p99 ms", "server p99 ms", "server cpu ms/j", "worker ms/j",
-                   "wait ms/j",
+                   "wait ms/j", "retries",
                    "naive commits/s",
                    "ratio"):
         table.add_column(column, justify="left" if column == "store" else "right")
@@ -171,6 +173,7 @@ def main() -> int:
                                           f"{(cpu - worker) * per:.2f}",
                                           f"{worker * per:.2f}",
                                           f"{wait * per:.2f}",
+                                          _retries(report.problems),
                                           f"{naive:.0f}", f"{rate / naive:.1f}x")
                             results[store_kind, n, run] = (rate, p99)
                         if spy is not None:
@@ -265,6 +268,12 @@ def naive_commits(url: str, count: int = 300) -> float:
     table.drop(store.engine)
     store.close()
     return rate
+
+
+def _retries(problems: Counter[str]) -> str:
+    """The clients' retries by cause (``TimeoutError: 2``: two calls had no answer within
+    the client's timeout), or 0."""
+    return ", ".join(f"{name}: {count}" for name, count in problems.most_common()) or "0"
 
 
 if __name__ == "__main__":

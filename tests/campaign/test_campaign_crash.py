@@ -83,8 +83,11 @@ def test_sigkill_at_a_random_moment_loses_no_acknowledged_judgment(store_url: st
     assert_same_sample(exported, reference(c.runs, "active", Budget(BUDGET), 150, 13,
                                            c.oracle))
     retries = report.retries  # type: ignore[attr-defined]
-    print(f"{kind}: killed after {killed_at} stored judgments; {retries} retried requests")
+    problems = report.problems  # type: ignore[attr-defined]
+    print(f"{kind}: killed after {killed_at} stored judgments; {retries} retried requests "
+          f"({dict(problems)})")
     assert retries > 0
+    assert sum(problems.values()) == retries  # each retry says why (the killed server)
 
 
 def _count(store: Store) -> int:

@@ -17,6 +17,7 @@ import math
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -45,13 +46,17 @@ class Report:
     """What the assessors did: acknowledged judgments (keys, and the (topic, docno) each
     judged), request latencies of the judge requests as the clients saw them and as the
     server reported them (its ``Server-Timing``: from the request reaching the app to the
-    answer), retries, and the wall time."""
+    answer), retries (and what made each: the exception's name or the HTTP status), and the
+    wall time."""
 
     keys: list[str] = field(default_factory=list)
     judged: list[tuple[str, str]] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     server_latencies: list[float] = field(default_factory=list)
     retries: int = 0
+    problems: Counter[str] = field(default_factory=Counter)
+    """Why calls were retried: the exception's name (``TimeoutError``: no answer within the
+    client's timeout) or ``HTTP 5xx``, with counts."""
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -192,6 +197,7 @@ class _Client:
                 raise UsageError(f"{method} {path}: still failing at the deadline ({problem})")
             with report.lock:
                 report.retries += 1
+                report.problems[problem] += 1
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
 
