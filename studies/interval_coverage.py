@@ -49,14 +49,13 @@ from studies.ppi_efficiency import PREDICTORS, make_predictions
 MEASURES = {
     "strata": ("xinfAP(variance=jackknife)", "xinfAP(variance=appendix)",
                "xinfAP(variance=linear)", "AP~ht(variance=jackknife)",
-               "AP~ht(variance=jackknife-uncorrected)", "AP~ht(variance=linear)"),
+               "AP~ht(variance=linear)"),
     "uniform": ("infAP(variance=jackknife)", "infAP(variance=appendix)",
                 "infAP(variance=linear)", "xinfAP(variance=jackknife)",
-                "AP~ht(variance=jackknife)", "AP~ht(few=none)",
-                "AP~ht(variance=jackknife-uncorrected)", "AP~ht(variance=linear)"),
+                "AP~ht(variance=jackknife)", "AP~ht(few=none)", "AP~ht(variance=linear)"),
     "active": ("AP~ht(variance=jackknife)", "AP~ht(variance=linear)",
                "AP~ht(ap=paper,variance=jackknife)", "AP~ht(ap=paper,variance=linear)"),
-    "stratified": ("AP~ht", "AP~ht(variance=jackknife-uncorrected)", "AP~ht(bias=jackknife)",
+    "stratified": ("AP~ht", "AP~ht(bias=jackknife)",
                    "AP~ht(bias=taylor-jackknife)", "xinfAP", "xinfAP(bias=jackknife)"),
 }
 STRATA = ((1, 10, 1.0), (11, 30, 0.3), (31, None, 0.1))
