@@ -32,6 +32,15 @@ the machine's other load causes; ``retries`` the clients' calls sent again, by c
 (``TimeoutError``: no answer within the client's 30 s; ``HTTP 5xx``; a lost connection). ``--hog N`` adds N busy processes during the runs, to see how the figures move
 with load; ``--server-nice -5`` (as root) favours the server over them and over the clients.
 
+The platform's floor, beside every run (:func:`probe_floor`, a process of its own at the
+server's nice, running while the run goes, the same hogs beside it): ``commit ms``, the
+p50/p99/max of a raw durable commit (one row in its own transaction, SQLite in WAL mode with
+``synchronous=FULL``: the write and its fsync) on the store's directory, one every
+:data:`FLOOR_COMMIT_EVERY` seconds; ``wake ms``, the p50/p99/max of the scheduler's wake-up
+delay (a thread asking to sleep 1 ms: how much longer it slept). No acknowledged judgment can
+come faster than one such commit, nor a thread woken by it sooner than the wake-up delay: when
+the raw commit's p99 is near 100 ms, so is the server's, whatever its code.
+
 There is no peer campaign server to run here (HiCAL needs its own stack), so the reference
 is the store itself: ``naive`` commits judgments one transaction at a time from one thread,
 with the same durability (SQLite WAL, ``synchronous=FULL``; PostgreSQL with fsync on), the
@@ -51,15 +60,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import multiprocessing
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -78,6 +94,11 @@ from sampleval.selection import Budget, qrels_oracle
 TOPICS = 32
 TARGET_P99_MS = 100.0
 TARGET_RATE = 200.0
+FLOOR_COMMIT_EVERY = 0.05
+"""Seconds between two raw commits of the floor probe (20 a second: a sample of the disk
+beside the server's own flushes, not a load of its own)."""
+FLOOR_NAP = 0.001
+"""Seconds the floor probe's sleeping thread asks for (its overshoot is the wake-up delay)."""
 
 
 def main() -> int:
@@ -112,7 +133,7 @@ def main() -> int:
     oracle = qrels_oracle(Qrels.from_frame(collection.qrels))
     budget = max(1, args.judgments // TOPICS)
     clients = [int(c) for c in args.clients.split(",")]
-    console = Console(width=200)
+    console = Console(width=260)
     table = Table(title=f"Campaign server load: method {args.method}, {TOPICS} topics x "
                         f"{budget} judgments, {os.cpu_count()} cores, {args.hog} hog(s), "
                         f"server nice {args.server_nice}, load average at start {_load()}")
@@ -120,10 +141,11 @@ def main() -> int:
                    "p99 ms", "server p99 ms", "server cpu ms/j", "worker ms/j",
                    "wait ms/j", "retries",
                    "naive commits/s",
-                   "ratio"):
+                   "ratio", "floor: commit ms p50/p99/max", "wake ms p50/p99/max"):
         table.add_column(column, justify="left" if column == "store" else "right")
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
+    floors: dict[tuple[str, int, str], Floor] = {}
     # a SIGTERM (timeout, kill) unwinds through the finally below, which stops the hogs;
     # they do not hold this script's output open either
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -156,8 +178,9 @@ def main() -> int:
                             server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt")
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
-                            report = drive(server.url, run, team, oracle,
-                                           rate=args.rate if run == "paced" else None)
+                            with floor_beside(Path(tmp), args.server_nice) as floor:
+                                report = drive(server.url, run, team, oracle,
+                                               rate=args.rate if run == "paced" else None)
                             after = scheduled(server.process.pid)
                             cpu, wait = used(before, after)
                             worker, _ = used(before, {k: v for k, v in after.items()
@@ -174,8 +197,10 @@ def main() -> int:
                                           f"{worker * per:.2f}",
                                           f"{wait * per:.2f}",
                                           _retries(report.problems),
-                                          f"{naive:.0f}", f"{rate / naive:.1f}x")
+                                          f"{naive:.0f}", f"{rate / naive:.1f}x",
+                                          _spread(floor.commits), _spread(floor.wakes))
                             results[store_kind, n, run] = (rate, p99)
+                            floors[store_kind, n, run] = floor
                         if spy is not None:
                             spy.send_signal(signal.SIGINT)
                             spy.wait(60)
@@ -193,8 +218,9 @@ def main() -> int:
         quick = results["sqlite", 32, "paced"][1] < TARGET_P99_MS
         table.caption = (f"SQLite, 32 clients: >= {TARGET_RATE:.0f} judgments/s "
                          f"{'met' if reached else 'NOT met'}; p99 < {TARGET_P99_MS:.0f} ms at "
-                         f"{args.rate:.0f}/s {'met' if quick else 'NOT met'}; load average "
-                         f"at the end {_load()}")
+                         f"{args.rate:.0f}/s {'met' if quick else 'NOT met'}"
+                         f"{floors['sqlite', 32, 'paced'].verdict(TARGET_P99_MS)}; load "
+                         f"average at the end {_load()}")
     console.print(table)
     return 0
 
@@ -268,6 +294,122 @@ def naive_commits(url: str, count: int = 300) -> float:
     table.drop(store.engine)
     store.close()
     return rate
+
+
+@dataclass(frozen=True)
+class Floor:
+    """What the platform gave a probe beside a run: seconds per raw durable commit and
+    seconds of wake-up delay (:func:`probe_floor`)."""
+
+    commits: list[float]
+    wakes: list[float]
+
+    def verdict(self, target_ms: float) -> str:
+        """A clause for the table's caption when the raw commit's p99 alone is at least half
+        of ``target_ms`` (no acknowledgment waiting for a commit can then be sure to come in
+        time), else nothing."""
+        p99 = percentile(self.commits, 0.99) * 1000
+        if not p99 >= target_ms / 2:
+            return ""
+        return (f" (the disk's raw commit alone has p99 {p99:.0f} ms: a durable "
+                f"acknowledgment cannot be much faster)")
+
+
+def raw_commits(directory: Path, stop: threading.Event, every: float = FLOOR_COMMIT_EVERY,
+                clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Seconds each raw durable commit took: one row inserted and committed in a
+    transaction of its own into a fresh SQLite file in ``directory`` (WAL mode,
+    ``synchronous=FULL``, no automatic checkpoint: the store's server settings, without
+    SQLAlchemy), one every ``every`` seconds until ``stop`` is set. The file is removed."""
+    path = directory / f"floor-{uuid.uuid4().hex}.db"
+    out: list[float] = []
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        for pragma in ("journal_mode=WAL", "synchronous=FULL", "wal_autocheckpoint=0"):
+            connection.execute(f"PRAGMA {pragma}")
+        connection.execute("CREATE TABLE floor (id INTEGER PRIMARY KEY, key TEXT UNIQUE, "
+                           "label REAL)")
+        while not stop.is_set():
+            started = clock()
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO floor (key, label) VALUES (?, 1.0)",
+                               (uuid.uuid4().hex,))
+            connection.execute("COMMIT")
+            out.append(clock() - started)
+            stop.wait(every)
+    finally:
+        connection.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return out
+
+
+def wake_delays(stop: threading.Event, nap: float = FLOOR_NAP,
+                sleep: Callable[[float], None] = time.sleep,
+                clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Seconds by which each sleep of ``nap`` seconds overshot (the scheduler's wake-up
+    delay, with the timer's slack), one after another until ``stop`` is set."""
+    out: list[float] = []
+    while not stop.is_set():
+        started = clock()
+        sleep(nap)
+        out.append(max(0.0, clock() - started - nap))
+    return out
+
+
+def probe_floor(directory: str, nice: int, stop: Any, ready: Any, answer: Connection) -> None:
+    """The floor probe's process: at nice ``nice`` (threads started after inherit it),
+    :func:`raw_commits` on ``directory`` in one thread and :func:`wake_delays` in another
+    until ``stop`` is set; sends the :class:`Floor` down ``answer``."""
+    if nice:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+    halt = threading.Event()
+    commits: list[float] = []
+    wakes: list[float] = []
+    committer = threading.Thread(
+        target=lambda: commits.extend(raw_commits(Path(directory), halt)))
+    waker = threading.Thread(target=lambda: wakes.extend(wake_delays(halt)))
+    committer.start()
+    waker.start()
+    ready.set()
+    stop.wait()
+    halt.set()
+    committer.join()
+    waker.join()
+    answer.send(Floor(commits, wakes))
+
+
+@contextlib.contextmanager
+def floor_beside(directory: Path, nice: int) -> Iterator[Floor]:
+    """Run :func:`probe_floor` in a process of its own for the duration of the block; the
+    yielded :class:`Floor` is filled when the block ends."""
+    context = multiprocessing.get_context("spawn")
+    stop, ready = context.Event(), context.Event()
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=probe_floor, args=(str(directory), nice, stop, ready,
+                                                        send), daemon=True)
+    process.start()
+    floor = Floor([], [])
+    try:
+        ready.wait(60)
+        yield floor
+    finally:
+        stop.set()
+        if receive.poll(60):
+            found = receive.recv()
+            floor.commits.extend(found.commits)
+            floor.wakes.extend(found.wakes)
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+
+
+def _spread(seconds: Sequence[float]) -> str:
+    """p50/p99/max in milliseconds, or n/a."""
+    if not seconds:
+        return "n/a"
+    return "/".join(f"{v * 1000:.1f}" for v in (percentile(seconds, 0.5),
+                                                percentile(seconds, 0.99), max(seconds)))
 
 
 def _retries(problems: Counter[str]) -> str:
