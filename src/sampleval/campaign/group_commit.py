@@ -9,15 +9,28 @@ transaction holding its write has committed, so nothing is acknowledged before i
 disk. If a shared transaction fails, its writes are retried one by one, so one bad write
 cannot fail the others. The thread keeps its connection from one transaction to the next
 (:meth:`.Store.writer`), and takes a new one after a transaction that failed.
+
+On a SQLite file the flush is taken out of the transaction and given a thread of its own
+(``flushed apart``): the writing thread commits without flushing (``synchronous=NORMAL``:
+the WAL written, SQLite's lock released) and hands the batch to the flushing thread, which
+takes every batch committed so far, flushes the WAL (``fdatasync``) and only then answers
+their callers. So a write queued while a flush is under way is written during it, and its
+caller waits for the flush that starts once that flush ends (the next one, which takes
+everything written by then), not for a flush of its own queued behind the transaction's
+statements. Durability is the same as SQLite's ``synchronous=FULL`` (which flushes the WAL
+at each commit): nothing is answered before a flush that began after its commit. On
+PostgreSQL the server flushes inside the commit, as before.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import suppress
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from sqlalchemy import Connection
@@ -27,6 +40,7 @@ from sampleval.campaign.store import Store
 R = TypeVar("R")
 T = TypeVar("T")
 Apply = Callable[[Connection, list[R]], list[T]]
+Outcome = tuple[Future[T], T]
 
 
 class GroupCommit(Generic[R, T]):
@@ -41,6 +55,10 @@ class GroupCommit(Generic[R, T]):
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
         self._connection: Connection | None = None
+        self.wal = store.wal
+        """The WAL the flushing thread flushes (None: each commit flushes)."""
+        self._written: queue.SimpleQueue[list[Outcome[T]] | None] = queue.SimpleQueue()
+        self._flusher: threading.Thread | None = None
 
     def submit(self, record: R) -> T:
         """Write ``record``; return its result once committed (or raise its error)."""
@@ -59,11 +77,19 @@ class GroupCommit(Generic[R, T]):
             self._queue.put(None)
             self._thread.join()
             self._thread = None
+        if self._flusher is not None:
+            self._written.put(None)
+            self._flusher.join()
+            self._flusher = None
 
     def _ensure_thread(self) -> None:
         if self._thread is None:
             with self._start:
                 if self._thread is None:
+                    if self.wal is not None:
+                        self._flusher = threading.Thread(target=self._flush, daemon=True,
+                                                         name="group-commit-flush")
+                        self._flusher.start()
                     self._thread = threading.Thread(target=self._run, name="group-commit",
                                                     daemon=True)
                     self._thread.start()
@@ -76,28 +102,16 @@ class GroupCommit(Generic[R, T]):
 
     def _serve(self) -> None:
         while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            stop = False
-            while len(batch) < self.max_batch:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                batch.append(more)
-            self._write(batch)
+            batch, stop = _take(self._queue, self.max_batch)
+            if batch:
+                self._write(batch)
             if stop:
                 return
 
     def _write(self, batch: list[tuple[R, Future[T]]]) -> None:
         try:
             if self._connection is None:
-                self._connection = self.store.writer()
+                self._connection = self.store.writer(flushed_apart=self.wal is not None)
             with self.store.transaction(self._connection) as connection:
                 results = self.apply(connection, [record for record, _ in batch])
         except BaseException as exc:
@@ -108,11 +122,78 @@ class GroupCommit(Generic[R, T]):
                 for one in batch:
                     self._write([one])
             return
-        for (_, done), result in zip(batch, results, strict=True):
-            done.set_result(result)
+        outcomes = [(done, result) for (_, done), result in zip(batch, results, strict=True)]
+        if self.wal is None:
+            _answer(outcomes)
+        else:
+            self._written.put(outcomes)
+
+    def _flush(self) -> None:
+        """The flushing thread: flush the WAL for every batch committed since the last
+        flush began, then answer their callers (an error flushing fails them all)."""
+        flushed: int | None = None  # the WAL's inode once its directory entry is flushed
+        while True:
+            batches, stop = _take(self._written)
+            outcomes = [outcome for batch in batches for outcome in batch]
+            if not outcomes:
+                return
+            try:
+                assert self.wal is not None
+                flushed = flush_file(self.wal, flushed)
+            except BaseException as exc:
+                for done, _ in outcomes:
+                    done.set_exception(exc)
+            else:
+                _answer(outcomes)
+            if stop:
+                return
 
     def _drop_connection(self) -> None:
         if self._connection is not None:
             with suppress(Exception):
                 self._connection.close()
             self._connection = None
+
+
+def _take(waiting: queue.SimpleQueue[T | None], most: int | None = None
+          ) -> tuple[list[T], bool]:
+    """The items in ``waiting`` (blocking for the first), up to ``most``, and whether the
+    stop mark (None) came among them."""
+    first = waiting.get()
+    if first is None:
+        return [], True
+    items = [first]
+    while most is None or len(items) < most:
+        try:
+            more = waiting.get_nowait()
+        except queue.Empty:
+            break
+        if more is None:
+            return items, True
+        items.append(more)
+    return items, False
+
+
+def _answer(outcomes: list[Outcome[T]]) -> None:
+    for done, result in outcomes:
+        done.set_result(result)
+
+
+def flush_file(path: Path, known: int | None = None) -> int:
+    """Flush ``path``'s written data to disk (``fdatasync``) and, unless it is the file
+    ``known`` (an inode number: one whose directory entry a flush already saved), its
+    directory too, so that a file just created is found after a crash. Returns the file's
+    inode number."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(descriptor)
+        inode = os.fstat(descriptor).st_ino
+    finally:
+        os.close(descriptor)
+    if inode != known:
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    return inode

@@ -104,11 +104,34 @@ class Store:
               connection.begin()):
             yield connection
 
-    def writer(self) -> Connection:
+    def writer(self, flushed_apart: bool = False) -> Connection:
         """A connection for :meth:`transaction` that a thread writing often keeps (its
         checkout from the pool, and the pool's reset when it is returned, cost more than
-        a judgment's statements); close it when done."""
-        return self.engine.connect().execution_options(sv_write=True)
+        a judgment's statements); close it when done.
+
+        ``flushed_apart`` (SQLite files only, see :attr:`wal`): its commits write the WAL
+        without flushing it (``synchronous=NORMAL``); the caller flushes the WAL itself
+        (:class:`.GroupCommit`) before it says anything committed is stored. Returned to
+        the pool, the connection flushes its commits again (``synchronous=FULL``)."""
+        connection = self.engine.connect().execution_options(sv_write=True)
+        if flushed_apart:
+            if self.wal is None:
+                raise ValueError("only a SQLite file's commits can be flushed apart")
+            pooled = connection.connection
+            assert pooled.dbapi_connection is not None
+            pooled.dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+            pooled.info["sv_flushed_apart"] = True
+        return connection
+
+    @property
+    def wal(self) -> Path | None:
+        """The write-ahead log of a SQLite file store (None: PostgreSQL, in memory)."""
+        if not self.is_sqlite:
+            return None
+        database = make_url(self.url).database
+        if not database or database == ":memory:":
+            return None
+        return Path(f"{database}-wal")
 
     @contextmanager
     def write(self) -> Iterator[Session]:
@@ -186,6 +209,11 @@ def _engine(url: str, autocheckpoint: bool = True) -> Engine:
         if not autocheckpoint:  # a thread of the store checkpoints (module docstring)
             cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(dbapi_connection: Any, record: Any) -> None:
+        if record.info.pop("sv_flushed_apart", False) and dbapi_connection is not None:
+            dbapi_connection.execute("PRAGMA synchronous=FULL")  # (Store.writer)
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Any) -> None:

@@ -1,0 +1,103 @@
+"""The group commit on a SQLite file: the WAL flushed apart from the transaction (module
+docstring of ``campaign.group_commit``): nothing answered before a flush that began after
+its commit, and a write queued during a flush committed during it."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, text
+
+from sampleval.campaign import group_commit
+from sampleval.campaign.group_commit import GroupCommit
+from sampleval.campaign.store import Store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store(f"sqlite:///{tmp_path}/gc.db", migrate=False)
+    with opened.write() as session:
+        session.execute(text("CREATE TABLE t (v INTEGER)"))
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_an_answer_waits_for_a_wal_flush_begun_after_its_commit(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    flushing = threading.Event()  # a flush has begun
+    release = threading.Event()  # let it end
+    flushed: list[tuple[str, list[int]]] = []  # (file flushed, rows committed when it began)
+    committed: list[int] = []
+    real = os.fdatasync
+
+    def fdatasync(descriptor: int) -> None:
+        flushed.append((os.readlink(f"/proc/self/fd/{descriptor}"), list(committed)))
+        flushing.set()
+        release.wait(10)
+        real(descriptor)
+
+    def apply(connection: Connection, records: list[int]) -> list[int]:
+        connection.execute(text("INSERT INTO t (v) VALUES (:v)"), [{"v": r} for r in records])
+        synchronous = connection.exec_driver_sql("PRAGMA synchronous").scalar()
+        assert synchronous == 1  # NORMAL: this connection's commit does not flush
+        committed.extend(records)  # (committed once apply returns and the block ends)
+        return records
+
+    monkeypatch.setattr(group_commit.os, "fdatasync", fdatasync)
+    writes = GroupCommit(store, apply)
+    try:
+        first = writes.enqueue(1)
+        assert flushing.wait(10)
+        assert not first.done()  # committed, not flushed yet: not answered
+        second = writes.enqueue(2)  # queued during the flush...
+        with store.connect() as reader:  # ...committed during it
+            for _ in range(1000):
+                if reader.execute(text("SELECT count(*) FROM t")).scalar() == 2:
+                    break
+                threading.Event().wait(0.01)
+            assert reader.execute(text("SELECT count(*) FROM t")).scalar() == 2
+        assert not first.done() and not second.done()
+        flushing.clear()
+        release.set()
+        assert first.result(10) == 1
+        assert second.result(10) == 2
+    finally:
+        release.set()
+        writes.close()
+    assert [Path(f).name for f, _ in flushed] == ["gc.db-wal", "gc.db-wal"]
+    assert flushed[1][1] == [1, 2]  # the second flush began after the second commit
+    with store.engine.connect() as pooled:  # the writer's connection, back in the pool
+        assert pooled.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL again
+
+
+def test_a_failed_flush_fails_the_writes_it_was_to_answer(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fdatasync(descriptor: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(group_commit.os, "fdatasync", fdatasync)
+    writes = GroupCommit(store, lambda connection, records: records)
+    try:
+        with pytest.raises(OSError, match="Input/output"):
+            writes.submit(1)
+    finally:
+        writes.close()
+
+
+def test_postgresql_and_memory_stores_flush_in_the_commit() -> None:
+    memory = Store("sqlite://", migrate=False)
+    try:
+        assert memory.wal is None
+        with pytest.raises(ValueError, match="SQLite file"):
+            memory.writer(flushed_apart=True)
+        writes = GroupCommit(memory, lambda connection, records: records)
+        assert writes.submit(3) == 3
+        writes.close()
+    finally:
+        memory.close()
