@@ -101,3 +101,49 @@ def test_postgresql_and_memory_stores_flush_in_the_commit() -> None:
         writes.close()
     finally:
         memory.close()
+
+
+def test_the_next_flush_waits_for_the_writes_queued_before_the_last_one_ended(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write queued during a flush, behind a write committed during it, is in the next
+    flush (the third would make it wait for three)."""
+    flushing, release, slow = threading.Event(), threading.Event(), threading.Event()
+    flushed: list[list[int]] = []  # rows committed when each flush began
+    committed: list[int] = []
+    real = os.fdatasync
+
+    def fdatasync(descriptor: int) -> None:
+        flushed.append(list(committed))
+        flushing.set()
+        if len(flushed) == 1:
+            release.wait(10)
+        real(descriptor)
+
+    def apply(connection: Connection, records: list[int]) -> list[int]:
+        if 3 in records:
+            slow.wait(10)
+        committed.extend(records)
+        return records
+
+    monkeypatch.setattr(group_commit.os, "fdatasync", fdatasync)
+    writes = GroupCommit(store, apply)
+    try:
+        first = writes.enqueue(1)
+        assert flushing.wait(10)
+        second = writes.enqueue(2)
+        for _ in range(1000):  # committed during the first flush
+            if committed == [1, 2]:
+                break
+            threading.Event().wait(0.01)
+        third = writes.enqueue(3)  # queued during the first flush, its commit held up
+        release.set()
+        assert first.result(10) == 1
+        threading.Event().wait(0.2)
+        assert len(flushed) == 1  # the next flush waits for the third's commit...
+        slow.set()
+        assert (second.result(10), third.result(10)) == (2, 3)
+        assert flushed == [[1], [1, 2, 3]]  # ...and takes it with the second
+    finally:
+        release.set()
+        slow.set()
+        writes.close()

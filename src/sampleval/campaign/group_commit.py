@@ -15,9 +15,11 @@ On a SQLite file the flush is taken out of the transaction and given a thread of
 the WAL written, SQLite's lock released) and hands the batch to the flushing thread, which
 takes every batch committed so far, flushes the WAL (``fdatasync``) and only then answers
 their callers. So a write queued while a flush is under way is written during it, and its
-caller waits for the flush that starts once that flush ends (the next one, which takes
-everything written by then), not for a flush of its own queued behind the transaction's
-statements. Durability is the same as SQLite's ``synchronous=FULL`` (which flushes the WAL
+caller waits for the flush that starts once that flush ends, not for a flush queued behind
+the statements of its transaction. That next flush starts as soon as the writes queued
+before the previous flush ended are committed (at once, when the writing thread kept up),
+with everything committed by then; so no write waits for more than the flush under way
+when it was queued and the next one. Durability is the same as SQLite's ``synchronous=FULL`` (which flushes the WAL
 at each commit): nothing is answered before a flush that began after its commit. On
 PostgreSQL the server flushes inside the commit, as before.
 """
@@ -59,6 +61,11 @@ class GroupCommit(Generic[R, T]):
         """The WAL the flushing thread flushes (None: each commit flushes)."""
         self._written: queue.SimpleQueue[list[Outcome[T]] | None] = queue.SimpleQueue()
         self._flusher: threading.Thread | None = None
+        self._counted = threading.Condition()
+        self._queued = 0
+        """Records queued so far."""
+        self._handled = 0
+        """Records committed (or failed) so far, the first ``_handled`` of those queued."""
 
     def submit(self, record: R) -> T:
         """Write ``record``; return its result once committed (or raise its error)."""
@@ -69,7 +76,9 @@ class GroupCommit(Generic[R, T]):
         Records are applied in the order they are queued."""
         self._ensure_thread()
         done: Future[T] = Future()
-        self._queue.put((record, done))
+        with self._counted:
+            self._queued += 1
+            self._queue.put((record, done))
         return done
 
     def close(self) -> None:
@@ -105,6 +114,9 @@ class GroupCommit(Generic[R, T]):
             batch, stop = _take(self._queue, self.max_batch)
             if batch:
                 self._write(batch)
+                with self._counted:
+                    self._handled += len(batch)
+                    self._counted.notify_all()
             if stop:
                 return
 
@@ -130,7 +142,8 @@ class GroupCommit(Generic[R, T]):
 
     def _flush(self) -> None:
         """The flushing thread: flush the WAL for every batch committed since the last
-        flush began, then answer their callers (an error flushing fails them all)."""
+        flush began, then answer their callers (an error flushing fails them all); then
+        wait for the writes queued until then to be committed (module docstring)."""
         flushed: int | None = None  # the WAL's inode once its directory entry is flushed
         while True:
             batches, stop = _take(self._written)
@@ -147,6 +160,10 @@ class GroupCommit(Generic[R, T]):
                 _answer(outcomes)
             if stop:
                 return
+            with self._counted:
+                queued = self._queued
+                while self._handled < queued:
+                    self._counted.wait()
 
     def _drop_connection(self) -> None:
         if self._connection is not None:
