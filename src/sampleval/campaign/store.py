@@ -2,7 +2,8 @@
 
 A store is a database URL: SQLite (the default, one file beside the campaign, in WAL mode
 with ``synchronous=FULL``, so a committed judgment survives a crash of the process and of
-the machine) or PostgreSQL (``postgresql://...``, driven by psycopg 3; its sessions set
+the machine; the group commit's connection flushes the WAL itself after each commit,
+:meth:`Store.writer`) or PostgreSQL (``postgresql://...``, driven by psycopg 3; its sessions set
 ``synchronous_commit=on``, so a commit returns once the server has flushed it). A plain path is
 taken as a SQLite file. Opening a store applies the Alembic migrations shipped in
 ``sampleval/campaign/migrations`` up to the newest, so an older database is upgraded in
