@@ -28,19 +28,34 @@ def store(tmp_path: Path) -> Iterator[Store]:
         opened.close()
 
 
+class Flushes:
+    """``os.fdatasync`` as the group commit calls it, recorded: the file flushed and the
+    records committed when each flush began; the first ``held`` flushes end only once
+    ``release`` is set."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, held: int) -> None:
+        self.held = held
+        self.began = threading.Event()
+        self.release = threading.Event()
+        self.files: list[str] = []
+        self.committed: list[int] = []
+        self.seen: list[list[int]] = []
+        self._real = os.fdatasync
+        monkeypatch.setattr(group_commit.os, "fdatasync", self)
+
+    def __call__(self, descriptor: int) -> None:
+        self.files.append(os.readlink(f"/proc/self/fd/{descriptor}"))
+        self.seen.append(list(self.committed))
+        self.began.set()
+        if len(self.seen) <= self.held:
+            self.release.wait(10)
+        self._real(descriptor)
+
+
 def test_an_answer_waits_for_a_wal_flush_begun_after_its_commit(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    flushing = threading.Event()  # a flush has begun
-    release = threading.Event()  # let it end
-    flushed: list[tuple[str, list[int]]] = []  # (file flushed, rows committed when it began)
-    committed: list[int] = []
-    real = os.fdatasync
-
-    def fdatasync(descriptor: int) -> None:
-        flushed.append((os.readlink(f"/proc/self/fd/{descriptor}"), list(committed)))
-        flushing.set()
-        release.wait(10)
-        real(descriptor)
+    flushes = Flushes(monkeypatch, held=2)
+    release, committed = flushes.release, flushes.committed
 
     def apply(connection: Connection, records: list[int]) -> list[int]:
         connection.execute(text("INSERT INTO t (v) VALUES (:v)"), [{"v": r} for r in records])
@@ -49,11 +64,10 @@ def test_an_answer_waits_for_a_wal_flush_begun_after_its_commit(
         committed.extend(records)  # (committed once apply returns and the block ends)
         return records
 
-    monkeypatch.setattr(group_commit.os, "fdatasync", fdatasync)
     writes = GroupCommit(store, apply)
     try:
         first = writes.enqueue(1)
-        assert flushing.wait(10)
+        assert flushes.began.wait(10)
         assert not first.done()  # committed, not flushed yet: not answered
         second = writes.enqueue(2)  # queued during the flush...
         with store.connect() as reader:  # ...committed during it
@@ -63,15 +77,14 @@ def test_an_answer_waits_for_a_wal_flush_begun_after_its_commit(
                 threading.Event().wait(0.01)
             assert reader.execute(text("SELECT count(*) FROM t")).scalar() == 2
         assert not first.done() and not second.done()
-        flushing.clear()
         release.set()
         assert first.result(10) == 1
         assert second.result(10) == 2
     finally:
         release.set()
         writes.close()
-    assert [Path(f).name for f, _ in flushed] == ["gc.db-wal", "gc.db-wal"]
-    assert flushed[1][1] == [1, 2]  # the second flush began after the second commit
+    assert [Path(f).name for f in flushes.files] == ["gc.db-wal", "gc.db-wal"]
+    assert flushes.seen[1] == [1, 2]  # the second flush began after the second commit
     with store.engine.connect() as pooled:  # the writer's connection, back in the pool
         assert pooled.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL again
 
@@ -107,17 +120,8 @@ def test_the_next_flush_waits_for_the_writes_queued_before_the_last_one_ended(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write queued during a flush, behind a write committed during it, is in the next
     flush (the third would make it wait for three)."""
-    flushing, release, slow = threading.Event(), threading.Event(), threading.Event()
-    flushed: list[list[int]] = []  # rows committed when each flush began
-    committed: list[int] = []
-    real = os.fdatasync
-
-    def fdatasync(descriptor: int) -> None:
-        flushed.append(list(committed))
-        flushing.set()
-        if len(flushed) == 1:
-            release.wait(10)
-        real(descriptor)
+    flushes = Flushes(monkeypatch, held=1)
+    release, committed, slow = flushes.release, flushes.committed, threading.Event()
 
     def apply(connection: Connection, records: list[int]) -> list[int]:
         if 3 in records:
@@ -125,11 +129,10 @@ def test_the_next_flush_waits_for_the_writes_queued_before_the_last_one_ended(
         committed.extend(records)
         return records
 
-    monkeypatch.setattr(group_commit.os, "fdatasync", fdatasync)
     writes = GroupCommit(store, apply)
     try:
         first = writes.enqueue(1)
-        assert flushing.wait(10)
+        assert flushes.began.wait(10)
         second = writes.enqueue(2)
         for _ in range(1000):  # committed during the first flush
             if committed == [1, 2]:
@@ -139,10 +142,10 @@ def test_the_next_flush_waits_for_the_writes_queued_before_the_last_one_ended(
         release.set()
         assert first.result(10) == 1
         threading.Event().wait(0.2)
-        assert len(flushed) == 1  # the next flush waits for the third's commit...
+        assert len(flushes.seen) == 1  # the next flush waits for the third's commit...
         slow.set()
         assert (second.result(10), third.result(10)) == (2, 3)
-        assert flushed == [[1], [1, 2, 3]]  # ...and takes it with the second
+        assert flushes.seen == [[1], [1, 2, 3]]  # ...and takes it with the second
     finally:
         release.set()
         slow.set()
