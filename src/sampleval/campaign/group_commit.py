@@ -19,9 +19,13 @@ caller waits for the flush that starts once that flush ends, not for a flush que
 the statements of its transaction. That next flush starts as soon as the writes queued
 before the previous flush ended are committed (at once, when the writing thread kept up),
 with everything committed by then; so no write waits for more than the flush under way
-when it was queued and the next one. Durability is the same as SQLite's ``synchronous=FULL`` (which flushes the WAL
-at each commit): nothing is answered before a flush that began after its commit. On
-PostgreSQL the server flushes inside the commit, as before.
+when it was queued and the next one. Durability is the same as SQLite's
+``synchronous=FULL`` (which flushes the WAL at each commit): nothing is answered before a
+flush that began after its commit. One thing differs: other connections may read a commit
+in the moment between it and its flush (with ``FULL`` they saw it once flushed), so a read
+can count a write whose caller has not been answered yet and that a crash of the machine
+in that moment would lose; that caller, never answered, sends it again (the key makes the
+retry store it once). On PostgreSQL the server flushes inside the commit, as before.
 """
 
 from __future__ import annotations
