@@ -37,7 +37,7 @@ from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.result import z_value
 from sampleval.estimation.spec import parse_estimate
-from sampleval.judging.confident import INTERIM, SHRINK, ConfidentJudging, Target
+from sampleval.judging.confident import INTERIM, ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from studies._cli import COLLECTIONS, read_collection, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
@@ -64,8 +64,7 @@ def _summary(estimates: np.ndarray, half: np.ndarray, truth: np.ndarray) -> dict
 def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *,
              method: str, ceiling: float, start: int, batch: int, trials: int,
              seed: int, committed: bool = True, margin: float = 0.05,
-             measure: str = MEASURE, interim: float = INTERIM, final: int | None = None,
-             shrink: float | None = SHRINK) -> dict[str, object]:
+             measure: str = MEASURE, interim: float = INTERIM) -> dict[str, object]:
     """The adaptive campaigns' row (module docstring)."""
     oracle = qrels_oracle(qrels_truth)
     used, widest, estimates, halves, phases = [], [], [], [], []
@@ -73,8 +72,7 @@ def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *
         selector = METHODS[method](pool, Budget(rate=ceiling),
                                    np.random.default_rng(seed + trial))
         judging = ConfidentJudging(selector, Target(measure, target), start=start, batch=batch,
-                                   committed=committed, margin=margin, interim=interim,
-                                   **({"final": final, "shrink": shrink} if committed else {}))
+                                   committed=committed, margin=margin, interim=interim)
         status = judging.run(oracle)
         present = judging.present
         mean = np.where(present, judging.value, 0.0).sum(axis=0) / present.sum(axis=0)
@@ -163,12 +161,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the share of the pilot's plan judged as an interim phase, after "
                              f"which every topic gets a further phase (default {INTERIM}; 0: "
                              "none)")
-    parser.add_argument("--final", type=int, default=None,
-                        help="the least size of a phase after the pilot and the interim phase "
-                             "(default: --start)")
-    parser.add_argument("--shrink", default=str(SHRINK),
-                        help="the weight of a topic's own variance in the plan against the "
-                             f"mean over the topics, or 'reliability' (default {SHRINK})")
     parser.add_argument("--adaptive-rule", action="store_true",
                         help="judge with the adaptive rule of earlier versions instead of "
                              "the phase-committed design (its intervals under-cover)")
@@ -201,8 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              ceiling=ceiling, start=args.start, batch=args.batch,
                              trials=args.trials, seed=args.seed,
                              committed=not args.adaptive_rule, margin=args.margin,
-                             measure=args.measure, interim=args.interim, final=args.final,
-                             shrink=None if args.shrink == "reliability" else float(args.shrink)))
+                             measure=args.measure, interim=args.interim))
     table = pd.DataFrame(rows)
     meets = fixed_budget(table, targets)
     table["vs_fixed"] = [judgments / meets[target] if target in meets else float("nan")

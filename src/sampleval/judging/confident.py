@@ -113,10 +113,6 @@ INTERIM = 0.5
 """Committed design: the share of the pilot's plan judged as an interim phase (module
 docstring, step 2; chosen by measurement: docs/research/calibration.md section 4)."""
 
-SHRINK = 0.5
-"""Committed design: the weight of a topic's own variance per unit of g in the plan, against
-the mean over the topics (module docstring; ``ConfidentJudging(shrink=)``)."""
-
 
 @dataclass(frozen=True)
 class Target:
@@ -216,18 +212,13 @@ class ConfidentJudging:
     def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
                  start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
                  committed: bool | None = None, margin: float = 0.05,
-                 interim: float = INTERIM, final: int | None = None,
-                 shrink: float | None = SHRINK) -> None:
+                 interim: float = INTERIM) -> None:
         if start < 1 or batch < 1:
             raise UsageError("start and batch must be at least one judgment")
         if not 0 <= margin < 1:
             raise UsageError(f"the margin must lie in [0, 1), not {margin}")
         if not 0 <= interim < 1:
             raise UsageError(f"the interim share must lie in [0, 1), not {interim}")
-        if final is not None and final < 1:
-            raise UsageError(f"the least final phase must be at least one judgment, not {final}")
-        if shrink is not None and not 0 <= shrink <= 1:
-            raise UsageError(f"the shrinkage weight must lie in [0, 1], not {shrink}")
         phased = isinstance(selector, StratifiedSelector) and selector.predicted is None
         if committed and not phased:
             raise UsageError(f"{selector.name}: the phase-committed design needs a method "
@@ -239,16 +230,6 @@ class ConfidentJudging:
         self.interim = interim
         """Committed design: the share of the pilot's plan judged as an interim phase
         (module docstring; 0: none, the pilot's plan is meant to be final)."""
-        self.final = start if final is None else final
-        """Committed design: the least size of a phase after the pilot and the interim
-        phase (more where the design needs more to reach every stratum, :meth:`_least`)."""
-        self.shrink = shrink
-        """Committed design: the weight of a topic's own variance per unit of design
-        factor in the plan against the mean over the topics (None: the reliability
-        measured between the pilot's and the last phase's, :meth:`_reliability`)."""
-        self.pilot_unit: np.ndarray | None = None
-        """Committed design: each topic's targeted runs' variance per unit of design factor
-        from its pilot, kept at the plan after the pilot (:meth:`_reliability`)."""
         self.selector = selector
         self.target = target
         pool = selector.pool
@@ -304,7 +285,7 @@ class ConfidentJudging:
         self._pending: set[int] = set()
         self._queue: list[int] = []
         self._projection: int | None = None
-        self._reach: dict[tuple[int, int, int], int] = {}
+        self._reach: dict[tuple[int, int], int] = {}
         self._priors: dict[int, np.ndarray] = {}
         self._factor_cache: dict[tuple[int, int, int], np.ndarray] = {}
 
@@ -521,17 +502,7 @@ class ConfidentJudging:
         left = self.ceiling - self._handed()
         factor_last = np.array([self._last_factor(i) for i in range(len(self.topics))])
         present = self.present[:, self.runs]
-        own = np.divide(np.nan_to_num(self.variance[:, self.runs]), factor_last[:, None],
-                        out=np.zeros((len(self.topics), len(self.runs))),
-                        where=factor_last[:, None] > 0)
-        piloted = all(len(p) <= 1 for p in self.phases)
-        if piloted and self.pilot_unit is None:
-            self.pilot_unit = own
-        shrink = self.shrink
-        if shrink is None:
-            shrink = SHRINK if piloted or self.pilot_unit is None else self._reliability(
-                self.pilot_unit, own, present)
-        base = self._planning_variance(present, room > 0, factor_last, shrink)
+        base = self._planning_variance(present, room > 0, factor_last, SHRINK)
         unit = np.divide(base, factor_last[:, None], out=np.zeros_like(base),
                          where=factor_last[:, None] > 0)
         factors = self._factors(room)  # [T, max room + 1]
@@ -586,24 +557,6 @@ class ConfidentJudging:
             self._over(total, bias.sum(axis=0), share) > 1).any() else None)
         return extra
 
-    @staticmethod
-    def _reliability(first: np.ndarray, last: np.ndarray, present: np.ndarray) -> float:
-        """The weight of a topic's own variance per unit of design factor against the mean
-        over the topics: the correlation over topics and targeted runs of the logarithms of
-        two independent estimates of it, ``first`` (the pilot's) and ``last`` (the last
-        phase's), clipped to [0, 1] (:data:`SHRINK` with fewer than 5 pairs). Regressing an
-        estimate to the mean by the correlation between two independent measurements of
-        it is the reliability correction (regression to the mean: Galton; empirical Bayes,
-        Efron & Morris 1975): the topics the plan picks are those whose estimates are
-        largest, partly because they are overestimated."""
-        both = present & (first > 0) & (last > 0)
-        if both.sum() < 5:
-            return SHRINK
-        x, y = np.log(first[both]), np.log(last[both])
-        if x.std() == 0 or y.std() == 0:
-            return 0.0
-        return float(np.clip(np.corrcoef(x, y)[0, 1], 0.0, 1.0))
-
     def _prior(self, i: int) -> np.ndarray:
         """Topic ``i``'s documents' AP-prior (pool order), the proxy of their variance."""
         if i not in self._priors:
@@ -651,13 +604,11 @@ class ConfidentJudging:
         return out
 
     def _least(self, i: int) -> int:
-        """The smallest phase topic ``i`` may receive now: ``start`` for the pilot and the
-        interim phase, ``final`` for any phase after them, or more where its design needs
-        more to reach every stratum of the documents not judged yet (all of them at
-        most)."""
+        """The smallest phase topic ``i`` may receive now: ``start``, or more where its
+        design needs more to reach every stratum of the documents not judged yet (all of
+        them at most)."""
         remaining = int(self.pool_size[i] - self.judged[i])
-        floor = self.start if len(self.phases[i]) < 2 else self.final
-        key = (i, remaining, floor)
+        key = (i, remaining)
         if key not in self._reach:
             keep = np.isnan(self.labels[i])
             selector = self.selector
@@ -666,7 +617,7 @@ class ConfidentJudging:
             def starved(size: int) -> bool:
                 return bool(selector.layout_within(self.topics[i], keep, size).starved())
 
-            low = min(floor, remaining)
+            low = min(self.start, remaining)
             if starved(low):
                 high = remaining
                 while low < high:
@@ -879,9 +830,7 @@ class ConfidentJudging:
                        "runs": None if self.target.runs is None else list(self.target.runs)},
             "ceiling": self.ceiling, "start": self.start, "batch": self.batch, "ci": self.ci,
             "level": self.level, "committed": self.committed, "margin": self.margin,
-            "interim": self.interim, "final": self.final, "shrink": self.shrink,
-            "pilot_unit": None if self.pilot_unit is None else self.pilot_unit.tolist(),
-            "owed": self.owed.tolist(),
+            "interim": self.interim, "owed": self.owed.tolist(),
             "selector": self.selector.state(), "reason": self.reason,
             "judged": self.judged.tolist(), "exhausted": self.exhausted.tolist(),
             "queue": list(self._queue)}
@@ -914,11 +863,8 @@ class ConfidentJudging:
         judging = cls(selector, target, ceiling=state["ceiling"], start=state["start"],
                       batch=state["batch"], ci=state["ci"], level=state["level"],
                       committed=state["committed"], margin=state["margin"],
-                      **({"interim": state.get("interim", 0.0),  # saved before it: none
-                          "final": state.get("final"), "shrink": state.get("shrink", SHRINK)}
-                         if state["committed"] else {}))
-        if state.get("pilot_unit") is not None:
-            judging.pilot_unit = np.asarray(state["pilot_unit"], dtype=np.float64)
+                      **({"interim": state.get("interim", 0.0)} if state["committed"]
+                         else {}))  # committed states saved before it: none
         judging.reason = state["reason"]
         judging.judged[:] = state["judged"]
         judging.exhausted[:] = state["exhausted"]
@@ -946,6 +892,9 @@ class ConfidentJudging:
 
 
 STATE_FORMAT = "sampleval-confident"
+SHRINK = 0.5
+"""Committed design: the weight of a topic's own variance per unit of g in the plan, against
+the mean over the topics (module docstring)."""
 
 
 def _phase(layout: Layout, budget: int, keep: np.ndarray, rng: np.random.Generator) -> Phase:
