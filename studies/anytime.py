@@ -32,7 +32,9 @@ paired by seed): per rule, the mean judgments, coverage with its standard error 
 target, the judgments against the committed rule's (mean of the per-seed ratios), the pilot
 forecasts' median ratio to the judgments used, share within 15% and share whose interval
 holds them, and the same for the forecasts from the looks (:func:`look_forecast`) made at
-the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``).
+the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``),
+and, over the campaigns that met the target, from the same look with the decay exponent
+learnt from the other campaigns (``x2_learnt_``...; :func:`learnt_forecasts`).
 """
 
 from __future__ import annotations
@@ -203,6 +205,35 @@ def look_forecast(looks: str, target: float, rule: str, times: float,
             np.inf if made.hi is None else float(made.hi))
 
 
+def learnt_forecasts(part: pd.DataFrame, target: float, rule: str,
+                     times: float) -> list[tuple[float, float]]:
+    """(forecast, judgments used) for each campaign of ``part`` (one rule's rows) that met
+    the target: the forecast from its first look with at least ``times`` the first look's
+    judgments, with the decay exponent learnt from the *other* campaigns (the median of
+    their :func:`~sampleval.judging.planning.decay_exponent` at the same point: leave one
+    campaign out)."""
+    from sampleval.judging.planning import decay_exponent, forecast_from_looks
+
+    kind = "fixed" if rule == "naive" else "anytime"
+    met = part[part["reason"] == "target met"]
+    seen = [json.loads(x) if isinstance(x, str) else [] for x in met["looks"]]
+    judged = met["judged"].to_numpy(dtype=np.float64)
+    b = np.array([np.nan if not looks else (decay_exponent(looks, n, target, kind, times=times)
+                                            or np.nan) for looks, n in zip(seen, judged,
+                                                                           strict=True)])
+    out = []
+    for c, (looks, n) in enumerate(zip(seen, judged, strict=True)):
+        others = np.delete(b, c)
+        if np.isnan(b[c]) or not np.isfinite(others).any():
+            continue
+        at = next(k for k, (m, _) in enumerate(looks) if m >= times * looks[0][0])
+        made = forecast_from_looks(looks[:at + 1], target, kind,
+                                   exponent=float(np.nanmedian(others)))
+        if made is not None and made.needed is not None:
+            out.append((float(made.needed), float(n)))
+    return out
+
+
 def combined(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """The rows of several ``--out`` files, one per rule and seed: the rows of a
     ``--plan-only`` file give their forecasts to the judged rows of the same rule and seed."""
@@ -259,6 +290,14 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                 row[f"x{times}_within_15%"] = float(np.mean(np.abs(ratio_at - 1) <= 0.15))
                 row[f"x{times}_interval_holds"] = float(np.mean(
                     [f[1] <= n <= f[2] for f, n in made]))
+            for times in LOOK_POINTS:
+                learnt = np.array(learnt_forecasts(part, target, str(rule), times))
+                if len(learnt):
+                    ratio_at = learnt[:, 0] / learnt[:, 1]
+                    row[f"x{times}_learnt_n"] = len(learnt)
+                    row[f"x{times}_learnt_median"] = float(np.median(ratio_at))
+                    row[f"x{times}_learnt_within_15%"] = float(
+                        np.mean(np.abs(ratio_at - 1) <= 0.15))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -436,6 +436,32 @@ def test_the_forecast_from_the_looks_follows_a_power_law_decay() -> None:
     assert forecast_from_looks([[1000, 0.1], [1500, 0.12]], h) is None
 
 
+def test_the_forecast_with_a_learnt_exponent_needs_one_look() -> None:
+    """A finished campaign whose widest variance fell as n^-1.4 to V* at 20,000 judgments
+    shows the exponent 1.4 from any look on (anytime and fixed intervals); with that
+    exponent the forecast from a single look, any one, is 20,000."""
+    from sampleval.judging.planning import decay_exponent, forecast_from_looks
+
+    h = 0.03
+    tuned = anytime.target_variance(h)
+    n = np.arange(1000, 19001, 500, dtype=np.float64)
+    variance = tuned * (n / 20000.0) ** -1.4
+    looks = [[a, float(w)] for a, w in zip(n, anytime.half_width(variance, tuned), strict=True)]
+    fixed = [[a, float(1.96 * np.sqrt(v * (h / 1.96) ** 2 / tuned))]
+             for a, v in zip(n, variance, strict=True)]  # the same decay to (h / z)^2
+    for rule, seen in (("anytime", looks), ("fixed", fixed)):
+        for times in (1, 2, 3, 4):
+            b = decay_exponent(seen, 20000, h, rule, times=times)
+            assert b == pytest.approx(1.4, rel=1e-9)
+        for k in (1, 5, 20):
+            made = forecast_from_looks(seen[:k], h, rule, exponent=1.4)
+            assert made is not None and made.judged == seen[k - 1][0]
+            assert abs(made.needed - 20000) <= 1 and made.lo is None and made.hi is None
+    assert decay_exponent(looks, 1200, h, times=2) is None  # stopped before the look
+    with pytest.raises(UsageError, match="exponent"):
+        forecast_from_looks(looks[:3], h, exponent=0.0)
+
+
 def test_judging_that_can_go_no_further_looks_once_more(
         pool_and_qrels: tuple[Pool, Qrels]) -> None:
     """Looks far apart (every=10^6: only the first, after the pilot), caps of 40% of each
@@ -485,6 +511,29 @@ def test_the_experiment_pairs_campaigns_by_seed_across_files() -> None:
     made = look_forecast(looks, 0.03, "anytime", 2)
     assert made is not None and abs(made[0] - 4000) <= 1 and row["x2_within_15%"] == 1.0
     assert look_forecast(looks, 0.03, "anytime", 4) is None  # that look is the last
+
+
+def test_the_learnt_forecast_leaves_the_campaign_out() -> None:
+    """Three campaigns whose widest variance fell to V* as n^-1.2, n^-1.5, n^-1.8 and one
+    that spent its caps: each campaign that met the target is forecast from its look after
+    2x the pilot with the median exponent of the other two (1.5 for the middle one, exact
+    there; 1.65 and 1.35 for the others, which miss); the capped one is left out."""
+    from studies.anytime import learnt_forecasts
+
+    h = 0.03
+    tuned = anytime.target_variance(h)
+    rows = []
+    for seed, (b, stop) in enumerate([(1.2, 9000.0), (1.5, 12000.0), (1.8, 15000.0)]):
+        n = np.arange(1000.0, stop + 1, 500.0)
+        widths = anytime.half_width(tuned * (n / stop) ** -b, tuned)
+        rows.append({"seed": seed, "rule": "anytime", "judged": stop, "reason": "target met",
+                     "looks": json.dumps([[a, float(w)] for a, w in zip(n, widths,
+                                                                          strict=True)])})
+    rows.append({**rows[0], "seed": 9, "reason": "ceiling spent", "judged": 20000.0})
+    made = learnt_forecasts(pd.DataFrame(rows), h, "anytime", 2)
+    assert [n for _, n in made] == [9000.0, 12000.0, 15000.0]
+    assert abs(made[1][0] - 12000) <= 1
+    assert made[0][0] < 9000 and made[2][0] > 15000  # shallower, steeper than their own
 
 
 @pytest.mark.parametrize("method", ["active", "uniform"])

@@ -230,7 +230,8 @@ def widest_variance(widths: np.ndarray | float, half_width: float, rule: str = "
 def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
                         rule: str = "anytime", *, ci: float = 0.95, span: float = LOOK_SPAN,
                         coverage: float = 0.9,
-                        widths: Sequence[Sequence[float]] | None = None) -> Forecast | None:
+                        widths: Sequence[Sequence[float]] | None = None,
+                        exponent: float | None = None) -> Forecast | None:
     """The judgments in all at which the widest half-width is forecast to reach
     ``half_width``, from the ``looks`` so far ((judgments, widest half-width of ``rule``),
     oldest first; :attr:`~sampleval.judging.confident.AnytimeJudging.looks`, a campaign's)
@@ -252,12 +253,27 @@ def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
     interval (``coverage``) takes b at the ends of its t-interval from the fit, the looks
     as the observations (three looks or more in the span; else none). None with fewer than
     two looks in the span or no decrease; the latest look's judgments once the target is
-    met."""
+    met.
+
+    With ``exponent`` (b learnt from earlier campaigns of the same kind,
+    :func:`decay_exponent`) the latest look alone gives the forecast, n_k (V_k / V*)^(1/b),
+    without an interval: a fit over a few looks is noisy where the variance jumps when a
+    relevant document of small draw probability is found (``docs/guide/anytime.md``,
+    "The planner")."""
     from scipy import stats
 
     if len(looks) and looks[-1][1] <= half_width:
         done = int(looks[-1][0])
         return Forecast(rule, done, done, done, done)
+    if exponent is not None:
+        if not exponent > 0:
+            raise UsageError(f"the decay exponent must be positive, not {exponent}")
+        if not len(looks):
+            return None
+        v_k = float(widest_variance(looks[-1][1], half_width, rule, ci))
+        aim_k = float(widest_variance(half_width, half_width, rule, ci))
+        needed = math.ceil(looks[-1][0] * (v_k / aim_k) ** (1.0 / exponent))
+        return Forecast(rule, int(looks[-1][0]), needed, None, None)
     if len(looks) < 2:
         return None
     n = np.array([x[0] for x in looks], dtype=np.float64)
@@ -297,6 +313,25 @@ def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
         lo = at(-steep)
         hi = at(-shallow) if shallow < 0 else None
     return Forecast(rule, int(n[-1]), at(-slope), lo, hi)
+
+
+def decay_exponent(looks: Sequence[Sequence[float]], judged: float, half_width: float,
+                   rule: str = "anytime", *, ci: float = 0.95, times: float = 2.0) -> float | None:
+    """The exponent b of the decay V(n) proportional to n^-b that a *finished* campaign showed
+    from its first look with at least ``times`` the first look's judgments to where it met
+    the target at ``judged`` judgments: log(V_k / V*) / log(judged / n_k), V_k the widest
+    run's variance at that look (:func:`widest_variance`) and V* the one whose half-width is
+    the target (the campaign stopped at the first look at or below it). None when no such
+    look precedes the stop or the variance there is already at V*. Learnt over earlier
+    campaigns of the same kind, it is the ``exponent`` of :func:`forecast_from_looks`."""
+    at = next((k for k, (n, _) in enumerate(looks) if n >= times * looks[0][0]), None)
+    if at is None or not looks[at][0] < judged:
+        return None
+    v = float(widest_variance(looks[at][1], half_width, rule, ci))
+    aim = float(widest_variance(half_width, half_width, rule, ci))
+    if not v > aim:
+        return None
+    return math.log(v / aim) / math.log(judged / looks[at][0])
 
 
 def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: float = 1,
