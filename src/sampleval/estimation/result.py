@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
+from sampleval.estimation.engine.unseen import unseen_variance
 from sampleval.estimation.options import pick
 from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
-FEW_OPTION = pick("few", ("moment", "bernoulli", "scaled", "bound", "none"), "moment")
+FEW_OPTION = pick("few", ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FORMS, "none"),
+                  "moment")
 """AP's ``few`` option, as every AP family that takes it declares it."""
 
 
@@ -181,9 +184,17 @@ PartsFunction = Callable[
 def few_floor(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
               level: float, few: str) -> np.ndarray:
     """:func:`few_relevant_variance` with each topic's judged relevant documents counted at
-    ``level``."""
+    ``level``; ``few`` in :data:`~sampleval.estimation.engine.unseen.FORMS` (``jeffreys``,
+    ``pooled``): on topics whose sample has strata, the variance plus the unseen relevant
+    documents' term of :func:`~sampleval.estimation.engine.unseen.unseen_variance` (in
+    place of a floor), ``moment``'s floor on the others."""
     relevant = np.array([judged_relevant(v.sample, level) for v in views])
-    return few_relevant_variance(values, variances, views, relevant, few)
+    if few not in UNSEEN_FORMS:
+        return few_relevant_variance(values, variances, views, relevant, few)
+    moment = few_relevant_variance(values, variances, views, relevant, "moment")
+    stratified = np.array([bool((v.sample.stratum >= 0).any()) for v in views], dtype=bool)
+    return np.where(stratified[:, None],
+                    variances + unseen_variance(values, views, level, few), moment)
 
 
 def takes_few(spec: EstimateSpec) -> bool:
