@@ -15,16 +15,16 @@ from sampleval.estimation.engine.unseen import TopicStrata, pooled_prior, unseen
 from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
 from sampleval.estimation.estimates import estimate
 
-# topic A (kind b): its one relevant judged document a1 is in the census stratum 0; the
-# partly-sampled stratum 1 (N = 3, n = 1, pi = 1/3) holds none judged.
-# topic B (kind a for run X): stratum 1 (N = 4, n = 2, pi = 1/2) holds b1, relevant, which
-# run X did not retrieve; run Y did, so Y's row gets no term.
+# topic A (kind b): its two relevant judged documents a1, a6 are in the census stratum 0;
+# the partly-sampled stratum 1 (N = 3, n = 1, pi = 1/3) holds none judged.
+# topic B (kind a for run X): stratum 1 (N = 5, n = 3, pi = 3/5) holds b1 and b5, relevant,
+# which run X did not retrieve; run Y did, so Y's row gets no term.
 FRAME = pd.DataFrame({
-    "query_id": ["A"] * 5 + ["B"] * 4,
-    "doc_id": ["a1", "a2", "a3", "a4", "a5", "b1", "b2", "b3", "b4"],
-    "relevance": [1, 0, 0, np.nan, np.nan, 1, 0, np.nan, np.nan],
-    "stratum": ["0", "0", "1", "1", "1", "1", "1", "1", "1"],
-    "inclusion": [1, 1, 1 / 3, 1 / 3, 1 / 3, 0.5, 0.5, 0.5, 0.5],
+    "query_id": ["A"] * 6 + ["B"] * 5,
+    "doc_id": ["a1", "a2", "a3", "a4", "a5", "a6", "b1", "b2", "b3", "b4", "b5"],
+    "relevance": [1, 0, 0, np.nan, np.nan, 1, 1, 0, np.nan, np.nan, 1],
+    "stratum": ["0", "0", "1", "1", "1", "0", "1", "1", "1", "1", "1"],
+    "inclusion": [1, 1, 1 / 3, 1 / 3, 1 / 3, 1, 0.6, 0.6, 0.6, 0.6, 0.6],
 })
 RANKINGS = {"X": {"A": ["a4", "a1", "a3", "a5"], "B": ["b3", "b2"]},
             "Y": {"A": ["a2", "a5", "a1"], "B": ["b1", "b4"]}}
@@ -45,58 +45,74 @@ def _term(mean: float, square: float, g: list[float]) -> float:
 
 
 def test_the_unseen_term_under_jeffreys_prior_on_hand_computed_strata() -> None:
-    """Topic A, kind b (R-hat = 1, a1 weighted 1; stratum 1 Beta(1/2, 3/2): E[p] = 1/4,
-    E[p^2] = 1/8): run X ranks a4 first (g = (1 + 1/2 - 1/2) / 2 = 1/2) and a5 fourth,
-    below a1 (g = ((1 + 1)/4 - 1/2) / 2 = 0); run Y ranks a5 second, above a1 at 3
-    (g = (1/2 + 1/3 - 1/3) / 2 = 1/4) and not a4 (g = -(1/3) / 2). Topic B, kind a for X
-    (AP-hat 0; b1 weighted 2, R-hat = 2; Beta(3/2, 3/2): E[p] = 1/2, E[p^2] = 5/16): b3 at
-    rank 1, g = 1/3; b4 not retrieved, g = 0. Y found b1: no term."""
+    """Topic A, kind b: R-hat = 2 (a1, a6 weighted 1); stratum 1 Beta(1/2, 3/2), E[p] = 1/4,
+    E[p^2] = 1/8, two unseen documents: 1/2 expected, so R-tilde + 1 = 3.5. Run X ranks a4
+    first, above a1 (g = (1 + 1/2 - 1/2) / 3.5) and a5 fourth, below a1 (g = ((1 + 1)/4 -
+    1/2) / 3.5 = 0); run Y ranks a5 second, above a1 at 3 (g = (1/2 + 1/3 - 1/3) / 3.5) and
+    not a4 (g = -(1/3) / 3.5). Topic B, kind a for X (AP-hat 0; b1, b5 weighted 5/3, R-hat
+    = 10/3; Beta(5/2, 3/2): E[p] = 5/8, E[p^2] = 7/16, 5/4 unseen expected): b3 at rank 1,
+    g = 1 / (10/3 + 5/4 + 1); b4 not retrieved, g = 0. Y found b1: no term."""
     views = _views()
     assert [v.pool.topic for v in views] == ["A", "B"]
     got = unseen_variance(VALUES, views, 1.0, "jeffreys")
-    expected = np.array([[_term(1 / 4, 1 / 8, [1 / 2, 0.0]),
-                          _term(1 / 4, 1 / 8, [-1 / 6, 1 / 4])],
-                         [_term(1 / 2, 5 / 16, [1 / 3, 0.0]), 0.0]])
+    d_b = 10 / 3 + 5 / 4 + 1
+    expected = np.array([[_term(1 / 4, 1 / 8, [1 / 3.5, 0.0]),
+                          _term(1 / 4, 1 / 8, [-1 / 3 / 3.5, 1 / 2 / 3.5])],
+                         [_term(5 / 8, 7 / 16, [1 / d_b, 0.0]), 0.0]])
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
-    assert expected[0, 0] == pytest.approx(1 / 16) and expected[0, 1] == pytest.approx(
-        1.75 / 144) and expected[1, 0] == pytest.approx(1 / 18)
+    assert expected[0, 0] == pytest.approx(1 / 49) and expected[1, 0] == pytest.approx(
+        5 / 8 / d_b**2)
 
 
 def test_the_pooled_prior_by_moments_on_hand_computed_strata() -> None:
-    """Partly-sampled strata (x, n, pi): A's (0, 1, 1/3), B's (1, 2, 1/2): kappa = 1 / (1/3
-    + 1) = 3/4, rates 1/4 and 3/8; sum (x - n p)^2 - sum n p (1 - p) = 1/8 - 21/32 < 0 (no
-    spread beyond the binomial's), so the strength is the largest, 1000; A's stratum then
-    has Beta(250, 750 + 1)."""
+    """Partly-sampled strata (x, n, pi): A's (0, 1, 1/3), B's (2, 3, 3/5): kappa = 2 / (1/3
+    + 9/5) = 15/16; expected found E = (5/16, 15/8) against X = (0, 2): sum (X - E)^2 - E
+    < 0, no spread beyond the Poisson's, so alpha is the largest, 1000, and theta_t = (1000
+    + X) / (1000 + E); the strata's strength c from the moments of x around n p."""
     views = _views()
-    kappa, c = pooled_prior([TopicStrata(v, 1.0) for v in views])
-    assert kappa == pytest.approx(0.75) and c == pytest.approx(1000.0)
+    prior = pooled_prior([TopicStrata(v, 1.0) for v in views])
+    kappa = 2 / (1 / 3 + 9 / 5)
+    e = np.array([kappa / 3, kappa * 9 / 5])
+    theta = (1000 + np.array([0.0, 2.0])) / (1000 + e)
+    p = kappa * theta * np.array([1 / 3, 3 / 5])
+    x, n = np.array([0.0, 2.0]), np.array([1.0, 3.0])
+    rho = (((x - n * p) ** 2).sum() - (n * p * (1 - p)).sum()) / (n * (n - 1) * p * (1 - p)).sum()
+    c = 1 / min(max(rho, 1 / 1001), 1 / 2) - 1
+    assert prior.kappa == pytest.approx(kappa) and prior.alpha == pytest.approx(1000.0)
+    np.testing.assert_allclose(prior.theta, theta, rtol=1e-12)
+    assert prior.strength == pytest.approx(c)
     got = unseen_variance(VALUES, views, 1.0, "pooled")
-    a, b = 250.0, 751.0
-    mean, square = a / (a + b), a * (a + 1) / ((a + b) * (a + b + 1))
-    a2, b2 = 1000 * 0.375 + 1, 1000 * 0.625 + 1
-    mean2, square2 = a2 / (a2 + b2), a2 * (a2 + 1) / ((a2 + b2) * (a2 + b2 + 1))
-    np.testing.assert_allclose(got, [[_term(mean, square, [1 / 2, 0.0]),
-                                      _term(mean, square, [-1 / 6, 1 / 4])],
-                                     [_term(mean2, square2, [1 / 3, 0.0]), 0.0]], rtol=1e-12)
+    (a_a, b_a), (a_b, b_b) = ((c * p[0], c * (1 - p[0]) + 1), (c * p[1] + 2, c * (1 - p[1]) + 1))
+    mean = [a_a / (a_a + b_a), a_b / (a_b + b_b)]
+    square = [a * (a + 1) / ((a + b) * (a + b + 1)) for a, b in ((a_a, b_a), (a_b, b_b))]
+    d_a, d_b = 2 + 2 * mean[0] + 1, 10 / 3 + 2 * mean[1] + 1
+    np.testing.assert_allclose(got, [
+        [_term(mean[0], square[0], [1 / d_a, 0.0]),
+         _term(mean[0], square[0], [-1 / 3 / d_a, 1 / 2 / d_a])],
+        [_term(mean[1], square[1], [1 / d_b, 0.0]), 0.0]], rtol=1e-12)
 
 
 def test_estimate_adds_the_term_to_the_zero_width_rows() -> None:
-    """Through ``estimate``: ``few=jeffreys``'s per-topic variance is ``few=none``'s plus the
-    term at the reported AP-hat; the rows of both kinds, zero-width without it, get width."""
+    """Through ``estimate``: ``few=jeffreys``'s per-topic variance is ``few=none``'s plus
+    the term at the reported AP-hat, then ``moment``'s floor (no topic here has fewer than
+    two relevant judged, so none applies); the default's rows of both kinds have zero
+    width, and get width."""
     views = _views()
     runs = [Run.from_frame(pd.DataFrame(
         [(t, d, 10.0 - r) for t, docs in topics.items() for r, d in enumerate(docs)],
         columns=["query_id", "doc_id", "score"]), name) for name, topics in RANKINGS.items()]
     sample = Sample("stratified", FRAME)
     z = 1.959963984540054
-    plain, new = (estimate(sample, runs, [f"AP~ht(interval=normal,few={f})"])
-                  for f in ("none", "jeffreys"))
-    plain, new = (x[x["query_id"] != MEAN_TOPIC].set_index(["query_id", "run"])
-                  for x in (plain, new))
+    plain, default, new = (
+        estimate(sample, runs, [f"AP~ht(interval=normal,few={f})"]) for f in ("none", "moment", "jeffreys"))
+    plain, default, new = (x[x["query_id"] != MEAN_TOPIC].set_index(["query_id", "run"])
+                           for x in (plain, default, new))
+    def half(x: pd.DataFrame) -> np.ndarray:
+        return ((x["hi"] - x["lo"]) / 2).unstack().loc[["A", "B"], ["X", "Y"]].to_numpy()
     value = plain["value"].unstack().loc[["A", "B"], ["X", "Y"]].to_numpy()
-    var = (((plain["hi"] - plain["lo"]) / 2 / z) ** 2).unstack().loc[["A", "B"], ["X", "Y"]]
-    half = ((new["hi"] - new["lo"]) / 2).unstack().loc[["A", "B"], ["X", "Y"]].to_numpy()
-    expected = z * np.sqrt(var.to_numpy() + unseen_variance(value, views, 1.0, "jeffreys"))
-    np.testing.assert_allclose(half, expected, rtol=1e-9)
-    assert var.loc["B", "X"] == 0 and half[1, 0] > 0  # kind a
-    assert var.loc["A", "X"] == 0 and half[0, 0] > 0  # kind b
+    var = (half(plain) / z) ** 2
+    np.testing.assert_allclose(half(default), half(plain))  # no floor here
+    expected = z * np.sqrt(var + unseen_variance(value, views, 1.0, "jeffreys"))
+    np.testing.assert_allclose(half(new), expected, rtol=1e-9)
+    assert half(default)[1, 0] == 0 and half(new)[1, 0] > 0  # kind a
+    assert half(default)[0, 0] == 0 and half(new)[0, 0] > 0  # kind b

@@ -185,16 +185,14 @@ def few_floor(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
               level: float, few: str) -> np.ndarray:
     """:func:`few_relevant_variance` with each topic's judged relevant documents counted at
     ``level``; ``few`` in :data:`~sampleval.estimation.engine.unseen.FORMS` (``jeffreys``,
-    ``pooled``): on topics whose sample has strata, the variance plus the unseen relevant
-    documents' term of :func:`~sampleval.estimation.engine.unseen.unseen_variance` (in
-    place of a floor), ``moment``'s floor on the others."""
+    ``pooled``): the variance plus the unseen relevant documents' term of
+    :func:`~sampleval.estimation.engine.unseen.unseen_variance` (0 on samples without
+    strata), then ``moment``'s floor."""
     relevant = np.array([judged_relevant(v.sample, level) for v in views])
-    if few not in UNSEEN_FORMS:
-        return few_relevant_variance(values, variances, views, relevant, few)
-    moment = few_relevant_variance(values, variances, views, relevant, "moment")
-    stratified = np.array([bool((v.sample.stratum >= 0).any()) for v in views], dtype=bool)
-    return np.where(stratified[:, None],
-                    variances + unseen_variance(values, views, level, few), moment)
+    if few in UNSEEN_FORMS:
+        variances = variances + unseen_variance(values, views, level, few)
+        few = "moment"
+    return few_relevant_variance(values, variances, views, relevant, few)
 
 
 def takes_few(spec: EstimateSpec) -> bool:
