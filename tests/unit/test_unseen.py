@@ -53,12 +53,13 @@ def test_the_unseen_term_under_jeffreys_prior_on_hand_computed_strata() -> None:
     first, above a1 (g = (1 + 1/2 - 1/2) / 3.5) and a5 fourth, below a1 (g = ((1 + 1)/4 -
     1/2) / 3.5 = 0); run Y ranks a5 second, above a1 at 3 (g = (1/2 + 1/3 - 1/3) / 3.5) and
     not a4 (g = -(1/3) / 3.5). Topic B, kind a for X (AP-hat 0; b1, b5 weighted 5/3, R-hat
-    = 10/3; Beta(5/2, 3/2): E[p] = 5/8, E[p^2] = 7/16, 5/4 unseen expected): b3 at rank 1,
-    g = 1 / (10/3 + 5/4 + 1); b4 not retrieved, g = 0. Y found b1: no term."""
+    = 10/3, which already expands the stratum's finds; Beta(5/2, 3/2): E[p] = 5/8, E[p^2] =
+    7/16): b3 at rank 1, g = 1 / (10/3 + 1); b4 not retrieved, g = 0. Y found b1: no
+    term."""
     views = _views()
     assert [v.pool.topic for v in views] == ["A", "B"]
     got = unseen_variance(VALUES, views, 1.0, "jeffreys")
-    d_b = 10 / 3 + 5 / 4 + 1
+    d_b = 10 / 3 + 1
     expected = np.array([[_term(1 / 4, 1 / 8, [1 / 3.5, 0.0]),
                           _term(1 / 4, 1 / 8, [-1 / 3 / 3.5, 1 / 2 / 3.5])],
                          [_term(5 / 8, 7 / 16, [1 / d_b, 0.0]), 0.0]])
@@ -88,7 +89,7 @@ def test_the_pooled_prior_by_moments_on_hand_computed_strata() -> None:
     (a_a, b_a), (a_b, b_b) = ((c * p[0], c * (1 - p[0]) + 1), (c * p[1] + 2, c * (1 - p[1]) + 1))
     mean = [a_a / (a_a + b_a), a_b / (a_b + b_b)]
     square = [a * (a + 1) / ((a + b) * (a + b + 1)) for a, b in ((a_a, b_a), (a_b, b_b))]
-    d_a, d_b = 2 + 2 * mean[0] + 1, 10 / 3 + 2 * mean[1] + 1
+    d_a, d_b = 2 + 2 * mean[0] + 1, 10 / 3 + 1
     np.testing.assert_allclose(got, [
         [_term(mean[0], square[0], [1 / d_a, 0.0]),
          _term(mean[0], square[0], [-1 / 3 / d_a, 1 / 2 / d_a])],

@@ -21,9 +21,10 @@ stratum's M_h = N_h - n_h unjudged documents hold no relevant document beyond th
   by 1/pi_i): g_d = (dS_d - AP-hat) / (R-tilde + 1), dS_d = (1 + sum_{j above d} y_j/pi_j)/r_d
   + sum_{i below d} y_i/(pi_i r_i) for a document the run retrieved at rank r_d, 0 for one it
   did not (the linearisation of the ratio, Cochran 1977 sec. 6.2, taken as a finite step
-  of one document, at R-tilde = R-hat + sum_h M_h E[p_h], the expected number of relevant
-  documents with the unseen ones, so that it is defined at R-hat = 0 and does not count
-  every unseen relevant document as the first);
+  of one document, at R-tilde = R-hat + sum_h M_h E[p_h] over the partly-sampled strata
+  where nothing relevant was found (which R-hat counts as holding none; R-hat's weights
+  1/pi already expand what the other strata found), so that it is defined at R-hat = 0
+  and does not count every unseen relevant document as the first);
 * the error E_h = sum_{d unjudged in h} u_d g_d (u_d ~ Bernoulli(p_h)) has posterior second
   moment E[E_h^2] = E[p] sum_d g_d^2 + E[p^2] ((sum_d g_d)^2 - sum_d g_d^2); their sum over
   the strata, at most max(AP-hat, 1 - AP-hat)^2 (AP lies in [0, 1]), is added to the
@@ -194,7 +195,8 @@ def unseen_variance(values: np.ndarray, views: list[TopicView], level: float,
         a, b = a + s.found[strata_h], b + s.drawn[strata_h] - s.found[strata_h]
         mean = a / (a + b)
         square = a * (a + 1.0) / ((a + b) * (a + b + 1.0))
-        unseen = float((mean * (s.sizes[strata_h] - s.drawn[strata_h])).sum())
+        missed = s.found[strata_h] == 0  # R-hat's 1/pi expands what the others found
+        unseen = float((mean * (s.sizes[strata_h] - s.drawn[strata_h]))[missed].sum())
         g = one_document_change(s, ranks, ap[t], docs, unseen)  # [runs, D]
         term = np.zeros(len(ranks))
         for k, h in enumerate(strata_h):
