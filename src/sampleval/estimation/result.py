@@ -37,9 +37,15 @@ if TYPE_CHECKING:
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
-FEW_OPTION = pick("few", ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FORMS, "none"),
-                  "moment")
-"""AP's ``few`` option, as every AP family that takes it declares it."""
+FEW_VALUES = ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FORMS, "none")
+FEW_OPTION = pick("few", FEW_VALUES, "moment")
+"""AP's ``few`` option, as the AP families that take it declare it (``~ht`` and ``~ppi``:
+:data:`FEW_OPTION_POOLED`)."""
+FEW_OPTION_POOLED = pick("few", FEW_VALUES, "pooled")
+"""``~ht``'s ``few`` option, and ``~ppi``'s (which at zero predictions is ``~ht``):
+``pooled`` by default, measured better than ``moment`` on every collection and no worse
+anywhere (issue 29; docs/research/calibration.md, section 11). On samples without strata
+its numbers are ``moment``'s."""
 
 
 def is_census(topic: TopicSample) -> bool:
