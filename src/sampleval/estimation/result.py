@@ -80,8 +80,9 @@ def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list
     one relevant document or none gives its delete-one jackknife (and its linearisation)
     no spread to measure, so the variance computed there is raised to a floor F_tr:
 
-    * ``moment`` (the default): F_tr = (1 - f_t) m2_r, f_t the share of the topic's frame
-      judged, m2_r the run's mean squared estimate, clip(AP-hat_sr, 0, 1)^2, over the topics
+    * ``moment`` (``~hh``'s and the inferred family's default; ``~ht``'s and ``~ppi``'s,
+      ``pooled``, add :func:`few_floor`'s term first): F_tr = (1 - f_t) m2_r, f_t the
+      share of the topic's frame judged, m2_r the run's mean squared estimate, clip(AP-hat_sr, 0, 1)^2, over the topics
       s whose sample holds a relevant document. Where the sample holds none, AP-hat is 0
       and its error is the topic's true AP, whose expected square m2_r estimates from the
       topics like it (a pooled-over-topics, empirical-Bayes plug-in for E[AP^2]); one
