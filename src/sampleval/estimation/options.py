@@ -115,6 +115,13 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                "bernoulli": "at least (1 - f) m (1 - m), m that mean AP",
                "scaled": "at least (1 - f)/4",
                "bound": "at least 1/4: the topic's interval spans [0, 1]",
+               "jeffreys": "moment, after adding (on stratified samples) the expected "
+                           "squared error of the unseen relevant documents of each "
+                           "partly-sampled stratum where the run's estimate sees none, "
+                           "under a Jeffreys Beta(1/2, 1/2) prior on the stratum's "
+                           "relevance rate",
+               "pooled": "as jeffreys, the prior centred on a rate pooled over the topics "
+                         "by stratum depth, its strength estimated from them",
                "none": "as computed",
            }),
     Option("interval", "how the confidence interval is built around the estimate", {

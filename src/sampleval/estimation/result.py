@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
+from sampleval.estimation.engine.unseen import unseen_variance
 from sampleval.estimation.options import pick
 from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
@@ -35,8 +37,15 @@ if TYPE_CHECKING:
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
-FEW_OPTION = pick("few", ("moment", "bernoulli", "scaled", "bound", "none"), "moment")
-"""AP's ``few`` option, as every AP family that takes it declares it."""
+FEW_VALUES = ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FORMS, "none")
+FEW_OPTION = pick("few", FEW_VALUES, "moment")
+"""AP's ``few`` option, as the AP families that take it declare it (``~ht`` and ``~ppi``:
+:data:`FEW_OPTION_POOLED`)."""
+FEW_OPTION_POOLED = pick("few", FEW_VALUES, "pooled")
+"""``~ht``'s ``few`` option, and ``~ppi``'s (which at zero predictions is ``~ht``):
+``pooled`` by default, measured better than ``moment`` on every collection and no worse
+anywhere (issue 29; docs/research/calibration.md, section 11). On samples without strata
+its numbers are ``moment``'s."""
 
 
 def is_census(topic: TopicSample) -> bool:
@@ -71,8 +80,9 @@ def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list
     one relevant document or none gives its delete-one jackknife (and its linearisation)
     no spread to measure, so the variance computed there is raised to a floor F_tr:
 
-    * ``moment`` (the default): F_tr = (1 - f_t) m2_r, f_t the share of the topic's frame
-      judged, m2_r the run's mean squared estimate, clip(AP-hat_sr, 0, 1)^2, over the topics
+    * ``moment`` (``~hh``'s and the inferred family's default; ``~ht``'s and ``~ppi``'s,
+      ``pooled``, add :func:`few_floor`'s term first): F_tr = (1 - f_t) m2_r, f_t the
+      share of the topic's frame judged, m2_r the run's mean squared estimate, clip(AP-hat_sr, 0, 1)^2, over the topics
       s whose sample holds a relevant document. Where the sample holds none, AP-hat is 0
       and its error is the topic's true AP, whose expected square m2_r estimates from the
       topics like it (a pooled-over-topics, empirical-Bayes plug-in for E[AP^2]); one
@@ -181,8 +191,14 @@ PartsFunction = Callable[
 def few_floor(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
               level: float, few: str) -> np.ndarray:
     """:func:`few_relevant_variance` with each topic's judged relevant documents counted at
-    ``level``."""
+    ``level``; ``few`` in :data:`~sampleval.estimation.engine.unseen.FORMS` (``jeffreys``,
+    ``pooled``): the variance plus the unseen relevant documents' term of
+    :func:`~sampleval.estimation.engine.unseen.unseen_variance` (0 on samples without
+    strata), then ``moment``'s floor."""
     relevant = np.array([judged_relevant(v.sample, level) for v in views])
+    if few in UNSEEN_FORMS:
+        variances = variances + unseen_variance(values, views, level, few)
+        few = "moment"
     return few_relevant_variance(values, variances, views, relevant, few)
 
 

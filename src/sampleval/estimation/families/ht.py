@@ -61,7 +61,7 @@ from sampleval.estimation.engine.units import is_graded
 from sampleval.estimation.engine.views import TopicView, gain, relevance
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
-from sampleval.estimation.result import FEW_OPTION, TopicParts, floored, rows_of
+from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, floored, rows_of
 from sampleval.estimation.spec import EstimateSpec
 
 BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
@@ -232,6 +232,6 @@ register_family(EstimatorFamily(
     requires=("has_joint_probabilities",), estimands=("total",),
     compute=rows_of(PARTS), differences=differences_ht, parts=PARTS,
     options=(pick("variance", VARIANCES, "jackknife"), pick("bias", BIASES, "taylor"),
-             pick("ap", ("ours", "paper"), "ours"), FEW_OPTION,
+             pick("ap", ("ours", "paper"), "ours"), FEW_OPTION_POOLED,
              pick("interval", ("bias-aware", "normal"), "bias-aware"),
              pick("cut", ("floor", "round"), "floor"))))

@@ -35,7 +35,7 @@ from sampleval.estimation.engine.values import PPIResult, ppi_values
 from sampleval.estimation.engine.views import TopicView
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
-from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
+from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, corrected, rows
 from sampleval.estimation.spec import EstimateSpec
 
 
@@ -125,4 +125,4 @@ register_family(EstimatorFamily(
              pick("interval", ("bias-aware", "normal"), "bias-aware"),
              pick("weights", ("by-design", *FORMS), "by-design"),
              pick("variance", ("anticipated", "design"), "anticipated"),
-             pick("cut", ("floor", "round"), "floor"), FEW_OPTION)))
+             pick("cut", ("floor", "round"), "floor"), FEW_OPTION_POOLED)))
