@@ -243,6 +243,7 @@ register_family(EstimatorFamily(
            Base("DCG", "optional"), Base("NumRel")),
     requires=("has_joint_probabilities",), estimands=("total",),
     compute=estimate_ht, differences=differences_ht, parts=PARTS,
+    plain_bias=("jackknife", "none"),  # taylor and taylor-jackknife widen by what they leave
     options=(pick("variance", VARIANCES, "jackknife"), pick("bias", BIASES, "taylor"),
              pick("ap", ("ours", "paper"), "ours"), FEW_OPTION,
              pick("interval", ("bias-aware", "normal"), "bias-aware"),
