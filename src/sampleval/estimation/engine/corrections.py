@@ -426,15 +426,15 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     if f_k.any():
         spreads = stratum_spreads(np.stack([y_k, f_k, r_k * y_k, r_k * f_k]), inverse,
                                   groups, n_strata)  # [4, r, K, H]
-    else:  # no predictions: their spreads are 0
+        lam_k = lam_n[:, None, None]
+        z_row = y_k[..., None] * spreads[0] - lam_k * f_k[..., None] * spreads[1]
+        z_col = y_k[..., None] * spreads[2] - lam_k * f_k[..., None] * spreads[3]
+        x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
+    else:  # no predictions: their terms are 0
         spread_y, spread_ry = stratum_spreads(np.stack([y_k, r_k * y_k]), inverse, groups,
                                               n_strata)
-        spreads = np.stack([spread_y, np.zeros_like(spread_y), spread_ry,
-                            np.zeros_like(spread_y)])
-    lam_k = lam_n[:, None, None]
-    z_row = y_k[..., None] * spreads[0] - lam_k * f_k[..., None] * spreads[1]
-    z_col = y_k[..., None] * spreads[2] - lam_k * f_k[..., None] * spreads[3]
-    x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
+        z_row, z_col = y_k[..., None] * spread_y, y_k[..., None] * spread_ry
+        x_kk = y_k * y_k * inverse
     u_full = gather @ z_row  # U_gg' [r, H, H]
     t_full = gather @ (r_k[..., None] * z_row)  # T_gg'
     xd = (gather @ x_kk[..., None])[..., 0]  # [r, H]
