@@ -218,9 +218,12 @@ def test_a_deprecated_value_warns_and_still_computes() -> None:
                                            "variance=jackknife"):
         spec = EstimateSpec("ht", "AP", options=(("variance", "jackknife-uncorrected"),))
     assert spec.option("variance") == "jackknife-uncorrected"
+    with pytest.warns(FutureWarning, match="ap=paper is deprecated.*ap=ours"):
+        EstimateSpec("ht", "AP", options=(("ap", "paper"),))
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         EstimateSpec("ht", "AP", options=(("variance", "linear"),))
+        EstimateSpec("ht", "AP", options=(("ap", "ours"),))
         EstimateSpec("ppi", "P", 10, options=(("variance", "design"),))
 
 

@@ -137,7 +137,11 @@ DEPRECATED_VALUES: dict[tuple[str, str, str], str] = {
     ("ht", "variance", "jackknife-uncorrected"):
         "the jackknife of AP-hat before its bias correction misses the variance the "
         "correction adds (docs/methods.md, 'Variance of the corrected estimate'); use "
-        "variance=jackknife (the default) or variance=linear"}
+        "variance=jackknife (the default) or variance=linear",
+    ("ht", "ap", "paper"):
+        "the paper's literal AP-hat weighs each judged document by 1/pi^2 and is biased "
+        "upward, above 1 on some samples (docs/research/ht.md, 'ap=paper'); use ap=ours "
+        "(the default)"}
 """(family, option, value) -> why it goes and what to use instead: still computed for one
 release, with a ``FutureWarning`` (:func:`warn_deprecated`)."""
 ORDER = {name: i for i, name in enumerate(VOCABULARY)}
