@@ -262,3 +262,24 @@ def judged_collection() -> tuple[list[Run], Qrels, Pool, pd.DataFrame]:
     qrels = Qrels.from_frame(made.qrels)
     pool = Pool.from_runs(runs, depth=30)
     return runs, qrels, pool, pool_truth(pool, qrels)
+
+
+def jackknife_variance(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
+                       taylor: bool, pi: np.ndarray, pi_joint: np.ndarray,
+                       strata: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                       pairs: np.ndarray | None = None) -> np.ndarray:
+    """The delete-one jackknife variance of AP-hat as reported (``taylor``: Taylor-corrected,
+    each replicate recomputing the correction), stratified with ``strata``, (1 - pi)-weighted
+    without; per run, or per pair's difference: the variance of the array-level jackknives
+    that ``AP~ht`` keeps (:mod:`sampleval.estimation.engine.replicates`)."""
+    from sampleval.estimation.engine import replicates
+
+    if taylor:
+        return (replicates.taylor_jackknife(y, ranks, cutoff, paper, strata, pairs).variance
+                if strata is not None else replicates.taylor_jackknife_independent(
+                    y, ranks, cutoff, paper, pi, pi_joint, pairs).variance)
+    if strata is not None:
+        return replicates.stratified_average_precision(y, *strata, ranks, cutoff, paper,
+                                                       False, pairs).variance
+    return replicates.average_precision_jackknife(y, pi, pi_joint, ranks, cutoff, paper,
+                                                  False, pairs).variance

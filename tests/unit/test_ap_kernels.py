@@ -1,6 +1,6 @@
 """AP~ht's fast kernels (issue 9's speed): the compiled pair sums of AP-hat
 (``estimation/engine/kernels.py``) and the replicate jackknife by updates
-(:func:`replicate_jackknife`: ``general_replicates``, and by stratum sums on stratified
+(:func:`conftest.jackknife_variance`: ``general_replicates``, and by stratum sums on stratified
 samples, ``stratified_replicates``) against the numpy matrix form they replaced, kept here
 as the reference: AP-hat's ``[runs, K, K]`` pair matrices, and every replicate recomputed
 from scratch with one document's y at 0 and its stratum's design at n_h - 1. Agreement to
@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import jackknife_variance
 from sampleval.core._kernels import with_replacement_inclusion
 from sampleval.core.inclusion import judged_design, stratified_inclusion
 from sampleval.core.pool import Pool
@@ -28,7 +29,6 @@ from sampleval.estimation.engine.estimands import (
     ap_terms,
     average_precision,
 )
-from sampleval.estimation.engine.replicates import replicate_jackknife
 from sampleval.estimation.engine.views import relevance, topic_views
 from sampleval.io import read_qrels, read_runs
 from sampleval.selection import Budget, qrels_oracle, simulate
@@ -84,7 +84,7 @@ def recomputed_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, p
                          taylor: bool, pi: np.ndarray, pi_joint: np.ndarray,
                          strata: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
                          pairs: np.ndarray | None = None) -> np.ndarray:
-    """:func:`replicate_jackknife` by its definition: every replicate recomputed in full
+    """The jackknife variance (:func:`conftest.jackknife_variance`) by its definition: every replicate recomputed in full
     (one batch row per deleted document, the stratum's design at n_h - 1)."""
     m = len(y)
 
@@ -137,7 +137,7 @@ def check_all(y: np.ndarray, ranks: np.ndarray, pi: np.ndarray, joint: np.ndarra
             for taylor in (True, False):
                 for p in (None, pairs):
                     assert_close(
-                        replicate_jackknife(y, ranks, cutoff, paper, taylor, pi, joint,
+                        jackknife_variance(y, ranks, cutoff, paper, taylor, pi, joint,
                                             strata, p),
                         recomputed_jackknife(y, ranks, cutoff, paper, taylor, pi, joint,
                                              strata, p))
@@ -191,7 +191,7 @@ def test_replicates_match_recomputation_on_random_cases(seed: int) -> None:
     check_all(y, ranks, pi, joint, (stratum, sizes, n_sampled))
     # a census of the same documents: no variance either way
     census = np.bincount(stratum, minlength=len(sizes))
-    got = replicate_jackknife(y, ranks, None, False, True, np.ones(len(y)),
+    got = jackknife_variance(y, ranks, None, False, True, np.ones(len(y)),
                               np.ones((len(y), len(y))), (stratum, census, census))
     np.testing.assert_array_equal(got, 0.0)
     pi, joint = with_replacement_inclusion(rng.dirichlet(np.ones(len(y)), size=2).T,
@@ -255,7 +255,7 @@ def test_replicates_match_recomputation_on_round_5(round5: tuple[Pool, object],
             check_all(y[y != 0], view.rank_of(index), design_.pi, design_.pi_joint, strata)
             if strata is not None:
                 full = np.bincount(strata[0], minlength=len(strata[1]))
-                got = replicate_jackknife(y[y != 0], view.rank_of(index), None, False, True,
+                got = jackknife_variance(y[y != 0], view.rank_of(index), None, False, True,
                                           design_.pi, design_.pi_joint,
                                           (strata[0], full, full))
                 np.testing.assert_array_equal(got, 0.0)

@@ -23,7 +23,6 @@ from sampleval.estimation.engine.estimands import average_precision
 from sampleval.estimation.engine.replicates import (
     average_precision_jackknife,
     double_jackknife,
-    replicate_jackknife,
     stratified_average_precision,
     taylor_jackknife,
     taylor_jackknife_independent,
@@ -79,7 +78,7 @@ def _brute(y: np.ndarray, strata: np.ndarray, sizes: np.ndarray, n_sampled: np.n
 
 def test_taylor_jackknife_by_brute_force() -> None:
     """value = theta_T - sum_h (1 - f_h)(n_h - 1)(mean_h - theta_T); variance the jackknife
-    variance of theta_T (= ``replicate_jackknife``); per pair, the differences'."""
+    variance of theta_T; per pair, the differences'."""
     y, strata, sizes, n_sampled, ranks = _case(3)
     value, variance, bias = _brute(y, strata, sizes, n_sampled, ranks, "taylor")
     rel = y != 0  # the functions take the documents with y != 0 only
@@ -87,10 +86,6 @@ def test_taylor_jackknife_by_brute_force() -> None:
     np.testing.assert_allclose(got.value, value - bias, rtol=1e-10)
     np.testing.assert_allclose(got.variance, variance, rtol=1e-10)
     assert np.abs(bias).max() > 1e-4  # the correction is seen
-    pi, joint = stratified_inclusion(strata[rel], sizes, n_sampled)
-    np.testing.assert_allclose(got.variance, replicate_jackknife(
-        y[rel], ranks[:, rel], None, False, True, pi, joint, (strata[rel], sizes, n_sampled)),
-        rtol=1e-10)
     pairs = np.array([[0, 1], [3, 2]])
     diff = taylor_jackknife(y[rel], ranks[:, rel], None, False,
                             (strata[rel], sizes, n_sampled), pairs)
@@ -164,8 +159,6 @@ def test_taylor_jackknife_without_strata_by_brute_force() -> None:
     got = taylor_jackknife_independent(y, ranks, None, False, pi, joint)
     np.testing.assert_allclose(got.value, theta - bias, rtol=1e-10)
     np.testing.assert_allclose(got.variance, variance, rtol=1e-10)
-    np.testing.assert_allclose(got.variance, replicate_jackknife(y, ranks, None, False, True,
-                                                                 pi, joint), rtol=1e-10)
     assert np.abs(bias).max() > 1e-5
 
 

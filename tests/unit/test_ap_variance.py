@@ -1,5 +1,5 @@
 """AP~ht's variance of the estimate as reported (issue 9): ``var=jackknife`` recomputes the
-Taylor bias correction in every delete-one replicate (:func:`replicate_jackknife`). Checked
+Taylor bias correction in every delete-one replicate (``replicates.taylor_jackknife``'s variance). Checked
 against its definition recomputed by brute force, against the fast jackknives when there is
 no correction, exact (variance 0) on a census, and by Monte Carlo: its expectation matches
 the spread of the corrected estimates, where the jackknife of the uncorrected AP-hat (the
@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import jackknife_variance
 from sampleval.core.inclusion import stratified_inclusion
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -19,8 +20,6 @@ from sampleval.core.sample import Sample
 from sampleval.datasets.synthetic import make_collection
 from sampleval.estimation.engine.estimands import average_precision
 from sampleval.estimation.engine.replicates import (
-    average_precision_jackknife,
-    replicate_jackknife,
     stratified_average_precision,
 )
 from sampleval.estimation.engine.views import MEAN_TOPIC
@@ -45,7 +44,7 @@ def _stratified_case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return y, strata, sizes, n_sampled, ranks
 
 
-def test_replicate_jackknife_by_brute_force() -> None:
+def test_taylor_corrected_jackknife_by_brute_force() -> None:
     """v = sum_h (1 - n_h/N_h)(n_h - 1)/n_h sum_{j in S_h} (theta_(hj) - mean_h)^2 with each
     replicate theta_(hj) the Taylor-corrected AP-hat recomputed from scratch: document j
     removed (whatever its label) and stratum h's pi and pi_ij at n_h - 1."""
@@ -68,32 +67,12 @@ def test_replicate_jackknife_by_brute_force() -> None:
             (reps_a - reps_a.mean(axis=0)) ** 2).sum(axis=0)
     relevant = y != 0  # the function takes the documents with y != 0 only
     pi, joint = stratified_inclusion(strata[relevant], sizes, n_sampled)
-    got = replicate_jackknife(y[relevant], ranks[:, relevant], None, False, True, pi, joint,
+    got = jackknife_variance(y[relevant], ranks[:, relevant], None, False, True, pi, joint,
                               (strata[relevant], sizes, n_sampled))
     np.testing.assert_allclose(got, variance, rtol=1e-10)
     plain = stratified_average_precision(y[relevant], strata[relevant], sizes, n_sampled,
                                          ranks[:, relevant])
     assert np.abs(got - plain.variance).max() > 1e-6  # the correction's variance is seen
-
-
-def test_without_correction_it_is_the_fast_jackknife() -> None:
-    """taylor=False: the same variance as the jackknives that update AP-hat's sums in place
-    (stratified, and (1 - pi)-weighted for independent inclusions)."""
-    y, strata, sizes, n_sampled, ranks = _stratified_case(8)
-    relevant = y != 0
-    y, strata, ranks = y[relevant], strata[relevant], ranks[:, relevant]
-    pi, joint = stratified_inclusion(strata, sizes, n_sampled)
-    got = replicate_jackknife(y, ranks, None, False, False, pi, joint,
-                              (strata, sizes, n_sampled))
-    fast = stratified_average_precision(y, strata, sizes, n_sampled, ranks).variance
-    np.testing.assert_allclose(got, fast, rtol=1e-10)
-    pi = np.random.default_rng(2).uniform(0.2, 0.9, len(y))
-    joint = np.outer(pi, pi)
-    np.fill_diagonal(joint, pi)
-    got = replicate_jackknife(y, ranks, None, False, False, pi, joint)
-    fast = average_precision_jackknife(y, pi, joint, ranks).variance
-    np.testing.assert_allclose(got, fast, rtol=1e-10)
-    assert fast.max() > 1e-4
 
 
 def test_census_has_no_variance(

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from conftest import jackknife_variance
 from sampleval.core.inclusion import stratified_inclusion
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -30,7 +31,6 @@ from sampleval.estimation.engine.estimands import (
 )
 from sampleval.estimation.engine.replicates import (
     average_precision_jackknife,
-    replicate_jackknife,
     stratified_average_precision,
 )
 from sampleval.estimation.estimates import MEAN_TOPIC, estimate, estimate_differences
@@ -262,7 +262,7 @@ def test_compare_uses_the_difference_variances(
                                 depth=30) is None
 
 
-def test_replicate_jackknife_difference_by_brute_force() -> None:
+def test_taylor_jackknife_difference_by_brute_force() -> None:
     """AP~ht's default variance (the jackknife of the Taylor-corrected estimate, each
     replicate recomputing it) of a difference: the same jackknife of the differences of the
     two runs' recomputed estimates."""
@@ -276,8 +276,8 @@ def test_replicate_jackknife_difference_by_brute_force() -> None:
 
     design = stratified_inclusion(STRATA, SIZES, SAMPLED)
     strata = (STRATA, SIZES, SAMPLED)
-    got = replicate_jackknife(y, ranks, None, False, True, *design, strata, PAIRS)
+    got = jackknife_variance(y, ranks, None, False, True, *design, strata, PAIRS)
     np.testing.assert_allclose(got, _jackknife_of_differences(without), rtol=1e-10)
-    alone = replicate_jackknife(y, ranks, None, False, True, *design, strata)
+    alone = jackknife_variance(y, ranks, None, False, True, *design, strata)
     np.testing.assert_allclose(got[3], alone[3], rtol=1e-12)
     assert got[2] == 0 and got[0] > 0

@@ -168,3 +168,41 @@ def test_few_floors_the_variance_where_at_most_one_relevant_is_judged(
     half = (bound["hi"] - bound["lo"]) / 2
     assert (half >= 1.959 * 0.5 - 1e-9).all()
     assert ((none["hi"] - none["lo"]) / 2 < half).any()
+
+
+def test_units_forms_is_the_dense_bilinear_form_per_run() -> None:
+    """``Units.forms`` (compiled, per run over the units with a value) equals the dense
+    x' Delta y of every pair of vectors, runs whose vectors are 0 at most units included."""
+    from sampleval.estimation.engine.units import Units
+
+    rng = np.random.default_rng(3)
+    m, n_runs = 9, 4
+    delta = rng.normal(size=(m, m))
+    delta = delta + delta.T
+    vectors = [rng.normal(size=(n_runs, m)) * (rng.random((n_runs, m)) < 0.5)
+               for _ in range(3)]
+    vectors[0][1] = 0.0  # a run without a unit
+    units = Units("ht", np.arange(m), np.ones(m), delta=delta)
+    dense = np.einsum("irm,mn,jrn->ijr", np.stack(vectors), delta, np.stack(vectors))
+    np.testing.assert_allclose(units.forms(vectors), dense, rtol=1e-12, atol=1e-14)
+
+
+def test_vectorised_stratum_jackknife_is_the_loop_over_strata() -> None:
+    """The engine's stratified jackknife of replicates (every stratum at once) gives the
+    variance and bias of ``replicates.stratum_jackknife`` (one stratum at a time), strata
+    with one judged document, a census stratum and one without a unit included."""
+    from sampleval.estimation.engine.corrections import _stratum_jackknife
+    from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
+
+    rng = np.random.default_rng(4)
+    stratum = np.array([0, 0, 0, 1, 2, 2, 4])
+    sizes = np.array([10.0, 8.0, 3.0, 5.0, 6.0])
+    counts = np.array([5.0, 1.0, 3.0, 2.0, 4.0])  # stratum 2: a census; 3: no unit
+    n_runs = 3
+    reps, others = rng.random((n_runs, len(stratum))), rng.random((n_runs, len(sizes)))
+    value = rng.random(n_runs)
+    loop = stratum_jackknife((stratum, sizes, counts),
+                             lambda h, rows: stratum_rows(reps.T, others.T, h, rows),
+                             n_runs, value)
+    np.testing.assert_allclose(_stratum_jackknife(reps, others, value, stratum, sizes, counts),
+                               loop, rtol=1e-12)

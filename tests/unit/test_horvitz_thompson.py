@@ -15,8 +15,9 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.engine import estimands as ht
+from sampleval.estimation.engine.replicates import average_precision_jackknife
 from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
-from sampleval.estimation.families import ht
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.spec import EstimateSpec
 from sampleval.measures.evaluation import evaluate
@@ -323,7 +324,7 @@ def test_with_replacement_sample_uses_its_pi_joint() -> None:
         np.testing.assert_allclose(variance(rows), np.maximum(core.variance, 0), rtol=1e-9)
 
 
-@pytest.mark.parametrize("ap", [ht.average_precision, ht.average_precision_jackknife])
+@pytest.mark.parametrize("ap", [ht.average_precision, average_precision_jackknife])
 def test_nothing_judged_estimates_zero(ap: ht.Estimator) -> None:
     """A topic with no judged document (a sample stopped early) estimates AP 0 +- 0."""
     empty = np.zeros(0)

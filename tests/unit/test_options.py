@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -217,7 +218,57 @@ def test_a_deprecated_value_warns_and_still_computes() -> None:
                                            "variance=jackknife"):
         spec = EstimateSpec("ht", "AP", options=(("variance", "jackknife-uncorrected"),))
     assert spec.option("variance") == "jackknife-uncorrected"
+    with pytest.warns(FutureWarning, match="ap=paper is deprecated.*ap=ours"):
+        EstimateSpec("ht", "AP", options=(("ap", "paper"),))
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         EstimateSpec("ht", "AP", options=(("variance", "linear"),))
+        EstimateSpec("ht", "AP", options=(("ap", "ours"),))
         EstimateSpec("ppi", "P", 10, options=(("variance", "design"),))
+
+
+def test_plain_bias_is_each_family_declaration_and_holds_on_every_design() -> None:
+    """The table of AP ``bias`` values with which ``interval=bias-aware`` is ``normal``
+    (``family.plain_bias()``, read by ``methods`` and ``estimate --explain``) is each
+    family's own declaration; and a declared value gives the same interval both ways on
+    every golden design the family accepts, while every other ``bias`` value widens the
+    interval on at least one (so a wrong declaration fails here)."""
+    from conftest import golden_collection, golden_sample
+    from sampleval.estimation.family import plain_bias
+
+    assert plain_bias() == {name: f.plain_bias for name, f in FAMILIES.items() if f.plain_bias}
+    collection = golden_collection()
+    frame = collection.qrels.frame
+    predictions = frame[["query_id", "doc_id"]].assign(
+        prediction=(frame["relevance"].to_numpy(dtype=np.float64) >= 1) * 0.8 + 0.1)
+    checked = []
+    for name, family in FAMILIES.items():
+        if family.base("AP") is None or not {"bias", "interval"} <= {
+                p.name for p in family.params("AP")}:
+            continue
+        biases = next(p.choices for p in family.options if p.name == "bias")
+        widens: dict[str, bool] = dict.fromkeys(biases, False)
+        for design in dict.fromkeys(d for d, _ in make.groups()):
+            sample = golden_sample(design)
+            for bias in biases:
+                bounds = []
+                for interval in ("bias-aware", "normal"):
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            rows = estimate(sample, collection.runs,
+                                            [f"AP~{name}(bias={bias},interval={interval})"],
+                                            depth=collection.depth,
+                                            predictions=predictions
+                                            if family.needs_predictions else None)
+                    except UsageError:  # the design, or this bias on it, is refused
+                        break
+                    bounds.append(rows[["lo", "hi"]].to_numpy())
+                if len(bounds) < 2:
+                    continue
+                same = np.array_equal(bounds[0], bounds[1], equal_nan=True)
+                assert same or bias not in family.plain_bias, (name, design, bias)
+                widens[bias] |= not same
+        assert [b for b in biases if not widens[b]] == list(family.plain_bias), name
+        checked.append(name)
+    assert {"ht", "hh", "ppi"} <= set(checked)

@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> None:
 def explain(sample: Sample, setup: Setup) -> str:
     """``--explain``: per measure asked, its fully resolved estimator and where each option's
     value came from; the sample's design and capabilities; the depth and frame used."""
-    from sampleval.estimation.options import same_as_normal
+    from sampleval.estimation.family import same_as_normal
     from sampleval.estimation.setup import draws_reach_every_document, simple_random
     from sampleval.estimation.spec import TABLE, names_an_estimator, option_sources
 

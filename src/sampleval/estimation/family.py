@@ -9,9 +9,9 @@ measure on each design is the table of :mod:`sampleval.estimation.defaults`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -100,7 +100,10 @@ class EstimatorFamily:
     :mod:`sampleval.judging.confident` plans with; ``estimands``: the estimand kinds
     (:data:`sampleval.measures.names.ESTIMANDS`) of which the family estimates every
     declared measure besides its ``bases`` (``total``: a measure registered with a total as
-    its estimand is then ``NAME~FAMILY`` with no edit of the family).
+    its estimand is then ``NAME~FAMILY`` with no edit of the family); ``plain_bias``: AP's
+    ``bias`` values with which ``interval=bias-aware`` is ``interval=normal`` on every design
+    the family accepts (no estimate of a bias left to widen by), each one of its ``bias``
+    values (:func:`plain_bias`, :func:`same_as_normal`).
     """
 
     name: str
@@ -116,6 +119,7 @@ class EstimatorFamily:
     estimands: tuple[str, ...] = ()
     differences: DifferenceFunction | None = None
     parts: PartsFunction | None = None
+    plain_bias: tuple[str, ...] = ()
     _by_name: dict[str, Base] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
     _by_name_lower: set[str] = field(default_factory=set, init=False, repr=False,
@@ -214,13 +218,14 @@ class EstimatorFamily:
         """One line per option declaration for help texts: its name, the measures that take
         it, and what it means from the vocabulary
         (:func:`~sampleval.estimation.options.describe`)."""
-        from sampleval.estimation.options import describe, plain_interval
+        from sampleval.estimation.options import describe
 
         takers: dict[Param, list[str]] = {}
         for b, shown in zip(self.bases, self.measure_names(), strict=True):
             for p in self.params(b.name):
                 takers.setdefault(p, []).append(shown)
-        plain = plain_interval(self.name)
+        plain = (f"bias-aware is normal with bias={' or '.join(self.plain_bias)}"
+                 if self.plain_bias else None)
         return [f"{p.name} ({', '.join(names)}): {describe(p)}"
                 + (f"; {plain}" if plain and p.name == "interval" else "")
                 for p, names in takers.items()]
@@ -231,8 +236,28 @@ FAMILIES: Registry[EstimatorFamily] = Registry("estimator family",
 
 
 def register_family(family: EstimatorFamily) -> EstimatorFamily:
-    """Make ``family`` available by its name (and its bases' established names)."""
+    """Make ``family`` available by its name (and its bases' established names); a
+    ``plain_bias`` value that is not one of its ``bias`` values is a ValueError."""
+    biases = next((p.choices for p in family.options if p.name == "bias"), ())
+    stray = set(family.plain_bias) - set(biases or ())
+    if stray:
+        raise ValueError(f"family {family.name}: plain_bias {sorted(stray)} not among its "
+                         f"bias values {', '.join(biases or ())}")
     return FAMILIES.add(family.name, family)
+
+
+def plain_bias() -> dict[str, tuple[str, ...]]:
+    """Family -> the AP ``bias`` values with which its ``interval=bias-aware`` is
+    ``interval=normal``, from each family's declaration (``EstimatorFamily.plain_bias``)."""
+    return {name: family.plain_bias for name, family in FAMILIES.items()
+            if family.plain_bias}
+
+
+def same_as_normal(family: str, base: str, options: Mapping[str, Any]) -> bool:
+    """Whether an estimate of ``base`` by ``family`` with resolved ``options`` has an
+    ``interval=bias-aware`` that is ``interval=normal`` (:func:`plain_bias`)."""
+    return (base == "AP" and options.get("interval") == "bias-aware"
+            and options.get("bias") in plain_bias().get(family, ()))
 
 
 def each_measure(one: OneMeasure) -> FamilyFunction:

@@ -144,15 +144,13 @@ DEPRECATED_VALUES: dict[tuple[str, str, str], str] = {
     ("ht", "variance", "jackknife-uncorrected"):
         "the jackknife of AP-hat before its bias correction misses the variance the "
         "correction adds (docs/methods.md, 'Variance of the corrected estimate'); use "
-        "variance=jackknife (the default) or variance=linear"}
+        "variance=jackknife (the default) or variance=linear",
+    ("ht", "ap", "paper"):
+        "the paper's literal AP-hat weighs each judged document by 1/pi^2 and is biased "
+        "upward, above 1 on some samples (docs/research/ht.md, 'ap=paper'); use ap=ours "
+        "(the default)"}
 """(family, option, value) -> why it goes and what to use instead: still computed for one
 release, with a ``FutureWarning`` (:func:`warn_deprecated`)."""
-PLAIN_BIAS: dict[str, tuple[str, ...]] = {"ht": ("jackknife", "none"), "hh": ("none",),
-                                         "ppi": ("none",)}
-"""Family -> the AP ``bias`` values with which its ``interval=bias-aware`` is
-``interval=normal``: no estimate of a bias left to widen by (``~ht`` widens by the
-jackknife's estimate of what taylor and taylor-jackknife leave; ``~hh`` and ``~ppi`` by that,
-or over draws by the gap between the jackknife's and the Taylor correction)."""
 ORDER = {name: i for i, name in enumerate(VOCABULARY)}
 
 
@@ -209,22 +207,6 @@ def warn_deprecated(family: str, name: str, value: Any, where: str) -> None:
     if reason is not None:
         warnings.warn(f"{where}: {name}={value} is deprecated and will be removed in the next "
                       f"release: {reason}", FutureWarning, stacklevel=5)
-
-
-def plain_interval(family: str) -> str | None:
-    """For help texts: with which ``bias`` values ``family``'s ``interval=bias-aware`` is
-    ``interval=normal`` (:data:`PLAIN_BIAS`; None: no such value declared)."""
-    biases = PLAIN_BIAS.get(family)
-    if not biases:
-        return None
-    return f"bias-aware is normal with bias={' or '.join(biases)}"
-
-
-def same_as_normal(family: str, base: str, options: Mapping[str, Any]) -> bool:
-    """Whether an estimate of ``base`` by ``family`` with resolved ``options`` has an
-    ``interval=bias-aware`` that is ``interval=normal`` (:data:`PLAIN_BIAS`)."""
-    return (base == "AP" and options.get("interval") == "bias-aware"
-            and options.get("bias") in PLAIN_BIAS.get(family, ()))
 
 
 def given_names(text: str, allowed: Iterable[str]) -> set[str]:

@@ -22,7 +22,6 @@ from sampleval.errors import UsageError
 from sampleval.estimation.engine.difference import Parts
 from sampleval.estimation.engine.estimands import TAKE_CORRECTION, _contrast, _run_docs
 from sampleval.estimation.engine.kernels import stratum_spreads
-from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
 from sampleval.estimation.engine.units import TopicData, Units, _frame_pairs, _pair_sums
 from sampleval.estimation.engine.views import relevance
 from sampleval.estimation.spec import EstimateSpec
@@ -300,12 +299,24 @@ def _stratum_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
                        stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
     """The stratified delete-one jackknife (:func:`~sampleval.estimation.engine.replicates.
-    stratum_jackknife`) from each unit's replicate ``reps`` ``[r, m]`` (unit j left out,
-    its stratum at n_h - 1) and each stratum's one replicate for its judged documents that
-    are not units ``others`` ``[r, H]`` (only the weights change): (v, b) per run."""
-    return stratum_jackknife((stratum, sizes, counts),
-                             lambda h, rows: stratum_rows(reps.T, others.T, h, rows),
-                             len(value), value)
+    stratum_jackknife`'s v and b) from each unit's replicate ``reps`` ``[r, m]`` (unit j left
+    out, its stratum at n_h - 1) and each stratum's one replicate for its n_h - m_h judged
+    documents that are not units ``others`` ``[r, H]`` (only the weights change): (v, b)
+    per run, every stratum at once. Strata with n_h < 2, a census of h, and strata without
+    a unit add nothing."""
+    n_strata = len(sizes)
+    member = np.zeros((len(stratum), n_strata))
+    member[np.arange(len(stratum)), stratum] = 1.0
+    units = member.sum(axis=0)
+    rest = counts - units  # judged documents of h that are not units
+    enters = replicated(counts, sizes) & (units > 0)
+    n_h = np.where(enters, counts, 1.0)
+    mean = (reps @ member + rest * others) / n_h  # [r, H]
+    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
+    fpc = np.where(enters, 1.0 - counts / np.where(sizes > 0, sizes, 1.0), 0.0)
+    variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
+    bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
+    return variance, bias
 
 
 class TaylorJackknife(NamedTuple):
@@ -411,12 +422,19 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     y_k, f_k = np.where(real, y[doc], 0.0), np.where(real, f[doc], 0.0)
     r_k = np.where(real, np.take_along_axis(r, doc, axis=1), 0.0)
 
-    spreads = stratum_spreads(np.stack([y_k, f_k, r_k * y_k, r_k * f_k]), inverse,
-                              np.where(real, stratum[doc], 0), n_strata)  # [4, r, K, H]
-    lam_k = lam_n[:, None, None]
-    z_row = y_k[..., None] * spreads[0] - lam_k * f_k[..., None] * spreads[1]
-    z_col = y_k[..., None] * spreads[2] - lam_k * f_k[..., None] * spreads[3]
-    x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
+    groups = np.where(real, stratum[doc], 0)
+    if f_k.any():
+        spreads = stratum_spreads(np.stack([y_k, f_k, r_k * y_k, r_k * f_k]), inverse,
+                                  groups, n_strata)  # [4, r, K, H]
+        lam_k = lam_n[:, None, None]
+        z_row = y_k[..., None] * spreads[0] - lam_k * f_k[..., None] * spreads[1]
+        z_col = y_k[..., None] * spreads[2] - lam_k * f_k[..., None] * spreads[3]
+        x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
+    else:  # no predictions: their terms are 0
+        spread_y, spread_ry = stratum_spreads(np.stack([y_k, r_k * y_k]), inverse, groups,
+                                              n_strata)
+        z_row, z_col = y_k[..., None] * spread_y, y_k[..., None] * spread_ry
+        x_kk = y_k * y_k * inverse
     u_full = gather @ z_row  # U_gg' [r, H, H]
     t_full = gather @ (r_k[..., None] * z_row)  # T_gg'
     xd = (gather @ x_kk[..., None])[..., 0]  # [r, H]

@@ -110,7 +110,10 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
             sums, shares = _pair_sums(y[None], (y * y)[None], ranks, units, cut, data.geometry)
             data.label_sums[key] = (sums[0], shares[0])
         n_y, num_y = data.label_sums[key]
-        (n_f,), (num_f,) = _pair_sums(f[None], f[None], ranks, units, cut, data.geometry)
+        if f.any():
+            (n_f,), (num_f,) = _pair_sums(f[None], f[None], ranks, units, cut, data.geometry)
+        else:  # no predictions: their pair sums are 0
+            n_f, num_f = np.zeros(n_runs), np.zeros(ranks.shape)
         frame_n = _frame_pairs(data, frame_f, cut, level)
     elif spec.base == "R":
         top = (ranks > 0) & (ranks <= cut)

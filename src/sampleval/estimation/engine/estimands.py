@@ -97,23 +97,6 @@ def dcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarra
                   pairs)
 
 
-def weighted_total(base: str) -> Estimator:
-    """The HT estimator of a measure whose declared estimand is a total with rank weights w
-    (:func:`sampleval.measures.exact.weight_of`): sum_{i in S} w(rank_i) y_i/pi_i and its HT
-    variance (Horvitz & Thompson 1952), as P@k and DCG@k are estimated; for a measure
-    declared outside the built-in ones, which have their own forms above."""
-    from sampleval.measures.exact import weight_of
-
-    weight = weight_of(base)
-
-    def estimator(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-                  cutoff: int | None, /, *, pairs: np.ndarray | None = None) -> HTEstimate:
-        docs = _run_docs(ranks, cutoff)
-        return _total(_columns(y, docs) * weight(docs.rank, cutoff), docs, pi, pi_joint, y,
-                      pairs)
-    return estimator
-
-
 def recall(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
            cutoff: int | None, pairs: np.ndarray | None = None,
            taylor: bool = False) -> HTEstimate:

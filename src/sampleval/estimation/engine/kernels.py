@@ -243,3 +243,35 @@ def stratum_spreads(values: np.ndarray, inverse: np.ndarray, group: np.ndarray,
                     out[i, r, k, g] += running[i, g]
                 running[i, group[r, k]] += values[i, r, k] * inverse[r, k]
     return out
+
+
+@numba.njit(cache=True)
+def bilinear_forms(x: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """``[k, k, n_runs]``: sum_{i, j} x_a,i delta_ij x_b,j over each run's units for every
+    pair (a, b) of the ``[k, n_runs, m]`` per-unit values ``x`` (:meth:`.units.Units.forms`),
+    visiting only the units where some x is not 0 in that run (a run's units outside its
+    cutoff add nothing), as :func:`quadratic` does per run."""
+    count, n_runs, width = x.shape
+    out = np.zeros((count, count, n_runs))
+    row = np.zeros(count)
+    used = np.empty(width, dtype=np.int64)
+    for r in range(n_runs):
+        n_used = 0
+        for i in range(width):
+            for a in range(count):
+                if x[a, r, i] != 0.0:
+                    used[n_used] = i
+                    n_used += 1
+                    break
+        for p in range(n_used):
+            i = used[p]
+            row[:] = 0.0
+            for q in range(n_used):
+                j = used[q]
+                d = delta[i, j]
+                for b in range(count):
+                    row[b] += d * x[b, r, j]
+            for a in range(count):
+                for b in range(count):
+                    out[a, b, r] += x[a, r, i] * row[b]
+    return out

@@ -19,8 +19,8 @@ stratified samples (docs/methods.md, "Residual bias after the Taylor correction"
 
 - ``taylor-jackknife``: the Taylor-corrected estimate theta_T less the stratified jackknife's
   estimate of *its* bias (Quenouille 1956; Jones 1974; Wolter 2007, sec. 4.5),
-  b = sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_T(.) - theta_T), over the replicates that
-  ``replicate_jackknife`` already computes for theta_T's variance (each recomputes AP-hat and
+  b = sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_T(.) - theta_T), over the replicates of
+  theta_T's jackknife variance (each recomputes AP-hat and
   its Taylor correction without one judged document, stratum h's design at n_h - 1). A
   jackknife bias estimate removes the O(1/n) term of a smooth estimator's bias; theta_T has
   none left in expectation, so b estimates what remains (the O(1/n) error of the estimated
@@ -82,9 +82,7 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     with the jackknife variance of the Taylor-corrected estimate; ``[n_runs]`` each.
     ``strata`` = (each document's stratum, N_h, n_h); ``y`` the judged documents with
     y != 0, ``ranks`` ``[n_runs, m]``; ``pairs``: per pair (a, b) of runs, the difference
-    and its variance, from the differences of the replicates (the same replicates as
-    ``replicate_jackknife``'s, :func:`~sampleval.estimation.families.ht.
-    stratified_replicates`)."""
+    and its variance, from the differences of the replicates (the replicates of :func:`stratified_replicates`)."""
     pi, joint = stratified_inclusion(*strata)
     value = _per(average_precision(y, pi, joint, ranks, cutoff, paper, True).value, pairs)
     if len(y) == 0:
@@ -102,7 +100,7 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     """``AP~ht(bias=taylor-jackknife)`` on a design with independent inclusions (module
     docstring): theta_T less sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/
     R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
-    sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (``replicate_jackknife``'s)."""
+    sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (the jackknife of theta_T's replicates)."""
     m = len(y)
     if m == 0:
         value = _per(average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value,
@@ -338,56 +336,6 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     return HTEstimate(per(value) - bias if correct else per(value), variance)
 
 
-def replicate_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
-                        taylor: bool, pi: np.ndarray, pi_joint: np.ndarray,
-                        strata: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-                        pairs: np.ndarray | None = None) -> np.ndarray:
-    """The delete-one jackknife variance of AP-hat *as reported* (:func:`average_precision`,
-    ``taylor``: less its first-order bias), each replicate recomputing the whole estimate,
-    the bias correction included, without one judged document; ``[n_runs]``.
-
-    ``strata`` = (each document's stratum, N_h, n_h), for stratified SRS: the stratified
-    delete-one jackknife (Wolter, Introduction to Variance Estimation, 2nd ed., 2007, sec.
-    4.5; Sarndal, Swensson & Wretman 1992, sec. 11.5), v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h
-    sum_{j in S_h} (theta_(hj) - mean_h)^2, the replicate theta_(hj) computed with j left out
-    and stratum h's design at n_h - 1 (pi_i = (n_h - 1)/N_h, pi_ij within h
-    (n_h - 1)(n_h - 2)/(N_h (N_h - 1))); strata with n_h < 2, and a census, add nothing.
-    Without ``strata`` (designs with independent inclusions, ``pi`` and ``pi_joint`` as
-    given): v = sum_{k in S} (1 - pi_k) (theta_(k) - theta-hat)^2, as
-    :func:`average_precision_jackknife`. With ``taylor=False`` both equal the jackknives of
-    :func:`stratified_average_precision` and :func:`average_precision_jackknife`; with it,
-    the variance includes what the estimated bias correction adds, which the jackknife of
-    the uncorrected AP-hat leaves out (docs/methods.md, "Variance of the corrected estimate").
-
-    ``y`` ``[m]``: the judged documents with y != 0 (deleting one with y = 0 changes only its
-    stratum's design, so each stratum's are one replicate counted n_h - m_h times); ``ranks``
-    ``[n_runs, m]``. ``pairs``: the variance of each pair's difference AP-hat_a - AP-hat_b,
-    from the differences of their replicates.
-
-    No replicate is recomputed: each updates the full sample's sums (deleting j removes its
-    row and column of AP-hat's pairs and its term of R-hat and of the HT (co)variances),
-    :func:`general_replicates` in O(runs x K^2 + runs x K x m) for every replicate, and on
-    stratified samples :func:`stratified_replicates`, where pi_ij depends only on the two
-    strata, in O(runs x K^2 + runs x K x strata), where recomputing costs O(runs x K^2) per
-    replicate (K: a run's judged relevant documents, m: the topic's).
-    ``tests/unit/test_ap_kernels.py`` checks both against the recomputation (1e-12 relative).
-    """
-    n_runs, m = ranks.shape[0], len(y)
-    variance = np.zeros(n_runs if pairs is None else len(pairs))
-    if m == 0:
-        return variance
-
-    def per(values: np.ndarray) -> np.ndarray:  # [rows, n_runs] -> per run or pair
-        return values if pairs is None else _contrast(values.T, pairs).T
-
-    if strata is None:
-        value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, taylor)
-        return ((1.0 - pi)[:, None] * (per(reps) - per(value[None])) ** 2).sum(axis=0)
-    reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, taylor)
-    return stratum_jackknife(strata, lambda h, rows: per(stratum_rows(reps, rest, h, rows)),
-                             len(variance))[0]
-
-
 def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
                       replicates: Callable[[int, np.ndarray], np.ndarray], width: int,
                       value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -520,7 +468,7 @@ def _stratum_design(sizes: np.ndarray, n: np.ndarray, paper: bool) -> _StratumDe
 def stratified_replicates(y: np.ndarray, strata: tuple[np.ndarray, np.ndarray, np.ndarray],
                           ranks: np.ndarray, cutoff: int | None, paper: bool, taylor: bool
                           ) -> tuple[np.ndarray, np.ndarray]:
-    """The replicates of :func:`replicate_jackknife` on a stratified sample: ``[m, n_runs]``,
+    """The delete-one replicates of AP-hat (``taylor``: Taylor-corrected) on a stratified sample: ``[m, n_runs]``,
     row j AP-hat (``taylor``: corrected) with y_j at 0 and j's stratum h at n_h - 1, and
     ``[strata, n_runs]``, row h with only h at n_h - 1 (a deleted document with y = 0).
 

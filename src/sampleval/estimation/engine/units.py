@@ -24,6 +24,7 @@ from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.anticipated import Population, draws_population, population
 from sampleval.estimation.engine.estimands import _delta, _run_docs
+from sampleval.estimation.engine.kernels import bilinear_forms
 from sampleval.estimation.engine.views import TopicView, topic_draws
 from sampleval.estimation.spec import EstimateSpec, draws_reach_every_document
 from sampleval.measures.names import estimand_of
@@ -75,14 +76,7 @@ class Units:
             return m * np.einsum("irm,jrm->ijr", centred, centred) / (m - 1)
         if self.kind != "ht" or self.delta is None:
             return np.zeros((k, k, n_runs))
-        used = np.flatnonzero((stacked != 0).any(axis=(0, 1)))  # the rest adds nothing
-        if not len(used):
-            return np.zeros((k, k, n_runs))
-        x = np.ascontiguousarray(stacked[..., used])
-        delta = self.delta[np.ix_(used, used)]
-        applied = (x.reshape(k * n_runs, len(used)) @ delta).reshape(x.shape)
-        # sum_m applied[i, r, m] x[j, r, m], as one batched matmul over the runs
-        return np.matmul(applied.transpose(1, 0, 2), x.transpose(1, 2, 0)).transpose(1, 2, 0)
+        return bilinear_forms(np.ascontiguousarray(stacked, dtype=np.float64), self.delta)
 
 
 @dataclass(frozen=True)
@@ -361,6 +355,8 @@ def _frame_pairs(data: TopicData, frame_f: np.ndarray, cut: int | None, level: f
                  ) -> np.ndarray:
     """The predictions' pair sum over the frame (AP's predicted numerator, ``[n_runs]``),
     made once per frame, cutoff and level."""
+    if not len(data.frame.units.index):  # nothing predicted above 0: every pair sum is 0
+        return np.zeros(data.ranks.shape[0])
     key = ("pairs", "AP", cut, level)
     if key not in data.frame.totals:
         data.frame.totals[key] = _pair_sums(frame_f[None], frame_f[None], data.frame.ranks,

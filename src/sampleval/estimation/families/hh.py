@@ -81,6 +81,7 @@ register_family(EstimatorFamily(
            Base("nDCG", "optional", options=(RATIO_BIAS,))),
     requires=("has_draws",), estimands=("total",),
     compute=rows_of(PARTS), parts=PARTS, differences=hh_differences,
+    plain_bias=("none",),  # taylor and jackknife widen by the gap between the two
     options=(pick("bias", ("taylor", "jackknife", "none"), "jackknife"),
              pick("interval", ("bias-aware", "normal"), "bias-aware"),
              pick("cut", ("floor", "round"), "floor"), FEW_OPTION)))

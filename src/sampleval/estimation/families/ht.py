@@ -28,70 +28,68 @@ that chose these defaults, with the commands that measured them: docs/research/h
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
-from sampleval.estimation.engine.estimands import (
-    TAKE_CORRECTION,
-    Estimator,
-    HTEstimate,
-    _contrast,
-    average_precision,
-    dcg,
-    ndcg,
-    num_rel,
-    precision,
-    r_precision,
-    recall,
-    weighted_total,
+from sampleval.estimation.engine.corrections import (
+    _per,
+    ap_jackknife,
+    ap_taylor_jackknife,
+    taylor_bias,
 )
+from sampleval.estimation.engine.difference import Parts, topic_estimate
+from sampleval.estimation.engine.estimands import average_precision
 from sampleval.estimation.engine.replicates import (
-    Corrected,
     average_precision_jackknife,
     double_jackknife,
-    replicate_jackknife,
     stratified_average_precision,
     taylor_jackknife,
     taylor_jackknife_independent,
 )
-from sampleval.estimation.engine.units import is_graded
-from sampleval.estimation.engine.views import TopicView, gain, relevance
+from sampleval.estimation.engine.units import FrameData, TopicData, Units, topic_datas
+from sampleval.estimation.engine.values import ppi_values
+from sampleval.estimation.engine.views import TopicView, relevance
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
-from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, floored, rows_of
+from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, corrected, floored, rows
 from sampleval.estimation.spec import EstimateSpec
 
 BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
 VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
 
 
-# -- the Sample-level entry -----------------------------------------------------------------
-
-# base measure -> (core estimator, graded: gains the label rather than 1{label >= level})
-ESTIMATORS: dict[str, tuple[Estimator, bool]] = {
-    "NumRel": (num_rel, False),
-    "P": (precision, False),
-    "R": (recall, False),
-    "AP": (average_precision, False),
-    "Rprec": (r_precision, False),
-    "DCG": (dcg, True),
-    "nDCG": (ndcg, True),
-}
+def ht_topics(views: list[TopicView], sample: Sample) -> list[TopicData]:
+    """Each topic's judged documents as the engine's ``ht`` units, every prediction 0
+    (:func:`~sampleval.estimation.engine.units.topic_datas`)."""
+    out = []
+    for view in views:
+        nothing = np.zeros(0)
+        frame = FrameData(Units("census", nothing.astype(np.int64), nothing), nothing,
+                          np.zeros((view.n_runs, 0), dtype=np.int64))
+        out.append(topic_datas(view, sample, "ht", [np.zeros(len(view.sample.docnos))],
+                               [frame])[0])
+    return out
 
 
 def topic_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-                spec: EstimateSpec, level: float) -> TopicParts:
+                spec: EstimateSpec, level: float,
+                topics: list[TopicData] | None = None) -> TopicParts:
     """Per topic and run: the estimate, its variance and the estimated bias that widens
     its interval (AP's ``interval=bias-aware``; 0 elsewhere), each ``[topics, runs]``
-    (AP's ``few`` floor is :mod:`sampleval.estimation.result`'s, applied at registration)."""
+    (AP's ``few`` floor is :mod:`sampleval.estimation.result`'s, applied at registration);
+    ``topics``: :func:`ht_topics`, if already made."""
+    topics = ht_topics(views, sample) if topics is None else topics
+    if spec.base != "AP":
+        result = ppi_values(spec, topics, level, tuning="none", anticipated=False)
+        return TopicParts(result.value, result.variance, np.zeros_like(result.value))
     values = np.zeros((len(views), len(run_names)))
-    variances = np.zeros_like(values)
-    biases = np.zeros_like(values)
-    for t, view in enumerate(views):
-        values[t], variances[t], biases[t] = _topic_estimate(view, sample, spec, level)
+    variances, biases = np.zeros_like(values), np.zeros_like(values)
+    for t, (view, data) in enumerate(zip(views, topics, strict=True)):
+        values[t], variances[t], biases[t] = _topic_ap(view, sample, spec, level, data)
     return TopicParts(values, variances, biases)
 
 
@@ -102,120 +100,134 @@ def differences_ht(run_names: tuple[str, ...], views: list[TopicView], sample: S
     difference ``spec``_a - ``spec``_b and its estimated variance, both ``[topics, P]``:
     the estimator applied to the difference of the two runs' weights from the one sample
     they share, with the variance of that difference (not of either run alone)."""
+    topics = ht_topics(views, sample)
+    if spec.base != "AP":
+        result = ppi_values(spec, topics, level, tuning="none", anticipated=False,
+                            pairs=pairs)
+        assert result.pair_variance is not None
+        return _per(result.value.T, pairs).T, result.pair_variance
     values = np.zeros((len(views), len(pairs)))
     variances = np.zeros_like(values)
-    for t, view in enumerate(views):
-        values[t], variances[t], _ = _topic_estimate(view, sample, spec, level, pairs)
+    for t, (view, data) in enumerate(zip(views, topics, strict=True)):
+        values[t], variances[t], _ = _topic_ap(view, sample, spec, level, data, pairs)
     return values, variances
 
 
 class TopicEstimate(NamedTuple):
     """One topic's estimates, their variances and the estimated bias that widens their
-    intervals (AP's ``interval=bias-aware``: :func:`~sampleval.estimation.engine.views.summarise`;
-    0 elsewhere)."""
+    intervals (AP's ``interval=bias-aware``; 0 elsewhere)."""
 
     value: np.ndarray
     variance: np.ndarray
     bias: np.ndarray
 
 
-def _topic_estimate(view: TopicView, sample: Sample, spec: EstimateSpec,
-                    level: float, pairs: np.ndarray | None = None) -> TopicEstimate:
-    """One topic's estimate for every run (``pairs``: for every pair's difference), from its
-    judged documents."""
-    estimator, graded = ESTIMATORS.get(spec.base) or (weighted_total(spec.base),
-                                                      is_graded(spec.base))
-    judged = np.flatnonzero(view.sample.judged)
-    labels = view.sample.labels[judged]
-    y = gain(labels) if graded else relevance(labels, level)
-    contributing = y != 0  # a document with y = 0 adds nothing to a sum, its variance or R-hat
-    index = judged[contributing]
-    if spec.base == "AP":
-        return _topic_ap(view, sample, spec, level, y[contributing], index, pairs)
-    design = judged_design(sample, view.sample, index)
-    options: dict[str, Any] = {}  # the options of the measures that take them
-    if spec.base in TAKE_CORRECTION:
-        options["taylor"] = spec.option("bias") == "taylor"
-    if spec.base == "Rprec":
-        options["cut"] = spec.option("cut")
-    total = estimator(y[contributing], design.pi, design.pi_joint, view.rank_of(index),
-                      spec.cutoff, pairs=pairs, **options)
-    return TopicEstimate(total.value, total.variance, np.zeros_like(total.value))
-
-
 def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
-              y: np.ndarray, index: np.ndarray, pairs: np.ndarray | None = None
-              ) -> TopicEstimate:
+              data: TopicData, pairs: np.ndarray | None = None) -> TopicEstimate:
     """AP-hat of one topic for every run (``pairs``: every pair's difference) by its
-    options: the value less the bias estimate of ``bias``, the variance of ``variance`` (the
-    jackknives are stratified on stratified samples: :func:`stratified_average_precision`,
-    :func:`replicate_jackknife`), and the bias that widens the interval (``interval``)."""
+    options: the value less the bias estimate of ``bias``, the variance of ``variance`` and
+    the bias that widens the interval (``interval``). Each part comes from the engine
+    (:mod:`~sampleval.estimation.engine.corrections`: the Taylor term, the jackknife, on
+    stratified samples the taylor-jackknife) where it has it, and from
+    :mod:`~sampleval.estimation.engine.replicates` for what only ``~ht`` offers: the paper's
+    AP-hat (``ap=paper``), the double jackknife, and the taylor-jackknife on designs with
+    independent inclusions."""
     paper, bias, var = spec.option("ap") == "paper", spec.option("bias"), spec.option("variance")
     aware = (pairs is None and spec.option("interval") == "bias-aware"
              and bias in ("taylor", "taylor-jackknife"))
-    ranks = view.rank_of(index)
-    stratified = sample.design.has_strata
-    strata = None
-    if stratified:
-        sizes, n_sampled = view.sample.strata()
-        strata = (view.sample.stratum[index], sizes, n_sampled)
+    stratified = data.units.strata is not None
+    n_runs = data.ranks.shape[0]
+    lam = np.zeros((2, n_runs))
 
     @functools.cache
-    def remaining() -> Corrected:  # the Taylor estimate's remaining bias
-        if strata is None:
-            design = judged_design(sample, view.sample, index)
-            return taylor_jackknife_independent(
-                y, ranks, spec.cutoff, paper, design.pi, design.pi_joint, pairs)
-        return taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
-
-    def widened(out: HTEstimate) -> TopicEstimate:  # (result.corrected drops the bias
-        # where it does not widen: at most one relevant document judged)
-        return TopicEstimate(out.value, out.variance, remaining().bias if aware
-                             else np.zeros_like(out.value))
-
-    def jackknife() -> HTEstimate:
-        if strata is not None:
-            return stratified_average_precision(y, strata[0], strata[1], strata[2], ranks,
-                                                spec.cutoff, paper, bias == "jackknife",
-                                                pairs)
+    def arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                          tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """The judged documents with y != 0 as the array-level replicates take them: y,
+        pi, pi_ij, ranks and on stratified samples (stratum, N_h, n_h)."""
+        judged = np.flatnonzero(view.sample.judged)
+        y = relevance(view.sample.labels[judged], level)
+        index = judged[y != 0]
         design = judged_design(sample, view.sample, index)
-        return average_precision_jackknife(y, design.pi, design.pi_joint, ranks, spec.cutoff,
-                                           paper, bias == "jackknife", pairs)
+        strata = None
+        if stratified:
+            sizes, n_sampled = view.sample.strata()
+            strata = (view.sample.stratum[index], sizes, n_sampled)
+        return y[y != 0], design.pi, design.pi_joint, view.rank_of(index), strata
 
-    if bias == "taylor" and var == "jackknife":  # the replicates recompute the correction
-        if aware:  # the same replicates give the variance and the remaining bias
-            corrected = remaining()
-            return widened(HTEstimate(corrected.value + corrected.bias, corrected.variance))
-        design = judged_design(sample, view.sample, index)
-        value = average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
-                                  True).value
-        return widened(HTEstimate(value if pairs is None else _contrast(value, pairs),
-                                  replicate_jackknife(y, ranks, spec.cutoff, paper, True,
-                                                      design.pi, design.pi_joint, strata,
-                                                      pairs)))
+    @functools.cache
+    def parts() -> Parts:
+        return topic_estimate(spec, level, data)(lam)
 
-    def linear() -> HTEstimate:
-        design = judged_design(sample, view.sample, index)
-        return average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
-                                 bias == "taylor", pairs)
+    def plain() -> tuple[np.ndarray, np.ndarray]:  # AP-hat and its linearised variance
+        if paper:
+            y, pi, joint, ranks, _ = arrays()
+            out = average_precision(y, pi, joint, ranks, spec.cutoff, True, False, pairs)
+            return out.value, out.variance
+        return _per(parts().value, pairs), data.units.forms([_per(parts().u_y, pairs)])[0, 0]
 
-    if bias == "taylor-jackknife" or (bias == "jackknife" and var == "jackknife"):
-        if bias == "jackknife":  # the double jackknife
-            design = judged_design(sample, view.sample, index)
-            return widened(double_jackknife(y, ranks, spec.cutoff, paper,
-                                                          strata, design.pi, design.pi_joint,
-                                                          pairs))
-        corrected = remaining()
-        if var == "jackknife":
-            return widened(HTEstimate(corrected.value, corrected.variance))
-        # var=jackknife-uncorrected or linear: the variance of AP-hat before any correction
-        first = linear if var == "linear" else jackknife
-        return widened(HTEstimate(corrected.value, first().variance))
-    first, other = (linear, jackknife) if var == "linear" else (jackknife, linear)
-    out = first()
-    if bias != "none" and (bias == "jackknife") != (first is jackknife):
-        return widened(HTEstimate(other().value, out.variance))  # the value from the other
-    return widened(out)
+    def by_taylor() -> np.ndarray:  # AP-hat less the Taylor term
+        if paper:
+            y, pi, joint, ranks, _ = arrays()
+            return _per(average_precision(y, pi, joint, ranks, spec.cutoff, True, True).value,
+                        pairs)
+        den = parts().den
+        assert den is not None
+        return _per(parts().value - taylor_bias(data.units, parts().u_y, den[0]), pairs)
+
+    @functools.cache
+    def jackknife() -> tuple[np.ndarray, np.ndarray]:  # jackknife-corrected, its variance
+        if paper:
+            y, pi, joint, ranks, strata = arrays()
+            out = (average_precision_jackknife(y, pi, joint, ranks, spec.cutoff, True, True,
+                                               pairs) if strata is None
+                   else stratified_average_precision(y, *strata, ranks, spec.cutoff, True,
+                                                     True, pairs))
+            return out.value, out.variance
+        jack = ap_jackknife(spec, level, data, lam, pairs)
+        return _per(jack.value, pairs), jack.variance
+
+    @functools.cache
+    def taylor_jack() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The Taylor-corrected AP-hat less the jackknife's estimate b of its remaining
+        bias, the jackknife variance of the Taylor-corrected AP-hat, and b."""
+        if stratified and not paper:
+            out = ap_taylor_jackknife(spec, level, data, lam, pairs)
+            return _per(out.value, pairs), out.variance, _per(out.remaining, pairs)
+        y, pi, joint, ranks, strata = arrays()
+        both = (taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
+                if strata is not None else
+                taylor_jackknife_independent(y, ranks, spec.cutoff, paper, pi, joint, pairs))
+        return both.value, both.variance, both.bias
+
+    if bias == "taylor-jackknife":
+        value = taylor_jack()[0]
+    elif bias == "taylor":
+        value = (taylor_jack()[0] + taylor_jack()[2] if aware and var == "jackknife"
+                 else by_taylor())
+    elif bias == "jackknife":
+        value = jackknife()[0]
+    else:
+        value = plain()[0]
+    if var == "linear":
+        variance = plain()[1]
+    elif var == "jackknife-uncorrected" or bias == "none":
+        variance = jackknife()[1]
+    elif bias == "jackknife":  # the double jackknife
+        y, pi, joint, ranks, strata = arrays()
+        variance = double_jackknife(y, ranks, spec.cutoff, paper, strata, pi, joint,
+                                    pairs).variance
+    else:
+        variance = taylor_jack()[1]
+    return TopicEstimate(value, variance, taylor_jack()[2] if aware else np.zeros_like(value))
+
+
+def estimate_ht(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
+    """The rows of every measure of ``specs``, each topic's units made once for all."""
+    topics = ht_topics(views, sample)
+    return pd.concat([rows(run_names, views, spec, corrected(spec, views, level, topic_parts(
+        run_names, views, sample, spec, level, topics)), ci) for spec in specs],
+        ignore_index=True)
 
 
 PARTS = floored(topic_parts)
@@ -230,7 +242,8 @@ register_family(EstimatorFamily(
            Base("nDCG", "optional", options=(RATIO_BIAS,)),
            Base("DCG", "optional"), Base("NumRel")),
     requires=("has_joint_probabilities",), estimands=("total",),
-    compute=rows_of(PARTS), differences=differences_ht, parts=PARTS,
+    compute=estimate_ht, differences=differences_ht, parts=PARTS,
+    plain_bias=("jackknife", "none"),  # taylor and taylor-jackknife widen by what they leave
     options=(pick("variance", VARIANCES, "jackknife"), pick("bias", BIASES, "taylor"),
              pick("ap", ("ours", "paper"), "ours"), FEW_OPTION_POOLED,
              pick("interval", ("bias-aware", "normal"), "bias-aware"),
