@@ -117,6 +117,12 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                "bound": "at least 1/4: the topic's interval spans [0, 1]",
                "none": "as computed",
            }),
+    Option("lam-variance", "whether AP~ppi's variance takes in the spread of its plug-in lam "
+           "over samples", {
+               "topics": "adds the delete-one-topic jackknife's variance of the mean through "
+                         "lam (sampleval.estimation.families.ppi_lam)",
+               "none": "the variance at lam as if lam were fixed",
+           }),
     Option("interval", "how the confidence interval is built around the estimate", {
         "bias-aware": "z standard errors either side, widened by the estimated bias the "
                       "correction leaves (with a bias correction that estimates it; normal "
