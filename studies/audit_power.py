@@ -3,7 +3,7 @@ rank intervals are, by simulation (issue 31).
 
     python -m studies.audit_power [--collection round5|sparse] [--trials 200]
         [--rate 0.05] [--method stratified|audit|...] [--inflation 0.03] [--ppi]
-        [--ppi-measure 'AP~ppi(bias=taylor)'] [--output F.csv]
+        [--ppi-measure 'AP~ppi(bias=taylor)'] [--output F.csv] [--top-cost 1,3,10]
 
 The truth is a collection judged in full (TREC-COVID round 5: the depth-``--depth`` pool of
 its 126 runs with the round-5 qrels, unjudged = not relevant; or ``sparse``: a synthetic
@@ -301,6 +301,23 @@ def attainable(inflation: float, sd: float, runs: int, topics: int, rate: float,
     return needed, 1.0 / (1.0 + odds)
 
 
+def top_cost(pool: Pool, ks: Sequence[int]) -> pd.DataFrame:
+    """What judging every run's top k documents of every topic with certainty costs: per k,
+    the mean, least and most distinct documents per topic (the union of the runs' top k) and
+    their share of the pool, beside the pool's mean size per topic (``pool_per_topic``)."""
+    from sampleval.core.pool import PAD
+
+    sizes = np.array([tp.size for tp in pool], dtype=np.float64)
+    rows = []
+    for k in ks:
+        union = np.array([len(np.unique(top[top != PAD])) for tp in pool
+                          for top in [tp.ranking[:, :k]]], dtype=np.float64)
+        rows.append({"k": k, "per_topic": union.mean(), "least": union.min(),
+                     "most": union.max(), "share": union.sum() / sizes.sum(),
+                     "pool_per_topic": sizes.mean()})
+    return pd.DataFrame(rows)
+
+
 def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame:
     """One row: the targets' figures with their Monte Carlo standard errors; per sample side
     and judge the relative-bias intervals' width, mean half-width / (1.96 rms of the
@@ -413,10 +430,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(AP~ppi with the judge's labels as predictions); default "
                              "control,plain")
     parser.add_argument("--output", help="write the per-trial records to this CSV")
+    parser.add_argument("--top-cost", metavar="K[,K]",
+                        help="print instead what judging every run's top K documents with "
+                             "certainty costs per topic, against the pool (no simulation)")
     args = parser.parse_args(argv)
     paths = parse_paths(parser, args.paths)
     runs, qrels = (read_round5(args.data) if args.collection == "round5"
                    else sparse_collection(args.seed))
+    if args.top_cost:
+        ks = [int(k) for k in args.top_cost.split(",")]
+        cost = top_cost(Pool.from_runs(runs, depth=args.depth, qrels=qrels), ks)
+        sys.stdout.write(cost.to_string(index=False) + "\n")
+        return 0
     records, setting = run_experiment(runs, qrels, rate=args.rate, depth=args.depth,
                                       trials=args.trials, seed=args.seed,
                                       inflation=args.inflation, ppi=args.ppi,

@@ -123,6 +123,13 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                          "lam (sampleval.estimation.families.ppi_lam)",
                "none": "the variance at lam as if lam were fixed",
            }),
+    Option("unseen", "whether AP~ppi's variance takes in the disagreements between labels "
+           "and predictions that a stratum's sample did not find", {
+               "prior": "adds R-hat's variance in each stratum whose sample holds none, at the "
+                        "sample's disagreement rate plus half an event "
+                        "(sampleval.estimation.families.ppi_unseen)",
+               "none": "the design's variance as computed",
+           }),
     Option("interval", "how the confidence interval is built around the estimate", {
         "bias-aware": "z standard errors either side, widened by the estimated bias the "
                       "correction leaves (with a bias correction that estimates it; normal "

@@ -34,6 +34,7 @@ from sampleval.estimation.engine.units import FORMS, TopicData, chosen_form, top
 from sampleval.estimation.engine.values import PPIResult, ppi_values
 from sampleval.estimation.engine.views import TopicView
 from sampleval.estimation.families.ppi_lam import LAM_VARIANCES, lam_variance, takes_lam_variance
+from sampleval.estimation.families.ppi_unseen import UNSEEN, takes_unseen, unseen_variance
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
 from sampleval.estimation.result import FEW_OPTION, TopicParts, corrected, rows
@@ -61,11 +62,14 @@ def _parts(spec: EstimateSpec, result: PPIResult, topics: list[TopicData], level
     """The rows' parts of ``result``: AP's bias-aware interval widened by ``remaining``
     (:func:`~sampleval.estimation.result.corrected` drops it where it does not widen); the
     variance with the plug-in lam's share where ``lam-variance`` asks for it
-    (:mod:`.ppi_lam`)."""
+    (:mod:`.ppi_lam`) and the unseen disagreements' where ``unseen`` does (:mod:`.ppi_unseen`)."""
     aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
     biases = result.remaining if aware and result.remaining is not None else None
-    variance = result.variance + (lam_variance(spec, topics, level, result.lam)
-                                  if takes_lam_variance(spec) else 0.0)
+    variance = (result.variance
+                + (lam_variance(spec, topics, level, result.lam) if takes_lam_variance(spec)
+                   else 0.0)
+                + (unseen_variance(topics, level, result.value, result.lam)
+                   if takes_unseen(spec) else 0.0))
     return TopicParts(result.value, variance,
                       np.zeros_like(result.value) if biases is None else biases)
 
@@ -89,8 +93,10 @@ def ppi_differences(run_names: tuple[str, ...], views: list[TopicView], sample: 
     topics = _topics(views, sample, spec, None, {})
     result = ppi_values(spec, topics, level, spec.option("tuning"), pairs=pairs)
     assert result.pair_variance is not None
-    extra = (lam_variance(spec, topics, level, result.lam, pairs) if takes_lam_variance(spec)
-             else 0.0)
+    extra = ((lam_variance(spec, topics, level, result.lam, pairs) if takes_lam_variance(spec)
+              else 0.0)
+             + (unseen_variance(topics, level, result.value, result.lam, pairs)
+                if takes_unseen(spec) else 0.0))
     return _per(result.value.T, pairs).T, result.pair_variance + extra
 
 
@@ -119,7 +125,7 @@ register_family(EstimatorFamily(
     reference="Sarndal et al. 1992, ch. 6; Angelopoulos et al. 2023 (PPI, PPI++)",
     bases=tuple(Base(name, cutoff, options=("tuning", "weights", *extra))
                 for name, cutoff, extra in (
-                    ("AP", "optional", ("bias", "interval", "few", "lam-variance")),
+                    ("AP", "optional", ("bias", "interval", "few", "lam-variance", "unseen")),
                     ("P", "required", ("variance",)),
                     ("R", "required", (RATIO_BIAS,)),
                     ("Rprec", "no", ("cut", RATIO_BIAS)),
@@ -135,4 +141,4 @@ register_family(EstimatorFamily(
              pick("weights", ("by-design", *FORMS), "by-design"),
              pick("variance", ("anticipated", "design"), "anticipated"),
              pick("cut", ("floor", "round"), "floor"), FEW_OPTION,
-             pick("lam-variance", LAM_VARIANCES, "none"))))
+             pick("lam-variance", LAM_VARIANCES, "none"), pick("unseen", UNSEEN, "none"))))

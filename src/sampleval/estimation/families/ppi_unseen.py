@@ -1,0 +1,123 @@
+"""The variance of ``AP~ppi``'s R-hat from disagreements the sample did not find (issue 31):
+the option ``unseen`` of ``AP~ppi``.
+
+R-hat(lam) = lam sum_{frame} f + sum_{k in S} (y_k - lam f_k)/pi_k. With predictions that
+are right almost everywhere, the residuals are non-zero only on the few documents where the
+labels and the predictions disagree; a stratum whose sample holds none of them gets the design
+variance 0 for its part of R-hat, while over samples its part moves by 1/pi_k whenever one is
+drawn (the rare-event total of docs/research/calibration.md, "AP~ht's zero-width rows"). A
+circular judge (one run's top documents called relevant) leaves one or two such documents per
+topic of TREC-COVID round 5: every run's AP is low by about Q/R each while none is drawn,
+high by about Q/(pi R) when one is, and the estimated standard error misses it
+(docs/guide/audit.md, "Why AP~ppi's standard errors are too small with a circular judge").
+
+The term (``unseen=prior``): in each stratum h of a topic whose judged documents hold no
+disagreement (relevance of the label and of the prediction at the level alike), the variance
+of the stratum's part of R-hat with each frame document wrong with probability p_1 if predicted
+relevant and p_0 if not, a residual of size 1,
+
+    V_h = N_h (1 - n_h/N_h) / n_h (N_h1 p_1 (1 - p_1) + N_h0 p_0 (1 - p_0))
+
+(stratified simple random sampling, Cochran 1977, eq. 5.6, with N_h S_h^2 the sum of the
+documents' Bernoulli variances), N_h1 and N_h0 the stratum's frame documents predicted
+relevant and not (known: the predictions cover the frame), p_c the frame's disagreement rate
+among the documents predicted c, estimated from the whole sample with half an event added,
+(D-hat_c + 1/2)/(N_c + 1) (D-hat_c the Horvitz-Thompson estimate over every topic, N_c their
+number: a Jeffreys-like prior; Brown, Cai & DasGupta 2001), and each run's AP-hat = Q-hat
+its share through R-hat (delta method, dQ/dR = -Q/R):
+
+    v_tr += (Q_tr / R-hat_t)^2 sum_h V_h,
+
+for the difference of two runs (Q_a - Q_b)^2 / R-hat^2 sum_h V_h. The numerator's share (a
+missed disagreement among a run's own ranked documents) is left out. 0 on a census, on topics
+whose strata all hold a disagreement, and where R-hat is not positive.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sampleval.estimation.engine.units import TopicData
+from sampleval.estimation.engine.views import relevance
+from sampleval.estimation.spec import EstimateSpec
+
+UNSEEN = ("prior", "none")
+
+
+def takes_unseen(spec: EstimateSpec) -> bool:
+    """Whether ``spec`` adds :func:`unseen_variance`: AP with ``unseen=prior``."""
+    return spec.base == "AP" and spec.option("unseen") == "prior"
+
+
+def _predicted_counts(data: TopicData, level: float) -> np.ndarray:
+    """``[2, H]``: per stratum, its frame documents predicted not relevant and relevant at
+    ``level``."""
+    stratum = data.view.sample.stratum
+    called = relevance(data.frame_predicted, level) > 0
+    n_strata = len(data.units.strata[1]) if data.units.strata is not None else 0
+    inside = stratum >= 0
+    return np.stack([np.bincount(stratum[inside & ~called], minlength=n_strata),
+                     np.bincount(stratum[inside & called], minlength=n_strata)]
+                    ).astype(np.float64)
+
+
+def disagreement_rates(topics: list[TopicData], level: float) -> np.ndarray:
+    """``[2]``: among the frame documents predicted not relevant and among those predicted
+    relevant at ``level``, (D-hat + 1/2)/(N + 1), D-hat the Horvitz-Thompson estimate of
+    those whose label disagrees, N their number, over every stratified topic."""
+    found, size = np.zeros(2), np.zeros(2)
+    for data in topics:
+        if data.units.strata is None:
+            continue
+        called = relevance(data.predicted, level) > 0
+        wrong = _disagrees(data, level)
+        found += [data.units.weight[wrong & ~called].sum(), data.units.weight[wrong & called].sum()]
+        size += _predicted_counts(data, level).sum(axis=1)
+    return (found + 0.5) / (size + 1.0)
+
+
+def _disagrees(data: TopicData, level: float) -> np.ndarray:
+    """Per unit: whether its label and its prediction disagree at ``level``."""
+    return (relevance(data.labels, level) > 0) != (relevance(data.predicted, level) > 0)
+
+
+def unseen_r_variance(data: TopicData, level: float, rates: np.ndarray) -> float:
+    """sum_h V_h over the topic's strata whose judged documents hold no disagreement (module
+    docstring); 0 without strata."""
+    if data.units.strata is None:
+        return 0.0
+    stratum, sizes, sampled = data.units.strata
+    seen = np.zeros(len(sizes), dtype=bool)
+    seen[stratum[_disagrees(data, level)]] = True
+    n, big = sampled.astype(np.float64), sizes.astype(np.float64)
+    open_ = (~seen) & (n > 0) & (n < big)
+    spread = (_predicted_counts(data, level) * (rates * (1.0 - rates))[:, None]).sum(axis=0)
+    return float((big[open_] * (1.0 - n[open_] / big[open_]) / n[open_] * spread[open_]).sum())
+
+
+def r_hat(data: TopicData, lam: np.ndarray, level: float) -> np.ndarray:
+    """R-hat(lam_R) per run (``lam``: ``[2, n_runs]``)."""
+    y, f = relevance(data.labels, level), relevance(data.predicted, level)
+    frame = relevance(data.frame.predicted, level).sum()
+    w = data.units.weight
+    return (w * y).sum() - lam[1] * ((w * f).sum() - frame)
+
+
+def unseen_variance(topics: list[TopicData], level: float, value: np.ndarray, lam: np.ndarray,
+                    pairs: np.ndarray | None = None) -> np.ndarray:
+    """Per topic and run (``[topics, n_runs]``; with ``pairs``, per pair's difference
+    ``[topics, P]``) the term of the module docstring, from the estimates ``value`` and the
+    lam ``[topics, 2, n_runs]`` they used."""
+    width = value.shape[1] if pairs is None else len(pairs)
+    out = np.zeros((len(topics), width))
+    rates = disagreement_rates(topics, level)
+    for t, data in enumerate(topics):
+        v_r = unseen_r_variance(data, level, rates)
+        if v_r == 0.0:
+            continue
+        r = r_hat(data, lam[t], level)
+        share = np.divide(value[t], r, out=np.zeros(r.shape), where=r > 0)
+        if pairs is not None:
+            share = share[pairs[:, 0]] - share[pairs[:, 1]]
+        out[t] = share**2 * v_r
+    return out
