@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
-from sampleval.core.pool import Pool
 from studies.audit_power import (
     attainable,
     leaderboard_summary,
