@@ -8,7 +8,7 @@ that favours the median run by at least 0.03, ``stratified`` samples of ``--rate
 seed SEED + i): per trial, topic and run the error of ``--measure`` with the judge's labels as
 predictions and its estimated variance, and per topic the judged documents whose label
 disagrees with the judge's (relevant at level 1 or not), and the frame's. Printed over the
-runs other than the favoured one (:func:`decompose`): the mean's spread over the trials
+runs other than the favoured one whose error is defined on every topic (:func:`decompose`): the mean's spread over the trials
 against its estimated standard error, coverage and width (mean half-width / (1.96 x rms));
 the mean's variance over the sum of the topics' variances (above 1: the topics' errors move
 together, which no per-topic variance sees); the topics' variances over their mean estimated
@@ -89,7 +89,7 @@ def decompose(rows: pd.DataFrame, favoured: int) -> dict[str, float]:
     """The figures of the module docstring from :func:`measure_topics`' rows."""
     errors = np.stack(list(rows["err"])).astype(np.float64)
     variances = np.stack(list(rows["var"])).astype(np.float64)
-    others = np.arange(errors.shape[1]) != favoured
+    others = (np.arange(errors.shape[1]) != favoured) & ~np.isnan(errors).any(axis=0)
     topics = sorted(rows["topic"].unique())
     trials = sorted(rows["trial"].unique())
     n_topics = len(topics)

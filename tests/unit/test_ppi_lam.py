@@ -151,16 +151,20 @@ def test_unseen_variance_by_hand() -> None:
     predicted d5 1, d6 0): stratum A is a census, stratum B (N 4, n 2) holds no
     disagreement. p_1 = p_0 = (0 + 1/2)/(3 + 1) (three frame documents predicted each way);
     V_B = 4 (1 - 2/4)/2 (2 p_1 (1 - p_1) + 2 p_0 (1 - p_0)) = 0.4375; R-hat = 1 + 2 = 3 (d4
-    weighs 2); each run's share (Q/3)^2 V_B, a pair's ((Q_a - Q_b)/3)^2 V_B. A disagreement
+    weighs 2); each run's share (Q/3)^2 V_B, a pair's ((Q_a - Q_b)/3)^2 V_B; with lam_R = 0
+    V_B = 4 (1 - 2/4)/2 2 p_0 (1 - p_0) = 0.21875. A disagreement
     judged in B (d3 labelled 1) leaves no stratum open: 0."""
     topics, lam = _hand([1.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0, 1.0, 0.0])
-    np.testing.assert_allclose(disagreement_rates(topics, 1.0), [0.125, 0.125])
+    np.testing.assert_allclose(disagreement_rates(topics[0], 1.0), [0.125, 0.125])
     np.testing.assert_allclose(r_hat(topics[0], lam[0], 1.0), [3.0, 3.0])
     value = np.array([[0.6, 0.3]])
     np.testing.assert_allclose(unseen_variance(topics, 1.0, value, lam),
                                [[(0.6 / 3) ** 2 * 0.4375, (0.3 / 3) ** 2 * 0.4375]])
     np.testing.assert_allclose(unseen_variance(topics, 1.0, value, lam, np.array([[0, 1]])),
                                [[(0.3 / 3) ** 2 * 0.4375]])
+    # lam_R = 0: a predicted-relevant document's residual is 0, only N_B0's part is left
+    np.testing.assert_allclose(unseen_variance(topics, 1.0, value, np.zeros((1, 2, 2))),
+                               [[(0.6 / 3) ** 2 * 0.21875, (0.3 / 3) ** 2 * 0.21875]])
     seen, lam = _hand([1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 0.0, 1.0, 1.0, 0.0])
     np.testing.assert_array_equal(unseen_variance(seen, 1.0, value, lam), 0.0)
     assert takes_unseen(parse_estimate("AP~ppi(unseen=prior)"))
