@@ -66,9 +66,9 @@ def measure_topics(runs: list[Run], qrels: Qrels, *, rate: float, depth: int, tr
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             spec, aligned, views = _aligned(sample, runs, measure, SAMPLE_DEPTH, judge)
-            assert FAMILIES[spec.family].parts is not None
-            values, variances, _ = FAMILIES[spec.family].parts(
-                aligned.run_names, views, sample, spec, 1)
+            parts = FAMILIES[spec.family].parts
+            assert parts is not None
+            values, variances, _ = parts(aligned.run_names, views, sample, spec, 1)
         names = list(aligned.run_names)
         exact_here = exact_topics.loc[[v.pool.topic for v in views], names].to_numpy()
         for t, view in enumerate(views):
