@@ -47,6 +47,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -108,6 +109,33 @@ def choose_k(truth: pd.DataFrame, pool: Pool, runs: Sequence[Run], exact: pd.Ser
     return K_CHOICES[-1], relative
 
 
+class CircularSetting(NamedTuple):
+    """The collection judged in full and the circular judge of the module docstring."""
+
+    pool: Pool
+    truth_qrels: Qrels
+    truth: pd.DataFrame  # every pooled document's true grade
+    exact_topics: pd.DataFrame  # exact AP, topics x runs
+    favoured: str
+    k: int
+    relative: pd.Series  # each run's exact relative bias under the circular judge
+
+
+def circular_setting(runs: list[Run], qrels: Qrels, depth: int, inflation: float
+                     ) -> CircularSetting:
+    """The depth-``depth`` pool of ``runs`` judged in full by ``qrels``, the exact AP, the
+    favoured run (the median of the true leaderboard) and the k that inflates it by
+    ``inflation`` (:func:`choose_k`)."""
+    pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
+    truth_qrels = judged_in_full(pool)
+    truth = pool_truth(pool, truth_qrels)
+    exact_topics = exact_per_topic(truth_qrels, runs, "AP", depth)
+    exact = exact_topics.mean(axis=0)
+    favoured = median_run(exact)
+    k, relative = choose_k(truth, pool, runs, exact, favoured, inflation, depth)
+    return CircularSetting(pool, truth_qrels, truth, exact_topics, favoured, k, relative)
+
+
 PATHS = ("control", "plain", "ppi")
 """The audit's sample sides: the machine's labels as control variates
 (:func:`~sampleval.estimation.audit.controlled_estimates` of AP~ht), the people's labels
@@ -127,13 +155,9 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     runs)."""
 
     runs = list(runs)
-    pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
-    truth_qrels = judged_in_full(pool)
-    truth = pool_truth(pool, truth_qrels)
-    exact_topics = exact_per_topic(truth_qrels, runs, "AP", depth)
+    pool, truth_qrels, truth, exact_topics, favoured, k, relative = circular_setting(
+        runs, qrels, depth, inflation)
     exact = exact_topics.mean(axis=0)
-    favoured = median_run(exact)
-    k, relative = choose_k(truth, pool, runs, exact, favoured, inflation, depth)
     nulls = np.array([n != favoured and abs(relative[n]) < NULL_RELATIVE
                       for n in exact.index])
     judges = {"perfect": Predictions.from_frame(truth.rename(columns={"relevance":

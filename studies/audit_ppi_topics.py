@@ -26,18 +26,15 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.estimation.audit import SAMPLE_DEPTH, _aligned
 from sampleval.estimation.family import FAMILIES
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from sampleval.simulation.predictors import circular, median_run, pool_truth
+from sampleval.simulation.predictors import circular
 from studies._cli import read_round5, simulation_parser
-from studies.audit_power import choose_k, sparse_collection
-from studies.compare_accuracy import exact_per_topic
-from studies.compare_accuracy import pool_truth as judged_in_full
+from studies.audit_power import circular_setting, sparse_collection
 
 
 def measure_topics(runs: list[Run], qrels: Qrels, *, rate: float, depth: int, trials: int,
@@ -45,13 +42,8 @@ def measure_topics(runs: list[Run], qrels: Qrels, *, rate: float, depth: int, tr
     """One row per trial and topic: ``trial``, ``topic``, ``n_dis`` (judged disagreements),
     ``frame_dis`` (the frame's), ``err`` and ``var`` (per run, in the pool's run order); and
     the favoured run's index."""
-    pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
-    truth_qrels = judged_in_full(pool)
-    truth = pool_truth(pool, truth_qrels)
-    exact_topics = exact_per_topic(truth_qrels, runs, "AP", depth)
-    exact = exact_topics.mean(axis=0)
-    favoured = median_run(exact)
-    k, _ = choose_k(truth, pool, runs, exact, favoured, 0.03, depth)
+    pool, truth_qrels, truth, exact_topics, favoured, k, _ = circular_setting(
+        runs, qrels, depth, 0.03)
     judge = Predictions.from_frame(circular(truth, pool, favoured, k))
     true_of = {q: g.set_index("doc_id")["relevance"].astype(float)
                for q, g in truth.groupby("query_id")}
