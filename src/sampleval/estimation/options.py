@@ -126,7 +126,7 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
     Option("unseen", "whether AP~ppi's variance takes in the disagreements between labels "
            "and predictions that a stratum's sample did not find", {
                "prior": "adds R-hat's variance in each stratum whose sample holds none, at the "
-                        "sample's disagreement rate plus half an event "
+                        "topic's disagreement rate per predicted class plus half an event "
                         "(sampleval.estimation.families.ppi_unseen)",
                "none": "the design's variance as computed",
            }),
