@@ -3,7 +3,7 @@ rank intervals are, by simulation (issue 31).
 
     python -m studies.audit_power [--collection round5|sparse] [--trials 200]
         [--rate 0.05] [--method stratified|audit|...] [--inflation 0.03] [--ppi]
-        [--ppi-measure 'AP~ppi(bias=taylor)'] [--output F.csv]
+        [--ppi-measure 'AP~ppi(bias=taylor)'] [--output F.csv] [--top-cost 1,3,10]
 
 The truth is a collection judged in full (TREC-COVID round 5: the depth-``--depth`` pool of
 its 126 runs with the round-5 qrels, unjudged = not relevant; or ``sparse``: a synthetic
@@ -47,6 +47,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -108,6 +109,33 @@ def choose_k(truth: pd.DataFrame, pool: Pool, runs: Sequence[Run], exact: pd.Ser
     return K_CHOICES[-1], relative
 
 
+class CircularSetting(NamedTuple):
+    """The collection judged in full and the circular judge of the module docstring."""
+
+    pool: Pool
+    truth_qrels: Qrels
+    truth: pd.DataFrame  # every pooled document's true grade
+    exact_topics: pd.DataFrame  # exact AP, topics x runs
+    favoured: str
+    k: int
+    relative: pd.Series  # each run's exact relative bias under the circular judge
+
+
+def circular_setting(runs: list[Run], qrels: Qrels, depth: int, inflation: float
+                     ) -> CircularSetting:
+    """The depth-``depth`` pool of ``runs`` judged in full by ``qrels``, the exact AP, the
+    favoured run (the median of the true leaderboard) and the k that inflates it by
+    ``inflation`` (:func:`choose_k`)."""
+    pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
+    truth_qrels = judged_in_full(pool)
+    truth = pool_truth(pool, truth_qrels)
+    exact_topics = exact_per_topic(truth_qrels, runs, "AP", depth)
+    exact = exact_topics.mean(axis=0)
+    favoured = median_run(exact)
+    k, relative = choose_k(truth, pool, runs, exact, favoured, inflation, depth)
+    return CircularSetting(pool, truth_qrels, truth, exact_topics, favoured, k, relative)
+
+
 PATHS = ("control", "plain", "ppi")
 """The audit's sample sides: the machine's labels as control variates
 (:func:`~sampleval.estimation.audit.controlled_estimates` of AP~ht), the people's labels
@@ -127,13 +155,9 @@ def run_experiment(runs: Sequence[Run], qrels: Qrels, *, rate: float, depth: int
     runs)."""
 
     runs = list(runs)
-    pool = Pool.from_runs(runs, depth=depth, qrels=qrels)
-    truth_qrels = judged_in_full(pool)
-    truth = pool_truth(pool, truth_qrels)
-    exact_topics = exact_per_topic(truth_qrels, runs, "AP", depth)
+    pool, truth_qrels, truth, exact_topics, favoured, k, relative = circular_setting(
+        runs, qrels, depth, inflation)
     exact = exact_topics.mean(axis=0)
-    favoured = median_run(exact)
-    k, relative = choose_k(truth, pool, runs, exact, favoured, inflation, depth)
     nulls = np.array([n != favoured and abs(relative[n]) < NULL_RELATIVE
                       for n in exact.index])
     judges = {"perfect": Predictions.from_frame(truth.rename(columns={"relevance":
@@ -301,6 +325,23 @@ def attainable(inflation: float, sd: float, runs: int, topics: int, rate: float,
     return needed, 1.0 / (1.0 + odds)
 
 
+def top_cost(pool: Pool, ks: Sequence[int]) -> pd.DataFrame:
+    """What judging every run's top k documents of every topic with certainty costs: per k,
+    the mean, least and most distinct documents per topic (the union of the runs' top k) and
+    their share of the pool, beside the pool's mean size per topic (``pool_per_topic``)."""
+    from sampleval.core.pool import PAD
+
+    sizes = np.array([tp.size for tp in pool], dtype=np.float64)
+    rows = []
+    for k in ks:
+        union = np.array([len(np.unique(top[top != PAD])) for tp in pool
+                          for top in [tp.ranking[:, :k]]], dtype=np.float64)
+        rows.append({"k": k, "per_topic": union.mean(), "least": union.min(),
+                     "most": union.max(), "share": union.sum() / sizes.sum(),
+                     "pool_per_topic": sizes.mean()})
+    return pd.DataFrame(rows)
+
+
 def summarise(records: pd.DataFrame, setting: dict[str, object]) -> pd.DataFrame:
     """One row: the targets' figures with their Monte Carlo standard errors; per sample side
     and judge the relative-bias intervals' width, mean half-width / (1.96 rms of the
@@ -413,10 +454,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(AP~ppi with the judge's labels as predictions); default "
                              "control,plain")
     parser.add_argument("--output", help="write the per-trial records to this CSV")
+    parser.add_argument("--top-cost", metavar="K[,K]",
+                        help="print instead what judging every run's top K documents with "
+                             "certainty costs per topic, against the pool (no simulation)")
     args = parser.parse_args(argv)
     paths = parse_paths(parser, args.paths)
     runs, qrels = (read_round5(args.data) if args.collection == "round5"
                    else sparse_collection(args.seed))
+    if args.top_cost:
+        ks = [int(k) for k in args.top_cost.split(",")]
+        cost = top_cost(Pool.from_runs(runs, depth=args.depth, qrels=qrels), ks)
+        sys.stdout.write(cost.to_string(index=False) + "\n")
+        return 0
     records, setting = run_experiment(runs, qrels, rate=args.rate, depth=args.depth,
                                       trials=args.trials, seed=args.seed,
                                       inflation=args.inflation, ppi=args.ppi,

@@ -8,10 +8,17 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
-from studies.audit_power import attainable, leaderboard_summary, run_experiment, summarise
+from studies.audit_power import (
+    attainable,
+    leaderboard_summary,
+    run_experiment,
+    summarise,
+    top_cost,
+)
 
 
 def test_attainable_is_the_sd_holms_first_test_needs_and_the_share_that_reaches_it() -> None:
@@ -85,3 +92,19 @@ def test_the_leaderboard_tells_bias_from_an_understated_standard_error() -> None
     assert out["ppi_se"] == pytest.approx(1.05) and out["ppi_coverage"] == pytest.approx(0.5)
     assert out["ppi_favoured_bias"] == pytest.approx(6.0)
     assert out["ppi_favoured_coverage"] == pytest.approx(0.5)
+
+
+def test_top_cost_counts_the_union_of_the_runs_top_documents() -> None:
+    """Two topics, two runs: topic 1 top-2 sets {a, b} and {b, c} (3 documents of a pool of
+    4), topic 2 {x, y} and {x} (a run of one document; 2 of 2)."""
+    frame = pd.DataFrame({
+        "query_id": ["1"] * 6 + ["2"] * 3,
+        "doc_id": ["a", "b", "d", "b", "c", "a", "x", "y", "x"],
+        "score": [3.0, 2.0, 1.0, 3.0, 2.0, 1.0, 2.0, 1.0, 1.0],
+        "run": ["r", "r", "r", "s", "s", "s", "r", "r", "s"]})
+    runs = [Run.from_frame(g.drop(columns="run"), str(name)) for name, g in frame.groupby("run")]
+    cost = top_cost(Pool.from_runs(runs, depth=3), [1, 2]).set_index("k")
+    assert cost.loc[2, "per_topic"] == 2.5 and cost.loc[2, "share"] == 5 / 6
+    assert (cost.loc[2, "least"], cost.loc[2, "most"]) == (2, 3)
+    assert cost.loc[1, "per_topic"] == 1.5  # {a, b} and {x}
+    assert cost.loc[1, "pool_per_topic"] == 3.0

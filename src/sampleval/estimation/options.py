@@ -124,6 +124,13 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                          "by stratum depth, its strength estimated from them",
                "none": "as computed",
            }),
+    Option("unseen", "whether AP~ppi's variance takes in the disagreements between labels "
+           "and predictions that a stratum's sample did not find", {
+               "prior": "adds R-hat's variance in each stratum whose sample holds none, at the "
+                        "topic's disagreement rate per predicted class plus half an event "
+                        "(sampleval.estimation.families.ppi_unseen)",
+               "none": "the design's variance as computed",
+           }),
     Option("interval", "how the confidence interval is built around the estimate", {
         "bias-aware": "z standard errors either side, widened by the estimated bias the "
                       "correction leaves (with a bias correction that estimates it; normal "

@@ -33,6 +33,7 @@ from sampleval.estimation.engine.tuning import TUNINGS
 from sampleval.estimation.engine.units import FORMS, TopicData, chosen_form, topic_data
 from sampleval.estimation.engine.values import PPIResult, ppi_values
 from sampleval.estimation.engine.views import TopicView
+from sampleval.estimation.families.ppi_unseen import UNSEEN, takes_unseen, unseen_variance
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
 from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, corrected, rows
@@ -55,12 +56,17 @@ def _topics(views: list[TopicView], sample: Sample, spec: EstimateSpec, form: st
     return made[chosen]
 
 
-def _parts(spec: EstimateSpec, result: PPIResult) -> TopicParts:
+def _parts(spec: EstimateSpec, result: PPIResult, topics: list[TopicData], level: float
+           ) -> TopicParts:
     """The rows' parts of ``result``: AP's bias-aware interval widened by ``remaining``
-    (:func:`~sampleval.estimation.result.corrected` drops it where it does not widen)."""
+    (:func:`~sampleval.estimation.result.corrected` drops it where it does not widen); the
+    variance with the unseen disagreements' share where ``unseen`` asks for it
+    (:mod:`.ppi_unseen`)."""
     aware = spec.base == "AP" and spec.option("interval") == "bias-aware"
     biases = result.remaining if aware and result.remaining is not None else None
-    return TopicParts(result.value, result.variance,
+    variance = result.variance + (unseen_variance(topics, level, result.value, result.lam)
+                                  if takes_unseen(spec) else 0.0)
+    return TopicParts(result.value, variance,
                       np.zeros_like(result.value) if biases is None else biases)
 
 
@@ -70,7 +76,7 @@ def ppi_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample
     bias that widens its interval (:func:`~sampleval.estimation.engine.values.ppi_values`; AP's ``few`` floor applied)."""
     topics = _topics(views, sample, spec, None, {})
     return corrected(spec, views, level, _parts(spec, ppi_values(
-        spec, topics, level, spec.option("tuning"))))
+        spec, topics, level, spec.option("tuning")), topics, level))
 
 
 def ppi_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -83,7 +89,9 @@ def ppi_differences(run_names: tuple[str, ...], views: list[TopicView], sample: 
     topics = _topics(views, sample, spec, None, {})
     result = ppi_values(spec, topics, level, spec.option("tuning"), pairs=pairs)
     assert result.pair_variance is not None
-    return _per(result.value.T, pairs).T, result.pair_variance
+    extra = (unseen_variance(topics, level, result.value, result.lam, pairs)
+             if takes_unseen(spec) else 0.0)
+    return _per(result.value.T, pairs).T, result.pair_variance + extra
 
 
 def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -97,10 +105,11 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
     made: dict[str, list[TopicData]] = {}
     frames = []
     for spec in specs:
-        result = ppi_values(spec, _topics(views, sample, spec, form, made), level,
-                            spec.option("tuning"))
+        topics = _topics(views, sample, spec, form, made)
+        result = ppi_values(spec, topics, level, spec.option("tuning"))
         frames.append(rows(run_names, views, spec,
-                           corrected(spec, views, level, _parts(spec, result)), ci))
+                           corrected(spec, views, level, _parts(spec, result, topics, level)),
+                           ci))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -110,7 +119,7 @@ register_family(EstimatorFamily(
     reference="Sarndal et al. 1992, ch. 6; Angelopoulos et al. 2023 (PPI, PPI++)",
     bases=tuple(Base(name, cutoff, options=("tuning", "weights", *extra))
                 for name, cutoff, extra in (
-                    ("AP", "optional", ("bias", "interval", "few")),
+                    ("AP", "optional", ("bias", "interval", "few", "unseen")),
                     ("P", "required", ("variance",)),
                     ("R", "required", (RATIO_BIAS,)),
                     ("Rprec", "no", ("cut", RATIO_BIAS)),
@@ -126,4 +135,5 @@ register_family(EstimatorFamily(
              pick("interval", ("bias-aware", "normal"), "bias-aware"),
              pick("weights", ("by-design", *FORMS), "by-design"),
              pick("variance", ("anticipated", "design"), "anticipated"),
-             pick("cut", ("floor", "round"), "floor"), FEW_OPTION_POOLED)))
+             pick("cut", ("floor", "round"), "floor"), FEW_OPTION_POOLED,
+             pick("unseen", UNSEEN, "none"))))
