@@ -319,7 +319,9 @@ def test_few_relevant_variance_calibrated_on_a_sparse_collection() -> None:
 def test_estimate_names_the_topics_with_too_few_relevant_judged(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """``estimate`` of AP names, in one warning line, the topics whose sample holds fewer
-    than two relevant documents (issue 29); none for other measures or a census."""
+    than two relevant documents (issue 29), and the ``few`` whose floor holds their
+    intervals (the default's ``pooled`` with its unseen-relevant term); none for other
+    measures or a census."""
     runs, _, _, truth = judged_collection
     frame, judged, sample, none_topic, one_topic = _sparse_sample(truth)
     found = (judged["relevance"] >= 1).groupby(judged["query_id"]).sum()
@@ -331,6 +333,12 @@ def test_estimate_names_the_topics_with_too_few_relevant_judged(
     assert all(t in line for t in found.index[found < 2]) and none_topic in line
     assert not any(t in line.split("(")[1].split(")")[0].split(", ")
                    for t in found.index[found >= 2])
+    # the line names the few its AP resolves to: the default's pooled, with its term
+    assert "their intervals rest on few=pooled (the unseen relevant documents term)" in line
+    with pytest.warns(UserWarning, match="topics have fewer than 2 relevant") as caught:
+        estimate(sample, runs, ["AP~ht(few=moment)"], depth=30)
+    line = next(str(w.message) for w in caught if "fewer than 2" in str(w.message))
+    assert "their intervals rest on few=moment" in line and "unseen" not in line
     census = Sample("census", frame.assign(stratum="1", inclusion=1.0))
     for other, measures in ((sample, ["P@10~ht"]), (census, ["AP~ht"])):
         with warnings.catch_warnings(record=True) as seen:

@@ -33,6 +33,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
 from sampleval.estimation.engine.views import (
     COLUMNS,
     MEAN_TOPIC,
@@ -304,16 +305,25 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
     """Name, in one line, the topics whose sample holds fewer than :data:`UNBIASED_AP`
     relevant documents when AP is estimated from a sample that is not a census: AP-hat
     divides by an estimated R, and with so few relevant judged it runs low (issue 29;
-    the bias by relevant judged: docs/research/calibration.md)."""
-    if sample.design.is_deterministic or not any(s.base == "AP" for s in specs):
+    the bias by relevant judged: docs/research/calibration.md). The line also names the
+    ``few`` value(s) the AP estimates resolve to, whose floor holds these topics' intervals;
+    ``pooled``/``jeffreys`` add the term for the relevant documents no stratum has shown
+    (:mod:`sampleval.estimation.engine.unseen`; calibration.md sections 1 and 11)."""
+    aps = [s for s in specs if s.base == "AP"]
+    if sample.design.is_deterministic or not aps:
         return
     few = [v.pool.topic for v in views
            if judged_relevant(v.sample, level) < UNBIASED_AP and not is_census(v.sample)]
     if few:
         listed = ", ".join(few[:10]) + (f" and {len(few) - 10} more" if len(few) > 10 else "")
+        forms = list(dict.fromkeys(s.option("few") for s in aps if "few" in {
+            p.name for p in FAMILIES[s.family].params(s.base)}))
+        unseen = " (the unseen relevant documents term)" if set(forms) & set(UNSEEN_FORMS) else ""
+        held = (f"; their intervals rest on {', '.join(f'few={f}' for f in forms)}{unseen}"
+                if forms else "")
         warnings.warn(f"AP: {len(few)} of {len(views)} topics have fewer than {UNBIASED_AP} "
-                      f"relevant documents judged ({listed}); their AP estimates run low "
-                      "(docs/research/calibration.md)", stacklevel=3)
+                      f"relevant documents judged ({listed}); their AP estimates run low"
+                      f"{held} (docs/research/calibration.md)", stacklevel=3)
 
 
 def _warn_unreachable(views: list[TopicView], sample: Sample) -> None:
