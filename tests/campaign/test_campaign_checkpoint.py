@@ -78,29 +78,3 @@ def test_the_server_checkpoints_off_the_commit_path(tmp_path: Path) -> None:
         assert store._checkpoints is not None
     finally:
         store.close()
-
-
-def test_the_wal_restarts_under_steady_commits(tmp_path: Path) -> None:
-    """Commits one after another, as the group commit makes them under load: a passive
-    checkpoint is always overtaken by a commit, so without finishing a round under the write
-    lock the WAL never restarts and holds every page ever written (store.py's docstring)."""
-    path = tmp_path / "c.db"
-    store = Store(str(path), checkpoint_every=0.01, wal_pages=16)
-    wal = Path(f"{path}-wal")
-    try:
-        BLOBS.create(store.engine)
-        largest = 0
-        for _ in range(400):  # about a page each: 400 pages and more if never restarted
-            with store.transaction() as connection:
-                connection.execute(insert(BLOBS), {"data": bytes(3_000)})
-            largest = max(largest, wal.stat().st_size)
-        assert store._checkpoints is not None and store._checkpoints.finished > 0
-        assert largest < 200 * 4096, f"the WAL grew to {largest} bytes"
-    finally:
-        store.close()
-    check = Store(str(path), migrate=False)
-    try:
-        with check.connect() as connection:  # every committed row there, once
-            assert connection.exec_driver_sql("SELECT count(*) FROM blobs").scalar() == 400
-    finally:
-        check.close()

@@ -23,15 +23,6 @@ commit with it. A store opened with ``checkpoint_every`` (the server's) turns th
 its own every ``checkpoint_every`` seconds instead: it copies what was committed, waits for
 no reader or writer, and a writer is never made to wait for it. Durability does not depend on
 it: a commit is on disk once the WAL is flushed.
-
-SQLite writes the WAL from its start again only when a writer begins after a checkpoint has
-copied every frame; under steady commits one always lands while the passive checkpoint
-runs, so the WAL never restarts and grows by every page written (10-22 KB per judgment,
-benchmarks/README.md, seventh round). So when a round leaves more than ``wal_pages`` pages
-in the WAL, the thread copies the few frames committed meanwhile in a second passive
-checkpoint under the store's write lock (a short wait for writers, with one flush of the
-database file): no commit comes between it and the next writer, which then restarts the
-WAL (unless a reader still reads an older snapshot from it).
 """
 
 from __future__ import annotations
@@ -52,10 +43,6 @@ from sampleval.errors import UsageError
 
 DEFAULT_DB = "sampleval-campaigns.db"
 """The SQLite file ``--db`` names by default, in the working directory."""
-
-WAL_PAGES = 4096
-"""WAL pages (of 4 KiB: 16 MiB) past which the checkpoint thread makes the WAL restart
-(module docstring)."""
 
 
 def database_url(text: str | None) -> str:
@@ -81,8 +68,7 @@ class Store:
     """An open campaign database (see the module docstring)."""
 
     def __init__(self, url: str, migrate: bool = True,
-                 checkpoint_every: float | None = None,
-                 wal_pages: int = WAL_PAGES) -> None:
+                 checkpoint_every: float | None = None) -> None:
         self.url = database_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
         database = make_url(self.url).database if self.is_sqlite else None
@@ -98,8 +84,7 @@ class Store:
         self._checkpoints: _Checkpoints | None = None
         if background:
             assert checkpoint_every is not None
-            self._checkpoints = _Checkpoints(self.engine, checkpoint_every, self._write_lock,
-                                             wal_pages)
+            self._checkpoints = _Checkpoints(self.engine, checkpoint_every)
 
     def read(self) -> Session:
         """A session for reading (use as a context manager)."""
@@ -169,19 +154,13 @@ class Store:
 
 class _Checkpoints:
     """A thread running ``PRAGMA wal_checkpoint(PASSIVE)`` on its own connection every
-    ``every`` seconds until stopped, and once more when stopped; a round leaving more than
-    ``wal_pages`` pages in the WAL is finished under ``lock``, the store's write lock, so
-    that the next writer restarts the WAL (the module docstring)."""
+    ``every`` seconds until stopped (the module docstring), and once more when stopped."""
 
-    def __init__(self, engine: Engine, every: float, lock: Any, wal_pages: int) -> None:
+    def __init__(self, engine: Engine, every: float) -> None:
         self.engine = engine
         self.every = every
-        self.lock = lock
-        self.wal_pages = wal_pages
         self.done = 0
         """Checkpoints run so far."""
-        self.finished = 0
-        """Rounds finished under the write lock so far."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
         self._thread.start()
@@ -191,12 +170,7 @@ class _Checkpoints:
             while True:
                 stopping = self._stop.wait(self.every)
                 try:
-                    _, pages, _ = connection.exec_driver_sql(
-                        "PRAGMA wal_checkpoint(PASSIVE)").one()
-                    if pages > self.wal_pages:
-                        with self.lock:  # no commit between this one and the next writer
-                            connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
-                        self.finished += 1
+                    connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except OperationalError:
                     pass  # (the database busy or gone: the next round tries again)
                 else:
