@@ -64,6 +64,20 @@ def ap_contributions(y_run: np.ndarray, rank: np.ndarray, doc: np.ndarray, pi: n
 
 
 @numba.njit(cache=True)
+def _used_units(values: np.ndarray, used: np.ndarray) -> int:
+    """Write into ``used`` the units (rows of ``values`` ``[units, columns]``) where some
+    value is not 0, in order; return how many there are."""
+    n_used = 0
+    for k in range(values.shape[0]):
+        for b in range(values.shape[1]):
+            if values[k, b] != 0.0:
+                used[n_used] = k
+                n_used += 1
+                break
+    return n_used
+
+
+@numba.njit(cache=True)
 def quadratic(x: np.ndarray, doc: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """sum_{k, l} x_k delta_kl x_l over each run's documents (``x`` ``[n_runs, K, B]``, 0 at
     padding): ``[n_runs, B]``. Documents whose x is 0 in every column are skipped."""
@@ -72,13 +86,7 @@ def quadratic(x: np.ndarray, doc: np.ndarray, delta: np.ndarray) -> np.ndarray:
     row = np.zeros(batch)
     used = np.empty(width, dtype=np.int64)
     for r in range(n_runs):
-        n_used = 0
-        for k in range(width):
-            for b in range(batch):
-                if x[r, k, b] != 0.0:
-                    used[n_used] = k
-                    n_used += 1
-                    break
+        n_used = _used_units(x[r], used)
         for i in range(n_used):
             k = used[i]
             row[:] = 0.0
@@ -256,13 +264,7 @@ def bilinear_forms(x: np.ndarray, delta: np.ndarray) -> np.ndarray:
     row = np.zeros(count)
     used = np.empty(width, dtype=np.int64)
     for r in range(n_runs):
-        n_used = 0
-        for i in range(width):
-            for a in range(count):
-                if x[a, r, i] != 0.0:
-                    used[n_used] = i
-                    n_used += 1
-                    break
+        n_used = _used_units(x[:, r, :].T, used)
         for p in range(n_used):
             i = used[p]
             row[:] = 0.0
