@@ -75,10 +75,11 @@ def power_fit(found: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
     return float(np.exp(log_kappa)), float(beta)
 
 
-def model_rates(strata: list[TopicStrata], priors: list[np.ndarray]) -> list[np.ndarray]:
+def model_rates(strata: list[TopicStrata],
+                priors: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
     """Per topic, each frame document's modelled relevance rate r_d = min(1, kappa theta_t
     prior_d^beta) (module docstring), fitted on every topic's judged documents of
-    partly-sampled strata."""
+    partly-sampled strata; and beta."""
     judged = [np.flatnonzero(~np.isnan(s.y) & (s.stratum >= 0)) for s in strata]
     found = [np.nan_to_num(s.y)[j] > 0 for s, j in zip(strata, judged, strict=True)]
     weight = [p[j] for p, j in zip(priors, judged, strict=True)]
@@ -90,7 +91,8 @@ def model_rates(strata: list[TopicStrata], priors: list[np.ndarray]) -> list[np.
     spread = ((seen - expected) ** 2 - expected).sum() / max((expected**2).sum(), 1e-12)
     alpha = 1.0 / min(max(spread, 1e-3), 1.0)
     theta = (alpha + seen) / (alpha + expected)
-    return [np.minimum(1.0, kappa * th * p**beta) for p, th in zip(priors, theta, strict=True)]
+    return [np.minimum(1.0, kappa * th * p**beta)
+            for p, th in zip(priors, theta, strict=True)], beta
 
 
 def topic_rows(pool: Pool, design: str, rate: float, seed: int, qrels_truth: pd.DataFrame,
@@ -106,7 +108,7 @@ def topic_rows(pool: Pool, design: str, rate: float, seed: int, qrels_truth: pd.
     strata = [TopicStrata(v, 1.0) for v in views]
     strength = pooled_prior(strata).strength
     ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
-    rates = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])
+    rates, beta = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])
     true_r = qrels_truth["R"].to_numpy(dtype=float)
     true_ap = qrels_truth.drop(columns="R").to_numpy(dtype=float)
     row_of = {t: i for i, t in enumerate(qrels_truth.index)}
@@ -135,6 +137,7 @@ def topic_rows(pool: Pool, design: str, rate: float, seed: int, qrels_truth: pd.
     frame = pd.DataFrame(out, columns=["seed", "query_id", "run", "k", "default", "none",
                                        "taylor-jackknife", "S", "R_hat", "unseen",
                                        "completed", "R", "truth"])
+    frame["beta"] = beta
     frame["oracle"] = np.where(frame["R"] > 0, frame["S"] / frame["R"].clip(lower=1e-12), 0.0)
     frame["imputed"] = np.where(frame["k"] == 0, frame["completed"], frame["default"])
     frame["completed"] = frame["completed"].clip(0.0, 1.0)
@@ -216,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.collection}, {args.design} at {args.rate}, {args.trials} trials, seed "
           f"{args.seed}; mean R-hat by k: "
           f"{frame.groupby(frame['k'].clip(upper=4))['R_hat'].mean().round(2).to_dict()}, "
-          f"true R: {frame.groupby(frame['k'].clip(upper=4))['R'].mean().round(2).to_dict()}")
+          f"true R: {frame.groupby(frame['k'].clip(upper=4))['R'].mean().round(2).to_dict()}; "
+          f"the model's beta {frame['beta'].min():.2f}-{frame['beta'].max():.2f}")
     print(table(frame).to_string(index=False, float_format=lambda x: f"{x:+.4f}"))
     return 0
 

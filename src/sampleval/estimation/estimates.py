@@ -33,6 +33,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
 from sampleval.estimation.engine.views import (
     COLUMNS,
     MEAN_TOPIC,
@@ -44,7 +45,6 @@ from sampleval.estimation.engine.views import (
 )
 from sampleval.estimation.family import FAMILIES, ImputedShare
 from sampleval.estimation.imputation import MOSTLY
-from sampleval.estimation.result import UNSEEN_FEW
 from sampleval.estimation.setup import (
     DEFAULT_MEASURES,
     SAMPLE_DEPTH,
@@ -318,7 +318,7 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
         listed = ", ".join(few[:10]) + (f" and {len(few) - 10} more" if len(few) > 10 else "")
         forms = list(dict.fromkeys(s.option("few") for s in aps if "few" in {
             p.name for p in FAMILIES[s.family].params(s.base)}))
-        unseen = " (the unseen relevant documents term)" if set(forms) & set(UNSEEN_FEW) else ""
+        unseen = " (the unseen relevant documents term)" if set(forms) & set(UNSEEN_FORMS) else ""
         held = (f"; their intervals rest on {', '.join(f'few={f}' for f in forms)}{unseen}"
                 if forms else "")
         warnings.warn(f"AP: {len(few)} of {len(views)} topics have fewer than {UNBIASED_AP} "

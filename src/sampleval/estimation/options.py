@@ -122,10 +122,6 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                            "relevance rate",
                "pooled": "as jeffreys, the prior centred on a rate pooled over the topics "
                          "by stratum depth, its strength estimated from them",
-               "pooled-zero": "as pooled, moment's floor only where nothing relevant is "
-                              "judged",
-               "pooled-one": "as pooled-zero, the term on every run where at most one "
-                             "relevant document is judged",
                "none": "as computed",
            }),
     Option("unseen", "whether AP~ppi's variance takes in the disagreements between labels "

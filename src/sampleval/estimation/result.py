@@ -37,14 +37,7 @@ if TYPE_CHECKING:
 
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
-ZERO_ONLY = {"pooled-zero": "pooled", "pooled-one": "pooled"}
-"""The ``few`` values that keep ``moment``'s floor to the topics whose sample holds no
-relevant document, and the unseen-documents prior each adds first (issue 29, item 2;
-docs/research/calibration.md, section 12)."""
-UNSEEN_FEW = (*UNSEEN_FORMS, *ZERO_ONLY)
-"""The ``few`` values that add :func:`~sampleval.estimation.engine.unseen.unseen_variance`'s
-term."""
-FEW_VALUES = ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FEW, "none")
+FEW_VALUES = ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FORMS, "none")
 FEW_OPTION = pick("few", FEW_VALUES, "moment")
 """AP's ``few`` option, as the AP families that take it declare it (``~ht`` and ``~ppi``:
 :data:`FEW_OPTION_POOLED`)."""
@@ -80,9 +73,9 @@ def bias_widens(topic: TopicSample, level: float) -> bool:
 
 
 def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
-                          relevant: np.ndarray, few: str, most: int = 1) -> np.ndarray:
-    """AP's ``variances[topic, run]`` where the topic's sample holds ``relevant[topic]`` <=
-    ``most`` (1, or 0 for :data:`ZERO_ONLY`'s values) relevant documents and is not a census (every judged document's pi_i = 1), under the
+                          relevant: np.ndarray, few: str) -> np.ndarray:
+    """AP's ``variances[topic, run]`` where the topic's sample holds ``relevant[topic]`` <= 1
+    relevant documents and is not a census (every judged document's pi_i = 1), under the
     ``few`` option (:data:`FEW_OPTION`, issues 9 and 29). A ratio whose denominator rests on
     one relevant document or none gives its delete-one jackknife (and its linearisation)
     no spread to measure, so the variance computed there is raised to a floor F_tr:
@@ -109,7 +102,7 @@ def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list
     share = np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
                       for v in views])
     census = np.array([is_census(v.sample) for v in views], dtype=bool)
-    few_topics = (np.asarray(relevant) <= most) & ~census
+    few_topics = (np.asarray(relevant) <= 1) & ~census
     if not few_topics.any():
         return variances
     unjudged = (1.0 - share)[:, None]
@@ -201,16 +194,12 @@ def few_floor(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
     ``level``; ``few`` in :data:`~sampleval.estimation.engine.unseen.FORMS` (``jeffreys``,
     ``pooled``): the variance plus the unseen relevant documents' term of
     :func:`~sampleval.estimation.engine.unseen.unseen_variance` (0 on samples without
-    strata), then ``moment``'s floor; ``pooled-zero`` (:data:`ZERO_ONLY`): ``pooled``'s term,
-    then ``moment``'s floor only on the topics whose sample holds no relevant document."""
+    strata), then ``moment``'s floor."""
     relevant = np.array([judged_relevant(v.sample, level) for v in views])
-    most = 0 if few in ZERO_ONLY else 1
-    every = 1 if few == "pooled-one" else -1
-    few = ZERO_ONLY.get(few, few)
     if few in UNSEEN_FORMS:
-        variances = variances + unseen_variance(values, views, level, few, every)
+        variances = variances + unseen_variance(values, views, level, few)
         few = "moment"
-    return few_relevant_variance(values, variances, views, relevant, few, most)
+    return few_relevant_variance(values, variances, views, relevant, few)
 
 
 def takes_few(spec: EstimateSpec) -> bool:

@@ -168,7 +168,7 @@ def one_document_change(strata: TopicStrata, ranks: np.ndarray, ap: np.ndarray,
 
 
 def unseen_variance(values: np.ndarray, views: list[TopicView], level: float,
-                    form: str, few_topics: int = -1) -> np.ndarray:
+                    form: str) -> np.ndarray:
     """``[topics, runs]``: the term E[E^2] summed over the strata it applies to (module
     docstring), under the prior ``form`` (:data:`FORMS`); 0 on topics without strata."""
     strata = [TopicStrata(v, level) for v in views]
@@ -182,7 +182,7 @@ def unseen_variance(values: np.ndarray, views: list[TopicView], level: float,
         ranks = view.rank_of(np.arange(len(s.y)))
         rel = np.flatnonzero(np.nan_to_num(s.y) > 0)
         blind = ~(ranks[:, rel] > 0).any(axis=1) if rel.size else np.zeros(len(ranks), bool)
-        applies = blind | ~s.found[s.partly].any() | (np.nansum(s.y > 0) <= few_topics)
+        applies = blind | ~s.found[s.partly].any()
         if not applies.any():
             continue
         h_of = s.stratum[docs]
