@@ -18,6 +18,8 @@ The columns besides the estimators are candidates for a point estimate on Cranfi
 
 * ``oracle``: S-hat / R with the true R. S-hat is unbiased for S, so this is unbiased for
   AP; it shows which part of the bias is the denominator's.
+* ``predicted``: S-hat / R-tilde, R-tilde the topic's R predicted without its own labels:
+  the sum over its frame of min(1, kappa prior_d^beta) (the model below, theta_t = 1).
 * ``imputed``: where nothing relevant is judged (k = 0, AP-hat = 0/0 := 0), the AP a model
   of the unjudged documents expects: each unjudged document d of a partly-sampled stratum
   h relevant with probability q_d = c r_d / (c + n_h), r_d = min(1, kappa theta_t
@@ -55,7 +57,8 @@ from studies.interval_coverage import draw
 
 ESTIMATORS = {"default": "AP~ht", "none": "AP~ht(bias=none,few=none)",
               "taylor-jackknife": "AP~ht(bias=taylor-jackknife)"}
-COLUMNS = ("default", "none", "taylor-jackknife", "oracle", "imputed", "completed")
+COLUMNS = ("default", "none", "taylor-jackknife", "oracle", "predicted", "imputed",
+           "completed")
 
 
 def power_fit(found: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
@@ -76,10 +79,11 @@ def power_fit(found: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
 
 
 def model_rates(strata: list[TopicStrata],
-                priors: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
+                priors: list[np.ndarray]) -> tuple[list[np.ndarray], float, np.ndarray]:
     """Per topic, each frame document's modelled relevance rate r_d = min(1, kappa theta_t
     prior_d^beta) (module docstring), fitted on every topic's judged documents of
-    partly-sampled strata; and beta."""
+    partly-sampled strata; beta; and each topic's R predicted without its own labels, the
+    sum of min(1, kappa prior_d^beta) over its frame."""
     judged = [np.flatnonzero(~np.isnan(s.y) & (s.stratum >= 0)) for s in strata]
     found = [np.nan_to_num(s.y)[j] > 0 for s, j in zip(strata, judged, strict=True)]
     weight = [p[j] for p, j in zip(priors, judged, strict=True)]
@@ -91,8 +95,8 @@ def model_rates(strata: list[TopicStrata],
     spread = ((seen - expected) ** 2 - expected).sum() / max((expected**2).sum(), 1e-12)
     alpha = 1.0 / min(max(spread, 1e-3), 1.0)
     theta = (alpha + seen) / (alpha + expected)
-    return [np.minimum(1.0, kappa * th * p**beta)
-            for p, th in zip(priors, theta, strict=True)], beta
+    return ([np.minimum(1.0, kappa * th * p**beta) for p, th in zip(priors, theta, strict=True)],
+            beta, np.array([np.minimum(1.0, kappa * p**beta).sum() for p in priors]))
 
 
 def topic_rows(pool: Pool, design: str, rate: float, seed: int, qrels_truth: pd.DataFrame,
@@ -108,13 +112,13 @@ def topic_rows(pool: Pool, design: str, rate: float, seed: int, qrels_truth: pd.
     strata = [TopicStrata(v, 1.0) for v in views]
     strength = pooled_prior(strata).strength
     ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
-    rates, beta = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])
+    rates, beta, predicted = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])
     true_r = qrels_truth["R"].to_numpy(dtype=float)
     true_ap = qrels_truth.drop(columns="R").to_numpy(dtype=float)
     row_of = {t: i for i, t in enumerate(qrels_truth.index)}
     col_of = {r: i for i, r in enumerate(qrels_truth.columns)}
     out = []
-    for view, s, rank, r_d in zip(views, strata, ranks, rates, strict=True):
+    for view, s, rank, r_d, r_pred in zip(views, strata, ranks, rates, predicted, strict=True):
         y = np.nan_to_num(s.y)
         relevant = np.flatnonzero(y > 0)
         r_hat = float((y[relevant] / s.pi[relevant]).sum())
@@ -132,13 +136,14 @@ def topic_rows(pool: Pool, design: str, rate: float, seed: int, qrels_truth: pd.
             completed = (s_hat + float(d_s[r] @ q)) / max(r_hat + float(q.sum()), 1e-12)
             out.append((seed, topic, run, len(relevant), float(value["default"][topic, run]),
                         none, float(value["taylor-jackknife"][topic, run]), s_hat, r_hat,
-                        float(q.sum()), completed,
+                        float(q.sum()), completed, r_pred,
                         true_r[row_of[topic]], true_ap[row_of[topic], col_of[run]]))
     frame = pd.DataFrame(out, columns=["seed", "query_id", "run", "k", "default", "none",
                                        "taylor-jackknife", "S", "R_hat", "unseen",
-                                       "completed", "R", "truth"])
+                                       "completed", "R_model", "R", "truth"])
     frame["beta"] = beta
     frame["oracle"] = np.where(frame["R"] > 0, frame["S"] / frame["R"].clip(lower=1e-12), 0.0)
+    frame["predicted"] = (frame["S"] / frame["R_model"].clip(lower=1e-12)).clip(0.0, 1.0)
     frame["imputed"] = np.where(frame["k"] == 0, frame["completed"], frame["default"])
     frame["completed"] = frame["completed"].clip(0.0, 1.0)
     return frame
