@@ -90,6 +90,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
 from sampleval.selection import Budget, qrels_oracle
+from sampleval.selection.base import Oracle
 
 TOPICS = 32
 TARGET_P99_MS = 100.0
@@ -127,10 +128,7 @@ def main() -> int:
     kinds = args.runs.split(",")
     if not set(kinds) <= {"max", "paced"}:
         parser.error(f"--runs: max, paced or both, not {args.runs!r}")
-    collection = make_collection(np.random.default_rng(args.seed), n_topics=TOPICS, n_runs=12,
-                                 n_docs=3000, depth=100, pool_depth=100)
-    runs = [Run.from_frame(frame, name) for name, frame in collection.runs.items()]
-    oracle = qrels_oracle(Qrels.from_frame(collection.qrels))
+    runs, oracle = synthetic(args.seed)
     budget = max(1, args.judgments // TOPICS)
     clients = [int(c) for c in args.clients.split(",")]
     console = Console(width=260)
@@ -223,6 +221,15 @@ def main() -> int:
                          f"average at the end {_load()}")
     console.print(table)
     return 0
+
+
+def synthetic(seed: int) -> tuple[list[Run], Oracle]:
+    """The benchmark's collection: :data:`TOPICS` topics, 12 runs, pooled to depth 100
+    (runs and the qrels' oracle)."""
+    collection = make_collection(np.random.default_rng(seed), n_topics=TOPICS, n_runs=12,
+                                 n_docs=3000, depth=100, pool_depth=100)
+    runs = [Run.from_frame(frame, name) for name, frame in collection.runs.items()]
+    return runs, qrels_oracle(Qrels.from_frame(collection.qrels))
 
 
 def _load() -> str:
