@@ -29,7 +29,10 @@ what the code costs, whatever else the machine runs), ``worker ms/j`` that of it
 live-estimates worker process, and ``wait ms/j`` the time the threads of both were ready to
 run but had no CPU (the kernel's run-queue delay), per judgment: the share of the latency
 the machine's other load causes; ``retries`` the clients' calls sent again, by cause
-(``TimeoutError``: no answer within the client's 30 s; ``HTTP 5xx``; a lost connection). ``--hog N`` adds N busy processes during the runs, to see how the figures move
+(``TimeoutError``: no answer within the client's 30 s; ``HTTP 5xx``; a lost connection);
+``server wrote KiB/j`` the bytes the server's process wrote to files (the WAL, and the
+checkpoints' copies into the database file) per judgment, and ``WAL at end MiB`` the WAL
+file's size once the run is over. ``--hog N`` adds N busy processes during the runs, to see how the figures move
 with load; ``--server-nice -5`` (as root) favours the server over them and over the clients.
 
 The platform's floor, beside every run (:func:`probe_floor`, a process of its own at the
@@ -139,7 +142,8 @@ def main() -> int:
                    "p99 ms", "server p99 ms", "server cpu ms/j", "worker ms/j",
                    "wait ms/j", "retries",
                    "naive commits/s",
-                   "ratio", "floor: commit ms p50/p99/max", "wake ms p50/p99/max"):
+                   "ratio", "floor: commit ms p50/p99/max", "wake ms p50/p99/max",
+                   "server wrote KiB/j", "WAL at end MiB"):
         table.add_column(column, justify="left" if column == "store" else "right")
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
@@ -176,10 +180,12 @@ def main() -> int:
                             server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt")
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
+                            wrote = written_bytes(server.process.pid)
                             with floor_beside(Path(tmp), args.server_nice) as floor:
                                 report = drive(server.url, run, team, oracle,
                                                rate=args.rate if run == "paced" else None)
                             after = scheduled(server.process.pid)
+                            wrote = written_bytes(server.process.pid) - wrote
                             cpu, wait = used(before, after)
                             worker, _ = used(before, {k: v for k, v in after.items()
                                                       if k[0] != server.process.pid})
@@ -196,7 +202,9 @@ def main() -> int:
                                           f"{wait * per:.2f}",
                                           _retries(report.problems),
                                           f"{naive:.0f}", f"{rate / naive:.1f}x",
-                                          _spread(floor.commits), _spread(floor.wakes))
+                                          _spread(floor.commits), _spread(floor.wakes),
+                                          f"{wrote / 1024 / max(report.judgments, 1):.1f}",
+                                          _wal_size(url))
                             results[store_kind, n, run] = (rate, p99)
                             floors[store_kind, n, run] = floor
                         if spy is not None:
@@ -272,6 +280,27 @@ def scheduled(pid: int) -> dict[tuple[int, str], tuple[float, float]]:
                     on_cpu, queued, _ = (thread / "schedstat").read_text().split()
                     out[process, thread.name] = (int(on_cpu) / 1e9, int(queued) / 1e9)
     return out
+
+
+def written_bytes(pid: int) -> float:
+    """Bytes process ``pid`` has sent to the storage layer so far (``write_bytes`` of
+    ``/proc/PID/io``: its writes to files, the WAL's and the checkpoint's, not its sockets;
+    NaN where it cannot be read)."""
+    try:
+        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+            if line.startswith("write_bytes:"):
+                return float(line.split()[1])
+    except OSError:
+        pass
+    return math.nan
+
+
+def _wal_size(url: str) -> str:
+    """The size of a SQLite store's WAL file in MiB (n/a: PostgreSQL, or no WAL)."""
+    if not url.startswith("sqlite:///"):
+        return "n/a"
+    wal = Path(f"{url.removeprefix('sqlite:///')}-wal")
+    return f"{wal.stat().st_size / 2**20:.1f}" if wal.exists() else "0"
 
 
 def used(before: dict[tuple[int, str], tuple[float, float]],
