@@ -101,6 +101,9 @@ TARGET_RATE = 200.0
 FLOOR_COMMIT_EVERY = 0.05
 """Seconds between two raw commits of the floor probe (20 a second: a sample of the disk
 beside the server's own flushes, not a load of its own)."""
+STALL_SECONDS = 10.0
+"""Seconds without a write system call of the server, while a run goes, after which its
+threads' stacks are dumped (:func:`stall_watch`)."""
 FLOOR_NAP = 0.001
 """Seconds the floor probe's sleeping thread asks for (its overshoot is the wake-up delay)."""
 
@@ -127,6 +130,12 @@ def main() -> int:
                              "installed apart: pip install py-spy; sampling only the thread "
                              "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
                              "collapsed stacks with counts")
+    parser.add_argument("--stall-dump", default=str(Path(tempfile.gettempdir()) / "stall"),
+                        metavar="PREFIX",
+                        help="when the server makes no write system call for "
+                             f"{STALL_SECONDS:.0f} s while a run goes (no answer, no commit), "
+                             "dump its threads' stacks (py-spy dump, installed apart) to "
+                             "PREFIX-STORE-CLIENTS-RUN.txt")
     args = parser.parse_args()
     kinds = args.runs.split(",")
     if not set(kinds) <= {"max", "paced"}:
@@ -181,9 +190,15 @@ def main() -> int:
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
                             wrote = written_bytes(server.process.pid)
-                            with floor_beside(Path(tmp), args.server_nice) as floor:
+                            dumps = Path(f"{args.stall_dump}-{store_kind}-{n}-{run}.txt")
+                            with (floor_beside(Path(tmp), args.server_nice) as floor,
+                                  stall_watch(server.process.pid, dumps)):
                                 report = drive(server.url, run, team, oracle,
                                                rate=args.rate if run == "paced" else None)
+                            if dumps.exists():
+                                console.print(f"the server made no write for "
+                                              f"{STALL_SECONDS:.0f} s: its threads' stacks "
+                                              f"are in {dumps}")
                             after = scheduled(server.process.pid)
                             wrote = written_bytes(server.process.pid) - wrote
                             cpu, wait = used(before, after)
@@ -280,6 +295,53 @@ def scheduled(pid: int) -> dict[tuple[int, str], tuple[float, float]]:
                     on_cpu, queued, _ = (thread / "schedstat").read_text().split()
                     out[process, thread.name] = (int(on_cpu) / 1e9, int(queued) / 1e9)
     return out
+
+
+def write_calls(pid: int) -> int | None:
+    """Write system calls process ``pid`` has made so far (its answers' and its files':
+    ``syscw`` of ``/proc/PID/io``; None where it cannot be read)."""
+    try:
+        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+            if line.startswith("syscw:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+@contextlib.contextmanager
+def stall_watch(pid: int, out: Path, seconds: float = STALL_SECONDS) -> Iterator[None]:
+    """For the duration of the block: when process ``pid`` makes no write system call for
+    ``seconds`` (it neither answers nor commits: the start-up stall of benchmarks/README.md),
+    write the stacks of all its threads (``py-spy dump``, native frames too) to ``out``,
+    once."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        last, since = write_calls(pid), time.monotonic()
+        while not stop.wait(0.5):
+            now = write_calls(pid)
+            if now is None:
+                return
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= seconds:
+                beside = Path(sys.executable).with_name("py-spy")
+                with contextlib.suppress(OSError, subprocess.SubprocessError), \
+                        out.open("w") as sink:
+                    subprocess.run([str(beside) if beside.exists() else "py-spy", "dump",
+                                    "--pid", str(pid), "--native", "--locals"],
+                                   stdout=sink, stderr=subprocess.STDOUT, timeout=60)
+                return
+
+    out.unlink(missing_ok=True)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
 
 
 def written_bytes(pid: int) -> float:
