@@ -189,7 +189,7 @@ def main() -> int:
                             server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt")
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
-                            wrote = written_bytes(server.process.pid)
+                            wrote = proc_io(server.process.pid, "write_bytes")
                             dumps = Path(f"{args.stall_dump}-{store_kind}-{n}-{run}.txt")
                             with (floor_beside(Path(tmp), args.server_nice) as floor,
                                   stall_watch(server.process.pid, dumps)):
@@ -200,7 +200,7 @@ def main() -> int:
                                               f"{STALL_SECONDS:.0f} s: its threads' stacks "
                                               f"are in {dumps}")
                             after = scheduled(server.process.pid)
-                            wrote = written_bytes(server.process.pid) - wrote
+                            wrote = proc_io(server.process.pid, "write_bytes") - wrote
                             cpu, wait = used(before, after)
                             worker, _ = used(before, {k: v for k, v in after.items()
                                                       if k[0] != server.process.pid})
@@ -297,16 +297,19 @@ def scheduled(pid: int) -> dict[tuple[int, str], tuple[float, float]]:
     return out
 
 
-def write_calls(pid: int) -> int | None:
-    """Write system calls process ``pid`` has made so far (its answers' and its files':
-    ``syscw`` of ``/proc/PID/io``; None where it cannot be read)."""
+def proc_io(pid: int, field: str) -> float:
+    """A counter of process ``pid``'s ``/proc/PID/io`` (NaN where it cannot be read):
+    ``syscw``, the write system calls it has made so far (its answers' and its files');
+    ``write_bytes``, the bytes it has sent to the storage layer (its writes to files, the
+    WAL's and the checkpoint's, not its sockets)."""
     try:
         for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-            if line.startswith("syscw:"):
-                return int(line.split()[1])
+            name, _, value = line.partition(":")
+            if name == field:
+                return float(value)
     except OSError:
         pass
-    return None
+    return math.nan
 
 
 @contextlib.contextmanager
@@ -318,10 +321,10 @@ def stall_watch(pid: int, out: Path, seconds: float = STALL_SECONDS) -> Iterator
     stop = threading.Event()
 
     def watch() -> None:
-        last, since = write_calls(pid), time.monotonic()
+        last, since = proc_io(pid, "syscw"), time.monotonic()
         while not stop.wait(0.5):
-            now = write_calls(pid)
-            if now is None:
+            now = proc_io(pid, "syscw")
+            if math.isnan(now):
                 return
             if now != last:
                 last, since = now, time.monotonic()
@@ -342,19 +345,6 @@ def stall_watch(pid: int, out: Path, seconds: float = STALL_SECONDS) -> Iterator
     finally:
         stop.set()
         watcher.join()
-
-
-def written_bytes(pid: int) -> float:
-    """Bytes process ``pid`` has sent to the storage layer so far (``write_bytes`` of
-    ``/proc/PID/io``: its writes to files, the WAL's and the checkpoint's, not its sockets;
-    NaN where it cannot be read)."""
-    try:
-        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-            if line.startswith("write_bytes:"):
-                return float(line.split()[1])
-    except OSError:
-        pass
-    return math.nan
 
 
 def _wal_size(url: str) -> str:
