@@ -29,7 +29,10 @@ what the code costs, whatever else the machine runs), ``worker ms/j`` that of it
 live-estimates worker process, and ``wait ms/j`` the time the threads of both were ready to
 run but had no CPU (the kernel's run-queue delay), per judgment: the share of the latency
 the machine's other load causes; ``retries`` the clients' calls sent again, by cause
-(``TimeoutError``: no answer within the client's 30 s; ``HTTP 5xx``; a lost connection). ``--hog N`` adds N busy processes during the runs, to see how the figures move
+(``TimeoutError``: no answer within the client's 30 s; ``HTTP 5xx``; a lost connection);
+``server wrote KiB/j`` the bytes the server's process wrote to files (the WAL, and the
+checkpoints' copies into the database file) per judgment, and ``WAL at end MiB`` the WAL
+file's size once the run is over. ``--hog N`` adds N busy processes during the runs, to see how the figures move
 with load; ``--server-nice -5`` (as root) favours the server over them and over the clients.
 
 The platform's floor, beside every run (:func:`probe_floor`, a process of its own at the
@@ -90,6 +93,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
 from sampleval.selection import Budget, qrels_oracle
+from sampleval.selection.base import Oracle
 
 TOPICS = 32
 TARGET_P99_MS = 100.0
@@ -97,6 +101,9 @@ TARGET_RATE = 200.0
 FLOOR_COMMIT_EVERY = 0.05
 """Seconds between two raw commits of the floor probe (20 a second: a sample of the disk
 beside the server's own flushes, not a load of its own)."""
+STALL_SECONDS = 10.0
+"""Seconds without a write system call of the server, while a run goes, after which its
+threads' stacks are dumped (:func:`stall_watch`)."""
 FLOOR_NAP = 0.001
 """Seconds the floor probe's sleeping thread asks for (its overshoot is the wake-up delay)."""
 
@@ -123,14 +130,17 @@ def main() -> int:
                              "installed apart: pip install py-spy; sampling only the thread "
                              "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
                              "collapsed stacks with counts")
+    parser.add_argument("--stall-dump", default=str(Path(tempfile.gettempdir()) / "stall"),
+                        metavar="PREFIX",
+                        help="when the server makes no write system call for "
+                             f"{STALL_SECONDS:.0f} s while a run goes (no answer, no commit), "
+                             "dump its threads' stacks (py-spy dump, installed apart) to "
+                             "PREFIX-STORE-CLIENTS-RUN.txt")
     args = parser.parse_args()
     kinds = args.runs.split(",")
     if not set(kinds) <= {"max", "paced"}:
         parser.error(f"--runs: max, paced or both, not {args.runs!r}")
-    collection = make_collection(np.random.default_rng(args.seed), n_topics=TOPICS, n_runs=12,
-                                 n_docs=3000, depth=100, pool_depth=100)
-    runs = [Run.from_frame(frame, name) for name, frame in collection.runs.items()]
-    oracle = qrels_oracle(Qrels.from_frame(collection.qrels))
+    runs, oracle = synthetic(args.seed)
     budget = max(1, args.judgments // TOPICS)
     clients = [int(c) for c in args.clients.split(",")]
     console = Console(width=260)
@@ -141,7 +151,8 @@ def main() -> int:
                    "p99 ms", "server p99 ms", "server cpu ms/j", "worker ms/j",
                    "wait ms/j", "retries",
                    "naive commits/s",
-                   "ratio", "floor: commit ms p50/p99/max", "wake ms p50/p99/max"):
+                   "ratio", "floor: commit ms p50/p99/max", "wake ms p50/p99/max",
+                   "server wrote KiB/j", "WAL at end MiB"):
         table.add_column(column, justify="left" if column == "store" else "right")
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
@@ -178,10 +189,18 @@ def main() -> int:
                             server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt")
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
-                            with floor_beside(Path(tmp), args.server_nice) as floor:
+                            wrote = proc_io(server.process.pid, "write_bytes")
+                            dumps = Path(f"{args.stall_dump}-{store_kind}-{n}-{run}.txt")
+                            with (floor_beside(Path(tmp), args.server_nice) as floor,
+                                  stall_watch(server.process.pid, dumps)):
                                 report = drive(server.url, run, team, oracle,
                                                rate=args.rate if run == "paced" else None)
+                            if dumps.exists():
+                                console.print(f"the server made no write for "
+                                              f"{STALL_SECONDS:.0f} s: its threads' stacks "
+                                              f"are in {dumps}")
                             after = scheduled(server.process.pid)
+                            wrote = proc_io(server.process.pid, "write_bytes") - wrote
                             cpu, wait = used(before, after)
                             worker, _ = used(before, {k: v for k, v in after.items()
                                                       if k[0] != server.process.pid})
@@ -198,7 +217,9 @@ def main() -> int:
                                           f"{wait * per:.2f}",
                                           _retries(report.problems),
                                           f"{naive:.0f}", f"{rate / naive:.1f}x",
-                                          _spread(floor.commits), _spread(floor.wakes))
+                                          _spread(floor.commits), _spread(floor.wakes),
+                                          f"{wrote / 1024 / max(report.judgments, 1):.1f}",
+                                          _wal_size(url))
                             results[store_kind, n, run] = (rate, p99)
                             floors[store_kind, n, run] = floor
                         if spy is not None:
@@ -223,6 +244,15 @@ def main() -> int:
                          f"average at the end {_load()}")
     console.print(table)
     return 0
+
+
+def synthetic(seed: int) -> tuple[list[Run], Oracle]:
+    """The benchmark's collection: :data:`TOPICS` topics, 12 runs, pooled to depth 100
+    (runs and the qrels' oracle)."""
+    collection = make_collection(np.random.default_rng(seed), n_topics=TOPICS, n_runs=12,
+                                 n_docs=3000, depth=100, pool_depth=100)
+    runs = [Run.from_frame(frame, name) for name, frame in collection.runs.items()]
+    return runs, qrels_oracle(Qrels.from_frame(collection.qrels))
 
 
 def _load() -> str:
@@ -265,6 +295,64 @@ def scheduled(pid: int) -> dict[tuple[int, str], tuple[float, float]]:
                     on_cpu, queued, _ = (thread / "schedstat").read_text().split()
                     out[process, thread.name] = (int(on_cpu) / 1e9, int(queued) / 1e9)
     return out
+
+
+def proc_io(pid: int, field: str) -> float:
+    """A counter of process ``pid``'s ``/proc/PID/io`` (NaN where it cannot be read):
+    ``syscw``, the write system calls it has made so far (its answers' and its files');
+    ``write_bytes``, the bytes it has sent to the storage layer (its writes to files, the
+    WAL's and the checkpoint's, not its sockets)."""
+    try:
+        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name == field:
+                return float(value)
+    except OSError:
+        pass
+    return math.nan
+
+
+@contextlib.contextmanager
+def stall_watch(pid: int, out: Path, seconds: float = STALL_SECONDS) -> Iterator[None]:
+    """For the duration of the block: when process ``pid`` makes no write system call for
+    ``seconds`` (it neither answers nor commits: the start-up stall of benchmarks/README.md),
+    write the stacks of all its threads (``py-spy dump``, native frames too) to ``out``,
+    once."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        last, since = proc_io(pid, "syscw"), time.monotonic()
+        while not stop.wait(0.5):
+            now = proc_io(pid, "syscw")
+            if math.isnan(now):
+                return
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= seconds:
+                beside = Path(sys.executable).with_name("py-spy")
+                with contextlib.suppress(OSError, subprocess.SubprocessError), \
+                        out.open("w") as sink:
+                    subprocess.run([str(beside) if beside.exists() else "py-spy", "dump",
+                                    "--pid", str(pid), "--native", "--locals"],
+                                   stdout=sink, stderr=subprocess.STDOUT, timeout=60)
+                return
+
+    out.unlink(missing_ok=True)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+
+
+def _wal_size(url: str) -> str:
+    """The size of a SQLite store's WAL file in MiB (n/a: PostgreSQL, or no WAL)."""
+    if not url.startswith("sqlite:///"):
+        return "n/a"
+    wal = Path(f"{url.removeprefix('sqlite:///')}-wal")
+    return f"{wal.stat().st_size / 2**20:.1f}" if wal.exists() else "0"
 
 
 def used(before: dict[tuple[int, str], tuple[float, float]],

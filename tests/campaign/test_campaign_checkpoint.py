@@ -4,6 +4,7 @@ threshold used to copy the WAL into the database file, and flush it, before answ
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -11,10 +12,11 @@ import pytest
 
 pytest.importorskip("sqlalchemy")
 
-from sqlalchemy import Column, Integer, LargeBinary, MetaData, Table, insert
+from sqlalchemy import Column, Integer, LargeBinary, MetaData, Table, func, insert, select
 
 from sampleval.campaign.app import create_app
 from sampleval.campaign.store import Store
+from sampleval.campaign.walstat import read_wal
 
 BLOBS = Table("blobs", MetaData(), Column("id", Integer, primary_key=True),
               Column("data", LargeBinary))
@@ -78,3 +80,44 @@ def test_the_server_checkpoints_off_the_commit_path(tmp_path: Path) -> None:
         assert store._checkpoints is not None
     finally:
         store.close()
+
+
+def test_the_wal_restarts_whatever_the_load(tmp_path: Path) -> None:
+    """Under commits that never stop, with readers beside them (short ones as the server's,
+    longer ones as the estimates worker's), a round that finds the WAL past its bound
+    makes it restart (or tries again soon), so the WAL holds a fraction of the frames
+    written, whatever the pace of commits and rounds (before: the passive checkpoint was
+    always overtaken by a commit, and the WAL held every frame since the store opened)."""
+    path = tmp_path / "c.db"
+    bound = 64 * 1024
+    store = Store(str(path), checkpoint_every=0.01, wal_bytes=bound)
+    BLOBS.create(store.engine)
+    stop = threading.Event()
+
+    def read(hold: float) -> None:
+        while not stop.is_set():
+            with store.read() as session:  # a read transaction, held ``hold`` seconds
+                session.execute(select(func.count()).select_from(BLOBS)).scalar()
+                time.sleep(hold)
+
+    readers = [threading.Thread(target=read, args=(hold,)) for hold in (0.0, 0.005)]
+    for reader in readers:
+        reader.start()
+    commits = 3000
+    try:
+        for _ in range(commits):  # about one 1 KiB page each
+            with store.transaction() as connection:
+                connection.execute(insert(BLOBS), {"data": bytes(500)})
+        checkpoints = store._checkpoints
+        assert checkpoints is not None
+        over, restarted = checkpoints.over, checkpoints.restarted
+        frames = read_wal(f"{path}-wal")
+        size = Path(f"{path}-wal").stat().st_size
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+        store.close()
+    assert over > 0 and restarted > 0, (over, restarted)
+    assert len(frames.pages) < commits / 3 and size < commits * frames.frame_bytes / 3, (
+        f"the WAL holds {len(frames.pages)} frames, {size} bytes, after {commits} commits")

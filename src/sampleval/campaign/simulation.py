@@ -1,5 +1,6 @@
 """Oracle assessors driving a campaign through its HTTP API (``campaign simulate``, the
-crash test, the load benchmark).
+crash test, the load benchmark), or in this process through the service layer
+(:func:`judge_in_turn`: the pages a judgment writes, ``benchmarks/campaign_wal.py``).
 
 Each simulated assessor is a person of the campaign with its own token and topics, and
 runs in its own thread with its own HTTP connection: it asks for the next document,
@@ -14,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import random
 import threading
 import time
 import uuid
@@ -28,6 +30,7 @@ from sqlalchemy import select
 
 from sampleval.campaign import models as m
 from sampleval.campaign.organise import add_person, campaign_row
+from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
 from sampleval.errors import UsageError
 
@@ -85,6 +88,50 @@ def oracle_assessors(store: Store, campaign: str, count: int, prefix: str = "ora
         token, _, _ = add_person(store, campaign, f"{prefix}-{i + 1}", mine)
         out.append(Assessor(f"{prefix}-{i + 1}", token, mine))
     return out
+
+
+def judge_in_turn(store: Store, tokens: list[str], oracle: Oracle, seed: int,
+                  limit: int | None = None) -> int:
+    """In this process, through the service layer (the API's call), each assessor (by
+    token) judges one document of its first topic in turn, one judgment at a time, until
+    all are done (or ``limit`` judgments are made); the number made. Idempotency keys are
+    random-looking (like the clients' uuid4) but drawn from ``seed``: the same writes each
+    time."""
+    keys = random.Random(seed)
+    service = CampaignService(store)
+    try:
+        service.load_all()
+        people = [service.person_by_token(t) for t in tokens]
+        offers = {}
+        for person in people:
+            assert person is not None
+            qid = service.topics_of(person)[0].qid
+            offers[person.id] = service.next_document(person, qid)
+        made = 0
+        while limit is None or made < limit:
+            moved = False
+            for person in people:
+                assert person is not None
+                offer = offers[person.id]
+                qid = offer.topic.qid
+                if offer.status == "wait":  # (moved once another's judgment opens a batch)
+                    offers[person.id] = service.next_document(person, qid)
+                    moved = moved or offers[person.id].status != "wait"
+                    continue
+                if offer.status != "judge" or (limit is not None and made >= limit):
+                    continue
+                assert offer.docno is not None
+                label = oracle(qid, [offer.docno])[offer.docno]
+                _, offers[person.id] = service.judge_and_offer(
+                    person, qid, offer.docno, label, 0.0,
+                    uuid.UUID(int=keys.getrandbits(128)).hex)
+                made += 1
+                moved = True
+            if not moved:
+                return made
+        return made
+    finally:
+        service.close()
 
 
 def drive(url: str, campaign: str, assessors: Sequence[Assessor], oracle: Oracle,

@@ -15,6 +15,15 @@ IMMEDIATE`` serialise writers without SQLite's busy-wait retries (other processe
 a command run while the server runs, wait on the busy timeout); on PostgreSQL transactions
 run concurrently under row locks and unique constraints.
 
+Pages. A SQLite transaction writes every page it changes, whole, to the WAL (and a
+checkpoint writes it again into the database file), so what a judgment costs the disk is
+the pages its commit changes (one per table or index it touches: ``models.py``) times the
+page size. A new SQLite store is created with pages of :data:`PAGE_SIZE` (1 KiB) rather
+than SQLite's 4 KiB: a judgment's rows are some tens of bytes, so the smaller pages cut
+the bytes written per judgment by about three (benchmarks/README.md, campaign section:
+``benchmarks/campaign_wal.py``). The page size of an existing store stays what it is
+(SQLite changes it only by a ``VACUUM`` outside WAL mode).
+
 Checkpoints. SQLite copies the WAL's pages back into the database file (a checkpoint, with
 its own flush) by default inside the commit that grows the WAL past 1,000 pages, so that
 one commit in a thousand pages' worth waits for it, and every judgment queued behind that
@@ -23,13 +32,29 @@ commit with it. A store opened with ``checkpoint_every`` (the server's) turns th
 its own every ``checkpoint_every`` seconds instead: it copies what was committed, waits for
 no reader or writer, and a writer is never made to wait for it. Durability does not depend on
 it: a commit is on disk once the WAL is flushed.
+
+The WAL's size. SQLite writes the WAL from its start again only when a writer begins once a
+checkpoint has copied every frame and no reader still reads an older snapshot from it;
+under steady commits one always lands while the passive checkpoint runs, so the WAL would
+never restart and would grow by every page written for as long as the server runs. So when
+a round finds more than ``wal_bytes`` (:data:`WAL_BYTES`) in the WAL, the thread takes the
+store's write lock (commits wait) and runs a ``RESTART`` checkpoint: it copies the few
+frames committed since the passive one and waits for the readers of older snapshots to end
+(new readers read the database file), so that the next writer restarts the WAL; SQLite then
+truncates a larger file to ``wal_bytes`` (``journal_size_limit``). The wait for readers
+lasts at most :data:`READERS_WAIT_MS`, in short polls tried again (a reader may let go of
+its snapshot and take a new one between two of SQLite's polls); when it runs out the lock is
+let go and the restart is tried again 10 ms later. So the WAL stays near ``wal_bytes``, the
+commits wait for one short checkpoint per ``wal_bytes`` written, and only a reader that
+holds one snapshot for ever (none of the server's) could keep the WAL growing.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +65,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from sampleval.errors import UsageError
+
+PAGE_SIZE = 1024
+"""Bytes per page of a new SQLite store (module docstring: pages)."""
+
+WAL_BYTES = 16 * 2**20
+"""The WAL's bound on a server's store (module docstring: the WAL's size)."""
+READERS_WAIT_MS = 50
+"""Milliseconds a restart of the WAL waits for readers of older snapshots (commits wait
+meanwhile)."""
+BUSY_TIMEOUT_MS = 30_000
+"""Milliseconds a connection waits for another process's lock before giving up."""
 
 DEFAULT_DB = "sampleval-campaigns.db"
 """The SQLite file ``--db`` names by default, in the working directory."""
@@ -68,13 +104,13 @@ class Store:
     """An open campaign database (see the module docstring)."""
 
     def __init__(self, url: str, migrate: bool = True,
-                 checkpoint_every: float | None = None) -> None:
+                 checkpoint_every: float | None = None, wal_bytes: int = WAL_BYTES) -> None:
         self.url = database_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
         database = make_url(self.url).database if self.is_sqlite else None
         background = (checkpoint_every is not None and bool(database)
                       and database != ":memory:")
-        self.engine = _engine(self.url, autocheckpoint=not background)
+        self.engine = _engine(self.url, autocheckpoint=not background, wal_bytes=wal_bytes)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._write_lock: Any = threading.Lock() if self.is_sqlite else None
         if migrate:
@@ -84,7 +120,10 @@ class Store:
         self._checkpoints: _Checkpoints | None = None
         if background:
             assert checkpoint_every is not None
-            self._checkpoints = _Checkpoints(self.engine, checkpoint_every)
+            with self.engine.connect() as connection:
+                page = int(connection.exec_driver_sql("PRAGMA page_size").scalar() or 1)
+            self._checkpoints = _Checkpoints(self.engine, checkpoint_every, self._write_lock,
+                                             max(1, wal_bytes // page))
 
     def read(self) -> Session:
         """A session for reading (use as a context manager)."""
@@ -154,36 +193,69 @@ class Store:
 
 class _Checkpoints:
     """A thread running ``PRAGMA wal_checkpoint(PASSIVE)`` on its own connection every
-    ``every`` seconds until stopped (the module docstring), and once more when stopped."""
+    ``every`` seconds until stopped, and once more when stopped; a round that finds more
+    than ``bound`` pages in the WAL makes it restart under ``lock``, the store's write lock
+    (the module docstring: the WAL's size)."""
 
-    def __init__(self, engine: Engine, every: float) -> None:
+    def __init__(self, engine: Engine, every: float, lock: Any, bound: int) -> None:
         self.engine = engine
         self.every = every
+        self.lock = lock
+        self.bound = bound
         self.done = 0
         """Checkpoints run so far."""
+        self.over = 0
+        """Rounds that found the WAL past its bound."""
+        self.restarted = 0
+        """Of those, rounds that made it restart (the others found a reader in the way)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         with self.engine.connect().execution_options(sv_read=True) as connection:
+            wait = self.every
             while True:
-                stopping = self._stop.wait(self.every)
-                try:
-                    connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except OperationalError:
-                    pass  # (the database busy or gone: the next round tries again)
-                else:
-                    self.done += 1
+                stopping = self._stop.wait(wait)
+                wait = self.every
+                # (the database busy or gone: the next round tries again)
+                with suppress(OperationalError):
+                    if not self._round(connection):  # a restart refused: tried again soon
+                        wait = min(self.every, 0.01)
                 if stopping:
                     return
+
+    def _round(self, connection: Connection) -> bool:
+        """A checkpoint, and a restart of the WAL when past its bound; False when the WAL
+        is past its bound still (a reader was in the way)."""
+        _, frames, _ = connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+        self.done += 1
+        if frames <= self.bound:
+            return True
+        self.over += 1
+        with self.lock:  # no commit until the WAL restarts (module docstring)
+            # short waits, tried again: a reader may let go of its snapshot and take a new
+            # one between two of SQLite's polls, so one long wait can miss every gap
+            connection.exec_driver_sql("PRAGMA busy_timeout=5")
+            give_up = time.monotonic() + READERS_WAIT_MS / 1000
+            try:
+                while True:
+                    busy, _, _ = connection.exec_driver_sql(
+                        "PRAGMA wal_checkpoint(RESTART)").one()
+                    if not busy or time.monotonic() > give_up:
+                        break
+            finally:
+                connection.exec_driver_sql(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        if not busy:
+            self.restarted += 1
+        return not busy
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
 
 
-def _engine(url: str, autocheckpoint: bool = True) -> Engine:
+def _engine(url: str, autocheckpoint: bool = True, wal_bytes: int = WAL_BYTES) -> Engine:
     if not url.startswith("sqlite"):
         # commits wait for the server's WAL flush, whatever the server's default says
         return create_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True,
@@ -203,12 +275,14 @@ def _engine(url: str, autocheckpoint: bool = True) -> Engine:
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # transactions begin below, not in pysqlite
         cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA page_size={PAGE_SIZE}")  # (a new file only: module docstring)
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         if not autocheckpoint:  # a thread of the store checkpoints (module docstring)
             cursor.execute("PRAGMA wal_autocheckpoint=0")
+            cursor.execute(f"PRAGMA journal_size_limit={wal_bytes}")
         cursor.close()
 
     @event.listens_for(engine, "checkin")
