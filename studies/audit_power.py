@@ -308,6 +308,14 @@ POWER = 0.8
 """The power the issue's target asks for (:func:`attainable`)."""
 
 
+def critical(runs: int, topics: int, alpha: float = 0.05) -> float:
+    """The critical value of Holm's first test over ``runs`` runs: two-sided at alpha/R on t
+    with T - 1 degrees of freedom (T = ``topics``)."""
+    from scipy import stats
+
+    return float(stats.t(max(topics - 1, 1)).ppf(1 - alpha / (2 * runs)))
+
+
 def attainable(inflation: float, sd: float, runs: int, topics: int, rate: float,
                alpha: float = 0.05) -> tuple[float, float]:
     """What a sample can detect, by the normal approximation: the favoured run is the one
@@ -319,8 +327,7 @@ def attainable(inflation: float, sd: float, runs: int, topics: int, rate: float,
     rate/(1 - rate), ``sd`` measured at ``rate``."""
     from scipy import stats
 
-    critical = float(stats.t(max(topics - 1, 1)).ppf(1 - alpha / (2 * runs)))
-    needed = inflation / (critical + float(stats.norm.ppf(POWER)))
+    needed = inflation / (critical(runs, topics, alpha) + float(stats.norm.ppf(POWER)))
     odds = (1 - rate) / rate * (needed / sd) ** 2 if sd > 0 else np.inf
     return needed, 1.0 / (1.0 + odds)
 
