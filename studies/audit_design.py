@@ -4,6 +4,7 @@ item 3).
 
     python -m studies.audit_design [--collection round5|sparse] [--judge circular|flip10]
         [--rates 0.05,0.1,0.2] [--methods stratified,audit,audit-neyman]
+        [--param disagree=0.02]
 
 The collection, the favoured run and the circular judge are :mod:`studies.audit_power`'s
 (k the smallest that inflates the favoured run's AP by ``--inflation`` relative to the
@@ -46,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sampleval.cli._app import parse_params
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.core.predictions import Predictions
 from sampleval.errors import UsageError
@@ -93,8 +95,10 @@ def machine_labels(predictions: pd.DataFrame, pool: Pool, tp: TopicPool) -> np.n
 
 
 def design_sd(pool: Pool, truth: pd.DataFrame, judge: pd.DataFrame, methods: Sequence[str],
-              rates: Sequence[float], favoured: int) -> pd.DataFrame:
-    """One row per (rate, method): the first-order sds of the module docstring."""
+              rates: Sequence[float], favoured: int,
+              params: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per (rate, method): the first-order sds of the module docstring; each method
+    gets those of ``params`` it declares."""
     truth_grades = truth.rename(columns={"relevance": "prediction"})
     terms = []
     for tp in pool:
@@ -110,8 +114,11 @@ def design_sd(pool: Pool, truth: pd.DataFrame, judge: pd.DataFrame, methods: Seq
     rows = []
     for rate in rates:
         for method in methods:
-            given = ({"predictions": predictions} if METHODS[method].uses_predictions({})
-                     else {})
+            declared = {p.name for p in METHODS[method].parameters}
+            given: dict[str, object] = {k: v for k, v in (params or {}).items()
+                                        if k in declared}
+            if METHODS[method].uses_predictions(given):
+                given["predictions"] = predictions
             selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(0),
                                        **given)
             if not isinstance(selector, StratifiedSelector):
@@ -179,7 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         metavar="METHOD[,METHOD]",
                         help="the selection methods compared (default "
                              "stratified,audit,audit-neyman)")
+    parser.add_argument("--param", action="append", metavar="NAME=VALUE",
+                        help="a selection method's parameter, given to the methods that "
+                             "declare it (repeatable; for example disagree=0.02)")
     args = parser.parse_args(argv)
+    params = parse_params(args.param)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods or set(methods) - set(stratified_methods()):
         parser.error(f"--methods: give some of {', '.join(stratified_methods())}")
@@ -196,8 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     favoured = list(setting.pool.run_names).index(setting.favoured)
     inflation = float(setting.relative[setting.favoured])
     topics = len(setting.exact_topics)
-    table = with_power(design_sd(setting.pool, setting.truth, judge, methods, rates, favoured),
-                       inflation, len(runs), topics)
+    table = with_power(design_sd(setting.pool, setting.truth, judge, methods, rates, favoured,
+                                 params), inflation, len(runs), topics)
     sys.stdout.write(f"favoured {setting.favoured}, k {setting.k}, inflation {inflation:.4f}, "
                      f"judge {args.judge}\n")
     sys.stdout.write(table.to_string(index=False, float_format="%.4f") + "\n")
