@@ -2,7 +2,7 @@
 to first order, under several selection methods and budgets, without simulating (issue 31,
 item 3).
 
-    python -m studies.audit_design [--collection round5|sparse] [--judge circular|flip10]
+    python -m studies.audit_design [--collection round5|sparse|round5-rel2] [--judge circular|flip10]
         [--rates 0.05,0.1,0.2] [--methods stratified,audit,audit-neyman]
         [--param disagree=0.02]
 
@@ -55,8 +55,14 @@ from sampleval.selection import METHODS, Budget
 from sampleval.selection.audit_neyman import ap_influence
 from sampleval.selection.strata import StratifiedSelector
 from sampleval.simulation.predictors import circular, flipped
-from studies._cli import DEFAULT_DATA, read_round5
-from studies.audit_power import POWER, circular_setting, critical, sparse_collection
+from studies._cli import DEFAULT_DATA
+from studies.audit_power import (
+    COLLECTIONS,
+    POWER,
+    circular_setting,
+    critical,
+    read_audit_collection,
+)
 
 JUDGES = ("circular", "flip10")
 
@@ -173,7 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="the trec-covid directory with round5/runs and qrels/ "
                              "(default ../shared/data/trec-covid beside the repository)")
-    parser.add_argument("--collection", choices=("round5", "sparse"), default="round5")
+    parser.add_argument("--collection", choices=COLLECTIONS, default="round5",
+                        help="round5, round5-rel2 (grade 2 the only relevant one) or sparse "
+                             "(synthetic, seeded by --seed); default round5")
     parser.add_argument("--judge", choices=JUDGES, default="circular",
                         help="the machine judge: circular (the favoured run's top k called "
                              "relevant) or flip10 (10%% of the grades replaced); default "
@@ -198,8 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rates = [float(r) for r in args.rates.split(",")]
     except ValueError:
         parser.error(f"--rates: comma-separated shares, not {args.rates!r}")
-    runs, qrels = (read_round5(args.data) if args.collection == "round5"
-                   else sparse_collection(args.seed))
+    runs, qrels = read_audit_collection(args.collection, args.data, args.seed)
     setting = circular_setting(runs, qrels, args.depth, args.inflation)
     judge = (circular(setting.truth, setting.pool, setting.favoured, setting.k)
              if args.judge == "circular"
