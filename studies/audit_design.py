@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -55,7 +54,7 @@ from sampleval.selection import METHODS, Budget
 from sampleval.selection.audit_neyman import ap_influence
 from sampleval.selection.strata import StratifiedSelector
 from sampleval.simulation.predictors import circular, flipped
-from studies._cli import DEFAULT_DATA
+from studies._cli import add_data_arguments
 from studies.audit_power import (
     COLLECTIONS,
     POWER,
@@ -172,13 +171,8 @@ def share_for_power(table: pd.DataFrame, inflation: float, runs: int, topics: in
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--depth", type=int, default=100,
-                        help="pool depth: each run's top DEPTH documents (default 100)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="the sparse collection's seed (default 0, as studies.audit_power)")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
-                        help="the trec-covid directory with round5/runs and qrels/ "
-                             "(default ../shared/data/trec-covid beside the repository)")
+    add_data_arguments(parser, "the sparse collection's seed (default 0, as "
+                               "studies.audit_power)")
     parser.add_argument("--collection", choices=COLLECTIONS, default="round5",
                         help="round5, round5-rel2 (grade 2 the only relevant one) or sparse "
                              "(synthetic, seeded by --seed); default round5")

@@ -4,6 +4,7 @@ document's influence on the runs' relative AP, from the machine's labels (issue 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from sampleval.estimation.audit import audit
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.selection.audit_neyman import ap_influence
+from sampleval.selection.strata import StratifiedSelector
 
 
 def _pair_sum_ap(y: np.ndarray, ranking: np.ndarray) -> np.ndarray:
@@ -72,11 +74,9 @@ def _setting(seed: int = 5, n_topics: int = 4) -> tuple[list[Run], Pool, Qrels, 
     return runs, pool, qrels, machine
 
 
-def _inclusion(selector: object, tp: object, budget: int) -> np.ndarray:
-    layout = selector._layout(tp, budget)  # type: ignore[attr-defined]
-    sizes = np.bincount(layout.codes, minlength=len(layout.labels))
-    pi = np.divide(layout.counts, sizes, out=np.zeros(len(sizes)), where=sizes > 0)
-    return pi[layout.codes]
+def _inclusion(selector: StratifiedSelector, topic: str) -> np.ndarray:
+    """Every pooled document's pi_i under the selector's planned sample (pool order)."""
+    return selector.proposal_design(topic, list(selector.pool.docnos_of(topic)))[1]
 
 
 def test_inclusion_probabilities_spend_the_budget_and_reach_every_document() -> None:
@@ -85,16 +85,16 @@ def test_inclusion_probabilities_spend_the_budget_and_reach_every_document() -> 
     likely than under ``stratified``."""
     _, pool, _, machine = _setting()
     for budget in (12, 30, 80):
-        ours = METHODS["audit-neyman"](pool, Budget(count=budget), np.random.default_rng(0),
+        ours: Any = METHODS["audit-neyman"](pool, Budget(count=budget), np.random.default_rng(0),
                                        predictions=machine)
-        theirs = METHODS["stratified"](pool, Budget(count=budget), np.random.default_rng(0))
+        theirs: Any = METHODS["stratified"](pool, Budget(count=budget), np.random.default_rng(0))
         for tp in pool:
-            pi = _inclusion(ours, tp, budget)
+            pi = _inclusion(ours, tp.topic)
             assert pi.sum() == pytest.approx(budget)
             assert (pi > 0).all() and (pi <= 1).all()
             if budget == 30:
                 top = tp.ranking[0, :3]
-                assert pi[top].mean() > _inclusion(theirs, tp, budget)[top].mean()
+                assert pi[top].mean() > _inclusion(theirs, tp.topic)[top].mean()
 
 
 def test_needs_the_machine_labels() -> None:
