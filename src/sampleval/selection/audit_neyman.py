@@ -15,8 +15,8 @@ under independent inclusion,
 
 which sum_i pi_i = n minimises at pi_i proportional to
 size_i = sqrt(E(y_i) sum_r (a_ri - mean_s a_si)^2) (a Lagrange multiplier; Cochran,
-Sampling Techniques, 1977, sec. 5.5 for strata, Sarndal, Swensson & Wretman, Model
-Assisted Survey Sampling, 1992, sec. 3.6.4 and ch. 12 for pi_i proportional to the
+Sampling Techniques, 1977, sec. 5.5 for strata; Sarndal, Swensson & Wretman, Model
+Assisted Survey Sampling, 1992, ch. 12 for pi_i proportional to the
 spread). The design knows neither y nor a before anyone judges; it takes both from the
 machine's labels, which it has for every pooled document: a_ri from the machine's labels
 as if they were the truth, and E(y_i) = 1 - ``disagree`` where the machine calls i
