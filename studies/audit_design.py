@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -120,8 +121,8 @@ def design_sd(pool: Pool, truth: pd.DataFrame, judge: pd.DataFrame, methods: Seq
     for rate in rates:
         for method in methods:
             declared = {p.name for p in METHODS[method].parameters}
-            given: dict[str, object] = {k: v for k, v in (params or {}).items()
-                                        if k in declared}
+            given: dict[str, Any] = {k: v for k, v in (params or {}).items()
+                                     if k in declared}
             if METHODS[method].uses_predictions(given):
                 given["predictions"] = predictions
             selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(0),
