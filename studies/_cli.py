@@ -22,14 +22,18 @@ def simulation_parser(doc: str, trials: int) -> argparse.ArgumentParser:
                         help=f"simulated judging campaigns (default {trials})")
     parser.add_argument("--rate", type=float, default=0.1,
                         help="budget per topic, as a share of its pool (default 0.1)")
+    add_data_arguments(parser, "seed of the first trial; trial i uses SEED + i (default 0)")
+    return parser
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, seed_help: str) -> None:
+    """--depth, --seed (described by ``seed_help``) and --data."""
     parser.add_argument("--depth", type=int, default=100,
                         help="pool depth: each run's top DEPTH documents (default 100)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the first trial; trial i uses SEED + i (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help=seed_help)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="the trec-covid directory with round5/runs and qrels/ "
                              "(default ../shared/data/trec-covid beside the repository)")
-    return parser
 
 
 def read_round5(data: Path) -> tuple[list[Run], Qrels]:

@@ -1,13 +1,14 @@
 """How well ``sampleval audit`` finds a machine judge that favours a run, and how honest the
 rank intervals are, by simulation (issue 31).
 
-    python -m studies.audit_power [--collection round5|sparse] [--trials 200]
-        [--rate 0.05] [--method stratified|audit|...] [--inflation 0.03] [--ppi]
+    python -m studies.audit_power [--collection round5|sparse|round5-rel2] [--trials 200]
+        [--rate 0.05] [--method stratified|audit|audit-neyman|...] [--inflation 0.03] [--ppi]
         [--ppi-measure 'AP~ppi(bias=taylor)'] [--output F.csv] [--top-cost 1,3,10]
 
 The truth is a collection judged in full (TREC-COVID round 5: the depth-``--depth`` pool of
-its 126 runs with the round-5 qrels, unjudged = not relevant; or ``sparse``: a synthetic
-collection of 40 runs and 50 topics with 1% of the documents relevant,
+its 126 runs with the round-5 qrels, unjudged = not relevant; ``round5-rel2``: the same with
+grade 2 the only relevant one, :func:`studies._cli.read_collection`; or ``sparse``: a
+synthetic collection of 40 runs and 50 topics with 1% of the documents relevant,
 :func:`sampleval.datasets.synthetic.make_collection`). Two machine judges label the whole pool:
 
 - ``perfect``: the true grades (every run's true bias is 0: any flag is a false alarm);
@@ -47,6 +48,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -70,13 +72,24 @@ from sampleval.estimation.ranks import covers_ranks, rank_intervals
 from sampleval.measures.evaluation import evaluate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.predictors import circular, median_run, pool_truth
-from studies._cli import read_round5, simulation_parser
+from studies._cli import read_collection, read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic
 from studies.compare_accuracy import pool_truth as judged_in_full
 
 K_CHOICES = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50)
 MEASURE = "AP~ht"
 PPI = "AP~ppi"
+
+
+COLLECTIONS = ("round5", "sparse", "round5-rel2")
+"""The collections the audit studies simulate on (the module docstring)."""
+
+
+def read_audit_collection(name: str, data: Path, seed: int) -> tuple[list[Run], Qrels]:
+    """The runs and qrels of collection ``name`` (:data:`COLLECTIONS`)."""
+    if name == "sparse":
+        return sparse_collection(seed)
+    return read_round5(data) if name == "round5" else read_collection(name, data)
 
 
 def sparse_collection(seed: int) -> tuple[list[Run], Qrels]:
@@ -308,6 +321,14 @@ POWER = 0.8
 """The power the issue's target asks for (:func:`attainable`)."""
 
 
+def critical(runs: int, topics: int, alpha: float = 0.05) -> float:
+    """The critical value of Holm's first test over ``runs`` runs: two-sided at alpha/R on t
+    with T - 1 degrees of freedom (T = ``topics``)."""
+    from scipy import stats
+
+    return float(stats.t(max(topics - 1, 1)).ppf(1 - alpha / (2 * runs)))
+
+
 def attainable(inflation: float, sd: float, runs: int, topics: int, rate: float,
                alpha: float = 0.05) -> tuple[float, float]:
     """What a sample can detect, by the normal approximation: the favoured run is the one
@@ -319,8 +340,7 @@ def attainable(inflation: float, sd: float, runs: int, topics: int, rate: float,
     rate/(1 - rate), ``sd`` measured at ``rate``."""
     from scipy import stats
 
-    critical = float(stats.t(max(topics - 1, 1)).ppf(1 - alpha / (2 * runs)))
-    needed = inflation / (critical + float(stats.norm.ppf(POWER)))
+    needed = inflation / (critical(runs, topics, alpha) + float(stats.norm.ppf(POWER)))
     odds = (1 - rate) / rate * (needed / sd) ** 2 if sd > 0 else np.inf
     return needed, 1.0 / (1.0 + odds)
 
@@ -434,7 +454,9 @@ def parse_paths(parser: argparse.ArgumentParser, text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = simulation_parser(__doc__ or "", trials=200)
     parser.set_defaults(rate=0.05)
-    parser.add_argument("--collection", choices=("round5", "sparse"), default="round5")
+    parser.add_argument("--collection", choices=COLLECTIONS, default="round5",
+                        help="round5, round5-rel2 (grade 2 the only relevant one) or sparse "
+                             "(synthetic, seeded by --seed); default round5")
     parser.add_argument("--inflation", type=float, default=0.03,
                         help="the circular judge's relative inflation of the favoured run's "
                              "AP to reach (default 0.03)")
@@ -459,8 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "certainty costs per topic, against the pool (no simulation)")
     args = parser.parse_args(argv)
     paths = parse_paths(parser, args.paths)
-    runs, qrels = (read_round5(args.data) if args.collection == "round5"
-                   else sparse_collection(args.seed))
+    runs, qrels = read_audit_collection(args.collection, args.data, args.seed)
     if args.top_cost:
         ks = [int(k) for k in args.top_cost.split(",")]
         cost = top_cost(Pool.from_runs(runs, depth=args.depth, qrels=qrels), ks)

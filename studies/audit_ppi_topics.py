@@ -1,6 +1,6 @@
 """Why AP~ppi's standard errors are too small with a circular judge, per topic (issue 31).
 
-    python -m studies.audit_ppi_topics [--collection round5|sparse] [--trials 40]
+    python -m studies.audit_ppi_topics [--collection round5|sparse|round5-rel2] [--trials 40]
         [--measure 'AP~ppi(bias=taylor)'] [--output F.pkl]
 
 The setting of :mod:`studies.audit_power` (the collection judged in full, the circular judge
@@ -33,8 +33,8 @@ from sampleval.estimation.audit import SAMPLE_DEPTH, _aligned
 from sampleval.estimation.family import FAMILIES
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.predictors import circular
-from studies._cli import read_round5, simulation_parser
-from studies.audit_power import circular_setting, sparse_collection
+from studies._cli import simulation_parser
+from studies.audit_power import COLLECTIONS, circular_setting, read_audit_collection
 
 
 def measure_topics(runs: list[Run], qrels: Qrels, *, rate: float, depth: int, trials: int,
@@ -114,14 +114,13 @@ def decompose(rows: pd.DataFrame, favoured: int) -> dict[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = simulation_parser(__doc__ or "", trials=40)
     parser.set_defaults(rate=0.05)
-    parser.add_argument("--collection", choices=("round5", "sparse"), default="round5")
+    parser.add_argument("--collection", choices=COLLECTIONS, default="round5")
     parser.add_argument("--measure", default="AP~ppi(bias=taylor)",
                         help="the prediction-powered estimator, options included (default "
                              "'AP~ppi(bias=taylor)')")
     parser.add_argument("--output", help="write the per-topic rows to this pickle")
     args = parser.parse_args(argv)
-    runs, qrels = (read_round5(args.data) if args.collection == "round5"
-                   else sparse_collection(args.seed))
+    runs, qrels = read_audit_collection(args.collection, args.data, args.seed)
     rows, favoured = measure_topics(runs, qrels, rate=args.rate, depth=args.depth,
                                     trials=args.trials, seed=args.seed, measure=args.measure)
     if args.output:

@@ -1,7 +1,7 @@
 """What a sample can detect: the audit's relative bias per sample side, its spread over
 samples against the variances estimated from one sample (issue 31).
 
-    python -m studies.audit_variance [--collection round5|sparse] [--trials 30]
+    python -m studies.audit_variance [--collection round5|sparse|round5-rel2] [--trials 30]
         [--start 0] [--rate 0.05] [--method stratified] [--paths control,plain,ppi]
         [--output DIR] [--summarise]
 
@@ -56,15 +56,16 @@ from sampleval.estimation.audit import (
 from sampleval.estimation.compare import adjust
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.predictors import circular, median_run, pool_truth
-from studies._cli import read_round5, simulation_parser
+from studies._cli import simulation_parser
 from studies.audit_power import (
+    COLLECTIONS,
     MEASURE,
     PATHS,
     PPI,
     attainable,
     choose_k,
     parse_paths,
-    sparse_collection,
+    read_audit_collection,
 )
 from studies.compare_accuracy import exact_per_topic
 from studies.compare_accuracy import pool_truth as judged_in_full
@@ -178,7 +179,7 @@ def summarise(files: Sequence[Path], rate: float) -> pd.DataFrame:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = simulation_parser(__doc__ or "", trials=30)
     parser.set_defaults(rate=0.05)
-    parser.add_argument("--collection", choices=("round5", "sparse"), default="round5")
+    parser.add_argument("--collection", choices=COLLECTIONS, default="round5")
     parser.add_argument("--method", choices=sorted(METHODS), default="stratified",
                         metavar="METHOD",
                         help="the selection method of the human sample (default stratified)")
@@ -198,8 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = parse_paths(parser, args.paths)
     name = f"{args.collection}-{args.method}-{args.rate:g}"
     if not args.summarise:
-        runs, qrels = (read_round5(args.data) if args.collection == "round5"
-                       else sparse_collection(args.seed))
+        runs, qrels = read_audit_collection(args.collection, args.data, args.seed)
         simulate_trials(list(runs), qrels, rate=args.rate, depth=args.depth,
                         trials=range(args.start, args.start + args.trials), seed=args.seed, method=args.method, paths=paths,
                         output=args.output, name=name)
