@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, text
 
-from sampleval.campaign import group_commit
 from sampleval.campaign.group_commit import GroupCommit
 from sampleval.campaign.store import Store
 
@@ -41,7 +40,7 @@ class Flushes:
         self.committed: list[int] = []
         self.seen: list[list[int]] = []
         self._real = os.fdatasync
-        monkeypatch.setattr(group_commit.os, "fdatasync", self)
+        monkeypatch.setattr(os, "fdatasync", self)
 
     def __call__(self, descriptor: int) -> None:
         self.files.append(os.readlink(f"/proc/self/fd/{descriptor}"))
@@ -94,7 +93,7 @@ def test_a_failed_flush_fails_the_writes_it_was_to_answer(
     def fdatasync(descriptor: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(group_commit.os, "fdatasync", fdatasync)
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
     writes = GroupCommit(store, lambda connection, records: records)
     try:
         with pytest.raises(OSError, match="Input/output"):

@@ -30,18 +30,16 @@ retry store it once). On PostgreSQL the server flushes inside the commit, as bef
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import suppress
-from pathlib import Path
 from typing import Generic, TypeVar
 
 from sqlalchemy import Connection
 
-from sampleval.campaign.store import Store
+from sampleval.campaign.store import Store, flush_file
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -198,23 +196,3 @@ def _take(waiting: queue.SimpleQueue[T | None], most: int | None = None
 def _answer(outcomes: list[Outcome[T]]) -> None:
     for done, result in outcomes:
         done.set_result(result)
-
-
-def flush_file(path: Path, known: int | None = None) -> int:
-    """Flush ``path``'s written data to disk (``fdatasync``) and, unless it is the file
-    ``known`` (an inode number: one whose directory entry a flush already saved), its
-    directory too, so that a file just created is found after a crash. Returns the file's
-    inode number."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(descriptor)
-        inode = os.fstat(descriptor).st_ino
-    finally:
-        os.close(descriptor)
-    if inode != known:
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-    return inode
