@@ -84,6 +84,8 @@ def test_an_answer_waits_for_a_wal_flush_begun_after_its_commit(
         writes.close()
     assert [Path(f).name for f in flushes.files] == ["gc.db-wal", "gc.db-wal"]
     assert flushes.seen[1] == [1, 2]  # the second flush began after the second commit
+    # counted (the load benchmark's transactions/j and flushes/j)
+    assert writes.counts() == {"writes": 2, "transactions": 2, "flushes": 2}
     with store.engine.connect() as pooled:  # the writer's connection, back in the pool
         assert pooled.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL again
 
@@ -111,6 +113,7 @@ def test_postgresql_and_memory_stores_flush_in_the_commit() -> None:
         writes = GroupCommit(memory, lambda connection, records: records)
         assert writes.submit(3) == 3
         writes.close()
+        assert writes.counts() == {"writes": 1, "transactions": 1, "flushes": 1}
     finally:
         memory.close()
 
@@ -149,3 +152,35 @@ def test_the_next_flush_waits_for_the_writes_queued_before_the_last_one_ended(
         release.set()
         slow.set()
         writes.close()
+
+
+def test_writes_queued_during_a_flush_share_one_transaction(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a flush is under way the writer commits once; the writes queued after that
+    wait for the flush's end and go in one transaction (before: one each, 5 transactions
+    for 5 writes queued apart)."""
+    flushes = Flushes(monkeypatch, held=1)
+    release, committed = flushes.release, flushes.committed
+    groups: list[list[int]] = []
+
+    def apply(connection: Connection, records: list[int]) -> list[int]:
+        groups.append(list(records))
+        committed.extend(records)
+        return records
+
+    writes = GroupCommit(store, apply)
+    try:
+        futures = [writes.enqueue(1)]
+        assert flushes.began.wait(10)
+        for record in (2, 3, 4, 5):  # queued apart, during the first flush
+            futures.append(writes.enqueue(record))
+            threading.Event().wait(0.05)
+        assert committed == [1, 2]  # the first commit during the flush; the rest wait
+        release.set()
+        assert [f.result(10) for f in futures] == [1, 2, 3, 4, 5]
+    finally:
+        release.set()
+        writes.close()
+    assert groups == [[1], [2], [3, 4, 5]]
+    assert writes.counts() == {"writes": 5, "transactions": 3, "flushes": 2}
+    assert flushes.seen == [[1], [1, 2, 3, 4, 5]]

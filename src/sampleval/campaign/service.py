@@ -360,6 +360,11 @@ class CampaignService:
     def close(self) -> None:
         self._writer.close()
 
+    def write_counts(self) -> dict[str, int]:
+        """The group commit's writes (judgments, leases, batches), transactions and WAL
+        flushes since the server started (:meth:`.GroupCommit.counts`)."""
+        return self._writer.counts()
+
     # -- who is asking --------------------------------------------------------------------
 
     def person_by_token(self, token: str) -> Person | None:
