@@ -87,18 +87,23 @@ def _rows(store: Store) -> dict[str, list[str]]:
         ).mappings()) for n in names}
 
 
+def _judge_some(store: Store, method: str, judgments: int) -> None:
+    """A campaign ``c`` of ``method`` on the tests' collection, two assessors (topics 1 and
+    2), ``judgments`` made in turn (their next documents leased)."""
+    c = collection()
+    create_campaign(store, Design("c", method, Budget(12), depth=30, seed=5,
+                                  grades=tuple(parse_grades("0,1,2"))), c.runs)
+    tokens = [add_person(store, "c", f"a{i}", [qid])[0] for i, qid in enumerate(["1", "2"])]
+    assert judge_in_turn(store, tokens, c.oracle, seed=3, limit=judgments) == judgments
+
+
 def test_revision_0005_keeps_every_row_both_ways(store_url: str) -> None:
     """Revision 0005 (the unused indexes dropped; on SQLite ``leases`` without rowid,
     ``selector_states`` with its state last) and its downgrade keep every row, leases and
     selector states included."""
-    c = collection()
     store = Store(store_url)
     try:
-        create_campaign(store, Design("c", "mtf", Budget(12), depth=30, seed=5,
-                                      grades=tuple(parse_grades("0,1,2"))), c.runs)
-        tokens = [add_person(store, "c", f"a{i}", [qid])[0]
-                  for i, qid in enumerate(["1", "2"])]
-        assert judge_in_turn(store, tokens, c.oracle, seed=3, limit=9) == 9
+        _judge_some(store, "mtf", 9)
         before = _rows(store)
         assert len(before["leases"]) >= 2 and before["selector_states"]
         migrate(store.engine, "0004")
@@ -129,14 +134,9 @@ def _lease_key(row: str) -> str:
 def test_revision_0006_keeps_leases_in_force_to_the_second(store_url: str) -> None:
     """Revision 0006: a lease's end in whole seconds, rounded up, and back; the leases of
     documents judged since (a standing judgment) deleted, the others kept."""
-    c = collection()
     store = Store(store_url)
     try:
-        create_campaign(store, Design("c", "strata", Budget(12), depth=30, seed=5,
-                                      grades=tuple(parse_grades("0,1,2"))), c.runs)
-        tokens = [add_person(store, "c", f"a{i}", [qid])[0]
-                  for i, qid in enumerate(["1", "2"])]
-        assert judge_in_turn(store, tokens, c.oracle, seed=3, limit=4) == 4
+        _judge_some(store, "strata", 4)
         migrate(store.engine, "0005")
         with store.engine.begin() as connection:
             judged = connection.execute(text(
