@@ -14,6 +14,9 @@ Revises: 0005
 
 from __future__ import annotations
 
+from typing import Any
+
+import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
@@ -30,8 +33,8 @@ def upgrade() -> None:
     op.execute(_JUDGED)
     if op.get_bind().dialect.name == "sqlite":
         # 'YYYY-MM-DD HH:MM:SS.ffffff' (UTC): whole seconds, plus one when a fraction
-        _rebuild_leases("BIGINT", "CAST(strftime('%s', expires_at) AS INTEGER) "
-                                  "+ (CAST(substr(expires_at, 21) AS INTEGER) > 0)")
+        _rebuild_leases(sa.BigInteger(), "CAST(strftime('%s', expires_at) AS INTEGER) "
+                                         "+ (CAST(substr(expires_at, 21) AS INTEGER) > 0)")
     else:
         op.execute("ALTER TABLE leases ALTER COLUMN expires_at TYPE bigint "
                    "USING ceil(extract(epoch FROM expires_at))::bigint")
@@ -39,21 +42,25 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        _rebuild_leases("DATETIME", "strftime('%Y-%m-%d %H:%M:%S.000000', expires_at, "
-                                    "'unixepoch')")
+        _rebuild_leases(sa.DateTime(timezone=True),
+                        "strftime('%Y-%m-%d %H:%M:%S.000000', expires_at, 'unixepoch')")
     else:
         op.execute("ALTER TABLE leases ALTER COLUMN expires_at TYPE timestamp with time zone "
                    "USING to_timestamp(expires_at)")
 
 
-def _rebuild_leases(kind: str, value: str) -> None:
+def _rebuild_leases(kind: Any, value: str) -> None:
     """``leases`` (as revision 0005 made it on SQLite: without rowid) with ``expires_at``
     of type ``kind``, each row's set to the SQL expression ``value`` of the old one."""
-    op.execute("CREATE TABLE leases_new (item_id INTEGER NOT NULL REFERENCES items (id) "
-               "ON DELETE CASCADE, assessor_id INTEGER NOT NULL REFERENCES assessors (id) "
-               f"ON DELETE CASCADE, expires_at {kind} NOT NULL, "
-               "PRIMARY KEY (item_id, assessor_id)) WITHOUT ROWID")
+    op.create_table(
+        "leases_new",
+        sa.Column("item_id", sa.Integer(), sa.ForeignKey("items.id", ondelete="CASCADE"),
+                  primary_key=True),
+        sa.Column("assessor_id", sa.Integer(),
+                  sa.ForeignKey("assessors.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column("expires_at", kind, nullable=False),
+        sqlite_with_rowid=False)
     op.execute("INSERT INTO leases_new (item_id, assessor_id, expires_at) "
                f"SELECT item_id, assessor_id, {value} FROM leases")
-    op.execute("DROP TABLE leases")
-    op.execute("ALTER TABLE leases_new RENAME TO leases")
+    op.drop_table("leases")
+    op.rename_table("leases_new", "leases")
