@@ -152,7 +152,7 @@ def main() -> int:
                    "wait ms/j", "retries",
                    "naive commits/s",
                    "ratio", "floor: commit ms p50/p99/max", "wake ms p50/p99/max",
-                   "server wrote KiB/j", "WAL at end MiB"):
+                   "server wrote KiB/j", "WAL at end MiB", "transactions/j", "flushes/j"):
         table.add_column(column, justify="left" if column == "store" else "right")
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
@@ -174,12 +174,12 @@ def main() -> int:
                            else f"sqlite:///{tmp}/load{n}.db")
                     naive = naive_commits(url)
                     store = Store(url)
-                    teams = {}
+                    teams, organisers = {}, {}
                     for run in kinds:
-                        create_campaign(store, Design(run, args.method, Budget(budget),
-                                                      depth=100, seed=args.seed,
-                                                      grades=tuple(parse_grades("0,1,2"))),
-                                        runs)
+                        organisers[run] = create_campaign(
+                            store, Design(run, args.method, Budget(budget), depth=100,
+                                          seed=args.seed, grades=tuple(parse_grades("0,1,2"))),
+                            runs)
                         teams[run] = oracle_assessors(store, run, n)
                     store.close()
                     with ServerProcess(url, log=Path(tmp) / f"{store_kind}{n}.log") as server:
@@ -190,6 +190,7 @@ def main() -> int:
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
                             wrote = proc_io(server.process.pid, "write_bytes")
+                            counted = write_counts(server.url, run, organisers[run])
                             dumps = Path(f"{args.stall_dump}-{store_kind}-{n}-{run}.txt")
                             with (floor_beside(Path(tmp), args.server_nice) as floor,
                                   stall_watch(server.process.pid, dumps)):
@@ -201,6 +202,11 @@ def main() -> int:
                                               f"are in {dumps}")
                             after = scheduled(server.process.pid)
                             wrote = proc_io(server.process.pid, "write_bytes") - wrote
+                            counted = {k: v - counted[k] for k, v in write_counts(
+                                server.url, run, organisers[run]).items()}
+                            shares = [f"{counted[k] / max(report.judgments, 1):.3f}"
+                                      if k in counted
+                                      else "n/a" for k in ("transactions", "flushes")]
                             cpu, wait = used(before, after)
                             worker, _ = used(before, {k: v for k, v in after.items()
                                                       if k[0] != server.process.pid})
@@ -219,7 +225,7 @@ def main() -> int:
                                           f"{naive:.0f}", f"{rate / naive:.1f}x",
                                           _spread(floor.commits), _spread(floor.wakes),
                                           f"{wrote / 1024 / max(report.judgments, 1):.1f}",
-                                          _wal_size(url))
+                                          _wal_size(url), *shares)
                             results[store_kind, n, run] = (rate, p99)
                             floors[store_kind, n, run] = floor
                         if spy is not None:
@@ -345,6 +351,18 @@ def stall_watch(pid: int, out: Path, seconds: float = STALL_SECONDS) -> Iterator
     finally:
         stop.set()
         watcher.join()
+
+
+def write_counts(url: str, campaign: str, token: str) -> dict[str, int]:
+    """The server's group-commit counters (writes, transactions, WAL flushes since it
+    started: ``server_writes`` of the campaign's status, read as its organiser)."""
+    import httpx
+
+    answer = httpx.get(f"{url}/api/campaigns/{campaign}/status", timeout=60,
+                       headers={"Authorization": f"Bearer {token}"})
+    answer.raise_for_status()
+    counts: dict[str, int] = answer.json().get("server_writes", {})  # ({}: an older server)
+    return counts
 
 
 def _wal_size(url: str) -> str:

@@ -232,6 +232,7 @@ def status(campaign: CampaignName, request: Request,
                       "stale_since": found.stale_since},
         "target": found.confidence,
         "stopped": found.campaign.stopped, "stopped_at": found.stopped_at,
+        "server_writes": service_of(request).write_counts(),
     }
 
 

@@ -19,7 +19,12 @@ caller waits for the flush that starts once that flush ends, not for a flush que
 the statements of its transaction. That next flush starts as soon as the writes queued
 before the previous flush ended are committed (at once, when the writing thread kept up),
 with everything committed by then; so no write waits for more than the flush under way
-when it was queued and the next one. Durability is the same as SQLite's
+when it was queued and the next one. While a flush is under way the writing thread commits
+once: the writes queued after that commit wait for the flush's end and are committed
+together, in one transaction, before the next flush (which waits for them either way).
+So a slow flush gathers the writes queued during it into two transactions, not one each:
+fewer pages written, since the writes of one transaction share the pages they change
+(a judgment's lease, the judgments table's last page, ...). Durability is the same as SQLite's
 ``synchronous=FULL`` (which flushes the WAL at each commit): nothing is answered before a
 flush that began after its commit. One thing differs: other connections may read a commit
 in the moment between it and its flush (with ``FULL`` they saw it once flushed), so a read
@@ -30,18 +35,16 @@ retry store it once). On PostgreSQL the server flushes inside the commit, as bef
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import suppress
-from pathlib import Path
 from typing import Generic, TypeVar
 
 from sqlalchemy import Connection
 
-from sampleval.campaign.store import Store
+from sampleval.campaign.store import Store, flush_file
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -70,6 +73,18 @@ class GroupCommit(Generic[R, T]):
         """Records queued so far."""
         self._handled = 0
         """Records committed (or failed) so far, the first ``_handled`` of those queued."""
+        self._flushing = False
+        """Whether the flushing thread is flushing (guarded by ``_counted``)."""
+        self.transactions = 0
+        """Transactions committed so far (each one commit: a group, or a record retried
+        alone)."""
+        self.flushes = 0
+        """Flushes of the WAL so far (one per transaction where the commit flushes)."""
+
+    def counts(self) -> dict[str, int]:
+        """Records committed (or failed), transactions and WAL flushes so far."""
+        return {"writes": self._handled, "transactions": self.transactions,
+                "flushes": self.flushes}
 
     def submit(self, record: R) -> T:
         """Write ``record``; return its result once committed (or raise its error)."""
@@ -121,6 +136,8 @@ class GroupCommit(Generic[R, T]):
                 with self._counted:
                     self._handled += len(batch)
                     self._counted.notify_all()
+                    while self._flushing and not stop:  # one commit per flush under way
+                        self._counted.wait()
             if stop:
                 return
 
@@ -138,8 +155,10 @@ class GroupCommit(Generic[R, T]):
                 for one in batch:
                     self._write([one])
             return
+        self.transactions += 1
         outcomes = [(done, result) for (_, done), result in zip(batch, results, strict=True)]
         if self.wal is None:
+            self.flushes += 1
             _answer(outcomes)
         else:
             self._written.put(outcomes)
@@ -154,14 +173,21 @@ class GroupCommit(Generic[R, T]):
             outcomes = [outcome for batch in batches for outcome in batch]
             if not outcomes:
                 return
+            with self._counted:
+                self._flushing = True
             try:
                 assert self.wal is not None
                 flushed = flush_file(self.wal, flushed)
+                self.flushes += 1
             except BaseException as exc:
                 for done, _ in outcomes:
                     done.set_exception(exc)
             else:
                 _answer(outcomes)
+            finally:
+                with self._counted:
+                    self._flushing = False
+                    self._counted.notify_all()
             if stop:
                 return
             with self._counted:
@@ -198,23 +224,3 @@ def _take(waiting: queue.SimpleQueue[T | None], most: int | None = None
 def _answer(outcomes: list[Outcome[T]]) -> None:
     for done, result in outcomes:
         done.set_result(result)
-
-
-def flush_file(path: Path, known: int | None = None) -> int:
-    """Flush ``path``'s written data to disk (``fdatasync``) and, unless it is the file
-    ``known`` (an inode number: one whose directory entry a flush already saved), its
-    directory too, so that a file just created is found after a crash. Returns the file's
-    inode number."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(descriptor)
-        inode = os.fstat(descriptor).st_ino
-    finally:
-        os.close(descriptor)
-    if inode != known:
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-    return inode

@@ -20,11 +20,15 @@ One database holds any number of campaigns; every other row belongs to exactly o
   selector observed (set when the batch was handed to ``observe``);
 - ``judgments``: every judgment ever made, never updated except to mark it retracted (undo);
   each has the client's idempotency key, unique within the campaign;
-- ``leases``: each document offered to an assessor (item, assessor) with the moment its
-  lease ends, so that a restarted server hands no leased document to a second assessor and
-  accepts a judgment only of a document offered to its assessor (on SQLite a table
-  ``WITHOUT ROWID``: the row lives in its primary key's b-tree, so a lease written with a
-  judgment changes one page, not a table's and its key's);
+- ``leases``: each document offered to an assessor (item, assessor) and not judged by them
+  since, with the moment its lease ends, so that a restarted server hands no leased
+  document to a second assessor and accepts a judgment only of a document offered to its
+  assessor (on SQLite a table ``WITHOUT ROWID``: the row lives in its primary key's b-tree,
+  so a lease written with a judgment changes one page, not a table's and its key's); the
+  judgment's transaction deletes its document's lease (an undo writes one again), and the
+  end is whole seconds since the epoch (some 12 bytes a row), so the table holds the leases
+  in force in a page or two, which the lease a judgment writes and the one it ends share,
+  rather than a row per judgment ever made, split again and again (revision 0006);
 - ``selector_states``: the selector's ``state()`` (its random generator included) after the
   latest batch, with a version counting the batches handed out; for a method whose state
   splits by topic (``Selector.splits_state``) each topic's part as saved with its latest
@@ -48,6 +52,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     Float,
     ForeignKey,
@@ -196,7 +201,8 @@ class Lease(Base):
                                          primary_key=True)
     assessor_id: Mapped[int] = mapped_column(ForeignKey("assessors.id", ondelete="CASCADE"),
                                              primary_key=True)
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[int] = mapped_column(BigInteger)
+    """When the lease ends: whole seconds since the epoch, rounded up (revision 0006)."""
 
 
 class TopicSelectorState(Base):

@@ -52,6 +52,7 @@ is always taken before the runtime's.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -114,6 +115,8 @@ def _upserts(table: Any, keys: tuple[str, ...], column: str) -> dict[str, Any]:
 
 
 _UPSERT_LEASE = _upserts(m.LEASES, ("item_id", "assessor_id"), "expires_at")
+_END_LEASE = delete(m.LEASES).where(m.LEASES.c.item_id == bindparam("item"),
+                                    m.LEASES.c.assessor_id == bindparam("person"))
 _LATEST = (select(m.JUDGMENTS.c.item_id, m.JUDGMENTS.c.label)
            .where(m.JUDGMENTS.c.item_id.in_(bindparam("items", expanding=True)),
                   m.JUDGMENTS.c.retracted_at.is_(None))
@@ -357,6 +360,11 @@ class CampaignService:
     def close(self) -> None:
         self._writer.close()
 
+    def write_counts(self) -> dict[str, int]:
+        """The group commit's writes (judgments, leases, batches), transactions and WAL
+        flushes since the server started (:meth:`.GroupCommit.counts`)."""
+        return self._writer.counts()
+
     # -- who is asking --------------------------------------------------------------------
 
     def person_by_token(self, token: str) -> Person | None:
@@ -450,7 +458,7 @@ class CampaignService:
                     .join(m.Item).join(m.Topic).where(m.Topic.campaign_id == info.id)):
                 state, docno = items[item_id]
                 if person_id not in state.judges.get(docno, ()):
-                    state.leases.setdefault(docno, {})[person_id] = _aware(until).timestamp()
+                    state.leases.setdefault(docno, {})[person_id] = float(until)
             with_text = frozenset(session.scalars(select(m.Document.docno).where(
                 m.Document.campaign_id == info.id)))
         runtime = Runtime(info, selector, version, topics, stopped=info.stopped,
@@ -692,9 +700,12 @@ class CampaignService:
                if isinstance(r, _NewJudgment | _Judging)]
         judged = dict(zip(map(id, new), cls._store_judgments(session, new), strict=True))
 
-        def fresh(r: _Judging) -> bool:
-            outcome = judged[id(r.judgment)]
+        def stored(r: _NewJudgment) -> bool:
+            outcome = judged[id(r)]
             return isinstance(outcome, Judged) and not outcome.replayed
+
+        def fresh(r: _Judging) -> bool:
+            return stored(r.judgment)
 
         batches = cls._store_batches(session, [
             b for r in records
@@ -721,10 +732,17 @@ class CampaignService:
                         i for d, i, _ in written or () if d == r.lease.docno)
                     leases[item, r.lease.person] = r.lease.until
                 out.append((judged[id(r.judgment)], written))
+        # a judged document's lease ends with its judgment (the row would only be skipped
+        # on load): so the table holds the leases in force, a few pages that the lease
+        # written next shares, instead of growing by a row, and its splits, per judgment
+        ended = {(j.item_id, j.person.id) for j in new if stored(j)} - set(leases)
+        if ended:
+            session.execute(_END_LEASE, [{"item": item, "person": person}
+                                         for item, person in ended])
         if leases:
             session.execute(_UPSERT_LEASE[session.dialect.name], [
                 {"item_id": item, "assessor_id": person,
-                 "expires_at": datetime.fromtimestamp(until, UTC)}
+                 "expires_at": math.ceil(until)}
                 for (item, person), until in leases.items()])
         return out
 
@@ -793,7 +811,7 @@ class CampaignService:
                 m.Judgment.id != row.id)))
             session.execute(_UPSERT_LEASE[session.get_bind().dialect.name], {
                 "item_id": row.item_id, "assessor_id": person.id,
-                "expires_at": datetime.fromtimestamp(until, UTC)})
+                "expires_at": math.ceil(until)})
         state.judges[docno] = standing
         state.leases.setdefault(docno, {})[person.id] = until
         return Judged(row.key, docno, row.label, row.created_at, replayed=False), docno

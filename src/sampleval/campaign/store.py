@@ -13,7 +13,13 @@ migrated with foreign keys off, so that rebuilding a table deletes nothing).
 Writes go through :meth:`Store.write`: on SQLite a process-wide lock and ``BEGIN
 IMMEDIATE`` serialise writers without SQLite's busy-wait retries (other processes, such as
 a command run while the server runs, wait on the busy timeout); on PostgreSQL transactions
-run concurrently under row locks and unique constraints.
+run concurrently under row locks and unique constraints. A writer holds the process-wide
+lock for its statements only: it takes its connection from the pool before the lock (the
+pool's wait, up to 30 s when every connection is out, would otherwise hold up every other
+writer, the judgments among them), and on a SQLite file it commits without flushing the WAL
+(``synchronous=NORMAL``) and flushes it once the lock is let go, before returning, so that
+a slow flush of, say, the live estimates' save holds up no judgment (the judgments' group
+commit flushes apart the same way: :mod:`.group_commit`).
 
 Pages. A SQLite transaction writes every page it changes, whole, to the WAL (and a
 checkpoint writes it again into the database file), so what a judgment costs the disk is
@@ -51,6 +57,7 @@ holds one snapshot for ever (none of the server's) could keep the WAL growing.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -113,6 +120,8 @@ class Store:
         self.engine = _engine(self.url, autocheckpoint=not background, wal_bytes=wal_bytes)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._write_lock: Any = threading.Lock() if self.is_sqlite else None
+        self._flushed: int | None = None
+        """The WAL's inode once :meth:`write` has flushed its directory entry."""
         if migrate:
             from sampleval.campaign.schema import upgrade
 
@@ -175,15 +184,29 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        """A session whose transaction commits when the block ends (rolls back on error)."""
-        with self._write_lock or nullcontext(), self._sessions() as session:
-            session.connection(execution_options={"sv_write": True})
-            try:
-                yield session
-                session.commit()
-            except BaseException:
-                session.rollback()
-                raise
+        """A session whose transaction commits when the block ends (rolls back on error).
+
+        It holds the store's write lock (every other writer of the process, the judgments'
+        group commit among them, waits for it) only from ``BEGIN IMMEDIATE`` to the commit:
+        the connection is taken from the pool before (a wait for one holds up nobody), and
+        on a SQLite file the commit writes the WAL without flushing it, the flush
+        (:func:`flush_file`) coming once the lock is let go, before the block returns
+        (module docstring: writes). Durability as ``synchronous=FULL``."""
+        apart = self.wal is not None
+        connection = self.writer(flushed_apart=apart)
+        try:
+            with self._write_lock or nullcontext(), self._sessions(bind=connection) as session:
+                try:
+                    yield session
+                    session.commit()
+                except BaseException:
+                    session.rollback()
+                    raise
+            if apart:
+                assert self.wal is not None
+                self._flushed = flush_file(self.wal, self._flushed)
+        finally:
+            connection.close()
 
     def close(self) -> None:
         if self._checkpoints is not None:
@@ -298,3 +321,23 @@ def _engine(url: str, autocheckpoint: bool = True, wal_bytes: int = WAL_BYTES) -
         connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get("sv_write") else "BEGIN")
 
     return engine
+
+
+def flush_file(path: Path, known: int | None = None) -> int:
+    """Flush ``path``'s written data to disk (``fdatasync``) and, unless it is the file
+    ``known`` (an inode number: one whose directory entry a flush already saved), its
+    directory too, so that a file just created is found after a crash. Returns the file's
+    inode number."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(descriptor)
+        inode = os.fstat(descriptor).st_ino
+    finally:
+        os.close(descriptor)
+    if inode != known:
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    return inode
