@@ -216,6 +216,11 @@ class CliResult:
     stdout: str
     stderr: str
 
+    @property
+    def returncode(self) -> int:
+        """The exit code, as ``subprocess.CompletedProcess`` names it."""
+        return self.code
+
 
 def run_cli(*args: object) -> CliResult:
     """Run ``sampleval ARGS...`` in this process as the console script does (errors as one
