@@ -111,6 +111,12 @@ def toy_collection_files(directory: Path, n_docs: int) -> tuple[Path, Path]:
     return directory / "run.txt", directory / "qrels.txt"
 
 
+INNER_PYTEST = ("-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest",
+                "-p", "no:anyio")
+"""Options of a pytest run inside a test: no cache, and none of the plugins the suite's own
+tests need but the inner run's do not (their imports cost it about 2 s CPU)."""
+
+
 def plugin_env(directory: Path, module: str, source: str) -> dict[str, str]:
     """The environment of a ``sampleval`` process that loads ``source`` as the plugin module
     ``module`` (written to ``directory``, named in ``SAMPLEVAL_PLUGINS``)."""
