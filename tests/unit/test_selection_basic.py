@@ -284,7 +284,7 @@ def test_state_checks_its_method_and_pool(small: tuple[Pool, Oracle]) -> None:
 RESUME_SCRIPT = """
 import json, sys
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]).parent)]  # the module, its conftest
 from test_selection_basic import synthetic
 from sampleval.selection import METHODS, qrels_oracle, simulate
 pool, qrels = synthetic()
