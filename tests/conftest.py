@@ -7,7 +7,9 @@ pytrec_eval, ir_measures, sample_eval), ``montecarlo/`` (every test slow), ``cam
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import os
 import signal
 import sys
@@ -107,6 +109,12 @@ def toy_collection_files(directory: Path, n_docs: int) -> tuple[Path, Path]:
     (directory / "run.txt").write_text("\n".join(run_lines) + "\n")
     (directory / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
     return directory / "run.txt", directory / "qrels.txt"
+
+
+INNER_PYTEST = ("-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest",
+                "-p", "no:anyio")
+"""Options of a pytest run inside a test: no cache, and none of the plugins the suite's own
+tests need but the inner run's do not (their imports cost it about 2 s CPU)."""
 
 
 def plugin_env(directory: Path, module: str, source: str) -> dict[str, str]:
@@ -214,31 +222,39 @@ class CliResult:
     stdout: str
     stderr: str
 
+    @property
+    def returncode(self) -> int:
+        """The exit code, as ``subprocess.CompletedProcess`` names it."""
+        return self.code
 
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
-    """Run ``sampleval ARGS...`` in this process (as the console script does: errors as one
-    line and exit code 2, warnings as lines on stderr), without a new interpreter's start-up
-    cost; returns its exit code and output."""
+
+def run_cli(*args: object) -> CliResult:
+    """Run ``sampleval ARGS...`` in this process as the console script does (errors as one
+    line and exit code 2, warnings as lines on stderr: each shown, as a fresh process shows
+    it), without a new interpreter's start-up cost (imports, numba's cache: about 2 s CPU a
+    call); returns its exit code and output. Not thread-safe (it swaps ``sys.stdout``)."""
     from sampleval.cli import main
 
-    def invoke(*args: object) -> CliResult:
-        capsys.readouterr()
-        saved = sys.argv
-        sys.argv = ["sampleval", *map(str, args)]
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("always")
-                main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = saved
-        out = capsys.readouterr()
-        return CliResult(code, out.out, out.err)
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv
+    sys.argv = ["sampleval", *map(str, args)]
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(err):
+            warnings.simplefilter("always")
+            main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.argv = saved
+    return CliResult(code, out.getvalue(), err.getvalue())
 
-    return invoke
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    """:func:`run_cli`, for tests that take it as a fixture."""
+    return run_cli
 
 
 @pytest.fixture(scope="session")

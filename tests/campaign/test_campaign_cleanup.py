@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip("sqlalchemy")
 
 from campaign_support import alive, have_postgres, need
+from conftest import INNER_PYTEST
 
 pytestmark = pytest.mark.slow  # real processes: make test runs them, make check not
 
@@ -58,7 +59,7 @@ def test_nothing_outlives_a_test_run(mode: str, tmp_path: Path) -> None:
            "PYTHONPATH": os.pathsep.join([str(HERE.parent / "src"), str(HERE),
                                           os.environ.get("PYTHONPATH", "")])}
     run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "conftest",
-                            "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")],
+                            *INNER_PYTEST, str(tmp_path / "test_inner.py")],
                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT)
     try:

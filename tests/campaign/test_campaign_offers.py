@@ -235,7 +235,7 @@ def test_a_restart_hands_no_leased_document_to_a_second_assessor(store_url: str)
         return found
 
     try:
-        for restart in range(3):
+        for restart in range(1):  # one: a server that forgets its leases fails it
             first, second = team[restart], team[restart + 4]  # the same topic
             assert first.topics == second.topics
             path = f"/api/campaigns/two/topics/{first.topics[0]}"

@@ -1,8 +1,9 @@
 """Bad input through the command line: exit code 2, one line on stderr naming file and line.
 
-Each case runs the installed ``sampleval`` console script in a subprocess (cli.py has no
-``__main__`` guard). The error cases are started together, a few at a time, by one
-module-scoped fixture, so the file stays fast.
+Each case runs ``sampleval.cli.main`` in this process (``conftest.run_cli``: a subprocess
+costs about 2 s CPU of imports and numba's cache a call); every error case once, by one
+module-scoped fixture. One case also runs through the installed console script in a
+process of its own, which must say the same.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import conftest
+from conftest import CliResult
 from sampleval.core.sample import Sample
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
@@ -39,10 +41,9 @@ QRELS_2 = GOOD_QRELS + "2 0 d5 1\n2 0 d6 0\n"
 RUN_2 = GOOD_RUN + "2 Q0 d6 2 0.1 tagA\n2 Q0 d5 1 0.2 tagA\n"
 
 
-def run_cli(args: Sequence[str | Path]) -> subprocess.CompletedProcess[str]:
-    """Run the sampleval console script; capture its output as text."""
-    return subprocess.run([str(SAMPLEVAL), *map(str, args)], capture_output=True, text=True,
-                          timeout=60, check=False)
+def run_cli(args: Sequence[str | Path]) -> CliResult:
+    """``sampleval ARGS`` in this process (:func:`conftest.run_cli`)."""
+    return conftest.run_cli(*args)
 
 
 def gz(text: str | bytes) -> bytes:
@@ -290,16 +291,15 @@ class Outcome:
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
-    """Every error case run once, several processes at a time, by case id."""
+    """Every error case run once, by case id."""
     jobs: dict[str, tuple[Path, list[str]]] = {}
     for param in ERROR_CASES:
         spec = param.values[0]
         assert isinstance(spec, Case) and param.id is not None
         root = tmp_path_factory.mktemp(param.id)
         jobs[param.id] = (root, materialise(root, spec))
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        done = list(pool.map(lambda job: run_cli(job[1]), jobs.values()))
-    return {key: Outcome(root, result.stdout, result.stderr, result.returncode)
+    done = [run_cli(args) for _, args in jobs.values()]
+    return {key: Outcome(root, result.stdout, result.stderr, result.code)
             for (key, (root, _)), result in zip(jobs.items(), done, strict=True)}
 
 
@@ -333,6 +333,19 @@ def test_bad_input_is_one_line(request: pytest.FixtureRequest, spec: Case,
         assert (got.root / name).read_bytes() == expected, name
 
 
+@pytest.mark.parametrize("case_id", ["run-5-columns-line-3", "run-truncated-gz-past-64k"])
+def test_the_console_script_fails_as_main_does(case_id: str,
+                                               outcomes: dict[str, Outcome]) -> None:
+    """The installed ``sampleval`` script, a process of its own, prints what ``main`` prints
+    in this process and exits 2: what the other cases check in-process holds for it."""
+    got = outcomes[case_id]
+    spec = next(p.values[0] for p in ERROR_CASES if p.id == case_id)
+    assert isinstance(spec, Case)
+    done = subprocess.run([str(SAMPLEVAL), *materialise(got.root, spec)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (got.code, got.stdout, got.stderr)
+
+
 def write(root: Path, files: dict[str, str | bytes]) -> dict[str, Path]:
     """Write files under ``root``; return their paths by name."""
     paths = {}
@@ -358,7 +371,7 @@ def test_tsv_mean_values_computed_by_hand(tmp_path: Path) -> None:
     f = write(tmp_path, {"qrels": GOOD_QRELS, "run": GOOD_RUN})
     result = run_cli(["evaluate", f["qrels"], f["run"], "--format", "tsv",
                       "-m", "AP,P@2,Rprec,RR,nDCG@3,Bpref,NumRel,NumRet,NumRelRet"])
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     assert result.stderr == ""
     rows = tsv_rows(result.stdout)
     assert {(run, topic) for run, topic, _, _ in rows} == {("tagA", "all")}
@@ -375,7 +388,7 @@ def test_per_topic_rows(tmp_path: Path) -> None:
     f = write(tmp_path, {"qrels": QRELS_2, "run": RUN_2})
     result = run_cli(["evaluate", f["qrels"], f["run"], "-f", "tsv", "-m", "AP,P@2",
                       "--per-topic"])
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     values = {(topic, measure): float(value)
               for _, topic, measure, value in tsv_rows(result.stdout)}
     expected = {("1", "AP"): AP_1, ("2", "AP"): 1.0, ("all", "AP"): (AP_1 + 1) / 2,
@@ -391,7 +404,7 @@ def test_name_by_file(tmp_path: Path) -> None:
                          "runs/second.run": GOOD_RUN.replace("tagA", "tagB")})
     result = run_cli(["evaluate", f["qrels"], tmp_path / "runs", "-f", "tsv", "-m", "AP",
                       "--name-by", "file"])
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     assert [run for run, _, _, _ in tsv_rows(result.stdout)] == ["first.run", "second.run"]
 
 
@@ -400,7 +413,7 @@ def test_shared_tag_warns_and_names_by_file(tmp_path: Path) -> None:
     f = write(tmp_path, {"qrels": GOOD_QRELS, "one.txt": GOOD_RUN, "two.txt": GOOD_RUN})
     result = run_cli(["evaluate", f["qrels"], f["one.txt"], f["two.txt"], "-f", "tsv",
                       "-m", "AP"])
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     assert [run for run, _, _, _ in tsv_rows(result.stdout)] == ["one.txt", "two.txt"]
     warnings = result.stderr.splitlines()
     assert len(warnings) == 1
@@ -412,7 +425,7 @@ def test_json_output(tmp_path: Path) -> None:
     """--format json is {run: {topic: {measure: value}}}."""
     f = write(tmp_path, {"qrels": QRELS_2, "run": RUN_2})
     result = run_cli(["evaluate", f["qrels"], f["run"], "-f", "json", "-m", "AP,P@2", "-q"])
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     data = json.loads(result.stdout)
     assert set(data) == {"tagA"}
     assert set(data["tagA"]) == {"1", "2", "all"}
@@ -424,7 +437,7 @@ def test_trec_output(tmp_path: Path) -> None:
     """--format trec prints trec_eval's lines: name padded to 22, tab, topic, tab, value."""
     f = write(tmp_path, {"qrels": GOOD_QRELS, "run": GOOD_RUN})
     result = run_cli(["evaluate", f["qrels"], f["run"], "-f", "trec", "-m", "AP,P@2,NumRel"])
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == f"{'runid':<22}\tall\ttagA"
     assert f"{'map':<22}\tall\t{AP_1:.4f}" in lines
@@ -438,7 +451,7 @@ def test_qrels_topic_no_run_retrieved(tmp_path: Path) -> None:
     """A qrels topic missing from every run is left out of the mean (trec_eval without -c)."""
     f = write(tmp_path, {"qrels": QRELS_2, "run": GOOD_RUN})
     result = run_cli(["evaluate", f["qrels"], f["run"], "-f", "tsv"])
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     values = {measure: float(value) for _, _, measure, value in tsv_rows(result.stdout)}
     assert values["AP"] == pytest.approx(AP_1, abs=1e-12)
     assert values["RR"] == 1.0
@@ -448,7 +461,7 @@ def test_qrels_topic_no_run_retrieved(tmp_path: Path) -> None:
 def test_help(args: list[str]) -> None:
     """--help exits 0; evaluate --help lists every option."""
     result = run_cli(args)
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     assert "evaluate" in result.stdout
     if args[0] == "evaluate":
         for option in ("--measure", "--per-topic", "--depth", "--rel-level", "--all-topics",

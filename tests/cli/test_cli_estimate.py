@@ -1,21 +1,25 @@
-"""`sampleval estimate` end to end: formats, intervals, sample formats, one-line errors."""
+"""`sampleval estimate` end to end: formats, intervals, sample formats, one-line errors.
+
+Each command line runs ``sampleval.cli.main`` in this process (``conftest.run_cli``; a
+console-script subprocess costs about 2 s CPU of imports a call, and
+``tests/cli/test_cli_errors.py`` checks that the script prints what ``main`` prints)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
+import conftest
+from conftest import CliResult
+
 SAMPLE_QRELS = "1 0 a1 A 1\n1 0 a2 A 0\n1 0 b1 B 2\n1 0 b2 B -1\n1 0 b3 B -1\n1 0 b4 B 0\n"
 RUN = "1 Q0 a2 1 5 r\n1 Q0 b1 2 4 r\n1 Q0 x 3 3 r\n1 Q0 a1 4 2 r\n1 Q0 b2 5 1 r\n"
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SAMPLEVAL, *args], capture_output=True, text=True, timeout=120)
+def run_cli(*args: str) -> CliResult:
+    return conftest.run_cli(*args)
 
 
 @pytest.fixture
@@ -30,7 +34,7 @@ def files(tmp_path: Path) -> dict[str, str]:
 def test_tsv_has_intervals_where_they_apply(files: dict[str, str]) -> None:
     got = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP,infNDCG,P@2~ht",
                   "-f", "tsv", "--per-topic")
-    assert got.returncode == 0, got.stderr
+    assert got.code == 0, got.stderr
     lines = got.stdout.splitlines()
     assert lines[0] == ("run\ttopic\tmeasure\tvalue\tlo\thi\tframe_share\timputed\tcoverage"
                         "\testimator")
@@ -47,18 +51,18 @@ def test_estimator_options_on_the_command_line(files: dict[str, str]) -> None:
     got = run_cli("estimate", files["sample"], files["run"], "-m",
                   "XINFAP(variance=Appendix),ap~ht(variance=linear,ap=paper)", "-m", "infAP",
                   "-f", "tsv")
-    assert got.returncode == 0, got.stderr
+    assert got.code == 0, got.stderr
     measures = [line.split("\t")[2] for line in got.stdout.splitlines()[1:]]
     assert measures == ["xinfAP(variance=appendix)", "AP~ht(ap=paper,variance=linear)", "infAP"]
     bad = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP(variance=boot)")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert bad.code == 2 and bad.stderr.count("\n") == 1
     assert "must be one of jackknife, appendix, linear" in bad.stderr
 
 
 @pytest.mark.slow
 def test_json_nests_value_and_interval(files: dict[str, str]) -> None:
     got = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP", "-f", "json")
-    assert got.returncode == 0, got.stderr
+    assert got.code == 0, got.stderr
     cell = json.loads(got.stdout)["r"]["all"]["xinfAP"]
     assert set(cell) == {"value", "lo", "hi", "frame_share", "imputed", "coverage",
                          "estimator"}
@@ -74,7 +78,7 @@ def test_a_saved_sample_directory_estimates_the_same(files: dict[str, str],
     first = run_cli("estimate", files["sample"], files["run"], "-m", "xinfAP", "-f", "tsv")
     second = run_cli("estimate", str(tmp_path / "saved"), files["run"], "-m", "xinfAP",
                      "-f", "tsv")
-    assert first.returncode == second.returncode == 0
+    assert first.code == second.code == 0
     assert first.stdout == second.stdout
 
 
@@ -86,7 +90,7 @@ def test_a_saved_sample_directory_estimates_the_same(files: dict[str, str],
 def test_bad_requests_are_one_line(files: dict[str, str], args: tuple[str, ...],
                                    says: str) -> None:
     got = run_cli("estimate", files["sample"], files["run"], *args)
-    assert got.returncode == 2
+    assert got.code == 2
     assert len(got.stderr.strip().splitlines()) == 1 or "Usage" in got.stderr
     assert says in got.stderr and "Traceback" not in got.stderr
 
@@ -95,7 +99,7 @@ def test_a_broken_sample_names_its_line(files: dict[str, str], tmp_path: Path) -
     bad = tmp_path / "bad.txt"
     bad.write_text("1 0 a1 A 1\n1 0 a2 A\n")
     got = run_cli("estimate", str(bad), files["run"], "--sample-format", "sample-qrels")
-    assert got.returncode == 2
+    assert got.code == 2
     assert got.stderr.startswith(f"sampleval: error: {bad}:2:")
     assert len(got.stderr.splitlines()) == 1
 
@@ -108,7 +112,7 @@ def test_an_old_option_spelling_warns_in_one_line(files: dict[str, str]) -> None
                   "-f", "tsv")
     new = run_cli("estimate", files["sample"], files["run"], "-m",
                   "xinfAP(variance=appendix)", "-f", "tsv")
-    assert old.returncode == new.returncode == 0 and old.stdout == new.stdout
+    assert old.code == new.code == 0 and old.stdout == new.stdout
     said = [line for line in old.stderr.splitlines() if "spelled" in line]
     assert said == ["sampleval: warning: xinfAP: option var=appendix is now spelled "
                     "variance=appendix; the old spelling is read until the next release "
@@ -121,7 +125,7 @@ def test_explain_says_where_each_option_came_from(files: dict[str, str]) -> None
     got = run_cli("estimate", files["sample"], files["run"], "-m",
                   "AP,R@2~ht(bias=none),xinfAP(variance=appendix),AP~ht(bias=jackknife)",
                   "--explain")
-    assert got.returncode == 0, got.stderr
+    assert got.code == 0, got.stderr
     lines = got.stdout.splitlines()
     assert lines[0] == ("AP: AP~ht(ap=ours,bias=taylor,variance=jackknife,few=pooled,"
                         "interval=bias-aware)")

@@ -3,14 +3,13 @@ a circular judge's favoured run flagged, the others rarely, rank coverage (issue
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import conftest
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -25,8 +24,6 @@ from sampleval.simulation.predictors import (
     parse_predictor,
 )
 from sampleval.simulation.runner import simulate
-
-SAMPLEVAL = [sys.executable, "-m", "sampleval"]
 
 
 def _collection(seed: int = 5, n_runs: int = 6) -> tuple[list[Run], Qrels]:
@@ -96,10 +93,9 @@ def test_cli_parse_error_is_one_line(tmp_path: Path) -> None:
     qrels_path, run_path = tmp_path / "qrels", tmp_path / "run"
     write_qrels(qrels, qrels_path)
     write_run(runs[0], run_path)
-    done = subprocess.run([*SAMPLEVAL, "simulate", str(run_path), "--qrels", str(qrels_path),
-                           "--methods", "uniform", "--rates", "0.1", "--trials", "1",
-                           "-m", "AP~ppi", "--predictor", "circular:k=3", "-o",
-                           str(tmp_path / "o")], capture_output=True, text=True)
+    done = conftest.run_cli("simulate", run_path, "--qrels", qrels_path, "--methods",
+                            "uniform", "--rates", "0.1", "--trials", "1", "-m", "AP~ppi",
+                            "--predictor", "circular:k=3", "-o", tmp_path / "o")
     assert done.returncode != 0
     assert len(done.stderr.strip().splitlines()) == 1
     assert "circular:run=RUN,k=K" in done.stderr

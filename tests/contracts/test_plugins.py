@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import plugin_env, toy_collection_files
+from conftest import INNER_PYTEST, plugin_env, toy_collection_files
 
 SAMPLEVAL = Path(sys.executable).parent / "sampleval"
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def test_a_plugin_method_is_offered_everywhere(tmp_path: Path,
     summary = pd.read_csv(tmp_path / "sim" / "summary.csv")
     assert set(summary["method"]) == {"toy-top:share=0.5", "uniform"}
     checked = run([sys.executable, "-m", "pytest", "tests/contracts/test_contracts.py", "-v",
-                   "-p", "no:cacheprovider", "-k", "toy-top"], env)
+                   *INNER_PYTEST, "-k", "toy-top"], env)
     passed = [line for line in checked.stdout.splitlines()
               if "toy-top" in line and "PASSED" in line]
     assert checked.returncode == 0, checked.stdout[-3000:]

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import conftest
 from sampleval import cli
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -29,8 +28,6 @@ from sampleval.estimation.estimates import estimate
 from sampleval.estimation.ranks import covers_ranks, design_rank_intervals, rank_intervals
 from sampleval.io.samples import load_sample
 from sampleval.measures.evaluation import evaluate
-
-SAMPLEVAL = [sys.executable, "-m", "sampleval"]
 
 
 def _collection(seed: int = 7) -> tuple[list[Run], pd.DataFrame]:
@@ -373,8 +370,7 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
              "json"])
     got = json.loads(capsys.readouterr().out)
     assert len(got["pairs"]) == 15 and [r["rank"] for r in got["ranks"]] == list(range(1, 7))
-    bad = subprocess.run([*SAMPLEVAL, *base[:-4], "--predictions", str(tmp_path / "no.txt")],
-                         capture_output=True, text=True, timeout=120)
+    bad = conftest.run_cli(*base[:-4], "--predictions", tmp_path / "no.txt")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 

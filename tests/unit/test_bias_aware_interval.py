@@ -13,7 +13,6 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.estimation.estimates import MEAN_TOPIC, estimate
 from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
-from studies._cli import read_round5
 from studies.interval_coverage import draw, truth
 
 Z95 = 1.959963984540054
@@ -75,14 +74,15 @@ def test_no_remaining_bias_estimate_no_widening(
 
 @pytest.mark.slow
 @pytest.mark.shared
-def test_the_mean_is_covered_on_stratified_samples_of_trec_covid(covid) -> None:
+def test_the_mean_is_covered_on_stratified_samples_of_trec_covid(
+        round5_runs: list[Run], round5_qrels: Qrels) -> None:
     """Monte Carlo on TREC-COVID round 5 (depth 100, the ``stratified`` method at 5%, 16
     fixed seeds, 126 runs): the bias-aware intervals of the mean AP cover the truth in at
     least 90% of the runs x samples, at most 25% wider than the normal ones. Measured on 200
     samples (docs/methods.md, "Bias-aware intervals"): 0.944 against 0.913, 16% wider; over
     random draws of 16 of those 200 samples the bias-aware coverage is below 0.90 in 2% of
     draws, the normal one in 27% (these 16: 0.943 against 0.920)."""
-    runs, qrels = read_round5(covid)
+    runs, qrels = round5_runs, round5_qrels  # read once per process (conftest)
     pool = Pool.from_runs(runs, depth=100, qrels=qrels)
     exact = truth(pool, qrels, "AP").loc[MEAN_TOPIC]
     covered, widths = {"AP~ht": [], NORMAL: []}, {"AP~ht": [], NORMAL: []}

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+import conftest
+from conftest import CliResult
 from sampleval import cli
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -22,8 +22,6 @@ from sampleval.estimation.compare import adjust, compare, paired_differences
 from sampleval.measures.evaluation import evaluate
 from sampleval.simulation.metaeval import PairOutcomes, classify_pairs
 from studies.compare_accuracy import equal_grade_copy, exact_per_topic
-
-SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 
 
 def test_paired_t_matches_scipy() -> None:
@@ -96,8 +94,8 @@ def test_census_gives_the_exact_paired_test() -> None:
         assert row.p == pytest.approx(ref.pvalue)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SAMPLEVAL, *args], capture_output=True, text=True, timeout=120)
+def run_cli(*args: str) -> CliResult:
+    return conftest.run_cli(*args)  # in this process: no interpreter start-up a call
 
 
 @pytest.fixture(scope="module")

@@ -117,13 +117,13 @@ def test_infap_on_a_hand_made_sample() -> None:
 
 @pytest.mark.slow
 @pytest.mark.shared
-def test_infap_matches_trec_eval_on_real_data(covid: Path) -> None:
+def test_infap_matches_trec_eval_on_real_data(covid: Path, round5_runs: list[Run]) -> None:
     """Round 5 qrels with 60% of the judgments hidden (grade -1), all 126 runs."""
     frame = read_qrels(covid / "qrels" / "qrels.covid-round5.txt").frame.copy()
     hide = np.random.default_rng(11).random(len(frame)) < 0.6
     frame.loc[hide, "relevance"] = -1.0
     qrels = Qrels.from_frame(frame)
-    runs = read_runs(sorted((covid / "round5" / "runs").glob("*.gz")))
+    runs = round5_runs  # every run, read once per process (conftest)
     ours = estimate(Sample.from_qrels(qrels), runs, ["infAP"]).set_index(["run", "query_id"])
     reference: dict[str, dict[str, int]] = {}
     for q, d, r in zip(frame["query_id"], frame["doc_id"], frame["relevance"], strict=True):

@@ -4,8 +4,6 @@ reader's one-line errors, the command lines, and the seeded predictors."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import conftest
+from conftest import CliResult
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
@@ -48,7 +48,6 @@ from sampleval.simulation.predictors import (
 )
 from studies import bias_by_topic, ppi_efficiency
 
-SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 DEPTH = 30
 MEASURES = ("P@10", "DCG@10", "NumRel", "R@10", "Rprec", "AP", "AP@10", "nDCG", "nDCG@10")
 EXACT = ("P@10", "R@10", "Rprec", "AP", "AP@10", "nDCG", "nDCG@10")  # evaluate() has these
@@ -776,9 +775,8 @@ def test_predictors(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFram
 
 # -- command lines ----------------------------------------------------------------------------------
 
-def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SAMPLEVAL, *map(str, args)], capture_output=True, text=True,
-                          timeout=120, check=False)
+def run_cli(*args: str | Path) -> CliResult:
+    return conftest.run_cli(*args)  # in this process: no interpreter start-up a call
 
 
 @pytest.mark.slow

@@ -6,14 +6,11 @@ the correction removes most of the bias where the plain estimator has it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
+import conftest
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
 from sampleval.core.qrels import Qrels
@@ -34,7 +31,6 @@ from sampleval.selection import METHODS, Budget, qrels_oracle, simulate
 from sampleval.simulation.predictors import pool_truth, pure_noise
 from studies.interval_coverage import fixed_rate_sample
 
-SAMPLEVAL = str(Path(sys.executable).parent / "sampleval")
 DEPTH = 30
 CORRECTED = ("AP~ht(bias=jackknife)", "AP~ht(bias=taylor)",
              "AP~ht(variance=linear,bias=jackknife)",
@@ -182,7 +178,8 @@ def test_options_are_declared_and_named(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """The new options appear in ``sampleval methods`` (built from the declarations) and a
     wrong value is one clear error."""
-    out = subprocess.run([SAMPLEVAL, "methods"], capture_output=True, text=True, check=True)
+    out = conftest.run_cli("methods")
+    assert out.code == 0, out.stderr
     text = " ".join(out.stdout.split())
     for taker in ("bias (AP[@k]~ht)", "bias (infAP)", "bias (xinfAP)", "bias (AP[@k]~ppi)"):
         assert f"option {taker}" in text, taker

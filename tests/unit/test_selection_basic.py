@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import conftest
+from conftest import CliResult
 from sampleval.core.inclusion import judged_design
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -39,7 +41,6 @@ from sampleval.selection.strata import (
     within_ranks,
 )
 
-SAMPLEVAL = Path(sys.executable).parent / "sampleval"
 TESTS = Path(__file__).resolve().parent
 CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("depth-k", {}), ("depth-k", {"k": 3}), ("uniform", {}),
@@ -283,7 +284,7 @@ def test_state_checks_its_method_and_pool(small: tuple[Pool, Oracle]) -> None:
 RESUME_SCRIPT = """
 import json, sys
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], str(Path(sys.argv[1]).parent)]  # the module, its conftest
 from test_selection_basic import synthetic
 from sampleval.selection import METHODS, qrels_oracle, simulate
 pool, qrels = synthetic()
@@ -312,9 +313,14 @@ def test_resuming_in_a_fresh_process(small: tuple[Pool, Oracle], tmp_path: Path)
 
 # -- (d, e) the command line ----------------------------------------------------------------
 
-def run_cli(args: Sequence[str | Path]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SAMPLEVAL), *map(str, args)], capture_output=True, text=True,
-                          timeout=60, check=False)
+def run_cli(args: Sequence[str | Path]) -> CliResult:
+    return conftest.run_cli(*args)  # in this process: no interpreter start-up a call
+
+
+def run_process(args: Sequence[str | Path]) -> subprocess.CompletedProcess[str]:
+    """The console script in a process of its own (a hash seed of its own)."""
+    return subprocess.run([str(Path(sys.executable).parent / "sampleval"), *map(str, args)],
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 @pytest.mark.slow
@@ -325,7 +331,8 @@ def test_sample_then_estimate(covid: Path, tmp_path: Path) -> None:
     args = ["sample", "strata", *runs, "--qrels", qrels, "--rate", "0.1", "--depth", "20",
             "--seed", "1"]
     with ThreadPoolExecutor(2) as workers:
-        done = list(workers.map(run_cli, [[*args, "-o", tmp_path / d] for d in ("a", "b")]))
+        done = list(workers.map(run_process, [[*args, "-o", tmp_path / d]
+                                              for d in ("a", "b")]))
     for result in done:
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("strata: 50 topics, ") and result.stdout.count("\n") == 1
@@ -373,8 +380,7 @@ def test_bad_requests_give_one_line_errors(tiny_files: tuple[Path, Path],
     folder, qrels = tiny_files
     calls = [["sample", args[0], folder / "*.run", "--qrels", qrels, "-o", tmp_path / "out",
               *args[1:]] for args, _ in BAD]
-    with ThreadPoolExecutor(6) as workers:
-        results = list(workers.map(run_cli, [*calls, ["methods"]]))
+    results = [run_cli(args) for args in [*calls, ["methods"]]]
     for (_, message), result in zip(BAD, results, strict=False):
         assert result.returncode == 2, result.stderr
         assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
