@@ -213,18 +213,20 @@ def forecast_arrays(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
 def widest_variance(widths: np.ndarray | float, half_width: float, rule: str = "anytime",
                     ci: float = 0.95) -> np.ndarray:
     """The variance of a run's mean whose half-width under ``rule`` is ``widths``: the
-    anytime rule's sequence tuned for the target ``half_width``
-    (:func:`~sampleval.estimation.anytime.variance_for`), or the fixed interval's
-    (widths / z)^2. Any estimated bias in the half-width is counted as variance."""
-    from sampleval.estimation.anytime import target_variance, variance_for
+    anytime rule's sequence placed by the target ``half_width``
+    (:func:`~sampleval.estimation.anytime.variance_for`; ``anytime``: the default range
+    boundary, ``mixture``: the normal mixture of the rule before it), or the fixed
+    interval's (widths / z)^2. Any estimated bias in the half-width is counted as variance."""
+    from sampleval.estimation.anytime import RANGE, target_variance, variance_for
     from sampleval.estimation.engine.views import z_value
 
-    if rule not in RULES:
-        raise UsageError(f"rule must be one of {', '.join(RULES)}, not {rule!r}")
+    if rule not in (*RULES, "mixture"):
+        raise UsageError(f"rule must be one of {', '.join(RULES)} or mixture, not {rule!r}")
     w = np.asarray(widths, dtype=np.float64)
     if rule == "fixed":
         return (w / z_value(ci)) ** 2
-    return variance_for(w, target_variance(half_width, ci), ci)
+    ratio = None if rule == "mixture" else RANGE
+    return variance_for(w, target_variance(half_width, ci, ratio), ci, ratio)
 
 
 def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
