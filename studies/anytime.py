@@ -38,7 +38,8 @@ forecasts' median ratio to the judgments used, share within 15% and share whose 
 holds them, and the same for the forecasts from the looks (:func:`look_forecast`) made at
 the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``),
 and, over the campaigns that met the target, from the same look with the decay exponent
-learnt from the other campaigns (``x2_learnt_``...; :func:`learnt_forecasts`).
+learnt from the other campaigns (``x2_learnt_``...; :func:`learnt_forecasts`; ``x1_learnt_``:
+from the first look, the pilot's, as ``sampleval plan --exponent`` forecasts).
 """
 
 from __future__ import annotations
@@ -313,7 +314,7 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                 row[f"x{times}_within_15%"] = float(np.mean(np.abs(ratio_at - 1) <= 0.15))
                 row[f"x{times}_interval_holds"] = float(np.mean(
                     [f[1] <= n <= f[2] for f, n in made]))
-            for times in LOOK_POINTS:
+            for times in (1, *LOOK_POINTS):  # 1: from the first look, the pilot's
                 learnt = np.array(learnt_forecasts(part, target, kind, times))
                 if len(learnt):
                     ratio_at = learnt[:, 0] / learnt[:, 1]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import norm
 from test_anytime import _peeking  # the design-based sequential samples
+from test_confident import _write_collection  # the command-line tests' collection
 
+from sampleval import cli
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -192,3 +195,32 @@ def test_a_look_builds_only_the_tables_of_the_topics_it_re_estimates(
         weight[draws.occ_run, draws.occ_doc] = draws.occ_prior
         dense = with_share(draws.run_probs[:draws.rounds] @ weight, draws.uniform, draws.size)
         np.testing.assert_allclose(draws.draw_probabilities(draws.rounds), dense, rtol=1e-13)
+
+
+def test_plan_with_a_learnt_exponent_forecasts_from_the_pilot_as_one_look(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``plan --exponent B``: each rule's forecast is n (V / V*)^(1/B) from the pilot's
+    widest variance of a run's mean (computed by hand here from the pilot's intervals),
+    V* the rule's stopping variance (the fixed interval's (h / 1.96)^2, the range
+    boundary's (h / c)^2)."""
+    from sampleval.estimation.engine.views import MEAN_TOPIC
+    from sampleval.estimation.estimates import estimate
+    from sampleval.io.samples import load_sample
+
+    _, names = _write_collection(tmp_path)
+    cli.run(["sample", "stratified", *names, "-n", "10", "--qrels",
+             str(tmp_path / "qrels.txt"), "-s", "1", "-o", str(tmp_path / "pilot")])
+    capsys.readouterr()
+    cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.05",
+             "--exponent", "1.5"])
+    lines = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines()[1:])
+    sample = load_sample(str(tmp_path / "pilot"))
+    rows = estimate(sample, names, ["P@10"])
+    rows = rows[rows["query_id"] != MEAN_TOPIC]
+    v = ((rows["hi"] - rows["lo"]) / 2 / 1.959964) ** 2
+    widest = float((v.groupby(rows["run"]).sum() / rows.groupby("run").size() ** 2).max())
+    n = int(sample.frame["relevance"].count())
+    for rule, aim in (("fixed", (0.05 / 1.959964) ** 2),
+                      ("anytime", anytime.target_variance(0.05))):
+        expected = math.ceil(n * (widest / aim) ** (1 / 1.5))
+        assert abs(int(lines[rule].split("\t")[0]) - expected) <= 1, rule
