@@ -469,7 +469,7 @@ def test_judging_that_can_go_no_further_looks_once_more(
     judged since, and says the target met when the half-widths meet it there (before, it
     said the target could not be met); not met there, it says so."""
     pool, qrels = pool_and_qrels
-    for width, met in ((0.5, True), (0.3, False)):
+    for width, met in ((0.5, True), (0.2, False)):
         selector = METHODS["uniform"](pool, Budget(rate=0.4), np.random.default_rng(3))
         judging = AnytimeJudging(selector, Target("P@10", width), start=5, batch=5,
                                  every=10 ** 6)
