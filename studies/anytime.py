@@ -33,7 +33,8 @@ interval, the wall-clock and the processor seconds the campaign took (``seconds`
 of its intervals. The summary (printed at the end, or ``--summarise`` over several files,
 campaigns paired by seed): per rule, the mean judgments, coverage with its standard error over trials
 (the runs of one trial share a sample), the share of trials whose widest interval met the
-target, the judgments against the committed rule's (mean of the per-seed ratios), the pilot
+target, the judgments against the committed rule's (mean of the per-seed ratios, their
+standard deviation and 10% and 90% quantiles), the pilot
 forecasts' median ratio to the judgments used, share within 15% and share whose interval
 holds them, and the same for the forecasts from the looks (:func:`look_forecast`) made at
 the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``),
@@ -286,6 +287,9 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                "met": float((part["widest"] <= target + 1e-12).mean()),
                "paired": len(ratio),
                "vs_committed": float(ratio.mean()) if len(ratio) else np.nan,
+               "vs_committed_sd": float(ratio.std(ddof=1)) if len(ratio) > 1 else np.nan,
+               "vs_committed_10%": float(ratio.quantile(0.1)) if len(ratio) else np.nan,
+               "vs_committed_90%": float(ratio.quantile(0.9)) if len(ratio) else np.nan,
                "error": part["error"].mean()}
         if "forecast" in part and part["forecast"].notna().any():
             known = part[part["forecast"].notna()]

@@ -280,11 +280,18 @@ def test_the_planner_allocates_as_neyman_and_says_when_caps_cannot_reach() -> No
     assert fixed.lo <= fixed.needed <= fixed.hi
 
 
-def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def _pilot(tmp_path: Path) -> list[str]:
+    """The command-line tests' collection and a stratified pilot of 10 per topic in
+    ``tmp_path / 'pilot'``: the runs' file names."""
     _, names = _write_collection(tmp_path)
     cli.run(["sample", "stratified", *names, "-n", "10", "--qrels",
              str(tmp_path / "qrels.txt"), "-s", "1", "-o", str(tmp_path / "pilot")])
+    return names
+
+
+def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    names = _pilot(tmp_path)
     capsys.readouterr()
     cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.1",
              "--replicates", "20"])

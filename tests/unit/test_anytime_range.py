@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import norm
-from test_anytime import _peeking  # the design-based sequential samples
-from test_confident import _write_collection  # the command-line tests' collection
+from test_anytime import _peeking, _pilot  # sequential samples; a pilot on disk
 
 from sampleval import cli
 from sampleval.core.pool import Pool
@@ -207,9 +206,7 @@ def test_plan_with_a_learnt_exponent_forecasts_from_the_pilot_as_one_look(
     from sampleval.estimation.estimates import estimate
     from sampleval.io.samples import load_sample
 
-    _, names = _write_collection(tmp_path)
-    cli.run(["sample", "stratified", *names, "-n", "10", "--qrels",
-             str(tmp_path / "qrels.txt"), "-s", "1", "-o", str(tmp_path / "pilot")])
+    names = _pilot(tmp_path)
     capsys.readouterr()
     cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.05",
              "--exponent", "1.5"])
