@@ -18,7 +18,9 @@ half-width of its mean ``--measure`` is at most ``--target``:
   stopping on the anytime-valid half-widths, which are the intervals reported;
 - ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals;
 - ``neyman``: the anytime rule with Neyman's shares fixed by the pilot, whose rounds the later
-  estimates leave out (``AnytimeJudging(allocation="neyman")``; not run by default).
+  estimates leave out (``AnytimeJudging(allocation="neyman")``; not run by default);
+- ``mixture``: the anytime rule with the normal-mixture sequence (``ratio=None``), the
+  boundary before the range boundary became the default (not run by default).
 
 and, with ``--plan`` (or only that, ``--plan-only``), forecasts the anytime and committed
 judgments from the trial's own first ``--start`` judgments per topic
@@ -26,15 +28,19 @@ judgments from the trial's own first ``--start`` judgments per topic
 they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
 of runs whose interval holds the true mean (coverage at the stopping time), the mean error
 over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
-interval. The summary (printed at the end, or ``--summarise`` over several files, campaigns
-paired by seed): per rule, the mean judgments, coverage with its standard error over trials
+interval, the wall-clock and the processor seconds the campaign took (``seconds``,
+``cpu_seconds``: on a shared machine only the latter measures its cost), and the boundary
+of its intervals. The summary (printed at the end, or ``--summarise`` over several files,
+campaigns paired by seed): per rule, the mean judgments, coverage with its standard error over trials
 (the runs of one trial share a sample), the share of trials whose widest interval met the
-target, the judgments against the committed rule's (mean of the per-seed ratios), the pilot
+target, the judgments against the committed rule's (mean of the per-seed ratios, their
+standard deviation and 10% and 90% quantiles), the pilot
 forecasts' median ratio to the judgments used, share within 15% and share whose interval
 holds them, and the same for the forecasts from the looks (:func:`look_forecast`) made at
 the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``),
 and, over the campaigns that met the target, from the same look with the decay exponent
-learnt from the other campaigns (``x2_learnt_``...; :func:`learnt_forecasts`).
+learnt from the other campaigns (``x2_learnt_``...; :func:`learnt_forecasts`; ``x1_learnt_``:
+from the first look, the pilot's, as ``sampleval plan --exponent`` forecasts).
 """
 
 from __future__ import annotations
@@ -53,12 +59,13 @@ import pandas as pd
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
+from sampleval.estimation.anytime import RANGE
 from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from studies._cli import read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
 
-RULES = ("committed", "anytime", "naive", "neyman")
+RULES = ("committed", "anytime", "naive", "neyman", "mixture")
 
 
 def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
@@ -85,7 +92,8 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
         return ConfidentJudging(selector, target, start=start, batch=batch)
     return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                           interval="fixed" if rule == "naive" else "anytime",
-                          allocation="neyman" if rule == "neyman" else allocation)
+                          allocation="neyman" if rule == "neyman" else allocation,
+                          ratio=None if rule == "mixture" else RANGE)
 
 
 def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
@@ -99,7 +107,10 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     half = judging.half_widths()
     runs = judging.runs
     error = mean[runs] - truth[runs]
+    ratio = getattr(judging, "ratio", None)
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
+            "boundary": "fixed" if rule in ("committed", "naive") else (
+                "mixture" if ratio is None else f"range {ratio:g}"),
             "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
             "error": float(error.mean()),
             "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])]),
@@ -183,10 +194,22 @@ LOOK_POINTS = (2, 3, 4)
 times the first look's judgments (the pilot's)."""
 
 
-def look_forecast(looks: str, target: float, rule: str, times: float,
+def interval_kind(rule: str, boundary: Any = None) -> str:
+    """The intervals a row of ``rule`` was judged with, as
+    :func:`~sampleval.judging.planning.widest_variance` reads them: ``fixed`` (naive),
+    ``mixture`` (the normal mixture: the ``mixture`` rule, and anytime rows recorded before
+    the ``boundary`` column) or ``anytime`` (the range boundary)."""
+    if rule == "naive":
+        return "fixed"
+    if rule == "mixture" or not isinstance(boundary, str) or boundary == "mixture":
+        return "mixture"
+    return "anytime"
+
+
+def look_forecast(looks: str, target: float, kind: str, times: float,
                   widths: str | None = None) -> tuple[float, float, float] | None:
     """The forecast from the looks (:func:`sampleval.judging.planning.forecast_from_looks`, the
-    rule's half-widths) made at the first look with at least ``times`` the first look's
+    half-widths of the intervals ``kind``, :func:`interval_kind`) made at the first look with at least ``times`` the first look's
     judgments, from the ``looks`` column (JSON) and, where given, the ``look_widths``
     column (every run's half-widths at each look: the exponent pooled over the runs);
     None when judging stopped before it."""
@@ -197,24 +220,24 @@ def look_forecast(looks: str, target: float, rule: str, times: float,
     at = next((k for k, (n, _) in enumerate(seen) if n >= times * seen[0][0]), None)
     if at is None or at < 1 or at == len(seen) - 1:
         return None
-    made = forecast_from_looks(seen[:at + 1], target, "fixed" if rule == "naive" else "anytime",
-                               widths=None if not each else each[:at + 1])
+    made = forecast_from_looks(seen[:at + 1], target, kind, widths=None if not each else
+                               each[:at + 1])
     if made is None or made.needed is None:
         return (np.inf, np.nan, np.nan)
     return (float(made.needed), np.nan if made.lo is None else float(made.lo),
             np.inf if made.hi is None else float(made.hi))
 
 
-def learnt_forecasts(part: pd.DataFrame, target: float, rule: str,
+def learnt_forecasts(part: pd.DataFrame, target: float, kind: str,
                      times: float) -> list[tuple[float, float]]:
-    """(forecast, judgments used) for each campaign of ``part`` (one rule's rows) that met
+    """(forecast, judgments used) for each campaign of ``part`` (one rule's rows, judged
+    with the intervals ``kind``, :func:`interval_kind`) that met
     the target: the forecast from its first look with at least ``times`` the first look's
     judgments, with the decay exponent learnt from the *other* campaigns (the median of
     their :func:`~sampleval.judging.planning.decay_exponent` at the same point: leave one
     campaign out)."""
     from sampleval.judging.planning import decay_exponent, forecast_from_looks
 
-    kind = "fixed" if rule == "naive" else "anytime"
     met = part[part["reason"] == "target met"]
     seen = [json.loads(x) if isinstance(x, str) else [] for x in met["looks"]]
     judged = met["judged"].to_numpy(dtype=np.float64)
@@ -264,6 +287,9 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                "met": float((part["widest"] <= target + 1e-12).mean()),
                "paired": len(ratio),
                "vs_committed": float(ratio.mean()) if len(ratio) else np.nan,
+               "vs_committed_sd": float(ratio.std(ddof=1)) if len(ratio) > 1 else np.nan,
+               "vs_committed_10%": float(ratio.quantile(0.1)) if len(ratio) else np.nan,
+               "vs_committed_90%": float(ratio.quantile(0.9)) if len(ratio) else np.nan,
                "error": part["error"].mean()}
         if "forecast" in part and part["forecast"].notna().any():
             known = part[part["forecast"].notna()]
@@ -277,10 +303,12 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
         if rule != "committed" and "looks" in part:
             widths = (part["look_widths"] if "look_widths" in part
                       else pd.Series(None, index=part.index, dtype=object))
+            kind = interval_kind(str(rule), part["boundary"].iloc[0] if "boundary" in part
+                                 else None)  # a rule's rows share their intervals
             for times in LOOK_POINTS:
                 made = [(f, n) for looks, each, n in zip(part["looks"], widths, part["judged"],
                                                          strict=True)
-                        if (f := look_forecast(looks, target, str(rule), times, each))
+                        if (f := look_forecast(looks, target, kind, times, each))
                         is not None]
                 if not made:
                     continue
@@ -290,8 +318,8 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                 row[f"x{times}_within_15%"] = float(np.mean(np.abs(ratio_at - 1) <= 0.15))
                 row[f"x{times}_interval_holds"] = float(np.mean(
                     [f[1] <= n <= f[2] for f, n in made]))
-            for times in LOOK_POINTS:
-                learnt = np.array(learnt_forecasts(part, target, str(rule), times))
+            for times in (1, *LOOK_POINTS):  # 1: from the first look, the pilot's
+                learnt = np.array(learnt_forecasts(part, target, kind, times))
                 if len(learnt):
                     ratio_at = learnt[:, 0] / learnt[:, 1]
                     row[f"x{times}_learnt_n"] = len(learnt)
@@ -402,7 +430,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "looks": "[]", "look_widths": "[]"})
                 else:
                     tic = time.perf_counter()
+                    cpu = time.process_time()
                     row.update(one(rule, pool, oracle, truth, seed, **options))
+                    row["cpu_seconds"] = time.process_time() - cpu
                 if rule in forecast:
                     row.update({f"forecast{k}": v for k, v in forecast[rule].items()})
                 row["seconds"] = time.perf_counter() - tic
@@ -410,7 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"trial {trial} {rule}: {row['judged']} judgments, {row['reason']}, "
                       f"forecast {row.get('forecast')}, "
                       f"widest {row['widest']:.4f}, coverage {row['coverage']:.3f}, "
-                      f"{row['seconds']:.0f} s", file=sys.stderr, flush=True)
+                      f"{row['seconds']:.0f} s ({row.get('cpu_seconds', 0):.0f} CPU-s)",
+                      file=sys.stderr, flush=True)
                 if handle is not None:
                     if writer is None:
                         writer = csv.DictWriter(handle, fieldnames=list(row) + [

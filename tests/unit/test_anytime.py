@@ -35,7 +35,7 @@ def test_the_boundary_is_the_normal_mixture_formula() -> None:
             x = star * tuned / v
             by_hand = math.sqrt(v) * math.sqrt(2 * (x + 1) / x * math.log(math.sqrt(x + 1)
                                                                           / alpha))
-            assert anytime.half_width(v, tuned, ci) == pytest.approx(by_hand, rel=1e-12)
+            assert anytime.half_width(v, tuned, ci, None) == pytest.approx(by_hand, rel=1e-12)
     # the numbers themselves at alpha = 0.05: x* = 7.9362, m(x*) = 3.0352
     assert anytime.tightest() == pytest.approx(7.93615, abs=1e-5)
     assert float(anytime.multiplier(anytime.tightest())) == pytest.approx(3.03521, abs=1e-5)
@@ -43,14 +43,14 @@ def test_the_boundary_is_the_normal_mixture_formula() -> None:
 
 def test_tuned_for_the_target_the_half_width_is_the_target_at_the_target_variance() -> None:
     h = 0.02
-    tuned = anytime.target_variance(h)
-    assert float(anytime.half_width(tuned, tuned)) == pytest.approx(h)
+    tuned = anytime.target_variance(h, ratio=None)
+    assert float(anytime.half_width(tuned, tuned, ratio=None)) == pytest.approx(h)
     # wider than the fixed interval everywhere; 0 at a census, NaN stays NaN
     v = np.array([tuned * 4, tuned, tuned / 4, 0.0, np.nan])
-    out = anytime.half_width(v, tuned)
+    out = anytime.half_width(v, tuned, ratio=None)
     assert (out[:3] > 1.96 * np.sqrt(v[:3])).all()
     assert out[3] == 0 and np.isnan(out[4])
-    lo, hi = anytime.interval(0.3, tuned, tuned)
+    lo, hi = anytime.interval(0.3, tuned, tuned, ratio=None)
     assert float(hi - lo) == pytest.approx(2 * h)
     # x* is about where the boundary is narrowest in standard errors
     xs = np.linspace(2, 30, 500)
@@ -105,7 +105,7 @@ def test_peeking_after_every_batch_keeps_the_sequence_covering_and_breaks_fixed_
                                           pilot=40)
     tuned = float(np.median(variances[:, -1]))  # tuned for the last look
     errors = np.abs(estimates - truth[0])
-    anytime_ok = (errors <= anytime.half_width(variances, tuned)).all(axis=1)
+    anytime_ok = (errors <= anytime.half_width(variances, tuned, ratio=None)).all(axis=1)
     fixed_ok = (errors <= 1.96 * np.sqrt(variances)).all(axis=1)
     assert anytime_ok.mean() >= 0.95
     assert fixed_ok.mean() < 0.85
@@ -280,11 +280,18 @@ def test_the_planner_allocates_as_neyman_and_says_when_caps_cannot_reach() -> No
     assert fixed.lo <= fixed.needed <= fixed.hi
 
 
-def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def _pilot(tmp_path: Path) -> list[str]:
+    """The command-line tests' collection and a stratified pilot of 10 per topic in
+    ``tmp_path / 'pilot'``: the runs' file names."""
     _, names = _write_collection(tmp_path)
     cli.run(["sample", "stratified", *names, "-n", "10", "--qrels",
              str(tmp_path / "qrels.txt"), "-s", "1", "-o", str(tmp_path / "pilot")])
+    return names
+
+
+def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    names = _pilot(tmp_path)
     capsys.readouterr()
     cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.1",
              "--replicates", "20"])
@@ -395,12 +402,12 @@ def test_the_pooled_allocation_does_not_read_a_topic_s_own_labels(
 
 
 def test_variance_for_inverts_the_anytime_half_width() -> None:
-    tuned = anytime.target_variance(0.03)
+    tuned = anytime.target_variance(0.03, ratio=None)
     v = tuned * np.array([1e4, 30.0, 1.0, 0.2, 1e-3, 1e-6])
-    widths = anytime.half_width(v, tuned)
-    np.testing.assert_allclose(anytime.variance_for(widths, tuned), v, rtol=1e-9)
-    assert float(anytime.variance_for(0.0, tuned)) == 0.0
-    assert np.isnan(anytime.variance_for(np.nan, tuned))
+    widths = anytime.half_width(v, tuned, ratio=None)
+    np.testing.assert_allclose(anytime.variance_for(widths, tuned, ratio=None), v, rtol=1e-9)
+    assert float(anytime.variance_for(0.0, tuned, ratio=None)) == 0.0
+    assert np.isnan(anytime.variance_for(np.nan, tuned, ratio=None))
 
 
 def test_the_forecast_from_the_looks_follows_a_power_law_decay() -> None:
@@ -469,7 +476,7 @@ def test_judging_that_can_go_no_further_looks_once_more(
     judged since, and says the target met when the half-widths meet it there (before, it
     said the target could not be met); not met there, it says so."""
     pool, qrels = pool_and_qrels
-    for width, met in ((0.5, True), (0.3, False)):
+    for width, met in ((0.5, True), (0.2, False)):
         selector = METHODS["uniform"](pool, Budget(rate=0.4), np.random.default_rng(3))
         judging = AnytimeJudging(selector, Target("P@10", width), start=5, batch=5,
                                  every=10 ** 6)
@@ -499,7 +506,8 @@ def test_the_experiment_pairs_campaigns_by_seed_across_files() -> None:
                               {**common, "trial": 0, "seed": 9, "rule": "committed",
                                "judged": 1000, "coverage": 1.0, "looks": "[]"}])
     judged = pd.DataFrame([{**common, "trial": 0, "seed": 9, "rule": "anytime",
-                            "judged": 4000, "coverage": 0.5, "looks": looks}])
+                            "judged": 4000, "coverage": 0.5, "looks": looks,
+                            "boundary": "range 4"}])  # rows before the column: mixture
     plans = pd.DataFrame([{**common, "trial": 0, "seed": 9, "rule": "anytime",
                            "judged": None, "coverage": np.nan, "looks": "[]",
                            "forecast": 3000, "forecast_lo": 2000, "forecast_hi": 5000}])

@@ -55,6 +55,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "active, as active sampling's with-replacement draws (its "
                              "default uniform share over the AP-prior), whose judgments are "
                              "the distinct documents drawn")
+    parser.add_argument("--exponent", type=bounded_float(0.05, 20.0), metavar="B",
+                        help="the decay exponent learnt from earlier campaigns of the same "
+                             "kind (the widest mean's variance falling as n^-B; "
+                             "sampleval.judging.planning.decay_exponent): forecast each rule "
+                             "from the pilot's widest variance as n (V / V*)^(1/B), without "
+                             "the variance model, --model and the interval")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the bootstrap (default 0)")
     add_depth(parser, "use only each run's top N documents per topic (default: the depth "
@@ -82,7 +88,8 @@ def run(args: argparse.Namespace) -> None:
     caps = None if args.cap is None else {t: args.cap for t in sample.topics}
     made = forecast(sample, runs, target, ci=args.ci, level=args.rel_level, depth=args.depth,
                     caps=caps, rng=np.random.default_rng(args.seed),
-                    replicates=args.replicates, coverage=args.interval, model=args.model)
+                    replicates=args.replicates, coverage=args.interval, model=args.model,
+                    exponent=args.exponent)
     sys.stdout.write(f"target {target.measure}:{target.half_width:g} "
                      f"({args.ci:.0%} half-width of each run's mean); pilot "
                      f"{made[0].judged} judgments over {len(sample.topics)} topics\n")

@@ -40,11 +40,34 @@ Tuning. The boundary is narrowest relative to sqrt(V) near rho^2 I = x* =
 ``best_rho2_approx``). A rule that stops when the half-width reaches h fixes rho before any
 judgment so that the boundary is tightest there: the *target variance* V* solves
 sqrt(V*) m(x*) = h, and rho^2 = x* / I* = x* V*; then rho^2 I_k = x* V* / V_k.
+
+The range boundary (the default, ``ratio=RANGE``). A rule that stops when the half-width
+reaches h needs the sequence narrow only where it can stop. With c the constant for which
+Brownian motion leaves the band |W(I)| < c sqrt(I) somewhere in an information range
+[I_lo, r I_lo] with probability (1 - TAIL_SHARE) alpha (:func:`range_multiplier`), the
+boundary is c sqrt(V) for V in [V*/r, V*], V* = (h / c)^2 (so the range is placed by the
+target alone, before any label), and outside it the mixture above at level TAIL_SHARE
+alpha tuned at V*/r (the *tail*; inside the range the smaller of the two). Miss anywhere
+implies that W left the band in the range or crossed the tail's boundary, so by the union
+bound the sequence covers at every look with probability >= 1 - alpha. The range is
+[V*/r, V*] because the widest run's half-width meets the target there first (above V*
+no stop; its look lands just below V*), and the narrower runs' intervals below V*/r are
+the tail's, still below h when m_tail(x*) <= c sqrt(r) (:func:`half_width` checks it).
+c: the time change I = I_lo e^s makes U(s) = W(I) / sqrt(I) the stationary
+Ornstein-Uhlenbeck process dU = -U/2 ds + dB (Doob 1942), so c solves P(sup_{s <= log r}
+|U(s)| >= c) = level (:func:`range_crossing`: the OU transition density on a grid, with
+Broadie, Glasserman & Kou's (1997) continuity correction for monitoring at steps; its
+Monte Carlo check is ``tests/unit/test_anytime.py``). This is the bounded-range boundary
+that Howard, Ramdas, McAuliffe & Sekhon, "Time-uniform, nonparametric, nonasymptotic
+confidence sequences" (Ann. Statist. 2021), sec. 3, bound by stitching or by one linear
+boundary; the constant boundary in sqrt(I) over the range is the repeated significance
+test's (Siegmund, Sequential Analysis, 1985, ch. IV), computed here rather than bounded.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -74,21 +97,108 @@ def multiplier(x: np.ndarray | float, ci: float = 0.95) -> np.ndarray:
     return np.where(x > 0, out, np.inf)
 
 
-def target_variance(half_width: float, ci: float = 0.95) -> float:
-    """V*: the variance of the mean at which the sequence tuned for it has half-width
-    ``half_width`` (sqrt(V*) m(x*) = half_width)."""
+RANGE = 2.5
+"""The default range boundary's ratio r of information (module docstring): the boundary
+c sqrt(V) holds for V in [V*/r, V*]."""
+TAIL_SHARE = 0.1
+"""The share of alpha the range boundary spends on the tail sequence outside its range."""
+BGK = 0.5825971579390106
+"""-zeta(1/2) / sqrt(2 pi): Broadie, Glasserman & Kou's (1997) shift of a barrier monitored
+at steps of standard deviation s, by BGK s towards the process, that gives the probability
+of crossing the continuously monitored barrier."""
+
+
+def range_crossing(c: float, ratio: float, step: float = 0.02, per: int = 6) -> float:
+    """P(exists I in [I_0, ``ratio`` I_0]: |W(I)| >= c sqrt(I)), W a standard Brownian
+    motion (continuous monitoring). With s = log(I / I_0), U(s) = W(I) / sqrt(I) is the
+    stationary Ornstein-Uhlenbeck process (U(s + d) | U(s) = u is N(u e^(-d/2), 1 - e^(-d)),
+    U(0) ~ N(0, 1)); the density of U on a grid over the band, propagated by that kernel at
+    steps d <= ``step`` of s, gives the chance of staying inside when monitored at the steps;
+    the band is narrowed by BGK sqrt(d) (:data:`BGK`) for continuous monitoring. The kernel
+    is reversible for the N(0, 1) density, so one symmetric eigendecomposition gives every
+    power of it."""
+    if not ratio >= 1 or not c > 0:
+        raise UsageError(f"the range needs a ratio >= 1 and c > 0, not {ratio}, {c}")
+    from scipy.stats import norm
+
+    if ratio == 1:  # one look
+        return float(2 * norm.sf(c))
+    length = math.log(ratio)
+    steps = max(1, math.ceil(length / step))
+    d = length / steps
+    a, sd = math.exp(-d / 2), math.sqrt(-math.expm1(-d))
+    band = c - BGK * math.sqrt(d) if steps > 1 else c
+    if band <= 0:
+        return 1.0
+    m = max(50, math.ceil(2 * band / (sd / per)))  # ``per`` grid points per kernel sd
+    h = 2 * band / m
+    u = -band + h * (np.arange(m) + 0.5)
+    phi = norm.pdf(u)
+    kernel = norm.pdf((u[None, :] - a * u[:, None]) / sd) / sd * h
+    root = np.sqrt(phi)
+    values, vectors = np.linalg.eigh(root[:, None] * kernel / root[None, :])
+    start = phi * h / root  # p D^(-1/2): p K^n 1 = (p D^-1/2) S^n (D^1/2 1)
+    inside = float((start @ vectors) @ (values ** steps * (vectors.T @ root)))
+    return min(1.0, max(0.0, 1.0 - inside))
+
+
+@lru_cache(maxsize=64)
+def range_multiplier(ratio: float, level: float) -> float:
+    """c: the half-width in standard errors for which Brownian motion leaves the band
+    |W(I)| < c sqrt(I) somewhere in an information range of ratio ``ratio`` with
+    probability ``level`` (:func:`range_crossing`)."""
+    from scipy.optimize import brentq
+
+    if not 0 < level < 1:
+        raise UsageError(f"the level must lie in (0, 1), not {level}")
+    return float(brentq(lambda c: range_crossing(c, ratio) - level, 0.5, 10.0, xtol=1e-6))
+
+
+def _range_parts(ratio: float, ci: float) -> tuple[float, float]:
+    """The range boundary's c and the tail's confidence level."""
+    alpha = _alpha(ci)
+    c = range_multiplier(float(ratio), (1 - TAIL_SHARE) * alpha)
+    tail_ci = 1 - TAIL_SHARE * alpha
+    if multiplier(tightest(tail_ci), tail_ci) > c * math.sqrt(ratio):
+        raise UsageError(f"a range of ratio {ratio} is too short: below it the tail's "
+                         "interval would be wider than the target")
+    return c, tail_ci
+
+
+def target_variance(half_width: float, ci: float = 0.95,
+                    ratio: float | None = RANGE) -> float:
+    """V*: the variance of the mean at which the sequence has half-width ``half_width``:
+    the range boundary's upper end, c sqrt(V*) = half_width (``ratio``: module docstring),
+    or (``ratio=None``) the mixture's tuning, sqrt(V*) m(x*) = half_width."""
     if not half_width > 0:
         raise UsageError(f"the target half-width must be positive, not {half_width}")
+    if ratio is not None:
+        return float((half_width / _range_parts(ratio, ci)[0]) ** 2)
     return float((half_width / multiplier(tightest(ci), ci)) ** 2)
 
 
-def half_width(variance: np.ndarray | float, tuned: float, ci: float = 0.95) -> np.ndarray:
-    """The anytime-valid half-width sqrt(V) m(x* ``tuned`` / V) of an estimate with variance
-    ``variance`` (elementwise), for the sequence tuned for the variance ``tuned`` (rho^2 =
-    x* ``tuned``; :func:`target_variance`). 0 where the variance is 0 (a census: nothing is
-    unknown), NaN where it is NaN."""
+def half_width(variance: np.ndarray | float, tuned: float, ci: float = 0.95,
+               ratio: float | None = RANGE) -> np.ndarray:
+    """The anytime-valid half-width of an estimate with variance ``variance`` (elementwise)
+    for the sequence whose half-width meets the target at the variance ``tuned``
+    (:func:`target_variance`, the same ``ratio``): the range boundary c sqrt(V) for V in
+    [``tuned`` / ``ratio``, ``tuned``] (or the tail's, if narrower) and the tail's outside
+    (module docstring); with ``ratio=None`` the mixture sqrt(V) m(x* ``tuned`` / V). 0 where
+    the variance is 0 (a census: nothing is unknown), NaN where it is NaN."""
     if not tuned > 0:
         raise UsageError(f"the tuning variance must be positive, not {tuned}")
+    if ratio is None:
+        return _mixture(variance, tuned, ci)
+    c, tail_ci = _range_parts(ratio, ci)
+    v = np.asarray(variance, dtype=np.float64)
+    low = tuned / ratio
+    tail = _mixture(v, low, tail_ci)
+    inside = (v >= low) & (v <= tuned)
+    return np.where(inside, np.minimum(c * np.sqrt(np.where(inside, v, 0.0)), tail), tail)
+
+
+def _mixture(variance: np.ndarray | float, tuned: float, ci: float) -> np.ndarray:
+    """The mixture's half-width sqrt(V) m(x* ``tuned`` / V) (rho^2 = x* ``tuned``)."""
     v = np.asarray(variance, dtype=np.float64)
     positive = v > 0
     x = tightest(ci) * tuned / np.where(positive, v, 1.0)
@@ -97,26 +207,52 @@ def half_width(variance: np.ndarray | float, tuned: float, ci: float = 0.95) -> 
 
 
 def interval(value: np.ndarray | float, variance: np.ndarray | float, tuned: float,
-             ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+             ci: float = 0.95, ratio: float | None = RANGE) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)``: the anytime-valid interval value -+ :func:`half_width`."""
-    h = half_width(variance, tuned, ci)
+    h = half_width(variance, tuned, ci, ratio)
     v = np.asarray(value, dtype=np.float64)
     return v - h, v + h
 
 
-def variance_for(width: np.ndarray | float, tuned: float, ci: float = 0.95) -> np.ndarray:
-    """The variance V whose anytime-valid :func:`half_width` (sequence tuned for ``tuned``)
-    is ``width`` (elementwise): the half-width grows with V (h^2 = 2 V (c + V) / c
-    (log(1 + c / V) / 2 + log(1 / alpha)), c = x* ``tuned``, and V log(1 + c / V) grows
-    with V), so bisection on log V finds it. 0 where ``width`` is 0."""
+def variance_for(width: np.ndarray | float, tuned: float, ci: float = 0.95,
+                 ratio: float | None = RANGE) -> np.ndarray:
+    """The variance V whose anytime-valid :func:`half_width` (the sequence meeting the target
+    at ``tuned``, the same ``ratio``) is ``width`` (elementwise); 0 where ``width`` is 0.
+    The mixture's half-width grows with V (h^2 = 2 V (k + V) / k (log(1 + k / V) / 2 +
+    log(1 / alpha)), k = x* ``tuned``, and V log(1 + k / V) grows with V), so bisection on
+    log V finds it. The range boundary's is read piecewise: above the target (V > ``tuned``)
+    the tail's, from c sqrt(``tuned`` / ``ratio``) to the target (w / c)^2, below that the
+    tail's again (where the tail and the range overlap, the range's reading); a width the
+    boundary skips maps to the end of the piece."""
     w = np.asarray(width, dtype=np.float64)
+    if ratio is None:
+        return _mixture_variance(w, tuned, ci, None, None)
+    c, tail_ci = _range_parts(ratio, ci)
+    low = tuned / ratio
+    above = _mixture_variance(w, low, tail_ci, tuned, None)
+    below = _mixture_variance(w, low, tail_ci, None, low)
+    out = np.where(w > c * math.sqrt(tuned), above,
+                   np.where(w >= c * math.sqrt(low), (w / c) ** 2, below))
+    return np.where(w > 0, out, np.where(np.isnan(w), np.nan, 0.0))
+
+
+def _mixture_variance(w: np.ndarray, tuned: float, ci: float, least: float | None,
+                      most: float | None) -> np.ndarray:
+    """The variance whose mixture half-width (tuned at ``tuned``) is ``w``, by bisection on
+    log V, kept within [``least``, ``most``] where given."""
     positive = w > 0
     # h^2 >= 2 V log(1/alpha) bounds V above; m(x) grows as sqrt(log x) only, so V is far
     # above a millionth of (h / m(x*))^2 for any x below about e^(10^6 m(x*)^2)
     low = np.log(np.where(positive, (w / multiplier(tightest(ci), ci)) ** 2 / 1e6, 1.0))
     high = np.log(np.where(positive, w ** 2 / (2.0 * math.log(1.0 / _alpha(ci))), 1.0))
+    if least is not None:
+        low = np.maximum(low, math.log(least))
+        high = np.maximum(high, math.log(least))
+    if most is not None:
+        low = np.minimum(low, math.log(most))
+        high = np.minimum(high, math.log(most))
     for _ in range(80):
         middle = (low + high) / 2
-        above = half_width(np.exp(middle), tuned, ci) > w
+        above = _mixture(np.exp(middle), tuned, ci) > w
         low, high = np.where(above, low, middle), np.where(above, middle, high)
     return np.where(positive, np.exp((low + high) / 2), np.where(np.isnan(w), np.nan, 0.0))

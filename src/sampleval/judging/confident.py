@@ -100,6 +100,7 @@ from sampleval.core.design import GUARANTEES, STRATIFIED
 from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.anytime import RANGE
 from sampleval.estimation.engine.views import MEAN_TOPIC, TopicView, topic_views, z_value
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.result import UNFLOORED, TopicParts, corrected
@@ -340,6 +341,10 @@ class ConfidentJudging:
             "guarantees": dict.fromkeys(GUARANTEES, False)}
         return Sample(STRATIFIED, frame, meta=meta)
 
+    def _sample_of(self, topics: list[str]) -> Sample:
+        """Adaptive rule: :meth:`sample` restricted to ``topics``."""
+        return self.sample().restricted(topics)
+
     def _estimate(self, topic_indices: Sequence[int]) -> None:
         """Re-estimate the given topics from the current sample. Where the family estimates
         each topic from its own sample (:data:`~sampleval.estimation.result.UNFLOORED`), the
@@ -347,7 +352,7 @@ class ConfidentJudging:
         topics, is applied anew over every topic estimated so far."""
         if not len(topic_indices):
             return
-        sample = (self._phase_sample(topic_indices) if self.committed else self.sample().restricted(
+        sample = (self._phase_sample(topic_indices) if self.committed else self._sample_of(
             [self.topics[i] for i in topic_indices]))
         family = FAMILIES[self.spec.family]
         pool = self.selector.pool
@@ -475,7 +480,7 @@ class ConfidentJudging:
             after = base[:, widest] * self._shrink(counted, counted + extra + step)
             gain = np.where((step > 0) & present[:, widest], current[:, widest] - after,
                             -np.inf)
-            best = int(np.argmax(gain))
+            best = _first_best(gain)
             if not np.isfinite(gain[best]) or gain[best] <= 0:
                 break
             extra[best] += step[best]
@@ -891,6 +896,17 @@ class ConfidentJudging:
         return judging
 
 
+def _first_best(gain: np.ndarray, tolerance: float = 1e-9) -> int:
+    """The first index whose ``gain`` is within ``tolerance`` (relative) of the largest: the
+    adaptive plan's choice of topic. Equal shares make exact ties (topics with the same
+    judgments gain u (1/n - 1/(n + batch)) alike), which ``argmax`` would break by rounding,
+    so that a change in the last bit of an estimate reordered the topics judged."""
+    top = float(np.max(gain))
+    if not np.isfinite(top) or top <= 0:
+        return int(np.argmax(gain))
+    return int(np.argmax(gain >= top * (1.0 - tolerance)))
+
+
 STATE_FORMAT = "sampleval-confident"
 SHRINK = 0.5
 """Committed design: the weight of a topic's own variance per unit of g in the plan, against
@@ -928,9 +944,12 @@ class AnytimeJudging(ConfidentJudging):
     stops at the first look where each one's half-width is at most the target.
 
     The half-widths are those of the anytime-valid confidence sequence
-    (:mod:`sampleval.estimation.anytime`) tuned for the target: sqrt(V) m(x* V* / V) (plus
-    the estimated bias that a bias-aware interval adds), V the variance of the run's mean,
-    V* the variance at which it equals the target. Because the sequence covers at every
+    (:mod:`sampleval.estimation.anytime`) placed by the target (plus the estimated bias
+    that a bias-aware interval adds): with ``ratio`` (default
+    :data:`~sampleval.estimation.anytime.RANGE`) the range boundary, c sqrt(V) for V in
+    [V*/ratio, V*] and a tail sequence outside, V the variance of the run's mean and V* the
+    variance at which c sqrt(V*) is the target; with ``ratio=None`` the normal mixture
+    sqrt(V) m(x* V* / V) tuned at its V*. Because the sequence covers at every
     look at once, it covers at the look where judging stops, whatever the rule was
     (``docs/guide/anytime.md`` gives the argument and its assumptions, and the measured
     coverage). ``interval='fixed'`` uses the ordinary z intervals instead: the *naive
@@ -964,7 +983,7 @@ class AnytimeJudging(ConfidentJudging):
                  start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
                  committed: bool | None = False, margin: float = 0.05,
                  interval: str = "anytime", every: int | None = None,
-                 allocation: str = "pooled") -> None:
+                 allocation: str = "pooled", ratio: float | None = RANGE) -> None:
         from sampleval.estimation.anytime import target_variance
 
         if committed:
@@ -986,7 +1005,10 @@ class AnytimeJudging(ConfidentJudging):
                          level=level, committed=False, margin=margin)
         self.interval = interval
         self.allocation = allocation
-        self.tuned = target_variance(target.half_width, ci)
+        self.ratio = ratio
+        """The range boundary's ratio of information (None: the normal mixture;
+        :mod:`sampleval.estimation.anytime`)."""
+        self.tuned = target_variance(target.half_width, ci, ratio)
         """V*: the variance of a run's mean at which its sequence's half-width is the
         target (the sequence's tuning, fixed before any judgment)."""
         self.handed = np.zeros(len(self.topics), dtype=np.int64)
@@ -1015,6 +1037,15 @@ class AnytimeJudging(ConfidentJudging):
             return self.selector.sample()
         selector: Any = self.selector
         return selector.sample(skip=self.skip)
+
+    def _sample_of(self, topics: list[str]) -> Sample:
+        """:meth:`sample` restricted to ``topics``; over ``active``, without building the
+        other topics' tables (a look costs in proportion to the topics it changed)."""
+        from sampleval.selection.active import ActiveSelector
+
+        if isinstance(self.selector, ActiveSelector):
+            return self.selector.sample(skip=self.skip, topics=topics)
+        return self.sample().restricted(topics)
 
     def _counted(self) -> np.ndarray:
         return self.judged - self.pilot
@@ -1071,7 +1102,7 @@ class AnytimeJudging(ConfidentJudging):
             return np.full(np.shape(total), self.z)
         v = np.asarray(total, dtype=np.float64) / np.asarray(count, dtype=np.float64) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(v > 0, half_width(v, self.tuned, self.ci) / np.sqrt(
+            return np.where(v > 0, half_width(v, self.tuned, self.ci, self.ratio) / np.sqrt(
                 np.where(v > 0, v, 1.0)), 0.0)
 
     def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
@@ -1181,17 +1212,22 @@ class AnytimeJudging(ConfidentJudging):
     def state(self) -> dict[str, Any]:
         return {**super().state(), "stop": "anytime", "interval": self.interval,
                 "every": self.every, "allocation": self.allocation, "skip": self.skip,
+                "ratio": self.ratio,
                 "weights": self.weights.tolist(), "pilot": self.pilot.tolist(),
                 "first": self.first.tolist(),
                 "handed": self.handed.tolist(), "looks": [list(x) for x in self.looks]}
 
     @classmethod
     def restore(cls, pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
+        from sampleval.estimation.anytime import target_variance
+
         judging = super().restore(pool, state)
         assert isinstance(judging, AnytimeJudging)
         judging.interval = state.get("interval", "anytime")
         judging.every = state.get("every")
         judging.allocation = state.get("allocation", "own")  # saved before the option
+        judging.ratio = state.get("ratio")  # saved before the range boundary: the mixture
+        judging.tuned = target_variance(judging.target.half_width, judging.ci, judging.ratio)
         judging.handed[:] = state["handed"]
         judging.skip = state.get("skip")
         judging.weights[:] = state.get("weights", judging.weights)

@@ -213,18 +213,20 @@ def forecast_arrays(variance: np.ndarray, judged: np.ndarray, size: np.ndarray,
 def widest_variance(widths: np.ndarray | float, half_width: float, rule: str = "anytime",
                     ci: float = 0.95) -> np.ndarray:
     """The variance of a run's mean whose half-width under ``rule`` is ``widths``: the
-    anytime rule's sequence tuned for the target ``half_width``
-    (:func:`~sampleval.estimation.anytime.variance_for`), or the fixed interval's
-    (widths / z)^2. Any estimated bias in the half-width is counted as variance."""
-    from sampleval.estimation.anytime import target_variance, variance_for
+    anytime rule's sequence placed by the target ``half_width``
+    (:func:`~sampleval.estimation.anytime.variance_for`; ``anytime``: the default range
+    boundary, ``mixture``: the normal mixture of the rule before it), or the fixed
+    interval's (widths / z)^2. Any estimated bias in the half-width is counted as variance."""
+    from sampleval.estimation.anytime import RANGE, target_variance, variance_for
     from sampleval.estimation.engine.views import z_value
 
-    if rule not in RULES:
-        raise UsageError(f"rule must be one of {', '.join(RULES)}, not {rule!r}")
+    if rule not in (*RULES, "mixture"):
+        raise UsageError(f"rule must be one of {', '.join(RULES)} or mixture, not {rule!r}")
     w = np.asarray(widths, dtype=np.float64)
     if rule == "fixed":
         return (w / z_value(ci)) ** 2
-    return variance_for(w, target_variance(half_width, ci), ci)
+    ratio = None if rule == "mixture" else RANGE
+    return variance_for(w, target_variance(half_width, ci, ratio), ci, ratio)
 
 
 def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
@@ -337,13 +339,18 @@ def decay_exponent(looks: Sequence[Sequence[float]], judged: float, half_width: 
 def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: float = 1,
              depth: Any = None, caps: Mapping[str, int] | None = None,
              rng: np.random.Generator, replicates: int = 200,
-             coverage: float = 0.9, model: str = "srs") -> list[Forecast]:
+             coverage: float = 0.9, model: str = "srs",
+             exponent: float | None = None) -> list[Forecast]:
     """The judgments ``target`` (a :class:`~sampleval.judging.confident.Target`) is forecast to
     need from the pilot ``sample`` of ``runs`` (as :func:`sampleval.estimation.estimates.estimate`
     takes them, at ``depth``: by default the sample's), for each rule of :data:`RULES`,
     with a ``coverage`` interval from ``replicates`` bootstrap resamples of the topics.
     ``caps``: judgments per topic at most (default: its pool); ``model``: how a topic's
-    variance falls, ``srs`` or ``active`` (module docstring)."""
+    variance falls, ``srs`` or ``active`` (module docstring). With ``exponent`` (the decay
+    exponent b learnt from earlier campaigns of the same kind, :func:`decay_exponent`), each
+    rule's forecast is instead the pilot taken as the campaign's first look:
+    :func:`forecast_from_looks` from the widest targeted run's variance of its mean,
+    n (V / V*)^(1/b), without an interval (``docs/guide/anytime.md``, "The planner")."""
     if model not in MODELS:
         raise UsageError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
     from sampleval.estimation.engine.views import MEAN_TOPIC, z_value
@@ -375,6 +382,8 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
     judged = by_topic["relevance"].count().reindex(topics).to_numpy(dtype=np.float64)
     found = (frame[frame["relevance"] >= level].groupby("query_id").size()
              .reindex(topics, fill_value=0).to_numpy() >= FOUND)
+    if exponent is not None:
+        return _from_pilot_look(variance, float(judged.sum()), target.half_width, exponent, ci)
     cap = None if caps is None else np.array([caps.get(t, np.inf) for t in topics])
     draws = None
     if model == "active":
@@ -392,3 +401,25 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
                            rng=rng, replicates=replicates, coverage=coverage, draws=draws)
 
 
+
+
+def _from_pilot_look(variance: np.ndarray, judged: float, half_width: float, exponent: float,
+                     ci: float) -> list[Forecast]:
+    """Each rule's :func:`forecast_from_looks` with ``exponent`` from one look: the pilot's
+    ``judged`` judgments and the widest targeted run's variance of its mean from the
+    ``[T, R]`` pilot variances (NaN: run absent), read as that rule's half-width."""
+    from sampleval.estimation.anytime import half_width as anytime_half_width
+    from sampleval.estimation.anytime import target_variance
+    from sampleval.estimation.engine.views import z_value
+
+    count = (~np.isnan(variance)).sum(axis=0)
+    mean = np.nansum(variance, axis=0) / np.maximum(count, 1) ** 2
+    widest = float(mean[count > 0].max(initial=0.0))
+    out = []
+    for rule in RULES:
+        width = (z_value(ci) * math.sqrt(widest) if rule == "fixed" else float(
+            anytime_half_width(widest, target_variance(half_width, ci), ci)))
+        made = forecast_from_looks([(judged, width)], half_width, rule, ci=ci,
+                                   exponent=exponent)
+        out.append(made if made is not None else Forecast(rule, int(judged), None, None, None))
+    return out

@@ -71,7 +71,7 @@ Choices (ours where the paper is silent):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -249,6 +249,7 @@ class _TopicDraws:
         self.sizes = np.zeros(0)  # N_t
         self.draws: list[np.ndarray] = []
         self.pending: list[int] = []
+        self._draw_probs = np.zeros((0, tp.size))  # p_t(d) by round (draw_probabilities)
 
     @property
     def rounds(self) -> int:
@@ -344,6 +345,19 @@ class _TopicDraws:
                                            self.sizes[:self.rounds], run, prior,
                                            self.uniform, self.size)
 
+    def draw_probabilities(self, rounds: int) -> np.ndarray:
+        """``[rounds, size]``: p_t(d) of every pooled document at each of the first
+        ``rounds`` rounds (:func:`with_share` of sum_s P_t(s) w_s(rank_s(d))). A round's
+        row never changes once drawn, so the rows are kept and only new rounds' computed
+        (each from the document's occurrences in the runs: a look re-reads every round)."""
+        have = len(self._draw_probs)
+        if rounds > have:
+            rows = [with_share(np.bincount(self.occ_doc, weights=self.run_probs[t, self.occ_run]
+                                           * self.occ_prior, minlength=self.size),
+                               self.uniform, self.size) for t in range(have, rounds)]
+            self._draw_probs = np.concatenate([self._draw_probs, np.array(rows)])
+        return self._draw_probs[:rounds]
+
     def tables(self, skip: int = 0) -> dict[str, dict[str, np.ndarray]]:
         """The topic's frame, draws, rounds and round_probs columns (no ``query_id``), over
         the rounds whose new documents are all judged (all but a last round with pending
@@ -361,9 +375,7 @@ class _TopicDraws:
         sizes = np.array([len(d) for d in self.draws[skip:last]], dtype=np.int64)
         flat = np.concatenate(self.draws[skip:last]) if done else np.zeros(0, np.int64)
         sampled = np.unique(flat)
-        weight = np.zeros((len(self.present), self.size))
-        weight[self.occ_run, self.occ_doc] = self.occ_prior
-        every = with_share(self.run_probs[skip:last] @ weight, self.uniform, self.size)
+        every = self.draw_probabilities(last)[skip:]
         with np.errstate(divide="ignore"):
             harmonic = len(flat) / (sizes @ (1.0 / every)) if done else np.zeros(self.size)
             probs = every[:, sampled]  # p_t(d) of the sampled documents
@@ -483,12 +495,17 @@ class ActiveSelector(Selector):
         draws = self._of_topic(self._topics, topic)
         return draws.chance_of_new(self.kind, self.floor) > 0.0
 
-    def sample(self, skip: Mapping[str, int] | None = None) -> Sample:
+    def sample(self, skip: Mapping[str, int] | None = None,
+               topics: Collection[str] | None = None) -> Sample:
         """The completed rounds; ``skip``: per topic, how many of its first rounds to leave
         out (:meth:`_TopicDraws.tables`; the anytime rule's Neyman shares leave out the
-        pilot that chose them)."""
+        pilot that chose them); ``topics``: only these topics' tables (``sample().restricted
+        (topics)``, without building the others': a look re-estimates the topics judged
+        since the last one)."""
         skip = skip or {}
-        parts = {t: d.tables(skip.get(t, 0)) for t, d in self._topics.items()}
+        keep = None if topics is None else set(topics)
+        parts = {t: d.tables(skip.get(t, 0)) for t, d in self._topics.items()
+                 if keep is None or t in keep}
         tables = {name: _stacked(parts, name, columns) for name, columns in _TABLES.items()}
         tables["frame"]["stratum"] = ""
         return Sample(self.design, tables["frame"][_TABLES["frame"]], draws=tables["draws"],
