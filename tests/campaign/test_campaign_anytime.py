@@ -234,3 +234,48 @@ def test_migration_0004_keeps_every_row_both_ways(store_url: str) -> None:
     migrate(store.engine, "head")
     assert rows() == before
     store.close()
+
+
+def test_a_campaign_begun_under_the_mixture_keeps_it_after_migration_0007(
+        tmp_path: Path) -> None:
+    """Revision 0007: an ``anytime`` campaign stored before it (the normal mixture then)
+    becomes ``anytime-mixture`` and its half-widths stay the mixture's; one created after
+    it gets the range boundary; the downgrade turns it back."""
+    from sampleval.campaign.schema import migrate
+
+    c = collection()
+    url = f"sqlite:///{tmp_path}/t.db"
+    store = Store(url)
+    _, fixed_token = _campaign(store, "fixed", "committed")
+    _, token = _campaign(store, "old", "anytime")
+    service = CampaignService(store)
+    try:
+        for _ in range(3):
+            _judge_round(service, token, 5, c.oracle)
+            _judge_round(service, fixed_token, 5, c.oracle)
+    finally:
+        service.close()
+    migrate(store.engine, "0006")  # "old" now as a store before 0007 held it
+    migrate(store.engine, "head")
+    _campaign(store, "new", "anytime")
+    with store.read() as session:
+        stops = dict(session.execute(select(m.Campaign.name, m.Campaign.target_stop)).all())
+    assert stops == {"fixed": "committed", "old": "anytime-mixture", "new": "anytime"}
+    fixed = estimates_now(store, "fixed")[3]
+    old = estimates_now(store, "old")[3]
+    assert fixed is not None and old is not None and old["judged"] == fixed["judged"]
+    assert "anytime-valid" in old["text"]
+    z = NormalDist().inv_cdf(0.975)
+    mixture = anytime.target_variance(WIDTH, ratio=None)
+    ranged = anytime.target_variance(WIDTH)
+    assert any(w > 0 for w in old["half_widths"].values())
+    for run, w in old["half_widths"].items():
+        v = (fixed["half_widths"][run] / z) ** 2
+        assert w == pytest.approx(float(anytime.half_width(v, mixture, ratio=None)), rel=1e-9)
+        if w > 0:  # (the range boundary would give another width)
+            assert w != pytest.approx(float(anytime.half_width(v, ranged)), rel=1e-6)
+    migrate(store.engine, "0006")
+    with store.read() as session:
+        assert session.scalar(select(m.Campaign.target_stop).where(
+            m.Campaign.name == "old")) == "anytime"
+    store.close()

@@ -49,7 +49,7 @@ from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.declare import resolve
 from sampleval.errors import SampleValError, UsageError
-from sampleval.judging.confident import Target
+from sampleval.judging.confident import Target, is_anytime
 from sampleval.selection.base import METHODS, Budget, Selector
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -596,7 +596,7 @@ def save_estimates(store: Store, campaign_id: int, rows: list[dict[str, Any]], n
         if campaign is None or campaign.stopped is not None:
             return None
         widest = confidence.get("widest")
-        kind = "anytime-valid 95%" if confidence.get("stop") == "anytime" else "95%"
+        kind = "anytime-valid 95%" if is_anytime(confidence.get("stop")) else "95%"
         campaign.stopped = (f"its target {confidence['target']} is met" + (
             "" if widest is None else f" (widest {kind} half-width {widest:.4f})"))
         campaign.stopped_at = m.now()

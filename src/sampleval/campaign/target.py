@@ -47,7 +47,13 @@ from typing import Any, cast
 import numpy as np
 
 from sampleval.core.sample import Sample
-from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target, make_judging
+from sampleval.judging.confident import (
+    AnytimeJudging,
+    ConfidentJudging,
+    Target,
+    is_anytime,
+    make_judging,
+)
 from sampleval.judging.planning import Forecast, forecast_from_looks
 from sampleval.selection.base import Selector
 
@@ -173,7 +179,7 @@ def describe(status: Mapping[str, Any]) -> str:
     """One sentence on where the target stands (the organiser page and ``campaign
     status`` print it)."""
     widest = status["widest"]
-    anytime = status.get("stop") == "anytime"
+    anytime = is_anytime(status.get("stop"))
     kind = "anytime-valid 95%" if anytime else "95%"
     now = ("no half-width yet" if widest is None else
            f"widest {kind} half-width {widest:.4f} ({status['widest_run']})")

@@ -45,6 +45,7 @@ from fastapi.templating import Jinja2Templates
 from sampleval.campaign.service import CampaignService, Person
 from sampleval.campaign.target import widest_first
 from sampleval.campaign.tokens import same
+from sampleval.judging.confident import is_anytime
 
 HERE = Path(__file__).resolve().parent
 MAX_BODY = 64 * 1024
@@ -56,6 +57,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 templates.env.filters["widest_first"] = widest_first
+templates.env.tests["anytime"] = is_anytime
 bearer = HTTPBearer(auto_error=False, description="the login token of an assessor or "
                                                   "organiser ('campaign add-assessor')")
 

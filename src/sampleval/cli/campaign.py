@@ -294,7 +294,9 @@ def _target_text(info: Any) -> str:
     if info.target is None:
         return ""
     runs = ", ".join(info.target_runs) if info.target_runs else "every run"
-    how = " (anytime-valid)" if info.target_stop == "anytime" else ""
+    from sampleval.judging.confident import is_anytime
+
+    how = " (anytime-valid)" if is_anytime(info.target_stop) else ""
     return (f", target {info.target}{how} ({runs}; stops handing out documents once met, "
             f"after {info.target_start} judgments per topic)")
 
@@ -354,7 +356,9 @@ def run_status(args: argparse.Namespace) -> None:
     console.print(people)
     if confidence is not None:
         widths = Table(title=f"Target: {confidence['text']}", title_justify="left")
-        kind = ("anytime-valid 95% half-width" if confidence.get("stop") == "anytime"
+        from sampleval.judging.confident import is_anytime
+
+        kind = ("anytime-valid 95% half-width" if is_anytime(confidence.get("stop"))
                 else "95% half-width")
         for column in ("run", kind, "target", "met"):
             widths.add_column(column, justify="left" if column == "run" else "right")

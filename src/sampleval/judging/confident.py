@@ -929,6 +929,15 @@ STOP_MODES = ("committed", "anytime")
 """How judging until confident may stop: ``committed`` (:class:`ConfidentJudging`: committed
 phases where the method allows, else the adaptive rule) or ``anytime``
 (:class:`AnytimeJudging`: a look after every batch, anytime-valid intervals)."""
+MIXTURE_STOP = "anytime-mixture"
+"""The stop mode migration 0007 gives a campaign created with ``anytime`` before the range
+boundary became the default: it keeps the normal-mixture boundary it began under (a boundary
+changed between looks is no longer anytime-valid). Not offered for new campaigns."""
+
+
+def is_anytime(stop: str | None) -> bool:
+    """Whether the stop mode ``stop`` looks after every batch with anytime-valid intervals."""
+    return stop in ("anytime", MIXTURE_STOP)
 
 
 class AnytimeJudging(ConfidentJudging):
@@ -1246,7 +1255,10 @@ def restore_judging(pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
 
 def make_judging(selector: Selector, target: Target, stop: str = "committed",
                  **options: Any) -> ConfidentJudging:
-    """Judging until confident with the stop mode ``stop`` (:data:`STOP_MODES`)."""
+    """Judging until confident with the stop mode ``stop`` (:data:`STOP_MODES`, or a stored
+    campaign's :data:`MIXTURE_STOP`)."""
+    if stop == MIXTURE_STOP:
+        return AnytimeJudging(selector, target, ratio=None, **options)
     if stop not in STOP_MODES:
         raise UsageError(f"stop must be one of {', '.join(STOP_MODES)}, not {stop!r}")
     return (AnytimeJudging if stop == "anytime" else ConfidentJudging)(
