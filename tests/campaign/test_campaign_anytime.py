@@ -109,6 +109,17 @@ def _campaign(store: Store, name: str, stop: str) -> tuple[str, str]:
     return boss, add_person(store, name, "ann")[0]
 
 
+def _beside_a_committed_one(tmp_path: Path, name: str) -> tuple[str, Store, str, str, str]:
+    """A store holding campaign ``fixed`` (``committed``) and ``name`` (``anytime``), to be
+    judged alike: its url, the store, ``fixed``'s assessor token, ``name``'s organiser and
+    assessor tokens."""
+    url = f"sqlite:///{tmp_path}/t.db"
+    store = Store(url)
+    _, fixed_token = _campaign(store, "fixed", "committed")
+    boss, token = _campaign(store, name, "anytime")
+    return url, store, fixed_token, boss, token
+
+
 def test_an_anytime_campaign_shows_anytime_widths_and_stops_at_its_first_look_meeting_them(
         tmp_path: Path) -> None:
     """Two campaigns judged alike, ``committed`` and ``anytime``: the anytime one's
@@ -116,10 +127,7 @@ def test_an_anytime_campaign_shows_anytime_widths_and_stops_at_its_first_look_me
     its status carries the looks and the rate's extrapolation, and it stops (the store
     records why) at the first look where every half-width meets the target."""
     c = collection()
-    url = f"sqlite:///{tmp_path}/t.db"
-    store = Store(url)
-    _, fixed_token = _campaign(store, "fixed", "committed")
-    boss, token = _campaign(store, "any", "anytime")
+    url, store, fixed_token, boss, token = _beside_a_committed_one(tmp_path, "any")
     service = CampaignService(store)
     z = NormalDist().inv_cdf(0.975)
     tuned = anytime.target_variance(WIDTH)
@@ -244,10 +252,7 @@ def test_a_campaign_begun_under_the_mixture_keeps_it_after_migration_0007(
     from sampleval.campaign.schema import migrate
 
     c = collection()
-    url = f"sqlite:///{tmp_path}/t.db"
-    store = Store(url)
-    _, fixed_token = _campaign(store, "fixed", "committed")
-    _, token = _campaign(store, "old", "anytime")
+    _, store, fixed_token, _, token = _beside_a_committed_one(tmp_path, "old")
     service = CampaignService(store)
     try:
         for _ in range(3):
