@@ -60,7 +60,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.estimation.anytime import RANGE
-from sampleval.judging.confident import AnytimeJudging, ConfidentJudging, Target
+from sampleval.judging.confident import INTERIM, AnytimeJudging, ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from studies._cli import read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
@@ -82,14 +82,15 @@ def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
 
 def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method: str,
                 ceiling: float, target: Target, start: int, batch: int,
-                every: int | None, allocation: str = "pooled") -> ConfidentJudging:
+                every: int | None, allocation: str = "pooled",
+                interim: float = INTERIM) -> ConfidentJudging:
     """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
     name = method if rule == "committed" else anytime_method
     params: dict[str, Any] = {"batch": batch} if name == "active" else {}
     selector = METHODS[name](pool, Budget(rate=ceiling), np.random.default_rng(seed),
                              **params)
     if rule == "committed":
-        return ConfidentJudging(selector, target, start=start, batch=batch)
+        return ConfidentJudging(selector, target, start=start, batch=batch, interim=interim)
     return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                           interval="fixed" if rule == "naive" else "anytime",
                           allocation="neyman" if rule == "neyman" else allocation,
@@ -355,6 +356,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--allocation", default="pooled",
                         help="which variances the anytime and naive rules' plan reads: "
                              "pooled (default) or own (AnytimeJudging's allocation)")
+    parser.add_argument("--interim", type=float, default=INTERIM,
+                        help="the committed rule's interim phase, a share of the pilot's plan "
+                             f"(default {INTERIM}: none; 0.5 the default before, "
+                             "docs/guide/anytime.md)")
     parser.add_argument("--rules", default=",".join(RULES[:3]),
                         help=f"rules to run, of {', '.join(RULES)} (default the first "
                              "three)")
@@ -399,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     target = Target(args.measure, args.target)
     options = {"method": args.method, "anytime_method": args.anytime_method,
                "ceiling": args.ceiling, "target": target, "start": args.start, "batch": args.batch, "every": args.every,
-               "allocation": args.allocation}
+               "allocation": args.allocation, "interim": args.interim}
     if args.neyman_gain:
         gains = pd.DataFrame([neyman_gain(pool, oracle, args.seed + trial, **options)
                               for trial in range(args.trials)])

@@ -19,12 +19,16 @@ phase of a topic is the method's own design laid out afresh
    topic's pilot is followed by a final phase of at least ``start`` documents (more where
    its design needs more to reach every stratum), so that no topic's last phase is one
    whose being last was decided from its own labels;
-   with ``interim`` (:data:`INTERIM`, the default 0.5), the phase after the pilot is an
+   with ``interim`` > 0 (:data:`INTERIM`; off by default), the phase after the pilot is an
    *interim* one of that share of the pilot's plan (at least ``start``), and every topic is
-   still owed its final phase, planned from the pilot and the interim phase together: a
-   40-document pilot misjudges which topics need judgments and how many (issue 29 item 4,
-   ``docs/research/calibration.md`` section 4), and the plan that expects the second look
-   spends less than the one that commits everything on the first;
+   still owed its final phase, planned from the pilot and the interim phase together (issue
+   29 item 4, ``docs/research/calibration.md`` section 4: a 40-document pilot misjudges
+   which topics need judgments). It is off by default because it halves the last phase,
+   which alone estimates the documents not judged before it: AP's ratio bias grows as that
+   phase shrinks, and on a sparse collection (Cranfield) most topics' last phase then finds
+   nothing relevant, where neither the Taylor correction nor the jackknife sees the bias,
+   so the intervals at stopping under-cover (``docs/guide/anytime.md``, "The committed
+   rule's coverage on Cranfield");
 3. the phases are judged in full, without looking; then, if every targeted half-width
    meets the target, judging stops; otherwise a new plan gives further phases to the
    topics where they help most (a *shortfall*), until the target holds, the ``ceiling``
@@ -110,9 +114,12 @@ from sampleval.selection.ap_prior import document_prior
 from sampleval.selection.base import Oracle, Selector
 from sampleval.selection.strata import Layout, StratifiedSelector, handout
 
-INTERIM = 0.5
+INTERIM = 0.0
 """Committed design: the share of the pilot's plan judged as an interim phase (module
-docstring, step 2; chosen by measurement: docs/research/calibration.md section 4)."""
+docstring, step 2). 0 by default: the pilot's plan is the final phase, whose size keeps AP's
+ratio bias small against the interval (0.5, the default before, halved the last phase and
+under-covered on Cranfield: docs/guide/anytime.md, "The committed rule's coverage on
+Cranfield")."""
 
 
 @dataclass(frozen=True)

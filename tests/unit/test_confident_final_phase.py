@@ -1,0 +1,51 @@
+"""Judge until confident, committed design: the last phase is the pilot's whole plan by
+default (issue 32: the interim phase halved it, and the committed rule's intervals then
+under-covered on Cranfield, 0.75 at stopping; docs/guide/anytime.md, "The committed rule's
+coverage on Cranfield")."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.judging.confident import ConfidentJudging, Target
+from sampleval.selection import METHODS, Budget, qrels_oracle
+
+
+def test_the_phase_after_the_pilot_is_final_by_default(
+        sparse_collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """The last phase alone estimates the documents not judged before it (the earlier ones
+    count with pi = 1), so AP's ratio bias at stopping grows as it shrinks. By default
+    (``ConfidentJudging`` without ``interim``) the phase planned from the pilot is meant
+    to be final: no topic is owed a further phase once it is committed, its size is the
+    plan's, and at the end every judgment after the pilot is in the last phase of a topic
+    with two phases (an interim phase of half the plan, the default before, left every
+    topic owed one more and its last phase about half of what followed the pilot)."""
+    _, qrels, pool = sparse_collection
+    oracle = qrels_oracle(qrels)
+    selector = METHODS["stratified"](pool, Budget(rate=0.6), np.random.default_rng(3))
+    judging = ConfidentJudging(selector, Target("AP", 0.03), start=6, batch=3)
+    while not judging.phases[-1] or judging.phases[-1][-1].open:  # the pilot
+        topic, docnos = judging.next_batch() or ("", [])
+        judging.observe(topic, oracle(topic, docnos))
+    judging._refresh()
+    plan = judging.plan()
+    assert plan.sum() > 0 and judging.owed.all()  # the pilot owes every topic a phase
+    batch = judging.next_batch()  # commits the phase after the pilot
+    assert batch is not None
+    second = np.array([p[1].budget if len(p) > 1 else 0 for p in judging.phases])
+    assert (second == plan).all()
+    assert not judging.owed.any()  # meant to be final
+    topic, docnos = batch
+    judging.observe(topic, oracle(topic, docnos))
+    status = judging.run(oracle)
+    assert status.judged > 6 * len(pool.topics)
+    two = [i for i, p in enumerate(judging.phases) if len(p) == 2]
+    assert two
+    frame = judging.sample().frame
+    for i in two:
+        rows = frame[frame["query_id"] == judging.topics[i]]
+        last = rows["stratum"].str.startswith("1:") & rows["relevance"].notna()
+        assert int(last.sum()) == int(judging.judged[i]) - 6
