@@ -80,8 +80,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "strata, uniform, stratified, depth-k and importance, a round "
                              "for active and dynamic, one for mtf and mab; more makes an "
                              "adaptive method adapt less often)")
-    add_predictions(parser, "for the methods that use them (stratified --param "
-                            "size=residual, importance --param prior=predictions)")
+    add_predictions(parser, "for the methods that use them (audit and audit-neyman need "
+                            "them; stratified --param size=residual, importance --param "
+                            "prior=predictions)")
     target = parser.add_argument_group(
         "judging until confident (docs/confident.md)",
         "With --target, the budget (-n/-r) is each topic's cap; judging stops once every "
