@@ -49,3 +49,25 @@ def test_the_phase_after_the_pilot_is_final_by_default(
         rows = frame[frame["query_id"] == judging.topics[i]]
         last = rows["stratum"].str.startswith("1:") & rows["relevance"].notna()
         assert int(last.sum()) == int(judging.judged[i]) - 6
+
+
+def test_an_owed_phase_never_plans_beyond_the_topic_s_room() -> None:
+    """With an interim phase every topic is owed one more; where its cap (here a fifth of
+    its pool) leaves less room than the phase that reaches every stratum, the owed phase is
+    planned at its whole room, not beyond it (projected there at an infinite design factor,
+    the plan turned NaN: ``invalid value encountered in multiply``)."""
+    import warnings
+
+    from sampleval.datasets.synthetic import make_collection
+
+    made = make_collection(np.random.default_rng(11), n_topics=10, n_runs=6, n_docs=400,
+                           depth=30, pool_depth=30, rel_rate=0.03)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    pool = Pool.from_runs(runs, depth=30, qrels=qrels)
+    selector = METHODS["stratified"](pool, Budget(rate=0.2), np.random.default_rng(3))
+    judging = ConfidentJudging(selector, Target("AP", 0.03), start=10, batch=3, interim=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        judging.run(qrels_oracle(qrels))
+    assert (judging.judged <= judging.capacity).all()

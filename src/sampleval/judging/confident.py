@@ -530,8 +530,10 @@ class ConfidentJudging:
             bias[i] = np.where(present[i], self.bias[i, self.runs] * ratio, 0.0)
 
         for i in np.flatnonzero(self.owed & (room > 0)):
-            size = min(int(least[i]), left)  # the phase every topic is owed
-            if size < least[i]:
+            # the phase every topic is owed: its least size, or its whole room if smaller
+            owed = min(int(least[i]), int(room[i]))
+            size = min(owed, left)
+            if size < owed:
                 break
             extra[i], left = size, left - size
             project(int(i), size)
