@@ -57,7 +57,7 @@ c: the time change I = I_lo e^s makes U(s) = W(I) / sqrt(I) the stationary
 Ornstein-Uhlenbeck process dU = -U/2 ds + dB (Doob 1942), so c solves P(sup_{s <= log r}
 |U(s)| >= c) = level (:func:`range_crossing`: the OU transition density on a grid, with
 Broadie, Glasserman & Kou's (1997) continuity correction for monitoring at steps; its
-Monte Carlo check is ``tests/unit/test_anytime.py``). This is the bounded-range boundary
+Monte Carlo check is ``tests/unit/test_anytime_range.py``). This is the bounded-range boundary
 that Howard, Ramdas, McAuliffe & Sekhon, "Time-uniform, nonparametric, nonasymptotic
 confidence sequences" (Ann. Statist. 2021), sec. 3, bound by stitching or by one linear
 boundary; the constant boundary in sqrt(I) over the range is the repeated significance

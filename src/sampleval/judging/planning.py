@@ -401,8 +401,6 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
                            rng=rng, replicates=replicates, coverage=coverage, draws=draws)
 
 
-
-
 def _from_pilot_look(variance: np.ndarray, judged: float, half_width: float, exponent: float,
                      ci: float) -> list[Forecast]:
     """Each rule's :func:`forecast_from_looks` with ``exponent`` from one look: the pilot's
