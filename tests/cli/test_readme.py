@@ -26,7 +26,6 @@ from sampleval.io import write_qrels, write_run
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 MARKER = "<!-- new-user path"
-LINK = r"\]\(([^)\s#]+\.(?:md|png|svg|html|txt|csv|py))(?:#[^)]*)?\)"  # relative file links
 
 
 def new_user_path() -> str:
@@ -70,17 +69,75 @@ def test_the_readme_new_user_path_runs_as_written(tmp_path: Path) -> None:
 
 def test_the_readme_is_the_front_door() -> None:
     """At most 250 lines (the project's rule; the rest is in docs/guide/), says how to run
-    the command after `make demo`, installs extras from the clone (sampleval is on no
-    package index), and every relative link resolves."""
+    the command after `make demo`, and installs extras from the clone (sampleval is on no
+    package index)."""
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 250
     assert ".venv/bin/sampleval" in text and "source .venv/bin/activate" in text
     assert "pip install 'sampleval[" not in text and ".venv/bin/pip install -e '.[campaign]'" in text
+
+
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
+TARGET = re.compile(r"\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")  # [text](target "title")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: its text (links reduced to their words, code spans
+    without backticks), lowercased, every character other than a letter, digit, '_', '-'
+    or space dropped, each space turned to '-'."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip())
+    text = re.sub(r"<[^>]+>", "", text).lower()
+    return "".join(c for c in text if c.isalnum() or c in "_- ").replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings (repeats get -1, -2, ...) and its
+    explicit ``<a name=...>``/``id=...`` targets."""
+    found: set[str] = set(re.findall(r"<a\s+(?:name|id)=\"([^\"]+)\"", text))
+    seen: dict[str, int] = {}
+    for line in FENCE.sub("", text).splitlines():
+        heading = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if heading:
+            base = slug(heading.group(1))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def broken_links(path: Path) -> list[str]:
+    """Every relative link of a Markdown file whose file does not exist or whose
+    ``#anchor`` names no heading of its (Markdown) target."""
+    text = path.read_text(encoding="utf-8")
+    broken = []
+    for target in TARGET.findall(FENCE.sub("", text)):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:, ...
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in
+                                 anchors(dest.read_text(encoding="utf-8"))):
+            broken.append(target)
+    return broken
+
+
+def documents() -> list[Path]:
+    """The README, benchmarks/README.md and every Markdown file under docs/."""
     root = README.parent
-    for target in re.findall(LINK, text):
-        if not target.startswith("http"):
-            assert (root / target).exists(), target
-    for guide in (root / "docs" / "guide").glob("*.md"):
-        for target in re.findall(LINK, guide.read_text()):
-            if not target.startswith("http"):
-                assert (guide.parent / target).exists(), (guide.name, target)
+    return [README, root / "benchmarks" / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("doc", documents(), ids=lambda p: str(p.relative_to(README.parent)))
+def test_every_relative_link_and_anchor_resolves(doc: Path) -> None:
+    assert broken_links(doc) == [], doc
+
+
+def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
+    (tmp_path / "b.md").write_text("# The `compare` command: differences, 95%\n## Speed\n"
+                                   "## Speed\n```\n# not a heading\n```\n")
+    (tmp_path / "a.md").write_text(
+        "[ok](b.md) [ok](b.md#the-compare-command-differences-95) [ok](b.md#speed-1) "
+        "[ok](#here) [web](https://x.org/y.md)\n## Here\n"
+        "[gone](c.md) [no anchor](b.md#speed-2) [fenced](b.md#not-a-heading) [self](#there)\n")
+    assert broken_links(tmp_path / "a.md") == ["c.md", "b.md#speed-2", "b.md#not-a-heading",
+                                               "#there"]
