@@ -1,4 +1,4 @@
-"""The papers' tables from ``sampleval simulate`` output directories (``docs/reproductions.md``).
+"""The papers' tables from ``sampleval simulate`` output directories (``docs/research/reproductions.md``).
 
 ``python -m studies.reproductions KIND OUTDIR ...`` prints Markdown:
 

@@ -1,4 +1,4 @@
-"""The tables of docs/reproductions.md from simulate's files: Schnabel et al.'s Tables 3, 4, 7
+"""The tables of docs/research/reproductions.md from simulate's files: Schnabel et al.'s Tables 3, 4, 7
 and 9 on hand-made trials (conversions to the paper's discount and to 6000 rankings, DEEP's
 exact standard deviation, SINGLE's doubled variance)."""
 

@@ -10,7 +10,7 @@ parameters are drawn is ``draw``:
   distributed is, marginally, Categorical(alpha / sum(alpha)), so the grades are drawn from
   that directly (the same distribution, without 60 million gamma variates). This is the
   reading that reproduces the paper's true DCGs (Table 3) and TOP's at 6000 x 2000, while
-  one draw per ranking does not (docs/reproductions.md, with the commands:
+  one draw per ranking does not (docs/research/reproductions.md, with the commands:
   ``python -m studies.reproductions synth-truth [--draw ranking]``).
 - ``ranking``: one parameter vector per ranking (heterogeneous queries).
 - ``once``: one parameter vector for the whole data set.
@@ -19,7 +19,7 @@ The systems (sec. 3.1): ``OPT`` sorts each ranking by true grade (ties by item n
 ``REVERSE-m`` reverses OPT's top m items; ``SHIFT-m`` rotates OPT's ranking m positions to
 the right, the last m items coming back at the top. The paper's systems are REVERSE-75,
 REVERSE-150, SHIFT-5 and SHIFT-7 (the defaults). Its SHIFT-5 row is reproduced exactly by a
-rotation of 3 (a rotation of 5 puts 5 non-relevant items on top; docs/reproductions.md), so
+rotation of 3 (a rotation of 5 puts 5 non-relevant items on top; docs/research/reproductions.md), so
 ``shifts=(3, 7)`` gives the paper's numbers.
 
 Files (:func:`write_synth`, or ``python -m sampleval.datasets.synth OUTDIR``): ``qrels.txt``

@@ -18,7 +18,7 @@ to the unnormalised weights (eq. 7-8):
 
 The paper adds eps in eq. 7-8 only; it is added to every form here by default, since Q must
 be positive wherever a run's lambda rel is (eq. 4 is unbiased only then) and u~ or the weight
-can vanish. It costs the difference forms variance (on SYNTH: docs/reproductions.md, Table
+can vanish. It costs the difference forms variance (on SYNTH: docs/research/reproductions.md, Table
 7). ``eps=0`` gives eq. 13 and 15 as printed,
 and is accepted for those two forms only: their Q is 0 only where the runs' weights agree
 (lambda_A = lambda_B; every lambda_j at their mean or at the baseline's), and such a document
