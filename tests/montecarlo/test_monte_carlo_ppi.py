@@ -176,7 +176,7 @@ def test_a_uniform_share_makes_the_default_unbiased_under_active_sampling(
     not, and item 4 holds against its own lam = 0, ``P@10~hh`` (the default without
     predictions there): pure noise, tuned down, within 10% of its rms. (Against ~ht's,
     whose adaptive bias is a smaller share of its error on these 10 topics than on all 50,
-    the rms is measured over 200 trials in docs/predictions.md, "A uniform share".)"""
+    the rms is measured over 200 trials in docs/research/predictions.md, "A uniform share".)"""
     qrels, pool = small
     table = run(pool, qrels, "active", {}, 0.1, TRIALS, ["P@10"],
                 ["noise", "flip30"], SEED).set_index(["predictor", "measure"])

@@ -33,7 +33,7 @@ The default is ``uniform=0.2``, a departure from the paper, whose Algorithm 1 (a
 no share: ``active:uniform=0`` is the paper's method. The share takes the per-draw ratios'
 bias to about 0 at less rms, so that the per-draw family can be the default of every measure
 on these samples; the measurements and their commands: docs/methods.md, "A uniform share by
-default", and docs/predictions.md, "A uniform share".
+default", and docs/research/predictions.md, "A uniform share".
 
 Round 1 is uniform over the runs and every rank has a positive prior (except the last under
 ``prior=log``), so every pooled document has pi_i > 0 whatever the floor; a floor keeps

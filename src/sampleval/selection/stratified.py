@@ -37,7 +37,7 @@ defensive mixture of importance sampling (Hesterberg, "Weighted average importan
 and defensive mixture distributions", Technometrics 1995): every document keeps a target of
 at least a n / N, so no weight 1/pi_i exceeds about N / (a n) (the deepest strata otherwise
 hold hundreds of documents with two judged). What a share changes on TREC-COVID, measured
-with its command: docs/predictions.md, "A uniform share".
+with its command: docs/research/predictions.md, "A uniform share".
 
 With predictions of relevance (``--param size=residual --predictions FILE``), the target
 follows prior_i s_i instead, s_i the predicted residual spread (:func:`residual_spread`): the

@@ -367,7 +367,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     judged documents (about
     6 per topic, of which one or two relevant) the Taylor term and its replicates can be far
     outside [0, 1], and b with them (tests/unit/test_ppi.py's Monte Carlo test runs without
-    predictions for that reason). Measured on TREC-COVID in docs/predictions.md, "AP's
+    predictions for that reason). Measured on TREC-COVID in docs/research/predictions.md, "AP's
     remaining bias".
 
     Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,

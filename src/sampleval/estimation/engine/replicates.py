@@ -15,7 +15,7 @@ variance (``AP~ht(bias=jackknife)``'s ``var=jackknife``, a double jackknife).
 Why: after the Taylor correction (:func:`~sampleval.estimation.families.ht._ratio`,
 Cochran 1977, ch. 6: the ratio's bias to order 1/n, estimated from the sample) AP-hat keeps a
 bias of the next order, which dominates the miss of the mean's intervals on small
-stratified samples (docs/methods.md, "Residual bias after the Taylor correction").
+stratified samples (docs/research/methods.md, "Residual bias after the Taylor correction").
 
 - ``taylor-jackknife``: the Taylor-corrected estimate theta_T less the stratified jackknife's
   estimate of *its* bias (Quenouille 1956; Jones 1974; Wolter 2007, sec. 4.5),

@@ -147,10 +147,10 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     trials: 93-99% of the runs' mean P@10 within 3 standard errors of the truth, against
     0-42% for the ``ht`` form; with ``active``'s ``floor=0.05`` 98-100% at 0.5-1.5 times
     ``~ht``'s rms), while for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the
-    per-draw form's rms is 0.5-0.7 of ``~ht``'s (docs/predictions.md, "Active sampling").
+    per-draw form's rms is 0.5-0.7 of ``~ht``'s (docs/research/predictions.md, "Active sampling").
     R, Rprec and nDCG are ratios with the same adaptive denominator as AP and follow it.
     With predictions all 0 (``~hh``, 200 trials) that holds for R@k and Rprec, not for
-    nDCG@10, whose per-draw rms is 1.5-1.8 times ``~ht``'s (docs/predictions.md, "Active
+    nDCG@10, whose per-draw rms is 1.5-1.8 times ``~ht``'s (docs/research/predictions.md, "Active
     sampling: AP~hh and the defaults"); not measured with predictions.
 
     Active samples drawn with a uniform share (``active:uniform=a``, a > 0, as the Sample's
@@ -159,7 +159,7 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     document there, which the per-draw form's unbiasedness needs, and its rms is no longer
     the price (``uniform=0.2``, 200 trials: P@10~ppi's mean within 3 standard errors of the
     truth for 98-100% of the runs at 5% and 10% with every predictor, against 1-49% for the
-    ``ht`` form; rms 0.53-0.99 of ``P@10~ht``'s; docs/predictions.md, "A uniform
+    ``ht`` form; rms 0.53-0.99 of ``P@10~ht``'s; docs/research/predictions.md, "A uniform
     share")."""
     if not has_inclusion(sample):
         return "draws"
