@@ -133,6 +133,36 @@ def test_every_relative_link_and_anchor_resolves(doc: Path) -> None:
     assert not broken, f"{doc.relative_to(README.parent)}: {broken}"
 
 
+MENTION = re.compile(r"(?<![\w./-])(docs/[\w./-]*?\.(?:md|png|svg))(?:#([\w-]+))?")
+
+
+def stale_mentions(text: str) -> list[str]:
+    """Every ``docs/PATH.md[#anchor]`` a text names (a warning, a docstring, a test, a
+    comment) whose file does not exist, or whose anchor names no heading of it."""
+    root = README.parent
+    stale = []
+    for path, anchor in MENTION.findall(text):
+        dest = root / path
+        if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in
+                                 anchors(dest.read_text(encoding="utf-8"))):
+            stale.append(f"{path}#{anchor}" if anchor else path)
+    return stale
+
+
+def test_every_docs_path_named_in_the_repository_exists() -> None:
+    """Code, tests, studies, benchmarks, scripts, the Makefile and the docs name docs pages
+    by path (warnings such as "docs/guide/estimating.md#frame-share"): each must exist, its
+    anchor a heading. CHANGELOG.md is left out: its history names pages where they were."""
+    root = README.parent
+    texts = [root / "Makefile", root / "pyproject.toml", *documents()]
+    for folder in ("src", "tests", "studies", "benchmarks", "scripts"):
+        texts += [p for p in (root / folder).rglob("*") if p.suffix in {".py", ".md", ".html"}]
+    stale = {str(p.relative_to(root)): found for p in texts
+             if p.is_file() and p != Path(__file__).resolve()  # its own examples
+             and (found := stale_mentions(p.read_text(encoding="utf-8")))}
+    assert not stale, stale
+
+
 def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
     (tmp_path / "b.md").write_text("# The `compare` command: differences, 95%\n## Speed\n"
                                    "## Speed\n```\n# not a heading\n```\n")
@@ -142,3 +172,8 @@ def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
         "[gone](c.md) [no anchor](b.md#speed-2) [fenced](b.md#not-a-heading) [self](#there)\n")
     assert broken_links(tmp_path / "a.md") == ["c.md", "b.md#speed-2", "b.md#not-a-heading",
                                                "#there"]
+    assert stale_mentions("see docs/guide/estimating.md#frame-share, `docs/research/`, "
+                          "docs/research/methods.md") == []
+    assert stale_mentions("see docs/methods_gone.md and docs/guide/estimating.md#no-such "
+                          "(mydocs/x.md)") == ["docs/methods_gone.md",
+                                               "docs/guide/estimating.md#no-such"]
