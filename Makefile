@@ -66,7 +66,7 @@ check: $(VENV)/.installed-test
 	$(BIN)/mypy
 	$(BIN)/pytest -m "not slow" -n $(JOBS) $(DIST)
 
-# The two screenshots docs/campaigns.md shows: the browser test run once more, its screenshots
+# The two screenshots docs/guide/campaigns.md shows: the browser test run once more, its screenshots
 # copied into docs/figures/ (test runs leave theirs in the git-ignored test-artifacts/).
 doc-figures: $(VENV)/.installed-test system-packages
 	rm -rf test-artifacts/doc-figures

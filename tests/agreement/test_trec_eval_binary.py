@@ -4,7 +4,7 @@ byte, on random small collections and on TREC-COVID round 5, for every measure a
 The C program is built from usnistgov/trec_eval (commit f425365, version 10.0) by
 ``scripts/build_trec_eval.sh`` (``make trec_eval``; ``make test`` tries it) into
 ``~/.cache/sampleval``; ``SAMPLEVAL_TREC_EVAL`` may name another build. Without it these
-tests skip, saying so. Where trec_eval 10 and sampleval differ on purpose (docs/trec_eval.md,
+tests skip, saying so. Where trec_eval 10 and sampleval differ on purpose (docs/guide/trec_eval.md,
 "Differences"), the test checks the documented difference instead of skipping the case:
 
 - a topic of the judgments the run lacks, without ``-c``: trec_eval 10.0 exits 4; sampleval
@@ -181,7 +181,7 @@ ROUND5_RUNS = ("BRPHJ_BM25", "uw_fb2", "xj4wang_run1")
 def round5(covid: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Plain copies of three round-5 runs (trec_eval reads no gzip), one with topics 1, 17 and
     33 removed (for -c); the round-5 qrels, and a copy without its two -1 grades (for
-    qrels_prefs: trec_eval reads out of bounds on negative levels, docs/trec_eval.md)."""
+    qrels_prefs: trec_eval reads out of bounds on negative levels, docs/guide/trec_eval.md)."""
     import gzip
 
     where = tmp_path_factory.mktemp("round5")

@@ -107,7 +107,7 @@ def test_per_topic_and_summary(files: tuple[str, str], capsys: pytest.CaptureFix
 def test_a_judged_topic_the_run_lacks_is_skipped_without_c(
         files: tuple[str, str], capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """As trec_eval 9 and trec_eval's help (trec_eval 10.0 exits: docs/trec_eval.md)."""
+    """As trec_eval 9 and trec_eval's help (trec_eval 10.0 exits: docs/guide/trec_eval.md)."""
     Path(files[0]).write_text(QRELS + TOPIC_2)
     code, out, err = trec_eval(capsys, monkeypatch, "-q", "-m", "map", *files)
     assert (code, err) == (0, "")
@@ -195,7 +195,7 @@ def test_a_repeated_document_is_an_error_where_trec_eval_finds_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """trec_eval 10 checks repeats after ranking and cutting at -M, in the topics it
     evaluates: d1 at ranks 1 and 4 stops it unless -M 3 cuts the second; topic 3's repeat
-    (not judged) never counts. Both checked against the trec_eval binary (docs/trec_eval.md)."""
+    (not judged) never counts. Both checked against the trec_eval binary (docs/guide/trec_eval.md)."""
     run = tmp_path / "repeats"
     run.write_text(REPEATS)
     code, out, err = trec_eval(capsys, monkeypatch, "-m", "map", files[0], str(run))

@@ -19,7 +19,7 @@ tolerances are loose but honest:
   of the module docstring. The bound is loose because the 126 runs share each trial's sample: the cells are far from
   independent, and with 12 trials a true 0.95 coverage has a standard error of up to about
   sqrt(0.95 * 0.05 / 12) = 0.06 (fused P@10 gave 0.848 on main's AP-prior); the 95% level
-  itself is measured with more trials in docs/predictions.md;
+  itself is measured with more trials in docs/guide/predictions.md;
 - where the residuals are rare (the deep over-calls, 5%), P@10's default anticipated
   variance covers where the design's does not, on stratified samples and over the draws of
   active ones with a uniform share (``tests/unit/test_anticipated.py`` checks its formulas).
@@ -104,7 +104,7 @@ def test_ratio_outside_the_range_is_kept(stratified: pd.DataFrame, predictor: st
     """nDCG@10~ppi's bias is ~ht's on the same samples (within 0.002; -0.0002 to -0.0005
     here against ~ht's -0.0003): the check that gave lam = 0 to ratios outside [0, 1] kept
     the deviations of runs whose top 10 holds no judged relevant document on one side only,
-    +0.0025 to +0.0055 here (+0.014 to +0.028 over 50 topics at 5%, docs/predictions.md)."""
+    +0.0025 to +0.0055 here (+0.014 to +0.028 over 50 topics at 5%, docs/guide/predictions.md)."""
     row = stratified.loc[(predictor, "nDCG@10~ppi")]
     assert abs(row["bias"] - stratified.loc[("ht", "nDCG@10~ht"), "bias"]) < 0.002
     assert row["within3se"] >= 0.9
@@ -145,7 +145,7 @@ def test_jackknife_corrects_more_of_the_ratio_bias_over_draws(active: pd.DataFra
     of its ratio bias (R-hat over the draws is noisy), and the delete-one jackknife
     (Quenouille's over the draws, ``bias=jackknife``, the default ``bias=by-design`` there)
     leaves less (two thirds of taylor's over 200 trials on the 50 topics,
-    docs/predictions.md), with intervals that cover (its jackknife variance, widened by the
+    docs/guide/predictions.md), with intervals that cover (its jackknife variance, widened by the
     gap between the two corrections)."""
     taylor = active.loc[("noise", "AP(bias=taylor)~ppi")]
     jackknife = active.loc[("noise", "AP~ppi")]
@@ -206,7 +206,7 @@ def test_anticipated_variance_covers_where_residuals_are_rare(
         rare_residuals: pd.DataFrame) -> None:
     """The design's variance, unbiased but near 0 in most samples, covers the mean well
     under 0.95 (stratified 0.75, active 0.66 here; over 50 topics and 200 trials 0.68 and
-    0.71, docs/predictions.md); the anticipated variance covers it (0.94 and 0.95 here)
+    0.71, docs/guide/predictions.md); the anticipated variance covers it (0.94 and 0.95 here)
     with the same estimates."""
     default = rare_residuals.loc[("deep", "P@10~ppi")]
     design = rare_residuals.loc[("deep", "P(variance=design)@10~ppi")]

@@ -79,7 +79,7 @@ def test_the_mean_is_covered_on_stratified_samples_of_trec_covid(
     """Monte Carlo on TREC-COVID round 5 (depth 100, the ``stratified`` method at 5%, 16
     fixed seeds, 126 runs): the bias-aware intervals of the mean AP cover the truth in at
     least 90% of the runs x samples, at most 25% wider than the normal ones. Measured on 200
-    samples (docs/methods.md, "Bias-aware intervals"): 0.944 against 0.913, 16% wider; over
+    samples (docs/guide/methods.md, "Bias-aware intervals"): 0.944 against 0.913, 16% wider; over
     random draws of 16 of those 200 samples the bias-aware coverage is below 0.90 in 2% of
     draws, the normal one in 27% (these 16: 0.943 against 0.920)."""
     runs, qrels = round5_runs, round5_qrels  # read once per process (conftest)

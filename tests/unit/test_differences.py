@@ -204,7 +204,7 @@ def test_satterthwaite_keeps_the_level_where_t_topics_does_not() -> None:
     """Null differences whose sampling errors are skewed (a rare large error, as when a
     heavily weighted document is drawn) with topic variances that differ by orders of
     magnitude, and unbiased noisy variance estimates: the t_{T-1} test rejects above
-    alpha (as on TREC-COVID, docs/compare.md); with the effective degrees of freedom it
+    alpha (as on TREC-COVID, docs/guide/compare.md); with the effective degrees of freedom it
     keeps the level. 10,000 seeded trials: the rates' standard errors are about 0.002."""
     rng = np.random.default_rng(2024)
     trials, topics, rare = 10_000, 50, 0.3

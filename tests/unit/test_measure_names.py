@@ -102,9 +102,9 @@ def test_commas_inside_parameters_do_not_split() -> None:
 
 
 def test_the_trec_eval_docs_list_every_measure_in_order() -> None:
-    """docs/trec_eval.md's measure table: every trec_eval measure, in trec_eval's order,
+    """docs/guide/trec_eval.md's measure table: every trec_eval measure, in trec_eval's order,
     with the name evaluate() uses."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "trec_eval.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "trec_eval.md").read_text()
     rows = re.findall(r"^\| `([^`]+)` \| (`[^`]+`|—) \|", text, re.MULTILINE)
     assert [trec for trec, _ in rows] == [s.trec for s in SPECS if s.trec_eval]
     for (_, ours), spec in zip(rows, [s for s in SPECS if s.trec_eval], strict=True):

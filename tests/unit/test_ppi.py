@@ -975,7 +975,7 @@ def test_taylor_jackknife_has_less_bias_than_taylor(
     errors from 0. Both from one computation (taylor = value + remaining), on predictions all
     0: with predictions these samples are too small for either correction (a topic with one
     or two relevant documents judged gives Taylor terms, and replicates, far outside [0, 1]),
-    so the predictions' case is measured on TREC-COVID (docs/predictions.md)."""
+    so the predictions' case is measured on TREC-COVID (docs/guide/predictions.md)."""
     runs, qrels, pool, truth = judged_collection
     zero = Predictions.from_frame(truth[["query_id", "doc_id"]].assign(prediction=0.0))
     exact = evaluate(Qrels.from_frame(truth[["query_id", "doc_id", "relevance"]]), pool, ["AP"])

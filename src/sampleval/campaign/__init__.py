@@ -1,4 +1,4 @@
-"""Judging campaigns with people (docs/campaigns.md).
+"""Judging campaigns with people (docs/guide/campaigns.md).
 
 The store: :mod:`.models` (SQLAlchemy tables), :mod:`.store` (engines, write transactions,
 the Alembic migrations in ``migrations/`` applied on open). The service layer, the only code

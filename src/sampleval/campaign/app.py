@@ -58,7 +58,7 @@ def create_app(url: str, *, live: bool = True, interval: float = 2.0,
     app = FastAPI(title="sampleval campaigns", version=__version__, lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
                   description="Judge documents chosen by a selection method; watch the "
-                              "estimates; export the sample (docs/campaigns.md).")
+                              "estimates; export the sample (docs/guide/campaigns.md).")
     app.state.service = service
     app.state.live = estimates if live else None
     app.add_middleware(Guard, public_url=public_url, trusted_proxies=list(trusted_proxies))

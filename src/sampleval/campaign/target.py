@@ -1,5 +1,5 @@
 """A campaign's target: judge until confident (:mod:`sampleval.judging.confident`,
-``docs/confident.md``) in a campaign.
+``docs/guide/confident.md``) in a campaign.
 
 The organiser gives a target when creating the campaign (``campaign create --target
 AP~ht:0.02 [--target-run RUN]... [--start N]``): the 95% half-width of the mean over topics
@@ -24,7 +24,7 @@ is all judged counts as started) and every targeted half-width meets the target
 out documents and says so (:func:`sampleval.campaign.organise.save_estimates` records it,
 the service answers ``done``). Nothing is reallocated: the designs stay those fixed at
 creation and judging only stops early, which is the optional stopping whose effect on the
-estimates ``docs/confident.md`` measures. The test runs whenever the live estimates are
+estimates ``docs/guide/confident.md`` measures. The test runs whenever the live estimates are
 recomputed (at most every ``--refresh`` seconds of ``sampleval serve``), so a few
 judgments may arrive after the target is met; they are kept and counted.
 

@@ -2,7 +2,7 @@
 calls (:class:`Caller`, the dependencies that scope a request to a campaign), the security
 middleware (:class:`Guard`) and the templates; :mod:`.app` assembles them into the app.
 
-Security model (``docs/campaigns.md`` explains it to organisers):
+Security model (``docs/guide/campaigns.md`` explains it to organisers):
 
 - every request but the login page and static files needs a person: a login token in an
   ``Authorization: Bearer`` header (scripts), or the session cookie the login form sets

@@ -209,7 +209,7 @@ def add_predictions(parser: argparse.ArgumentParser, use: str) -> None:
                         help="predicted relevance 'qid iter docno value' (plain or .gz; "
                              "value a grade or a probability of relevance in [0, max "
                              "grade]; documents without a line predict 0): " + use +
-                             " (docs/predictions.md)")
+                             " (docs/guide/predictions.md)")
 
 
 def add_target(group: Any, target_help: str) -> None:

@@ -1,5 +1,5 @@
 """``sampleval campaign create|add-assessor|status|export|simulate`` and ``sampleval serve``:
-judging campaigns with people (docs/campaigns.md). They need the ``campaign`` extra
+judging campaigns with people (docs/guide/campaigns.md). They need the ``campaign`` extra
 (from a clone: ``.venv/bin/pip install -e '.[campaign]'``)."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         "Create a judging campaign from runs and a selection method, give "
                         "assessors their logins, serve the pages ('sampleval serve'), watch "
                         "progress and live estimates, and export the judgments as a sample "
-                        "for 'sampleval estimate'. See docs/campaigns.md.")
+                        "for 'sampleval estimate'. See docs/guide/campaigns.md.")
     group.set_defaults(group=group)
     sub = group.add_subparsers(title="campaign commands", metavar="COMMAND",
                                parser_class=type(group))
@@ -63,7 +63,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                        help="the address browsers reach the server at behind a reverse "
                             "proxy, e.g. https://judging.example.org: requests whose Origin "
                             "is this site are this site's (the proxy may rewrite Host); the "
-                            "printed address uses it (docs/campaigns.md, 'Behind a reverse "
+                            "printed address uses it (docs/guide/campaigns.md, 'Behind a reverse "
                             "proxy')")
     serve.add_argument("--trusted-proxy", action="append", metavar="ADDRESS",
                        help="an address or network (127.0.0.1, 10.0.0.0/8) of a reverse "
@@ -142,7 +142,7 @@ def _create(sub: argparse._SubParsersAction) -> None:
                        "size=residual, importance --param prior=predictions), kept in the "
                        "campaign's saved selector state")
     target = p.add_argument_group(
-        "judging until confident (docs/campaigns.md, docs/confident.md)",
+        "judging until confident (docs/guide/campaigns.md, docs/guide/confident.md)",
         "With --target, the organiser page and 'campaign status' show each targeted run's "
         "current 95% half-width against the target and a projection of the judgments "
         "still needed; once the target is met (and every topic has its --start "
@@ -206,7 +206,7 @@ def _export(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "export", run_export,
                     "write the campaign's judgments as a sample for 'sampleval estimate'",
                     "Write the sample so far (the judgments with the design that chose "
-                    "them, docs/sample-format.md). --label says which judgment counts when a "
+                    "them, docs/guide/sample-format.md). --label says which judgment counts when a "
                     "document was judged more than once.")
     p.add_argument("name", metavar="NAME", help="the campaign")
     p.add_argument("-o", "--output", required=True, metavar="SAMPLE",

@@ -44,7 +44,7 @@ Holm's or Benjamini-Hochberg's correction over the pairs.
 
 The per-topic difference is estimated from the one sample both runs share, so judgments
 both runs rank alike cancel; the spread of the per-topic differences carries the sampling
-variance as well as the topic variation (docs/compare.md)."""
+variance as well as the topic variation (docs/guide/compare.md)."""
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -62,7 +62,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "design prefers, named in the output) or an estimator's name "
                              "(AP~ht, xinfAP, P@10~ht ...); default: an unbiased AP, so tests "
                              "keep their level: AP~ht on stratified, AP~hh on active and "
-                             "importance samples (docs/compare.md)")
+                             "importance samples (docs/guide/compare.md)")
     parser.add_argument("--baseline", metavar="RUN",
                         help="compare every run against this one (its name) instead of every "
                              "pair")
@@ -80,7 +80,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "other ~ht do; T - 1 for other estimators and on a census) or "
                              "topics (T - 1 always, the textbook paired t-test, which "
                              "rejects too often when a few topics carry most of the sampling "
-                             "variance: docs/compare.md)")
+                             "variance: docs/guide/compare.md)")
     parser.add_argument("--plot", metavar="FILE",
                         help="also draw a forest plot of the differences to FILE (png, pdf "
                              "or svg); its intervals are adjusted for multiplicity as the "

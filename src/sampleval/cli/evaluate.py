@@ -53,7 +53,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "AP(rel=2), P@10(rel=2), nDCG(gains={1:1,2:3})); trec_eval names "
                              "(map, P_10, ndcg_cut_20) also work, in any case when "
                              "unambiguous; repeat or separate with commas. Measures: "
-                             f"{', '.join(measure_names())} (docs/trec_eval.md describes "
+                             f"{', '.join(measure_names())} (docs/guide/trec_eval.md describes "
                              "them; prefs_* read the qrels as preferences, *_avgjg the qrels' "
                              "second column as judgment groups) "
                              f"(default: {', '.join(DEFAULT_MEASURES)})")

@@ -19,7 +19,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          "aside). Methods that adapt to the labels (active, mtf, mab, "
                          "dynamic) then list their next batch in to-judge.tsv; once nothing "
                          "is left to judge, 'sampleval estimate SAMPLE RUN...' estimates "
-                         "from it. See docs/judging.md.")
+                         "from it. See docs/guide/judging.md.")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="a sample directory written by 'sampleval sample' without "
                              "--qrels")

@@ -44,7 +44,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          "JUDGMENTS', which lists the next batch for methods that adapt to the "
                          "labels. With --qrels, the qrels answer for the assessor (a "
                          "simulation) and the finished sample is written at once. See "
-                         "docs/judging.md.")
+                         "docs/guide/judging.md.")
     parser.add_argument("method", metavar="METHOD",
                         help="selection method, e.g. strata, stratified, active, uniform (all "
                              "of them: 'sampleval methods')")
@@ -56,7 +56,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "listed for judging")
     parser.add_argument("-o", "--output", required=True, metavar="SAMPLE",
                         help="a new (or empty) directory to write the sample to: sample.json "
-                             "and its tables (docs/sample-format.md), and the documents to "
+                             "and its tables (docs/guide/sample-format.md), and the documents to "
                              "judge; an existing file or a directory holding anything is "
                              "refused")
     budget = parser.add_mutually_exclusive_group(required=True)
@@ -84,7 +84,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                             "them; stratified --param size=residual, importance --param "
                             "prior=predictions)")
     target = parser.add_argument_group(
-        "judging until confident (docs/confident.md)",
+        "judging until confident (docs/guide/confident.md)",
         "With --target, the budget (-n/-r) is each topic's cap; judging stops once every "
         "targeted run's interval is narrow enough. Methods that lay out stratified samples "
         "(strata, stratified, uniform) judge in committed phases: a pilot of --start per "
@@ -96,7 +96,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                        "topics where they narrow the widest interval most. The budget "
                        "(-r/-n) caps each topic; a tighter cap can take more judgments in "
                        "all, since a topic it stops short of full judging is narrowed "
-                       "through the others at a higher price (docs/confident.md, \"A "
+                       "through the others at a higher price (docs/guide/confident.md, \"A "
                        "tighter cap\")")
     target.add_argument("--ceiling", type=positive_int, metavar="N",
                         help="judge at most N documents in all (default: the budget of every "

@@ -17,7 +17,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "paper's xinfAP), infNDCG, 11-point interpolated precision, iP10, iP50, iP1000, "
         "inum_rel_ret, inum_rel and num_ret, in the script's order and formats, with the "
         "script's reading of the run (a repeated document keeps its last line; leading zeros "
-        "of run topic ids dropped; 1000 ranks). docs/sample_eval.md lists what it reproduces.")
+        "of run topic ids dropped; 1000 ranks). docs/guide/sample_eval.md lists what it reproduces.")
     parser.add_argument("-q", "--per-topic", action="store_true",
                         help="print every topic's values before the means, as the script's -q")
     parser.add_argument("qrels", metavar="QRELS",

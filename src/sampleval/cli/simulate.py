@@ -44,7 +44,7 @@ Kendall's tau, tau_AP, Voorhees' significant-pair accuracy, R correlation, inter
 coverage, the share of the pool a design left unreachable and the budget that reaches every
 stratum), figures/ and report.html. Finished trials are written as they come: after Ctrl-C
 or a crash, the same command resumes; a changed grid reuses the cells it shares.
-See docs/simulate.md."""
+See docs/guide/simulate.md."""
 
 
 def comma_list(convert: Callable[[str], float | int]) -> Callable[[str], list[float | int]]:

@@ -8,7 +8,7 @@ printing what trec_eval prints, byte for byte.
   ``all_prefs``, ``prefs``, ``qrels_jg``); parameters are read as trec_eval reads them
   (``atol``/``atof``); the first ``-m`` giving parameters to a measure wins.
 - Topics are those of the judgments, in byte order; a topic the run lacks is skipped (as
-  trec_eval 9 and trec_eval's help; trec_eval 10.0 exits, see docs/trec_eval.md), or with
+  trec_eval 9 and trec_eval's help; trec_eval 10.0 exits, see docs/guide/trec_eval.md), or with
   ``-c`` evaluated on trec_eval's one-document stand-in ranking. A document the run repeats within a topic is an
   error where trec_eval 10 finds it (see :mod:`sampleval.compat._inputs`); ``--duplicates
   first|last`` (sampleval's own option) keeps one occurrence instead. Values accumulate in

@@ -5,7 +5,7 @@ Predictions feed the prediction-powered (difference) estimators (``~ppi``,
 residual spread (``stratified --param size=residual``). A value is a predicted grade, or a
 probability of relevance, on the judgments' scale: in [0, max grade]. A document without a
 prediction predicts 0, which keeps every estimate unbiased but gives that document none of the
-predictions' variance reduction (``docs/predictions.md``).
+predictions' variance reduction (``docs/guide/predictions.md``).
 
 In the library, predictions are a DataFrame with the columns ``query_id, doc_id,
 prediction`` (``Predictions.from_frame``); on disk, a qrels-like file ``qid iter docno value``
@@ -101,7 +101,7 @@ class Predictions:
                              f"topic ids and docnos match {match}?)")
         if share < 1:
             warnings.warn(f"the predictions{where} cover {share:.1%} of {documents}; the "
-                          f"others predict 0 ({warned}see docs/predictions.md)",
+                          f"others predict 0 ({warned}see docs/guide/predictions.md)",
                           stacklevel=stacklevel)
 
     def for_topic(self, topic: str, docnos: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ sum_t N_t / p_t(i), the harmonic mean over the n draws (not in samples written b
 2026-11); importance: Q of every frame document, round 0), ``draws`` (each draw's document
 and probability).
 
-Saved as a directory readable without sampleval (docs/sample-format.md): ``sample.json``
+Saved as a directory readable without sampleval (docs/guide/sample-format.md): ``sample.json``
 (format name, version, design, free metadata) and one Parquet file per table (``frame``
 always; ``draws``, ``rounds``, ``round_probs`` when the design has them), which pandas,
 pyarrow, polars, DuckDB or R's arrow read directly. Version 1 directories (the same tables as

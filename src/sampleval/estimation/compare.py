@@ -30,7 +30,7 @@ topics different?) the same interval is conservative, since s^2 then also holds 
 Two pairs whose true difference is 0 on every topic have d_t = 0, so the test is a t-test of
 the sampling errors alone and keeps its level as long as they are centred; the
 ``compare_accuracy`` experiment measures that level, and the coverage, on TREC-COVID
-(``docs/compare.md``).
+(``docs/guide/compare.md``).
 
 Degrees of freedom. The t_{T-1} reference treats the T estimated differences as equally
 variable normal draws. Sampling errors are neither: Var(d-hat_t) = tau^2 + v_t, tau^2 the
@@ -57,7 +57,7 @@ interval use t_nu. On a census every v_t is 0 and nu = T-1: the ordinary paired 
 With normal errors t_{T-1} already keeps its level and t_nu is conservative; the adjustment
 guards against skew concentrated in a few topics (tests/unit/test_differences.py simulates
 both). Other families keep T-1; ``df`` says which was used, and ``df="topics"`` asks for
-T-1 everywhere. Measured on the null pairs: docs/compare.md.
+T-1 everywhere. Measured on the null pairs: docs/guide/compare.md.
 
 Corrections: Holm's step-down (family-wise error) and Benjamini-Hochberg (false discovery
 rate, ``scipy.stats.false_discovery_control``), over the pairs compared.

@@ -80,7 +80,7 @@ COMPARE: dict[str, str] = {
 }
 """design -> the estimator ``compare`` uses when none is named: the design's default AP
 where its errors are centred (HT and the per-draw ~hh keep the paired test's level), AP~ht
-where the default AP is a reference algorithm (inclusion's statAP; docs/compare.md)."""
+where the default AP is a reference algorithm (inclusion's statAP; docs/guide/compare.md)."""
 
 
 def measure_key(base: str, cutoff: int | None) -> str:

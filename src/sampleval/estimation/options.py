@@ -150,7 +150,7 @@ RENAMED_VALUES: dict[tuple[str, str], str] = {
 DEPRECATED_VALUES: dict[tuple[str, str, str], str] = {
     ("ht", "variance", "jackknife-uncorrected"):
         "the jackknife of AP-hat before its bias correction misses the variance the "
-        "correction adds (docs/methods.md, 'Variance of the corrected estimate'); use "
+        "correction adds (docs/guide/methods.md, 'Variance of the corrected estimate'); use "
         "variance=jackknife (the default) or variance=linear",
     ("ht", "ap", "paper"):
         "the paper's literal AP-hat weighs each judged document by 1/pi^2 and is biased "

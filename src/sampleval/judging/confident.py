@@ -86,7 +86,7 @@ half of the plan through the selector's own ``propose``/``observe``, re-estimate
 again. Each topic's design hands out its documents in its own order, so the inclusion
 probabilities are those the sample reports *given the number judged*; but that number
 depends on the labels (optional stopping: a topic that looks certain stops early), which
-biases AP down and makes the intervals under-cover (``docs/confident.md``: coverage 0.75 at
+biases AP down and makes the intervals under-cover (``docs/guide/confident.md``: coverage 0.75 at
 target 0.02 on TREC-COVID). It is kept for the designs the committed phases do not cover.
 """
 

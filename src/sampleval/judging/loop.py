@@ -11,7 +11,7 @@ mtf, mab, dynamic), lists the next batch. Once every listed document has a label
 method proposes nothing more (its budget is spent, or ``stop``), the directory is a complete
 sample that ``sampleval estimate`` reads; until then it refuses it, so that no estimate is
 made from a design half carried out. ``sample.json`` records the progress under
-``judging`` (docs/judging.md): the run files the pool was built from (read again at each
+``judging`` (docs/guide/judging.md): the run files the pool was built from (read again at each
 step, with the same ``name_by`` and ``duplicates`` rules), the batch size, how many documents await a label, and whether the sample is complete.
 """
 

@@ -32,7 +32,7 @@ documents at a few hundredths of 1/N).
 The default is ``uniform=0.2``, a departure from the paper, whose Algorithm 1 (and code) has
 no share: ``active:uniform=0`` is the paper's method. The share takes the per-draw ratios'
 bias to about 0 at less rms, so that the per-draw family can be the default of every measure
-on these samples; the measurements and their commands: docs/methods.md, "A uniform share by
+on these samples; the measurements and their commands: docs/guide/methods.md, "A uniform share by
 default", and docs/research/predictions.md, "A uniform share".
 
 Round 1 is uniform over the runs and every rank has a positive prior (except the last under

@@ -39,7 +39,7 @@ runs, u~(y) is averaged over all of them, a run that did not retrieve y counting
 4.2); for ``single`` it is u~ at the run's own rank. ``form=sqrt`` puts sqrt(u~) in place of
 u~ (ours: the minimiser of the expected variance when rel(y) is 0/1 with P(rel = 1) = u~,
 since E[rel^2] = u~); on binary labels it has less variance than the paper's form
-(docs/methods.md, measured by ``python -m studies.importance_variants``), which stays the
+(docs/guide/methods.md, measured by ``python -m studies.importance_variants``), which stays the
 default, to reproduce the paper's tables.
 
 Q is fixed before any judgment, so each topic's n draws are made at construction from its own

@@ -69,7 +69,7 @@ def simulate(runs: Sequence[Run], qrels: Qrels, methods: Sequence[str], *,
     ``predictor`` instead makes them from the qrels
     (:func:`~sampleval.simulation.predictors.make_predictions`: ``flip10``,
     ``circular:run=RUN,k=K`` ...). ``audit``: audit the predictions as a machine judge in
-    every trial (:mod:`.audit_stats`). See ``docs/simulate.md`` for every argument."""
+    every trial (:mod:`.audit_stats`). See ``docs/guide/simulate.md`` for every argument."""
     if seed < 0:
         raise UsageError("--seed must be a non-negative whole number")
     if jobs < 1:
@@ -143,7 +143,7 @@ def check_predictions(methods: Sequence[str], measures: Sequence[str], given: bo
                          "in the library, predictions=)")
     if given and not users and not audited:
         raise UsageError("no method or measure uses the predictions (see "
-                         "docs/predictions.md)")
+                         "docs/guide/predictions.md)")
 
 
 def _predictions(predictions: PredictionsLike, pool: Pool, qrels: Qrels) -> Predictions:

@@ -41,7 +41,7 @@ m_i = w_i (E[y_i] - lam f_i) and variance v_i = w_i^2 Var(y_i), independently, a
   harmonic mean of the draw probabilities; importance: Q). The draw probabilities are taken
   as fixed, as the design's own estimator takes them.
 
-Measured (TREC-COVID round 5, 200 samples at 5% and at 10%, docs/predictions.md "The
+Measured (TREC-COVID round 5, 200 samples at 5% and at 10%, docs/guide/predictions.md "The
 anticipated variance"): on ``stratified`` samples the 95% intervals of P@10's mean over
 topics cover 0.933-0.953 for all six predictors of the study, where the design's covered
 0.68-0.75 with the deep over-calls and 0.91-0.92 with flip10 and fused; the half-width grows

@@ -99,11 +99,11 @@ document gets a variance of at least (1 - f) m2, f the share of its frame judged
 run's mean squared estimate over the topics where a relevant document was judged
 (``scaled``, the default before: (1 - f)/4; ``bound``: 1/4; ``none``: as computed;
 :func:`~sampleval.estimation.result.few_relevant_variance`; measured in
-docs/research/calibration.md and docs/methods.md, "Residual bias, and topics with at most
+docs/research/calibration.md and docs/guide/methods.md, "Residual bias, and topics with at most
 one relevant judged").
 
 What is left of the uniform rows' miss is mostly the variance: the jackknife's standard error
-is 0.83 of the corrected estimates' spread over the trials (docs/methods.md, "Ratio bias").
+is 0.83 of the corrected estimates' spread over the trials (docs/guide/methods.md, "Ratio bias").
 
 Not the default AP estimator. A plain ``AP`` asked of a stratified sample (``uniform``,
 ``strata``, ``stratified``, NIST sampled qrels) or a census resolves to ``AP~ht`` (Li &
@@ -111,7 +111,7 @@ Kanoulas, CIKM 2017, sec. 3: their AP-hat, the estimator of the ``stratified`` m
 paper), not to xinfAP (:mod:`sampleval.estimation.defaults`; infNDCG stays the default
 nDCG without a cutoff). The reason is interval coverage. Coverage of the 95% interval of each
 run's mean over topics,
-TREC-COVID round 5, depth 100, 126 runs (docs/methods.md, "Residual bias, and topics with
+TREC-COVID round 5, depth 100, 126 runs (docs/guide/methods.md, "Residual bias, and topics with
 at most one relevant judged", the table there and its command):
 
     design (trials)            AP~ht: covers / rms     xinfAP: covers / rms
