@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from benchmarks import campaign_load
-from benchmarks.campaign_load import Floor, floor_beside, raw_commits, wake_delays
+from benchmarks.campaign_load import Floor, favoured_session, floor_beside, raw_commits, wake_delays
 
 
 def _stopping_clock(stop: threading.Event, readings: list[float]):
@@ -75,3 +75,12 @@ def test_the_probe_runs_in_its_own_process_for_the_block(tmp_path: Path) -> None
     assert floor.commits and floor.wakes
     assert all(s > 0 for s in floor.commits) and all(s >= 0 for s in floor.wakes)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_favoured_session_is_named_in_the_caption(tmp_path: Path) -> None:
+    autogroup = tmp_path / "autogroup"
+    autogroup.write_text("/autogroup-12142 nice -10\n")
+    assert "autogroup nice is -10" in favoured_session(autogroup)
+    autogroup.write_text("/autogroup-12142 nice 0\n")
+    assert favoured_session(autogroup) == ""
+    assert favoured_session(tmp_path / "absent") == ""
