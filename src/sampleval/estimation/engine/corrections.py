@@ -21,7 +21,10 @@ import numpy as np
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.difference import Parts
 from sampleval.estimation.engine.estimands import TAKE_CORRECTION, _contrast, _run_docs
-from sampleval.estimation.engine.kernels import stratum_spreads
+from sampleval.estimation.engine.kernels import (
+    stratum_pair_terms,
+    stratum_sums,
+)
 from sampleval.estimation.engine.units import TopicData, Units, _frame_pairs, _pair_sums
 from sampleval.estimation.engine.views import relevance
 from sampleval.estimation.spec import EstimateSpec
@@ -416,29 +419,13 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     real = np.take_along_axis(rank > 0, order, axis=1)
     inverse = np.divide(1.0, np.take_along_axis(rank, order, axis=1),
                         out=np.zeros(real.shape), where=real)
-    onehot = ((stratum[doc][..., None] == np.arange(n_strata)) & real[..., None]).astype(
-        np.float64)  # [r, K, H]
-    gather = np.ascontiguousarray(onehot.transpose(0, 2, 1))  # sums by stratum: [r, H, K] @
     y_k, f_k = np.where(real, y[doc], 0.0), np.where(real, f[doc], 0.0)
     r_k = np.where(real, np.take_along_axis(r, doc, axis=1), 0.0)
 
     groups = np.where(real, stratum[doc], 0)
-    if f_k.any():
-        spreads = stratum_spreads(np.stack([y_k, f_k, r_k * y_k, r_k * f_k]), inverse,
-                                  groups, n_strata)  # [4, r, K, H]
-        lam_k = lam_n[:, None, None]
-        z_row = y_k[..., None] * spreads[0] - lam_k * f_k[..., None] * spreads[1]
-        z_col = y_k[..., None] * spreads[2] - lam_k * f_k[..., None] * spreads[3]
-        x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
-    else:  # no predictions: their terms are 0
-        spread_y, spread_ry = stratum_spreads(np.stack([y_k, r_k * y_k]), inverse, groups,
-                                              n_strata)
-        z_row, z_col = y_k[..., None] * spread_y, y_k[..., None] * spread_ry
-        x_kk = y_k * y_k * inverse
-    u_full = gather @ z_row  # U_gg' [r, H, H]
-    t_full = gather @ (r_k[..., None] * z_row)  # T_gg'
-    xd = (gather @ x_kk[..., None])[..., 0]  # [r, H]
-    xd_r = (gather @ (r_k * x_kk)[..., None])[..., 0]
+    x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
+    xd, xd_r = stratum_sums(np.stack([x_kk, r_k * x_kk], axis=2), groups, real,
+                            n_strata).transpose(2, 0, 1)  # [r, H] each
     member = np.zeros((m, n_strata))
     member[np.arange(m), stratum] = 1.0
     r_g, rr_g = r @ member, (r * r) @ member  # [r, H]
@@ -464,12 +451,18 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     # C(iN, iR)'s term is kappa_g SNR_g - beta_g SN_g R_g, V(iR)'s fpc a^2 ((1 + inv) RR - inv R^2)
     counts = n_sampled.astype(np.float64)
     a, within, fpc, inv = design(counts)
+    alpha, beta = fpc * a * (1.0 + inv), fpc * a * inv
+    kappa = alpha * a  # the other strata's terms move by step_h (kappa_g T_gh - ...)
+    weights = beta * a * r_g  # [r, H]
+    # U_gg' = sum_{k in g, l in g', l != k} Z_kl, T_gg' (weighted by r_k), and Z's and
+    # Zc's dot products per document (compiled: :func:`.kernels.stratum_pair_terms`)
+    u_full, t_full, z_a, z_w, z_own, zc_kappa, zc_own = stratum_pair_terms(
+        y_k, f_k, r_k, inverse, groups, lam_n, a, kappa, weights, n_strata)
     pair = np.outer(a, a)  # W_gg'
     diagonal = np.arange(n_strata)
     pair[diagonal, diagonal] = within
     s_u, s_t = (pair * u_full).sum(axis=2), (pair * t_full).sum(axis=2)  # sum_g' W_gg' U_gg'
     sn, snr = s_u + a * xd, s_t + a * xd_r  # SN_g, SNR_g [r, H]
-    alpha, beta = fpc * a * (1.0 + inv), fpc * a * inv
     c_terms = alpha * snr - beta * sn * r_g  # [r, H]
     v_terms = fpc * a * a * ((1.0 + inv) * rr_g - inv * r_g * r_g)
     r_sample = (a * r_g).sum(axis=1)
@@ -486,9 +479,8 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     u_own, t_own = u_full[:, diagonal, diagonal], t_full[:, diagonal, diagonal]
     sn_less = (a_less * ((u_full @ a) - a * u_own) + within_less * u_own + a_less * xd)
     snr_less = (a_less * ((t_full @ a) - a * t_own) + within_less * t_own + a_less * xd_r)
-    kappa = alpha * a  # the other strata's terms move by step_h (kappa_g T_gh - ...)
-    moved = (kappa @ t_full) - ((beta * a * r_g)[:, None, :] @ u_full)[:, 0]  # [r, h]
-    moved -= kappa * t_own - beta * a * r_g * u_own  # g = h is not among them
+    moved = (kappa @ t_full) - (weights[:, None, :] @ u_full)[:, 0]  # [r, h]
+    moved -= kappa * t_own - weights * u_own  # g = h is not among them
     c_rest = c_terms.sum(axis=1)[:, None] - c_terms + step * moved  # sum over g != h
     v_rest = v_terms.sum(axis=1)[:, None] - v_terms
     r_rest = r_sample[:, None] - a * r_g
@@ -510,15 +502,10 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     # g != h, W'_hg Z_jg in SN'_g and W'_hg sum_l r_l Z_lj in SNR'_g, W'_hg = a'_h a_g; so
     # the other strata's terms lose a'_h (sum_g kappa_g Zc_jg - beta_g a_g R_g Z_jg), dot
     # products taken where the run retrieved j ([r, K]; elsewhere 0)
-    h_pos = np.where(real, stratum[doc], 0)  # [r, K]
-    z_own = np.take_along_axis(z_row, h_pos[..., None], axis=2)[..., 0]
-    zc_own = np.take_along_axis(z_col, h_pos[..., None], axis=2)[..., 0]
-    a_pos = a[h_pos]
-    row_dot = a_less[h_pos] * (z_row @ a - a_pos * z_own) + within_less[h_pos] * z_own
-    weights = (beta * a * r_g)[:, :, None]  # [r, H, 1]
-    d_col = a_less[h_pos] * ((z_col @ kappa) - kappa[h_pos] * zc_own)
-    d_row = a_less[h_pos] * ((z_row @ weights)[..., 0]
-                             - np.take_along_axis(weights[..., 0], h_pos, axis=1) * z_own)
+    h_pos = groups  # [r, K]
+    row_dot = a_less[h_pos] * (z_a - a[h_pos] * z_own) + within_less[h_pos] * z_own
+    d_col = a_less[h_pos] * (zc_kappa - kappa[h_pos] * zc_own)
+    d_row = a_less[h_pos] * (z_w - np.take_along_axis(weights, h_pos, axis=1) * z_own)
 
     def by_unit(values: np.ndarray) -> np.ndarray:  # [r, K] -> [r, m], 0 where not retrieved
         out = np.zeros((n_runs, m))
