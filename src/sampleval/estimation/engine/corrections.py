@@ -362,16 +362,12 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     re-weights stratum h.
 
     ``possible`` says per run whether every replicate that enters keeps R-hat' at or above
-    the relevant documents it holds; :func:`~sampleval.estimation.engine.values.ppi_values` gives a run where one does not lam =
-    0 for the whole topic (giving lam = 0 to that replicate alone, lam mixed within one
-    jackknife, raised the rms of the mean AP by 5% and lowered its coverage from 0.921 to
-    0.908: TREC-COVID round 5, ``stratified`` 5%, noise predictions, the same 50 samples).
-    A replicate's AP-hat' outside [0, 1] is taken as it comes. On topics with a handful of
-    judged documents (about
-    6 per topic, of which one or two relevant) the Taylor term and its replicates can be far
-    outside [0, 1], and b with them (tests/unit/test_ppi.py's Monte Carlo test runs without
-    predictions for that reason). Measured on TREC-COVID in docs/predictions.md, "AP's
-    remaining bias".
+    the relevant documents it holds; :func:`~sampleval.estimation.engine.values.ppi_values`
+    gives a run where one does not lam = 0 for the whole topic (lam = 0 for that replicate
+    alone, lam mixed within one jackknife, raised the rms and lowered the coverage). A
+    replicate's AP-hat' outside [0, 1] is taken as it comes: on topics with a handful of
+    judged documents the Taylor term and its replicates can be far outside [0, 1], and b with
+    them (docs/predictions.md, "AP's remaining bias").
 
     Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,
     ``strata``, ``stratified``, a census) are supported: a design with independent inclusions

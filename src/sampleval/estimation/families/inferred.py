@@ -67,19 +67,10 @@ is the one-stratum case. Three estimates of Var(T/R):
   retrieved} (N_h/n_h)^2 Var(PC_d)], Var(PC_d) from the unbiased hypergeometric variance
   (1 - n/N) p(1 - p)/(n - 1) of each in-stratum rate at sample_eval's smoothed p.
 
-Coverage of the 95% intervals (per topic and run / of each run's mean over topics), TREC-COVID
-round 5, depth-100 pool of the 126 runs, 50 topics, 100 samples, ``python -m
-studies.interval_coverage --trials 100 --designs strata,uniform``:
-
-    design                        jackknife       appendix        linear
-    xinfAP, strata (1-10 all,     0.865 / 0.931   0.829 / 0.907   0.830 / 0.866
-      11-30 at 30%, 31- at 10%)
-    infAP, uniform 10%            0.768 / 0.747   0.731 / 0.631   0.709 / 0.563
-
-Under the uniform 10% sample infAP's mean over topics is biased (-0.018 in mean AP: with few
-judged documents above a relevant one near the top, the smoothed precision above it tends to
-1/2, low for good runs), which no variance can cover; the per-topic coverage still ranks the
-variants the same way.
+Their coverage on TREC-COVID (per topic and of each run's mean over topics, with the
+command): docs/methods.md, "Estimator variants". Under a uniform sample infAP's
+mean over topics is biased low (with few judged documents above a relevant one near the
+top, the smoothed precision above it tends to 1/2), which no variance covers.
 
 Bias, option ``bias`` (``infAP(bias=jackknife)``): ``none`` (the default: the names mean
 trec_eval's and sample_eval's numbers) or ``jackknife``, the estimate less the stratified
@@ -87,12 +78,7 @@ delete-one jackknife's estimate of its bias, sum_h (1 - n_h/N_h)(n_h - 1)(mean_h
 theta-hat) over the same replicates as the variance (:func:`jackknife_bias`; Quenouille,
 Biometrika 1956; Tukey 1958; Jones, JASA 1974). Both estimates are smooth functions of
 stratum means (a ratio, and infAP's smoothed precisions), whose O(1/n) bias this removes.
-Same samples as above (100 trials, ``--measures 'infAP;infAP(bias=jackknife);...'``), coverage
-of the mean / its bias / rms:
-
-    infAP, uniform 10%     none 0.747 / -0.0181 / 0.0246    jackknife 0.859 / -0.0054 / 0.0194
-    xinfAP, uniform 10%    none 0.610 / -0.0236 / 0.0292    jackknife 0.848 / -0.0062 / 0.0193
-    xinfAP, strata         none 0.931 / +0.0015 / 0.0033    jackknife 0.943 / +0.0001 / 0.0031
+Measured in docs/methods.md, "Ratio bias".
 
 Option ``few`` (default ``moment``): a topic whose sample holds at most one relevant
 document gets a variance of at least (1 - f) m2, f the share of its frame judged and m2 the
@@ -102,30 +88,13 @@ run's mean squared estimate over the topics where a relevant document was judged
 docs/research/calibration.md and docs/methods.md, "Residual bias, and topics with at most
 one relevant judged").
 
-What is left of the uniform rows' miss is mostly the variance: the jackknife's standard error
-is 0.83 of the corrected estimates' spread over the trials (docs/methods.md, "Ratio bias").
-
 Not the default AP estimator. A plain ``AP`` asked of a stratified sample (``uniform``,
 ``strata``, ``stratified``, NIST sampled qrels) or a census resolves to ``AP~ht`` (Li &
-Kanoulas, CIKM 2017, sec. 3: their AP-hat, the estimator of the ``stratified`` method's
-paper), not to xinfAP (:mod:`sampleval.estimation.defaults`; infNDCG stays the default
-nDCG without a cutoff). The reason is interval coverage. Coverage of the 95% interval of each
-run's mean over topics,
-TREC-COVID round 5, depth 100, 126 runs (docs/methods.md, "Residual bias, and topics with
-at most one relevant judged", the table there and its command):
-
-    design (trials)            AP~ht: covers / rms     xinfAP: covers / rms
-    strata (100; xinfAP 40)    0.953 / 0.0034          0.931 / 0.0033
-    uniform 10% (100; 30)      0.896 / 0.0283          0.609 / 0.0287
-      with few=bound           0.931 / 0.0283          0.751 / 0.0287
-    stratified 3% (80; 40)     0.926 / 0.0192          0.798 / 0.0152
-    stratified 5% (65; 25)     0.919 / 0.0141          0.747 / 0.0130
-
-AP~ht covers better on every design, at an rms 8-26% higher under the ``stratified`` method
-and equal elsewhere: xinfAP's jackknife finds 0.52-0.74 of the per-topic variance under that
-method's many two-document strata (E[v]/Var; AP~ht's finds 0.92), and under uniform
-sampling its bias is 1.9 standard deviations. ``xinfAP`` and ``infAP`` stay available by
-name, unchanged, and ``sampleval sample_eval`` computes xinfAP as NIST's script does.
+Kanoulas, CIKM 2017, sec. 3), not to xinfAP (:mod:`sampleval.estimation.defaults`; infNDCG
+stays the default nDCG without a cutoff): AP~ht's intervals cover better on every design
+(docs/methods.md, "Residual bias, and topics with at most one relevant judged", the
+table and its command). ``xinfAP`` and ``infAP`` stay available by name, and ``sampleval
+sample_eval`` computes xinfAP as NIST's script does.
 """
 
 from __future__ import annotations
