@@ -25,6 +25,7 @@ from sampleval.estimation.engine.kernels import (
     stratum_pair_terms,
     stratum_sums,
 )
+from sampleval.estimation.engine.replicates import replicated, strata_jackknife
 from sampleval.estimation.engine.units import TopicData, Units, _frame_pairs, _pair_sums
 from sampleval.estimation.engine.views import relevance
 from sampleval.estimation.spec import EstimateSpec
@@ -277,9 +278,9 @@ def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: T
     r_reps = r_base[:, stratum] - a2[stratum] * per_unit
     reps = ratio(base[:, stratum] - lost, r_reps)
     others = ratio(base, r_base)  # the judged documents that are not units: weights only
-    variance, bias = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
+    variance, bias = strata_jackknife(reps, others, value, stratum, sizes, counts)
     if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
-        variance = _stratum_jackknife(_per(reps, pairs), _per(others, pairs),
+        variance = strata_jackknife(_per(reps, pairs), _per(others, pairs),
                                       _per(value, pairs), stratum, sizes, counts)[0]
     possible = (_possible(r_reps, found - y, used[stratum])
                 & _possible(r_base, np.full(n_strata, found), used))
@@ -290,36 +291,6 @@ def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     """Per run (``[n_runs, ...]``), or with ``pairs`` (``[P, 2]`` run indices) each pair's
     difference ``values[a] - values[b]``."""
     return values if pairs is None else _contrast(values, pairs)
-
-
-def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """The strata whose delete-one replicates enter the stratified jackknife: 2 <= n_h < N_h
-    (one judged document leaves no replicate; a census stratum's replicates do not differ)."""
-    return (counts >= 2) & (counts < sizes)
-
-
-def _stratum_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
-                       stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife (:func:`~sampleval.estimation.engine.replicates.
-    stratum_jackknife`'s v and b) from each unit's replicate ``reps`` ``[r, m]`` (unit j left
-    out, its stratum at n_h - 1) and each stratum's one replicate for its n_h - m_h judged
-    documents that are not units ``others`` ``[r, H]`` (only the weights change): (v, b)
-    per run, every stratum at once. Strata with n_h < 2, a census of h, and strata without
-    a unit add nothing."""
-    n_strata = len(sizes)
-    member = np.zeros((len(stratum), n_strata))
-    member[np.arange(len(stratum)), stratum] = 1.0
-    units = member.sum(axis=0)
-    rest = counts - units  # judged documents of h that are not units
-    enters = replicated(counts, sizes) & (units > 0)
-    n_h = np.where(enters, counts, 1.0)
-    mean = (reps @ member + rest * others) / n_h  # [r, H]
-    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
-    fpc = np.where(enters, 1.0 - counts / np.where(sizes > 0, sizes, 1.0), 0.0)
-    variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
-    bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
-    return variance, bias
 
 
 class TaylorJackknife(NamedTuple):
@@ -381,9 +352,9 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     stratum, sizes, n_sampled = units.strata
     value, reps, others, possible = _taylor_replicates(spec, level, data, lam)
     counts = n_sampled.astype(np.float64)
-    variance, remaining = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
+    variance, remaining = strata_jackknife(reps, others, value, stratum, sizes, counts)
     if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
-        variance = _stratum_jackknife(_per(reps, pairs), _per(others, pairs),
+        variance = strata_jackknife(_per(reps, pairs), _per(others, pairs),
                                       _per(value, pairs), stratum, sizes, counts)[0]
     return TaylorJackknife(value - remaining, variance, remaining, possible)
 

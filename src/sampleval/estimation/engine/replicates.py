@@ -367,6 +367,35 @@ def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
     return variance, bias
 
 
+def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The strata whose delete-one replicates enter the stratified jackknife: 2 <= n_h < N_h
+    (one judged document leaves no replicate; a census stratum's replicates do not differ)."""
+    return (counts >= 2) & (counts < sizes)
+
+
+def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
+                       stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife (:func:`stratum_jackknife`'s v and b) from each
+    unit's replicate ``reps`` ``[r, m]`` (unit j left out, its stratum at n_h - 1) and each
+    stratum's one replicate for its n_h - m_h judged documents that are not units
+    ``others`` ``[r, H]`` (only the weights change): (v, b) per run, every stratum at once. Strata with n_h < 2, a census of h, and strata without
+    a unit add nothing."""
+    n_strata = len(sizes)
+    member = np.zeros((len(stratum), n_strata))
+    member[np.arange(len(stratum)), stratum] = 1.0
+    units = member.sum(axis=0)
+    rest = counts - units  # judged documents of h that are not units
+    enters = replicated(counts, sizes) & (units > 0)
+    n_h = np.where(enters, counts, 1.0)
+    mean = (reps @ member + rest * others) / n_h  # [r, H]
+    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
+    fpc = np.where(enters, 1.0 - counts / np.where(sizes > 0, sizes, 1.0), 0.0)
+    variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
+    bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
+    return variance, bias
+
+
 def stratum_rows(reps: np.ndarray, rest: np.ndarray, h: int, rows: np.ndarray) -> np.ndarray:
     """The replicates of ``rows`` of stratum h (:func:`stratum_jackknife`) from
     :func:`stratified_replicates`' two arrays: ``reps[j]`` for a document, ``rest[h]`` for

@@ -75,7 +75,7 @@ top, the smoothed precision above it tends to 1/2), which no variance covers.
 Bias, option ``bias`` (``infAP(bias=jackknife)``): ``none`` (the default: the names mean
 trec_eval's and sample_eval's numbers) or ``jackknife``, the estimate less the stratified
 delete-one jackknife's estimate of its bias, sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_(.) -
-theta-hat) over the same replicates as the variance (:func:`jackknife_bias`; Quenouille,
+theta-hat) over the same replicates as the variance (:func:`_jackknife`; Quenouille,
 Biometrika 1956; Tukey 1958; Jones, JASA 1974). Both estimates are smooth functions of
 stratum means (a ratio, and infAP's smoothed precisions), whose O(1/n) bias this removes.
 Measured in docs/methods.md, "Ratio bias".
@@ -103,6 +103,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
+from sampleval.estimation.engine.replicates import strata_jackknife
 from sampleval.estimation.engine.views import TopicView
 from sampleval.estimation.families._inferred_kernels import (
     INFAP_EPSILON,
@@ -160,10 +161,11 @@ def infap_topic(view: TopicView, level: float, var: str = VAR_OPTION.default,
         left = big_r - relevant[ts.judged]
         replicates = np.divide(rep, left, out=np.zeros_like(rep), where=left > 0)
         design = (np.zeros(n_judged, dtype=np.int64), np.array([size]), np.array([n_judged]))
+        variance, jack_bias = _jackknife(replicates, *design, value)
         if bias == "jackknife":
-            shift = jackknife_bias(replicates, *design, value)
+            shift = jack_bias
         if var == "jackknife":
-            return value - shift, stratified_jackknife(replicates, *design)
+            return value - shift, variance
     if var == "appendix":
         above = r_above + n_above + u_above
         var_prec = (above / rank) ** 2 * _appendix_proportion(r_above, r_above + n_above,
@@ -206,38 +208,15 @@ def _appendix_spread(pc: np.ndarray, estimate: np.ndarray) -> np.ndarray:
     return ((pc - estimate[:, None]) ** 2).sum(axis=1) / (r - 1) / r
 
 
-def stratified_jackknife(replicates: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
-                         n_sampled: np.ndarray) -> np.ndarray:
-    """The stratified delete-one jackknife variance, per run: ``replicates`` ``[n_runs,
-    n_units]`` (the estimate without each sampled unit), ``strata`` each unit's stratum,
-    ``sizes`` N_h and ``n_sampled`` n_h; sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in h}
-    (theta_(j) - mean_h)^2, strata with n_h < 2 left out."""
-    variance = np.zeros(replicates.shape[0])
-    for h, (big_n, n) in enumerate(zip(sizes, n_sampled, strict=True)):
-        if n < 2:
-            continue
-        part = replicates[:, strata == h]
-        spread = ((part - part.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
-        variance += (1.0 - n / big_n) * (n - 1) / n * spread
-    return variance
-
-
-def jackknife_bias(replicates: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
-                   n_sampled: np.ndarray, estimate: np.ndarray) -> np.ndarray:
-    """The stratified delete-one jackknife's estimate of an estimator's bias, per run
-    (Quenouille, Biometrika 1956; Tukey 1958; for strata Jones, JASA 1974, Wolter 2007, sec.
-    4.5): sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_(.) - theta-hat), the replicates as in
-    :func:`stratified_jackknife`, with the finite-population factor of sampling without
-    replacement (a census has no bias to remove). theta-hat less it removes the O(1/n) term
-    of the bias of a smooth function of means, such as a ratio (Cochran, Sampling
-    Techniques, 1977, ch. 6: Quenouille's less-biased ratio estimate)."""
-    bias = np.zeros(replicates.shape[0])
-    for h, (big_n, n) in enumerate(zip(sizes, n_sampled, strict=True)):
-        if n < 2:
-            continue
-        part = replicates[:, strata == h]
-        bias += (1.0 - n / big_n) * (n - 1) * (part.mean(axis=1) - estimate)
-    return bias
+def _jackknife(replicates: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
+               n_sampled: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife's variance and bias estimate per run
+    (:func:`~sampleval.estimation.engine.replicates.strata_jackknife`), from
+    ``replicates`` ``[n_runs, n_units]`` (the estimate without each judged document of a
+    stratum, ``strata`` its stratum), N_h ``sizes`` and n_h ``n_sampled``."""
+    kept = strata >= 0
+    return strata_jackknife(replicates[:, kept], np.zeros((len(replicates), len(sizes))),
+                                value, strata[kept], sizes, n_sampled.astype(np.float64))
 
 
 def _at_frame(view: TopicView, at_rank: np.ndarray) -> np.ndarray:
@@ -303,12 +282,13 @@ def nist_topic(view: TopicView, level: float, parts: frozenset[str],
         replicates = _nist_replicates(view, frame_at_rank, level, sizes, n_sampled,
                                       r_sampled, sampled_index)
         design = (ts.stratum[judged], sizes, n_sampled)
+        variance, jack_bias = _jackknife(replicates, *design, out["xinfAP"])
         if bias == "jackknife":
-            out["xinfAP_bias"] = jackknife_bias(replicates, *design, out["xinfAP"])
+            out["xinfAP_bias"] = jack_bias
     if with_var:  # over the sampled documents only: the others add nothing
         strata = ts.stratum[judged]
         if var == "jackknife":
-            out["xinfAP_var"] = stratified_jackknife(replicates, *design)
+            out["xinfAP_var"] = variance
         elif var == "appendix":
             is_rel = relevant[judged]
             share = r_sampled * scale / big_r if big_r else np.zeros(n_strata)
