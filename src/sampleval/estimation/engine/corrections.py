@@ -54,8 +54,7 @@ def _corrections(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     Taylor-corrected one)."""
     zero = np.zeros(parts.value.shape)
     if bias == "taylor-jackknife" and spec.base == "AP":  # with its own variance
-        both = ap_taylor_jackknife(spec, level, data, lam)
-        return Corrected(both.value, both.variance, both.remaining, both.possible)
+        return ap_taylor_jackknife(spec, level, data, lam)
     u = parts.u_y - lam[0][:, None] * parts.u_f[0] - lam[1][:, None] * parts.u_f[1]
     variance = data.units.forms([u])[0, 0]
     by_taylor = parts.value
@@ -293,21 +292,8 @@ def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     return values if pairs is None else _contrast(values, pairs)
 
 
-class TaylorJackknife(NamedTuple):
-    """``AP~ppi(bias=taylor-jackknife)`` for one topic (``[n_runs]`` each): the corrected
-    estimate theta_T - b, its variance (the jackknife variance of the replicates of
-    theta_T), and b, the jackknife's estimate of the bias that theta_T (``bias=taylor``'s
-    estimate) keeps, so that theta_T = ``value`` + ``remaining``; ``possible``: whether every
-    replicate's R-hat(lam) is at least the relevant documents it holds."""
-
-    value: np.ndarray
-    variance: np.ndarray
-    remaining: np.ndarray
-    possible: np.ndarray
-
-
 def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
-                        pairs: np.ndarray | None = None) -> TaylorJackknife:
+                        pairs: np.ndarray | None = None) -> Corrected:
     """The Taylor-corrected AP-hat(lam) theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2
     (``bias=taylor``, :func:`taylor_bias`) less the stratified delete-one jackknife's
     estimate of its remaining bias, b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_T(hj) -
@@ -356,7 +342,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
         variance = strata_jackknife(_per(reps, pairs), _per(others, pairs),
                                       _per(value, pairs), stratum, sizes, counts)[0]
-    return TaylorJackknife(value - remaining, variance, remaining, possible)
+    return Corrected(value - remaining, variance, remaining, possible)
 
 
 def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
