@@ -13,7 +13,6 @@ replicate at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -131,6 +130,8 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
       b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h - AP-hat), v = sum_h (1 - n_h/N_h)
       (n_h - 1)/n_h sum_j (AP-hat_(hj) - mean_h)^2 (the judged documents that are not
       units, with label and predictions 0, change only the weights: one replicate each);
+      the replicates' per-stratum sums are :func:`ap_taylor_jackknife`'s, without its Taylor
+      term;
     - other designs with inclusion probabilities (independent inclusions): AP-hat_(k) =
       (N-hat - c_k)/(R-hat - d_k), c_k and d_k unit k's shares; b = sum_k (1 - pi_k)
       [AP-hat_(k) - AP-hat + (c_k - AP-hat d_k)/R-hat] (its second-order part, as
@@ -153,10 +154,10 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
         return np.divide(num, den, out=np.zeros(np.broadcast_shapes(num.shape, den.shape)),
                          where=den > 0)
 
-    found = y[data.distinct].sum()
     if units.strata is not None:
-        return _stratified_jackknife(y, f, lam, data, cut, fixed_n, fixed_r, ratio, found,
-                                     pairs)
+        value, variance, bias, possible = _stratified(spec, level, data, lam, pairs, False)
+        return Jackknife(value - bias, variance, possible)
+    found = y[data.distinct].sum()
     sums, shares = _pair_sums(np.stack([y, f]), np.stack([y * y, f]), ranks, units, cut,
                               data.geometry)
     n_s = sums[0] - lam_n * sums[1]
@@ -191,99 +192,6 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     step = np.where(rest > 0, moved + ratio(share - value[:, None] * t, den[:, None]), 0.0)
     return Jackknife(value - ((1.0 - pi) * step).sum(axis=1),
                      ((1.0 - pi) * _per(moved, pairs)**2).sum(axis=1), _possible(rest, found - y, pi < 1.0))
-
-
-def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: TopicData,
-                          cut: int | None, fixed_n: np.ndarray, fixed_r: np.ndarray,
-                          ratio: Callable[[np.ndarray, np.ndarray], np.ndarray], found: float,
-                          pairs: np.ndarray | None = None) -> Jackknife:
-    """:func:`ap_jackknife` on a stratified sample. The sample's numerator by strata:
-    N_S = sum_g a_g S_g + sum_{g != g'} a_g a_g' P_gg' + sum_g c_g P_gg, with a_g = N_g/n_g,
-    c_g = N_g (N_g - 1)/(n_g (n_g - 1)), S_g the diagonal terms x_kk of stratum g and P_gg'
-    the pair terms x_kl (l ranked above k) with k in g and l in g'. Leaving out j of stratum
-    h moves a_h to a_h' = N_h/(n_h - 1) and c_h to c_h' (at n_h - 1), so N_S moves by
-    (a_h' - a_h)(S_h + sum_{g != h} a_g (P_hg + P_gh)) + (c_h' - c_h) P_hh, and j takes away
-    a_h' x_jj and its row and column of pairs: its pairs with stratum g weigh a_h' a_g,
-    within h c_h'. Every replicate at once: O(runs x documents x strata)."""
-    units, ranks = data.units, data.ranks
-    assert units.strata is not None
-    stratum, sizes, n_sampled = units.strata
-    n_runs, m = ranks.shape
-    lam_n, lam_r = lam[0], lam[1]
-    n_strata = len(sizes)
-    docs = _run_docs(ranks, cut)
-    rank = docs.rank[..., 0].astype(np.float64)
-    real = rank > 0
-    inverse = np.divide(1.0, rank, out=np.zeros(rank.shape), where=real)
-    order = np.argsort(np.where(real, rank, np.inf), axis=1, kind="stable")
-    doc = np.take_along_axis(docs.doc, order, axis=1)
-    real, inverse = np.take_along_axis(real, order, axis=1), np.take_along_axis(inverse, order,
-                                                                               axis=1)
-    g = np.where(real, stratum[doc], 0)
-    counts = n_sampled.astype(np.float64)
-    a = np.divide(sizes, counts, out=np.zeros(n_strata), where=counts > 0)
-    within = np.divide(sizes * (sizes - 1.0), counts * (counts - 1.0),
-                       out=np.zeros(n_strata), where=counts > 1)
-    a_run = np.where(real, a[g], 0.0)
-    segments = _Segments(g)
-
-    def blocks(v: np.ndarray, diagonal: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Each run's documents' pair terms with the documents ranked above (their row)
-        and below (their column): summed over every stratum with weights a_g, and over
-        their own stratum only; and their diagonal terms (each ``[r, K]``)."""
-        vv = np.where(real, v[doc], 0.0)
-        per = vv * inverse
-        weighted = a_run * vv
-        above_a = np.cumsum(weighted, axis=1) - weighted
-        weighted = a_run * per
-        below_a = np.cumsum(weighted[:, ::-1], axis=1)[:, ::-1] - weighted
-        above_own, below_own = segments.above(vv), segments.below(per)
-        return (per * above_a, vv * below_a, per * above_own, vv * below_own,
-                np.where(real, diagonal[doc], 0.0) * inverse)
-
-    parts_y, parts_f = blocks(y, y * y), blocks(f, f)
-    rows_a, cols_a, own_rows, own_cols, own = (
-        p_y - lam_n[:, None] * p_f for p_y, p_f in zip(parts_y, parts_f, strict=True))
-
-    def by_stratum(values: np.ndarray) -> np.ndarray:  # [r, K] -> [r, H]
-        out = np.zeros((n_runs, n_strata))
-        np.add.at(out, (np.nonzero(real)[0], g[real]), values[real])
-        return out
-
-    diagonal = by_stratum(own)  # S_h
-    own_pairs = by_stratum(own_rows)  # P_hh
-    across = by_stratum(rows_a + cols_a) - 2.0 * a * own_pairs  # sum_{g != h} a_g (P_hg + P_gh)
-    numerator = diagonal @ a + 0.5 * (across * a).sum(axis=1) + own_pairs @ within
-    per_unit = y[None, :] - lam_r[:, None] * f[None, :]  # R's unit values [r, m] (weight a_h)
-    totals = np.zeros((n_runs, n_strata))
-    np.add.at(totals.T, stratum, per_unit.T)
-    used = replicated(counts, sizes)
-    fewer = counts - 1.0
-    a2 = np.divide(sizes, fewer, out=np.zeros(n_strata), where=used)
-    within2 = np.divide(sizes * (sizes - 1.0), fewer * (fewer - 1.0), out=np.zeros(n_strata),
-                        where=used & (fewer > 1))
-    r_sample = totals @ a
-    value = ratio(numerator + fixed_n, r_sample + fixed_r)
-    base = (numerator[:, None] + (a2 - a) * (diagonal + across) + (within2 - within) * own_pairs
-            + fixed_n[:, None])  # [r, H]: stratum h at n_h - 1, no document left out
-    r_base = r_sample[:, None] + (a2 - a) * totals + fixed_r[:, None]
-    # what j takes away, at its stratum's new weights
-    a_new, w_new, a_old = a2[g], within2[g], a[g]
-    loss = a_new * (own + rows_a + cols_a - a_old * (own_rows + own_cols)) + w_new * (
-        own_rows + own_cols)
-    lost = np.zeros((n_runs, m))
-    lost[np.arange(n_runs)[:, None], doc] = np.where(real, loss, 0.0)
-    r_reps = r_base[:, stratum] - a2[stratum] * per_unit
-    reps = ratio(base[:, stratum] - lost, r_reps)
-    others = ratio(base, r_base)  # the judged documents that are not units: weights only
-    variance, bias = strata_jackknife(reps, others, value, stratum, sizes, counts)
-    if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
-        variance = strata_jackknife(_per(reps, pairs), _per(others, pairs),
-                                      _per(value, pairs), stratum, sizes, counts)[0]
-    possible = (_possible(r_reps, found - y, used[stratum])
-                & _possible(r_base, np.full(n_strata, found), used))
-    return Jackknife(value - bias, variance, possible)
 
 
 def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
@@ -335,22 +243,36 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
         raise UsageError("bias=taylor-jackknife needs a stratified sample (uniform, strata, "
                          f"stratified, a census), not units of the {units.kind} form "
                          "without strata")
-    stratum, sizes, n_sampled = units.strata
-    value, reps, others, possible = _taylor_replicates(spec, level, data, lam)
-    counts = n_sampled.astype(np.float64)
-    variance, remaining = strata_jackknife(reps, others, value, stratum, sizes, counts)
-    if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
-        variance = strata_jackknife(_per(reps, pairs), _per(others, pairs),
-                                      _per(value, pairs), stratum, sizes, counts)[0]
+    value, variance, remaining, possible = _stratified(spec, level, data, lam, pairs, True)
     return Corrected(value - remaining, variance, remaining, possible)
 
 
-def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
+def _stratified(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                pairs: np.ndarray | None, taylor: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife of AP-hat(lam) (``taylor``: of theta_T) on a
+    topic whose units carry strata: the estimate, the jackknife variance (of the pairs'
+    differences with ``pairs``), the jackknife's bias estimate b and ``possible``
+    (:func:`_taylor_replicates`)."""
+    assert data.units.strata is not None
+    stratum, sizes, n_sampled = data.units.strata
+    value, reps, others, possible = _taylor_replicates(spec, level, data, lam, taylor)
+    counts = n_sampled.astype(np.float64)
+    variance, bias = strata_jackknife(reps, others, value, stratum, sizes, counts)
+    if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
+        variance = strata_jackknife(_per(reps, pairs), _per(others, pairs),
+                                    _per(value, pairs), stratum, sizes, counts)[0]
+    return value, variance, bias, possible
+
+
+def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                       taylor: bool = True
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`ap_taylor_jackknife`'s theta_T (``[n_runs]``), its replicates without each
-    unit (``[n_runs, m]``) and without a judged document that is not a unit (``[n_runs,
-    H]``, only stratum h's weights change), and per run whether every replicate that enters
-    the jackknife keeps R-hat(lam) at or above the relevant documents it holds."""
+    """:func:`ap_taylor_jackknife`'s theta_T (``[n_runs]``; without ``taylor`` AP-hat(lam),
+    the ratio alone, as :func:`ap_jackknife` takes it), its replicates without each unit
+    (``[n_runs, m]``) and without a judged document that is not a unit (``[n_runs, H]``, only
+    stratum h's weights change), and per run whether every replicate that enters the
+    jackknife keeps R-hat(lam) at or above the relevant documents it holds."""
     units = data.units
     assert units.strata is not None
     y, f = relevance(data.labels, level), relevance(data.predicted, level)
@@ -396,8 +318,11 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     def corrected(num: np.ndarray, den: np.ndarray, c_nr: np.ndarray, v_r: np.ndarray
                   ) -> np.ndarray:
         """theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2 from the sample's N, R-hat and the
-        HT forms (0 where R-hat is not positive, as :func:`.difference._ratio`)."""
+        HT forms (0 where R-hat is not positive, as :func:`.difference._ratio`); Q alone
+        without ``taylor``."""
         q = np.divide(num, den, out=np.zeros(den.shape), where=den > 0)
+        if not taylor:
+            return q
         return q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(den.shape), where=den > 0)
 
     # the HT form per stratum, (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)]:
@@ -481,37 +406,3 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
                 & _possible(r_rest + a_less * r_g + fixed_r[:, None], np.full(n_strata, found),
                             used))
     return value, reps, others, possible
-
-
-class _Segments:
-    """Sums within each run's groups (``groups [r, K]``, the documents in rank order): for
-    each document, the sum over the documents of its group before it, or after it."""
-
-    def __init__(self, groups: np.ndarray) -> None:
-        width = groups.shape[1]
-        positions = np.broadcast_to(np.arange(width), groups.shape)
-        self.order = np.argsort(groups * width + positions, axis=1, kind="stable")
-        grouped = np.take_along_axis(groups, self.order, axis=1)
-        start = np.ones(groups.shape, dtype=bool)
-        start[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
-        end = np.ones(groups.shape, dtype=bool)
-        end[:, :-1] = start[:, 1:]
-        self.first = np.maximum.accumulate(np.where(start, positions, 0), axis=1)
-        self.last = np.minimum.accumulate(np.where(end, positions, width)[:, ::-1],
-                                          axis=1)[:, ::-1]
-
-    def _sums(self, values: np.ndarray, before: bool) -> np.ndarray:
-        v = np.take_along_axis(values, self.order, axis=1)
-        total = np.cumsum(v, axis=1)
-        ahead = np.take_along_axis(total - v, self.first, axis=1)  # sums before the group
-        out_sorted = (total - v - ahead if before
-                      else np.take_along_axis(total, self.last, axis=1) - total)
-        out = np.empty_like(out_sorted)
-        np.put_along_axis(out, self.order, out_sorted, axis=1)
-        return out
-
-    def above(self, values: np.ndarray) -> np.ndarray:
-        return self._sums(values, True)
-
-    def below(self, values: np.ndarray) -> np.ndarray:
-        return self._sums(values, False)
