@@ -232,14 +232,7 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     ``y`` ``[m]``: the judged documents with y != 0 (the others change a replicate only
     through their stratum's weight, so each stratum's are one replicate counted n_h - m_h
     times), their ``strata``, ``ranks`` ``[n_runs, m]``; ``sizes`` N_h and ``n_sampled`` n_h
-    (every judged document). Under stratified sampling pair weights depend only on the two
-    strata: 1/pi_i = a_h = N_h/n_h, 1/pi_ij = a_g a_h across strata and c_h = N_h (N_h - 1)/
-    (n_h (n_h - 1)) within one (``paper``: a_g a_h for every pair, a_h^2 for the document
-    itself). So the numerator is sum_{i, j above i} a_g(i) a_g(j) y_i y_j / rank_i, plus
-    sum_h (c_h - a_h^2) P_hh (the pairs within stratum h) and the documents themselves; a
-    replicate changes one stratum's a (a correction through that stratum's row and column
-    sums) and loses the left-out document's pairs (through running sums over the run, all
-    weighted by a and within its stratum): O(runs x documents) in all.
+    (every judged document); the replicates are :func:`stratified_replicates`'.
 
     ``correct``: less the stratified jackknife estimate of the bias (Quenouille, Biometrika
     1956; Tukey 1958; for strata Jones, JASA 1974, as in Wolter 2007, sec. 4.5, with the
@@ -252,88 +245,15 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     the differences of their replicates (both runs' replicates leave out the same document,
     so what they share cancels).
     """
-    n_runs, n_strata = ranks.shape[0], len(sizes)
-    docs = _run_docs(ranks, cutoff)
-    rank = docs.rank[..., 0].astype(np.float64)
-    order = np.argsort(np.where(rank > 0, rank, np.inf), axis=1, kind="stable")
-    rank = np.take_along_axis(rank, order, axis=1)
-    doc = np.take_along_axis(docs.doc, order, axis=1)
-    kept = rank > 0
-    yy = np.where(kept, y[doc], 0.0)
-    g = np.where(kept, strata[doc], 0)
-    per_rank = np.divide(yy, rank, out=np.zeros_like(yy), where=kept)
-
-    def weights(n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """a_h, the weight of a document itself, and the excess within-stratum pair weight
-        c_h - a_h^2 (0 under ``paper``)."""
-        a = np.divide(sizes, n, out=np.zeros(len(n)), where=n > 0)
-        within = np.divide(sizes * (sizes - 1.0), n * (n - 1.0), out=np.zeros(len(n)),
-                           where=n > 1)
-        return a, (a * a if paper else a), (np.zeros(len(n)) if paper else within - a * a)
-
-    a, w, excess = weights(n_sampled.astype(np.float64))
-    ay = a[g] * yy
-    above_a = np.cumsum(ay, axis=1) - ay  # sum of a y over the documents above
-    below_a = a[g] * per_rank
-    below_a = np.cumsum(below_a[:, ::-1], axis=1)[:, ::-1] - below_a  # a y/rank below
-    above_own, below_own = _within_strata(g, kept, yy, per_rank)
-    diag = yy * per_rank
-
-    def by_stratum(values: np.ndarray) -> np.ndarray:  # [runs, K] -> [runs, strata]
-        out = np.zeros((n_runs, n_strata))
-        np.add.at(out, (np.nonzero(kept)[0], g[kept]), values[kept])
-        return out
-
-    s_h = by_stratum(diag)
-    p_hh = by_stratum(per_rank * above_own)  # pairs within each stratum
-    row = by_stratum(per_rank * above_a)  # sum_h' a_h' P_{h h'}
-    col = by_stratum(yy * below_a)  # sum_h' a_h' P_{h' h}
-    cross = (a[g] * per_rank * above_a).sum(axis=1)  # sum_{g,h} a_g a_h P_gh
-    num = s_h @ w + cross + p_hh @ excess
-    totals = np.bincount(strata, weights=y, minlength=n_strata)
-    r_hat = float(totals @ a)
-    value = num / r_hat if r_hat > 0 else np.zeros(n_runs)
-    position = np.full((n_runs, len(y)), -1)
-    rows, cols = np.nonzero(kept)
-    position[rows, doc[rows, cols]] = cols
-    units = np.arange(len(y))
-
-    def per(values: np.ndarray) -> np.ndarray:  # per run, or per pair's difference
-        return values if pairs is None else _contrast(values, pairs)
-
-    variance = np.zeros(n_runs if pairs is None else len(pairs))
-    bias = np.zeros_like(variance)
-    for h in range(n_strata):
-        n_h = int(n_sampled[h])
-        if n_h < 2 or n_h >= sizes[h]:
-            continue
-        less = n_sampled.astype(np.float64)
-        less[h] -= 1
-        a2, w2, excess2 = weights(less)
-        delta = a2[h] - a[h]
-        base = (num + (w2[h] - w[h]) * s_h[:, h] + delta * (row[:, h] + col[:, h])
-                + (delta**2 + excess2[h] - excess[h]) * p_hh[:, h])
-        r_base = r_hat + delta * totals[h]
-        members = units[strata == h]
-        reps = np.empty((n_runs, len(members)))
-        for i, j in enumerate(members):
-            found = np.flatnonzero(position[:, j] >= 0)
-            k = position[found, j]
-            mine = below_own[found, k] + above_own[found, k] / rank[found, k]
-            others = below_a[found, k] + above_a[found, k] / rank[found, k] + delta * mine
-            loss = np.zeros(n_runs)
-            loss[found] = w2[h] * diag[found, k] + yy[found, k] * (
-                a2[h] * others + excess2[h] * mine)
-            r_j = r_base - a2[h] * y[j]
-            reps[:, i] = (base - loss) / r_j if r_j > 0 else 0.0
-        others_n = n_h - len(members)  # judged documents with y = 0: one replicate each
-        rest = per(base / r_base if r_base > 0 else np.zeros(n_runs))
-        reps = per(reps)
-        mean = (reps.sum(axis=1) + others_n * rest) / n_h
-        spread = ((reps - mean[:, None]) ** 2).sum(axis=1) + others_n * (rest - mean) ** 2
-        variance += (1.0 - n_h / sizes[h]) * (n_h - 1) / n_h * spread
-        bias += (1.0 - n_h / sizes[h]) * (n_h - 1) * (mean - per(value))
-    return HTEstimate(per(value) - bias if correct else per(value), variance)
+    design = (strata, sizes, n_sampled)
+    pi, joint = stratified_inclusion(*design)
+    value = _per(average_precision(y, pi, joint, ranks, cutoff, paper).value, pairs)
+    if len(y) == 0:
+        return HTEstimate(value, np.zeros_like(value))
+    reps, rest = stratified_replicates(y, design, ranks, cutoff, paper, False)
+    variance, bias = strata_jackknife(_per(reps, pairs).T, _per(rest, pairs).T, value, strata,
+                                      sizes, n_sampled.astype(np.float64))
+    return HTEstimate(value - bias if correct else value, variance)
 
 
 def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -569,33 +489,3 @@ def stratified_replicates(y: np.ndarray, strata: tuple[np.ndarray, np.ndarray, n
     r_j = r_others[h] + less.a[h] * (y_total[h] - y)
     reps = _corrected(num_j, r_j, own_j, cross_j, taylor).T
     return reps, rest
-
-
-def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Per run, at each document (``[runs, K]`` in rank order, stratum ``g``): the sum of y
-    over the documents above it in its own stratum, and of y/rank over those below."""
-    n_runs, width = g.shape
-    run = np.repeat(np.arange(n_runs), width)
-    order = np.lexsort((np.tile(np.arange(width), n_runs), g.ravel(), run))
-    group = np.stack([run[order], g.ravel()[order]])
-    start = np.r_[True, (group[:, 1:] != group[:, :-1]).any(axis=0)]
-    first = np.maximum.accumulate(np.where(start, np.arange(len(order)), 0))
-
-    def exclusive(values: np.ndarray, reverse: bool) -> np.ndarray:
-        v = np.where(kept, values, 0.0).ravel()[order]
-        if reverse:
-            last = np.r_[start[1:], True]
-            rev_first = np.minimum.accumulate(
-                np.where(last, np.arange(len(order)), len(order))[::-1])[::-1]
-            total = np.cumsum(v[::-1])[::-1]
-            tail = np.append(total, 0.0)[rev_first + 1]
-            out = total - v - tail
-        else:
-            total = np.cumsum(v)
-            out = total - v - np.append(0.0, total)[first]
-        back = np.empty(len(order))
-        back[order] = out
-        return back.reshape(n_runs, width)
-
-    return exclusive(y, False), exclusive(per_rank, True)
