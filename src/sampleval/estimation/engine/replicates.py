@@ -48,11 +48,8 @@ import numpy as np
 from sampleval.core.inclusion import stratified_inclusion
 from sampleval.estimation.engine.estimands import (
     HTEstimate,
-    _contrast,
     _delta,
-    _flat,
     _run_docs,
-    _shaped,
     ap_terms,
     average_precision,
 )
@@ -101,12 +98,24 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     docstring): theta_T less sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/
     R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
     sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (the jackknife of theta_T's replicates)."""
+    value, variance, bias = _independent(y, pi, pi_joint, ranks, cutoff, paper, True, pairs)
+    return Corrected(value - bias, variance, bias)
+
+
+def _independent(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
+                 cutoff: int | None, paper: bool, taylor: bool, pairs: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (1 - pi_k)-weighted delete-one jackknife of AP-hat (``taylor``: of theta_T) from
+    :func:`general_replicates`: the estimate, the variance sum_k (1 - pi_k) (theta(k) -
+    theta)^2 and the bias estimate sum_k (1 - pi_k) [theta(k) - theta + (c_k - AP-hat x_k)/
+    R-hat] (without ``taylor``, 0 for a k whose deletion leaves R-hat at 0); per run, or per
+    pair's difference."""
     m = len(y)
     if m == 0:
-        value = _per(average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value,
+        value = _per(average_precision(y, pi, pi_joint, ranks, cutoff, paper, taylor).value,
                      pairs)
-        return Corrected(value, np.zeros_like(value), np.zeros_like(value))
-    value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, True)  # [m, runs]
+        return value, np.zeros_like(value), np.zeros_like(value)
+    value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, taylor)
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     share = np.zeros((ranks.shape[0], m))  # c_k per run and document
     kept = terms.docs.rank[..., 0] > 0
@@ -118,9 +127,11 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     linear = (share - plain[:, None] * x[None, :]).T / r_hat if r_hat > 0 else np.zeros(
         (m, ranks.shape[0]))  # [m, runs]
     moved = _per(reps, pairs) - _per(value, pairs)
+    step = moved + _per(linear, pairs)
+    if not taylor:
+        step = np.where((r_hat - x > 0)[:, None], step, 0.0)
     weight = (1.0 - pi)[:, None]
-    bias = (weight * (moved + _per(linear, pairs))).sum(axis=0)
-    return Corrected(_per(value, pairs) - bias, (weight * moved**2).sum(axis=0), bias)
+    return _per(value, pairs), (weight * moved**2).sum(axis=0), (weight * step).sum(axis=0)
 
 
 def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
@@ -175,7 +186,7 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
     v = sum_{k in S} (1 - pi_k) (AP-hat_(k) - AP-hat)^2, AP-hat_(k) the estimate without k
     (its pairs and its 1/pi_k in R-hat removed). For a total this is the Poisson HT variance
     sum (1 - pi_k) y_k^2/pi_k^2; for the ratio it keeps AP's curvature, which the
-    linearisation drops (the module docstring has the figures).
+    linearisation drops (docs/research/ht.md).
 
     ``correct``: less the jackknife estimate of the ratio's bias. Deleting k moves the
     numerator by its contribution c_k and R-hat by x_k = y_k/pi_k, so AP-hat_(k) - AP-hat =
@@ -191,31 +202,8 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
 
     ``pairs``: per pair (a, b) of runs, the difference AP-hat_a - AP-hat_b and its
     jackknife variance, from the differences of their replicates."""
-    terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
-    x = _flat(y) / pi  # [B, m]
-    r_hat = x.sum(axis=-1)  # [B]
-    value = np.divide(terms.num, r_hat, out=np.zeros(terms.num.shape), where=r_hat > 0)
-    # num without k: [n_runs, m, B]; k not retrieved by the run leaves it unchanged
-    num_wo = np.repeat(terms.num[:, None, :], len(pi), axis=1)
-    n_runs, width = terms.docs.doc.shape
-    run_idx = np.repeat(np.arange(n_runs), width)
-    kept = terms.docs.rank[..., 0].reshape(-1) > 0
-    np.subtract.at(num_wo, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
-                   terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
-    r_wo = r_hat[None, :] - x.T  # [m, B]
-    replicate = np.divide(num_wo, r_wo[None], out=np.zeros(num_wo.shape), where=r_wo[None] > 0)
-    moved = replicate - value[:, None, :]
-    variance = ((1.0 - pi)[None, :, None] * (
-        moved if pairs is None else _contrast(moved, pairs)) ** 2).sum(axis=1)
-    if correct:
-        share = np.zeros(num_wo.shape)  # c_k per run and document
-        np.add.at(share, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
-                  terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
-        linear = np.divide(share - value[:, None, :] * x.T[None], r_hat[None, None, :],
-                           out=np.zeros(share.shape), where=r_hat[None, None, :] > 0)
-        step = np.where(r_wo[None] > 0, replicate - value[:, None, :] + linear, 0.0)
-        value = value - ((1.0 - pi)[None, :, None] * step).sum(axis=1)
-    return _shaped(value if pairs is None else _contrast(value, pairs), variance, y)
+    value, variance, bias = _independent(y, pi, pi_joint, ranks, cutoff, paper, False, pairs)
+    return HTEstimate(value - bias if correct else value, variance)
 
 
 def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
