@@ -85,9 +85,9 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     if len(y) == 0:
         return Corrected(value, np.zeros_like(value), np.zeros_like(value))
     reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, True)
-    variance, bias = stratum_jackknife(
-        strata, lambda h, rows: _per(stratum_rows(reps, rest, h, rows), pairs), len(value),
-        value)
+    stratum, sizes, n_sampled = strata
+    variance, bias = strata_jackknife(_per(reps, pairs).T, _per(rest, pairs).T, value, stratum,
+                                      sizes, n_sampled.astype(np.float64))
     return Corrected(value - bias, variance, bias)
 
 
