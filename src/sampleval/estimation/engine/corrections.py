@@ -20,10 +20,7 @@ import numpy as np
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.difference import Parts
 from sampleval.estimation.engine.estimands import TAKE_CORRECTION, _contrast, _run_docs
-from sampleval.estimation.engine.kernels import (
-    stratum_pair_terms,
-    stratum_sums,
-)
+from sampleval.estimation.engine.kernels import stratum_pair_terms
 from sampleval.estimation.engine.replicates import replicated, strata_jackknife
 from sampleval.estimation.engine.units import TopicData, Units, _frame_pairs, _pair_sums
 from sampleval.estimation.engine.views import relevance
@@ -299,8 +296,9 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
 
     groups = np.where(real, stratum[doc], 0)
     x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
-    xd, xd_r = stratum_sums(np.stack([x_kk, r_k * x_kk], axis=2), groups, real,
-                            n_strata).transpose(2, 0, 1)  # [r, H] each
+    xd, xd_r = np.zeros((2, n_runs, n_strata))  # X_kk and r_k X_kk summed by stratum
+    np.add.at(xd, (np.arange(n_runs)[:, None], groups), x_kk)
+    np.add.at(xd_r, (np.arange(n_runs)[:, None], groups), r_k * x_kk)
     member = np.zeros((m, n_strata))
     member[np.arange(m), stratum] = 1.0
     r_g, rr_g = r @ member, (r * r) @ member  # [r, H]

@@ -313,17 +313,3 @@ def stratum_pair_terms(y: np.ndarray, f: np.ndarray, r: np.ndarray, inverse: np.
                     own[run, k], col_own[run, k] = z, zc
     return u, t, row_a, row_w, own, col_kappa, col_own
 
-
-@numba.njit(cache=True)
-def stratum_sums(values: np.ndarray, group: np.ndarray, real: np.ndarray,
-                 n_groups: int) -> np.ndarray:
-    """``[n_runs, n_groups, c]``: the sums of ``values`` (``[n_runs, K, c]``) over each run's
-    documents of each group (``group`` ``[n_runs, K]``; only where ``real``)."""
-    n_runs, width, count = values.shape
-    out = np.zeros((n_runs, n_groups, count))
-    for r in range(n_runs):
-        for k in range(width):
-            if real[r, k]:
-                for c in range(count):
-                    out[r, group[r, k], c] += values[r, k, c]
-    return out
