@@ -299,9 +299,9 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     xd, xd_r = np.zeros((2, n_runs, n_strata))  # X_kk and r_k X_kk summed by stratum
     np.add.at(xd, (np.arange(n_runs)[:, None], groups), x_kk)
     np.add.at(xd_r, (np.arange(n_runs)[:, None], groups), r_k * x_kk)
-    member = np.zeros((m, n_strata))
-    member[np.arange(m), stratum] = 1.0
-    r_g, rr_g = r @ member, (r * r) @ member  # [r, H]
+    r_g, rr_g = np.zeros((2, n_runs, n_strata))  # R's sums of r and r^2 by stratum
+    np.add.at(r_g.T, stratum, r.T)
+    np.add.at(rr_g.T, stratum, (r * r).T)
 
     def design(counts: np.ndarray) -> tuple[np.ndarray, ...]:
         """a_g, N_g (N_g - 1)/(n_g (n_g - 1)) and the HT form's (1 - f_g) and 1/(n_g - 1)
@@ -330,14 +330,16 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     alpha, beta = fpc * a * (1.0 + inv), fpc * a * inv
     kappa = alpha * a  # the other strata's terms move by step_h (kappa_g T_gh - ...)
     weights = beta * a * r_g  # [r, H]
-    # U_gg' = sum_{k in g, l in g', l != k} Z_kl, T_gg' (weighted by r_k), and Z's and
-    # Zc's dot products per document (compiled: :func:`.kernels.stratum_pair_terms`)
-    u_full, t_full, z_a, z_w, z_own, zc_kappa, zc_own = stratum_pair_terms(
-        y_k, f_k, r_k, inverse, groups, lam_n, a, kappa, weights, n_strata)
     pair = np.outer(a, a)  # W_gg'
     diagonal = np.arange(n_strata)
     pair[diagonal, diagonal] = within
-    s_u, s_t = (pair * u_full).sum(axis=2), (pair * t_full).sum(axis=2)  # sum_g' W_gg' U_gg'
+    # U_gg' = sum_{k in g, l in g', l != k} Z_kl and T_gg' (weighted by r_k), contracted
+    # (sum_g' W_gg' U_gg' = s_u, U a, a U, ...), and Z's and Zc's dot products per document
+    # (compiled: :func:`.kernels.stratum_pair_terms`)
+    by_group, by_doc = stratum_pair_terms(y_k, f_k, r_k, inverse, groups, lam_n, a, kappa,
+                                          weights, pair)
+    s_u, s_t, u_a, t_a, a_u, kappa_t, weights_u, u_own, t_own = by_group
+    z_a, z_w, z_own, zc_kappa, zc_own = by_doc
     sn, snr = s_u + a * xd, s_t + a * xd_r  # SN_g, SNR_g [r, H]
     c_terms = alpha * snr - beta * sn * r_g  # [r, H]
     v_terms = fpc * a * a * ((1.0 + inv) * rr_g - inv * r_g * r_g)
@@ -352,16 +354,15 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     # a_h U_hh) + W'_hh U_hh + a'_h Xd_h
     a_less, within_less, fpc_less, inv_less = design(counts - 1.0)
     step = a_less - a
-    u_own, t_own = u_full[:, diagonal, diagonal], t_full[:, diagonal, diagonal]
-    sn_less = (a_less * ((u_full @ a) - a * u_own) + within_less * u_own + a_less * xd)
-    snr_less = (a_less * ((t_full @ a) - a * t_own) + within_less * t_own + a_less * xd_r)
-    moved = (kappa @ t_full) - (weights[:, None, :] @ u_full)[:, 0]  # [r, h]
+    sn_less = a_less * (u_a - a * u_own) + within_less * u_own + a_less * xd
+    snr_less = a_less * (t_a - a * t_own) + within_less * t_own + a_less * xd_r
+    moved = kappa_t - weights_u  # [r, h]
     moved -= kappa * t_own - weights * u_own  # g = h is not among them
     c_rest = c_terms.sum(axis=1)[:, None] - c_terms + step * moved  # sum over g != h
     v_rest = v_terms.sum(axis=1)[:, None] - v_terms
     r_rest = r_sample[:, None] - a * r_g
     n_less = (n_sample[:, None] + step * xd + 0.5 * (
-        step * ((a @ u_full) - a * u_own) - s_u + sn_less - a_less * xd))
+        step * (a_u - a * u_own) - s_u + sn_less - a_less * xd))
 
     def own_terms(sn_h: np.ndarray, snr_h: np.ndarray, rg_h: np.ndarray, rrg_h: np.ndarray,
                   h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
