@@ -27,10 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from sampleval.core.pool import PAD, Pool, TopicPool
-from sampleval.core.qrels import Qrels
-from sampleval.core.run import Run
-from sampleval.estimation.engine.estimands import (
+from ht_reference import (
     HTEstimate,
     average_precision,
     dcg,
@@ -39,6 +36,9 @@ from sampleval.estimation.engine.estimands import (
     precision,
     r_precision,
 )
+from sampleval.core.pool import PAD, Pool, TopicPool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
 from sampleval.measures.exact import RankedGrades, compute
 from sampleval.measures.names import Measure
 

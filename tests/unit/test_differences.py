@@ -14,13 +14,7 @@ import pytest
 from scipy import stats
 
 from conftest import jackknife_variance
-from sampleval.core.inclusion import stratified_inclusion
-from sampleval.core.pool import Pool
-from sampleval.core.qrels import Qrels
-from sampleval.core.run import Run
-from sampleval.core.sample import Sample
-from sampleval.estimation.compare import compare, effective_df, paired_differences
-from sampleval.estimation.engine.estimands import (
+from ht_reference import (
     average_precision,
     dcg,
     ndcg,
@@ -29,6 +23,12 @@ from sampleval.estimation.engine.estimands import (
     r_precision,
     recall,
 )
+from sampleval.core.inclusion import stratified_inclusion
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.core.sample import Sample
+from sampleval.estimation.compare import compare, effective_df, paired_differences
 from sampleval.estimation.engine.replicates import (
     average_precision_jackknife,
     stratified_average_precision,

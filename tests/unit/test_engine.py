@@ -191,8 +191,11 @@ def test_vectorised_stratum_jackknife_is_the_loop_over_strata() -> None:
     """The engine's stratified jackknife of replicates (every stratum at once) gives the
     variance and bias of ``replicates.stratum_jackknife`` (one stratum at a time), strata
     with one judged document, a census stratum and one without a unit included."""
-    from sampleval.estimation.engine.corrections import _stratum_jackknife
-    from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
+    from sampleval.estimation.engine.replicates import (
+        strata_jackknife,
+        stratum_jackknife,
+        stratum_rows,
+    )
 
     rng = np.random.default_rng(4)
     stratum = np.array([0, 0, 0, 1, 2, 2, 4])
@@ -204,5 +207,5 @@ def test_vectorised_stratum_jackknife_is_the_loop_over_strata() -> None:
     loop = stratum_jackknife((stratum, sizes, counts),
                              lambda h, rows: stratum_rows(reps.T, others.T, h, rows),
                              n_runs, value)
-    np.testing.assert_allclose(_stratum_jackknife(reps, others, value, stratum, sizes, counts),
+    np.testing.assert_allclose(strata_jackknife(reps, others, value, stratum, sizes, counts),
                                loop, rtol=1e-12)

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import ht_reference as ht
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimation.engine import estimands as ht
 from sampleval.estimation.engine.replicates import average_precision_jackknife
 from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
 from sampleval.estimation.family import FAMILIES

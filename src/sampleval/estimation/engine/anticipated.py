@@ -7,13 +7,11 @@ The design's variance estimator of a difference estimate, sum_h N_h^2 (1 - n_h/N
 n_h over the strata, is unbiased, but with two judged documents a stratum and residuals
 y_i - lam f_i that good predictions make rare, most samples hold none of them and estimate
 a variance near 0, a few hold one and estimate a large one: the intervals, right on
-average, are too short in most samples (P@10~ppi with the deep over-calls on ``stratified``
-samples covered the mean over topics 0.68 of the time at 5%). The per-draw form's variance
-estimator, s^2/n of the n draws' terms, fails the same way (0.71 on active samples). The
-anticipated variance (Isaki & Fuller, JASA 1982; Sarndal, Swensson & Wretman, *Model
-Assisted Survey Sampling*, 1992, sec. 12.2) is the same design variance's expectation under
-a working model of the labels, so it does not hinge on which rare residuals the sample
-happened to hold.
+average, are too short in most samples; the per-draw form's variance estimator, s^2/n of
+the n draws' terms, fails the same way. The anticipated variance (Isaki & Fuller, JASA
+1982; Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, sec. 12.2) is the
+same design variance's expectation under a working model of the labels, so it does not hinge
+on which rare residuals the sample happened to hold.
 
 The model. P(y_i = 1) = mu_i = logistic(x_i' beta) for the binary label y_i =
 relevance(label, level), with x_i = (1, f_i, f_i^2, log r_i, f_i log r_i, log(1 + c_i),
@@ -41,17 +39,7 @@ m_i = w_i (E[y_i] - lam f_i) and variance v_i = w_i^2 Var(y_i), independently, a
   harmonic mean of the draw probabilities; importance: Q). The draw probabilities are taken
   as fixed, as the design's own estimator takes them.
 
-Measured (TREC-COVID round 5, 200 samples at 5% and at 10%, docs/guide/predictions.md "The
-anticipated variance"): on ``stratified`` samples the 95% intervals of P@10's mean over
-topics cover 0.933-0.953 for all six predictors of the study, where the design's covered
-0.68-0.75 with the deep over-calls and 0.91-0.92 with flip10 and fused; the half-width grows
-2-6% where the design's covered already; per topic (40 samples, deep and flip10, 5% and
-10%) 0.95-0.98 against 0.67-0.78. DCG to depth 100, whose residuals are not rare: 0.946-0.951
-against 0.929-0.947, 1-7% wider. Over the draws of ``active:uniform=0.2`` (200 samples at
-5% and at 10%): P@10 0.938-0.966 against the design's 0.706-0.748 with the deep over-calls
-and 0.916-0.949 for the others; DCG 0.946-0.954 against 0.938-0.949. On ``importance``
-samples (40 samples): P@10 0.947-0.953 against 0.634-0.950 at 5%, 0.944-0.955 against
-0.611-0.949 at 10%.
+Coverage and width, measured: docs/research/predictions.md, "The anticipated variance: coverage on stratified samples".
 
 The model is learnt on the sample's own judged documents; where it cannot be fitted (fewer
 than ``MIN_JUDGED`` judged documents over the topics, or no relevant or no non-relevant

@@ -13,7 +13,6 @@ replicate at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -21,7 +20,8 @@ import numpy as np
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.difference import Parts
 from sampleval.estimation.engine.estimands import TAKE_CORRECTION, _contrast, _run_docs
-from sampleval.estimation.engine.kernels import stratum_spreads
+from sampleval.estimation.engine.kernels import stratum_pair_terms
+from sampleval.estimation.engine.replicates import replicated, strata_jackknife
 from sampleval.estimation.engine.units import TopicData, Units, _frame_pairs, _pair_sums
 from sampleval.estimation.engine.views import relevance
 from sampleval.estimation.spec import EstimateSpec
@@ -50,8 +50,7 @@ def _corrections(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     Taylor-corrected one)."""
     zero = np.zeros(parts.value.shape)
     if bias == "taylor-jackknife" and spec.base == "AP":  # with its own variance
-        both = ap_taylor_jackknife(spec, level, data, lam)
-        return Corrected(both.value, both.variance, both.remaining, both.possible)
+        return ap_taylor_jackknife(spec, level, data, lam)
     u = parts.u_y - lam[0][:, None] * parts.u_f[0] - lam[1][:, None] * parts.u_f[1]
     variance = data.units.forms([u])[0, 0]
     by_taylor = parts.value
@@ -128,6 +127,8 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
       b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h - AP-hat), v = sum_h (1 - n_h/N_h)
       (n_h - 1)/n_h sum_j (AP-hat_(hj) - mean_h)^2 (the judged documents that are not
       units, with label and predictions 0, change only the weights: one replicate each);
+      the replicates' per-stratum sums are :func:`ap_taylor_jackknife`'s, without its Taylor
+      term;
     - other designs with inclusion probabilities (independent inclusions): AP-hat_(k) =
       (N-hat - c_k)/(R-hat - d_k), c_k and d_k unit k's shares; b = sum_k (1 - pi_k)
       [AP-hat_(k) - AP-hat + (c_k - AP-hat d_k)/R-hat] (its second-order part, as
@@ -150,10 +151,10 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
         return np.divide(num, den, out=np.zeros(np.broadcast_shapes(num.shape, den.shape)),
                          where=den > 0)
 
-    found = y[data.distinct].sum()
     if units.strata is not None:
-        return _stratified_jackknife(y, f, lam, data, cut, fixed_n, fixed_r, ratio, found,
-                                     pairs)
+        value, variance, bias, possible = _stratified(spec, level, data, lam, pairs, False)
+        return Jackknife(value - bias, variance, possible)
+    found = y[data.distinct].sum()
     sums, shares = _pair_sums(np.stack([y, f]), np.stack([y * y, f]), ranks, units, cut,
                               data.geometry)
     n_s = sums[0] - lam_n * sums[1]
@@ -190,150 +191,14 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
                      ((1.0 - pi) * _per(moved, pairs)**2).sum(axis=1), _possible(rest, found - y, pi < 1.0))
 
 
-def _stratified_jackknife(y: np.ndarray, f: np.ndarray, lam: np.ndarray, data: TopicData,
-                          cut: int | None, fixed_n: np.ndarray, fixed_r: np.ndarray,
-                          ratio: Callable[[np.ndarray, np.ndarray], np.ndarray], found: float,
-                          pairs: np.ndarray | None = None) -> Jackknife:
-    """:func:`ap_jackknife` on a stratified sample. The sample's numerator by strata:
-    N_S = sum_g a_g S_g + sum_{g != g'} a_g a_g' P_gg' + sum_g c_g P_gg, with a_g = N_g/n_g,
-    c_g = N_g (N_g - 1)/(n_g (n_g - 1)), S_g the diagonal terms x_kk of stratum g and P_gg'
-    the pair terms x_kl (l ranked above k) with k in g and l in g'. Leaving out j of stratum
-    h moves a_h to a_h' = N_h/(n_h - 1) and c_h to c_h' (at n_h - 1), so N_S moves by
-    (a_h' - a_h)(S_h + sum_{g != h} a_g (P_hg + P_gh)) + (c_h' - c_h) P_hh, and j takes away
-    a_h' x_jj and its row and column of pairs: its pairs with stratum g weigh a_h' a_g,
-    within h c_h'. Every replicate at once: O(runs x documents x strata)."""
-    units, ranks = data.units, data.ranks
-    assert units.strata is not None
-    stratum, sizes, n_sampled = units.strata
-    n_runs, m = ranks.shape
-    lam_n, lam_r = lam[0], lam[1]
-    n_strata = len(sizes)
-    docs = _run_docs(ranks, cut)
-    rank = docs.rank[..., 0].astype(np.float64)
-    real = rank > 0
-    inverse = np.divide(1.0, rank, out=np.zeros(rank.shape), where=real)
-    order = np.argsort(np.where(real, rank, np.inf), axis=1, kind="stable")
-    doc = np.take_along_axis(docs.doc, order, axis=1)
-    real, inverse = np.take_along_axis(real, order, axis=1), np.take_along_axis(inverse, order,
-                                                                               axis=1)
-    g = np.where(real, stratum[doc], 0)
-    counts = n_sampled.astype(np.float64)
-    a = np.divide(sizes, counts, out=np.zeros(n_strata), where=counts > 0)
-    within = np.divide(sizes * (sizes - 1.0), counts * (counts - 1.0),
-                       out=np.zeros(n_strata), where=counts > 1)
-    a_run = np.where(real, a[g], 0.0)
-    segments = _Segments(g)
-
-    def blocks(v: np.ndarray, diagonal: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Each run's documents' pair terms with the documents ranked above (their row)
-        and below (their column): summed over every stratum with weights a_g, and over
-        their own stratum only; and their diagonal terms (each ``[r, K]``)."""
-        vv = np.where(real, v[doc], 0.0)
-        per = vv * inverse
-        weighted = a_run * vv
-        above_a = np.cumsum(weighted, axis=1) - weighted
-        weighted = a_run * per
-        below_a = np.cumsum(weighted[:, ::-1], axis=1)[:, ::-1] - weighted
-        above_own, below_own = segments.above(vv), segments.below(per)
-        return (per * above_a, vv * below_a, per * above_own, vv * below_own,
-                np.where(real, diagonal[doc], 0.0) * inverse)
-
-    parts_y, parts_f = blocks(y, y * y), blocks(f, f)
-    rows_a, cols_a, own_rows, own_cols, own = (
-        p_y - lam_n[:, None] * p_f for p_y, p_f in zip(parts_y, parts_f, strict=True))
-
-    def by_stratum(values: np.ndarray) -> np.ndarray:  # [r, K] -> [r, H]
-        out = np.zeros((n_runs, n_strata))
-        np.add.at(out, (np.nonzero(real)[0], g[real]), values[real])
-        return out
-
-    diagonal = by_stratum(own)  # S_h
-    own_pairs = by_stratum(own_rows)  # P_hh
-    across = by_stratum(rows_a + cols_a) - 2.0 * a * own_pairs  # sum_{g != h} a_g (P_hg + P_gh)
-    numerator = diagonal @ a + 0.5 * (across * a).sum(axis=1) + own_pairs @ within
-    per_unit = y[None, :] - lam_r[:, None] * f[None, :]  # R's unit values [r, m] (weight a_h)
-    totals = np.zeros((n_runs, n_strata))
-    np.add.at(totals.T, stratum, per_unit.T)
-    used = replicated(counts, sizes)
-    fewer = counts - 1.0
-    a2 = np.divide(sizes, fewer, out=np.zeros(n_strata), where=used)
-    within2 = np.divide(sizes * (sizes - 1.0), fewer * (fewer - 1.0), out=np.zeros(n_strata),
-                        where=used & (fewer > 1))
-    r_sample = totals @ a
-    value = ratio(numerator + fixed_n, r_sample + fixed_r)
-    base = (numerator[:, None] + (a2 - a) * (diagonal + across) + (within2 - within) * own_pairs
-            + fixed_n[:, None])  # [r, H]: stratum h at n_h - 1, no document left out
-    r_base = r_sample[:, None] + (a2 - a) * totals + fixed_r[:, None]
-    # what j takes away, at its stratum's new weights
-    a_new, w_new, a_old = a2[g], within2[g], a[g]
-    loss = a_new * (own + rows_a + cols_a - a_old * (own_rows + own_cols)) + w_new * (
-        own_rows + own_cols)
-    lost = np.zeros((n_runs, m))
-    lost[np.arange(n_runs)[:, None], doc] = np.where(real, loss, 0.0)
-    r_reps = r_base[:, stratum] - a2[stratum] * per_unit
-    reps = ratio(base[:, stratum] - lost, r_reps)
-    others = ratio(base, r_base)  # the judged documents that are not units: weights only
-    variance, bias = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
-    if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
-        variance = _stratum_jackknife(_per(reps, pairs), _per(others, pairs),
-                                      _per(value, pairs), stratum, sizes, counts)[0]
-    possible = (_possible(r_reps, found - y, used[stratum])
-                & _possible(r_base, np.full(n_strata, found), used))
-    return Jackknife(value - bias, variance, possible)
-
-
 def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     """Per run (``[n_runs, ...]``), or with ``pairs`` (``[P, 2]`` run indices) each pair's
     difference ``values[a] - values[b]``."""
     return values if pairs is None else _contrast(values, pairs)
 
 
-def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """The strata whose delete-one replicates enter the stratified jackknife: 2 <= n_h < N_h
-    (one judged document leaves no replicate; a census stratum's replicates do not differ)."""
-    return (counts >= 2) & (counts < sizes)
-
-
-def _stratum_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
-                       stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife (:func:`~sampleval.estimation.engine.replicates.
-    stratum_jackknife`'s v and b) from each unit's replicate ``reps`` ``[r, m]`` (unit j left
-    out, its stratum at n_h - 1) and each stratum's one replicate for its n_h - m_h judged
-    documents that are not units ``others`` ``[r, H]`` (only the weights change): (v, b)
-    per run, every stratum at once. Strata with n_h < 2, a census of h, and strata without
-    a unit add nothing."""
-    n_strata = len(sizes)
-    member = np.zeros((len(stratum), n_strata))
-    member[np.arange(len(stratum)), stratum] = 1.0
-    units = member.sum(axis=0)
-    rest = counts - units  # judged documents of h that are not units
-    enters = replicated(counts, sizes) & (units > 0)
-    n_h = np.where(enters, counts, 1.0)
-    mean = (reps @ member + rest * others) / n_h  # [r, H]
-    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
-    fpc = np.where(enters, 1.0 - counts / np.where(sizes > 0, sizes, 1.0), 0.0)
-    variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
-    bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
-    return variance, bias
-
-
-class TaylorJackknife(NamedTuple):
-    """``AP~ppi(bias=taylor-jackknife)`` for one topic (``[n_runs]`` each): the corrected
-    estimate theta_T - b, its variance (the jackknife variance of the replicates of
-    theta_T), and b, the jackknife's estimate of the bias that theta_T (``bias=taylor``'s
-    estimate) keeps, so that theta_T = ``value`` + ``remaining``; ``possible``: whether every
-    replicate's R-hat(lam) is at least the relevant documents it holds."""
-
-    value: np.ndarray
-    variance: np.ndarray
-    remaining: np.ndarray
-    possible: np.ndarray
-
-
 def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
-                        pairs: np.ndarray | None = None) -> TaylorJackknife:
+                        pairs: np.ndarray | None = None) -> Corrected:
     """The Taylor-corrected AP-hat(lam) theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2
     (``bias=taylor``, :func:`taylor_bias`) less the stratified delete-one jackknife's
     estimate of its remaining bias, b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_T(hj) -
@@ -359,16 +224,12 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     re-weights stratum h.
 
     ``possible`` says per run whether every replicate that enters keeps R-hat' at or above
-    the relevant documents it holds; :func:`~sampleval.estimation.engine.values.ppi_values` gives a run where one does not lam =
-    0 for the whole topic (giving lam = 0 to that replicate alone, lam mixed within one
-    jackknife, raised the rms of the mean AP by 5% and lowered its coverage from 0.921 to
-    0.908: TREC-COVID round 5, ``stratified`` 5%, noise predictions, the same 50 samples).
-    A replicate's AP-hat' outside [0, 1] is taken as it comes. On topics with a handful of
-    judged documents (about
-    6 per topic, of which one or two relevant) the Taylor term and its replicates can be far
-    outside [0, 1], and b with them (tests/unit/test_ppi.py's Monte Carlo test runs without
-    predictions for that reason). Measured on TREC-COVID in docs/research/predictions.md, "AP's
-    remaining bias".
+    the relevant documents it holds; :func:`~sampleval.estimation.engine.values.ppi_values`
+    gives a run where one does not lam = 0 for the whole topic (lam = 0 for that replicate
+    alone, lam mixed within one jackknife, raised the rms and lowered the coverage). A
+    replicate's AP-hat' outside [0, 1] is taken as it comes: on topics with a handful of
+    judged documents the Taylor term and its replicates can be far outside [0, 1], and b with
+    them (docs/research/predictions.md, "AP's remaining bias").
 
     Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,
     ``strata``, ``stratified``, a census) are supported: a design with independent inclusions
@@ -379,22 +240,36 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
         raise UsageError("bias=taylor-jackknife needs a stratified sample (uniform, strata, "
                          f"stratified, a census), not units of the {units.kind} form "
                          "without strata")
-    stratum, sizes, n_sampled = units.strata
-    value, reps, others, possible = _taylor_replicates(spec, level, data, lam)
+    value, variance, remaining, possible = _stratified(spec, level, data, lam, pairs, True)
+    return Corrected(value - remaining, variance, remaining, possible)
+
+
+def _stratified(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                pairs: np.ndarray | None, taylor: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife of AP-hat(lam) (``taylor``: of theta_T) on a
+    topic whose units carry strata: the estimate, the jackknife variance (of the pairs'
+    differences with ``pairs``), the jackknife's bias estimate b and ``possible``
+    (:func:`_taylor_replicates`)."""
+    assert data.units.strata is not None
+    stratum, sizes, n_sampled = data.units.strata
+    value, reps, others, possible = _taylor_replicates(spec, level, data, lam, taylor)
     counts = n_sampled.astype(np.float64)
-    variance, remaining = _stratum_jackknife(reps, others, value, stratum, sizes, counts)
+    variance, bias = strata_jackknife(reps, others, value, stratum, sizes, counts)
     if pairs is not None:  # the jackknife of the pairs' differences, replicate by replicate
-        variance = _stratum_jackknife(_per(reps, pairs), _per(others, pairs),
-                                      _per(value, pairs), stratum, sizes, counts)[0]
-    return TaylorJackknife(value - remaining, variance, remaining, possible)
+        variance = strata_jackknife(_per(reps, pairs), _per(others, pairs),
+                                    _per(value, pairs), stratum, sizes, counts)[0]
+    return value, variance, bias, possible
 
 
-def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray
+def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                       taylor: bool = True
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`ap_taylor_jackknife`'s theta_T (``[n_runs]``), its replicates without each
-    unit (``[n_runs, m]``) and without a judged document that is not a unit (``[n_runs,
-    H]``, only stratum h's weights change), and per run whether every replicate that enters
-    the jackknife keeps R-hat(lam) at or above the relevant documents it holds."""
+    """:func:`ap_taylor_jackknife`'s theta_T (``[n_runs]``; without ``taylor`` AP-hat(lam),
+    the ratio alone, as :func:`ap_jackknife` takes it), its replicates without each unit
+    (``[n_runs, m]``) and without a judged document that is not a unit (``[n_runs, H]``, only
+    stratum h's weights change), and per run whether every replicate that enters the
+    jackknife keeps R-hat(lam) at or above the relevant documents it holds."""
     units = data.units
     assert units.strata is not None
     y, f = relevance(data.labels, level), relevance(data.predicted, level)
@@ -416,32 +291,17 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     real = np.take_along_axis(rank > 0, order, axis=1)
     inverse = np.divide(1.0, np.take_along_axis(rank, order, axis=1),
                         out=np.zeros(real.shape), where=real)
-    onehot = ((stratum[doc][..., None] == np.arange(n_strata)) & real[..., None]).astype(
-        np.float64)  # [r, K, H]
-    gather = np.ascontiguousarray(onehot.transpose(0, 2, 1))  # sums by stratum: [r, H, K] @
     y_k, f_k = np.where(real, y[doc], 0.0), np.where(real, f[doc], 0.0)
     r_k = np.where(real, np.take_along_axis(r, doc, axis=1), 0.0)
 
     groups = np.where(real, stratum[doc], 0)
-    if f_k.any():
-        spreads = stratum_spreads(np.stack([y_k, f_k, r_k * y_k, r_k * f_k]), inverse,
-                                  groups, n_strata)  # [4, r, K, H]
-        lam_k = lam_n[:, None, None]
-        z_row = y_k[..., None] * spreads[0] - lam_k * f_k[..., None] * spreads[1]
-        z_col = y_k[..., None] * spreads[2] - lam_k * f_k[..., None] * spreads[3]
-        x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
-    else:  # no predictions: their terms are 0
-        spread_y, spread_ry = stratum_spreads(np.stack([y_k, r_k * y_k]), inverse, groups,
-                                              n_strata)
-        z_row, z_col = y_k[..., None] * spread_y, y_k[..., None] * spread_ry
-        x_kk = y_k * y_k * inverse
-    u_full = gather @ z_row  # U_gg' [r, H, H]
-    t_full = gather @ (r_k[..., None] * z_row)  # T_gg'
-    xd = (gather @ x_kk[..., None])[..., 0]  # [r, H]
-    xd_r = (gather @ (r_k * x_kk)[..., None])[..., 0]
-    member = np.zeros((m, n_strata))
-    member[np.arange(m), stratum] = 1.0
-    r_g, rr_g = r @ member, (r * r) @ member  # [r, H]
+    x_kk = (y_k * y_k - lam_n[:, None] * f_k) * inverse
+    xd, xd_r = np.zeros((2, n_runs, n_strata))  # X_kk and r_k X_kk summed by stratum
+    np.add.at(xd, (np.arange(n_runs)[:, None], groups), x_kk)
+    np.add.at(xd_r, (np.arange(n_runs)[:, None], groups), r_k * x_kk)
+    r_g, rr_g = np.zeros((2, n_runs, n_strata))  # R's sums of r and r^2 by stratum
+    np.add.at(r_g.T, stratum, r.T)
+    np.add.at(rr_g.T, stratum, (r * r).T)
 
     def design(counts: np.ndarray) -> tuple[np.ndarray, ...]:
         """a_g, N_g (N_g - 1)/(n_g (n_g - 1)) and the HT form's (1 - f_g) and 1/(n_g - 1)
@@ -456,20 +316,31 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     def corrected(num: np.ndarray, den: np.ndarray, c_nr: np.ndarray, v_r: np.ndarray
                   ) -> np.ndarray:
         """theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2 from the sample's N, R-hat and the
-        HT forms (0 where R-hat is not positive, as :func:`.difference._ratio`)."""
+        HT forms (0 where R-hat is not positive, as :func:`.difference._ratio`); Q alone
+        without ``taylor``."""
         q = np.divide(num, den, out=np.zeros(den.shape), where=den > 0)
+        if not taylor:
+            return q
         return q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(den.shape), where=den > 0)
 
     # the HT form per stratum, (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)]:
     # C(iN, iR)'s term is kappa_g SNR_g - beta_g SN_g R_g, V(iR)'s fpc a^2 ((1 + inv) RR - inv R^2)
     counts = n_sampled.astype(np.float64)
     a, within, fpc, inv = design(counts)
+    alpha, beta = fpc * a * (1.0 + inv), fpc * a * inv
+    kappa = alpha * a  # the other strata's terms move by step_h (kappa_g T_gh - ...)
+    weights = beta * a * r_g  # [r, H]
     pair = np.outer(a, a)  # W_gg'
     diagonal = np.arange(n_strata)
     pair[diagonal, diagonal] = within
-    s_u, s_t = (pair * u_full).sum(axis=2), (pair * t_full).sum(axis=2)  # sum_g' W_gg' U_gg'
+    # U_gg' = sum_{k in g, l in g', l != k} Z_kl and T_gg' (weighted by r_k), contracted
+    # (sum_g' W_gg' U_gg' = s_u, U a, a U, ...), and Z's and Zc's dot products per document
+    # (compiled: :func:`.kernels.stratum_pair_terms`)
+    by_group, by_doc = stratum_pair_terms(y_k, f_k, r_k, inverse, groups, lam_n, a, kappa,
+                                          weights, pair)
+    s_u, s_t, u_a, t_a, a_u, kappa_t, weights_u, u_own, t_own = by_group
+    z_a, z_w, z_own, zc_kappa, zc_own = by_doc
     sn, snr = s_u + a * xd, s_t + a * xd_r  # SN_g, SNR_g [r, H]
-    alpha, beta = fpc * a * (1.0 + inv), fpc * a * inv
     c_terms = alpha * snr - beta * sn * r_g  # [r, H]
     v_terms = fpc * a * a * ((1.0 + inv) * rr_g - inv * r_g * r_g)
     r_sample = (a * r_g).sum(axis=1)
@@ -483,17 +354,15 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     # a_h U_hh) + W'_hh U_hh + a'_h Xd_h
     a_less, within_less, fpc_less, inv_less = design(counts - 1.0)
     step = a_less - a
-    u_own, t_own = u_full[:, diagonal, diagonal], t_full[:, diagonal, diagonal]
-    sn_less = (a_less * ((u_full @ a) - a * u_own) + within_less * u_own + a_less * xd)
-    snr_less = (a_less * ((t_full @ a) - a * t_own) + within_less * t_own + a_less * xd_r)
-    kappa = alpha * a  # the other strata's terms move by step_h (kappa_g T_gh - ...)
-    moved = (kappa @ t_full) - ((beta * a * r_g)[:, None, :] @ u_full)[:, 0]  # [r, h]
-    moved -= kappa * t_own - beta * a * r_g * u_own  # g = h is not among them
+    sn_less = a_less * (u_a - a * u_own) + within_less * u_own + a_less * xd
+    snr_less = a_less * (t_a - a * t_own) + within_less * t_own + a_less * xd_r
+    moved = kappa_t - weights_u  # [r, h]
+    moved -= kappa * t_own - weights * u_own  # g = h is not among them
     c_rest = c_terms.sum(axis=1)[:, None] - c_terms + step * moved  # sum over g != h
     v_rest = v_terms.sum(axis=1)[:, None] - v_terms
     r_rest = r_sample[:, None] - a * r_g
     n_less = (n_sample[:, None] + step * xd + 0.5 * (
-        step * ((a @ u_full) - a * u_own) - s_u + sn_less - a_less * xd))
+        step * (a_u - a * u_own) - s_u + sn_less - a_less * xd))
 
     def own_terms(sn_h: np.ndarray, snr_h: np.ndarray, rg_h: np.ndarray, rrg_h: np.ndarray,
                   h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -510,15 +379,10 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     # g != h, W'_hg Z_jg in SN'_g and W'_hg sum_l r_l Z_lj in SNR'_g, W'_hg = a'_h a_g; so
     # the other strata's terms lose a'_h (sum_g kappa_g Zc_jg - beta_g a_g R_g Z_jg), dot
     # products taken where the run retrieved j ([r, K]; elsewhere 0)
-    h_pos = np.where(real, stratum[doc], 0)  # [r, K]
-    z_own = np.take_along_axis(z_row, h_pos[..., None], axis=2)[..., 0]
-    zc_own = np.take_along_axis(z_col, h_pos[..., None], axis=2)[..., 0]
-    a_pos = a[h_pos]
-    row_dot = a_less[h_pos] * (z_row @ a - a_pos * z_own) + within_less[h_pos] * z_own
-    weights = (beta * a * r_g)[:, :, None]  # [r, H, 1]
-    d_col = a_less[h_pos] * ((z_col @ kappa) - kappa[h_pos] * zc_own)
-    d_row = a_less[h_pos] * ((z_row @ weights)[..., 0]
-                             - np.take_along_axis(weights[..., 0], h_pos, axis=1) * z_own)
+    h_pos = groups  # [r, K]
+    row_dot = a_less[h_pos] * (z_a - a[h_pos] * z_own) + within_less[h_pos] * z_own
+    d_col = a_less[h_pos] * (zc_kappa - kappa[h_pos] * zc_own)
+    d_row = a_less[h_pos] * (z_w - np.take_along_axis(weights, h_pos, axis=1) * z_own)
 
     def by_unit(values: np.ndarray) -> np.ndarray:  # [r, K] -> [r, m], 0 where not retrieved
         out = np.zeros((n_runs, m))
@@ -541,37 +405,3 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
                 & _possible(r_rest + a_less * r_g + fixed_r[:, None], np.full(n_strata, found),
                             used))
     return value, reps, others, possible
-
-
-class _Segments:
-    """Sums within each run's groups (``groups [r, K]``, the documents in rank order): for
-    each document, the sum over the documents of its group before it, or after it."""
-
-    def __init__(self, groups: np.ndarray) -> None:
-        width = groups.shape[1]
-        positions = np.broadcast_to(np.arange(width), groups.shape)
-        self.order = np.argsort(groups * width + positions, axis=1, kind="stable")
-        grouped = np.take_along_axis(groups, self.order, axis=1)
-        start = np.ones(groups.shape, dtype=bool)
-        start[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
-        end = np.ones(groups.shape, dtype=bool)
-        end[:, :-1] = start[:, 1:]
-        self.first = np.maximum.accumulate(np.where(start, positions, 0), axis=1)
-        self.last = np.minimum.accumulate(np.where(end, positions, width)[:, ::-1],
-                                          axis=1)[:, ::-1]
-
-    def _sums(self, values: np.ndarray, before: bool) -> np.ndarray:
-        v = np.take_along_axis(values, self.order, axis=1)
-        total = np.cumsum(v, axis=1)
-        ahead = np.take_along_axis(total - v, self.first, axis=1)  # sums before the group
-        out_sorted = (total - v - ahead if before
-                      else np.take_along_axis(total, self.last, axis=1) - total)
-        out = np.empty_like(out_sorted)
-        np.put_along_axis(out, self.order, out_sorted, axis=1)
-        return out
-
-    def above(self, values: np.ndarray) -> np.ndarray:
-        return self._sums(values, True)
-
-    def below(self, values: np.ndarray) -> np.ndarray:
-        return self._sums(values, False)

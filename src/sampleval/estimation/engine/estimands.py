@@ -1,31 +1,27 @@
-"""The engine's design-based estimands, array level: each IR measure as a Horvitz-Thompson
-total or a ratio of totals over a topic's judged documents, with its linearised (Taylor)
-variance and its first-order ratio-bias correction (Li & Kanoulas, CIKM 2017, sec. 3;
-Horvitz & Thompson, JASA 1952; Sarndal, Swensson & Wretman, *Model Assisted Survey
-Sampling*, 1992, sec. 5.5 and 7.3; Cochran, *Sampling Techniques*, 1977, ch. 6).
+"""The engine's array-level Horvitz-Thompson AP estimator, a ratio of pair totals over a
+topic's judged documents with its linearised (Taylor) variance and first-order ratio-bias
+correction (Li & Kanoulas, CIKM 2017, sec. 3; Horvitz & Thompson, JASA 1952; Sarndal,
+Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, sec. 5.5 and 7.3; Cochran,
+*Sampling Techniques*, 1977, ch. 6), and the helpers the engine's ratios share. ``~ht`` uses
+it for ``ap=paper``; the jackknives over the same sums are :mod:`.replicates`'.
 
-Each function takes the judged documents' values ``y`` (``[..., m]``: leading dimensions,
-e.g. Monte Carlo trials, are allowed; a document with y = 0 contributes nothing, so a
-frame-wide ``y`` that is 0 where a trial did not sample is the same as that trial's
-sample), their ``pi`` (``[m]``) and ``pi_joint`` (``[m, m]``), and the ``[n_runs, m]`` rank
-matrix (1-based, 0 where a run did not retrieve the document), and returns
-``HTEstimate(value, variance)``, both ``[..., n_runs]``; with ``pairs`` (``[P, 2]`` run
-indices), each pair's difference and the variance of that difference. The variance is the
-HT variance estimator sum_{i,j in S} (pi_ij - pi_i pi_j)/pi_ij (z_i/pi_i)(z_j/pi_j), pi_ii
-= pi_i (unbiased when every pi_ij > 0; it can be negative, and the rows clip it at 0); for
-a ratio the HT variance of the residuals u_i = (a_i - Q-hat b_i)/B-hat. The delete-one
-jackknives over the same sums are :mod:`.replicates`'; the family that reads a Sample is
-:mod:`sampleval.estimation.families.ht`.
+Arguments: the judged documents' values ``y`` (``[..., m]``; leading dimensions, e.g. Monte
+Carlo trials, are allowed; a document with y = 0 contributes nothing), their ``pi``
+(``[m]``) and ``pi_joint`` (``[m, m]``), and the ``[n_runs, m]`` rank matrix (1-based, 0
+where a run did not retrieve the document); results ``HTEstimate(value, variance)``, both
+``[..., n_runs]``; with ``pairs`` (``[P, 2]`` run indices), each pair's difference and the
+variance of that difference. The variance is the HT variance estimator sum_{i,j in S}
+(pi_ij - pi_i pi_j)/pi_ij (z_i/pi_i)(z_j/pi_j), pi_ii = pi_i (it can be negative; the rows
+clip it at 0); for a ratio the HT variance of the residuals u_i = (a_i - Q-hat b_i)/B-hat.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import numpy as np
 
-from sampleval.errors import UsageError
 from sampleval.estimation.engine.kernels import ap_contributions, quadratic
 
 TAKE_CORRECTION = ("R", "Rprec", "nDCG")
@@ -52,82 +48,7 @@ class _RunDocs(NamedTuple):
     rank: np.ndarray
 
 
-class Estimator(Protocol):
-    """A core estimator: (y, pi, pi_joint, ranks, cutoff) -> per run; with ``pairs``, per
-    pair's difference."""
-
-    def __call__(self, y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray,
-                 ranks: np.ndarray, cutoff: int | None, /, *,
-                 pairs: np.ndarray | None = None) -> HTEstimate: ...
-
-
 # -- the array-level core ------------------------------------------------------------------
-
-def num_rel(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-            cutoff: int | None = None, pairs: np.ndarray | None = None) -> HTEstimate:
-    """R-hat = sum_S y_i/pi_i, the HT estimate of the number of relevant documents in the
-    frame (Li & Kanoulas 2017, sec. 3); the same for every run (``cutoff`` must be None), so
-    every difference of runs (``pairs``) is 0."""
-    _no_cutoff("NumRel", cutoff)
-    x = _flat(y) / pi
-    total = x.sum(axis=-1)
-    if pairs is not None:
-        zero = np.zeros((len(pairs), len(total)))
-        return _shaped(zero, zero, y)
-    variance = (x * (x @ _delta(pi, pi_joint))).sum(axis=-1)
-    runs = (ranks.shape[0], len(total))
-    return _shaped(np.broadcast_to(total, runs), np.broadcast_to(variance, runs), y)
-
-
-def precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-              cutoff: int | None, pairs: np.ndarray | None = None) -> HTEstimate:
-    """P@k-hat = (1/k) sum_{i in S, rank_i <= k} y_i/pi_i (Li & Kanoulas 2017, sec. 3), with
-    its HT variance."""
-    k = _needs_cutoff("P", cutoff)
-    docs = _run_docs(ranks, k)
-    return _total(_columns(y, docs) / k, docs, pi, pi_joint, y, pairs)
-
-
-def dcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-        cutoff: int | None = None, pairs: np.ndarray | None = None) -> HTEstimate:
-    """DCG@k-hat = sum_{i in S, rank_i <= k} gain_i/(pi_i log2(rank_i + 1)) (the HT estimator
-    of Li & Kanoulas 2017, sec. 3, applied to DCG's sum), with its HT variance."""
-    docs = _run_docs(ranks, cutoff)
-    return _total(_columns(gain, docs) * _discount(docs.rank), docs, pi, pi_joint, gain,
-                  pairs)
-
-
-def recall(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-           cutoff: int | None, pairs: np.ndarray | None = None,
-           taylor: bool = False) -> HTEstimate:
-    """R@k-hat = (sum_{i in S, rank_i <= k} y_i/pi_i) / R-hat, a ratio estimator (Li &
-    Kanoulas 2017, sec. 3), with its linearised variance; ``taylor``: less its estimated
-    first-order bias (:func:`_ratio`)."""
-    docs = _run_docs(ranks, _needs_cutoff("R", cutoff))
-    a = _columns(y, docs)
-    return _ratio(_ht_sum(a, docs, pi), a, docs, y, (y / pi).sum(axis=-1), pi, pi_joint,
-                  taylor=taylor, pairs=pairs)
-
-
-def r_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-                cutoff: int | None = None, cut: str = "floor",
-                pairs: np.ndarray | None = None, taylor: bool = False) -> HTEstimate:
-    """Rprec-hat = (sum_{i in S, rank_i <= c} y_i/pi_i) / R-hat: precision at rank R as a ratio
-    estimator (Li & Kanoulas 2017, sec. 3), the cut c = floor(R-hat) (``cut="floor"``, the
-    paper's r(i) <= R-hat) or c = int(R-hat + 0.5) (``cut="round"``, sampleval's before: the
-    rank nearest R-hat). They measure the same on TREC-COVID round 5 at 10% (mean Rprec bias
-    +0.0009 and rms 0.0037 both under strata; +0.0250 / +0.0252 under active sampling;
-    ``interval_coverage --designs strata,active:uniform=0 --measures
-    'Rprec~ht;Rprec~ht(cut=round)'``, 30 trials); the linearised variance takes c as fixed;
-    ``taylor``: less the ratio's estimated first-order bias (:func:`_ratio`), c fixed too."""
-    _no_cutoff("Rprec", cutoff)
-    r_hat = (y / pi).sum(axis=-1)
-    docs = _run_docs(ranks, None)
-    shift = 0.5 if cut == "round" else 0.0
-    a = _columns(y, docs) * (docs.rank <= rank_cut(np.reshape(r_hat, -1) + shift))
-    return _ratio(_ht_sum(a, docs, pi), a, docs, y, r_hat, pi, pi_joint, taylor=taylor,
-                  pairs=pairs)
-
 
 class APTerms(NamedTuple):
     """AP-hat's parts per run (batch ``B`` of y flattened, as in the core): ``num`` ``[n_runs,
@@ -173,23 +94,6 @@ def average_precision(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks
                   y, (y / pi).sum(axis=-1), pi, pi_joint, taylor, pairs)
 
 
-def ndcg(gain: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
-         cutoff: int | None = None, pairs: np.ndarray | None = None,
-         taylor: bool = False) -> HTEstimate:
-    """nDCG@k-hat = DCG@k-hat / IDCG@k-hat (ratio estimator; DCG-hat as in :func:`dcg`).
-
-    The ideal DCG ranks N_g-hat documents of each grade g > 0 (best first), with
-    N_g-hat = sum_S 1{gain_i = g}/pi_i rounded as NIST's sample_eval rounds it, int(x + 0.5);
-    its linearisation gives document i the weight d IDCG / d N_g at g = gain_i. ``taylor``:
-    less the ratio's estimated first-order bias (:func:`_ratio`), IDCG-hat linearised.
-    """
-    docs = _run_docs(ranks, cutoff)
-    ideal, influence = _ideal_dcg(gain, pi, cutoff)
-    a = _columns(gain, docs) * _discount(docs.rank)
-    return _ratio(_ht_sum(a, docs, pi), a, docs, influence, ideal, pi, pi_joint, taylor=taylor,
-                  pairs=pairs)
-
-
 # -- helpers of the core --------------------------------------------------------------------
 
 def rank_cut(r_hat: np.ndarray) -> np.ndarray:
@@ -197,17 +101,6 @@ def rank_cut(r_hat: np.ndarray) -> np.ndarray:
     the rounding of the estimate's sums must not move the cut a rank (with predictions equal
     to the labels, ``~ppi``'s R-hat is 8 - 1e-15 where R is 8)."""
     return np.floor(r_hat + 1e-9)
-
-
-def _no_cutoff(name: str, cutoff: int | None) -> None:
-    if cutoff is not None:
-        raise UsageError(f"{name}~ht takes no cutoff")
-
-
-def _needs_cutoff(name: str, cutoff: int | None) -> int:
-    if cutoff is None:
-        raise UsageError(f"{name}~ht needs a cutoff, e.g. {name}@10~ht")
-    return cutoff
 
 
 def _flat(values: np.ndarray) -> np.ndarray:
@@ -248,30 +141,9 @@ def _over_rank(values: np.ndarray, docs: _RunDocs) -> np.ndarray:
     return np.divide(values, docs.rank, out=np.zeros(values.shape), where=docs.rank > 0)
 
 
-def _discount(rank: np.ndarray) -> np.ndarray:
-    """trec_eval's DCG discount 1/log2(rank + 1), 0 where rank is 0 (padding)."""
-    return np.divide(1.0, np.log2(rank + 1.0), out=np.zeros(rank.shape), where=rank > 0)
-
-
-def _ht_sum(a: np.ndarray, docs: _RunDocs, pi: np.ndarray) -> np.ndarray:
-    """sum_S a_i/pi_i per run: ``[n_runs, B]``."""
-    return (a / pi[docs.doc][:, :, None]).sum(axis=1)
-
-
 def _quadratic(x: np.ndarray, docs: _RunDocs, delta: np.ndarray) -> np.ndarray:
     """sum_{k,l} x_k delta_kl x_l over each run's documents: ``[n_runs, B]``."""
     return quadratic(np.ascontiguousarray(x, dtype=np.float64), docs.doc, delta)
-
-
-def _total(a: np.ndarray, docs: _RunDocs, pi: np.ndarray, pi_joint: np.ndarray,
-           like: np.ndarray, pairs: np.ndarray | None = None) -> HTEstimate:
-    """The HT estimate sum_S a_i/pi_i per run and its HT variance (per pair of runs, of
-    their difference, with ``pairs``)."""
-    x = a / pi[docs.doc][:, :, None]
-    if pairs is not None:
-        diff = _contrast(_on_frame(x, docs, len(pi)), pairs)
-        return _shaped(diff.sum(axis=1), _frame_quadratic(diff, _delta(pi, pi_joint)), like)
-    return _shaped(x.sum(axis=1), _quadratic(x, docs, _delta(pi, pi_joint)), like)
 
 
 def _contrast(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
@@ -334,19 +206,6 @@ def _ratio(numerator: np.ndarray, a: np.ndarray, docs: _RunDocs, b: np.ndarray,
         q = q - np.divide(q * own - cross, denom * denom, out=np.zeros(q.shape),
                           where=denom > 0)
     return _shaped(q if pairs is None else _contrast(q, pairs), variance, b)
-
-
-def _ideal_dcg(gain: np.ndarray, pi: np.ndarray,
-               cutoff: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """IDCG-hat ``[...]`` of the HT counts N_g-hat = sum_S 1{gain_i = g}/pi_i rounded as
-    sample_eval rounds them, int(x + 0.5) (:func:`ideal_dcg`), and each document's
-    linearised weight ``[..., m]``: d IDCG / d N_g at its grade g (0 for a gain of 0)."""
-    grades = np.unique(gain[gain > 0])[::-1]  # decreasing
-    counts = ((gain[..., None] == grades) / pi[:, None]).sum(axis=-2)  # [..., G]
-    ideal, slope = ideal_dcg(grades, np.moveaxis(np.floor(counts + 0.5), -1, 0), cutoff)
-    per_grade = np.concatenate([np.zeros((1, *slope.shape[1:])), slope[::-1]])  # increasing
-    position = np.searchsorted(grades[::-1], gain, side="right")
-    return ideal, np.take_along_axis(np.moveaxis(per_grade, 0, -1), position, axis=-1)
 
 
 def ideal_dcg(grades: np.ndarray, counts: np.ndarray, cutoff: int | None

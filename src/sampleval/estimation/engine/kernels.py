@@ -1,6 +1,7 @@
 """The engine's compiled kernels: the pair sums of the Horvitz-Thompson AP estimator and of
 its replicates (:mod:`.estimands` and :mod:`.replicates` have the formulas), and the
-per-stratum spreads of the prediction-powered taylor-jackknife (:func:`stratum_spreads`).
+per-stratum pair terms of the prediction-powered taylor-jackknife
+(:func:`stratum_pair_terms`).
 
 AP-hat is a sum over pairs of a run's judged documents (Li & Kanoulas, CIKM 2017, sec. 3),
 P_kl = y_k y_l / (max(rank_k, rank_l) pi_kl). The numpy form builds ``[n_runs, K, K]``
@@ -224,36 +225,6 @@ def stratum_design_sums(c: np.ndarray, c_own: np.ndarray, dx: np.ndarray, dx_own
 
 
 @numba.njit(cache=True)
-def stratum_spreads(values: np.ndarray, inverse: np.ndarray, group: np.ndarray,
-                    n_groups: int) -> np.ndarray:
-    """``[c, n_runs, K, n_groups]``: for each run's documents in rank order (``inverse``
-    ``[n_runs, K]``, 1/rank, 0 at padding; ``group`` their stratum) and each of the ``[c,
-    n_runs, K]`` ``values``, sum_{l in g, l != k} values_l / max(rank_k, rank_l): the
-    documents ranked above k weigh 1/rank_k, those below their own 1/rank_l."""
-    count, n_runs, width = values.shape
-    out = np.zeros((count, n_runs, width, n_groups))
-    running = np.zeros((count, n_groups))
-    for r in range(n_runs):
-        running[:] = 0.0
-        for k in range(width):
-            if inverse[r, k] == 0.0:
-                continue
-            for i in range(count):
-                for g in range(n_groups):
-                    out[i, r, k, g] = inverse[r, k] * running[i, g]
-                running[i, group[r, k]] += values[i, r, k]
-        running[:] = 0.0
-        for k in range(width - 1, -1, -1):
-            if inverse[r, k] == 0.0:
-                continue
-            for i in range(count):
-                for g in range(n_groups):
-                    out[i, r, k, g] += running[i, g]
-                running[i, group[r, k]] += values[i, r, k] * inverse[r, k]
-    return out
-
-
-@numba.njit(cache=True)
 def bilinear_forms(x: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """``[k, k, n_runs]``: sum_{i, j} x_a,i delta_ij x_b,j over each run's units for every
     pair (a, b) of the ``[k, n_runs, m]`` per-unit values ``x`` (:meth:`.units.Units.forms`),
@@ -277,3 +248,77 @@ def bilinear_forms(x: np.ndarray, delta: np.ndarray) -> np.ndarray:
                 for b in range(count):
                     out[a, b, r] += x[a, r, i] * row[b]
     return out
+
+
+
+@numba.njit(cache=True)
+def stratum_pair_terms(y: np.ndarray, f: np.ndarray, r: np.ndarray, inverse: np.ndarray,
+                       group: np.ndarray, lam: np.ndarray, a: np.ndarray, kappa: np.ndarray,
+                       weight: np.ndarray, pair: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The prediction-powered taylor-jackknife's pair terms by stratum, for each run's
+    documents in rank order (``y``, ``f``, ``r`` ``[n_runs, K]``: label, prediction and R's
+    unit value; ``inverse`` 1/rank, 0 at padding; ``group`` the stratum; ``lam``
+    ``[n_runs]``). With S(v)_kg = sum_{l in g, l != k} v_l / max(rank_k, rank_l), Z_kg =
+    y_k S(y)_kg - lam f_k S(f)_kg, Zc_kg = y_k S(ry)_kg - lam f_k S(rf)_kg, U_hg = sum_{k in
+    h} Z_kg and T_hg = sum_{k in h} r_k Z_kg, returns ``[9, n_runs, H]``: sum_g W_hg U_hg and
+    sum_g W_hg T_hg (W = ``pair``), U a, T a, a U, kappa T, weight_run U, diag U, diag T; and
+    ``[5, n_runs, K]``: per document Z_k . a, Z_k . weight_run, Z_k,g(k), Zc_k . kappa and
+    Zc_k,g(k); without the ``[n_runs, K, H]`` matrices of S, Z and Zc or the ``[n_runs, H,
+    H]`` ones of U and T."""
+    n_runs, width = y.shape
+    n_groups = len(a)
+    by_group = np.zeros((9, n_runs, n_groups))
+    by_doc = np.zeros((5, n_runs, width))
+    values = np.empty((4, width))
+    spread = np.zeros((4, width, n_groups))
+    running = np.zeros((4, n_groups))
+    u = np.zeros((n_groups, n_groups))
+    t = np.zeros((n_groups, n_groups))
+    for run in range(n_runs):
+        values[0], values[1] = y[run], f[run]
+        values[2], values[3] = r[run] * y[run], r[run] * f[run]
+        spread[:] = 0.0
+        running[:] = 0.0
+        for k in range(width):
+            if inverse[run, k] == 0.0:
+                continue
+            for i in range(4):
+                for g in range(n_groups):
+                    spread[i, k, g] = inverse[run, k] * running[i, g]
+                running[i, group[run, k]] += values[i, k]
+        running[:] = 0.0
+        for k in range(width - 1, -1, -1):
+            if inverse[run, k] == 0.0:
+                continue
+            for i in range(4):
+                for g in range(n_groups):
+                    spread[i, k, g] += running[i, g]
+                running[i, group[run, k]] += values[i, k] * inverse[run, k]
+        u[:] = 0.0
+        t[:] = 0.0
+        for k in range(width):
+            if inverse[run, k] == 0.0:
+                continue
+            h = group[run, k]
+            yk, fk = y[run, k] * 1.0, lam[run] * f[run, k]
+            for g in range(n_groups):
+                z = yk * spread[0, k, g] - fk * spread[1, k, g]
+                zc = yk * spread[2, k, g] - fk * spread[3, k, g]
+                u[h, g] += z
+                t[h, g] += r[run, k] * z
+                by_doc[0, run, k] += z * a[g]
+                by_doc[1, run, k] += z * weight[run, g]
+                by_doc[3, run, k] += zc * kappa[g]
+                if g == h:
+                    by_doc[2, run, k], by_doc[4, run, k] = z, zc
+        for h in range(n_groups):
+            for g in range(n_groups):
+                by_group[0, run, h] += pair[h, g] * u[h, g]
+                by_group[1, run, h] += pair[h, g] * t[h, g]
+                by_group[2, run, h] += u[h, g] * a[g]
+                by_group[3, run, h] += t[h, g] * a[g]
+                by_group[4, run, g] += a[h] * u[h, g]
+                by_group[5, run, g] += kappa[h] * t[h, g]
+                by_group[6, run, g] += weight[run, h] * u[h, g]
+            by_group[7, run, h], by_group[8, run, h] = u[h, h], t[h, h]
+    return by_group, by_doc

@@ -48,11 +48,8 @@ import numpy as np
 from sampleval.core.inclusion import stratified_inclusion
 from sampleval.estimation.engine.estimands import (
     HTEstimate,
-    _contrast,
     _delta,
-    _flat,
     _run_docs,
-    _shaped,
     ap_terms,
     average_precision,
 )
@@ -88,9 +85,9 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     if len(y) == 0:
         return Corrected(value, np.zeros_like(value), np.zeros_like(value))
     reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, True)
-    variance, bias = stratum_jackknife(
-        strata, lambda h, rows: _per(stratum_rows(reps, rest, h, rows), pairs), len(value),
-        value)
+    stratum, sizes, n_sampled = strata
+    variance, bias = strata_jackknife(_per(reps, pairs).T, _per(rest, pairs).T, value, stratum,
+                                      sizes, n_sampled.astype(np.float64))
     return Corrected(value - bias, variance, bias)
 
 
@@ -101,12 +98,24 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     docstring): theta_T less sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/
     R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
     sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (the jackknife of theta_T's replicates)."""
+    value, variance, bias = _independent(y, pi, pi_joint, ranks, cutoff, paper, True, pairs)
+    return Corrected(value - bias, variance, bias)
+
+
+def _independent(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
+                 cutoff: int | None, paper: bool, taylor: bool, pairs: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (1 - pi_k)-weighted delete-one jackknife of AP-hat (``taylor``: of theta_T) from
+    :func:`general_replicates`: the estimate, the variance sum_k (1 - pi_k) (theta(k) -
+    theta)^2 and the bias estimate sum_k (1 - pi_k) [theta(k) - theta + (c_k - AP-hat x_k)/
+    R-hat] (without ``taylor``, 0 for a k whose deletion leaves R-hat at 0); per run, or per
+    pair's difference."""
     m = len(y)
     if m == 0:
-        value = _per(average_precision(y, pi, pi_joint, ranks, cutoff, paper, True).value,
+        value = _per(average_precision(y, pi, pi_joint, ranks, cutoff, paper, taylor).value,
                      pairs)
-        return Corrected(value, np.zeros_like(value), np.zeros_like(value))
-    value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, True)  # [m, runs]
+        return value, np.zeros_like(value), np.zeros_like(value)
+    value, reps = general_replicates(y, pi, pi_joint, ranks, cutoff, paper, taylor)
     terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
     share = np.zeros((ranks.shape[0], m))  # c_k per run and document
     kept = terms.docs.rank[..., 0] > 0
@@ -118,9 +127,11 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     linear = (share - plain[:, None] * x[None, :]).T / r_hat if r_hat > 0 else np.zeros(
         (m, ranks.shape[0]))  # [m, runs]
     moved = _per(reps, pairs) - _per(value, pairs)
+    step = moved + _per(linear, pairs)
+    if not taylor:
+        step = np.where((r_hat - x > 0)[:, None], step, 0.0)
     weight = (1.0 - pi)[:, None]
-    bias = (weight * (moved + _per(linear, pairs))).sum(axis=0)
-    return Corrected(_per(value, pairs) - bias, (weight * moved**2).sum(axis=0), bias)
+    return _per(value, pairs), (weight * moved**2).sum(axis=0), (weight * step).sum(axis=0)
 
 
 def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
@@ -175,7 +186,7 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
     v = sum_{k in S} (1 - pi_k) (AP-hat_(k) - AP-hat)^2, AP-hat_(k) the estimate without k
     (its pairs and its 1/pi_k in R-hat removed). For a total this is the Poisson HT variance
     sum (1 - pi_k) y_k^2/pi_k^2; for the ratio it keeps AP's curvature, which the
-    linearisation drops (the module docstring has the figures).
+    linearisation drops (docs/research/ht.md).
 
     ``correct``: less the jackknife estimate of the ratio's bias. Deleting k moves the
     numerator by its contribution c_k and R-hat by x_k = y_k/pi_k, so AP-hat_(k) - AP-hat =
@@ -191,31 +202,8 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
 
     ``pairs``: per pair (a, b) of runs, the difference AP-hat_a - AP-hat_b and its
     jackknife variance, from the differences of their replicates."""
-    terms = ap_terms(y, pi, pi_joint, ranks, cutoff, paper)
-    x = _flat(y) / pi  # [B, m]
-    r_hat = x.sum(axis=-1)  # [B]
-    value = np.divide(terms.num, r_hat, out=np.zeros(terms.num.shape), where=r_hat > 0)
-    # num without k: [n_runs, m, B]; k not retrieved by the run leaves it unchanged
-    num_wo = np.repeat(terms.num[:, None, :], len(pi), axis=1)
-    n_runs, width = terms.docs.doc.shape
-    run_idx = np.repeat(np.arange(n_runs), width)
-    kept = terms.docs.rank[..., 0].reshape(-1) > 0
-    np.subtract.at(num_wo, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
-                   terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
-    r_wo = r_hat[None, :] - x.T  # [m, B]
-    replicate = np.divide(num_wo, r_wo[None], out=np.zeros(num_wo.shape), where=r_wo[None] > 0)
-    moved = replicate - value[:, None, :]
-    variance = ((1.0 - pi)[None, :, None] * (
-        moved if pairs is None else _contrast(moved, pairs)) ** 2).sum(axis=1)
-    if correct:
-        share = np.zeros(num_wo.shape)  # c_k per run and document
-        np.add.at(share, (run_idx[kept], terms.docs.doc.reshape(-1)[kept]),
-                  terms.contribution.reshape(n_runs * width, num_wo.shape[-1])[kept])
-        linear = np.divide(share - value[:, None, :] * x.T[None], r_hat[None, None, :],
-                           out=np.zeros(share.shape), where=r_hat[None, None, :] > 0)
-        step = np.where(r_wo[None] > 0, replicate - value[:, None, :] + linear, 0.0)
-        value = value - ((1.0 - pi)[None, :, None] * step).sum(axis=1)
-    return _shaped(value if pairs is None else _contrast(value, pairs), variance, y)
+    value, variance, bias = _independent(y, pi, pi_joint, ranks, cutoff, paper, False, pairs)
+    return HTEstimate(value - bias if correct else value, variance)
 
 
 def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
@@ -232,14 +220,7 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     ``y`` ``[m]``: the judged documents with y != 0 (the others change a replicate only
     through their stratum's weight, so each stratum's are one replicate counted n_h - m_h
     times), their ``strata``, ``ranks`` ``[n_runs, m]``; ``sizes`` N_h and ``n_sampled`` n_h
-    (every judged document). Under stratified sampling pair weights depend only on the two
-    strata: 1/pi_i = a_h = N_h/n_h, 1/pi_ij = a_g a_h across strata and c_h = N_h (N_h - 1)/
-    (n_h (n_h - 1)) within one (``paper``: a_g a_h for every pair, a_h^2 for the document
-    itself). So the numerator is sum_{i, j above i} a_g(i) a_g(j) y_i y_j / rank_i, plus
-    sum_h (c_h - a_h^2) P_hh (the pairs within stratum h) and the documents themselves; a
-    replicate changes one stratum's a (a correction through that stratum's row and column
-    sums) and loses the left-out document's pairs (through running sums over the run, all
-    weighted by a and within its stratum): O(runs x documents) in all.
+    (every judged document); the replicates are :func:`stratified_replicates`'.
 
     ``correct``: less the stratified jackknife estimate of the bias (Quenouille, Biometrika
     1956; Tukey 1958; for strata Jones, JASA 1974, as in Wolter 2007, sec. 4.5, with the
@@ -252,88 +233,15 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     the differences of their replicates (both runs' replicates leave out the same document,
     so what they share cancels).
     """
-    n_runs, n_strata = ranks.shape[0], len(sizes)
-    docs = _run_docs(ranks, cutoff)
-    rank = docs.rank[..., 0].astype(np.float64)
-    order = np.argsort(np.where(rank > 0, rank, np.inf), axis=1, kind="stable")
-    rank = np.take_along_axis(rank, order, axis=1)
-    doc = np.take_along_axis(docs.doc, order, axis=1)
-    kept = rank > 0
-    yy = np.where(kept, y[doc], 0.0)
-    g = np.where(kept, strata[doc], 0)
-    per_rank = np.divide(yy, rank, out=np.zeros_like(yy), where=kept)
-
-    def weights(n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """a_h, the weight of a document itself, and the excess within-stratum pair weight
-        c_h - a_h^2 (0 under ``paper``)."""
-        a = np.divide(sizes, n, out=np.zeros(len(n)), where=n > 0)
-        within = np.divide(sizes * (sizes - 1.0), n * (n - 1.0), out=np.zeros(len(n)),
-                           where=n > 1)
-        return a, (a * a if paper else a), (np.zeros(len(n)) if paper else within - a * a)
-
-    a, w, excess = weights(n_sampled.astype(np.float64))
-    ay = a[g] * yy
-    above_a = np.cumsum(ay, axis=1) - ay  # sum of a y over the documents above
-    below_a = a[g] * per_rank
-    below_a = np.cumsum(below_a[:, ::-1], axis=1)[:, ::-1] - below_a  # a y/rank below
-    above_own, below_own = _within_strata(g, kept, yy, per_rank)
-    diag = yy * per_rank
-
-    def by_stratum(values: np.ndarray) -> np.ndarray:  # [runs, K] -> [runs, strata]
-        out = np.zeros((n_runs, n_strata))
-        np.add.at(out, (np.nonzero(kept)[0], g[kept]), values[kept])
-        return out
-
-    s_h = by_stratum(diag)
-    p_hh = by_stratum(per_rank * above_own)  # pairs within each stratum
-    row = by_stratum(per_rank * above_a)  # sum_h' a_h' P_{h h'}
-    col = by_stratum(yy * below_a)  # sum_h' a_h' P_{h' h}
-    cross = (a[g] * per_rank * above_a).sum(axis=1)  # sum_{g,h} a_g a_h P_gh
-    num = s_h @ w + cross + p_hh @ excess
-    totals = np.bincount(strata, weights=y, minlength=n_strata)
-    r_hat = float(totals @ a)
-    value = num / r_hat if r_hat > 0 else np.zeros(n_runs)
-    position = np.full((n_runs, len(y)), -1)
-    rows, cols = np.nonzero(kept)
-    position[rows, doc[rows, cols]] = cols
-    units = np.arange(len(y))
-
-    def per(values: np.ndarray) -> np.ndarray:  # per run, or per pair's difference
-        return values if pairs is None else _contrast(values, pairs)
-
-    variance = np.zeros(n_runs if pairs is None else len(pairs))
-    bias = np.zeros_like(variance)
-    for h in range(n_strata):
-        n_h = int(n_sampled[h])
-        if n_h < 2 or n_h >= sizes[h]:
-            continue
-        less = n_sampled.astype(np.float64)
-        less[h] -= 1
-        a2, w2, excess2 = weights(less)
-        delta = a2[h] - a[h]
-        base = (num + (w2[h] - w[h]) * s_h[:, h] + delta * (row[:, h] + col[:, h])
-                + (delta**2 + excess2[h] - excess[h]) * p_hh[:, h])
-        r_base = r_hat + delta * totals[h]
-        members = units[strata == h]
-        reps = np.empty((n_runs, len(members)))
-        for i, j in enumerate(members):
-            found = np.flatnonzero(position[:, j] >= 0)
-            k = position[found, j]
-            mine = below_own[found, k] + above_own[found, k] / rank[found, k]
-            others = below_a[found, k] + above_a[found, k] / rank[found, k] + delta * mine
-            loss = np.zeros(n_runs)
-            loss[found] = w2[h] * diag[found, k] + yy[found, k] * (
-                a2[h] * others + excess2[h] * mine)
-            r_j = r_base - a2[h] * y[j]
-            reps[:, i] = (base - loss) / r_j if r_j > 0 else 0.0
-        others_n = n_h - len(members)  # judged documents with y = 0: one replicate each
-        rest = per(base / r_base if r_base > 0 else np.zeros(n_runs))
-        reps = per(reps)
-        mean = (reps.sum(axis=1) + others_n * rest) / n_h
-        spread = ((reps - mean[:, None]) ** 2).sum(axis=1) + others_n * (rest - mean) ** 2
-        variance += (1.0 - n_h / sizes[h]) * (n_h - 1) / n_h * spread
-        bias += (1.0 - n_h / sizes[h]) * (n_h - 1) * (mean - per(value))
-    return HTEstimate(per(value) - bias if correct else per(value), variance)
+    design = (strata, sizes, n_sampled)
+    pi, joint = stratified_inclusion(*design)
+    value = _per(average_precision(y, pi, joint, ranks, cutoff, paper).value, pairs)
+    if len(y) == 0:
+        return HTEstimate(value, np.zeros_like(value))
+    reps, rest = stratified_replicates(y, design, ranks, cutoff, paper, False)
+    variance, bias = strata_jackknife(_per(reps, pairs).T, _per(rest, pairs).T, value, strata,
+                                      sizes, n_sampled.astype(np.float64))
+    return HTEstimate(value - bias if correct else value, variance)
 
 
 def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -364,6 +272,35 @@ def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
         variance += fpc * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
         if value is not None:
             bias += fpc * (n_h - 1) * (mean - value)
+    return variance, bias
+
+
+def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The strata whose delete-one replicates enter the stratified jackknife: 2 <= n_h < N_h
+    (one judged document leaves no replicate; a census stratum's replicates do not differ)."""
+    return (counts >= 2) & (counts < sizes)
+
+
+def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
+                       stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife (:func:`stratum_jackknife`'s v and b) from each
+    unit's replicate ``reps`` ``[r, m]`` (unit j left out, its stratum at n_h - 1) and each
+    stratum's one replicate for its n_h - m_h judged documents that are not units
+    ``others`` ``[r, H]`` (only the weights change): (v, b) per run, every stratum at once. Strata with n_h < 2, a census of h, and strata without
+    a unit add nothing."""
+    n_strata = len(sizes)
+    member = np.zeros((len(stratum), n_strata))
+    member[np.arange(len(stratum)), stratum] = 1.0
+    units = member.sum(axis=0)
+    rest = counts - units  # judged documents of h that are not units
+    enters = replicated(counts, sizes) & (units > 0)
+    n_h = np.where(enters, counts, 1.0)
+    mean = (reps @ member + rest * others) / n_h  # [r, H]
+    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
+    fpc = np.where(enters, 1.0 - counts / np.where(sizes > 0, sizes, 1.0), 0.0)
+    variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
+    bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
     return variance, bias
 
 
@@ -540,33 +477,3 @@ def stratified_replicates(y: np.ndarray, strata: tuple[np.ndarray, np.ndarray, n
     r_j = r_others[h] + less.a[h] * (y_total[h] - y)
     reps = _corrected(num_j, r_j, own_j, cross_j, taylor).T
     return reps, rest
-
-
-def _within_strata(g: np.ndarray, kept: np.ndarray, y: np.ndarray, per_rank: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Per run, at each document (``[runs, K]`` in rank order, stratum ``g``): the sum of y
-    over the documents above it in its own stratum, and of y/rank over those below."""
-    n_runs, width = g.shape
-    run = np.repeat(np.arange(n_runs), width)
-    order = np.lexsort((np.tile(np.arange(width), n_runs), g.ravel(), run))
-    group = np.stack([run[order], g.ravel()[order]])
-    start = np.r_[True, (group[:, 1:] != group[:, :-1]).any(axis=0)]
-    first = np.maximum.accumulate(np.where(start, np.arange(len(order)), 0))
-
-    def exclusive(values: np.ndarray, reverse: bool) -> np.ndarray:
-        v = np.where(kept, values, 0.0).ravel()[order]
-        if reverse:
-            last = np.r_[start[1:], True]
-            rev_first = np.minimum.accumulate(
-                np.where(last, np.arange(len(order)), len(order))[::-1])[::-1]
-            total = np.cumsum(v[::-1])[::-1]
-            tail = np.append(total, 0.0)[rev_first + 1]
-            out = total - v - tail
-        else:
-            total = np.cumsum(v)
-            out = total - v - np.append(0.0, total)[first]
-        back = np.empty(len(order))
-        back[order] = out
-        return back.reshape(n_runs, width)
-
-    return exclusive(y, False), exclusive(per_rank, True)

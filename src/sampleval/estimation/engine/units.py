@@ -140,27 +140,14 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     measure on active samples with a share (``active``'s default).
 
     Why, on active samples without a share: the per-draw form stays unbiased under adaptive
-    draws, where ``~ht``'s is not (provided every round can draw every document: the
-    paper's ``floor=0`` lets a later round give a few documents probability 0), but for P@10
-    its rms error is 1.2-3.9 times ``~ht``'s at 5% with the poorer predictors (draws spread
-    over the whole pool; power tuning cannot do better than lam = 0, the per-draw estimate; 200
-    trials: 93-99% of the runs' mean P@10 within 3 standard errors of the truth, against
-    0-42% for the ``ht`` form; with ``active``'s ``floor=0.05`` 98-100% at 0.5-1.5 times
-    ``~ht``'s rms), while for AP, whose ``~ht`` estimate is biased there by +0.02-0.03, the
-    per-draw form's rms is 0.5-0.7 of ``~ht``'s (docs/research/predictions.md, "Active sampling").
-    R, Rprec and nDCG are ratios with the same adaptive denominator as AP and follow it.
-    With predictions all 0 (``~hh``, 200 trials) that holds for R@k and Rprec, not for
-    nDCG@10, whose per-draw rms is 1.5-1.8 times ``~ht``'s (docs/research/predictions.md, "Active
-    sampling: AP~hh and the defaults"); not measured with predictions.
-
-    Active samples drawn with a uniform share (``active:uniform=a``, a > 0, as the Sample's
-    metadata records; ``active``'s default is 0.2) take ``draws`` for every measure, as
-    ``~hh`` is there the default of every measure: each draw can reach every pooled
-    document there, which the per-draw form's unbiasedness needs, and its rms is no longer
-    the price (``uniform=0.2``, 200 trials: P@10~ppi's mean within 3 standard errors of the
-    truth for 98-100% of the runs at 5% and 10% with every predictor, against 1-49% for the
-    ``ht`` form; rms 0.53-0.99 of ``P@10~ht``'s; docs/research/predictions.md, "A uniform
-    share")."""
+    draws, where ``~ht``'s is not (provided every round can draw every document), but for
+    P@10 its rms error is several times ``~ht``'s with the poorer predictors, while for AP,
+    whose ``~ht`` estimate is biased there, it is lower; R, Rprec and nDCG are ratios with
+    the same adaptive denominator as AP and follow it. With a uniform share
+    (``active:uniform=a``, a > 0; ``active``'s default 0.2) each draw can reach every pooled
+    document, which the per-draw form's unbiasedness needs, so every measure takes
+    ``draws``, as ``~hh`` is there every measure's default. Measured in docs/research/predictions.md,
+    "Active sampling", "Active sampling: AP~hh and the defaults" and "A uniform share"."""
     if not has_inclusion(sample):
         return "draws"
     if sample.design.has_draws and (  # past has_inclusion: with-replacement draws

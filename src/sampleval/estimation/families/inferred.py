@@ -67,32 +67,18 @@ is the one-stratum case. Three estimates of Var(T/R):
   retrieved} (N_h/n_h)^2 Var(PC_d)], Var(PC_d) from the unbiased hypergeometric variance
   (1 - n/N) p(1 - p)/(n - 1) of each in-stratum rate at sample_eval's smoothed p.
 
-Coverage of the 95% intervals (per topic and run / of each run's mean over topics), TREC-COVID
-round 5, depth-100 pool of the 126 runs, 50 topics, 100 samples, ``python -m
-studies.interval_coverage --trials 100 --designs strata,uniform``:
-
-    design                        jackknife       appendix        linear
-    xinfAP, strata (1-10 all,     0.865 / 0.931   0.829 / 0.907   0.830 / 0.866
-      11-30 at 30%, 31- at 10%)
-    infAP, uniform 10%            0.768 / 0.747   0.731 / 0.631   0.709 / 0.563
-
-Under the uniform 10% sample infAP's mean over topics is biased (-0.018 in mean AP: with few
-judged documents above a relevant one near the top, the smoothed precision above it tends to
-1/2, low for good runs), which no variance can cover; the per-topic coverage still ranks the
-variants the same way.
+Their coverage on TREC-COVID (per topic and of each run's mean over topics, with the
+command): docs/methods.md, "Estimator variants". Under a uniform sample infAP's
+mean over topics is biased low (with few judged documents above a relevant one near the
+top, the smoothed precision above it tends to 1/2), which no variance covers.
 
 Bias, option ``bias`` (``infAP(bias=jackknife)``): ``none`` (the default: the names mean
 trec_eval's and sample_eval's numbers) or ``jackknife``, the estimate less the stratified
 delete-one jackknife's estimate of its bias, sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_(.) -
-theta-hat) over the same replicates as the variance (:func:`jackknife_bias`; Quenouille,
+theta-hat) over the same replicates as the variance (:func:`_jackknife`; Quenouille,
 Biometrika 1956; Tukey 1958; Jones, JASA 1974). Both estimates are smooth functions of
 stratum means (a ratio, and infAP's smoothed precisions), whose O(1/n) bias this removes.
-Same samples as above (100 trials, ``--measures 'infAP;infAP(bias=jackknife);...'``), coverage
-of the mean / its bias / rms:
-
-    infAP, uniform 10%     none 0.747 / -0.0181 / 0.0246    jackknife 0.859 / -0.0054 / 0.0194
-    xinfAP, uniform 10%    none 0.610 / -0.0236 / 0.0292    jackknife 0.848 / -0.0062 / 0.0193
-    xinfAP, strata         none 0.931 / +0.0015 / 0.0033    jackknife 0.943 / +0.0001 / 0.0031
+Measured in docs/methods.md, "Ratio bias".
 
 Option ``few`` (default ``moment``): a topic whose sample holds at most one relevant
 document gets a variance of at least (1 - f) m2, f the share of its frame judged and m2 the
@@ -102,30 +88,13 @@ run's mean squared estimate over the topics where a relevant document was judged
 docs/research/calibration.md and docs/guide/methods.md, "Residual bias, and topics with at most
 one relevant judged").
 
-What is left of the uniform rows' miss is mostly the variance: the jackknife's standard error
-is 0.83 of the corrected estimates' spread over the trials (docs/guide/methods.md, "Ratio bias").
-
 Not the default AP estimator. A plain ``AP`` asked of a stratified sample (``uniform``,
 ``strata``, ``stratified``, NIST sampled qrels) or a census resolves to ``AP~ht`` (Li &
-Kanoulas, CIKM 2017, sec. 3: their AP-hat, the estimator of the ``stratified`` method's
-paper), not to xinfAP (:mod:`sampleval.estimation.defaults`; infNDCG stays the default
-nDCG without a cutoff). The reason is interval coverage. Coverage of the 95% interval of each
-run's mean over topics,
-TREC-COVID round 5, depth 100, 126 runs (docs/guide/methods.md, "Residual bias, and topics with
-at most one relevant judged", the table there and its command):
-
-    design (trials)            AP~ht: covers / rms     xinfAP: covers / rms
-    strata (100; xinfAP 40)    0.953 / 0.0034          0.931 / 0.0033
-    uniform 10% (100; 30)      0.896 / 0.0283          0.609 / 0.0287
-      with few=bound           0.931 / 0.0283          0.751 / 0.0287
-    stratified 3% (80; 40)     0.926 / 0.0192          0.798 / 0.0152
-    stratified 5% (65; 25)     0.919 / 0.0141          0.747 / 0.0130
-
-AP~ht covers better on every design, at an rms 8-26% higher under the ``stratified`` method
-and equal elsewhere: xinfAP's jackknife finds 0.52-0.74 of the per-topic variance under that
-method's many two-document strata (E[v]/Var; AP~ht's finds 0.92), and under uniform
-sampling its bias is 1.9 standard deviations. ``xinfAP`` and ``infAP`` stay available by
-name, unchanged, and ``sampleval sample_eval`` computes xinfAP as NIST's script does.
+Kanoulas, CIKM 2017, sec. 3), not to xinfAP (:mod:`sampleval.estimation.defaults`; infNDCG
+stays the default nDCG without a cutoff): AP~ht's intervals cover better on every design
+(docs/research/estimating.md, "The default estimates, by measured accuracy and coverage", the table and its
+command). ``xinfAP`` and ``infAP`` stay available by name, and ``sampleval
+sample_eval`` computes xinfAP as NIST's script does.
 """
 
 from __future__ import annotations
@@ -134,6 +103,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.core.sample import Sample
+from sampleval.estimation.engine.replicates import strata_jackknife
 from sampleval.estimation.engine.views import TopicView
 from sampleval.estimation.families._inferred_kernels import (
     INFAP_EPSILON,
@@ -191,10 +161,11 @@ def infap_topic(view: TopicView, level: float, var: str = VAR_OPTION.default,
         left = big_r - relevant[ts.judged]
         replicates = np.divide(rep, left, out=np.zeros_like(rep), where=left > 0)
         design = (np.zeros(n_judged, dtype=np.int64), np.array([size]), np.array([n_judged]))
+        variance, jack_bias = _jackknife(replicates, *design, value)
         if bias == "jackknife":
-            shift = jackknife_bias(replicates, *design, value)
+            shift = jack_bias
         if var == "jackknife":
-            return value - shift, stratified_jackknife(replicates, *design)
+            return value - shift, variance
     if var == "appendix":
         above = r_above + n_above + u_above
         var_prec = (above / rank) ** 2 * _appendix_proportion(r_above, r_above + n_above,
@@ -237,38 +208,15 @@ def _appendix_spread(pc: np.ndarray, estimate: np.ndarray) -> np.ndarray:
     return ((pc - estimate[:, None]) ** 2).sum(axis=1) / (r - 1) / r
 
 
-def stratified_jackknife(replicates: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
-                         n_sampled: np.ndarray) -> np.ndarray:
-    """The stratified delete-one jackknife variance, per run: ``replicates`` ``[n_runs,
-    n_units]`` (the estimate without each sampled unit), ``strata`` each unit's stratum,
-    ``sizes`` N_h and ``n_sampled`` n_h; sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in h}
-    (theta_(j) - mean_h)^2, strata with n_h < 2 left out."""
-    variance = np.zeros(replicates.shape[0])
-    for h, (big_n, n) in enumerate(zip(sizes, n_sampled, strict=True)):
-        if n < 2:
-            continue
-        part = replicates[:, strata == h]
-        spread = ((part - part.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
-        variance += (1.0 - n / big_n) * (n - 1) / n * spread
-    return variance
-
-
-def jackknife_bias(replicates: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
-                   n_sampled: np.ndarray, estimate: np.ndarray) -> np.ndarray:
-    """The stratified delete-one jackknife's estimate of an estimator's bias, per run
-    (Quenouille, Biometrika 1956; Tukey 1958; for strata Jones, JASA 1974, Wolter 2007, sec.
-    4.5): sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_(.) - theta-hat), the replicates as in
-    :func:`stratified_jackknife`, with the finite-population factor of sampling without
-    replacement (a census has no bias to remove). theta-hat less it removes the O(1/n) term
-    of the bias of a smooth function of means, such as a ratio (Cochran, Sampling
-    Techniques, 1977, ch. 6: Quenouille's less-biased ratio estimate)."""
-    bias = np.zeros(replicates.shape[0])
-    for h, (big_n, n) in enumerate(zip(sizes, n_sampled, strict=True)):
-        if n < 2:
-            continue
-        part = replicates[:, strata == h]
-        bias += (1.0 - n / big_n) * (n - 1) * (part.mean(axis=1) - estimate)
-    return bias
+def _jackknife(replicates: np.ndarray, strata: np.ndarray, sizes: np.ndarray,
+               n_sampled: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife's variance and bias estimate per run
+    (:func:`~sampleval.estimation.engine.replicates.strata_jackknife`), from
+    ``replicates`` ``[n_runs, n_units]`` (the estimate without each judged document of a
+    stratum, ``strata`` its stratum), N_h ``sizes`` and n_h ``n_sampled``."""
+    kept = strata >= 0
+    return strata_jackknife(replicates[:, kept], np.zeros((len(replicates), len(sizes))),
+                                value, strata[kept], sizes, n_sampled.astype(np.float64))
 
 
 def _at_frame(view: TopicView, at_rank: np.ndarray) -> np.ndarray:
@@ -334,12 +282,13 @@ def nist_topic(view: TopicView, level: float, parts: frozenset[str],
         replicates = _nist_replicates(view, frame_at_rank, level, sizes, n_sampled,
                                       r_sampled, sampled_index)
         design = (ts.stratum[judged], sizes, n_sampled)
+        variance, jack_bias = _jackknife(replicates, *design, out["xinfAP"])
         if bias == "jackknife":
-            out["xinfAP_bias"] = jackknife_bias(replicates, *design, out["xinfAP"])
+            out["xinfAP_bias"] = jack_bias
     if with_var:  # over the sampled documents only: the others add nothing
         strata = ts.stratum[judged]
         if var == "jackknife":
-            out["xinfAP_var"] = stratified_jackknife(replicates, *design)
+            out["xinfAP_var"] = variance
         elif var == "appendix":
             is_rel = relevant[judged]
             share = r_sampled * scale / big_r if big_r else np.zeros(n_strata)
