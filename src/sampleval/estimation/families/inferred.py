@@ -68,7 +68,7 @@ is the one-stratum case. Three estimates of Var(T/R):
   (1 - n/N) p(1 - p)/(n - 1) of each in-stratum rate at sample_eval's smoothed p.
 
 Their coverage on TREC-COVID (per topic and of each run's mean over topics, with the
-command): docs/methods.md, "Estimator variants". Under a uniform sample infAP's
+command): docs/research/methods.md, "Estimator variants: coverage by variance estimator". Under a uniform sample infAP's
 mean over topics is biased low (with few judged documents above a relevant one near the
 top, the smoothed precision above it tends to 1/2), which no variance covers.
 
@@ -78,7 +78,7 @@ delete-one jackknife's estimate of its bias, sum_h (1 - n_h/N_h)(n_h - 1)(mean_h
 theta-hat) over the same replicates as the variance (:func:`_jackknife`; Quenouille,
 Biometrika 1956; Tukey 1958; Jones, JASA 1974). Both estimates are smooth functions of
 stratum means (a ratio, and infAP's smoothed precisions), whose O(1/n) bias this removes.
-Measured in docs/methods.md, "Ratio bias".
+Measured in docs/research/methods.md, "Ratio bias: what each design's miss is made of".
 
 Option ``few`` (default ``moment``): a topic whose sample holds at most one relevant
 document gets a variance of at least (1 - f) m2, f the share of its frame judged and m2 the
