@@ -707,3 +707,46 @@ def test_neyman_shares_resume_where_they_stopped(pool_and_qrels: tuple[Pool, Qre
     assert parts.looks == whole.looks
     np.testing.assert_array_equal(parts.weights, whole.weights)
     assert parts.sample().judged().equals(whole.sample().judged())
+
+
+def test_campaigns_after_the_same_pilot_share_it_and_differ_after(
+        sparse_collection: tuple[list[Run], Qrels, Pool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``studies.anytime --rests``: each campaign's pilot is the trial seed's, the rest is
+    drawn from generators seeded by ``rest`` (the spread no forecast from that pilot can
+    beat, ``spread``); with the same rest seed the campaign is the same."""
+    import studies.anytime as study
+
+    _, qrels, pool = sparse_collection
+    oracle = qrels_oracle(qrels)
+    options = {"method": "stratified", "anytime_method": "active", "ceiling": 0.4,
+               "target": Target("AP", 0.05), "start": 6, "batch": 3, "every": None}
+    pilots: list[pd.DataFrame] = []
+    reseed = study.reseed
+
+    def recording(judging: ConfidentJudging, rest: int) -> None:
+        pilots.append(judging.sample().frame[["query_id", "doc_id", "relevance"]].copy())
+        reseed(judging, rest)
+
+    monkeypatch.setattr(study, "reseed", recording)
+
+    def campaign(rule: str, rest: int | None) -> tuple[pd.DataFrame, int]:
+        judging = study.judging_for(rule, pool, 7, **options)
+        status = study.run_from_pilot(judging, oracle, rest)
+        return judging.sample().judged(), status.judged
+
+    for rule in ("anytime", "committed"):
+        pilots.clear()
+        (a, n_a), (b, n_b), (c, n_c) = (campaign(rule, k) for k in (0, 1, 0))
+        assert n_a == n_c and a.equals(c)
+        assert not a.equals(b)
+        assert pilots[0].equals(pilots[1]) and pilots[0].equals(pilots[2])
+        judged = pilots[0]["relevance"].notna().sum()  # anytime: the pilot judged, up to
+        assert (judged > 0) == (rule == "anytime")  # 6 per topic; committed: laid out
+        assert judged <= 6 * len(pool.topics) < n_b
+    table = pd.DataFrame({"target": 0.05, "rule": "anytime", "seed": [1, 1, 1, 2, 2, 2],
+                          "judged": [100, 110, 140, 200, 200, 175], "coverage": 1.0})
+    row = study.spread(table).iloc[0]
+    # medians 110 and 200: off by 0.0909, 0, 0.2727, 0, 0, 0.125 -> beyond 15%: one of six
+    assert row["beyond_15%"] == pytest.approx(1 / 6)
+    assert row["max_off"] == pytest.approx(30 / 110)
