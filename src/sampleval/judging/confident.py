@@ -78,10 +78,16 @@ per unit of D): each topic's value is shrunk halfway to the *median* over the to
 that one topic's extreme estimate does not move. The plan starts from the variances as
 measured (the half-widths the target is checked against) and projects only the topics it
 gives a new phase, so that no topic's estimate is moved onto the others as present
-variance they must be judged down from. Greedily, batch by batch, the next judgments go
-where they shrink the widest targeted interval most per judgment (a topic without a phase
-in this plan first needs one large enough to beat its last phase); the number of judgments
-planned is the *projection of the judgments still needed* (:meth:`ConfidentJudging.status`).
+variance they must be judged down from. A shortfall plan (no topic owed a phase) starts
+instead from the shrunk values scaled to the measured variance of each run's mean: which
+topics get a further phase then rests on their own last phase's labels half as much (a
+topic whose last phase looked most uncertain, on AP also one whose estimate is high, is
+otherwise the one re-judged, and the topics kept are selected low: round 5's coverage at
+stopping 0.930 with the measured start, 0.954 with this one). Greedily, batch by batch,
+the next judgments go where they shrink the widest targeted interval most per judgment (a
+topic without a phase in this plan first needs one large enough to beat its last phase);
+the number of judgments planned is the *projection of the judgments still needed*
+(:meth:`ConfidentJudging.status`).
 Where even every topic judged to its room leaves the target out of reach in projection, the
 plan aims at the target for the variance it can remove (:meth:`ConfidentJudging.
 _out_of_reach`), not at the ceiling: the topics behind it get their rooms, the others what
@@ -528,6 +534,11 @@ class ConfidentJudging:
         present = self.present[:, self.runs]
         base = self._planning_variance(present, room > 0, factor_last)  # as measured
         shrunk = self._planning_variance(present, room > 0, factor_last, SHRINK)
+        if not self.owed.any():  # a shortfall: the shrunk values, at the measured level
+            measured = np.where(present, base, 0.0).sum(axis=0)
+            level = np.where(present, shrunk, 0.0).sum(axis=0)
+            base = shrunk * np.divide(measured, level, out=np.ones_like(level),
+                                      where=level > 0)[None, :]
         unit = np.divide(shrunk, factor_last[:, None], out=np.zeros_like(shrunk),
                          where=factor_last[:, None] > 0)  # what a next phase is projected from
         factors = self._factors(room)  # [T, max room + 1]
