@@ -40,7 +40,14 @@ holds them, and the same for the forecasts from the looks (:func:`look_forecast`
 the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``),
 and, over the campaigns that met the target, from the same look with the decay exponent
 learnt from the other campaigns (``x2_learnt_``...; :func:`learnt_forecasts`; ``x1_learnt_``:
-from the first look, the pilot's, as ``sampleval plan --exponent`` forecasts).
+from the first look, the pilot's, as ``sampleval plan --exponent`` forecasts), with the share
+of campaigns whose 90% interval from the other campaigns' exponents holds the judgments used
+and the interval's median width over the forecast.
+
+With ``--rests K`` each trial's campaign is run K times after the same pilot (the rest drawn
+from generators seeded 0..K-1, :func:`run_from_pilot`), and the summary is :func:`spread`:
+how far campaigns that share a pilot lie from their own median, which no forecast from the
+pilot can beat.
 """
 
 from __future__ import annotations
@@ -257,14 +264,16 @@ def look_forecast(looks: str, target: float, kind: str, times: float,
             np.inf if made.hi is None else float(made.hi))
 
 
-def learnt_forecasts(part: pd.DataFrame, target: float, kind: str,
-                     times: float) -> list[tuple[float, float]]:
-    """(forecast, judgments used) for each campaign of ``part`` (one rule's rows, judged
-    with the intervals ``kind``, :func:`interval_kind`) that met
-    the target: the forecast from its first look with at least ``times`` the first look's
-    judgments, with the decay exponent learnt from the *other* campaigns (the median of
-    their :func:`~sampleval.judging.planning.decay_exponent` at the same point: leave one
-    campaign out)."""
+def learnt_forecasts(part: pd.DataFrame, target: float, kind: str, times: float,
+                     coverage: float = 0.9) -> list[tuple[float, float, float, float]]:
+    """(forecast, judgments used, interval's low end, high end) for each campaign of
+    ``part`` (one rule's rows, judged with the intervals ``kind``, :func:`interval_kind`)
+    that met the target: the forecast from its first look with at least ``times`` the first
+    look's judgments, with the decay exponent learnt from the *other* campaigns (the median
+    of their :func:`~sampleval.judging.planning.decay_exponent` at the same point: leave one
+    campaign out), and its ``coverage`` interval from the same look with the other
+    campaigns' exponents at their quantiles (1 -/+ coverage) / 2 (the steeper decay gives
+    the low end)."""
     from sampleval.judging.planning import decay_exponent, forecast_from_looks
 
     met = part[part["reason"] == "target met"]
@@ -279,10 +288,13 @@ def learnt_forecasts(part: pd.DataFrame, target: float, kind: str,
         if np.isnan(b[c]) or not np.isfinite(others).any():
             continue
         at = next(k for k, (m, _) in enumerate(looks) if m >= times * looks[0][0])
-        made = forecast_from_looks(looks[:at + 1], target, kind,
-                                   exponent=float(np.nanmedian(others)))
+        tail = (1 - coverage) / 2
+        shallow, steep = np.nanquantile(others, [tail, 1 - tail])
+        made, low, high = (forecast_from_looks(looks[:at + 1], target, kind, exponent=float(e))
+                           for e in (np.nanmedian(others), steep, shallow))
         if made is not None and made.needed is not None:
-            out.append((float(made.needed), float(n)))
+            out.append((float(made.needed), float(n), float(low.needed) if low else np.nan,
+                        float(high.needed) if high else np.nan))
     return out
 
 
@@ -379,6 +391,10 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                     row[f"x{times}_learnt_median"] = float(np.median(ratio_at))
                     row[f"x{times}_learnt_within_15%"] = float(
                         np.mean(np.abs(ratio_at - 1) <= 0.15))
+                    row[f"x{times}_learnt_interval_holds"] = float(np.mean(
+                        (learnt[:, 2] <= learnt[:, 1]) & (learnt[:, 1] <= learnt[:, 3])))
+                    row[f"x{times}_learnt_interval_width"] = float(np.median(
+                        (learnt[:, 3] - learnt[:, 2]) / learnt[:, 0]))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -539,9 +539,18 @@ def test_the_learnt_forecast_leaves_the_campaign_out() -> None:
                                                                           strict=True)])})
     rows.append({**rows[0], "seed": 9, "reason": "ceiling spent", "judged": 20000.0})
     made = learnt_forecasts(pd.DataFrame(rows), h, "anytime", 2)
-    assert [n for _, n in made] == [9000.0, 12000.0, 15000.0]
+    assert [m[1] for m in made] == [9000.0, 12000.0, 15000.0]
     assert abs(made[1][0] - 12000) <= 1
     assert made[0][0] < 9000 and made[2][0] > 15000  # shallower, steeper than their own
+    # the 90% interval: the others' exponents at their 5% and 95% quantiles (1.23, 1.77
+    # for the middle one), the steeper giving the low end; it holds the middle campaign's
+    # 12,000, not the others' (their neighbours' exponents both lie on one side of theirs)
+    assert all(lo < f < hi for f, _, lo, hi in made)
+    assert made[1][2] < 12000 < made[1][3]
+    look = [[a, w] for a, w in json.loads(rows[1]["looks"]) if a >= 2000][0]
+    v_k = float(anytime.variance_for(look[1], tuned))
+    assert made[1][2] == pytest.approx(look[0] * (v_k / tuned) ** (1 / 1.77), abs=1)
+    assert made[0][3] < 9000 and made[2][2] > 15000
 
 
 @pytest.mark.parametrize("method", ["active", "uniform"])
