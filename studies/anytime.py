@@ -293,8 +293,9 @@ def learnt_forecasts(part: pd.DataFrame, target: float, kind: str, times: float,
         made, low, high = (forecast_from_looks(looks[:at + 1], target, kind, exponent=float(e))
                            for e in (np.nanmedian(others), steep, shallow))
         if made is not None and made.needed is not None:
-            out.append((float(made.needed), float(n), float(low.needed) if low else np.nan,
-                        float(high.needed) if high else np.nan))
+            ends = [np.nan if f is None or f.needed is None else float(f.needed)
+                    for f in (low, high)]
+            out.append((float(made.needed), float(n), ends[0], ends[1]))
     return out
 
 

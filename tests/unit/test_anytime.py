@@ -547,7 +547,7 @@ def test_the_learnt_forecast_leaves_the_campaign_out() -> None:
     # 12,000, not the others' (their neighbours' exponents both lie on one side of theirs)
     assert all(lo < f < hi for f, _, lo, hi in made)
     assert made[1][2] < 12000 < made[1][3]
-    look = [[a, w] for a, w in json.loads(rows[1]["looks"]) if a >= 2000][0]
+    look = next([a, w] for a, w in json.loads(rows[1]["looks"]) if a >= 2000)
     v_k = float(anytime.variance_for(look[1], tuned))
     assert made[1][2] == pytest.approx(look[0] * (v_k / tuned) ** (1 / 1.77), abs=1)
     assert made[0][3] < 9000 and made[2][2] > 15000
