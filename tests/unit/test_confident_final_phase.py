@@ -12,6 +12,16 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.judging.confident import ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
+from sampleval.selection.base import Oracle
+
+
+def judge_the_pilot(judging: ConfidentJudging, oracle: Oracle) -> None:
+    """Judge a committed campaign's pilot with ``oracle`` and estimate it (the next
+    :meth:`~ConfidentJudging.next_batch` would plan the phase after it)."""
+    while not judging.phases[-1] or judging.phases[-1][-1].open:
+        topic, docnos = judging.next_batch() or ("", [])
+        judging.observe(topic, oracle(topic, docnos))
+    judging._refresh()
 
 
 def test_the_phase_after_the_pilot_is_final_by_default(
@@ -27,10 +37,7 @@ def test_the_phase_after_the_pilot_is_final_by_default(
     oracle = qrels_oracle(qrels)
     selector = METHODS["stratified"](pool, Budget(rate=0.6), np.random.default_rng(3))
     judging = ConfidentJudging(selector, Target("AP", 0.03), start=6, batch=3)
-    while not judging.phases[-1] or judging.phases[-1][-1].open:  # the pilot
-        topic, docnos = judging.next_batch() or ("", [])
-        judging.observe(topic, oracle(topic, docnos))
-    judging._refresh()
+    judge_the_pilot(judging, oracle)
     plan = judging.plan()
     assert plan.sum() > 0 and judging.owed.all()  # the pilot owes every topic a phase
     batch = judging.next_batch()  # commits the phase after the pilot

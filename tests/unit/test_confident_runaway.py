@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_confident_final_phase import judge_the_pilot
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -26,13 +27,9 @@ def _after_the_pilot() -> ConfidentJudging:
     runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
     qrels = Qrels.from_frame(made.qrels)
     pool = Pool.from_runs(runs, depth=100, qrels=qrels)
-    oracle = qrels_oracle(qrels)
     selector = METHODS["stratified"](pool, Budget(rate=0.5), np.random.default_rng(1))
     judging = ConfidentJudging(selector, Target("AP", 0.08), start=20, batch=5)
-    while not judging.phases[-1] or judging.phases[-1][-1].open:  # the pilot
-        topic, docnos = judging.next_batch() or ("", [])
-        judging.observe(topic, oracle(topic, docnos))
-    judging._refresh()
+    judge_the_pilot(judging, qrels_oracle(qrels))
     return judging
 
 
