@@ -5,6 +5,8 @@ coverage on Cranfield")."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sampleval.core.pool import Pool
@@ -13,6 +15,18 @@ from sampleval.core.run import Run
 from sampleval.judging.confident import ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from sampleval.selection.base import Oracle
+
+
+def synthetic_pool(seed: int, depth: int, **params: Any) -> tuple[Qrels, Pool]:
+    """A synthetic collection (:func:`~sampleval.datasets.synthetic.make_collection` with
+    ``params``, the runs and the pool at ``depth``): its qrels and its pool."""
+    from sampleval.datasets.synthetic import make_collection
+
+    made = make_collection(np.random.default_rng(seed), depth=depth, pool_depth=depth,
+                           **params)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    return qrels, Pool.from_runs(runs, depth=depth, qrels=qrels)
 
 
 def judge_the_pilot(judging: ConfidentJudging, oracle: Oracle) -> None:
@@ -65,13 +79,8 @@ def test_an_owed_phase_never_plans_beyond_the_topic_s_room() -> None:
     the plan turned NaN: ``invalid value encountered in multiply``)."""
     import warnings
 
-    from sampleval.datasets.synthetic import make_collection
-
-    made = make_collection(np.random.default_rng(11), n_topics=10, n_runs=6, n_docs=400,
-                           depth=30, pool_depth=30, rel_rate=0.03)
-    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
-    qrels = Qrels.from_frame(made.qrels)
-    pool = Pool.from_runs(runs, depth=30, qrels=qrels)
+    qrels, pool = synthetic_pool(11, n_topics=10, n_runs=6, n_docs=400, depth=30,
+                                 rel_rate=0.03)
     selector = METHODS["stratified"](pool, Budget(rate=0.2), np.random.default_rng(3))
     judging = ConfidentJudging(selector, Target("AP", 0.03), start=10, batch=3, interim=0.5)
     with warnings.catch_warnings():

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_confident_final_phase import judge_the_pilot
+from test_confident_final_phase import judge_the_pilot, synthetic_pool
 
-from sampleval.core.pool import Pool
-from sampleval.core.qrels import Qrels
-from sampleval.core.run import Run
-from sampleval.datasets.synthetic import make_collection
 from sampleval.judging.confident import ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
 
@@ -22,11 +18,8 @@ from sampleval.selection import METHODS, Budget, qrels_oracle
 def _after_the_pilot() -> ConfidentJudging:
     """A committed campaign (10 topics of about 1,000 pooled documents, caps half of each
     pool, 20 judgments per topic first) with its pilot judged and estimated."""
-    made = make_collection(np.random.default_rng(5), n_topics=10, n_runs=30, n_docs=5000,
-                           depth=100, pool_depth=100, rel_rate=0.03)
-    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
-    qrels = Qrels.from_frame(made.qrels)
-    pool = Pool.from_runs(runs, depth=100, qrels=qrels)
+    qrels, pool = synthetic_pool(5, n_topics=10, n_runs=30, n_docs=5000, depth=100,
+                                 rel_rate=0.03)
     selector = METHODS["stratified"](pool, Budget(rate=0.5), np.random.default_rng(1))
     judging = ConfidentJudging(selector, Target("AP", 0.08), start=20, batch=5)
     judge_the_pilot(judging, qrels_oracle(qrels))
