@@ -40,7 +40,14 @@ holds them, and the same for the forecasts from the looks (:func:`look_forecast`
 the first look after 2, 3 and 4 times the pilot's judgments (``x2_``, ``x3_``, ``x4_``),
 and, over the campaigns that met the target, from the same look with the decay exponent
 learnt from the other campaigns (``x2_learnt_``...; :func:`learnt_forecasts`; ``x1_learnt_``:
-from the first look, the pilot's, as ``sampleval plan --exponent`` forecasts).
+from the first look, the pilot's, as ``sampleval plan --exponent`` forecasts), with the share
+of campaigns whose 90% interval from the other campaigns' exponents holds the judgments used
+and the interval's median width over the forecast.
+
+With ``--rests K`` each trial's campaign is run K times after the same pilot (the rest drawn
+from generators seeded 0..K-1, :func:`run_from_pilot`), and the summary is :func:`spread`:
+how far campaigns that share a pilot lie from their own median, which no forecast from the
+pilot can beat.
 """
 
 from __future__ import annotations
@@ -97,11 +104,39 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
                           ratio=None if rule == "mixture" else RANGE)
 
 
+def reseed(judging: ConfidentJudging, rest: int) -> None:
+    """Give the rest of ``judging``'s campaign generators seeded by ``rest`` (every draw
+    from here on: active's per-topic draws, a committed phase's layout and order)."""
+    selector = judging.selector
+    selector.rng = np.random.default_rng([rest, 0])
+    for k, draws in enumerate(getattr(selector, "_topics", {}).values()):
+        draws.rng = np.random.default_rng([rest, k + 1])
+
+
+def run_from_pilot(judging: ConfidentJudging, oracle: Any, rest: int | None) -> Any:
+    """Judge with ``oracle`` until judging is over; with ``rest``, the campaign after its
+    pilot (every topic's first judgments, or the committed rule's first phase laid out)
+    draws from generators seeded by ``rest`` (:func:`reseed`): the same pilot, another
+    campaign after it."""
+    if rest is None:
+        return judging.run(oracle)
+    if isinstance(judging, AnytimeJudging):
+        while ((judging.handed < judging.first) & ~judging.exhausted).any() and (
+                batch := judging.next_batch()) is not None:
+            judging.observe(batch[0], oracle(*batch))
+        reseed(judging, rest)
+    elif (batch := judging.next_batch()) is not None:  # lays the pilot out
+        reseed(judging, rest)
+        judging.observe(batch[0], oracle(*batch))
+    return judging.run(oracle)
+
+
 def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
-        **options: Any) -> dict[str, Any]:
-    """One trial of ``rule``: judgments, reason, widest half-width, coverage, error."""
+        rest: int | None = None, **options: Any) -> dict[str, Any]:
+    """One trial of ``rule``: judgments, reason, widest half-width, coverage, error
+    (``rest``: the campaign after the pilot seeded by it, :func:`run_from_pilot`)."""
     judging = judging_for(rule, pool, seed, **options)
-    status = judging.run(oracle)
+    status = run_from_pilot(judging, oracle, rest)
     present = judging.present
     mean = np.where(present, np.nan_to_num(judging.value), 0.0).sum(axis=0) / np.maximum(
         present.sum(axis=0), 1)
@@ -229,14 +264,16 @@ def look_forecast(looks: str, target: float, kind: str, times: float,
             np.inf if made.hi is None else float(made.hi))
 
 
-def learnt_forecasts(part: pd.DataFrame, target: float, kind: str,
-                     times: float) -> list[tuple[float, float]]:
-    """(forecast, judgments used) for each campaign of ``part`` (one rule's rows, judged
-    with the intervals ``kind``, :func:`interval_kind`) that met
-    the target: the forecast from its first look with at least ``times`` the first look's
-    judgments, with the decay exponent learnt from the *other* campaigns (the median of
-    their :func:`~sampleval.judging.planning.decay_exponent` at the same point: leave one
-    campaign out)."""
+def learnt_forecasts(part: pd.DataFrame, target: float, kind: str, times: float,
+                     coverage: float = 0.9) -> list[tuple[float, float, float, float]]:
+    """(forecast, judgments used, interval's low end, high end) for each campaign of
+    ``part`` (one rule's rows, judged with the intervals ``kind``, :func:`interval_kind`)
+    that met the target: the forecast from its first look with at least ``times`` the first
+    look's judgments, with the decay exponent learnt from the *other* campaigns (the median
+    of their :func:`~sampleval.judging.planning.decay_exponent` at the same point: leave one
+    campaign out), and its ``coverage`` interval from the same look with the other
+    campaigns' exponents at their quantiles (1 -/+ coverage) / 2 (the steeper decay gives
+    the low end)."""
     from sampleval.judging.planning import decay_exponent, forecast_from_looks
 
     met = part[part["reason"] == "target met"]
@@ -251,10 +288,14 @@ def learnt_forecasts(part: pd.DataFrame, target: float, kind: str,
         if np.isnan(b[c]) or not np.isfinite(others).any():
             continue
         at = next(k for k, (m, _) in enumerate(looks) if m >= times * looks[0][0])
-        made = forecast_from_looks(looks[:at + 1], target, kind,
-                                   exponent=float(np.nanmedian(others)))
+        tail = (1 - coverage) / 2
+        shallow, steep = np.nanquantile(others, [tail, 1 - tail])
+        made, low, high = (forecast_from_looks(looks[:at + 1], target, kind, exponent=float(e))
+                           for e in (np.nanmedian(others), steep, shallow))
         if made is not None and made.needed is not None:
-            out.append((float(made.needed), float(n)))
+            ends = [np.nan if f is None or f.needed is None else float(f.needed)
+                    for f in (low, high)]
+            out.append((float(made.needed), float(n), ends[0], ends[1]))
     return out
 
 
@@ -272,6 +313,30 @@ def combined(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     for c in columns:  # a forecast made with the judging stands
         merged[c] = merged[c].combine_first(merged.pop(f"{c}_plan"))
     return merged
+
+
+def spread(table: pd.DataFrame, within: float = 0.15) -> pd.DataFrame:
+    """Per rule, over the campaigns run after the same pilots (``--rests``): how far the
+    judgments of campaigns that share a pilot spread around their own median (the pilot's),
+    pooled over the pilots: the share of campaigns beyond ``within`` of it, the median and
+    the largest |judged / the pilot's median - 1|, and the sd of log judged within a pilot.
+    A forecast made from the pilot alone is one number for all of them: if more than 20% lie
+    beyond 15% of their own median, no forecast from that pilot is within 15% in 80% of
+    campaigns."""
+    rows = []
+    for (target, rule), part in table.groupby(["target", "rule"], sort=False):
+        median = part.groupby("seed")["judged"].transform("median")
+        off = (part["judged"] / median - 1).abs()
+        logs = part["judged"].astype(np.float64).map(np.log)
+        rows.append({"target": target, "rule": rule, "pilots": part["seed"].nunique(),
+                     "campaigns": len(part), "judged": part["judged"].mean(),
+                     f"beyond_{within:.0%}": float((off > within).mean()),
+                     "median_off": float(off.median()), "max_off": float(off.max()),
+                     "sd_log_within": float(np.sqrt(
+                         (logs - logs.groupby(part["seed"]).transform("mean")).pow(2).sum()
+                         / max(len(part) - part["seed"].nunique(), 1))),
+                     "coverage": part["coverage"].mean()})
+    return pd.DataFrame(rows)
 
 
 def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
@@ -327,6 +392,10 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                     row[f"x{times}_learnt_median"] = float(np.median(ratio_at))
                     row[f"x{times}_learnt_within_15%"] = float(
                         np.mean(np.abs(ratio_at - 1) <= 0.15))
+                    row[f"x{times}_learnt_interval_holds"] = float(np.mean(
+                        (learnt[:, 2] <= learnt[:, 1]) & (learnt[:, 1] <= learnt[:, 3])))
+                    row[f"x{times}_learnt_interval_width"] = float(np.median(
+                        (learnt[:, 3] - learnt[:, 2]) / learnt[:, 0]))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -375,6 +444,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="only print, per trial, the judgments the planner's model gives "
                              "the anytime rule from the trial's pilot with equal shares and "
                              "with Neyman's (neyman_gain)")
+    parser.add_argument("--rests", type=int, default=0,
+                        help="run each trial's campaign RESTS times after the same pilot, the "
+                             "rest seeded 0..RESTS-1 (the spread no forecast from that pilot "
+                             "can beat; summary: spread())")
     parser.add_argument("--out", type=Path, help="CSV of the per-trial rows")
     parser.add_argument("--summarise", type=Path, metavar="CSV", nargs="+",
                         help="only print the summary of --out files (of runs stopped early, "
@@ -384,7 +457,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = [str(f) for f in args.summarise if not f.is_file()]
         if missing:
             parser.error(f"no such file: {', '.join(missing)}")
-        table = combined([pd.read_csv(f) for f in args.summarise])
+        tables = [pd.read_csv(f) for f in args.summarise]
+        if any("rest" in t for t in tables):
+            table = pd.concat(tables, ignore_index=True).drop_duplicates(
+                ["rule", "seed", "rest"])
+            print(spread(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+            return 0
+        table = combined(tables)
         for width in sorted(table["target"].unique()):
             part = table[table["target"] == width]
             print(f"target {width}, {part['seed'].nunique()} seeds")
@@ -426,9 +505,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.plan or args.plan_only:
                 forecast = forecast_from_pilot(pool, oracle, seed, args.replicates,
                                                **options)
-            for rule in rules:
+            for rule, rest in ((r, k) for r in rules
+                               for k in (range(args.rests) if args.rests else [None])):
                 row = {"collection": args.collection, "target": args.target, "trial": trial,
-                       "seed": seed}
+                       "seed": seed, **({} if rest is None else {"rest": rest})}
                 if args.plan_only:
                     row.update({"rule": rule, "judged": None, "reason": "forecast only",
                                 "widest": np.nan, "coverage": np.nan, "error": np.nan,
@@ -436,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else:
                     tic = time.perf_counter()
                     cpu = time.process_time()
-                    row.update(one(rule, pool, oracle, truth, seed, **options))
+                    row.update(one(rule, pool, oracle, truth, seed, rest, **options))
                     row["cpu_seconds"] = time.process_time() - cpu
                 if rule in forecast:
                     row.update({f"forecast{k}": v for k, v in forecast[rule].items()})
@@ -461,6 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plan_only:
         return 0
     table = pd.DataFrame(rows)
+    if args.rests:
+        print(spread(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+        return 0
     print(f"{args.collection}: {len(runs)} runs, {len(pool.topics)} topics, depth "
           f"{args.depth}, {args.method} / {args.anytime_method} (ceiling {args.ceiling}, "
           f"allocation {args.allocation}), {args.measure} target {args.target}, start {args.start}, batch {args.batch}, looks every "

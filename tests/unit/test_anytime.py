@@ -539,9 +539,18 @@ def test_the_learnt_forecast_leaves_the_campaign_out() -> None:
                                                                           strict=True)])})
     rows.append({**rows[0], "seed": 9, "reason": "ceiling spent", "judged": 20000.0})
     made = learnt_forecasts(pd.DataFrame(rows), h, "anytime", 2)
-    assert [n for _, n in made] == [9000.0, 12000.0, 15000.0]
+    assert [m[1] for m in made] == [9000.0, 12000.0, 15000.0]
     assert abs(made[1][0] - 12000) <= 1
     assert made[0][0] < 9000 and made[2][0] > 15000  # shallower, steeper than their own
+    # the 90% interval: the others' exponents at their 5% and 95% quantiles (1.23, 1.77
+    # for the middle one), the steeper giving the low end; it holds the middle campaign's
+    # 12,000, not the others' (their neighbours' exponents both lie on one side of theirs)
+    assert all(lo < f < hi for f, _, lo, hi in made)
+    assert made[1][2] < 12000 < made[1][3]
+    look = next([a, w] for a, w in json.loads(rows[1]["looks"]) if a >= 2000)
+    v_k = float(anytime.variance_for(look[1], tuned))
+    assert made[1][2] == pytest.approx(look[0] * (v_k / tuned) ** (1 / 1.77), abs=1)
+    assert made[0][3] < 9000 and made[2][2] > 15000
 
 
 @pytest.mark.parametrize("method", ["active", "uniform"])
@@ -707,3 +716,46 @@ def test_neyman_shares_resume_where_they_stopped(pool_and_qrels: tuple[Pool, Qre
     assert parts.looks == whole.looks
     np.testing.assert_array_equal(parts.weights, whole.weights)
     assert parts.sample().judged().equals(whole.sample().judged())
+
+
+def test_campaigns_after_the_same_pilot_share_it_and_differ_after(
+        sparse_collection: tuple[list[Run], Qrels, Pool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``studies.anytime --rests``: each campaign's pilot is the trial seed's, the rest is
+    drawn from generators seeded by ``rest`` (the spread no forecast from that pilot can
+    beat, ``spread``); with the same rest seed the campaign is the same."""
+    import studies.anytime as study
+
+    _, qrels, pool = sparse_collection
+    oracle = qrels_oracle(qrels)
+    options = {"method": "stratified", "anytime_method": "active", "ceiling": 0.4,
+               "target": Target("AP", 0.05), "start": 6, "batch": 3, "every": None}
+    pilots: list[pd.DataFrame] = []
+    reseed = study.reseed
+
+    def recording(judging: ConfidentJudging, rest: int) -> None:
+        pilots.append(judging.sample().frame[["query_id", "doc_id", "relevance"]].copy())
+        reseed(judging, rest)
+
+    monkeypatch.setattr(study, "reseed", recording)
+
+    def campaign(rule: str, rest: int | None) -> tuple[pd.DataFrame, int]:
+        judging = study.judging_for(rule, pool, 7, **options)
+        status = study.run_from_pilot(judging, oracle, rest)
+        return judging.sample().judged(), status.judged
+
+    for rule in ("anytime", "committed"):
+        pilots.clear()
+        (a, n_a), (b, n_b), (c, n_c) = (campaign(rule, k) for k in (0, 1, 0))
+        assert n_a == n_c and a.equals(c)
+        assert not a.equals(b)
+        assert pilots[0].equals(pilots[1]) and pilots[0].equals(pilots[2])
+        judged = pilots[0]["relevance"].notna().sum()  # anytime: the pilot judged, up to
+        assert (judged > 0) == (rule == "anytime")  # 6 per topic; committed: laid out
+        assert judged <= 6 * len(pool.topics) < n_b
+    table = pd.DataFrame({"target": 0.05, "rule": "anytime", "seed": [1, 1, 1, 2, 2, 2],
+                          "judged": [100, 110, 140, 200, 200, 175], "coverage": 1.0})
+    row = study.spread(table).iloc[0]
+    # medians 110 and 200: off by 0.0909, 0, 0.2727, 0, 0, 0.125 -> beyond 15%: one of six
+    assert row["beyond_15%"] == pytest.approx(1 / 6)
+    assert row["max_off"] == pytest.approx(30 / 110)

@@ -5,6 +5,8 @@ coverage on Cranfield")."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sampleval.core.pool import Pool
@@ -12,6 +14,28 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.judging.confident import ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
+from sampleval.selection.base import Oracle
+
+
+def synthetic_pool(seed: int, depth: int, **params: Any) -> tuple[Qrels, Pool]:
+    """A synthetic collection (:func:`~sampleval.datasets.synthetic.make_collection` with
+    ``params``, the runs and the pool at ``depth``): its qrels and its pool."""
+    from sampleval.datasets.synthetic import make_collection
+
+    made = make_collection(np.random.default_rng(seed), depth=depth, pool_depth=depth,
+                           **params)
+    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
+    qrels = Qrels.from_frame(made.qrels)
+    return qrels, Pool.from_runs(runs, depth=depth, qrels=qrels)
+
+
+def judge_the_pilot(judging: ConfidentJudging, oracle: Oracle) -> None:
+    """Judge a committed campaign's pilot with ``oracle`` and estimate it (the next
+    :meth:`~ConfidentJudging.next_batch` would plan the phase after it)."""
+    while not judging.phases[-1] or judging.phases[-1][-1].open:
+        topic, docnos = judging.next_batch() or ("", [])
+        judging.observe(topic, oracle(topic, docnos))
+    judging._refresh()
 
 
 def test_the_phase_after_the_pilot_is_final_by_default(
@@ -27,10 +51,7 @@ def test_the_phase_after_the_pilot_is_final_by_default(
     oracle = qrels_oracle(qrels)
     selector = METHODS["stratified"](pool, Budget(rate=0.6), np.random.default_rng(3))
     judging = ConfidentJudging(selector, Target("AP", 0.03), start=6, batch=3)
-    while not judging.phases[-1] or judging.phases[-1][-1].open:  # the pilot
-        topic, docnos = judging.next_batch() or ("", [])
-        judging.observe(topic, oracle(topic, docnos))
-    judging._refresh()
+    judge_the_pilot(judging, oracle)
     plan = judging.plan()
     assert plan.sum() > 0 and judging.owed.all()  # the pilot owes every topic a phase
     batch = judging.next_batch()  # commits the phase after the pilot
@@ -58,13 +79,8 @@ def test_an_owed_phase_never_plans_beyond_the_topic_s_room() -> None:
     the plan turned NaN: ``invalid value encountered in multiply``)."""
     import warnings
 
-    from sampleval.datasets.synthetic import make_collection
-
-    made = make_collection(np.random.default_rng(11), n_topics=10, n_runs=6, n_docs=400,
-                           depth=30, pool_depth=30, rel_rate=0.03)
-    runs = [Run.from_frame(frame, name) for name, frame in made.runs.items()]
-    qrels = Qrels.from_frame(made.qrels)
-    pool = Pool.from_runs(runs, depth=30, qrels=qrels)
+    qrels, pool = synthetic_pool(11, n_topics=10, n_runs=6, n_docs=400, depth=30,
+                                 rel_rate=0.03)
     selector = METHODS["stratified"](pool, Budget(rate=0.2), np.random.default_rng(3))
     judging = ConfidentJudging(selector, Target("AP", 0.03), start=10, batch=3, interim=0.5)
     with warnings.catch_warnings():
