@@ -143,3 +143,50 @@ def test_pooled_brings_round1_rel2_into_calibration() -> None:
     old, new = table.loc["AP~ht(few=moment)"], table.loc["AP~ht(few=pooled)"]
     assert old["cover_mean"] < 0.93, table
     assert 0.93 <= new["cover_mean"] <= 0.97 and new["width"] <= 1.3, table
+
+
+def test_the_completion_gap_on_hand_computed_strata() -> None:
+    """``few=completed``'s allowance (section 13). Topic A's partly-sampled stratum 1 found
+    nothing (a3 judged not relevant, n_h = 1), so its unjudged a4, a5 are completed with
+    q_d = c r_d / (c + 1), r_d the model's rate (:func:`model_rates`) and c the pooled
+    strength; R-hat = 2 (a1, a6). Run X (AP-hat 1/2) ranks a4 first, above a1 at 2: dS =
+    1 + 1/2; a5 fourth, below a1: dS = (1 + 1)/4. Run Y (AP-hat 1/3) ranks a5 second, above
+    a1 at 3: dS = 1/2 + 1/3; a4 not at all: dS = 0. The gap is (AP-hat R-hat + sum q dS) /
+    (R-hat + sum q) - AP-hat. Topic B's stratum found two: nothing to complete, gap 0."""
+    from sampleval.estimation.engine.unseen import completion_gap, model_rates
+    from sampleval.selection.ap_prior import prior_at_ranks
+
+    views = _views()
+    strata = [TopicStrata(v, 1.0) for v in views]
+    c = pooled_prior(strata).strength
+    ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
+    rates = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])[0][0]
+    docs = views[0].sample.locate(np.array(["a4", "a5"], dtype=object))
+    q4, q5 = c * rates[docs] / (c + 1.0)
+    assert q4 > 0 and q5 > 0
+    expected_x = (0.5 * 2 + q4 * 1.5 + q5 * 0.5) / (2 + q4 + q5) - 0.5
+    expected_y = (2 / 3 + q5 * (1 / 2 + 1 / 3)) / (2 + q4 + q5) - 1 / 3
+    got = completion_gap(VALUES, views, 1.0)
+    np.testing.assert_allclose(got, [[expected_x, expected_y], [0.0, 0.0]], rtol=1e-12,
+                               atol=1e-15)
+
+
+def test_completed_widens_only_the_upper_side_by_the_gap() -> None:
+    """Through ``estimate``: ``few=completed``'s rows are ``few=pooled``'s with hi raised by
+    max(gap, 0) per topic and the mean's by max(sum of the gaps, 0) / T; lo unchanged."""
+    runs = [Run.from_frame(pd.DataFrame(
+        [(t, d, 10.0 - r) for t, docs in topics.items() for r, d in enumerate(docs)],
+        columns=["query_id", "doc_id", "score"]), name) for name, topics in RANKINGS.items()]
+    sample = Sample("stratified", FRAME)
+    old, new = (estimate(sample, runs, [f"AP~ht(few={f})"]).set_index(["query_id", "run"])
+                for f in ("pooled", "completed"))
+    from sampleval.estimation.engine.unseen import completion_gap
+
+    value = old["value"].drop(MEAN_TOPIC).unstack().loc[["A", "B"], ["X", "Y"]]
+    gap = completion_gap(value.to_numpy(), _views(), 1.0)
+    assert (gap[0] != 0).all()
+    np.testing.assert_allclose(new["lo"], old["lo"], rtol=1e-12)
+    raised = (new["hi"] - old["hi"]).unstack().loc[["A", "B", MEAN_TOPIC], ["X", "Y"]]
+    np.testing.assert_allclose(raised.loc[["A", "B"]], np.maximum(gap, 0.0), atol=1e-12)
+    np.testing.assert_allclose(raised.loc[MEAN_TOPIC], np.maximum(gap.sum(axis=0), 0.0) / 2,
+                               atol=1e-12)
