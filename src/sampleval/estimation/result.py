@@ -38,7 +38,10 @@ if TYPE_CHECKING:
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
 FEW_VALUES = ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FORMS, "none")
-FEW_OPTION = pick("few", FEW_VALUES, "moment")
+ALLOWED_FORMS = ("completed",)
+"""The ``few`` values whose intervals :func:`upper_allowance` widens (on the families whose
+rows it reaches: ``~ht`` and ``~ppi``, :data:`FEW_OPTION_POOLED`)."""
+FEW_OPTION = pick("few", tuple(f for f in FEW_VALUES if f not in ALLOWED_FORMS), "moment")
 """AP's ``few`` option, as the AP families that take it declare it (``~ht`` and ``~ppi``:
 :data:`FEW_OPTION_POOLED`)."""
 FEW_OPTION_POOLED = pick("few", FEW_VALUES, "completed")
@@ -48,8 +51,6 @@ by :func:`upper_allowance` (issue 29; docs/research/calibration.md, section 13: 
 the default before, left the mean's bias from the topics whose sample finds nothing
 uncovered, Cranfield at 5% covering 0.61). On samples without partly-sampled strata its
 numbers are ``moment``'s."""
-ALLOWED_FORMS = ("completed",)
-"""The ``few`` values whose intervals :func:`upper_allowance` widens."""
 
 
 def is_census(topic: TopicSample) -> bool:
@@ -261,17 +262,28 @@ topic's parts (the floor is the only step that pools topics)."""
 def upper_allowance(spec: EstimateSpec, views: list[TopicView], level: float,
                     values: np.ndarray) -> np.ndarray | None:
     """``[topics, runs]``, the one-sided allowance that widens the upper side of AP's
-    intervals under ``few=completed`` (:func:`summarise`'s ``upper``): the completion gap
-    (:func:`~sampleval.estimation.engine.unseen.completion_gap`), how far each estimate
+    intervals under ``few=completed`` (:func:`summarise`'s ``upper``), from the completion
+    gap (:func:`~sampleval.estimation.engine.unseen.completion_gap`: how far each estimate
     would rise were the strata where nothing relevant was judged completed by the pooled
-    model of their unjudged documents. It carries the mean's bias from the topics whose
-    sample found nothing (AP-hat = 0 below a positive truth), net of the ratio's
-    compensation elsewhere (the gap is negative where the model lowers an estimate), so
-    the mean's upper side widens only where the model puts the truth above the estimate.
-    None for every other ``few`` value."""
+    model of their unjudged documents):
+
+    * a topic whose sample holds no relevant document (and is not a census): its gap, the AP
+      the model expects there. Its estimate is 0, below a positive truth whatever the
+      sample: an error of one sign, which adds up over topics linearly (a variance, added in
+      quadrature, does not cover it: calibration.md, section 13);
+    * any other topic: its gap where negative (the model reads its estimate as high: the
+      ratio's compensation for the topics that found nothing, which offsets their error in
+      the mean), 0 where positive (that error has no sign the design knows, and the unseen
+      documents' term of ``pooled`` already carries those strata).
+
+    The mean's upper side then widens by max(sum of these, 0) / T, a topic's by its own
+    where positive. None for every other ``few`` value."""
     if not takes_few(spec) or spec.option("few") not in ALLOWED_FORMS:
         return None
-    return completion_gap(values, views, level)
+    gap = completion_gap(values, views, level)
+    nothing = np.array([judged_relevant(v.sample, level) == 0 and not is_census(v.sample)
+                        for v in views], dtype=bool)
+    return np.where(nothing[:, None], gap, np.minimum(gap, 0.0))
 
 
 def rows(run_names: tuple[str, ...], views: list[TopicView], spec: EstimateSpec,
