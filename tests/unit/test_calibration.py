@@ -115,3 +115,18 @@ def test_completed_covers_the_mean_where_the_topics_that_find_nothing_bias_it() 
     assert old["cover_mean"] < 0.93, table
     assert 0.93 <= new["cover_mean"] <= 0.97 and new["width"] <= 1.3, table
     assert new["cover_topic"] >= old["cover_topic"], table
+
+
+def test_the_mean_coverage_reads_one_sided_intervals_by_their_sides() -> None:
+    """``few=completed`` widens only the upper side: run 0's truth, 0.015 above its estimate
+    0 (a low-AP run), lies inside [0 - 0.005, 0 + 0.02] but beyond the mean half-width
+    0.0125, so the low-AP runs' coverage is 1 read by the sides and 0 by the mean
+    half-width."""
+    from studies.interval_coverage import diagnose
+
+    value = np.tile([0.0, 0.5], (3, 1))
+    truth = np.tile([0.015, 0.5], (3, 1))
+    down = np.tile([0.005, 0.05], (3, 1))
+    up = np.tile([0.02, 0.05], (3, 1))
+    assert diagnose(np.stack([value, truth, down, up], axis=1))["cover_low_ap"] == 1.0
+    assert diagnose(np.stack([value, truth, (down + up) / 2], axis=1))["cover_low_ap"] == 0.0
