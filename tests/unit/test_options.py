@@ -174,7 +174,7 @@ def test_where_each_value_came_from() -> None:
     spec = estimator_of("AP", design, simple_random=True)
     sources = {k: (v, s) for k, v, s in option_sources("AP", spec)}
     assert sources["bias"] == ("taylor-jackknife", TABLE)
-    assert sources["few"] == ("pooled", FAMILY)
+    assert sources["few"] == ("completed", FAMILY)
     asked = "AP~ht(bias=taylor,var=linear)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
