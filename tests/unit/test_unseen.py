@@ -171,8 +171,8 @@ def test_the_completion_gap_on_hand_computed_strata() -> None:
     all. Topic B's stratum found two: gap 0. Topic C found nothing at all (R-hat = 0, AP-hat
     0): c_t is the model's AP, sum q dS / sum q, dS = 1/r_d: X has c3 at 1, Y c4 at 1 and c3
     at 2."""
+    from sampleval.core.ap_prior import prior_at_ranks
     from sampleval.estimation.engine.unseen import completion_gap, model_rates
-    from sampleval.selection.ap_prior import prior_at_ranks
 
     views = topic_views(Pool.from_runs(_runs_c()), Sample("stratified", FRAME_C))
     assert [v.pool.topic for v in views] == ["A", "B", "C"]

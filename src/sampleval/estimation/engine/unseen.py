@@ -272,7 +272,7 @@ def completion_gap(values: np.ndarray, views: list[TopicView], level: float) -> 
     is the AP the model expects (AP-hat = 0 there); where something was, the ratio falls as
     R grows (the ratio's compensation for the topics that found nothing is counted). 0 on
     topics without partly-sampled strata."""
-    from sampleval.selection.ap_prior import prior_at_ranks
+    from sampleval.core.ap_prior import prior_at_ranks
 
     strata = [TopicStrata(v, level) for v in views]
     out = np.zeros(values.shape)
