@@ -12,6 +12,9 @@ sum for counts, as ``query_id == "all"``), with
 - the small-sample floor of AP's variance on topics whose sample holds at most one relevant
   document (the ``few`` option, :func:`few_relevant_variance`), applied alike to every
   family whose AP declares it (:func:`floored`).
+- under ``few=completed``, an allowance that widens only the upper side of AP's intervals
+  for the topics whose sample found no relevant document (:func:`upper_allowance`,
+  :func:`summarise`'s ``upper``).
 
 Families with intervals of another kind (importance sampling's Hoeffding and Bernstein
 bounds) build their own ``lo``/``hi`` on :func:`summarise`'s rows.

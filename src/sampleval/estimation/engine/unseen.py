@@ -46,6 +46,12 @@ Priors (the ``few`` option's values, :data:`FORMS`):
   proportional to the documents' prior relevance, which ranks the strata by depth; theta_t
   the topic's multiplier, shrunk to 1 by what its strata found), of strength a_h + b_h = c
   estimated from the same strata (:func:`pooled_prior`): an empirical-Bayes beta-binomial.
+* ``completed``: ``pooled``'s term; and, for the interval's upper side (not the variance),
+  the completion gap (:func:`completion_gap`): how far each estimate would rise were the
+  strata where nothing relevant was judged completed by a model of their unjudged
+  documents (:func:`model_rates`), which
+  :func:`sampleval.estimation.result.upper_allowance` turns into a one-sided allowance
+  (issue 29; docs/research/calibration.md, section 13).
 """
 
 from __future__ import annotations
