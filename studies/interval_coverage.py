@@ -160,7 +160,8 @@ def coverage(designs: Sequence[str], pool32: Pool, pool64: Pool, qrels: Qrels, r
                 overall = rows[mean].set_index("run").reindex(list(runs))
                 means.setdefault((design, name), []).append(np.stack([
                     overall["value"].to_numpy(), overall["truth"].to_numpy(),
-                    ((overall["hi"] - overall["lo"]) / 2).to_numpy()]))
+                    (overall["value"] - overall["lo"]).to_numpy(),
+                    (overall["hi"] - overall["value"]).to_numpy()]))
         print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
     out = [{"design": d, "measure": m, **dict(zip(
         ("cover_topic", "cover_mean", "half_topic", "half_mean", "bias_mean", "rms_mean"),
@@ -190,7 +191,9 @@ def _low_ap(covered: np.ndarray, low: np.ndarray) -> dict[str, float]:
 def diagnose(trials: np.ndarray, z: float = 1.959963984540054) -> dict[str, float]:
     """How much of the mean's coverage miss is bias and how much is too small a variance
     estimate, from ``trials`` ``[trials, 3, runs]`` (each run's estimated mean over topics,
-    its truth and its interval's half-width, per trial). Per run r, over the trials: the
+    its truth and its interval's half-width, per trial) or ``[trials, 4, runs]`` (the
+    estimate, the truth, and the interval's lower and upper half-widths, for intervals
+    widened on one side: ``few=completed``; "half-width" below is their mean). Per run r, over the trials: the
     bias b_r (mean estimate - truth), the spread sd_r of the estimates, and the mean
     standard error se_r (half-width / z). Columns, averaged over the runs with sd_r > 0:
     ``bias_sd`` the root mean square of b_r/sd_r; ``se_sd`` the mean of se_r/sd_r; and the
@@ -207,8 +210,10 @@ def diagnose(trials: np.ndarray, z: float = 1.959963984540054) -> dict[str, floa
     relevant documents are rare, the runs that find few of them are the ones missed."""
     from scipy.stats import norm
 
-    value, target, half = trials[:, 0], trials[:, 1], trials[:, 2]
-    covered = np.abs(value - target) <= half + ROUNDING
+    value, target = trials[:, 0], trials[:, 1]
+    down, up = (trials[:, 2], trials[:, 3]) if trials.shape[1] > 3 else (trials[:, 2],) * 2
+    half = (down + up) / 2
+    covered = (value - target <= down + ROUNDING) & (target - value <= up + ROUNDING)
     low = half < np.median(half, axis=0)
     per_trial = covered.mean(axis=1)
     spread = {"cover_mean_se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial)))

@@ -45,7 +45,12 @@ import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.estimation.engine.unseen import TopicStrata, one_document_change, pooled_prior
+from sampleval.estimation.engine.unseen import (
+    TopicStrata,
+    model_rates,
+    one_document_change,
+    pooled_prior,
+)
 from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.spec import parse_estimate
@@ -59,44 +64,6 @@ ESTIMATORS = {"default": "AP~ht", "none": "AP~ht(bias=none,few=none)",
               "taylor-jackknife": "AP~ht(bias=taylor-jackknife)"}
 COLUMNS = ("default", "none", "taylor-jackknife", "oracle", "predicted", "imputed",
            "completed")
-
-
-def power_fit(found: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
-    """(kappa, beta) of found ~ Poisson(kappa prior^beta) by maximum likelihood (Newton's
-    method on log kappa and beta; ``prior`` > 0)."""
-    log_prior = np.log(prior)
-    beta, log_kappa = 1.0, np.log(max(found.sum(), 1e-9) / prior.sum())
-    for _ in range(100):
-        mu = np.exp(log_kappa + beta * log_prior)
-        gradient = np.array([(found - mu).sum(), ((found - mu) * log_prior).sum()])
-        hessian = np.array([[mu.sum(), (mu * log_prior).sum()],
-                            [(mu * log_prior).sum(), (mu * log_prior**2).sum()]])
-        step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
-        log_kappa, beta = log_kappa + step[0], beta + step[1]
-        if np.abs(step).max() < 1e-10:
-            break
-    return float(np.exp(log_kappa)), float(beta)
-
-
-def model_rates(strata: list[TopicStrata],
-                priors: list[np.ndarray]) -> tuple[list[np.ndarray], float, np.ndarray]:
-    """Per topic, each frame document's modelled relevance rate r_d = min(1, kappa theta_t
-    prior_d^beta) (module docstring), fitted on every topic's judged documents of
-    partly-sampled strata; beta; and each topic's R predicted without its own labels, the
-    sum of min(1, kappa prior_d^beta) over its frame."""
-    judged = [np.flatnonzero(~np.isnan(s.y) & (s.stratum >= 0)) for s in strata]
-    found = [np.nan_to_num(s.y)[j] > 0 for s, j in zip(strata, judged, strict=True)]
-    weight = [p[j] for p, j in zip(priors, judged, strict=True)]
-    keep = np.concatenate(weight) > 0
-    kappa, beta = power_fit(np.concatenate(found).astype(float)[keep],
-                            np.concatenate(weight)[keep])
-    seen = np.array([f.sum() for f in found], dtype=float)
-    expected = np.array([kappa * (w[w > 0] ** beta).sum() for w in weight])
-    spread = ((seen - expected) ** 2 - expected).sum() / max((expected**2).sum(), 1e-12)
-    alpha = 1.0 / min(max(spread, 1e-3), 1.0)
-    theta = (alpha + seen) / (alpha + expected)
-    return ([np.minimum(1.0, kappa * th * p**beta) for p, th in zip(priors, theta, strict=True)],
-            beta, np.array([np.minimum(1.0, kappa * p**beta).sum() for p in priors]))
 
 
 def topic_rows(pool: Pool, design: str, rate: float, seed: int, qrels_truth: pd.DataFrame,

@@ -43,7 +43,7 @@ from sampleval.estimation.spec import measure_range
 from sampleval.selection import METHODS, Budget
 
 GRADES = tuple(parse_grades("0,1,2"))
-# the collection's topic 4 has no relevant document: under few=pooled (the default), few=moment and
+# the collection's topic 4 has no relevant document: under few=completed (the default), few=moment and
 # few=scaled its AP's variance keeps a floor until it is judged nearly in full (tests/unit/test_ap_replicates.py), and
 # these tests are about the campaign's mechanics within a 40-document budget
 TARGET = "AP~ht(few=none):0.15"

@@ -127,7 +127,7 @@ def test_explain_says_where_each_option_came_from(files: dict[str, str]) -> None
                   "--explain")
     assert got.code == 0, got.stderr
     lines = got.stdout.splitlines()
-    assert lines[0] == ("AP: AP~ht(ap=ours,bias=taylor,variance=jackknife,few=pooled,"
+    assert lines[0] == ("AP: AP~ht(ap=ours,bias=taylor,variance=jackknife,few=completed,"
                         "interval=bias-aware)")
     assert lines[1] == "  estimator: AP~ht (by the defaults table for stratified samples)"
     assert "  bias=taylor: family default" in lines

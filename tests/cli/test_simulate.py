@@ -537,7 +537,7 @@ def test_a_changed_grid_reuses_its_cells_and_other_inputs_are_refused(
     # a directory whose plain AP resolved to another estimator (xinfAP, the default of
     # stratified samples before) is not resumed under today's AP~ht
     manifest = json.loads((out / "experiment.json").read_text())
-    today = "AP~ht(ap=ours,bias=taylor,variance=jackknife,few=pooled,interval=bias-aware)"
+    today = "AP~ht(ap=ours,bias=taylor,variance=jackknife,few=completed,interval=bias-aware)"
     assert manifest["inputs"]["estimators"]["AP"]["stratified"] == f"{today}; R NumRel~ht"
     manifest["inputs"]["estimators"]["AP"]["stratified"] = "xinfAP; R inum_rel"
     (out / "experiment.json").write_text(json.dumps(manifest))

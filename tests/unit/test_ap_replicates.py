@@ -333,8 +333,9 @@ def test_estimate_names_the_topics_with_too_few_relevant_judged(
     assert all(t in line for t in found.index[found < 2]) and none_topic in line
     assert not any(t in line.split("(")[1].split(")")[0].split(", ")
                    for t in found.index[found >= 2])
-    # the line names the few its AP resolves to: the default's pooled, with its term
-    assert "their intervals rest on few=pooled (the unseen relevant documents term)" in line
+    # the line names the few its AP resolves to: the default's completed, with its term
+    assert ("their intervals rest on few=completed (the unseen relevant documents term, and an "
+            "upper allowance for the topics that found nothing)") in line
     with pytest.warns(UserWarning, match="topics have fewer than 2 relevant") as caught:
         estimate(sample, runs, ["AP~ht(few=moment)"], depth=30)
     line = next(str(w.message) for w in caught if "fewer than 2" in str(w.message))

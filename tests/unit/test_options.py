@@ -140,7 +140,7 @@ def test_old_and_new_name_of_one_option_together_is_an_error() -> None:
 def test_names_are_in_the_vocabulary_order() -> None:
     spec = parse_estimate("AP~ht(interval=normal,variance=linear,ap=paper)")
     assert spec.name == "AP~ht(ap=paper,variance=linear,interval=normal)"
-    assert spec.full_name == ("AP~ht(ap=paper,bias=taylor,variance=linear,few=pooled,"
+    assert spec.full_name == ("AP~ht(ap=paper,bias=taylor,variance=linear,few=completed,"
                               "interval=normal)")
     assert parse_estimate("R@10~hh").full_name == "R@10~hh(bias=taylor)"
     assert parse_estimate("AP~hh").full_name == (
@@ -159,7 +159,7 @@ def test_a_measure_has_its_own_values_and_default() -> None:
 def test_results_carry_the_fully_resolved_name() -> None:
     out = numbers("stratified", "AP~ht(bias=jackknife)")
     assert set(out["estimator"]) == {
-        "AP~ht(ap=ours,bias=jackknife,variance=jackknife,few=pooled,interval=bias-aware)"}
+        "AP~ht(ap=ours,bias=jackknife,variance=jackknife,few=completed,interval=bias-aware)"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plain = estimate(sample("stratified"), collection().runs, ["P@10", "AP"],
@@ -174,7 +174,7 @@ def test_where_each_value_came_from() -> None:
     spec = estimator_of("AP", design, simple_random=True)
     sources = {k: (v, s) for k, v, s in option_sources("AP", spec)}
     assert sources["bias"] == ("taylor-jackknife", TABLE)
-    assert sources["few"] == ("pooled", FAMILY)
+    assert sources["few"] == ("completed", FAMILY)
     asked = "AP~ht(bias=taylor,var=linear)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from studies.ratio_bias import COLUMNS, power_fit, table
+from sampleval.estimation.engine.unseen import power_fit
+from studies.ratio_bias import COLUMNS, table
 
 
 def test_the_power_fit_is_exact_where_the_counts_are_their_means() -> None:

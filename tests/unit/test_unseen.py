@@ -143,3 +143,72 @@ def test_pooled_brings_round1_rel2_into_calibration() -> None:
     old, new = table.loc["AP~ht(few=moment)"], table.loc["AP~ht(few=pooled)"]
     assert old["cover_mean"] < 0.93, table
     assert 0.93 <= new["cover_mean"] <= 0.97 and new["width"] <= 1.3, table
+
+
+# topic C: nothing relevant judged (c1 in its census stratum 0, c2 in stratum 1 with N = 3,
+# n = 1); run X ranks c3 first (c4 not at all), run Y c4 first and c3 second
+FRAME_C = pd.concat([FRAME, pd.DataFrame({
+    "query_id": ["C"] * 4, "doc_id": ["c1", "c2", "c3", "c4"],
+    "relevance": [0, 0, np.nan, np.nan], "stratum": ["0", "1", "1", "1"],
+    "inclusion": [1, 1 / 3, 1 / 3, 1 / 3]})], ignore_index=True)
+RANKINGS_C = {"X": {**RANKINGS["X"], "C": ["c3", "c1"]},
+              "Y": {**RANKINGS["Y"], "C": ["c4", "c3", "c2"]}}
+
+
+def _runs_c() -> list[Run]:
+    return [Run.from_frame(pd.DataFrame(
+        [(t, d, 10.0 - r) for t, docs in topics.items() for r, d in enumerate(docs)],
+        columns=["query_id", "doc_id", "score"]), name) for name, topics in RANKINGS_C.items()]
+
+
+def test_the_completion_gap_on_hand_computed_strata() -> None:
+    """``few=completed``'s gap (section 13): c_t - AP-hat_t, c_t = (AP-hat R-hat + sum q dS)
+    / (R-hat + sum q) over the unjudged documents of the partly-sampled strata that found
+    nothing, q_d = c r_d / (c + n_h) (r_d the model's rate, :func:`model_rates`; c the pooled
+    strength). Topic A's stratum 1 found nothing (n_h = 1); R-hat = 2 (a1, a6). Run X
+    (AP-hat 1/2) ranks a4 first, above a1 at 2: dS = 1 + 1/2; a5 fourth, below a1: dS =
+    (1 + 1)/4. Run Y (AP-hat 1/3) ranks a5 second, above a1 at 3: dS = 1/2 + 1/3; a4 not at
+    all. Topic B's stratum found two: gap 0. Topic C found nothing at all (R-hat = 0, AP-hat
+    0): c_t is the model's AP, sum q dS / sum q, dS = 1/r_d: X has c3 at 1, Y c4 at 1 and c3
+    at 2."""
+    from sampleval.core.ap_prior import prior_at_ranks
+    from sampleval.estimation.engine.unseen import completion_gap, model_rates
+
+    views = topic_views(Pool.from_runs(_runs_c()), Sample("stratified", FRAME_C))
+    assert [v.pool.topic for v in views] == ["A", "B", "C"]
+    strata = [TopicStrata(v, 1.0) for v in views]
+    c = pooled_prior(strata).strength
+    ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
+    rates = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])[0]
+    q4, q5 = c * rates[0][views[0].sample.locate(np.array(["a4", "a5"], dtype=object))] / (c + 1)
+    q3c, q4c = c * rates[2][views[2].sample.locate(np.array(["c3", "c4"], dtype=object))] / (c + 1)
+    assert min(q4, q5, q3c, q4c) > 0
+    values = np.vstack([VALUES, [0.0, 0.0]])
+    expected = [[(0.5 * 2 + q4 * 1.5 + q5 * 0.5) / (2 + q4 + q5) - 0.5,
+                 (2 / 3 + q5 * (1 / 2 + 1 / 3)) / (2 + q4 + q5) - 1 / 3],
+                [0.0, 0.0],
+                [q3c / (q3c + q4c), (q4c + q3c / 2) / (q3c + q4c)]]
+    np.testing.assert_allclose(completion_gap(values, views, 1.0), expected, rtol=1e-12,
+                               atol=1e-15)
+
+
+def test_completed_widens_only_the_upper_side() -> None:
+    """Through ``estimate``: ``few=completed``'s rows are ``few=pooled``'s with lo unchanged
+    and hi raised by the allowance: topic C, where nothing relevant was judged, by its gap;
+    A and B (two relevant judged each) not at all, though A's gap is positive (the model's
+    rates are small there); the mean by max(gap_C + min(gap_A, 0), 0) / 3 (B's gap is 0)."""
+    from sampleval.estimation.engine.unseen import completion_gap
+
+    sample = Sample("stratified", FRAME_C)
+    old, new = (estimate(sample, _runs_c(), [f"AP~ht(few={f})"]).set_index(
+        ["query_id", "run"]) for f in ("pooled", "completed"))
+    value = old["value"].drop(MEAN_TOPIC).unstack().loc[["A", "B", "C"], ["X", "Y"]]
+    gap = completion_gap(value.to_numpy(), topic_views(Pool.from_runs(_runs_c()), sample), 1.0)
+    assert (gap[2] > 0).all() and (gap[0] > 1e-11).all()  # A's positive gap: no widening
+    np.testing.assert_allclose(new["lo"], old["lo"], rtol=1e-12)
+    raised = (new["hi"] - old["hi"]).unstack().loc[["A", "B", "C", MEAN_TOPIC], ["X", "Y"]]
+    np.testing.assert_allclose(raised.loc[["A", "B", "C"]], [[0, 0], [0, 0], gap[2]],
+                               atol=1e-12)
+    np.testing.assert_allclose(
+        raised.loc[MEAN_TOPIC], np.maximum(gap[2] + np.minimum(gap[0], 0.0), 0.0) / 3,
+        atol=1e-12)

@@ -45,6 +45,7 @@ from sampleval.estimation.engine.views import (
 )
 from sampleval.estimation.family import FAMILIES, ImputedShare
 from sampleval.estimation.imputation import MOSTLY
+from sampleval.estimation.result import ALLOWED_FORMS
 from sampleval.estimation.setup import (
     DEFAULT_MEASURES,
     SAMPLE_DEPTH,
@@ -307,8 +308,9 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
     divides by an estimated R, and with so few relevant judged it runs low (issue 29;
     the bias by relevant judged: docs/research/calibration.md). The line also names the
     ``few`` value(s) the AP estimates resolve to, whose floor holds these topics' intervals;
-    ``pooled``/``jeffreys`` add the term for the relevant documents no stratum has shown
-    (:mod:`sampleval.estimation.engine.unseen`; calibration.md sections 1 and 11)."""
+    ``pooled``/``jeffreys``/``completed`` add the term for the relevant documents no stratum
+    has shown (:mod:`sampleval.estimation.engine.unseen`; calibration.md sections 1 and 11),
+    ``completed`` the upper allowance too (section 13)."""
     aps = [s for s in specs if s.base == "AP"]
     if sample.design.is_deterministic or not aps:
         return
@@ -318,7 +320,10 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
         listed = ", ".join(few[:10]) + (f" and {len(few) - 10} more" if len(few) > 10 else "")
         forms = list(dict.fromkeys(s.option("few") for s in aps if "few" in {
             p.name for p in FAMILIES[s.family].params(s.base)}))
-        unseen = " (the unseen relevant documents term)" if set(forms) & set(UNSEEN_FORMS) else ""
+        unseen = (" (the unseen relevant documents term, and an upper allowance for the "
+                  "topics that found nothing)" if set(forms) & set(ALLOWED_FORMS) else
+                  " (the unseen relevant documents term)" if set(forms) & set(UNSEEN_FORMS)
+                  else "")
         held = (f"; their intervals rest on {', '.join(f'few={f}' for f in forms)}{unseen}"
                 if forms else "")
         warnings.warn(f"AP: {len(few)} of {len(views)} topics have fewer than {UNBIASED_AP} "

@@ -122,6 +122,11 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                            "relevance rate",
                "pooled": "as jeffreys, the prior centred on a rate pooled over the topics "
                          "by stratum depth, its strength estimated from them",
+               "completed": "pooled, and the upper side of the interval widened by how far "
+                            "the estimate would rise were the strata where nothing relevant "
+                            "was judged completed by a model of their unjudged documents "
+                            "fitted over the topics (an allowance for the bias of the "
+                            "topics whose sample found nothing)",
                "none": "as computed",
            }),
     Option("unseen", "whether AP~ppi's variance takes in the disagreements between labels "

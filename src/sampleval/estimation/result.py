@@ -12,6 +12,9 @@ sum for counts, as ``query_id == "all"``), with
 - the small-sample floor of AP's variance on topics whose sample holds at most one relevant
   document (the ``few`` option, :func:`few_relevant_variance`), applied alike to every
   family whose AP declares it (:func:`floored`).
+- under ``few=completed``, an allowance that widens only the upper side of AP's intervals
+  for the topics whose sample found no relevant document (:func:`upper_allowance`,
+  :func:`summarise`'s ``upper``).
 
 Families with intervals of another kind (importance sampling's Hoeffding and Bernstein
 bounds) build their own ``lo``/``hi`` on :func:`summarise`'s rows.
@@ -26,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
-from sampleval.estimation.engine.unseen import unseen_variance
+from sampleval.estimation.engine.unseen import completion_gap, unseen_variance
 from sampleval.estimation.options import pick
 from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
@@ -38,14 +41,19 @@ if TYPE_CHECKING:
 MEAN_TOPIC = "all"
 COLUMNS = ["run", "query_id", "measure", "value", "lo", "hi"]
 FEW_VALUES = ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FORMS, "none")
-FEW_OPTION = pick("few", FEW_VALUES, "moment")
+ALLOWED_FORMS = ("completed",)
+"""The ``few`` values whose intervals :func:`upper_allowance` widens (on the families whose
+rows it reaches: ``~ht`` and ``~ppi``, :data:`FEW_OPTION_POOLED`)."""
+FEW_OPTION = pick("few", tuple(f for f in FEW_VALUES if f not in ALLOWED_FORMS), "moment")
 """AP's ``few`` option, as the AP families that take it declare it (``~ht`` and ``~ppi``:
 :data:`FEW_OPTION_POOLED`)."""
-FEW_OPTION_POOLED = pick("few", FEW_VALUES, "pooled")
+FEW_OPTION_POOLED = pick("few", FEW_VALUES, "completed")
 """``~ht``'s ``few`` option, and ``~ppi``'s (which at zero predictions is ``~ht``):
-``pooled`` by default, measured better than ``moment`` on every collection and no worse
-anywhere (issue 29; docs/research/calibration.md, section 11). On samples without strata
-its numbers are ``moment``'s."""
+``completed`` by default, ``pooled``'s variance with the upper side of the interval widened
+by :func:`upper_allowance` (issue 29; docs/research/calibration.md, section 13: ``pooled``,
+the default before, left the mean's bias from the topics whose sample finds nothing
+uncovered, Cranfield at 5% covering 0.61). On samples without partly-sampled strata its
+numbers are ``moment``'s."""
 
 
 def is_census(topic: TopicSample) -> bool:
@@ -133,7 +141,8 @@ def z_value(ci: float) -> float:
 
 def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
               values: np.ndarray, variances: np.ndarray | None, ci: float,
-              bias: np.ndarray | None = None) -> pd.DataFrame:
+              bias: np.ndarray | None = None, upper: np.ndarray | None = None
+              ) -> pd.DataFrame:
     """Rows for per-topic estimates ``values[topic, run]`` and their mean over the topics each
     run retrieved for (their sum for counts: :mod:`sampleval.measures.aggregation`), with normal
     intervals from ``variances[topic, run]`` (topics sampled independently: Var(mean) =
@@ -141,7 +150,11 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
 
     ``bias[topic, run]``, an estimate of each estimate's bias, widens its interval beyond z
     standard errors by |bias|, the mean's by |sum of the topics' biases| / T (a bias-aware
-    interval: ``AP~ht(interval=bias-aware)``)."""
+    interval: ``AP~ht(interval=bias-aware)``).
+
+    ``upper[topic, run]``, an estimate of how far each estimate lies below its truth,
+    widens only the upper side: each topic's hi by max(upper, 0), the mean's by max(sum of
+    the topics' upper, 0) / T (a one-sided bias allowance: :func:`upper_allowance`)."""
     from sampleval.estimation.spec import parse_estimate
 
     present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
@@ -160,6 +173,11 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
             half_mean = half_mean + np.abs(topic_sums(bias, present))
         if aggregate != "sum":
             half_mean = half_mean / np.maximum(present.sum(axis=0), 1)
+    up_topic, up_mean = half_topic, half_mean
+    if upper is not None and variances is not None:
+        up_topic = half_topic + np.maximum(upper, 0.0)
+        up_mean = half_mean + np.maximum(topic_sums(upper, present), 0.0) / (
+            1 if aggregate == "sum" else np.maximum(present.sum(axis=0), 1))
     t_idx, r_idx = np.nonzero(present)
     topics = np.array([v.pool.topic for v in views], dtype=object)
     names = np.asarray(run_names, dtype=object)
@@ -167,10 +185,10 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
         "run": names[r_idx], "query_id": topics[t_idx], "measure": measure,
         "value": values[t_idx, r_idx],
         "lo": values[t_idx, r_idx] - half_topic[t_idx, r_idx],
-        "hi": values[t_idx, r_idx] + half_topic[t_idx, r_idx],
+        "hi": values[t_idx, r_idx] + up_topic[t_idx, r_idx],
     })
     overall = pd.DataFrame({"run": names, "query_id": MEAN_TOPIC, "measure": measure,
-                            "value": mean, "lo": mean - half_mean, "hi": mean + half_mean})
+                            "value": mean, "lo": mean - half_mean, "hi": mean + up_mean})
     return pd.concat([per_topic, overall], ignore_index=True)[COLUMNS]
 
 
@@ -244,18 +262,55 @@ its own sample alone, so that a caller who re-estimates only the topics whose sa
 topic's parts (the floor is the only step that pools topics)."""
 
 
+def upper_allowance(spec: EstimateSpec, views: list[TopicView], level: float,
+                    values: np.ndarray) -> np.ndarray | None:
+    """``[topics, runs]``, the one-sided allowance that widens the upper side of AP's
+    intervals under ``few=completed`` (:func:`summarise`'s ``upper``), from the completion
+    gap (:func:`~sampleval.estimation.engine.unseen.completion_gap`: how far each estimate
+    would rise were the strata where nothing relevant was judged completed by the pooled
+    model of their unjudged documents):
+
+    * a topic whose sample holds no relevant document (and is not a census): its gap, the AP
+      the model expects there. Its estimate is 0, below a positive truth whatever the
+      sample: an error of one sign, which adds up over topics linearly (a variance, added in
+      quadrature, does not cover it: calibration.md, section 13);
+    * any other topic: its gap where negative (the model reads its estimate as high: the
+      ratio's compensation for the topics that found nothing, which offsets their error in
+      the mean), 0 where positive (that error has no sign the design knows, and the unseen
+      documents' term of ``pooled`` already carries those strata).
+
+    The mean's upper side then widens by max(sum of these, 0) / T, a topic's by its own
+    where positive. None for every other ``few`` value."""
+    if not takes_few(spec) or spec.option("few") not in ALLOWED_FORMS:
+        return None
+    gap = completion_gap(values, views, level)
+    nothing = np.array([judged_relevant(v.sample, level) == 0 and not is_census(v.sample)
+                        for v in views], dtype=bool)
+    return np.where(nothing[:, None], gap, np.minimum(gap, 0.0))
+
+
 def rows(run_names: tuple[str, ...], views: list[TopicView], spec: EstimateSpec,
-         parts: TopicParts, ci: float) -> pd.DataFrame:
-    """The rows of one measure from its :class:`TopicParts` (:func:`summarise`)."""
-    return summarise(run_names, views, spec.name, parts.value, parts.variance, ci, parts.bias)
+         parts: TopicParts, ci: float, upper: np.ndarray | None = None) -> pd.DataFrame:
+    """The rows of one measure from its :class:`TopicParts` (:func:`summarise`), the upper
+    side widened by ``upper`` (:func:`upper_allowance`)."""
+    return summarise(run_names, views, spec.name, parts.value, parts.variance, ci, parts.bias,
+                     upper)
+
+
+def estimated_rows(run_names: tuple[str, ...], views: list[TopicView], spec: EstimateSpec,
+                   parts: TopicParts, ci: float, level: float) -> pd.DataFrame:
+    """:func:`rows` with the upper side widened by :func:`upper_allowance` (AP under
+    ``few=completed``), for relevance at ``level``."""
+    return rows(run_names, views, spec, parts, ci,
+                upper_allowance(spec, views, level, parts.value))
 
 
 def rows_of(parts: PartsFunction) -> Callable[..., pd.DataFrame]:
     """A family's ``compute`` (every requested measure's rows) from its parts function."""
     def compute(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
                 specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
-        return pd.concat([rows(run_names, views, spec,
-                               parts(run_names, views, sample, spec, level), ci)
-                          for spec in specs], ignore_index=True)
+        return pd.concat([estimated_rows(run_names, views, spec,
+                                         parts(run_names, views, sample, spec, level), ci,
+                                         level) for spec in specs], ignore_index=True)
     compute.__module__, compute.__qualname__ = parts.__module__, parts.__qualname__
     return compute

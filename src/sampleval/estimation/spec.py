@@ -90,7 +90,7 @@ class EstimateSpec:
     def full_name(self) -> str:
         """The fully resolved name: every option its base takes at its value, defaults
         included, in the vocabulary's order:
-        ``AP~ht(ap=ours,bias=taylor,variance=jackknife,few=pooled,interval=bias-aware)``;
+        ``AP~ht(ap=ours,bias=taylor,variance=jackknife,few=completed,interval=bias-aware)``;
         two specs with the same ``full_name`` compute the same thing whatever the defaults
         of the day (every result carries it; ``simulate`` records it)."""
         taken = [p.name for p in FAMILIES[self.family].params(self.base)]

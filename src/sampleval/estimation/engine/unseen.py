@@ -46,6 +46,12 @@ Priors (the ``few`` option's values, :data:`FORMS`):
   proportional to the documents' prior relevance, which ranks the strata by depth; theta_t
   the topic's multiplier, shrunk to 1 by what its strata found), of strength a_h + b_h = c
   estimated from the same strata (:func:`pooled_prior`): an empirical-Bayes beta-binomial.
+* ``completed``: ``pooled``'s term; and, for the interval's upper side (not the variance),
+  the completion gap (:func:`completion_gap`): how far each estimate would rise were the
+  strata where nothing relevant was judged completed by a model of their unjudged
+  documents (:func:`model_rates`), which
+  :func:`sampleval.estimation.result.upper_allowance` turns into a one-sided allowance
+  (issue 29; docs/research/calibration.md, section 13).
 """
 
 from __future__ import annotations
@@ -59,8 +65,9 @@ from sampleval.core.relevance import relevance
 if TYPE_CHECKING:
     from sampleval.estimation.engine.views import TopicView
 
-FORMS = ("jeffreys", "pooled")
-"""The ``few`` values this module implements."""
+FORMS = ("jeffreys", "pooled", "completed")
+"""The ``few`` values this module implements (``completed``: ``pooled``'s term, with the
+allowance of :func:`completion_gap`)."""
 
 STRENGTH = (1.0, 1000.0)
 """The range of the pooled prior's strength a + b (``pooled``)."""
@@ -172,7 +179,7 @@ def unseen_variance(values: np.ndarray, views: list[TopicView], level: float,
     """``[topics, runs]``: the term E[E^2] summed over the strata it applies to (module
     docstring), under the prior ``form`` (:data:`FORMS`); 0 on topics without strata."""
     strata = [TopicStrata(v, level) for v in views]
-    prior = pooled_prior(strata) if form == "pooled" else None
+    prior = pooled_prior(strata) if form != "jeffreys" else None
     out = np.zeros(values.shape)
     ap = np.clip(np.nan_to_num(values), 0.0, 1.0)
     for t, (view, s) in enumerate(zip(views, strata, strict=True)):
@@ -205,4 +212,95 @@ def unseen_variance(values: np.ndarray, views: list[TopicView], level: float,
             term += mean[k] * sum_g2 + square[k] * (sum_g**2 - sum_g2)
         largest = np.maximum(ap[t], 1.0 - ap[t]) ** 2  # AP in [0, 1] bounds its error
         out[t] = np.where(applies, np.minimum(term, largest), 0.0)
+    return out
+
+
+def power_fit(found: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
+    """(kappa, beta) of found ~ Poisson(kappa prior^beta) by maximum likelihood (Newton's
+    method on log kappa and beta; ``prior`` > 0)."""
+    log_prior = np.log(prior)
+    beta, log_kappa = 1.0, np.log(max(found.sum(), 1e-9) / prior.sum())
+    for _ in range(100):
+        mu = np.exp(log_kappa + beta * log_prior)
+        gradient = np.array([(found - mu).sum(), ((found - mu) * log_prior).sum()])
+        hessian = np.array([[mu.sum(), (mu * log_prior).sum()],
+                            [(mu * log_prior).sum(), (mu * log_prior**2).sum()]])
+        step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
+        log_kappa, beta = log_kappa + step[0], beta + step[1]
+        if np.abs(step).max() < 1e-10:
+            break
+    return float(np.exp(log_kappa)), float(beta)
+
+
+def model_rates(strata: list[TopicStrata],
+                priors: list[np.ndarray]) -> tuple[list[np.ndarray], float, np.ndarray]:
+    """Per topic, each frame document's modelled relevance rate r_d = min(1, kappa theta_t
+    prior_d^beta), ``priors`` the documents' AP-prior (each > 0 where a run retrieved the
+    document): kappa and beta by Poisson maximum likelihood (:func:`power_fit`) on every
+    topic's judged documents of partly-sampled strata, theta_t the topic's Gamma(alpha, alpha)
+    multiplier's posterior mean (alpha + X_t) / (alpha + E_t) from what its judged documents
+    found against what kappa prior^beta expects (alpha by the negative binomial's moments, as
+    :func:`pooled_prior`); with beta, and each topic's R predicted without its own labels (the
+    sum of min(1, kappa prior_d^beta) over its frame)."""
+    judged = [np.flatnonzero(~np.isnan(s.y) & (s.stratum >= 0)) for s in strata]
+    found = [np.nan_to_num(s.y)[j] > 0 for s, j in zip(strata, judged, strict=True)]
+    weight = [p[j] for p, j in zip(priors, judged, strict=True)]
+    every = np.concatenate(weight) if weight else np.zeros(0)
+    keep = every > 0
+    hits = np.concatenate(found).astype(float)[keep] if weight else np.zeros(0)
+    if not keep.any() or not hits.any():
+        return [np.zeros(p.shape) for p in priors], 1.0, np.zeros(len(priors))
+    kappa, beta = power_fit(hits, every[keep])
+    seen = np.array([f.sum() for f in found], dtype=float)
+    expected = np.array([kappa * (w[w > 0] ** beta).sum() for w in weight])
+    spread = ((seen - expected) ** 2 - expected).sum() / max((expected**2).sum(), 1e-12)
+    alpha = 1.0 / min(max(spread, 1e-3), 1.0)
+    theta = (alpha + seen) / (alpha + expected)
+    powered = [np.where(p > 0, np.maximum(p, 1e-300) ** beta, 0.0) for p in priors]
+    return ([np.minimum(1.0, kappa * th * w) for w, th in zip(powered, theta, strict=True)],
+            beta, np.array([np.minimum(1.0, kappa * w).sum() for w in powered]))
+
+
+def completion_gap(values: np.ndarray, views: list[TopicView], level: float) -> np.ndarray:
+    """``[topics, runs]``: how far each run's AP-hat (``values``) would rise were the
+    partly-sampled strata where nothing relevant was judged completed by a model of their
+    unjudged documents, c_t - AP-hat_t (``few=completed``'s allowance; issue 29,
+    docs/research/calibration.md section 13).
+
+    The model (:func:`model_rates`, fitted on every topic's judged documents): document d
+    relevant with rate r_d = min(1, kappa theta_t prior_d^beta), prior_d its AP-prior
+    (:func:`~sampleval.selection.ap_prior.prior_at_ranks`), shrunk by the stratum's
+    none-in-n_h draws to q_d = c r_d / (c + n_h) (the Beta posterior mean, c the strength of
+    :func:`pooled_prior`). The completed estimate adds the expected relevant documents to the
+    ratio: c_t = clip((AP-hat R-hat + sum_d q_d dS_d) / (R-hat + sum_d q_d), 0, 1), dS_d the
+    change of the numerator were d relevant (:func:`one_document_change`), the ratio of
+    expectations (Cochran 1977, sec. 6.2, first order). Where nothing relevant was judged it
+    is the AP the model expects (AP-hat = 0 there); where something was, the ratio falls as
+    R grows (the ratio's compensation for the topics that found nothing is counted). 0 on
+    topics without partly-sampled strata."""
+    from sampleval.core.ap_prior import prior_at_ranks
+
+    strata = [TopicStrata(v, level) for v in views]
+    out = np.zeros(values.shape)
+    if not any(s.partly.any() for s in strata):
+        return out
+    strength = pooled_prior(strata).strength
+    ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
+    rates, _, _ = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])
+    ap = np.nan_to_num(values)
+    for t, (s, rank, r_d) in enumerate(zip(strata, ranks, rates, strict=True)):
+        docs = np.flatnonzero((s.stratum >= 0) & np.isnan(s.y))
+        docs = docs[s.found[s.stratum[docs]] == 0]
+        if not docs.size:
+            continue
+        q = strength * r_d[docs] / (strength + s.drawn[s.stratum[docs]])
+        y = np.nan_to_num(s.y)
+        relevant = np.flatnonzero(y > 0)
+        r_hat = float((y[relevant] / s.pi[relevant]).sum())
+        if r_hat + q.sum() <= 0:
+            continue
+        # one_document_change's step times its denominator: dS_d - AP-hat
+        step = one_document_change(s, rank, ap[t], docs, 0.0) * (r_hat + 1.0)
+        completed = ap[t] + step @ q / (r_hat + q.sum())
+        out[t] = np.clip(completed, 0.0, 1.0) - ap[t]
     return out

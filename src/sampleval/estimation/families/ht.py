@@ -55,7 +55,13 @@ from sampleval.estimation.engine.values import ppi_values
 from sampleval.estimation.engine.views import TopicView, relevance
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
-from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, corrected, floored, rows
+from sampleval.estimation.result import (
+    FEW_OPTION_POOLED,
+    TopicParts,
+    corrected,
+    estimated_rows,
+    floored,
+)
 from sampleval.estimation.spec import EstimateSpec
 
 BIASES = ("taylor", "taylor-jackknife", "jackknife", "none")
@@ -225,9 +231,9 @@ def estimate_ht(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
                 specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
     """The rows of every measure of ``specs``, each topic's units made once for all."""
     topics = ht_topics(views, sample)
-    return pd.concat([rows(run_names, views, spec, corrected(spec, views, level, topic_parts(
-        run_names, views, sample, spec, level, topics)), ci) for spec in specs],
-        ignore_index=True)
+    return pd.concat([estimated_rows(run_names, views, spec, corrected(
+        spec, views, level, topic_parts(run_names, views, sample, spec, level, topics)), ci,
+        level) for spec in specs], ignore_index=True)
 
 
 PARTS = floored(topic_parts)

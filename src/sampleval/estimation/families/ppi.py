@@ -36,7 +36,7 @@ from sampleval.estimation.engine.views import TopicView
 from sampleval.estimation.families.ppi_unseen import UNSEEN, takes_unseen, unseen_variance
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
-from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, corrected, rows
+from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, corrected, estimated_rows
 from sampleval.estimation.spec import EstimateSpec
 
 
@@ -107,9 +107,8 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
     for spec in specs:
         topics = _topics(views, sample, spec, form, made)
         result = ppi_values(spec, topics, level, spec.option("tuning"))
-        frames.append(rows(run_names, views, spec,
-                           corrected(spec, views, level, _parts(spec, result, topics, level)),
-                           ci))
+        frames.append(estimated_rows(run_names, views, spec, corrected(
+            spec, views, level, _parts(spec, result, topics, level)), ci, level))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -1,0 +1,210 @@
+"""The parts of ``AP~ht``'s interval per (topic, run), and what each candidate small-sample
+rule makes of them (issue 29 item 1; docs/research/calibration.md, section 13).
+
+    python -m studies.interval_parts --collection cranfield --rate 0.1 [--trials 20]
+        [--seed 1000] [--design stratified] [--output rows.parquet]
+
+Each trial draws one sample (:func:`studies.interval_coverage.draw`, seed SEED + trial) and
+keeps, per topic and run the run retrieved for: the relevant documents judged (k), the true
+AP (the pool judged in full), ``AP~ht``'s estimate, its variance before the small-sample
+rule (``few=none``), the unseen relevant documents' term (``few=pooled``'s,
+:func:`~sampleval.estimation.engine.unseen.unseen_variance`), the estimated bias that widens
+the bias-aware interval (0 where k <= 1), the share f of the frame judged, and the completion
+gap (:func:`~sampleval.estimation.engine.unseen.completion_gap`). From them, without
+re-estimating, every rule's interval of the runs' means:
+
+* ``pooled``: max(V + U, (1 - f) m2_r) where k <= 1 (m2_r the run's mean squared clipped
+  AP-hat over the topics with k >= 1), V + U elsewhere (the default before);
+* ``completed`` (the default): ``pooled`` with the mean's upper side widened by max(sum of
+  a_t, 0)/T, a_t the gap where k = 0, min(gap, 0) elsewhere
+  (:func:`~sampleval.estimation.result.upper_allowance`); ``pooled+gap``: a_t the gap on
+  every topic;
+* ``spread``: the floor (1 - f)(m2_r - m1_r^2) in place of (1 - f) m2_r (the spread of AP
+  over the topics; m1_r the mean clipped AP-hat); ``spread+gap`` with every topic's gap;
+  ``spread k=0+gap`` / ``spread k=0+completed``: the spread floor where k = 0 only,
+  ``pooled``'s where k = 1, with either allowance;
+* ``pooled, t(T-1)``: ``pooled`` with the t quantile on T - 1 degrees of freedom.
+
+Printed: the diagnosis of ``pooled``'s miss (:func:`studies.interval_coverage.diagnose`) with,
+by k (2: two or more), the share of the rows, their contribution to the bias of the mean and
+sqrt(mean V / mean squared error) (1: the rows' variance is their error's size); then each
+rule's coverage of the mean and width (mean half-width, (hi - lo)/2, over 1.96 rms).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.estimation.engine.unseen import completion_gap, unseen_variance
+from sampleval.estimation.engine.views import topic_views
+from sampleval.estimation.family import FAMILIES
+from sampleval.estimation.result import UNFLOORED, bias_widens, is_census, judged_relevant
+from sampleval.estimation.spec import parse_estimate
+from studies._cli import COLLECTIONS, read_collection, simulation_parser
+from studies.interval_coverage import diagnose, draw, truth
+
+Z = 1.959963984540054
+SMALL = {"A": (5, 20, 1000, 50, 0.01, 0.03), "B": (7, 30, 600, 30, 0.01, 0.03),
+         "C": (7, 30, 600, 30, 0.005, 0.02)}
+"""Section 12's small sparse synthetic collections: (seed, topics, documents, depth, rel_rate,
+rich_rate) of :func:`~sampleval.datasets.synthetic.make_collection` with 8 runs, the pool at
+the runs' depth (A is tests/unit/test_calibration.py's ``sparse_collection``)."""
+
+
+def small_collection(name: str) -> tuple[Pool, Qrels]:
+    """The pool and qrels of :data:`SMALL`'s collection ``name``."""
+    from sampleval.core.run import Run
+    from sampleval.datasets.synthetic import make_collection
+
+    seed, topics, docs, depth, rel_rate, rich_rate = SMALL[name]
+    made = make_collection(np.random.default_rng(seed), n_topics=topics, n_runs=8,
+                           n_docs=docs, depth=depth, pool_depth=depth, rel_rate=rel_rate,
+                           rich_rate=rich_rate)
+    runs = [Run.from_frame(frame, run) for run, frame in made.runs.items()]
+    qrels = Qrels.from_frame(pd.DataFrame(made.qrels))
+    return Pool.from_runs(runs, depth=depth, qrels=qrels,
+                          score_type=FAMILIES["ht"].score_type), qrels
+
+
+def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
+               seed: int) -> pd.DataFrame:
+    """Every trial's rows (module docstring)."""
+    from sampleval.estimation.families.ht import PARTS
+
+    spec = parse_estimate("AP~ht")
+    raw = UNFLOORED[PARTS]
+    target = truth(pool, qrels, "AP")
+    names = pool.run_names
+    frames = []
+    for trial in range(trials):
+        sample = draw(design, pool, qrels, rate, seed + trial)
+        views = topic_views(pool, sample)
+        parts = raw(names, views, sample, spec, 1.0)
+        topics = np.array([v.pool.topic for v in views], dtype=object)
+        t_idx, r_idx = np.nonzero(np.array([v.pool.present for v in views]))
+        per_topic = {
+            "k": np.array([judged_relevant(v.sample, 1.0) for v in views]),
+            "widens": np.array([bias_widens(v.sample, 1.0) for v in views]),
+            "census": np.array([is_census(v.sample) for v in views]),
+            "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
+                           for v in views])}
+        grid = {"value": parts.value, "V": parts.variance, "b": parts.bias,
+                "U": unseen_variance(parts.value, views, 1.0, "pooled"),
+                "gap": completion_gap(parts.value, views, 1.0),
+                "truth": target.loc[list(topics), list(names)].to_numpy()}
+        frames.append(pd.DataFrame({
+            "trial": trial, "topic": topics[t_idx], "run": np.asarray(names)[r_idx],
+            **{k: v[t_idx] for k, v in per_topic.items()},
+            **{k: v[t_idx, r_idx] for k, v in grid.items()}}))
+        print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+def rules(rows: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray | None, float]]:
+    """Each rule's per-row variance, per-row allowance (None: none) and quantile."""
+    from scipy.stats import t as student
+
+    d = rows
+    clipped = d["value"].fillna(0.0).clip(0.0, 1.0)
+    seen = d["k"] >= 1
+    by = [d["trial"], d["run"]]
+    m1 = clipped.where(seen).groupby(by).transform("mean").fillna(0.5)
+    m2 = (clipped**2).where(seen).groupby(by).transform("mean").fillna(0.25)
+    few = (d["k"] <= 1) & ~d["census"]
+    v1 = d["V"] + d["U"]
+    pooled = np.where(few, np.maximum(v1, (1 - d["f"]) * m2), v1)
+    spread = (1 - d["f"]) * (m2 - m1**2).clip(lower=0.0)
+    spread_all = np.where(few, np.maximum(v1, spread), v1)
+    spread_zero = np.where(few & (d["k"] == 0), np.maximum(v1, spread), pooled)
+    gap = d["gap"].to_numpy()
+    zeros = np.where((d["k"] == 0) & ~d["census"], gap, np.minimum(gap, 0.0))
+    t_q = float(student.ppf(0.975, d["topic"].nunique() - 1))
+    return {"pooled": (pooled, None, Z), "completed": (pooled, zeros, Z),
+            "pooled, t(T-1)": (pooled, None, t_q), "pooled+gap": (pooled, gap, Z),
+            "spread": (spread_all, None, Z), "spread+gap": (spread_all, gap, Z),
+            "spread k=0+gap": (spread_zero, gap, Z),
+            "spread k=0+completed": (spread_zero, zeros, Z)}
+
+
+def means(rows: pd.DataFrame, variance: np.ndarray, allowance: np.ndarray | None,
+          q: float) -> pd.DataFrame:
+    """Per (trial, run): the mean's error and its interval's lower and upper half-widths
+    (the upper widened by max(sum of ``allowance``, 0) / T)."""
+    d = rows.assign(Vx=variance, bw=np.where(rows["widens"], rows["b"], 0.0),
+                    a=0.0 if allowance is None else allowance)
+    g = d.groupby(["trial", "run"])
+    n = g.size()
+    half = q * np.sqrt(g["Vx"].sum()) / n + g["bw"].sum().abs() / n
+    up = half + g["a"].sum().clip(lower=0.0) / n
+    return pd.DataFrame({"error": g["value"].mean() - g["truth"].mean(), "down": half,
+                         "up": up, "value": g["value"].mean(), "truth": g["truth"].mean()})
+
+
+def decomposition(rows: pd.DataFrame) -> pd.DataFrame:
+    """``pooled``'s diagnosis, and by k its rows' share, bias contribution and sqrt(V/mse)."""
+    variance = rules(rows)["pooled"][0]
+    m = means(rows, variance, None, Z)
+    arrays = np.stack([m[c].unstack("run").to_numpy() for c in ("value", "truth", "down")],
+                      axis=1)
+    out: dict[str, float] = {k: v for k, v in diagnose(arrays).items() if k in (
+        "bias_sd", "se_sd", "cover_if_unbiased", "cover_if_true_se")}
+    error = rows["value"] - rows["truth"]
+    k = rows["k"].clip(upper=2)
+    for level in sorted(k.unique()):
+        at = k == level
+        out[f"share k={level}"] = float(at.mean())
+        out[f"bias k={level}"] = float(error[at].sum() / len(rows))
+        out[f"sqrt(V/mse) k={level}"] = float(np.sqrt(variance[at].mean()
+                                                      / (error[at] ** 2).mean()))
+    return pd.DataFrame([out])
+
+
+def table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each rule's coverage of the mean, its Monte Carlo SE (clustered by trial) and width."""
+    out = []
+    for name, (variance, allowance, q) in rules(rows).items():
+        m = means(rows, variance, allowance, q)
+        covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
+        per_trial = covered.groupby(level="trial").mean()
+        rms = float(np.sqrt((m["error"] ** 2).mean()))
+        out.append({"rule": name, "bias": float(m["error"].mean()), "rms": rms,
+                    "covers": float(covered.mean()),
+                    "se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
+                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms))})
+    return pd.DataFrame(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = simulation_parser(__doc__ or "", trials=20)
+    parser.add_argument("--collection", default="cranfield", choices=(*COLLECTIONS, *SMALL),
+                        help="collection (studies._cli.read_collection, or one of the small "
+                             "synthetic collections A, B, C: SMALL; default cranfield)")
+    parser.add_argument("--design", default="stratified",
+                        help="design, as interval_coverage's --designs (default stratified)")
+    parser.add_argument("--output", help="also write every (trial, topic, run) row here "
+                                         "(parquet)")
+    args = parser.parse_args(argv)
+    if args.collection in SMALL:
+        pool, qrels = small_collection(args.collection)
+    else:
+        runs, qrels = read_collection(args.collection, args.data, args.depth)
+        pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels,
+                              score_type=FAMILIES["ht"].score_type)
+    rows = parts_rows(pool, qrels, args.design, args.rate, args.trials, args.seed)
+    if args.output:
+        rows.to_parquet(args.output)
+    print(f"{args.collection}, {args.design} at {args.rate}, {args.trials} trials, seed "
+          f"{args.seed}, {rows['topic'].nunique()} topics")
+    print(decomposition(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
