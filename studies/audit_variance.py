@@ -20,7 +20,9 @@ to ``--output`` (default /tmp/audit-variance), so runs add up and can be read as
 
 The summary, per side: the favoured run's relative bias over the trials (mean and sd:
 the Monte Carlo truth of what one sample estimates), the mean of its estimated sd under
-each variance, and with each variance the 95% t intervals' coverage over every run and
+each variance, the mean estimated variance over the spread of the estimated relative bias
+(``variance_ratio``: the ratio of their sums over the runs), the share of the intervals'
+mean half-width that is the bias-aware widening (``widening_share``), and with each variance the 95% t intervals' coverage over every run and
 their width (mean half-width / (1.96 rms error)), Holm's power on the favoured run, the
 share of the other runs whose exact relative bias is below 0.005 that are flagged, and the
 share of runs whose mean error lies within 3 Monte Carlo standard errors of 0; then the sd
@@ -164,6 +166,9 @@ def summarise(files: Sequence[Path], rate: float) -> pd.DataFrame:
                                 for r, w, d in zip(rel, widen, sd, strict=True)])
             rows.append({
                 "side": path, "variance": variance, "trials": n,
+                "variance_ratio": float((sd ** 2).mean(axis=0).sum()
+                                        / error.var(axis=0, ddof=1).sum()),
+                "widening_share": float(widen.mean() / half.mean()),
                 "favoured_true": float(truth[at]), "favoured_mean": float(rel[:, at].mean()),
                 "favoured_sd": float(sd_mc[at]), "favoured_estimated_sd": float(
                     sd[:, at].mean()),

@@ -423,10 +423,18 @@ def _brute_jackknife(spec: object, data: TopicData, lam: np.ndarray
         joint = np.where(same, within[:, None], np.outer(pi, pi))
         np.fill_diagonal(joint, pi)
         pair = np.divide(1.0, joint, out=np.zeros(joint.shape), where=joint > 0)
-        reps = [_replicate_ap(spec, data, lam, every != j, 1.0 / pi[every != j],
-                              pair[np.ix_(every != j, every != j)])[0]
-                for j in np.flatnonzero(stratum == h)]
-        reps += [_replicate_ap(spec, data, lam, every >= 0, 1.0 / pi, pair)[0]] * (
+        # at n_h = 2 a replicate has one document of h: its pairs are held at the full
+        # sample's estimate, N_h (N_h - 1) / 2 times their sum (added to N-hat)
+        held = (sizes[h] * (sizes[h] - 1.0) / 2.0
+                * _within_pairs(spec, data, lam, np.flatnonzero(stratum == h))
+                if n_h == 2 else np.zeros(len(value)))
+        reps = []
+        for keep in [every != j for j in np.flatnonzero(stratum == h)]:
+            rep, r_rep = _replicate_ap(spec, data, lam, keep, 1.0 / pi[keep],
+                                       pair[np.ix_(keep, keep)])
+            reps.append(rep + np.divide(held, r_rep, out=np.zeros(len(rep)), where=r_rep > 0))
+        rep, r_rep = _replicate_ap(spec, data, lam, every >= 0, 1.0 / pi, pair)
+        reps += [rep + np.divide(held, r_rep, out=np.zeros(len(rep)), where=r_rep > 0)] * (
             n_h - len(reps))  # judged documents that are not units: the weights change
         spread = np.array(reps)
         mean = spread.mean(axis=0)
@@ -829,10 +837,12 @@ def test_command_lines(judged_collection: tuple[list[Run], Qrels, Pool, pd.DataF
 # -- AP~ppi(bias=taylor-jackknife) -------------------------------------------------------------
 
 def _taylor_replicate(spec: object, data: TopicData, lam: np.ndarray, keep: np.ndarray,
-                      pi: np.ndarray, joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                      pi: np.ndarray, joint: np.ndarray, held: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """theta_T = AP-hat(lam) less taylor_bias, recomputed from scratch on the units ``keep``
     with inclusion probabilities ``pi`` and ``joint`` (the replicate's design), and whether
-    its R-hat(lam) is at least the relevant documents among them."""
+    its R-hat(lam) is at least the relevant documents among them; ``held``: a term added to
+    the numerator (a two-document stratum's pairs, which its replicates hold)."""
     u = data.units
     pi, joint = pi[keep], joint[np.ix_(keep, keep)]
     pair = np.divide(1.0, joint, out=np.zeros(joint.shape), where=joint > 0)
@@ -849,7 +859,26 @@ def _taylor_replicate(spec: object, data: TopicData, lam: np.ndarray, keep: np.n
     y, f = relevance(sub.labels, 1.0), relevance(sub.predicted, 1.0)
     r_hat = (((y - lam[1][:, None] * f) / pi).sum(axis=1)
              + lam[1] * relevance(data.frame.predicted, 1.0).sum())
-    return parts.value - taylor_bias(units, u_all, den), r_hat >= y.sum() - 1e-9
+    value = parts.value - taylor_bias(units, u_all, den)
+    if held is not None:  # q = N/R-hat moves by held/R-hat, its Taylor term with it
+        value = value + held / r_hat * (1.0 - units.forms([den, den])[0, 0])
+    return value, r_hat >= y.sum() - 1e-9
+
+
+def _within_pairs(spec: object, data: TopicData, lam: np.ndarray, members: np.ndarray
+                  ) -> np.ndarray:
+    """Per run, sum over the pairs k < l of ``members`` both ranked (within the cutoff) of
+    (y_k y_l - lam_N f_k f_l) / max(rank_k, rank_l): AP-hat(lam)'s numerator's pairs."""
+    y, f = relevance(data.labels, 1.0), relevance(data.predicted, 1.0)
+    cut = getattr(spec, "cutoff", None)
+    out = np.zeros(data.ranks.shape[0])
+    for i, k in enumerate(members):
+        for j in members[i + 1:]:
+            rk, rl = data.ranks[:, k], data.ranks[:, j]
+            inside = (rk > 0) & (rl > 0) & ((np.maximum(rk, rl) <= cut) if cut else True)
+            out += np.where(inside, (y[k] * y[j] - lam[0] * f[k] * f[j])
+                            / np.maximum(np.maximum(rk, rl), 1), 0.0)
+    return out
 
 
 def _brute_taylor_jackknife(spec: object, data: TopicData, lam: np.ndarray
@@ -881,9 +910,15 @@ def _brute_taylor_jackknife(spec: object, data: TopicData, lam: np.ndarray
         less = n_sampled.astype(np.float64)
         less[h] -= 1
         pi, joint = design(less)
-        both = [_taylor_replicate(spec, data, lam, every != j, pi, joint)
+        # at n_h = 2 a replicate has one document of h: its pairs are held at the full
+        # sample's estimate, N_h (N_h - 1) / 2 times their sum
+        held = (sizes[h] * (sizes[h] - 1.0) / 2.0
+                * _within_pairs(spec, data, lam, np.flatnonzero(stratum == h))
+                if n_h == 2 else None)
+        both = [_taylor_replicate(spec, data, lam, every != j, pi, joint, held)
                 for j in np.flatnonzero(stratum == h)]
-        both += [_taylor_replicate(spec, data, lam, every >= 0, pi, joint)] * (n_h - len(both))
+        both += [_taylor_replicate(spec, data, lam, every >= 0, pi, joint, held)
+                 ] * (n_h - len(both))
         spread = np.array([rep for rep, _ in both])
         possible &= np.all([ok for _, ok in both], axis=0)
         mean = spread.mean(axis=0)

@@ -128,7 +128,8 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
       (n_h - 1)/n_h sum_j (AP-hat_(hj) - mean_h)^2 (the judged documents that are not
       units, with label and predictions 0, change only the weights: one replicate each);
       the replicates' per-stratum sums are :func:`ap_taylor_jackknife`'s, without its Taylor
-      term;
+      term, so a stratum of two judged documents holds its pairs' sum at the full sample's
+      estimate in its replicates (that function's rule);
     - other designs with inclusion probabilities (independent inclusions): AP-hat_(k) =
       (N-hat - c_k)/(R-hat - d_k), c_k and d_k unit k's shares; b = sum_k (1 - pi_k)
       [AP-hat_(k) - AP-hat + (c_k - AP-hat d_k)/R-hat] (its second-order part, as
@@ -206,7 +207,12 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     Jones 1974, Wolter 2007, sec. 4.5). Each replicate theta_T(hj) leaves out one judged
     document j of stratum h, h's design at n_h - 1, and recomputes AP-hat(lam) *and* its
     Taylor term: the HT (co)variances of the linearised numerator iN = iN^y - lam_N iN^f
-    and denominator iR = W (y - lam_R f), prediction parts included. lam (``[2, n_runs]``)
+    and denominator iR = W (y - lam_R f), prediction parts included. A stratum of two
+    judged documents is at one in its replicates, where the sum over its pairs (weight
+    N_h (N_h - 1)/(n_h (n_h - 1))) has no estimate: its replicates hold the full sample's,
+    whose expectation does not depend on n_h (when it was set to 0, b carried minus it for
+    every such stratum: docs/guide/audit.md, "Why audit-neyman's intervals were too wide").
+    lam (``[2, n_runs]``)
     is held at the full sample's value in every replicate (it is learnt from the other
     topics, or fixed where the ratio went astray) and the predictions' frame totals stay
     as they are. The variance: sum_h (1 - f_h)(n_h - 1)/n_h sum_j (theta_T(hj) -
@@ -372,8 +378,12 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
                 fpc_h * a_h * a_h * ((1.0 + inv_h) * rrg_h - inv_h * rg_h * rg_h))
 
     c_h, v_h = own_terms(sn_less, snr_less, r_g, rr_g, diagonal)
-    others = corrected(n_less + fixed_n[:, None], r_rest + a_less * r_g + fixed_r[:, None],
-                       c_rest + c_h, v_rest + v_h)
+    # a stratum of two judged documents is at one in its replicates, which cannot estimate
+    # the sum over its pairs: that is held at the full sample's estimate (its expectation does
+    # not depend on n_h), not set to 0
+    held_n = np.where((counts == 2) & (counts < sizes), 0.5 * within * u_own, 0.0)  # [r, H]
+    others = corrected(n_less + held_n + fixed_n[:, None],
+                       r_rest + a_less * r_g + fixed_r[:, None], c_rest + c_h, v_rest + v_h)
 
     # leaving out unit j of stratum h also takes its row and column of pairs: from stratum
     # g != h, W'_hg Z_jg in SN'_g and W'_hg sum_l r_l Z_lj in SNR'_g, W'_hg = a'_h a_g; so
@@ -397,7 +407,7 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
                              snr_less[:, h] - r * taken - within_less[h] * zc_own,
                              r_g[:, h] - r, rr_g[:, h] - r * r, h)
     r_reps = r_rest[:, h] + a_less[h] * (r_g[:, h] - r) + fixed_r[:, None]
-    reps = corrected(n_less[:, h] - taken + fixed_n[:, None], r_reps,
+    reps = corrected(n_less[:, h] - taken + held_n[:, h] + fixed_n[:, None], r_reps,
                      c_rest[:, h] - d_col + d_row + c_own, v_rest[:, h] + v_own)
     found = y[data.distinct].sum()  # the ht form's units are distinct documents
     used = replicated(counts, sizes)
