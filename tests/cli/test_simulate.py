@@ -505,6 +505,31 @@ def test_stopping_the_pool_ends_running_workers() -> None:
     assert all(not p.is_alive() for p in processes)
 
 
+def test_stopping_the_pool_ends_a_result_cut_off_mid_message() -> None:
+    """A worker ended while sending its result leaves the pool's manager thread reading a
+    message that never ends (here: a header announcing 1 MB, 5 bytes of it, written into the
+    results pipe by hand); backends._stop must end that read, or the interpreter's exit
+    waits for the thread for ever (the Ctrl-C resume test's hang under load)."""
+    import multiprocessing
+    import struct
+    from concurrent.futures import ProcessPoolExecutor
+
+    from sampleval.simulation.backends import _stop
+
+    executor = ProcessPoolExecutor(max_workers=1,
+                                   mp_context=multiprocessing.get_context("spawn"))
+    assert executor.submit(int, 1).result(timeout=60) == 1  # the pool is up
+    manager = executor._executor_manager_thread  # type: ignore[attr-defined]
+    writer = executor._result_queue._writer  # type: ignore[attr-defined]
+    os.write(writer.fileno(), struct.pack("!i", 1 << 20) + b"\x80\x04\x95ab")
+    time.sleep(0.5)  # the manager is now inside recv()
+    assert manager is not None and manager.is_alive()
+    started = time.monotonic()
+    _stop(executor)
+    assert time.monotonic() - started < 5
+    assert not manager.is_alive()
+
+
 def _trials_held(out: Path) -> int:
     """The trials the parts of ``out`` hold (a part ``tFIRST-LAST`` holds LAST - FIRST + 1)."""
     held = 0

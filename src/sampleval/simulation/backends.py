@@ -103,13 +103,21 @@ def _stop(executor: object) -> None:
         return
     processes = list((getattr(executor, "_processes", None) or {}).values())
     manager = getattr(executor, "_executor_manager_thread", None)
+    writer = getattr(getattr(executor, "_result_queue", None), "_writer", None)
     executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[attr-defined]
     for process in processes:
         process.terminate()
     for process in processes:
         process.join()
-    if manager is not None:  # it closes its pipe as it sees them gone: before the exit's
-        manager.join(10.0)  # handler writes to that pipe (else "Bad file descriptor")
+    if manager is None:
+        return
+    # a worker ended while sending its result leaves the manager thread reading a message
+    # that never ends, and the interpreter's exit waits for that thread for ever: with every
+    # worker gone, this process holds the pipe's last writing end, whose closing ends the read
+    if writer is not None:
+        writer.close()
+    manager.join(10.0)  # it closes its pipe as it sees them gone: before the exit's handler
+    # writes to that pipe (else "Bad file descriptor")
 
 
 @contextmanager
