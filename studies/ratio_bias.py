@@ -23,7 +23,7 @@ The columns besides the estimators are candidates for a point estimate on Cranfi
 * ``imputed``: where nothing relevant is judged (k = 0, AP-hat = 0/0 := 0), the AP a model
   of the unjudged documents expects: each unjudged document d of a partly-sampled stratum
   h relevant with probability q_d = c r_d / (c + n_h), r_d = min(1, kappa theta_t
-  prior_d^beta) (prior_d the document's AP-prior, :func:`~sampleval.selection.ap_prior.
+  prior_d^beta) (prior_d the document's AP-prior, :func:`~sampleval.core.ap_prior.
   prior_at_ranks`; kappa and beta by Poisson maximum likelihood on every topic's judged
   documents; theta_t a Gamma topic multiplier and c the Beta strength as in
   :func:`sampleval.estimation.engine.unseen.pooled_prior`; c r_d / (c + n_h) the Beta
@@ -43,6 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from sampleval.core.ap_prior import prior_at_ranks
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.estimation.engine.unseen import (
@@ -55,7 +56,6 @@ from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.names import parse_measure
-from sampleval.selection.ap_prior import prior_at_ranks
 from sampleval.simulation.truth import compute_truth
 from studies._cli import COLLECTIONS, read_collection, simulation_parser
 from studies.interval_coverage import draw

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 from scipy.stats import chisquare
 
+from sampleval.core.ap_prior import prior_at_ranks, rank_prior, run_prior
 from sampleval.core.inclusion import judged_design
 from sampleval.core.pool import PAD, Pool
 from sampleval.core.run import Run
@@ -37,7 +38,6 @@ from sampleval.selection.active import (
     insert_hits,
     run_distribution,
 )
-from sampleval.selection.ap_prior import prior_at_ranks, rank_prior, run_prior
 from sampleval.selection.base import Oracle, rng_state
 from sampleval.selection.stratified import PriorStratifiedSelector
 

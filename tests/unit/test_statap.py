@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sampleval.core.ap_prior import prior_at_ranks
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -19,7 +20,6 @@ from sampleval.estimation.engine.views import TopicView, relevance, topic_views,
 from sampleval.estimation.families.statap import estimate_statap, statap_core
 from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
-from sampleval.selection.ap_prior import prior_at_ranks
 
 STATAP = parse_estimate("statAP")
 

@@ -60,7 +60,7 @@ history held fixed.
 The plan. For topic t and each targeted run, the last phase's estimated variance V_t is
 divided by that phase's *design factor* D = sum_j (1/pi_j - 1) q_j (over the documents the
 phase could draw, pi_j their inclusion probabilities, q_j their AP-prior,
-:func:`~sampleval.selection.ap_prior.document_prior`): the variance of a Horvitz-Thompson
+:func:`~sampleval.core.ap_prior.document_prior`): the variance of a Horvitz-Thompson
 total whose documents' squared contributions are expected in proportion to their AP-prior
 (a relevant document weighs about 1/R in AP wherever it lies, and relevance is likelier
 where the prior is high). A next phase of m documents over what is left then has variance
@@ -116,6 +116,7 @@ from typing import Any
 
 import numpy as np
 
+from sampleval.core.ap_prior import document_prior
 from sampleval.core.design import GUARANTEES, STRATIFIED
 from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
@@ -126,7 +127,6 @@ from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.result import UNFLOORED, TopicParts, corrected
 from sampleval.estimation.setup import accepts
 from sampleval.estimation.spec import EstimateSpec, estimator_for, parse_estimate
-from sampleval.selection.ap_prior import document_prior
 from sampleval.selection.base import Oracle, Selector
 from sampleval.selection.strata import Layout, StratifiedSelector, handout
 

@@ -18,7 +18,7 @@ every targeted run's variance is at most the variance the rule stops at:
 
 With ``model="active"`` the rest of the judging is taken to be active sampling (its
 default uniform share): with-replacement draws from p_t = 0.2 / N_t + 0.8 q_t (q_t the
-topic's AP-prior, :func:`~sampleval.selection.ap_prior.document_prior`, over equal run
+topic's AP-prior, :func:`~sampleval.core.ap_prior.document_prior`, over equal run
 weights), whose per-draw estimates' variance falls as 1/d in the draws d while the judgments
 are the distinct documents drawn, n(d) = sum_j 1 - (1 - p_j)^d: g(n) = 1 / d(n), which falls
 faster than 1/n as the likely documents are drawn again and again.
@@ -109,7 +109,7 @@ class Shape:
 
 def active_draws(pool: Any, topics: list[str]) -> list[np.ndarray]:
     """Each topic's draw distribution under active sampling's default (module docstring)."""
-    from sampleval.selection.ap_prior import document_prior
+    from sampleval.core.ap_prior import document_prior
 
     out = []
     for t in topics:

@@ -78,13 +78,13 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from sampleval.core.ap_prior import PRIORS, run_prior
 from sampleval.core.design import WITH_REPLACEMENT, Design
 from sampleval.core.pool import PAD, Pool, TopicPool
 from sampleval.core.relevance import judged_relevance
 from sampleval.core.sample import Sample
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.selection.ap_prior import PRIORS, run_prior
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
 
 WEIGHTS = ("ap", "prior-mass")
@@ -421,7 +421,7 @@ class ActiveSelector(Selector):
               "every document, which the per-draw estimators need; 0 is the paper's active "
               "sampling, which has none)", check=lambda x: 0 <= x < 1,
               requirement="in [0, 1)"),
-        Param("prior", str, "aslam", "AP-prior over each run's ranks (selection.ap_prior)",
+        Param("prior", str, "aslam", "AP-prior over each run's ranks (core.ap_prior)",
               choices=PRIORS),
     )
 

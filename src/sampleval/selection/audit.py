@@ -34,9 +34,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from sampleval.core.ap_prior import document_prior, run_prior
 from sampleval.core.pool import PAD, TopicPool
 from sampleval.declare import Param
-from sampleval.selection.ap_prior import document_prior, run_prior
 from sampleval.selection.base import register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill
 from sampleval.selection.stratified import PriorStratifiedSelector, cut_strata

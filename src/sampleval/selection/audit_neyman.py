@@ -40,9 +40,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from sampleval.core.ap_prior import document_prior
 from sampleval.core.pool import PAD, TopicPool
 from sampleval.declare import Param
-from sampleval.selection.ap_prior import document_prior
 from sampleval.selection.audit import RELEVANT, AuditSelector
 from sampleval.selection.base import register
 

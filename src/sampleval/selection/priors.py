@@ -3,7 +3,7 @@ Joachims, "Unbiased Comparative Evaluation of Ranking Functions", ICTIR 2016, se
 prior expected relevance u~ (by rank, :func:`named_prior`, :func:`fitted_prior`, or by
 document, :class:`DocumentPrior`) and the Q designers of eq. 8, 11, 13 and 15 and sec. 4.2's
 MEAN, which :mod:`sampleval.selection.importance` draws from. The AP-prior of ``active`` and
-``stratified`` is :mod:`sampleval.selection.ap_prior`.
+``stratified`` is :mod:`sampleval.core.ap_prior`.
 
 An importance sample records Q of every frame document (``round_probs``, round 0), which is
 all its estimator (``~is``) reads: estimation never calls these designers.

@@ -56,10 +56,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sampleval.core.ap_prior import PRIORS, document_prior
 from sampleval.core.pool import Pool, TopicPool
 from sampleval.declare import Param
 from sampleval.errors import UsageError
-from sampleval.selection.ap_prior import PRIORS, document_prior
 from sampleval.selection.base import Budget, register
 from sampleval.selection.strata import Layout, StratifiedSelector, largest_remainder, water_fill
 
@@ -84,7 +84,7 @@ class PriorStratifiedSelector(StratifiedSelector):
     parameters: ClassVar[tuple[Param, ...]] = (
         Param("per_stratum", int, 2, "target number of judgments per stratum",
               check=lambda n: n >= 2, requirement="at least 2"),
-        Param("prior", str, "aslam", "AP-prior over each run's ranks (selection.ap_prior)",
+        Param("prior", str, "aslam", "AP-prior over each run's ranks (core.ap_prior)",
               choices=PRIORS),
         Param("size", str, "prior", "what pi_i follows: prior, the AP-prior; residual, the "
               "AP-prior times the predicted residual spread (needs --predictions)",

@@ -269,7 +269,7 @@ def completion_gap(values: np.ndarray, views: list[TopicView], level: float) -> 
 
     The model (:func:`model_rates`, fitted on every topic's judged documents): document d
     relevant with rate r_d = min(1, kappa theta_t prior_d^beta), prior_d its AP-prior
-    (:func:`~sampleval.selection.ap_prior.prior_at_ranks`), shrunk by the stratum's
+    (:func:`~sampleval.core.ap_prior.prior_at_ranks`), shrunk by the stratum's
     none-in-n_h draws to q_d = c r_d / (c + n_h) (the Beta posterior mean, c the strength of
     :func:`pooled_prior`). The completed estimate adds the expected relevant documents to the
     ratio: c_t = clip((AP-hat R-hat + sum_d q_d dS_d) / (R-hat + sum_d q_d), 0, 1), dS_d the
