@@ -72,8 +72,8 @@ widest half-widths squared between fixed rates 0.1 and 0.2, 0.2 and 0.4): 3.6 an
 observed, 2.9 and 4.1 from D, 2.3 and 2.7 from 1/m - 1/N. V_t / D_last, estimated from a
 small sample, is noisy, and a topic whose sample missed its rare relevant documents looks
 certain, or one that found a relevant document at a small inclusion probability looks
-wildly uncertain (on TREC-COVID AP~ht estimates above 1, variances 10^5 times the median
-per unit of D): each topic's value is shrunk halfway to the *median* over the topics
+wildly uncertain (an AP~ht estimate above 1 after a relevant document found at a small
+inclusion probability): each topic's value is shrunk halfway to the *median* over the topics
 (:data:`SHRINK`; a topic where nothing relevant has been found gets the median), a centre
 that one topic's extreme estimate does not move. The plan starts from the variances as
 measured (the half-widths the target is checked against) and projects only the topics it
@@ -82,8 +82,8 @@ variance they must be judged down from. A shortfall plan (no topic owed a phase)
 instead from the shrunk values scaled to the measured variance of each run's mean: which
 topics get a further phase then rests on their own last phase's labels half as much (a
 topic whose last phase looked most uncertain, on AP also one whose estimate is high, is
-otherwise the one re-judged, and the topics kept are selected low: round 5's coverage at
-stopping 0.930 with the measured start, 0.954 with this one). Greedily, batch by batch,
+otherwise the one re-judged, and the topics kept are selected low; measured in
+``docs/research/calibration.md`` section 4, "The runaway plans"). Greedily, batch by batch,
 the next judgments go where they shrink the widest targeted interval most per judgment (a
 topic without a phase in this plan first needs one large enough to beat its last phase);
 the number of judgments planned is the *projection of the judgments still needed*
