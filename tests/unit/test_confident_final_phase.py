@@ -1,6 +1,6 @@
 """Judge until confident, committed design: the last phase is the pilot's whole plan by
 default (issue 32: the interim phase halved it, and the committed rule's intervals then
-under-covered on Cranfield, 0.75 at stopping; docs/guide/anytime.md, "The committed rule's
+under-covered on Cranfield, 0.75 at stopping; docs/research/anytime.md, "The committed rule's
 coverage on Cranfield")."""
 
 from __future__ import annotations

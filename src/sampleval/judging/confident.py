@@ -27,7 +27,7 @@ phase of a topic is the method's own design laid out afresh
    which alone estimates the documents not judged before it: AP's ratio bias grows as that
    phase shrinks, and on a sparse collection (Cranfield) most topics' last phase then finds
    nothing relevant, where neither the Taylor correction nor the jackknife sees the bias,
-   so the intervals at stopping under-cover (``docs/guide/anytime.md``, "The committed
+   so the intervals at stopping under-cover (``docs/research/anytime.md``, "The committed
    rule's coverage on Cranfield");
 3. the phases are judged in full, without looking; then, if every targeted half-width
    meets the target, judging stops; otherwise a new plan gives further phases to the
@@ -134,7 +134,7 @@ INTERIM = 0.0
 """Committed design: the share of the pilot's plan judged as an interim phase (module
 docstring, step 2). 0 by default: the pilot's plan is the final phase, whose size keeps AP's
 ratio bias small against the interval (0.5, the default before, halved the last phase and
-under-covered on Cranfield: docs/guide/anytime.md, "The committed rule's coverage on
+under-covered on Cranfield: docs/research/anytime.md, "The committed rule's coverage on
 Cranfield")."""
 
 
