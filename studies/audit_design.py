@@ -32,7 +32,7 @@ the normal approximation, Phi(delta / sd - c) (c: :func:`studies.audit_power.cri
 then per method the share of the pool whose sd reaches power 0.8, interpolated in
 log sd over the rates given. The first-order sd of the favoured run under ``stratified``
 on round 5 (0.0163) agrees with the spread over simulated 5% samples (0.0161,
-docs/guide/audit.md); where relevant documents are rare it understates it (the ratio's
+docs/research/audit.md); where relevant documents are rare it understates it (the ratio's
 second-order terms: 0.0074 against 0.0106 on the sparse collection), so the simulation
 (:mod:`studies.audit_power`) has the last word.
 """

@@ -25,7 +25,7 @@ stratum, strata of equal target mass, stratified SRS; :mod:`.stratified`):
 
 The design is stratified SRS as ``stratified``'s (Sample design ``stratified``), so every
 design-based estimator applies unchanged. Measured against ``stratified`` in
-docs/guide/audit.md ("A sample for the audit").
+docs/research/audit.md ("The `audit` sample against `stratified`").
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ the machine (AP = 1/rank whatever the estimate of R), and every pooled document 
 pi_i > 0. The rest of the design is the ``audit`` method's (:mod:`.audit`): water-filled
 targets, a certainty stratum, the strata split by the machine's label, stratified simple
 random sampling (Sample design ``stratified``), so every design-based estimator applies
-unchanged. Measured against ``stratified`` and ``audit`` in docs/guide/audit.md ("A
-sample for the audit").
+unchanged. Measured against ``stratified`` and ``audit`` in docs/research/audit.md
+("`audit-neyman`: computed and measured").
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     judged documents is at one in its replicates, where the sum over its pairs (weight
     N_h (N_h - 1)/(n_h (n_h - 1))) has no estimate: its replicates hold the full sample's,
     whose expectation does not depend on n_h (when it was set to 0, b carried minus it for
-    every such stratum: docs/guide/audit.md, "Why audit-neyman's intervals were too wide").
+    every such stratum: docs/research/audit.md, "Why audit-neyman's intervals were too wide").
     lam (``[2, n_runs]``)
     is held at the full sample's value in every replicate (it is learnt from the other
     topics, or fixed where the ratio went astray) and the predictions' frame totals stay

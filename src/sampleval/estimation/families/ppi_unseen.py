@@ -9,7 +9,7 @@ drawn (the rare-event total of docs/research/calibration.md, "AP~ht's zero-width
 circular judge (one run's top documents called relevant) leaves one or two such documents per
 topic of TREC-COVID round 5: every run's AP is low by about Q/R each while none is drawn,
 high by about Q/(pi R) when one is, and the estimated standard error misses it
-(docs/guide/audit.md, "Why AP~ppi's standard errors are too small with a circular judge").
+(docs/research/audit.md, "Why AP~ppi's standard errors are too small with a circular judge").
 
 The term (``unseen=prior``): in each stratum h of a topic whose judged documents hold no
 disagreement (relevance of the label and of the prediction at the level alike), the variance
