@@ -78,53 +78,62 @@ def test_the_readme_is_the_front_door() -> None:
 
 
 
-def readme_table(heading: str) -> list[list[str]]:
-    """The cells of the first Markdown table after ``heading`` in README.md, its rule left out."""
-    text = README.read_text(encoding="utf-8")
-    lines = text[text.index(heading):].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+def markdown_table(path: Path, header: str) -> list[list[str]]:
+    """The cells of the Markdown table of ``path`` whose header row starts with ``header``
+    (indented or not), its rule left out."""
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
     table = []
     for line in lines[start:]:
         if not line.startswith("|"):
             break
-        table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        table.append([cell.strip() for cell in line.strip("|").split("|")])
     return [row for row in table if not set("".join(row)) <= set("-: ")]
 
 
-def test_the_readme_table_of_default_estimators_is_the_code_s() -> None:
-    """README's "which estimator for which design" is the defaults table's
-    (sampleval.estimation.defaults): each method a row names, with the parameters it gives
-    (`active:uniform=0`), is estimated by default as the row says, through its design and the
-    guarantees its samples record; a row that names no method, by its design (the first word);
-    every selection method is in a row, the deterministic ones where the row says exact."""
+DEFAULTS_TABLES = {"README.md": README, "docs/guide/estimating.md":
+                   README.parent / "docs" / "guide" / "estimating.md"}
+
+
+@pytest.mark.parametrize("name", DEFAULTS_TABLES)
+def test_the_tables_of_default_estimators_are_the_code_s(name: str) -> None:
+    """The "which estimator for which design" tables of the README and estimating.md are the
+    defaults table's (sampleval.estimation.defaults): each method a row names, with the
+    parameters it gives (`active:uniform=0`), is estimated by default as the row says,
+    through its design and the guarantees its samples record; a row that names no method, by
+    its design (the first word), and a row that says census, by the census's; every selection
+    method is in a row, the deterministic ones where the row says exact. A column headed by
+    several measures (`nDCG@10, P@10`) holds the family they share (`~ht`)."""
     from sampleval.declare import resolve
     from sampleval.estimation.defaults import DEFAULTS, default_name
     from sampleval.selection import METHODS
 
-    header, *rows = readme_table("## Which estimator for which design")
-    assert header == ["design (methods)", "AP", "nDCG@10, P@10", "NumRel"]
+    header, *rows = markdown_table(DEFAULTS_TABLES[name], "| design (methods) |")
+    columns = [[(base, int(cut) if cut else None) for base, _, cut in
+                (measure.partition("@") for measure in cell.split(", "))]
+               for cell in header[1:]]
     named = set()
 
     def check(row: list[str], design: str, reach: bool = False, simple: bool = False) -> None:
-        cell = row[0].split("(")[0]
-        shown = [default_name(design, "AP", None, reach, simple),
-                 {default_name(design, "nDCG", 10, reach, simple).partition("~")[2],
-                  default_name(design, "P", 10, reach, simple).partition("~")[2]},
-                 default_name(design, "NumRel", None, reach, simple)]
-        assert shown == [row[1].strip("`"), {row[2].strip("`~")}, row[3].strip("`")], (cell, shown)
+        shown = []
+        for measures in columns:
+            names = [default_name(design, base, cut, reach, simple) or "" for base, cut in measures]
+            shown.append(names[0] if len(names) == 1 else
+                         "~" + "".join({n.partition("~")[2] for n in names}))
+        assert shown == [cell.strip("`") for cell in row[1:]], (name, row[0], shown)
 
     for row in rows:
         methods = [token for token in re.findall(r"`([^`]+)`", row[0])
                    if token.partition(":")[0] in METHODS]
         for token in methods:
-            name, _, params = token.partition(":")
-            cls = METHODS[name]
-            named.add(name)
+            method, _, params = token.partition(":")
+            cls = METHODS[method]
+            named.add(method)
             if not cls.design.is_probability_design:
-                assert row[1].startswith("exact"), row
+                assert row[1].startswith("exact"), (name, row)
                 continue
             given = dict(param.split("=", 1) for param in params.split(";") if param)
-            resolved = resolve(cls.parameters, given, name)
+            resolved = resolve(cls.parameters, given, method)
             check(row, cls.design, cls.draws_reach_every_document(resolved),
                   cls.simple_random_sample(resolved))
         design = re.split(r"[ (]", row[0])[0]
@@ -132,7 +141,7 @@ def test_the_readme_table_of_default_estimators_is_the_code_s() -> None:
             check(row, design)
         if "census" in row[0]:
             check(row, "census")
-    assert named == set(METHODS)
+    assert named == set(METHODS), name
 
 
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
