@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("sqlalchemy")
 
 from sqlalchemy import Engine, func, inspect, select, table
+from sqlalchemy import text as sa_text
 
 from campaign_support import collection
 from sampleval.campaign.organise import Design, add_person, create_campaign, parse_grades
@@ -158,4 +159,28 @@ def test_a_migration_leaving_dangling_rows_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"foreign keys point nowhere.*nothing was changed"):
         migrate(store.engine, "t9002", config)
     assert counts(store.engine) == before
+    store.close()
+
+
+def test_revision_0008_downgrade_refuses_a_key_of_two_documents(store_url: str) -> None:
+    """Since revision 0008 a key is unique per document; down to 0007 (unique per campaign)
+    with one key on judgments of two documents fails whole: the store stays at 0008 with
+    every row (and 0008 moved through both ways keeps every row)."""
+    from sqlalchemy.exc import IntegrityError
+
+    store = judged_store(store_url)
+    before = counts(store.engine)
+    migrate(store.engine, "0007")
+    assert "ix_judgments_item" in {i["name"] for i in inspect(store.engine).get_indexes(
+        "judgments")}
+    migrate(store.engine, "head")
+    assert counts(store.engine) == before
+    with store.write() as session:
+        session.execute(sa_text("UPDATE judgments SET key = 'shared-key' WHERE id IN "
+                                "(SELECT id FROM judgments ORDER BY id LIMIT 2)"))
+    with pytest.raises(IntegrityError):
+        migrate(store.engine, "0007")
+    assert counts(store.engine) == before
+    with store.engine.connect() as connection:
+        assert connection.scalar(sa_text("SELECT version_num FROM alembic_version")) == "0008"
     store.close()

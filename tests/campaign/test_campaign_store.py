@@ -222,6 +222,13 @@ def test_a_retried_judgment_is_stored_once(store_url: str) -> None:
         counts = dict(session.execute(select(m.Judgment.key, func.count()).group_by(
             m.Judgment.key)).all())
     assert counts == {key: 1, racing: 1}
+    # a key names a judgment of its document (revision 0008): used again for another
+    # document, it is that document's judgment, not a replay of the first
+    offer = service.next_document(person, topics[0])
+    assert not service.judge(person, topics[0], offer.docno, 0.0, 1.0, key).replayed
+    with store.read() as session:
+        assert session.scalar(select(func.count()).select_from(m.Judgment)
+                              .where(m.Judgment.key == key)) == 2
     service.close()
     store.close()
 

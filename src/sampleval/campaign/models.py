@@ -19,7 +19,7 @@ One database holds any number of campaigns; every other row belongs to exactly o
 - ``items``: the documents the selector proposed, batch by batch; ``label`` is the label the
   selector observed (set when the batch was handed to ``observe``);
 - ``judgments``: every judgment ever made, never updated except to mark it retracted (undo);
-  each has the client's idempotency key, unique within the campaign;
+  each has the client's idempotency key, unique among its document's judgments;
 - ``leases``: each document offered to an assessor (item, assessor) and not judged by them
   since, with the moment its lease ends, so that a restarted server hands no leased
   document to a second assessor and accepts a judgment only of a document offered to its
@@ -40,7 +40,7 @@ One database holds any number of campaigns; every other row belongs to exactly o
 Indexes. Every index of a table is a b-tree of its own, and a transaction writes each page
 it changes in full to the WAL, so each index on ``judgments``, ``items`` or ``leases`` adds a
 page to every judgment's commit. These tables have only the indexes their hot queries use:
-the key (idempotency), ``judgments.item_id`` (a batch's labels, the votes), ``items``
+``judgments`` ``(item_id, key)`` (a batch's labels, the votes; the key's idempotency), ``items``
 ``(topic_id, docno)`` (a topic's items); queries that are rare (an undo, ``campaign
 status``) find their rows through these (``benchmarks/README.md``: pages per judgment).
 """
@@ -179,8 +179,7 @@ class Item(Base):
 
 class Judgment(Base):
     __tablename__ = "judgments"
-    __table_args__ = (UniqueConstraint("campaign_id", "key"),
-                      Index("ix_judgments_item", "item_id"))
+    __table_args__ = (Index("ix_judgments_item_key", "item_id", "key", unique=True),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))

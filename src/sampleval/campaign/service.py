@@ -7,8 +7,8 @@ who has judged each item. The store is the truth; the runtime is rebuilt from it
 (and for a campaign created while the server runs, on first use).
 
 Durability. A judgment is one row, committed before the request is answered; the client's
-idempotency key is unique within the campaign, so a retried request finds its row and
-creates no second one. When every item of a topic's open batch has a judgment, the batch is
+idempotency key is unique among the judgments of its document, so a retried request finds
+its row and creates no second one. When every item of a topic's open batch has a judgment, the batch is
 observed: in one transaction the items get the labels the selector saw, the next batch is
 proposed and stored, and the selector's state (its random generator included) is saved,
 guarded by a version number: for a method whose state splits by topic
@@ -93,10 +93,9 @@ _ASSIGNED = select(m.Assignment.id).where(m.Assignment.assessor_id == bindparam(
                                           m.Assignment.topic_id == bindparam("topic"))
 _DOCUMENT = select(m.Document.title, m.Document.text).where(
     m.Document.campaign_id == bindparam("campaign"), m.Document.docno == bindparam("docno"))
-_KNOWN_KEYS = select(m.Judgment.key, m.Judgment.assessor_id, m.Judgment.item_id,
+_KNOWN_KEYS = select(m.Judgment.item_id, m.Judgment.key, m.Judgment.assessor_id,
                      m.Judgment.label, m.Judgment.created_at).where(
-    m.Judgment.campaign_id == bindparam("campaign"),
-    m.Judgment.key.in_(bindparam("keys", expanding=True)))
+    m.Judgment.item_id.in_(bindparam("items", expanding=True)))
 _INSERT_JUDGMENTS = insert(m.JUDGMENTS)
 
 
@@ -610,7 +609,7 @@ class CampaignService:
         with state.lock:
             now = time.time()
             refusal = state.refusal(docno, person.id, runtime.info.rejudge, now)
-            if refusal is not None and not self._known_key(person.campaign_id, key):
+            if refusal is not None and not self._known_key(item[0], key):
                 raise Conflict(refusal)  # (a retry of a stored judgment is answered below)
             judged, next_docno = self._store_judging(runtime, state, record, now, offer)
         if judged.replayed:
@@ -685,10 +684,11 @@ class CampaignService:
             state.leases.setdefault(next_docno, {})[r.person.id] = lease.until
         return judged, next_docno
 
-    def _known_key(self, campaign_id: int, key: str) -> bool:
+    def _known_key(self, item_id: int, key: str) -> bool:
+        """Whether a judgment of item ``item_id`` has idempotency key ``key``."""
         with self.store.connect() as connection:
-            return connection.execute(_KNOWN_KEYS, {"campaign": campaign_id,
-                                                    "keys": [key]}).first() is not None
+            return any(row.key == key for row in connection.execute(
+                _KNOWN_KEYS, {"items": [item_id]}))
 
     @classmethod
     def _store_writes(cls, session: Connection, records: list[_Write]) -> list[_Result]:
@@ -749,27 +749,25 @@ class CampaignService:
     @staticmethod
     def _store_judgments(session: Connection, records: list[_NewJudgment]
                          ) -> list[Judged | ServiceError]:
-        """Insert judgments in one transaction; a known key is a replay (the same
-        judgment) or a conflict (another one)."""
-        known: dict[tuple[int, str], tuple[int, int, float, datetime]] = {}
-        for campaign_id in {r.person.campaign_id for r in records}:
-            keys = [r.key for r in records if r.person.campaign_id == campaign_id]
-            for key, who, item_id, label, created in session.execute(
-                    _KNOWN_KEYS, {"campaign": campaign_id, "keys": keys}):
-                known[campaign_id, key] = (who, item_id, label, created)
+        """Insert judgments in one transaction; a key known among its document's judgments
+        is a replay (the same judgment) or a conflict (another assessor's or label)."""
+        known: dict[tuple[int, str], tuple[int, float, datetime]] = {}
+        for item_id, key, who, label, created in session.execute(
+                _KNOWN_KEYS, {"items": sorted({r.item_id for r in records})}):
+            known[item_id, key] = (who, label, created)
         rows: list[dict[str, Any]] = []
         out: list[Judged | ServiceError] = []
         for r in records:
-            earlier = known.get((r.person.campaign_id, r.key))
+            earlier = known.get((r.item_id, r.key))
             if earlier is not None:
-                who, item_id, label, created = earlier
-                if (who, item_id, label) != (r.person.id, r.item_id, r.label):
+                who, label, created = earlier
+                if (who, label) != (r.person.id, r.label):
                     out.append(Conflict("this idempotency key belongs to another judgment"))
                 else:
                     out.append(Judged(r.key, r.docno, label, created, replayed=True))
                 continue
             created = m.now()
-            known[r.person.campaign_id, r.key] = (r.person.id, r.item_id, r.label, created)
+            known[r.item_id, r.key] = (r.person.id, r.label, created)
             rows.append({"campaign_id": r.person.campaign_id, "item_id": r.item_id,
                          "assessor_id": r.person.id, "label": r.label, "seconds": r.seconds,
                          "key": r.key, "created_at": created})
