@@ -432,11 +432,11 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
 def stratified_covariance(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
                           reps: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """The stratified delete-one jackknife covariance matrix of a vector estimate, from its
-    replicates as :func:`~sampleval.estimation.families.ht.stratum_jackknife` reads
-    them (``reps`` ``[m, width]`` without each listed document, ``rest`` ``[strata,
+    replicates (:func:`~sampleval.estimation.engine.replicates.strata_jackknife`'s,
+    transposed: ``reps`` ``[m, width]`` without each listed document, ``rest`` ``[strata,
     width]`` without one of h's other judged documents): sum_h (1 - f_h) (n_h - 1)/n_h
     sum_{j in S_h} (theta_(hj) - mean_h)(theta_(hj) - mean_h)'; its diagonal is
-    ``stratum_jackknife``'s variance."""
+    ``strata_jackknife``'s variance."""
     stratum, sizes, n_sampled = strata
     width = reps.shape[1]
     out = np.zeros((width, width))

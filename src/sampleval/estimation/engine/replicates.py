@@ -5,8 +5,7 @@ variance and bias, of the estimate as reported (each replicate recomputing the T
 correction), of a corrected estimate's remaining bias (``bias=taylor-jackknife``), and the
 double jackknife. Replicates are computed by updating the full sample's sums, not by
 recomputing them (``tests/unit/test_ap_kernels.py`` checks them against the recomputation).
-:func:`stratum_jackknife` is the one stratified combination of replicates, used by the
-prediction-powered family's replicates too.
+:func:`strata_jackknife` is the one stratified combination of replicates, every family's.
 
 Delete-one replicates of AP~ht's *corrected* estimates (issue 9): the jackknife applied
 on top of a bias correction, for its bias (``AP~ht(bias=taylor-jackknife)``) and for its
@@ -40,7 +39,6 @@ stratified samples (docs/research/methods.md, "Residual bias after the Taylor co
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -156,20 +154,26 @@ def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     stratum, sizes, n_sampled = strata
     value = _per(stratified_average_precision(y, stratum, sizes, n_sampled, ranks, cutoff,
                                               paper, True).value, pairs)
+    if not len(y):
+        return HTEstimate(value, np.zeros_like(value))
+    counts = n_sampled.astype(np.float64)
+    units = np.bincount(stratum, minlength=len(sizes))
+    enters = replicated(counts, sizes) & (units > 0)  # the others' replicates are not read
+    everyone = np.arange(len(y))
 
-    def replicates(h: int, rows: np.ndarray) -> np.ndarray:
+    def replicate(keep: np.ndarray, h: int) -> np.ndarray:
+        """The corrected estimate on the documents ``keep``, stratum h at n_h - 1."""
         less = n_sampled.astype(np.int64)
         less[h] -= 1
-        out = np.empty((len(rows), len(value)))
-        for i, j in enumerate(rows):  # j = -1: a document with y = 0, only the design changes
-            keep = np.arange(len(y)) != j
-            out[i] = _per(stratified_average_precision(
-                y[keep], stratum[keep], sizes, less, ranks[:, keep], cutoff, paper,
-                True).value, pairs)
-        return out
+        return _per(stratified_average_precision(y[keep], stratum[keep], sizes, less,
+                                                 ranks[:, keep], cutoff, paper, True).value,
+                    pairs)
 
-    variance, _ = stratum_jackknife(strata, replicates, len(value))
-    return HTEstimate(value, variance)
+    reps = np.array([replicate(everyone != j, h) if enters[h] else value
+                     for j, h in enumerate(stratum)]).T
+    others = np.array([replicate(everyone >= 0, h) if enters[h] and counts[h] > units[h]
+                       else value for h in range(len(sizes))]).T
+    return HTEstimate(value, strata_jackknife(reps, others, value, stratum, sizes, counts)[0])
 
 
 def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
@@ -244,37 +248,6 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     return HTEstimate(value - bias if correct else value, variance)
 
 
-def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
-                      replicates: Callable[[int, np.ndarray], np.ndarray], width: int,
-                      value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife (Wolter, Introduction to Variance Estimation, 2nd
-    ed., 2007, sec. 4.5; Jones 1974) of an estimate of ``width`` values, from its
-    replicates: ``replicates(h, rows)`` ``[len(rows), width]`` re-estimates without each
-    judged document of ``rows`` (stratum h's documents with y != 0; -1 stands for h's
-    n_h - m_h judged documents with y = 0, which share one replicate), stratum h's design at
-    n_h - 1. Returns (v, b): v = sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h}
-    (theta_(hj) - mean_h)^2, and the bias estimate b = sum_h (1 - f_h) (n_h - 1)
-    (mean_h - ``value``) (zeros without ``value``), f_h = n_h/N_h. Strata with n_h < 2, a
-    census of h, and strata without a document with y != 0 (whose replicates all equal the
-    estimate) add nothing. ``strata`` = (each document's stratum, N_h, n_h)."""
-    stratum, sizes, n_sampled = strata
-    variance, bias = np.zeros(width), np.zeros(width)
-    for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
-        members = np.flatnonzero(stratum == h)
-        if n_h < 2 or n_h >= big_n or not len(members):
-            continue
-        others = int(n_h) - len(members)  # judged documents of h with y = 0
-        shared = [-1] if others else []  # one replicate for h's documents with y = 0
-        block = replicates(h, np.r_[members, shared].astype(np.int64))
-        weight = np.r_[np.ones(len(members)), [others] if others else []]
-        mean = weight @ block / n_h
-        fpc = 1.0 - n_h / big_n
-        variance += fpc * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
-        if value is not None:
-            bias += fpc * (n_h - 1) * (mean - value)
-    return variance, bias
-
-
 def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The strata whose delete-one replicates enter the stratified jackknife: 2 <= n_h < N_h
     (one judged document leaves no replicate; a census stratum's replicates do not differ)."""
@@ -284,11 +257,15 @@ def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
                        stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife (:func:`stratum_jackknife`'s v and b) from each
-    unit's replicate ``reps`` ``[r, m]`` (unit j left out, its stratum at n_h - 1) and each
-    stratum's one replicate for its n_h - m_h judged documents that are not units
-    ``others`` ``[r, H]`` (only the weights change): (v, b) per run, every stratum at once. Strata with n_h < 2, a census of h, and strata without
-    a unit add nothing."""
+    """The stratified delete-one jackknife (Wolter, *Introduction to Variance Estimation*,
+    2nd ed., 2007, sec. 4.5; Jones 1974) from each unit's replicate ``reps`` ``[r, m]``
+    (unit j left out, its stratum h at n_h - 1) and each stratum's one replicate for its
+    n_h - m_h judged documents that are not units ``others`` ``[r, H]`` (only the weights
+    change): per row of ``value`` ``[r]``, v = sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h}
+    (theta_(hj) - mean_h)^2 and the bias estimate b = sum_h (1 - f_h) (n_h - 1)
+    (mean_h - ``value``), f_h = n_h/N_h, every stratum at once. Strata with n_h < 2, a
+    census of h, and strata without a unit (whose replicates all equal the estimate) add
+    nothing."""
     n_strata = len(sizes)
     member = np.zeros((len(stratum), n_strata))
     member[np.arange(len(stratum)), stratum] = 1.0
@@ -302,13 +279,6 @@ def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
     variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
     bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
     return variance, bias
-
-
-def stratum_rows(reps: np.ndarray, rest: np.ndarray, h: int, rows: np.ndarray) -> np.ndarray:
-    """The replicates of ``rows`` of stratum h (:func:`stratum_jackknife`) from
-    :func:`stratified_replicates`' two arrays: ``reps[j]`` for a document, ``rest[h]`` for
-    -1."""
-    return np.vstack([reps[rows[rows >= 0]], rest[h:h + 1][:int((rows < 0).sum())]])
 
 
 def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.ndarray,
