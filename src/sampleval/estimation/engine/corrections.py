@@ -210,9 +210,8 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     and denominator iR = W (y - lam_R f), prediction parts included. A stratum of two
     judged documents is at one in its replicates, where the sum over its pairs (weight
     N_h (N_h - 1)/(n_h (n_h - 1))) has no estimate: its replicates hold the full sample's,
-    whose expectation does not depend on n_h (when it was set to 0, b carried minus it for
-    every such stratum: docs/guide/audit.md, "Why audit-neyman's intervals were too wide").
-    lam (``[2, n_runs]``)
+    whose expectation does not depend on n_h (0 would make b carry minus it:
+    docs/guide/audit.md, "Why audit-neyman's intervals were too wide"). lam (``[2, n_runs]``)
     is held at the full sample's value in every replicate (it is learnt from the other
     topics, or fixed where the ratio went astray) and the predictions' frame totals stay
     as they are. The variance: sum_h (1 - f_h)(n_h - 1)/n_h sum_j (theta_T(hj) -
@@ -231,11 +230,9 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
 
     ``possible`` says per run whether every replicate that enters keeps R-hat' at or above
     the relevant documents it holds; :func:`~sampleval.estimation.engine.values.ppi_values`
-    gives a run where one does not lam = 0 for the whole topic (lam = 0 for that replicate
-    alone, lam mixed within one jackknife, raised the rms and lowered the coverage). A
-    replicate's AP-hat' outside [0, 1] is taken as it comes: on topics with a handful of
-    judged documents the Taylor term and its replicates can be far outside [0, 1], and b with
-    them (docs/research/predictions.md, "AP's remaining bias").
+    gives a run where one does not lam = 0 for the whole topic. A replicate's AP-hat'
+    outside [0, 1] is taken as it comes (docs/research/predictions.md, "AP's remaining
+    bias").
 
     Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,
     ``strata``, ``stratified``, a census) are supported: a design with independent inclusions

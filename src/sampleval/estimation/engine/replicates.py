@@ -1,40 +1,23 @@
-"""Every delete-one jackknife of the engine (Quenouille, Biometrika 1956; Tukey 1958; for
-strata Jones, JASA 1974, and Wolter, *Introduction to Variance Estimation*, 2nd ed., 2007,
-sec. 4.5; with (1 - pi)-weights on designs with independent inclusions): AP-hat's jackknife
+"""Every delete-one jackknife of AP-hat at the array level (Quenouille, Biometrika 1956;
+Tukey 1958; for strata Jones, JASA 1974, and Wolter, *Introduction to Variance Estimation*,
+2nd ed., 2007, sec. 4.5; with (1 - pi)-weights on designs with independent inclusions): its
 variance and bias, of the estimate as reported (each replicate recomputing the Taylor
-correction), of a corrected estimate's remaining bias (``bias=taylor-jackknife``), and the
-double jackknife. Replicates are computed by updating the full sample's sums, not by
-recomputing them (``tests/unit/test_ap_kernels.py`` checks them against the recomputation).
+correction), of a corrected estimate's remaining bias, and the double jackknife. Replicates
+are computed by updating the full sample's sums, not by recomputing them
+(``tests/unit/test_ap_kernels.py`` checks them against the recomputation).
 :func:`strata_jackknife` is the one stratified combination of replicates, every family's.
 
-Delete-one replicates of AP~ht's *corrected* estimates (issue 9): the jackknife applied
-on top of a bias correction, for its bias (``AP~ht(bias=taylor-jackknife)``) and for its
-variance (``AP~ht(bias=jackknife)``'s ``var=jackknife``, a double jackknife).
-
-Why: after the Taylor correction (:func:`~sampleval.estimation.families.ht._ratio`,
-Cochran 1977, ch. 6: the ratio's bias to order 1/n, estimated from the sample) AP-hat keeps a
-bias of the next order, which dominates the miss of the mean's intervals on small
-stratified samples (docs/research/methods.md, "Residual bias after the Taylor correction").
-
-- ``taylor-jackknife``: the Taylor-corrected estimate theta_T less the stratified jackknife's
-  estimate of *its* bias (Quenouille 1956; Jones 1974; Wolter 2007, sec. 4.5),
-  b = sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_T(.) - theta_T), over the replicates of
-  theta_T's jackknife variance (each recomputes AP-hat and
-  its Taylor correction without one judged document, stratum h's design at n_h - 1). A
-  jackknife bias estimate removes the O(1/n) term of a smooth estimator's bias; theta_T has
-  none left in expectation, so b estimates what remains (the O(1/n) error of the estimated
-  correction and the higher-order terms). Its variance is the replicates' jackknife
-  variance of theta_T (the jackknife-corrected estimate has the same first-order variance,
-  Efron & Tibshirani 1993, sec. 10.5). On designs with independent inclusions (Poisson,
-  with-replacement rounds) the replicates are (1 - pi_k)-weighted, whose first-order part
-  does not cancel as Quenouille's equal-weight one does; as for ``AP~ht(bias=jackknife)``
-  there (:func:`~sampleval.estimation.families.ht.average_precision_jackknife`) it is
-  taken out, b = sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/R-hat] (the
-  Taylor term is O(1/n), so AP-hat's first-order part is the estimate's).
-- ``double``: the delete-one jackknife variance of the jackknife-corrected AP-hat
-  (``stratified_average_precision(correct=True)``, ``average_precision_jackknife(
-  correct=True)``), each replicate re-running the corrected estimator without one judged
-  document (Efron & Tibshirani 1993, sec. 10.5 and 11.4, the jackknife-after-jackknife).
+- ``taylor-jackknife``: the Taylor-corrected estimate theta_T (Cochran 1977, ch. 6) less the
+  jackknife's estimate of *its* remaining bias (the O(1/n) error of the estimated correction
+  and the higher-order terms), b = sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_T(.) -
+  theta_T) over theta_T's replicates (stratum h's design at n_h - 1), with their jackknife
+  variance (the corrected estimate's first-order variance, Efron & Tibshirani 1993, sec.
+  10.5). With independent inclusions the (1 - pi_k)-weighted replicates' first-order part
+  does not cancel and is taken out: b = sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k -
+  AP-hat x_k)/R-hat].
+- ``double``: the delete-one jackknife variance of the jackknife-corrected AP-hat, each
+  replicate re-running the corrected estimator without one judged document (Efron &
+  Tibshirani 1993, sec. 10.5 and 11.4, the jackknife-after-jackknife).
 """
 
 from __future__ import annotations
