@@ -21,25 +21,18 @@ from sampleval.errors import UsageError
 from sampleval.estimation.engine.difference import Parts
 from sampleval.estimation.engine.estimands import TAKE_CORRECTION, _contrast, _run_docs
 from sampleval.estimation.engine.kernels import stratum_pair_terms
-from sampleval.estimation.engine.replicates import _corrected, replicated, strata_jackknife
+from sampleval.estimation.engine.replicates import (
+    Corrected,
+    _corrected,
+    replicated,
+    strata_jackknife,
+)
 from sampleval.estimation.engine.units import TopicData, Units, _frame_pairs, _pair_sums
 from sampleval.estimation.engine.views import relevance
 from sampleval.estimation.spec import EstimateSpec
 
 GAPS = ("jackknife", "taylor")  # the two first-order corrections a draws interval compares
 CORRECTED = ("AP", *TAKE_CORRECTION)  # the ratios corrected (``bias``)
-
-
-class Corrected(NamedTuple):
-    """One topic's estimate per run after its ``bias`` correction, its variance, the bias
-    estimate a bias-aware interval adds (0 where none), and whether every jackknife
-    replicate behind it is possible (R-hat(lam) at or above the relevant documents it
-    holds; True where no jackknife was taken)."""
-
-    value: np.ndarray
-    variance: np.ndarray
-    remaining: np.ndarray
-    possible: np.ndarray
 
 
 def _corrections(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,

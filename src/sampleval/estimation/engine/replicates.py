@@ -42,14 +42,16 @@ from sampleval.estimation.engine.kernels import (
 
 
 class Corrected(NamedTuple):
-    """The Taylor-corrected AP-hat less the jackknife's estimate of its remaining bias
-    (``value``), the jackknife variance of the Taylor-corrected estimate (``variance``) and
-    that bias estimate (``bias``: the Taylor-corrected estimate is ``value + bias``), each
-    ``[n_runs]`` (or per pair)."""
+    """A topic's estimate per run (or per pair) after its bias correction, its variance, the
+    bias estimate that remains in it (a bias-aware interval's widening; taylor-jackknife's
+    b: the Taylor-corrected estimate is ``value + remaining``; 0 where none), and whether
+    every jackknife replicate behind it is possible (R-hat(lam) at or above the relevant
+    documents it holds; True where no jackknife was taken, or none can fail)."""
 
     value: np.ndarray
     variance: np.ndarray
-    bias: np.ndarray
+    remaining: np.ndarray
+    possible: np.ndarray
 
 
 def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
@@ -64,12 +66,13 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     pi, joint = stratified_inclusion(*strata)
     value = _per(average_precision(y, pi, joint, ranks, cutoff, paper, True).value, pairs)
     if len(y) == 0:
-        return Corrected(value, np.zeros_like(value), np.zeros_like(value))
+        return Corrected(value, np.zeros_like(value), np.zeros_like(value),
+                         np.ones(value.shape, dtype=bool))
     reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, True)
     stratum, sizes, n_sampled = strata
     variance, bias = strata_jackknife(_per(reps, pairs).T, _per(rest, pairs).T, value, stratum,
                                       sizes, n_sampled.astype(np.float64))
-    return Corrected(value - bias, variance, bias)
+    return Corrected(value - bias, variance, bias, np.ones(value.shape, dtype=bool))
 
 
 def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int | None,
@@ -80,7 +83,7 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
     sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (the jackknife of theta_T's replicates)."""
     value, variance, bias = _independent(y, pi, pi_joint, ranks, cutoff, paper, True, pairs)
-    return Corrected(value - bias, variance, bias)
+    return Corrected(value - bias, variance, bias, np.ones(value.shape, dtype=bool))
 
 
 def _independent(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,

@@ -203,7 +203,7 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
         both = (taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
                 if strata is not None else
                 taylor_jackknife_independent(y, ranks, spec.cutoff, paper, pi, joint, pairs))
-        return both.value, both.variance, both.bias
+        return both.value, both.variance, both.remaining
 
     if bias == "taylor-jackknife":
         value = taylor_jack()[0]
