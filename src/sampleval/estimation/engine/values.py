@@ -26,6 +26,7 @@ from sampleval.estimation.engine.corrections import (
     design_bias,
 )
 from sampleval.estimation.engine.difference import Parts, topic_estimate
+from sampleval.estimation.engine.estimands import _contrast
 from sampleval.estimation.engine.tuning import TUNINGS, by_measure, tuned
 from sampleval.estimation.engine.units import TopicData, is_graded, is_total, topic_datas
 from sampleval.estimation.engine.views import TopicView, gain, relevance
@@ -53,6 +54,12 @@ class PPIResult(NamedTuple):
     checked: np.ndarray
     remaining: np.ndarray | None = None  # what widens a bias-aware interval
     pair_variance: np.ndarray | None = None  # with pairs: each difference's [topics, P]
+
+    def differences(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per topic and pair (a, b) of run indices (``pairs``, as computed with): the
+        difference of the estimates and its variance, both ``[topics, P]``."""
+        assert self.pair_variance is not None
+        return _contrast(self.value.T, pairs).T, self.pair_variance
 
 
 def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,

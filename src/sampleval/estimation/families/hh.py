@@ -61,10 +61,7 @@ def hh_differences(run_names: tuple[str, ...], views: list[TopicView], sample: S
     both ``[topics, P]``."""
     if sample.draws is None:
         raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
-    result = without_predictions(spec, views, sample, level, pairs)
-    assert result.pair_variance is not None
-    return (result.value[:, pairs[:, 0]] - result.value[:, pairs[:, 1]],
-            result.pair_variance)
+    return without_predictions(spec, views, sample, level, pairs).differences(pairs)
 
 
 PARTS = floored(hh_parts)

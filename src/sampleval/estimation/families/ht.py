@@ -108,10 +108,8 @@ def differences_ht(run_names: tuple[str, ...], views: list[TopicView], sample: S
     they share, with the variance of that difference (not of either run alone)."""
     topics = ht_topics(views, sample)
     if spec.base != "AP":
-        result = ppi_values(spec, topics, level, tuning="none", anticipated=False,
-                            pairs=pairs)
-        assert result.pair_variance is not None
-        return _per(result.value.T, pairs).T, result.pair_variance
+        return ppi_values(spec, topics, level, tuning="none", anticipated=False,
+                          pairs=pairs).differences(pairs)
     values = np.zeros((len(views), len(pairs)))
     variances = np.zeros_like(values)
     for t, (view, data) in enumerate(zip(views, topics, strict=True)):

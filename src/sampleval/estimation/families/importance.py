@@ -108,10 +108,7 @@ def is_differences(run_names: tuple[str, ...], views: list[TopicView], sample: S
     and its variance, s^2/n of the differences of their linearised per-draw terms (Schnabel
     et al.'s pairwise estimate, eq. 4 with the difference of the runs' weights), both
     ``[topics, P]``."""
-    result = _estimated(views, sample, spec, level, pairs)
-    assert result.pair_variance is not None
-    return (result.value[:, pairs[:, 0]] - result.value[:, pairs[:, 1]],
-            result.pair_variance)
+    return _estimated(views, sample, spec, level, pairs).differences(pairs)
 
 
 # -- the bounded intervals (eq. 17, empirical Bernstein), on arrays ----------------------------
