@@ -116,6 +116,11 @@ def test_recall_and_ndcg_by_hand() -> None:
     # 1 + 1/log2 3; the estimate 5/3 / (1 + 1/log2 3) = 1.0219 may exceed 1.
     ndcg = run_is(pool, sample, "nDCG@2~is").loc["1", "value"]
     assert ndcg == pytest.approx((5 / 3) / (1 + 1 / math.log2(3)))
+    # without a cutoff the count is not rounded (the plug-in of sec. 3, where the engine's
+    # nDCG rounds as sample_eval does): DCG-hat terms a: 1/.4, c: (1/log2 4)/.2, a -> 5/2;
+    # 10/3 documents of grade 1 fill ranks 1-3 and a third of rank 4
+    ideal = 1 + 1 / math.log2(3) + 1 / 2 + (1 / 3) / math.log2(5)
+    assert run_is(pool, sample, "nDCG~is").loc["1", "value"] == pytest.approx(2.5 / ideal)
 
 
 def test_ideal_dcg_with_fractional_counts() -> None:
