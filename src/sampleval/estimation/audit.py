@@ -383,9 +383,9 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
     the people's, both on the topic's judged documents; :func:`controlled_estimates`) and
     the ``[runs, runs]`` delete-one jackknife covariance of that vector: stratified
     (Wolter 2007, sec. 4.5) on stratified samples and censuses (the replicates of
-    :func:`~sampleval.estimation.families.ht.stratified_replicates`),
+    :func:`~sampleval.estimation.engine.replicates.stratified_replicates`),
     sum_k (1 - pi_k) (theta_(k) - theta)(theta_(k) - theta)' on the others
-    (:func:`~sampleval.estimation.families.ht.general_replicates`), as AP~ht's
+    (:func:`~sampleval.estimation.engine.replicates.general_replicates`), as AP~ht's
     ``var=jackknife`` computes each run's variance alone."""
     from sampleval.core.inclusion import judged_design
     from sampleval.estimation.engine.replicates import (
