@@ -30,6 +30,7 @@ from sampleval.estimation.engine.estimands import _contrast
 from sampleval.estimation.engine.tuning import TUNINGS, by_measure, tuned
 from sampleval.estimation.engine.units import TopicData, is_graded, is_total, topic_datas
 from sampleval.estimation.engine.views import TopicView, gain, relevance
+from sampleval.estimation.result import TopicParts
 from sampleval.estimation.spec import EstimateSpec
 
 
@@ -54,6 +55,12 @@ class PPIResult(NamedTuple):
     checked: np.ndarray
     remaining: np.ndarray | None = None  # what widens a bias-aware interval
     pair_variance: np.ndarray | None = None  # with pairs: each difference's [topics, P]
+
+    def parts(self) -> TopicParts:
+        """The rows' parts: the estimates, their variances and what widens a bias-aware
+        interval (``remaining``; 0 where none)."""
+        return TopicParts(self.value, self.variance, np.zeros_like(self.value)
+                          if self.remaining is None else self.remaining)
 
     def differences(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per topic and pair (a, b) of run indices (``pairs``, as computed with): the
@@ -187,7 +194,9 @@ def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Samp
     option and R@k's, Rprec's and nDCG's with theirs (``~hh``,
     :mod:`sampleval.estimation.families.hh`), or with ``bias`` (``~is``: none, and
     ``rounded`` False); equal to ``~ppi(weights=draws,variance=design)`` with predictions
-    all 0. Needs no predictions."""
+    all 0. Needs no predictions; a UsageError without the sample's draws."""
+    if sample.draws is None:
+        raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
               for view in views]
     return ppi_values(spec, topics, level, tuning="none", bias=bias, anticipated=False,

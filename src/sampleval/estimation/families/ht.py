@@ -90,8 +90,7 @@ def topic_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     ``topics``: :func:`ht_topics`, if already made."""
     topics = ht_topics(views, sample) if topics is None else topics
     if spec.base != "AP":
-        result = ppi_values(spec, topics, level, tuning="none", anticipated=False)
-        return TopicParts(result.value, result.variance, np.zeros_like(result.value))
+        return ppi_values(spec, topics, level, tuning="none", anticipated=False).parts()
     values = np.zeros((len(views), len(run_names)))
     variances, biases = np.zeros_like(values), np.zeros_like(values)
     for t, (view, data) in enumerate(zip(views, topics, strict=True)):

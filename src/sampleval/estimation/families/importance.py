@@ -97,8 +97,7 @@ def _estimated(views: list[TopicView], sample: Sample, spec: EstimateSpec, level
 def is_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
              spec: EstimateSpec, level: float) -> TopicParts:
     """Per topic and run: eq. 4's estimate, the variance of its normal interval, no bias."""
-    result = _estimated(views, sample, spec, level)
-    return TopicParts(result.value, result.variance, np.zeros_like(result.value))
+    return _estimated(views, sample, spec, level).parts()
 
 
 def is_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
