@@ -7,6 +7,7 @@ variance as :mod:`sampleval.estimation.engine.estimands` (Li & Kanoulas, CIKM 20
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -179,3 +180,39 @@ def _ideal_dcg(gain: np.ndarray, pi: np.ndarray,
     return ideal, np.take_along_axis(np.moveaxis(per_grade, 0, -1), position, axis=-1)
 
 
+def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
+                      replicates: Callable[[int, np.ndarray], np.ndarray], width: int,
+                      value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified delete-one jackknife (Wolter, Introduction to Variance Estimation, 2nd
+    ed., 2007, sec. 4.5; Jones 1974) of an estimate of ``width`` values, from its
+    replicates: ``replicates(h, rows)`` ``[len(rows), width]`` re-estimates without each
+    judged document of ``rows`` (stratum h's documents with y != 0; -1 stands for h's
+    n_h - m_h judged documents with y = 0, which share one replicate), stratum h's design at
+    n_h - 1. Returns (v, b): v = sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h}
+    (theta_(hj) - mean_h)^2, and the bias estimate b = sum_h (1 - f_h) (n_h - 1)
+    (mean_h - ``value``) (zeros without ``value``), f_h = n_h/N_h. Strata with n_h < 2, a
+    census of h, and strata without a document with y != 0 (whose replicates all equal the
+    estimate) add nothing. ``strata`` = (each document's stratum, N_h, n_h)."""
+    stratum, sizes, n_sampled = strata
+    variance, bias = np.zeros(width), np.zeros(width)
+    for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
+        members = np.flatnonzero(stratum == h)
+        if n_h < 2 or n_h >= big_n or not len(members):
+            continue
+        others = int(n_h) - len(members)  # judged documents of h with y = 0
+        shared = [-1] if others else []  # one replicate for h's documents with y = 0
+        block = replicates(h, np.r_[members, shared].astype(np.int64))
+        weight = np.r_[np.ones(len(members)), [others] if others else []]
+        mean = weight @ block / n_h
+        fpc = 1.0 - n_h / big_n
+        variance += fpc * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
+        if value is not None:
+            bias += fpc * (n_h - 1) * (mean - value)
+    return variance, bias
+
+
+def stratum_rows(reps: np.ndarray, rest: np.ndarray, h: int, rows: np.ndarray) -> np.ndarray:
+    """The replicates of ``rows`` of stratum h (:func:`stratum_jackknife`) from
+    :func:`stratified_replicates`' two arrays: ``reps[j]`` for a document, ``rest[h]`` for
+    -1."""
+    return np.vstack([reps[rows[rows >= 0]], rest[h:h + 1][:int((rows < 0).sum())]])

@@ -23,9 +23,9 @@ from sampleval.estimation.engine.estimands import (
     _contrast,
     _delta,
     _flat,
-    _over_rank,
     _quadratic,
     _run_docs,
+    _RunDocs,
     ap_terms,
     average_precision,
 )
@@ -38,6 +38,11 @@ from sampleval.selection.stratified import PriorStratifiedSelector
 from sampleval.selection.uniform import UniformSelector
 
 PAIRS = np.array([[0, 1], [2, 0], [3, 4]])
+
+
+def _over_rank(values: np.ndarray, docs: _RunDocs) -> np.ndarray:
+    """``values / rank`` on each run's documents (0 at padding)."""
+    return np.divide(values, docs.rank, out=np.zeros(values.shape), where=docs.rank > 0)
 
 
 # -- the reference: the numpy matrix form --------------------------------------------------------

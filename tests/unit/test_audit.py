@@ -140,8 +140,8 @@ def test_controlled_audit_of_a_judge_that_agrees_on_the_sample_is_exact(tmp_path
 def test_difference_jackknife_covariance_diagonal_is_the_jackknife_variance() -> None:
     """The stratified jackknife covariance's diagonal is stratum_jackknife's variance, and
     the variance of any contrast c is c' S c (the jackknife of the contrast)."""
+    from ht_reference import stratum_jackknife, stratum_rows
     from sampleval.estimation.audit import stratified_covariance
-    from sampleval.estimation.engine.replicates import stratum_jackknife, stratum_rows
 
     rng = np.random.default_rng(4)
     m, width = 25, 5

@@ -189,13 +189,10 @@ def test_units_forms_is_the_dense_bilinear_form_per_run() -> None:
 
 def test_vectorised_stratum_jackknife_is_the_loop_over_strata() -> None:
     """The engine's stratified jackknife of replicates (every stratum at once) gives the
-    variance and bias of ``replicates.stratum_jackknife`` (one stratum at a time), strata
+    variance and bias of ``ht_reference.stratum_jackknife`` (one stratum at a time), strata
     with one judged document, a census stratum and one without a unit included."""
-    from sampleval.estimation.engine.replicates import (
-        strata_jackknife,
-        stratum_jackknife,
-        stratum_rows,
-    )
+    from ht_reference import stratum_jackknife, stratum_rows
+    from sampleval.estimation.engine.replicates import strata_jackknife
 
     rng = np.random.default_rng(4)
     stratum = np.array([0, 0, 0, 1, 2, 2, 4])

@@ -383,9 +383,9 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
     the people's, both on the topic's judged documents; :func:`controlled_estimates`) and
     the ``[runs, runs]`` delete-one jackknife covariance of that vector: stratified
     (Wolter 2007, sec. 4.5) on stratified samples and censuses (the replicates of
-    :func:`~sampleval.estimation.families.ht.stratified_replicates`),
+    :func:`~sampleval.estimation.engine.replicates.stratified_replicates`),
     sum_k (1 - pi_k) (theta_(k) - theta)(theta_(k) - theta)' on the others
-    (:func:`~sampleval.estimation.families.ht.general_replicates`), as AP~ht's
+    (:func:`~sampleval.estimation.engine.replicates.general_replicates`), as AP~ht's
     ``var=jackknife`` computes each run's variance alone."""
     from sampleval.core.inclusion import judged_design
     from sampleval.estimation.engine.replicates import (
@@ -432,11 +432,11 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
 def stratified_covariance(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
                           reps: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """The stratified delete-one jackknife covariance matrix of a vector estimate, from its
-    replicates as :func:`~sampleval.estimation.families.ht.stratum_jackknife` reads
-    them (``reps`` ``[m, width]`` without each listed document, ``rest`` ``[strata,
+    replicates (:func:`~sampleval.estimation.engine.replicates.strata_jackknife`'s,
+    transposed: ``reps`` ``[m, width]`` without each listed document, ``rest`` ``[strata,
     width]`` without one of h's other judged documents): sum_h (1 - f_h) (n_h - 1)/n_h
     sum_{j in S_h} (theta_(hj) - mean_h)(theta_(hj) - mean_h)'; its diagonal is
-    ``stratum_jackknife``'s variance."""
+    ``strata_jackknife``'s variance."""
     stratum, sizes, n_sampled = strata
     width = reps.shape[1]
     out = np.zeros((width, width))

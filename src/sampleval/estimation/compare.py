@@ -1,63 +1,29 @@
 """Comparing runs on sampled judgments: the difference of two runs' means, its interval, a
-paired test over topics, and multiple-comparison correction (``sampleval compare``).
+paired test over topics, and multiple-comparison correction (``sampleval compare``; the
+argument and its measurements: docs/guide/compare.md, docs/research/compare.md).
 
 The per-topic difference is estimated from the one sample both runs share. Every estimator
-family in :mod:`sampleval.estimation.estimates` is, per topic, either linear in a run's per-document
-weights (the Horvitz-Thompson totals P@k, DCG@k of Li & Kanoulas, CIKM 2017, sec. 3; the
-importance estimator of Schnabel et al., ICTIR 2016, eq. 4) or a ratio whose denominator does
-not depend on the run (AP-hat, R@k, Rprec over R-hat; nDCG over IDCG-hat; xinfAP, infAP and
-statAP over their estimated R). So the difference of the two runs' estimates *is* the
-estimator applied to the difference of their weights: a judged document both runs rank alike
-adds the same term to both and cancels, and for an importance sample this is Schnabel et
-al.'s pairwise estimate (eq. 4 with weights P(x; S) - P(x; S'); eq. 13 is the sampling
-distribution that makes it efficient, ``importance`` with the pairwise form). For the ratio
-measures it is the difference of the two ratio estimates over the shared denominator. No
-second estimator is needed: :func:`compare` takes the per-topic estimates
-:func:`sampleval.estimation.estimates.estimate` returns and subtracts them.
+family is, per topic, linear in a run's per-document weights (the Horvitz-Thompson totals,
+Li & Kanoulas, CIKM 2017, sec. 3; the importance estimator, Schnabel et al., ICTIR 2016,
+eq. 4) or a ratio whose denominator does not depend on the run (AP-hat, R@k, Rprec over
+R-hat; nDCG over IDCG-hat; xinfAP, infAP and statAP over their estimated R), so the
+difference of the two runs' estimates *is* the estimator applied to the difference of their
+weights (on an importance sample, Schnabel et al.'s pairwise estimate): :func:`compare`
+subtracts the per-topic estimates :func:`sampleval.estimation.estimates.estimate` returns.
 
-Why the paired t-test over topics covers both sources of variance. With T topics, the
-estimated difference on topic t is d-hat_t = d_t + e_t: the true difference d_t plus the
-sampling error e_t, which has mean (nearly) 0 given the topic (the estimators are unbiased
-or ratio-consistent) and is independent across topics (each topic is sampled on its own).
-Over topics drawn from a population, Var(d-hat_t) = Var(d_t) + E[Var(e_t | t)], and the
-sample variance s^2 of the d-hat_t estimates exactly this sum. So mean(d-hat) +- t_{T-1}
-s / sqrt(T) accounts for the topic variation and the sampling variance together, without
-any per-topic variance of the difference: it is the "ultimate cluster" variance estimator of
-two-stage sampling (the spread of the first-stage units' estimates carries the second
-stage's variance with it), with topics as first-stage units and documents as second-stage
-units. For the fixed topics at hand (a conditional question: is the mean over *these*
-topics different?) the same interval is conservative, since s^2 then also holds Var(d_t).
-Two pairs whose true difference is 0 on every topic have d_t = 0, so the test is a t-test of
-the sampling errors alone and keeps its level as long as they are centred; the
-``compare_accuracy`` experiment measures that level, and the coverage, on TREC-COVID
-(``docs/guide/compare.md``).
-
-Degrees of freedom. The t_{T-1} reference treats the T estimated differences as equally
-variable normal draws. Sampling errors are neither: Var(d-hat_t) = tau^2 + v_t, tau^2 the
-topic variation of the true differences and v_t topic t's sampling variance, which differs
-by orders of magnitude between topics (a topic whose relevant documents the two runs rank
-differently and the design samples with small pi carries most of it), and within a topic the
-error is skewed (a rare draw of a heavily weighted document moves it far). When a few topics
-carry the variance, the statistic is in effect a t-statistic of those few skewed errors and
-t_{T-1} rejects too often, on one side (TREC-COVID round 5, 10 null pairs, 200 stratified
-10% samples: 5.4% at alpha 0.05, the excess on the side opposite the dominant topics'
-skew: in the four pairs that reject most, 6.5-8% of the time, the largest topic's errors
-have skewness -2 to -6). The remedy is to count topics by their share of the
-variance: Satterthwaite's approximation (Biometrics Bulletin 2, 1946) of s^2 = x'Mx/(T-1),
-M = I - J/T, x independent with variances w_t, by a scaled chi-square with E[x'Mx] =
-(T-1)/T sum w and Var = 2 tr(MWMW):
+The interval is mean(d-hat) +- t s / sqrt(T) over the T topics: with d-hat_t = d_t + e_t,
+e_t centred and independent across topics, s^2 estimates Var(d_t) + E[Var(e_t | t)]
+(two-stage sampling's "ultimate cluster" variance, topics as first-stage units;
+conservative for the fixed topics at hand). Degrees of freedom (``df``): Satterthwaite's
+approximation (Biometrics Bulletin 2, 1946) of s^2 = x'Mx/(T-1), M = I - J/T, x independent
+with variances w_t,
 
     nu = ((T-1)/T sum_t w_t)^2 / ((1 - 2/T) sum_t w_t^2 + (sum_t w_t)^2 / T^2),
 
-T-1 when the w_t are equal, towards 1 as one topic dominates. Where the estimator family
-gives the variance of a difference (``EstimatorFamily.differences``: ``ht``, ``hh``, ``ppi``, ``is``: the
-variance of the difference itself, not of either run), w_t = tau-hat^2 + v-hat_t with
-tau-hat^2 = max(0, s^2 - mean v-hat_t) (the ultimate-cluster split of s^2), and the test and
-interval use t_nu. On a census every v_t is 0 and nu = T-1: the ordinary paired t-test.
-With normal errors t_{T-1} already keeps its level and t_nu is conservative; the adjustment
-guards against skew concentrated in a few topics (tests/unit/test_differences.py simulates
-both). Other families keep T-1; ``df`` says which was used, and ``df="topics"`` asks for
-T-1 everywhere. Measured on the null pairs: docs/guide/compare.md.
+w_t = tau-hat^2 + v-hat_t, tau-hat^2 = max(0, s^2 - mean v-hat_t), v-hat_t the family's
+variance of topic t's difference (``EstimatorFamily.differences``: ``ht``, ``hh``, ``ppi``,
+``is``); nu = T-1 when the w_t are equal (a census), towards 1 as one topic dominates. Other
+families keep T-1; ``df="topics"`` asks for T-1 everywhere.
 
 Corrections: Holm's step-down (family-wise error) and Benjamini-Hochberg (false discovery
 rate, ``scipy.stats.false_discovery_control``), over the pairs compared.

@@ -5,9 +5,8 @@ estimates the share of relevant documents among a stratum's retrieved documents 
 (s_h + 1e-5) / (m_h + 3e-5) (``inferred.py``); for a stratum with none of its retrieved
 documents sampled yet (m_h = 0) that is 1/3, a guess, not a measurement. trec_eval's infAP
 does the same with 1/2 for the pooled but unjudged documents above a relevant one when no
-judged document lies above it. On a sparse design these guesses can carry most of the value:
-under a uniform 10% sample of TREC-COVID round 5, iP@10 is mostly 1/3 per document (0.72
-where the truth is 0.95), because most top-10 lists hold no sampled document.
+judged document lies above it. On a sparse design these guesses can carry most of the value
+(where most top-10 lists hold no sampled document, iP@10 is mostly 1/3 per document).
 
 For each (run, topic) these functions return the *imputed share*: the part of the value that
 comes from those constants (strata with nothing sampled above the rank, for NIST; no judged

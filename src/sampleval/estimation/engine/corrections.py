@@ -21,25 +21,18 @@ from sampleval.errors import UsageError
 from sampleval.estimation.engine.difference import Parts
 from sampleval.estimation.engine.estimands import TAKE_CORRECTION, _contrast, _run_docs
 from sampleval.estimation.engine.kernels import stratum_pair_terms
-from sampleval.estimation.engine.replicates import replicated, strata_jackknife
+from sampleval.estimation.engine.replicates import (
+    Corrected,
+    _corrected,
+    replicated,
+    strata_jackknife,
+)
 from sampleval.estimation.engine.units import TopicData, Units, _frame_pairs, _pair_sums
 from sampleval.estimation.engine.views import relevance
 from sampleval.estimation.spec import EstimateSpec
 
 GAPS = ("jackknife", "taylor")  # the two first-order corrections a draws interval compares
 CORRECTED = ("AP", *TAKE_CORRECTION)  # the ratios corrected (``bias``)
-
-
-class Corrected(NamedTuple):
-    """One topic's estimate per run after its ``bias`` correction, its variance, the bias
-    estimate a bias-aware interval adds (0 where none), and whether every jackknife
-    replicate behind it is possible (R-hat(lam) at or above the relevant documents it
-    holds; True where no jackknife was taken)."""
-
-    value: np.ndarray
-    variance: np.ndarray
-    remaining: np.ndarray
-    possible: np.ndarray
 
 
 def _corrections(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
@@ -210,9 +203,8 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
     and denominator iR = W (y - lam_R f), prediction parts included. A stratum of two
     judged documents is at one in its replicates, where the sum over its pairs (weight
     N_h (N_h - 1)/(n_h (n_h - 1))) has no estimate: its replicates hold the full sample's,
-    whose expectation does not depend on n_h (when it was set to 0, b carried minus it for
-    every such stratum: docs/research/audit.md, "Why audit-neyman's intervals were too wide").
-    lam (``[2, n_runs]``)
+    whose expectation does not depend on n_h (0 would make b carry minus it:
+    docs/research/audit.md, "Why audit-neyman's intervals were too wide"). lam (``[2, n_runs]``)
     is held at the full sample's value in every replicate (it is learnt from the other
     topics, or fixed where the ratio went astray) and the predictions' frame totals stay
     as they are. The variance: sum_h (1 - f_h)(n_h - 1)/n_h sum_j (theta_T(hj) -
@@ -231,11 +223,9 @@ def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: 
 
     ``possible`` says per run whether every replicate that enters keeps R-hat' at or above
     the relevant documents it holds; :func:`~sampleval.estimation.engine.values.ppi_values`
-    gives a run where one does not lam = 0 for the whole topic (lam = 0 for that replicate
-    alone, lam mixed within one jackknife, raised the rms and lowered the coverage). A
-    replicate's AP-hat' outside [0, 1] is taken as it comes: on topics with a handful of
-    judged documents the Taylor term and its replicates can be far outside [0, 1], and b with
-    them (docs/research/predictions.md, "AP's remaining bias").
+    gives a run where one does not lam = 0 for the whole topic. A replicate's AP-hat'
+    outside [0, 1] is taken as it comes (docs/research/predictions.md, "AP's remaining
+    bias").
 
     Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,
     ``strata``, ``stratified``, a census) are supported: a design with independent inclusions
@@ -319,16 +309,6 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
         inv = np.divide(1.0, counts - 1.0, out=np.zeros(counts.shape), where=counts > 1)
         return a, within, fpc, inv
 
-    def corrected(num: np.ndarray, den: np.ndarray, c_nr: np.ndarray, v_r: np.ndarray
-                  ) -> np.ndarray:
-        """theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2 from the sample's N, R-hat and the
-        HT forms (0 where R-hat is not positive, as :func:`.difference._ratio`); Q alone
-        without ``taylor``."""
-        q = np.divide(num, den, out=np.zeros(den.shape), where=den > 0)
-        if not taylor:
-            return q
-        return q + np.divide(c_nr - q * v_r, den * den, out=np.zeros(den.shape), where=den > 0)
-
     # the HT form per stratum, (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)]:
     # C(iN, iR)'s term is kappa_g SNR_g - beta_g SN_g R_g, V(iR)'s fpc a^2 ((1 + inv) RR - inv R^2)
     counts = n_sampled.astype(np.float64)
@@ -351,8 +331,8 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     v_terms = fpc * a * a * ((1.0 + inv) * rr_g - inv * r_g * r_g)
     r_sample = (a * r_g).sum(axis=1)
     n_sample = (a * xd).sum(axis=1) + 0.5 * s_u.sum(axis=1)
-    value = corrected(n_sample + fixed_n, r_sample + fixed_r, c_terms.sum(axis=1),
-                      v_terms.sum(axis=1))
+    value = _corrected(n_sample + fixed_n, r_sample + fixed_r, v_terms.sum(axis=1),
+                       c_terms.sum(axis=1), taylor)
 
     # stratum h at n_h - 1, no document left out ([r, h]). Only the weights involving h
     # change: a'_h, W'_gh = a_g a'_h (g != h) and W'_hh; so for g != h, SN'_g = SN_g + a_g
@@ -382,8 +362,9 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     # the sum over its pairs: that is held at the full sample's estimate (its expectation does
     # not depend on n_h), not set to 0
     held_n = np.where((counts == 2) & (counts < sizes), 0.5 * within * u_own, 0.0)  # [r, H]
-    others = corrected(n_less + held_n + fixed_n[:, None],
-                       r_rest + a_less * r_g + fixed_r[:, None], c_rest + c_h, v_rest + v_h)
+    others = _corrected(n_less + held_n + fixed_n[:, None],
+                        r_rest + a_less * r_g + fixed_r[:, None], v_rest + v_h, c_rest + c_h,
+                        taylor)
 
     # leaving out unit j of stratum h also takes its row and column of pairs: from stratum
     # g != h, W'_hg Z_jg in SN'_g and W'_hg sum_l r_l Z_lj in SNR'_g, W'_hg = a'_h a_g; so
@@ -407,8 +388,8 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
                              snr_less[:, h] - r * taken - within_less[h] * zc_own,
                              r_g[:, h] - r, rr_g[:, h] - r * r, h)
     r_reps = r_rest[:, h] + a_less[h] * (r_g[:, h] - r) + fixed_r[:, None]
-    reps = corrected(n_less[:, h] - taken + held_n[:, h] + fixed_n[:, None], r_reps,
-                     c_rest[:, h] - d_col + d_row + c_own, v_rest[:, h] + v_own)
+    reps = _corrected(n_less[:, h] - taken + held_n[:, h] + fixed_n[:, None], r_reps,
+                      v_rest[:, h] + v_own, c_rest[:, h] - d_col + d_row + c_own, taylor)
     found = y[data.distinct].sum()  # the ht form's units are distinct documents
     used = replicated(counts, sizes)
     possible = (_possible(r_reps, found - y, used[h])

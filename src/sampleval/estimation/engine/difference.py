@@ -69,11 +69,14 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray, num_y: np.ndarray,
 Estimate = Callable[[np.ndarray], Parts]
 
 
-def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimate:
+def topic_estimate(spec: EstimateSpec, level: float, data: TopicData,
+                   rounded: bool = True) -> Estimate:
     """The estimate of ``spec`` for every run of one topic as a function of lam
     (``[2, n_runs]``: the predictions' coefficients in the numerator and in the denominator
     of a ratio; a linear measure uses the first), with its linearised per-unit values
-    (:class:`Parts`). The sums that do not depend on lam are made once, here."""
+    (:class:`Parts`). The sums that do not depend on lam are made once, here. ``rounded``:
+    nDCG's ideal DCG from the grade counts rounded as sample_eval rounds them, else from the
+    estimated counts themselves (importance sampling's plug-in, Schnabel et al. 2016, sec. 3)."""
     graded = is_graded(spec.base)
     value: Callable[[np.ndarray], np.ndarray] = (
         gain if graded else (lambda v: relevance(v, level)))
@@ -99,7 +102,7 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
         return lambda lam: Parts(total_y - lam[0] * (total_f - frame_linear), share_y, u_f,
                                  defined)
     if spec.base == "nDCG":
-        return _ndcg(y, f, frame_f, data, cut)
+        return _ndcg(y, f, frame_f, data, cut, rounded)
     r_y, den_y = _linear(1.0, y, units)  # R: the same for every run
     r_f, den_f = _linear(1.0, f, units)
     frame_r = frame_f.sum()
@@ -136,9 +139,9 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData) -> Estimat
 
 
 def _ndcg(y: np.ndarray, f: np.ndarray, frame_f: np.ndarray, data: TopicData,
-          cutoff: int | None) -> Estimate:
-    """nDCG = DCG-hat / IDCG(rounded N-hat_g): each grade's count a difference estimate, the
-    predicted indicator of grade g linear in f between integer grades."""
+          cutoff: int | None, rounded: bool = True) -> Estimate:
+    """nDCG = DCG-hat / IDCG(N-hat_g, rounded if ``rounded``): each grade's count a difference
+    estimate, the predicted indicator of grade g linear in f between integer grades."""
     units = data.units
     coef = rank_coefficients("DCG", data.ranks, cutoff)
     d_y, num_y = _linear(coef, y, units)
@@ -157,7 +160,8 @@ def _ndcg(y: np.ndarray, f: np.ndarray, frame_f: np.ndarray, data: TopicData,
     def at(lam: np.ndarray) -> Parts:
         counts = count_y - lam[1][None, :] * count_f  # [G, n_runs]
         possible = (counts >= found - 1e-9).all(axis=0)
-        counts = np.maximum(np.floor(counts + 0.5), 0.0)  # rounded as sample_eval rounds
+        if rounded:  # as sample_eval rounds
+            counts = np.maximum(np.floor(counts + 0.5), 0.0)
         if len(grades):
             ideal, slope = ideal_dcg(grades, counts, cutoff)  # [n_runs], [G, n_runs]
         else:

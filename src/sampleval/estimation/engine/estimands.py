@@ -136,11 +136,6 @@ def _columns(values: np.ndarray, docs: _RunDocs) -> np.ndarray:
     return np.where(docs.rank > 0, _flat(values).T[docs.doc], 0.0)
 
 
-def _over_rank(values: np.ndarray, docs: _RunDocs) -> np.ndarray:
-    """``values / rank`` on each run's documents (0 at padding)."""
-    return np.divide(values, docs.rank, out=np.zeros(values.shape), where=docs.rank > 0)
-
-
 def _quadratic(x: np.ndarray, docs: _RunDocs, delta: np.ndarray) -> np.ndarray:
     """sum_{k,l} x_k delta_kl x_l over each run's documents: ``[n_runs, B]``."""
     return quadratic(np.ascontiguousarray(x, dtype=np.float64), docs.doc, delta)

@@ -105,7 +105,7 @@ def quadratic(x: np.ndarray, doc: np.ndarray, delta: np.ndarray) -> np.ndarray:
 def deleted_pair_sums(y_run: np.ndarray, rank: np.ndarray, doc: np.ndarray, pi: np.ndarray,
                       pi_joint: np.ndarray, paper: bool, dx: np.ndarray, delta: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What deleting one document changes (``horvitz_thompson.general_replicates``), per
+    """What deleting one document changes (:func:`.replicates.general_replicates`), per
     run and document k (``y_run`` ``[n_runs, K]``): its row sum c_k = sum_l P_kl, and
     sum_l P_lk dx_l and sum_l P_lk delta_kl over the run's documents (``dx``, ``delta``
     indexed by judged document); and per run and judged document j, sum_k c_k delta_jk
@@ -153,7 +153,7 @@ def stratum_pair_sums(y_run: np.ndarray, rank: np.ndarray, g_run: np.ndarray, a:
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                  np.ndarray]:
     """Sums over the other documents l of each run's document k of Q_kl = y_k y_l /
-    max(rank_k, rank_l) (``horvitz_thompson.stratified_replicates``): B_kg, over the
+    max(rank_k, rank_l) (:func:`.replicates.stratified_replicates`): B_kg, over the
     documents of stratum g (``[n_runs, K, strata]``); sum_l a_g(l) Q_kl and sum_l a_g(l)
     Q_kl dx_l; over k's own stratum, sum_l Q_kl, sum_l Q_kl dx_l and sum_l Q_kl dx_own_l
     (each ``[n_runs, K]``; ``dx``, ``dx_own`` per run and document like ``y_run``, ``a``
@@ -197,7 +197,7 @@ def stratum_design_sums(c: np.ndarray, c_own: np.ndarray, dx: np.ndarray, dx_own
                         by_g: np.ndarray, a_k: np.ndarray, step: np.ndarray
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per run and stratum h, sums over the run's documents k under h's replicate design
-    (``horvitz_thompson.stratified_replicates``): k's contribution there is ``c_own`` (and
+    (:func:`.replicates.stratified_replicates`): k's contribution there is ``c_own`` (and
     its (Dx)_k ``dx_own``) when k is in h, else ``c`` + a_g(k) ``step``_h B_kh (``by_g``
     ``[n_runs, K, strata]``) with ``dx``. Returns sum_k c_k, sum_k c_k (Dx)_k, and over the
     documents of h only, sum c_k and sum ``diag``_k, each ``[n_runs, strata]``."""

@@ -1,46 +1,27 @@
-"""Every delete-one jackknife of the engine (Quenouille, Biometrika 1956; Tukey 1958; for
-strata Jones, JASA 1974, and Wolter, *Introduction to Variance Estimation*, 2nd ed., 2007,
-sec. 4.5; with (1 - pi)-weights on designs with independent inclusions): AP-hat's jackknife
+"""Every delete-one jackknife of AP-hat at the array level (Quenouille, Biometrika 1956;
+Tukey 1958; for strata Jones, JASA 1974, and Wolter, *Introduction to Variance Estimation*,
+2nd ed., 2007, sec. 4.5; with (1 - pi)-weights on designs with independent inclusions): its
 variance and bias, of the estimate as reported (each replicate recomputing the Taylor
-correction), of a corrected estimate's remaining bias (``bias=taylor-jackknife``), and the
-double jackknife. Replicates are computed by updating the full sample's sums, not by
-recomputing them (``tests/unit/test_ap_kernels.py`` checks them against the recomputation).
-:func:`stratum_jackknife` is the one stratified combination of replicates, used by the
-prediction-powered family's replicates too.
+correction), of a corrected estimate's remaining bias, and the double jackknife. Replicates
+are computed by updating the full sample's sums, not by recomputing them
+(``tests/unit/test_ap_kernels.py`` checks them against the recomputation).
+:func:`strata_jackknife` is the one stratified combination of replicates, every family's.
 
-Delete-one replicates of AP~ht's *corrected* estimates (issue 9): the jackknife applied
-on top of a bias correction, for its bias (``AP~ht(bias=taylor-jackknife)``) and for its
-variance (``AP~ht(bias=jackknife)``'s ``var=jackknife``, a double jackknife).
-
-Why: after the Taylor correction (:func:`~sampleval.estimation.families.ht._ratio`,
-Cochran 1977, ch. 6: the ratio's bias to order 1/n, estimated from the sample) AP-hat keeps a
-bias of the next order, which dominates the miss of the mean's intervals on small
-stratified samples (docs/research/methods.md, "Residual bias after the Taylor correction").
-
-- ``taylor-jackknife``: the Taylor-corrected estimate theta_T less the stratified jackknife's
-  estimate of *its* bias (Quenouille 1956; Jones 1974; Wolter 2007, sec. 4.5),
-  b = sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_T(.) - theta_T), over the replicates of
-  theta_T's jackknife variance (each recomputes AP-hat and
-  its Taylor correction without one judged document, stratum h's design at n_h - 1). A
-  jackknife bias estimate removes the O(1/n) term of a smooth estimator's bias; theta_T has
-  none left in expectation, so b estimates what remains (the O(1/n) error of the estimated
-  correction and the higher-order terms). Its variance is the replicates' jackknife
-  variance of theta_T (the jackknife-corrected estimate has the same first-order variance,
-  Efron & Tibshirani 1993, sec. 10.5). On designs with independent inclusions (Poisson,
-  with-replacement rounds) the replicates are (1 - pi_k)-weighted, whose first-order part
-  does not cancel as Quenouille's equal-weight one does; as for ``AP~ht(bias=jackknife)``
-  there (:func:`~sampleval.estimation.families.ht.average_precision_jackknife`) it is
-  taken out, b = sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k - AP-hat x_k)/R-hat] (the
-  Taylor term is O(1/n), so AP-hat's first-order part is the estimate's).
-- ``double``: the delete-one jackknife variance of the jackknife-corrected AP-hat
-  (``stratified_average_precision(correct=True)``, ``average_precision_jackknife(
-  correct=True)``), each replicate re-running the corrected estimator without one judged
-  document (Efron & Tibshirani 1993, sec. 10.5 and 11.4, the jackknife-after-jackknife).
+- ``taylor-jackknife``: the Taylor-corrected estimate theta_T (Cochran 1977, ch. 6) less the
+  jackknife's estimate of *its* remaining bias (the O(1/n) error of the estimated correction
+  and the higher-order terms), b = sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_T(.) -
+  theta_T) over theta_T's replicates (stratum h's design at n_h - 1), with their jackknife
+  variance (the corrected estimate's first-order variance, Efron & Tibshirani 1993, sec.
+  10.5). With independent inclusions the (1 - pi_k)-weighted replicates' first-order part
+  does not cancel and is taken out: b = sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k -
+  AP-hat x_k)/R-hat].
+- ``double``: the delete-one jackknife variance of the jackknife-corrected AP-hat, each
+  replicate re-running the corrected estimator without one judged document (Efron &
+  Tibshirani 1993, sec. 10.5 and 11.4, the jackknife-after-jackknife).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -61,14 +42,16 @@ from sampleval.estimation.engine.kernels import (
 
 
 class Corrected(NamedTuple):
-    """The Taylor-corrected AP-hat less the jackknife's estimate of its remaining bias
-    (``value``), the jackknife variance of the Taylor-corrected estimate (``variance``) and
-    that bias estimate (``bias``: the Taylor-corrected estimate is ``value + bias``), each
-    ``[n_runs]`` (or per pair)."""
+    """A topic's estimate per run (or per pair) after its bias correction, its variance, the
+    bias estimate that remains in it (a bias-aware interval's widening; taylor-jackknife's
+    b: the Taylor-corrected estimate is ``value + remaining``; 0 where none), and whether
+    every jackknife replicate behind it is possible (R-hat(lam) at or above the relevant
+    documents it holds; True where no jackknife was taken, or none can fail)."""
 
     value: np.ndarray
     variance: np.ndarray
-    bias: np.ndarray
+    remaining: np.ndarray
+    possible: np.ndarray
 
 
 def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper: bool,
@@ -83,12 +66,13 @@ def taylor_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     pi, joint = stratified_inclusion(*strata)
     value = _per(average_precision(y, pi, joint, ranks, cutoff, paper, True).value, pairs)
     if len(y) == 0:
-        return Corrected(value, np.zeros_like(value), np.zeros_like(value))
+        return Corrected(value, np.zeros_like(value), np.zeros_like(value),
+                         np.ones(value.shape, dtype=bool))
     reps, rest = stratified_replicates(y, strata, ranks, cutoff, paper, True)
     stratum, sizes, n_sampled = strata
     variance, bias = strata_jackknife(_per(reps, pairs).T, _per(rest, pairs).T, value, stratum,
                                       sizes, n_sampled.astype(np.float64))
-    return Corrected(value - bias, variance, bias)
+    return Corrected(value - bias, variance, bias, np.ones(value.shape, dtype=bool))
 
 
 def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int | None,
@@ -99,7 +83,7 @@ def taylor_jackknife_independent(y: np.ndarray, ranks: np.ndarray, cutoff: int |
     R-hat], c_k document k's share of AP-hat's numerator, x_k = y_k/pi_k; the variance
     sum_k (1 - pi_k) (theta_T(k) - theta_T)^2 (the jackknife of theta_T's replicates)."""
     value, variance, bias = _independent(y, pi, pi_joint, ranks, cutoff, paper, True, pairs)
-    return Corrected(value - bias, variance, bias)
+    return Corrected(value - bias, variance, bias, np.ones(value.shape, dtype=bool))
 
 
 def _independent(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndarray, ranks: np.ndarray,
@@ -156,20 +140,26 @@ def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     stratum, sizes, n_sampled = strata
     value = _per(stratified_average_precision(y, stratum, sizes, n_sampled, ranks, cutoff,
                                               paper, True).value, pairs)
+    if not len(y):
+        return HTEstimate(value, np.zeros_like(value))
+    counts = n_sampled.astype(np.float64)
+    units = np.bincount(stratum, minlength=len(sizes))
+    enters = replicated(counts, sizes) & (units > 0)  # the others' replicates are not read
+    everyone = np.arange(len(y))
 
-    def replicates(h: int, rows: np.ndarray) -> np.ndarray:
+    def replicate(keep: np.ndarray, h: int) -> np.ndarray:
+        """The corrected estimate on the documents ``keep``, stratum h at n_h - 1."""
         less = n_sampled.astype(np.int64)
         less[h] -= 1
-        out = np.empty((len(rows), len(value)))
-        for i, j in enumerate(rows):  # j = -1: a document with y = 0, only the design changes
-            keep = np.arange(len(y)) != j
-            out[i] = _per(stratified_average_precision(
-                y[keep], stratum[keep], sizes, less, ranks[:, keep], cutoff, paper,
-                True).value, pairs)
-        return out
+        return _per(stratified_average_precision(y[keep], stratum[keep], sizes, less,
+                                                 ranks[:, keep], cutoff, paper, True).value,
+                    pairs)
 
-    variance, _ = stratum_jackknife(strata, replicates, len(value))
-    return HTEstimate(value, variance)
+    reps = np.array([replicate(everyone != j, h) if enters[h] else value
+                     for j, h in enumerate(stratum)]).T
+    others = np.array([replicate(everyone >= 0, h) if enters[h] and counts[h] > units[h]
+                       else value for h in range(len(sizes))]).T
+    return HTEstimate(value, strata_jackknife(reps, others, value, stratum, sizes, counts)[0])
 
 
 def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
@@ -244,37 +234,6 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
     return HTEstimate(value - bias if correct else value, variance)
 
 
-def stratum_jackknife(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
-                      replicates: Callable[[int, np.ndarray], np.ndarray], width: int,
-                      value: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife (Wolter, Introduction to Variance Estimation, 2nd
-    ed., 2007, sec. 4.5; Jones 1974) of an estimate of ``width`` values, from its
-    replicates: ``replicates(h, rows)`` ``[len(rows), width]`` re-estimates without each
-    judged document of ``rows`` (stratum h's documents with y != 0; -1 stands for h's
-    n_h - m_h judged documents with y = 0, which share one replicate), stratum h's design at
-    n_h - 1. Returns (v, b): v = sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h}
-    (theta_(hj) - mean_h)^2, and the bias estimate b = sum_h (1 - f_h) (n_h - 1)
-    (mean_h - ``value``) (zeros without ``value``), f_h = n_h/N_h. Strata with n_h < 2, a
-    census of h, and strata without a document with y != 0 (whose replicates all equal the
-    estimate) add nothing. ``strata`` = (each document's stratum, N_h, n_h)."""
-    stratum, sizes, n_sampled = strata
-    variance, bias = np.zeros(width), np.zeros(width)
-    for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
-        members = np.flatnonzero(stratum == h)
-        if n_h < 2 or n_h >= big_n or not len(members):
-            continue
-        others = int(n_h) - len(members)  # judged documents of h with y = 0
-        shared = [-1] if others else []  # one replicate for h's documents with y = 0
-        block = replicates(h, np.r_[members, shared].astype(np.int64))
-        weight = np.r_[np.ones(len(members)), [others] if others else []]
-        mean = weight @ block / n_h
-        fpc = 1.0 - n_h / big_n
-        variance += fpc * (n_h - 1) / n_h * (weight @ (block - mean) ** 2)
-        if value is not None:
-            bias += fpc * (n_h - 1) * (mean - value)
-    return variance, bias
-
-
 def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The strata whose delete-one replicates enter the stratified jackknife: 2 <= n_h < N_h
     (one judged document leaves no replicate; a census stratum's replicates do not differ)."""
@@ -284,11 +243,15 @@ def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
                        stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified delete-one jackknife (:func:`stratum_jackknife`'s v and b) from each
-    unit's replicate ``reps`` ``[r, m]`` (unit j left out, its stratum at n_h - 1) and each
-    stratum's one replicate for its n_h - m_h judged documents that are not units
-    ``others`` ``[r, H]`` (only the weights change): (v, b) per run, every stratum at once. Strata with n_h < 2, a census of h, and strata without
-    a unit add nothing."""
+    """The stratified delete-one jackknife (Wolter, *Introduction to Variance Estimation*,
+    2nd ed., 2007, sec. 4.5; Jones 1974) from each unit's replicate ``reps`` ``[r, m]``
+    (unit j left out, its stratum h at n_h - 1) and each stratum's one replicate for its
+    n_h - m_h judged documents that are not units ``others`` ``[r, H]`` (only the weights
+    change): per row of ``value`` ``[r]``, v = sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h}
+    (theta_(hj) - mean_h)^2 and the bias estimate b = sum_h (1 - f_h) (n_h - 1)
+    (mean_h - ``value``), f_h = n_h/N_h, every stratum at once. Strata with n_h < 2, a
+    census of h, and strata without a unit (whose replicates all equal the estimate) add
+    nothing."""
     n_strata = len(sizes)
     member = np.zeros((len(stratum), n_strata))
     member[np.arange(len(stratum)), stratum] = 1.0
@@ -302,13 +265,6 @@ def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
     variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
     bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
     return variance, bias
-
-
-def stratum_rows(reps: np.ndarray, rest: np.ndarray, h: int, rows: np.ndarray) -> np.ndarray:
-    """The replicates of ``rows`` of stratum h (:func:`stratum_jackknife`) from
-    :func:`stratified_replicates`' two arrays: ``reps[j]`` for a document, ``rest[h]`` for
-    -1."""
-    return np.vstack([reps[rows[rows >= 0]], rest[h:h + 1][:int((rows < 0).sum())]])
 
 
 def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.ndarray,

@@ -139,14 +139,9 @@ def sample_form(sample: Sample, base: str | None = None) -> str:
     importance samples, with-replacement samples with draws but no rounds, and every
     measure on active samples with a share (``active``'s default).
 
-    Why, on active samples without a share: the per-draw form stays unbiased under adaptive
-    draws, where ``~ht``'s is not (provided every round can draw every document), but for
-    P@10 its rms error is several times ``~ht``'s with the poorer predictors, while for AP,
-    whose ``~ht`` estimate is biased there, it is lower; R, Rprec and nDCG are ratios with
-    the same adaptive denominator as AP and follow it. With a uniform share
-    (``active:uniform=a``, a > 0; ``active``'s default 0.2) each draw can reach every pooled
-    document, which the per-draw form's unbiasedness needs, so every measure takes
-    ``draws``, as ``~hh`` is there every measure's default. Measured in docs/research/predictions.md,
+    The per-draw form stays unbiased under adaptive draws where every draw can reach every
+    pooled document (a uniform share, ``active:uniform=a``, a > 0), which ``~ht``'s is not;
+    why the linear measures keep ``ht`` without a share: docs/research/predictions.md,
     "Active sampling", "Active sampling: AP~hh and the defaults" and "A uniform share"."""
     if not has_inclusion(sample):
         return "draws"

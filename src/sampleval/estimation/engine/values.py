@@ -26,9 +26,11 @@ from sampleval.estimation.engine.corrections import (
     design_bias,
 )
 from sampleval.estimation.engine.difference import Parts, topic_estimate
+from sampleval.estimation.engine.estimands import _contrast
 from sampleval.estimation.engine.tuning import TUNINGS, by_measure, tuned
 from sampleval.estimation.engine.units import TopicData, is_graded, is_total, topic_datas
 from sampleval.estimation.engine.views import TopicView, gain, relevance
+from sampleval.estimation.result import TopicParts
 from sampleval.estimation.spec import EstimateSpec
 
 
@@ -54,11 +56,23 @@ class PPIResult(NamedTuple):
     remaining: np.ndarray | None = None  # what widens a bias-aware interval
     pair_variance: np.ndarray | None = None  # with pairs: each difference's [topics, P]
 
+    def parts(self) -> TopicParts:
+        """The rows' parts: the estimates, their variances and what widens a bias-aware
+        interval (``remaining``; 0 where none)."""
+        return TopicParts(self.value, self.variance, np.zeros_like(self.value)
+                          if self.remaining is None else self.remaining)
+
+    def differences(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per topic and pair (a, b) of run indices (``pairs``, as computed with): the
+        difference of the estimates and its variance, both ``[topics, P]``."""
+        assert self.pair_variance is not None
+        return _contrast(self.value.T, pairs).T, self.pair_variance
+
 
 def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
                tuning: str = "by-measure", bias: str | None = None,
-               anticipated: bool | None = None, pairs: np.ndarray | None = None
-               ) -> PPIResult:
+               anticipated: bool | None = None, pairs: np.ndarray | None = None,
+               rounded: bool = True) -> PPIResult:
     """Per-topic estimates of ``spec`` and their variances for every run, with lam tuned as
     ``tuning`` says (``by-measure``, ``cross-fit``, ``plug-in``, ``none``; the module
     docstring);
@@ -72,7 +86,8 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     measure takes the anticipated variance (None: as its ``variance`` option says).
     ``pairs`` (``[P, 2]`` run indices): also the variance of each pair's difference, the same
     variance estimator applied to the difference of the two runs' linearised values (or
-    replicates, or anticipated residuals) at each run's final lam."""
+    replicates, or anticipated residuals) at each run's final lam. ``rounded``:
+    :func:`~.difference.topic_estimate`'s."""
     if bias is None:
         bias = (design_bias(spec, topics[0].units) if spec.base in CORRECTED and topics
                 else "none")
@@ -81,7 +96,7 @@ def ppi_values(spec: EstimateSpec, topics: list[TopicData], level: float,
     if tuning == "by-measure":
         tuning = by_measure(spec.base)
     n_runs = topics[0].ranks.shape[0] if topics else 0
-    estimates = [topic_estimate(spec, level, data) for data in topics]
+    estimates = [topic_estimate(spec, level, data, rounded) for data in topics]
     lam = np.ones((len(topics), 2, n_runs))
     if tuning != "none":
         gram = np.zeros((len(topics), 2, 2))
@@ -172,12 +187,17 @@ def _pair_variance(spec: EstimateSpec, level: float, data: TopicData, lam: np.nd
 
 
 def without_predictions(spec: EstimateSpec, views: list[TopicView], sample: Sample,
-                        level: float, pairs: np.ndarray | None = None) -> PPIResult:
+                        level: float, pairs: np.ndarray | None = None,
+                        bias: str | None = None, rounded: bool = True) -> PPIResult:
     """``spec`` in the ``draws`` form with every prediction 0, where lam has no part: the
     per-draw (Hansen-Hurwitz) estimate and its design variance, AP's with its ``bias``
     option and R@k's, Rprec's and nDCG's with theirs (``~hh``,
-    :mod:`sampleval.estimation.families.hh`); equal to ``~ppi(weights=draws,variance=design)`` with predictions
-    all 0. Needs no predictions."""
+    :mod:`sampleval.estimation.families.hh`), or with ``bias`` (``~is``: none, and
+    ``rounded`` False); equal to ``~ppi(weights=draws,variance=design)`` with predictions
+    all 0. Needs no predictions; a UsageError without the sample's draws."""
+    if sample.draws is None:
+        raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
     topics = [topic_datas(view, sample, "draws", [np.zeros(len(view.sample.docnos))])[0]
               for view in views]
-    return ppi_values(spec, topics, level, tuning="none", anticipated=False, pairs=pairs)
+    return ppi_values(spec, topics, level, tuning="none", bias=bias, anticipated=False,
+                      pairs=pairs, rounded=rounded)

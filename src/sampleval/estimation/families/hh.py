@@ -29,7 +29,6 @@ from __future__ import annotations
 import numpy as np
 
 from sampleval.core.sample import Sample
-from sampleval.errors import UsageError
 from sampleval.estimation.engine.values import without_predictions
 from sampleval.estimation.engine.views import TopicView
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
@@ -45,12 +44,7 @@ def hh_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
     Taylor correction, module docstring; 0 elsewhere), each ``[topics, runs]``: the
     prediction-powered engine's ``draws`` form with every prediction 0
     (:func:`~sampleval.estimation.engine.values.without_predictions`)."""
-    if sample.draws is None:
-        raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
-    result = without_predictions(spec, views, sample, level)
-    biases = result.remaining  # AP's gap between its two corrections, if asked for
-    return TopicParts(result.value, result.variance,
-                      np.zeros_like(result.value) if biases is None else biases)
+    return without_predictions(spec, views, sample, level).parts()
 
 
 def hh_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -59,12 +53,7 @@ def hh_differences(run_names: tuple[str, ...], views: list[TopicView], sample: S
     """Per topic and pair (a, b) of run indices (``pairs`` ``[P, 2]``): the estimated
     difference ``spec``_a - ``spec``_b and the variance of that difference over the draws,
     both ``[topics, P]``."""
-    if sample.draws is None:
-        raise UsageError(f"{spec.name} needs the sample's draws with their probabilities")
-    result = without_predictions(spec, views, sample, level, pairs)
-    assert result.pair_variance is not None
-    return (result.value[:, pairs[:, 0]] - result.value[:, pairs[:, 1]],
-            result.pair_variance)
+    return without_predictions(spec, views, sample, level, pairs).differences(pairs)
 
 
 PARTS = floored(hh_parts)

@@ -90,8 +90,7 @@ def topic_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     ``topics``: :func:`ht_topics`, if already made."""
     topics = ht_topics(views, sample) if topics is None else topics
     if spec.base != "AP":
-        result = ppi_values(spec, topics, level, tuning="none", anticipated=False)
-        return TopicParts(result.value, result.variance, np.zeros_like(result.value))
+        return ppi_values(spec, topics, level, tuning="none", anticipated=False).parts()
     values = np.zeros((len(views), len(run_names)))
     variances, biases = np.zeros_like(values), np.zeros_like(values)
     for t, (view, data) in enumerate(zip(views, topics, strict=True)):
@@ -108,10 +107,8 @@ def differences_ht(run_names: tuple[str, ...], views: list[TopicView], sample: S
     they share, with the variance of that difference (not of either run alone)."""
     topics = ht_topics(views, sample)
     if spec.base != "AP":
-        result = ppi_values(spec, topics, level, tuning="none", anticipated=False,
-                            pairs=pairs)
-        assert result.pair_variance is not None
-        return _per(result.value.T, pairs).T, result.pair_variance
+        return ppi_values(spec, topics, level, tuning="none", anticipated=False,
+                          pairs=pairs).differences(pairs)
     values = np.zeros((len(views), len(pairs)))
     variances = np.zeros_like(values)
     for t, (view, data) in enumerate(zip(views, topics, strict=True)):
@@ -203,7 +200,7 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
         both = (taylor_jackknife(y, ranks, spec.cutoff, paper, strata, pairs)
                 if strata is not None else
                 taylor_jackknife_independent(y, ranks, spec.cutoff, paper, pi, joint, pairs))
-        return both.value, both.variance, both.bias
+        return both.value, both.variance, both.remaining
 
     if bias == "taylor-jackknife":
         value = taylor_jack()[0]

@@ -1,7 +1,10 @@
 """Importance-sampling estimators (Schnabel, Swaminathan, Frazier & Joachims, "Unbiased
 Comparative Evaluation of Ranking Functions", ICTIR 2016). The sampling distributions Q are
-the selection method's (:mod:`sampleval.selection.priors`); the estimator reads Q from the
-sample (:func:`sampleval.core.design.draw_distribution`).
+the selection method's (:mod:`sampleval.selection.priors`). Eq. 4 and its normal interval are
+the engine's per-draw form with every prediction 0 (:mod:`sampleval.estimation.engine.values`,
+as ``~hh`` without a ratio-bias correction); what is specific to importance sampling here is
+nDCG's unrounded plug-in ideal and the Hoeffding and Bernstein intervals, which read Q over
+the whole frame (:func:`sampleval.core.design.draw_distribution`).
 
 Measures that decompose over documents, U(h) = sum_y lambda(rank_h(y)) rel(y) over a topic's
 frame, are estimated from n i.i.d. draws x_1..x_n from Q by (eq. 4)
@@ -65,10 +68,11 @@ from sampleval.core.design import draw_distribution
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.estimands import ideal_dcg
-from sampleval.estimation.engine.views import TopicView, gain, relevance
+from sampleval.estimation.engine.values import PPIResult, without_predictions
+from sampleval.estimation.engine.views import TopicView, gain, relevance, topic_draws
 from sampleval.estimation.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimation.options import pick
-from sampleval.estimation.result import TopicParts, summarise, z_value
+from sampleval.estimation.result import TopicParts, rows, summarise
 from sampleval.estimation.spec import EstimateSpec
 from sampleval.measures.weights import at_rank
 
@@ -77,7 +81,36 @@ DEFAULT_INTERVAL = "normal"
 _LINEAR = ("P", "DCG")
 _UPPER = {"P": 1.0, "R": 1.0, "nDCG": 1.0, "DCG": np.inf}
 
-# -- the estimator, on arrays -----------------------------------------------------------------
+# -- eq. 4 and the normal interval (eq. 16): the engine's per-draw form ------------------------
+
+
+def _estimated(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: float,
+               pairs: np.ndarray | None = None) -> PPIResult:
+    """Eq. 4 as the engine's ``draws`` form with every prediction 0 (W_k = 1/(n Q(x_k))), no
+    ratio-bias correction, nDCG's ideal from the unrounded grade-count estimates; its
+    variance s^2/n of the linearised per-draw terms (eq. 16; ratios: the delta method)."""
+    if sample.draws is None:
+        raise UsageError(f"{spec.name} needs the draws of an importance sample (each with its Q)")
+    return without_predictions(spec, views, sample, level, pairs, bias="none", rounded=False)
+
+
+def is_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+             spec: EstimateSpec, level: float) -> TopicParts:
+    """Per topic and run: eq. 4's estimate, the variance of its normal interval, no bias."""
+    return _estimated(views, sample, spec, level).parts()
+
+
+def is_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
+                   spec: EstimateSpec, level: float, pairs: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per topic and pair (a, b) of run indices: the difference of the two runs' estimates
+    and its variance, s^2/n of the differences of their linearised per-draw terms (Schnabel
+    et al.'s pairwise estimate, eq. 4 with the difference of the runs' weights), both
+    ``[topics, P]``."""
+    return _estimated(views, sample, spec, level, pairs).differences(pairs)
+
+
+# -- the bounded intervals (eq. 17, empirical Bernstein), on arrays ----------------------------
 
 # a component: (weighted by lambda?, value of a label, largest value)
 Component = tuple[bool, Callable[[np.ndarray], np.ndarray], float]
@@ -133,39 +166,30 @@ def _ratio(numerator: np.ndarray | float, denominator: np.ndarray,
     return np.divide(num, den, out=np.full(num.shape, empty), where=den > 0)
 
 
-def _denominator(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """R (its estimate) or the ideal DCG of a ratio measure, and its gradient in means[1:]."""
-    if spec.base == "R":
-        return means[1], np.ones_like(means[1:])
-    return ideal_dcg(grades, means[1:], spec.cutoff)
+def _denominator(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """R (its estimate) or the ideal DCG of a ratio measure, from its components' means."""
+    return means[1] if spec.base == "R" else ideal_dcg(grades, means[1:], spec.cutoff)[0]
 
 
-def measure_value(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """The measure as a function of its components' means, and its gradient (delta method)."""
+def measure_value(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """The measure as a function of its components' means."""
     if spec.base in _LINEAR:
-        return means[0], np.ones_like(means)
-    den, den_grad = _denominator(spec, grades, means)
-    value, inverse = _ratio(means[0], den), _ratio(1.0, den)
-    return value, np.concatenate([inverse[None], -(value * inverse)[None] * den_grad])
+        return means[0]
+    return _ratio(means[0], _denominator(spec, grades, means))
 
 
 @dataclass(frozen=True)
 class TopicStats:
-    """One topic's estimate for every run (axes ``[n_runs, *trials]``): the value, the sample
-    variance of its linearised per-draw terms (``influence``), and each component's mean,
-    sample variance and range ``[C, n_runs, *trials]``; ``n`` draws; ``grades`` (nDCG's,
-    decreasing)."""
+    """One topic's estimate for every run (axes ``[n_runs, *trials]``): the value and each
+    component's mean, sample variance and range ``[C, n_runs, *trials]``; ``n`` draws;
+    ``grades`` (nDCG's, decreasing)."""
 
     value: np.ndarray
-    influence_var: np.ndarray
     means: np.ndarray
     variances: np.ndarray
     bounds: np.ndarray
     n: int
     grades: np.ndarray
-    influence: np.ndarray | None = None  # the linearised per-draw terms [n_runs, *trials, n]
 
 
 def _sample_var(a: np.ndarray) -> np.ndarray:
@@ -181,27 +205,22 @@ def topic_stats(spec: EstimateSpec, level: float, weights: np.ndarray, x: np.nda
     """Eq. 4 for one topic, every run, and any leading trial axes of the draws ``x [..., n]``
     (``labels``, ``q`` alike); ``bounds``: :func:`term_bounds`."""
     terms = draw_terms(spec, level, weights, x, labels, q, grades)
-    n = x.shape[-1]
     means = terms.mean(axis=-1)
-    value, gradient = measure_value(spec, grades, means)
-    influence = (gradient[..., None] * terms).sum(axis=0)
-    return TopicStats(value, _sample_var(influence), means, _sample_var(terms),
+    return TopicStats(measure_value(spec, grades, means), means, _sample_var(terms),
                       np.broadcast_to(bounds.reshape(bounds.shape + (1,) * (means.ndim - 2)),
-                                      means.shape), n, grades, influence)
+                                      means.shape), x.shape[-1], grades)
 
 
 def half_width(kind: str, var: np.ndarray, n: np.ndarray | int, bound: np.ndarray,
                weight: np.ndarray | float, delta: np.ndarray | float,
                unions: np.ndarray | int) -> np.ndarray:
-    """Half-width at confidence 1 - delta of the interval for sum_t weight_t mean_t over axis 0
-    (topics; ``unions``: how many topics' variances the Bernstein bound covers). See the module
-    docstring for the three formulas; topics with weight 0 do not count."""
+    """Half-width at confidence 1 - delta of the ``kind`` (``hoeffding``, ``bernstein``)
+    interval for sum_t weight_t mean_t over axis 0 (topics; ``unions``: how many topics'
+    variances the Bernstein bound covers). See the module docstring for the formulas;
+    topics with weight 0 do not count."""
     used = np.asarray(weight) > 0
     scale = np.where(used, np.asarray(weight) ** 2 / n, 0.0)
     with np.errstate(invalid="ignore"):
-        if kind == "normal":
-            z = z_value(1.0 - float(delta))
-            return z * np.sqrt(np.where(used, scale * var, 0.0).sum(axis=0))
         if kind == "hoeffding":
             return np.sqrt(np.log(2.0 / delta) / 2.0 * np.where(used, scale * bound**2, 0.0)
                            .sum(axis=0))
@@ -220,20 +239,17 @@ def _box(spec: EstimateSpec, s: TopicStats, kind: str, delta: np.ndarray | float
     eps = half_width(kind, s.variances[None], s.n, s.bounds[None], 1.0, delta, 1)
     low, high = np.maximum(s.means - eps, 0.0), s.means + eps
     upper = _UPPER[spec.base]
-    den_low = _denominator(spec, s.grades, low)[0]
-    den_high = _denominator(spec, s.grades, high)[0]
-    lo = _ratio(low[0], den_high)
-    hi = np.minimum(_ratio(high[0], den_low, empty=upper), upper)
+    lo = _ratio(low[0], _denominator(spec, s.grades, high))
+    hi = np.minimum(_ratio(high[0], _denominator(spec, s.grades, low), empty=upper), upper)
     return np.minimum(lo, upper), hi
 
 
 def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarray,
               kind: str, ci: float) -> dict[str, np.ndarray]:
-    """Per-topic values and intervals ``[T, n_runs, *trials]`` and the mean over the topics each
-    run retrieved for (``present [T, n_runs]``) with its interval ``[n_runs, *trials]``; keys
+    """Per-topic values and ``kind`` (``hoeffding``, ``bernstein``) intervals
+    ``[T, n_runs, *trials]`` and the mean over the topics each run retrieved for
+    (``present [T, n_runs]``) with its interval ``[n_runs, *trials]``; keys
     ``value, lo, hi, mean, mean_lo, mean_hi``."""
-    if kind not in INTERVALS:
-        raise UsageError(f"unknown interval {kind!r} (one of {', '.join(INTERVALS)})")
     delta = 1.0 - ci
     values = np.stack([s.value for s in stats])
     extra = (1,) * (values.ndim - 2)
@@ -242,15 +258,14 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
     weight = mask / topics
     mean = (weight * values).sum(axis=0)
     n = np.array([s.n for s in stats], dtype=np.float64).reshape((-1, 1, *extra))
-    if kind == "normal" or spec.base in _LINEAR:
-        var = np.stack([s.influence_var if kind == "normal" else s.variances[0] for s in stats])
+    if spec.base in _LINEAR:
+        var = np.stack([s.variances[0] for s in stats])
         bound = np.stack([s.bounds[0] for s in stats])
         half = half_width(kind, var[None], n[None], bound[None], 1.0, delta, 1)
         mean_half = half_width(kind, var, n, bound, weight, delta, topics)
-        out = {"lo": values - half, "hi": values + half,
-               "mean_lo": mean - mean_half, "mean_hi": mean + mean_half}
-        if kind != "normal":
-            out = {k: np.clip(v, 0.0, _UPPER[spec.base]) for k, v in out.items()}
+        out = {k: np.clip(v, 0.0, _UPPER[spec.base]) for k, v in (
+            ("lo", values - half), ("hi", values + half),
+            ("mean_lo", mean - mean_half), ("mean_hi", mean + mean_half))}
     else:
         parts = np.array([len(s.means) for s in stats]).reshape((-1, 1, *extra))
         unions = np.maximum((mask * parts).sum(axis=0), 1)
@@ -266,71 +281,31 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
     return {"value": values, "mean": mean, **out}
 
 
-# -- the estimator, on a Sample ---------------------------------------------------------------
+# -- on a Sample ------------------------------------------------------------------------------
 
 
 def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: float,
-           interval: str, max_grade: float | None = None) -> list[TopicStats]:
-    """Each topic's :class:`TopicStats` from the sample's draws (the ranges of the terms
-    only for the ``hoeffding`` and ``bernstein`` intervals)."""
-    if sample.draws is None:
-        raise UsageError(f"{spec.name} needs the draws of an importance sample (each with its Q)")
-    if interval != "normal" and sample.round_probs is None:
-        raise UsageError(f"{interval} intervals need Q of every frame document (round_probs)")
+           max_grade: float | None = None) -> list[TopicStats]:
+    """Each topic's :class:`TopicStats` from the sample's draws, with the ranges of the
+    terms (Q over the whole frame: ``round_probs``)."""
+    if sample.round_probs is None:
+        raise UsageError("hoeffding and bernstein intervals need Q of every frame document "
+                         "(round_probs)")
+    from sampleval.measures.exact import rank_weights
+
     top_grade = max_grade if max_grade is not None else float(
         gain(sample.judged()["relevance"].to_numpy()).max(initial=0.0))
     stats = []
     for view in views:
-        ts, topic = view.sample, view.pool.topic
-        rows = sample.rows("draws", topic)
-        if rows.empty:
-            raise UsageError(f"topic {topic} has no draws")
-        x = ts.locate(rows["doc_id"].to_numpy(dtype=object).astype(str))
-        if (x < 0).any():
-            raise UsageError(f"topic {topic}: a drawn document is not in the frame")
-        labels = ts.labels[x]
-        if np.isnan(labels).any():
-            raise UsageError(f"topic {topic}: a drawn document has no judgment")
-        width = view.frame_at_rank.shape[1]
-        from sampleval.measures.exact import rank_weights
-
-        weights = at_rank(rank_weights(spec.base, spec.cutoff, width),
-                           view.rank_of(np.arange(len(ts.docnos))))
+        ts = view.sample
+        x, probs = topic_draws(sample, view)
+        weights = at_rank(rank_weights(spec.base, spec.cutoff, view.frame_at_rank.shape[1]),
+                          view.rank_of(np.arange(len(ts.docnos))))
         judged = gain(ts.labels[ts.judged])
         grades = np.unique(judged[judged > 0])[::-1]
-        bounds = (term_bounds(spec, weights, draw_distribution(sample, view.sample), grades, top_grade)
-                  if interval != "normal" else
-                  np.full((len(_components(spec.base, level, grades, top_grade)),
-                           view.n_runs), np.nan))
-        stats.append(topic_stats(spec, level, weights, x, labels,
-                                 rows["probability"].to_numpy(dtype=np.float64), bounds, grades))
+        bounds = term_bounds(spec, weights, draw_distribution(sample, ts), grades, top_grade)
+        stats.append(topic_stats(spec, level, weights, x, ts.labels[x], probs, bounds, grades))
     return stats
-
-
-def is_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-             spec: EstimateSpec, level: float) -> TopicParts:
-    """Per topic and run: eq. 4's estimate, the variance of its normal (``normal``, eq. 16)
-    interval, s^2/n of the linearised per-draw terms, and no bias."""
-    stats = _stats(views, sample, spec, level, "normal")
-    return TopicParts(np.stack([s.value for s in stats]),
-                      np.stack([s.influence_var / s.n for s in stats]),
-                      np.zeros((len(views), len(run_names))))
-
-
-def is_differences(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
-                   spec: EstimateSpec, level: float, pairs: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Per topic and pair (a, b) of run indices: the difference of the two runs' estimates
-    and its variance, s^2/n of the differences of their linearised per-draw terms (Schnabel
-    et al.'s pairwise estimate, eq. 4 with the difference of the runs' weights), both
-    ``[topics, P]``."""
-    stats = _stats(views, sample, spec, level, "normal")
-    values, variances = np.zeros((len(stats), len(pairs))), np.zeros((len(stats), len(pairs)))
-    for t, s in enumerate(stats):
-        assert s.influence is not None
-        values[t] = s.value[pairs[:, 0]] - s.value[pairs[:, 1]]
-        variances[t] = _sample_var(s.influence[pairs[:, 0]] - s.influence[pairs[:, 1]]) / s.n
-    return values, variances
 
 
 def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
@@ -344,9 +319,15 @@ def estimate_is(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     option (``DCG~is(interval=hoeffding)``; default ``normal``)."""
     if interval is None:
         interval = str(spec.option("interval"))
-    stats = _stats(views, sample, spec, level, interval, max_grade)
+    if interval not in INTERVALS:
+        raise UsageError(f"unknown interval {interval!r} (one of {', '.join(INTERVALS)})")
+    if interval == "normal":
+        return rows(run_names, views, spec, is_parts(run_names, views, sample, spec, level), ci)
+    if sample.draws is None:
+        raise UsageError(f"{spec.name} needs the draws of an importance sample (each with its Q)")
     present = np.array([v.pool.present for v in views]).reshape(len(views), len(run_names))
-    result = intervals(spec, stats, present, interval, ci)
+    result = intervals(spec, _stats(views, sample, spec, level, max_grade), present, interval,
+                       ci)
     table = summarise(run_names, views, spec.name, result["value"], None, ci)
     t_idx, r_idx = np.nonzero(present)
     table["lo"] = np.concatenate([result["lo"][t_idx, r_idx], result["mean_lo"]])

@@ -43,7 +43,7 @@ is the one-stratum case. Three estimates of Var(T/R):
   Variance Estimation, 2007, sec. 4.5): each sampled document j of stratum h in turn is
   taken as not sampled (the estimate recomputed with n_h - 1 sampled in h), and
   v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in h} (theta_(j) - mean_h theta_(.))^2
-  (strata with n_h < 2 add nothing). Its 95% intervals cover best (table below).
+  (strata with n_h < 2 add nothing).
 - ``appendix``: Yilmaz, Kanoulas & Aslam, SIGIR 2008, Appendix, with precisions at
   different cut-offs dependent: var = (1 - p) sigma^2 / r + (1/r^2) [sum_k Var(PC_k) + 2
   sum_{k<m} (k/m) Var(PC_k)], p the sampled share of the pool, r the sampled relevant
@@ -67,34 +67,22 @@ is the one-stratum case. Three estimates of Var(T/R):
   retrieved} (N_h/n_h)^2 Var(PC_d)], Var(PC_d) from the unbiased hypergeometric variance
   (1 - n/N) p(1 - p)/(n - 1) of each in-stratum rate at sample_eval's smoothed p.
 
-Their coverage on TREC-COVID (per topic and of each run's mean over topics, with the
-command): docs/research/methods.md, "Estimator variants: coverage by variance estimator". Under a uniform sample infAP's
-mean over topics is biased low (with few judged documents above a relevant one near the
-top, the smoothed precision above it tends to 1/2), which no variance covers.
+Their coverage: docs/research/methods.md, "Estimator variants: coverage by variance estimator".
 
 Bias, option ``bias`` (``infAP(bias=jackknife)``): ``none`` (the default: the names mean
 trec_eval's and sample_eval's numbers) or ``jackknife``, the estimate less the stratified
 delete-one jackknife's estimate of its bias, sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_(.) -
 theta-hat) over the same replicates as the variance (:func:`_jackknife`; Quenouille,
-Biometrika 1956; Tukey 1958; Jones, JASA 1974). Both estimates are smooth functions of
-stratum means (a ratio, and infAP's smoothed precisions), whose O(1/n) bias this removes.
-Measured in docs/research/methods.md, "Ratio bias: what each design's miss is made of".
+Biometrika 1956; Tukey 1958; Jones, JASA 1974): the O(1/n) bias of a smooth function of
+stratum means.
 
-Option ``few`` (default ``moment``): a topic whose sample holds at most one relevant
-document gets a variance of at least (1 - f) m2, f the share of its frame judged and m2 the
-run's mean squared estimate over the topics where a relevant document was judged
-(``scaled``, the default before: (1 - f)/4; ``bound``: 1/4; ``none``: as computed;
-:func:`~sampleval.estimation.result.few_relevant_variance`; measured in
-docs/research/calibration.md and docs/guide/methods.md, "Residual bias, and topics with at most
-one relevant judged").
+Option ``few`` (default ``moment``; ``scaled``, ``bound``, ``none``): the variance floor of
+a topic whose sample holds at most one relevant document
+(:func:`~sampleval.estimation.result.few_relevant_variance`).
 
-Not the default AP estimator. A plain ``AP`` asked of a stratified sample (``uniform``,
-``strata``, ``stratified``, NIST sampled qrels) or a census resolves to ``AP~ht`` (Li &
-Kanoulas, CIKM 2017, sec. 3), not to xinfAP (:mod:`sampleval.estimation.defaults`; infNDCG
-stays the default nDCG without a cutoff): AP~ht's intervals cover better on every design
-(docs/research/estimating.md, "The default estimates, by measured accuracy and coverage", the table and its
-command). ``xinfAP`` and ``infAP`` stay available by name, and ``sampleval
-sample_eval`` computes xinfAP as NIST's script does.
+Which plain measure takes these estimators by default: :mod:`sampleval.estimation.defaults`
+(a plain ``AP`` resolves to ``AP~ht``; ``sampleval sample_eval`` computes xinfAP as NIST's
+script does).
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ import pandas as pd
 
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimation.engine.corrections import _per
 from sampleval.estimation.engine.tuning import TUNINGS
 from sampleval.estimation.engine.units import FORMS, TopicData, chosen_form, topic_data
 from sampleval.estimation.engine.values import PPIResult, ppi_values
@@ -88,10 +87,10 @@ def ppi_differences(run_names: tuple[str, ...], views: list[TopicView], sample: 
     than ``~ht``'s, equal to it with predictions all 0)."""
     topics = _topics(views, sample, spec, None, {})
     result = ppi_values(spec, topics, level, spec.option("tuning"), pairs=pairs)
-    assert result.pair_variance is not None
     extra = (unseen_variance(topics, level, result.value, result.lam, pairs)
              if takes_unseen(spec) else 0.0)
-    return _per(result.value.T, pairs).T, result.pair_variance + extra
+    values, variances = result.differences(pairs)
+    return values, variances + extra
 
 
 def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
