@@ -53,8 +53,8 @@ fixed.
 
 Choices (ours where the paper is silent):
 
-- the AP estimate that steers the sampling is the HT estimator of ``estimators.
-  horvitz_thompson.average_precision`` with pi_ij replaced by pi_i pi_j (the paper's code
+- the AP estimate that steers the sampling is the HT estimator of ``estimation.engine.
+  estimands.average_precision`` with pi_ij replaced by pi_i pi_j (the paper's code
   also treats inclusions as independent there), for all runs at once from where the judged
   relevant documents sit in the rank matrix; relevance is label >= 1 (``core.relevance.
   relevance`` at level 1). Estimates from the Sample use the exact pi_ij;
