@@ -137,17 +137,15 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     (``rest``: the campaign after the pilot seeded by it, :func:`run_from_pilot`)."""
     judging = judging_for(rule, pool, seed, **options)
     status = run_from_pilot(judging, oracle, rest)
-    present = judging.present
-    mean = np.where(present, np.nan_to_num(judging.value), 0.0).sum(axis=0) / np.maximum(
-        present.sum(axis=0), 1)
+    mean, lo, hi = np.array(list(judging.intervals().values())).T  # the targeted runs'
     half = judging.half_widths()
     runs = judging.runs
-    error = mean[runs] - truth[runs]
+    error = mean - truth[runs]
     ratio = getattr(judging, "ratio", None)
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
             "boundary": "fixed" if rule in ("committed", "naive") else (
                 "mixture" if ratio is None else f"range {ratio:g}"),
-            "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
+            "widest": float(half.max()), "coverage": float(np.mean((lo <= truth[runs]) & (truth[runs] <= hi))),
             "error": float(error.mean()),
             "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])]),
             "look_widths": json.dumps([np.round(w, 6).tolist()
