@@ -3,9 +3,15 @@
 Yilmaz, Kanoulas & Aslam (SIGIR 2008, sec. 6) close by proposing to let the confidence
 intervals decide the sampling and the number of judgments. Here the organiser sets a
 :class:`Target`, e.g. ``AP:0.01``: the 95% half-width of each run's mean over topics (for
-every run, or for the runs named), as ``sampleval estimate`` reports it, z sqrt(sum_t V_t) /
-T with V_t the topic's estimated sampling variance. :class:`ConfidentJudging` then decides
-how many documents each topic's design receives, in one of two ways.
+every run, or for the runs named), (hi - lo) / 2 of the interval ``sampleval estimate``
+reports (:func:`~sampleval.estimation.result.mean_sides`, the one home of that interval):
+z sqrt(sum_t V_t) / T with V_t the topic's estimated sampling variance, plus |sum_t b_t| / T
+for a bias-aware interval, plus half of the upper side's allowance max(sum_t a_t, 0) / T
+under AP's ``few=completed`` (:func:`~sampleval.estimation.result.upper_allowance`; a plan
+projects b_t and a_t to shrink by the factor that shrinks the topic's variance). The
+interval reported at stopping (:meth:`ConfidentJudging.intervals`) is ``estimate``'s.
+:class:`ConfidentJudging` then decides how many documents each topic's design receives, in
+one of two ways.
 
 **The phase-committed design** (the default for methods that lay out stratified samples:
 ``strata``, ``stratified``, ``uniform``, without predictions). Judging goes in phases; every
@@ -653,12 +659,16 @@ class ConfidentJudging:
         TREC-COVID, a relevant document found at a small inclusion probability: estimates
         of AP above 1); planning every topic to its room on its account commits the ceiling
         to one estimate, which that topic's next phase re-estimates (a shortfall phase
-        follows if the target is still unmet)."""
+        follows if the target is still unmet). A topic whose phase at its room is projected
+        no better than its variance now keeps the latter (the plan gives it no phase that
+        does not beat its last one); counting the former made a shortfall plan declare the
+        target out of reach, with less variance to remove than the target asked, and plan
+        nothing (docs/research/calibration.md section 4, "Stop 40")."""
         present = self.present[:, self.runs]
         topics = np.arange(len(self.topics))
         with np.errstate(invalid="ignore"):  # 0 * inf where a topic has no room
-            at_room = np.where((room > 0)[:, None] & (unit > 0),
-                               unit * factors[topics, room][:, None], current)
+            at_room = np.where((room > 0)[:, None] & (unit > 0), np.minimum(
+                unit * factors[topics, room][:, None], current), current)
             scale = np.where((room > 0) & (factor_last > 0), factors[topics, room]
                              / np.where(factor_last > 0, factor_last, 1.0), 1.0)
         floor = np.where(present, at_room, 0.0).sum(axis=0)
