@@ -272,7 +272,7 @@ def learnt_forecasts(part: pd.DataFrame, target: float, kind: str, times: float,
     campaign out), and its ``coverage`` interval from the same look with the other
     campaigns' exponents at their quantiles (1 -/+ coverage) / 2 (the steeper decay gives
     the low end)."""
-    from sampleval.judging.planning import decay_exponent, forecast_from_looks
+    from sampleval.judging.planning import decay_exponent, forecast_from_exponents
 
     met = part[part["reason"] == "target met"]
     seen = [json.loads(x) if isinstance(x, str) else [] for x in met["looks"]]
@@ -286,13 +286,10 @@ def learnt_forecasts(part: pd.DataFrame, target: float, kind: str, times: float,
         if np.isnan(b[c]) or not np.isfinite(others).any():
             continue
         at = next(k for k, (m, _) in enumerate(looks) if m >= times * looks[0][0])
-        tail = (1 - coverage) / 2
-        shallow, steep = np.nanquantile(others, [tail, 1 - tail])
-        made, low, high = (forecast_from_looks(looks[:at + 1], target, kind, exponent=float(e))
-                           for e in (np.nanmedian(others), steep, shallow))
+        made = forecast_from_exponents(looks[:at + 1], target, others, kind,
+                                       coverage=coverage)
         if made is not None and made.needed is not None:
-            ends = [np.nan if f is None or f.needed is None else float(f.needed)
-                    for f in (low, high)]
+            ends = [np.nan if e is None else float(e) for e in (made.lo, made.hi)]
             out.append((float(made.needed), float(n), ends[0], ends[1]))
     return out
 
