@@ -80,3 +80,25 @@ def test_the_anytime_rule_widens_its_sequence_by_the_same_allowance(
     assert ((got["hi"] - got["value"]) - (got["value"] - got["lo"])).to_numpy() == (
         pytest.approx(allowance.to_numpy(), abs=1e-12))
     assert ((got["value"] - got["lo"]) > (rows["value"] - rows["lo"])).all()
+
+
+def test_simulate_s_anytime_means_keep_the_upper_allowance() -> None:
+    """``simulate``'s ``stop=anytime`` cells replace each mean's interval by the sequence's
+    from the ordinary interval's lower side, and keep the upper side's allowance on top, as
+    :class:`AnytimeJudging` reports it. Before, the asymmetric interval was read as one
+    half-width, (hi - lo) / 2, and made symmetric: the allowance half moved to the lower
+    side, half lost from the upper."""
+    from sampleval.estimation import anytime
+    from sampleval.simulation.estimates import Estimates
+    from sampleval.simulation.trial import _anytime_means
+
+    est = Estimates.empty(3, 2)
+    mean = np.array([0.30, 0.20])
+    down, allowance = np.array([0.02, 0.03]), np.array([0.01, 0.0])
+    est = Estimates(est.value, est.lo, est.hi, mean, mean - down, mean + down + allowance,
+                    est.topics, est.num_rel)
+    tuned = anytime.target_variance(0.03)
+    made = _anytime_means(est, tuned, 0.95)
+    half = anytime.half_width((down / 1.959963984540054) ** 2, tuned)
+    assert made.mean_lo == pytest.approx(mean - half, abs=1e-12)
+    assert made.mean_hi == pytest.approx(mean + half + allowance, abs=1e-12)
