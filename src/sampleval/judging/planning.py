@@ -318,7 +318,7 @@ def forecast_from_looks(looks: Sequence[Sequence[float]], half_width: float,
 
 
 def forecast_from_exponents(looks: Sequence[Sequence[float]], half_width: float,
-                            exponents: Sequence[float], rule: str = "anytime", *,
+                            exponents: Sequence[float] | np.ndarray, rule: str = "anytime", *,
                             ci: float = 0.95, coverage: float = 0.9) -> Forecast | None:
     """:func:`forecast_from_looks` with the decay exponents learnt from earlier campaigns of
     the same kind (:func:`decay_exponent`, one per campaign; NaN: none learnt): the forecast
