@@ -137,17 +137,15 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     (``rest``: the campaign after the pilot seeded by it, :func:`run_from_pilot`)."""
     judging = judging_for(rule, pool, seed, **options)
     status = run_from_pilot(judging, oracle, rest)
-    present = judging.present
-    mean = np.where(present, np.nan_to_num(judging.value), 0.0).sum(axis=0) / np.maximum(
-        present.sum(axis=0), 1)
+    mean, lo, hi = np.array(list(judging.intervals().values())).T  # the targeted runs'
     half = judging.half_widths()
     runs = judging.runs
-    error = mean[runs] - truth[runs]
+    error = mean - truth[runs]
     ratio = getattr(judging, "ratio", None)
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
             "boundary": "fixed" if rule in ("committed", "naive") else (
                 "mixture" if ratio is None else f"range {ratio:g}"),
-            "widest": float(half.max()), "coverage": float(np.mean(np.abs(error) <= half)),
+            "widest": float(half.max()), "coverage": float(np.mean((lo <= truth[runs]) & (truth[runs] <= hi))),
             "error": float(error.mean()),
             "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])]),
             "look_widths": json.dumps([np.round(w, 6).tolist()
@@ -274,7 +272,7 @@ def learnt_forecasts(part: pd.DataFrame, target: float, kind: str, times: float,
     campaign out), and its ``coverage`` interval from the same look with the other
     campaigns' exponents at their quantiles (1 -/+ coverage) / 2 (the steeper decay gives
     the low end)."""
-    from sampleval.judging.planning import decay_exponent, forecast_from_looks
+    from sampleval.judging.planning import decay_exponent, forecast_from_exponents
 
     met = part[part["reason"] == "target met"]
     seen = [json.loads(x) if isinstance(x, str) else [] for x in met["looks"]]
@@ -288,13 +286,10 @@ def learnt_forecasts(part: pd.DataFrame, target: float, kind: str, times: float,
         if np.isnan(b[c]) or not np.isfinite(others).any():
             continue
         at = next(k for k, (m, _) in enumerate(looks) if m >= times * looks[0][0])
-        tail = (1 - coverage) / 2
-        shallow, steep = np.nanquantile(others, [tail, 1 - tail])
-        made, low, high = (forecast_from_looks(looks[:at + 1], target, kind, exponent=float(e))
-                           for e in (np.nanmedian(others), steep, shallow))
+        made = forecast_from_exponents(looks[:at + 1], target, others, kind,
+                                       coverage=coverage)
         if made is not None and made.needed is not None:
-            ends = [np.nan if f is None or f.needed is None else float(f.needed)
-                    for f in (low, high)]
+            ends = [np.nan if e is None else float(e) for e in (made.lo, made.hi)]
             out.append((float(made.needed), float(n), ends[0], ends[1]))
     return out
 

@@ -45,9 +45,13 @@ from studies.compare_accuracy import exact_per_topic, pool_truth
 MEASURE = "AP~ht"  # the default --measure
 
 
-def _summary(estimates: np.ndarray, half: np.ndarray, truth: np.ndarray) -> dict[str, float]:
-    """Coverage and bias of ``estimates`` ``[trials, runs]`` with half-widths ``half``."""
-    covered = np.abs(estimates - truth) <= half
+def _summary(estimates: np.ndarray, down: np.ndarray, up: np.ndarray, truth: np.ndarray
+             ) -> dict[str, float]:
+    """Coverage and bias of ``estimates`` ``[trials, runs]`` whose intervals reach ``down``
+    below and ``up`` above them (``few=completed`` widens the upper side); ``width`` from
+    their half-width, (down + up) / 2."""
+    covered = (estimates - down <= truth) & (truth <= estimates + up)
+    half = (down + up) / 2.0
     trials = covered.mean(axis=1)  # the runs of one trial share its sample: not independent
     per_run = (estimates - truth).mean(axis=0)
     worst = int(np.argmax(np.abs(per_run)))
@@ -67,19 +71,19 @@ def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *
              measure: str = MEASURE, interim: float = INTERIM) -> dict[str, object]:
     """The adaptive campaigns' row (module docstring)."""
     oracle = qrels_oracle(qrels_truth)
-    used, widest, estimates, halves, phases = [], [], [], [], []
+    used, widest, estimates, downs, ups, phases = [], [], [], [], [], []
     for trial in range(trials):
         selector = METHODS[method](pool, Budget(rate=ceiling),
                                    np.random.default_rng(seed + trial))
         judging = ConfidentJudging(selector, Target(measure, target), start=start, batch=batch,
                                    committed=committed, margin=margin, interim=interim)
         status = judging.run(oracle)
-        present = judging.present
-        mean = np.where(present, judging.value, 0.0).sum(axis=0) / present.sum(axis=0)
+        mean, lo, hi = np.array(list(judging.intervals().values())).T  # every run targeted
         used.append(status.judged)
         widest.append(status.widest)
         estimates.append(mean)
-        halves.append(judging.half_widths())
+        downs.append(mean - lo)
+        ups.append(hi - mean)
         phases.append(max((len(p) for p in judging.phases), default=0))
         print(f"target {target}: trial {trial + 1}/{trials}, {status.judged} judgments, "
               f"{status.reason}, widest {status.widest:.4f}, phases {phases[-1]}",
@@ -90,7 +94,7 @@ def adaptive(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, target: float, *
             if trials > 1 else float("nan"), "widest": float(np.mean(widest)),
             "met": float(np.mean(np.array(widest) <= target)),
             "phases": float(np.mean(phases)) if committed else float("nan"),
-            **_summary(np.array(estimates), np.array(halves), truth)}
+            **_summary(np.array(estimates), np.array(downs), np.array(ups), truth)}
 
 
 def fixed(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, rate: float, *, method: str,
@@ -99,7 +103,7 @@ def fixed(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, rate: float, *, met
     oracle = qrels_oracle(qrels_truth)
     spec = parse_estimate(measure)
     family = FAMILIES[spec.family]
-    used, widest, estimates, halves = [], [], [], []
+    used, widest, estimates, downs, ups = [], [], [], [], []
     for trial in range(trials):
         selector = METHODS[method](pool, Budget(rate=rate), np.random.default_rng(seed + trial))
         sample = simulate(selector, oracle).sample()
@@ -110,8 +114,9 @@ def fixed(pool: Pool, qrels_truth: Qrels, truth: np.ndarray, rate: float, *, met
         used.append(len(sample.judged()))
         widest.append(half.max())
         estimates.append(rows["value"].to_numpy())
-        halves.append(half)
-    summary = _summary(np.array(estimates), np.array(halves), truth)
+        downs.append((rows["value"] - rows["lo"]).to_numpy())
+        ups.append((rows["hi"] - rows["value"]).to_numpy())
+    summary = _summary(np.array(estimates), np.array(downs), np.array(ups), truth)
     return {"design": f"fixed rate {rate}", "target": float("nan"),
             "judgments": float(np.mean(used)), "judgments_sd": float("nan"),
             "widest": float(np.mean(widest)), "widest_max": float(np.max(widest)),

@@ -310,6 +310,31 @@ def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
     assert 60 <= int(lines["anytime"].split("\t")[0]) != sure
 
 
+def test_plan_command_forecasts_with_an_interval_from_learnt_exponents(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--exponent`` with the exponents of earlier campaigns (1.2, 1.5, 1.8): each rule's
+    forecast is the one at their median (1.5), and its 90% interval runs from the forecast
+    at their 95% quantile (1.77, the steeper decay: the low end) to the one at their 5%
+    quantile (1.23); one exponent gives no interval. Before, --exponent took one number."""
+    names = _pilot(tmp_path)
+    capsys.readouterr()
+
+    def planned(exponent: str) -> dict[str, list[str]]:
+        cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.05",
+                 "--exponent", exponent])
+        lines = capsys.readouterr().out.splitlines()[2:]
+        return {line.split("\t")[0]: line.split("\t")[1:] for line in lines}
+
+    several = planned("1.2,1.5,1.8")
+    median, steep, shallow = planned("1.5"), planned("1.77"), planned("1.23")
+    for rule in ("fixed", "anytime"):
+        assert median[rule][2] == "none (one exponent)"
+        assert several[rule][0] == median[rule][0]
+        low, high = several[rule][2].split("-")
+        assert int(low) == int(steep[rule][0]) < int(several[rule][0]) < int(high) == int(
+            shallow[rule][0])
+
+
 def test_the_with_replacement_shape_is_one_over_the_draws() -> None:
     """g(n) = 1/d(n), n(d) = sum_j 1 - (1 - p_j)^d: with p uniform over N documents,
     d(n) = log(1 - n/N) / log(1 - 1/N); and simple random sampling's 1/n - 1/N without

@@ -69,3 +69,30 @@ def test_a_shortfall_plan_does_not_rest_on_a_topic_s_own_labels_alone() -> None:
     assert (plan > 0).sum() > len(room) // 2
     assert plan[certain] > 0
     assert plan.sum() < room.sum() / 2
+
+
+def test_a_topic_whose_phase_at_its_room_would_not_help_does_not_put_the_target_out_of_reach(
+        ) -> None:
+    """The target is out of reach (:meth:`ConfidentJudging._out_of_reach`) only if it stays
+    unmet with every topic judged as far as helps: a topic whose fresh phase at its room is
+    projected worse than its variance now keeps the latter. Here the summed variance is 1.1
+    times what the target allows, one topic's phase at its room is projected at 10 times
+    its variance now and every other topic's at about 0: the target is reachable (judge the
+    others). Before, that topic's projection counted, the target was declared out of reach
+    with more variance beyond reach than there was in all, and the shortfall plan aimed at
+    the variance it could remove, nothing: a synthetic campaign (h = 0.03, seed 2) stopped at
+    0.0302 with "the target cannot be met" and 27 topics' rooms left."""
+    judging = _after_the_pilot()
+    judging.bias[:] = 0.0
+    judging.upper[:] = 0.0
+    topics, runs = len(judging.topics), len(judging.runs)
+    count = np.maximum(judging.present[:, judging.runs].sum(axis=0), 1)
+    allowed = (judging.target.half_width * 0.95 * count / judging.z) ** 2
+    current = np.where(judging.present[:, judging.runs], 1.1 * allowed / count, 0.0)
+    room = np.full(topics, 50)
+    factors = np.ones((topics, 52))
+    factor_last = np.ones(topics)
+    unit = np.full((topics, runs), 1e-12)
+    unit[0] = 10 * current[0]
+    excess = judging._out_of_reach(unit, factors, factor_last, room, current, 0.95)
+    assert (excess == 0).all()

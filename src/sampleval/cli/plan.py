@@ -55,12 +55,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "active, as active sampling's with-replacement draws (its "
                              "default uniform share over the AP-prior), whose judgments are "
                              "the distinct documents drawn")
-    parser.add_argument("--exponent", type=bounded_float(0.05, 20.0), metavar="B",
-                        help="the decay exponent learnt from earlier campaigns of the same "
-                             "kind (the widest mean's variance falling as n^-B; "
-                             "sampleval.judging.planning.decay_exponent): forecast each rule "
-                             "from the pilot's widest variance as n (V / V*)^(1/B), without "
-                             "the variance model, --model and the interval")
+    parser.add_argument("--exponent", type=exponents, metavar="B[,B...]",
+                        help="the decay exponents learnt from earlier campaigns of the same "
+                             "kind, one per campaign (the widest mean's variance falling as "
+                             "n^-B; sampleval.judging.planning.decay_exponent): forecast each "
+                             "rule from the pilot's widest variance as n (V / V*)^(1/B) at "
+                             "their median, with the --interval interval at their quantiles "
+                             "(none from one exponent); without the variance model, --model "
+                             "and the bootstrap")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the bootstrap (default 0)")
     add_depth(parser, "use only each run's top N documents per topic (default: the depth "
@@ -68,6 +70,16 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_rel_level(parser)
     add_name_by(parser)
     add_duplicates(parser)
+
+
+def exponents(text: str) -> list[float]:
+    """``--exponent``'s value: one or more decay exponents, comma-separated, each in
+    [0.05, 20]."""
+    check = bounded_float(0.05, 20.0)
+    values = [check(part.strip()) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"no exponent in {text!r}: give B or B,B,...")
+    return values
 
 
 def run(args: argparse.Namespace) -> None:
@@ -98,6 +110,7 @@ def run(args: argparse.Namespace) -> None:
         if f.needed is None:
             sys.stdout.write(f"{f.rule}\tnot reachable within the caps\t\t\n")
             continue
-        span = (f"{f.lo if f.lo is not None else '?'}-"
+        span = ("none (one exponent)" if f.lo is None and f.hi is None else
+                f"{f.lo if f.lo is not None else '?'}-"
                 f"{f.hi if f.hi is not None else 'unreachable'}")
         sys.stdout.write(f"{f.rule}\t{f.needed}\t{max(0, f.needed - f.judged)}\t{span}\n")

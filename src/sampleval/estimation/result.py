@@ -162,21 +162,17 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
     mean = over_topics(values, present, aggregate)
     z = z_value(ci)
     if variances is None:
-        half_topic = np.full(values.shape, np.nan)
-        half_mean = np.full(len(run_names), np.nan)
+        half_topic = up_topic = np.full(values.shape, np.nan)
+        half_mean = up_mean = np.full(len(run_names), np.nan)
     else:
         half_topic = z * np.sqrt(np.maximum(variances, 0.0))
-        total = np.sqrt(topic_sums(np.maximum(variances, 0.0), present))
-        half_mean = z * total
         if bias is not None:
             half_topic = half_topic + np.abs(bias)
-            half_mean = half_mean + np.abs(topic_sums(bias, present))
-        if aggregate != "sum":
-            half_mean = half_mean / np.maximum(present.sum(axis=0), 1)
-    up_topic, up_mean = half_topic, half_mean
-    if upper is not None and variances is not None:
-        up_topic = half_topic + np.maximum(upper, 0.0)
-        up_mean = half_mean + np.maximum(topic_sums(upper, present), 0.0) / (
+        up_topic = half_topic if upper is None else half_topic + np.maximum(upper, 0.0)
+        half_mean, up_mean = mean_sides(
+            topic_sums(np.maximum(variances, 0.0), present), z,
+            None if bias is None else topic_sums(bias, present),
+            None if upper is None else topic_sums(upper, present),
             1 if aggregate == "sum" else np.maximum(present.sum(axis=0), 1))
     t_idx, r_idx = np.nonzero(present)
     topics = np.array([v.pool.topic for v in views], dtype=object)
@@ -190,6 +186,28 @@ def summarise(run_names: tuple[str, ...], views: list[TopicView], measure: str,
     overall = pd.DataFrame({"run": names, "query_id": MEAN_TOPIC, "measure": measure,
                             "value": mean, "lo": mean - half_mean, "hi": mean + up_mean})
     return pd.concat([per_topic, overall], ignore_index=True)[COLUMNS]
+
+
+def mean_sides(total: np.ndarray, z: float | np.ndarray, bias: np.ndarray | None,
+               upper: np.ndarray | None, count: int | np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The lower and upper half-widths of a mean (or, ``count`` 1, a sum) over topics, per
+    run, as :func:`summarise` reports them: from the topics' summed variance ``total``, z
+    standard errors (``z``: one multiplier, or one per run: an anytime-valid sequence's,
+    :mod:`sampleval.estimation.anytime`), plus |``bias``| (the summed estimated bias: a
+    bias-aware interval) on both sides, divided by ``count``; the upper side widened by
+    max(``upper``, 0) / ``count`` (``upper``: the summed one-sided allowance,
+    :func:`upper_allowance`). The one home of a mean's interval: ``estimate``'s rows and
+    judging until confident's target checks and projections (:mod:`sampleval.judging.
+    confident`) both read it here. Where the two sides differ, the interval's half-width is
+    their mean, (hi - lo) / 2."""
+    down = z * np.sqrt(total)
+    if bias is not None:
+        down = down + np.abs(bias)
+    down = down / count
+    if upper is None:
+        return down, down
+    return down, down + np.maximum(upper, 0.0) / count
 
 
 class TopicParts(NamedTuple):

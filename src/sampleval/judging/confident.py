@@ -3,9 +3,15 @@
 Yilmaz, Kanoulas & Aslam (SIGIR 2008, sec. 6) close by proposing to let the confidence
 intervals decide the sampling and the number of judgments. Here the organiser sets a
 :class:`Target`, e.g. ``AP:0.01``: the 95% half-width of each run's mean over topics (for
-every run, or for the runs named), as ``sampleval estimate`` reports it, z sqrt(sum_t V_t) /
-T with V_t the topic's estimated sampling variance. :class:`ConfidentJudging` then decides
-how many documents each topic's design receives, in one of two ways.
+every run, or for the runs named), (hi - lo) / 2 of the interval ``sampleval estimate``
+reports (:func:`~sampleval.estimation.result.mean_sides`, the one home of that interval):
+z sqrt(sum_t V_t) / T with V_t the topic's estimated sampling variance, plus |sum_t b_t| / T
+for a bias-aware interval, plus half of the upper side's allowance max(sum_t a_t, 0) / T
+under AP's ``few=completed`` (:func:`~sampleval.estimation.result.upper_allowance`; a plan
+projects b_t and a_t to shrink by the factor that shrinks the topic's variance). The
+interval reported at stopping (:meth:`ConfidentJudging.intervals`) is ``estimate``'s.
+:class:`ConfidentJudging` then decides how many documents each topic's design receives, in
+one of two ways.
 
 **The phase-committed design** (the default for methods that lay out stratified samples:
 ``strata``, ``stratified``, ``uniform``, without predictions). Judging goes in phases; every
@@ -124,7 +130,13 @@ from sampleval.errors import UsageError
 from sampleval.estimation.anytime import RANGE
 from sampleval.estimation.engine.views import MEAN_TOPIC, TopicView, topic_views, z_value
 from sampleval.estimation.family import FAMILIES
-from sampleval.estimation.result import UNFLOORED, TopicParts, corrected
+from sampleval.estimation.result import (
+    UNFLOORED,
+    TopicParts,
+    corrected,
+    mean_sides,
+    upper_allowance,
+)
 from sampleval.estimation.setup import accepts
 from sampleval.estimation.spec import EstimateSpec, estimator_for, parse_estimate
 from sampleval.selection.base import Oracle, Selector
@@ -284,6 +296,9 @@ class ConfidentJudging:
         self.value = np.full_like(self.variance, np.nan)
         self.bias = np.zeros_like(self.variance)
         """The estimated bias that widens each interval (AP~ht's ``interval=bias-aware``)."""
+        self.upper = np.zeros_like(self.variance)
+        """The one-sided allowance that widens the upper side of each interval (AP under
+        ``few=completed``: :func:`~sampleval.estimation.result.upper_allowance`; 0 else)."""
         self.found = np.zeros(len(self.topics), dtype=bool)
         """Whether a relevant document (label >= level) has been judged, per topic."""
         self._unfloored = np.full_like(self.variance, np.nan)
@@ -396,6 +411,10 @@ class ConfidentJudging:
                                   TopicParts(self.value[known], self._unfloored[known],
                                              self.bias[known]))
                 self.variance[known], self.bias[known] = fixed.variance, fixed.bias
+                ti, views = np.array(known, dtype=np.int64), [self._views[i] for i in known]
+            # the allowance pools the topics too (its model of the unjudged documents)
+            upper = upper_allowance(self.spec, views, self.level, self.value[ti])
+            self.upper[ti] = 0.0 if upper is None else upper
         else:
             rows = family.compute(pool.run_names, views, sample, [self.spec], self.level,
                                   self.ci)
@@ -413,30 +432,58 @@ class ConfidentJudging:
             labels = sample.topic(self.topics[i]).labels
             self.found[i] = bool((labels[~np.isnan(labels)] >= self.level).any())
 
-    def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
-        """Each targeted run's half-width of its mean over the topics it retrieved for, as
-        ``estimate`` reports it (:func:`~sampleval.estimation.engine.views.summarise`)."""
+    def _sides(self, variance: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each targeted run's lower and upper half-widths of its mean over the topics it
+        retrieved for, as ``estimate`` reports them
+        (:func:`~sampleval.estimation.result.mean_sides`: z standard errors, the estimated
+        bias, and under ``few=completed`` the upper allowance), from ``variance`` (default:
+        the estimates')."""
+        from sampleval.measures.aggregation import topic_sums
+
         v = self.variance if variance is None else variance
         present = self.present[:, self.runs]
-        total = np.where(present, np.nan_to_num(v[:, self.runs]), 0.0).sum(axis=0)
-        return (self.z * np.sqrt(total) + self._bias_sums()) / np.maximum(
-            present.sum(axis=0), 1)
+        total = topic_sums(np.maximum(np.nan_to_num(v[:, self.runs]), 0.0), present)
+        count = np.maximum(present.sum(axis=0), 1)
+        return mean_sides(total, self._multiplier(total, count),
+                          topic_sums(self.bias[:, self.runs], present),
+                          topic_sums(self.upper[:, self.runs], present), count)
 
-    def _bias_sums(self) -> np.ndarray:
-        """|sum over the topics of each targeted run's estimated bias|: the part of the
-        mean's half-width (times the topic count) that is not z standard errors."""
+    def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
+        """Each targeted run's half-width of its mean, (hi - lo) / 2 of the interval
+        ``estimate`` reports (:meth:`_sides`), the half-width a target is checked
+        against."""
+        down, up = self._sides(variance)
+        return (down + up) / 2.0
+
+    def intervals(self) -> dict[str, tuple[float, float, float]]:
+        """Each targeted run's ``(estimate, lo, hi)`` of its mean over the topics it
+        retrieved for (:meth:`_sides`; the interval reported at stopping)."""
+        self._refresh()
         present = self.present[:, self.runs]
-        return np.abs(np.where(present, self.bias[:, self.runs], 0.0).sum(axis=0))
+        mean = np.where(present, np.nan_to_num(self.value[:, self.runs]), 0.0).sum(
+            axis=0) / np.maximum(present.sum(axis=0), 1)
+        down, up = self._sides()
+        names = self.selector.pool.run_names
+        return {names[r]: (float(m), float(m - d), float(m + u))
+                for r, m, d, u in zip(self.runs, mean, down, up, strict=True)}
 
-    def _over(self, total: np.ndarray, bias: np.ndarray, share: float) -> np.ndarray:
+    def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """The half-width in standard errors of each targeted run's mean whose summed
+        variance over its ``count`` topics is ``total``: z."""
+        return np.full(np.shape(total), self.z)
+
+    def _over(self, total: np.ndarray, bias: np.ndarray, upper: np.ndarray,
+              share: float) -> np.ndarray:
         """Each targeted run's projected half-width over ``share`` of the target, from its
-        projected summed variance ``total`` and summed bias ``bias`` over the topics (the
-        bias-aware interval's, :meth:`half_widths`). A projection shrinks a topic's bias by
-        the factor that shrinks its variance: the bias left after the Taylor correction is
-        O(1/n) or smaller."""
+        projected summed variance ``total``, summed bias ``bias`` and summed upper
+        allowance ``upper`` over the topics (:meth:`half_widths`' interval). A projection
+        shrinks a topic's bias and allowance by the factor that shrinks its variance: the
+        bias left after the Taylor correction is O(1/n) or smaller, and the allowance's
+        expected relevant documents in the strata where nothing was found shrink with the
+        draws there (:func:`~sampleval.estimation.engine.unseen.completion_gap`)."""
         count = np.maximum(self.present[:, self.runs].sum(axis=0), 1)
-        return (self.z * np.sqrt(total) + np.abs(bias)) / (self.target.half_width * share
-                                                            * count)
+        down, up = mean_sides(total, self._multiplier(total, count), bias, upper, count)
+        return (down + up) / 2.0 / (self.target.half_width * share)
 
     # -- planning --------------------------------------------------------------------------
 
@@ -495,9 +542,10 @@ class ConfidentJudging:
         current = base.copy()
         total = np.where(present, current, 0.0).sum(axis=0)
         bias = np.where(present, self.bias[:, self.runs], 0.0)  # projected, per topic
+        upper = np.where(present, self.upper[:, self.runs], 0.0)
         order: list[int] = []
         while left > 0:
-            ratio = self._over(total, bias.sum(axis=0), 1.0)
+            ratio = self._over(total, bias.sum(axis=0), upper.sum(axis=0), 1.0)
             if not (ratio > 1).any():
                 break
             widest = int(np.argmax(np.where(ratio > 1, ratio, -np.inf)))
@@ -515,9 +563,11 @@ class ConfidentJudging:
             total += np.where(present[best], new - current[best], 0.0)
             current[best] = new
             bias[best] = np.where(present[best], self.bias[best, self.runs] * shrink[best], 0.0)
+            upper[best] = np.where(present[best], self.upper[best, self.runs] * shrink[best],
+                                   0.0)
             order.append(best)
         self._projection = (int(extra.sum()) if not (
-            self._over(total, bias.sum(axis=0), 1.0) > 1).any() else None)
+            self._over(total, bias.sum(axis=0), upper.sum(axis=0), 1.0) > 1).any() else None)
         return np.array(order, dtype=np.int64)
 
     def _counted(self) -> np.ndarray:
@@ -547,11 +597,13 @@ class ConfidentJudging:
         extra = np.zeros(len(self.topics), dtype=np.int64)
         current = base.copy()
         bias = np.where(present, self.bias[:, self.runs], 0.0)  # projected, per topic
+        upper = np.where(present, self.upper[:, self.runs], 0.0)
 
         def project(i: int, size: int) -> None:  # topic i's next phase at ``size``
             current[i] = unit[i] * factors[i, size]
             ratio = factors[i, size] / factor_last[i] if factor_last[i] > 0 else 0.0
             bias[i] = np.where(present[i], self.bias[i, self.runs] * ratio, 0.0)
+            upper[i] = np.where(present[i], self.upper[i, self.runs] * ratio, 0.0)
 
         for i in np.flatnonzero(self.owed & (room > 0)):
             # the phase every topic is owed: its least size, or its whole room if smaller
@@ -566,7 +618,8 @@ class ConfidentJudging:
         excess = self._out_of_reach(unit, factors, factor_last, room, current, share)
         jumps: dict[int, np.ndarray] = {}
         while left > 0:
-            ratio = self._over(np.maximum(total - excess, 0.0), bias.sum(axis=0), share)
+            ratio = self._over(np.maximum(total - excess, 0.0), bias.sum(axis=0),
+                               upper.sum(axis=0), share)
             if not (ratio > 1).any():
                 break
             w = int(np.argmax(np.where(ratio > 1, ratio, -np.inf)))
@@ -593,7 +646,7 @@ class ConfidentJudging:
             total += np.where(present[best], current[best] - before, 0.0)
         open_rest = sum(len(p[-1].order) - p[-1].given for p in self.phases if p)
         self._projection = (open_rest + int(extra.sum()) if not (
-            self._over(total, bias.sum(axis=0), share) > 1).any() else None)
+            self._over(total, bias.sum(axis=0), upper.sum(axis=0), share) > 1).any() else None)
         return extra
 
     def _out_of_reach(self, unit: np.ndarray, factors: np.ndarray, factor_last: np.ndarray,
@@ -606,18 +659,25 @@ class ConfidentJudging:
         TREC-COVID, a relevant document found at a small inclusion probability: estimates
         of AP above 1); planning every topic to its room on its account commits the ceiling
         to one estimate, which that topic's next phase re-estimates (a shortfall phase
-        follows if the target is still unmet)."""
+        follows if the target is still unmet). A topic whose phase at its room is projected
+        no better than its variance now keeps the latter (the plan gives it no phase that
+        does not beat its last one); counting the former made a shortfall plan declare the
+        target out of reach, with less variance to remove than the target asked, and plan
+        nothing (docs/research/calibration.md section 4, "Stop 40")."""
         present = self.present[:, self.runs]
         topics = np.arange(len(self.topics))
         with np.errstate(invalid="ignore"):  # 0 * inf where a topic has no room
-            at_room = np.where((room > 0)[:, None] & (unit > 0),
-                               unit * factors[topics, room][:, None], current)
+            at_room = np.where((room > 0)[:, None] & (unit > 0), np.minimum(
+                unit * factors[topics, room][:, None], current), current)
             scale = np.where((room > 0) & (factor_last > 0), factors[topics, room]
                              / np.where(factor_last > 0, factor_last, 1.0), 1.0)
         floor = np.where(present, at_room, 0.0).sum(axis=0)
         bias = np.where(present, self.bias[:, self.runs] * scale[:, None], 0.0).sum(axis=0)
-        count = np.maximum(present.sum(axis=0), 1)
-        allowed = np.maximum(self.target.half_width * share * count - np.abs(bias), 0.0) / self.z
+        upper = np.where(present, self.upper[:, self.runs] * scale[:, None], 0.0).sum(axis=0)
+        # the half-width's part that is not standard errors (mean_sides at no variance)
+        fixed = self._over(np.zeros_like(floor), bias, upper, share)
+        allowed = np.maximum(1.0 - fixed, 0.0) * self.target.half_width * share * np.maximum(
+            present.sum(axis=0), 1) / self.z
         return np.where(floor > allowed ** 2, floor, 0.0)
 
     def _prior(self, i: int) -> np.ndarray:
@@ -1162,7 +1222,10 @@ class AnytimeJudging(ConfidentJudging):
 
     def _multiplier(self, total: np.ndarray, count: np.ndarray) -> np.ndarray:
         """The half-width in standard errors of each targeted run's mean whose summed
-        variance over its ``count`` topics is ``total``."""
+        variance over its ``count`` topics is ``total``: the anytime-valid sequence's
+        (class docstring; ``interval='fixed'``: z). The reported interval and the target
+        check are then :meth:`ConfidentJudging._sides`' with it (the estimated bias and
+        the upper allowance added as ``estimate`` adds them)."""
         from sampleval.estimation.anytime import half_width
 
         if self.interval == "fixed":
@@ -1171,33 +1234,6 @@ class AnytimeJudging(ConfidentJudging):
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(v > 0, half_width(v, self.tuned, self.ci, self.ratio) / np.sqrt(
                 np.where(v > 0, v, 1.0)), 0.0)
-
-    def half_widths(self, variance: np.ndarray | None = None) -> np.ndarray:
-        """Each targeted run's anytime-valid half-width of its mean (class docstring;
-        ``interval='fixed'``: the ordinary one)."""
-        v = self.variance if variance is None else variance
-        present = self.present[:, self.runs]
-        total = np.where(present, np.nan_to_num(v[:, self.runs]), 0.0).sum(axis=0)
-        count = np.maximum(present.sum(axis=0), 1)
-        return (self._multiplier(total, count) * np.sqrt(total) + self._bias_sums()) / count
-
-    def _over(self, total: np.ndarray, bias: np.ndarray, share: float) -> np.ndarray:
-        count = np.maximum(self.present[:, self.runs].sum(axis=0), 1)
-        return (self._multiplier(total, count) * np.sqrt(total) + np.abs(bias)) / (
-            self.target.half_width * share * count)
-
-    def intervals(self) -> dict[str, tuple[float, float, float]]:
-        """Each targeted run's ``(estimate, lo, hi)`` of its mean over the topics it
-        retrieved for, with the half-width of :meth:`half_widths` (the interval reported
-        at stopping)."""
-        self._refresh()
-        present = self.present[:, self.runs]
-        mean = np.where(present, np.nan_to_num(self.value[:, self.runs]), 0.0).sum(
-            axis=0) / np.maximum(present.sum(axis=0), 1)
-        half = self.half_widths()
-        names = self.selector.pool.run_names
-        return {names[r]: (float(m), float(m - h), float(m + h))
-                for r, m, h in zip(self.runs, mean, half, strict=True)}
 
     def next_batch(self) -> tuple[str, list[str]] | None:
         """The next documents to judge, ``(topic, docnos)``; None when judging is over

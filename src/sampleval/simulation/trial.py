@@ -446,14 +446,19 @@ def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 def _anytime_means(est: Estimates, tuned: float, ci: float) -> Estimates:
     """``est`` with the intervals of its means over topics replaced by the anytime-valid
-    ones (``stop=anytime``): half-width :func:`sampleval.estimation.anytime.half_width` of
-    the variance ((half-width / z)^2) the ordinary interval gives (of a bias-aware interval,
-    whose half-width adds the estimated bias, a variance somewhat too large: wider)."""
+    ones (``stop=anytime``): on either side the half-width
+    :func:`sampleval.estimation.anytime.half_width` of the variance ((lower side / z)^2)
+    the ordinary interval gives (of a bias-aware interval, whose sides add the estimated
+    bias, a variance somewhat too large: wider), and the upper side widened by what the
+    ordinary interval's upper side exceeds its lower by (``few=completed``'s allowance,
+    :func:`sampleval.estimation.result.mean_sides`), as judging until confident reports
+    it."""
     from dataclasses import replace
 
     from sampleval.estimation.anytime import half_width
     from sampleval.estimation.engine.views import z_value
 
-    variance = ((est.mean_hi - est.mean_lo) / 2 / z_value(ci)) ** 2
-    half = half_width(variance, tuned, ci)
-    return replace(est, mean_lo=est.mean - half, mean_hi=est.mean + half)
+    down = est.mean - est.mean_lo
+    allowance = np.maximum((est.mean_hi - est.mean) - down, 0.0)
+    half = half_width((down / z_value(ci)) ** 2, tuned, ci)
+    return replace(est, mean_lo=est.mean - half, mean_hi=est.mean + half + allowance)
