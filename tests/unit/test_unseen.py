@@ -164,22 +164,20 @@ def _runs_c() -> list[Run]:
 def test_the_completion_gap_on_hand_computed_strata() -> None:
     """``few=completed``'s gap (section 13): c_t - AP-hat_t, c_t = (AP-hat R-hat + sum q dS)
     / (R-hat + sum q) over the unjudged documents of the partly-sampled strata that found
-    nothing, q_d = c r_d / (c + n_h) (r_d the model's rate, :func:`model_rates`; c the pooled
+    nothing, q_d = c r_d / (c + n_h) (r_d the model's rate, :attr:`SampleStrata.model`; c the pooled
     strength). Topic A's stratum 1 found nothing (n_h = 1); R-hat = 2 (a1, a6). Run X
     (AP-hat 1/2) ranks a4 first, above a1 at 2: dS = 1 + 1/2; a5 fourth, below a1: dS =
     (1 + 1)/4. Run Y (AP-hat 1/3) ranks a5 second, above a1 at 3: dS = 1/2 + 1/3; a4 not at
     all. Topic B's stratum found two: gap 0. Topic C found nothing at all (R-hat = 0, AP-hat
     0): c_t is the model's AP, sum q dS / sum q, dS = 1/r_d: X has c3 at 1, Y c4 at 1 and c3
     at 2."""
-    from sampleval.core.ap_prior import prior_at_ranks
-    from sampleval.estimation.engine.unseen import completion_gap, model_rates
+    from sampleval.estimation.engine.unseen import SampleStrata, completion_gap
 
     views = topic_views(Pool.from_runs(_runs_c()), Sample("stratified", FRAME_C))
     assert [v.pool.topic for v in views] == ["A", "B", "C"]
-    strata = [TopicStrata(v, 1.0) for v in views]
-    c = pooled_prior(strata).strength
-    ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
-    rates = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])[0]
+    c = pooled_prior([TopicStrata(v, 1.0) for v in views]).strength
+    shared = SampleStrata(views, 1.0)
+    rates = np.split(shared.model[0], shared.offsets[1:-1])
     q4, q5 = c * rates[0][views[0].sample.locate(np.array(["a4", "a5"], dtype=object))] / (c + 1)
     q3c, q4c = c * rates[2][views[2].sample.locate(np.array(["c3", "c4"], dtype=object))] / (c + 1)
     assert min(q4, q5, q3c, q4c) > 0

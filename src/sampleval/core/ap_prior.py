@@ -53,16 +53,32 @@ def run_prior(ranking: np.ndarray, kind: str = "aslam") -> np.ndarray:
     return out
 
 
-def prior_at_ranks(ranks: np.ndarray, kind: str = "aslam") -> np.ndarray:
+def prior_at_ranks(ranks: np.ndarray, kind: str = "aslam",
+                   starts: np.ndarray | None = None) -> np.ndarray:
     """Each document's prior from ``ranks`` ``[n_runs, n_docs]`` (1-based, 0: not retrieved;
     a run's length is its largest rank): the mean over the runs of the run's AP-prior at the
-    document's rank, normalised to sum to 1."""
-    lengths = ranks.max(axis=1, initial=0)
-    total = np.zeros(ranks.shape[1])
-    for length in np.unique(lengths[lengths > 0]):
-        prior = np.append(0.0, rank_prior(int(length), kind))
-        total += prior[ranks[lengths == length]].sum(axis=0)
-    return total / total.sum() if total.sum() > 0 else total
+    document's rank, normalised to sum to 1. ``starts``: the columns as consecutive groups
+    (each a topic's documents, a group starting at each of ``starts``, the first at 0), each
+    with its own runs' lengths and normalised on its own (one group by default)."""
+    n_docs = ranks.shape[1]
+    starts = np.zeros(1, dtype=np.int64) if starts is None else np.asarray(starts)
+    if not n_docs:
+        return np.zeros(0)
+    sizes = np.diff(np.r_[starts, n_docs])
+    group = np.repeat(np.arange(len(starts)), sizes)
+    filled = sizes > 0  # reduceat reads an empty group as its next column
+    lengths = np.zeros((ranks.shape[0], len(starts)), dtype=ranks.dtype)  # [runs, groups]
+    lengths[:, filled] = np.maximum.reduceat(ranks, starts[filled], axis=1)
+    known = np.unique(lengths[lengths > 0])
+    table = np.zeros((len(known) + 1, int(known.max(initial=0)) + 1))
+    for i, length in enumerate(known.tolist()):
+        table[i + 1, 1:length + 1] = rank_prior(length, kind)
+    row = np.where(lengths > 0, np.searchsorted(known, lengths) + 1, 0)  # 0: all 0
+    total = table[row[:, group], ranks].sum(axis=0)
+    sums = np.zeros(len(starts))
+    sums[filled] = np.add.reduceat(total, starts[filled])
+    sums = sums[group]
+    return np.divide(total, sums, out=np.zeros(n_docs), where=sums > 0)
 
 
 def document_prior(tp: TopicPool, kind: str = "aslam") -> np.ndarray:
