@@ -210,3 +210,59 @@ def test_completed_widens_only_the_upper_side() -> None:
     np.testing.assert_allclose(
         raised.loc[MEAN_TOPIC], np.maximum(gap[2] + np.minimum(gap[0], 0.0), 0.0) / 3,
         atol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["ht", "ppi"])
+def test_the_strata_are_built_once_for_every_ap_measure(monkeypatch: pytest.MonkeyPatch,
+                                                         family: str) -> None:
+    """One ``estimate`` of two AP measures under ``few=completed`` builds each topic's
+    :class:`TopicStrata` once: ``pooled``'s term and the completion gap of both measures
+    share them (:class:`SampleStrata`; before, each built its own: 4 per topic)."""
+    from sampleval.estimation.engine import unseen
+
+    built: list[int] = []
+    init = unseen.TopicStrata.__init__
+
+    def counted(self: TopicStrata, *args: object) -> None:
+        built.append(1)
+        init(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(unseen.TopicStrata, "__init__", counted)
+    predictions = (None if family == "ht" else FRAME_C[["query_id", "doc_id"]].assign(
+        prediction=0.2))
+    rows = estimate(Sample("stratified", FRAME_C), _runs_c(),
+                    [f"AP~{family}", f"AP@10~{family}"], predictions=predictions)
+    assert set(rows["measure"]) == {f"AP~{family}", f"AP@10~{family}"}
+    assert len(built) == 3  # topics A, B, C
+
+
+def test_the_terms_do_not_depend_on_the_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The topics cut into blocks of one (:data:`~sampleval.estimation.engine.unseen.BLOCK`
+    at its least) give the terms computed in one block."""
+    from sampleval.estimation.engine import unseen
+
+    views = topic_views(Pool.from_runs(_runs_c()), Sample("stratified", FRAME_C))
+    values = np.vstack([VALUES, [0.0, 0.0]])
+    whole = [unseen.unseen_variance(values, views, 1.0, "pooled"),
+             unseen.completion_gap(values, views, 1.0)]
+    monkeypatch.setattr(unseen, "BLOCK", 1)
+    assert len(unseen.SampleStrata(views, 1.0).blocks(np.array([0, 0, 1, 2]))) == 3
+    np.testing.assert_allclose(unseen.unseen_variance(values, views, 1.0, "pooled"), whole[0],
+                               rtol=1e-14)
+    np.testing.assert_allclose(unseen.completion_gap(values, views, 1.0), whole[1],
+                               rtol=1e-14)
+    assert whole[0].any() and whole[1].any()
+
+
+def test_the_ap_prior_of_column_groups_is_each_group_s_own() -> None:
+    """:func:`~sampleval.core.ap_prior.prior_at_ranks` over column groups (every topic at
+    once) equals it on each group alone, an empty group included."""
+    from sampleval.core.ap_prior import prior_at_ranks
+
+    groups = [np.array([[1, 0, 2], [0, 1, 0]]), np.zeros((2, 0), dtype=np.int64),
+              np.array([[2, 1], [1, 3]]), np.array([[0], [0]])]
+    starts = np.cumsum([0] + [g.shape[1] for g in groups[:-1]])
+    got = prior_at_ranks(np.concatenate(groups, axis=1), "aslam", starts)
+    np.testing.assert_allclose(got, np.concatenate([prior_at_ranks(g) for g in groups]),
+                               rtol=1e-14)
+    np.testing.assert_allclose(np.split(got, starts[1:])[0].sum(), 1.0)
