@@ -70,11 +70,14 @@ def prior_at_ranks(ranks: np.ndarray, kind: str = "aslam",
     lengths = np.zeros((ranks.shape[0], len(starts)), dtype=ranks.dtype)  # [runs, groups]
     lengths[:, filled] = np.maximum.reduceat(ranks, starts[filled], axis=1)
     known = np.unique(lengths[lengths > 0])
-    table = np.zeros((len(known) + 1, int(known.max(initial=0)) + 1))
+    width = int(known.max(initial=0)) + 1
+    table = np.zeros((len(known) + 1, width))  # row i + 1: the prior of the i-th length
     for i, length in enumerate(known.tolist()):
         table[i + 1, 1:length + 1] = rank_prior(length, kind)
     row = np.where(lengths > 0, np.searchsorted(known, lengths) + 1, 0)  # 0: all 0
-    total = table[row[:, group], ranks].sum(axis=0)
+    at = np.repeat(row * width, sizes, axis=1)
+    at += ranks
+    total = table.ravel()[at].sum(axis=0)
     sums = np.zeros(len(starts))
     sums[filled] = np.add.reduceat(total, starts[filled])
     sums = sums[group]

@@ -159,12 +159,13 @@ class _Relevant(NamedTuple):
 
 class _Frame(NamedTuple):
     """Every topic's frame, concatenated in topic order: each document's topic, its stratum
-    among every topic's strata (-1 outside the partly-sampled ones) and judged relevance y
-    (NaN: unjudged); per stratum its topic, N_h, n_h, x_h and whether it is partly sampled."""
+    among every topic's strata (-1 outside the partly-sampled ones), judged relevance y
+    (NaN: unjudged) and inclusion probability pi; per stratum its topic, N_h, n_h, x_h and whether it is partly sampled."""
 
     topic: np.ndarray
     stratum: np.ndarray
     y: np.ndarray
+    pi: np.ndarray
     stratum_topic: np.ndarray
     sizes: np.ndarray
     drawn: np.ndarray
@@ -212,15 +213,11 @@ class SampleStrata:
         """``[runs, documents of every frame]``: each run's 1-based rank of each frame
         document (0: not retrieved; :meth:`TopicView.rank_of`, every topic at once)."""
         runs = self.views[0].n_runs if self.views else 0
-        out = np.zeros((runs, int(self.offsets[-1])), dtype=np.int64)
+        out = np.zeros((runs, int(self.offsets[-1])), dtype=np.int32)
         for view, start in zip(self.views, self.offsets[:-1], strict=False):
             r, c = np.nonzero(view.frame_at_rank >= 0)
             out[r, start + view.frame_at_rank[r, c]] = c + 1
         return out
-
-    def topic_ranks(self, t: int) -> np.ndarray:
-        """``[runs, frame]``: topic ``t``'s part of :attr:`ranks`."""
-        return self.ranks[:, self.offsets[t]:self.offsets[t + 1]]
 
     @cached_property
     def frame(self) -> _Frame:
@@ -231,6 +228,7 @@ class SampleStrata:
         whole = _joined
         return _Frame(np.repeat(np.arange(len(self.topics)), np.diff(self.offsets)),
                       whole(stratum, np.int64), whole([s.y for s in self.topics], float),
+                      whole([s.pi for s in self.topics], float),
                       np.repeat(np.arange(len(self.topics)), np.diff(firsts)),
                       whole([s.sizes for s in self.topics], np.int64),
                       whole([s.drawn for s in self.topics], np.int64),
@@ -240,22 +238,16 @@ class SampleStrata:
     @cached_property
     def relevant(self) -> _Relevant:
         """The judged relevant documents' ranks (:class:`_Relevant`)."""
-        n_runs = self.ranks.shape[0]
-        parts: list[list[np.ndarray]] = [[], [], [], []]
-        r_hat = np.zeros(len(self.topics))
-        seen = np.zeros((len(self.topics), n_runs), dtype=bool)
-        for t, s in enumerate(self.topics):
-            rel = np.flatnonzero(np.nan_to_num(s.y) > 0)
-            w = s.y[rel] / s.pi[rel]
-            r_hat[t] = w.sum()
-            ranks = self.topic_ranks(t)
-            runs, cols = np.nonzero(ranks[:, rel] > 0)  # every (run, judged relevant) retrieved
-            seen[t, runs] = True
-            for part, value in zip(parts, (np.full(runs.size, t), runs, ranks[runs, rel[cols]],
-                                          w[cols]), strict=True):
-                part.append(value)
-        topic, run, rank = (_joined(p, np.int64) for p in parts[:3])
-        return _Relevant(topic, run, rank, _joined(parts[3], float), r_hat, seen,
+        frame = self.frame
+        rel = np.flatnonzero(np.nan_to_num(frame.y) > 0)
+        w = frame.y[rel] / frame.pi[rel]
+        r_hat = np.bincount(frame.topic[rel], weights=w, minlength=len(self.topics))
+        ranks = self.ranks[:, rel]
+        runs, cols = np.nonzero(ranks > 0)  # every (run, judged relevant) retrieved
+        topic = frame.topic[rel[cols]]
+        seen = np.zeros((len(self.topics), self.ranks.shape[0]), dtype=bool)
+        seen[topic, runs] = True
+        return _Relevant(topic, runs, ranks[runs, cols], w[cols], r_hat, seen,
                          int(self.ranks.max(initial=0)) + 1)
 
     @cached_property
