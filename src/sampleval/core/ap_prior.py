@@ -75,9 +75,9 @@ def prior_at_ranks(ranks: np.ndarray, kind: str = "aslam",
     for i, length in enumerate(known.tolist()):
         table[i + 1, 1:length + 1] = rank_prior(length, kind)
     row = np.where(lengths > 0, np.searchsorted(known, lengths) + 1, 0)  # 0: all 0
-    at = np.repeat(row * width, sizes, axis=1)
-    at += ranks
-    total = table.ravel()[at].sum(axis=0)
+    runs, docs = np.nonzero(ranks)  # a run retrieves few of the documents: only those
+    at = row[runs, group[docs]] * width + ranks[runs, docs]
+    total = np.bincount(docs, weights=table.ravel()[at], minlength=n_docs)
     sums = np.zeros(len(starts))
     sums[filled] = np.add.reduceat(total, starts[filled])
     sums = sums[group]
