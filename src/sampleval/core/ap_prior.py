@@ -65,23 +65,30 @@ def prior_at_ranks(ranks: np.ndarray, kind: str = "aslam",
     if not n_docs:
         return np.zeros(0)
     sizes = np.diff(np.r_[starts, n_docs])
-    group = np.repeat(np.arange(len(starts)), sizes)
     filled = sizes > 0  # reduceat reads an empty group as its next column
     lengths = np.zeros((ranks.shape[0], len(starts)), dtype=ranks.dtype)  # [runs, groups]
     lengths[:, filled] = np.maximum.reduceat(ranks, starts[filled], axis=1)
+    runs, docs = np.nonzero(ranks)  # a run retrieves few of the documents: only those
+    return retrieved_prior(runs, docs, ranks[runs, docs], lengths,
+                           np.repeat(np.arange(len(starts)), sizes), kind)
+
+
+def retrieved_prior(runs: np.ndarray, docs: np.ndarray, ranks: np.ndarray,
+                    lengths: np.ndarray, group: np.ndarray, kind: str = "aslam"
+                    ) -> np.ndarray:
+    """:func:`prior_at_ranks` from the documents the runs retrieved: run ``runs[i]`` ranks
+    document ``docs[i]`` at ``ranks[i]``; ``lengths`` ``[n_runs, groups]`` each run's length
+    in each group (0: none), ``group`` each document's group (its length: the documents')."""
     known = np.unique(lengths[lengths > 0])
     width = int(known.max(initial=0)) + 1
     table = np.zeros((len(known) + 1, width))  # row i + 1: the prior of the i-th length
     for i, length in enumerate(known.tolist()):
         table[i + 1, 1:length + 1] = rank_prior(length, kind)
     row = np.where(lengths > 0, np.searchsorted(known, lengths) + 1, 0)  # 0: all 0
-    runs, docs = np.nonzero(ranks)  # a run retrieves few of the documents: only those
-    at = row[runs, group[docs]] * width + ranks[runs, docs]
-    total = np.bincount(docs, weights=table.ravel()[at], minlength=n_docs)
-    sums = np.zeros(len(starts))
-    sums[filled] = np.add.reduceat(total, starts[filled])
-    sums = sums[group]
-    return np.divide(total, sums, out=np.zeros(n_docs), where=sums > 0)
+    at = row[runs, group[docs]] * width + ranks
+    total = np.bincount(docs, weights=table.ravel()[at], minlength=len(group))
+    sums = np.bincount(group, weights=total, minlength=lengths.shape[1])[group]
+    return np.divide(total, sums, out=np.zeros(len(group)), where=sums > 0)
 
 
 def document_prior(tp: TopicPool, kind: str = "aslam") -> np.ndarray:

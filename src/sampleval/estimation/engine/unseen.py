@@ -209,14 +209,31 @@ class SampleStrata:
         return np.r_[0, np.cumsum([len(s.y) for s in self.topics])].astype(np.int64)
 
     @cached_property
+    def retrieved(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every (run, frame document) a run retrieved, over the concatenated frame: the
+        run, the document and its 1-based rank; and ``[runs, topics]`` each run's length in
+        each topic's frame (its largest rank there, 0: none)."""
+        n_runs = self.views[0].n_runs if self.views else 0
+        lengths = np.zeros((n_runs, len(self.views)), dtype=np.int64)
+        parts: list[list[np.ndarray]] = [[], [], []]
+        for t, (view, start) in enumerate(zip(self.views, self.offsets[:-1], strict=False)):
+            inside = view.frame_at_rank >= 0
+            r, c = np.nonzero(inside)
+            for part, value in zip(parts, (r, start + view.frame_at_rank[r, c], c + 1),
+                                   strict=True):
+                part.append(value)
+            lengths[:, t] = np.where(inside.any(axis=1),
+                                     inside.shape[1] - inside[:, ::-1].argmax(axis=1), 0)
+        run, doc, rank = (_joined(part, np.int64) for part in parts)
+        return run, doc, rank, lengths
+
+    @cached_property
     def ranks(self) -> np.ndarray:
         """``[runs, documents of every frame]``: each run's 1-based rank of each frame
         document (0: not retrieved; :meth:`TopicView.rank_of`, every topic at once)."""
-        runs = self.views[0].n_runs if self.views else 0
-        out = np.zeros((runs, int(self.offsets[-1])), dtype=np.int32)
-        for view, start in zip(self.views, self.offsets[:-1], strict=False):
-            r, c = np.nonzero(view.frame_at_rank >= 0)
-            out[r, start + view.frame_at_rank[r, c]] = c + 1
+        run, doc, rank, lengths = self.retrieved
+        out = np.zeros((lengths.shape[0], int(self.offsets[-1])), dtype=np.int32)
+        out[run, doc] = rank
         return out
 
     @cached_property
@@ -254,7 +271,7 @@ class SampleStrata:
     def model(self) -> tuple[np.ndarray, float, np.ndarray]:
         """The completion model, fitted over the topics: per document of the concatenated
         frame its modelled relevance rate r_d = min(1, kappa theta_t prior_d^beta),
-        prior_d its AP-prior (:func:`~sampleval.core.ap_prior.prior_at_ranks` over its
+        prior_d its AP-prior (:func:`~sampleval.core.ap_prior.retrieved_prior` over its
         topic's runs; > 0 where a run retrieved it): kappa and beta by Poisson maximum
         likelihood (:func:`power_fit`) on every topic's judged documents of partly-sampled
         strata, theta_t the topic's Gamma(alpha, alpha) multiplier's posterior mean (alpha +
@@ -262,10 +279,10 @@ class SampleStrata:
         prior^beta expects (alpha by the negative binomial's moments, as
         :func:`pooled_prior`); with beta, and each topic's R predicted without its own
         labels (the sum of min(1, kappa prior_d^beta) over its frame)."""
-        from sampleval.core.ap_prior import prior_at_ranks
+        from sampleval.core.ap_prior import retrieved_prior
 
         frame, n_topics = self.frame, len(self.topics)
-        prior = prior_at_ranks(self.ranks, "aslam", self.offsets[:-1])
+        prior = retrieved_prior(*self.retrieved, frame.topic, "aslam")
         judged = ~np.isnan(frame.y) & (frame.stratum >= 0)
         hit = np.nan_to_num(frame.y) > 0
         keep = judged & (prior > 0)
