@@ -160,7 +160,8 @@ class _Relevant(NamedTuple):
 class _Frame(NamedTuple):
     """Every topic's frame, concatenated in topic order: each document's topic, its stratum
     among every topic's strata (-1 outside the partly-sampled ones), judged relevance y
-    (NaN: unjudged) and inclusion probability pi; per stratum its topic, N_h, n_h, x_h and whether it is partly sampled."""
+    (NaN: unjudged) and inclusion probability pi; per stratum its topic, N_h, n_h, x_h and
+    whether it is partly sampled."""
 
     topic: np.ndarray
     stratum: np.ndarray
@@ -222,8 +223,9 @@ class SampleStrata:
             for part, value in zip(parts, (r, start + view.frame_at_rank[r, c], c + 1),
                                    strict=True):
                 part.append(value)
-            lengths[:, t] = np.where(inside.any(axis=1),
-                                     inside.shape[1] - inside[:, ::-1].argmax(axis=1), 0)
+            if inside.shape[1]:  # the last rank inside the frame
+                lengths[:, t] = np.where(inside.any(axis=1),
+                                         inside.shape[1] - inside[:, ::-1].argmax(axis=1), 0)
         run, doc, rank = (_joined(part, np.int64) for part in parts)
         return run, doc, rank, lengths
 
