@@ -31,7 +31,8 @@ re-estimating, every rule's interval of the runs' means:
   (c_t = -a_t over the topics with k <= 1); ``k=0 gaps``: the upper side by the gaps where
   k = 0, not netted; and the ``spread`` floors with these (``spread+completed``,
   ``spread+completed, low k<=1 net``, ``spread k=0+k=0 gaps``, ``spread k=0+completed, low
-  k<=1 net``).
+  k<=1 net``); ``completed, signed b`` and ``spread k=0+completed, signed b``: the
+  estimated bias b widening only the side it points to.
 
 ``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
@@ -121,13 +122,16 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
 
 class Rule(NamedTuple):
     """A candidate's per-row variance, its per-row allowances (the mean's upper side widened
-    by max(sum of ``up``, 0) / T, its lower side by max(sum of ``down``, 0) / T; None: none)
-    and its normal (or t) quantile."""
+    by max(sum of ``up``, 0) / T, its lower side by max(sum of ``down``, 0) / T; None: none),
+    its normal (or t) quantile, and whether the estimated bias b widens only the side it
+    points to (``signed``: the lower side by max(sum b, 0) / T, the upper by max(-sum b, 0)
+    / T) instead of both by |sum b| / T."""
 
     variance: np.ndarray
     up: np.ndarray | None
     down: np.ndarray | None
     q: float
+    signed: bool = False
 
 
 def rules(rows: pd.DataFrame) -> dict[str, Rule]:
@@ -168,7 +172,9 @@ def rules(rows: pd.DataFrame) -> dict[str, Rule]:
             "spread+completed": Rule(spread_all, zeros, None, Z),
             "spread+completed, low k<=1 net": Rule(spread_all, zeros, net_few, Z),
             "spread k=0+k=0 gaps": Rule(spread_zero, only_zeros, None, Z),
-            "spread k=0+completed, low k<=1 net": Rule(spread_zero, zeros, net_few, Z)}
+            "spread k=0+completed, low k<=1 net": Rule(spread_zero, zeros, net_few, Z),
+            "completed, signed b": Rule(pooled, zeros, None, Z, signed=True),
+            "spread k=0+completed, signed b": Rule(spread_zero, zeros, None, Z, signed=True)}
 
 
 def means(rows: pd.DataFrame, rule: Rule) -> pd.DataFrame:
@@ -180,10 +186,13 @@ def means(rows: pd.DataFrame, rule: Rule) -> pd.DataFrame:
                     c=zero if rule.down is None else rule.down)
     g = d.groupby(["trial", "run"])
     n = g.size()
-    half = rule.q * np.sqrt(g["Vx"].sum()) / n + g["bw"].sum().abs() / n
+    half = rule.q * np.sqrt(g["Vx"].sum()) / n
+    bias = g["bw"].sum() / n
+    low, high = ((bias.clip(lower=0.0), (-bias).clip(lower=0.0)) if rule.signed
+                 else (bias.abs(), bias.abs()))
     return pd.DataFrame({"error": g["value"].mean() - g["truth"].mean(),
-                         "down": half + g["c"].sum().clip(lower=0.0) / n,
-                         "up": half + g["a"].sum().clip(lower=0.0) / n,
+                         "down": half + low + g["c"].sum().clip(lower=0.0) / n,
+                         "up": half + high + g["a"].sum().clip(lower=0.0) / n,
                          "value": g["value"].mean(), "truth": g["truth"].mean()})
 
 
