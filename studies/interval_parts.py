@@ -32,7 +32,10 @@ re-estimating, every rule's interval of the runs' means:
   k = 0, not netted; and the ``spread`` floors with these (``spread+completed``,
   ``spread+completed, low k<=1 net``, ``spread k=0+k=0 gaps``, ``spread k=0+completed, low
   k<=1 net``); ``completed, signed b`` and ``spread k=0+completed, signed b``: the
-  estimated bias b widening only the side it points to.
+  estimated bias b widening only the side it points to; with a ``posterior`` column (rows
+  drawn since section 14), ``pooled+posterior``, ``spread+posterior`` and ``spread
+  k=0+posterior``: each side of the mean widened by the net gap to :func:`posterior_ap`
+  (every partly-sampled stratum completed by the model's posterior) where it points there.
 
 ``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
@@ -85,6 +88,32 @@ def small_collection(name: str) -> tuple[Pool, Qrels]:
                           score_type=FAMILIES["ht"].score_type), qrels
 
 
+def posterior_ap(shared: SampleStrata) -> np.ndarray:
+    """``[topics, runs]``: AP with every partly-sampled stratum completed by the completion
+    model's posterior (section 14's candidate): each judged document as judged, each
+    unjudged one of a partly-sampled stratum h relevant with p_d = (c r_d + x_h) / (c + n_h)
+    (r_d :attr:`~sampleval.estimation.engine.unseen.SampleStrata.model`'s rate, c the pooled
+    strength), the others 0; AP the ratio of the expected S = sum_k p_k (1 + sum_{j<k} p_j)
+    / k over each run's ranks to the expected R = sum_d p_d over the frame (documents
+    independent given the rates; the ratio of expectations, Cochran 1977 sec. 6.2)."""
+    frame = shared.frame
+    strength = shared.prior.strength
+    p = np.nan_to_num(frame.y)
+    unjudged = np.flatnonzero(np.isnan(frame.y) & (frame.stratum >= 0))
+    h = frame.stratum[unjudged]
+    p[unjudged] = ((strength * shared.model[0][unjudged] + frame.found[h])
+                   / (strength + frame.drawn[h]))
+    total = np.bincount(frame.topic, weights=p, minlength=len(shared.views))
+    out = np.zeros((len(shared.views), shared.ranks.shape[0]))
+    for t, view in enumerate(shared.views):
+        at = view.frame_at_rank
+        p_k = np.where(at >= 0, p[np.maximum(at, 0) + shared.offsets[t]], 0.0)
+        before = np.cumsum(p_k, axis=1) - p_k
+        s_t = (p_k * (1.0 + before) / np.arange(1, at.shape[1] + 1)).sum(axis=1)
+        out[t] = s_t / total[t] if total[t] > 0 else 0.0
+    return out
+
+
 def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
                seed: int) -> pd.DataFrame:
     """Every trial's rows (module docstring)."""
@@ -111,6 +140,7 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
         grid = {"value": parts.value, "V": parts.variance, "b": parts.bias,
                 "U": unseen_variance(parts.value, views, 1.0, "pooled", shared),
                 "gap": completion_gap(parts.value, views, 1.0, shared),
+                "posterior": posterior_ap(shared),
                 "truth": target.loc[list(topics), list(names)].to_numpy()}
         frames.append(pd.DataFrame({
             "trial": trial, "topic": topics[t_idx], "run": np.asarray(names)[r_idx],
@@ -174,7 +204,13 @@ def rules(rows: pd.DataFrame) -> dict[str, Rule]:
             "spread k=0+k=0 gaps": Rule(spread_zero, only_zeros, None, Z),
             "spread k=0+completed, low k<=1 net": Rule(spread_zero, zeros, net_few, Z),
             "completed, signed b": Rule(pooled, zeros, None, Z, signed=True),
-            "spread k=0+completed, signed b": Rule(spread_zero, zeros, None, Z, signed=True)}
+            "spread k=0+completed, signed b": Rule(spread_zero, zeros, None, Z, signed=True),
+            **({} if "posterior" not in d else {
+                name: Rule(variance, lift, -lift, Z) for lift in [
+                    (d["posterior"] - d["value"].fillna(0.0)).to_numpy()]
+                for name, variance in (("pooled+posterior", pooled),
+                                       ("spread+posterior", spread_all),
+                                       ("spread k=0+posterior", spread_zero))})}
 
 
 def means(rows: pd.DataFrame, rule: Rule) -> pd.DataFrame:
