@@ -23,25 +23,41 @@ re-estimating, every rule's interval of the runs' means:
   over the topics; m1_r the mean clipped AP-hat); ``spread+gap`` with every topic's gap;
   ``spread k=0+gap`` / ``spread k=0+completed``: the spread floor where k = 0 only,
   ``pooled``'s where k = 1, with either allowance;
-* ``pooled, t(T-1)``: ``pooled`` with the t quantile on T - 1 degrees of freedom.
+* ``pooled, t(T-1)``: ``pooled`` with the t quantile on T - 1 degrees of freedom;
+* with a lower allowance too (the mean's lower side widened by max(sum of c_t, 0) / T, for
+  the ratio's positive bias the model reads where something was found; section 14):
+  ``completed, two-sided`` (c_t = -a_t: the net gap either way), ``completed, low k=1``
+  (c_t = -min(gap, 0) on the topics with one relevant judged), ``completed, low k<=1 net``
+  (c_t = -a_t over the topics with k <= 1); ``k=0 gaps``: the upper side by the gaps where
+  k = 0, not netted; and the ``spread`` floors with these (``spread+completed``,
+  ``spread+completed, low k<=1 net``, ``spread k=0+k=0 gaps``, ``spread k=0+completed, low
+  k<=1 net``); ``completed, signed b`` and ``spread k=0+completed, signed b``: the
+  estimated bias b widening only the side it points to; with a ``posterior`` column (rows
+  drawn since section 14), ``pooled+posterior``, ``spread+posterior`` and ``spread
+  k=0+posterior``: each side of the mean widened by the net gap to :func:`posterior_ap`
+  (every partly-sampled stratum completed by the model's posterior) where it points there.
+
+``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
 Printed: the diagnosis of ``pooled``'s miss (:func:`studies.interval_coverage.diagnose`) with,
 by k (2: two or more), the share of the rows, their contribution to the bias of the mean and
 sqrt(mean V / mean squared error) (1: the rows' variance is their error's size); then each
-rule's coverage of the mean and width (mean half-width, (hi - lo)/2, over 1.96 rms).
+rule's coverage of the mean and width (mean half-width, (hi - lo)/2, over 1.96 rms); then
+the default's per-topic coverage by k (:func:`per_topic`).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.estimation.engine.unseen import completion_gap, unseen_variance
+from sampleval.estimation.engine.unseen import SampleStrata, completion_gap, unseen_variance
 from sampleval.estimation.engine.views import topic_views
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.result import UNFLOORED, bias_widens, is_census, judged_relevant
@@ -72,6 +88,32 @@ def small_collection(name: str) -> tuple[Pool, Qrels]:
                           score_type=FAMILIES["ht"].score_type), qrels
 
 
+def posterior_ap(shared: SampleStrata) -> np.ndarray:
+    """``[topics, runs]``: AP with every partly-sampled stratum completed by the completion
+    model's posterior (section 14's candidate): each judged document as judged, each
+    unjudged one of a partly-sampled stratum h relevant with p_d = (c r_d + x_h) / (c + n_h)
+    (r_d :attr:`~sampleval.estimation.engine.unseen.SampleStrata.model`'s rate, c the pooled
+    strength), the others 0; AP the ratio of the expected S = sum_k p_k (1 + sum_{j<k} p_j)
+    / k over each run's ranks to the expected R = sum_d p_d over the frame (documents
+    independent given the rates; the ratio of expectations, Cochran 1977 sec. 6.2)."""
+    frame = shared.frame
+    strength = shared.prior.strength
+    p = np.nan_to_num(frame.y)
+    unjudged = np.flatnonzero(np.isnan(frame.y) & (frame.stratum >= 0))
+    h = frame.stratum[unjudged]
+    p[unjudged] = ((strength * shared.model[0][unjudged] + frame.found[h])
+                   / (strength + frame.drawn[h]))
+    total = np.bincount(frame.topic, weights=p, minlength=len(shared.views))
+    out = np.zeros((len(shared.views), shared.ranks.shape[0]))
+    for t, view in enumerate(shared.views):
+        at = view.frame_at_rank
+        p_k = np.where(at >= 0, p[np.maximum(at, 0) + shared.offsets[t]], 0.0)
+        before = np.cumsum(p_k, axis=1) - p_k
+        s_t = (p_k * (1.0 + before) / np.arange(1, at.shape[1] + 1)).sum(axis=1)
+        out[t] = s_t / total[t] if total[t] > 0 else 0.0
+    return out
+
+
 def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
                seed: int) -> pd.DataFrame:
     """Every trial's rows (module docstring)."""
@@ -94,9 +136,11 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
             "census": np.array([is_census(v.sample) for v in views]),
             "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
                            for v in views])}
+        shared = SampleStrata(views, 1.0)
         grid = {"value": parts.value, "V": parts.variance, "b": parts.bias,
-                "U": unseen_variance(parts.value, views, 1.0, "pooled"),
-                "gap": completion_gap(parts.value, views, 1.0),
+                "U": unseen_variance(parts.value, views, 1.0, "pooled", shared),
+                "gap": completion_gap(parts.value, views, 1.0, shared),
+                "posterior": posterior_ap(shared),
                 "truth": target.loc[list(topics), list(names)].to_numpy()}
         frames.append(pd.DataFrame({
             "trial": trial, "topic": topics[t_idx], "run": np.asarray(names)[r_idx],
@@ -106,8 +150,22 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
     return pd.concat(frames, ignore_index=True)
 
 
-def rules(rows: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray | None, float]]:
-    """Each rule's per-row variance, per-row allowance (None: none) and quantile."""
+class Rule(NamedTuple):
+    """A candidate's per-row variance, its per-row allowances (the mean's upper side widened
+    by max(sum of ``up``, 0) / T, its lower side by max(sum of ``down``, 0) / T; None: none),
+    its normal (or t) quantile, and whether the estimated bias b widens only the side it
+    points to (``signed``: the lower side by max(sum b, 0) / T, the upper by max(-sum b, 0)
+    / T) instead of both by |sum b| / T."""
+
+    variance: np.ndarray
+    up: np.ndarray | None
+    down: np.ndarray | None
+    q: float
+    signed: bool = False
+
+
+def rules(rows: pd.DataFrame) -> dict[str, Rule]:
+    """Every candidate rule (module docstring)."""
     from scipy.stats import t as student
 
     d = rows
@@ -123,33 +181,89 @@ def rules(rows: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray | None, 
     spread_all = np.where(few, np.maximum(v1, spread), v1)
     spread_zero = np.where(few & (d["k"] == 0), np.maximum(v1, spread), pooled)
     gap = d["gap"].to_numpy()
-    zeros = np.where((d["k"] == 0) & ~d["census"], gap, np.minimum(gap, 0.0))
+    nothing = ((d["k"] == 0) & ~d["census"]).to_numpy()
+    one = ((d["k"] == 1) & ~d["census"]).to_numpy()
+    zeros = np.where(nothing, gap, np.minimum(gap, 0.0))
+    only_zeros = np.where(nothing, gap, 0.0)
+    high_one = np.where(one, -np.minimum(gap, 0.0), 0.0)
+    net_few = -np.where(nothing | one, zeros, 0.0)
     t_q = float(student.ppf(0.975, d["topic"].nunique() - 1))
-    return {"pooled": (pooled, None, Z), "completed": (pooled, zeros, Z),
-            "pooled, t(T-1)": (pooled, None, t_q), "pooled+gap": (pooled, gap, Z),
-            "spread": (spread_all, None, Z), "spread+gap": (spread_all, gap, Z),
-            "spread k=0+gap": (spread_zero, gap, Z),
-            "spread k=0+completed": (spread_zero, zeros, Z)}
+    return {"pooled": Rule(pooled, None, None, Z), "completed": Rule(pooled, zeros, None, Z),
+            "pooled, t(T-1)": Rule(pooled, None, None, t_q),
+            "pooled+gap": Rule(pooled, gap, None, Z),
+            "spread": Rule(spread_all, None, None, Z),
+            "spread+gap": Rule(spread_all, gap, None, Z),
+            "spread k=0+gap": Rule(spread_zero, gap, None, Z),
+            "spread k=0+completed": Rule(spread_zero, zeros, None, Z),
+            "completed, two-sided": Rule(pooled, zeros, -zeros, Z),
+            "completed, low k=1": Rule(pooled, zeros, high_one, Z),
+            "completed, low k<=1 net": Rule(pooled, zeros, net_few, Z),
+            "k=0 gaps": Rule(pooled, only_zeros, None, Z),
+            "spread+completed": Rule(spread_all, zeros, None, Z),
+            "spread+completed, low k<=1 net": Rule(spread_all, zeros, net_few, Z),
+            "spread k=0+k=0 gaps": Rule(spread_zero, only_zeros, None, Z),
+            "spread k=0+completed, low k<=1 net": Rule(spread_zero, zeros, net_few, Z),
+            "completed, signed b": Rule(pooled, zeros, None, Z, signed=True),
+            "spread k=0+completed, signed b": Rule(spread_zero, zeros, None, Z, signed=True),
+            **({} if "posterior" not in d else {
+                name: Rule(variance, lift, -lift, Z) for lift in [
+                    (d["posterior"] - d["value"].fillna(0.0)).to_numpy()]
+                for name, variance in (("pooled+posterior", pooled),
+                                       ("spread+posterior", spread_all),
+                                       ("spread k=0+posterior", spread_zero))})}
 
 
-def means(rows: pd.DataFrame, variance: np.ndarray, allowance: np.ndarray | None,
-          q: float) -> pd.DataFrame:
+def means(rows: pd.DataFrame, rule: Rule) -> pd.DataFrame:
     """Per (trial, run): the mean's error and its interval's lower and upper half-widths
-    (the upper widened by max(sum of ``allowance``, 0) / T)."""
-    d = rows.assign(Vx=variance, bw=np.where(rows["widens"], rows["b"], 0.0),
-                    a=0.0 if allowance is None else allowance)
+    (:class:`Rule`: each side widened by its allowance)."""
+    zero = np.zeros(len(rows))
+    d = rows.assign(Vx=rule.variance, bw=np.where(rows["widens"], rows["b"], 0.0),
+                    a=zero if rule.up is None else rule.up,
+                    c=zero if rule.down is None else rule.down)
     g = d.groupby(["trial", "run"])
     n = g.size()
-    half = q * np.sqrt(g["Vx"].sum()) / n + g["bw"].sum().abs() / n
-    up = half + g["a"].sum().clip(lower=0.0) / n
-    return pd.DataFrame({"error": g["value"].mean() - g["truth"].mean(), "down": half,
-                         "up": up, "value": g["value"].mean(), "truth": g["truth"].mean()})
+    half = rule.q * np.sqrt(g["Vx"].sum()) / n
+    bias = g["bw"].sum() / n
+    low, high = ((bias.clip(lower=0.0), (-bias).clip(lower=0.0)) if rule.signed
+                 else (bias.abs(), bias.abs()))
+    return pd.DataFrame({"error": g["value"].mean() - g["truth"].mean(),
+                         "down": half + low + g["c"].sum().clip(lower=0.0) / n,
+                         "up": half + high + g["a"].sum().clip(lower=0.0) / n,
+                         "value": g["value"].mean(), "truth": g["truth"].mean()})
+
+
+def per_topic(rows: pd.DataFrame) -> pd.DataFrame:
+    """The default's (``completed``'s) per-topic intervals: their coverage and width over
+    every row, and by k (3: three or more) the rows' share, coverage and the shares of
+    truths below lo and above hi (each topic's upper side widened by its own allowance
+    where positive, :func:`~sampleval.estimation.result.upper_allowance`)."""
+    rule = rules(rows)["completed"]
+    assert rule.up is not None
+    half = Z * np.sqrt(np.maximum(rule.variance, 0.0)) + np.abs(
+        np.where(rows["widens"], rows["b"], 0.0))
+    lo = rows["value"] - half
+    hi = rows["value"] + half + np.maximum(rule.up, 0.0)
+    below, above = rows["truth"] < lo, rows["truth"] > hi
+    error = rows["value"] - rows["truth"]
+    out: dict[str, float] = {
+        "covers": float((~below & ~above).mean()),
+        "width": float(((hi - lo) / 2).mean() / (Z * np.sqrt((error**2).mean())))}
+    k = rows["k"].clip(upper=3)
+    for level in range(4):
+        at = k == level
+        out[f"share k={level}"] = float(at.mean())
+        if at.any():
+            out[f"covers k={level}"] = float((~below & ~above)[at].mean())
+            out[f"below k={level}"] = float(below[at].mean())
+            out[f"above k={level}"] = float(above[at].mean())
+    return pd.DataFrame([out])
 
 
 def decomposition(rows: pd.DataFrame) -> pd.DataFrame:
     """``pooled``'s diagnosis, and by k its rows' share, bias contribution and sqrt(V/mse)."""
-    variance = rules(rows)["pooled"][0]
-    m = means(rows, variance, None, Z)
+    rule = rules(rows)["pooled"]
+    variance = rule.variance
+    m = means(rows, rule)
     arrays = np.stack([m[c].unstack("run").to_numpy() for c in ("value", "truth", "down")],
                       axis=1)
     out: dict[str, float] = {k: v for k, v in diagnose(arrays).items() if k in (
@@ -168,8 +282,8 @@ def decomposition(rows: pd.DataFrame) -> pd.DataFrame:
 def table(rows: pd.DataFrame) -> pd.DataFrame:
     """Each rule's coverage of the mean, its Monte Carlo SE (clustered by trial) and width."""
     out = []
-    for name, (variance, allowance, q) in rules(rows).items():
-        m = means(rows, variance, allowance, q)
+    for name, rule in rules(rows).items():
+        m = means(rows, rule)
         covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
         per_trial = covered.groupby(level="trial").mean()
         rms = float(np.sqrt((m["error"] ** 2).mean()))
@@ -189,20 +303,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="design, as interval_coverage's --designs (default stratified)")
     parser.add_argument("--output", help="also write every (trial, topic, run) row here "
                                          "(parquet)")
+    parser.add_argument("--rows", help="read the rows --output wrote (parquet) instead of "
+                                       "drawing them (--trials, --seed and --rate then only "
+                                       "label the output)")
     args = parser.parse_args(argv)
-    if args.collection in SMALL:
-        pool, qrels = small_collection(args.collection)
+    if args.rows:
+        rows = pd.read_parquet(args.rows)
     else:
-        runs, qrels = read_collection(args.collection, args.data, args.depth)
-        pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels,
-                              score_type=FAMILIES["ht"].score_type)
-    rows = parts_rows(pool, qrels, args.design, args.rate, args.trials, args.seed)
+        if args.collection in SMALL:
+            pool, qrels = small_collection(args.collection)
+        else:
+            runs, qrels = read_collection(args.collection, args.data, args.depth)
+            pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels,
+                                  score_type=FAMILIES["ht"].score_type)
+        rows = parts_rows(pool, qrels, args.design, args.rate, args.trials, args.seed)
     if args.output:
         rows.to_parquet(args.output)
     print(f"{args.collection}, {args.design} at {args.rate}, {args.trials} trials, seed "
           f"{args.seed}, {rows['topic'].nunique()} topics")
     print(decomposition(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    print("per topic (the default, completed):")
+    print(per_topic(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
 
 

@@ -31,8 +31,8 @@ The columns besides the estimators are candidates for a point estimate on Cranfi
   Cochran 1977 sec. 6.2's first order); elsewhere ``AP~ht``.
 * ``completed``: on every topic, the strata where nothing relevant was judged completed
   by the same model: (S-hat + sum_d q_d dS_d) / (R-hat + sum_d q_d) over their unjudged
-  documents (dS_d: :func:`~sampleval.estimation.engine.unseen.one_document_change`'s
-  one-document change of S).
+  documents (dS_d: :meth:`~sampleval.estimation.engine.unseen.SampleStrata.change`'s
+  one-document change of S; :func:`~sampleval.estimation.engine.unseen.completed_sums`).
 """
 
 from __future__ import annotations
@@ -43,15 +43,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sampleval.core.ap_prior import prior_at_ranks
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.estimation.engine.unseen import (
-    TopicStrata,
-    model_rates,
-    one_document_change,
-    pooled_prior,
-)
+from sampleval.estimation.engine.unseen import SampleStrata, completed_sums
 from sampleval.estimation.engine.views import MEAN_TOPIC, topic_views
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.spec import parse_estimate
@@ -76,34 +70,30 @@ def topic_rows(pool: Pool, design: str, rate: float, seed: int, qrels_truth: pd.
     rows = rows[rows["query_id"] != MEAN_TOPIC]
     value = {name: rows[rows["measure"] == spec].set_index(["query_id", "run"])["value"]
              for name, spec in ESTIMATORS.items()}
-    strata = [TopicStrata(v, 1.0) for v in views]
-    strength = pooled_prior(strata).strength
-    ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
-    rates, beta, predicted = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])
+    shared = SampleStrata(views, 1.0)
+    _, beta, predicted = shared.model
+    # sum_d q_d dS_d and sum_d q_d (completed_sums at AP-hat 0)
+    gained, expected, _ = completed_sums(np.zeros((len(views), len(pool.run_names))), shared)
     true_r = qrels_truth["R"].to_numpy(dtype=float)
     true_ap = qrels_truth.drop(columns="R").to_numpy(dtype=float)
     row_of = {t: i for i, t in enumerate(qrels_truth.index)}
     col_of = {r: i for i, r in enumerate(qrels_truth.columns)}
     out = []
-    for view, s, rank, r_d, r_pred in zip(views, strata, ranks, rates, predicted, strict=True):
+    for t, (view, s, r_pred) in enumerate(zip(views, shared.topics, predicted, strict=True)):
         y = np.nan_to_num(s.y)
         relevant = np.flatnonzero(y > 0)
-        r_hat = float((y[relevant] / s.pi[relevant]).sum())
-        docs = np.flatnonzero((s.stratum >= 0) & np.isnan(s.y))
-        docs = docs[s.found[s.stratum[docs]] == 0]  # unjudged, in strata that found none
-        q = strength * r_d[docs] / (strength + s.drawn[s.stratum[docs]])
-        d_s = (one_document_change(s, rank, np.zeros(len(rank)), docs, 0.0) * (r_hat + 1.0)
-               if docs.size else np.zeros((len(rank), 0)))
+        r_hat = float(shared.relevant.r_hat[t])
+        q_sum = float(expected[t])
         topic = view.pool.topic
         for r, run in enumerate(pool.run_names):
             if (topic, run) not in value["default"].index:
                 continue
             none = float(value["none"][topic, run])
             s_hat = none * r_hat
-            completed = (s_hat + float(d_s[r] @ q)) / max(r_hat + float(q.sum()), 1e-12)
+            completed = (s_hat + float(gained[t, r])) / max(r_hat + q_sum, 1e-12)
             out.append((seed, topic, run, len(relevant), float(value["default"][topic, run]),
                         none, float(value["taylor-jackknife"][topic, run]), s_hat, r_hat,
-                        float(q.sum()), completed, r_pred,
+                        q_sum, completed, r_pred,
                         true_r[row_of[topic]], true_ap[row_of[topic], col_of[run]]))
     frame = pd.DataFrame(out, columns=["seed", "query_id", "run", "k", "default", "none",
                                        "taylor-jackknife", "S", "R_hat", "unseen",

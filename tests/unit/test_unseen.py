@@ -164,22 +164,20 @@ def _runs_c() -> list[Run]:
 def test_the_completion_gap_on_hand_computed_strata() -> None:
     """``few=completed``'s gap (section 13): c_t - AP-hat_t, c_t = (AP-hat R-hat + sum q dS)
     / (R-hat + sum q) over the unjudged documents of the partly-sampled strata that found
-    nothing, q_d = c r_d / (c + n_h) (r_d the model's rate, :func:`model_rates`; c the pooled
+    nothing, q_d = c r_d / (c + n_h) (r_d the model's rate, :attr:`SampleStrata.model`; c the pooled
     strength). Topic A's stratum 1 found nothing (n_h = 1); R-hat = 2 (a1, a6). Run X
     (AP-hat 1/2) ranks a4 first, above a1 at 2: dS = 1 + 1/2; a5 fourth, below a1: dS =
     (1 + 1)/4. Run Y (AP-hat 1/3) ranks a5 second, above a1 at 3: dS = 1/2 + 1/3; a4 not at
     all. Topic B's stratum found two: gap 0. Topic C found nothing at all (R-hat = 0, AP-hat
     0): c_t is the model's AP, sum q dS / sum q, dS = 1/r_d: X has c3 at 1, Y c4 at 1 and c3
     at 2."""
-    from sampleval.core.ap_prior import prior_at_ranks
-    from sampleval.estimation.engine.unseen import completion_gap, model_rates
+    from sampleval.estimation.engine.unseen import SampleStrata, completion_gap
 
     views = topic_views(Pool.from_runs(_runs_c()), Sample("stratified", FRAME_C))
     assert [v.pool.topic for v in views] == ["A", "B", "C"]
-    strata = [TopicStrata(v, 1.0) for v in views]
-    c = pooled_prior(strata).strength
-    ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
-    rates = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])[0]
+    c = pooled_prior([TopicStrata(v, 1.0) for v in views]).strength
+    shared = SampleStrata(views, 1.0)
+    rates = np.split(shared.model[0], shared.offsets[1:-1])
     q4, q5 = c * rates[0][views[0].sample.locate(np.array(["a4", "a5"], dtype=object))] / (c + 1)
     q3c, q4c = c * rates[2][views[2].sample.locate(np.array(["c3", "c4"], dtype=object))] / (c + 1)
     assert min(q4, q5, q3c, q4c) > 0
@@ -212,3 +210,59 @@ def test_completed_widens_only_the_upper_side() -> None:
     np.testing.assert_allclose(
         raised.loc[MEAN_TOPIC], np.maximum(gap[2] + np.minimum(gap[0], 0.0), 0.0) / 3,
         atol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["ht", "ppi"])
+def test_the_strata_are_built_once_for_every_ap_measure(monkeypatch: pytest.MonkeyPatch,
+                                                         family: str) -> None:
+    """One ``estimate`` of two AP measures under ``few=completed`` builds each topic's
+    :class:`TopicStrata` once: ``pooled``'s term and the completion gap of both measures
+    share them (:class:`SampleStrata`; before, each built its own: 4 per topic)."""
+    from sampleval.estimation.engine import unseen
+
+    built: list[int] = []
+    init = unseen.TopicStrata.__init__
+
+    def counted(self: TopicStrata, *args: object) -> None:
+        built.append(1)
+        init(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(unseen.TopicStrata, "__init__", counted)
+    predictions = (None if family == "ht" else FRAME_C[["query_id", "doc_id"]].assign(
+        prediction=0.2))
+    rows = estimate(Sample("stratified", FRAME_C), _runs_c(),
+                    [f"AP~{family}", f"AP@10~{family}"], predictions=predictions)
+    assert set(rows["measure"]) == {f"AP~{family}", f"AP@10~{family}"}
+    assert len(built) == 3  # topics A, B, C
+
+
+def test_the_terms_do_not_depend_on_the_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The topics cut into blocks of one (:data:`~sampleval.estimation.engine.unseen.BLOCK`
+    at its least) give the terms computed in one block."""
+    from sampleval.estimation.engine import unseen
+
+    views = topic_views(Pool.from_runs(_runs_c()), Sample("stratified", FRAME_C))
+    values = np.vstack([VALUES, [0.0, 0.0]])
+    whole = [unseen.unseen_variance(values, views, 1.0, "pooled"),
+             unseen.completion_gap(values, views, 1.0)]
+    monkeypatch.setattr(unseen, "BLOCK", 1)
+    assert len(unseen.SampleStrata(views, 1.0).blocks(np.array([0, 0, 1, 2]))) == 3
+    np.testing.assert_allclose(unseen.unseen_variance(values, views, 1.0, "pooled"), whole[0],
+                               rtol=1e-14)
+    np.testing.assert_allclose(unseen.completion_gap(values, views, 1.0), whole[1],
+                               rtol=1e-14)
+    assert whole[0].any() and whole[1].any()
+
+
+def test_the_ap_prior_of_column_groups_is_each_group_s_own() -> None:
+    """:func:`~sampleval.core.ap_prior.prior_at_ranks` over column groups (every topic at
+    once) equals it on each group alone, an empty group included."""
+    from sampleval.core.ap_prior import prior_at_ranks
+
+    groups = [np.array([[1, 0, 2], [0, 1, 0]]), np.zeros((2, 0), dtype=np.int64),
+              np.array([[2, 1], [1, 3]]), np.array([[0], [0]])]
+    starts = np.cumsum([0] + [g.shape[1] for g in groups[:-1]])
+    got = prior_at_ranks(np.concatenate(groups, axis=1), "aslam", starts)
+    np.testing.assert_allclose(got, np.concatenate([prior_at_ranks(g) for g in groups]),
+                               rtol=1e-14)
+    np.testing.assert_allclose(np.split(got, starts[1:])[0].sum(), 1.0)

@@ -53,16 +53,42 @@ def run_prior(ranking: np.ndarray, kind: str = "aslam") -> np.ndarray:
     return out
 
 
-def prior_at_ranks(ranks: np.ndarray, kind: str = "aslam") -> np.ndarray:
+def prior_at_ranks(ranks: np.ndarray, kind: str = "aslam",
+                   starts: np.ndarray | None = None) -> np.ndarray:
     """Each document's prior from ``ranks`` ``[n_runs, n_docs]`` (1-based, 0: not retrieved;
     a run's length is its largest rank): the mean over the runs of the run's AP-prior at the
-    document's rank, normalised to sum to 1."""
-    lengths = ranks.max(axis=1, initial=0)
-    total = np.zeros(ranks.shape[1])
-    for length in np.unique(lengths[lengths > 0]):
-        prior = np.append(0.0, rank_prior(int(length), kind))
-        total += prior[ranks[lengths == length]].sum(axis=0)
-    return total / total.sum() if total.sum() > 0 else total
+    document's rank, normalised to sum to 1. ``starts``: the columns as consecutive groups
+    (each a topic's documents, a group starting at each of ``starts``, the first at 0), each
+    with its own runs' lengths and normalised on its own (one group by default)."""
+    n_docs = ranks.shape[1]
+    starts = np.zeros(1, dtype=np.int64) if starts is None else np.asarray(starts)
+    if not n_docs:
+        return np.zeros(0)
+    sizes = np.diff(np.r_[starts, n_docs])
+    filled = sizes > 0  # reduceat reads an empty group as its next column
+    lengths = np.zeros((ranks.shape[0], len(starts)), dtype=ranks.dtype)  # [runs, groups]
+    lengths[:, filled] = np.maximum.reduceat(ranks, starts[filled], axis=1)
+    runs, docs = np.nonzero(ranks)  # a run retrieves few of the documents: only those
+    return retrieved_prior(runs, docs, ranks[runs, docs], lengths,
+                           np.repeat(np.arange(len(starts)), sizes), kind)
+
+
+def retrieved_prior(runs: np.ndarray, docs: np.ndarray, ranks: np.ndarray,
+                    lengths: np.ndarray, group: np.ndarray, kind: str = "aslam"
+                    ) -> np.ndarray:
+    """:func:`prior_at_ranks` from the documents the runs retrieved: run ``runs[i]`` ranks
+    document ``docs[i]`` at ``ranks[i]``; ``lengths`` ``[n_runs, groups]`` each run's length
+    in each group (0: none), ``group`` each document's group (its length: the documents')."""
+    known = np.unique(lengths[lengths > 0])
+    width = int(known.max(initial=0)) + 1
+    table = np.zeros((len(known) + 1, width))  # row i + 1: the prior of the i-th length
+    for i, length in enumerate(known.tolist()):
+        table[i + 1, 1:length + 1] = rank_prior(length, kind)
+    row = np.where(lengths > 0, np.searchsorted(known, lengths) + 1, 0)  # 0: all 0
+    at = row[runs, group[docs]] * width + ranks
+    total = np.bincount(docs, weights=table.ravel()[at], minlength=len(group))
+    sums = np.bincount(group, weights=total, minlength=lengths.shape[1])[group]
+    return np.divide(total, sums, out=np.zeros(len(group)), where=sums > 0)
 
 
 def document_prior(tp: TopicPool, kind: str = "aslam") -> np.ndarray:

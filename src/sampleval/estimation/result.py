@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
-from sampleval.estimation.engine.unseen import completion_gap, unseen_variance
+from sampleval.estimation.engine.unseen import SampleStrata, completion_gap, unseen_variance
 from sampleval.estimation.options import pick
 from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
@@ -225,15 +225,16 @@ PartsFunction = Callable[
 
 
 def few_floor(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
-              level: float, few: str) -> np.ndarray:
+              level: float, few: str, shared: SampleStrata | None = None) -> np.ndarray:
     """:func:`few_relevant_variance` with each topic's judged relevant documents counted at
     ``level``; ``few`` in :data:`~sampleval.estimation.engine.unseen.FORMS` (``jeffreys``,
     ``pooled``): the variance plus the unseen relevant documents' term of
     :func:`~sampleval.estimation.engine.unseen.unseen_variance` (0 on samples without
-    strata), then ``moment``'s floor."""
+    strata), then ``moment``'s floor. ``shared``: the sample's strata, built once for every
+    measure (:func:`shared_strata`)."""
     relevant = np.array([judged_relevant(v.sample, level) for v in views])
     if few in UNSEEN_FORMS:
-        variances = variances + unseen_variance(values, views, level, few)
+        variances = variances + unseen_variance(values, views, level, few, shared)
         few = "moment"
     return few_relevant_variance(values, variances, views, relevant, few)
 
@@ -246,17 +247,24 @@ def takes_few(spec: EstimateSpec) -> bool:
     return spec.base == "AP" and declared is not None and "few" in declared.options
 
 
+def shared_strata(views: list[TopicView], level: float) -> SampleStrata:
+    """What the ``few`` terms of every AP measure on one sample share (its strata, ranks,
+    pooled prior and rank tables, each built when first asked): a family that estimates
+    several measures passes it to :func:`corrected` and :func:`estimated_rows`."""
+    return SampleStrata(views, level)
+
+
 def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
-              parts: TopicParts) -> TopicParts:
+              parts: TopicParts, shared: SampleStrata | None = None) -> TopicParts:
     """``parts`` with the corrections of this module, where the family's AP takes the
     ``few`` option (:func:`takes_few`): the ``few`` floor of the variance, and no widening
     by the estimated bias on the topics where it does not widen (:func:`bias_widens`), for
-    which that floor stands instead."""
+    which that floor stands instead. ``shared``: :func:`shared_strata`."""
     if not takes_few(spec):
         return parts
     widens = np.array([bias_widens(v.sample, level) for v in views], dtype=bool)
     return TopicParts(parts.value, few_floor(parts.value, parts.variance, views, level,
-                                             spec.option("few")),
+                                             spec.option("few"), shared),
                       np.where(widens.reshape(-1, *([1] * (parts.bias.ndim - 1))),
                                parts.bias, 0.0))
 
@@ -281,7 +289,8 @@ topic's parts (the floor is the only step that pools topics)."""
 
 
 def upper_allowance(spec: EstimateSpec, views: list[TopicView], level: float,
-                    values: np.ndarray) -> np.ndarray | None:
+                    values: np.ndarray, shared: SampleStrata | None = None
+                    ) -> np.ndarray | None:
     """``[topics, runs]``, the one-sided allowance that widens the upper side of AP's
     intervals under ``few=completed`` (:func:`summarise`'s ``upper``), from the completion
     gap (:func:`~sampleval.estimation.engine.unseen.completion_gap`: how far each estimate
@@ -298,10 +307,10 @@ def upper_allowance(spec: EstimateSpec, views: list[TopicView], level: float,
       documents' term of ``pooled`` already carries those strata).
 
     The mean's upper side then widens by max(sum of these, 0) / T, a topic's by its own
-    where positive. None for every other ``few`` value."""
+    where positive. None for every other ``few`` value. ``shared``: :func:`shared_strata`."""
     if not takes_few(spec) or spec.option("few") not in ALLOWED_FORMS:
         return None
-    gap = completion_gap(values, views, level)
+    gap = completion_gap(values, views, level, shared)
     nothing = np.array([judged_relevant(v.sample, level) == 0 and not is_census(v.sample)
                         for v in views], dtype=bool)
     return np.where(nothing[:, None], gap, np.minimum(gap, 0.0))
@@ -316,11 +325,12 @@ def rows(run_names: tuple[str, ...], views: list[TopicView], spec: EstimateSpec,
 
 
 def estimated_rows(run_names: tuple[str, ...], views: list[TopicView], spec: EstimateSpec,
-                   parts: TopicParts, ci: float, level: float) -> pd.DataFrame:
+                   parts: TopicParts, ci: float, level: float,
+                   shared: SampleStrata | None = None) -> pd.DataFrame:
     """:func:`rows` with the upper side widened by :func:`upper_allowance` (AP under
-    ``few=completed``), for relevance at ``level``."""
+    ``few=completed``), for relevance at ``level``; ``shared``: :func:`shared_strata`."""
     return rows(run_names, views, spec, parts, ci,
-                upper_allowance(spec, views, level, parts.value))
+                upper_allowance(spec, views, level, parts.value, shared))
 
 
 def rows_of(parts: PartsFunction) -> Callable[..., pd.DataFrame]:

@@ -49,13 +49,14 @@ Priors (the ``few`` option's values, :data:`FORMS`):
 * ``completed``: ``pooled``'s term; and, for the interval's upper side (not the variance),
   the completion gap (:func:`completion_gap`): how far each estimate would rise were the
   strata where nothing relevant was judged completed by a model of their unjudged
-  documents (:func:`model_rates`), which
+  documents (:attr:`SampleStrata.model`), which
   :func:`sampleval.estimation.result.upper_allowance` turns into a one-sided allowance
   (issue 29; docs/research/calibration.md, section 13).
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -106,10 +107,6 @@ class PooledPrior(NamedTuple):
     theta: np.ndarray
     strength: float
 
-    def rates(self, t: int, s: TopicStrata, strata: np.ndarray) -> np.ndarray:
-        """The prior mean rate of topic ``t``'s ``strata``: min(1, kappa theta_t pi_h)."""
-        return np.minimum(1.0, self.kappa * self.theta[t] * s.drawn[strata] / s.sizes[strata])
-
 
 def pooled_prior(strata: list[TopicStrata]) -> PooledPrior:
     """The ``pooled`` prior from every topic's partly-sampled strata (x_h found in n_h of
@@ -145,73 +142,286 @@ def pooled_prior(strata: list[TopicStrata]) -> PooledPrior:
     return PooledPrior(kappa, float(alpha), theta, float(c))
 
 
-def one_document_change(strata: TopicStrata, ranks: np.ndarray, ap: np.ndarray,
-                        docs: np.ndarray, unseen: float) -> np.ndarray:
-    """``[runs, len(docs)]`` g_d: the change of each run's AP-hat (``ap`` ``[runs]``) were
-    frame document d relevant (module docstring), from ``ranks`` ``[runs, frame]`` (1-based,
-    0: not retrieved) and the topic's judged relevant documents weighted by 1/pi, the ratio
-    linearised at R-hat + ``unseen`` (the expected relevant documents not seen)."""
-    rel = np.flatnonzero(np.nan_to_num(strata.y) > 0)
-    w = strata.y[rel] / strata.pi[rel]
-    r_hat = float(w.sum())
-    width = int(ranks.max(initial=0)) + 2
-    run_of = np.arange(len(ranks))[:, None]
-    runs, cols = np.nonzero(ranks[:, rel] > 0)  # every (run, judged relevant) retrieved
-    rank_rel = ranks[runs, rel[cols]]
-    keys = runs * width + rank_rel  # sorted by run, then rank
-    order = np.argsort(keys)
-    keys = keys[order]
-    cum_w = np.r_[0.0, np.cumsum(w[cols][order])]
-    cum_wr = np.r_[0.0, np.cumsum((w[cols] / rank_rel)[order])]
-    rank_d = ranks[:, docs]
-    start = np.searchsorted(keys, run_of * width)
-    stop = np.searchsorted(keys, (run_of + 1) * width)
-    at = np.searchsorted(keys, run_of * width + rank_d)
-    above = cum_w[at] - cum_w[start]
-    below = cum_wr[stop] - cum_wr[at]
-    retrieved = rank_d > 0
-    ds = np.where(retrieved, (1.0 + above) / np.maximum(rank_d, 1) + below, 0.0)
-    return (ds - ap[:, None]) / (r_hat + unseen + 1.0)
+class _Relevant(NamedTuple):
+    """The judged relevant documents of every topic that a run retrieved, as
+    :meth:`SampleStrata.change` reads them: per (document, run) its topic, run, rank and
+    weight y/pi; R-hat per topic; whether each run retrieved any of its topic's
+    (``seen`` ``[topics, runs]``); the ranks' bound W (every rank < W)."""
+
+    topic: np.ndarray
+    run: np.ndarray
+    rank: np.ndarray
+    weight: np.ndarray
+    r_hat: np.ndarray
+    seen: np.ndarray
+    width: int
+
+
+class _Frame(NamedTuple):
+    """Every topic's frame, concatenated in topic order: each document's topic, its stratum
+    among every topic's strata (-1 outside the partly-sampled ones), judged relevance y
+    (NaN: unjudged) and inclusion probability pi; per stratum its topic, N_h, n_h, x_h and
+    whether it is partly sampled."""
+
+    topic: np.ndarray
+    stratum: np.ndarray
+    y: np.ndarray
+    pi: np.ndarray
+    stratum_topic: np.ndarray
+    sizes: np.ndarray
+    drawn: np.ndarray
+    found: np.ndarray
+    partly: np.ndarray
+
+
+def _joined(parts: list[np.ndarray], kind: type) -> np.ndarray:
+    """``parts`` concatenated (an empty array of ``kind`` for none)."""
+    return np.concatenate(parts) if parts else np.zeros(0, kind)
+
+
+BLOCK = 1 << 21
+"""The most (run, document) entries :meth:`SampleStrata.change` computes in one block (16 MB
+per array of floats)."""
+
+
+class SampleStrata:
+    """One sample's partly-sampled strata over every topic (``views``, relevance at
+    ``level``), and what the unseen documents' terms compute from them: each part is built
+    when first asked, once for every AP measure of an ``estimate`` (``few=pooled``'s term,
+    :func:`unseen_variance`, and ``few=completed``'s gap, :func:`completion_gap`, share
+    them)."""
+
+    def __init__(self, views: list[TopicView], level: float) -> None:
+        self.views, self.level = views, level
+
+    @cached_property
+    def topics(self) -> list[TopicStrata]:
+        """Each topic's :class:`TopicStrata`."""
+        return [TopicStrata(v, self.level) for v in self.views]
+
+    @cached_property
+    def prior(self) -> PooledPrior:
+        """The ``pooled`` prior (:func:`pooled_prior`)."""
+        return pooled_prior(self.topics)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Where each topic's frame starts in the concatenated frame (and its end)."""
+        return np.r_[0, np.cumsum([len(s.y) for s in self.topics])].astype(np.int64)
+
+    @cached_property
+    def retrieved(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every (run, frame document) a run retrieved, over the concatenated frame: the
+        run, the document and its 1-based rank; and ``[runs, topics]`` each run's length in
+        each topic's frame (its largest rank there, 0: none)."""
+        n_runs = self.views[0].n_runs if self.views else 0
+        lengths = np.zeros((n_runs, len(self.views)), dtype=np.int64)
+        parts: list[list[np.ndarray]] = [[], [], []]
+        for t, (view, start) in enumerate(zip(self.views, self.offsets[:-1], strict=False)):
+            inside = view.frame_at_rank >= 0
+            r, c = np.nonzero(inside)
+            for part, value in zip(parts, (r, start + view.frame_at_rank[r, c], c + 1),
+                                   strict=True):
+                part.append(value)
+            if inside.shape[1]:  # the last rank inside the frame
+                lengths[:, t] = np.where(inside.any(axis=1),
+                                         inside.shape[1] - inside[:, ::-1].argmax(axis=1), 0)
+        run, doc, rank = (_joined(part, np.int64) for part in parts)
+        return run, doc, rank, lengths
+
+    @cached_property
+    def ranks(self) -> np.ndarray:
+        """``[runs, documents of every frame]``: each run's 1-based rank of each frame
+        document (0: not retrieved; :meth:`TopicView.rank_of`, every topic at once)."""
+        run, doc, rank, lengths = self.retrieved
+        out = np.zeros((lengths.shape[0], int(self.offsets[-1])), dtype=np.int32)
+        out[run, doc] = rank
+        return out
+
+    @cached_property
+    def frame(self) -> _Frame:
+        """The concatenated frame (:class:`_Frame`)."""
+        firsts = np.r_[0, np.cumsum([len(s.sizes) for s in self.topics])].astype(np.int64)
+        stratum = [np.where(s.stratum >= 0, s.stratum + first, -1)
+                   for s, first in zip(self.topics, firsts, strict=False)]
+        whole = _joined
+        return _Frame(np.repeat(np.arange(len(self.topics)), np.diff(self.offsets)),
+                      whole(stratum, np.int64), whole([s.y for s in self.topics], float),
+                      whole([s.pi for s in self.topics], float),
+                      np.repeat(np.arange(len(self.topics)), np.diff(firsts)),
+                      whole([s.sizes for s in self.topics], np.int64),
+                      whole([s.drawn for s in self.topics], np.int64),
+                      whole([s.found for s in self.topics], np.int64),
+                      whole([s.partly for s in self.topics], bool))
+
+    @cached_property
+    def relevant(self) -> _Relevant:
+        """The judged relevant documents' ranks (:class:`_Relevant`)."""
+        frame = self.frame
+        rel = np.flatnonzero(np.nan_to_num(frame.y) > 0)
+        w = frame.y[rel] / frame.pi[rel]
+        r_hat = np.bincount(frame.topic[rel], weights=w, minlength=len(self.topics))
+        ranks = self.ranks[:, rel]
+        runs, cols = np.nonzero(ranks > 0)  # every (run, judged relevant) retrieved
+        topic = frame.topic[rel[cols]]
+        seen = np.zeros((len(self.topics), self.ranks.shape[0]), dtype=bool)
+        seen[topic, runs] = True
+        return _Relevant(topic, runs, ranks[runs, cols], w[cols], r_hat, seen,
+                         int(self.ranks.max(initial=0)) + 1)
+
+    @cached_property
+    def model(self) -> tuple[np.ndarray, float, np.ndarray]:
+        """The completion model, fitted over the topics: per document of the concatenated
+        frame its modelled relevance rate r_d = min(1, kappa theta_t prior_d^beta),
+        prior_d its AP-prior (:func:`~sampleval.core.ap_prior.retrieved_prior` over its
+        topic's runs; > 0 where a run retrieved it): kappa and beta by Poisson maximum
+        likelihood (:func:`power_fit`) on every topic's judged documents of partly-sampled
+        strata, theta_t the topic's Gamma(alpha, alpha) multiplier's posterior mean (alpha +
+        X_t) / (alpha + E_t) from what its judged documents found against what kappa
+        prior^beta expects (alpha by the negative binomial's moments, as
+        :func:`pooled_prior`); with beta, and each topic's R predicted without its own
+        labels (the sum of min(1, kappa prior_d^beta) over its frame)."""
+        from sampleval.core.ap_prior import retrieved_prior
+
+        frame, n_topics = self.frame, len(self.topics)
+        prior = retrieved_prior(*self.retrieved, frame.topic, "aslam")
+        judged = ~np.isnan(frame.y) & (frame.stratum >= 0)
+        hit = np.nan_to_num(frame.y) > 0
+        keep = judged & (prior > 0)
+        if not (hit & keep).any():
+            return np.zeros(len(prior)), 1.0, np.zeros(n_topics)
+        kappa, beta = power_fit(hit[keep].astype(float), prior[keep])
+        seen = np.bincount(frame.topic[judged], weights=hit[judged], minlength=n_topics)
+        expected = kappa * np.bincount(frame.topic[keep], weights=prior[keep] ** beta,
+                                       minlength=n_topics)
+        spread = ((seen - expected) ** 2 - expected).sum() / max((expected**2).sum(), 1e-12)
+        alpha = 1.0 / min(max(spread, 1e-3), 1.0)
+        theta = (alpha + seen) / (alpha + expected)
+        powered = np.where(prior > 0, np.maximum(prior, 1e-300) ** beta, 0.0)
+        return (np.minimum(1.0, kappa * theta[frame.topic] * powered), beta,
+                np.bincount(frame.topic, weights=np.minimum(1.0, kappa * powered),
+                            minlength=n_topics))
+
+    def tables(self, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``([len(chosen) runs, W], same)``: per topic of ``chosen`` (sorted) and run, the
+        judged relevant documents' sum of y/pi at ranks <= k, and of y/(pi r) at ranks > k
+        (k = 0 .. W - 1)."""
+        table = self.relevant
+        n_runs, width = self.ranks.shape[0], table.width
+        keep = np.isin(table.topic, chosen)
+        at = ((np.searchsorted(chosen, table.topic[keep]) * n_runs + table.run[keep]) * width
+              + table.rank[keep])
+        size = chosen.size * n_runs * width
+        weight = table.weight[keep]
+        up_to = np.bincount(at, weights=weight, minlength=size).reshape(-1, width).cumsum(axis=1)
+        by_rank = np.bincount(at, weights=weight / table.rank[keep], minlength=size).reshape(
+            -1, width)
+        return up_to, by_rank.sum(axis=1, keepdims=True) - by_rank.cumsum(axis=1)
+
+    def change(self, topic: np.ndarray, docs: np.ndarray, ap: np.ndarray,
+               unseen: np.ndarray) -> np.ndarray:
+        """``[runs, len(docs)]`` g_d: the change of each run's AP-hat of topic ``topic[i]``
+        (``ap`` ``[topics, runs]``) were its frame document ``docs[i]`` relevant (module
+        docstring), the ratio linearised at R-hat + ``unseen[topic]`` (the expected relevant
+        documents not seen): (dS_d - AP-hat) / (R-hat + unseen + 1), dS_d = (1 + sum_{j
+        above d} y_j/pi_j) / r_d + sum_{i below d} y_i/(pi_i r_i) (0 where the run did not
+        retrieve d), from :meth:`tables`."""
+        n_runs = self.ranks.shape[0]
+        chosen, local = np.unique(topic, return_inverse=True)
+        up_to, beyond = self.tables(chosen)
+        rank_d = self.ranks[:, self.offsets[topic] + docs]
+        rows = local[None, :] * n_runs + np.arange(n_runs)[:, None]
+        above = up_to[rows, np.maximum(rank_d - 1, 0)]
+        ds = np.where(rank_d > 0, (1.0 + above) / np.maximum(rank_d, 1) + beyond[rows, rank_d],
+                      0.0)
+        return (ds - ap[topic].T) / (self.relevant.r_hat[topic] + unseen[topic] + 1.0)
+
+    def weighted_change(self, chosen: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """``[len(chosen), runs]``: sum_d weight_d dS_d over the frame documents of each
+        topic of ``chosen`` (sorted; ``weight`` over the concatenated frame), dS_d as
+        :meth:`change` says, summed over each run's ranks (a run holds one document at a
+        rank)."""
+        n_runs, width = self.ranks.shape[0], self.relevant.width
+        up_to, beyond = self.tables(chosen)
+        at = np.full((chosen.size, n_runs, width), -1, dtype=np.int64)
+        for i, t in enumerate(chosen.tolist()):
+            frame_at_rank = self.views[t].frame_at_rank
+            at[i, :, 1:frame_at_rank.shape[1] + 1] = np.where(
+                frame_at_rank >= 0, frame_at_rank + self.offsets[t], -1)
+        where = at.reshape(-1, width)
+        rank = np.arange(width)
+        ds = (1.0 + up_to[:, np.maximum(rank - 1, 0)]) / np.maximum(rank, 1) + beyond
+        gained = np.where(where >= 0, weight[where] * ds, 0.0).sum(axis=1)
+        return gained.reshape(chosen.size, n_runs)
+
+    def blocks(self, topic: np.ndarray) -> list[tuple[np.ndarray, slice]]:
+        """``topic`` (each selected document's topic, in topic order) cut into blocks of
+        whole topics of at most :data:`BLOCK` // runs documents and :data:`BLOCK` // (runs W)
+        topics (a larger topic alone): per block its topics and its slice of ``topic``."""
+        topics, starts, counts = np.unique(topic, return_index=True, return_counts=True)
+        cap = max(BLOCK // max(self.ranks.shape[0], 1), 1)
+        most = max(cap // self.relevant.width, 1)  # topics whose rank tables fit a block
+        out, first, size = [], 0, 0
+        for i, count in enumerate(counts.tolist()):
+            if i > first and (size + count > cap or i - first >= most):
+                out.append((topics[first:i], slice(starts[first], starts[i])))
+                first, size = i, 0
+            size += count
+        if len(topics):
+            out.append((topics[first:], slice(starts[first], len(topic))))
+        return out
+
+
+def _segments(values: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``values`` ``[runs, n]`` summed over consecutive columns of equal ``key`` (sorted)."""
+    return np.add.reduceat(values, np.flatnonzero(np.r_[True, key[1:] != key[:-1]]), axis=1)
 
 
 def unseen_variance(values: np.ndarray, views: list[TopicView], level: float,
-                    form: str) -> np.ndarray:
+                    form: str, shared: SampleStrata | None = None) -> np.ndarray:
     """``[topics, runs]``: the term E[E^2] summed over the strata it applies to (module
-    docstring), under the prior ``form`` (:data:`FORMS`); 0 on topics without strata."""
-    strata = [TopicStrata(v, level) for v in views]
-    prior = pooled_prior(strata) if form != "jeffreys" else None
+    docstring), under the prior ``form`` (:data:`FORMS`); 0 on topics without strata.
+    ``shared``: the sample's :class:`SampleStrata` (made here if not given)."""
+    shared = SampleStrata(views, level) if shared is None else shared
     out = np.zeros(values.shape)
+    if not views:
+        return out
+    frame = shared.frame
+    # a run with none of the topic's judged relevant retrieved, or a topic whose partly
+    # sampled strata found nothing
+    nothing = np.bincount(frame.stratum_topic, weights=frame.found * frame.partly,
+                          minlength=len(views)) == 0
+    applies = ~shared.relevant.seen | nothing[:, None]
+    cols = np.flatnonzero((frame.stratum >= 0) & np.isnan(frame.y)
+                          & applies.any(axis=1)[frame.topic])
+    if not cols.size:
+        return out
+    cols = cols[np.argsort(frame.stratum[cols], kind="stable")]  # by topic, then stratum
+    group = frame.stratum[cols]
+    h = np.unique(group)
+    h_topic, found, drawn = frame.stratum_topic[h], frame.found[h], frame.drawn[h]
+    if form != "jeffreys":
+        prior = shared.prior
+        rate = np.minimum(1.0, prior.kappa * prior.theta[h_topic] * drawn / frame.sizes[h])
+        a, b = prior.strength * rate, prior.strength * (1.0 - rate)
+    else:
+        a = b = np.full(h.size, 0.5)
+    a, b = a + found, b + drawn - found
+    mean = a / (a + b)
+    square = a * (a + 1.0) / ((a + b) * (a + b + 1.0))
+    missed = found == 0  # R-hat's 1/pi expands what the others found
+    unseen = np.bincount(h_topic[missed], weights=(mean * (frame.sizes[h] - drawn))[missed],
+                         minlength=len(views))
     ap = np.clip(np.nan_to_num(values), 0.0, 1.0)
-    for t, (view, s) in enumerate(zip(views, strata, strict=True)):
-        docs = np.flatnonzero((s.stratum >= 0) & np.isnan(s.y))
-        if not docs.size:
-            continue
-        ranks = view.rank_of(np.arange(len(s.y)))
-        rel = np.flatnonzero(np.nan_to_num(s.y) > 0)
-        blind = ~(ranks[:, rel] > 0).any(axis=1) if rel.size else np.zeros(len(ranks), bool)
-        applies = blind | ~s.found[s.partly].any()
-        if not applies.any():
-            continue
-        h_of = s.stratum[docs]
-        strata_h = np.unique(h_of)
-        if prior is not None:
-            rate = prior.rates(t, s, strata_h)
-            a, b = prior.strength * rate, prior.strength * (1.0 - rate)
-        else:
-            a = b = np.full(strata_h.size, 0.5)
-        a, b = a + s.found[strata_h], b + s.drawn[strata_h] - s.found[strata_h]
-        mean = a / (a + b)
-        square = a * (a + 1.0) / ((a + b) * (a + b + 1.0))
-        missed = s.found[strata_h] == 0  # R-hat's 1/pi expands what the others found
-        unseen = float((mean * (s.sizes[strata_h] - s.drawn[strata_h]))[missed].sum())
-        g = one_document_change(s, ranks, ap[t], docs, unseen)  # [runs, D]
-        term = np.zeros(len(ranks))
-        for k, h in enumerate(strata_h):
-            gh = g[:, h_of == h]
-            sum_g, sum_g2 = gh.sum(axis=1), (gh**2).sum(axis=1)
-            term += mean[k] * sum_g2 + square[k] * (sum_g**2 - sum_g2)
-        largest = np.maximum(ap[t], 1.0 - ap[t]) ** 2  # AP in [0, 1] bounds its error
-        out[t] = np.where(applies, np.minimum(term, largest), 0.0)
+    topic = frame.topic[cols]
+    for topics, part in shared.blocks(topic):
+        g = shared.change(topic[part], cols[part] - shared.offsets[topic[part]], ap, unseen)
+        sum_g, sum_g2 = _segments(g, group[part]), _segments(g**2, group[part])
+        at = np.searchsorted(h, np.unique(group[part]))
+        term = mean[at] * sum_g2 + square[at] * (sum_g**2 - sum_g2)  # [runs, strata]
+        term = _segments(term, h_topic[at]).T  # [topics, runs]
+        largest = np.maximum(ap[topics], 1.0 - ap[topics]) ** 2  # AP in [0, 1] bounds its error
+        out[topics] = np.where(applies[topics], np.minimum(term, largest), 0.0)
     return out
 
 
@@ -232,75 +442,55 @@ def power_fit(found: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
     return float(np.exp(log_kappa)), float(beta)
 
 
-def model_rates(strata: list[TopicStrata],
-                priors: list[np.ndarray]) -> tuple[list[np.ndarray], float, np.ndarray]:
-    """Per topic, each frame document's modelled relevance rate r_d = min(1, kappa theta_t
-    prior_d^beta), ``priors`` the documents' AP-prior (each > 0 where a run retrieved the
-    document): kappa and beta by Poisson maximum likelihood (:func:`power_fit`) on every
-    topic's judged documents of partly-sampled strata, theta_t the topic's Gamma(alpha, alpha)
-    multiplier's posterior mean (alpha + X_t) / (alpha + E_t) from what its judged documents
-    found against what kappa prior^beta expects (alpha by the negative binomial's moments, as
-    :func:`pooled_prior`); with beta, and each topic's R predicted without its own labels (the
-    sum of min(1, kappa prior_d^beta) over its frame)."""
-    judged = [np.flatnonzero(~np.isnan(s.y) & (s.stratum >= 0)) for s in strata]
-    found = [np.nan_to_num(s.y)[j] > 0 for s, j in zip(strata, judged, strict=True)]
-    weight = [p[j] for p, j in zip(priors, judged, strict=True)]
-    every = np.concatenate(weight) if weight else np.zeros(0)
-    keep = every > 0
-    hits = np.concatenate(found).astype(float)[keep] if weight else np.zeros(0)
-    if not keep.any() or not hits.any():
-        return [np.zeros(p.shape) for p in priors], 1.0, np.zeros(len(priors))
-    kappa, beta = power_fit(hits, every[keep])
-    seen = np.array([f.sum() for f in found], dtype=float)
-    expected = np.array([kappa * (w[w > 0] ** beta).sum() for w in weight])
-    spread = ((seen - expected) ** 2 - expected).sum() / max((expected**2).sum(), 1e-12)
-    alpha = 1.0 / min(max(spread, 1e-3), 1.0)
-    theta = (alpha + seen) / (alpha + expected)
-    powered = [np.where(p > 0, np.maximum(p, 1e-300) ** beta, 0.0) for p in priors]
-    return ([np.minimum(1.0, kappa * th * w) for w, th in zip(powered, theta, strict=True)],
-            beta, np.array([np.minimum(1.0, kappa * w).sum() for w in powered]))
+def completed_sums(ap: np.ndarray, shared: SampleStrata
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``([topics, runs], [topics], [topics])``: sum_d q_d (dS_d - AP-hat) and sum_d q_d
+    over each topic's unjudged documents of the partly-sampled strata where nothing relevant
+    was judged (:func:`completion_gap`'s terms; ``ap`` ``[topics, runs]`` the AP-hat), and
+    whether the topic has such documents."""
+    frame = shared.frame
+    out = np.zeros(ap.shape)
+    cols = np.flatnonzero((frame.stratum >= 0) & np.isnan(frame.y))
+    cols = cols[frame.found[frame.stratum[cols]] == 0]
+    if not cols.size:
+        return out, np.zeros(len(ap)), np.zeros(len(ap), dtype=bool)
+    strength = shared.prior.strength
+    q = np.zeros(len(frame.y))
+    q[cols] = strength * shared.model[0][cols] / (strength + frame.drawn[frame.stratum[cols]])
+    topic = frame.topic[cols]
+    total: np.ndarray = np.bincount(topic, weights=q[cols], minlength=len(ap))
+    for topics, _ in shared.blocks(topic):
+        out[topics] = shared.weighted_change(topics, q) - ap[topics] * total[topics, None]
+    return out, total, np.bincount(topic, minlength=len(ap)) > 0
 
 
-def completion_gap(values: np.ndarray, views: list[TopicView], level: float) -> np.ndarray:
+def completion_gap(values: np.ndarray, views: list[TopicView], level: float,
+                   shared: SampleStrata | None = None) -> np.ndarray:
     """``[topics, runs]``: how far each run's AP-hat (``values``) would rise were the
     partly-sampled strata where nothing relevant was judged completed by a model of their
     unjudged documents, c_t - AP-hat_t (``few=completed``'s allowance; issue 29,
-    docs/research/calibration.md section 13).
+    docs/research/calibration.md section 13). ``shared``: the sample's :class:`SampleStrata`
+    (made here if not given).
 
-    The model (:func:`model_rates`, fitted on every topic's judged documents): document d
+    The model (:attr:`SampleStrata.model`, fitted on every topic's judged documents): document d
     relevant with rate r_d = min(1, kappa theta_t prior_d^beta), prior_d its AP-prior
     (:func:`~sampleval.core.ap_prior.prior_at_ranks`), shrunk by the stratum's
     none-in-n_h draws to q_d = c r_d / (c + n_h) (the Beta posterior mean, c the strength of
     :func:`pooled_prior`). The completed estimate adds the expected relevant documents to the
     ratio: c_t = clip((AP-hat R-hat + sum_d q_d dS_d) / (R-hat + sum_d q_d), 0, 1), dS_d the
-    change of the numerator were d relevant (:func:`one_document_change`), the ratio of
+    change of the numerator were d relevant (:meth:`SampleStrata.change`), the ratio of
     expectations (Cochran 1977, sec. 6.2, first order). Where nothing relevant was judged it
     is the AP the model expects (AP-hat = 0 there); where something was, the ratio falls as
     R grows (the ratio's compensation for the topics that found nothing is counted). 0 on
     topics without partly-sampled strata."""
-    from sampleval.core.ap_prior import prior_at_ranks
-
-    strata = [TopicStrata(v, level) for v in views]
+    shared = SampleStrata(views, level) if shared is None else shared
     out = np.zeros(values.shape)
-    if not any(s.partly.any() for s in strata):
+    if not any(s.partly.any() for s in shared.topics):
         return out
-    strength = pooled_prior(strata).strength
-    ranks = [v.rank_of(np.arange(len(s.y))) for v, s in zip(views, strata, strict=True)]
-    rates, _, _ = model_rates(strata, [prior_at_ranks(r, "aslam") for r in ranks])
     ap = np.nan_to_num(values)
-    for t, (s, rank, r_d) in enumerate(zip(strata, ranks, rates, strict=True)):
-        docs = np.flatnonzero((s.stratum >= 0) & np.isnan(s.y))
-        docs = docs[s.found[s.stratum[docs]] == 0]
-        if not docs.size:
-            continue
-        q = strength * r_d[docs] / (strength + s.drawn[s.stratum[docs]])
-        y = np.nan_to_num(s.y)
-        relevant = np.flatnonzero(y > 0)
-        r_hat = float((y[relevant] / s.pi[relevant]).sum())
-        if r_hat + q.sum() <= 0:
-            continue
-        # one_document_change's step times its denominator: dS_d - AP-hat
-        step = one_document_change(s, rank, ap[t], docs, 0.0) * (r_hat + 1.0)
-        completed = ap[t] + step @ q / (r_hat + q.sum())
-        out[t] = np.clip(completed, 0.0, 1.0) - ap[t]
+    step, total, some = completed_sums(ap, shared)
+    denominator = shared.relevant.r_hat + total
+    some &= denominator > 0
+    completed = ap[some] + step[some] / denominator[some, None]
+    out[some] = np.clip(completed, 0.0, 1.0) - ap[some]
     return out

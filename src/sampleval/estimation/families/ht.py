@@ -61,6 +61,7 @@ from sampleval.estimation.result import (
     corrected,
     estimated_rows,
     floored,
+    shared_strata,
 )
 from sampleval.estimation.spec import EstimateSpec
 
@@ -228,9 +229,10 @@ def estimate_ht(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
                 specs: list[EstimateSpec], level: float, ci: float) -> pd.DataFrame:
     """The rows of every measure of ``specs``, each topic's units made once for all."""
     topics = ht_topics(views, sample)
+    shared = shared_strata(views, level)  # the few terms' strata, built once for every AP
     return pd.concat([estimated_rows(run_names, views, spec, corrected(
-        spec, views, level, topic_parts(run_names, views, sample, spec, level, topics)), ci,
-        level) for spec in specs], ignore_index=True)
+        spec, views, level, topic_parts(run_names, views, sample, spec, level, topics),
+        shared), ci, level, shared) for spec in specs], ignore_index=True)
 
 
 PARTS = floored(topic_parts)

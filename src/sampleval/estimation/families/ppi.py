@@ -35,7 +35,13 @@ from sampleval.estimation.engine.views import TopicView
 from sampleval.estimation.families.ppi_unseen import UNSEEN, takes_unseen, unseen_variance
 from sampleval.estimation.family import Base, EstimatorFamily, register_family
 from sampleval.estimation.options import RATIO_BIAS, pick
-from sampleval.estimation.result import FEW_OPTION_POOLED, TopicParts, corrected, estimated_rows
+from sampleval.estimation.result import (
+    FEW_OPTION_POOLED,
+    TopicParts,
+    corrected,
+    estimated_rows,
+    shared_strata,
+)
 from sampleval.estimation.spec import EstimateSpec
 
 
@@ -103,11 +109,13 @@ def estimate_ppi(run_names: tuple[str, ...], views: list[TopicView], sample: Sam
     says. The measures share each form's units."""
     made: dict[str, list[TopicData]] = {}
     frames = []
+    shared = shared_strata(views, level)  # the few terms' strata, built once for every AP
     for spec in specs:
         topics = _topics(views, sample, spec, form, made)
         result = ppi_values(spec, topics, level, spec.option("tuning"))
         frames.append(estimated_rows(run_names, views, spec, corrected(
-            spec, views, level, _parts(spec, result, topics, level)), ci, level))
+            spec, views, level, _parts(spec, result, topics, level), shared), ci, level,
+            shared))
     return pd.concat(frames, ignore_index=True)
 
 
