@@ -50,7 +50,10 @@ class LocalPostgres:
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="sampleval-pg-"))
         self.process: subprocess.Popen[bytes] | None = None
-        self.url = f"postgresql+psycopg://sampleval@127.0.0.1:{self.port}/postgres"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://sampleval@127.0.0.1:{self.port}/postgres"
 
     def _as_owner(self) -> dict[str, Any]:
         """Popen's arguments that run a command as the ``postgres`` user when root."""
@@ -66,7 +69,11 @@ class LocalPostgres:
         shutil.chown(self.root, owner.pw_uid, owner.pw_gid)
         return {"user": owner.pw_uid, "group": owner.pw_gid, "extra_groups": []}
 
-    def start(self, timeout: float = 60.0) -> LocalPostgres:
+    def start(self, timeout: float = 60.0, attempts: int = 5) -> LocalPostgres:
+        """Initialise the cluster and start its server. The port is picked free before the
+        server binds it, so another process (another test session's server) may take it in
+        between: then the server cannot bind, or a connection would reach the other one;
+        either way the start is tried again on a fresh port (``attempts`` in all)."""
         binaries = postgres_bin()
         if binaries is None:
             raise UsageError("no PostgreSQL server binaries (Debian: apt-get install "
@@ -76,7 +83,23 @@ class LocalPostgres:
         subprocess.run([str(binaries / "initdb"), "-D", str(data), "-U", "sampleval",
                         "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
                        check=True, capture_output=True, **owner)
-        log = (self.root / "server.log").open("ab")
+        atexit.register(self.stop)
+        for _ in range(attempts):
+            if self._serve(binaries, data, owner, timeout):
+                return self
+            self.port = free_port()
+        self.stop()
+        raise UsageError(f"PostgreSQL found no free port in {attempts} attempts; see "
+                         f"{self.root}/server.log")
+
+    def _serve(self, binaries: Path, data: Path, owner: dict[str, Any], timeout: float) -> bool:
+        """Start the server on :attr:`port` and wait until it answers; False if the port
+        was taken (the server stopped, or another cluster answers there)."""
+        import psycopg
+
+        logged = self.root / "server.log"
+        before = logged.stat().st_size if logged.exists() else 0
+        log = logged.open("ab")
         durable = "on" if self.fsync else "off"
         self.process = subprocess.Popen(
             [str(binaries / "postgres"), "-D", str(data), "-p", str(self.port),
@@ -84,19 +107,23 @@ class LocalPostgres:
              "-c", f"synchronous_commit={durable}", "-c", "max_connections=200",
              "-c", "shared_buffers=128MB"],
             stdout=log, stderr=log, preexec_fn=die_with_parent(signal.SIGINT), **owner)
-        atexit.register(self.stop)
         deadline = time.monotonic() + timeout
-        import psycopg
-
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if b"could not bind" in logged.read_bytes()[before:]:
+                    return False
                 raise UsageError(f"PostgreSQL stopped at start; see {self.root}/server.log")
             try:
-                psycopg.connect(f"host=127.0.0.1 port={self.port} user=sampleval "
-                                f"dbname=postgres", connect_timeout=2).close()
-                return self
+                with psycopg.connect(f"host=127.0.0.1 port={self.port} user=sampleval "
+                                     f"dbname=postgres", connect_timeout=2) as connection:
+                    answered = connection.execute("SHOW data_directory").fetchone()
             except psycopg.OperationalError:
                 time.sleep(0.2)
+                continue
+            if answered is not None and Path(str(answered[0])).resolve() == data.resolve():
+                return True
+            self._halt()  # another session's server answers on this port
+            return False
         self.stop()
         raise UsageError(f"PostgreSQL did not start within {timeout:.0f} s")
 
@@ -113,6 +140,11 @@ class LocalPostgres:
         """Fast shutdown (SIGINT to the postmaster: clients are cut off), then remove the
         cluster."""
         atexit.unregister(self.stop)
+        self._halt()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _halt(self) -> None:
+        """Stop the server process, if running (fast shutdown; killed after 30 s)."""
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
@@ -120,7 +152,6 @@ class LocalPostgres:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> LocalPostgres:
         return self.start()
