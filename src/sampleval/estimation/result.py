@@ -50,10 +50,9 @@ FEW_OPTION = pick("few", tuple(f for f in FEW_VALUES if f not in ALLOWED_FORMS),
 FEW_OPTION_POOLED = pick("few", FEW_VALUES, "completed")
 """``~ht``'s ``few`` option, and ``~ppi``'s (which at zero predictions is ``~ht``):
 ``completed`` by default, ``pooled``'s variance with the upper side of the interval widened
-by :func:`upper_allowance` (issue 29; docs/research/calibration.md, section 13: ``pooled``,
-the default before, left the mean's bias from the topics whose sample finds nothing
-uncovered, Cranfield at 5% covering 0.61). On samples without partly-sampled strata its
-numbers are ``moment``'s."""
+by :func:`upper_allowance` (issue 29: ``pooled``, the default before, leaves the mean's bias
+from the topics whose sample finds nothing uncovered; measured in docs/research/calibration.md,
+section 13). On samples without partly-sampled strata its numbers are ``moment``'s."""
 
 
 def is_census(topic: TopicSample) -> bool:
