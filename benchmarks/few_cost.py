@@ -21,8 +21,6 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trec-covid"
 OTHERS = ["P@10~ht", "nDCG@10~ht", "R@100~ht", "Rprec~ht", "NumRel~ht"]
 
@@ -37,24 +35,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="repetitions of each form, alternated (default 16)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    from sampleval.core.pool import Pool
     from sampleval.estimation.estimates import estimate
-    from sampleval.io import read_qrels, read_runs
-    from sampleval.selection import Budget, qrels_oracle, simulate
-    from sampleval.selection.stratified import PriorStratifiedSelector
     from studies._cli import read_collection
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from bench_estimate import round5, stratified_samples  # estimate()'s benchmark's workload
+
     if args.workload == "round5":
-        runs = read_runs(sorted((DATA / "round5" / "runs").glob("*.gz"))[:20])
-        qrels = read_qrels(DATA / "qrels" / "qrels.covid-round5.txt")
+        runs, qrels = round5(DATA)
         seeds, others = range(4), OTHERS
     else:
         runs, qrels = read_collection("round1", DATA, 100)
         seeds, others = range(1), []
-    pool = Pool.from_runs(runs, depth=100)
-    samples = [simulate(PriorStratifiedSelector(pool, Budget(rate=0.05),
-                                                np.random.default_rng(seed)),
-                        qrels_oracle(qrels)).sample() for seed in seeds]
+    samples = stratified_samples(runs, qrels, seeds)
     forms = {"completed (default)": ["AP~ht", *others],
              "pooled": ["AP~ht(few=pooled)", *others]}
     spent: dict[str, list[float]] = {name: [] for name in forms}

@@ -17,6 +17,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,20 +25,32 @@ HT_MEASURES = "AP~ht,P@10~ht,nDCG@10~ht,R@100~ht,Rprec~ht,NumRel~ht"
 IS_MEASURES = "P@10~is,DCG@10~is,nDCG@10~is,R@10~is"
 
 
-def stratified(data: Path, measures: list[str]) -> Callable[[], None]:
-    """One pass: ``measures`` on 4 stratified 5% samples of 20 round-5 runs, depth 100."""
-    from sampleval.core.pool import Pool
-    from sampleval.estimation.estimates import estimate
+def round5(data: Path) -> tuple[list[Any], Any]:
+    """The first 20 TREC-COVID round-5 runs and the round-5 qrels."""
     from sampleval.io import read_qrels, read_runs
+
+    runs = read_runs(sorted(glob.glob(str(data / "round5" / "runs" / "*.gz")))[:20])
+    return runs, read_qrels(data / "qrels" / "qrels.covid-round5.txt")
+
+
+def stratified_samples(runs: list[Any], qrels: Any, seeds: range = range(4)) -> list[Any]:
+    """A stratified 5% sample of the runs' depth-100 pool per seed, judged from ``qrels``
+    (``benchmarks/few_cost.py`` times the same workload)."""
+    from sampleval.core.pool import Pool
     from sampleval.selection import Budget, qrels_oracle, simulate
     from sampleval.selection.stratified import PriorStratifiedSelector
 
-    runs = read_runs(sorted(glob.glob(str(data / "round5" / "runs" / "*.gz")))[:20])
-    qrels = read_qrels(data / "qrels" / "qrels.covid-round5.txt")
     pool = Pool.from_runs(runs, depth=100)
-    samples = [simulate(PriorStratifiedSelector(pool, Budget(rate=0.05),
-                                                np.random.default_rng(s)),
-                        qrels_oracle(qrels)).sample() for s in range(4)]
+    return [simulate(PriorStratifiedSelector(pool, Budget(rate=0.05), np.random.default_rng(s)),
+                     qrels_oracle(qrels)).sample() for s in seeds]
+
+
+def stratified(data: Path, measures: list[str]) -> Callable[[], None]:
+    """One pass: ``measures`` on 4 stratified 5% samples of 20 round-5 runs, depth 100."""
+    from sampleval.estimation.estimates import estimate
+
+    runs, qrels = round5(data)
+    samples = stratified_samples(runs, qrels)
 
     def one() -> None:
         for sample in samples:
