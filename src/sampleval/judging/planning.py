@@ -324,8 +324,8 @@ def forecast_from_exponents(looks: Sequence[Sequence[float]], half_width: float,
     the same kind (:func:`decay_exponent`, one per campaign; NaN: none learnt): the forecast
     at their median, and its ``coverage`` interval at their quantiles (1 -/+ coverage) / 2
     (the steeper decay, the higher quantile, gives the low end). With one exponent, the
-    forecast without an interval. Measured (leave one campaign out, 90%): it held the
-    judgments used in 0.85-0.88 of campaigns (``docs/guide/anytime.md``, "The planner")."""
+    forecast without an interval (how often the interval held, leave one campaign out:
+    ``docs/research/anytime.md``, "The learnt exponent's interval")."""
     b = np.asarray(exponents, dtype=np.float64)
     b = b[np.isfinite(b)]
     if not len(b):
