@@ -38,7 +38,7 @@ from sampleval.campaign.target import rate_needed, rate_range, target_status
 from sampleval.core.pool import Pool
 from sampleval.errors import UsageError
 from sampleval.estimation import anytime
-from sampleval.judging.confident import MIXTURE_STOP, AnytimeJudging, Target
+from sampleval.judging.confident import AnytimeJudging, Target
 from sampleval.selection import METHODS, Budget
 
 GRADES = tuple(parse_grades("0,1,2"))
@@ -200,13 +200,13 @@ def test_rate_needed_is_the_forecast_from_the_looks() -> None:
 
 def test_rate_needed_reads_a_mixture_campaign_s_looks_by_the_mixture() -> None:
     """A campaign kept on the normal mixture (migration 0007) records the mixture's
-    half-widths: its rate reads them back through the mixture (the same 750 judgments
+    half-widths: its rate reads them back through its rule's boundary, the mixture (the same 750 judgments
     left), where reading them as the range boundary's said otherwise."""
     tuned = anytime.target_variance(WIDTH, ratio=None)
     n = np.array([100.0, 150.0, 200.0, 250.0])
     widths = anytime.half_width(tuned * (n / 1000.0) ** -1.5, tuned, ratio=None)
     looks = [[a, float(w)] for a, w in zip(n, widths, strict=True)]
-    assert abs(rate_needed(looks, WIDTH, stop=MIXTURE_STOP) - 750) <= 1  # type: ignore[operator]
+    assert abs(rate_needed(looks, WIDTH, boundary="mixture") - 750) <= 1  # type: ignore[operator]
     assert abs(rate_needed(looks, WIDTH) - 750) > 25  # type: ignore[operator]
 def test_stop_anytime_is_checked_when_the_campaign_is_created(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path}/t.db")

@@ -48,14 +48,13 @@ import numpy as np
 
 from sampleval.core.sample import Sample
 from sampleval.judging.confident import (
-    MIXTURE_STOP,
     AnytimeJudging,
     ConfidentJudging,
     Target,
     is_anytime,
     make_judging,
 )
-from sampleval.judging.planning import Forecast, forecast_from_looks
+from sampleval.judging.planning import forecast_from_looks
 from sampleval.selection.base import Selector
 
 DEFAULT_START = 20
@@ -95,38 +94,30 @@ def judging(selector: Selector, target: Target, start: int,
 
 
 def rate_needed(looks: Sequence[Sequence[float]], half_width: float,
-                ci: float = 0.95, stop: str = "anytime") -> int | None:
+                ci: float = 0.95, boundary: str = "anytime") -> int | None:
     """The further judgments the current rate suggests before the widest anytime-valid
     half-width reaches ``half_width``, from the ``looks`` so far ((judgments, widest
     half-width), oldest first): the planner's forecast from the looks
     (:func:`sampleval.judging.planning.forecast_from_looks`: the variance of the widest mean falls
     as a power of the judgments, fitted over the recent looks) less the judgments made,
-    the half-widths read by the boundary of the campaign's stop mode ``stop``. 0 when met;
-    None with fewer than two looks or no decrease yet."""
-    forecast = _rate_forecast(looks, half_width, ci, stop)
+    the half-widths read back by the campaign's ``boundary``
+    (:attr:`~sampleval.judging.confident.AnytimeJudging.boundary`). 0 when met; None with
+    fewer than two looks or no decrease yet."""
+    forecast = forecast_from_looks(looks, half_width, boundary, ci=ci)
     if forecast is None or forecast.needed is None:
         return None
     return max(0, forecast.needed - forecast.judged)
 
 
 def rate_range(looks: Sequence[Sequence[float]], half_width: float,
-               ci: float = 0.95, stop: str = "anytime") -> list[int | None] | None:
+               ci: float = 0.95, boundary: str = "anytime") -> list[int | None] | None:
     """The 90% interval of :func:`rate_needed` (the forecast's, from the fit of the decay;
     None where it has none: fewer than three recent looks). An end None: unbounded."""
-    forecast = _rate_forecast(looks, half_width, ci, stop)
+    forecast = forecast_from_looks(looks, half_width, boundary, ci=ci)
     if forecast is None or forecast.lo is None:
         return None
     return [max(0, forecast.lo - forecast.judged),
             None if forecast.hi is None else max(0, forecast.hi - forecast.judged)]
-
-
-def _rate_forecast(looks: Sequence[Sequence[float]], half_width: float, ci: float,
-                   stop: str) -> Forecast | None:
-    """The planner's forecast from the looks, each widest half-width read back to a
-    variance by the boundary the campaign judges under (a campaign kept on the normal
-    mixture by migration 0007 by the mixture's, not the range boundary's)."""
-    rule = "mixture" if stop == MIXTURE_STOP else "anytime"
-    return forecast_from_looks(looks, half_width, rule, ci=ci)
 
 
 def target_status(selector: Selector, sample: Sample, target: Target, start: int,
@@ -175,8 +166,8 @@ def target_status(selector: Selector, sample: Sample, target: Target, start: int
                 not history or history[-1][0] != status.judged):
             history.append([status.judged, float(status.widest)])
         out["looks"] = history
-        out["rate_needed"] = rate_needed(history, target.half_width, rule.ci, stop)
-        out["rate_range"] = rate_range(history, target.half_width, rule.ci, stop)
+        out["rate_needed"] = rate_needed(history, target.half_width, rule.ci, rule.boundary)
+        out["rate_range"] = rate_range(history, target.half_width, rule.ci, rule.boundary)
     out["text"] = describe(out)
     return out
 

@@ -1138,6 +1138,10 @@ class AnytimeJudging(ConfidentJudging):
         self.tuned = target_variance(target.half_width, ci, ratio)
         """V*: the variance of a run's mean at which its sequence's half-width is the
         target (the sequence's tuning, fixed before any judgment)."""
+        self.boundary = "mixture" if ratio is None else "anytime"
+        """The boundary as :mod:`sampleval.judging.planning` names it (a rule of
+        :func:`~sampleval.judging.planning.widest_variance`), to read a look's half-width
+        back to a variance."""
         self.handed = np.zeros(len(self.topics), dtype=np.int64)
         """Documents handed out per topic (judged or awaiting their label)."""
         self.looks: list[tuple[int, float]] = []
