@@ -141,7 +141,7 @@ def test_difference_jackknife_covariance_diagonal_is_the_jackknife_variance() ->
     """The stratified jackknife covariance's diagonal is stratum_jackknife's variance, and
     the variance of any contrast c is c' S c (the jackknife of the contrast)."""
     from ht_reference import stratum_jackknife, stratum_rows
-    from sampleval.estimation.audit import stratified_covariance
+    from sampleval.estimation.engine.replicates import strata_covariance
 
     rng = np.random.default_rng(4)
     m, width = 25, 5
@@ -150,7 +150,7 @@ def test_difference_jackknife_covariance_diagonal_is_the_jackknife_variance() ->
     n = np.bincount(stratum, minlength=3) + 3
     reps, rest = rng.normal(size=(m, width)), rng.normal(size=(3, width))
     strata = (stratum, sizes, n)
-    cov = stratified_covariance(strata, reps, rest)
+    cov = strata_covariance(reps.T, rest.T, stratum, sizes, n.astype(np.float64))
     c = rng.normal(size=width)
     variance, _ = stratum_jackknife(strata, lambda h, rows: stratum_rows(reps, rest, h, rows),
                                     width)

@@ -390,6 +390,7 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
     from sampleval.core.inclusion import judged_design
     from sampleval.estimation.engine.replicates import (
         general_replicates,
+        strata_covariance,
         stratified_replicates,
     )
     from sampleval.estimation.engine.views import relevance
@@ -418,7 +419,8 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
                                      paper, taylor).value)
         reps_m, rest_m = stratified_replicates(m, strata, ranks, spec.cutoff, paper, taylor)
         reps_y, rest_y = stratified_replicates(y, strata, ranks, spec.cutoff, paper, taylor)
-        return value, stratified_covariance(strata, reps_m - reps_y, rest_m - rest_y)
+        return value, strata_covariance((reps_m - reps_y).T, (rest_m - rest_y).T,
+                                        strata[0], sizes, n_sampled.astype(np.float64))
     design = judged_design(sample, view.sample, index)
     value_m, reps_m = general_replicates(m, design.pi, design.pi_joint, ranks, spec.cutoff,
                                          paper, taylor)
@@ -427,30 +429,6 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
     value = value_m - value_y
     moved = (reps_m - reps_y) - value[None, :]
     return value, moved.T @ ((1.0 - np.asarray(design.pi))[:, None] * moved)
-
-
-def stratified_covariance(strata: tuple[np.ndarray, np.ndarray, np.ndarray],
-                          reps: np.ndarray, rest: np.ndarray) -> np.ndarray:
-    """The stratified delete-one jackknife covariance matrix of a vector estimate, from its
-    replicates (:func:`~sampleval.estimation.engine.replicates.strata_jackknife`'s,
-    transposed: ``reps`` ``[m, width]`` without each listed document, ``rest`` ``[strata,
-    width]`` without one of h's other judged documents): sum_h (1 - f_h) (n_h - 1)/n_h
-    sum_{j in S_h} (theta_(hj) - mean_h)(theta_(hj) - mean_h)'; its diagonal is
-    ``strata_jackknife``'s variance."""
-    stratum, sizes, n_sampled = strata
-    width = reps.shape[1]
-    out = np.zeros((width, width))
-    for h, (big_n, n_h) in enumerate(zip(sizes, n_sampled, strict=True)):
-        members = np.flatnonzero(stratum == h)
-        if n_h < 2 or n_h >= big_n or not len(members):
-            continue
-        others = int(n_h) - len(members)
-        block = np.vstack([reps[members], rest[h:h + 1]]) if others else reps[members]
-        weight = np.r_[np.ones(len(members)), [others] if others else []]
-        centred = block - (weight @ block / n_h)[None, :]
-        out += (1.0 - n_h / big_n) * (n_h - 1) / n_h * (centred.T @ (weight[:, None]
-                                                                      * centred))
-    return out
 
 
 ROUNDING = 1e-12

@@ -241,8 +241,8 @@ def replicated(counts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 
 def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
-                       stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
+                     stratum: np.ndarray, sizes: np.ndarray, counts: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """The stratified delete-one jackknife (Wolter, *Introduction to Variance Estimation*,
     2nd ed., 2007, sec. 4.5; Jones 1974) from each unit's replicate ``reps`` ``[r, m]``
     (unit j left out, its stratum h at n_h - 1) and each stratum's one replicate for its
@@ -252,6 +252,29 @@ def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
     (mean_h - ``value``), f_h = n_h/N_h, every stratum at once. Strata with n_h < 2, a
     census of h, and strata without a unit (whose replicates all equal the estimate) add
     nothing."""
+    spread, weight, mean, fpc = _strata_spread(reps, others, stratum, sizes, counts)
+    variance = (spread * spread) @ weight
+    bias = np.where(fpc > 0, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
+    return variance, bias
+
+
+def strata_covariance(reps: np.ndarray, others: np.ndarray, stratum: np.ndarray,
+                      sizes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``[r, r]``: :func:`strata_jackknife`'s variance in covariance form, the jackknife
+    covariance of the ``r`` estimates whose replicates are the rows of ``reps`` and
+    ``others``, sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h} (theta_(hj) - mean_h)
+    (theta_(hj) - mean_h)'; its diagonal is that variance."""
+    spread, weight, _, _ = _strata_spread(reps, others, stratum, sizes, counts)
+    return (spread * weight) @ spread.T
+
+
+def _strata_spread(reps: np.ndarray, others: np.ndarray, stratum: np.ndarray,
+                   sizes: np.ndarray, counts: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The replicates of :func:`strata_jackknife` less their stratum's mean ``[r, m + H]``
+    (the units', then each stratum's other documents'; 0 where the stratum does not enter),
+    each column's weight (1 - f_h) (n_h - 1)/n_h, times n_h - m_h for the others, the
+    means ``[r, H]`` and each stratum's 1 - f_h (0 where it does not enter)."""
     n_strata = len(sizes)
     member = np.zeros((len(stratum), n_strata))
     member[np.arange(len(stratum)), stratum] = 1.0
@@ -260,11 +283,11 @@ def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
     enters = replicated(counts, sizes) & (units > 0)
     n_h = np.where(enters, counts, 1.0)
     mean = (reps @ member + rest * others) / n_h  # [r, H]
-    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
     fpc = np.where(enters, 1.0 - counts / np.where(sizes > 0, sizes, 1.0), 0.0)
-    variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
-    bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
-    return variance, bias
+    scale = fpc * (counts - 1.0) / n_h
+    spread = np.where(np.r_[enters[stratum], enters],
+                      np.concatenate([reps - mean[:, stratum], others - mean], axis=1), 0.0)
+    return spread, np.r_[scale[stratum], rest * scale], mean, fpc
 
 
 def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.ndarray,
