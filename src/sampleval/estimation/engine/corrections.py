@@ -185,6 +185,38 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
                      ((1.0 - pi) * _per(moved, pairs)**2).sum(axis=1), _possible(rest, found - y, pi < 1.0))
 
 
+def ap_double_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
+                        pairs: np.ndarray | None = None) -> np.ndarray:
+    """The stratified delete-one jackknife variance of the jackknife-corrected AP-hat(lam)
+    that :func:`ap_jackknife` reports (``bias=jackknife``), ``[n_runs]`` (with ``pairs``, of
+    each pair's difference): the double jackknife (Efron & Tibshirani 1993, sec. 10.5 and
+    11.4). Replicate j is that corrected estimator on the sample without judged document j,
+    its stratum h at n_h - 1, the two-document rule of :func:`_taylor_replicates` included.
+    A unit leaves with its label at 0 (its own replicates are then its stratum's others',
+    so it counts as one of them), every replicate of one stratum in one batched call."""
+    assert data.units.strata is not None
+    stratum, sizes, n_sampled = data.units.strata
+    counts = n_sampled.astype(np.float64)
+    y = relevance(data.labels, level)
+    n_runs, m = data.ranks.shape
+    width = n_runs if pairs is None else len(pairs)  # the strata that do not enter stay 0
+    reps, others = np.zeros((width, m)), np.zeros((width, len(sizes)))
+    members = np.bincount(stratum, minlength=len(sizes))
+    for h in np.flatnonzero(replicated(counts, sizes) & (members > 0)):
+        units = np.flatnonzero(stratum == h)
+        labels = np.repeat(y[None, :], len(units) + 1, axis=0)  # the last: h's others
+        labels[np.arange(len(units)), units] = 0.0
+        less = n_sampled.copy()
+        less[h] -= 1
+        batch = (np.tile(np.arange(n_runs), len(labels)), np.repeat(labels, n_runs, axis=0),
+                 less)
+        theta, first, rest, _ = _taylor_replicates(spec, level, data, lam, False, batch)
+        bias = strata_jackknife(first, rest, theta, stratum, sizes, less.astype(np.float64))[1]
+        corrected = _per((theta - bias).reshape(len(labels), n_runs).T, pairs)
+        reps[:, units], others[:, h] = corrected[:, :-1], corrected[:, -1]
+    return strata_jackknife(reps, others, np.zeros(width), stratum, sizes, counts)[0]
+
+
 def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     """Per run (``[n_runs, ...]``), or with ``pairs`` (``[P, 2]`` run indices) each pair's
     difference ``values[a] - values[b]``."""
@@ -259,25 +291,33 @@ def _stratified(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarr
 
 
 def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
-                       taylor: bool = True
+                       taylor: bool = True,
+                       batch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`ap_taylor_jackknife`'s theta_T (``[n_runs]``; without ``taylor`` AP-hat(lam),
     the ratio alone, as :func:`ap_jackknife` takes it), its replicates without each unit
     (``[n_runs, m]``) and without a judged document that is not a unit (``[n_runs, H]``, only
     stratum h's weights change), and per run whether every replicate that enters the
-    jackknife keeps R-hat(lam) at or above the relevant documents it holds."""
+    jackknife keeps R-hat(lam) at or above the relevant documents it holds. ``batch`` =
+    (rows, labels, n_h): the same on other samples of the topic's units, row b the run
+    ``rows[b]`` with the relevance ``labels[b]`` (``[B, m]``) and n_h judged documents per
+    stratum (what :func:`ap_double_jackknife` re-estimates)."""
     units = data.units
     assert units.strata is not None
     y, f = relevance(data.labels, level), relevance(data.predicted, level)
     frame_f = relevance(data.frame.predicted, level)
     cut, ranks = spec.cutoff, data.ranks
     stratum, sizes, n_sampled = units.strata
+    fixed_n = lam[0] * _frame_pairs(data, frame_f, cut, level)
+    y_rows = np.broadcast_to(y, ranks.shape)
+    if batch is not None:
+        rows, y_rows, n_sampled = batch
+        ranks, lam, fixed_n = ranks[rows], lam[:, rows], fixed_n[rows]
     n_runs, m = ranks.shape
     n_strata = len(sizes)
     lam_n, lam_r = lam[0], lam[1]
-    fixed_n = lam_n * _frame_pairs(data, frame_f, cut, level)
     fixed_r = lam_r * frame_f.sum()
-    r = y[None, :] - lam_r[:, None] * f[None, :]  # R's unit values [runs, m], weight a_g
+    r = y_rows - lam_r[:, None] * f[None, :]  # R's unit values [runs, m], weight a_g
 
     # each run's documents in rank order
     docs = _run_docs(ranks, cut)
@@ -287,7 +327,8 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     real = np.take_along_axis(rank > 0, order, axis=1)
     inverse = np.divide(1.0, np.take_along_axis(rank, order, axis=1),
                         out=np.zeros(real.shape), where=real)
-    y_k, f_k = np.where(real, y[doc], 0.0), np.where(real, f[doc], 0.0)
+    y_k = np.where(real, np.take_along_axis(y_rows, doc, axis=1), 0.0)
+    f_k = np.where(real, f[doc], 0.0)
     r_k = np.where(real, np.take_along_axis(r, doc, axis=1), 0.0)
 
     groups = np.where(real, stratum[doc], 0)
@@ -390,9 +431,9 @@ def _taylor_replicates(spec: EstimateSpec, level: float, data: TopicData, lam: n
     r_reps = r_rest[:, h] + a_less[h] * (r_g[:, h] - r) + fixed_r[:, None]
     reps = _corrected(n_less[:, h] - taken + held_n[:, h] + fixed_n[:, None], r_reps,
                       v_rest[:, h] + v_own, c_rest[:, h] - d_col + d_row + c_own, taylor)
-    found = y[data.distinct].sum()  # the ht form's units are distinct documents
+    # the ht form's units are distinct documents
+    found = y_rows[:, data.distinct].sum(axis=1, keepdims=True)
     used = replicated(counts, sizes)
-    possible = (_possible(r_reps, found - y, used[h])
-                & _possible(r_rest + a_less * r_g + fixed_r[:, None], np.full(n_strata, found),
-                            used))
+    possible = (_possible(r_reps, found - y_rows, used[h])
+                & _possible(r_rest + a_less * r_g + fixed_r[:, None], found, used))
     return value, reps, others, possible

@@ -126,7 +126,8 @@ def double_jackknife(y: np.ndarray, ranks: np.ndarray, cutoff: int | None, paper
     jackknife-corrected estimate itself (module docstring), ``[n_runs]`` each: stratified
     (``strata`` = (stratum, N_h, n_h)) or, without strata, (1 - pi_k)-weighted over the
     judged documents (deleting one with y = 0 changes nothing there); ``pairs`` as in
-    :func:`taylor_jackknife`."""
+    :func:`taylor_jackknife`. With strata, ``ap=paper``'s only (``ap=ours``: the engine's,
+    :func:`~sampleval.estimation.engine.corrections.ap_double_jackknife`)."""
     if strata is None:
         value = _per(average_precision_jackknife(y, pi, pi_joint, ranks, cutoff, paper,
                                                  True).value, pairs)

@@ -37,6 +37,7 @@ from sampleval.core.inclusion import judged_design
 from sampleval.core.sample import Sample
 from sampleval.estimation.engine.corrections import (
     _per,
+    ap_double_jackknife,
     ap_jackknife,
     ap_taylor_jackknife,
     taylor_bias,
@@ -134,8 +135,8 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
     (:mod:`~sampleval.estimation.engine.corrections`: the Taylor term, the jackknife, on
     stratified samples the taylor-jackknife) where it has it, and from
     :mod:`~sampleval.estimation.engine.replicates` for what only ``~ht`` offers: the paper's
-    AP-hat (``ap=paper``), the double jackknife, and the taylor-jackknife on designs with
-    independent inclusions."""
+    AP-hat (``ap=paper``), the double jackknife without strata, and the taylor-jackknife on
+    designs with independent inclusions."""
     paper, bias, var = spec.option("ap") == "paper", spec.option("bias"), spec.option("variance")
     aware = (pairs is None and spec.option("interval") == "bias-aware"
              and bias in ("taylor", "taylor-jackknife"))
@@ -216,7 +217,9 @@ def _topic_ap(view: TopicView, sample: Sample, spec: EstimateSpec, level: float,
         variance = plain()[1]
     elif var == "jackknife-uncorrected" or bias == "none":
         variance = jackknife()[1]
-    elif bias == "jackknife":  # the double jackknife
+    elif bias == "jackknife" and stratified and not paper:  # the double jackknife
+        variance = ap_double_jackknife(spec, level, data, lam, pairs)
+    elif bias == "jackknife":
         y, pi, joint, ranks, strata = arrays()
         variance = double_jackknife(y, ranks, spec.cutoff, paper, strata, pi, joint,
                                     pairs).variance

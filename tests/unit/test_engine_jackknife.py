@@ -1,0 +1,72 @@
+"""The double jackknife (``AP~ht(bias=jackknife)``'s variance) is the jackknife of the
+estimate that family reports: each replicate re-estimated by hand, through the family, on the
+sample without one judged document (issue 28)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sampleval.core.pool import Pool
+from sampleval.core.sample import Sample
+from sampleval.estimation.engine.views import topic_views
+from sampleval.estimation.families.ht import topic_parts
+from sampleval.estimation.spec import parse_estimate
+from sampleval.io.coerce import as_runs
+
+SIZES = (8, 10, 12, 15)
+JUDGED = (2, 4, 5, 6)  # stratum 0 holds two judged documents
+
+
+def _case() -> tuple[pd.DataFrame, Pool]:
+    """One topic, four strata; the runs rank every frame document, at random."""
+    rng = np.random.default_rng(7)
+    stratum = np.repeat(np.arange(len(SIZES)), SIZES)
+    docs = np.array([f"d{i:02d}" for i in range(len(stratum))])
+    labels = np.full(len(docs), np.nan)
+    for h, n_h in enumerate(JUDGED):
+        members = np.flatnonzero(stratum == h)
+        labels[members[:n_h]] = (rng.random(n_h) < 0.6).astype(np.float64)
+    labels[np.flatnonzero(stratum == 0)[:2]] = 1.0  # the two-document stratum's pair counts
+    frame = pd.DataFrame({"query_id": "1", "doc_id": docs, "relevance": labels,
+                          "stratum": [f"s{h}" for h in stratum], "inclusion": 0.0})
+    runs = pd.DataFrame([{"run": f"r{r}", "query_id": "1", "doc_id": d, "score": s}
+                         for r in range(4)
+                         for d, s in zip(docs, rng.permutation(len(docs)), strict=True)])
+    return frame, Pool.from_runs(as_runs(runs), depth=None)
+
+
+def _parts(frame: pd.DataFrame, pool: Pool, measure: str) -> tuple[np.ndarray, np.ndarray]:
+    """The reported estimate and variance per run (the family's parts, no ``few`` floor)."""
+    groups = frame.groupby("stratum")["relevance"]
+    sample = Sample("stratified", frame.assign(
+        inclusion=groups.transform("count") / groups.transform("size")))
+    spec = parse_estimate(measure)
+    parts = topic_parts(pool.run_names, topic_views(pool, sample), sample, spec, 1.0)
+    return parts[0][0], parts[1][0]
+
+
+def test_double_jackknife_is_the_jackknife_of_the_reported_estimate() -> None:
+    """v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in S_h} (theta_(j) - mean_h)^2 (Wolter,
+    2007, sec. 4.5), theta_(j) the reported ``AP~ht(bias=jackknife)`` of the sample without
+    judged document j. Its replicates that leave the two-document stratum at two
+    documents hold that stratum's pair sum by the reported estimate's rule (before, the
+    variance's replicates left the rule out: it was the jackknife of another estimator)."""
+    frame, pool = _case()
+    measure = "AP~ht(bias=jackknife)"
+    _, variance = _parts(frame, pool, measure)
+    stratum = frame["stratum"].to_numpy()
+    judged = frame["relevance"].notna().to_numpy()
+    expected = np.zeros(len(pool.run_names))
+    for h, (big_n, n_h) in enumerate(zip(SIZES, JUDGED, strict=True)):
+        if n_h < 2:
+            continue
+        reps = []
+        for j in np.flatnonzero(judged & (stratum == f"s{h}")):
+            less = frame.copy()
+            less.loc[j, "relevance"] = np.nan
+            reps.append(_parts(less, pool, measure)[0])
+        spread = np.array(reps) - np.mean(reps, axis=0)
+        expected += (1 - n_h / big_n) * (n_h - 1) / n_h * (spread ** 2).sum(axis=0)
+    np.testing.assert_allclose(variance, expected, rtol=1e-10)
+    assert variance.min() > 0
