@@ -10,7 +10,7 @@ import pandas as pd
 from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
 from sampleval.estimation.engine.views import topic_views
-from sampleval.estimation.families.ht import topic_parts
+from sampleval.estimation.families.ht import differences_ht, topic_parts
 from sampleval.estimation.spec import parse_estimate
 from sampleval.io.coerce import as_runs
 
@@ -36,28 +36,36 @@ def _case() -> tuple[pd.DataFrame, Pool]:
     return frame, Pool.from_runs(as_runs(runs), depth=None)
 
 
-def _parts(frame: pd.DataFrame, pool: Pool, measure: str) -> tuple[np.ndarray, np.ndarray]:
-    """The reported estimate and variance per run (the family's parts, no ``few`` floor)."""
+PAIRS = np.array([[0, 1], [0, 3], [2, 1]])
+
+
+def _parts(frame: pd.DataFrame, pool: Pool, measure: str
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The reported estimate and variance per run (the family's parts, no ``few`` floor),
+    and the variance of each of :data:`PAIRS`' differences."""
     groups = frame.groupby("stratum")["relevance"]
     sample = Sample("stratified", frame.assign(
         inclusion=groups.transform("count") / groups.transform("size")))
     spec = parse_estimate(measure)
-    parts = topic_parts(pool.run_names, topic_views(pool, sample), sample, spec, 1.0)
-    return parts[0][0], parts[1][0]
+    views = topic_views(pool, sample)
+    parts = topic_parts(pool.run_names, views, sample, spec, 1.0)
+    pair_variance = differences_ht(pool.run_names, views, sample, spec, 1.0, PAIRS)[1]
+    return parts[0][0], parts[1][0], pair_variance[0]
 
 
 def test_double_jackknife_is_the_jackknife_of_the_reported_estimate() -> None:
     """v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in S_h} (theta_(j) - mean_h)^2 (Wolter,
     2007, sec. 4.5), theta_(j) the reported ``AP~ht(bias=jackknife)`` of the sample without
-    judged document j. Its replicates that leave the two-document stratum at two
-    documents hold that stratum's pair sum by the reported estimate's rule (before, the
-    variance's replicates left the rule out: it was the jackknife of another estimator)."""
+    judged document j; the same of the difference of two runs' estimates. Its replicates
+    that leave the two-document stratum at two documents hold that stratum's pair sum by
+    the reported estimate's rule (before, the variance's replicates left the rule out: it
+    was the jackknife of another estimator)."""
     frame, pool = _case()
     measure = "AP~ht(bias=jackknife)"
-    _, variance = _parts(frame, pool, measure)
+    _, variance, pair_variance = _parts(frame, pool, measure)
     stratum = frame["stratum"].to_numpy()
     judged = frame["relevance"].notna().to_numpy()
-    expected = np.zeros(len(pool.run_names))
+    expected, pair_expected = np.zeros(len(pool.run_names)), np.zeros(len(PAIRS))
     for h, (big_n, n_h) in enumerate(zip(SIZES, JUDGED, strict=True)):
         if n_h < 2:
             continue
@@ -66,7 +74,11 @@ def test_double_jackknife_is_the_jackknife_of_the_reported_estimate() -> None:
             less = frame.copy()
             less.loc[j, "relevance"] = np.nan
             reps.append(_parts(less, pool, measure)[0])
+        factor = (1 - n_h / big_n) * (n_h - 1) / n_h
         spread = np.array(reps) - np.mean(reps, axis=0)
-        expected += (1 - n_h / big_n) * (n_h - 1) / n_h * (spread ** 2).sum(axis=0)
+        expected += factor * (spread ** 2).sum(axis=0)
+        pair_spread = spread[:, PAIRS[:, 0]] - spread[:, PAIRS[:, 1]]
+        pair_expected += factor * (pair_spread ** 2).sum(axis=0)
     np.testing.assert_allclose(variance, expected, rtol=1e-10)
+    np.testing.assert_allclose(pair_variance, pair_expected, rtol=1e-10)
     assert variance.min() > 0

@@ -253,9 +253,10 @@ def strata_jackknife(reps: np.ndarray, others: np.ndarray, value: np.ndarray,
     (mean_h - ``value``), f_h = n_h/N_h, every stratum at once. Strata with n_h < 2, a
     census of h, and strata without a unit (whose replicates all equal the estimate) add
     nothing."""
-    spread, weight, mean, fpc = _strata_spread(reps, others, stratum, sizes, counts)
-    variance = (spread * spread) @ weight
-    bias = np.where(fpc > 0, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
+    member, rest, enters, n_h, mean, fpc = _strata_means(reps, others, stratum, sizes, counts)
+    spread = ((reps - mean[:, stratum]) ** 2) @ member + rest * (others - mean) ** 2
+    variance = np.where(enters, spread, 0.0) @ (fpc * (counts - 1.0) / n_h)
+    bias = np.where(enters, mean - value[:, None], 0.0) @ (fpc * (counts - 1.0))
     return variance, bias
 
 
@@ -265,30 +266,27 @@ def strata_covariance(reps: np.ndarray, others: np.ndarray, stratum: np.ndarray,
     covariance of the ``r`` estimates whose replicates are the rows of ``reps`` and
     ``others``, sum_h (1 - f_h) (n_h - 1)/n_h sum_{j in S_h} (theta_(hj) - mean_h)
     (theta_(hj) - mean_h)'; its diagonal is that variance."""
-    spread, weight, _, _ = _strata_spread(reps, others, stratum, sizes, counts)
-    return (spread * weight) @ spread.T
-
-
-def _strata_spread(reps: np.ndarray, others: np.ndarray, stratum: np.ndarray,
-                   sizes: np.ndarray, counts: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The replicates of :func:`strata_jackknife` less their stratum's mean ``[r, m + H]``
-    (the units', then each stratum's other documents'; 0 where the stratum does not enter),
-    each column's weight (1 - f_h) (n_h - 1)/n_h, times n_h - m_h for the others, the
-    means ``[r, H]`` and each stratum's 1 - f_h (0 where it does not enter)."""
-    n_strata = len(sizes)
-    member = np.zeros((len(stratum), n_strata))
-    member[np.arange(len(stratum)), stratum] = 1.0
-    units = member.sum(axis=0)
-    rest = counts - units  # judged documents of h that are not units
-    enters = replicated(counts, sizes) & (units > 0)
-    n_h = np.where(enters, counts, 1.0)
-    mean = (reps @ member + rest * others) / n_h  # [r, H]
-    fpc = np.where(enters, 1.0 - counts / np.where(sizes > 0, sizes, 1.0), 0.0)
+    _, rest, enters, n_h, mean, fpc = _strata_means(reps, others, stratum, sizes, counts)
     scale = fpc * (counts - 1.0) / n_h
     spread = np.where(np.r_[enters[stratum], enters],
                       np.concatenate([reps - mean[:, stratum], others - mean], axis=1), 0.0)
-    return spread, np.r_[scale[stratum], rest * scale], mean, fpc
+    return (spread * np.r_[scale[stratum], rest * scale]) @ spread.T
+
+
+def _strata_means(reps: np.ndarray, others: np.ndarray, stratum: np.ndarray,
+                  sizes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`strata_jackknife`'s units by stratum ``[m, H]``, each stratum's judged
+    documents that are not units, whether it enters, its n_h (1 where it does not), the
+    replicates' mean ``[r, H]`` and 1 - f_h (0 where it does not enter)."""
+    member = np.zeros((len(stratum), len(sizes)))
+    member[np.arange(len(stratum)), stratum] = 1.0
+    units = member.sum(axis=0)
+    rest = counts - units
+    enters = replicated(counts, sizes) & (units > 0)
+    n_h = np.where(enters, counts, 1.0)
+    mean = (reps @ member + rest * others) / n_h
+    fpc = np.where(enters, 1.0 - counts / np.where(sizes > 0, sizes, 1.0), 0.0)
+    return member, rest, enters, n_h, mean, fpc
 
 
 def _corrected(num: np.ndarray, r_hat: np.ndarray, own: np.ndarray, cross: np.ndarray,
