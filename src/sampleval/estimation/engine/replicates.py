@@ -202,28 +202,14 @@ def stratified_average_precision(y: np.ndarray, strata: np.ndarray, sizes: np.nd
                                  cutoff: int | None = None, paper: bool = False,
                                  correct: bool = False,
                                  pairs: np.ndarray | None = None) -> HTEstimate:
-    """AP-hat (:func:`average_precision`) on a stratified sample, with the stratified
-    delete-one jackknife variance (Wolter, Introduction to Variance Estimation, 2007, sec.
-    4.5): v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in S_h} (AP-hat_(j) - mean_h)^2, where
-    AP-hat_(j) is the estimate with j left out of the sample and its stratum's weights
-    N_h/(n_h - 1) (strata with n_h < 2 add nothing).
-
-    ``y`` ``[m]``: the judged documents with y != 0 (the others change a replicate only
-    through their stratum's weight, so each stratum's are one replicate counted n_h - m_h
-    times), their ``strata``, ``ranks`` ``[n_runs, m]``; ``sizes`` N_h and ``n_sampled`` n_h
-    (every judged document); the replicates are :func:`stratified_replicates`'.
-
-    ``correct``: less the stratified jackknife estimate of the bias (Quenouille, Biometrika
-    1956; Tukey 1958; for strata Jones, JASA 1974, as in Wolter 2007, sec. 4.5, with the
-    finite-population factor of sampling without replacement): b = sum_h (1 - n_h/N_h)
-    (n_h - 1) (mean_h - AP-hat), mean_h the mean of the stratum's replicates. It removes the
-    O(1/n) bias of the ratio (Cochran 1977, ch. 6: Quenouille's less-biased ratio estimate);
-    a census (n_h = N_h) is left exact.
-
-    ``pairs``: per pair (a, b) of runs, AP-hat_a - AP-hat_b and its jackknife variance, from
-    the differences of their replicates (both runs' replicates leave out the same document,
-    so what they share cancels).
-    """
+    """AP-hat (:func:`average_precision`) on a stratified sample with the stratified
+    delete-one jackknife variance (:func:`strata_jackknife`) of :func:`stratified_replicates`'
+    replicates: ``y`` the judged documents with y != 0, their ``strata``, ``ranks`` ``[n_runs,
+    m]``, ``sizes`` N_h, ``n_sampled`` n_h (every judged document). ``correct``: less the
+    jackknife's bias estimate (Quenouille 1956; Jones 1974; Cochran 1977, ch. 6), which leaves
+    a census exact; ``pairs``: of each pair's difference. ``ap=paper``'s (``ap=ours``:
+    :func:`~sampleval.estimation.engine.corrections.ap_jackknife`, which adds the
+    two-document rule)."""
     design = (strata, sizes, n_sampled)
     pi, joint = stratified_inclusion(*design)
     value = _per(average_precision(y, pi, joint, ranks, cutoff, paper).value, pairs)
