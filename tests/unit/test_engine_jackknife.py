@@ -1,6 +1,7 @@
-"""The double jackknife (``AP~ht(bias=jackknife)``'s variance) is the jackknife of the
-estimate that family reports: each replicate re-estimated by hand, through the family, on the
-sample without one judged document (issue 28)."""
+"""The jackknives on the engine's stratified replicates (issue 28): the double jackknife
+(``AP~ht(bias=jackknife)``'s variance) is the jackknife of the estimate that family reports,
+each replicate re-estimated by hand, through the family, on the sample without one judged
+document; the audit's control-variate covariance is the array path's it replaced."""
 
 from __future__ import annotations
 
@@ -82,3 +83,49 @@ def test_double_jackknife_is_the_jackknife_of_the_reported_estimate() -> None:
     np.testing.assert_allclose(variance, expected, rtol=1e-10)
     np.testing.assert_allclose(pair_variance, pair_expected, rtol=1e-10)
     assert variance.min() > 0
+
+
+def test_audit_difference_jackknife_is_the_array_paths() -> None:
+    """The audit's control variates (``control='machine'``): the jackknife covariance of
+    A(m) - A(y), now from the engine's replicates of both labellings at once, equals the
+    array path's (``replicates.stratified_replicates`` of each; the engine holds a
+    two-document stratum's pair sum in its replicates, which moves their mean but not their
+    spread), on the sample above with a judge that errs on a third of the frame."""
+    from sampleval.core.inclusion import judged_design
+    from sampleval.estimation.audit import _difference_jackknife, machine_grades
+    from sampleval.estimation.engine.estimands import average_precision
+    from sampleval.estimation.engine.replicates import strata_covariance, stratified_replicates
+    from sampleval.io.coerce import as_predictions
+
+    frame, pool = _case()
+    groups = frame.groupby("stratum")["relevance"]
+    sample = Sample("stratified", frame.assign(
+        inclusion=groups.transform("count") / groups.transform("size")))
+    wrong = np.random.default_rng(3).random(len(frame)) < 1 / 3
+    truth = frame["relevance"].fillna(0.0).to_numpy()
+    judge = as_predictions(frame[["query_id", "doc_id"]].assign(
+        prediction=np.where(wrong, 1.0 - truth, truth)), 1)
+    (view,) = topic_views(pool, sample)
+    for measure in ("AP~ht(bias=taylor)", "AP~ht(bias=none)"):
+        spec = parse_estimate(measure)
+        got = _difference_jackknife(view, sample, spec, judge, 1.0, False)
+        judged = np.flatnonzero(view.sample.judged)
+        y = view.sample.labels[judged]
+        m = machine_grades(judge, "1", view.sample.docnos[judged], False)
+        keep = (y != 0) | (m != 0)
+        index, y, m = judged[keep], y[keep], m[keep]
+        sizes, n_sampled = view.sample.strata()
+        strata = (view.sample.stratum[index], sizes, n_sampled)
+        design = judged_design(sample, view.sample, index)
+        ranks, taylor = view.rank_of(index), measure.endswith("taylor)")
+        value = (average_precision(m, design.pi, design.pi_joint, ranks, None, False,
+                                   taylor).value
+                 - average_precision(y, design.pi, design.pi_joint, ranks, None, False,
+                                     taylor).value)
+        reps_m, rest_m = stratified_replicates(m, strata, ranks, None, False, taylor)
+        reps_y, rest_y = stratified_replicates(y, strata, ranks, None, False, taylor)
+        covariance = strata_covariance((reps_m - reps_y).T, (rest_m - rest_y).T, strata[0],
+                                       sizes, n_sampled.astype(np.float64))
+        np.testing.assert_allclose(got[0], value, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(got[1], covariance, rtol=1e-10, atol=1e-15)
+        assert np.diagonal(covariance).min() > 0

@@ -382,37 +382,51 @@ def _difference_jackknife(view: TopicView, sample: Sample, spec: EstimateSpec,
     """One topic's A(m) - A(y) per run (AP-hat with the machine's labels less AP-hat with
     the people's, both on the topic's judged documents; :func:`controlled_estimates`) and
     the ``[runs, runs]`` delete-one jackknife covariance of that vector: stratified
-    (Wolter 2007, sec. 4.5) on stratified samples and censuses (the replicates of
-    :func:`~sampleval.estimation.engine.replicates.stratified_replicates`),
-    sum_k (1 - pi_k) (theta_(k) - theta)(theta_(k) - theta)' on the others
-    (:func:`~sampleval.estimation.engine.replicates.general_replicates`), as AP~ht's
-    ``var=jackknife`` computes each run's variance alone."""
+    (Wolter 2007, sec. 4.5) on stratified samples and censuses, from the engine's replicates
+    of both labellings at once (:func:`~sampleval.estimation.engine.corrections.
+    _taylor_replicates`; ``ap=paper``: the array path's), sum_k (1 - pi_k) (theta_(k) -
+    theta)(theta_(k) - theta)' on the others (:func:`~sampleval.estimation.engine.
+    replicates.general_replicates`), as AP~ht's ``variance=jackknife`` computes each run's
+    variance alone."""
     from sampleval.core.inclusion import judged_design
+    from sampleval.estimation.engine.corrections import _taylor_replicates
+    from sampleval.estimation.engine.estimands import average_precision
     from sampleval.estimation.engine.replicates import (
         general_replicates,
         strata_covariance,
         stratified_replicates,
     )
     from sampleval.estimation.engine.views import relevance
+    from sampleval.estimation.families.ht import ht_topic
 
+    grades = relevance(machine_grades(judge, view.pool.topic, view.sample.docnos, fractional),
+                       level)
     judged = np.flatnonzero(view.sample.judged)
     human = relevance(np.maximum(view.sample.labels[judged], 0.0), level)
-    robot = relevance(machine_grades(judge, view.pool.topic, view.sample.docnos[judged],
-                                     fractional), level)
-    keep = (human != 0) | (robot != 0)  # the others change a replicate only by the design
+    keep = (human != 0) | (grades[judged] != 0)  # the others change a replicate by the design
     index = judged[keep]
     n_runs = view.n_runs
     if not len(index):
         return np.zeros(n_runs), np.zeros((n_runs, n_runs))
-    y, m = human[keep], robot[keep]
+    y, m = human[keep], grades[index]
     ranks = view.rank_of(index)
     paper, taylor = spec.option("ap") == "paper", spec.option("bias") == "taylor"
+    if sample.design.has_strata and not paper:
+        data = ht_topic(view, sample, grades)
+        assert data.units.strata is not None
+        stratum, sizes, n_sampled = data.units.strata
+        both = np.stack([grades[data.units.index],
+                         relevance(np.maximum(data.labels, 0.0), level)])  # m, then y
+        value, reps, rest, _ = _taylor_replicates(
+            spec, level, data, np.zeros((2, n_runs)), taylor,
+            (np.tile(np.arange(n_runs), 2), np.repeat(both, n_runs, axis=0), n_sampled))
+        return value[:n_runs] - value[n_runs:], strata_covariance(
+            reps[:n_runs] - reps[n_runs:], rest[:n_runs] - rest[n_runs:], stratum, sizes,
+            n_sampled.astype(np.float64))
     if sample.design.has_strata:
         sizes, n_sampled = view.sample.strata()
         strata = (view.sample.stratum[index], sizes, n_sampled)
         design = judged_design(sample, view.sample, index)
-        from sampleval.estimation.engine.estimands import average_precision
-
         value = (average_precision(m, design.pi, design.pi_joint, ranks, spec.cutoff, paper,
                                    taylor).value
                  - average_precision(y, design.pi, design.pi_joint, ranks, spec.cutoff,

@@ -71,16 +71,18 @@ VARIANCES = ("jackknife", "jackknife-uncorrected", "linear")
 
 
 def ht_topics(views: list[TopicView], sample: Sample) -> list[TopicData]:
-    """Each topic's judged documents as the engine's ``ht`` units, every prediction 0
-    (:func:`~sampleval.estimation.engine.units.topic_datas`)."""
-    out = []
-    for view in views:
-        nothing = np.zeros(0)
-        frame = FrameData(Units("census", nothing.astype(np.int64), nothing), nothing,
-                          np.zeros((view.n_runs, 0), dtype=np.int64))
-        out.append(topic_datas(view, sample, "ht", [np.zeros(len(view.sample.docnos))],
-                               [frame])[0])
-    return out
+    """Each topic's judged documents as the engine's ``ht`` units, every prediction 0."""
+    return [ht_topic(view, sample, np.zeros(len(view.sample.docnos))) for view in views]
+
+
+def ht_topic(view: TopicView, sample: Sample, predicted: np.ndarray) -> TopicData:
+    """The topic's judged documents that a label or ``predicted`` (a value per frame
+    document) makes count, as the engine's ``ht`` units, without the predictions' frame
+    totals (:func:`~sampleval.estimation.engine.units.topic_datas`)."""
+    nothing = np.zeros(0)
+    frame = FrameData(Units("census", nothing.astype(np.int64), nothing), nothing,
+                      np.zeros((view.n_runs, 0), dtype=np.int64))
+    return topic_datas(view, sample, "ht", [predicted], [frame])[0]
 
 
 def topic_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Sample,
