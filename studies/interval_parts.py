@@ -35,7 +35,8 @@ re-estimating, every rule's interval of the runs' means:
   estimated bias b widening only the side it points to; with a ``posterior`` column (rows
   drawn since section 14), ``pooled+posterior``, ``spread+posterior`` and ``spread
   k=0+posterior``: each side of the mean widened by the net gap to :func:`posterior_ap`
-  (every partly-sampled stratum completed by the model's posterior) where it points there.
+  (every partly-sampled stratum completed by the model's posterior,
+  ``few=posterior``'s estimate) where it points there.
 
 ``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
@@ -57,10 +58,22 @@ import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.estimation.engine.unseen import SampleStrata, completion_gap, unseen_variance
+from sampleval.estimation.engine.unseen import (
+    SampleStrata,
+    completion_gap,
+    posterior_ap,
+    posterior_topics,
+    unseen_variance,
+)
 from sampleval.estimation.engine.views import topic_views
 from sampleval.estimation.family import FAMILIES
-from sampleval.estimation.result import UNFLOORED, bias_widens, is_census, judged_relevant
+from sampleval.estimation.result import (
+    UNFLOORED,
+    bias_widens,
+    corrected,
+    is_census,
+    judged_relevant,
+)
 from sampleval.estimation.spec import parse_estimate
 from studies._cli import COLLECTIONS, read_collection, simulation_parser
 from studies.interval_coverage import diagnose, draw, truth
@@ -88,29 +101,40 @@ def small_collection(name: str) -> tuple[Pool, Qrels]:
                           score_type=FAMILIES["ht"].score_type), qrels
 
 
-def posterior_ap(shared: SampleStrata) -> np.ndarray:
-    """``[topics, runs]``: AP with every partly-sampled stratum completed by the completion
-    model's posterior (section 14's candidate): each judged document as judged, each
-    unjudged one of a partly-sampled stratum h relevant with p_d = (c r_d + x_h) / (c + n_h)
-    (r_d :attr:`~sampleval.estimation.engine.unseen.SampleStrata.model`'s rate, c the pooled
-    strength), the others 0; AP the ratio of the expected S = sum_k p_k (1 + sum_{j<k} p_j)
-    / k over each run's ranks to the expected R = sum_d p_d over the frame (documents
-    independent given the rates; the ratio of expectations, Cochran 1977 sec. 6.2)."""
+def completion_variance(shared: SampleStrata) -> np.ndarray:
+    """``[topics, runs]``: the variance of :func:`posterior_ap`'s completion given the
+    rates, to first order: sum_d p_d (1 - p_d) g_d^2 over the unjudged documents of the
+    partly-sampled strata (independent Bernoulli(p_d)), g_d = (dS_d - AP) / R the change of
+    the ratio E[S] / E[R] per unit of p_d, dS_d = (1 + sum_{j<k} p_j) / k + sum_{i>k} p_i / i
+    for a document the run retrieved at rank k, 0 for one it did not (Cochran 1977, sec.
+    6.2). The rates' own uncertainty (the Beta posterior's spread, which correlates a
+    stratum's documents) is not in it."""
     frame = shared.frame
-    strength = shared.prior.strength
+    ap = posterior_ap(shared)
     p = np.nan_to_num(frame.y)
-    unjudged = np.flatnonzero(np.isnan(frame.y) & (frame.stratum >= 0))
-    h = frame.stratum[unjudged]
-    p[unjudged] = ((strength * shared.model[0][unjudged] + frame.found[h])
-                   / (strength + frame.drawn[h]))
+    unjudged = np.isnan(frame.y) & (frame.stratum >= 0)
+    cols = np.flatnonzero(unjudged)
+    h = frame.stratum[cols]
+    p[cols] = ((shared.prior.strength * shared.model[0][cols] + frame.found[h])
+               / (shared.prior.strength + frame.drawn[h]))
+    w = np.where(unjudged, p * (1.0 - p), 0.0)
     total = np.bincount(frame.topic, weights=p, minlength=len(shared.views))
-    out = np.zeros((len(shared.views), shared.ranks.shape[0]))
+    spread = np.bincount(frame.topic, weights=w, minlength=len(shared.views))
+    out = np.zeros(ap.shape)
     for t, view in enumerate(shared.views):
         at = view.frame_at_rank
-        p_k = np.where(at >= 0, p[np.maximum(at, 0) + shared.offsets[t]], 0.0)
+        if total[t] <= 0 or not at.shape[1]:
+            continue
+        idx = np.maximum(at, 0) + shared.offsets[t]
+        p_k = np.where(at >= 0, p[idx], 0.0)
+        w_k = np.where(at >= 0, w[idx], 0.0)
+        rank = np.arange(1, at.shape[1] + 1)
         before = np.cumsum(p_k, axis=1) - p_k
-        s_t = (p_k * (1.0 + before) / np.arange(1, at.shape[1] + 1)).sum(axis=1)
-        out[t] = s_t / total[t] if total[t] > 0 else 0.0
+        after = (np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1]) - p_k / rank
+        ds = (1.0 + before) / rank + after
+        inside = (w_k * (ds - ap[t][:, None]) ** 2).sum(axis=1)
+        outside = (spread[t] - w_k.sum(axis=1)) * ap[t] ** 2
+        out[t] = (inside + outside) / total[t] ** 2
     return out
 
 
@@ -120,6 +144,7 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
     from sampleval.estimation.families.ht import PARTS
 
     spec = parse_estimate("AP~ht")
+    with_posterior = parse_estimate("AP~ht(few=posterior)")
     raw = UNFLOORED[PARTS]
     target = truth(pool, qrels, "AP")
     names = pool.run_names
@@ -130,17 +155,20 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
         parts = raw(names, views, sample, spec, 1.0)
         topics = np.array([v.pool.topic for v in views], dtype=object)
         t_idx, r_idx = np.nonzero(np.array([v.pool.present for v in views]))
+        shared = SampleStrata(views, 1.0)
         per_topic = {
             "k": np.array([judged_relevant(v.sample, 1.0) for v in views]),
             "widens": np.array([bias_widens(v.sample, 1.0) for v in views]),
             "census": np.array([is_census(v.sample) for v in views]),
+            "use": posterior_topics(shared),
             "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
                            for v in views])}
-        shared = SampleStrata(views, 1.0)
         grid = {"value": parts.value, "V": parts.variance, "b": parts.bias,
                 "U": unseen_variance(parts.value, views, 1.0, "pooled", shared),
                 "gap": completion_gap(parts.value, views, 1.0, shared),
                 "posterior": posterior_ap(shared),
+                "Vpost": completion_variance(shared),
+                "few_posterior": corrected(with_posterior, views, 1.0, parts, shared).value,
                 "truth": target.loc[list(topics), list(names)].to_numpy()}
         frames.append(pd.DataFrame({
             "trial": trial, "topic": topics[t_idx], "run": np.asarray(names)[r_idx],

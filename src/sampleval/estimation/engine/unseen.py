@@ -52,6 +52,11 @@ Priors (the ``few`` option's values, :data:`FORMS`):
   documents (:attr:`SampleStrata.model`), which
   :func:`sampleval.estimation.result.upper_allowance` turns into a one-sided allowance
   (issue 29; docs/research/calibration.md, section 13).
+* ``posterior``: ``pooled``'s term; and, on the topics whose sample holds at most
+  :data:`POSTERIOR_UP_TO` relevant documents and whose unjudged frame documents all lie in
+  partly-sampled strata, the estimate itself replaced by :func:`posterior_ap` (every
+  partly-sampled stratum completed by the model's posterior; issue 29 item 2,
+  docs/research/calibration.md, section 15).
 """
 
 from __future__ import annotations
@@ -66,9 +71,16 @@ from sampleval.core.relevance import relevance
 if TYPE_CHECKING:
     from sampleval.estimation.engine.views import TopicView
 
-FORMS = ("jeffreys", "pooled", "completed")
+FORMS = ("jeffreys", "pooled", "completed", "posterior")
 """The ``few`` values this module implements (``completed``: ``pooled``'s term, with the
-allowance of :func:`completion_gap`)."""
+allowance of :func:`completion_gap`; ``posterior``: ``pooled``'s term, the estimate of the
+topics with at most :data:`POSTERIOR_UP_TO` relevant judged by :func:`posterior_ap`)."""
+
+POSTERIOR_UP_TO = 2
+"""``few=posterior`` replaces AP-hat by :func:`posterior_ap` on the topics whose sample holds
+at most this many judged relevant documents (k; docs/research/calibration.md, section 15:
+the posterior is close to unbiased where k <= 2 on every collection measured and runs low
+where k is larger, where the design-based estimate is the better)."""
 
 STRENGTH = (1.0, 1000.0)
 """The range of the pooled prior's strength a + b (``pooled``)."""
@@ -494,3 +506,53 @@ def completion_gap(values: np.ndarray, views: list[TopicView], level: float,
     completed = ap[some] + step[some] / denominator[some, None]
     out[some] = np.clip(completed, 0.0, 1.0) - ap[some]
     return out
+
+
+def posterior_ap(shared: SampleStrata) -> np.ndarray:
+    """``[topics, runs]``: AP with every partly-sampled stratum completed by the completion
+    model's posterior: each judged document as judged, each unjudged one of a partly-sampled
+    stratum h relevant with p_d = (c r_d + x_h) / (c + n_h) (r_d
+    :attr:`SampleStrata.model`'s rate, c the strength of :func:`pooled_prior`: the Beta
+    posterior mean of a rate with prior mean r_d after x_h relevant in n_h draws; Gelman et
+    al. 2013, sec. 2.4), every other document 0; AP the ratio of the expected S = sum_k p_k
+    (1 + sum_{j<k} p_j) / k over each run's ranks to the expected R = sum_d p_d over the frame
+    (documents independent given the rates; the ratio of expectations, Cochran 1977, sec.
+    6.2). On a census (or where every stratum is judged in full) it is the exact AP of the
+    judged documents; a run that retrieved no document with p_d > 0 gets 0."""
+    frame = shared.frame
+    n_topics = len(shared.views)
+    out = np.zeros((n_topics, shared.ranks.shape[0]))
+    if not n_topics:
+        return out
+    p = np.nan_to_num(frame.y)
+    unjudged = np.flatnonzero(np.isnan(frame.y) & (frame.stratum >= 0))
+    if unjudged.size:
+        h = frame.stratum[unjudged]
+        strength = shared.prior.strength
+        p[unjudged] = ((strength * shared.model[0][unjudged] + frame.found[h])
+                       / (strength + frame.drawn[h]))
+    total = np.bincount(frame.topic, weights=p, minlength=n_topics)
+    for t, view in enumerate(shared.views):
+        at = view.frame_at_rank
+        if total[t] <= 0 or not at.shape[1]:
+            continue
+        p_k = np.where(at >= 0, p[np.maximum(at, 0) + shared.offsets[t]], 0.0)
+        before = np.cumsum(p_k, axis=1) - p_k
+        out[t] = (p_k * (1.0 + before) / np.arange(1, at.shape[1] + 1)).sum(axis=1) / total[t]
+    return out
+
+
+def posterior_topics(shared: SampleStrata) -> np.ndarray:
+    """``[topics]``: where ``few=posterior`` replaces AP-hat by :func:`posterior_ap`: the
+    topics whose sample judged at most :data:`POSTERIOR_UP_TO` relevant documents of the
+    frame and that have unjudged frame documents, all of them in partly-sampled strata (the
+    posterior speaks for every document the sample left; not on a census, nor where a
+    stratum had no draw or the sample has no strata)."""
+    frame = shared.frame
+    n_topics = len(shared.views)
+    unjudged = np.isnan(frame.y)
+    relevant = np.bincount(frame.topic, weights=np.nan_to_num(frame.y) > 0, minlength=n_topics)
+    left = np.bincount(frame.topic, weights=unjudged, minlength=n_topics)
+    covered = np.bincount(frame.topic, weights=unjudged & (frame.stratum >= 0),
+                          minlength=n_topics)
+    return (relevant <= POSTERIOR_UP_TO) & (left > 0) & (covered == left)
