@@ -38,6 +38,11 @@ re-estimating, every rule's interval of the runs' means:
   (every partly-sampled stratum completed by the model's posterior,
   ``few=posterior``'s estimate) where it points there.
 
+With the columns rows drawn since section 15 hold (``use``: the topics where ``few=posterior``
+replaces the estimate; ``few_posterior``: its value from the engine; ``Vpost``:
+:func:`completion_variance`), ``few=posterior``'s estimate with candidate variances
+(:func:`posterior_table`).
+
 ``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
 Printed: the diagnosis of ``pooled``'s miss (:func:`studies.interval_coverage.diagnose`) with,
@@ -260,17 +265,17 @@ def means(rows: pd.DataFrame, rule: Rule) -> pd.DataFrame:
                          "value": g["value"].mean(), "truth": g["truth"].mean()})
 
 
-def per_topic(rows: pd.DataFrame) -> pd.DataFrame:
-    """The default's (``completed``'s) per-topic intervals: their coverage and width over
-    every row, and by k (3: three or more) the rows' share, coverage and the shares of
-    truths below lo and above hi (each topic's upper side widened by its own allowance
-    where positive, :func:`~sampleval.estimation.result.upper_allowance`)."""
-    rule = rules(rows)["completed"]
-    assert rule.up is not None
+def per_topic(rows: pd.DataFrame, rule: Rule | None = None) -> pd.DataFrame:
+    """The per-topic intervals of ``rule`` on ``rows`` (default: the default's,
+    ``completed``'s): their coverage and width over every row, and by k (3: three or more)
+    the rows' share, coverage and the shares of truths below lo and above hi (each topic's
+    upper side widened by its own allowance where positive,
+    :func:`~sampleval.estimation.result.upper_allowance`)."""
+    rule = rules(rows)["completed"] if rule is None else rule
     half = Z * np.sqrt(np.maximum(rule.variance, 0.0)) + np.abs(
         np.where(rows["widens"], rows["b"], 0.0))
     lo = rows["value"] - half
-    hi = rows["value"] + half + np.maximum(rule.up, 0.0)
+    hi = rows["value"] + half + (0.0 if rule.up is None else np.maximum(rule.up, 0.0))
     below, above = rows["truth"] < lo, rows["truth"] > hi
     error = rows["value"] - rows["truth"]
     out: dict[str, float] = {
@@ -285,6 +290,42 @@ def per_topic(rows: pd.DataFrame) -> pd.DataFrame:
             out[f"below k={level}"] = float(below[at].mean())
             out[f"above k={level}"] = float(above[at].mean())
     return pd.DataFrame([out])
+
+
+def posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
+    """``few=posterior``'s estimate (the engine's, ``few_posterior``: :func:`posterior_ap`
+    where ``use``, the design-based value elsewhere, no bias widening where the posterior
+    stands) with each candidate variance (section 15): ``pooled`` (the option as built:
+    ``pooled``'s variance of the design-based estimate), ``Vpost`` / ``pooled+Vpost`` /
+    ``max(pooled, Vpost)`` on the posterior's topics (:func:`completion_variance`),
+    ``pooled``'s elsewhere; and the default's rows (``completed``) for comparison."""
+    pooled = rules(rows)["pooled"].variance
+    use = rows["use"].to_numpy()
+    post = rows.assign(value=rows["few_posterior"], widens=rows["widens"] & ~use)
+    v_post = rows["Vpost"].to_numpy()
+    return {"default (completed)": (rows, rules(rows)["completed"]),
+            **{f"posterior, {name}": (post, Rule(np.where(use, v, pooled), None, None, Z))
+               for name, v in (("pooled", pooled), ("Vpost", v_post),
+                               ("pooled+Vpost", pooled + v_post),
+                               ("max(pooled, Vpost)", np.maximum(pooled, v_post)))}}
+
+
+def posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per :func:`posterior_rules` candidate: the mean's bias with its Monte Carlo SE
+    (clustered by trial), rms, coverage and width; and the per-topic coverage and width."""
+    out = []
+    for name, (d, rule) in posterior_rules(rows).items():
+        m = means(d, rule)
+        covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
+        per_trial = m["error"].groupby(level="trial").mean()
+        rms = float(np.sqrt((m["error"] ** 2).mean()))
+        topics = per_topic(d, rule).iloc[0]
+        out.append({"estimate, interval": name, "bias": float(m["error"].mean()),
+                    "bias se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
+                    "rms": rms, "covers": float(covered.mean()),
+                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
+                    "topic covers": topics["covers"], "topic width": topics["width"]})
+    return pd.DataFrame(out)
 
 
 def decomposition(rows: pd.DataFrame) -> pd.DataFrame:
@@ -351,6 +392,12 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{args.seed}, {rows['topic'].nunique()} topics")
     print(decomposition(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    if "few_posterior" in rows:
+        print("few=posterior (section 15):")
+        print(posterior_table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+        print("per topic (few=posterior, pooled+Vpost):")
+        print(per_topic(*posterior_rules(rows)["posterior, pooled+Vpost"]).to_string(
+            index=False, float_format=lambda x: f"{x:.3f}"))
     print("per topic (the default, completed):")
     print(per_topic(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
