@@ -3,11 +3,14 @@ relevant documents judged (issue 29 item 2; docs/research/calibration.md, sectio
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 from test_unseen import FRAME_C, RANKINGS_C, _runs_c
 
+import conftest
 from sampleval.core.pool import Pool
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
@@ -120,3 +123,19 @@ def test_the_posterior_removes_most_of_the_sparse_collection_s_bias() -> None:
     posterior = (by["few_posterior"].mean() - truth).mean()
     assert default < -0.05
     assert abs(posterior) < 0.025
+
+
+
+def test_explain_says_what_few_posterior_does(tmp_path: Path) -> None:
+    """``estimate --explain`` with ``few=posterior`` given prints what the value means (from
+    the options' vocabulary, which the options' help prints too; before, only where the value
+    came from)."""
+    (tmp_path / "sample.txt").write_text("1 0 a1 A 1\n1 0 a2 A 0\n1 0 b1 B 2\n")
+    (tmp_path / "run.txt").write_text("1 Q0 a2 1 5 r\n1 Q0 b1 2 4 r\n")
+    got = conftest.run_cli("estimate", tmp_path / "sample.txt", tmp_path / "run.txt", "-m",
+                           "AP~ht(few=posterior)", "--explain")
+    assert got.code == 0, got.stderr
+    lines = got.stdout.splitlines()
+    at = lines.index("  few=posterior: given")
+    assert lines[at + 1].startswith("    posterior: pooled's variance; and on a topic whose "
+                                    "sample holds at most two relevant documents")
