@@ -67,6 +67,7 @@ from sampleval.estimation.engine.unseen import (
     SampleStrata,
     completion_gap,
     posterior_ap,
+    posterior_rates,
     posterior_topics,
     unseen_variance,
 )
@@ -116,13 +117,8 @@ def completion_variance(shared: SampleStrata) -> np.ndarray:
     stratum's documents) is not in it."""
     frame = shared.frame
     ap = posterior_ap(shared)
-    p = np.nan_to_num(frame.y)
-    unjudged = np.isnan(frame.y) & (frame.stratum >= 0)
-    cols = np.flatnonzero(unjudged)
-    h = frame.stratum[cols]
-    p[cols] = ((shared.prior.strength * shared.model[0][cols] + frame.found[h])
-               / (shared.prior.strength + frame.drawn[h]))
-    w = np.where(unjudged, p * (1.0 - p), 0.0)
+    p = posterior_rates(shared)
+    w = np.where(np.isnan(frame.y) & (frame.stratum >= 0), p * (1.0 - p), 0.0)
     total = np.bincount(frame.topic, weights=p, minlength=len(shared.views))
     spread = np.bincount(frame.topic, weights=w, minlength=len(shared.views))
     out = np.zeros(ap.shape)
@@ -141,6 +137,41 @@ def completion_variance(shared: SampleStrata) -> np.ndarray:
         outside = (spread[t] - w_k.sum(axis=1)) * ap[t] ** 2
         out[t] = (inside + outside) / total[t] ** 2
     return out
+
+
+GROUPS = 10
+"""The delete-a-group jackknife's groups of topics (:func:`fit_variance`): topic t in group
+t mod GROUPS."""
+
+
+def fit_variance(shared: SampleStrata, value: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """``[runs]``: the variance of ``few=posterior``'s mean over the topics that comes from
+    the completion model's fit, by a delete-a-group jackknife (Wolter, Introduction to
+    Variance Estimation, 2nd ed. 2007, sec. 4.2): replicate g refits kappa, beta, alpha
+    (:meth:`~sampleval.estimation.engine.unseen.SampleStrata.fitted`) and the strength c
+    (:func:`~sampleval.estimation.engine.unseen.pooled_prior`) without group g's topics,
+    recomputes :func:`posterior_ap` for every topic with them, and takes the runs' mean of
+    the estimate (posterior where :func:`posterior_topics`, ``value`` elsewhere) over the
+    ``present`` topics; (G - 1)/G sum_g (m_g - mean m)^2. The rows' own sampling is not in it:
+    every replicate keeps every topic's judgments for its own rates."""
+    from sampleval.estimation.engine.unseen import pooled_prior
+
+    n_topics = len(shared.views)
+    use = posterior_topics(shared)[:, None] & present
+    if not use.any():
+        return np.zeros(value.shape[1])
+    group = np.arange(n_topics) % GROUPS
+    count = present.sum(axis=0)
+    means = []
+    for g in np.unique(group):
+        without = group == g
+        rates = shared.fitted(without)[0]
+        strength = pooled_prior([s for s, out in zip(shared.topics, without, strict=True)
+                                 if not out]).strength
+        est = np.where(use, posterior_ap(shared, rates, strength), value)
+        means.append(np.where(present, est, 0.0).sum(axis=0) / np.maximum(count, 1))
+    m = np.array(means)
+    return (len(m) - 1) / len(m) * ((m - m.mean(axis=0)) ** 2).sum(axis=0)
 
 
 def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
@@ -168,7 +199,10 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
             "use": posterior_topics(shared),
             "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
                            for v in views])}
+        present = np.array([v.pool.present for v in views])
+        fit = fit_variance(shared, np.nan_to_num(parts.value), present) * present.sum(axis=0)
         grid = {"value": parts.value, "V": parts.variance, "b": parts.bias,
+                "Vfit": np.broadcast_to(fit, parts.value.shape),
                 "U": unseen_variance(parts.value, views, 1.0, "pooled", shared),
                 "gap": completion_gap(parts.value, views, 1.0, shared),
                 "posterior": posterior_ap(shared),
@@ -307,12 +341,18 @@ def posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
             **{f"posterior, {name}": (post, Rule(np.where(use, v, pooled), None, None, Z))
                for name, v in (("pooled", pooled), ("Vpost", v_post),
                                ("pooled+Vpost", pooled + v_post),
-                               ("max(pooled, Vpost)", np.maximum(pooled, v_post)))}}
+                               ("max(pooled, Vpost)", np.maximum(pooled, v_post)))},
+            **({} if "Vfit" not in rows else {
+                f"posterior, {name}+fit": (post, Rule(np.where(use, v, pooled)
+                                                      + rows["Vfit"].to_numpy(), None, None, Z))
+                for name, v in (("pooled", pooled), ("pooled+Vpost", pooled + v_post))})}
 
 
 def posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per :func:`posterior_rules` candidate: the mean's bias with its Monte Carlo SE
-    (clustered by trial), rms, coverage and width; and the per-topic coverage and width."""
+    (clustered by trial), rms, the spread over the runs of each run's bias (its mean error
+    over the trials: an error no variance of one sample sees), coverage and width; and the
+    per-topic coverage and width."""
     out = []
     for name, (d, rule) in posterior_rules(rows).items():
         m = means(d, rule)
@@ -322,7 +362,8 @@ def posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
         topics = per_topic(d, rule).iloc[0]
         out.append({"estimate, interval": name, "bias": float(m["error"].mean()),
                     "bias se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
-                    "rms": rms, "covers": float(covered.mean()),
+                    "rms": rms, "run bias sd": float(m["error"].groupby(level="run").mean().std()),
+                    "covers": float(covered.mean()),
                     "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
                     "topic covers": topics["covers"], "topic width": topics["width"]})
     return pd.DataFrame(out)
