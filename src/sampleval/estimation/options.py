@@ -132,8 +132,9 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                             "document in a partly-sampled stratum), AP itself completed by "
                             "that model's posterior: each unjudged document relevant with its "
                             "stratum's posterior rate, AP the expected S over the expected R "
-                            "(less biased where relevant documents are rare, the interval "
-                            "not calibrated: docs/research/calibration.md, section 15)",
+                            "(the mean less biased where relevant documents are rare, but "
+                            "the bias differs more between runs and the interval is not "
+                            "calibrated: docs/research/calibration.md, section 15)",
                "none": "as computed",
            }),
     Option("unseen", "whether AP~ppi's variance takes in the disagreements between labels "
