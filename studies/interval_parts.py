@@ -332,7 +332,9 @@ def posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
     stands) with each candidate variance (section 15): ``pooled`` (the option as built:
     ``pooled``'s variance of the design-based estimate), ``Vpost`` / ``pooled+Vpost`` /
     ``max(pooled, Vpost)`` on the posterior's topics (:func:`completion_variance`),
-    ``pooled``'s elsewhere; and the default's rows (``completed``) for comparison."""
+    ``pooled``'s elsewhere; ``pooled+Vpost, run allowance`` (:func:`run_allowance`); with a
+    ``Vfit`` column, ``+fit`` (:func:`fit_variance`); and the default's rows (``completed``)
+    for comparison."""
     pooled = rules(rows)["pooled"].variance
     use = rows["use"].to_numpy()
     post = rows.assign(value=rows["few_posterior"], widens=rows["widens"] & ~use)
@@ -342,10 +344,24 @@ def posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
                for name, v in (("pooled", pooled), ("Vpost", v_post),
                                ("pooled+Vpost", pooled + v_post),
                                ("max(pooled, Vpost)", np.maximum(pooled, v_post)))},
+            "posterior, pooled+Vpost, run allowance": (post, Rule(
+                np.where(use, pooled + v_post, pooled), *[run_allowance(rows)] * 2, Z)),
             **({} if "Vfit" not in rows else {
                 f"posterior, {name}+fit": (post, Rule(np.where(use, v, pooled)
                                                       + rows["Vfit"].to_numpy(), None, None, Z))
                 for name, v in (("pooled", pooled), ("pooled+Vpost", pooled + v_post))})}
+
+
+def run_allowance(rows: pd.DataFrame) -> np.ndarray:
+    """Per row, its (trial, run)'s allowance for the run's own bias under ``few=posterior``:
+    the share of the run's topics where the posterior stands times |mean of (posterior -
+    value)| over the run's topics with k >= 3 (where the design-based estimate is the
+    better, the model's misreading of the run), 0 where it has none; widening both sides of
+    the mean."""
+    by = [rows["trial"], rows["run"]]
+    gap = (rows["posterior"] - rows["value"]).where(rows["k"] >= 3)
+    share = rows["use"].astype(float).groupby(by).transform("mean")
+    return (share * gap.groupby(by).transform("mean").abs()).fillna(0.0).to_numpy()
 
 
 def posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
