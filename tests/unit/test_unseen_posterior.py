@@ -53,6 +53,10 @@ def test_the_posterior_ap_on_hand_computed_strata() -> None:
                 [b3 / r_b, (1 + b4 * 2 / 2) / r_b],
                 [c3 / (c3 + c4), (c4 + c3 * (1 + c4) / 2) / (c3 + c4)]]
     np.testing.assert_allclose(posterior_ap(shared), expected, rtol=1e-12)
+    # AP@1 (map_cut): S over rank 1 only, R over the frame; Y's first in A is a2, judged 0
+    np.testing.assert_allclose(posterior_ap(shared, cutoff=1),
+                               [[a4 / r_a, 0.0], [b3 / r_b, 1 / r_b],
+                                [c3 / (c3 + c4), c4 / (c3 + c4)]], rtol=1e-12)
     assert posterior_topics(shared).tolist() == [True, True, True]  # k = 2, 2, 0 <= 2
 
 
@@ -104,6 +108,10 @@ def test_estimate_reports_the_posterior_where_few_relevant_were_judged() -> None
     np.testing.assert_allclose(got.loc["D"], before.loc["D"], rtol=1e-12)
     assert not np.allclose(got.loc[["A", "B", "C"]], before.loc[["A", "B", "C"]])
     np.testing.assert_allclose(new.loc[MEAN_TOPIC, "value"], got.mean().to_numpy(), rtol=1e-12)
+    cut = estimate(sample, runs, ["AP@1~ht(few=posterior)"]).set_index(["query_id", "run"])
+    np.testing.assert_allclose(  # AP@k's posterior is map_cut's: S over the top k only
+        cut["value"].drop(MEAN_TOPIC).unstack().loc[["A", "B", "C"], ["X", "Y"]],
+        posterior_ap(shared, cutoff=1)[:3], rtol=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore")

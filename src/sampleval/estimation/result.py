@@ -284,7 +284,8 @@ def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
         shared = SampleStrata(views, level) if shared is None else shared
         use = posterior_topics(shared)
         if use.any():
-            value = np.where(use[:, None] & ~np.isnan(value), posterior_ap(shared), value)
+            value = np.where(use[:, None] & ~np.isnan(value),
+                             posterior_ap(shared, cutoff=spec.cutoff), value)
             widens &= ~use
     return TopicParts(value, few_floor(parts.value, parts.variance, views, level, few, shared),
                       np.where(widens.reshape(-1, *([1] * (parts.bias.ndim - 1))),

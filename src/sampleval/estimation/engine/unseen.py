@@ -538,7 +538,7 @@ def posterior_rates(shared: SampleStrata, rates: np.ndarray | None = None,
 
 
 def posterior_ap(shared: SampleStrata, rates: np.ndarray | None = None,
-                 strength: float | None = None) -> np.ndarray:
+                 strength: float | None = None, cutoff: int | None = None) -> np.ndarray:
     """``[topics, runs]``: AP with every partly-sampled stratum completed by the completion
     model's posterior: each judged document as judged, each unjudged one of a partly-sampled
     stratum h relevant with p_d = (c r_d + x_h) / (c + n_h) (r_d
@@ -549,7 +549,9 @@ def posterior_ap(shared: SampleStrata, rates: np.ndarray | None = None,
     (documents independent given the rates; the ratio of expectations, Cochran 1977, sec.
     6.2). On a census (or where every stratum is judged in full) it is the exact AP of the
     judged documents; a run that retrieved no document with p_d > 0 gets 0. ``rates`` and
-    ``strength``: r_d and c of another fit (:meth:`SampleStrata.fitted`) instead."""
+    ``strength``: r_d and c of another fit (:meth:`SampleStrata.fitted`) instead;
+    ``cutoff``: AP@cutoff (trec_eval's ``map_cut``: S over the ranks <= cutoff, R over the
+    frame)."""
     frame = shared.frame
     n_topics = len(shared.views)
     out = np.zeros((n_topics, shared.ranks.shape[0]))
@@ -558,7 +560,7 @@ def posterior_ap(shared: SampleStrata, rates: np.ndarray | None = None,
     p = posterior_rates(shared, rates, strength)
     total = np.bincount(frame.topic, weights=p, minlength=n_topics)
     for t, view in enumerate(shared.views):
-        at = view.frame_at_rank
+        at = view.frame_at_rank[:, :cutoff]
         if total[t] <= 0 or not at.shape[1]:
             continue
         p_k = np.where(at >= 0, p[np.maximum(at, 0) + shared.offsets[t]], 0.0)
