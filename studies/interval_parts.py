@@ -337,6 +337,7 @@ def posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
     for comparison."""
     pooled = rules(rows)["pooled"].variance
     use = rows["use"].to_numpy()
+    allowance = run_allowance(rows)
     post = rows.assign(value=rows["few_posterior"], widens=rows["widens"] & ~use)
     v_post = rows["Vpost"].to_numpy()
     return {"default (completed)": (rows, rules(rows)["completed"]),
@@ -345,7 +346,7 @@ def posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
                                ("pooled+Vpost", pooled + v_post),
                                ("max(pooled, Vpost)", np.maximum(pooled, v_post)))},
             "posterior, pooled+Vpost, run allowance": (post, Rule(
-                np.where(use, pooled + v_post, pooled), *[run_allowance(rows)] * 2, Z)),
+                np.where(use, pooled + v_post, pooled), allowance, allowance, Z)),
             **({} if "Vfit" not in rows else {
                 f"posterior, {name}+fit": (post, Rule(np.where(use, v, pooled)
                                                       + rows["Vfit"].to_numpy(), None, None, Z))
