@@ -147,3 +147,11 @@ def test_explain_says_what_few_posterior_does(tmp_path: Path) -> None:
     at = lines.index("  few=posterior: given")
     assert lines[at + 1].startswith("    posterior: pooled's variance; and on a topic whose "
                                     "sample holds at most two relevant documents")
+
+
+def test_a_vote_share_below_the_level_is_not_a_relevant_judged() -> None:
+    """k counts the judged documents with label >= level, as ``judged_relevant`` does: topic
+    A's a2 at a vote share of 0.5 leaves A at k = 2, where the posterior stands (counting
+    every label above 0 made it 3)."""
+    frame = FRAME_C.assign(relevance=FRAME_C["relevance"].where(FRAME_C["doc_id"] != "a2", 0.5))
+    assert posterior_topics(_shared(frame)).tolist() == [True, True, True]

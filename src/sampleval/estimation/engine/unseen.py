@@ -571,14 +571,16 @@ def posterior_ap(shared: SampleStrata, rates: np.ndarray | None = None,
 
 def posterior_topics(shared: SampleStrata) -> np.ndarray:
     """``[topics]``: where ``few=posterior`` replaces AP-hat by :func:`posterior_ap`: the
-    topics whose sample judged at most :data:`POSTERIOR_UP_TO` relevant documents of the
-    frame and that have unjudged frame documents, all of them in partly-sampled strata (the
+    topics whose sample judged at most :data:`POSTERIOR_UP_TO` relevant documents (label >=
+    level) of the frame and that have unjudged frame documents, all of them in partly-sampled strata (the
     posterior speaks for every document the sample left; not on a census, nor where a
     stratum had no draw or the sample has no strata)."""
     frame = shared.frame
     n_topics = len(shared.views)
     unjudged = np.isnan(frame.y)
-    relevant = np.bincount(frame.topic, weights=np.nan_to_num(frame.y) > 0, minlength=n_topics)
+    # judged relevant as :func:`~sampleval.estimation.result.judged_relevant` counts them
+    relevant = np.bincount(frame.topic, weights=np.nan_to_num(frame.y) >= 1.0,
+                           minlength=n_topics)
     left = np.bincount(frame.topic, weights=unjudged, minlength=n_topics)
     covered = np.bincount(frame.topic, weights=unjudged & (frame.stratum >= 0),
                           minlength=n_topics)
