@@ -191,7 +191,8 @@ def run(args: argparse.Namespace) -> None:
 
 def explain(sample: Sample, setup: Setup) -> str:
     """``--explain``: per measure asked, its fully resolved estimator and where each option's
-    value came from (a value given: its meaning, from the options' vocabulary); the sample's design and capabilities; the depth and frame used."""
+    value came from (a value given: its meaning, from the options' vocabulary); the
+    sample's design and capabilities; the depth and frame used."""
     from sampleval.estimation.family import same_as_normal
     from sampleval.estimation.options import VOCABULARY
     from sampleval.estimation.setup import draws_reach_every_document, simple_random
