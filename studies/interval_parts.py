@@ -43,6 +43,11 @@ replaces the estimate; ``few_posterior``: its value from the engine; ``Vpost``:
 :func:`completion_variance`), ``few=posterior``'s estimate with candidate variances
 (:func:`posterior_table`).
 
+With the columns rows drawn since section 16 hold (``N``: the topic's frame size; ``Rhat``:
+HT's R-hat; ``Rpost``: the completion model's expected R, the judged relevant plus sum p_d of
+:func:`posterior_ap`'s unjudged documents), a variance model pooled over topics and a
+small-sample correction by k (:func:`model_variance`, :func:`model_rules`, :func:`model_table`).
+
 ``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
 Printed: the diagnosis of ``pooled``'s miss (:func:`studies.interval_coverage.diagnose`) with,
@@ -198,7 +203,11 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
             "census": np.array([is_census(v.sample) for v in views]),
             "use": posterior_topics(shared),
             "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
-                           for v in views])}
+                           for v in views]),
+            "N": np.array([v.sample.judged.size for v in views]),
+            "Rhat": shared.relevant.r_hat,
+            "Rpost": np.bincount(shared.frame.topic, weights=posterior_rates(shared),
+                                 minlength=len(views))}
         present = np.array([v.pool.present for v in views])
         fit = fit_variance(shared, np.nan_to_num(parts.value), present) * present.sum(axis=0)
         grid = {"value": parts.value, "V": parts.variance, "b": parts.bias,
@@ -365,6 +374,93 @@ def run_allowance(rows: pd.DataFrame) -> np.ndarray:
     return (share * gap.groupby(by).transform("mean").abs()).fillna(0.0).to_numpy()
 
 
+FIT_MINIMUM = 5
+"""The fewest topics with k >= 2 a run needs for its own :func:`model_variance` fit (fewer: the
+sample's, every run's topics together; none: no model)."""
+
+
+def model_variance(rows: pd.DataFrame, scale: np.ndarray, design: np.ndarray) -> np.ndarray:
+    """Per row, a variance of AP-hat from a model pooled over topics (section 16):
+    ``scale`` sigma^2, sigma^2 the ratio sum ``design`` / sum ``scale`` over the rows of the
+    same (trial, run) whose sample judged at least two relevant documents (where the design's
+    own variance ``design`` is estimable), or over the trial's rows of every run where the run
+    has fewer than :data:`FIT_MINIMUM` such topics; NaN where the trial has none. ``scale``
+    carries the design: (1 - f) / (f R~) (a ratio of HT sums whose variance is that of about
+    f R relevant documents, Cochran 1977, sec. 6.2; R~ the completion model's expected R,
+    ``Rpost``), times the model's AP squared for a relative variance."""
+    fit = (rows["k"] >= 2).to_numpy() & ~rows["census"].to_numpy() & (scale > 0)
+    d = pd.DataFrame({"trial": rows["trial"], "run": rows["run"],
+                      "num": np.where(fit, design, 0.0), "den": np.where(fit, scale, 0.0),
+                      "n": fit.astype(float)})
+    own = d.groupby(["trial", "run"])[["num", "den", "n"]].transform("sum")
+    every = d.groupby("trial")[["num", "den", "n"]].transform("sum")
+    pick = own["n"] >= FIT_MINIMUM
+    num = np.where(pick, own["num"], every["num"])
+    den = np.where(pick, own["den"], every["den"])
+    usable = (pick | (every["n"] > 0)).to_numpy() & (den > 0)
+    return np.where(usable, scale * num / np.where(usable, den, 1.0), np.nan)
+
+
+def model_rules(rows: pd.DataFrame) -> dict[str, Rule]:
+    """Section 16's candidates, each with the default's upper allowance (``completed``):
+
+    * ``k/(k-1)``: the design variance of the topics with k >= 2 relevant judged times k/(k -
+      1) (a degrees-of-freedom correction: the ratio's variance rests on about k relevant
+      documents), ``pooled``'s elsewhere;
+    * ``1/fR k<=1`` / ``P2/fR k<=1``: the topics with k <= 1 (not a census) take
+      max(V + U, :func:`model_variance`) with scale (1 - f)/(f R~) or (1 - f) P^2 / (f R~) (P
+      the completion model's AP, ``posterior``), fitted on the design variance; ``pooled``'s
+      elsewhere (and where no model); ``+ k/(k-1)``: with the correction above, in the fit
+      too; ``, BD``: the model capped by the Bhatia-Davis bound (1 - f) P (1 - P) (a value
+      in [0, 1] with mean P);
+    * ``... everywhere``: the model (with the correction) on every topic that is not a
+      census, the design's variance of k >= 2 topics only fitting it."""
+    base = rules(rows)
+    pooled, zeros = base["pooled"].variance, base["completed"].up
+    k = rows["k"].to_numpy()
+    census = rows["census"].to_numpy()
+    few = (k <= 1) & ~census
+    v1 = (rows["V"] + rows["U"]).to_numpy()
+    f = rows["f"].to_numpy()
+    p = rows["posterior"].to_numpy()
+    inflate = np.where(k >= 2, k / np.maximum(k - 1, 1), 1.0)
+    odds = (1.0 - f) / (f * rows["Rpost"].to_numpy())
+    out = {"completed": base["completed"],
+           "k/(k-1)": Rule(pooled * inflate, zeros, None, Z)}
+    bound = (1.0 - f) * p * (1.0 - p)
+    for name, scale in (("1/fR", odds), ("P2/fR", odds * p**2)):
+        plain = model_variance(rows, scale, rows["V"].to_numpy())
+        out[f"{name} k<=1"] = Rule(np.where(few & ~np.isnan(plain), np.maximum(v1, plain),
+                                            pooled), zeros, None, Z)
+        fitted = model_variance(rows, scale, rows["V"].to_numpy() * inflate)
+        modelled = few & ~np.isnan(fitted)
+        raised = np.where(modelled, np.maximum(v1, fitted), pooled * inflate)
+        out[f"{name} k<=1 + k/(k-1)"] = Rule(raised, zeros, None, Z)
+        out[f"{name} k<=1 + k/(k-1), BD"] = Rule(np.where(
+            modelled, np.minimum(raised, np.maximum(bound, v1)), raised), zeros, None, Z)
+        out[f"{name} everywhere"] = Rule(np.where(
+            ~census & ~np.isnan(fitted), np.maximum(v1, np.nan_to_num(fitted)),
+            pooled * inflate), zeros, None, Z)
+    return out
+
+
+def model_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per :func:`model_rules` candidate: coverage and width of the mean, and its per-topic
+    intervals' (:func:`per_topic`) coverage, width and coverage by k."""
+    out = []
+    for name, rule in model_rules(rows).items():
+        m = means(rows, rule)
+        rms = float(np.sqrt((m["error"] ** 2).mean()))
+        topics = per_topic(rows, rule).iloc[0]
+        out.append({"rule": name,
+                    "covers": float(((m["error"] <= m["down"]) & (m["error"] >= -m["up"])
+                                     ).mean()),
+                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
+                    "topic covers": topics["covers"], "topic width": topics["width"],
+                    **{f"k={i}": topics.get(f"covers k={i}", np.nan) for i in range(4)}})
+    return pd.DataFrame(out)
+
+
 def posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per :func:`posterior_rules` candidate: the mean's bias with its Monte Carlo SE
     (clustered by trial), rms, the spread over the runs of each run's bias (its mean error
@@ -456,6 +552,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("per topic (few=posterior, pooled+Vpost):")
         print(per_topic(*posterior_rules(rows)["posterior, pooled+Vpost"]).to_string(
             index=False, float_format=lambda x: f"{x:.3f}"))
+    if "Rpost" in rows:
+        print("a variance model pooled over topics (section 16):")
+        print(model_table(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("per topic (the default, completed):")
     print(per_topic(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
