@@ -35,7 +35,18 @@ re-estimating, every rule's interval of the runs' means:
   estimated bias b widening only the side it points to; with a ``posterior`` column (rows
   drawn since section 14), ``pooled+posterior``, ``spread+posterior`` and ``spread
   k=0+posterior``: each side of the mean widened by the net gap to :func:`posterior_ap`
-  (every partly-sampled stratum completed by the model's posterior) where it points there.
+  (every partly-sampled stratum completed by the model's posterior,
+  ``few=posterior``'s estimate) where it points there.
+
+With the columns rows drawn since section 15 hold (``use``: the topics where ``few=posterior``
+replaces the estimate; ``few_posterior``: its value from the engine; ``Vpost``:
+:func:`completion_variance`), ``few=posterior``'s estimate with candidate variances
+(:func:`posterior_table`).
+
+With the columns rows drawn since section 16 hold (``N``: the topic's frame size; ``Rhat``:
+HT's R-hat; ``Rpost``: the completion model's expected R, the judged relevant plus sum p_d of
+:func:`posterior_ap`'s unjudged documents), a variance model pooled over topics and a
+small-sample correction by k (:func:`model_variance`, :func:`model_rules`, :func:`model_table`).
 
 ``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
@@ -57,10 +68,23 @@ import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
-from sampleval.estimation.engine.unseen import SampleStrata, completion_gap, unseen_variance
+from sampleval.estimation.engine.unseen import (
+    SampleStrata,
+    completion_gap,
+    posterior_ap,
+    posterior_rates,
+    posterior_topics,
+    unseen_variance,
+)
 from sampleval.estimation.engine.views import topic_views
 from sampleval.estimation.family import FAMILIES
-from sampleval.estimation.result import UNFLOORED, bias_widens, is_census, judged_relevant
+from sampleval.estimation.result import (
+    UNFLOORED,
+    bias_widens,
+    corrected,
+    is_census,
+    judged_relevant,
+)
 from sampleval.estimation.spec import parse_estimate
 from studies._cli import COLLECTIONS, read_collection, simulation_parser
 from studies.interval_coverage import diagnose, draw, truth
@@ -88,30 +112,71 @@ def small_collection(name: str) -> tuple[Pool, Qrels]:
                           score_type=FAMILIES["ht"].score_type), qrels
 
 
-def posterior_ap(shared: SampleStrata) -> np.ndarray:
-    """``[topics, runs]``: AP with every partly-sampled stratum completed by the completion
-    model's posterior (section 14's candidate): each judged document as judged, each
-    unjudged one of a partly-sampled stratum h relevant with p_d = (c r_d + x_h) / (c + n_h)
-    (r_d :attr:`~sampleval.estimation.engine.unseen.SampleStrata.model`'s rate, c the pooled
-    strength), the others 0; AP the ratio of the expected S = sum_k p_k (1 + sum_{j<k} p_j)
-    / k over each run's ranks to the expected R = sum_d p_d over the frame (documents
-    independent given the rates; the ratio of expectations, Cochran 1977 sec. 6.2)."""
+def completion_variance(shared: SampleStrata) -> np.ndarray:
+    """``[topics, runs]``: the variance of :func:`posterior_ap`'s completion given the
+    rates, to first order: sum_d p_d (1 - p_d) g_d^2 over the unjudged documents of the
+    partly-sampled strata (independent Bernoulli(p_d)), g_d = (dS_d - AP) / R the change of
+    the ratio E[S] / E[R] per unit of p_d, dS_d = (1 + sum_{j<k} p_j) / k + sum_{i>k} p_i / i
+    for a document the run retrieved at rank k, 0 for one it did not (Cochran 1977, sec.
+    6.2). The rates' own uncertainty (the Beta posterior's spread, which correlates a
+    stratum's documents) is not in it."""
     frame = shared.frame
-    strength = shared.prior.strength
-    p = np.nan_to_num(frame.y)
-    unjudged = np.flatnonzero(np.isnan(frame.y) & (frame.stratum >= 0))
-    h = frame.stratum[unjudged]
-    p[unjudged] = ((strength * shared.model[0][unjudged] + frame.found[h])
-                   / (strength + frame.drawn[h]))
+    ap = posterior_ap(shared)
+    p = posterior_rates(shared)
+    w = np.where(np.isnan(frame.y) & (frame.stratum >= 0), p * (1.0 - p), 0.0)
     total = np.bincount(frame.topic, weights=p, minlength=len(shared.views))
-    out = np.zeros((len(shared.views), shared.ranks.shape[0]))
+    spread = np.bincount(frame.topic, weights=w, minlength=len(shared.views))
+    out = np.zeros(ap.shape)
     for t, view in enumerate(shared.views):
         at = view.frame_at_rank
-        p_k = np.where(at >= 0, p[np.maximum(at, 0) + shared.offsets[t]], 0.0)
+        if total[t] <= 0 or not at.shape[1]:
+            continue
+        idx = np.maximum(at, 0) + shared.offsets[t]
+        p_k = np.where(at >= 0, p[idx], 0.0)
+        w_k = np.where(at >= 0, w[idx], 0.0)
+        rank = np.arange(1, at.shape[1] + 1)
         before = np.cumsum(p_k, axis=1) - p_k
-        s_t = (p_k * (1.0 + before) / np.arange(1, at.shape[1] + 1)).sum(axis=1)
-        out[t] = s_t / total[t] if total[t] > 0 else 0.0
+        after = (np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1]) - p_k / rank
+        ds = (1.0 + before) / rank + after
+        inside = (w_k * (ds - ap[t][:, None]) ** 2).sum(axis=1)
+        outside = (spread[t] - w_k.sum(axis=1)) * ap[t] ** 2
+        out[t] = (inside + outside) / total[t] ** 2
     return out
+
+
+GROUPS = 10
+"""The delete-a-group jackknife's groups of topics (:func:`fit_variance`): topic t in group
+t mod GROUPS."""
+
+
+def fit_variance(shared: SampleStrata, value: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """``[runs]``: the variance of ``few=posterior``'s mean over the topics that comes from
+    the completion model's fit, by a delete-a-group jackknife (Wolter, Introduction to
+    Variance Estimation, 2nd ed. 2007, sec. 4.2): replicate g refits kappa, beta, alpha
+    (:meth:`~sampleval.estimation.engine.unseen.SampleStrata.fitted`) and the strength c
+    (:func:`~sampleval.estimation.engine.unseen.pooled_prior`) without group g's topics,
+    recomputes :func:`posterior_ap` for every topic with them, and takes the runs' mean of
+    the estimate (posterior where :func:`posterior_topics`, ``value`` elsewhere) over the
+    ``present`` topics; (G - 1)/G sum_g (m_g - mean m)^2. The rows' own sampling is not in it:
+    every replicate keeps every topic's judgments for its own rates."""
+    from sampleval.estimation.engine.unseen import pooled_prior
+
+    n_topics = len(shared.views)
+    use = posterior_topics(shared)[:, None] & present
+    if not use.any():
+        return np.zeros(value.shape[1])
+    group = np.arange(n_topics) % GROUPS
+    count = present.sum(axis=0)
+    means = []
+    for g in np.unique(group):
+        without = group == g
+        rates = shared.fitted(without)[0]
+        strength = pooled_prior([s for s, out in zip(shared.topics, without, strict=True)
+                                 if not out]).strength
+        est = np.where(use, posterior_ap(shared, rates, strength), value)
+        means.append(np.where(present, est, 0.0).sum(axis=0) / np.maximum(count, 1))
+    m = np.array(means)
+    return (len(m) - 1) / len(m) * ((m - m.mean(axis=0)) ** 2).sum(axis=0)
 
 
 def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
@@ -120,6 +185,7 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
     from sampleval.estimation.families.ht import PARTS
 
     spec = parse_estimate("AP~ht")
+    with_posterior = parse_estimate("AP~ht(few=posterior)")
     raw = UNFLOORED[PARTS]
     target = truth(pool, qrels, "AP")
     names = pool.run_names
@@ -130,17 +196,27 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
         parts = raw(names, views, sample, spec, 1.0)
         topics = np.array([v.pool.topic for v in views], dtype=object)
         t_idx, r_idx = np.nonzero(np.array([v.pool.present for v in views]))
+        shared = SampleStrata(views, 1.0)
         per_topic = {
             "k": np.array([judged_relevant(v.sample, 1.0) for v in views]),
             "widens": np.array([bias_widens(v.sample, 1.0) for v in views]),
             "census": np.array([is_census(v.sample) for v in views]),
+            "use": posterior_topics(shared),
             "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
-                           for v in views])}
-        shared = SampleStrata(views, 1.0)
+                           for v in views]),
+            "N": np.array([v.sample.judged.size for v in views]),
+            "Rhat": shared.relevant.r_hat,
+            "Rpost": np.bincount(shared.frame.topic, weights=posterior_rates(shared),
+                                 minlength=len(views))}
+        present = np.array([v.pool.present for v in views])
+        fit = fit_variance(shared, np.nan_to_num(parts.value), present) * present.sum(axis=0)
         grid = {"value": parts.value, "V": parts.variance, "b": parts.bias,
+                "Vfit": np.broadcast_to(fit, parts.value.shape),
                 "U": unseen_variance(parts.value, views, 1.0, "pooled", shared),
                 "gap": completion_gap(parts.value, views, 1.0, shared),
                 "posterior": posterior_ap(shared),
+                "Vpost": completion_variance(shared),
+                "few_posterior": corrected(with_posterior, views, 1.0, parts, shared).value,
                 "truth": target.loc[list(topics), list(names)].to_numpy()}
         frames.append(pd.DataFrame({
             "trial": trial, "topic": topics[t_idx], "run": np.asarray(names)[r_idx],
@@ -232,17 +308,17 @@ def means(rows: pd.DataFrame, rule: Rule) -> pd.DataFrame:
                          "value": g["value"].mean(), "truth": g["truth"].mean()})
 
 
-def per_topic(rows: pd.DataFrame) -> pd.DataFrame:
-    """The default's (``completed``'s) per-topic intervals: their coverage and width over
-    every row, and by k (3: three or more) the rows' share, coverage and the shares of
-    truths below lo and above hi (each topic's upper side widened by its own allowance
-    where positive, :func:`~sampleval.estimation.result.upper_allowance`)."""
-    rule = rules(rows)["completed"]
-    assert rule.up is not None
+def per_topic(rows: pd.DataFrame, rule: Rule | None = None) -> pd.DataFrame:
+    """The per-topic intervals of ``rule`` on ``rows`` (default: the default's,
+    ``completed``'s): their coverage and width over every row, and by k (3: three or more)
+    the rows' share, coverage and the shares of truths below lo and above hi (each topic's
+    upper side widened by its own allowance where positive,
+    :func:`~sampleval.estimation.result.upper_allowance`)."""
+    rule = rules(rows)["completed"] if rule is None else rule
     half = Z * np.sqrt(np.maximum(rule.variance, 0.0)) + np.abs(
         np.where(rows["widens"], rows["b"], 0.0))
     lo = rows["value"] - half
-    hi = rows["value"] + half + np.maximum(rule.up, 0.0)
+    hi = rows["value"] + half + (0.0 if rule.up is None else np.maximum(rule.up, 0.0))
     below, above = rows["truth"] < lo, rows["truth"] > hi
     error = rows["value"] - rows["truth"]
     out: dict[str, float] = {
@@ -257,6 +333,153 @@ def per_topic(rows: pd.DataFrame) -> pd.DataFrame:
             out[f"below k={level}"] = float(below[at].mean())
             out[f"above k={level}"] = float(above[at].mean())
     return pd.DataFrame([out])
+
+
+def posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
+    """``few=posterior``'s estimate (the engine's, ``few_posterior``: :func:`posterior_ap`
+    where ``use``, the design-based value elsewhere, no bias widening where the posterior
+    stands) with each candidate variance (section 15): ``pooled`` (the option as built:
+    ``pooled``'s variance of the design-based estimate), ``Vpost`` / ``pooled+Vpost`` /
+    ``max(pooled, Vpost)`` on the posterior's topics (:func:`completion_variance`),
+    ``pooled``'s elsewhere; ``pooled+Vpost, run allowance`` (:func:`run_allowance`); with a
+    ``Vfit`` column, ``+fit`` (:func:`fit_variance`); and the default's rows (``completed``)
+    for comparison."""
+    pooled = rules(rows)["pooled"].variance
+    use = rows["use"].to_numpy()
+    allowance = run_allowance(rows)
+    post = rows.assign(value=rows["few_posterior"], widens=rows["widens"] & ~use)
+    v_post = rows["Vpost"].to_numpy()
+    return {"default (completed)": (rows, rules(rows)["completed"]),
+            **{f"posterior, {name}": (post, Rule(np.where(use, v, pooled), None, None, Z))
+               for name, v in (("pooled", pooled), ("Vpost", v_post),
+                               ("pooled+Vpost", pooled + v_post),
+                               ("max(pooled, Vpost)", np.maximum(pooled, v_post)))},
+            "posterior, pooled+Vpost, run allowance": (post, Rule(
+                np.where(use, pooled + v_post, pooled), allowance, allowance, Z)),
+            **({} if "Vfit" not in rows else {
+                f"posterior, {name}+fit": (post, Rule(np.where(use, v, pooled)
+                                                      + rows["Vfit"].to_numpy(), None, None, Z))
+                for name, v in (("pooled", pooled), ("pooled+Vpost", pooled + v_post))})}
+
+
+def run_allowance(rows: pd.DataFrame) -> np.ndarray:
+    """Per row, its (trial, run)'s allowance for the run's own bias under ``few=posterior``:
+    the share of the run's topics where the posterior stands times |mean of (posterior -
+    value)| over the run's topics with k >= 3 (where the design-based estimate is the
+    better, the model's misreading of the run), 0 where it has none; widening both sides of
+    the mean."""
+    by = [rows["trial"], rows["run"]]
+    gap = (rows["posterior"] - rows["value"]).where(rows["k"] >= 3)
+    share = rows["use"].astype(float).groupby(by).transform("mean")
+    return (share * gap.groupby(by).transform("mean").abs()).fillna(0.0).to_numpy()
+
+
+FIT_MINIMUM = 5
+"""The fewest topics with k >= 2 a run needs for its own :func:`model_variance` fit (fewer: the
+sample's, every run's topics together; none: no model)."""
+
+
+def model_variance(rows: pd.DataFrame, scale: np.ndarray, design: np.ndarray) -> np.ndarray:
+    """Per row, a variance of AP-hat from a model pooled over topics (section 16):
+    ``scale`` sigma^2, sigma^2 the ratio sum ``design`` / sum ``scale`` over the rows of the
+    same (trial, run) whose sample judged at least two relevant documents (where the design's
+    own variance ``design`` is estimable), or over the trial's rows of every run where the run
+    has fewer than :data:`FIT_MINIMUM` such topics; NaN where the trial has none. ``scale``
+    carries the design: (1 - f) / (f R~) (a ratio of HT sums whose variance is that of about
+    f R relevant documents, Cochran 1977, sec. 6.2; R~ the completion model's expected R,
+    ``Rpost``), times the model's AP squared for a relative variance."""
+    fit = (rows["k"] >= 2).to_numpy() & ~rows["census"].to_numpy() & (scale > 0)
+    d = pd.DataFrame({"trial": rows["trial"], "run": rows["run"],
+                      "num": np.where(fit, design, 0.0), "den": np.where(fit, scale, 0.0),
+                      "n": fit.astype(float)})
+    own = d.groupby(["trial", "run"])[["num", "den", "n"]].transform("sum")
+    every = d.groupby("trial")[["num", "den", "n"]].transform("sum")
+    pick = own["n"] >= FIT_MINIMUM
+    num = np.where(pick, own["num"], every["num"])
+    den = np.where(pick, own["den"], every["den"])
+    usable = (pick | (every["n"] > 0)).to_numpy() & (den > 0)
+    return np.where(usable, scale * num / np.where(usable, den, 1.0), np.nan)
+
+
+def model_rules(rows: pd.DataFrame) -> dict[str, Rule]:
+    """Section 16's candidates, each with the default's upper allowance (``completed``):
+
+    * ``k/(k-1)``: the design variance of the topics with k >= 2 relevant judged times k/(k -
+      1) (a degrees-of-freedom correction: the ratio's variance rests on about k relevant
+      documents), ``pooled``'s elsewhere;
+    * ``1/fR k<=1`` / ``P2/fR k<=1``: the topics with k <= 1 (not a census) take
+      max(V + U, :func:`model_variance`) with scale (1 - f)/(f R~) or (1 - f) P^2 / (f R~) (P
+      the completion model's AP, ``posterior``), fitted on the design variance; ``pooled``'s
+      elsewhere (and where no model); ``+ k/(k-1)``: with the correction above, in the fit
+      too; ``, BD``: the model capped by the Bhatia-Davis bound (1 - f) P (1 - P) (a value
+      in [0, 1] with mean P);
+    * ``... everywhere``: the model (with the correction) on every topic that is not a
+      census, the design's variance of k >= 2 topics only fitting it."""
+    base = rules(rows)
+    pooled, zeros = base["pooled"].variance, base["completed"].up
+    k = rows["k"].to_numpy()
+    census = rows["census"].to_numpy()
+    few = (k <= 1) & ~census
+    v1 = (rows["V"] + rows["U"]).to_numpy()
+    f = rows["f"].to_numpy()
+    p = rows["posterior"].to_numpy()
+    inflate = np.where(k >= 2, k / np.maximum(k - 1, 1), 1.0)
+    odds = (1.0 - f) / (f * rows["Rpost"].to_numpy())
+    out = {"completed": base["completed"],
+           "k/(k-1)": Rule(pooled * inflate, zeros, None, Z)}
+    bound = (1.0 - f) * p * (1.0 - p)
+    for name, scale in (("1/fR", odds), ("P2/fR", odds * p**2)):
+        plain = model_variance(rows, scale, rows["V"].to_numpy())
+        out[f"{name} k<=1"] = Rule(np.where(few & ~np.isnan(plain), np.maximum(v1, plain),
+                                            pooled), zeros, None, Z)
+        fitted = model_variance(rows, scale, rows["V"].to_numpy() * inflate)
+        modelled = few & ~np.isnan(fitted)
+        raised = np.where(modelled, np.maximum(v1, fitted), pooled * inflate)
+        out[f"{name} k<=1 + k/(k-1)"] = Rule(raised, zeros, None, Z)
+        out[f"{name} k<=1 + k/(k-1), BD"] = Rule(np.where(
+            modelled, np.minimum(raised, np.maximum(bound, v1)), raised), zeros, None, Z)
+        out[f"{name} everywhere"] = Rule(np.where(
+            ~census & ~np.isnan(fitted), np.maximum(v1, np.nan_to_num(fitted)),
+            pooled * inflate), zeros, None, Z)
+    return out
+
+
+def model_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per :func:`model_rules` candidate: coverage and width of the mean, and its per-topic
+    intervals' (:func:`per_topic`) coverage, width and coverage by k."""
+    out = []
+    for name, rule in model_rules(rows).items():
+        m = means(rows, rule)
+        rms = float(np.sqrt((m["error"] ** 2).mean()))
+        topics = per_topic(rows, rule).iloc[0]
+        out.append({"rule": name,
+                    "covers": float(((m["error"] <= m["down"]) & (m["error"] >= -m["up"])
+                                     ).mean()),
+                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
+                    "topic covers": topics["covers"], "topic width": topics["width"],
+                    **{f"k={i}": topics.get(f"covers k={i}", np.nan) for i in range(4)}})
+    return pd.DataFrame(out)
+
+
+def posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per :func:`posterior_rules` candidate: the mean's bias with its Monte Carlo SE
+    (clustered by trial), rms, the spread over the runs of each run's bias (its mean error
+    over the trials: an error no variance of one sample sees), coverage and width; and the
+    per-topic coverage and width."""
+    out = []
+    for name, (d, rule) in posterior_rules(rows).items():
+        m = means(d, rule)
+        covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
+        per_trial = m["error"].groupby(level="trial").mean()
+        rms = float(np.sqrt((m["error"] ** 2).mean()))
+        topics = per_topic(d, rule).iloc[0]
+        out.append({"estimate, interval": name, "bias": float(m["error"].mean()),
+                    "bias se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
+                    "rms": rms, "run bias sd": float(m["error"].groupby(level="run").mean().std()),
+                    "covers": float(covered.mean()),
+                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
+                    "topic covers": topics["covers"], "topic width": topics["width"]})
+    return pd.DataFrame(out)
 
 
 def decomposition(rows: pd.DataFrame) -> pd.DataFrame:
@@ -323,6 +546,15 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{args.seed}, {rows['topic'].nunique()} topics")
     print(decomposition(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    if "few_posterior" in rows:
+        print("few=posterior (section 15):")
+        print(posterior_table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+        print("per topic (few=posterior, pooled+Vpost):")
+        print(per_topic(*posterior_rules(rows)["posterior, pooled+Vpost"]).to_string(
+            index=False, float_format=lambda x: f"{x:.3f}"))
+    if "Rpost" in rows:
+        print("a variance model pooled over topics (section 16):")
+        print(model_table(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("per topic (the default, completed):")
     print(per_topic(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0

@@ -98,7 +98,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                              "with every option at its value (its fully resolved name, which "
                              "the estimator column of -f tsv/json also carries) and where "
                              "each value came from (given in the name, the defaults table "
-                             "for the sample's design, or the family's default), then the "
+                             "for the sample's design, or the family's default; a value "
+                             "given, what it means), then the "
                              "sample's design and its capabilities and the depth and frame "
                              "used; and stop (the runs are not read). Options: "
                              "docs/guide/options.md")
@@ -190,8 +191,10 @@ def run(args: argparse.Namespace) -> None:
 
 def explain(sample: Sample, setup: Setup) -> str:
     """``--explain``: per measure asked, its fully resolved estimator and where each option's
-    value came from; the sample's design and capabilities; the depth and frame used."""
+    value came from (a value given: its meaning, from the options' vocabulary); the
+    sample's design and capabilities; the depth and frame used."""
     from sampleval.estimation.family import same_as_normal
+    from sampleval.estimation.options import VOCABULARY
     from sampleval.estimation.setup import draws_reach_every_document, simple_random
     from sampleval.estimation.spec import TABLE, names_an_estimator, option_sources
 
@@ -207,8 +210,10 @@ def explain(sample: Sample, setup: Setup) -> str:
         by = "as named" if names_an_estimator(asked) else f"by {table}"
         lines += [f"{asked}: {spec.full_name}", f"  estimator: {spec.name} ({by})"]
         sources = option_sources(asked, spec)
-        lines += [f"  {name}={value}: {meanings.get(source, source)}"
-                  for name, value, source in sources]
+        for name, value, source in sources:  # a value given: what it means too
+            lines.append(f"  {name}={value}: {meanings.get(source, source)}")
+            if source == "given" and str(value) in getattr(VOCABULARY.get(name), "values", {}):
+                lines.append(f"    {VOCABULARY[name].line(str(value))}")
         if same_as_normal(spec.family, spec.base, {n: v for n, v, _ in sources}):
             lines.append(f"  interval=bias-aware: the same as interval=normal with "
                          f"bias={spec.option('bias')} (no estimate of a bias left to widen by)")

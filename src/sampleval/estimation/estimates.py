@@ -45,7 +45,7 @@ from sampleval.estimation.engine.views import (
 )
 from sampleval.estimation.family import FAMILIES, ImputedShare
 from sampleval.estimation.imputation import MOSTLY
-from sampleval.estimation.result import ALLOWED_FORMS
+from sampleval.estimation.result import ALLOWED_FORMS, VALUE_FORMS
 from sampleval.estimation.setup import (
     DEFAULT_MEASURES,
     SAMPLE_DEPTH,
@@ -310,7 +310,8 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
     ``few`` value(s) the AP estimates resolve to, whose floor holds these topics' intervals;
     ``pooled``/``jeffreys``/``completed`` add the term for the relevant documents no stratum
     has shown (:mod:`sampleval.estimation.engine.unseen`; calibration.md sections 1 and 11),
-    ``completed`` the upper allowance too (section 13)."""
+    ``completed`` the upper allowance too (section 13); under ``posterior`` alone the line says
+    the estimates are the completion model's (section 15)."""
     aps = [s for s in specs if s.base == "AP"]
     if sample.design.is_deterministic or not aps:
         return
@@ -326,8 +327,10 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
                   else "")
         held = (f"; their intervals rest on {', '.join(f'few={f}' for f in forms)}{unseen}"
                 if forms else "")
+        low = ("their AP estimates run low" if set(forms) - set(VALUE_FORMS) else
+               "their AP estimates are the completion model's posterior")
         warnings.warn(f"AP: {len(few)} of {len(views)} topics have fewer than {UNBIASED_AP} "
-                      f"relevant documents judged ({listed}); their AP estimates run low"
+                      f"relevant documents judged ({listed}); {low}"
                       f"{held} (docs/research/calibration.md)", stacklevel=3)
 
 

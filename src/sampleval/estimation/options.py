@@ -127,6 +127,14 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                             "was judged completed by a model of their unjudged documents "
                             "fitted over the topics (an allowance for the bias of the "
                             "topics whose sample found nothing)",
+               "posterior": "pooled's variance; and on a topic whose sample holds at most two "
+                            "relevant documents (on stratified samples, every unjudged "
+                            "document in a partly-sampled stratum), AP itself completed by "
+                            "that model's posterior: each unjudged document relevant with its "
+                            "stratum's posterior rate, AP the expected S over the expected R "
+                            "(the mean less biased where relevant documents are rare, but "
+                            "the bias differs more between runs and the interval is not "
+                            "calibrated: docs/research/calibration.md, section 15)",
                "none": "as computed",
            }),
     Option("unseen", "whether AP~ppi's variance takes in the disagreements between labels "

@@ -14,7 +14,9 @@ sum for counts, as ``query_id == "all"``), with
   family whose AP declares it (:func:`floored`).
 - under ``few=completed``, an allowance that widens only the upper side of AP's intervals
   for the topics whose sample found no relevant document (:func:`upper_allowance`,
-  :func:`summarise`'s ``upper``).
+  :func:`summarise`'s ``upper``);
+- under ``few=posterior``, the estimate of the topics with few relevant documents judged
+  replaced by the completion model's posterior AP (:func:`corrected`).
 
 Families with intervals of another kind (importance sampling's Hoeffding and Bernstein
 bounds) build their own ``lo``/``hi`` on :func:`summarise`'s rows.
@@ -29,7 +31,13 @@ import numpy as np
 import pandas as pd
 
 from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
-from sampleval.estimation.engine.unseen import SampleStrata, completion_gap, unseen_variance
+from sampleval.estimation.engine.unseen import (
+    SampleStrata,
+    completion_gap,
+    posterior_ap,
+    posterior_topics,
+    unseen_variance,
+)
 from sampleval.estimation.options import pick
 from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
@@ -44,7 +52,11 @@ FEW_VALUES = ("moment", "bernoulli", "scaled", "bound", *UNSEEN_FORMS, "none")
 ALLOWED_FORMS = ("completed",)
 """The ``few`` values whose intervals :func:`upper_allowance` widens (on the families whose
 rows it reaches: ``~ht`` and ``~ppi``, :data:`FEW_OPTION_POOLED`)."""
-FEW_OPTION = pick("few", tuple(f for f in FEW_VALUES if f not in ALLOWED_FORMS), "moment")
+VALUE_FORMS = ("posterior",)
+"""The ``few`` values that replace the estimate itself on some topics (:func:`corrected`; on
+the families whose parts reach it: ``~ht`` and ``~ppi``, :data:`FEW_OPTION_POOLED`)."""
+FEW_OPTION = pick("few", tuple(f for f in FEW_VALUES if f not in (*ALLOWED_FORMS, *VALUE_FORMS)),
+                  "moment")
 """AP's ``few`` option, as the AP families that take it declare it (``~ht`` and ``~ppi``:
 :data:`FEW_OPTION_POOLED`)."""
 FEW_OPTION_POOLED = pick("few", FEW_VALUES, "completed")
@@ -258,12 +270,24 @@ def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
     """``parts`` with the corrections of this module, where the family's AP takes the
     ``few`` option (:func:`takes_few`): the ``few`` floor of the variance, and no widening
     by the estimated bias on the topics where it does not widen (:func:`bias_widens`), for
-    which that floor stands instead. ``shared``: :func:`shared_strata`."""
+    which that floor stands instead. Under ``few=posterior`` the value of the topics
+    :func:`~sampleval.estimation.engine.unseen.posterior_topics` names is
+    :func:`~sampleval.estimation.engine.unseen.posterior_ap`'s (no bias widening there; the
+    variance is ``pooled``'s, of the design-based estimate). ``shared``:
+    :func:`shared_strata`."""
     if not takes_few(spec):
         return parts
+    few = spec.option("few")
     widens = np.array([bias_widens(v.sample, level) for v in views], dtype=bool)
-    return TopicParts(parts.value, few_floor(parts.value, parts.variance, views, level,
-                                             spec.option("few"), shared),
+    value = parts.value
+    if few in VALUE_FORMS and views:
+        shared = SampleStrata(views, level) if shared is None else shared
+        use = posterior_topics(shared)
+        if use.any():
+            value = np.where(use[:, None] & ~np.isnan(value),
+                             posterior_ap(shared, cutoff=spec.cutoff), value)
+            widens &= ~use
+    return TopicParts(value, few_floor(parts.value, parts.variance, views, level, few, shared),
                       np.where(widens.reshape(-1, *([1] * (parts.bias.ndim - 1))),
                                parts.bias, 0.0))
 

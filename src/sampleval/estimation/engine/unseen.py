@@ -52,6 +52,11 @@ Priors (the ``few`` option's values, :data:`FORMS`):
   documents (:attr:`SampleStrata.model`), which
   :func:`sampleval.estimation.result.upper_allowance` turns into a one-sided allowance
   (issue 29; docs/research/calibration.md, section 13).
+* ``posterior``: ``pooled``'s term; and, on the topics whose sample holds at most
+  :data:`POSTERIOR_UP_TO` relevant documents and whose unjudged frame documents all lie in
+  partly-sampled strata, the estimate itself replaced by :func:`posterior_ap` (every
+  partly-sampled stratum completed by the model's posterior; issue 29 item 2,
+  docs/research/calibration.md, section 15).
 """
 
 from __future__ import annotations
@@ -66,9 +71,16 @@ from sampleval.core.relevance import relevance
 if TYPE_CHECKING:
     from sampleval.estimation.engine.views import TopicView
 
-FORMS = ("jeffreys", "pooled", "completed")
+FORMS = ("jeffreys", "pooled", "completed", "posterior")
 """The ``few`` values this module implements (``completed``: ``pooled``'s term, with the
-allowance of :func:`completion_gap`)."""
+allowance of :func:`completion_gap`; ``posterior``: ``pooled``'s term, the estimate of the
+topics with at most :data:`POSTERIOR_UP_TO` relevant judged by :func:`posterior_ap`)."""
+
+POSTERIOR_UP_TO = 2
+"""``few=posterior`` replaces AP-hat by :func:`posterior_ap` on the topics whose sample holds
+at most this many judged relevant documents (k; docs/research/calibration.md, section 15:
+the posterior is close to unbiased where k <= 2 on every collection measured and runs low
+where k is larger, where the design-based estimate is the better)."""
 
 STRENGTH = (1.0, 1000.0)
 """The range of the pooled prior's strength a + b (``pooled``)."""
@@ -270,31 +282,45 @@ class SampleStrata:
                          int(self.ranks.max(initial=0)) + 1)
 
     @cached_property
-    def model(self) -> tuple[np.ndarray, float, np.ndarray]:
-        """The completion model, fitted over the topics: per document of the concatenated
-        frame its modelled relevance rate r_d = min(1, kappa theta_t prior_d^beta),
-        prior_d its AP-prior (:func:`~sampleval.core.ap_prior.retrieved_prior` over its
-        topic's runs; > 0 where a run retrieved it): kappa and beta by Poisson maximum
-        likelihood (:func:`power_fit`) on every topic's judged documents of partly-sampled
-        strata, theta_t the topic's Gamma(alpha, alpha) multiplier's posterior mean (alpha +
-        X_t) / (alpha + E_t) from what its judged documents found against what kappa
-        prior^beta expects (alpha by the negative binomial's moments, as
-        :func:`pooled_prior`); with beta, and each topic's R predicted without its own
-        labels (the sum of min(1, kappa prior_d^beta) over its frame)."""
+    def ap_prior(self) -> np.ndarray:
+        """Per document of the concatenated frame its AP-prior
+        (:func:`~sampleval.core.ap_prior.retrieved_prior` over its topic's runs; > 0 where a
+        run retrieved it)."""
         from sampleval.core.ap_prior import retrieved_prior
 
+        return retrieved_prior(*self.retrieved, self.frame.topic, "aslam")
+
+    @cached_property
+    def model(self) -> tuple[np.ndarray, float, np.ndarray]:
+        """The completion model, fitted over the topics (:meth:`fitted`)."""
+        return self.fitted()
+
+    def fitted(self, without: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray]:
+        """The completion model: per document of the concatenated frame its modelled
+        relevance rate r_d = min(1, kappa theta_t prior_d^beta), prior_d its AP-prior
+        (:attr:`ap_prior`): kappa and beta by Poisson maximum likelihood (:func:`power_fit`)
+        on every topic's judged documents of partly-sampled strata, theta_t the topic's
+        Gamma(alpha, alpha) multiplier's posterior mean (alpha + X_t) / (alpha + E_t) from
+        what its judged documents found against what kappa prior^beta expects (alpha by the
+        negative binomial's moments, as :func:`pooled_prior`); with beta, and each topic's R
+        predicted without its own labels (the sum of min(1, kappa prior_d^beta) over its
+        frame). ``without`` (``[topics]``, bool): kappa, beta and alpha fitted on the other
+        topics only (a replicate of a delete-a-group jackknife), theta_t for every topic."""
         frame, n_topics = self.frame, len(self.topics)
-        prior = retrieved_prior(*self.retrieved, frame.topic, "aslam")
+        prior = self.ap_prior
         judged = ~np.isnan(frame.y) & (frame.stratum >= 0)
         hit = np.nan_to_num(frame.y) > 0
         keep = judged & (prior > 0)
-        if not (hit & keep).any():
+        fit = keep if without is None else keep & ~without[frame.topic]
+        if not (hit & fit).any():
             return np.zeros(len(prior)), 1.0, np.zeros(n_topics)
-        kappa, beta = power_fit(hit[keep].astype(float), prior[keep])
+        kappa, beta = power_fit(hit[fit].astype(float), prior[fit])
         seen = np.bincount(frame.topic[judged], weights=hit[judged], minlength=n_topics)
         expected = kappa * np.bincount(frame.topic[keep], weights=prior[keep] ** beta,
                                        minlength=n_topics)
-        spread = ((seen - expected) ** 2 - expected).sum() / max((expected**2).sum(), 1e-12)
+        kept = slice(None) if without is None else ~without
+        spread = (((seen - expected) ** 2 - expected)[kept].sum()
+                  / max((expected[kept] ** 2).sum(), 1e-12))
         alpha = 1.0 / min(max(spread, 1e-3), 1.0)
         theta = (alpha + seen) / (alpha + expected)
         powered = np.where(prior > 0, np.maximum(prior, 1e-300) ** beta, 0.0)
@@ -494,3 +520,68 @@ def completion_gap(values: np.ndarray, views: list[TopicView], level: float,
     completed = ap[some] + step[some] / denominator[some, None]
     out[some] = np.clip(completed, 0.0, 1.0) - ap[some]
     return out
+
+
+def posterior_rates(shared: SampleStrata, rates: np.ndarray | None = None,
+                    strength: float | None = None) -> np.ndarray:
+    """Per document of the concatenated frame, :func:`posterior_ap`'s p_d: y_d where judged,
+    (c r_d + x_h) / (c + n_h) where unjudged in a partly-sampled stratum h, 0 elsewhere."""
+    frame = shared.frame
+    p = np.nan_to_num(frame.y)
+    unjudged = np.flatnonzero(np.isnan(frame.y) & (frame.stratum >= 0))
+    if unjudged.size:
+        h = frame.stratum[unjudged]
+        c = shared.prior.strength if strength is None else strength
+        r = shared.model[0] if rates is None else rates
+        p[unjudged] = (c * r[unjudged] + frame.found[h]) / (c + frame.drawn[h])
+    return p
+
+
+def posterior_ap(shared: SampleStrata, rates: np.ndarray | None = None,
+                 strength: float | None = None, cutoff: int | None = None) -> np.ndarray:
+    """``[topics, runs]``: AP with every partly-sampled stratum completed by the completion
+    model's posterior: each judged document as judged, each unjudged one of a partly-sampled
+    stratum h relevant with p_d = (c r_d + x_h) / (c + n_h) (r_d
+    :attr:`SampleStrata.model`'s rate, c the strength of :func:`pooled_prior`: the Beta
+    posterior mean of a rate with prior mean r_d after x_h relevant in n_h draws; Gelman et
+    al. 2013, sec. 2.4), every other document 0; AP the ratio of the expected S = sum_k p_k
+    (1 + sum_{j<k} p_j) / k over each run's ranks to the expected R = sum_d p_d over the frame
+    (documents independent given the rates; the ratio of expectations, Cochran 1977, sec.
+    6.2). On a census (or where every stratum is judged in full) it is the exact AP of the
+    judged documents; a run that retrieved no document with p_d > 0 gets 0. ``rates`` and
+    ``strength``: r_d and c of another fit (:meth:`SampleStrata.fitted`) instead;
+    ``cutoff``: AP@cutoff (trec_eval's ``map_cut``: S over the ranks <= cutoff, R over the
+    frame)."""
+    frame = shared.frame
+    n_topics = len(shared.views)
+    out = np.zeros((n_topics, shared.ranks.shape[0]))
+    if not n_topics:
+        return out
+    p = posterior_rates(shared, rates, strength)
+    total = np.bincount(frame.topic, weights=p, minlength=n_topics)
+    for t, view in enumerate(shared.views):
+        at = view.frame_at_rank[:, :cutoff]
+        if total[t] <= 0 or not at.shape[1]:
+            continue
+        p_k = np.where(at >= 0, p[np.maximum(at, 0) + shared.offsets[t]], 0.0)
+        before = np.cumsum(p_k, axis=1) - p_k
+        out[t] = (p_k * (1.0 + before) / np.arange(1, at.shape[1] + 1)).sum(axis=1) / total[t]
+    return out
+
+
+def posterior_topics(shared: SampleStrata) -> np.ndarray:
+    """``[topics]``: where ``few=posterior`` replaces AP-hat by :func:`posterior_ap`: the
+    topics whose sample judged at most :data:`POSTERIOR_UP_TO` relevant documents (label >=
+    level) of the frame and that have unjudged frame documents, all of them in partly-sampled strata (the
+    posterior speaks for every document the sample left; not on a census, nor where a
+    stratum had no draw or the sample has no strata)."""
+    frame = shared.frame
+    n_topics = len(shared.views)
+    unjudged = np.isnan(frame.y)
+    # judged relevant as :func:`~sampleval.estimation.result.judged_relevant` counts them
+    relevant = np.bincount(frame.topic, weights=np.nan_to_num(frame.y) >= 1.0,
+                           minlength=n_topics)
+    left = np.bincount(frame.topic, weights=unjudged, minlength=n_topics)
+    covered = np.bincount(frame.topic, weights=unjudged & (frame.stratum >= 0),
+                          minlength=n_topics)
+    return (relevant <= POSTERIOR_UP_TO) & (left > 0) & (covered == left)
