@@ -154,6 +154,12 @@ def main() -> int:
                    "ratio", "floor: commit ms p50/p99/max", "wake ms p50/p99/max",
                    "server wrote KiB/j", "WAL at end MiB", "transactions/j", "flushes/j"):
         table.add_column(column, justify="left" if column == "store" else "right")
+    steps = Table(title="Where the judge requests' time went (the server's Server-Timing, "
+                        "ms): by kind, p50, p99, and the mean over the kind's slowest 1% "
+                        "(by app)")
+    for column in ("store", "clients", "run", "kind", "requests", "stat", *TIMING_COLUMNS):
+        steps.add_column(column, justify="left" if column in ("store", "kind", "stat")
+                         else "right")
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
     floors: dict[tuple[str, int, str], Floor] = {}
@@ -226,6 +232,8 @@ def main() -> int:
                                           _spread(floor.commits), _spread(floor.wakes),
                                           f"{wrote / 1024 / max(report.judgments, 1):.1f}",
                                           _wal_size(url), *shares)
+                            for row in timing_rows(report.server_timings):
+                                steps.add_row(store_kind, str(n), run, *row)
                             results[store_kind, n, run] = (rate, p99)
                             floors[store_kind, n, run] = floor
                         if spy is not None:
@@ -249,6 +257,7 @@ def main() -> int:
                          f"{floors['sqlite', 32, 'paced'].verdict(TARGET_P99_MS)}; load "
                          f"average at the end {_load()}{favoured_session()}")
     console.print(table)
+    console.print(steps)
     return 0
 
 
@@ -524,6 +533,40 @@ def floor_beside(directory: Path, nice: int) -> Iterator[Floor]:
         process.join(10)
         if process.is_alive():
             process.kill()
+
+
+TIMING_COLUMNS = ("app", "outside", "handler", "cpu", "ready", "auth", "lock", "labels",
+                  "observe", "propose", "save", "commit", "offer")
+"""The columns of the steps table: the ``Server-Timing`` metrics
+(:mod:`sampleval.campaign.timing`) and, derived from them, ``outside`` (app less handler: the
+wait for a worker thread, the request's parsing and the answer's writing) and ``ready``
+(handler less cpu, lock and commit: the handler's thread ready to run, waiting for the
+interpreter lock or a CPU)."""
+
+
+def timing_rows(timings: Sequence[dict[str, float]]) -> list[list[str]]:
+    """The steps table's rows for one run's judge requests: for each kind (``batch``: the
+    judgment completed its batch, so the selector observed it and proposed the next one;
+    ``other``), the p50 and p99 of every column (each on its own) and the columns' means
+    over the kind's slowest 1% of requests by ``app``."""
+    rows = []
+    for kind, chosen in (("batch", [t for t in timings if "observe" in t]),
+                         ("other", [t for t in timings if "observe" not in t])):
+        if not chosen:
+            continue
+        derived = [{**t, "outside": t.get("app", math.nan) - t.get("handler", math.nan),
+                    "ready": t.get("handler", math.nan) - t.get("cpu", math.nan)
+                    - t.get("lock", 0.0) - t.get("commit", 0.0)} for t in chosen]
+        slowest = sorted(derived, key=lambda t: t.get("app", 0.0))[
+            -max(1, math.ceil(len(derived) / 100)):]
+        columns = {c: [t.get(c, 0.0) for t in derived] for c in TIMING_COLUMNS}
+        for stat, values in (
+                ("p50", [percentile(columns[c], 0.5) for c in TIMING_COLUMNS]),
+                ("p99", [percentile(columns[c], 0.99) for c in TIMING_COLUMNS]),
+                (f"slowest {len(slowest)}",
+                 [float(np.mean([t.get(c, 0.0) for t in slowest])) for c in TIMING_COLUMNS])):
+            rows.append([kind, str(len(chosen)), stat, *(f"{v * 1000:.1f}" for v in values)])
+    return rows
 
 
 def _spread(seconds: Sequence[float]) -> str:

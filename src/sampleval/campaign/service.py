@@ -75,6 +75,7 @@ from sampleval.campaign.organise import (
     saved_state,
 )
 from sampleval.campaign.store import Store
+from sampleval.campaign.timing import since, span
 from sampleval.campaign.tokens import digest, new_secret
 from sampleval.selection.base import Selector
 
@@ -511,7 +512,9 @@ class CampaignService:
         runtime, state = self.topic(person, qid)
         if runtime.stopped is not None:
             return self._offer("done", runtime, state, person)
+        asked = time.perf_counter()
         with state.lock:
+            since("lock", asked)
             if state.complete():  # a batch left complete by an earlier failure
                 self._advance(runtime, state)
             now = time.time()
@@ -528,7 +531,8 @@ class CampaignService:
         answered (caller holds ``state.lock``)."""
         lease = self._new_lease(state, docno, person, now)
         if lease is not None:
-            self._writer.submit(lease)
+            with span("commit"):
+                self._writer.submit(lease)
             state.leases.setdefault(docno, {})[person] = lease.until
 
     @staticmethod
@@ -564,6 +568,7 @@ class CampaignService:
                 return docno
         return None
 
+    @span("offer")
     def _offer(self, status: str, runtime: Runtime, state: TopicState, person: Person,
                docno: str | None = None) -> Offer:
         title = text = ""
@@ -606,7 +611,9 @@ class CampaignService:
         if item is None:
             raise NotFound(f"document {docno!r} is not among those proposed for topic {qid!r}")
         record = _NewJudgment(person, item[0], docno, label, seconds, key)
+        asked = time.perf_counter()
         with state.lock:
+            since("lock", asked)
             now = time.time()
             refusal = state.refusal(docno, person.id, runtime.info.rejudge, now)
             if refusal is not None and not self._known_key(item[0], key):
@@ -650,8 +657,11 @@ class CampaignService:
         observed: _Observed | None = None
         move: _Move | None = None
         try:
-            labels = self._batch_labels(state, {r.docno: r.label}) if completes else None
+            with span("labels") if completes else nullcontext():
+                labels = self._batch_labels(state, {r.docno: r.label}) if completes else None
+            asked = time.perf_counter()
             with self._selector_lock(runtime) if labels is not None else nullcontext():
+                since("lock", asked)
                 if labels is not None:
                     proposed, move = self._observe_batch(runtime, state, labels)
                 next_docno = lease = None
@@ -663,7 +673,8 @@ class CampaignService:
                     if move is not None:
                         observed = self._next_version(runtime, move)
                     written = self._writer.enqueue(_Judging(r, observed, lease))
-            outcome = written.result()
+            with span("commit"):
+                outcome = written.result()
             assert isinstance(outcome, tuple)
             judged, new_items = outcome
             if isinstance(judged, ServiceError):
@@ -781,8 +792,11 @@ class CampaignService:
         latest standing one); it is kept, marked retracted. The document is offered to them
         again. Retracting twice changes nothing."""
         runtime, state = self.topic(person, qid)
+        asked = time.perf_counter()
         with state.lock:
-            undone, docno = self._retract(person, state, key)
+            since("lock", asked)
+            with span("commit"):
+                undone, docno = self._retract(person, state, key)
         self.on_judgment(person.campaign_id)
         return undone, self._offer("judge", runtime, state, person, docno)
 
@@ -895,9 +909,13 @@ class CampaignService:
         selector, info = runtime.selector, runtime.info
         ids = {state.items[d][0]: d for d in state.open}
         split = selector.splits_state
-        selector.observe(state.qid, labels)
-        proposed = selector.propose(state.qid, selector.batch_size(state.qid))
-        saved = encode_state(selector.topic_state(state.qid) if split else selector.state())
+        with span("observe"):
+            selector.observe(state.qid, labels)
+        with span("propose"):
+            proposed = selector.propose(state.qid, selector.batch_size(state.qid))
+        with span("save"):
+            saved = encode_state(selector.topic_state(state.qid) if split
+                                 else selector.state())
         when = m.now()
         return proposed, _Move(
             info.id, state.id, state.batch + 1, when,
