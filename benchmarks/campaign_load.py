@@ -32,7 +32,13 @@ the machine's other load causes; ``retries`` the clients' calls sent again, by c
 (``TimeoutError``: no answer within the client's 30 s; ``HTTP 5xx``; a lost connection);
 ``server wrote KiB/j`` the bytes the server's process wrote to files (the WAL, and the
 checkpoints' copies into the database file) per judgment, and ``WAL at end MiB`` the WAL
-file's size once the run is over. ``--hog N`` adds N busy processes during the runs, to see how the figures move
+file's size once the run is over. A second table says where the judge requests' time went
+in the server, from the steps their ``Server-Timing`` names (:mod:`sampleval.campaign.timing`,
+``docs/guide/campaigns.md``: auth, lock, labels, observe, propose, save, commit, offer, the
+handler's wall and CPU time; :data:`TIMING_COLUMNS`), by kind (``batch``: the judgment
+completed its batch, so the selector observed it and proposed the next; ``other``): the
+p50 and p99 of each step on its own, and each step's mean over the kind's slowest 1%
+(what a slow request was made of). ``--hog N`` adds N busy processes during the runs, to see how the figures move
 with load; ``--server-nice -5`` (as root) favours the server over them and over the clients.
 
 The platform's floor, beside every run (:func:`probe_floor`, a process of its own at the
