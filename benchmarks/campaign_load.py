@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import multiprocessing
 import os
@@ -93,7 +94,7 @@ from rich.table import Table
 from sampleval.campaign.devdb import LocalPostgres
 from sampleval.campaign.organise import Design, create_campaign, parse_grades
 from sampleval.campaign.server import ServerProcess
-from sampleval.campaign.simulation import drive, oracle_assessors, percentile
+from sampleval.campaign.simulation import Report, drive, oracle_assessors, percentile
 from sampleval.campaign.store import Store
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -136,6 +137,10 @@ def main() -> int:
                              "installed apart: pip install py-spy; sampling only the thread "
                              "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
                              "collapsed stacks with counts")
+    parser.add_argument("--requests", metavar="PREFIX",
+                        help="write every judge request (its moment from the run's first, "
+                             "the client's latency, the server's Server-Timing metrics: "
+                             "seconds) to PREFIX-STORE-CLIENTS-RUN.jsonl")
     parser.add_argument("--stall-dump", default=str(Path(tempfile.gettempdir()) / "stall"),
                         metavar="PREFIX",
                         help="when the server makes no write system call for "
@@ -238,6 +243,9 @@ def main() -> int:
                                           _spread(floor.commits), _spread(floor.wakes),
                                           f"{wrote / 1024 / max(report.judgments, 1):.1f}",
                                           _wal_size(url), *shares)
+                            if args.requests is not None:
+                                write_requests(report, Path(
+                                    f"{args.requests}-{store_kind}-{n}-{run}.jsonl"))
                             for row in timing_rows(report.server_timings):
                                 steps.add_row(store_kind, str(n), run, *row)
                             results[store_kind, n, run] = (rate, p99)
@@ -573,6 +581,17 @@ def timing_rows(timings: Sequence[dict[str, float]]) -> list[list[str]]:
                  [float(np.mean([t.get(c, 0.0) for t in slowest])) for c in TIMING_COLUMNS])):
             rows.append([kind, str(len(chosen)), stat, *(f"{v * 1000:.1f}" for v in values)])
     return rows
+
+
+def write_requests(report: Report, out: Path) -> None:
+    """Every judge request of ``report`` as a JSON line: ``at`` (seconds from the run's first
+    request), ``latency`` (the client's) and the server's ``Server-Timing`` metrics."""
+    first = min(report.sent, default=0.0)
+    with out.open("w") as file:
+        for at, latency, timings in zip(report.sent, report.latencies,
+                                        report.server_timings, strict=True):
+            file.write(json.dumps({"at": round(at - first, 6), "latency": round(latency, 6),
+                                   **{k: round(v, 6) for k, v in timings.items()}}) + "\n")
 
 
 def _spread(seconds: Sequence[float]) -> str:

@@ -58,6 +58,8 @@ class Report:
     server_latencies: list[float] = field(default_factory=list)
     server_timings: list[dict[str, float]] = field(default_factory=list)
     """Each judge request's ``Server-Timing`` metrics (name -> seconds)."""
+    sent: list[float] = field(default_factory=list)
+    """Each judge request's moment (scheduled, when paced), ``time.perf_counter()``."""
     retries: int = 0
     problems: Counter[str] = field(default_factory=Counter)
     """Why calls were retried: the exception's name (``TimeoutError``: no answer within the
@@ -192,6 +194,7 @@ def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report:
                     report.latencies.append(elapsed)
                     report.server_latencies.append(client.timings.get("app", math.nan))
                     report.server_timings.append(client.timings)
+                    report.sent.append(begun)
                 offer = answer["next"]
     except Exception as exc:
         with report.lock:
