@@ -78,3 +78,33 @@ def test_server_timing_parses_joined_headers() -> None:
     assert parse("auth;dur=0.50, commit;desc=\"x\";dur=2, app;dur=3.5, bad;dur=x, nodur") == {
         "auth": 0.0005, "commit": 0.002, "app": 0.0035}
     assert parse(None) == {}
+
+
+def test_the_load_benchmark_summarises_the_steps_by_kind(tmp_path: str) -> None:
+    """``campaign_load.py``'s steps table: a row per kind and statistic, ``batch`` holding
+    the requests whose header names ``observe``; the slowest 1% by ``app``; and
+    ``--requests`` writes each request as a JSON line."""
+    import json
+    from pathlib import Path
+
+    from benchmarks.campaign_load import TIMING_COLUMNS, timing_rows, write_requests
+
+    from sampleval.campaign.simulation import Report
+
+    batch = [{"app": 0.010 + i / 1000, "handler": 0.009, "cpu": 0.002, "commit": 0.005,
+              "observe": 0.0001, "propose": 0.001} for i in range(100)]
+    other = [{"app": 0.002, "handler": 0.0015, "cpu": 0.0005, "commit": 0.001}] * 50
+    rows = timing_rows(batch + other)
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("batch", "100", "p50"), ("batch", "100", "p99"), ("batch", "100", "slowest 1"),
+        ("other", "50", "p50"), ("other", "50", "p99"), ("other", "50", "slowest 1")]
+    column = {c: 3 + i for i, c in enumerate(TIMING_COLUMNS)}
+    assert rows[2][column["app"]] == "109.0"  # the slowest batch request
+    assert rows[0][column["ready"]] == "2.0"  # 9 - 2 - 5 ms
+    assert rows[3][column["outside"]] == "0.5" and rows[3][column["propose"]] == "0.0"
+    report = Report(latencies=[0.02, 0.03], server_timings=batch[:2], sent=[5.0, 5.5])
+    out = Path(tmp_path) / "requests.jsonl"
+    write_requests(report, out)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(x["at"], x["latency"], x["app"]) for x in lines] == [(0.0, 0.02, 0.01),
+                                                                  (0.5, 0.03, 0.011)]
