@@ -52,6 +52,7 @@ is always taken before the runtime's.
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 import time
@@ -465,6 +466,7 @@ class CampaignService:
                           with_text=with_text)
         for state in topics.values():
             self._advance(runtime, state)
+        warm_up(selector, max(g.value for g in info.grades))
         return runtime
 
     def stop(self, campaign_id: int, why: str) -> None:
@@ -980,6 +982,31 @@ class CampaignService:
         """The selector state stored with the latest batch (for tests and audits)."""
         with self.store.read() as session:
             return saved_state(session, self.runtime(campaign_id).info)[0]
+
+
+WARM_UP_BATCHES = 3
+"""Batches a copy of a loaded selector is run through (:func:`warm_up`)."""
+
+
+def warm_up(selector: Selector, label: float) -> None:
+    """Run a copy of ``selector`` through :data:`WARM_UP_BATCHES` batches of its first topic
+    with something to propose, every document judged ``label``, and drop it: what a
+    selector's first observations compile or import (``active``'s numba kernels, cached on
+    disk where the package's directory is writable, compiled again at each start where not)
+    is then done while the campaign loads, not inside the first judgments that need it
+    (each burst of them held up for seconds: docs/research/campaign-load.md, thirteenth
+    round). The selector itself is untouched."""
+    trial = copy.deepcopy(selector)
+    for topic in trial.pool.topics:
+        proposed = trial.propose(topic, trial.batch_size(topic))
+        if not proposed:
+            continue
+        for _ in range(WARM_UP_BATCHES):
+            trial.observe(topic, dict.fromkeys(proposed, label))
+            proposed = trial.propose(topic, trial.batch_size(topic))
+            if not proposed:
+                break
+        return
 
 
 def _aware(moment: datetime) -> datetime:
