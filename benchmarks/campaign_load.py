@@ -32,7 +32,13 @@ the machine's other load causes; ``retries`` the clients' calls sent again, by c
 (``TimeoutError``: no answer within the client's 30 s; ``HTTP 5xx``; a lost connection);
 ``server wrote KiB/j`` the bytes the server's process wrote to files (the WAL, and the
 checkpoints' copies into the database file) per judgment, and ``WAL at end MiB`` the WAL
-file's size once the run is over. ``--hog N`` adds N busy processes during the runs, to see how the figures move
+file's size once the run is over. A second table says where the judge requests' time went
+in the server, from the steps their ``Server-Timing`` names (:mod:`sampleval.campaign.timing`,
+``docs/guide/campaigns.md``: auth, lock, labels, observe, propose, save, commit, offer, the
+handler's wall and CPU time; :data:`TIMING_COLUMNS`), by kind (``batch``: the judgment
+completed its batch, so the selector observed it and proposed the next; ``other``): the
+p50 and p99 of each step on its own, and each step's mean over the kind's slowest 1%
+(what a slow request was made of). ``--hog N`` adds N busy processes during the runs, to see how the figures move
 with load; ``--server-nice -5`` (as root) favours the server over them and over the clients.
 
 The platform's floor, beside every run (:func:`probe_floor`, a process of its own at the
@@ -62,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import multiprocessing
 import os
@@ -87,7 +94,7 @@ from rich.table import Table
 from sampleval.campaign.devdb import LocalPostgres
 from sampleval.campaign.organise import Design, create_campaign, parse_grades
 from sampleval.campaign.server import ServerProcess
-from sampleval.campaign.simulation import drive, oracle_assessors, percentile
+from sampleval.campaign.simulation import Report, drive, oracle_assessors, percentile
 from sampleval.campaign.store import Store
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -130,6 +137,10 @@ def main() -> int:
                              "installed apart: pip install py-spy; sampling only the thread "
                              "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
                              "collapsed stacks with counts")
+    parser.add_argument("--requests", metavar="PREFIX",
+                        help="write every judge request (its moment from the run's first, "
+                             "the client's latency, the server's Server-Timing metrics: "
+                             "seconds) to PREFIX-STORE-CLIENTS-RUN.jsonl")
     parser.add_argument("--stall-dump", default=str(Path(tempfile.gettempdir()) / "stall"),
                         metavar="PREFIX",
                         help="when the server makes no write system call for "
@@ -154,6 +165,12 @@ def main() -> int:
                    "ratio", "floor: commit ms p50/p99/max", "wake ms p50/p99/max",
                    "server wrote KiB/j", "WAL at end MiB", "transactions/j", "flushes/j"):
         table.add_column(column, justify="left" if column == "store" else "right")
+    steps = Table(title="Where the judge requests' time went (the server's Server-Timing, "
+                        "ms): by kind, p50, p99, and the mean over the kind's slowest 1% "
+                        "(by app)")
+    for column in ("store", "clients", "run", "kind", "requests", "stat", *TIMING_COLUMNS):
+        steps.add_column(column, justify="left" if column in ("store", "kind", "stat")
+                         else "right")
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
     floors: dict[tuple[str, int, str], Floor] = {}
@@ -226,6 +243,11 @@ def main() -> int:
                                           _spread(floor.commits), _spread(floor.wakes),
                                           f"{wrote / 1024 / max(report.judgments, 1):.1f}",
                                           _wal_size(url), *shares)
+                            if args.requests is not None:
+                                write_requests(report, Path(
+                                    f"{args.requests}-{store_kind}-{n}-{run}.jsonl"))
+                            for row in timing_rows(report.server_timings):
+                                steps.add_row(store_kind, str(n), run, *row)
                             results[store_kind, n, run] = (rate, p99)
                             floors[store_kind, n, run] = floor
                         if spy is not None:
@@ -249,6 +271,7 @@ def main() -> int:
                          f"{floors['sqlite', 32, 'paced'].verdict(TARGET_P99_MS)}; load "
                          f"average at the end {_load()}{favoured_session()}")
     console.print(table)
+    console.print(steps)
     return 0
 
 
@@ -524,6 +547,51 @@ def floor_beside(directory: Path, nice: int) -> Iterator[Floor]:
         process.join(10)
         if process.is_alive():
             process.kill()
+
+
+TIMING_COLUMNS = ("app", "outside", "handler", "cpu", "ready", "auth", "lock", "labels",
+                  "observe", "propose", "save", "commit", "offer")
+"""The columns of the steps table: the ``Server-Timing`` metrics
+(:mod:`sampleval.campaign.timing`) and, derived from them, ``outside`` (app less handler: the
+wait for a worker thread, the request's parsing and the answer's writing) and ``ready``
+(handler less cpu, lock and commit: the handler's thread ready to run, waiting for the
+interpreter lock or a CPU)."""
+
+
+def timing_rows(timings: Sequence[dict[str, float]]) -> list[list[str]]:
+    """The steps table's rows for one run's judge requests: for each kind (``batch``: the
+    judgment completed its batch, so the selector observed it and proposed the next one;
+    ``other``), the p50 and p99 of every column (each on its own) and the columns' means
+    over the kind's slowest 1% of requests by ``app``."""
+    rows = []
+    for kind, chosen in (("batch", [t for t in timings if "observe" in t]),
+                         ("other", [t for t in timings if "observe" not in t])):
+        if not chosen:
+            continue
+        derived = [{**t, "outside": t.get("app", math.nan) - t.get("handler", math.nan),
+                    "ready": t.get("handler", math.nan) - t.get("cpu", math.nan)
+                    - t.get("lock", 0.0) - t.get("commit", 0.0)} for t in chosen]
+        slowest = sorted(derived, key=lambda t: t.get("app", 0.0))[
+            -max(1, math.ceil(len(derived) / 100)):]
+        columns = {c: [t.get(c, 0.0) for t in derived] for c in TIMING_COLUMNS}
+        for stat, values in (
+                ("p50", [percentile(columns[c], 0.5) for c in TIMING_COLUMNS]),
+                ("p99", [percentile(columns[c], 0.99) for c in TIMING_COLUMNS]),
+                (f"slowest {len(slowest)}",
+                 [float(np.mean([t.get(c, 0.0) for t in slowest])) for c in TIMING_COLUMNS])):
+            rows.append([kind, str(len(chosen)), stat, *(f"{v * 1000:.1f}" for v in values)])
+    return rows
+
+
+def write_requests(report: Report, out: Path) -> None:
+    """Every judge request of ``report`` as a JSON line: ``at`` (seconds from the run's first
+    request), ``latency`` (the client's) and the server's ``Server-Timing`` metrics."""
+    first = min(report.sent, default=0.0)
+    with out.open("w") as file:
+        for at, latency, timings in zip(report.sent, report.latencies,
+                                        report.server_timings, strict=True):
+            file.write(json.dumps({"at": round(at - first, 6), "latency": round(latency, 6),
+                                   **{k: round(v, 6) for k, v in timings.items()}}) + "\n")
 
 
 def _spread(seconds: Sequence[float]) -> str:

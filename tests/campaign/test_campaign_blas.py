@@ -26,7 +26,8 @@ def threads():
 before = threads()
 
 def answer(app, **options):
-    print(json.dumps({"before": before, "serving": threads()}))
+    print(json.dumps({"before": before, "serving": threads(),
+                      "switch": sys.getswitchinterval()}))
 
 uvicorn.run = answer
 from sampleval.campaign.server import serve
@@ -44,3 +45,16 @@ def test_serve_runs_blas_on_one_thread(tmp_path: Path) -> None:
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["before"] and max(found["before"]) > 1  # threaded by default here
     assert found["serving"] == [1] * len(found["serving"])
+
+
+def test_serve_hands_the_interpreter_lock_on_often(tmp_path: Path) -> None:
+    """The server's switch interval is :data:`SWITCH_INTERVAL` (0.5 ms; before: Python's
+    5 ms, with which a thread back from a system call beside a computing thread waited up
+    to 5 ms for the lock: docs/research/campaign-load.md)."""
+    from sampleval.campaign.server import SWITCH_INTERVAL
+
+    done = subprocess.run([sys.executable, "-c", PROBE, f"sqlite:///{tmp_path}/s.db"],
+                          capture_output=True, text=True, timeout=300, check=True)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert SWITCH_INTERVAL < 0.005
+    assert found["switch"] == pytest.approx(SWITCH_INTERVAL)

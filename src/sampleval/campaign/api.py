@@ -18,6 +18,7 @@ from sampleval.campaign.organise import (
     progress_text,
 )
 from sampleval.campaign.service import Judged, Offer, TopicState
+from sampleval.campaign.timing import request_timing, span
 from sampleval.campaign.web import (
     Credentials,
     caller,
@@ -179,9 +180,12 @@ def topics(campaign: CampaignName, request: Request,
             summary="the next document for you to judge on a topic")
 def next_document(campaign: CampaignName, topic: TopicId, request: Request,
                   token: Credentials) -> Response:
-    who = caller(request, token)
-    person = in_campaign(who, campaign)
-    return _json(offer_out(service_of(request).next_document(person, topic)))
+    with request_timing() as timing:
+        with span("auth"):
+            who = caller(request, token)
+        person = in_campaign(who, campaign)
+        offer = service_of(request).next_document(person, topic)
+        return timing.attach(_json(offer_out(offer)))
 
 
 @router.post("/campaigns/{campaign}/topics/{topic}/judgments", response_model=JudgeOut,
@@ -194,23 +198,29 @@ def next_document(campaign: CampaignName, topic: TopicId, request: Request,
                                              "topic is finished; the reason is in detail"}})
 def judge(campaign: CampaignName, topic: TopicId, body: JudgmentIn, request: Request,
           token: Credentials) -> Response:
-    who = writer(request, token)
-    person = in_campaign(who, campaign)
-    service = service_of(request)
-    judged, offer = service.judge_and_offer(person, topic, body.docno, body.label,
-                                            body.seconds, body.key)
-    return _json(JudgeOut(judgment=judgment_out(judged), next=offer_out(offer)),
-                 200 if judged.replayed else 201)
+    with request_timing() as timing:
+        with span("auth"):
+            who = writer(request, token)
+        person = in_campaign(who, campaign)
+        service = service_of(request)
+        judged, offer = service.judge_and_offer(person, topic, body.docno, body.label,
+                                                body.seconds, body.key)
+        return timing.attach(_json(JudgeOut(judgment=judgment_out(judged),
+                                            next=offer_out(offer)),
+                                   200 if judged.replayed else 201))
 
 
 @router.post("/campaigns/{campaign}/topics/{topic}/undo", response_model=UndoOut,
              summary="retract your latest judgment on a topic (kept, marked retracted)")
 def undo(campaign: CampaignName, topic: TopicId, body: UndoIn, request: Request,
-         token: Credentials) -> UndoOut:
-    who = writer(request, token)
-    person = in_campaign(who, campaign)
-    undone, offer = service_of(request).undo(person, topic, body.key)
-    return UndoOut(undone=judgment_out(undone), next=offer_out(offer))
+         token: Credentials) -> Response:
+    with request_timing() as timing:
+        with span("auth"):
+            who = writer(request, token)
+        person = in_campaign(who, campaign)
+        undone, offer = service_of(request).undo(person, topic, body.key)
+        return timing.attach(_json(UndoOut(undone=judgment_out(undone),
+                                           next=offer_out(offer))))
 
 
 @router.get("/campaigns/{campaign}/status", summary="progress, people and live estimates "

@@ -15,12 +15,23 @@ from pathlib import Path
 
 from sampleval.errors import UsageError
 
+SWITCH_INTERVAL = 0.0005
+"""Seconds a thread holding the interpreter lock runs before handing it to a thread that
+waits for it (``sys.setswitchinterval``; Python's default is 5 ms), in the server. A thread
+that lets the lock go for a system call (a commit's write and flush, a socket's read, a
+wait for the group commit) waits on its return until the holder's interval is up: with a
+thread computing (``dynamic``'s classifier fit, a state's encoding), up to 5 ms per call
+at the default, and a judgment's path makes some tens of such calls (the convoy effect;
+docs/research/campaign-load.md measures it). A shorter interval costs the computing thread
+a switch more often, a few microseconds each."""
+
 
 def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 2.0,
           public_url: str | None = None, trusted_proxies: Sequence[str] = ()) -> None:
     """Serve the store at ``url`` until interrupted (one process: the selectors live in
     it); ``public_url`` and ``trusted_proxies`` as :func:`~.app.create_app` takes them."""
     single_threaded_blas()
+    sys.setswitchinterval(SWITCH_INTERVAL)
     import uvicorn
 
     from sampleval.campaign.app import create_app

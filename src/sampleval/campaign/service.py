@@ -52,6 +52,7 @@ is always taken before the runtime's.
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 import time
@@ -75,6 +76,7 @@ from sampleval.campaign.organise import (
     saved_state,
 )
 from sampleval.campaign.store import Store
+from sampleval.campaign.timing import since, span
 from sampleval.campaign.tokens import digest, new_secret
 from sampleval.selection.base import Selector
 
@@ -464,6 +466,7 @@ class CampaignService:
                           with_text=with_text)
         for state in topics.values():
             self._advance(runtime, state)
+        warm_up(selector, max(g.value for g in info.grades))
         return runtime
 
     def stop(self, campaign_id: int, why: str) -> None:
@@ -511,7 +514,9 @@ class CampaignService:
         runtime, state = self.topic(person, qid)
         if runtime.stopped is not None:
             return self._offer("done", runtime, state, person)
+        asked = time.perf_counter()
         with state.lock:
+            since("lock", asked)
             if state.complete():  # a batch left complete by an earlier failure
                 self._advance(runtime, state)
             now = time.time()
@@ -528,7 +533,8 @@ class CampaignService:
         answered (caller holds ``state.lock``)."""
         lease = self._new_lease(state, docno, person, now)
         if lease is not None:
-            self._writer.submit(lease)
+            with span("commit"):
+                self._writer.submit(lease)
             state.leases.setdefault(docno, {})[person] = lease.until
 
     @staticmethod
@@ -564,6 +570,7 @@ class CampaignService:
                 return docno
         return None
 
+    @span("offer")
     def _offer(self, status: str, runtime: Runtime, state: TopicState, person: Person,
                docno: str | None = None) -> Offer:
         title = text = ""
@@ -606,7 +613,9 @@ class CampaignService:
         if item is None:
             raise NotFound(f"document {docno!r} is not among those proposed for topic {qid!r}")
         record = _NewJudgment(person, item[0], docno, label, seconds, key)
+        asked = time.perf_counter()
         with state.lock:
+            since("lock", asked)
             now = time.time()
             refusal = state.refusal(docno, person.id, runtime.info.rejudge, now)
             if refusal is not None and not self._known_key(item[0], key):
@@ -650,8 +659,11 @@ class CampaignService:
         observed: _Observed | None = None
         move: _Move | None = None
         try:
-            labels = self._batch_labels(state, {r.docno: r.label}) if completes else None
+            with span("labels") if completes else nullcontext():
+                labels = self._batch_labels(state, {r.docno: r.label}) if completes else None
+            asked = time.perf_counter()
             with self._selector_lock(runtime) if labels is not None else nullcontext():
+                since("lock", asked)
                 if labels is not None:
                     proposed, move = self._observe_batch(runtime, state, labels)
                 next_docno = lease = None
@@ -663,7 +675,8 @@ class CampaignService:
                     if move is not None:
                         observed = self._next_version(runtime, move)
                     written = self._writer.enqueue(_Judging(r, observed, lease))
-            outcome = written.result()
+            with span("commit"):
+                outcome = written.result()
             assert isinstance(outcome, tuple)
             judged, new_items = outcome
             if isinstance(judged, ServiceError):
@@ -781,8 +794,11 @@ class CampaignService:
         latest standing one); it is kept, marked retracted. The document is offered to them
         again. Retracting twice changes nothing."""
         runtime, state = self.topic(person, qid)
+        asked = time.perf_counter()
         with state.lock:
-            undone, docno = self._retract(person, state, key)
+            since("lock", asked)
+            with span("commit"):
+                undone, docno = self._retract(person, state, key)
         self.on_judgment(person.campaign_id)
         return undone, self._offer("judge", runtime, state, person, docno)
 
@@ -895,9 +911,13 @@ class CampaignService:
         selector, info = runtime.selector, runtime.info
         ids = {state.items[d][0]: d for d in state.open}
         split = selector.splits_state
-        selector.observe(state.qid, labels)
-        proposed = selector.propose(state.qid, selector.batch_size(state.qid))
-        saved = encode_state(selector.topic_state(state.qid) if split else selector.state())
+        with span("observe"):
+            selector.observe(state.qid, labels)
+        with span("propose"):
+            proposed = selector.propose(state.qid, selector.batch_size(state.qid))
+        with span("save"):
+            saved = encode_state(selector.topic_state(state.qid) if split
+                                 else selector.state())
         when = m.now()
         return proposed, _Move(
             info.id, state.id, state.batch + 1, when,
@@ -962,6 +982,31 @@ class CampaignService:
         """The selector state stored with the latest batch (for tests and audits)."""
         with self.store.read() as session:
             return saved_state(session, self.runtime(campaign_id).info)[0]
+
+
+WARM_UP_BATCHES = 3
+"""Batches a copy of a loaded selector is run through (:func:`warm_up`)."""
+
+
+def warm_up(selector: Selector, label: float) -> None:
+    """Run a copy of ``selector`` through :data:`WARM_UP_BATCHES` batches of its first topic
+    with something to propose, every document judged ``label``, and drop it: what a
+    selector's first observations compile or import (``active``'s numba kernels, cached on
+    disk where the package's directory is writable, compiled again at each start where not)
+    is then done while the campaign loads, not inside the first judgments that need it
+    (each burst of them held up for seconds: docs/research/campaign-load.md, thirteenth
+    round). The selector itself is untouched."""
+    trial = copy.deepcopy(selector)
+    for topic in trial.pool.topics:
+        proposed = trial.propose(topic, trial.batch_size(topic))
+        if not proposed:
+            continue
+        for _ in range(WARM_UP_BATCHES):
+            trial.observe(topic, dict.fromkeys(proposed, label))
+            proposed = trial.propose(topic, trial.batch_size(topic))
+            if not proposed:
+                break
+        return
 
 
 def _aware(moment: datetime) -> datetime:

@@ -21,7 +21,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +31,7 @@ from sampleval.campaign import models as m
 from sampleval.campaign.organise import add_person, campaign_row
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
+from sampleval.campaign.timing import parse
 from sampleval.errors import UsageError
 
 Oracle = Callable[[str, list[str]], dict[str, float]]
@@ -48,14 +48,18 @@ class Assessor:
 class Report:
     """What the assessors did: acknowledged judgments (keys, and the (topic, docno) each
     judged), request latencies of the judge requests as the clients saw them and as the
-    server reported them (its ``Server-Timing``: from the request reaching the app to the
-    answer), retries (and what made each: the exception's name or the HTTP status), and the
+    server reported them (its ``Server-Timing``: ``app``, from the request reaching the app
+    to the answer, and every step it names, :mod:`.timing`), retries (and what made each: the exception's name or the HTTP status), and the
     wall time."""
 
     keys: list[str] = field(default_factory=list)
     judged: list[tuple[str, str]] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     server_latencies: list[float] = field(default_factory=list)
+    server_timings: list[dict[str, float]] = field(default_factory=list)
+    """Each judge request's ``Server-Timing`` metrics (name -> seconds)."""
+    sent: list[float] = field(default_factory=list)
+    """Each judge request's moment (scheduled, when paced), ``time.perf_counter()``."""
     retries: int = 0
     problems: Counter[str] = field(default_factory=Counter)
     """Why calls were retried: the exception's name (``TimeoutError``: no answer within the
@@ -188,7 +192,9 @@ def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report:
                     report.keys.append(body["key"])
                     report.judged.append((topic, docno))
                     report.latencies.append(elapsed)
-                    report.server_latencies.append(client.server_seconds)
+                    report.server_latencies.append(client.timings.get("app", math.nan))
+                    report.server_timings.append(client.timings)
+                    report.sent.append(begun)
                 offer = answer["next"]
     except Exception as exc:
         with report.lock:
@@ -207,8 +213,8 @@ class _Client:
         self.headers = {"Authorization": f"Bearer {token}",
                         "Content-Type": "application/json"}
         self.connection: http.client.HTTPConnection | None = None
-        self.server_seconds = math.nan
-        """The last answer's time in the server (its ``Server-Timing`` header)."""
+        self.timings: dict[str, float] = {}
+        """The last answer's ``Server-Timing`` metrics (name -> seconds)."""
 
     def close(self) -> None:
         if self.connection is not None:
@@ -228,7 +234,7 @@ class _Client:
                 self.connection.request(method, path, body=payload, headers=self.headers)
                 response = self.connection.getresponse()
                 data = response.read()
-                self.server_seconds = _server_seconds(response.getheader("server-timing"))
+                self.timings = parse(response.getheader("server-timing"))
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
                 problem = type(exc).__name__
@@ -247,16 +253,6 @@ class _Client:
                 report.problems[problem] += 1
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
-
-
-def _server_seconds(header: str | None) -> float:
-    """The ``app;dur=MS`` of a ``Server-Timing`` header, in seconds (NaN without one)."""
-    for part in (header or "").split(";"):
-        name, _, value = part.strip().partition("=")
-        if name == "dur":
-            with suppress(ValueError):
-                return float(value) / 1000
-    return math.nan
 
 
 def percentile(values: Sequence[float], share: float) -> float:
