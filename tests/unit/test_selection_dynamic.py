@@ -184,3 +184,19 @@ def test_cranfield_with_texts(cranfield_dir: Path) -> None:
               "stop": "knee"}
     compare_with_uniform(pool, runs, qrels, Budget(count=30), params,
                          "Cranfield (5 runs, depth 100, 10 queries, TF-IDF, D50)")
+
+
+def test_a_selector_given_a_rate_resumes_from_its_state() -> None:
+    """``rate=`` instead of ``strategy=``: the state keeps the rate alone, so restoring it does
+    not meet the default strategy beside the rate ("give either strategy or rate")."""
+    pool = toy_pool()
+    part = simulate(DynamicSelector(pool, Budget(count=30), np.random.default_rng(2), rate=0.3),
+                    toy_oracle, batch=4, rounds=2)
+    state = json.loads(json.dumps(part.state()))
+    assert "strategy" not in state["params"] and state["params"]["rate"] == 0.3
+    resumed = simulate(DynamicSelector.restore(pool, state), toy_oracle, batch=4)
+    whole = simulate(DynamicSelector(pool, Budget(count=30), np.random.default_rng(2), rate=0.3),
+                     toy_oracle, batch=4)
+    assert resumed.state() == whole.state()
+    older = {**state, "params": {**state["params"], "strategy": "D25"}}  # as saved before
+    assert DynamicSelector.restore(pool, older).state() == part.state()

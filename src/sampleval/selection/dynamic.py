@@ -240,7 +240,11 @@ class DynamicSelector(Selector):
         super().__init__(pool, budget, rng, **params)
         if "strategy" in params and "rate" in params:
             raise UsageError("give either strategy or rate, not both")
-        self.rate = self.params.get("rate", STRATEGIES[self.params["strategy"]])
+        if "rate" in params:  # the default strategy is not in force: keep it out of state()
+            del self.params["strategy"]
+            self.rate = self.params["rate"]
+        else:
+            self.rate = STRATEGIES[self.params["strategy"]]
         self.first = self.params["batch"]
         k = self.params["k"]
         self.knee = self.params["stop"] == "knee"
@@ -330,7 +334,10 @@ class DynamicSelector(Selector):
 
     @classmethod
     def restore(cls, pool: Pool, state: dict[str, Any]) -> DynamicSelector:
-        selector = cls._from_header(pool, state)
+        params = state.get("params", {})
+        if "rate" in params and params.get("strategy") == "D25":  # a state saved before the
+            state = {**state, "params": {k: v for k, v in params.items() if k != "strategy"}}
+        selector = cls._from_header(pool, state)  # default strategy was left out of it
         for topic, saved in state["topics"].items():
             s = selector._topics[topic]
             s.rng = rng_from_state(saved["rng"])
