@@ -17,6 +17,9 @@ half-width of its mean ``--measure`` is at most ``--target``:
   look after every batch,
   stopping on the anytime-valid half-widths, which are the intervals reported;
 - ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals;
+- ``phases``: the anytime rule on ``--method``'s committed phases (``AnytimeJudging(
+  committed=True)``: the committed rule's plan, a look after every batch within the phases);
+- ``naive-phases``: the same, stopping on (and reporting) ordinary intervals;
 - ``neyman``: the anytime rule with Neyman's shares fixed by the pilot, whose rounds the later
   estimates leave out (``AnytimeJudging(allocation="neyman")``; not run by default);
 - ``mixture``: the anytime rule with the normal-mixture sequence (``ratio=None``), the
@@ -72,7 +75,7 @@ from sampleval.selection import METHODS, Budget, qrels_oracle
 from studies._cli import read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
 
-RULES = ("committed", "anytime", "naive", "neyman", "mixture")
+RULES = ("committed", "anytime", "naive", "phases", "naive-phases", "neyman", "mixture")
 
 
 def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
@@ -92,12 +95,17 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
                 every: int | None, allocation: str = "pooled",
                 interim: float = INTERIM) -> ConfidentJudging:
     """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
-    name = method if rule == "committed" else anytime_method
+    phased = rule in ("committed", "phases", "naive-phases")
+    name = method if phased else anytime_method
     params: dict[str, Any] = {"batch": batch} if name == "active" else {}
     selector = METHODS[name](pool, Budget(rate=ceiling), np.random.default_rng(seed),
                              **params)
     if rule == "committed":
         return ConfidentJudging(selector, target, start=start, batch=batch, interim=interim)
+    if phased:
+        return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
+                              committed=True, interval="fixed" if rule == "naive-phases"
+                              else "anytime")
     return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                           interval="fixed" if rule == "naive" else "anytime",
                           allocation="neyman" if rule == "neyman" else allocation,
@@ -120,7 +128,7 @@ def run_from_pilot(judging: ConfidentJudging, oracle: Any, rest: int | None) -> 
     campaign after it."""
     if rest is None:
         return judging.run(oracle)
-    if isinstance(judging, AnytimeJudging):
+    if isinstance(judging, AnytimeJudging) and not judging.committed:
         while ((judging.handed < judging.first) & ~judging.exhausted).any() and (
                 batch := judging.next_batch()) is not None:
             judging.observe(batch[0], oracle(*batch))
@@ -143,7 +151,7 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     error = mean - truth[runs]
     ratio = getattr(judging, "ratio", None)
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
-            "boundary": "fixed" if rule in ("committed", "naive") else (
+            "boundary": "fixed" if rule in ("committed", "naive", "naive-phases") else (
                 "mixture" if ratio is None else f"range {ratio:g}"),
             "widest": float(half.max()), "coverage": float(np.mean((lo <= truth[runs]) & (truth[runs] <= hi))),
             "error": float(error.mean()),
@@ -233,7 +241,7 @@ def interval_kind(rule: str, boundary: Any = None) -> str:
     :func:`~sampleval.judging.planning.widest_variance` reads them: ``fixed`` (naive),
     ``mixture`` (the normal mixture: the ``mixture`` rule, and anytime rows recorded before
     the ``boundary`` column) or ``anytime`` (the range boundary)."""
-    if rule == "naive":
+    if rule in ("naive", "naive-phases"):
         return "fixed"
     if rule == "mixture" or not isinstance(boundary, str) or boundary == "mixture":
         return "mixture"

@@ -176,10 +176,8 @@ def test_stop_anytime_resumes_where_it_stopped(pool_and_qrels: tuple[Pool, Qrels
     assert parts.sample().judged().equals(whole.sample().judged())
 
 
-def test_anytime_refuses_committed_phases(pool_and_qrels: tuple[Pool, Qrels]) -> None:
+def test_anytime_refuses_an_unknown_interval(pool_and_qrels: tuple[Pool, Qrels]) -> None:
     pool, _ = pool_and_qrels
-    with pytest.raises(UsageError, match="committed"):
-        _anytime(pool, 0.05, committed=True)
     with pytest.raises(UsageError, match="interval"):
         _anytime(pool, 0.05, interval="wide")
 
