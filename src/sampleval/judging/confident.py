@@ -1111,6 +1111,18 @@ class AnytimeJudging(ConfidentJudging):
     a design chosen in advance given the pilot (the sequence holds given the pilot, so
     overall). The pilot's look is no stopping point and is not kept in :attr:`looks`.
     Needs ``active`` (rounds to leave out).
+
+    ``committed=True`` (methods with committed phases: ``stratified``, ``strata``,
+    ``uniform``, without predictions): the committed rule's design instead of the adaptive
+    rule's. The pilot, then each topic's next phase as the committed rule plans it
+    (:meth:`ConfidentJudging._plan_phases`, with the sequence's half-widths), handed out
+    to the topic whose phase is least far through, a look after every batch once every
+    phase has reached its strata (:meth:`_ready`), a further plan when a plan's phases are
+    judged short of the target. Given the history before a plan its phases' sizes, layouts
+    and hand-out order are fixed, so the sequence holds given it; a shortfall plan is
+    decided from the labels and re-estimates its topics afresh, which the sequence's
+    argument does not cover (``docs/guide/anytime.md``, "On the committed rule's stratified
+    plan").
     """
 
     def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
