@@ -3,23 +3,16 @@ issue 32): phases planned as the committed rule plans them, a look after every b
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from test_anytime import assert_resumes  # interrupted and restored, the same judging
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
 from sampleval.estimation import anytime
-from sampleval.judging.confident import (
-    READY,
-    AnytimeJudging,
-    ConfidentJudging,
-    Target,
-    restore_judging,
-)
+from sampleval.judging.confident import READY, AnytimeJudging, ConfidentJudging, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from sampleval.selection.strata import handout
 
@@ -185,19 +178,7 @@ def test_on_phases_it_may_stop_within_a_phase_and_the_committed_rule_may_not(
 
 def test_on_phases_it_resumes_where_it_stopped(pool_and_qrels: tuple[Pool, Qrels]) -> None:
     pool, qrels = pool_and_qrels
-    oracle = qrels_oracle(qrels)
-    whole = _phased(pool, 0.06, seed=5)
-    whole.run(oracle)
-    parts: ConfidentJudging = _phased(pool, 0.06, seed=5)
-    for _ in range(30):
-        batch = parts.next_batch()
-        assert batch is not None
-        parts.observe(batch[0], oracle(*batch))
-    parts = restore_judging(pool, json.loads(json.dumps(parts.state())))
-    assert isinstance(parts, AnytimeJudging) and parts.committed
-    parts.run(oracle)
-    assert parts.looks == whole.looks
-    assert parts.sample().judged().equals(whole.sample().judged())
+    assert assert_resumes(pool, qrels, lambda: _phased(pool, 0.06, seed=5), 30).committed
 
 
 def test_on_phases_it_refuses_what_phases_cannot_do(pool_and_qrels: tuple[Pool, Qrels]

@@ -831,28 +831,18 @@ class ConfidentJudging:
     def _next_phase_batch(self) -> tuple[str, list[str]] | None:
         """Committed design: the next documents of an open phase; when every phase is
         handed out and judged, the next phases (the pilot first), or the end."""
-        docnos = self.selector.pool.docnos
         while True:
             left = self.ceiling - self._handed()
             opened = [i for i, p in enumerate(self.phases) if p and p[-1].open]
             if opened and left > 0:
-                i = opened[0]
-                phase = self.phases[i][-1]
-                chosen = phase.order[phase.given:phase.given + min(self.batch, left)]
-                phase.given += len(chosen)
-                tp = self.selector.pool[self.topics[i]]
-                return self.topics[i], [str(d) for d in docnos[tp.doc_ids[chosen]]]
-            waiting = any(p and int((~np.isnan(self.labels[i][p[-1].order[:p[-1].given]])
-                                     ).sum()) < p[-1].given for i, p in enumerate(self.phases))
-            if waiting:
+                return self._hand_out(opened[0], left)
+            if self._awaiting():
                 return None
             if left <= 0:
                 self.reason = "ceiling spent"
                 return None
             if not any(self.phases):
-                self._commit(np.where(self.pool_size > 0, self.first, 0), owed=True)
-                if not any(self.phases):
-                    self.reason = "no topic has documents to judge"
+                if not self._lay_pilots():
                     return None
                 continue
             self._refresh()
@@ -872,6 +862,29 @@ class ConfidentJudging:
                 sizes = np.where(sizes > 0, np.minimum(sizes, np.maximum(
                     np.ceil(self.interim * sizes).astype(np.int64), least)), 0)
             self._commit(sizes, owed=interim)
+
+    def _hand_out(self, i: int, left: int) -> tuple[str, list[str]]:
+        """Committed design: the next ``batch`` documents (at most ``left``) of topic
+        ``i``'s open phase, in its hand-out order."""
+        phase = self.phases[i][-1]
+        chosen = phase.order[phase.given:phase.given + min(self.batch, left)]
+        phase.given += len(chosen)
+        tp = self.selector.pool[self.topics[i]]
+        return self.topics[i], [str(d) for d in self.selector.pool.docnos[tp.doc_ids[chosen]]]
+
+    def _awaiting(self) -> bool:
+        """Committed design: whether documents handed out still await their labels."""
+        return any(p and int((~np.isnan(self.labels[i][p[-1].order[:p[-1].given]])).sum())
+                   < p[-1].given for i, p in enumerate(self.phases))
+
+    def _lay_pilots(self) -> bool:
+        """Committed design: lay out every topic's pilot (each owed a further phase); False
+        (and the reason) when no topic has documents to judge."""
+        self._commit(np.where(self.pool_size > 0, self.first, 0), owed=True)
+        if not any(self.phases):
+            self.reason = "no topic has documents to judge"
+            return False
+        return True
 
     def _next_topic(self) -> int | None:
         """Adaptive rule: step 1 while a topic lacks its ``start`` judgments, then the
@@ -1323,11 +1336,9 @@ class AnytimeJudging(ConfidentJudging):
         every phase is judged: the pilot's phases first, then (after the pilot, and after a
         plan's phases fall short) the next plan (:meth:`ConfidentJudging._plan_phases`,
         with the sequence's half-widths), or the end."""
-        docnos = self.selector.pool.docnos
         while True:
             left = self.ceiling - self._handed()
-            waiting = any(p and int((~np.isnan(self.labels[i][p[-1].order[:p[-1].given]])
-                                     ).sum()) < p[-1].given for i, p in enumerate(self.phases))
+            waiting = self._awaiting()
             opened = [i for i, p in enumerate(self.phases) if p and p[-1].open]
             planned = any(len(p) > 1 for p in self.phases)  # the pilot's look: no stop
             judged = int(self.judged.sum())
@@ -1340,21 +1351,14 @@ class AnytimeJudging(ConfidentJudging):
             if opened and left > 0:
                 progress = [self.phases[i][-1].given / len(self.phases[i][-1].order)
                             for i in opened]
-                i = opened[int(np.argmin(progress))]
-                phase = self.phases[i][-1]
-                chosen = phase.order[phase.given:phase.given + min(self.batch, left)]
-                phase.given += len(chosen)
-                tp = self.selector.pool[self.topics[i]]
-                return self.topics[i], [str(d) for d in docnos[tp.doc_ids[chosen]]]
+                return self._hand_out(opened[int(np.argmin(progress))], left)
             if waiting:
                 return None
             if left <= 0:
                 self.reason = "ceiling spent"
                 return None
             if not any(self.phases):
-                self._commit(np.where(self.pool_size > 0, self.first, 0), owed=True)
-                if not any(self.phases):
-                    self.reason = "no topic has documents to judge"
+                if not self._lay_pilots():
                     return None
                 continue
             self._refresh()
