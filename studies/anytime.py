@@ -27,7 +27,10 @@ half-width of its mean ``--measure`` is at most ``--target``:
 
 and, with ``--plan`` (or only that, ``--plan-only``), forecasts the anytime and committed
 judgments from the trial's own first ``--start`` judgments per topic
-(:func:`forecast_from_pilot`). Each row of ``--out`` (CSV, one per trial and rule, written as
+(:func:`forecast_from_pilot`); with ``--plan-only``, the rules in committed phases also
+record their own plan's projection after the pilot (``projection``,
+:func:`projection_from_pilot`), which the summary turns into a forecast with a factor
+learnt from the other campaigns (:func:`learnt_projections`, ``projection_`` columns). Each row of ``--out`` (CSV, one per trial and rule, written as
 they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
 of runs whose interval holds the true mean (coverage at the stopping time), the mean error
 over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
@@ -186,6 +189,48 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 20
                             ("naive", then["fixed"]))}
 
 
+PHASED = ("committed", "phases", "naive-phases")
+"""The rules that judge in committed phases (their plan after the pilot projects the judgments
+needed: :func:`projection_from_pilot`)."""
+
+
+def projection_from_pilot(rule: str, pool: Pool, oracle: Any, seed: int,
+                          **options: Any) -> int | None:
+    """The judgments in all that ``rule``'s own plan projects once every topic's pilot is
+    judged (the pilot's judgments plus :attr:`Status.projected_needed`; None where the plan
+    cannot reach the target): the committed rule's forecast from the pilot, as the campaign
+    page shows it. The campaign seeded ``seed`` is the same up to that point."""
+    judging = judging_for(rule, pool, seed, **options)
+    while not (any(judging.phases) and not judging._awaiting()
+               and not any(p[-1].open for p in judging.phases if p)):
+        batch = judging.next_batch()
+        if batch is None:
+            return None
+        judging.observe(batch[0], oracle(*batch))
+    status = judging.status()
+    return None if status.projected_needed is None else status.judged + status.projected_needed
+
+
+def learnt_projections(part: pd.DataFrame, within: float = 0.15) -> dict[str, Any]:
+    """The forecast from the pilot of each campaign of one rule with the factor learnt from
+    the others: its plan's projection (:func:`projection_from_pilot`) times the median over
+    the other campaigns of judged / projection. The campaigns' median forecast / judged, the
+    share within ``within`` of the judgments used, and its binomial 95% interval."""
+    from scipy.stats import binomtest
+
+    known = part[part["projection"].notna() & part["judged"].notna()]
+    ratio = (known["judged"] / known["projection"]).to_numpy(dtype=np.float64)
+    if len(ratio) < 2:
+        return {}
+    factor = np.array([np.median(np.delete(ratio, i)) for i in range(len(ratio))])
+    off = factor / ratio  # forecast / judged
+    hits = int((np.abs(off - 1) <= within).sum())
+    interval = binomtest(hits, len(off)).proportion_ci(0.95, method="exact")
+    return {"projection_n": len(off), "projection_median": float(np.median(off)),
+            f"projection_within_{within:.0%}": hits / len(off),
+            "projection_within_lo": interval.low, "projection_within_hi": interval.high}
+
+
 def pilot(pool: Pool, oracle: Any, seed: int, **options: Any
           ) -> tuple[AnytimeJudging, np.ndarray, np.ndarray, np.ndarray]:
     """The anytime rule's pilot in trial ``seed`` (its first judgments of every topic),
@@ -310,7 +355,8 @@ def combined(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     plans = table[table["judged"].isna()].drop_duplicates(["rule", "seed"], keep="first")
     if plans.empty:
         return judged.reset_index(drop=True)
-    columns = ["forecast", "forecast_lo", "forecast_hi"]
+    columns = [c for c in ("forecast", "forecast_lo", "forecast_hi", "projection")
+               if c in plans]
     merged = judged.merge(plans[["rule", "seed", *columns]], on=["rule", "seed"],
                           how="left", suffixes=("", "_plan"))
     for c in columns:  # a forecast made with the judging stands
@@ -369,6 +415,8 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
             row["pilot_interval_holds"] = float(
                 ((known["forecast_lo"] <= known["judged"])
                  & (known["judged"] <= known["forecast_hi"])).mean())
+        if "projection" in part:
+            row.update(learnt_projections(part))
         if rule != "committed" and "looks" in part:
             widths = (part["look_widths"] if "look_widths" in part
                       else pd.Series(None, index=part.index, dtype=object))
@@ -516,6 +564,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     row.update({"rule": rule, "judged": None, "reason": "forecast only",
                                 "widest": np.nan, "coverage": np.nan, "error": np.nan,
                                 "looks": "[]", "look_widths": "[]"})
+                    if rule in PHASED:
+                        row["projection"] = projection_from_pilot(rule, pool, oracle, seed,
+                                                                  **options)
                 else:
                     tic = time.perf_counter()
                     cpu = time.process_time()
