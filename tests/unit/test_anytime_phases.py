@@ -191,3 +191,20 @@ def test_on_phases_it_refuses_what_phases_cannot_do(pool_and_qrels: tuple[Pool, 
     active = METHODS["active"](pool, Budget(rate=1.0), np.random.default_rng(0), batch=5)
     with pytest.raises(UsageError, match="stratified"):
         AnytimeJudging(active, Target("P@10", 0.05), committed=True)
+
+
+def test_the_learnt_projection_leaves_the_campaign_out() -> None:
+    """Each campaign's forecast is its own plan's projection times the median over the
+    other campaigns of judged / projection (ratios 2, 2, 2.2, 4: the forecasts are 1.1, 1.1,
+    0.909 and 0.5 times the judgments used)."""
+    import pandas as pd
+
+    from studies.anytime import learnt_projections
+
+    table = pd.DataFrame({"judged": [100.0, 200.0, 220.0, 400.0],
+                          "projection": [50.0, 100.0, 100.0, 100.0]})
+    out = learnt_projections(table)
+    assert out["projection_n"] == 4
+    assert out["projection_within_15%"] == pytest.approx(0.75)
+    assert out["projection_median"] == pytest.approx((1.1 + 10 / 11) / 2)
+    assert out["projection_within_lo"] < 0.75 < out["projection_within_hi"]
