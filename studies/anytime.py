@@ -17,6 +17,9 @@ half-width of its mean ``--measure`` is at most ``--target``:
   look after every batch,
   stopping on the anytime-valid half-widths, which are the intervals reported;
 - ``naive``: the same looks and allocation, stopping on (and reporting) ordinary intervals;
+- ``phases``: the anytime rule on ``--method``'s committed phases (``AnytimeJudging(
+  committed=True)``: the committed rule's plan, a look after every batch within the phases);
+- ``naive-phases``: the same, stopping on (and reporting) ordinary intervals;
 - ``neyman``: the anytime rule with Neyman's shares fixed by the pilot, whose rounds the later
   estimates leave out (``AnytimeJudging(allocation="neyman")``; not run by default);
 - ``mixture``: the anytime rule with the normal-mixture sequence (``ratio=None``), the
@@ -24,7 +27,10 @@ half-width of its mean ``--measure`` is at most ``--target``:
 
 and, with ``--plan`` (or only that, ``--plan-only``), forecasts the anytime and committed
 judgments from the trial's own first ``--start`` judgments per topic
-(:func:`forecast_from_pilot`). Each row of ``--out`` (CSV, one per trial and rule, written as
+(:func:`forecast_from_pilot`); with ``--plan-only``, the rules in committed phases also
+record their own plan's projection after the pilot (``projection``,
+:func:`projection_from_pilot`), which the summary turns into a forecast with a factor
+learnt from the other campaigns (:func:`learnt_projections`, ``projection_`` columns). Each row of ``--out`` (CSV, one per trial and rule, written as
 they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
 of runs whose interval holds the true mean (coverage at the stopping time), the mean error
 over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
@@ -72,7 +78,7 @@ from sampleval.selection import METHODS, Budget, qrels_oracle
 from studies._cli import read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
 
-RULES = ("committed", "anytime", "naive", "neyman", "mixture")
+RULES = ("committed", "anytime", "naive", "phases", "naive-phases", "neyman", "mixture")
 
 
 def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
@@ -92,12 +98,17 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
                 every: int | None, allocation: str = "pooled",
                 interim: float = INTERIM) -> ConfidentJudging:
     """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
-    name = method if rule == "committed" else anytime_method
+    phased = rule in ("committed", "phases", "naive-phases")
+    name = method if phased else anytime_method
     params: dict[str, Any] = {"batch": batch} if name == "active" else {}
     selector = METHODS[name](pool, Budget(rate=ceiling), np.random.default_rng(seed),
                              **params)
     if rule == "committed":
         return ConfidentJudging(selector, target, start=start, batch=batch, interim=interim)
+    if phased:
+        return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
+                              committed=True, interval="fixed" if rule == "naive-phases"
+                              else "anytime")
     return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                           interval="fixed" if rule == "naive" else "anytime",
                           allocation="neyman" if rule == "neyman" else allocation,
@@ -120,7 +131,7 @@ def run_from_pilot(judging: ConfidentJudging, oracle: Any, rest: int | None) -> 
     campaign after it."""
     if rest is None:
         return judging.run(oracle)
-    if isinstance(judging, AnytimeJudging):
+    if isinstance(judging, AnytimeJudging) and not judging.committed:
         while ((judging.handed < judging.first) & ~judging.exhausted).any() and (
                 batch := judging.next_batch()) is not None:
             judging.observe(batch[0], oracle(*batch))
@@ -143,7 +154,7 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     error = mean - truth[runs]
     ratio = getattr(judging, "ratio", None)
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
-            "boundary": "fixed" if rule in ("committed", "naive") else (
+            "boundary": "fixed" if rule in ("committed", "naive", "naive-phases") else (
                 "mixture" if ratio is None else f"range {ratio:g}"),
             "widest": float(half.max()), "coverage": float(np.mean((lo <= truth[runs]) & (truth[runs] <= hi))),
             "error": float(error.mean()),
@@ -176,6 +187,48 @@ def forecast_from_pilot(pool: Pool, oracle: Any, seed: int, replicates: int = 20
     return {rule: {"": f.needed, "_lo": f.lo, "_hi": f.hi}
             for rule, f in (("committed", srs["fixed"]), ("anytime", then["anytime"]),
                             ("naive", then["fixed"]))}
+
+
+PHASED = ("committed", "phases", "naive-phases")
+"""The rules that judge in committed phases (their plan after the pilot projects the judgments
+needed: :func:`projection_from_pilot`)."""
+
+
+def projection_from_pilot(rule: str, pool: Pool, oracle: Any, seed: int,
+                          **options: Any) -> int | None:
+    """The judgments in all that ``rule``'s own plan projects once every topic's pilot is
+    judged (the pilot's judgments plus :attr:`Status.projected_needed`; None where the plan
+    cannot reach the target): the committed rule's forecast from the pilot, as the campaign
+    page shows it. The campaign seeded ``seed`` is the same up to that point."""
+    judging = judging_for(rule, pool, seed, **options)
+    while not (any(judging.phases) and not judging._awaiting()
+               and not any(p[-1].open for p in judging.phases if p)):
+        batch = judging.next_batch()
+        if batch is None:
+            return None
+        judging.observe(batch[0], oracle(*batch))
+    status = judging.status()
+    return None if status.projected_needed is None else status.judged + status.projected_needed
+
+
+def learnt_projections(part: pd.DataFrame, within: float = 0.15) -> dict[str, Any]:
+    """The forecast from the pilot of each campaign of one rule with the factor learnt from
+    the others: its plan's projection (:func:`projection_from_pilot`) times the median over
+    the other campaigns of judged / projection. The campaigns' median forecast / judged, the
+    share within ``within`` of the judgments used, and its binomial 95% interval."""
+    from scipy.stats import binomtest
+
+    known = part[part["projection"].notna() & part["judged"].notna()]
+    ratio = (known["judged"] / known["projection"]).to_numpy(dtype=np.float64)
+    if len(ratio) < 2:
+        return {}
+    factor = np.array([np.median(np.delete(ratio, i)) for i in range(len(ratio))])
+    off = factor / ratio  # forecast / judged
+    hits = int((np.abs(off - 1) <= within).sum())
+    interval = binomtest(hits, len(off)).proportion_ci(0.95, method="exact")
+    return {"projection_n": len(off), "projection_median": float(np.median(off)),
+            f"projection_within_{within:.0%}": hits / len(off),
+            "projection_within_lo": interval.low, "projection_within_hi": interval.high}
 
 
 def pilot(pool: Pool, oracle: Any, seed: int, **options: Any
@@ -233,7 +286,7 @@ def interval_kind(rule: str, boundary: Any = None) -> str:
     :func:`~sampleval.judging.planning.widest_variance` reads them: ``fixed`` (naive),
     ``mixture`` (the normal mixture: the ``mixture`` rule, and anytime rows recorded before
     the ``boundary`` column) or ``anytime`` (the range boundary)."""
-    if rule == "naive":
+    if rule in ("naive", "naive-phases"):
         return "fixed"
     if rule == "mixture" or not isinstance(boundary, str) or boundary == "mixture":
         return "mixture"
@@ -302,7 +355,8 @@ def combined(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     plans = table[table["judged"].isna()].drop_duplicates(["rule", "seed"], keep="first")
     if plans.empty:
         return judged.reset_index(drop=True)
-    columns = ["forecast", "forecast_lo", "forecast_hi"]
+    columns = [c for c in ("forecast", "forecast_lo", "forecast_hi", "projection")
+               if c in plans]
     merged = judged.merge(plans[["rule", "seed", *columns]], on=["rule", "seed"],
                           how="left", suffixes=("", "_plan"))
     for c in columns:  # a forecast made with the judging stands
@@ -361,6 +415,8 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
             row["pilot_interval_holds"] = float(
                 ((known["forecast_lo"] <= known["judged"])
                  & (known["judged"] <= known["forecast_hi"])).mean())
+        if "projection" in part:
+            row.update(learnt_projections(part))
         if rule != "committed" and "looks" in part:
             widths = (part["look_widths"] if "look_widths" in part
                       else pd.Series(None, index=part.index, dtype=object))
@@ -508,6 +564,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     row.update({"rule": rule, "judged": None, "reason": "forecast only",
                                 "widest": np.nan, "coverage": np.nan, "error": np.nan,
                                 "looks": "[]", "look_widths": "[]"})
+                    if rule in PHASED:
+                        row["projection"] = projection_from_pilot(rule, pool, oracle, seed,
+                                                                  **options)
                 else:
                     tic = time.perf_counter()
                     cpu = time.process_time()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -159,27 +160,31 @@ def test_stop_anytime_resumes_where_it_stopped(pool_and_qrels: tuple[Pool, Qrels
     """Interrupted after any batch and restored from its state, judging goes on as if never
     interrupted (the file-based loop's step)."""
     pool, qrels = pool_and_qrels
+    assert_resumes(pool, qrels, lambda: _anytime(pool, 0.06, seed=5), 7)
+
+
+def assert_resumes(pool: Pool, qrels: Qrels, make: Callable[[], AnytimeJudging],
+                   steps: int) -> AnytimeJudging:
+    """Judging ``make()`` gives, interrupted after ``steps`` batches and restored from its
+    state, looks and judges as the same judging run through; the restored one."""
     oracle = qrels_oracle(qrels)
-    whole = _anytime(pool, 0.06, seed=5)
+    whole = make()
     whole.run(oracle)
-    parts: ConfidentJudging = _anytime(pool, 0.06, seed=5)
-    for _ in range(7):
+    parts: ConfidentJudging = make()
+    for _ in range(steps):
         batch = parts.next_batch()
         assert batch is not None
         parts.observe(batch[0], oracle(*batch))
-    import json
-
     parts = restore_judging(pool, json.loads(json.dumps(parts.state())))
     assert isinstance(parts, AnytimeJudging)
     parts.run(oracle)
     assert parts.looks == whole.looks
     assert parts.sample().judged().equals(whole.sample().judged())
+    return parts
 
 
-def test_anytime_refuses_committed_phases(pool_and_qrels: tuple[Pool, Qrels]) -> None:
+def test_anytime_refuses_an_unknown_interval(pool_and_qrels: tuple[Pool, Qrels]) -> None:
     pool, _ = pool_and_qrels
-    with pytest.raises(UsageError, match="committed"):
-        _anytime(pool, 0.05, committed=True)
     with pytest.raises(UsageError, match="interval"):
         _anytime(pool, 0.05, interval="wide")
 

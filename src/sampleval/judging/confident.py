@@ -831,28 +831,18 @@ class ConfidentJudging:
     def _next_phase_batch(self) -> tuple[str, list[str]] | None:
         """Committed design: the next documents of an open phase; when every phase is
         handed out and judged, the next phases (the pilot first), or the end."""
-        docnos = self.selector.pool.docnos
         while True:
             left = self.ceiling - self._handed()
             opened = [i for i, p in enumerate(self.phases) if p and p[-1].open]
             if opened and left > 0:
-                i = opened[0]
-                phase = self.phases[i][-1]
-                chosen = phase.order[phase.given:phase.given + min(self.batch, left)]
-                phase.given += len(chosen)
-                tp = self.selector.pool[self.topics[i]]
-                return self.topics[i], [str(d) for d in docnos[tp.doc_ids[chosen]]]
-            waiting = any(p and int((~np.isnan(self.labels[i][p[-1].order[:p[-1].given]])
-                                     ).sum()) < p[-1].given for i, p in enumerate(self.phases))
-            if waiting:
+                return self._hand_out(opened[0], left)
+            if self._awaiting():
                 return None
             if left <= 0:
                 self.reason = "ceiling spent"
                 return None
             if not any(self.phases):
-                self._commit(np.where(self.pool_size > 0, self.first, 0), owed=True)
-                if not any(self.phases):
-                    self.reason = "no topic has documents to judge"
+                if not self._lay_pilots():
                     return None
                 continue
             self._refresh()
@@ -872,6 +862,29 @@ class ConfidentJudging:
                 sizes = np.where(sizes > 0, np.minimum(sizes, np.maximum(
                     np.ceil(self.interim * sizes).astype(np.int64), least)), 0)
             self._commit(sizes, owed=interim)
+
+    def _hand_out(self, i: int, left: int) -> tuple[str, list[str]]:
+        """Committed design: the next ``batch`` documents (at most ``left``) of topic
+        ``i``'s open phase, in its hand-out order."""
+        phase = self.phases[i][-1]
+        chosen = phase.order[phase.given:phase.given + min(self.batch, left)]
+        phase.given += len(chosen)
+        tp = self.selector.pool[self.topics[i]]
+        return self.topics[i], [str(d) for d in self.selector.pool.docnos[tp.doc_ids[chosen]]]
+
+    def _awaiting(self) -> bool:
+        """Committed design: whether documents handed out still await their labels."""
+        return any(p and int((~np.isnan(self.labels[i][p[-1].order[:p[-1].given]])).sum())
+                   < p[-1].given for i, p in enumerate(self.phases))
+
+    def _lay_pilots(self) -> bool:
+        """Committed design: lay out every topic's pilot (each owed a further phase); False
+        (and the reason) when no topic has documents to judge."""
+        self._commit(np.where(self.pool_size > 0, self.first, 0), owed=True)
+        if not any(self.phases):
+            self.reason = "no topic has documents to judge"
+            return False
+        return True
 
     def _next_topic(self) -> int | None:
         """Adaptive rule: step 1 while a topic lacks its ``start`` judgments, then the
@@ -1041,6 +1054,13 @@ def _phase(layout: Layout, budget: int, keep: np.ndarray, rng: np.random.Generat
 
 
 
+READY = 5
+"""The anytime rule on committed phases: the draws of each stratum of a phase (as many as
+the phase will make there, if fewer) before the look that may stop judging within it. With
+2, the sequence covered 0.905-0.94 in the peeking Monte Carlo of
+``tests/unit/test_anytime_phases.py`` (three seeds; its misses at the early looks, where a
+stratum's variance rests on two labels), with 5 0.95-0.975 (assumption 3 of
+``docs/guide/anytime.md``, the normal approximation)."""
 ALLOCATIONS = ("pooled", "neyman", "own")
 """Which variances the anytime rule's plan reads (:class:`AnytimeJudging`)."""
 STOP_MODES = ("committed", "anytime")
@@ -1104,18 +1124,35 @@ class AnytimeJudging(ConfidentJudging):
     a design chosen in advance given the pilot (the sequence holds given the pilot, so
     overall). The pilot's look is no stopping point and is not kept in :attr:`looks`.
     Needs ``active`` (rounds to leave out).
+
+    ``committed=True`` (methods with committed phases: ``stratified``, ``strata``,
+    ``uniform``, without predictions): the committed rule's design instead of the adaptive
+    rule's. The pilot, then each topic's next phase as the committed rule plans it
+    (:meth:`ConfidentJudging._plan_phases`, with the sequence's half-widths), handed out
+    to the topic whose phase is least far through, a look after every batch once every
+    phase has reached its strata (:meth:`_ready`), a further plan when a plan's phases are
+    judged short of the target. Given the history before a plan its phases' sizes, layouts
+    and hand-out order are fixed, so the sequence holds given it; a shortfall plan is
+    decided from the labels and re-estimates its topics afresh, which the sequence's
+    argument does not cover (``docs/guide/anytime.md``, "On the committed rule's stratified
+    plan").
     """
 
     def __init__(self, selector: Selector, target: Target, *, ceiling: int | None = None,
                  start: int = 10, batch: int = 5, ci: float = 0.95, level: float = 1,
                  committed: bool | None = False, margin: float = 0.05,
                  interval: str = "anytime", every: int | None = None,
-                 allocation: str = "pooled", ratio: float | None = RANGE) -> None:
+                 allocation: str = "pooled", ratio: float | None = RANGE,
+                 interim: float = 0.0) -> None:
         from sampleval.estimation.anytime import target_variance
 
-        if committed:
-            raise UsageError("stop=anytime looks after every batch: it has no committed "
-                             "phases")
+        if interim:
+            raise UsageError("stop=anytime plans no interim phase: it may stop within any "
+                             "phase")
+        if committed and allocation != "pooled":
+            raise UsageError("on committed phases the anytime rule's allocation is the "
+                             f"phases' plan: allocation={allocation} applies to the "
+                             "adaptive rule only")
         if interval not in ("anytime", "fixed"):
             raise UsageError(f"interval must be anytime or fixed, not {interval!r}")
         if allocation not in ALLOCATIONS:
@@ -1124,12 +1161,12 @@ class AnytimeJudging(ConfidentJudging):
         if allocation == "neyman" and selector.name != "active":
             raise UsageError("allocation=neyman leaves the pilot's rounds out of the later "
                              f"estimates: it needs active's rounds, not {selector.name}")
-        if selector.name == "active" and "batch" not in selector.params:
+        if not committed and selector.name == "active" and "batch" not in selector.params:
             raise UsageError("stop=anytime looks after every batch, and active's sample has "
                              "a topic's draws only once its round is judged: give it rounds "
                              f"of a batch, active:batch={batch}")
         super().__init__(selector, target, ceiling=ceiling, start=start, batch=batch, ci=ci,
-                         level=level, committed=False, margin=margin)
+                         level=level, committed=bool(committed), margin=margin)
         self.interval = interval
         self.allocation = allocation
         self.ratio = ratio
@@ -1163,7 +1200,10 @@ class AnytimeJudging(ConfidentJudging):
 
     def sample(self) -> Sample:
         """The selector's sample, with ``neyman`` the pilot's rounds left out once the
-        shares are fixed (class docstring): the sample every estimate is made from."""
+        shares are fixed (class docstring): the sample every estimate is made from; on
+        committed phases, the phases' (:meth:`ConfidentJudging.sample`)."""
+        if self.committed:
+            return super().sample()
         if self.skip is None:
             return self.selector.sample()
         selector: Any = self.selector
@@ -1215,7 +1255,7 @@ class AnytimeJudging(ConfidentJudging):
         topic's variance g_t u_r; the other topics keep their own. The plan then starts
         from the variance of the mean the look measured, and a topic's labels enter only
         u_r, a factor common to all topics."""
-        if self.allocation == "own":
+        if self.allocation == "own" or self.committed:
             return super()._planning_variance(present, open_, g, shrink)
         v = np.nan_to_num(self.variance[:, self.runs])
         pooled = present & (open_ & (g > 0))[:, None]
@@ -1243,6 +1283,8 @@ class AnytimeJudging(ConfidentJudging):
         """The next documents to judge, ``(topic, docnos)``; None when judging is over
         (:attr:`reason` says why) or when what was handed out awaits its labels before the
         next look (:attr:`reason` is then '')."""
+        if self.committed:
+            return self._next_anytime_phase_batch()
         while True:
             topic = self._next_anytime_topic()
             if topic is None:
@@ -1285,6 +1327,63 @@ class AnytimeJudging(ConfidentJudging):
             self.reason = "target met"
             return None
         return self._take(order)
+
+    def _next_anytime_phase_batch(self) -> tuple[str, list[str]] | None:
+        """Committed phases (class docstring): the next batch of the open phase least far
+        through its order, so that every topic's phase of the plan progresses at the same
+        fraction; before it, once every label handed out is in, a look where one is due and
+        every open phase of the plan has reached each of its strata (:meth:`_ready`). When
+        every phase is judged: the pilot's phases first, then (after the pilot, and after a
+        plan's phases fall short) the next plan (:meth:`ConfidentJudging._plan_phases`,
+        with the sequence's half-widths), or the end."""
+        while True:
+            left = self.ceiling - self._handed()
+            waiting = self._awaiting()
+            opened = [i for i, p in enumerate(self.phases) if p and p[-1].open]
+            planned = any(len(p) > 1 for p in self.phases)  # the pilot's look: no stop
+            judged = int(self.judged.sum())
+            due = (self.every is None or not self.looks
+                   or judged - self.looks[-1][0] >= self.every or not opened or left <= 0)
+            fresh = not self.looks or self.looks[-1][0] != judged
+            if planned and not waiting and due and fresh and self._ready() and self.look():
+                self.reason = "target met"
+                return None
+            if opened and left > 0:
+                progress = [self.phases[i][-1].given / len(self.phases[i][-1].order)
+                            for i in opened]
+                return self._hand_out(opened[int(np.argmin(progress))], left)
+            if waiting:
+                return None
+            if left <= 0:
+                self.reason = "ceiling spent"
+                return None
+            if not any(self.phases):
+                if not self._lay_pilots():
+                    return None
+                continue
+            self._refresh()
+            sizes = self._plan_phases()
+            if not sizes.any():
+                self.reason = ("the target cannot be met: no topic's design has judgments "
+                               "left that would narrow the widest interval")
+                return None
+            self._commit(sizes)
+
+    def _ready(self) -> bool:
+        """Committed phases: whether every topic's last phase after its pilot has judged as
+        many documents of each of its strata as the phase will, up to :data:`READY` (a
+        stratum not reached yet would be left out of the estimate, and one drawn a few times
+        has a variance estimate too rough for the normal approximation). The hand-out order makes this a function of how far each
+        phase is, not of its labels (:func:`~sampleval.selection.strata.handout`)."""
+        for phases in self.phases:
+            if len(phases) < 2:
+                continue
+            phase = phases[-1]
+            reached = np.bincount(phase.codes[phase.order[:phase.given]],
+                                  minlength=len(phase.counts))
+            if (reached < np.minimum(phase.counts, READY)).any():
+                return False
+        return True
 
     def _last_look(self) -> bool:
         """When judging can go no further (ceiling, caps, or the plan narrows nothing): a

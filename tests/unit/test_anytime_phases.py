@@ -1,0 +1,210 @@
+"""The anytime rule on the committed rule's stratified plan (``AnytimeJudging(committed=True)``,
+issue 32): phases planned as the committed rule plans them, a look after every batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_anytime import assert_resumes  # interrupted and restored, the same judging
+
+from sampleval.core.pool import Pool
+from sampleval.core.qrels import Qrels
+from sampleval.core.run import Run
+from sampleval.errors import UsageError
+from sampleval.estimation import anytime
+from sampleval.judging.confident import READY, AnytimeJudging, ConfidentJudging, Target
+from sampleval.selection import METHODS, Budget, qrels_oracle
+from sampleval.selection.strata import handout
+
+EDGES = (0, 30, 100, 400)
+"""The strata of every synthetic topic (ranks), and its population size."""
+RATES = (0.5, 0.25, 0.1)
+"""Each stratum's share of relevant documents (relevance falls with rank)."""
+
+
+def _stratified_peeking(rng: np.random.Generator, trials: int, topics: int, pilot: int,
+                        plan: int, batch: int, least: int = READY
+                        ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Sequential stratified samples as the anytime rule on phases draws them: per topic a
+    simple random pilot of ``pilot`` documents, then a phase over the documents not judged
+    whose size (a share of ``plan`` judgments in all) and Neyman allocation over the strata
+    are chosen from the pilot's labels (n_h in proportion to N_h s_h, s_h the pilot's
+    standard deviation in the stratum, floored; at least 2 per stratum), handed out in
+    :func:`handout` order, ``batch`` at a time to the topic whose phase is least far through,
+    with a look after every batch once every phase has drawn ``least`` documents of each of
+    its strata (as many as it will, if fewer; the rule's :data:`READY`). At a look: the mean over topics of each topic's
+    mean value, the pilot's documents counted exactly and the rest by the stratified
+    expansion estimate, with its finite-population-corrected variance. Returns
+    ``[trials, looks]`` errors and variances (NaN after a trial's last look) and the true
+    mean."""
+    size = EDGES[-1]
+    strata = np.repeat(np.arange(len(RATES)), np.diff(EDGES))
+    values = rng.binomial(1, np.array(RATES)[strata], (topics, size)).astype(np.float64)
+    truth = float(values.mean())
+    most = plan // batch + topics
+    errors = np.full((trials, most), np.nan)
+    variances = np.full((trials, most), np.nan)
+    for trial in range(trials):
+        judged = np.zeros((topics, size), dtype=bool)
+        for t in range(topics):
+            judged[t, rng.choice(size, pilot, replace=False)] = True
+        neyman = np.zeros((topics, len(RATES)))  # N_h s_h, the plan from the pilot's labels
+        for t in range(topics):
+            left = np.bincount(strata[~judged[t]], minlength=len(RATES))
+            seen = [values[t, judged[t] & (strata == h)] for h in range(len(RATES))]
+            spread = np.array([max(y.std() if len(y) > 1 else 0.5, 0.05) for y in seen])
+            neyman[t] = left * spread
+        sizes = plan * neyman.sum(axis=1) / neyman.sum()
+        counts = np.zeros((topics, len(RATES)), dtype=np.int64)
+        orders = []
+        for t in range(topics):
+            left = np.bincount(strata[~judged[t]], minlength=len(RATES))
+            share = neyman[t] / neyman[t].sum()
+            counts[t] = np.minimum(left, np.maximum(2, np.round(sizes[t] * share)))
+            inside = np.flatnonzero(~judged[t])
+            codes = strata[inside]
+            orders.append(inside[handout(codes, counts[t], rng.random(len(inside)))])
+        given = np.zeros(topics, dtype=np.int64)
+        look = 0
+        while (given < [len(o) for o in orders]).any():
+            t = int(np.argmin([g / len(o) if g < len(o) else np.inf
+                               for g, o in zip(given, orders, strict=True)]))
+            given[t] = min(given[t] + batch, len(orders[t]))
+            taken = [strata[o[:g]] for o, g in zip(orders, given, strict=True)]
+            if any((np.bincount(c, minlength=len(RATES)) < np.minimum(counts[t_], least)).any()
+                   for t_, c in enumerate(taken)):
+                continue  # not every stratum reached yet: no look
+            estimate = variance = 0.0
+            for u in range(topics):
+                chosen = orders[u][:given[u]]
+                total = values[u, judged[u]].sum()
+                for h in range(len(RATES)):
+                    frame = (~judged[u]) & (strata == h)
+                    big = int(frame.sum())
+                    y = values[u, chosen[strata[chosen] == h]]
+                    if not len(y):
+                        continue
+                    total += big * y.mean()
+                    if len(y) > 1:
+                        variance += big ** 2 * (1 / len(y) - 1 / big) * y.var(ddof=1) / (
+                            size ** 2 * topics ** 2)
+                estimate += total / size / topics
+            errors[trial, look] = estimate - truth
+            variances[trial, look] = variance
+            look += 1
+    return errors, variances, truth
+
+
+def test_peeking_on_the_stratified_plan_keeps_the_sequence_covering_and_breaks_fixed_ones(
+        ) -> None:
+    """Seeded Monte Carlo of the design the anytime rule samples with on committed phases:
+    a plan chosen from the pilot's labels (Neyman over topics and strata), then each topic's
+    phase in its stratified hand-out order at the same pace. Stopping at the first look
+    where the interval misses (the worst any rule can do), the range boundary (tuned before
+    any label, at a variance the plan reaches) still covers in >= 95% of the campaigns; the
+    ordinary 95% interval misses at some look far more often, while at one look it covers
+    about 95%."""
+    rng = np.random.default_rng(20261128)
+    errors, variances, _ = _stratified_peeking(rng, trials=200, topics=5, pilot=20,
+                                               plan=1200, batch=10)
+    looks = (~np.isnan(variances)).sum(axis=1)
+    assert looks.min() >= 10
+    last = variances[np.arange(len(looks)), looks - 1]
+    tuned = float(np.median(last)) * 1.5  # the range [V*/2.5, V*] around where plans end
+    seen = ~np.isnan(variances)
+    v = np.where(seen, variances, 1.0)
+    width = anytime.half_width(v, tuned)
+    anytime_ok = ((np.abs(errors) <= width) | ~seen).all(axis=1)
+    fixed_ok = ((np.abs(errors) <= 1.96 * np.sqrt(v)) | ~seen).all(axis=1)
+    assert anytime_ok.mean() >= 0.95
+    assert fixed_ok.mean() < 0.9
+    one = np.abs(errors[np.arange(len(looks)), looks - 1]) <= 1.96 * np.sqrt(last)
+    assert one.mean() >= 0.9
+
+
+@pytest.fixture(scope="module")
+def pool_and_qrels(sparse_collection: tuple[list[Run], Qrels, Pool]) -> tuple[Pool, Qrels]:
+    _, qrels, pool = sparse_collection
+    return pool, qrels
+
+
+def _phased(pool: Pool, width: float, seed: int = 3, **options: object) -> AnytimeJudging:
+    selector = METHODS["stratified"](pool, Budget(rate=1.0), np.random.default_rng(seed))
+    return AnytimeJudging(selector, Target("P@10", width), start=10, batch=5,
+                          committed=True, **options)
+
+
+def test_on_phases_it_stops_at_the_first_look_where_every_half_width_meets_the_target(
+        pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """The rule on committed phases: looks only once the plan's phases have reached their
+    strata (none at the pilot), and judging stops at the first look whose widest half-width
+    is at most the target; the half-width there is the range boundary's at the variance of
+    the mean of the phases' sample."""
+    pool, qrels = pool_and_qrels
+    judging = _phased(pool, 0.04)
+    status = judging.run(qrels_oracle(qrels))
+    assert status.reason == "target met"
+    widths = [w for _, w in judging.looks]
+    assert len(widths) >= 3
+    assert all(w > 0.04 for w in widths[:-1]) and widths[-1] <= 0.04
+    assert judging.looks[-1][0] == status.judged
+    assert judging.looks[0][0] > int(judging.first.sum())  # not at the pilot
+    assert any(len(p) > 1 for p in judging.phases)
+    present = judging.present[:, judging.runs]
+    total = np.where(present, judging.variance[:, judging.runs], 0.0).sum(axis=0)
+    expected = anytime.half_width(total / present.sum(axis=0) ** 2, judging.tuned)
+    np.testing.assert_allclose(judging.half_widths(), expected)
+    # the estimates are the phases' sample's, as the committed rule's
+    assert len(judging.sample().judged()) == status.judged
+    assert judging.sample().meta["confident"]["design"] == "phase-committed"
+
+
+def test_on_phases_it_may_stop_within_a_phase_and_the_committed_rule_may_not(
+        pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """With ordinary intervals (the naive rule on phases) and no looks within phases it
+    would be the committed rule; looking within the phases, it stops at a look the
+    committed rule passes by: no later, on the same seed, and at least once earlier."""
+    pool, qrels = pool_and_qrels
+    earlier = 0
+    for seed in range(4):
+        selector = METHODS["stratified"](pool, Budget(rate=1.0), np.random.default_rng(seed))
+        committed = ConfidentJudging(selector, Target("P@10", 0.06), start=10, batch=5)
+        whole = committed.run(qrels_oracle(qrels))
+        naive = _phased(pool, 0.06, seed=seed, interval="fixed").run(qrels_oracle(qrels))
+        assert naive.judged <= whole.judged
+        earlier += naive.judged < whole.judged
+    assert earlier >= 1
+
+
+def test_on_phases_it_resumes_where_it_stopped(pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    pool, qrels = pool_and_qrels
+    assert assert_resumes(pool, qrels, lambda: _phased(pool, 0.06, seed=5), 30).committed
+
+
+def test_on_phases_it_refuses_what_phases_cannot_do(pool_and_qrels: tuple[Pool, Qrels]
+                                                     ) -> None:
+    pool, _ = pool_and_qrels
+    with pytest.raises(UsageError, match="allocation"):
+        _phased(pool, 0.05, allocation="own")
+    with pytest.raises(UsageError, match="interim"):
+        _phased(pool, 0.05, interim=0.5)
+    active = METHODS["active"](pool, Budget(rate=1.0), np.random.default_rng(0), batch=5)
+    with pytest.raises(UsageError, match="stratified"):
+        AnytimeJudging(active, Target("P@10", 0.05), committed=True)
+
+
+def test_the_learnt_projection_leaves_the_campaign_out() -> None:
+    """Each campaign's forecast is its own plan's projection times the median over the
+    other campaigns of judged / projection (ratios 2, 2, 2.2, 4: the forecasts are 1.1, 1.1,
+    0.909 and 0.5 times the judgments used)."""
+    import pandas as pd
+
+    from studies.anytime import learnt_projections
+
+    table = pd.DataFrame({"judged": [100.0, 200.0, 220.0, 400.0],
+                          "projection": [50.0, 100.0, 100.0, 100.0]})
+    out = learnt_projections(table)
+    assert out["projection_n"] == 4
+    assert out["projection_within_15%"] == pytest.approx(0.75)
+    assert out["projection_median"] == pytest.approx((1.1 + 10 / 11) / 2)
+    assert out["projection_within_lo"] < 0.75 < out["projection_within_hi"]
