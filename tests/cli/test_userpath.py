@@ -7,12 +7,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from test_everyday import collection, drawn
 
 from conftest import CliResult
+from sampleval.core.design import as_design
 from sampleval.core.run import Run
+from sampleval.errors import UsageError
 from sampleval.estimation.estimates import MEAN_TOPIC, estimate
+from sampleval.estimation.setup import estimator_of
 from sampleval.io import write_run
+from sampleval.judging.confident import Target
 
 
 def _outside(name: str = "elsewhere") -> Run:
@@ -48,3 +53,21 @@ def test_the_same_from_the_command_line(tmp_path: Path,
     out = cli("estimate", str(sample_dir), str(path), "-f", "tsv")
     assert "Traceback" not in out.stderr
     assert "elsewhere\tall\tAP~ht\t0.0" in out.stdout
+
+
+@pytest.mark.parametrize("target", ["P(rel=2)@5:0.05", "AP(rel=2):0.02",
+                                    "nDCG(gains={1:1,2:5})@10:0.02"])
+def test_a_target_with_its_own_relevance_level_is_refused_not_read_at_level_1(
+        target: str) -> None:
+    """``--target P(rel=2)@5:0.05`` (sample, campaign create, plan, simulate's
+    ``target=``): judging has no per-measure relevance level, so the target is refused in one
+    line, as ``estimate -m`` refuses the measure. Before, ``(rel=2)`` and the gains were
+    dropped and judging stopped on P@5 at level 1, a target nobody asked for."""
+    with pytest.raises(UsageError, match="relevance level"):
+        Target.parse(target).spec("stratified")
+
+
+def test_a_plain_target_resolves_as_estimate_resolves_it() -> None:
+    for name in ("AP", "P@5", "nDCG@10", "map", "P_10", "R@20", "xinfAP", "AP~ht"):
+        assert Target.parse(f"{name}:0.05").spec("stratified") == estimator_of(
+            name, as_design("stratified"))
