@@ -9,11 +9,13 @@ README cannot drift from the command line.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +67,35 @@ def test_the_readme_new_user_path_runs_as_written(tmp_path: Path) -> None:
     assert "AP by AP~ht: paired differences" in done.stdout
     exported = (tmp_path / "my-qrels.txt").read_text().splitlines()
     assert exported and all(len(line.split()) == 4 for line in exported)
+    # the library block, as written, on what the shell block made
+    done = subprocess.run([sys.executable, "-c", library_block()], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def library_block() -> str:
+    """The README's Python block (under "## The library")."""
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", text[text.index("## The library"):], re.DOTALL)
+    assert block is not None, "README: no ```python block under '## The library'"
+    return block.group(1)
+
+
+def test_the_library_block_imports_only_what_make_demo_installs() -> None:
+    """``make demo`` installs sampleval and its dependencies (pyproject's ``dependencies``),
+    no extra: the README's library block imports nothing else (before, it imported
+    ir_measures, a test extra, and failed with ModuleNotFoundError after ``make demo``)."""
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    installed = {re.split(r"[<>=\[ ;]", d)[0].lower().replace("-", "_")
+                 for d in pyproject["project"]["dependencies"]} | {"sampleval"}
+    imported = set()
+    for node in ast.walk(ast.parse(library_block())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported, "the library block imports nothing: the test cannot fail"
+    assert imported - installed - set(sys.stdlib_module_names) == set()
 
 
 def test_the_readme_is_the_front_door() -> None:
