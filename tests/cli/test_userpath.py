@@ -71,3 +71,21 @@ def test_a_plain_target_resolves_as_estimate_resolves_it() -> None:
     for name in ("AP", "P@5", "nDCG@10", "map", "P_10", "R@20", "xinfAP", "AP~ht"):
         assert Target.parse(f"{name}:0.05").spec("stratified") == estimator_of(
             name, as_design("stratified"))
+
+
+def test_every_plain_measure_of_the_defaults_table_is_taken() -> None:
+    """``DCG`` and ``DCG@k`` are rows of the defaults table (``sampleval methods
+    --defaults``), so ``estimate -m DCG@5`` means ``DCG@5~ht`` on a stratified sample, as
+    ``-m P@5`` means ``P@5~ht``. Before, both were refused: ``DCG@5`` as an "unknown
+    estimated measure (did you mean infNDCG?)", ``DCG`` as having no estimator."""
+    runs, _ = collection()
+    sample = drawn("stratified")
+    plain = estimate(sample, runs, ["DCG", "DCG@5", "P@5"])
+    named = estimate(sample, runs, ["DCG~ht", "DCG@5~ht", "P@5~ht"])
+    pd.testing.assert_frame_equal(plain, named)
+
+
+def test_an_unknown_measure_names_the_plain_measures_too() -> None:
+    runs, _ = collection()
+    with pytest.raises(UsageError, match="methods --defaults"):
+        estimate(drawn("stratified"), runs, ["foo"])

@@ -18,6 +18,7 @@ from :func:`setup_for` (and, where only a design is known, as in ``simulate``'s 
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from sampleval.estimation.family import FAMILIES, EstimatorFamily
 from sampleval.estimation.spec import (
     EstimateSpec,
     draws_reach_every_document,
+    established_names,
     estimator_for,
     parse_estimate,
 )
@@ -46,6 +48,8 @@ SHARE_DEPTH = 100
 """The depth the frame share is measured at when neither the sample nor the caller gives
 one."""
 DEPTH_DOC = "docs/guide/estimating.md#the-estimation-depth"
+_TABLE_NAME = re.compile(r"^(?P<base>[A-Za-z]+)(?:@(?P<cut>\d+))?$")
+"""A plain measure as the defaults table writes it (``DCG``, ``P@10``)."""
 
 
 @dataclass(frozen=True)
@@ -126,15 +130,22 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
     neither or no estimator of the design estimates it."""
     try:
         return parse_estimate(name)
-    except UsageError as not_estimator:
+    except UsageError:
         if "~" in name:
             raise
         from sampleval.measures.names import parse_measure
 
+        written = _TABLE_NAME.match(name.strip())  # as the table writes it: DCG, DCG@10
+        if written is not None:
+            spec = estimator_for(written["base"], None if written["cut"] is None else
+                                 int(written["cut"]), design, reach_every_document,
+                                 simple_random)
+            if spec is not None:
+                return spec
         try:
             plain = parse_measure(name.strip())
         except SampleValError:
-            raise not_estimator from None
+            raise _unknown(name) from None
         if plain.rel is not None or plain.params:
             raise UsageError(f"{name}: give the relevance level with -l (level= in the "
                              f"library), not in the measure's name") from None
@@ -147,6 +158,21 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
                              "('sampleval methods' lists the families and their "
                              "measures)") from None
         return spec
+
+
+def _unknown(name: str) -> UsageError:
+    """``name`` is neither an estimator nor a plain measure: one line naming both kinds."""
+    from sampleval.declare import did_you_mean
+    from sampleval.estimation.defaults import CUTOFF, DEFAULTS
+
+    plain = {key.removesuffix(CUTOFF) for table in DEFAULTS.values() for key in table}
+    established = sorted(established_names())
+    written = _TABLE_NAME.match(name.strip())
+    hint = did_you_mean(name if written is None else written["base"],
+                        [*sorted(plain), *established])
+    return UsageError(f"unknown measure {name!r}{hint}: name a plain measure (AP, P@10, "
+                      "nDCG@10 ...: 'sampleval methods --defaults' lists them), an estimator "
+                      f"BASE~FAMILY (AP~ht, P@10~ht) or one of {', '.join(established)}")
 
 
 def default_estimates(sample: Sample) -> tuple[str, ...]:
