@@ -459,6 +459,20 @@ def test_trec_output(tmp_path: Path) -> None:
     assert all(re.fullmatch(r"\S+ *\t\S+\t\S+", line) for line in lines)
 
 
+def test_trec_output_names_what_trec_eval_cannot(tmp_path: Path) -> None:
+    """A measure with its own relevance level or parameters, which trec_eval's name cannot
+    say (trec_eval's -l is one level for every measure), prints under its library name:
+    before, P(rel=2)@2 printed as P_2 beside P@2's own P_2 line, and nDCG with gains as
+    ndcg, so a reader of the output took one for the other."""
+    f = write(tmp_path, {"qrels": GOOD_QRELS, "run": GOOD_RUN})
+    result = run_cli(["evaluate", f["qrels"], f["run"], "-f", "trec", "-m",
+                      "P@2,P(rel=2)@2,AP(rel=2),nDCG(gains={1:3,2:9}),RBP(p=0.5)"])
+    assert result.code == 0, result.stderr
+    names = [line.split("\t")[0].rstrip() for line in result.stdout.splitlines()]
+    assert names == ["runid", "P_2", "P(rel=2)@2", "AP(rel=2)", "nDCG(gains={1:3,2:9})",
+                     "RBP(p=0.5)"]
+
+
 def test_qrels_topic_no_run_retrieved(tmp_path: Path) -> None:
     """A qrels topic missing from every run is left out of the mean (trec_eval without -c)."""
     f = write(tmp_path, {"qrels": QRELS_2, "run": GOOD_RUN})
