@@ -89,3 +89,27 @@ def test_an_unknown_measure_names_the_plain_measures_too() -> None:
     runs, _ = collection()
     with pytest.raises(UsageError, match="methods --defaults"):
         estimate(drawn("stratified"), runs, ["foo"])
+
+
+def test_judgments_of_another_pool_are_named(tmp_path: Path,
+                                             cli: Callable[..., CliResult]) -> None:
+    """``sampleval judge SAMPLE FILE`` where no line of FILE is of a listed document (the
+    labels of another sample, another round's qrels): one warning naming the file, as well
+    as the count; before, only "0 labels imported (N other judgments left aside)"."""
+    runs, qrels = collection()
+    paths = []
+    for run in runs:
+        paths.append(tmp_path / f"{run.name}.txt")
+        write_run(run, str(paths[-1]))
+    sample_dir = tmp_path / "s"
+    out = cli("sample", "stratified", *paths, "--budget", "4", "--depth", "5", "--seed", "1",
+              "-o", sample_dir)
+    assert out.code == 0, out.stderr
+    other = tmp_path / "other-qrels.txt"
+    frame = qrels.to_frame()
+    other.write_text("".join(f"{q} 0 other-{d} {int(r)}\n" for q, d, r in zip(
+        frame["query_id"], frame["doc_id"], frame["relevance"], strict=True)))
+    out = cli("judge", sample_dir, other)
+    assert out.code == 0, out.stderr
+    assert "0 labels imported" in out.stdout
+    assert f"{other}: none of its" in out.stderr and "another" in out.stderr
