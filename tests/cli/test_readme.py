@@ -10,6 +10,7 @@ README cannot drift from the command line.
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 import shutil
@@ -275,3 +276,38 @@ def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
     assert stale_mentions("see docs/methods_gone.md and docs/guide/estimating.md#no-such "
                           "(mydocs/x.md)") == ["docs/methods_gone.md",
                                                "docs/guide/estimating.md#no-such"]
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+def test_the_readme_s_trec_covid_figures_are_what_its_commands_print(
+        tmp_path: Path, covid: Path) -> None:
+    """"UPrrf93-wt-r5's AP at 20 is X with all of round 5's qrels, Y with the depth-20
+    pool's, and estimated Z ± W from 40 documents a topic": the README's commands on round 5
+    print these (the ± went stale once: 0.0332 where the command printed 0.0419)."""
+    from conftest import run_cli
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    said = re.search(r"UPrrf93-wt-r5's AP at 20 is (\S+) with all of round 5's qrels, (\S+) "
+                     r"with the depth-20 pool's, and estimated (\S+) ± (\S+) from 40", text)
+    assert said is not None, "README: the TREC-COVID sentence moved"
+    runs, qrels = str(covid / "round5" / "runs"), str(covid / "qrels" / "qrels.covid-round5.txt")
+    ours = str(covid / "round5" / "runs" / "UPrrf93-wt-r5.gz")
+
+    def ap(*args: str) -> tuple[float, float, float]:
+        done = run_cli(*args, "-f", "tsv")
+        assert done.code == 0, done.stderr
+        row = next(r.split("\t") for r in done.stdout.splitlines()
+                   if r.startswith("UPrrf93-wt-r5\tall\t"))
+        lo, hi = (float(v) for v in row[4:6]) if len(row) > 5 else (math.nan, math.nan)
+        return float(row[3]), lo, hi
+
+    assert run_cli("sample", "depth-k", runs, "--qrels", qrels, "--rate", "1", "--depth",
+                   "20", "-o", tmp_path / "pool20").code == 0
+    assert run_cli("sample", "stratified", runs, "--qrels", qrels, "--budget", "40",
+                   "--depth", "20", "--seed", "1", "-o", tmp_path / "s").code == 0
+    estimated, lo, hi = ap("estimate", str(tmp_path / "s"), runs, "-m", "AP")
+    got = [ap("evaluate", qrels, ours, "-M", "20", "-m", "AP")[0],
+           ap("evaluate", str(tmp_path / "pool20"), ours, "-M", "20", "-m", "AP")[0],
+           estimated, (hi - lo) / 2]
+    assert [f"{v:.4f}" for v in got] == list(said.groups())
