@@ -149,3 +149,38 @@ def test_a_census_estimates_every_plain_measure_exactly(method: str) -> None:
         both = got["value"].astype(float).align(want["value"].astype(float), join="inner")
         assert len(both[0]) == len(want), plain
         np.testing.assert_allclose(*both, rtol=0, atol=1e-12, err_msg=f"{method} {plain}")
+
+
+def test_a_topic_without_a_judgment_is_left_out_not_scored_0(
+        tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """NIST sampled qrels in which one topic has no sampled document (every line rel -1):
+    that topic has no estimate, so it is left out of every run's mean with one warning
+    naming it, as the campaign's live leaderboard leaves out the topics nobody judged yet.
+    Before, every run scored 0 +- 0 there (P@5 with a zero-width interval) and the means
+    fell, with only "2% of the frame was unreachable" said."""
+    runs, _ = collection()
+    sample_dir = tmp_path / "s"
+    drawn("stratified").save(sample_dir)
+    exported = tmp_path / "sampled.txt"
+    assert cli("export", sample_dir, "-o", exported, "--as", "sample-qrels").code == 0
+    lines = exported.read_text().splitlines()
+    topic = lines[0].split()[0]
+    unjudged = [" ".join([*line.split()[:4], "-1"]) if line.split()[0] == topic else line
+                for line in lines]
+    (tmp_path / "unjudged.txt").write_text("\n".join(unjudged) + "\n")
+    (tmp_path / "without.txt").write_text(
+        "\n".join(line for line in lines if line.split()[0] != topic) + "\n")
+    paths = []
+    for run in runs:
+        paths.append(tmp_path / f"{run.name}.txt")
+        write_run(run, str(paths[-1]))
+    args = ("-M", str(POOL_DEPTH), "-m", "AP,P@5", "-q", "-f", "tsv")
+    got = cli("estimate", tmp_path / "unjudged.txt", *paths, *args)
+    want = cli("estimate", tmp_path / "without.txt", *paths, *args)
+    assert got.code == want.code == 0, got.stderr + want.stderr
+    assert got.stdout == want.stdout
+    assert f"topic {topic}" in got.stderr and "left out" in got.stderr
+    pairs = cli("compare", tmp_path / "unjudged.txt", *paths, "-M", str(POOL_DEPTH), "-m",
+                "AP", "-f", "tsv")
+    assert pairs.code == 0, pairs.stderr
+    assert f"\t{len(runs[0].topics) - 1}\t" in pairs.stdout.splitlines()[1]  # topics paired

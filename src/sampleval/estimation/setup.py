@@ -175,6 +175,30 @@ def _unknown(name: str) -> UsageError:
                       f"BASE~FAMILY (AP~ht, P@10~ht) or one of {', '.join(established)}")
 
 
+def estimated_topics(sample: Sample, warn: bool = True) -> Sample:
+    """``sample`` without its topics none of whose frame documents can be seen (every
+    inclusion probability 0: no stratum of the topic was sampled, as in NIST sampled qrels
+    whose topic has only rel -1 lines), with one warning naming them (``warn``). Such a
+    topic has no estimate: counted, every run would score 0 +- 0 there, pulling its mean
+    down and narrowing its interval; so it is left out, as a run's mean leaves out the
+    topics the run lacks (and the campaign's live leaderboard the topics nobody judged)."""
+    counts = sample.unreachable(sample.topics)
+    blind = [t for t, (unseen, size) in zip(sample.topics, counts.tolist(), strict=True)
+             if size and unseen == size]
+    if not blind:
+        return sample
+    if len(blind) == len(sample.topics):
+        raise UsageError("no topic of the sample has a judged document that any estimate can "
+                         "use (every inclusion probability is 0)")
+    if warn:
+        shown = ", ".join(blind[:5]) + (", ..." if len(blind) > 5 else "")
+        warnings.warn(f"{len(blind)} of {len(sample.topics)} topics (topic {shown}) have no "
+                      "sampled document (every inclusion probability 0): left out of every "
+                      f"mean, which is over the other {len(sample.topics) - len(blind)}",
+                      stacklevel=3)
+    return sample.restricted([t for t in sample.topics if t not in set(blind)])
+
+
 def default_estimates(sample: Sample) -> tuple[str, ...]:
     """The estimators used when none is named: each of :data:`DEFAULT_MEASURES` by the
     estimator the sample's design prefers (the table of
