@@ -311,3 +311,36 @@ def test_the_readme_s_trec_covid_figures_are_what_its_commands_print(
            ap("evaluate", str(tmp_path / "pool20"), ours, "-M", "20", "-m", "AP")[0],
            estimated, (hi - lo) / 2]
     assert [f"{v:.4f}" for v in got] == list(said.groups())
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+def test_estimating_md_s_first_example_is_what_its_command_prints(
+        tmp_path: Path, covid: Path) -> None:
+    """docs/guide/estimating.md opens with an estimate of UPrrf93-wt-r5 from an active
+    sample of round 5 (value, lo, hi) and quotes its AP~ht over the whole ranking: the
+    commands it names print these (they had gone stale: 0.3453 [0.3280, 0.3627] and 0.5325
+    where the commands printed 0.3265 [0.3006, 0.3524] and 0.5046)."""
+    from conftest import run_cli
+
+    page = README.parent / "docs" / "guide" / "estimating.md"
+    text = " ".join(page.read_text(encoding="utf-8").split())
+    shown = re.search(r"UPrrf93-wt-r5 all AP~ht (\S+) (\S+) (\S+) 1\.0", text)
+    deep = re.search(r"UPrrf93-wt-r5's AP~ht is (\S+) over its whole ranking \(`--depth 1000`, "
+                     r"frame share (\S+)\) against (\S+) at depth 100", text)
+    assert shown is not None and deep is not None, "estimating.md: the example moved"
+    runs = str(covid / "round5" / "runs")
+    assert run_cli("sample", "active", runs, "--qrels",
+                   str(covid / "qrels" / "qrels.covid-round5.txt"), "--rate", "0.1",
+                   "--depth", "100", "--seed", "1", "-o", tmp_path / "s").code == 0
+
+    def row(*args: str) -> list[float]:
+        done = run_cli("estimate", tmp_path / "s", str(covid / "round5" / "runs" /
+                       "UPrrf93-wt-r5.gz"), "-m", "AP~ht", "-f", "tsv", *args)
+        assert done.code == 0, done.stderr
+        return [float(v) for v in done.stdout.splitlines()[1].split("\t")[3:7]]
+
+    value, lo, hi, _ = row()
+    whole, _, _, share = row("--depth", "1000")
+    assert [f"{v:.4f}" for v in (value, lo, hi)] == list(shown.groups())
+    assert [f"{whole:.4f}", f"{share:.2f}", f"{value:.4f}"] == list(deep.groups())
