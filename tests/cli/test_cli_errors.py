@@ -153,6 +153,14 @@ SAMPLE_CASES = [
     pytest.param(command_case("estimate", "@run", "@strat", blame="strat", files=STRATIFIED,
                               says=("comes first",), lacks=("--sample-format",)),
                  id="estimate-swapped-arguments"),
+    pytest.param(command_case("estimate", "@runs", "@strat", blame="strat",
+                              files={**STRATIFIED, "runs/a.run": GOOD_RUN},
+                              says=("comes first",)),
+                 id="estimate-runs-directory-first"),
+    pytest.param(command_case("estimate", "@empty", "@run", blame="empty",
+                              files={"empty": ""}, says=("empty file",),
+                              lacks=("columns",)),
+                 id="estimate-empty-sample-file"),
     pytest.param(command_case("estimate", "@run", "@sample.txt", blame="run",
                               files={"sample.txt": "1 0 d1 A 1\n1 0 d2 A -1\n"},
                               says=("TREC run", "sample first"), lacks=("--sample-format",)),
@@ -202,6 +210,10 @@ SAMPLE_CASES = [
                               says=("first argument looks like a TREC run file",
                                     "give the qrels first")),
                  id="evaluate-swapped-arguments"),
+    pytest.param(command_case("trec_eval", "@run", "@qrels", blame="run",
+                              says=("first argument looks like a TREC run file",
+                                    "give the qrels first")),
+                 id="trec_eval-swapped-arguments"),
     pytest.param(command_case("estimate", "@run", "@run", blame="run",
                               says=("first argument looks like a TREC run file",
                                     "give the sample first")),
@@ -445,6 +457,20 @@ def test_trec_output(tmp_path: Path) -> None:
     assert f"{'P_2':<22}\tall\t0.5000" in lines
     assert f"{'num_rel':<22}\tall\t3" in lines
     assert all(re.fullmatch(r"\S+ *\t\S+\t\S+", line) for line in lines)
+
+
+def test_trec_output_names_what_trec_eval_cannot(tmp_path: Path) -> None:
+    """A measure with its own relevance level or parameters, which trec_eval's name cannot
+    say (trec_eval's -l is one level for every measure), prints under its library name:
+    before, P(rel=2)@2 printed as P_2 beside P@2's own P_2 line, and nDCG with gains as
+    ndcg, so a reader of the output took one for the other."""
+    f = write(tmp_path, {"qrels": GOOD_QRELS, "run": GOOD_RUN})
+    result = run_cli(["evaluate", f["qrels"], f["run"], "-f", "trec", "-m",
+                      "P@2,P(rel=2)@2,AP(rel=2),nDCG(gains={1:3,2:9}),RBP(p=0.5)"])
+    assert result.code == 0, result.stderr
+    names = [line.split("\t")[0].rstrip() for line in result.stdout.splitlines()]
+    assert names == ["runid", "P_2", "P(rel=2)@2", "AP(rel=2)", "nDCG(gains={1:3,2:9})",
+                     "RBP(p=0.5)"]
 
 
 def test_qrels_topic_no_run_retrieved(tmp_path: Path) -> None:

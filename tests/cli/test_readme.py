@@ -9,11 +9,14 @@ README cannot drift from the command line.
 
 from __future__ import annotations
 
+import ast
+import math
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +68,35 @@ def test_the_readme_new_user_path_runs_as_written(tmp_path: Path) -> None:
     assert "AP by AP~ht: paired differences" in done.stdout
     exported = (tmp_path / "my-qrels.txt").read_text().splitlines()
     assert exported and all(len(line.split()) == 4 for line in exported)
+    # the library block, as written, on what the shell block made
+    done = subprocess.run([sys.executable, "-c", library_block()], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def library_block() -> str:
+    """The README's Python block (under "## The library")."""
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", text[text.index("## The library"):], re.DOTALL)
+    assert block is not None, "README: no ```python block under '## The library'"
+    return block.group(1)
+
+
+def test_the_library_block_imports_only_what_make_demo_installs() -> None:
+    """``make demo`` installs sampleval and its dependencies (pyproject's ``dependencies``),
+    no extra: the README's library block imports nothing else (before, it imported
+    ir_measures, a test extra, and failed with ModuleNotFoundError after ``make demo``)."""
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    installed = {re.split(r"[<>=\[ ;]", d)[0].lower().replace("-", "_")
+                 for d in pyproject["project"]["dependencies"]} | {"sampleval"}
+    imported = set()
+    for node in ast.walk(ast.parse(library_block())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported, "the library block imports nothing: the test cannot fail"
+    assert imported - installed - set(sys.stdlib_module_names) == set()
 
 
 def test_the_readme_is_the_front_door() -> None:
@@ -244,3 +276,71 @@ def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
     assert stale_mentions("see docs/methods_gone.md and docs/guide/estimating.md#no-such "
                           "(mydocs/x.md)") == ["docs/methods_gone.md",
                                                "docs/guide/estimating.md#no-such"]
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+def test_the_readme_s_trec_covid_figures_are_what_its_commands_print(
+        tmp_path: Path, covid: Path) -> None:
+    """"UPrrf93-wt-r5's AP at 20 is X with all of round 5's qrels, Y with the depth-20
+    pool's, and estimated Z ± W from 40 documents a topic": the README's commands on round 5
+    print these (the ± went stale once: 0.0332 where the command printed 0.0419)."""
+    from conftest import run_cli
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    said = re.search(r"UPrrf93-wt-r5's AP at 20 is (\S+) with all of round 5's qrels, (\S+) "
+                     r"with the depth-20 pool's, and estimated (\S+) ± (\S+) from 40", text)
+    assert said is not None, "README: the TREC-COVID sentence moved"
+    runs, qrels = str(covid / "round5" / "runs"), str(covid / "qrels" / "qrels.covid-round5.txt")
+    ours = str(covid / "round5" / "runs" / "UPrrf93-wt-r5.gz")
+
+    def ap(*args: str) -> tuple[float, float, float]:
+        done = run_cli(*args, "-f", "tsv")
+        assert done.code == 0, done.stderr
+        row = next(r.split("\t") for r in done.stdout.splitlines()
+                   if r.startswith("UPrrf93-wt-r5\tall\t"))
+        lo, hi = (float(v) for v in row[4:6]) if len(row) > 5 else (math.nan, math.nan)
+        return float(row[3]), lo, hi
+
+    assert run_cli("sample", "depth-k", runs, "--qrels", qrels, "--rate", "1", "--depth",
+                   "20", "-o", tmp_path / "pool20").code == 0
+    assert run_cli("sample", "stratified", runs, "--qrels", qrels, "--budget", "40",
+                   "--depth", "20", "--seed", "1", "-o", tmp_path / "s").code == 0
+    estimated, lo, hi = ap("estimate", str(tmp_path / "s"), runs, "-m", "AP")
+    got = [ap("evaluate", qrels, ours, "-M", "20", "-m", "AP")[0],
+           ap("evaluate", str(tmp_path / "pool20"), ours, "-M", "20", "-m", "AP")[0],
+           estimated, (hi - lo) / 2]
+    assert [f"{v:.4f}" for v in got] == list(said.groups())
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+def test_estimating_md_s_first_example_is_what_its_command_prints(
+        tmp_path: Path, covid: Path) -> None:
+    """docs/guide/estimating.md opens with an estimate of UPrrf93-wt-r5 from an active
+    sample of round 5 (value, lo, hi) and quotes its AP~ht over the whole ranking: the
+    commands it names print these (they had gone stale: 0.3453 [0.3280, 0.3627] and 0.5325
+    where the commands printed 0.3265 [0.3006, 0.3524] and 0.5046)."""
+    from conftest import run_cli
+
+    page = README.parent / "docs" / "guide" / "estimating.md"
+    text = " ".join(page.read_text(encoding="utf-8").split())
+    shown = re.search(r"UPrrf93-wt-r5 all AP~ht (\S+) (\S+) (\S+) 1\.0", text)
+    deep = re.search(r"UPrrf93-wt-r5's AP~ht is (\S+) over its whole ranking \(`--depth 1000`, "
+                     r"frame share (\S+)\) against (\S+) at depth 100", text)
+    assert shown is not None and deep is not None, "estimating.md: the example moved"
+    runs = str(covid / "round5" / "runs")
+    assert run_cli("sample", "active", runs, "--qrels",
+                   str(covid / "qrels" / "qrels.covid-round5.txt"), "--rate", "0.1",
+                   "--depth", "100", "--seed", "1", "-o", tmp_path / "s").code == 0
+
+    def row(*args: str) -> list[float]:
+        done = run_cli("estimate", tmp_path / "s", str(covid / "round5" / "runs" /
+                       "UPrrf93-wt-r5.gz"), "-m", "AP~ht", "-f", "tsv", *args)
+        assert done.code == 0, done.stderr
+        return [float(v) for v in done.stdout.splitlines()[1].split("\t")[3:7]]
+
+    value, lo, hi, _ = row()
+    whole, _, _, share = row("--depth", "1000")
+    assert [f"{v:.4f}" for v in (value, lo, hi)] == list(shown.groups())
+    assert [f"{whole:.4f}", f"{share:.2f}", f"{value:.4f}"] == list(deep.groups())

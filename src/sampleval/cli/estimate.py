@@ -123,10 +123,13 @@ def add_ranks(parser: argparse.ArgumentParser) -> None:
 def check_order(sample: str, runs: list[str], command: str = "estimate") -> None:
     """A run file given first, or a sample directory among the runs, means the arguments
     were swapped."""
+    def a_sample_directory(path: str) -> bool:
+        return (Path(path) / "sample.json").is_file()
+
     for given in runs:
-        if (Path(given) / "sample.json").is_file() and not Path(sample).is_dir():
+        if a_sample_directory(given) and not a_sample_directory(sample):
             raise UsageError(f"{given}: a sample directory given as a run, while {sample} "
-                             "is not a sample directory: the sample comes first (sampleval "
+                             "is not one: the sample comes first (sampleval "
                              f"{command} SAMPLE RUN...)")
     check_not_a_run(sample, "the sample", f"sampleval {command} SAMPLE RUN...")
 

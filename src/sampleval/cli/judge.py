@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from sampleval.cli._app import add_command, stderr_is_terminal
 
@@ -50,6 +51,11 @@ def run(args: argparse.Namespace) -> None:
     judgments = read_qrels(args.judgments)
     progress = judge(args.sample, judgments, args.runs or None, stop=args.stop,
                      progress=stderr_is_terminal())
+    if progress.ignored and not (progress.imported or progress.skipped):
+        warnings.warn(f"{args.judgments}: none of its {progress.ignored} judgments is of a "
+                      f"document {Path(args.sample) / TO_JUDGE} lists: labels of another "
+                      "sample or pool, or only of documents imported before?",
+                      stacklevel=1)
     aside = f" ({progress.ignored} other judgments left aside)" if progress.ignored else ""
     if progress.skipped:
         aside += f" ({progress.skipped} negative labels skipped, their documents still listed)"

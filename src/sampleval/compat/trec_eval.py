@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from sampleval.core.run import DUPLICATES
-from sampleval.errors import UsageError
+from sampleval.errors import InputError, UsageError
 from sampleval.measures.names import SPECS, Measure, MeasureSpec, nickname_members, trec_spec
 
 if TYPE_CHECKING:
@@ -551,7 +551,14 @@ def evaluate_files(opts: Options, items: list[Item]) -> str:
     with in_background(read_results, results_file) as reading:
         from sampleval.compat._inputs import read_rel_info, read_zscores, settle_repeats
 
-        judgments = read_rel_info(rel_info_file, opts.rel_format)
+        try:
+            judgments = read_rel_info(rel_info_file, opts.rel_format)
+        except InputError:
+            from sampleval.cli._app import check_not_a_run
+
+            check_not_a_run(rel_info_file, "the qrels",
+                            "sampleval trec_eval [OPTIONS] REL_INFO_FILE RESULTS_FILE")
+            raise
         run_, source = reading.result()
     runid = run_.name
     zscores = read_zscores(opts.zscores) if opts.zscores is not None else None

@@ -71,11 +71,11 @@ def compare(sample: SampleLike, runs: RunsLike, measure: MeasuresLike | None = N
         raise UsageError(f"unknown degrees-of-freedom rule {df!r} (one of "
                          f"{', '.join(DF_RULES)})")
     from sampleval.estimation.estimates import MEAN_TOPIC, estimate, estimate_differences
-    from sampleval.estimation.setup import compare_default
+    from sampleval.estimation.setup import compare_default, estimated_topics
     from sampleval.io.coerce import as_runs, as_sample
     from sampleval.measures.names import as_measures
 
-    sample = as_sample(sample)
+    sample = estimated_topics(as_sample(sample))
     given = None if measure is None else [str(m) for m in as_measures(measure)]
     if given is not None and len(given) != 1:
         raise UsageError("compare takes one measure; call it once per measure")

@@ -50,6 +50,7 @@ from sampleval.estimation.setup import (
     DEFAULT_MEASURES,
     SAMPLE_DEPTH,
     default_estimates,
+    estimated_topics,
     setup_for,
 )
 from sampleval.estimation.spec import (
@@ -128,7 +129,7 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     from sampleval.measures.names import as_measures
     from sampleval.progress import steps
 
-    sample = as_sample(sample)
+    sample = estimated_topics(as_sample(sample))
     if not 0 < ci < 1:
         raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
     names = None if measures is None else [str(m) for m in as_measures(measures)]
@@ -190,7 +191,7 @@ def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
     ``predictions`` feed the families that read them (``AP~ppi``), as :func:`estimate`'s."""
     from sampleval.io.coerce import as_predictions, as_runs, as_sample
 
-    sample = as_sample(sample)
+    sample = estimated_topics(as_sample(sample), warn=False)
     setup = setup_for(sample, [measure], depth=depth, warn=False,  # estimate() has warned
                       with_predictions=predictions is not None)
     (spec,) = setup.specs

@@ -18,6 +18,7 @@ from :func:`setup_for` (and, where only a design is known, as in ``simulate``'s 
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from sampleval.estimation.family import FAMILIES, EstimatorFamily
 from sampleval.estimation.spec import (
     EstimateSpec,
     draws_reach_every_document,
+    established_names,
     estimator_for,
     parse_estimate,
 )
@@ -46,6 +48,8 @@ SHARE_DEPTH = 100
 """The depth the frame share is measured at when neither the sample nor the caller gives
 one."""
 DEPTH_DOC = "docs/guide/estimating.md#the-estimation-depth"
+_TABLE_NAME = re.compile(r"^(?P<base>[A-Za-z]+)(?:@(?P<cut>\d+))?$")
+"""A plain measure as the defaults table writes it (``DCG``, ``P@10``)."""
 
 
 @dataclass(frozen=True)
@@ -126,15 +130,22 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
     neither or no estimator of the design estimates it."""
     try:
         return parse_estimate(name)
-    except UsageError as not_estimator:
+    except UsageError:
         if "~" in name:
             raise
         from sampleval.measures.names import parse_measure
 
+        written = _TABLE_NAME.match(name.strip())  # as the table writes it: DCG, DCG@10
+        if written is not None:
+            spec = estimator_for(written["base"], None if written["cut"] is None else
+                                 int(written["cut"]), design, reach_every_document,
+                                 simple_random)
+            if spec is not None:
+                return spec
         try:
             plain = parse_measure(name.strip())
         except SampleValError:
-            raise not_estimator from None
+            raise _unknown(name) from None
         if plain.rel is not None or plain.params:
             raise UsageError(f"{name}: give the relevance level with -l (level= in the "
                              f"library), not in the measure's name") from None
@@ -147,6 +158,45 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
                              "('sampleval methods' lists the families and their "
                              "measures)") from None
         return spec
+
+
+def _unknown(name: str) -> UsageError:
+    """``name`` is neither an estimator nor a plain measure: one line naming both kinds."""
+    from sampleval.declare import did_you_mean
+    from sampleval.estimation.defaults import CUTOFF, DEFAULTS
+
+    plain = {key.removesuffix(CUTOFF) for table in DEFAULTS.values() for key in table}
+    established = sorted(established_names())
+    written = _TABLE_NAME.match(name.strip())
+    hint = did_you_mean(name if written is None else written["base"],
+                        [*sorted(plain), *established])
+    return UsageError(f"unknown measure {name!r}{hint}: name a plain measure (AP, P@10, "
+                      "nDCG@10 ...: 'sampleval methods --defaults' lists them), an estimator "
+                      f"BASE~FAMILY (AP~ht, P@10~ht) or one of {', '.join(established)}")
+
+
+def estimated_topics(sample: Sample, warn: bool = True) -> Sample:
+    """``sample`` without its topics none of whose frame documents can be seen (every
+    inclusion probability 0: no stratum of the topic was sampled, as in NIST sampled qrels
+    whose topic has only rel -1 lines), with one warning naming them (``warn``). Such a
+    topic has no estimate: counted, every run would score 0 +- 0 there, pulling its mean
+    down and narrowing its interval; so it is left out, as a run's mean leaves out the
+    topics the run lacks (and the campaign's live leaderboard the topics nobody judged)."""
+    counts = sample.unreachable(sample.topics)
+    blind = [t for t, (unseen, size) in zip(sample.topics, counts.tolist(), strict=True)
+             if size and unseen == size]
+    if not blind:
+        return sample
+    if len(blind) == len(sample.topics):
+        raise UsageError("no topic of the sample has a judged document that any estimate can "
+                         "use (every inclusion probability is 0)")
+    if warn:
+        shown = ", ".join(blind[:5]) + (", ..." if len(blind) > 5 else "")
+        warnings.warn(f"{len(blind)} of {len(sample.topics)} topics (topic {shown}) have no "
+                      "sampled document (every inclusion probability 0): left out of every "
+                      f"mean, which is over the other {len(sample.topics) - len(blind)}",
+                      stacklevel=3)
+    return sample.restricted([t for t in sample.topics if t not in set(blind)])
 
 
 def default_estimates(sample: Sample) -> tuple[str, ...]:

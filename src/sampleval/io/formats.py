@@ -69,7 +69,9 @@ def to_json(results: pd.DataFrame, numbers: Sequence[str] = ("value",),
 
 def to_trec(results: pd.DataFrame) -> str:
     """trec_eval's text output: ``measure<TAB>topic<TAB>value``, one block per run, headed
-    by its ``runid`` line; values with four decimals, counts as integers."""
+    by its ``runid`` line; values with four decimals, counts as integers. A measure with a
+    relevance level or parameters of its own (``P(rel=2)@5``), which trec_eval's names cannot
+    say, prints under its library name."""
     lines = []
     for run, rows in results.groupby("run", sort=False):
         lines.append(f"{'runid':<22}\t{MEAN_TOPIC}\t{run}")
@@ -78,7 +80,9 @@ def to_trec(results: pd.DataFrame) -> str:
         for _, topic, name, value in _rows(ordered, ["value"]):
             measure = parse_measure(name)
             text = str(int(value)) if measure.aggregate == "sum" else f"{value:.4f}"
-            lines.append(f"{measure.trec_name:<22}\t{topic}\t{text}")
+            # trec_eval's name cannot say a level or parameters of the measure's own
+            shown = measure.trec_name if measure.rel is None and not measure.params else name
+            lines.append(f"{shown:<22}\t{topic}\t{text}")
     return "\n".join(lines) + "\n"
 
 

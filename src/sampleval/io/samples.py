@@ -136,6 +136,9 @@ def _number(token: str) -> float | None:
 
 def _sniff_format(source: Source) -> str:
     first = first_tokens(source)
+    if not first:
+        raise InputError(source.name, None, "empty file: no sample lines (qrels, NIST sampled "
+                                            "qrels or prels)")
     if len(first) == 4:
         return "qrels"
     if len(first) == 6:

@@ -123,7 +123,7 @@ from typing import Any
 import numpy as np
 
 from sampleval.core.ap_prior import document_prior
-from sampleval.core.design import GUARANTEES, STRATIFIED
+from sampleval.core.design import GUARANTEES, STRATIFIED, as_design
 from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
@@ -137,8 +137,8 @@ from sampleval.estimation.result import (
     mean_sides,
     upper_allowance,
 )
-from sampleval.estimation.setup import accepts
-from sampleval.estimation.spec import EstimateSpec, estimator_for, parse_estimate
+from sampleval.estimation.setup import accepts, estimator_of
+from sampleval.estimation.spec import EstimateSpec, names_an_estimator
 from sampleval.selection.base import Oracle, Selector
 from sampleval.selection.strata import Layout, StratifiedSelector, handout
 
@@ -182,17 +182,15 @@ class Target:
         (``reach_every_document``: whose every draw could reach every document)."""
         from sampleval.measures.names import parse_measure
 
-        if "~" in self.measure:
-            return parse_estimate(self.measure)
-        try:
-            return parse_estimate(self.measure)  # established names: xinfAP, infAP ...
-        except UsageError:
+        if not names_an_estimator(self.measure):
             plain = parse_measure(self.measure)
-        cutoff = None if plain.cutoff is None else int(plain.cutoff)
-        spec = estimator_for(plain.name, cutoff, design, reach_every_document)
-        if spec is None:
-            raise UsageError(f"no estimator of {self.measure} applies to a {design} sample")
-        return spec
+            if plain.rel is not None or plain.params:
+                cut = "" if plain.cutoff is None else f"@{int(plain.cutoff)}"
+                raise UsageError(f"the target {self.measure}: judging counts a document "
+                                 "relevant at one relevance level for every measure; name the "
+                                 "measure without a relevance level or gains of its own, e.g. "
+                                 f"{plain.name}{cut}")
+        return estimator_of(self.measure, as_design(design), reach_every_document)
 
 
 @dataclass

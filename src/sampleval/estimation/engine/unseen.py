@@ -371,7 +371,8 @@ class SampleStrata:
         up_to, beyond = self.tables(chosen)
         at = np.full((chosen.size, n_runs, width), -1, dtype=np.int64)
         for i, t in enumerate(chosen.tolist()):
-            frame_at_rank = self.views[t].frame_at_rank
+            # ranks past width - 1 (the deepest frame document any run retrieved) hold none
+            frame_at_rank = self.views[t].frame_at_rank[:, :width - 1]
             at[i, :, 1:frame_at_rank.shape[1] + 1] = np.where(
                 frame_at_rank >= 0, frame_at_rank + self.offsets[t], -1)
         where = at.reshape(-1, width)
