@@ -131,8 +131,8 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
     try:
         return parse_estimate(name)
     except UsageError:
-        if "~" in name:
-            raise
+        if "~" in name or name.split("(")[0].strip() in established_names():
+            raise  # an estimator named, with an option it does not take
         from sampleval.measures.names import parse_measure
 
         written = _TABLE_NAME.match(name.strip())  # as the table writes it: DCG, DCG@10
