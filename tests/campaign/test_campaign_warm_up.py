@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from campaign_support import collection
 from sampleval.campaign.organise import (
     Design,
@@ -42,6 +44,7 @@ print(json.dumps(kernels))
 """
 
 
+@pytest.mark.slow  # a fresh process compiles every kernel: about 12 s
 def test_loading_an_active_campaign_compiles_its_kernels(tmp_path: Path) -> None:
     """In a fresh process with an empty numba cache, loading the campaign leaves every one
     of ``active``'s kernels compiled (before: none, until judgments called them)."""
