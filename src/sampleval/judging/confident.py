@@ -834,16 +834,11 @@ class ConfidentJudging:
             opened = [i for i, p in enumerate(self.phases) if p and p[-1].open]
             if opened and left > 0:
                 return self._hand_out(opened[0], left)
-            if self._awaiting():
-                return None
-            if left <= 0:
-                self.reason = "ceiling spent"
-                return None
-            if not any(self.phases):
-                if not self._lay_pilots():
-                    return None
+            step = self._without_open_phase(self._awaiting(), left)
+            if step == "again":
                 continue
-            self._refresh()
+            if step == "stop":
+                return None
             final = all(not self.owed[i] or self.exhausted[i] or self.judged[i] >= min(
                 self.capacity[i], self.pool_size[i]) for i in range(len(self.topics)))
             if final and (self.half_widths() <= self.target.half_width).all():
@@ -860,6 +855,20 @@ class ConfidentJudging:
                 sizes = np.where(sizes > 0, np.minimum(sizes, np.maximum(
                     np.ceil(self.interim * sizes).astype(np.int64), least)), 0)
             self._commit(sizes, owed=interim)
+
+    def _without_open_phase(self, waiting: bool, left: int) -> str:
+        """Committed design, no open phase to hand out from: ``"stop"`` (labels still owed,
+        the ceiling spent, or no pilot to lay), ``"again"`` (the pilots just laid) or
+        ``"plan"`` (every phase judged; the estimates refreshed for the next plan)."""
+        if waiting:
+            return "stop"
+        if left <= 0:
+            self.reason = "ceiling spent"
+            return "stop"
+        if not any(self.phases):
+            return "again" if self._lay_pilots() else "stop"
+        self._refresh()
+        return "plan"
 
     def _hand_out(self, i: int, left: int) -> tuple[str, list[str]]:
         """Committed design: the next ``batch`` documents (at most ``left``) of topic
@@ -1350,16 +1359,11 @@ class AnytimeJudging(ConfidentJudging):
                 progress = [self.phases[i][-1].given / len(self.phases[i][-1].order)
                             for i in opened]
                 return self._hand_out(opened[int(np.argmin(progress))], left)
-            if waiting:
-                return None
-            if left <= 0:
-                self.reason = "ceiling spent"
-                return None
-            if not any(self.phases):
-                if not self._lay_pilots():
-                    return None
+            step = self._without_open_phase(waiting, left)
+            if step == "again":
                 continue
-            self._refresh()
+            if step == "stop":
+                return None
             sizes = self._plan_phases()
             if not sizes.any():
                 self.reason = ("the target cannot be met: no topic's design has judgments "
