@@ -996,7 +996,7 @@ def warm_up(selector: Selector, label: float) -> None:
     is then done while the campaign loads, not inside the first judgments that need it
     (each burst of them held up for seconds: docs/research/campaign-load.md, thirteenth
     round). The selector itself is untouched."""
-    trial = copy.deepcopy(selector)
+    trial = copy.deepcopy(selector, {id(selector.pool): selector.pool})  # the pool: read-only
     for topic in trial.pool.topics:
         proposed = trial.propose(topic, trial.batch_size(topic))
         if not proposed:
