@@ -50,6 +50,14 @@ from the first look, the pilot's, as ``sampleval plan --exponent`` forecasts), w
 of campaigns whose 90% interval from the other campaigns' exponents holds the judgments used
 and the interval's median width over the forecast.
 
+With ``--fixed-rates R,R,...`` the study judges instead fixed per-topic budgets of ``--method``
+(``--trials`` samples per rate, seeds ``--seed`` + i; :func:`studies.confident_judging.fixed`)
+and prints the *fixed budget whose rms meets* ``--target``: the judgments at which z times
+the rms error of the widest run's mean falls to the target, interpolated log-linearly
+between the rates (:func:`studies.confident_judging.fixed_budget`); issue 29 item 4 compares
+the committed rule's judgments with it (``--summarise ... --fixed-budget N``: each rule's
+``vs_fixed``, its mean judgments over N).
+
 With ``--rests K`` each trial's campaign is run K times after the same pilot (the rest drawn
 from generators seeded 0..K-1, :func:`run_from_pilot`), and the summary is :func:`spread`:
 how far campaigns that share a pilot lie from their own median, which no forecast from the
@@ -388,8 +396,9 @@ def spread(table: pd.DataFrame, within: float = 0.15) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
-    """Per rule: the module docstring's summary (campaigns paired by seed)."""
+def summary(table: pd.DataFrame, target: float, fixed: float | None = None) -> pd.DataFrame:
+    """Per rule: the module docstring's summary (campaigns paired by seed); with ``fixed``
+    (the fixed budget whose rms meets the target), ``vs_fixed``, the mean judgments over it."""
     rows = []
     base = table[table["rule"] == "committed"].set_index("seed")["judged"]
     for rule, part in table.groupby("rule", sort=False):
@@ -406,6 +415,8 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                "vs_committed_10%": float(ratio.quantile(0.1)) if len(ratio) else np.nan,
                "vs_committed_90%": float(ratio.quantile(0.9)) if len(ratio) else np.nan,
                "error": part["error"].mean()}
+        if fixed:
+            row["vs_fixed"] = part["judged"].mean() / fixed
         if "forecast" in part and part["forecast"].notna().any():
             known = part[part["forecast"].notna()]
             rel = (known["forecast"] - known["judged"]).abs() / known["judged"]
@@ -499,6 +510,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run each trial's campaign RESTS times after the same pilot, the "
                              "rest seeded 0..RESTS-1 (the spread no forecast from that pilot "
                              "can beat; summary: spread())")
+    parser.add_argument("--fixed-rates", metavar="R,R,...",
+                        help="only judge fixed per-topic budgets of --method at these shares "
+                             "of each topic's pool (--trials samples each) and print the "
+                             "fixed budget whose rms meets --target")
+    parser.add_argument("--fixed-budget", type=float, metavar="N",
+                        help="with --summarise: the fixed budget whose rms meets the target "
+                             "(--fixed-rates' figure), for each rule's vs_fixed")
     parser.add_argument("--out", type=Path, help="CSV of the per-trial rows")
     parser.add_argument("--summarise", type=Path, metavar="CSV", nargs="+",
                         help="only print the summary of --out files (of runs stopped early, "
@@ -518,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for width in sorted(table["target"].unique()):
             part = table[table["target"] == width]
             print(f"target {width}, {part['seed'].nunique()} seeds")
-            print(summary(part, float(width)).to_string(
+            print(summary(part, float(width), args.fixed_budget).to_string(
                 index=False, float_format=lambda x: f"{x:.4f}"))
         return 0
     began = time.perf_counter()
@@ -535,6 +553,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = {"method": args.method, "anytime_method": args.anytime_method,
                "ceiling": args.ceiling, "target": target, "start": args.start, "batch": args.batch, "every": args.every,
                "allocation": args.allocation, "interim": args.interim}
+    if args.fixed_rates:
+        from studies.confident_judging import fixed, fixed_budget
+
+        spec = target.spec(METHODS[args.method].design)
+        table = pd.DataFrame([fixed(pool, truth_qrels, truth, float(rate), method=args.method,
+                                    trials=args.trials, seed=args.seed, measure=spec.name)
+                              for rate in args.fixed_rates.split(",") if rate.strip()])
+        if args.out:
+            table.to_csv(args.out, index=False)
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+        meets = fixed_budget(table, [args.target]).get(args.target)
+        print(f"fixed budget whose rms meets {args.target}: "
+              f"{'not bracketed by the rates' if meets is None else round(meets)} judgments")
+        return 0
     if args.neyman_gain:
         gains = pd.DataFrame([neyman_gain(pool, oracle, args.seed + trial, **options)
                               for trial in range(args.trials)])

@@ -34,7 +34,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "judgments go where they narrow the means most (Neyman), for 'anytime' equally to "
         "every topic, as that rule allocates them; the interval resamples the topics. A "
         "model, not a "
-        "measurement: docs/guide/anytime.md says how far its forecasts were off.")
+        "measurement: docs/guide/anytime.md says how far its forecasts were off. "
+        "'committed' (a pilot laid out in strata: stratified, strata, uniform) is judging "
+        "until confident's committed rule (sample --target), forecast from its own plan "
+        "after this pilot at the level the topics' pooled variance gives; its interval "
+        "resamples the topics that fix that level (docs/guide/confident.md, 'How many "
+        "judgments').")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="the pilot: a sample directory written by sampleval (or any "
                              "sample 'sampleval estimate' reads)")
@@ -88,7 +93,7 @@ def run(args: argparse.Namespace) -> None:
     from sampleval.io import read_runs
     from sampleval.io.samples import load_sample
     from sampleval.judging.confident import Target
-    from sampleval.judging.planning import forecast
+    from sampleval.judging.planning import committed_forecast, forecast
 
     if args.target is None:
         raise UsageError("plan needs --target MEASURE:HALF_WIDTH, e.g. --target AP:0.02")
@@ -102,6 +107,14 @@ def run(args: argparse.Namespace) -> None:
                     caps=caps, rng=np.random.default_rng(args.seed),
                     replicates=args.replicates, coverage=args.interval, model=args.model,
                     exponent=args.exponent)
+    if args.exponent is None:
+        try:
+            made.append(committed_forecast(
+                sample, runs, target, ci=args.ci, level=args.rel_level, depth=args.depth,
+                cap=args.cap, rng=np.random.default_rng(args.seed),
+                replicates=args.replicates, coverage=args.interval))
+        except UsageError as error:
+            sys.stderr.write(f"committed: no forecast: {error}\n")
     sys.stdout.write(f"target {target.measure}:{target.half_width:g} "
                      f"({args.ci:.0%} half-width of each run's mean); pilot "
                      f"{made[0].judged} judgments over {len(sample.topics)} topics\n")

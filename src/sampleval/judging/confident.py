@@ -492,7 +492,8 @@ class ConfidentJudging:
         return np.where(g_n > 0, np.maximum(g_m, 0.0) / np.where(g_n > 0, g_n, 1.0), 0.0)
 
     def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
-                           g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
+                           g: np.ndarray, shrink: float = 1.0,
+                           centre: np.ndarray | None = None) -> np.ndarray:
         """The targeted runs' variances the plan starts from: the estimates, except on a
         topic where no relevant document has been found while its design has judgments left
         (its variance estimates say little about what is unseen), where each run gets at
@@ -501,7 +502,8 @@ class ConfidentJudging:
         AP's ``few=`` floor there is part of the half-width the target is checked against
         (a plan below it would leave the target unmet with nothing planned). With ``shrink``
         < 1, each topic with judgments left gets ``shrink`` of its own value per unit of g
-        plus the rest of the median over the topics (committed design's projection)."""
+        plus the rest of the median over the topics (committed design's projection), or of
+        ``centre`` (per targeted run) where given (:meth:`forecast`)."""
         v = np.nan_to_num(self.variance[:, self.runs])
         blank = ~self.found & open_ & (g > 0)
         if not (~blank).any():
@@ -514,9 +516,10 @@ class ConfidentJudging:
         reported = v[blank]  # AP's few= floor there
         v[blank] = g[blank, None] * typical[None, :]
         if shrink < 1:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                centre = np.nan_to_num(np.nanmedian(unit, axis=0))
+            if centre is None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    centre = np.nan_to_num(np.nanmedian(unit, axis=0))
             pooled = g[:, None] * centre[None, :]
             own = np.where(blank[:, None], pooled, v)
             v = np.where(open_[:, None] & (g > 0)[:, None], shrink * own + (1 - shrink) * pooled,
@@ -572,16 +575,19 @@ class ConfidentJudging:
         """Adaptive rule: each topic's judgments its estimate rests on (the plan's n)."""
         return self.judged
 
-    def _plan_phases(self) -> np.ndarray:
-        """Committed design: each topic's next phase size, greedily (module docstring)."""
+    def _plan_phases(self, level: np.ndarray | None = None) -> np.ndarray:
+        """Committed design: each topic's next phase size, greedily (module docstring);
+        ``level``: each targeted run's projected variances scaled by it (:meth:`forecast`)."""
         remaining = (self.pool_size - self.judged).astype(np.int64)
         room = np.where(self.exhausted, 0, np.minimum(self.capacity - self.judged,
                                                       remaining)).astype(np.int64)
         left = self.ceiling - self._handed()
-        factor_last = np.array([self._last_factor(i) for i in range(len(self.topics))])
+        factor_last = self._factor_last()
         present = self.present[:, self.runs]
         base = self._planning_variance(present, room > 0, factor_last)  # as measured
         shrunk = self._planning_variance(present, room > 0, factor_last, SHRINK)
+        if level is not None:
+            shrunk = shrunk * level[None, :]
         if not self.owed.any():  # a shortfall: the shrunk values, at the measured level
             measured = np.where(present, base, 0.0).sum(axis=0)
             level = np.where(present, shrunk, 0.0).sum(axis=0)
@@ -646,6 +652,56 @@ class ConfidentJudging:
         self._projection = (open_rest + int(extra.sum()) if not (
             self._over(total, bias.sum(axis=0), upper.sum(axis=0), share) > 1).any() else None)
         return extra
+
+    def _factor_last(self) -> np.ndarray:
+        """Each topic's :meth:`_last_factor`."""
+        return np.array([self._last_factor(i) for i in range(len(self.topics))])
+
+    def forecast(self, rng: np.random.Generator, coverage: float = 0.9,
+                 replicates: int = 200) -> tuple[int | None, int | None, int | None]:
+        """Committed design: the judgments in all the rule is forecast to use (those made
+        included), with a ``coverage`` interval: its plan from the current estimates with
+        the projected variance of each run's mean at the level the topics' *pooled*
+        variance per unit of design factor gives (sum_t V_t / sum_t D_last,t over the
+        topics where something relevant was found) rather than their median, which the
+        plan shrinks towards (module docstring: a small sample's variance estimates are
+        right-skewed, so their median under-reads the sum over topics and a campaign goes
+        on past its first plan). The interval re-plans at the pooled value's (1 -/+
+        ``coverage``) / 2 quantiles over ``replicates`` resamples of those topics (a
+        bootstrap over topics, from ``rng``): it reflects how well the pilot's topics fix
+        the level, not the campaign's own draws. None: the plan cannot reach the target."""
+        self._refresh()
+        remaining = (self.pool_size - self.judged).astype(np.int64)
+        open_ = ~self.exhausted & (np.minimum(self.capacity - self.judged, remaining) > 0)
+        g = self._factor_last()
+        present = self.present[:, self.runs]
+        v = np.nan_to_num(self.variance[:, self.runs])
+        known = ((self.found | ~open_) & (g > 0))[:, None] & present
+        weights = rng.poisson(1.0, (replicates, len(self.topics)))  # resamples of the topics
+
+        def centre(w: np.ndarray) -> np.ndarray:
+            return np.einsum("bt,tr->br", w, np.where(known, v, 0.0)) / np.maximum(
+                np.einsum("bt,tr->br", w, np.where(known, g[:, None], 0.0)),
+                np.finfo(float).tiny)
+
+        tail = (1 - coverage) / 2
+        point = centre(np.ones((1, len(self.topics))))[0]
+        low, high = np.quantile(centre(weights), [tail, 1 - tail], axis=0)
+        median = np.where(present, self._planning_variance(present, open_, g, SHRINK),
+                          0.0).sum(axis=0)
+        saved = self._projection
+        made = []
+        try:
+            for c in (point, low, high):
+                total = np.where(present, self._planning_variance(present, open_, g, SHRINK,
+                                                                  c), 0.0).sum(axis=0)
+                self._plan_phases(np.divide(total, median, out=np.ones_like(total),
+                                            where=median > 0))
+                made.append(None if self._projection is None
+                            else int(self.judged.sum()) + self._projection)
+        finally:
+            self._projection = saved
+        return made[0], made[1], made[2]
 
     def _out_of_reach(self, unit: np.ndarray, factors: np.ndarray, factor_last: np.ndarray,
                       room: np.ndarray, current: np.ndarray, share: float) -> np.ndarray:
@@ -1034,6 +1090,43 @@ class ConfidentJudging:
         return judging
 
 
+    @classmethod
+    def from_pilot(cls, selector: Selector, target: Target, pilot: Sample,
+                   **options: Any) -> ConfidentJudging:
+        """The committed design with ``pilot`` as every topic's pilot phase (each owed its
+        next phase): its :meth:`status` then projects what the rule's plan would judge after
+        that pilot (``projected_needed``), as a campaign shows it once its pilots are judged.
+        ``pilot`` is a stratified sample of ``selector``'s pool (its strata and labels are
+        the pilot phase's: pi = n_h / N_h of the pool's documents in each stratum), e.g.
+        ``sampleval sample stratified ... -n 20``; ``options``: the constructor's."""
+        judging = cls(selector, target, committed=True, **options)
+        frame = pilot.frame
+        for i, topic in enumerate(judging.topics):
+            rows = frame[frame["query_id"] == topic]
+            where = selector._pool_positions(topic)
+            inside = rows["doc_id"].isin(where.keys()).to_numpy()
+            rows = rows[inside]
+            if rows.empty:
+                continue
+            positions = np.array([where[d] for d in rows["doc_id"]], dtype=np.int64)
+            names, index = np.unique(rows["stratum"].astype(str).to_numpy(), return_inverse=True)
+            codes = np.full(len(judging.labels[i]), -1, dtype=np.int64)
+            codes[positions] = index
+            label = rows["relevance"].to_numpy(dtype=np.float64)
+            seen = ~np.isnan(label)
+            counts = np.bincount(index[seen], minlength=len(names))
+            judging.labels[i][positions[seen]] = label[seen]
+            judging.phase_of[i][positions[seen]] = 0
+            judging.judged[i] = int(seen.sum())
+            judging.phases[i].append(Phase(int(seen.sum()), positions[seen], codes, names,
+                                           counts, int(seen.sum())))
+            judging.owed[i] = True
+            judging._pending.add(i)
+        if not any(judging.phases):
+            raise UsageError("the pilot judges no document of the runs' pool")
+        return judging
+
+
 def _first_best(gain: np.ndarray, tolerance: float = 1e-9) -> int:
     """The first index whose ``gain`` is within ``tolerance`` (relative) of the largest: the
     adaptive plan's choice of topic. Equal shares make exact ties (topics with the same
@@ -1255,7 +1348,8 @@ class AnytimeJudging(ConfidentJudging):
         self._unfloored[:] = np.nan
 
     def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
-                           g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
+                           g: np.ndarray, shrink: float = 1.0,
+                           centre: np.ndarray | None = None) -> np.ndarray:
         """The plan's variances (:attr:`allocation`). ``pooled``: each run's variance per
         unit of g over the topics whose designs have judgments left, u_r = sum_t V_tr /
         sum_t g_t (the run's estimated variances, as the look reads them), and each such
