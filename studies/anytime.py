@@ -30,7 +30,9 @@ judgments from the trial's own first ``--start`` judgments per topic
 (:func:`forecast_from_pilot`); with ``--plan-only``, the rules in committed phases also
 record their own plan's projection after the pilot (``projection``,
 :func:`projection_from_pilot`), which the summary turns into a forecast with a factor
-learnt from the other campaigns (:func:`learnt_projections`, ``projection_`` columns). Each row of ``--out`` (CSV, one per trial and rule, written as
+learnt from the other campaigns (:func:`learnt_projections`, ``projection_`` columns), and
+the planner's forecast from that plan at the pooled level with its interval (``plan``,
+``sampleval plan``'s ``committed`` row; :func:`plan_forecasts`, ``plan_`` columns). Each row of ``--out`` (CSV, one per trial and rule, written as
 they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
 of runs whose interval holds the true mean (coverage at the stopping time), the mean error
 over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
@@ -203,20 +205,26 @@ needed: :func:`projection_from_pilot`)."""
 
 
 def projection_from_pilot(rule: str, pool: Pool, oracle: Any, seed: int,
-                          **options: Any) -> int | None:
+                          **options: Any) -> dict[str, int | None]:
     """The judgments in all that ``rule``'s own plan projects once every topic's pilot is
-    judged (the pilot's judgments plus :attr:`Status.projected_needed`; None where the plan
-    cannot reach the target): the committed rule's forecast from the pilot, as the campaign
-    page shows it. The campaign seeded ``seed`` is the same up to that point."""
+    judged (``projection``: the pilot's judgments plus :attr:`Status.projected_needed`; None
+    where the plan cannot reach the target), as the campaign page shows it, and the
+    planner's forecast from the same plan at the pooled level with its 90% interval
+    (``plan``, ``plan_lo``, ``plan_hi``: :meth:`ConfidentJudging.forecast`, what ``sampleval
+    plan`` prints as ``committed``, 200 resamples from a generator seeded ``seed``). The
+    campaign seeded ``seed`` is the same up to that point."""
     judging = judging_for(rule, pool, seed, **options)
     while not (any(judging.phases) and not judging._awaiting()
                and not any(p[-1].open for p in judging.phases if p)):
         batch = judging.next_batch()
         if batch is None:
-            return None
+            return dict.fromkeys(("projection", "plan", "plan_lo", "plan_hi"))
         judging.observe(batch[0], oracle(*batch))
     status = judging.status()
-    return None if status.projected_needed is None else status.judged + status.projected_needed
+    needed, lo, hi = judging.forecast(np.random.default_rng(seed))
+    return {"projection": None if status.projected_needed is None
+            else status.judged + status.projected_needed,
+            "plan": needed, "plan_lo": lo, "plan_hi": hi}
 
 
 def learnt_projections(part: pd.DataFrame, within: float = 0.15) -> dict[str, Any]:
@@ -237,6 +245,28 @@ def learnt_projections(part: pd.DataFrame, within: float = 0.15) -> dict[str, An
     return {"projection_n": len(off), "projection_median": float(np.median(off)),
             f"projection_within_{within:.0%}": hits / len(off),
             "projection_within_lo": interval.low, "projection_within_hi": interval.high}
+
+
+def plan_forecasts(part: pd.DataFrame, within: float = 0.15) -> dict[str, Any]:
+    """The planner's forecasts from the rule's own plan at the pooled level (``plan``,
+    :func:`projection_from_pilot`) against the judgments used, over one rule's campaigns: the
+    median forecast / judged, the share within ``within`` with its binomial 95% interval,
+    the share whose interval holds the judgments used and the interval's median width over
+    the forecast."""
+    from scipy.stats import binomtest
+
+    known = part[part["plan"].notna() & part["judged"].notna()]
+    if known.empty:
+        return {}
+    off = (known["plan"] / known["judged"]).to_numpy(dtype=np.float64)
+    hits = int((np.abs(off - 1) <= within).sum())
+    interval = binomtest(hits, len(off)).proportion_ci(0.95, method="exact")
+    holds = (known["plan_lo"] <= known["judged"]) & (known["judged"] <= known["plan_hi"])
+    return {"plan_n": len(off), "plan_median": float(np.median(off)),
+            f"plan_within_{within:.0%}": hits / len(off), "plan_within_lo": interval.low,
+            "plan_within_hi": interval.high, "plan_interval_holds": float(holds.mean()),
+            "plan_interval_width": float(((known["plan_hi"] - known["plan_lo"])
+                                          / known["plan"]).median())}
 
 
 def pilot(pool: Pool, oracle: Any, seed: int, **options: Any
@@ -363,8 +393,8 @@ def combined(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     plans = table[table["judged"].isna()].drop_duplicates(["rule", "seed"], keep="first")
     if plans.empty:
         return judged.reset_index(drop=True)
-    columns = [c for c in ("forecast", "forecast_lo", "forecast_hi", "projection")
-               if c in plans]
+    columns = [c for c in ("forecast", "forecast_lo", "forecast_hi", "projection", "plan",
+                           "plan_lo", "plan_hi") if c in plans]
     merged = judged.merge(plans[["rule", "seed", *columns]], on=["rule", "seed"],
                           how="left", suffixes=("", "_plan"))
     for c in columns:  # a forecast made with the judging stands
@@ -428,6 +458,8 @@ def summary(table: pd.DataFrame, target: float, fixed: float | None = None) -> p
                  & (known["judged"] <= known["forecast_hi"])).mean())
         if "projection" in part:
             row.update(learnt_projections(part))
+        if "plan" in part:
+            row.update(plan_forecasts(part))
         if rule != "committed" and "looks" in part:
             widths = (part["look_widths"] if "look_widths" in part
                       else pd.Series(None, index=part.index, dtype=object))
@@ -597,8 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "widest": np.nan, "coverage": np.nan, "error": np.nan,
                                 "looks": "[]", "look_widths": "[]"})
                     if rule in PHASED:
-                        row["projection"] = projection_from_pilot(rule, pool, oracle, seed,
-                                                                  **options)
+                        row.update(projection_from_pilot(rule, pool, oracle, seed, **options))
                 else:
                     tic = time.perf_counter()
                     cpu = time.process_time()

@@ -101,3 +101,19 @@ def test_plan_command_forecasts_the_committed_rule_from_a_stratified_pilot(
     assert "committed" not in out.out and {"fixed", "anytime"} <= {
         line.split("\t")[0] for line in out.out.splitlines()}
     assert "committed: no forecast" in out.err and "active" in out.err
+
+
+def test_the_study_scores_the_plan_forecasts() -> None:
+    """``studies.anytime.plan_forecasts``: forecast / judged, the share within 15% and the
+    share whose interval holds the judgments used, over the campaigns with both."""
+    import pandas as pd
+
+    from studies.anytime import plan_forecasts
+
+    table = pd.DataFrame({"judged": [100, 100, 100, None],
+                          "plan": [90, 120, 100, 100], "plan_lo": [80, 110, 95, 90],
+                          "plan_hi": [105, 130, 99, 110]})
+    out = plan_forecasts(table)
+    assert out["plan_n"] == 3 and out["plan_median"] == pytest.approx(1.0)
+    assert out["plan_within_15%"] == pytest.approx(2 / 3)
+    assert out["plan_interval_holds"] == pytest.approx(1 / 3)

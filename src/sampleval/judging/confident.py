@@ -81,7 +81,15 @@ certain, or one that found a relevant document at a small inclusion probability 
 wildly uncertain (an AP~ht estimate above 1 after a relevant document found at a small
 inclusion probability): each topic's value is shrunk halfway to the *median* over the topics
 (:data:`SHRINK`; a topic where nothing relevant has been found gets the median), a centre
-that one topic's extreme estimate does not move. The plan starts from the variances as
+that one topic's extreme estimate does not move. The median under-reads the sum over topics
+the target is on: a small sample's variance estimate is right-skewed (large in the few
+samples that found a relevant document at a small inclusion probability), so the pilot's
+median is far below its mean (about a quarter on TREC-COVID), and the first plan falls short
+of the target; a shortfall plan then judges further the topics whose phase revealed a large
+variance. Centring on the pooled value instead (sum_t V_t / sum_t D_last,t) makes the first
+plan land at the target but costs more judgments and covers less, since the pilot cannot tell
+which topics hold the unseen variance (``docs/research/anytime.md``, "Stop 42"); the pooled
+level serves the forecast (:meth:`ConfidentJudging.forecast`), not the plan. The plan starts from the variances as
 measured (the half-widths the target is checked against) and projects only the topics it
 gives a new phase, so that no topic's estimate is moved onto the others as present
 variance they must be judged down from. A shortfall plan (no topic owed a phase) starts
