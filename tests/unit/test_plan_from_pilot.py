@@ -73,11 +73,12 @@ def test_plan_command_forecasts_the_committed_rule_from_a_stratified_pilot(
     own plan after the pilot (the function's, with its interval); a pilot that is not laid
     out in strata gets one line saying why, and the other rules still. Before, no such
     row."""
+    from tests.unit.test_anytime import _pilot
+
     from sampleval import cli
     from sampleval.io import read_runs
     from sampleval.io.samples import load_sample
     from sampleval.judging.planning import committed_forecast
-    from tests.unit.test_anytime import _pilot
 
     names = _pilot(tmp_path)
     capsys.readouterr()

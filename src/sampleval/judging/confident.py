@@ -678,6 +678,8 @@ class ConfidentJudging:
         ``coverage``) / 2 quantiles over ``replicates`` resamples of those topics (a
         bootstrap over topics, from ``rng``): it reflects how well the pilot's topics fix
         the level, not the campaign's own draws. None: the plan cannot reach the target."""
+        if not self.committed:
+            raise UsageError("a forecast from the plan needs the phase-committed design")
         self._refresh()
         remaining = (self.pool_size - self.judged).astype(np.int64)
         open_ = ~self.exhausted & (np.minimum(self.capacity - self.judged, remaining) > 0)
