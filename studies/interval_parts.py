@@ -74,6 +74,7 @@ from sampleval.estimation.engine.unseen import (
     posterior_ap,
     posterior_rates,
     posterior_topics,
+    posterior_variance,
     unseen_variance,
 )
 from sampleval.estimation.engine.views import topic_views
@@ -115,33 +116,9 @@ def small_collection(name: str) -> tuple[Pool, Qrels]:
 def completion_variance(shared: SampleStrata) -> np.ndarray:
     """``[topics, runs]``: the variance of :func:`posterior_ap`'s completion given the
     rates, to first order: sum_d p_d (1 - p_d) g_d^2 over the unjudged documents of the
-    partly-sampled strata (independent Bernoulli(p_d)), g_d = (dS_d - AP) / R the change of
-    the ratio E[S] / E[R] per unit of p_d, dS_d = (1 + sum_{j<k} p_j) / k + sum_{i>k} p_i / i
-    for a document the run retrieved at rank k, 0 for one it did not (Cochran 1977, sec.
-    6.2). The rates' own uncertainty (the Beta posterior's spread, which correlates a
-    stratum's documents) is not in it."""
-    frame = shared.frame
-    ap = posterior_ap(shared)
-    p = posterior_rates(shared)
-    w = np.where(np.isnan(frame.y) & (frame.stratum >= 0), p * (1.0 - p), 0.0)
-    total = np.bincount(frame.topic, weights=p, minlength=len(shared.views))
-    spread = np.bincount(frame.topic, weights=w, minlength=len(shared.views))
-    out = np.zeros(ap.shape)
-    for t, view in enumerate(shared.views):
-        at = view.frame_at_rank
-        if total[t] <= 0 or not at.shape[1]:
-            continue
-        idx = np.maximum(at, 0) + shared.offsets[t]
-        p_k = np.where(at >= 0, p[idx], 0.0)
-        w_k = np.where(at >= 0, w[idx], 0.0)
-        rank = np.arange(1, at.shape[1] + 1)
-        before = np.cumsum(p_k, axis=1) - p_k
-        after = (np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1]) - p_k / rank
-        ds = (1.0 + before) / rank + after
-        inside = (w_k * (ds - ap[t][:, None]) ** 2).sum(axis=1)
-        outside = (spread[t] - w_k.sum(axis=1)) * ap[t] ** 2
-        out[t] = (inside + outside) / total[t] ** 2
-    return out
+    partly-sampled strata (:func:`posterior_variance` without the rates' own Beta spread,
+    section 15's ``Vpost``)."""
+    return posterior_variance(shared, spread=False)
 
 
 GROUPS = 10
@@ -216,6 +193,7 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
                 "gap": completion_gap(parts.value, views, 1.0, shared),
                 "posterior": posterior_ap(shared),
                 "Vpost": completion_variance(shared),
+                "Vmodel": posterior_variance(shared),
                 "few_posterior": corrected(with_posterior, views, 1.0, parts, shared).value,
                 "truth": target.loc[list(topics), list(names)].to_numpy()}
         frames.append(pd.DataFrame({
@@ -444,6 +422,67 @@ def model_rules(rows: pd.DataFrame) -> dict[str, Rule]:
     return out
 
 
+def model_posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
+    """Section 17's candidates: ``few=posterior``'s estimate (as :func:`posterior_rules`) with a
+    variance from the completion model itself on the topics where the posterior stands
+    (``Vmodel``: :func:`~sampleval.estimation.engine.unseen.posterior_variance`, the
+    posterior spread of AP with the rates' own Beta spread), ``pooled``'s elsewhere:
+
+    * ``Vmodel``: the model's variance alone;
+    * ``V+Vmodel``: plus the design's variance of what was judged (``V``, the family's
+      variance before the small-sample rule);
+    * ``V+Vmodel+fit``: plus the model fit's delete-a-group jackknife (``Vfit``, for the
+      mean: :func:`fit_variance`);
+    * ``pooled+Vmodel``: plus ``pooled``'s variance (``V`` + the unseen documents' term,
+      floored where k <= 1);
+    * ``V+Vmodel, 1/fR k<=1``: ``V+Vmodel`` raised, on the posterior's topics with k <= 1, to
+      section 16's model pooled over topics (``1/fR k<=1 + k/(k-1)``'s, fitted on the k >= 2
+      topics' V k/(k - 1)), ``pooled``'s elsewhere (no correction at k >= 3); ``, +fit``:
+      with ``Vfit`` too."""
+    pooled = rules(rows)["pooled"].variance
+    use = rows["use"].to_numpy()
+    post = rows.assign(value=rows["few_posterior"], widens=rows["widens"] & ~use)
+    v, v_model = rows["V"].to_numpy(), rows["Vmodel"].to_numpy()
+    k = rows["k"].to_numpy()
+    f = rows["f"].to_numpy()
+    inflate = np.where(k >= 2, k / np.maximum(k - 1, 1), 1.0)
+    model = model_variance(rows, (1.0 - f) / (f * rows["Rpost"].to_numpy()), v * inflate)
+    floor = np.where((k <= 1) & ~np.isnan(model), np.nan_to_num(model), 0.0)
+    out = {"default (completed)": (rows, rules(rows)["completed"])}
+    for name, variance in (("Vmodel", v_model), ("V+Vmodel", v + v_model),
+                           ("pooled+Vmodel", pooled + v_model),
+                           ("V+Vmodel, 1/fR k<=1", np.maximum(v + v_model, floor))):
+        out[f"posterior, {name}"] = (post, Rule(np.where(use, variance, pooled), None, None, Z))
+    fit = rows["Vfit"].to_numpy()
+    out["posterior, V+Vmodel+fit"] = (post, Rule(np.where(use, v + v_model, pooled) + fit,
+                                                  None, None, Z))
+    out["posterior, V+Vmodel, 1/fR k<=1, +fit"] = (post, Rule(np.where(
+        use, np.maximum(v + v_model, floor), pooled) + fit, None, None, Z))
+    return out
+
+
+def model_posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per :func:`model_posterior_rules` candidate: the mean's bias, its Monte Carlo SE
+    (clustered by trial) and rms; the mean's coverage, its SE and width; the per-topic
+    coverage and width, and the per-topic coverage by k (3: three or more)."""
+    out = []
+    for name, (d, rule) in model_posterior_rules(rows).items():
+        m = means(d, rule)
+        covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
+        per_trial = m["error"].groupby(level="trial").mean()
+        covered_trial = covered.groupby(level="trial").mean()
+        rms = float(np.sqrt((m["error"] ** 2).mean()))
+        topics = per_topic(d, rule).iloc[0]
+        out.append({"estimate, interval": name, "bias": float(m["error"].mean()),
+                    "bias se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
+                    "rms": rms, "covers": float(covered.mean()),
+                    "covers se": float(covered_trial.std(ddof=1) / np.sqrt(len(covered_trial))),
+                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
+                    "topic covers": topics["covers"], "topic width": topics["width"],
+                    **{f"k={i}": topics.get(f"covers k={i}", np.nan) for i in range(4)}})
+    return pd.DataFrame(out)
+
+
 def model_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per :func:`model_rules` candidate: coverage and width of the mean, and its per-topic
     intervals' (:func:`per_topic`) coverage, width and coverage by k."""
@@ -555,6 +594,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "Rpost" in rows:
         print("a variance model pooled over topics (section 16):")
         print(model_table(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    if "Vmodel" in rows:
+        print("few=posterior with the model's own variance (section 17):")
+        print(model_posterior_table(rows).to_string(index=False,
+                                                    float_format=lambda x: f"{x:.4f}"))
     print("per topic (the default, completed):")
     print(per_topic(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
