@@ -74,7 +74,6 @@ from sampleval.estimation.engine.unseen import (
     posterior_ap,
     posterior_rates,
     posterior_topics,
-    posterior_variance,
     unseen_variance,
 )
 from sampleval.estimation.engine.views import topic_views
@@ -111,6 +110,64 @@ def small_collection(name: str) -> tuple[Pool, Qrels]:
     qrels = Qrels.from_frame(pd.DataFrame(made.qrels))
     return Pool.from_runs(runs, depth=depth, qrels=qrels,
                           score_type=FAMILIES["ht"].score_type), qrels
+
+
+def posterior_variance(shared: SampleStrata, spread: bool = True,
+                       rates: np.ndarray | None = None,
+                       strength: float | None = None) -> np.ndarray:
+    """``[topics, runs]``: the posterior variance of :func:`posterior_ap` under the completion
+    model, to first order in the unjudged documents' relevance (the ratio's linearisation,
+    Cochran 1977, sec. 6.2): AP - E[S]/E[R] ~ sum_d g_d (u_d - p_d) over the unjudged
+    documents d of the partly-sampled strata, g_d = (dS_d - AP) / E[R] the ratio's change per
+    unit of u_d, dS_d = (1 + sum_{j<k} p_j) / k + sum_{i>k} p_i / i for a document the run
+    retrieved at rank k, 0 for one it did not. Given the
+    rates theta_d, u_d ~ Bernoulli(theta_d) independently; the rates have the Beta posterior
+    theta_d ~ Beta(c r_d + x_h, c (1 - r_d) + n_h - x_h) (mean p_d, variance s_d^2 = p_d
+    (1 - p_d) / (c + n_h + 1): Gelman et al., Bayesian Data Analysis, 3rd ed. 2013, sec.
+    2.4), and a stratum's rates move together (one stratum's x_h in n_h draws informs every
+    one of them: Cov(theta_d, theta_e) = s_d s_e in a stratum, 0 across strata). By the law
+    of total variance,
+
+        Var = sum_d g_d^2 (p_d (1 - p_d) - s_d^2) + sum_h (sum_{d in h} g_d s_d)^2,
+
+    the first term the documents' Bernoulli spread given the rates, the second the rates'
+    own spread (``spread=False``: without it, sum_d g_d^2 p_d (1 - p_d)). The judged
+    documents are as judged (their design variance is not in it). 0 where E[R] = 0.
+    ``rates`` and ``strength``: r_d and c of another fit, as :func:`posterior_ap`."""
+    frame = shared.frame
+    n_topics = len(shared.views)
+    out = np.zeros((n_topics, shared.ranks.shape[0]))
+    if not n_topics:
+        return out
+    p = posterior_rates(shared, rates, strength)
+    c = shared.prior.strength if strength is None else strength
+    unjudged = np.isnan(frame.y) & (frame.stratum >= 0)
+    h = np.where(unjudged, frame.stratum, 0)
+    s2 = np.zeros(len(p))
+    if spread:
+        s2[unjudged] = (p * (1.0 - p))[unjudged] / (c + frame.drawn[h[unjudged]] + 1.0)
+    w = np.where(unjudged, p * (1.0 - p) - s2, 0.0)
+    s = np.sqrt(s2)
+    total = np.bincount(frame.topic, weights=p, minlength=n_topics)
+    for t, view in enumerate(shared.views):
+        at = view.frame_at_rank
+        if total[t] <= 0:
+            continue
+        first, last = shared.offsets[t], shared.offsets[t + 1]
+        inside = at >= 0
+        p_k = np.where(inside, p[np.maximum(at, 0) + first], 0.0)
+        rank = np.arange(1, at.shape[1] + 1)
+        before = np.cumsum(p_k, axis=1) - p_k
+        after = np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1] - p_k / rank
+        ap = (p_k * (1.0 + before) / rank).sum(axis=1) / total[t]
+        g = np.repeat(-ap[:, None] / total[t], last - first, axis=1)
+        r, k = np.nonzero(inside)
+        g[r, at[r, k]] = ((1.0 + before) / rank + after - ap[:, None])[r, k] / total[t]
+        code = np.unique(h[first:last], return_inverse=True)[1]
+        common = np.zeros((len(ap), int(code.max(initial=-1)) + 1))
+        np.add.at(common.T, code, (g * s[first:last]).T)
+        out[t] = (g**2 * w[first:last]).sum(axis=1) + (common**2).sum(axis=1)
+    return out
 
 
 def completion_variance(shared: SampleStrata) -> np.ndarray:
@@ -459,6 +516,33 @@ def model_posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, R
     out["posterior, V+Vmodel, 1/fR k<=1, +fit"] = (post, Rule(np.where(
         use, np.maximum(v + v_model, floor), pooled) + fit, None, None, Z))
     return out
+
+
+def error_correlation(rows: pd.DataFrame) -> pd.DataFrame:
+    """Why the model's variance (``V+Vmodel``, :func:`model_posterior_rules`) covers the topics
+    and not their mean: on the rows where the posterior stands, the rows' mean squared error
+    over their mean variance (1: right on average); for the mean over topics, each (trial,
+    run)'s squared error over its variance sum V / T^2, averaged; and the mean correlation of
+    two topics' errors in a run that makes the two agree, rho = (T^2 mse(mean) - sum V) /
+    sum_{s != t} sd_s sd_t (over the (trial, run)s, each sum over the run's topics; the
+    variance taken as each topic's squared error's expectation, the rest the errors' common
+    part). The rows' errors are ``few=posterior``'s, so the mean's is the estimate's."""
+    d, rule = model_posterior_rules(rows)["posterior, V+Vmodel"]
+    error = (d["value"] - d["truth"]).to_numpy()
+    variance = np.maximum(rule.variance, 0.0)
+    use = d["use"].to_numpy()
+    g = pd.DataFrame({"trial": d["trial"], "run": d["run"], "e": error, "v": variance,
+                      "sd": np.sqrt(variance)}).groupby(["trial", "run"])
+    n = g.size()
+    total_v, total_sd = g["v"].sum(), g["sd"].sum()
+    squared_mean = (g["e"].sum() / n) ** 2
+    pairs = total_sd**2 - total_v
+    rho = float(((n**2 * squared_mean) - total_v).sum() / max(float(pairs.sum()), 1e-300))
+    return pd.DataFrame([{
+        "rows' mse / V (posterior's topics)": float((error[use] ** 2).mean()
+                                                    / variance[use].mean()),
+        "mean's mse / V": float(squared_mean.sum() / (total_v / n**2).sum()),
+        "error correlation": rho}])
 
 
 def model_posterior_table(rows: pd.DataFrame) -> pd.DataFrame:

@@ -570,64 +570,6 @@ def posterior_ap(shared: SampleStrata, rates: np.ndarray | None = None,
     return out
 
 
-def posterior_variance(shared: SampleStrata, cutoff: int | None = None,
-                       spread: bool = True, rates: np.ndarray | None = None,
-                       strength: float | None = None) -> np.ndarray:
-    """``[topics, runs]``: the posterior variance of :func:`posterior_ap` under the completion
-    model, to first order in the unjudged documents' relevance (the ratio's linearisation,
-    Cochran 1977, sec. 6.2): AP - E[S]/E[R] ~ sum_d g_d (u_d - p_d) over the unjudged
-    documents d of the partly-sampled strata, g_d = (dS_d - AP) / E[R] the ratio's change per
-    unit of u_d, dS_d = (1 + sum_{j<k} p_j) / k + sum_{i>k} p_i / i for a document the run
-    retrieved at rank k (ranks <= ``cutoff`` for AP@cutoff), 0 for one it did not. Given the
-    rates theta_d, u_d ~ Bernoulli(theta_d) independently; the rates have the Beta posterior
-    theta_d ~ Beta(c r_d + x_h, c (1 - r_d) + n_h - x_h) (mean p_d, variance s_d^2 = p_d
-    (1 - p_d) / (c + n_h + 1): Gelman et al., Bayesian Data Analysis, 3rd ed. 2013, sec.
-    2.4), and a stratum's rates move together (one stratum's x_h in n_h draws informs every
-    one of them: Cov(theta_d, theta_e) = s_d s_e in a stratum, 0 across strata). By the law
-    of total variance,
-
-        Var = sum_d g_d^2 (p_d (1 - p_d) - s_d^2) + sum_h (sum_{d in h} g_d s_d)^2,
-
-    the first term the documents' Bernoulli spread given the rates, the second the rates'
-    own spread (``spread=False``: without it, sum_d g_d^2 p_d (1 - p_d)). The judged
-    documents are as judged (their design variance is not in it). 0 where E[R] = 0.
-    ``rates`` and ``strength``: r_d and c of another fit, as :func:`posterior_ap`."""
-    frame = shared.frame
-    n_topics = len(shared.views)
-    out = np.zeros((n_topics, shared.ranks.shape[0]))
-    if not n_topics:
-        return out
-    p = posterior_rates(shared, rates, strength)
-    c = shared.prior.strength if strength is None else strength
-    unjudged = np.isnan(frame.y) & (frame.stratum >= 0)
-    h = np.where(unjudged, frame.stratum, 0)
-    s2 = np.zeros(len(p))
-    if spread:
-        s2[unjudged] = (p * (1.0 - p))[unjudged] / (c + frame.drawn[h[unjudged]] + 1.0)
-    w = np.where(unjudged, p * (1.0 - p) - s2, 0.0)
-    s = np.sqrt(s2)
-    total = np.bincount(frame.topic, weights=p, minlength=n_topics)
-    for t, view in enumerate(shared.views):
-        at = view.frame_at_rank[:, :cutoff]
-        if total[t] <= 0:
-            continue
-        first, last = shared.offsets[t], shared.offsets[t + 1]
-        inside = at >= 0
-        p_k = np.where(inside, p[np.maximum(at, 0) + first], 0.0)
-        rank = np.arange(1, at.shape[1] + 1)
-        before = np.cumsum(p_k, axis=1) - p_k
-        after = np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1] - p_k / rank
-        ap = (p_k * (1.0 + before) / rank).sum(axis=1) / total[t]
-        g = np.repeat(-ap[:, None] / total[t], last - first, axis=1)
-        r, k = np.nonzero(inside)
-        g[r, at[r, k]] = ((1.0 + before) / rank + after - ap[:, None])[r, k] / total[t]
-        code = np.unique(h[first:last], return_inverse=True)[1]
-        common = np.zeros((len(ap), int(code.max(initial=-1)) + 1))
-        np.add.at(common.T, code, (g * s[first:last]).T)
-        out[t] = (g**2 * w[first:last]).sum(axis=1) + (common**2).sum(axis=1)
-    return out
-
-
 def posterior_topics(shared: SampleStrata) -> np.ndarray:
     """``[topics]``: where ``few=posterior`` replaces AP-hat by :func:`posterior_ap`: the
     topics whose sample judged at most :data:`POSTERIOR_UP_TO` relevant documents (label >=
