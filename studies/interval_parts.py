@@ -48,6 +48,12 @@ HT's R-hat; ``Rpost``: the completion model's expected R, the judged relevant pl
 :func:`posterior_ap`'s unjudged documents), a variance model pooled over topics and a
 small-sample correction by k (:func:`model_variance`, :func:`model_rules`, :func:`model_table`).
 
+With the column rows drawn since section 17 hold (``Vmodel``: :func:`posterior_variance`, the
+completion model's own posterior variance of AP, the rates' Beta spread included),
+``few=posterior``'s estimate with the model's variance (:func:`model_posterior_rules`,
+:func:`model_posterior_table`) and why it covers the topics and not their mean
+(:func:`error_correlation`).
+
 ``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
 Printed: the diagnosis of ``pooled``'s miss (:func:`studies.interval_coverage.diagnose`) with,
@@ -526,7 +532,8 @@ def error_correlation(rows: pd.DataFrame) -> pd.DataFrame:
     two topics' errors in a run that makes the two agree, rho = (T^2 mse(mean) - sum V) /
     sum_{s != t} sd_s sd_t (over the (trial, run)s, each sum over the run's topics; the
     variance taken as each topic's squared error's expectation, the rest the errors' common
-    part). The rows' errors are ``few=posterior``'s, so the mean's is the estimate's."""
+    part; NaN where the posterior stands on no row). The rows' errors are ``few=posterior``'s,
+    so the mean's is the estimate's."""
     d, rule = model_posterior_rules(rows)["posterior, V+Vmodel"]
     error = (d["value"] - d["truth"]).to_numpy()
     variance = np.maximum(rule.variance, 0.0)
@@ -540,7 +547,8 @@ def error_correlation(rows: pd.DataFrame) -> pd.DataFrame:
     rho = float(((n**2 * squared_mean) - total_v).sum() / max(float(pairs.sum()), 1e-300))
     return pd.DataFrame([{
         "rows' mse / V (posterior's topics)": float((error[use] ** 2).mean()
-                                                    / variance[use].mean()),
+                                                    / variance[use].mean())
+        if use.any() else np.nan,
         "mean's mse / V": float(squared_mean.sum() / (total_v / n**2).sum()),
         "error correlation": rho}])
 
@@ -682,6 +690,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("few=posterior with the model's own variance (section 17):")
         print(model_posterior_table(rows).to_string(index=False,
                                                     float_format=lambda x: f"{x:.4f}"))
+        print(error_correlation(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("per topic (the default, completed):")
     print(per_topic(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
