@@ -48,6 +48,12 @@ HT's R-hat; ``Rpost``: the completion model's expected R, the judged relevant pl
 :func:`posterior_ap`'s unjudged documents), a variance model pooled over topics and a
 small-sample correction by k (:func:`model_variance`, :func:`model_rules`, :func:`model_table`).
 
+With the column rows drawn since section 17 hold (``Vmodel``: :func:`posterior_variance`, the
+completion model's own posterior variance of AP, the rates' Beta spread included),
+``few=posterior``'s estimate with the model's variance (:func:`model_posterior_rules`,
+:func:`model_posterior_table`) and why it covers the topics and not their mean
+(:func:`error_correlation`).
+
 ``--rows FILE`` reads the rows an earlier ``--output`` wrote instead of drawing them.
 
 Printed: the diagnosis of ``pooled``'s miss (:func:`studies.interval_coverage.diagnose`) with,
@@ -112,36 +118,70 @@ def small_collection(name: str) -> tuple[Pool, Qrels]:
                           score_type=FAMILIES["ht"].score_type), qrels
 
 
+def posterior_variance(shared: SampleStrata, spread: bool = True,
+                       rates: np.ndarray | None = None,
+                       strength: float | None = None) -> np.ndarray:
+    """``[topics, runs]``: the posterior variance of :func:`posterior_ap` under the completion
+    model, to first order in the unjudged documents' relevance (the ratio's linearisation,
+    Cochran 1977, sec. 6.2): AP - E[S]/E[R] ~ sum_d g_d (u_d - p_d) over the unjudged
+    documents d of the partly-sampled strata, g_d = (dS_d - AP) / E[R] the ratio's change per
+    unit of u_d, dS_d = (1 + sum_{j<k} p_j) / k + sum_{i>k} p_i / i for a document the run
+    retrieved at rank k, 0 for one it did not. Given the
+    rates theta_d, u_d ~ Bernoulli(theta_d) independently; the rates have the Beta posterior
+    theta_d ~ Beta(c r_d + x_h, c (1 - r_d) + n_h - x_h) (mean p_d, variance s_d^2 = p_d
+    (1 - p_d) / (c + n_h + 1): Gelman et al., Bayesian Data Analysis, 3rd ed. 2013, sec.
+    2.4), and a stratum's rates move together (one stratum's x_h in n_h draws informs every
+    one of them: Cov(theta_d, theta_e) = s_d s_e in a stratum, 0 across strata). By the law
+    of total variance,
+
+        Var = sum_d g_d^2 (p_d (1 - p_d) - s_d^2) + sum_h (sum_{d in h} g_d s_d)^2,
+
+    the first term the documents' Bernoulli spread given the rates, the second the rates'
+    own spread (``spread=False``: without it, sum_d g_d^2 p_d (1 - p_d)). The judged
+    documents are as judged (their design variance is not in it). 0 where E[R] = 0.
+    ``rates`` and ``strength``: r_d and c of another fit, as :func:`posterior_ap`."""
+    frame = shared.frame
+    n_topics = len(shared.views)
+    out = np.zeros((n_topics, shared.ranks.shape[0]))
+    if not n_topics:
+        return out
+    p = posterior_rates(shared, rates, strength)
+    c = shared.prior.strength if strength is None else strength
+    unjudged = np.isnan(frame.y) & (frame.stratum >= 0)
+    h = np.where(unjudged, frame.stratum, 0)
+    s2 = np.zeros(len(p))
+    if spread:
+        s2[unjudged] = (p * (1.0 - p))[unjudged] / (c + frame.drawn[h[unjudged]] + 1.0)
+    w = np.where(unjudged, p * (1.0 - p) - s2, 0.0)
+    s = np.sqrt(s2)
+    total = np.bincount(frame.topic, weights=p, minlength=n_topics)
+    for t, view in enumerate(shared.views):
+        at = view.frame_at_rank
+        if total[t] <= 0:
+            continue
+        first, last = shared.offsets[t], shared.offsets[t + 1]
+        inside = at >= 0
+        p_k = np.where(inside, p[np.maximum(at, 0) + first], 0.0)
+        rank = np.arange(1, at.shape[1] + 1)
+        before = np.cumsum(p_k, axis=1) - p_k
+        after = np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1] - p_k / rank
+        ap = (p_k * (1.0 + before) / rank).sum(axis=1) / total[t]
+        g = np.repeat(-ap[:, None] / total[t], last - first, axis=1)
+        r, k = np.nonzero(inside)
+        g[r, at[r, k]] = ((1.0 + before) / rank + after - ap[:, None])[r, k] / total[t]
+        code = np.unique(h[first:last], return_inverse=True)[1]
+        common = np.zeros((len(ap), int(code.max(initial=-1)) + 1))
+        np.add.at(common.T, code, (g * s[first:last]).T)
+        out[t] = (g**2 * w[first:last]).sum(axis=1) + (common**2).sum(axis=1)
+    return out
+
+
 def completion_variance(shared: SampleStrata) -> np.ndarray:
     """``[topics, runs]``: the variance of :func:`posterior_ap`'s completion given the
     rates, to first order: sum_d p_d (1 - p_d) g_d^2 over the unjudged documents of the
-    partly-sampled strata (independent Bernoulli(p_d)), g_d = (dS_d - AP) / R the change of
-    the ratio E[S] / E[R] per unit of p_d, dS_d = (1 + sum_{j<k} p_j) / k + sum_{i>k} p_i / i
-    for a document the run retrieved at rank k, 0 for one it did not (Cochran 1977, sec.
-    6.2). The rates' own uncertainty (the Beta posterior's spread, which correlates a
-    stratum's documents) is not in it."""
-    frame = shared.frame
-    ap = posterior_ap(shared)
-    p = posterior_rates(shared)
-    w = np.where(np.isnan(frame.y) & (frame.stratum >= 0), p * (1.0 - p), 0.0)
-    total = np.bincount(frame.topic, weights=p, minlength=len(shared.views))
-    spread = np.bincount(frame.topic, weights=w, minlength=len(shared.views))
-    out = np.zeros(ap.shape)
-    for t, view in enumerate(shared.views):
-        at = view.frame_at_rank
-        if total[t] <= 0 or not at.shape[1]:
-            continue
-        idx = np.maximum(at, 0) + shared.offsets[t]
-        p_k = np.where(at >= 0, p[idx], 0.0)
-        w_k = np.where(at >= 0, w[idx], 0.0)
-        rank = np.arange(1, at.shape[1] + 1)
-        before = np.cumsum(p_k, axis=1) - p_k
-        after = (np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1]) - p_k / rank
-        ds = (1.0 + before) / rank + after
-        inside = (w_k * (ds - ap[t][:, None]) ** 2).sum(axis=1)
-        outside = (spread[t] - w_k.sum(axis=1)) * ap[t] ** 2
-        out[t] = (inside + outside) / total[t] ** 2
-    return out
+    partly-sampled strata (:func:`posterior_variance` without the rates' own Beta spread,
+    section 15's ``Vpost``)."""
+    return posterior_variance(shared, spread=False)
 
 
 GROUPS = 10
@@ -216,6 +256,7 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
                 "gap": completion_gap(parts.value, views, 1.0, shared),
                 "posterior": posterior_ap(shared),
                 "Vpost": completion_variance(shared),
+                "Vmodel": posterior_variance(shared),
                 "few_posterior": corrected(with_posterior, views, 1.0, parts, shared).value,
                 "truth": target.loc[list(topics), list(names)].to_numpy()}
         frames.append(pd.DataFrame({
@@ -444,6 +485,96 @@ def model_rules(rows: pd.DataFrame) -> dict[str, Rule]:
     return out
 
 
+def model_posterior_rules(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, Rule]]:
+    """Section 17's candidates: ``few=posterior``'s estimate (as :func:`posterior_rules`) with a
+    variance from the completion model itself on the topics where the posterior stands
+    (``Vmodel``: :func:`~sampleval.estimation.engine.unseen.posterior_variance`, the
+    posterior spread of AP with the rates' own Beta spread), ``pooled``'s elsewhere:
+
+    * ``Vmodel``: the model's variance alone;
+    * ``V+Vmodel``: plus the design's variance of what was judged (``V``, the family's
+      variance before the small-sample rule);
+    * ``V+Vmodel+fit``: plus the model fit's delete-a-group jackknife (``Vfit``, for the
+      mean: :func:`fit_variance`);
+    * ``pooled+Vmodel``: plus ``pooled``'s variance (``V`` + the unseen documents' term,
+      floored where k <= 1);
+    * ``V+Vmodel, 1/fR k<=1``: ``V+Vmodel`` raised, on the posterior's topics with k <= 1, to
+      section 16's model pooled over topics (``1/fR k<=1 + k/(k-1)``'s, fitted on the k >= 2
+      topics' V k/(k - 1)), ``pooled``'s elsewhere (no correction at k >= 3); ``, +fit``:
+      with ``Vfit`` too."""
+    pooled = rules(rows)["pooled"].variance
+    use = rows["use"].to_numpy()
+    post = rows.assign(value=rows["few_posterior"], widens=rows["widens"] & ~use)
+    v, v_model = rows["V"].to_numpy(), rows["Vmodel"].to_numpy()
+    k = rows["k"].to_numpy()
+    f = rows["f"].to_numpy()
+    inflate = np.where(k >= 2, k / np.maximum(k - 1, 1), 1.0)
+    model = model_variance(rows, (1.0 - f) / (f * rows["Rpost"].to_numpy()), v * inflate)
+    floor = np.where((k <= 1) & ~np.isnan(model), np.nan_to_num(model), 0.0)
+    out = {"default (completed)": (rows, rules(rows)["completed"])}
+    for name, variance in (("Vmodel", v_model), ("V+Vmodel", v + v_model),
+                           ("pooled+Vmodel", pooled + v_model),
+                           ("V+Vmodel, 1/fR k<=1", np.maximum(v + v_model, floor))):
+        out[f"posterior, {name}"] = (post, Rule(np.where(use, variance, pooled), None, None, Z))
+    fit = rows["Vfit"].to_numpy()
+    out["posterior, V+Vmodel+fit"] = (post, Rule(np.where(use, v + v_model, pooled) + fit,
+                                                  None, None, Z))
+    out["posterior, V+Vmodel, 1/fR k<=1, +fit"] = (post, Rule(np.where(
+        use, np.maximum(v + v_model, floor), pooled) + fit, None, None, Z))
+    return out
+
+
+def error_correlation(rows: pd.DataFrame) -> pd.DataFrame:
+    """Why the model's variance (``V+Vmodel``, :func:`model_posterior_rules`) covers the topics
+    and not their mean: on the rows where the posterior stands, the rows' mean squared error
+    over their mean variance (1: right on average); for the mean over topics, each (trial,
+    run)'s squared error over its variance sum V / T^2, averaged; and the mean correlation of
+    two topics' errors in a run that makes the two agree, rho = (T^2 mse(mean) - sum V) /
+    sum_{s != t} sd_s sd_t (over the (trial, run)s, each sum over the run's topics; the
+    variance taken as each topic's squared error's expectation, the rest the errors' common
+    part; NaN where the posterior stands on no row). The rows' errors are ``few=posterior``'s,
+    so the mean's is the estimate's."""
+    d, rule = model_posterior_rules(rows)["posterior, V+Vmodel"]
+    error = (d["value"] - d["truth"]).to_numpy()
+    variance = np.maximum(rule.variance, 0.0)
+    use = d["use"].to_numpy()
+    g = pd.DataFrame({"trial": d["trial"], "run": d["run"], "e": error, "v": variance,
+                      "sd": np.sqrt(variance)}).groupby(["trial", "run"])
+    n = g.size()
+    total_v, total_sd = g["v"].sum(), g["sd"].sum()
+    squared_mean = (g["e"].sum() / n) ** 2
+    pairs = total_sd**2 - total_v
+    rho = float(((n**2 * squared_mean) - total_v).sum() / max(float(pairs.sum()), 1e-300))
+    return pd.DataFrame([{
+        "rows' mse / V (posterior's topics)": float((error[use] ** 2).mean()
+                                                    / variance[use].mean())
+        if use.any() else np.nan,
+        "mean's mse / V": float(squared_mean.sum() / (total_v / n**2).sum()),
+        "error correlation": rho}])
+
+
+def model_posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per :func:`model_posterior_rules` candidate: the mean's bias, its Monte Carlo SE
+    (clustered by trial) and rms; the mean's coverage, its SE and width; the per-topic
+    coverage and width, and the per-topic coverage by k (3: three or more)."""
+    out = []
+    for name, (d, rule) in model_posterior_rules(rows).items():
+        m = means(d, rule)
+        covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
+        per_trial = m["error"].groupby(level="trial").mean()
+        covered_trial = covered.groupby(level="trial").mean()
+        rms = float(np.sqrt((m["error"] ** 2).mean()))
+        topics = per_topic(d, rule).iloc[0]
+        out.append({"estimate, interval": name, "bias": float(m["error"].mean()),
+                    "bias se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
+                    "rms": rms, "covers": float(covered.mean()),
+                    "covers se": float(covered_trial.std(ddof=1) / np.sqrt(len(covered_trial))),
+                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
+                    "topic covers": topics["covers"], "topic width": topics["width"],
+                    **{f"k={i}": topics.get(f"covers k={i}", np.nan) for i in range(4)}})
+    return pd.DataFrame(out)
+
+
 def model_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per :func:`model_rules` candidate: coverage and width of the mean, and its per-topic
     intervals' (:func:`per_topic`) coverage, width and coverage by k."""
@@ -555,6 +686,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "Rpost" in rows:
         print("a variance model pooled over topics (section 16):")
         print(model_table(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    if "Vmodel" in rows:
+        print("few=posterior with the model's own variance (section 17):")
+        print(model_posterior_table(rows).to_string(index=False,
+                                                    float_format=lambda x: f"{x:.4f}"))
+        print(error_correlation(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("per topic (the default, completed):")
     print(per_topic(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
