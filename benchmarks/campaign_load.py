@@ -183,6 +183,7 @@ def main() -> int:
     for column in ("store", "clients", "run", "kind", "requests", "stat", *TIMING_COLUMNS):
         steps.add_column(column, justify="left" if column in ("store", "kind", "stat")
                          else "right")
+    together: list[str] = []
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
     floors: dict[tuple[str, int, str], Floor] = {}
@@ -262,6 +263,8 @@ def main() -> int:
                                     f"{args.requests}-{store_kind}-{n}-{run}.jsonl"))
                             for row in timing_rows(report.server_timings):
                                 steps.add_row(store_kind, str(n), run, *row)
+                            together.append(f"{store_kind}, {n} clients, {run}: "
+                                            f"{bursts(report)}")
                             results[store_kind, n, run] = (rate, p99)
                             floors[store_kind, n, run] = floor
                         if spy is not None:
@@ -286,6 +289,8 @@ def main() -> int:
                          f"average at the end {_load()}{favoured_session()}")
     console.print(table)
     console.print(steps)
+    for line in together:
+        console.print(line)
     return 0
 
 
@@ -595,6 +600,25 @@ def timing_rows(timings: Sequence[dict[str, float]]) -> list[list[str]]:
                  [float(np.mean([t.get(c, 0.0) for t in slowest])) for c in TIMING_COLUMNS])):
             rows.append([kind, str(len(chosen)), stat, *(f"{v * 1000:.1f}" for v in values)])
     return rows
+
+
+BURST_WINDOW = 0.25
+"""Seconds of the window in which :func:`bursts` counts batch completions together."""
+
+
+def bursts(report: Report, window: float = BURST_WINDOW) -> str:
+    """How bunched the run's batch completions were (the judge requests whose
+    ``Server-Timing`` has ``observe``): for each, how many completions (itself included) were
+    sent within ``window`` seconds of it, p50 and max; with the fixed pacing `dynamic`'s 32
+    topics complete each batch together."""
+    moments = np.sort([at for at, t in zip(report.sent, report.server_timings, strict=True)
+                       if "observe" in t])
+    if not len(moments):
+        return "no batch completions"
+    near = (np.searchsorted(moments, moments + window / 2, side="right")
+            - np.searchsorted(moments, moments - window / 2, side="left"))
+    return (f"{len(moments)} batch completions; completions within {window:g} s of each: "
+            f"p50 {np.median(near):.0f}, p90 {np.percentile(near, 90):.0f}, max {near.max()}")
 
 
 def write_requests(report: Report, out: Path) -> None:

@@ -43,3 +43,18 @@ def test_poisson_pacing_needs_a_generator() -> None:
         drive("http://127.0.0.1:9", "c", [], lambda t, d: {}, rate=200, pacing="poisson")
     with pytest.raises(UsageError, match="fixed, poisson"):
         drive("http://127.0.0.1:9", "c", [], lambda t, d: {}, rate=200, pacing="jitter")
+
+
+def test_the_benchmark_counts_batch_completions_together() -> None:
+    """``campaign_load.py``'s ``bursts``: for each batch completion, the completions sent
+    within 0.25 s of it (a burst of 3 and a lone one here)."""
+    from benchmarks.campaign_load import bursts
+
+    from sampleval.campaign.simulation import Report
+
+    report = Report(sent=[0.0, 0.01, 0.05, 0.1, 3.0, 3.2],
+                    server_timings=[{"observe": 0.001}, {"observe": 0.001}, {},
+                                    {"observe": 0.001}, {"observe": 0.001}, {}])
+    assert bursts(report) == ("4 batch completions; completions within 0.25 s of each: "
+                              "p50 3, p90 3, max 3")
+    assert bursts(Report()) == "no batch completions"
