@@ -14,7 +14,7 @@ one thread judging: CPU times, not latencies, so the figures hold on a busy mach
 the CPU's own speed (run it beside the same load to compare two trees).
 
     .venv/bin/python benchmarks/campaign_completion.py [--method dynamic] [--judgments 3200]
-        [--profile N] [--in-process]
+        [--profile N]
 
 ``--profile N`` prints the N functions with the most time of their own in the batch
 completions' handler (``cProfile``, the judging thread only).
@@ -54,15 +54,11 @@ def main() -> int:
     parser.add_argument("--judgments", type=int, default=3200)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
-    parser.add_argument("--in-process", action="store_true",
-                        help="fit dynamic's classifier in this process (as before "
-                             "campaign.fitting; serve fits in a child process)")
     args = parser.parse_args()
     single_threaded_blas()  # as serve does
     profile = cProfile.Profile() if args.profile else None
     with tempfile.TemporaryDirectory() as tmp:
-        timings = judge_all(Path(tmp), args.method, args.judgments, args.seed, profile,
-                            not args.in_process)
+        timings = judge_all(Path(tmp), args.method, args.judgments, args.seed, profile)
     table = Table(title=f"{args.method}: CPU and steps per judgment, ms (in process, one "
                         f"thread judging, {len(timings)} judgments)")
     for column in ("kind", "judgments", "stat", *STEPS):
@@ -82,11 +78,10 @@ def main() -> int:
 
 
 def judge_all(directory: Path, method: str, judgments: int, seed: int,
-              profile: cProfile.Profile | None, fit_process: bool = True
-              ) -> list[dict[str, float]]:
+              profile: cProfile.Profile | None) -> list[dict[str, float]]:
     """Every judgment's steps (seconds; ``process cpu`` added), the campaign judged in full,
     each assessor one judgment in turn (as :func:`.simulation.judge_in_turn`); ``profile``
-    records the batch-completing calls; ``fit_process``: as ``serve`` runs the service."""
+    records the batch-completing calls."""
     runs, oracle = synthetic(seed)
     store = Store(f"sqlite:///{directory}/{method}.db")
     create_campaign(store, Design(method, method, Budget(max(1, judgments // TOPICS)),
@@ -94,8 +89,7 @@ def judge_all(directory: Path, method: str, judgments: int, seed: int,
                     runs)
     tokens = [a.token for a in oracle_assessors(store, method, TOPICS)]
     keys = random.Random(seed)
-    service = (CampaignService(store, fit_process=True) if fit_process
-               else CampaignService(store))  # (a tree without fit_process: in process)
+    service = CampaignService(store)
     out: list[dict[str, float]] = []
     try:
         service.load_all()

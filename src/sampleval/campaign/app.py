@@ -27,19 +27,17 @@ commit path)."""
 
 def create_app(url: str, *, live: bool = True, interval: float = 2.0,
                public_url: str | None = None, trusted_proxies: Sequence[str] = (),
-               freeze: bool = False, fit_process: bool = False) -> FastAPI:
+               freeze: bool = False) -> FastAPI:
     """The campaign server over the store at ``url`` (migrated on start). ``live``:
     recompute estimates in a worker process, at most every ``interval`` seconds per
     campaign. ``public_url``: the address browsers reach it at (behind a reverse proxy);
     ``trusted_proxies``: addresses or networks of proxies whose ``X-Forwarded-Host`` and
     ``X-Forwarded-Proto`` are believed (:class:`Guard`). ``freeze``: once the campaigns
     are loaded, exempt what the process holds then from garbage collection
-    (:func:`freeze_heap`; ``serve`` does, tests in a shared process do not). ``fit_process``:
-    ``dynamic``'s classifier fits in a child process (:mod:`.fitting`; ``serve`` does)."""
+    (:func:`freeze_heap`; ``serve`` does, tests in a shared process do not)."""
     store = Store(url, checkpoint_every=CHECKPOINT_EVERY)
     estimates = LiveEstimates(store, interval)
-    service = CampaignService(store, on_judgment=estimates.poke if live else None,
-                              fit_process=fit_process)
+    service = CampaignService(store, on_judgment=estimates.poke if live else None)
     estimates.on_stop = service.stop
 
     @asynccontextmanager

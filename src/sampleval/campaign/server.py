@@ -37,7 +37,7 @@ def serve(url: str, host: str = "127.0.0.1", port: int = 8000, refresh: float = 
     from sampleval.campaign.app import create_app
 
     app = create_app(url, interval=refresh, public_url=public_url,
-                     trusted_proxies=trusted_proxies, freeze=True, fit_process=True)
+                     trusted_proxies=trusted_proxies, freeze=True)
     single_threaded_blas()  # the libraries the app's imports loaded
     reached = public_url or base_url(host, port)
     sys.stderr.write(f"sampleval: serving campaigns of {url} on {base_url(host, port)}/ "

@@ -65,7 +65,6 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from sampleval.campaign import models as m
-from sampleval.campaign.fitting import FitProcess
 from sampleval.campaign.group_commit import GroupCommit
 from sampleval.campaign.organise import (
     CampaignInfo,
@@ -80,7 +79,6 @@ from sampleval.campaign.store import Store
 from sampleval.campaign.timing import since, span
 from sampleval.campaign.tokens import digest, new_secret
 from sampleval.selection.base import Selector
-from sampleval.selection.dynamic import DynamicSelector
 
 LEASE_SECONDS = 600.0
 SESSION_DAYS = 7
@@ -349,13 +347,9 @@ _Result = Judged | ServiceError | _Written | tuple[Judged | ServiceError, _Writt
 class CampaignService:
     """The service the web app calls (one per server process)."""
 
-    def __init__(self, store: Store, on_judgment: Callable[[int], None] | None = None,
-                 fit_process: bool = False) -> None:
-        """``fit_process``: ``dynamic``'s classifier fits in a child process
-        (:mod:`.fitting`: the same scores, without the interpreter lock; ``serve`` does)."""
+    def __init__(self, store: Store, on_judgment: Callable[[int], None] | None = None) -> None:
         self.store = store
         self.on_judgment = on_judgment or (lambda _campaign: None)
-        self._fits = FitProcess() if fit_process else None
         self._runtimes: dict[int, Runtime] = {}
         # reentrant: a batch that fails while a runtime loads drops it (_reload) in the
         # loading thread, which then raises instead of waiting for itself
@@ -364,8 +358,6 @@ class CampaignService:
 
     def close(self) -> None:
         self._writer.close()
-        if self._fits is not None:
-            self._fits.close()
 
     def write_counts(self) -> dict[str, int]:
         """The group commit's writes (judgments, leases, batches), transactions and WAL
@@ -434,9 +426,6 @@ class CampaignService:
             info = CampaignInfo.of(row)
             pool = build_pool(info, load_runs(session, info.id))
             selector, version = restore_selector(session, info, pool)
-            if self._fits is not None and isinstance(selector, DynamicSelector):
-                self._fits.start()
-                selector.fit = self._fits
             topics: dict[str, TopicState] = {}
             by_id: dict[int, TopicState] = {}
             for t in session.scalars(select(m.Topic).where(m.Topic.campaign_id == info.id)

@@ -96,14 +96,14 @@ def oracle_assessors(store: Store, campaign: str, count: int, prefix: str = "ora
 
 
 def judge_in_turn(store: Store, tokens: list[str], oracle: Oracle, seed: int,
-                  limit: int | None = None, fit_process: bool = False) -> int:
+                  limit: int | None = None) -> int:
     """In this process, through the service layer (the API's call), each assessor (by
     token) judges one document of its first topic in turn, one judgment at a time, until
     all are done (or ``limit`` judgments are made); the number made. Idempotency keys are
     random-looking (like the clients' uuid4) but drawn from ``seed``: the same writes each
-    time. ``fit_process``: the service's (:class:`.service.CampaignService`)."""
+    time."""
     keys = random.Random(seed)
-    service = CampaignService(store, fit_process=fit_process)
+    service = CampaignService(store)
     try:
         service.load_all()
         people = [service.person_by_token(t) for t in tokens]

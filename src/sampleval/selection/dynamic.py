@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from itertools import chain
 from typing import Any, ClassVar, TypeAlias
 
@@ -72,9 +72,6 @@ from sampleval.selection.base import Budget, Selector, register, rng_from_state,
 STRATEGIES = {"D12": 0.12, "D25": 0.25, "D50": 0.50}
 _FRAME = ["query_id", "doc_id", "relevance", "stratum", "inclusion"]
 Features: TypeAlias = np.ndarray | sparse.csr_matrix
-Fit: TypeAlias = Callable[[Features, np.ndarray, np.ndarray, Features], np.ndarray]
-"""What fits the learner and scores the rest (:func:`logistic_scores`, or a caller's stand-in
-computing the same elsewhere: the campaign server's process, ``campaign.fitting``)."""
 
 
 def batch_sizes(first: int, total: int) -> np.ndarray:
@@ -176,7 +173,7 @@ class _Topic:
         self.batches.append(members)
         self.chosen.append(chosen)
 
-    def next_batch(self, first: int, rate: float, knee: bool, fit: Fit) -> None:
+    def next_batch(self, first: int, rate: float, knee: bool) -> None:
         """Form the next batch and draw its sample (or mark the topic stopped)."""
         judged = int(np.sum(~np.isnan(self.labels)))
         codes = self.batch_of()
@@ -185,14 +182,14 @@ class _Topic:
             self.stopped = True
             return
         size = _batch_size(first, len(self.fusion), len(self.batches))
-        scores = self.scores(rest, fit)
+        scores = self.scores(rest)
         members = rest[np.lexsort((rest, -self.fusion[rest], -scores))[:size]]
         n = min(math.ceil(rate * len(members)), self.budget - judged)
         self.add_batch(members, self.rng.choice(members, size=n, replace=False))
 
-    def scores(self, rest: np.ndarray, fit: Fit) -> np.ndarray:
+    def scores(self, rest: np.ndarray) -> np.ndarray:
         """The learner's scores of the documents ``rest`` (fusion order until a relevant
-        document is judged; see the module docstring, step 4), fitted by ``fit``."""
+        document is judged; see the module docstring, step 4)."""
         judged = np.flatnonzero(~np.isnan(self.labels))
         relevant = self.labels[judged] >= 1
         if not relevant.any():
@@ -202,7 +199,7 @@ class _Topic:
         y = np.concatenate([np.where(relevant, 1.0, -1.0), -np.ones(len(unjudged))])
         weight = np.concatenate([np.ones(len(judged)),
                                  np.full(len(unjudged), min(1.0, 100 / max(len(unjudged), 1)))])
-        return fit(self.features[train], y, weight, self.features[rest])
+        return logistic_scores(self.features[train], y, weight, self.features[rest])
 
     def knee_reached(self, codes: np.ndarray) -> bool:
         """The knee stopping rule (module docstring) on the estimated gain curve."""
@@ -271,8 +268,6 @@ class DynamicSelector(Selector):
         texts = self._corpus()
         self._initial_rng = rng_state(rng)
         seeds = rng.integers(0, 2**63, size=len(pool.topics))
-        self.fit: Fit = logistic_scores
-        """Fits the learner (:data:`Fit`; the same scores wherever it computes them)."""
         self._topics: dict[str, _Topic] = {}
         self._docnos_of: dict[str, np.ndarray] = {}
         for topic, seed in zip(pool.topics, seeds, strict=True):
@@ -304,7 +299,7 @@ class DynamicSelector(Selector):
         state = self._of_topic(self._topics, topic)
         self._check_batch(n)
         while not state.stopped and not len(state.pending):
-            state.next_batch(self.first, self.rate, self.knee, self.fit)
+            state.next_batch(self.first, self.rate, self.knee)
         return [str(d) for d in self._docnos(topic)[state.pending[:n]]]
 
     def _docnos(self, topic: str) -> np.ndarray:
