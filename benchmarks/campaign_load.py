@@ -13,8 +13,14 @@ topics round-robin, judging until the campaign is done. Two runs each:
   mean latency is n / throughput (Little's law), so this run's latency says how long the
   queue got, not how fast a request is served;
 - ``paced``: the clients together send ``--rate`` judgments per second (200, the target) on
-  a fixed, staggered schedule; latencies count from the scheduled moment (a server falling
-  behind shows as latency, not as clients that quietly wait).
+  a schedule; latencies count from the scheduled moment (a server falling behind shows as
+  latency, not as clients that quietly wait). ``--pacing fixed`` (the default, the issue's
+  figures): each client every ``clients / rate`` seconds, the starts evenly staggered, so
+  the clients move in lockstep: topics whose batches have the same sizes (``dynamic``'s
+  1, 2, 3... on every topic, every method's last batch) complete them within the same
+  0.16 s, a burst no group of people judging makes. ``--pacing poisson``: each client's gaps
+  independent and exponential with that mean (a Poisson process each, seeded by
+  ``--seed``), the same mean rate with the clients out of step.
 
 The time counts from the first request to the last answer (server start excluded); latency
 is that of each judge request (POST, committed before answered, the next document in the
@@ -57,8 +63,8 @@ rate a server without group commit could at best reach; the table prints the ser
 over it.
 
     .venv/bin/python benchmarks/campaign_load.py [--clients 8,32] [--stores sqlite,postgresql]
-        [--method strata] [--judgments 3200] [--runs max,paced] [--hog N] [--server-nice N]
-        [--py-spy PREFIX]
+        [--method strata] [--judgments 3200] [--runs max,paced] [--pacing fixed]
+        [--hog N] [--server-nice N] [--py-spy PREFIX]
 
 Targets (issue 11): on SQLite with 32 clients, p99 under 100 ms and at least 200
 judgments per second (read: ``max`` reaches 200/s, and at 200/s ``paced`` p99 < 100 ms).
@@ -94,7 +100,7 @@ from rich.table import Table
 from sampleval.campaign.devdb import LocalPostgres
 from sampleval.campaign.organise import Design, create_campaign, parse_grades
 from sampleval.campaign.server import ServerProcess
-from sampleval.campaign.simulation import Report, drive, oracle_assessors, percentile
+from sampleval.campaign.simulation import PACINGS, Report, drive, oracle_assessors, percentile
 from sampleval.campaign.store import Store
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -126,6 +132,11 @@ def main() -> int:
     parser.add_argument("--runs", default="max,paced",
                         help="which runs to make, comma-separated: max (closed loop), paced "
                              "(--rate judgments per second)")
+    parser.add_argument("--pacing", choices=PACINGS, default="fixed",
+                        help="the paced run's schedule: fixed (each assessor every "
+                             "clients/rate seconds, starts staggered: the assessors move in "
+                             "lockstep) or poisson (each assessor's gaps exponential of that "
+                             "mean, independent: see the module docstring)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--hog", type=int, default=0,
                         help="busy processes running beside the server (CPU contention)")
@@ -157,7 +168,8 @@ def main() -> int:
     console = Console(width=260)
     table = Table(title=f"Campaign server load: method {args.method}, {TOPICS} topics x "
                         f"{budget} judgments, {os.cpu_count()} cores, {args.hog} hog(s), "
-                        f"server nice {args.server_nice}, load average at start {_load()}")
+                        f"server nice {args.server_nice}, pacing {args.pacing}, load average at "
+                        f"start {_load()}")
     for column in ("store", "clients", "run", "judgments", "seconds", "judgments/s", "p50 ms",
                    "p99 ms", "server p99 ms", "server cpu ms/j", "worker ms/j",
                    "wait ms/j", "retries",
@@ -171,6 +183,7 @@ def main() -> int:
     for column in ("store", "clients", "run", "kind", "requests", "stat", *TIMING_COLUMNS):
         steps.add_column(column, justify="left" if column in ("store", "kind", "stat")
                          else "right")
+    together: list[str] = []
     postgres = None
     results: dict[tuple[str, int, str], tuple[float, float]] = {}
     floors: dict[tuple[str, int, str], Floor] = {}
@@ -212,7 +225,9 @@ def main() -> int:
                             with (floor_beside(Path(tmp), args.server_nice) as floor,
                                   stall_watch(server.process.pid, dumps)):
                                 report = drive(server.url, run, team, oracle,
-                                               rate=args.rate if run == "paced" else None)
+                                               rate=args.rate if run == "paced" else None,
+                                               pacing=args.pacing,
+                                               rng=np.random.default_rng(args.seed))
                             if dumps.exists():
                                 console.print(f"the server made no write for "
                                               f"{STALL_SECONDS:.0f} s: its threads' stacks "
@@ -248,6 +263,8 @@ def main() -> int:
                                     f"{args.requests}-{store_kind}-{n}-{run}.jsonl"))
                             for row in timing_rows(report.server_timings):
                                 steps.add_row(store_kind, str(n), run, *row)
+                            together.append(f"{store_kind}, {n} clients, {run}: "
+                                            f"{bursts(report)}")
                             results[store_kind, n, run] = (rate, p99)
                             floors[store_kind, n, run] = floor
                         if spy is not None:
@@ -272,6 +289,8 @@ def main() -> int:
                          f"average at the end {_load()}{favoured_session()}")
     console.print(table)
     console.print(steps)
+    for line in together:
+        console.print(line)
     return 0
 
 
@@ -581,6 +600,25 @@ def timing_rows(timings: Sequence[dict[str, float]]) -> list[list[str]]:
                  [float(np.mean([t.get(c, 0.0) for t in slowest])) for c in TIMING_COLUMNS])):
             rows.append([kind, str(len(chosen)), stat, *(f"{v * 1000:.1f}" for v in values)])
     return rows
+
+
+BURST_WINDOW = 0.25
+"""Seconds of the window in which :func:`bursts` counts batch completions together."""
+
+
+def bursts(report: Report, window: float = BURST_WINDOW) -> str:
+    """How bunched the run's batch completions were (the judge requests whose
+    ``Server-Timing`` has ``observe``): for each, how many completions (itself included) were
+    sent within ``window`` seconds of it, p50 and max; with the fixed pacing `dynamic`'s 32
+    topics complete each batch together."""
+    moments = np.sort([at for at, t in zip(report.sent, report.server_timings, strict=True)
+                       if "observe" in t])
+    if not len(moments):
+        return "no batch completions"
+    near = (np.searchsorted(moments, moments + window / 2, side="right")
+            - np.searchsorted(moments, moments - window / 2, side="left"))
+    return (f"{len(moments)} batch completions; completions within {window:g} s of each: "
+            f"p50 {np.median(near):.0f}, p90 {np.percentile(near, 90):.0f}, max {near.max()}")
 
 
 def write_requests(report: Report, out: Path) -> None:

@@ -427,3 +427,57 @@ def test_migration_0003_keeps_every_row_both_ways(store_url: str) -> None:
     exported, _ = export_sample(store, "c1")
     store.close()
     assert_same_sample(exported, reference(c.runs, "mtf", Budget(10), 30, 3, c.oracle))
+
+
+# -- the labels the selector sees -----------------------------------------------------------
+
+def test_a_batch_is_observed_with_the_stored_labels_read_from_memory(tmp_path: Path) -> None:
+    """The judgment completing a batch hands the selector each item's latest non-retracted
+    label without reading the batch's judgments back from the store (before: one query per
+    batch on the request's path), and those labels are the store's: after a colleague's
+    later judgment (the latest counts) and after their undo (the earlier one counts again)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    store = Store(url)
+    create_campaign(store, Design("c1", "uniform", Budget(8), depth=30, seed=2, grades=GRADES,
+                                  overlap=1.0), collection().runs)
+    ann = add_person(store, "c1", "ann", ["1"])[0]
+    ben = add_person(store, "c1", "ben", ["1"])[0]
+    service = CampaignService(store)
+    a, b = service.person_by_token(ann), service.person_by_token(ben)
+    assert a is not None and b is not None
+    batch = list(service.runtime(a.campaign_id).topics["1"].open)
+    assert len(batch) == 8  # one batch: observed once all eight are judged
+    for docno in batch[:7]:
+        assert service.next_document(a, "1").docno == docno
+        service.judge(a, "1", docno, 1.0, None, key())
+    assert service.next_document(a, "1").docno == batch[7]  # leased to her: not ben's
+    ben_keys = {}
+    for _ in range(2):  # overlap: ann's documents are offered to ben too
+        docno = service.next_document(b, "1").docno
+        assert docno in batch[:7]
+        ben_keys[docno] = key()
+        service.judge(b, "1", docno, 2.0, None, ben_keys[docno])
+    kept, undone = ben_keys
+    service.undo(b, "1", ben_keys[undone])
+    statements: list[str] = []
+
+    def record(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(Engine, "before_cursor_execute", record)
+    try:
+        service.judge(a, "1", batch[7], 0.0, None, key())
+    finally:
+        event.remove(Engine, "before_cursor_execute", record)
+    service.close()
+    read_back = [s for s in statements if s.startswith("SELECT judgments.item_id, "
+                                                      "judgments.label")]
+    assert not read_back, read_back
+    with store.read() as session:
+        observed = dict(session.execute(select(m.Item.docno, m.Item.label).join(m.Topic)
+                                        .where(m.Topic.qid == "1", m.Item.batch == 1)).all())
+    store.close()
+    assert observed == {**dict.fromkeys(batch[:7], 1.0), kept: 2.0, batch[7]: 0.0}

@@ -200,3 +200,20 @@ def test_a_selector_given_a_rate_resumes_from_its_state() -> None:
     assert resumed.state() == whole.state()
     older = {**state, "params": {**state["params"], "strategy": "D25"}}  # as saved before
     assert DynamicSelector.restore(pool, older).state() == part.state()
+
+
+def test_the_same_seed_gives_the_sample_it_always_gave() -> None:
+    """The documents judged on the toy pool with seed 5 (D50, 24 per topic, the learner fitted
+    after every batch with a relevant judgment), frozen from the code before the fit was
+    driven without ``scipy.optimize.minimize`` (main at 9f6ffc1): a faster fit must walk the
+    same iterates, rank alike and so draw the same documents."""
+    selector = DynamicSelector(toy_pool(), Budget(count=24), np.random.default_rng(5),
+                               strategy="D50")
+    simulate(selector, toy_oracle, batch=1)
+    judged = selector.sample().judged().sort_values(["query_id", "stratum", "doc_id"])
+    got = {t: " ".join(rows["doc_id"]) for t, rows in judged.groupby("query_id")}
+    assert got == {
+        "1": "d10 d22 d23 d25 d1 d39 d15 d4 d8 d18 d38 d9 d29 d46 d48 d61 d24 d37 d72 d73 "
+             "d27 d49 d57 d71",
+        "2": "d8 d30 d5 d7 d24 d9 d17 d32 d42 d34 d71 d78 d10 d16 d6 d77 d15 d3 d64 d66 "
+             "d18 d22 d33 d56"}

@@ -118,10 +118,6 @@ def _upserts(table: Any, keys: tuple[str, ...], column: str) -> dict[str, Any]:
 _UPSERT_LEASE = _upserts(m.LEASES, ("item_id", "assessor_id"), "expires_at")
 _END_LEASE = delete(m.LEASES).where(m.LEASES.c.item_id == bindparam("item"),
                                     m.LEASES.c.assessor_id == bindparam("person"))
-_LATEST = (select(m.JUDGMENTS.c.item_id, m.JUDGMENTS.c.label)
-           .where(m.JUDGMENTS.c.item_id.in_(bindparam("items", expanding=True)),
-                  m.JUDGMENTS.c.retracted_at.is_(None))
-           .order_by(m.JUDGMENTS.c.id))
 _STATES = m.SELECTOR_STATES
 _MOVE_SELECTOR = (update(_STATES)
                   .where(_STATES.c.campaign_id == bindparam("campaign"),
@@ -176,9 +172,10 @@ class Person:
 @dataclass
 class TopicState:
     """One topic of a runtime: its items (docno -> item id, batch, overlap), the open
-    batch, who judged each item (non-retracted), and the leases (docno -> assessor -> when
-    the lease ends, in seconds since the epoch) of documents offered and not yet judged by
-    their assessor."""
+    batch, who judged each item (non-retracted) and the label of its latest non-retracted
+    judgment (the label the selector sees: module docstring), and the leases (docno ->
+    assessor -> when the lease ends, in seconds since the epoch) of documents offered and
+    not yet judged by their assessor."""
 
     id: int
     qid: str
@@ -193,6 +190,7 @@ class TopicState:
     order: list[str] = field(default_factory=list)
     open: list[str] = field(default_factory=list)
     judges: dict[str, set[int]] = field(default_factory=dict)
+    latest: dict[str, float] = field(default_factory=dict)
     leases: dict[str, dict[int, float]] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -448,12 +446,14 @@ class CampaignService:
                 if label is None:
                     state.open.append(docno)
                 items[item_id] = (state, docno)
-            for item_id, person_id in session.execute(
-                    select(m.Judgment.item_id, m.Judgment.assessor_id)
+            for item_id, person_id, label in session.execute(
+                    select(m.Judgment.item_id, m.Judgment.assessor_id, m.Judgment.label)
                     .where(m.Judgment.campaign_id == info.id,
-                           m.Judgment.retracted_at.is_(None))):
+                           m.Judgment.retracted_at.is_(None))
+                    .order_by(m.Judgment.id)):
                 state, docno = items[item_id]
                 state.judges.setdefault(docno, set()).add(person_id)
+                state.latest[docno] = float(label)
             for item_id, person_id, until in session.execute(
                     select(m.Lease.item_id, m.Lease.assessor_id, m.Lease.expires_at)
                     .join(m.Item).join(m.Topic).where(m.Topic.campaign_id == info.id)):
@@ -689,6 +689,7 @@ class CampaignService:
         if judged.replayed:
             take_back()
             return judged, None
+        state.latest[r.docno] = r.label  # (the newest judgment of its document)
         if proposed is not None:
             assert new_items is not None
             self._open(state, proposed, new_items)
@@ -820,13 +821,17 @@ class CampaignService:
             row, docno = found
             if row.retracted_at is None:
                 row.retracted_at = m.now()
-            standing = set(session.scalars(select(m.Judgment.assessor_id).where(
+            others = session.execute(select(m.Judgment.assessor_id, m.Judgment.label).where(
                 m.Judgment.item_id == row.item_id, m.Judgment.retracted_at.is_(None),
-                m.Judgment.id != row.id)))
+                m.Judgment.id != row.id).order_by(m.Judgment.id)).all()
             session.execute(_UPSERT_LEASE[session.get_bind().dialect.name], {
                 "item_id": row.item_id, "assessor_id": person.id,
                 "expires_at": math.ceil(until)})
-        state.judges[docno] = standing
+        state.judges[docno] = {who for who, _ in others}
+        if others:
+            state.latest[docno] = float(others[-1].label)
+        else:
+            state.latest.pop(docno, None)
         state.leases.setdefault(docno, {})[person.id] = until
         return Judged(row.key, docno, row.label, row.created_at, replayed=False), docno
 
@@ -871,25 +876,22 @@ class CampaignService:
             state.items[docno] = (item_id, state.batch, overlap)
         state.done = not proposed
 
-    def _batch_labels(self, state: TopicState, pending: dict[str, float] | None = None
+    @staticmethod
+    def _batch_labels(state: TopicState, pending: dict[str, float] | None = None
                       ) -> dict[str, float] | None:
-        """The labels of the topic's open batch (docno -> label) for the selector: the
-        stored ones (each item's latest), with ``pending`` (docno -> label: a judgment being
-        written with the batch) put in; None if an undo left the batch incomplete. Caller
-        holds ``state.lock``."""
+        """The labels of the topic's open batch (docno -> label) for the selector: each
+        item's latest stored one (``state.latest``: kept with each judgment and undo, as the
+        store would give it, without a query on the batch's path), with ``pending`` (docno
+        -> label: a judgment being written with the batch) put in; None if an undo left the
+        batch incomplete. Caller holds ``state.lock``."""
         pending = pending or {}
-        ids = {state.items[d][0]: d for d in state.open}
-        latest = dict(pending)
-        asked = [i for i, d in ids.items() if d not in pending]
-        if asked:
-            with self.store.connect() as connection:
-                latest.update((ids[i], float(label)) for i, label in connection.execute(
-                    _LATEST, {"items": asked}))
-        if len(latest) < len(ids):  # an undo raced the last judgment
-            for docno in set(ids.values()) - set(latest):
+        labels = {d: pending[d] if d in pending else state.latest.get(d) for d in state.open}
+        missing = [d for d, label in labels.items() if label is None]
+        if missing:  # an undo raced the last judgment
+            for docno in missing:
                 state.judges[docno] = set()
             return None
-        return {d: latest[d] for d in state.open}
+        return {d: label for d, label in labels.items() if label is not None}
 
     @staticmethod
     def _selector_lock(runtime: Runtime) -> AbstractContextManager[Any]:

@@ -20,11 +20,12 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 from sqlalchemy import select
 
 from sampleval.campaign import models as m
@@ -138,22 +139,37 @@ def judge_in_turn(store: Store, tokens: list[str], oracle: Oracle, seed: int,
         service.close()
 
 
+PACINGS = ("fixed", "poisson")
+"""How paced assessors space their judgments (:func:`drive`)."""
+
+
 def drive(url: str, campaign: str, assessors: Sequence[Assessor], oracle: Oracle,
-          deadline: float = 3600.0, wait: float = 0.05, rate: float | None = None) -> Report:
+          deadline: float = 3600.0, wait: float = 0.05, rate: float | None = None,
+          pacing: str = "fixed", rng: np.random.Generator | None = None) -> Report:
     """Let every assessor judge its topics until they are done (see the module
     docstring); raise UsageError if an assessor gives up (deadline, or a 4xx answer).
 
-    ``rate``: judgments per second for all assessors together, each sending on a fixed
-    schedule (evenly staggered) instead of as fast as answers come; latencies then count
-    from the scheduled moment, so a server falling behind is not hidden by clients waiting
-    for it (no coordinated omission)."""
+    ``rate``: judgments per second for all assessors together, each sending on a schedule
+    instead of as fast as answers come; latencies then count from the scheduled moment, so
+    a server falling behind is not hidden by clients waiting for it (no coordinated
+    omission). ``pacing``: ``fixed``, each assessor every ``len(assessors) / rate`` seconds,
+    the assessors' starts evenly staggered (they move in lockstep: assessors of alike topics
+    complete their batches within the same period); ``poisson``, each assessor's gaps drawn
+    independently from an exponential distribution of that mean (each its own generator,
+    spawned from ``rng``), as independent people judging at the same mean rate."""
+    if pacing not in PACINGS:
+        raise UsageError(f"pacing: one of {', '.join(PACINGS)}, not {pacing!r}")
+    if pacing != "fixed" and rng is None:
+        raise UsageError(f"pacing {pacing} draws its gaps: give a random generator")
+    gaps = rng.spawn(len(assessors)) if rng is not None else [None] * len(assessors)
     report = Report()
     stop_at = time.monotonic() + deadline
     started = time.perf_counter()
     every = None if rate is None else len(assessors) / rate
     threads = [threading.Thread(target=_assess, args=(
         url, campaign, a, oracle, report, stop_at, wait,
-        None if every is None else (started + every * i / len(assessors), every)),
+        None if every is None else _schedule(started, every, i, len(assessors), pacing,
+                                             gaps[i])),
         daemon=True) for i, a in enumerate(assessors)]
     for thread in threads:
         thread.start()
@@ -165,10 +181,26 @@ def drive(url: str, campaign: str, assessors: Sequence[Assessor], oracle: Oracle
     return report
 
 
+def _schedule(started: float, every: float, position: int, count: int, pacing: str,
+              rng: np.random.Generator | None) -> Iterator[float]:
+    """The moments (``time.perf_counter()``) at which the assessor at ``position`` of
+    ``count`` sends its judgments, one every ``every`` seconds on average (:func:`drive`'s
+    ``pacing``; ``rng``: this assessor's gaps, for ``poisson``)."""
+    if pacing == "fixed":
+        moment = started + every * position / count
+        while True:
+            yield moment
+            moment += every
+    assert rng is not None
+    moment = started
+    while True:
+        moment += float(rng.exponential(every))
+        yield moment
+
+
 def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report: Report,
-            stop_at: float, wait: float, schedule: tuple[float, float] | None) -> None:
+            stop_at: float, wait: float, schedule: Iterator[float] | None) -> None:
     client = _Client(url, assessor.token)
-    sent = 0
     try:
         for topic in assessor.topics:
             base = f"/api/campaigns/{campaign}/topics/{topic}"
@@ -183,9 +215,8 @@ def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report:
                         "seconds": 0.0, "key": uuid.uuid4().hex}
                 begun = time.perf_counter()
                 if schedule is not None:
-                    begun = schedule[0] + sent * schedule[1]
+                    begun = next(schedule)
                     time.sleep(max(0.0, begun - time.perf_counter()))
-                    sent += 1
                 answer = client.call("POST", f"{base}/judgments", body, report, stop_at)
                 elapsed = time.perf_counter() - begun
                 with report.lock:

@@ -49,6 +49,7 @@ documents until then.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from itertools import chain
@@ -56,7 +57,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, sparse
+from scipy import sparse
 
 from sampleval.core.design import STRATIFIED, Design
 from sampleval.core.pool import PAD, Pool, TopicPool
@@ -65,6 +66,7 @@ from sampleval.datasets.cranfield import read_documents
 from sampleval.datasets.retrieval import tokenize
 from sampleval.declare import Param
 from sampleval.errors import UsageError
+from sampleval.selection import lbfgsb
 from sampleval.selection.base import Budget, Selector, register, rng_from_state, rng_state
 
 STRATEGIES = {"D12": 0.12, "D25": 0.25, "D50": 0.50}
@@ -81,6 +83,13 @@ def batch_sizes(first: int, total: int) -> np.ndarray:
     out = np.array(sizes, dtype=np.int64)
     out[-1] -= out.sum() - total
     return out[out > 0]
+
+
+@functools.cache
+def _batch_size(first: int, total: int, j: int) -> int:
+    """``batch_sizes(first, total)[j]`` (kept: a topic asks for each batch's size once per
+    batch, the same few pools over and over)."""
+    return int(batch_sizes(first, total)[j])
 
 
 def fusion_features(tp: TopicPool, k: float) -> np.ndarray:
@@ -112,17 +121,21 @@ def tfidf_matrix(texts: list[str]) -> sparse.csr_matrix:
 def logistic_scores(x: Features, y: np.ndarray, weight: np.ndarray,
                     score: Features, lam: float = 1.0) -> np.ndarray:
     """Fit L2-regularised logistic regression (labels ``y`` in {-1, 1}, example weights
-    ``weight``, unpenalised intercept) and return the linear scores of the rows ``score``."""
+    ``weight``, unpenalised intercept) by L-BFGS-B (:func:`.lbfgsb.minimize`: scipy's, without
+    its wrapper) and return the linear scores of the rows ``score``."""
     dim = x.shape[1]
+    signed = -weight * y  # (each product below as the textbook form orders it: same bits)
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         z = y * (x @ theta[:dim] + theta[dim])
-        grad_z = -weight * y * np.exp(-np.logaddexp(0.0, z))
+        grad_z = signed * np.exp(-np.logaddexp(0.0, z))
         value = float(weight @ np.logaddexp(0.0, -z) + 0.5 * lam * theta[:dim] @ theta[:dim])
-        grad = np.append(x.T @ grad_z + lam * theta[:dim], grad_z.sum())
+        grad = np.empty(dim + 1)
+        grad[:dim] = x.T @ grad_z + lam * theta[:dim]
+        grad[dim] = grad_z.sum()
         return value, grad
 
-    theta = optimize.minimize(loss, np.zeros(dim + 1), jac=True, method="L-BFGS-B").x
+    theta = lbfgsb.minimize(loss, np.zeros(dim + 1))
     return np.asarray(score @ theta[:dim]).ravel() + theta[dim]
 
 
@@ -138,6 +151,7 @@ class _Topic:
         self.rng = rng
         self.batches: list[np.ndarray] = []
         self.chosen: list[np.ndarray] = []
+        self.codes = np.full(len(fusion), -1, dtype=np.int64)
         self.labels = np.full(len(fusion), np.nan)
         self.stopped = False
 
@@ -149,11 +163,15 @@ class _Topic:
         return last[np.isnan(self.labels[last])]
 
     def batch_of(self) -> np.ndarray:
-        """Each pooled document's batch (0-based), -1 for documents no batch reached."""
-        codes = np.full(len(self.fusion), -1, dtype=np.int64)
-        for j, members in enumerate(self.batches):
-            codes[members] = j
-        return codes
+        """Each pooled document's batch (0-based), -1 for documents no batch reached (kept
+        as the batches are formed: read it, do not change it)."""
+        return self.codes
+
+    def add_batch(self, members: np.ndarray, chosen: np.ndarray) -> None:
+        """Append a batch (pool indices in rank order) and its sample."""
+        self.codes[members] = len(self.batches)
+        self.batches.append(members)
+        self.chosen.append(chosen)
 
     def next_batch(self, first: int, rate: float, knee: bool) -> None:
         """Form the next batch and draw its sample (or mark the topic stopped)."""
@@ -163,12 +181,11 @@ class _Topic:
         if judged >= self.budget or not len(rest) or (knee and self.knee_reached(codes)):
             self.stopped = True
             return
-        size = int(batch_sizes(first, len(self.fusion))[len(self.batches)])
+        size = _batch_size(first, len(self.fusion), len(self.batches))
         scores = self.scores(rest)
         members = rest[np.lexsort((rest, -self.fusion[rest], -scores))[:size]]
         n = min(math.ceil(rate * len(members)), self.budget - judged)
-        self.batches.append(members)
-        self.chosen.append(self.rng.choice(members, size=n, replace=False))
+        self.add_batch(members, self.rng.choice(members, size=n, replace=False))
 
     def scores(self, rest: np.ndarray) -> np.ndarray:
         """The learner's scores of the documents ``rest`` (fusion order until a relevant
@@ -252,6 +269,7 @@ class DynamicSelector(Selector):
         self._initial_rng = rng_state(rng)
         seeds = rng.integers(0, 2**63, size=len(pool.topics))
         self._topics: dict[str, _Topic] = {}
+        self._docnos_of: dict[str, np.ndarray] = {}
         for topic, seed in zip(pool.topics, seeds, strict=True):
             tp = pool[topic]
             fusion = fusion_features(tp, k)
@@ -282,7 +300,14 @@ class DynamicSelector(Selector):
         self._check_batch(n)
         while not state.stopped and not len(state.pending):
             state.next_batch(self.first, self.rate, self.knee)
-        return [str(d) for d in self.pool.docnos_of(topic)[state.pending[:n]]]
+        return [str(d) for d in self._docnos(topic)[state.pending[:n]]]
+
+    def _docnos(self, topic: str) -> np.ndarray:
+        """``pool.docnos_of(topic)``, kept (the pool does not change)."""
+        found = self._docnos_of.get(topic)
+        if found is None:
+            found = self._docnos_of[topic] = self.pool.docnos_of(topic)
+        return found
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
         state = self._of_topic(self._topics, topic)
@@ -342,8 +367,9 @@ class DynamicSelector(Selector):
             s = selector._topics[topic]
             s.rng = rng_from_state(saved["rng"])
             s.stopped = bool(saved["stopped"])
-            s.batches = [np.asarray(b, dtype=np.int64) for b in saved["batches"]]
-            s.chosen = [np.asarray(c, dtype=np.int64) for c in saved["chosen"]]
+            for members, chosen in zip(saved["batches"], saved["chosen"], strict=True):
+                s.add_batch(np.asarray(members, dtype=np.int64),
+                            np.asarray(chosen, dtype=np.int64))
             s.labels[saved["judged"]["index"]] = saved["judged"]["label"]
         return selector
 
