@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from threadpoolctl import threadpool_limits
 
 from golden import make
 from sampleval.core.pool import Pool
@@ -33,6 +34,14 @@ from sampleval.io import read_qrels, read_runs
 from sampleval.simulation.predictors import pool_truth
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+# Two test processes share the two cores (make check: -n 2): a threaded BLAS in each spins
+# on threads the other needs (range_multiplier's eigh took 7x the CPU under load). One BLAS
+# thread here, and in the subprocesses the tests start (test_campaign_blas, which needs a
+# threaded BLAS, removes the variables).
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+threadpool_limits(limits=1, user_api="blas")
 
 
 def need(found: bool, message: str) -> None:

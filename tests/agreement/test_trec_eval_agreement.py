@@ -93,13 +93,25 @@ def assert_agree(ours: pd.DataFrame, theirs: pd.DataFrame) -> None:
     assert diff.max() <= 1e-9, f"largest difference {diff.max()} at\n{worst}"
 
 
-@pytest.fixture(scope="module")
-def round5(covid: Path) -> tuple[Qrels, list[Run], dict, dict]:
+def _round5(covid: Path, every: int = 1) -> tuple[Qrels, list[Run], dict, dict]:
+    """Round 5's qrels and every ``every``-th run, ours and pytrec_eval's."""
     qrels_path = covid / "qrels" / "qrels.covid-round5.txt"
-    paths = sorted((covid / "round5" / "runs").glob("*.gz"))
+    paths = sorted((covid / "round5" / "runs").glob("*.gz"))[::every]
     with qrels_path.open() as fh:
         ref_qrels = pytrec_eval.parse_qrel(fh)
     return read_qrels(qrels_path), read_runs(paths), ref_qrels, pytrec_runs(paths)
+
+
+@pytest.fixture(scope="module")
+def round5(covid: Path) -> tuple[Qrels, list[Run], dict, dict]:
+    """All 126 runs (the slow tests)."""
+    return _round5(covid)
+
+
+@pytest.fixture(scope="module")
+def round5_subset(covid: Path) -> tuple[Qrels, list[Run], dict, dict]:
+    """Every sixth run (21; the fast tests: reading all 126 twice took most of their time)."""
+    return _round5(covid, 6)
 
 
 @pytest.mark.slow
@@ -139,10 +151,10 @@ def test_round5_official_leaderboard_is_reproduced(covid: Path, round5: tuple) -
             f"{column}: {(rounded - expected).abs().idxmax()} differs")
 
 
-def test_depth_cut_matches_trec_eval_cutoff_measures(round5: tuple) -> None:
+def test_depth_cut_matches_trec_eval_cutoff_measures(round5_subset: tuple) -> None:
     """At depth 10, AP is trec_eval's map_cut_10 and NumRet is min(10, retrieved)."""
-    qrels, runs, ref_qrels, ref_runs = round5
-    subset = runs[::10]
+    qrels, runs, ref_qrels, ref_runs = round5_subset
+    subset = runs[::2]
     cut = evaluate(qrels, subset, ["AP", "NumRet", "P@10"], depth=10)
     full = evaluate(qrels, subset, ["AP@10", "P@10"])
     theirs = reference(ref_qrels, {r.name: ref_runs[r.name] for r in subset},
@@ -155,9 +167,9 @@ def test_depth_cut_matches_trec_eval_cutoff_measures(round5: tuple) -> None:
     assert np.array_equal(p10["value"], full[full["measure"] == "P@10"]["value"].to_numpy())
 
 
-def test_all_topics_scores_missing_topics_zero(round5: tuple) -> None:
+def test_all_topics_scores_missing_topics_zero(round5_subset: tuple) -> None:
     """trec_eval -c: every qrels topic counts; a topic the run lacks scores 0."""
-    qrels, runs, ref_qrels, ref_runs = round5
+    qrels, runs, ref_qrels, ref_runs = round5_subset
     run = runs[0]
     frame = run.to_frame()
     kept = frame[~frame["query_id"].isin(["3", "17", "42"])]
@@ -208,11 +220,10 @@ def test_cranfield_matches_trec_eval(cranfield_dir: Path, level: int) -> None:
     assert_agree(ours, reference(ref_qrels, ref_runs, relevance_level=level))
 
 
-def test_round5_more_measures_match_trec_eval(round5: tuple) -> None:
+def test_round5_more_measures_match_trec_eval(round5_subset: tuple) -> None:
     """gm_map, infAP, G, Rndcg, set measures, utility, relative_P, success, Rprec_mult ...:
     per topic and mean (pytrec_eval gives gm_map per topic as log(max(AP, 0.00001)))."""
-    qrels, runs, ref_qrels, ref_runs = round5
-    subset = runs[::6]
+    qrels, subset, ref_qrels, ref_runs = round5_subset
     ours = evaluate(qrels, subset, list(MORE_MEASURES))
     theirs = reference(ref_qrels, {r.name: ref_runs[r.name] for r in subset},
                        MORE_MEASURES, PYTREC_MORE)
@@ -221,11 +232,11 @@ def test_round5_more_measures_match_trec_eval(round5: tuple) -> None:
     assert_agree(ours, theirs)
 
 
-def test_round5_interpolated_precision_matches_where_the_rules_agree(round5: tuple) -> None:
+def test_round5_interpolated_precision_matches_where_the_rules_agree(
+        round5_subset: tuple) -> None:
     """IPrec@x and 11pt_avg agree with pytrec_eval on every topic where round(x R) equals
     int(x R + 0.9) for the 11 levels (and differ on the others, as trec_eval 10 does)."""
-    qrels, runs, ref_qrels, ref_runs = round5
-    subset = runs[::6]
+    qrels, subset, ref_qrels, ref_runs = round5_subset
     r = qrels.judged().assign(rel=lambda f: f["relevance"] >= 1).groupby("query_id")["rel"].sum()
     same = {t for t, n in r.items()
             if all(math.floor(x * n + 0.5) == int(x * n + 0.9) for x in LEVELS)}

@@ -124,8 +124,8 @@ def test_unknown_plain_measure_is_one_line() -> None:
     runs, _ = collection()
     with pytest.raises(UsageError, match="no estimator of Bpref applies"):
         estimate(drawn("stratified"), runs, ["Bpref"])
-    with pytest.raises(UsageError, match="with -l"):
-        estimate(drawn("stratified"), runs, ["AP(rel=2)"])
+    with pytest.raises(UsageError, match="takes a relevance level"):  # AP(rel=2) is taken
+        estimate(drawn("stratified"), runs, ["nDCG(gains={1:1,2:3})@5"])
 
 
 # -- item 6: the library takes what its neighbours hold ------------------------------------

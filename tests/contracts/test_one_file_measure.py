@@ -146,6 +146,7 @@ def uniform_sample(seed: int) -> Sample:
     return simulate(selector, contracts.ORACLE).sample()
 
 
+@pytest.mark.slow  # Monte Carlo (the census test above is the fast check)
 @pytest.mark.filterwarnings("ignore:RWP@10~ht.*outside \\[0, 1\\]")  # HT totals may exceed 1
 @pytest.mark.parametrize("draw", [uniform_sample, poisson_sample])
 def test_a_design_based_family_estimates_it_without_bias(rwp: ModuleType, draw) -> None:

@@ -95,6 +95,7 @@ def _stratified_peeking(rng: np.random.Generator, trials: int, topics: int, pilo
     return errors, variances, truth
 
 
+@pytest.mark.slow
 def test_peeking_on_the_stratified_plan_keeps_the_sequence_covering_and_breaks_fixed_ones(
         ) -> None:
     """Seeded Monte Carlo of the design the anytime rule samples with on committed phases:

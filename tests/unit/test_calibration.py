@@ -100,6 +100,7 @@ def test_the_low_ap_runs_coverage_is_clustered_by_trial() -> None:
 
 
 @pytest.mark.filterwarnings("ignore")
+@pytest.mark.slow
 def test_completed_covers_the_mean_where_the_topics_that_find_nothing_bias_it() -> None:
     """Monte Carlo (issue 29 item 1; docs/research/calibration.md section 13: collection A,
     ``stratified`` at 5%, 40 fixed seeds): a quarter of the (topic, run) rows find nothing

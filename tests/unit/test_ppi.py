@@ -1001,6 +1001,7 @@ def test_taylor_jackknife_needs_strata(
                                 topic_data(views[0], sample, "ht"), np.ones((2, len(runs))))
 
 
+@pytest.mark.slow
 def test_taylor_jackknife_has_less_bias_than_taylor(
         judged_collection: tuple[list[Run], Qrels, Pool, pd.DataFrame]) -> None:
     """Monte Carlo, 100 seeded ``uniform`` samples at 20% of the synthetic collection's pools

@@ -143,6 +143,7 @@ def test_ppi_taylor_with_zero_predictions_is_ht_taylor(
         assert np.abs(moved).max() > 1e-6  # the correction does something
 
 
+@pytest.mark.slow  # Monte Carlo
 def test_correction_reduces_the_bias_of_a_small_uniform_sample() -> None:
     """Monte Carlo (fixed seeds): a uniform 10% sample of a synthetic pool, where AP-hat's
     ratio bias is visible; the jackknife correction removes most of it, for AP~ht and for

@@ -103,6 +103,7 @@ def test_needs_the_machine_labels() -> None:
         METHODS["audit-neyman"](pool, Budget(rate=0.1), np.random.default_rng(0))
 
 
+@pytest.mark.slow  # Monte Carlo
 def test_estimates_stay_unbiased_under_the_design() -> None:
     """Seeded Monte Carlo (160 samples of 25% of a small pool): the Horvitz-Thompson count
     of relevant documents per topic, from the sample's recorded inclusion probabilities,
@@ -138,6 +139,7 @@ def test_estimates_stay_unbiased_under_the_design() -> None:
         assert (error.abs() <= 3 * se + 1e-12).all(), (error / se).round(2).to_dict()
 
 
+@pytest.mark.slow  # Monte Carlo
 def test_relative_bias_intervals_are_as_wide_as_needed() -> None:
     """Seeded Monte Carlo (100 samples of 10% of a 25-topic pool, ``audit-neyman``): the
     audit's relative-bias variance, (K S K')_rr, averages to the spread of the estimated

@@ -263,6 +263,7 @@ def test_budget_spent_exactly_without_duplicates(pool5: Pool, oracle: Oracle, me
         np.testing.assert_allclose(harmonic.loc[inverse.index], expected, rtol=1e-12)
 
 
+@pytest.mark.slow  # Monte Carlo
 @pytest.mark.shared
 def test_stratified_inclusion_probabilities_by_simulation(topic1: Pool, oracle: Oracle) -> None:
     budget, trials = 30, 5000

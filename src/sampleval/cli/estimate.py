@@ -212,6 +212,9 @@ def explain(sample: Sample, setup: Setup) -> str:
     for asked, spec in zip(setup.asked, setup.specs, strict=True):
         by = "as named" if names_an_estimator(asked) else f"by {table}"
         lines += [f"{asked}: {spec.full_name}", f"  estimator: {spec.name} ({by})"]
+        if spec.level is not None:
+            lines.append(f"  rel={spec.level}: the measure's own relevance level (-l does "
+                         "not change it)")
         sources = option_sources(asked, spec)
         for name, value, source in sources:  # a value given: what it means too
             lines.append(f"  {name}={value}: {meanings.get(source, source)}")

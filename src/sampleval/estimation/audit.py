@@ -242,6 +242,7 @@ def human_estimates(sample: Sample, runs: list[Run], measure: str,
     from sampleval.measures.aggregation import aggregate_of, over_topics, topic_sums
 
     spec, pool, views = _aligned(sample, runs, measure, depth, predictions)
+    level = spec.level_or(level)  # a measure's own level (AP(rel=2)~ht) wins
     family = FAMILIES[spec.family]
     if family.parts is None or family.differences is None:
         raise UsageError(f"{spec.name}: the audit needs an estimator that gives the variance "
@@ -282,6 +283,7 @@ def controlled_estimates(sample: Sample, runs: list[Run], measure: str, judge: P
     from sampleval.measures.aggregation import aggregate_of, over_topics
 
     spec, pool, views = _aligned(sample, runs, measure, depth, None)
+    level = spec.level_or(level)
     if not takes_control(spec):
         raise UsageError(f"{spec.name}: the machine's labels are control variates for AP~ht "
                          "(bias=taylor or none) only; audit it with control='none'")
@@ -473,6 +475,7 @@ def judge_rows(sample: Sample, human: HumanEstimates, machine: Predictions,
                          f"{reference!r}")
     if human.machine is not None and human.judge is not machine:
         raise UsageError("these estimates use another judge's labels as control variates")
+    level = human.spec.level_or(level)
     exact = (human.machine if human.machine is not None else
              machine_per_topic(sample, machine, human.pool, human.spec, human.topics, level))
     machine_value = over_topics(exact, human.present, aggregate_of(human.spec.base))

@@ -14,7 +14,9 @@ the intervals):
 
 - census and stratified: the Horvitz-Thompson family ``~ht``; AP too, whose intervals cover
   better than xinfAP's (:mod:`sampleval.estimation.families.inferred`, "Not the default AP
-  estimator"); nDCG without a cutoff by NIST's infNDCG, NumRelRet by inum_rel_ret;
+  estimator"); nDCG without a cutoff by NIST's infNDCG (exact on a census); NumRelRet by
+  ``NumRelRet~ht`` too, not NIST's inum_rel_ret, whose smoothing constants make a census
+  miss the count (875.999 for 876) and which gives no interval;
 - poisson and inclusion: ``~ht``; AP on inclusion-only samples (prels) by statAP;
 - with-replacement: the per-draw family ``~hh`` for the ratios (AP, R@k, Rprec) and NumRel,
   ``~ht`` (lower rms) for P@k, DCG and nDCG, except on samples whose every draw could reach
@@ -35,10 +37,10 @@ CUTOFF = "@k"
 DEFAULTS: dict[str, dict[str, str]] = {
     "census": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
         "Rprec": "Rprec~ht", "nDCG": "infNDCG", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
-        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "inum_rel_ret"},
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "NumRelRet~ht"},
     "stratified": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
         "Rprec": "Rprec~ht", "nDCG": "infNDCG", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
-        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "inum_rel_ret"},
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "NumRelRet~ht"},
     "poisson": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
         "Rprec": "Rprec~ht", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
         "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht"},

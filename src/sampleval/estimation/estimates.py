@@ -144,11 +144,12 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     pools: dict[type[np.floating], Pool] = {}
     frames = []
     views: list[TopicView] = []
-    families = list(dict.fromkeys(s.family for s in specs))
-    with steps(len(families), "estimating", progress) as step:
-        for name in families:
+    groups = list(dict.fromkeys((s.family, s.level_or(level)) for s in specs))
+    with steps(len(groups), "estimating", progress) as step:
+        for name, at in groups:  # each family once per relevance level
             family = FAMILIES[name]
-            mine: list[EstimateSpec] = [s for s in specs if s.family == name]
+            mine: list[EstimateSpec] = [s for s in specs
+                                        if (s.family, s.level_or(level)) == (name, at)]
             step(f"estimating {', '.join(s.name for s in mine)}")
             if family.score_type not in pools:
                 pools[family.score_type] = Pool.from_runs(
@@ -158,8 +159,8 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
                                 predicted if family.needs_predictions else None)
             if not views:
                 raise UsageError("the sample and the runs have no topic in common")
-            rows = family.compute(run_names, views, sample, mine, level, ci)
-            frames.append(_with_imputed(rows, family.imputed, views, sample, mine, level,
+            rows = family.compute(run_names, views, sample, mine, at, ci)
+            frames.append(_with_imputed(rows, family.imputed, views, sample, mine, at,
                                         run_names))
     order = {s.name: i for i, s in enumerate(specs)}
     out = pd.concat(frames, ignore_index=True)
@@ -210,7 +211,8 @@ def estimate_differences(sample: SampleLike, runs: RunsLike, measure: str,
                  else as_predictions(predictions, largest_grade(sample)))
     views = topic_views(pool, sample, predicted)
     at = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64)
-    _, variances = family.differences(run_names, views, sample, spec, level, at)
+    _, variances = family.differences(run_names, views, sample, spec, spec.level_or(level),
+                                      at)
     return pd.DataFrame(variances, index=pd.Index([v.pool.topic for v in views],
                                                   name="query_id"),
                         columns=[f"{a} - {b}" for a, b in pairs])
@@ -316,6 +318,13 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
     aps = [s for s in specs if s.base == "AP"]
     if sample.design.is_deterministic or not aps:
         return
+    for at in dict.fromkeys(s.level_or(level) for s in aps):
+        _warn_few_at(at, [s for s in aps if s.level_or(level) == at], views, sample)
+
+
+def _warn_few_at(level: float, aps: list[EstimateSpec], views: list[TopicView],
+                 sample: Sample) -> None:
+    """:func:`_warn_few_relevant` for the AP estimates at one relevance level."""
     few = [v.pool.topic for v in views
            if judged_relevant(v.sample, level) < UNBIASED_AP and not is_census(v.sample)]
     if few:
@@ -330,9 +339,10 @@ def _warn_few_relevant(specs: Sequence[EstimateSpec], views: list[TopicView], sa
                 if forms else "")
         low = ("their AP estimates run low" if set(forms) - set(VALUE_FORMS) else
                "their AP estimates are the completion model's posterior")
-        warnings.warn(f"AP: {len(few)} of {len(views)} topics have fewer than {UNBIASED_AP} "
-                      f"relevant documents judged ({listed}); {low}"
-                      f"{held} (docs/research/calibration.md)", stacklevel=3)
+        measure = "AP" if all(s.level is None for s in aps) else f"AP(rel={level:g})"
+        warnings.warn(f"{measure}: {len(few)} of {len(views)} topics have fewer than "
+                      f"{UNBIASED_AP} relevant documents judged ({listed}); {low}"
+                      f"{held} (docs/research/calibration.md)", stacklevel=4)
 
 
 def _warn_unreachable(views: list[TopicView], sample: Sample) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sampleval.errors import SampleValError, UsageError
@@ -93,7 +93,8 @@ def setup_for(sample: Sample, measures: Sequence[str] | str | None = None, *,
     reach, simple = draws_reach_every_document(sample), simple_random(sample)
     by_spec: dict[EstimateSpec, str] = {}
     for name in names:
-        by_spec.setdefault(estimator_of(name, sample.design, reach, simple), name.strip())
+        by_spec.setdefault(estimator_of(name, sample.design, reach, simple, levels=True),
+                           name.strip())
     specs = list(by_spec)
     for spec in specs:
         family = FAMILIES[spec.family]
@@ -122,12 +123,24 @@ def accepts(family: EstimatorFamily, design: Design) -> bool:
 
 
 def estimator_of(name: str, design: Design, reach_every_document: bool = False,
-                 simple_random: bool = False) -> EstimateSpec:
+                 simple_random: bool = False, levels: bool = False) -> EstimateSpec:
     """The estimator ``name`` means on samples of ``design``: an estimator's name
     (``AP~ht``, ``xinfAP``) as given; a plain measure (``AP``, ``P@10``, ``nDCG@10``) by the
     estimator the design prefers (:func:`~sampleval.estimation.spec.estimator_for`;
     ``reach_every_document`` and ``simple_random`` pick its variants); UsageError when it is
-    neither or no estimator of the design estimates it."""
+    neither or no estimator of the design estimates it. A measure with its own relevance
+    level (``P(rel=2)@5``, ``AP(rel=2)~ht``) gives an estimator at that level
+    (:attr:`~sampleval.estimation.spec.EstimateSpec.level`) where the caller computes each
+    estimator at its own (``levels``), and UsageError elsewhere."""
+    spec = _estimator_of(name, design, reach_every_document, simple_random)
+    if spec.level is not None and not levels:
+        raise UsageError(f"{name}: give the relevance level with -l (level= in the "
+                         "library), not in the measure's name")
+    return spec
+
+
+def _estimator_of(name: str, design: Design, reach_every_document: bool,
+                  simple_random: bool) -> EstimateSpec:
     try:
         return parse_estimate(name)
     except UsageError:
@@ -144,11 +157,11 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
                 return spec
         try:
             plain = parse_measure(name.strip())
-        except SampleValError:
-            raise _unknown(name) from None
-        if plain.rel is not None or plain.params:
-            raise UsageError(f"{name}: give the relevance level with -l (level= in the "
-                             f"library), not in the measure's name") from None
+        except SampleValError as error:
+            raise (error if _a_measure(name) else _unknown(name)) from None
+        if plain.params:
+            raise UsageError(f"{name}: an estimator takes a relevance level (rel=), not "
+                             f"{', '.join(k for k, _ in plain.params)}") from None
         cut = plain.cutoff
         whole = cut is None or float(cut).is_integer()  # estimators take whole-rank cutoffs
         spec = estimator_for(plain.name, None if cut is None else int(cut), design,
@@ -157,7 +170,19 @@ def estimator_of(name: str, design: Design, reach_every_document: bool = False,
             raise UsageError(f"no estimator of {name} applies to a {design} sample "
                              "('sampleval methods' lists the families and their "
                              "measures)") from None
-        return spec
+        return spec if plain.rel is None else replace(spec, level=plain.rel)
+
+
+def _a_measure(name: str) -> bool:
+    """Whether ``name`` without its parameters is a measure (``nDCG(rel=2)@10``: nDCG takes
+    no ``rel``; its own error says so)."""
+    from sampleval.measures.names import parse_measure
+
+    try:
+        parse_measure(re.sub(r"\([^()]*\)", "", name.strip()))
+    except SampleValError:
+        return False
+    return "(" in name
 
 
 def _unknown(name: str) -> UsageError:

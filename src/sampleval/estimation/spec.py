@@ -45,12 +45,17 @@ class EstimateSpec:
     the option's declaration, they are kept in the vocabulary's order, and options at their
     default are dropped, so that ``xinfAP(variance=jackknife)`` and ``xinfAP`` (when jackknife
     is the default) are the same estimate, printed ``xinfAP``.
+
+    ``level``: the measure's own relevance level (``P(rel=2)@5~ht``, from the plain measure
+    ``P(rel=2)@5``), which the command's level (``-l``, ``level=``) does not override; None:
+    the command's (:meth:`level_or`). Only a base whose measure declares ``rel`` takes one.
     """
 
     family: str
     base: str
     cutoff: int | None = None
     options: tuple[tuple[str, Any], ...] = field(default=())
+    level: int | None = None
 
     def __post_init__(self) -> None:
         family = FAMILIES[self.family]
@@ -67,24 +72,38 @@ class EstimateSpec:
             raise UsageError(f"{self.name}: {replace(self, cutoff=None).name} takes no cutoff")
         if self.cutoff is not None and self.cutoff < 1:
             raise UsageError(f"{self.name}: the cutoff must be at least 1")
+        if self.level is not None and not _takes_level(self.base, self.cutoff):
+            raise UsageError(f"{self.name}: {self.base} takes no relevance level (rel=)")
         object.__setattr__(self, "options", _checked_options(family, self.base, self.options,
                                                              self._plain_name))
 
     @property
     def _plain_name(self) -> str:
+        rel = "" if self.level is None else f"(rel={self.level})"
         cut = "" if self.cutoff is None else f"@{self.cutoff}"
         declared = FAMILIES[self.family].base(self.base)
         if declared is not None and declared.alias:
-            return f"{declared.alias}{cut}"
-        return f"{self.base}{cut}~{self.family}"
+            return f"{declared.alias}{rel}{cut}"
+        return f"{self.base}{rel}{cut}~{self.family}"
+
+    def _with_options(self, options: str) -> str:
+        """The plain name with ``options`` (``variance=linear``) in parentheses: after the
+        level's, in the same pair, when the name ends with it (``xinfAP(rel=2,...)``)."""
+        plain = self._plain_name
+        if not options:
+            return plain
+        return f"{plain[:-1]},{options})" if plain.endswith(")") else f"{plain}({options})"
 
     @property
     def name(self) -> str:
-        """``xinfAP``, ``AP@10~ht``, with the options not at their default:
-        ``AP~ht(variance=linear)``."""
-        if not self.options:
-            return self._plain_name
-        return f"{self._plain_name}({','.join(f'{k}={v}' for k, v in self.options)})"
+        """``xinfAP``, ``AP@10~ht``, ``P(rel=2)@5~ht``, with the options not at their
+        default: ``AP~ht(variance=linear)``."""
+        return self._with_options(",".join(f"{k}={v}" for k, v in self.options))
+
+    def level_or(self, level: float) -> float:
+        """The relevance level this estimate is computed at: its own, else ``level`` (the
+        command's)."""
+        return level if self.level is None else self.level
 
     @property
     def full_name(self) -> str:
@@ -94,9 +113,7 @@ class EstimateSpec:
         two specs with the same ``full_name`` compute the same thing whatever the defaults
         of the day (every result carries it; ``simulate`` records it)."""
         taken = [p.name for p in FAMILIES[self.family].params(self.base)]
-        if not taken:
-            return self._plain_name
-        return f"{self._plain_name}({','.join(f'{k}={self.option(k)}' for k in taken)})"
+        return self._with_options(",".join(f"{k}={self.option(k)}" for k in taken))
 
     def option(self, name: str) -> Any:
         """The value of option ``name``: as given, else its base's declared default."""
@@ -133,6 +150,16 @@ def _checked_options(family: EstimatorFamily, base: str,
                  if k in values and values[k] != p.default)
 
 
+def _takes_level(base: str, cutoff: int | None) -> bool:
+    """Whether the measure ``base`` declares a relevance level (``rel=``)."""
+    from sampleval.measures.names import spec_of
+
+    try:
+        return "rel" in spec_of(base, cutoff).keywords
+    except (SampleValError, KeyError):
+        return False
+
+
 def established_names() -> dict[str, tuple[str, str]]:
     """Established names (``xinfAP``) -> (family, base measure), over every family."""
     return {b.alias: (f.name, b.name) for f in FAMILIES.values() for b in f.bases if b.alias}
@@ -155,11 +182,16 @@ def parse_estimate(text: str) -> EstimateSpec:
         raise UsageError(f"cannot read the estimated measure {text!r} (write BASE~FAMILY, "
                          "e.g. AP~ht or P@10~ht, or an established name such as xinfAP, "
                          "options in parentheses: xinfAP(variance=appendix))")
-    if match["early"] is not None and match["late"] is not None:
+    early, late = (_options(match[group] or "", text) for group in ("early", "late"))
+    rel = [group.pop(key) for group in (early, late) for key in list(group)
+           if key.lower() == "rel"]
+    if early and late:
         raise UsageError(f"{text!r}: give the options once, in one pair of parentheses")
+    if len(rel) > 1:
+        raise UsageError(f"{text!r}: give the relevance level (rel=) once")
     base, cut, family = match["base"], match["cut"], match["family"]
     cutoff = None if cut is None else int(cut)
-    options = tuple(_options(match["early"] or match["late"] or "", text).items())
+    options = tuple((early or late).items())
     if family is None:
         aliases = established_names()
         alias = _case_insensitive(base, list(aliases))
@@ -178,7 +210,17 @@ def parse_estimate(text: str) -> EstimateSpec:
         family = found
         bases = [b.name for b in FAMILIES[family].bases]
         base = _case_insensitive(base, bases) or base
-    return EstimateSpec(family, base, cutoff, options)
+    return EstimateSpec(family, base, cutoff, options, _level(rel, text))
+
+
+def _level(given: list[str], text: str) -> int | None:
+    """The relevance level written ``rel=L`` in ``text`` (None: not written)."""
+    if not given:
+        return None
+    try:
+        return int(given[0])
+    except ValueError:
+        raise UsageError(f"{text!r}: rel must be an integer level, not {given[0]!r}") from None
 
 
 GIVEN, TABLE, FAMILY = "given", "defaults table", "family default"
@@ -196,7 +238,7 @@ def option_sources(asked: str, spec: EstimateSpec) -> list[tuple[str, Any, str]]
     if match is None or not names_an_estimator(asked):
         named, source = {k for k, _ in spec.options}, TABLE
     else:
-        named = given_names(match["early"] or match["late"] or "", taken)
+        named = given_names(",".join(g for g in (match["early"], match["late"]) if g), taken)
         source = GIVEN
     return [(k, spec.option(k), source if k in named else FAMILY) for k in taken]
 

@@ -114,7 +114,8 @@ SPECS: tuple[MeasureSpec, ...] = (
                 name="NumRel", aggregate="sum", trec_kind="count", sets=_TOP | {"set"},
                 estimand="total"),
     MeasureSpec("num_rel_ret", "relevant documents retrieved; summed over topics",
-                name="NumRelRet", aggregate="sum", trec_kind="count", sets=_TOP | {"set"}),
+                name="NumRelRet", aggregate="sum", trec_kind="count", sets=_TOP | {"set"},
+                estimand="total"),
     MeasureSpec("map", "average precision: the mean, over the R relevant documents, of the "
                 "precision at each one's rank (0 for those not retrieved)", name="AP",
                 sets=_TOP, estimand="pair-sum ratio"),

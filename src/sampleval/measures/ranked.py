@@ -153,6 +153,14 @@ def count_ret(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     return g.lengths.astype(np.float64)
 
 
+@rank_weight("NumRelRet")
+def retrieved_weight(ranks: np.ndarray, cutoff: int | None) -> np.ndarray:
+    """NumRelRet's total: 1 for every retrieved document."""
+    if cutoff is not None:
+        raise UsageError("NumRelRet takes no cutoff")
+    return (ranks > 0).astype(np.float64)
+
+
 @kernel("NumRelRet")
 def count_rel_ret(g: RankedGrades, m: Measure, level: float) -> np.ndarray:
     """NumRelRet: relevant documents retrieved."""

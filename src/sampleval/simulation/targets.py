@@ -79,11 +79,12 @@ def parse_target(text: str) -> Target:
     else:
         spec = parse_estimate(text)
     cut = "" if spec.cutoff is None else f"@{spec.cutoff}"
+    rel = "" if spec.level is None else f"(rel={spec.level})"  # the estimator's own level
     try:
-        exact = parse_measure(f"{spec.base}{cut}")
+        exact = parse_measure(f"{spec.base}{rel}{cut}")
     except UsageError:
-        raise UsageError(f"{text}: there is no exact {spec.base}{cut} to take as its truth"
-                         ) from None
+        raise UsageError(f"{text}: there is no exact {spec.base}{rel}{cut} to take as its "
+                         "truth") from None
     return Target(text, exact, spec)
 
 
