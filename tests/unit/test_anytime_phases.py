@@ -3,6 +3,8 @@ issue 32): phases planned as the committed rule plans them, a look after every b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from test_anytime import assert_resumes  # interrupted and restored, the same judging
@@ -208,3 +210,78 @@ def test_the_learnt_projection_leaves_the_campaign_out() -> None:
     assert out["projection_within_15%"] == pytest.approx(0.75)
     assert out["projection_median"] == pytest.approx((1.1 + 10 / 11) / 2)
     assert out["projection_within_lo"] < 0.75 < out["projection_within_hi"]
+
+
+def test_stop_anytime_on_a_method_with_phases_is_the_rule_on_the_committed_plan(
+        pool_and_qrels: tuple[Pool, Qrels]) -> None:
+    """``stop=anytime`` (``make_judging``, the rule ``simulate``, ``sample`` and the file
+    loop build) on ``stratified``, ``strata`` and ``uniform`` without predictions is the
+    anytime rule on the committed rule's plan; on a method without committed phases it
+    stays the adaptive rule. ``simulate``'s cell judges the same sample as the rule itself.
+    Fails on main: there ``stop=anytime`` was the adaptive rule on every method."""
+    from sampleval.judging.confident import make_judging
+    from sampleval.simulation.grid import parse_method
+
+    pool, qrels = pool_and_qrels
+    for method in ("stratified", "strata", "uniform"):
+        selector = METHODS[method](pool, Budget(rate=1.0), np.random.default_rng(0))
+        rule = make_judging(selector, Target("P@10", 0.06), "anytime", start=10)
+        assert isinstance(rule, AnytimeJudging) and rule.committed, method
+    active = METHODS["active"](pool, Budget(rate=1.0), np.random.default_rng(0), batch=5)
+    assert not make_judging(active, Target("P@10", 0.06), "anytime").committed
+    spec = parse_method("stratified:start=10;stop=anytime;target=P@10:0.06")
+    made = spec.judge(spec.make(pool, Budget(rate=1.0), np.random.default_rng(4)),
+                      qrels_oracle(qrels))
+    direct = _phased(pool, 0.06, seed=4)
+    direct.run(qrels_oracle(qrels))
+    assert made.meta["confident"]["design"] == "phase-committed"
+    got, want = made.judged(), direct.sample().judged()
+    assert len(got) == len(want)
+    assert set(zip(got["query_id"], got["doc_id"], strict=True)) == set(
+        zip(want["query_id"], want["doc_id"], strict=True))
+
+
+def test_the_file_loop_with_stop_anytime_judges_the_committed_plan(tmp_path: Path) -> None:
+    """``sample stratified --target --stop anytime`` without --qrels lists the pilot, then
+    each plan's phases (strata ``PHASE:STRATUM``); ``judge`` with the labels of the listed
+    documents (saved and resumed at every step) ends with the phases' sample, judging
+    every document the simulation (``--qrels``, same seed) judged with the same labels
+    and at most the rest of the plan the simulation stopped in (the loop looks when a
+    step's labels are in, the simulation after every batch). Fails on main: there the
+    loop listed the method's own layout for each topic's cap."""
+    import json
+
+    from test_confident import _write_collection
+
+    from sampleval import cli
+    from sampleval.core.sample import Sample
+    from sampleval.judging.loop import read_to_judge
+
+    data, names = _write_collection(tmp_path)
+    common = ["stratified", *names, "-r", "1", "-s", "3", "--target", "P@10:0.08",
+              "--start", "5", "--stop", "anytime"]
+    cli.run(["sample", *common, "--qrels", str(tmp_path / "qrels.txt"), "-o",
+             str(tmp_path / "simulated")])
+    out = tmp_path / "judged"
+    cli.run(["sample", *common, "-o", str(out)])
+    truth = data.qrels.set_index(["query_id", "doc_id"])["relevance"]
+    steps, strata = 0, set()
+    while not json.loads((out / "sample.json").read_text())["judging"]["complete"]:
+        listed = read_to_judge(out)
+        assert len(listed)
+        strata |= {s.split(":")[0] for s in listed["stratum"]}
+        labels = [truth.get((t, d), 0) for t, d in zip(listed["topic"], listed["docno"],
+                                                       strict=True)]
+        listed.assign(iter=0, rel=labels)[["topic", "iter", "docno", "rel"]].to_csv(
+            tmp_path / "labels.txt", sep=" ", header=False, index=False)
+        cli.run(["judge", str(out), str(tmp_path / "labels.txt")])
+        steps += 1
+    assert steps >= 2 and {"0", "1"} <= strata  # the pilot, then the plan's phases
+    got, simulated = Sample.load(out), Sample.load(tmp_path / "simulated")
+    assert got.meta["confident"]["design"] == simulated.meta["confident"]["design"] == (
+        "phase-committed")
+    judged, sim = got.judged(), simulated.judged()
+    both = sim.merge(judged, on=["query_id", "doc_id"], how="left", suffixes=("", "_file"))
+    assert both["relevance_file"].notna().all()
+    assert (both["relevance"] == both["relevance_file"]).all()
+    assert len(judged) >= len(sim)

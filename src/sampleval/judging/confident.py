@@ -150,6 +150,12 @@ under-covered on Cranfield: docs/research/anytime.md, "The committed rule's cove
 Cranfield")."""
 
 
+def has_phases(selector: Selector) -> bool:
+    """Whether judging until confident can commit ``selector``'s phases: a method that lays
+    out stratified samples (``strata``, ``stratified``, ``uniform``) without predictions."""
+    return isinstance(selector, StratifiedSelector) and selector.predicted is None
+
+
 @dataclass(frozen=True)
 class Target:
     """The 95% half-width ``half_width`` of the mean over topics of ``measure`` (an
@@ -253,7 +259,7 @@ class ConfidentJudging:
             raise UsageError(f"the margin must lie in [0, 1), not {margin}")
         if not 0 <= interim < 1:
             raise UsageError(f"the interim share must lie in [0, 1), not {interim}")
-        phased = isinstance(selector, StratifiedSelector) and selector.predicted is None
+        phased = has_phases(selector)
         if committed and not phased:
             raise UsageError(f"{selector.name}: the phase-committed design needs a method "
                              "that lays out stratified samples (strata, stratified, uniform) "
@@ -1338,38 +1344,66 @@ class AnytimeJudging(ConfidentJudging):
     def _next_anytime_phase_batch(self) -> tuple[str, list[str]] | None:
         """Committed phases (class docstring): the next batch of the open phase least far
         through its order, so that every topic's phase of the plan progresses at the same
-        fraction; before it, once every label handed out is in, a look where one is due and
-        every open phase of the plan has reached each of its strata (:meth:`_ready`). When
-        every phase is judged: the pilot's phases first, then (after the pilot, and after a
-        plan's phases fall short) the next plan (:meth:`ConfidentJudging._plan_phases`,
-        with the sequence's half-widths), or the end."""
+        fraction (:meth:`open_phases` looks and plans first)."""
+        opened = self.open_phases()
+        if not opened:
+            return None
+        progress = [self.phases[i][-1].given / len(self.phases[i][-1].order) for i in opened]
+        return self._hand_out(opened[int(np.argmin(progress))], self.ceiling - self._handed())
+
+    def open_phases(self) -> list[int]:
+        """Committed phases: the topics whose phase of the current plan has documents to
+        hand out, after what a step needs first: once every label handed out is in, a look
+        where one is due and every open phase of the plan has reached each of its strata
+        (:meth:`_ready`); when every phase is judged, the pilot's phases first, then (after
+        the pilot, and after a plan's phases fall short) the next plan
+        (:meth:`ConfidentJudging._plan_phases`, with the sequence's half-widths). Empty when
+        judging is over (:attr:`reason` says why) or awaits labels before it can go on."""
         while True:
             left = self.ceiling - self._handed()
             waiting = self._awaiting()
             opened = [i for i, p in enumerate(self.phases) if p and p[-1].open]
-            planned = any(len(p) > 1 for p in self.phases)  # the pilot's look: no stop
             judged = int(self.judged.sum())
             due = (self.every is None or not self.looks
                    or judged - self.looks[-1][0] >= self.every or not opened or left <= 0)
             fresh = not self.looks or self.looks[-1][0] != judged
-            if planned and not waiting and due and fresh and self._ready() and self.look():
+            if not waiting and due and fresh and self.may_stop() and self.look():
                 self.reason = "target met"
-                return None
+                return []
             if opened and left > 0:
-                progress = [self.phases[i][-1].given / len(self.phases[i][-1].order)
-                            for i in opened]
-                return self._hand_out(opened[int(np.argmin(progress))], left)
+                return opened
             step = self._without_open_phase(waiting, left)
             if step == "again":
                 continue
             if step == "stop":
-                return None
+                return []
             sizes = self._plan_phases()
             if not sizes.any():
                 self.reason = ("the target cannot be met: no topic's design has judgments "
                                "left that would narrow the widest interval")
-                return None
+                return []
             self._commit(sizes)
+
+    def may_stop(self) -> bool:
+        """Committed phases: whether a look now may stop judging: a plan after the pilot is
+        under way (the pilot's look is no stopping point) and its phases have reached their
+        strata (:meth:`_ready`)."""
+        return any(len(p) > 1 for p in self.phases) and self._ready()
+
+    def hand_out(self, topic: str, most: int) -> list[str]:
+        """Committed phases: the next documents, at most ``most`` (and the ceiling), of
+        ``topic``'s open phase, for a hand-out that follows the topics' own pace (a
+        campaign's assessors) rather than :meth:`next_batch`'s; none when its phase has
+        nothing left to hand out or judging is over (:meth:`open_phases`)."""
+        i = self.topics.index(topic)
+        if i not in self.open_phases():
+            return []
+        keep = self.batch
+        try:
+            self.batch = max(1, int(most))
+            return self._hand_out(i, self.ceiling - self._handed())[1]
+        finally:
+            self.batch = keep
 
     def _ready(self) -> bool:
         """Committed phases: whether every topic's last phase after its pilot has judged as
@@ -1377,11 +1411,12 @@ class AnytimeJudging(ConfidentJudging):
         stratum not reached yet would be left out of the estimate, and one drawn a few times
         has a variance estimate too rough for the normal approximation). The hand-out order makes this a function of how far each
         phase is, not of its labels (:func:`~sampleval.selection.strata.handout`)."""
-        for phases in self.phases:
+        for i, phases in enumerate(self.phases):
             if len(phases) < 2:
                 continue
             phase = phases[-1]
-            reached = np.bincount(phase.codes[phase.order[:phase.given]],
+            given = phase.order[:phase.given]
+            reached = np.bincount(phase.codes[given[~np.isnan(self.labels[i][given])]],
                                   minlength=len(phase.counts))
             if (reached < np.minimum(phase.counts, READY)).any():
                 return False
@@ -1455,10 +1490,15 @@ def restore_judging(pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
 def make_judging(selector: Selector, target: Target, stop: str = "committed",
                  **options: Any) -> ConfidentJudging:
     """Judging until confident with the stop mode ``stop`` (:data:`STOP_MODES`, or a stored
-    campaign's :data:`MIXTURE_STOP`)."""
+    campaign's :data:`MIXTURE_STOP`). ``anytime`` on a method with committed phases
+    (:func:`has_phases`) is the anytime rule on the committed rule's plan
+    (``AnytimeJudging(committed=True)``), on any other the adaptive anytime rule; an explicit
+    ``committed=`` among ``options`` decides instead."""
     if stop == MIXTURE_STOP:
         return AnytimeJudging(selector, target, ratio=None, **options)
     if stop not in STOP_MODES:
         raise UsageError(f"stop must be one of {', '.join(STOP_MODES)}, not {stop!r}")
-    return (AnytimeJudging if stop == "anytime" else ConfidentJudging)(
-        selector, target, **options)
+    if stop == "anytime":
+        return AnytimeJudging(selector, target, **{"committed": has_phases(selector),
+                                                   **options})
+    return ConfidentJudging(selector, target, **options)
