@@ -1074,6 +1074,10 @@ the phase will make there, if fewer) before the look that may stop judging withi
 ``tests/unit/test_anytime_phases.py`` (three seeds; its misses at the early looks, where a
 stratum's variance rests on two labels), with 5 0.95-0.975 (assumption 3 of
 ``docs/guide/anytime.md``, the normal approximation)."""
+SPENDS = (None, "plan-ends")
+"""Where the anytime rule on committed phases may stop (:class:`AnytimeJudging`'s
+``spend``): at any look, on the confidence sequence (None), or only at plan ends, on the
+plan-end boundary."""
 ALLOCATIONS = ("pooled", "neyman", "own")
 """Which variances the anytime rule's plan reads (:class:`AnytimeJudging`)."""
 STOP_MODES = ("committed", "anytime")
@@ -1156,9 +1160,15 @@ class AnytimeJudging(ConfidentJudging):
                  committed: bool | None = False, margin: float = 0.05,
                  interval: str = "anytime", every: int | None = None,
                  allocation: str = "pooled", ratio: float | None = RANGE,
-                 interim: float = 0.0) -> None:
+                 interim: float = 0.0, spend: str | None = None) -> None:
         from sampleval.estimation.anytime import target_variance
 
+        if spend not in SPENDS:
+            raise UsageError(f"spend must be one of {', '.join(map(str, SPENDS))}, not "
+                             f"{spend!r}")
+        if spend and not committed:
+            raise UsageError("spend=plan-ends stops only where a plan ends: it needs "
+                             "committed phases")
         if interim:
             raise UsageError("stop=anytime plans no interim phase: it may stop within any "
                              "phase")
@@ -1203,6 +1213,13 @@ class AnytimeJudging(ConfidentJudging):
             raise UsageError("looks must be at least one judgment apart")
         self.every = every
         """Judgments at least between looks (None: a look after every batch)."""
+        self.spend = spend
+        """``plan-ends``: judging may stop only where a plan's phases are all judged, with
+        the plan-end boundary (:func:`~sampleval.estimation.anytime.plan_end_multiplier`)
+        instead of the sequence (None)."""
+        self.plans = 0
+        """Committed phases: the plans laid out after the pilot."""
+        self._sizing = False
         self.skip: dict[str, int] | None = None
         """``neyman``: the pilot's rounds left out of each topic's estimates (None until
         the pilot's look)."""
@@ -1283,10 +1300,13 @@ class AnytimeJudging(ConfidentJudging):
         (class docstring; ``interval='fixed'``: z). The reported interval and the target
         check are then :meth:`ConfidentJudging._sides`' with it (the estimated bias and
         the upper allowance added as ``estimate`` adds them)."""
-        from sampleval.estimation.anytime import half_width
+        from sampleval.estimation.anytime import half_width, plan_end_multiplier
 
         if self.interval == "fixed":
             return np.full(np.shape(total), self.z)
+        if self.spend:  # the plan laid out last, or the one being sized
+            k = max(1, self.plans + self._sizing)
+            return np.full(np.shape(total), plan_end_multiplier(k, self.ci))
         v = np.asarray(total, dtype=np.float64) / np.asarray(count, dtype=np.float64) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(v > 0, half_width(v, self.tuned, self.ci, self.ratio) / np.sqrt(
@@ -1383,11 +1403,23 @@ class AnytimeJudging(ConfidentJudging):
                                "left that would narrow the widest interval")
                 return []
             self._commit(sizes)
+            self.plans += 1
+
+    def _plan_phases(self) -> np.ndarray:
+        """The next plan's sizes (:meth:`ConfidentJudging._plan_phases`), aimed with
+        ``spend`` at the next plan end's boundary."""
+        self._sizing = True
+        try:
+            return super()._plan_phases()
+        finally:
+            self._sizing = False
 
     def may_stop(self) -> bool:
         """Committed phases: whether a look now may stop judging: a plan after the pilot is
         under way (the pilot's look is no stopping point) and its phases have reached their
-        strata (:meth:`_ready`)."""
+        strata (:meth:`_ready`); with ``spend``, only once its phases are all judged."""
+        if self.spend and (self._awaiting() or any(p and p[-1].open for p in self.phases)):
+            return False
         return any(len(p) > 1 for p in self.phases) and self._ready()
 
     def hand_out(self, topic: str, most: int) -> list[str]:
@@ -1455,6 +1487,7 @@ class AnytimeJudging(ConfidentJudging):
     def state(self) -> dict[str, Any]:
         return {**super().state(), "stop": "anytime", "interval": self.interval,
                 "every": self.every, "allocation": self.allocation, "skip": self.skip,
+                "spend": self.spend, "plans": self.plans,
                 "ratio": self.ratio,
                 "weights": self.weights.tolist(), "pilot": self.pilot.tolist(),
                 "first": self.first.tolist(),
@@ -1468,6 +1501,8 @@ class AnytimeJudging(ConfidentJudging):
         assert isinstance(judging, AnytimeJudging)
         judging.interval = state.get("interval", "anytime")
         judging.every = state.get("every")
+        judging.spend = state.get("spend")
+        judging.plans = state.get("plans", 0)
         judging.allocation = state.get("allocation", "own")  # saved before the option
         judging.ratio = state.get("ratio")  # saved before the range boundary: the mixture
         judging.tuned = target_variance(judging.target.half_width, judging.ci, judging.ratio)
