@@ -306,7 +306,7 @@ def describe(status: Mapping[str, Any]) -> str:
     if status["short_of_start"]:
         return (f"{head}; {status['short_of_start']} judgments to go before every topic has "
                 f"its first {status['start']}")
-    if status.get("plan_needed") is not None:
+    if status.get("plan_needed"):
         return (f"{head}; the current plan has {status['plan_needed']} judgments left (it "
                 "stops at the first look where every half-width meets the target, or plans "
                 "further when they are in)")
