@@ -423,7 +423,8 @@ def summary(table: pd.DataFrame, target: float) -> pd.DataFrame:
                  & (known["judged"] <= known["forecast_hi"])).mean())
         if "projection" in part:
             row.update(learnt_projections(part))
-        if rule != "committed" and "looks" in part:
+        if rule not in ("committed", "plan-ends") and "looks" in part:  # (plan-ends: no
+            # boundary of planning's reads its looks' half-widths back)
             widths = (part["look_widths"] if "look_widths" in part
                       else pd.Series(None, index=part.index, dtype=object))
             kind = interval_kind(str(rule), part["boundary"].iloc[0] if "boundary" in part

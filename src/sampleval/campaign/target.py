@@ -37,6 +37,13 @@ most the target (:meth:`AnytimeJudging.look`, the test ``sample --stop anytime``
 looks so far, (judgments, widest half-width), are kept with the status (``looks``) and give
 ``rate_needed``, the judgments the current rate suggests (:func:`rate_needed`), and
 ``rate_range``, its interval.
+
+On a method with committed phases (``stratified``, ``strata``, ``uniform``, without
+predictions) an ``anytime`` campaign's hand-out is the rule's plan
+(:class:`PlanSelector`, made at creation by :func:`campaign_selector` and restored from
+its saved state by :func:`restore_campaign_selector`): the check is then the rule's own
+look on the phases' sample, and the status adds ``plan_needed``, the judgments the
+current plan's phases still need (:func:`plan_needed`).
 """
 
 from __future__ import annotations
