@@ -99,6 +99,7 @@ def _handed(store: Store) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow  # about 45 s: a campaign judged through two plans and two restarts
 def test_the_campaign_hands_out_the_rule_s_plan_and_continues_it_after_a_restart(
         tmp_path: Path) -> None:
     """Judged by the qrels without live checks (so it looks only where the rule's
