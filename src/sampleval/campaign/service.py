@@ -520,7 +520,8 @@ class CampaignService:
         with state.lock:
             since("lock", asked)
             if state.complete() or self._reopens(runtime, state):
-                self._advance(runtime, state)  # a batch left complete by an earlier failure
+                # a batch left complete by an earlier failure, or a phase the plan gave since
+                self._advance(runtime, state)
             now = time.time()
             docno = self._pick(state, person.id, now)
             if docno is not None:
