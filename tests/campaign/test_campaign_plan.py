@@ -171,7 +171,6 @@ def test_the_campaign_shows_the_plan_left_and_stops_at_the_first_look_meeting_th
     assert planned and all(s["plan_needed"] >= 0 for s in planned)
     assert any(f"the current plan has {s['plan_needed']} judgments left" in s["text"]
                for s in seen[:-1])
-    # the plan left falls by the judgments made within a plan
     got = _handed(store)
     assert set(got) == set(want)
     for topic, docnos in got.items():
