@@ -20,6 +20,9 @@ half-width of its mean ``--measure`` is at most ``--target``:
 - ``phases``: the anytime rule on ``--method``'s committed phases (``AnytimeJudging(
   committed=True)``: the committed rule's plan, a look after every batch within the phases);
 - ``naive-phases``: the same, stopping on (and reporting) ordinary intervals;
+- ``plan-ends``: the anytime rule on committed phases stopping only where a plan ends, on the
+  plan-end boundary (``AnytimeJudging(committed=True, spend="plan-ends")``; not run by
+  default);
 - ``neyman``: the anytime rule with Neyman's shares fixed by the pilot, whose rounds the later
   estimates leave out (``AnytimeJudging(allocation="neyman")``; not run by default);
 - ``mixture``: the anytime rule with the normal-mixture sequence (``ratio=None``), the
@@ -88,7 +91,8 @@ from sampleval.selection import METHODS, Budget, qrels_oracle
 from studies._cli import read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
 
-RULES = ("committed", "anytime", "naive", "phases", "naive-phases", "neyman", "mixture")
+RULES = ("committed", "anytime", "naive", "phases", "naive-phases", "neyman", "mixture",
+         "plan-ends")
 
 
 def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
@@ -108,7 +112,7 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
                 every: int | None, allocation: str = "pooled",
                 interim: float = INTERIM) -> ConfidentJudging:
     """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
-    phased = rule in ("committed", "phases", "naive-phases")
+    phased = rule in ("committed", "phases", "naive-phases", "plan-ends")
     name = method if phased else anytime_method
     params: dict[str, Any] = {"batch": batch} if name == "active" else {}
     selector = METHODS[name](pool, Budget(rate=ceiling), np.random.default_rng(seed),
@@ -118,7 +122,8 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
     if phased:
         return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                               committed=True, interval="fixed" if rule == "naive-phases"
-                              else "anytime")
+                              else "anytime", spend="plan-ends" if rule == "plan-ends"
+                              else None)
     return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                           interval="fixed" if rule == "naive" else "anytime",
                           allocation="neyman" if rule == "neyman" else allocation,
@@ -165,6 +170,7 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     ratio = getattr(judging, "ratio", None)
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
             "boundary": "fixed" if rule in ("committed", "naive", "naive-phases") else (
+                "plan-ends" if rule == "plan-ends" else
                 "mixture" if ratio is None else f"range {ratio:g}"),
             "widest": float(half.max()), "coverage": float(np.mean((lo <= truth[runs]) & (truth[runs] <= hi))),
             "error": float(error.mean()),
@@ -460,7 +466,8 @@ def summary(table: pd.DataFrame, target: float, fixed: float | None = None) -> p
             row.update(learnt_projections(part))
         if "plan" in part:
             row.update(plan_forecasts(part))
-        if rule != "committed" and "looks" in part:
+        if rule not in ("committed", "plan-ends") and "looks" in part:  # (plan-ends: no
+            # boundary of planning's reads its looks' half-widths back)
             widths = (part["look_widths"] if "look_widths" in part
                       else pd.Series(None, index=part.index, dtype=object))
             kind = interval_kind(str(rule), part["boundary"].iloc[0] if "boundary" in part

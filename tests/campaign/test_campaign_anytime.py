@@ -102,10 +102,14 @@ def test_the_campaign_s_check_stops_where_the_anytime_rule_stops() -> None:
 
 
 def _campaign(store: Store, name: str, stop: str) -> tuple[str, str]:
+    """A campaign of a method without committed phases (``active``), whose hand-out is its
+    own whatever the stop mode, so that two campaigns judged alike hold the same sample
+    (with committed phases an ``anytime`` campaign hands out the rule's plan:
+    test_campaign_plan.py)."""
     c = collection(TOPICS)
-    boss = create_campaign(store, Design(name, "uniform", Budget(BUDGET), depth=50, seed=7,
-                                         grades=GRADES, target=TARGET, target_start=10,
-                                         target_stop=stop), c.runs)
+    boss = create_campaign(store, Design(name, "active", Budget(BUDGET), params={"batch": "5"},
+                                         depth=50, seed=7, grades=GRADES, target=TARGET,
+                                         target_start=10, target_stop=stop), c.runs)
     return boss, add_person(store, name, "ann")[0]
 
 

@@ -40,7 +40,13 @@ from sampleval.campaign import models as m
 from sampleval.campaign.corpus import read_corpus
 from sampleval.campaign.labels import RULES, Vote, choose
 from sampleval.campaign.store import Store
-from sampleval.campaign.target import DEFAULT_START, judging, parse_target, target_status
+from sampleval.campaign.target import (
+    DEFAULT_START,
+    campaign_selector,
+    parse_target,
+    restore_campaign_selector,
+    target_status,
+)
 from sampleval.campaign.tokens import digest, new_secret
 from sampleval.campaign.topics import Statement
 from sampleval.core.pool import Pool
@@ -248,7 +254,7 @@ def restore_selector(session: Session, info: CampaignInfo, pool: Pool
                      ) -> tuple[Selector, int]:
     """The selector as saved with the latest batch, and that state's version."""
     state, version = saved_state(session, info)
-    return METHODS[info.method].restore(pool, state), version
+    return restore_campaign_selector(info.method, pool, state), version
 
 
 # -- creating ---------------------------------------------------------------------------------
@@ -280,8 +286,8 @@ def create_campaign(store: Store, design: Design, runs: Sequence[Run],
     selector = cls(pool, design.budget, np.random.default_rng(seed),
                    predictions=design.predictions, **options)
     if design.target is not None:  # a target the design cannot estimate fails here
-        judging(selector, parse_target(design.target, design.target_runs),
-                design.target_start, design.target_stop)
+        selector = campaign_selector(selector, parse_target(design.target, design.target_runs),
+                                     design.target_start, design.target_stop)
     first = {t: selector.propose(t, selector.batch_size(t)) for t in pool.topics}
     texts = _texts(corpus, pool) if corpus is not None else []
     token = new_secret()

@@ -76,6 +76,7 @@ from sampleval.campaign.organise import (
     saved_state,
 )
 from sampleval.campaign.store import Store
+from sampleval.campaign.target import PlanSelector
 from sampleval.campaign.timing import since, span
 from sampleval.campaign.tokens import digest, new_secret
 from sampleval.selection.base import Selector
@@ -128,6 +129,7 @@ _UPSERT_TOPIC_STATE = _upserts(m.TOPIC_STATES, ("topic_id",), "state")
 _INSERT_ITEMS = insert(m.ITEMS).returning(m.ITEMS.c.docno, m.ITEMS.c.id, m.ITEMS.c.overlap,
                                           sort_by_parameter_order=True)
 _TOPIC_DONE = update(m.TOPICS).where(m.TOPICS.c.id == bindparam("topic")).values(done=True)
+_TOPIC_OPEN = update(m.TOPICS).where(m.TOPICS.c.id == bindparam("topic")).values(done=False)
 _OBSERVED = (update(m.ITEMS).where(m.ITEMS.c.id == bindparam("item"))
              .values(label=bindparam("value"), observed_at=bindparam("when")))
 
@@ -517,13 +519,14 @@ class CampaignService:
         asked = time.perf_counter()
         with state.lock:
             since("lock", asked)
-            if state.complete():  # a batch left complete by an earlier failure
+            if state.complete() or self._reopens(runtime, state):
+                # a batch left complete by an earlier failure, or a phase the plan gave since
                 self._advance(runtime, state)
             now = time.time()
             docno = self._pick(state, person.id, now)
             if docno is not None:
                 self._lease(state, docno, person.id, now)
-            waiting = bool(state.open) or not state.done
+            waiting = self._waits(runtime, state)
         if docno is None:
             return self._offer("wait" if waiting else "done", runtime, state, person)
         return self._offer("judge", runtime, state, person, docno)
@@ -629,7 +632,7 @@ class CampaignService:
         if runtime.stopped is not None:
             return judged, self._offer("done", runtime, state, person)
         if next_docno is None:
-            return judged, self._offer("wait" if state.open or not state.done else "done",
+            return judged, self._offer("wait" if self._waits(runtime, state) else "done",
                                        runtime, state, person)
         return judged, self._offer("judge", runtime, state, person, next_docno)
 
@@ -846,8 +849,10 @@ class CampaignService:
         order of the saved state's versions), which is let go then, so that other topics'
         batches and judgments share their transactions instead of waiting for this one's
         commit; the selector moves under it too, held until the writes are queued, unless
-        its state splits by topic (:meth:`_selector_lock`)."""
-        while state.complete():
+        its state splits by topic (:meth:`_selector_lock`). A topic that proposed nothing
+        and has documents to hand out again (:meth:`_reopens`) is moved on the same way,
+        with no labels to observe."""
+        while state.complete() or self._reopens(runtime, state):
             try:
                 labels = self._batch_labels(state)
                 if labels is None:
@@ -864,6 +869,27 @@ class CampaignService:
                 self._reload(runtime)  # the selector may have moved: rebuild from the store
                 raise
             self._open(state, proposed, new_items)
+
+    @staticmethod
+    def _waits(runtime: Runtime, state: TopicState) -> bool:
+        """Whether the topic may have documents to offer later (``wait``, not ``done``): its
+        open batch, more to propose, or under a campaign's plan
+        (:class:`~sampleval.campaign.target.PlanSelector`) a later phase."""
+        selector = runtime.selector
+        return bool(state.open) or not state.done or (
+            isinstance(selector, PlanSelector) and selector.waits(state.qid))
+
+    @staticmethod
+    def _reopens(runtime: Runtime, state: TopicState) -> bool:
+        """Whether the topic, which proposed nothing (``done``), has documents to hand out
+        again: under a campaign's plan (:class:`~sampleval.campaign.target.PlanSelector`),
+        when the next plan gives it a phase. Caller holds ``state.lock``."""
+        selector = runtime.selector
+        if not (state.done and not state.open and runtime.stopped is None
+                and isinstance(selector, PlanSelector)):
+            return False
+        with runtime.lock:  # the plan may be made now: the selector moves
+            return selector.reopens(state.qid)
 
     @staticmethod
     def _open(state: TopicState, proposed: list[str], new_items: list[tuple[str, int, bool]]
@@ -968,12 +994,17 @@ class CampaignService:
         if parts:
             session.execute(_UPSERT_TOPIC_STATE[session.dialect.name],
                             [{"topic_id": t, "state": state} for t, state in parts.items()])
-        session.execute(_OBSERVED, [row for r in stored for row in r.labels])
+        labels = [row for r in stored for row in r.labels]
+        if labels:  # (none: only topics handed documents again)
+            session.execute(_OBSERVED, labels)
         rows = [row for r in stored for row in r.items]
         created = [(d, i, o) for d, i, o in session.execute(_INSERT_ITEMS, rows)] if rows else []
         done = [{"topic": r.topic_id} for r in stored if not r.items]
         if done:
             session.execute(_TOPIC_DONE, done)
+        again = [{"topic": r.topic_id} for r in stored if r.items and not r.labels]
+        if again:  # a topic handed documents again (:meth:`_reopens`)
+            session.execute(_TOPIC_OPEN, again)
         start = 0
         for r in stored:
             out[id(r)] = created[start:start + len(r.items)]

@@ -201,15 +201,22 @@ def _schedule(started: float, every: float, position: int, count: int, pacing: s
 def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report: Report,
             stop_at: float, wait: float, schedule: Iterator[float] | None) -> None:
     client = _Client(url, assessor.token)
+    pending = list(assessor.topics)  # on "wait", the next topic first (a campaign's plan
+    idle = 0  # may hold a topic until the others are judged); a pause once all wait
     try:
-        for topic in assessor.topics:
+        while pending:
+            topic = pending.pop(0)
             base = f"/api/campaigns/{campaign}/topics/{topic}"
             offer = client.call("GET", f"{base}/next", None, report, stop_at)
-            while offer["status"] != "done":
-                if offer["status"] == "wait":
+            if offer["status"] == "wait":
+                pending.append(topic)
+                idle += 1
+                if idle >= len(pending):
                     time.sleep(wait)
-                    offer = client.call("GET", f"{base}/next", None, report, stop_at)
-                    continue
+                    idle = 0
+                continue
+            idle = 0
+            while offer["status"] == "judge":
                 docno = offer["document"]["docno"]
                 body = {"docno": docno, "label": oracle(topic, [docno])[docno],
                         "seconds": 0.0, "key": uuid.uuid4().hex}
@@ -227,6 +234,8 @@ def _assess(url: str, campaign: str, assessor: Assessor, oracle: Oracle, report:
                     report.server_timings.append(client.timings)
                     report.sent.append(begun)
                 offer = answer["next"]
+            if offer["status"] == "wait":
+                pending.append(topic)
     except Exception as exc:
         with report.lock:
             report.errors.append(f"{assessor.name}: {exc}")

@@ -37,6 +37,13 @@ most the target (:meth:`AnytimeJudging.look`, the test ``sample --stop anytime``
 looks so far, (judgments, widest half-width), are kept with the status (``looks``) and give
 ``rate_needed``, the judgments the current rate suggests (:func:`rate_needed`), and
 ``rate_range``, its interval.
+
+On a method with committed phases (``stratified``, ``strata``, ``uniform``, without
+predictions) an ``anytime`` campaign's hand-out is the rule's plan
+(:class:`PlanSelector`, made at creation by :func:`campaign_selector` and restored from
+its saved state by :func:`restore_campaign_selector`): the check is then the rule's own
+look on the phases' sample, and the status adds ``plan_needed``, the judgments the
+current plan's phases still need (:func:`plan_needed`).
 """
 
 from __future__ import annotations
@@ -46,13 +53,18 @@ from typing import Any, cast
 
 import numpy as np
 
+from sampleval.core.pool import Pool
 from sampleval.core.sample import Sample
+from sampleval.errors import UsageError
 from sampleval.judging.confident import (
+    STATE_FORMAT,
     AnytimeJudging,
     ConfidentJudging,
     Target,
+    has_phases,
     is_anytime,
     make_judging,
+    restore_judging,
 )
 from sampleval.judging.planning import forecast_from_looks
 from sampleval.selection.base import Selector
@@ -77,6 +89,95 @@ class _Observed:
 
     def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
         """Already observed by the campaign."""
+
+
+class PlanSelector:
+    """A campaign's hand-out under ``--stop anytime`` for a method with committed phases
+    (:func:`~sampleval.judging.confident.has_phases`): the anytime rule on the committed
+    rule's plan (``AnytimeJudging(committed=True)``, the rule ``sample --stop anytime`` and
+    ``simulate`` run for these methods), in the selector's place. Each topic is handed out
+    its pilot, then its phase of the current plan, a batch (:meth:`batch_size`) at a time as
+    its assessors ask (:meth:`AnytimeJudging.hand_out`); a topic whose phase is handed out
+    proposes nothing until every phase of the plan is judged and the next plan is made
+    (:meth:`waits`: the service offers ``wait`` meanwhile and hands the topic its next phase
+    when it has one, :meth:`reopens`). Its state is the rule's (phases, their hand-out
+    orders, labels and the selector's generator), saved with every batch, so a campaign
+    killed and restarted continues the same plan. Everything else is the method's
+    selector's."""
+
+    splits_state = False
+
+    def __init__(self, rule: AnytimeJudging) -> None:
+        if not rule.committed:
+            raise UsageError("a campaign's plan needs the anytime rule on committed phases")
+        self.rule = rule
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rule.selector, name)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PlanSelector:
+        import copy
+
+        return PlanSelector(copy.deepcopy(self.rule, memo))
+
+    def batch_size(self, topic: str) -> int:
+        return self.rule.batch
+
+    def budget_for(self, topic: str) -> int:
+        return self.rule.selector.budget_for(topic)
+
+    def propose(self, topic: str, n: int) -> list[str]:
+        return self.rule.hand_out(topic, n)
+
+    def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
+        if judgments:
+            self.rule.observe(topic, judgments)
+
+    def waits(self, topic: str) -> bool:
+        """Whether ``topic`` may be handed documents again (judging is not over), though it
+        proposes none now."""
+        return not self.rule.reason
+
+    def reopens(self, topic: str) -> bool:
+        """Whether ``topic``, which proposed nothing before, has documents to hand out now
+        (a new plan gave it a phase)."""
+        return self.rule.topics.index(topic) in self.rule.open_phases()
+
+    def sample(self) -> Sample:
+        return self.rule.sample()
+
+    def state(self) -> dict[str, Any]:
+        return self.rule.state()
+
+    @classmethod
+    def restore(cls, pool: Pool, state: dict[str, Any]) -> PlanSelector:
+        rule = restore_judging(pool, state)
+        assert isinstance(rule, AnytimeJudging)
+        return cls(rule)
+
+
+def campaign_selector(selector: Selector, target: Target, start: int,
+                      stop: str) -> Selector:
+    """The hand-out of a new campaign over ``selector`` with ``target``: a
+    :class:`PlanSelector` with ``stop='anytime'`` on a method with committed phases, else
+    ``selector`` itself (whose own design the target check then measures). Raises
+    UsageError where the target cannot apply (:func:`judging`)."""
+    if stop != "anytime" or not has_phases(selector):
+        judging(selector, target, start, stop)
+        return selector
+    rule = make_judging(selector, target, stop, start=start)  # before the selector draws
+    assert isinstance(rule, AnytimeJudging)
+    return cast(Selector, PlanSelector(rule))
+
+
+def restore_campaign_selector(method: str, pool: Pool, state: dict[str, Any]) -> Selector:
+    """The hand-out a campaign saved (:func:`campaign_selector`): a :class:`PlanSelector`
+    when the state is the rule's, else the method's selector."""
+    from sampleval.selection import METHODS
+
+    if state.get("format") == STATE_FORMAT:
+        return cast(Selector, PlanSelector.restore(pool, state))
+    return METHODS[method].restore(pool, state)
 
 
 def parse_target(text: str, runs: Sequence[str] | None = None) -> Target:
@@ -132,22 +233,25 @@ def target_status(selector: Selector, sample: Sample, target: Target, start: int
     stands. With ``stop='anytime'`` the half-widths are anytime-valid, ``met`` is the
     look's test, and ``looks`` (the earlier ones given, this one added) and
     ``rate_needed`` (:func:`rate_needed`) say how judging has gone."""
-    rule = judging(selector, target, start, stop)
-    judged = sample.judged()
-    for topic, group in judged.groupby("query_id", sort=False):
-        rule.observe(str(topic), dict(zip(group["doc_id"].astype(str),
-                                          group["relevance"].astype(float), strict=True)))
+    planned = isinstance(selector, PlanSelector)
+    if isinstance(selector, PlanSelector):  # the rule hands out: it has observed everything
+        rule: ConfidentJudging = selector.rule
+    else:
+        rule = judging(selector, target, start, stop)
+        judged = sample.judged()
+        for topic, group in judged.groupby("query_id", sort=False):
+            rule.observe(str(topic), dict(zip(group["doc_id"].astype(str),
+                                              group["relevance"].astype(float), strict=True)))
     status = rule.status()
     short = int(sum(max(0, int(first) - int(n)) for t, first, n in
                     zip(rule.topics, rule.first, rule.judged, strict=True)
                     if t not in finished))
-    order = rule.plan()
-    upcoming = [rule.topics[i] for i in dict.fromkeys(order.tolist())][:NEXT_TOPICS]
+    upcoming = [rule.topics[i] for i in _upcoming(rule)][:NEXT_TOPICS]
     widest_run = (max(status.half_widths, key=lambda r: status.half_widths[r])
                   if status.half_widths else None)
     some = status.judged > 0  # before any judgment every variance reads 0: say nothing
     if isinstance(rule, AnytimeJudging):
-        met = short == 0 and some and rule.look()
+        met = short == 0 and some and (not rule.committed or rule.may_stop()) and rule.look()
     else:
         met = status.projected_needed == 0 and short == 0
     out = {"target": f"{target.measure}:{target.half_width:g}", "measure": rule.spec.name,
@@ -168,8 +272,31 @@ def target_status(selector: Selector, sample: Sample, target: Target, start: int
         out["looks"] = history
         out["rate_needed"] = rate_needed(history, target.half_width, rule.ci, rule.boundary)
         out["rate_range"] = rate_range(history, target.half_width, rule.ci, rule.boundary)
+    if planned:
+        out["plan_needed"] = plan_needed(rule)
     out["text"] = describe(out)
     return out
+
+
+def _upcoming(rule: ConfidentJudging) -> list[int]:
+    """The topics the rule would judge next, in order: on committed phases those whose
+    phase is open, least far through first; else the adaptive plan's order."""
+    if not rule.committed:
+        return list(dict.fromkeys(rule.plan().tolist()))
+    opened = [i for i, p in enumerate(rule.phases) if p and p[-1].open]
+    return sorted(opened, key=lambda i: rule.phases[i][-1].given / len(rule.phases[i][-1].order))
+
+
+def plan_needed(rule: ConfidentJudging) -> int:
+    """On committed phases: the judgments the current plan's phases still need (their
+    documents not judged yet, handed out or not). The anytime rule may stop at a look
+    before they are all in, or plan further after them."""
+    left = 0
+    for labels, phases in zip(rule.labels, rule.phases, strict=True):
+        if phases:
+            order = phases[-1].order
+            left += int(np.isnan(labels[order]).sum())
+    return left
 
 
 def describe(status: Mapping[str, Any]) -> str:
@@ -186,6 +313,10 @@ def describe(status: Mapping[str, Any]) -> str:
     if status["short_of_start"]:
         return (f"{head}; {status['short_of_start']} judgments to go before every topic has "
                 f"its first {status['start']}")
+    if status.get("plan_needed"):
+        return (f"{head}; the current plan has {status['plan_needed']} judgments left (it "
+                "stops at the first look where every half-width meets the target, or plans "
+                "further when they are in)")
     if anytime and status["projected_needed"] is not None:
         rate, span = status.get("rate_needed"), status.get("rate_range")
         if rate is None:

@@ -256,3 +256,28 @@ def _mixture_variance(w: np.ndarray, tuned: float, ci: float, least: float | Non
         above = _mixture(np.exp(middle), tuned, ci) > w
         low, high = np.where(above, low, middle), np.where(above, middle, high)
     return np.where(positive, np.exp((low + high) / 2), np.where(np.isnan(w), np.nan, 0.0))
+
+
+SPEND = 0.5
+"""The plan-end boundary's spending: the k-th plan end after the pilot spends alpha (1 - SPEND)
+SPEND^(k - 1) (:func:`plan_end_multiplier`)."""
+
+
+def plan_end_multiplier(k: int, ci: float = 0.95, share: float = SPEND) -> float:
+    """The half-width in standard errors at the ``k``-th plan end (k >= 1) of the plan-end
+    boundary: z at two-sided level alpha_k = alpha (1 - ``share``) ``share``^(k - 1), which
+    sum to alpha over k = 1, 2, ... Why it holds (``docs/guide/anytime.md``, "The plan-end
+    boundary"): a rule that may stop only at plan ends, whose k-th plan's sizes and layouts
+    are fixed by the history H_k before it, has at that plan's end an estimate that given
+    H_k is unbiased with its estimated variance (a fixed-size stratified sample of what was
+    not judged before), so P(the k-th plan end is reached and its interval misses) <=
+    alpha_k, and by the union bound P(the interval at the stopping plan end misses) <=
+    sum_k alpha_k = alpha, however many plans follow and whatever decided them."""
+    from scipy.stats import norm
+
+    alpha = _alpha(ci)
+    if k < 1 or not 0 < share < 1:
+        raise UsageError(f"a plan end is counted from 1 and the share lies in (0, 1), not "
+                         f"{k}, {share}")
+    return float(norm.isf(alpha * (1 - share) * share ** (k - 1) / 2))
+

@@ -158,6 +158,12 @@ under-covered on Cranfield: docs/research/anytime.md, "The committed rule's cove
 Cranfield")."""
 
 
+def has_phases(selector: Selector) -> bool:
+    """Whether judging until confident can commit ``selector``'s phases: a method that lays
+    out stratified samples (``strata``, ``stratified``, ``uniform``) without predictions."""
+    return isinstance(selector, StratifiedSelector) and selector.predicted is None
+
+
 @dataclass(frozen=True)
 class Target:
     """The 95% half-width ``half_width`` of the mean over topics of ``measure`` (an
@@ -261,7 +267,7 @@ class ConfidentJudging:
             raise UsageError(f"the margin must lie in [0, 1), not {margin}")
         if not 0 <= interim < 1:
             raise UsageError(f"the interim share must lie in [0, 1), not {interim}")
-        phased = isinstance(selector, StratifiedSelector) and selector.predicted is None
+        phased = has_phases(selector)
         if committed and not phased:
             raise UsageError(f"{selector.name}: the phase-committed design needs a method "
                              "that lays out stratified samples (strata, stratified, uniform) "
@@ -1171,6 +1177,10 @@ the phase will make there, if fewer) before the look that may stop judging withi
 ``tests/unit/test_anytime_phases.py`` (three seeds; its misses at the early looks, where a
 stratum's variance rests on two labels), with 5 0.95-0.975 (assumption 3 of
 ``docs/guide/anytime.md``, the normal approximation)."""
+SPENDS = (None, "plan-ends")
+"""Where the anytime rule on committed phases may stop (:class:`AnytimeJudging`'s
+``spend``): at any look, on the confidence sequence (None), or only at plan ends, on the
+plan-end boundary."""
 ALLOCATIONS = ("pooled", "neyman", "own")
 """Which variances the anytime rule's plan reads (:class:`AnytimeJudging`)."""
 STOP_MODES = ("committed", "anytime")
@@ -1253,9 +1263,15 @@ class AnytimeJudging(ConfidentJudging):
                  committed: bool | None = False, margin: float = 0.05,
                  interval: str = "anytime", every: int | None = None,
                  allocation: str = "pooled", ratio: float | None = RANGE,
-                 interim: float = 0.0) -> None:
+                 interim: float = 0.0, spend: str | None = None) -> None:
         from sampleval.estimation.anytime import target_variance
 
+        if spend not in SPENDS:
+            raise UsageError(f"spend must be one of {', '.join(map(str, SPENDS))}, not "
+                             f"{spend!r}")
+        if spend and not committed:
+            raise UsageError("spend=plan-ends stops only where a plan ends: it needs "
+                             "committed phases")
         if interim:
             raise UsageError("stop=anytime plans no interim phase: it may stop within any "
                              "phase")
@@ -1300,6 +1316,13 @@ class AnytimeJudging(ConfidentJudging):
             raise UsageError("looks must be at least one judgment apart")
         self.every = every
         """Judgments at least between looks (None: a look after every batch)."""
+        self.spend = spend
+        """``plan-ends``: judging may stop only where a plan's phases are all judged, with
+        the plan-end boundary (:func:`~sampleval.estimation.anytime.plan_end_multiplier`)
+        instead of the sequence (None)."""
+        self.plans = 0
+        """Committed phases: the plans laid out after the pilot."""
+        self._sizing = False
         self.skip: dict[str, int] | None = None
         """``neyman``: the pilot's rounds left out of each topic's estimates (None until
         the pilot's look)."""
@@ -1381,10 +1404,13 @@ class AnytimeJudging(ConfidentJudging):
         (class docstring; ``interval='fixed'``: z). The reported interval and the target
         check are then :meth:`ConfidentJudging._sides`' with it (the estimated bias and
         the upper allowance added as ``estimate`` adds them)."""
-        from sampleval.estimation.anytime import half_width
+        from sampleval.estimation.anytime import half_width, plan_end_multiplier
 
         if self.interval == "fixed":
             return np.full(np.shape(total), self.z)
+        if self.spend:  # the plan laid out last, or the one being sized
+            k = max(1, self.plans + self._sizing)
+            return np.full(np.shape(total), plan_end_multiplier(k, self.ci))
         v = np.asarray(total, dtype=np.float64) / np.asarray(count, dtype=np.float64) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(v > 0, half_width(v, self.tuned, self.ci, self.ratio) / np.sqrt(
@@ -1442,38 +1468,78 @@ class AnytimeJudging(ConfidentJudging):
     def _next_anytime_phase_batch(self) -> tuple[str, list[str]] | None:
         """Committed phases (class docstring): the next batch of the open phase least far
         through its order, so that every topic's phase of the plan progresses at the same
-        fraction; before it, once every label handed out is in, a look where one is due and
-        every open phase of the plan has reached each of its strata (:meth:`_ready`). When
-        every phase is judged: the pilot's phases first, then (after the pilot, and after a
-        plan's phases fall short) the next plan (:meth:`ConfidentJudging._plan_phases`,
-        with the sequence's half-widths), or the end."""
+        fraction (:meth:`open_phases` looks and plans first)."""
+        opened = self.open_phases()
+        if not opened:
+            return None
+        progress = [self.phases[i][-1].given / len(self.phases[i][-1].order) for i in opened]
+        return self._hand_out(opened[int(np.argmin(progress))], self.ceiling - self._handed())
+
+    def open_phases(self) -> list[int]:
+        """Committed phases: the topics whose phase of the current plan has documents to
+        hand out, after what a step needs first: once every label handed out is in, a look
+        where one is due and every open phase of the plan has reached each of its strata
+        (:meth:`_ready`); when every phase is judged, the pilot's phases first, then (after
+        the pilot, and after a plan's phases fall short) the next plan
+        (:meth:`ConfidentJudging._plan_phases`, with the sequence's half-widths). Empty when
+        judging is over (:attr:`reason` says why) or awaits labels before it can go on."""
         while True:
             left = self.ceiling - self._handed()
             waiting = self._awaiting()
             opened = [i for i, p in enumerate(self.phases) if p and p[-1].open]
-            planned = any(len(p) > 1 for p in self.phases)  # the pilot's look: no stop
             judged = int(self.judged.sum())
             due = (self.every is None or not self.looks
                    or judged - self.looks[-1][0] >= self.every or not opened or left <= 0)
             fresh = not self.looks or self.looks[-1][0] != judged
-            if planned and not waiting and due and fresh and self._ready() and self.look():
+            if not waiting and due and fresh and self.may_stop() and self.look():
                 self.reason = "target met"
-                return None
+                return []
             if opened and left > 0:
-                progress = [self.phases[i][-1].given / len(self.phases[i][-1].order)
-                            for i in opened]
-                return self._hand_out(opened[int(np.argmin(progress))], left)
+                return opened
             step = self._without_open_phase(waiting, left)
             if step == "again":
                 continue
             if step == "stop":
-                return None
+                return []
             sizes = self._plan_phases()
             if not sizes.any():
                 self.reason = ("the target cannot be met: no topic's design has judgments "
                                "left that would narrow the widest interval")
-                return None
+                return []
             self._commit(sizes)
+            self.plans += 1
+
+    def _plan_phases(self) -> np.ndarray:
+        """The next plan's sizes (:meth:`ConfidentJudging._plan_phases`), aimed with
+        ``spend`` at the next plan end's boundary."""
+        self._sizing = True
+        try:
+            return super()._plan_phases()
+        finally:
+            self._sizing = False
+
+    def may_stop(self) -> bool:
+        """Committed phases: whether a look now may stop judging: a plan after the pilot is
+        under way (the pilot's look is no stopping point) and its phases have reached their
+        strata (:meth:`_ready`); with ``spend``, only once its phases are all judged."""
+        if self.spend and (self._awaiting() or any(p and p[-1].open for p in self.phases)):
+            return False
+        return any(len(p) > 1 for p in self.phases) and self._ready()
+
+    def hand_out(self, topic: str, most: int) -> list[str]:
+        """Committed phases: the next documents, at most ``most`` (and the ceiling), of
+        ``topic``'s open phase, for a hand-out that follows the topics' own pace (a
+        campaign's assessors) rather than :meth:`next_batch`'s; none when its phase has
+        nothing left to hand out or judging is over (:meth:`open_phases`)."""
+        i = self.topics.index(topic)
+        if i not in self.open_phases():
+            return []
+        keep = self.batch
+        try:
+            self.batch = max(1, int(most))
+            return self._hand_out(i, self.ceiling - self._handed())[1]
+        finally:
+            self.batch = keep
 
     def _ready(self) -> bool:
         """Committed phases: whether every topic's last phase after its pilot has judged as
@@ -1481,11 +1547,12 @@ class AnytimeJudging(ConfidentJudging):
         stratum not reached yet would be left out of the estimate, and one drawn a few times
         has a variance estimate too rough for the normal approximation). The hand-out order makes this a function of how far each
         phase is, not of its labels (:func:`~sampleval.selection.strata.handout`)."""
-        for phases in self.phases:
+        for i, phases in enumerate(self.phases):
             if len(phases) < 2:
                 continue
             phase = phases[-1]
-            reached = np.bincount(phase.codes[phase.order[:phase.given]],
+            given = phase.order[:phase.given]
+            reached = np.bincount(phase.codes[given[~np.isnan(self.labels[i][given])]],
                                   minlength=len(phase.counts))
             if (reached < np.minimum(phase.counts, READY)).any():
                 return False
@@ -1524,6 +1591,7 @@ class AnytimeJudging(ConfidentJudging):
     def state(self) -> dict[str, Any]:
         return {**super().state(), "stop": "anytime", "interval": self.interval,
                 "every": self.every, "allocation": self.allocation, "skip": self.skip,
+                "spend": self.spend, "plans": self.plans,
                 "ratio": self.ratio,
                 "weights": self.weights.tolist(), "pilot": self.pilot.tolist(),
                 "first": self.first.tolist(),
@@ -1537,6 +1605,8 @@ class AnytimeJudging(ConfidentJudging):
         assert isinstance(judging, AnytimeJudging)
         judging.interval = state.get("interval", "anytime")
         judging.every = state.get("every")
+        judging.spend = state.get("spend")
+        judging.plans = state.get("plans", 0)
         judging.allocation = state.get("allocation", "own")  # saved before the option
         judging.ratio = state.get("ratio")  # saved before the range boundary: the mixture
         judging.tuned = target_variance(judging.target.half_width, judging.ci, judging.ratio)
@@ -1559,10 +1629,15 @@ def restore_judging(pool: Pool, state: dict[str, Any]) -> ConfidentJudging:
 def make_judging(selector: Selector, target: Target, stop: str = "committed",
                  **options: Any) -> ConfidentJudging:
     """Judging until confident with the stop mode ``stop`` (:data:`STOP_MODES`, or a stored
-    campaign's :data:`MIXTURE_STOP`)."""
+    campaign's :data:`MIXTURE_STOP`). ``anytime`` on a method with committed phases
+    (:func:`has_phases`) is the anytime rule on the committed rule's plan
+    (``AnytimeJudging(committed=True)``), on any other the adaptive anytime rule; an explicit
+    ``committed=`` among ``options`` decides instead."""
     if stop == MIXTURE_STOP:
         return AnytimeJudging(selector, target, ratio=None, **options)
     if stop not in STOP_MODES:
         raise UsageError(f"stop must be one of {', '.join(STOP_MODES)}, not {stop!r}")
-    return (AnytimeJudging if stop == "anytime" else ConfidentJudging)(
-        selector, target, **options)
+    if stop == "anytime":
+        return AnytimeJudging(selector, target, **{"committed": has_phases(selector),
+                                                   **options})
+    return ConfidentJudging(selector, target, **options)
