@@ -404,14 +404,16 @@ def run_export(args: argparse.Namespace) -> None:
 def run_simulate(args: argparse.Namespace) -> None:
     require_extra()
     from sampleval.campaign.server import ServerProcess
-    from sampleval.campaign.simulation import drive, oracle_assessors, percentile
+    from sampleval.campaign.simulation import check_scale, drive, oracle_assessors, percentile
     from sampleval.campaign.store import Store
     from sampleval.io import read_qrels
     from sampleval.selection import qrels_oracle
 
-    oracle = qrels_oracle(read_qrels(args.qrels))
+    qrels = read_qrels(args.qrels)
+    oracle = qrels_oracle(qrels)
     store = Store(args.db)
     try:
+        check_scale(store, args.name, qrels, args.qrels)
         assessors = oracle_assessors(store, args.name, args.assessors)
         url = store.url
     finally:
