@@ -75,3 +75,33 @@ def test_campaign_simulate_refuses_qrels_off_the_campaigns_scale(tmp_path: Path)
     assert f"{qrels}: topic " in done.stderr
     assert "is not a grade of campaign 'c' (0, 1); the qrels grade 0, 1, 2" in done.stderr
     assert "judgments" not in done.stdout
+
+
+def test_judgments_of_an_open_round_are_said_not_silently_dropped(tmp_path: Path) -> None:
+    """An ``active`` campaign (rounds of a third of the budget) with a few judgments and no
+    round complete: ``status`` said 'no judgments yet' and ``export`` '0 judged documents'
+    with nothing more, though the assessors had judged. Both now say how many judged
+    documents wait for their round (the sample takes whole rounds only)."""
+    pytest.importorskip("fastapi")
+    from campaign_support import collection
+    from conftest import run_cli
+    from sampleval.campaign.organise import Design, add_person, create_campaign, parse_grades
+    from sampleval.campaign.simulation import judge_in_turn
+    from sampleval.campaign.store import Store
+    from sampleval.selection import Budget
+
+    data, url = collection(), f"sqlite:///{tmp_path}/c.db"
+    store = Store(url)
+    try:
+        create_campaign(store, Design("c", "active", Budget(30), depth=30, seed=5,
+                                      grades=tuple(parse_grades("0,1,2"))), data.runs)
+        token = add_person(store, "c", "ann", ["1"])[0]
+        assert judge_in_turn(store, [token], data.oracle, seed=3, limit=4) == 4
+    finally:
+        store.close()
+    status = " ".join(run_cli("campaign", "status", "c", "--db", url).stdout.split())
+    assert ("Estimates: no estimates yet: 4 judged documents wait for their batches to be "
+            "judged in full") in status
+    done = run_cli("campaign", "export", "c", "-o", tmp_path / "out", "--db", url)
+    assert "0 judged documents over 0 topics" in done.stdout
+    assert "warning: 4 judged documents wait for their batches" in done.stderr
