@@ -105,3 +105,49 @@ def test_judgments_of_an_open_round_are_said_not_silently_dropped(tmp_path: Path
     done = run_cli("campaign", "export", "c", "-o", tmp_path / "out", "--db", url)
     assert "0 judged documents over 0 topics" in done.stdout
     assert "warning: 4 judged documents wait for their batches" in done.stderr
+
+
+def test_a_judgments_time_is_utc_in_every_answer(tmp_path: Path) -> None:
+    """The API's ``created_at`` of one judgment: ``...Z`` when first stored, and before
+    this, ``...`` without a zone when the retry replayed it or an undo returned it (SQLite
+    gives back naive datetimes), so a client parsing both could not compare them; so did
+    the judgment log's and the status's times."""
+    pytest.importorskip("fastapi")
+    from campaign_support import collection
+    from sampleval.campaign.organise import (
+        Design,
+        add_person,
+        campaign_status,
+        create_campaign,
+        judgment_log,
+    )
+    from sampleval.campaign.service import CampaignService
+    from sampleval.campaign.store import Store
+    from sampleval.selection import Budget
+
+    data, store = collection(), Store(f"sqlite:///{tmp_path}/c.db")
+    try:
+        create_campaign(store, Design("c", "stratified", Budget(5), depth=30, seed=5),
+                        data.runs)
+        token = add_person(store, "c", "ann", ["1"])[0]
+        service = CampaignService(store)
+        try:
+            service.load_all()
+            person = service.person_by_token(token)
+            assert person is not None
+            docno = service.next_document(person, "1").docno
+            assert docno is not None
+            first, _ = service.judge_and_offer(person, "1", docno, 1.0, 2.0, "k" * 12)
+            again, _ = service.judge_and_offer(person, "1", docno, 1.0, 2.0, "k" * 12)
+            undone, _ = service.undo(person, "1", "k" * 12)
+        finally:
+            service.close()
+        assert again.replayed
+        assert first.created_at == again.created_at == undone.created_at
+        times = [first.created_at, again.created_at, undone.created_at]
+        (logged,) = judgment_log(store, "c")
+        times += [logged["created_at"], logged["retracted_at"]]
+        assert all(t.tzinfo is not None for t in times), times
+        assert campaign_status(store, "c").stopped_at is None
+    finally:
+        store.close()

@@ -670,8 +670,8 @@ def judgment_log(store: Store, campaign: str) -> list[dict[str, Any]]:
             .join(m.Person, m.Judgment.assessor_id == m.Person.id)
             .where(m.Judgment.campaign_id == info.id).order_by(m.Judgment.id)).all()
     return [{"id": r.id, "topic": r.qid, "docno": r.docno, "assessor": r.name,
-             "label": r.label, "seconds": r.seconds, "created_at": r.created_at,
-             "retracted_at": r.retracted_at, "key": r.key} for r in rows]
+             "label": r.label, "seconds": r.seconds, "created_at": m.aware(r.created_at),
+             "retracted_at": m.aware_or_none(r.retracted_at), "key": r.key} for r in rows]
 
 
 # -- progress ---------------------------------------------------------------------------------
@@ -814,7 +814,7 @@ def campaign_status(store: Store, campaign: str) -> Status:
                 for p in people],
         estimates=list(estimate.rows) if estimate else [],
         estimates_note=estimate.note if estimate else "not computed yet",
-        estimated_at=estimate.computed_at if estimate else None,
+        estimated_at=m.aware(estimate.computed_at) if estimate else None,
         estimated_judgments=estimate.judgments if estimate else None,
         confidence=estimate.confidence if estimate else None,
-        stopped_at=stopped_at)
+        stopped_at=m.aware_or_none(stopped_at))
