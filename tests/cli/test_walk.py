@@ -151,3 +151,31 @@ def test_a_judgments_time_is_utc_in_every_answer(tmp_path: Path) -> None:
         assert campaign_status(store, "c").stopped_at is None
     finally:
         store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+def test_compare_md_s_example_is_what_its_commands_print(tmp_path: Path, covid: Path) -> None:
+    """docs/guide/compare.md's example table (means, differences, intervals, p values) is
+    what its two commands print; it had gone stale (UPrrf93-wt-r5 0.3122 where the command
+    prints 0.3046, every row off)."""
+    from conftest import run_cli
+
+    text = (ROOT / "docs" / "guide" / "compare.md").read_text(encoding="utf-8")
+    shown = [[c.strip() for c in line.strip("│").split("│")]
+             for line in text[text.index("AP~ht: paired differences"):].splitlines()
+             if line.startswith("│ ")][:6]
+    runs = covid / "round5" / "runs"
+    assert run_cli("sample", "stratified", runs, "--qrels",
+                   covid / "qrels" / "qrels.covid-round5.txt", "-M", "100", "-r", "0.1",
+                   "-s", "1", "-o", tmp_path / "s10").code == 0
+    done = run_cli("compare", tmp_path / "s10", *(runs / f"{r}.gz" for r in (
+        "UPrrf93-wt-r5", "BRPHJ_BM25", "covidex.r5.2s", "covidex.r5.d2q.2s")),
+        "-M", "100", "-m", "AP~ht", "-f", "tsv")
+    assert done.code == 0, done.stderr
+    printed = []
+    for line in done.stdout.splitlines()[1:]:
+        c = line.split("\t")
+        printed.append([c[0], c[1], f"{float(c[4]):.4f}", f"{float(c[5]):.4f}",
+                        f"{float(c[6]):+.4f}", f"[{float(c[7]):+.4f}, {float(c[8]):+.4f}]"])
+    assert printed == [row[:6] for row in shown]
