@@ -179,3 +179,38 @@ def test_compare_md_s_example_is_what_its_commands_print(tmp_path: Path, covid: 
         printed.append([c[0], c[1], f"{float(c[4]):.4f}", f"{float(c[5]):.4f}",
                         f"{float(c[6]):+.4f}", f"[{float(c[7]):+.4f}, {float(c[8]):+.4f}]"])
     assert printed == [row[:6] for row in shown]
+
+
+def test_predictions_no_measure_reads_are_refused(tmp_path: Path) -> None:
+    """``estimate -m P@10 --predictions FILE`` read the file and silently ignored it (the
+    default estimators read no predictions), as did ``compare``; now one line, as
+    ``simulate`` says it. The messages docs/guide/predictions.md shows are the ones printed."""
+    from test_everyday import collection, drawn
+
+    from conftest import run_cli
+    from sampleval.io import write_run
+
+    runs, _ = collection()
+    sample = tmp_path / "s"
+    drawn("stratified").save(sample)
+    paths = []
+    for run in runs[:3]:
+        write_run(run, str(tmp_path / run.name))
+        paths.append(tmp_path / run.name)
+    first = drawn("stratified").judged().iloc[0]
+    preds = tmp_path / "preds.txt"
+    preds.write_text(f"{first['query_id']} 0 {first['doc_id']} 1\n")
+    shown = (ROOT / "docs" / "guide" / "predictions.md").read_text(encoding="utf-8")
+    for command in (["estimate", sample, *paths, "-m", "P@10"],
+                    ["compare", sample, *paths, "-m", "AP"]):
+        done = run_cli(*command, "--predictions", preds)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.strip() in shown
+    assert run_cli("estimate", sample, *paths, "-m", "P@10~ppi", "--predictions",
+                   preds).returncode == 0
+    for line, error in (("qid iter docno value", "preds.txt:1: value 'value' is not a finite "
+                         "number"),
+                        ("1 0 d -0.2", "value -0.2 is not in [0, ")):
+        preds.write_text(line + "\n")
+        done = run_cli("estimate", sample, *paths, "-m", "P@10~ppi", "--predictions", preds)
+        assert done.returncode == 2 and error in done.stderr and error in shown, done.stderr
