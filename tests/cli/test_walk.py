@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -214,3 +215,54 @@ def test_predictions_no_measure_reads_are_refused(tmp_path: Path) -> None:
         preds.write_text(line + "\n")
         done = run_cli("estimate", sample, *paths, "-m", "P@10~ppi", "--predictions", preds)
         assert done.returncode == 2 and error in done.stderr and error in shown, done.stderr
+
+
+@pytest.mark.slow
+def test_anytime_judging_outside_sampleval_goes_on_after_the_first_labels(tmp_path: Path
+                                                                          ) -> None:
+    """``sample active ... --target AP:0.03 --stop anytime -o DIR`` then ``judge DIR
+    LABELS`` (docs/guide/anytime.md): the first step listed each topic's pilot in two
+    proposals, the second repeating a document of the first (active draws with
+    replacement), so the topic counted 20 handed out against 19 judged, waited forever for
+    a label that had come, and ``judge`` declared the sample complete after the pilot. With
+    the labels answering as the qrels do, it goes on as ``sample --qrels`` does."""
+    import pandas as pd
+
+    from conftest import run_cli
+    from sampleval.core.pool import Pool
+    from sampleval.core.qrels import Qrels
+    from sampleval.io import write_qrels, write_run
+    from sampleval.io.samples import load_sample
+    from sampleval.selection import qrels_oracle
+
+    runs, qrels = collection40()
+    for run in runs:
+        write_run(run, str(tmp_path / run.name))
+    pool = Pool.from_runs(runs, depth=40)  # a label for every pooled document
+    answer = qrels_oracle(qrels)
+    labels = pd.DataFrame([(t, d, answer(t, [d])[d]) for t in pool.topics
+                           for d in pool.docnos_of(t)],
+                          columns=["query_id", "doc_id", "relevance"])
+    write_qrels(Qrels.from_frame(labels), str(tmp_path / "qrels.txt"))
+    paths = [tmp_path / r.name for r in runs]
+    common = ["-r", "0.5", "-M", "40", "--param", "batch=5", "--target", "AP:0.01",
+              "--stop", "anytime", "--seed", "4", "--start", "10"]
+    assert run_cli("sample", "active", *paths, *common, "-o", tmp_path / "dir").returncode == 0
+    for _ in range(200):
+        done = run_cli("judge", tmp_path / "dir", tmp_path / "qrels.txt")
+        assert done.returncode == 0, done.stderr
+        if "the sample is complete" in done.stdout:
+            break
+    outside = load_sample(tmp_path / "dir").judged()
+    assert len(outside) > 10 * len(runs[0].topics)  # more than the pilot
+    simulated = run_cli("sample", "active", *paths, *common, "--qrels", tmp_path / "qrels.txt",
+                        "-o", tmp_path / "sim")
+    assert simulated.returncode == 0, simulated.stderr
+    assert len(outside) == len(load_sample(tmp_path / "sim").judged())
+
+
+def collection40() -> tuple[list[Any], Any]:
+    """test_everyday's collection: 5 topics, runs 40 deep."""
+    from test_everyday import collection
+
+    return collection()
