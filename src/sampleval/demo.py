@@ -75,7 +75,10 @@ def main(argv: list[str]) -> None:
           str(DEPTH), "--seed", str(SEED), "-o", sample_dir])
     show(["estimate", sample_dir, runs_dir, "--depth", str(DEPTH), "-m",
           "AP~ht,P@10~ht,nDCG@10~ht"])
-    estimated = leaderboard(estimate(load_sample(sample_dir), runs, ["AP~ht"], depth=DEPTH))
+    with warnings.catch_warnings():  # the same sample's warnings, said once above
+        warnings.simplefilter("ignore")
+        estimated = leaderboard(estimate(load_sample(sample_dir), runs, ["AP~ht"],
+                                         depth=DEPTH))
     tau = kendalltau(estimated["AP~ht"], board.loc[estimated.index, "AP"]).statistic
     print(f"\nKendall's tau between the estimated and the fully judged AP leaderboards: "
           f"{tau:.3f}")

@@ -17,6 +17,8 @@ def test_demo_evaluates_estimates_and_simulates(tmp_path: Path,
     out, err = capsys.readouterr()
     assert "sampleval: warning: P@10~ht:" in err  # a small sample: values above 1, said so
     assert all(line.startswith("sampleval: warning: ") for line in err.splitlines())
+    # each said once (the AP warning came again after the table, from the tau's estimate)
+    assert len(set(err.splitlines())) == len(err.splitlines()), err
     assert "Leaderboard" in out and "Estimates (95% intervals)" in out
     assert "Simulation summary" in out
     assert f"-M {DEPTH}" in out and f"--depth {DEPTH}" in out  # one depth throughout

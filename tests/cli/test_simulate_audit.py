@@ -78,6 +78,19 @@ def test_circular_judge_is_flagged_and_others_rarely(tmp_path: Path) -> None:
     assert 0.5 <= row["rank_coverage"] <= 1
 
 
+def test_audit_of_a_ppi_measure_reads_the_judge_as_its_predictions(tmp_path: Path) -> None:
+    """``--audit`` with ``-m AP~ht,AP~ppi`` (docs/guide/simulate.md's example): the ~ppi
+    measure is audited as ``sampleval audit -m AP~ppi`` audits it, with the machine's labels
+    as its predictions (it stopped every trial with 'AP~ppi needs predictions')."""
+    runs, qrels = _collection()
+    summary = simulate(runs, qrels, ["stratified"], rates=[0.3], trials=1,
+                       measures=["AP~ht", "AP~ppi"], output=tmp_path / "out", depth=30,
+                       seed=1, figures=False, predictor="circular:run=median,k=1",
+                       audit=True)
+    assert set(summary["measure"]) == {"AP~ht", "AP~ppi"}
+    assert summary["rank_coverage"].notna().all()
+
+
 def test_audit_needs_a_judge_and_noisy_judges_have_no_power(tmp_path: Path) -> None:
     runs, qrels = _collection()
     with pytest.raises(UsageError, match="--audit needs"):

@@ -292,6 +292,7 @@ def compute(url: str, campaign_id: int
         judgment_count,
         leaderboard,
         load_runs,
+        waiting,
     )
 
     store = _store(url)
@@ -307,7 +308,8 @@ def compute(url: str, campaign_id: int
         runs, pool = _POOLS[key]
         count = judgment_count(session, campaign_id)
         sample, confidence = confidence_now(session, info, pool)
-    rows, note = leaderboard(sample, runs)
+        waits = waiting(session, info, sample)
+    rows, note = leaderboard(sample, runs, waits)
     return rows, note, count, confidence
 
 

@@ -72,6 +72,16 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def aware(moment: datetime) -> datetime:
+    """A time read from the store, timezone-aware: SQLite returns naive datetimes for the
+    UTC times stored (PostgreSQL aware ones), and an answer must not depend on which."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def aware_or_none(moment: datetime | None) -> datetime | None:
+    return None if moment is None else aware(moment)
+
+
 class Base(DeclarativeBase):
     pass
 

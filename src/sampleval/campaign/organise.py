@@ -430,6 +430,21 @@ def current_selector(session: Session, info: CampaignInfo, pool: Pool) -> Select
     return selector
 
 
+def waiting(session: Session, info: CampaignInfo, sample: Sample) -> int:
+    """The documents with a standing judgment that ``sample`` (:func:`current_sample`'s)
+    does not hold: the judged part of open batches of a method that takes whole batches
+    only (``active``'s rounds); each enters the sample once its batch is judged in full."""
+    judged = sample.judged()
+    held = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
+    return sum(key not in held for key in votes_by_item(session, info.id, observed=False))
+
+
+def waiting_text(count: int) -> str:
+    """What :func:`waiting` documents mean, for the leaderboard's note and ``export``."""
+    return (f"{count} judged documents wait for their batches to be judged in full (the "
+            "method takes whole batches only) and are not in the sample yet")
+
+
 def labelled(sample: Sample, votes: dict[tuple[str, str], list[Vote]], rule: str
              ) -> tuple[Sample, int]:
     """``sample`` with each judged document's label chosen by ``rule`` (:mod:`.labels`)
@@ -488,7 +503,8 @@ def judged_topics(sample: Sample) -> Sample:
     return sample.restricted([t for t in sample.topics if t in judged])
 
 
-def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any]], str]:
+def leaderboard(sample: Sample, runs: Sequence[Run], waits: int = 0
+                ) -> tuple[list[dict[str, Any]], str]:
     """Every run's mean estimates (``run, measure, value, lo, hi``; 95% intervals) from
     ``sample`` over the topics judged so far (:func:`judged_topics`; the note says how many
     of all), the measures ``sampleval estimate`` shows by default, so the numbers are
@@ -496,7 +512,8 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     measures with unjudged documents counted not relevant, without intervals. An
     explanation instead of rows when nothing can be estimated yet. What ``estimate`` warns
     of (runs outside the frame, per-topic values outside the measure's range) goes into
-    the note the organiser page shows, not into the server's log at every refresh.
+    the note the organiser page shows, not into the server's log at every refresh, and so
+    do the ``waits`` judged documents the sample does not hold yet (:func:`waiting`).
 
     The first measure's rows (the one the table ranks by) also carry ``rank``, ``rank_lo``,
     ``rank_hi``: each run's simultaneous 95% rank interval from the per-topic values
@@ -507,7 +524,7 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     from sampleval.measures.evaluation import evaluate
 
     if not sample.judged().shape[0]:
-        return [], "no judgments yet"
+        return [], f"no estimates yet: {waiting_text(waits)}" if waits else "no judgments yet"
     topics, sample = len(sample.topics), judged_topics(sample)
     try:
         with warnings.catch_warnings(record=True) as said:  # shown, not logged each time
@@ -524,7 +541,8 @@ def leaderboard(sample: Sample, runs: Sequence[Run]) -> tuple[list[dict[str, Any
     except SampleValError as exc:
         return [], f"no estimates yet: {exc}"
     over = f"means over {len(sample.topics)} of {topics} topics (those with judgments)"
-    note = "; ".join([head, over, *dict.fromkeys(str(w.message) for w in said)])
+    note = "; ".join([head, over, *([waiting_text(waits)] if waits else []),
+                      *dict.fromkeys(str(w.message) for w in said)])
     means = results[results["query_id"] == MEAN_TOPIC]
     rows = [{"run": str(r["run"]), "measure": str(r["measure"]),
              **{c: _number(r[c]) for c in ("value", "lo", "hi")},
@@ -573,7 +591,8 @@ def estimates_now(store: Store, campaign: str
         runs = load_runs(session, info.id)
         sample, confidence = confidence_now(session, info, build_pool(info, runs))
         count = judgment_count(session, info.id)
-    rows, note = leaderboard(sample, runs)
+        waits = waiting(session, info, sample)
+    rows, note = leaderboard(sample, runs, waits)
     return rows, note, count, confidence
 
 
@@ -657,8 +676,8 @@ def judgment_log(store: Store, campaign: str) -> list[dict[str, Any]]:
             .join(m.Person, m.Judgment.assessor_id == m.Person.id)
             .where(m.Judgment.campaign_id == info.id).order_by(m.Judgment.id)).all()
     return [{"id": r.id, "topic": r.qid, "docno": r.docno, "assessor": r.name,
-             "label": r.label, "seconds": r.seconds, "created_at": r.created_at,
-             "retracted_at": r.retracted_at, "key": r.key} for r in rows]
+             "label": r.label, "seconds": r.seconds, "created_at": m.aware(r.created_at),
+             "retracted_at": m.aware_or_none(r.retracted_at), "key": r.key} for r in rows]
 
 
 # -- progress ---------------------------------------------------------------------------------
@@ -801,7 +820,7 @@ def campaign_status(store: Store, campaign: str) -> Status:
                 for p in people],
         estimates=list(estimate.rows) if estimate else [],
         estimates_note=estimate.note if estimate else "not computed yet",
-        estimated_at=estimate.computed_at if estimate else None,
+        estimated_at=m.aware(estimate.computed_at) if estimate else None,
         estimated_judgments=estimate.judgments if estimate else None,
         confidence=estimate.confidence if estimate else None,
-        stopped_at=stopped_at)
+        stopped_at=m.aware_or_none(stopped_at))

@@ -59,7 +59,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
@@ -389,7 +389,7 @@ class CampaignService:
         """The person and CSRF token of a live session cookie."""
         with self.store.connect() as connection:
             row = connection.execute(_SESSION, {"digest": digest(cookie)}).first()
-        if row is None or _aware(row.expires_at) < m.now():
+        if row is None or m.aware(row.expires_at) < m.now():
             return None
         person = self._person(_BY_ID, {"person": row.assessor_id})
         return None if person is None else (person, row.csrf)
@@ -771,7 +771,7 @@ class CampaignService:
         known: dict[tuple[int, str], tuple[int, float, datetime]] = {}
         for item_id, key, who, label, created in session.execute(
                 _KNOWN_KEYS, {"items": sorted({r.item_id for r in records})}):
-            known[item_id, key] = (who, label, created)
+            known[item_id, key] = (who, label, m.aware(created))
         rows: list[dict[str, Any]] = []
         out: list[Judged | ServiceError] = []
         for r in records:
@@ -836,7 +836,7 @@ class CampaignService:
         else:
             state.latest.pop(docno, None)
         state.leases.setdefault(docno, {})[person.id] = until
-        return Judged(row.key, docno, row.label, row.created_at, replayed=False), docno
+        return Judged(row.key, docno, row.label, m.aware(row.created_at), replayed=False), docno
 
     # -- batches ----------------------------------------------------------------------------
 
@@ -1040,9 +1040,4 @@ def warm_up(selector: Selector, label: float) -> None:
             if not proposed:
                 break
         return
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite returns naive datetimes for the UTC times stored."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 

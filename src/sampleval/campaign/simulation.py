@@ -29,10 +29,17 @@ import numpy as np
 from sqlalchemy import select
 
 from sampleval.campaign import models as m
-from sampleval.campaign.organise import add_person, campaign_row
+from sampleval.campaign.organise import (
+    CampaignInfo,
+    add_person,
+    build_pool,
+    campaign_row,
+    load_runs,
+)
 from sampleval.campaign.service import CampaignService
 from sampleval.campaign.store import Store
 from sampleval.campaign.timing import parse
+from sampleval.core.qrels import Qrels
 from sampleval.errors import UsageError
 
 Oracle = Callable[[str, list[str]], dict[str, float]]
@@ -72,6 +79,29 @@ class Report:
     @property
     def judgments(self) -> int:
         return len(self.keys)
+
+
+def check_scale(store: Store, campaign: str, qrels: Qrels, source: str) -> None:
+    """UsageError (before any assessor judges) when ``qrels`` grade a document of the
+    campaign's pool off its scale: the server would refuse that judgment (422) and stop
+    the simulation half-way."""
+    with store.read() as session:
+        info = CampaignInfo.of(campaign_row(session, campaign))
+        pool = build_pool(info, load_runs(session, info.id))
+    grades = sorted(g.value for g in info.grades)
+    judged = qrels.judged()
+    judged = judged[judged["query_id"].isin(pool.topics)]
+    for topic, rows in judged.groupby("query_id", sort=False):
+        rows = rows[rows["doc_id"].isin(pool.docnos_of(str(topic)))
+                    & ~rows["relevance"].isin(grades)]
+        if len(rows):
+            first = rows.iloc[0]
+            labels = ", ".join(f"{v:g}" for v in sorted(set(judged["relevance"])))
+            raise UsageError(
+                f"{source}: topic {topic}, document {first['doc_id']}: label "
+                f"{first['relevance']:g} is not a grade of campaign {campaign!r} "
+                f"({', '.join(f'{v:g}' for v in grades)}); the qrels grade {labels}: create "
+                "the campaign with --grades that hold them")
 
 
 def oracle_assessors(store: Store, campaign: str, count: int, prefix: str = "oracle"

@@ -212,6 +212,17 @@ def add_predictions(parser: argparse.ArgumentParser, use: str) -> None:
                              " (docs/guide/predictions.md)")
 
 
+def check_predictions_used(specs: Sequence[Any], given: bool) -> None:
+    """UsageError when ``--predictions`` is given and no estimator asked for reads them
+    (``estimate``, ``compare``: the file would be read and silently ignored)."""
+    from sampleval.estimation.family import FAMILIES
+
+    if given and not any(FAMILIES[s.family].needs_predictions for s in specs):
+        raise UsageError("--predictions: no measure asked for uses them (name a "
+                         "prediction-powered estimator, e.g. -m P@10~ppi or AP~ppi; "
+                         "docs/guide/predictions.md)")
+
+
 def add_target(group: Any, target_help: str) -> None:
     """``--target MEASURE:HALF_WIDTH`` and ``--target-run`` (judging until confident), in
     ``group``; ``target_help`` says what the target does for the command."""

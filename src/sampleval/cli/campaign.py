@@ -383,12 +383,20 @@ def run_status(args: argparse.Namespace) -> None:
 
 def run_export(args: argparse.Namespace) -> None:
     require_extra()
-    from sampleval.campaign.organise import export_sample
+    from sampleval.campaign.organise import (
+        CampaignInfo,
+        campaign_row,
+        export_sample,
+        waiting,
+        waiting_text,
+    )
     from sampleval.campaign.store import Store
 
     store = Store(args.db)
     try:
         sample, fallback = export_sample(store, args.name, args.label)
+        with store.read() as session:
+            waits = waiting(session, CampaignInfo.of(campaign_row(session, args.name)), sample)
     finally:
         store.close()
     sample.save(args.output)
@@ -396,6 +404,8 @@ def run_export(args: argparse.Namespace) -> None:
     sys.stdout.write(f"campaign {args.name!r}: {len(judged)} judged documents over "
                      f"{judged['query_id'].nunique()} topics, labels by {args.label}; sample "
                      f"written to {args.output}\n")
+    if waits:
+        sys.stderr.write(f"sampleval: warning: {waiting_text(waits)}\n")
     if fallback:
         sys.stderr.write(f"sampleval: warning: {fallback} documents were not judged by "
                          f"{args.label} and keep their latest label\n")
@@ -404,14 +414,16 @@ def run_export(args: argparse.Namespace) -> None:
 def run_simulate(args: argparse.Namespace) -> None:
     require_extra()
     from sampleval.campaign.server import ServerProcess
-    from sampleval.campaign.simulation import drive, oracle_assessors, percentile
+    from sampleval.campaign.simulation import check_scale, drive, oracle_assessors, percentile
     from sampleval.campaign.store import Store
     from sampleval.io import read_qrels
     from sampleval.selection import qrels_oracle
 
-    oracle = qrels_oracle(read_qrels(args.qrels))
+    qrels = read_qrels(args.qrels)
+    oracle = qrels_oracle(qrels)
     store = Store(args.db)
     try:
+        check_scale(store, args.name, qrels, args.qrels)
         assessors = oracle_assessors(store, args.name, args.assessors)
         url = store.url
     finally:

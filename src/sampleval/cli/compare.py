@@ -15,6 +15,7 @@ from sampleval.cli._app import (
     add_rel_level,
     add_runs_argument,
     bounded_float,
+    check_predictions_used,
     check_stdin_once,
     start_reading_runs,
     stdout_console,
@@ -117,8 +118,9 @@ def run(args: argparse.Namespace) -> None:
         from sampleval.io.samples import load_sample
 
         judgments = load_sample(args.sample, args.sample_format)
-        setup_for(judgments, args.measure or compare_default(judgments), warn=False,
-                  with_predictions=args.predictions is not None)  # fails before the runs
+        setup = setup_for(judgments, args.measure or compare_default(judgments), warn=False,
+                          with_predictions=args.predictions is not None)  # before the runs
+        check_predictions_used(setup.specs, args.predictions is not None)
         predicted = None
         if args.predictions is not None:
             from sampleval.estimation.estimates import largest_grade

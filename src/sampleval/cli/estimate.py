@@ -19,6 +19,7 @@ from sampleval.cli._app import (
     add_runs_argument,
     bounded_float,
     check_not_a_run,
+    check_predictions_used,
     check_stdin_once,
     split_names,
     stderr_is_terminal,
@@ -165,6 +166,7 @@ def run(args: argparse.Namespace) -> None:
     setup = setup_for(judgments, split_names(args.measure) if args.measure else None,
                       depth=depth_of(args), with_predictions=args.predictions is not None,
                       warn=False)  # fails before the runs are read
+    check_predictions_used(setup.specs, args.predictions is not None)
     if args.explain:
         output.write(explain(judgments, setup))
         return

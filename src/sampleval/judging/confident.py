@@ -1307,6 +1307,11 @@ class AnytimeJudging(ConfidentJudging):
         back to a variance."""
         self.handed = np.zeros(len(self.topics), dtype=np.int64)
         """Documents handed out per topic (judged or awaiting their label)."""
+        self._out: list[set[str]] = [set() for _ in self.topics]
+        """Each topic's documents handed out in this process and awaiting their label: a
+        design drawing with replacement may propose one again before its label is in (two
+        proposals without an observation between, as ``sampleval judge`` lists a step), and
+        it is then handed out once."""
         self.looks: list[tuple[int, float]] = []
         """(judgments, widest targeted half-width) at each look, in order."""
         self.look_widths: list[np.ndarray] = []
@@ -1432,10 +1437,18 @@ class AnytimeJudging(ConfidentJudging):
                     self.ceiling - int(self.handed.sum()))
             proposed = self.selector.propose(self.topics[topic], n) if n > 0 else []
             if proposed:
-                self.handed[topic] += len(proposed)
+                fresh = set(proposed) - self._out[topic]
+                if not fresh:  # every document proposed awaits its label already
+                    return None
+                self._out[topic] |= fresh
+                self.handed[topic] += len(fresh)
                 return self.topics[topic], proposed
             self.exhausted[topic] = True
             self._queue = [i for i in self._queue if i != topic]
+
+    def observe(self, topic: str, judgments: Mapping[str, float]) -> None:
+        self._out[self.topics.index(topic)].difference_update(judgments)
+        super().observe(topic, judgments)
 
     def _next_anytime_topic(self) -> int | None:
         """The topic of the next batch: a topic short of its first judgments, else the

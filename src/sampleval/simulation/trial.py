@@ -248,7 +248,8 @@ class Worker:
         with warnings.catch_warnings():  # once per trial would drown the progress bar
             warnings.filterwarnings("ignore", message="rank intervals use")
             human = human_estimates(sample, list(setup.audit.runs), plan.spec.name,
-                                    depth=self.pool.depth, ci=setup.ci, rng=rng)
+                                    depth=self.pool.depth, ci=setup.ci, rng=rng,
+                                    predictions=setup.predictions)
         rows = judge_rows(sample, human, setup.predictions, ci=setup.ci, alpha=setup.alpha)
         outcome = audit_outcome(rows, pd.Series(true_mean, index=list(self.pool.run_names)),
                                 setup.audit.favoured)
