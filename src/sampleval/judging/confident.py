@@ -1522,12 +1522,12 @@ class AnytimeJudging(ConfidentJudging):
             self._commit(sizes)
             self.plans += 1
 
-    def _plan_phases(self) -> np.ndarray:
+    def _plan_phases(self, level: np.ndarray | None = None) -> np.ndarray:
         """The next plan's sizes (:meth:`ConfidentJudging._plan_phases`), aimed with
         ``spend`` at the next plan end's boundary."""
         self._sizing = True
         try:
-            return super()._plan_phases()
+            return super()._plan_phases(level)
         finally:
             self._sizing = False
 
