@@ -78,7 +78,7 @@ def test_plan_command_forecasts_the_committed_rule_from_a_stratified_pilot(
     from sampleval import cli
     from sampleval.io import read_runs
     from sampleval.io.samples import load_sample
-    from sampleval.judging.planning import committed_forecast
+    from sampleval.judging.pilot_plan import committed_forecast
 
     names = _pilot(tmp_path)
     capsys.readouterr()

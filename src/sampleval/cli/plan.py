@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> None:
     from sampleval.io import read_runs
     from sampleval.io.samples import load_sample
     from sampleval.judging.confident import Target
-    from sampleval.judging.planning import committed_forecast, forecast
+    from sampleval.judging.pilot_plan import committed_forecast
+    from sampleval.judging.planning import forecast
 
     if args.target is None:
         raise UsageError("plan needs --target MEASURE:HALF_WIDTH, e.g. --target AP:0.02")
