@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import random
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -39,8 +38,7 @@ from rich.table import Table
 from campaign_load import TOPICS, synthetic
 from sampleval.campaign.organise import Design, create_campaign, parse_grades
 from sampleval.campaign.server import single_threaded_blas
-from sampleval.campaign.service import CampaignService
-from sampleval.campaign.simulation import oracle_assessors, percentile
+from sampleval.campaign.simulation import Judge, judge_in_turn, oracle_assessors, percentile
 from sampleval.campaign.store import Store
 from sampleval.campaign.timing import request_timing
 from sampleval.selection import Budget
@@ -88,47 +86,26 @@ def judge_all(directory: Path, method: str, judgments: int, seed: int,
                                   depth=100, seed=seed, grades=tuple(parse_grades("0,1,2"))),
                     runs)
     tokens = [a.token for a in oracle_assessors(store, method, TOPICS)]
-    keys = random.Random(seed)
-    service = CampaignService(store)
     out: list[dict[str, float]] = []
+
+    def timed(offer: Any, judge: Judge) -> Any:
+        completes = offer.docno in offer.topic.open and len(offer.topic.open) - sum(
+            1 for d in offer.topic.open if offer.topic.judges.get(d)) == 1
+        if profile is not None and completes:
+            profile.enable()
+        begun = time.process_time()
+        with request_timing() as timing:
+            made = judge()
+            timing.finish()
+        spent = time.process_time() - begun
+        if profile is not None:
+            profile.disable()
+        out.append({**timing.spans, "process cpu": spent})
+        return made
+
     try:
-        service.load_all()
-        people = [service.person_by_token(t) for t in tokens]
-        offers = {}
-        for person in people:
-            assert person is not None
-            offers[person.id] = service.next_document(person, service.topics_of(person)[0].qid)
-        moved = True
-        while moved:
-            moved = False
-            for person in people:
-                assert person is not None
-                offer = offers[person.id]
-                if offer.status == "wait":
-                    offers[person.id] = service.next_document(person, offer.topic.qid)
-                    moved = moved or offers[person.id].status != "wait"
-                    continue
-                if offer.status != "judge":
-                    continue
-                assert offer.docno is not None
-                qid, docno = offer.topic.qid, offer.docno
-                label = oracle(qid, [docno])[docno]
-                completes = docno in offer.topic.open and len(offer.topic.open) - sum(
-                    1 for d in offer.topic.open if offer.topic.judges.get(d)) == 1
-                if profile is not None and completes:
-                    profile.enable()
-                begun = time.process_time()
-                with request_timing() as timing:
-                    _, offers[person.id] = service.judge_and_offer(
-                        person, qid, docno, label, 0.0, uuid.UUID(int=keys.getrandbits(128)).hex)
-                    timing.finish()
-                spent = time.process_time() - begun
-                if profile is not None:
-                    profile.disable()
-                out.append({**timing.spans, "process cpu": spent})
-                moved = True
+        judge_in_turn(store, tokens, oracle, seed, around=timed)
     finally:
-        service.close()
         store.close()
     return out
 

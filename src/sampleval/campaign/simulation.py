@@ -12,6 +12,7 @@ deadline, so a judgment is stored once however often it is retried.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import math
@@ -125,13 +126,19 @@ def oracle_assessors(store: Store, campaign: str, count: int, prefix: str = "ora
     return out
 
 
+Judge = Callable[[], Any]
+"""One judgment's call of :func:`judge_in_turn` (the service's ``judge_and_offer``)."""
+
+
 def judge_in_turn(store: Store, tokens: list[str], oracle: Oracle, seed: int,
-                  limit: int | None = None) -> int:
+                  limit: int | None = None,
+                  around: Callable[[Any, Judge], Any] | None = None) -> int:
     """In this process, through the service layer (the API's call), each assessor (by
     token) judges one document of its first topic in turn, one judgment at a time, until
     all are done (or ``limit`` judgments are made); the number made. Idempotency keys are
     random-looking (like the clients' uuid4) but drawn from ``seed``: the same writes each
-    time."""
+    time. ``around(offer, judge)``: what each judgment runs instead of ``judge()`` (it must
+    call it once and return its result), e.g. to time it."""
     keys = random.Random(seed)
     service = CampaignService(store)
     try:
@@ -157,9 +164,10 @@ def judge_in_turn(store: Store, tokens: list[str], oracle: Oracle, seed: int,
                     continue
                 assert offer.docno is not None
                 label = oracle(qid, [offer.docno])[offer.docno]
-                _, offers[person.id] = service.judge_and_offer(
-                    person, qid, offer.docno, label, 0.0,
-                    uuid.UUID(int=keys.getrandbits(128)).hex)
+                key = uuid.UUID(int=keys.getrandbits(128)).hex
+                judge: Judge = functools.partial(service.judge_and_offer, person, qid,
+                                                 offer.docno, label, 0.0, key)
+                _, offers[person.id] = judge() if around is None else around(offer, judge)
                 made += 1
                 moved = True
             if not moved:
