@@ -42,6 +42,7 @@ import pandas as pd
 from sampleval.errors import UsageError
 
 RANK_COLUMNS = ["rank", "rank_lo", "rank_hi"]
+RANK_METHODS = ("holm", "max-t")
 REPLICATES = 1000
 """Bootstrap replicates of the topics for the max-t quantile."""
 _CHUNK = 100
@@ -49,7 +50,7 @@ _CHUNK = 100
 
 def rank_intervals(per_topic: pd.DataFrame, ci: float = 0.95,
                    rng: np.random.Generator | None = None,
-                   replicates: int = REPLICATES) -> pd.DataFrame:
+                   replicates: int = REPLICATES, method: str = "holm") -> pd.DataFrame:
     """Simultaneous ``ci`` rank intervals (module docstring) from ``per_topic``, a
     ``[topics, runs]`` frame of per-topic values (larger is better; NaN: no value).
 
@@ -60,6 +61,9 @@ def rank_intervals(per_topic: pd.DataFrame, ci: float = 0.95,
     intervals)."""
     if not 0 < ci < 1:
         raise UsageError(f"the confidence level must lie in (0, 1), not {ci}")
+    if method not in RANK_METHODS:
+        raise UsageError(f"unknown rank interval method {method!r} (one of "
+                         f"{', '.join(RANK_METHODS)})")
     complete = per_topic.dropna(axis=0, how="any")
     if len(complete) < len(per_topic):
         warnings.warn(f"rank intervals use the {len(complete)} of {len(per_topic)} topics on "
@@ -69,7 +73,8 @@ def rank_intervals(per_topic: pd.DataFrame, ci: float = 0.95,
     n_topics, n_runs = values.shape
     means = per_topic[complete.columns].mean(axis=0).fillna(-np.inf).to_numpy()
     better = (None if n_runs < 2 or n_topics < 2 else
-              significantly_better(values, ci, rng or np.random.default_rng(0), replicates))
+              significantly_better(values, ci, rng or np.random.default_rng(0), replicates,
+                                   method))
     return _rank_table(names, means, better)
 
 
@@ -147,23 +152,46 @@ def _normal_max_t(cov: np.ndarray, a: np.ndarray, b: np.ndarray, ci: float,
 
 
 def significantly_better(values: np.ndarray, ci: float, rng: np.random.Generator,
-                         replicates: int = REPLICATES) -> np.ndarray:
-    """``[runs, runs]``: True at (a, b) when run a's mean is above run b's by more than
-    the simultaneous max-t interval of their difference (module docstring)."""
+                         replicates: int = REPLICATES, method: str = "holm") -> np.ndarray:
+    """``[runs, runs]``: True at (a, b) when run a's mean is significantly above run b's by
+    ``method``'s paired t-tests over the topics (module docstring)."""
     n_topics, n_runs = values.shape
     a, b = np.triu_indices(n_runs, k=1)
-    diff = values[:, a] - values[:, b]  # [topics, pairs]
+    diff, t = paired_t(values, a, b)
+    if method == "holm":
+        above, below = np.split(holm_one_sided(t, n_topics - 1, 1.0 - ci), 2)
+    else:
+        crit = max_t_quantile(diff, diff.mean(axis=0), ci, rng, replicates)
+        above, below = t > crit, t < -crit
+    out = np.zeros((n_runs, n_runs), dtype=bool)
+    out[a[above], b[above]] = True
+    out[b[below], a[below]] = True
+    return out
+
+
+def paired_t(values: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray,
+                                                                        np.ndarray]:
+    """The per-topic differences ``values[:, a] - values[:, b]`` (``[topics, pairs]``) and
+    each pair's paired t statistic (+-inf where every difference is the same non-zero
+    value, 0 where all are 0)."""
+    diff = values[:, a] - values[:, b]
     mean = diff.mean(axis=0)
     sd = diff.std(axis=0, ddof=1)
-    crit = max_t_quantile(diff, mean, ci, rng, replicates)
-    root = np.sqrt(n_topics)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(sd > 0, mean * root / np.where(sd > 0, sd, 1.0),
+        t = np.where(sd > 0, mean * np.sqrt(len(diff)) / np.where(sd > 0, sd, 1.0),
                      np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
-    out = np.zeros((n_runs, n_runs), dtype=bool)
-    out[a[t > crit], b[t > crit]] = True
-    out[b[t < -crit], a[t < -crit]] = True
-    return out
+    return diff, t
+
+
+def holm_one_sided(t: np.ndarray, df: int, alpha: float) -> np.ndarray:
+    """Holm's step-down at ``alpha`` over the 2 x len(``t``) one-sided hypotheses "a is not
+    above b", then "b is not above a", for each pair (``t``: a's paired t over b, p-values
+    from Student's t with ``df`` degrees of freedom): True where rejected."""
+    from scipy import stats
+
+    from sampleval.estimation.compare import adjust
+
+    return adjust(np.concatenate([stats.t.sf(t, df), stats.t.sf(-t, df)]), "holm") < alpha
 
 
 def max_t_quantile(diff: np.ndarray, mean: np.ndarray, ci: float, rng: np.random.Generator,
