@@ -325,8 +325,8 @@ def test_plan_command_forecasts_with_an_interval_from_learnt_exponents(
     capsys.readouterr()
 
     def planned(exponent: str) -> dict[str, list[str]]:
-        cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.05",
-                 "--exponent", exponent])
+        cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.25",
+                 "--exponent", exponent])  # every figure below the 344-document pool
         lines = capsys.readouterr().out.splitlines()[2:]
         return {line.split("\t")[0]: line.split("\t")[1:] for line in lines}
 
@@ -789,3 +789,29 @@ def test_campaigns_after_the_same_pilot_share_it_and_differ_after(
     # medians 110 and 200: off by 0.0909, 0, 0.2727, 0, 0, 0.125 -> beyond 15%: one of six
     assert row["beyond_15%"] == pytest.approx(1 / 6)
     assert row["max_off"] == pytest.approx(30 / 110)
+
+
+def test_plan_with_an_exponent_caps_its_forecast_at_the_judgeable_documents(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A shallow decay (exponent 0.05) forecasts far more judgments than the pool holds:
+    every figure is cut to the pool's judgeable documents (a census of them gives the exact
+    measure) and a note says so; with --cap below the pool the target is not reachable.
+    Fails on main (18,734 forecast for a 3,622-document pool, issue 28's walk)."""
+    from sampleval.io.samples import load_sample
+
+    names = _pilot(tmp_path)
+    pool = len(load_sample(tmp_path / "pilot").frame)
+    capsys.readouterr()
+    cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.01",
+             "--exponent", "0.05,0.1"])
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in out[2:4]}
+    for rule in ("fixed", "anytime"):
+        assert int(rows[rule][0]) == pool
+        assert rows[rule][2] == f"{pool}-{pool}"
+    assert out[4] == (f"note: fixed, anytime capped at the {pool} judgeable documents: the "
+                      "decay forecast more, and judging them all gives the exact measure")
+    cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.01",
+             "--exponent", "0.05", "--cap", "12"])
+    out = capsys.readouterr().out
+    assert "fixed\tnot reachable within the caps" in out and "note:" not in out

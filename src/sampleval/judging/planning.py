@@ -52,13 +52,16 @@ FOUND = 2
 @dataclass(frozen=True)
 class Forecast:
     """The judgments in all (the pilot's included) that ``rule`` is forecast to need, and
-    the interval of the forecast (None: the caps cannot reach the target)."""
+    the interval of the forecast (None: the caps cannot reach the target); ``capped``: the
+    model forecast more than the judgeable documents and was cut to them (judging them all
+    gives the exact measure)."""
 
     rule: str
     judged: int
     needed: int | None
     lo: int | None
     hi: int | None
+    capped: bool = False
 
 
 MODELS = ("srs", "active")
@@ -409,11 +412,14 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
     judged = by_topic["relevance"].count().reindex(topics).to_numpy(dtype=np.float64)
     found = (frame[frame["relevance"] >= level].groupby("query_id").size()
              .reindex(topics, fill_value=0).to_numpy() >= FOUND)
+    cap = None if caps is None else np.array([caps.get(t, np.inf) for t in topics])
     if exponent is not None:
-        return _from_pilot_look(variance, float(judged.sum()), target.half_width,
+        made = _from_pilot_look(variance, float(judged.sum()), target.half_width,
                                 np.atleast_1d(np.asarray(exponent, dtype=np.float64)), ci,
                                 coverage)
-    cap = None if caps is None else np.array([caps.get(t, np.inf) for t in topics])
+        judgeable = size if cap is None else np.minimum(size, cap)
+        return [_within(f, int(judgeable.sum()), census=bool((judgeable >= size).all()))
+                for f in made]
     draws = None
     if model == "active":
         from sampleval.core.pool import Pool
@@ -428,6 +434,20 @@ def forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95, level: fl
         size = np.array([pool[t].size for t in topics], dtype=np.float64)
     return forecast_arrays(variance, judged, size, found, target.half_width, ci=ci, cap=cap,
                            rng=rng, replicates=replicates, coverage=coverage, draws=draws)
+
+
+def _within(made: Forecast, judgeable: int, census: bool) -> Forecast:
+    """``made`` with every figure at most the ``judgeable`` documents (``capped`` where one
+    was above); where the caps stop short of the pool (not ``census``), a forecast above
+    them is not reachable (None)."""
+    figures = [made.needed, made.lo, made.hi]
+    if not any(x is not None and x > judgeable for x in figures):
+        return made
+    if not census and made.needed is not None and made.needed > judgeable:
+        return Forecast(made.rule, made.judged, None, None, None)
+    lo, needed, hi = (None if x is None else min(x, judgeable)
+                      for x in (made.lo, made.needed, made.hi))
+    return Forecast(made.rule, made.judged, needed, lo, hi, capped=True)
 
 
 def _from_pilot_look(variance: np.ndarray, judged: float, half_width: float,
