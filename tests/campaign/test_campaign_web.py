@@ -218,8 +218,11 @@ def test_oversized_and_malformed_bodies_are_refused(site: Site) -> None:
     assert c.get("/api/campaigns/c1/topics/%2e%2e/next", headers=alice).status_code in (403,
                                                                                           404,
                                                                                           422)
-    assert c.get("/api/campaigns/c1/export?label=nobody",
-                 headers=site.bearer(site.boss)).status_code == 422
+    unknown = c.get("/api/campaigns/c1/export?label=nobody", headers=site.bearer(site.boss))
+    # the API's parameter, not the command's flag (before: "--label must be ...")
+    assert unknown.status_code == 422 and unknown.json()["detail"].startswith(
+        "the label parameter must be latest, majority, mean or an assessor of 'c1', not "
+        "'nobody'")
 
 
 def test_the_middleware_s_own_refusals_carry_the_security_headers(site: Site) -> None:

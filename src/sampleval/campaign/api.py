@@ -194,8 +194,9 @@ def next_document(campaign: CampaignName, topic: TopicId, request: Request,
                               "model": JudgeOut},
                         409: {"description": "the document was not offered to you, is "
                                              "leased to or judged by another assessor, you "
-                                             "judged it already (without --rejudge), or the "
-                                             "topic is finished; the reason is in detail"}})
+                                             "judged it already (and the campaign does "
+                                             "not allow re-judging), or the topic is "
+                                             "finished; the reason is in detail"}})
 def judge(campaign: CampaignName, topic: TopicId, body: JudgmentIn, request: Request,
           token: Credentials) -> Response:
     with request_timing() as timing:

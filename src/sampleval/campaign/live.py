@@ -314,8 +314,8 @@ def compute(url: str, campaign_id: int
 
 
 def export_archive(url: str, campaign: str, rule: str) -> tuple[bytes, int]:
-    """The campaign's export (``--label`` ``rule``) as a zip of the sample directory, and
-    how many documents fell back to ``latest``."""
+    """The campaign's export (the API's ``label`` ``rule``) as a zip of the sample
+    directory, and how many documents fell back to ``latest``."""
     import io
     import tempfile
     import zipfile
@@ -323,7 +323,8 @@ def export_archive(url: str, campaign: str, rule: str) -> tuple[bytes, int]:
 
     from sampleval.campaign.organise import export_sample
 
-    sample, fallback = export_sample(_store(url), campaign, rule)
+    sample, fallback = export_sample(_store(url), campaign, rule,
+                                     option="the label parameter")
     buffer = io.BytesIO()
     with tempfile.TemporaryDirectory() as tmp:
         folder = sample.save(Path(tmp) / campaign)

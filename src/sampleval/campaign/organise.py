@@ -469,10 +469,12 @@ def labelled(sample: Sample, votes: dict[tuple[str, str], list[Vote]], rule: str
     return replace(sample, frame=frame.assign(relevance=relevance)), fallback
 
 
-def export_sample(store: Store, campaign: str, rule: str = "latest") -> tuple[Sample, int]:
+def export_sample(store: Store, campaign: str, rule: str = "latest", *,
+                  option: str = "--label") -> tuple[Sample, int]:
     """The campaign's sample with labels by ``rule`` (``latest``, ``majority``, ``mean`` or
     an assessor's name), and how many documents fell back to ``latest`` (see
-    :func:`labelled`)."""
+    :func:`labelled`). ``option``: what the caller calls ``rule``, for the refusal of an
+    unknown one (the command's ``--label``, the API's ``label`` parameter)."""
     with store.read() as session:
         info = CampaignInfo.of(campaign_row(session, campaign))
         if rule not in RULES:
@@ -480,7 +482,7 @@ def export_sample(store: Store, campaign: str, rule: str = "latest") -> tuple[Sa
                 m.Person.campaign_id == info.id, m.Person.name == rule,
                 m.Person.role == "assessor"))
             if person is None:
-                raise UsageError(f"--label must be {', '.join(RULES)} or an assessor of "
+                raise UsageError(f"{option} must be {', '.join(RULES)} or an assessor of "
                                  f"{campaign!r}, not {rule!r}")
         pool = build_pool(info, load_runs(session, info.id))
         sample = current_sample(session, info, pool)

@@ -11,7 +11,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from sampleval.cli._app import build_parser, fail, warn
+from sampleval.cli._app import PROG, build_parser, fail, warn
 from sampleval.errors import SampleValError
 
 __all__ = ["main", "run"]
@@ -20,7 +20,12 @@ __all__ = ["main", "run"]
 def run(argv: Sequence[str]) -> None:
     """Run one command line (without the program name), raising sampleval's errors."""
     parser = build_parser()
-    args = parser.parse_args(list(argv))
+    args, extra = parser.parse_known_args(list(argv))
+    if extra:  # said by the command's parser, which points to its own --help
+        command = getattr(args, "command_parser", parser)
+        hint = ("; 'sampleval trec_eval' takes trec_eval's options as they are"
+                if command.prog == f"{PROG} evaluate" else "")
+        command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     if getattr(args, "run", None) is None:
         parser.print_help()
         raise SystemExit(2)

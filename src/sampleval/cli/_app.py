@@ -55,7 +55,8 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        fail(f"{self.prog}: {message} (see '{self.prog} --help')")
+        where = "" if self.prog == PROG else f"{self.prog}: "  # fail() names the program
+        fail(f"{where}{message} (see '{self.prog} --help')")
 
 
 def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], None],
@@ -64,7 +65,7 @@ def add_command(commands: Any, name: str, run: Callable[[argparse.Namespace], No
     ``sampleval --help``, ``description`` (optional, paragraphs) heads its own help."""
     parser: Parser = commands.add_parser(name, help=summary,
                                          description=description or summary)
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, command_parser=parser)
     return parser
 
 

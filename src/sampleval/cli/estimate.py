@@ -117,8 +117,8 @@ def add_ranks(parser: argparse.ArgumentParser) -> None:
                         help="add each run's rank and simultaneous rank interval (columns "
                              "rank, rank_lo, rank_hi on the 'all' rows; all runs' true ranks "
                              "lie inside together with probability --ci), from the per-topic "
-                             "estimates' pairwise differences (max-t over a bootstrap of the "
-                             "topics, seed 0: docs/guide/audit.md)")
+                             "estimates' paired t-tests of every pair of runs (Holm's "
+                             "step-down: docs/guide/audit.md, 'Rank intervals')")
 
 
 def check_order(sample: str, runs: list[str], command: str = "estimate") -> None:

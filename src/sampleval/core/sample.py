@@ -119,6 +119,9 @@ class Sample:
     """True reads a stratum with no judged document as NIST's ``sample_eval.pl`` does (its
     documents stay in the frame at the smoothed rate); False (the default) puts them outside
     the frame for every estimator (``_sampled_strata`` says why)."""
+    origin: str | None = field(default=None, compare=False)
+    """The file or directory it was read from (:func:`sampleval.io.samples.load_sample`),
+    for messages; not saved."""
     _groups: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, init=False,
                                                       repr=False)
     _topic_samples: dict[str, TopicSample] = field(default_factory=dict, init=False,

@@ -31,6 +31,7 @@ import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
+from sampleval.core.qrels import warn_level_above_grades
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
@@ -58,6 +59,7 @@ from sampleval.estimation.spec import (
     estimator_for,
     measure_range,
     parse_estimate,
+    takes_level,
 )
 from sampleval.measures.aggregation import topic_sums
 
@@ -145,6 +147,8 @@ def estimate(sample: SampleLike, runs: RunsLike, measures: MeasuresLike | None =
     frames = []
     views: list[TopicView] = []
     groups = list(dict.fromkeys((s.family, s.level_or(level)) for s in specs))
+    warn_level_above_grades([s.level_or(level) for s in specs if takes_level(s.base, s.cutoff)],
+                            sample.frame["relevance"].to_numpy(), sample.origin or "the sample")
     with steps(len(groups), "estimating", progress) as step:
         for name, at in groups:  # each family once per relevance level
             family = FAMILIES[name]

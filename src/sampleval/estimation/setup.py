@@ -238,7 +238,7 @@ def default_estimates(sample: Sample) -> tuple[str, ...]:
     names = [s.name for s in specs if s is not None]
     if not names:
         raise UsageError(f"no estimator is available for a {sample.design} sample; "
-                         "name one with --measure")
+                         "name one (--measure; in the library, measures=)")
     return tuple(dict.fromkeys(names))
 
 

@@ -72,7 +72,7 @@ class EstimateSpec:
             raise UsageError(f"{self.name}: {replace(self, cutoff=None).name} takes no cutoff")
         if self.cutoff is not None and self.cutoff < 1:
             raise UsageError(f"{self.name}: the cutoff must be at least 1")
-        if self.level is not None and not _takes_level(self.base, self.cutoff):
+        if self.level is not None and not takes_level(self.base, self.cutoff):
             raise UsageError(f"{self.name}: {self.base} takes no relevance level (rel=)")
         object.__setattr__(self, "options", _checked_options(family, self.base, self.options,
                                                              self._plain_name))
@@ -150,7 +150,7 @@ def _checked_options(family: EstimatorFamily, base: str,
                  if k in values and values[k] != p.default)
 
 
-def _takes_level(base: str, cutoff: int | None) -> bool:
+def takes_level(base: str, cutoff: int | None) -> bool:
     """Whether the measure ``base`` declares a relevance level (``rel=``)."""
     from sampleval.measures.names import spec_of
 

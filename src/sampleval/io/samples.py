@@ -107,6 +107,13 @@ def load_sample(path: str | PathLike[str], sample_format: str = "auto") -> Sampl
     if sample_format not in SAMPLE_FORMATS:
         raise UsageError(f"unknown sample format {sample_format!r} "
                          f"(one of {', '.join(SAMPLE_FORMATS)})")
+    sample = _load(path, sample_format)
+    object.__setattr__(sample, "origin", "standard input" if str(path) == STDIN else str(path))
+    return sample
+
+
+def _load(path: str | PathLike[str], sample_format: str) -> Sample:
+    """:func:`load_sample`'s reading, by format."""
     p = Path(path)
     if sample_format == "auto" and str(path) != STDIN and p.is_dir():
         sample_format = "sampleval"

@@ -17,7 +17,7 @@ import pandas as pd
 from sampleval.core.graded import JudgedIndex, RunGrades, run_grades
 from sampleval.core.pool import Pool
 from sampleval.core.prefs import GroupQrels, Preferences
-from sampleval.core.qrels import Qrels
+from sampleval.core.qrels import Qrels, warn_level_above_grades
 from sampleval.core.run import Run, ranks_within, trec_order
 from sampleval.errors import UsageError
 from sampleval.io.coerce import MeasuresLike, QrelsLike, RunsLike, as_qrels, as_runs
@@ -75,6 +75,9 @@ def evaluate(qrels: Judgments | QrelsLike, runs: RunsLike | Pool,
     if not isinstance(qrels, (Preferences, GroupQrels)):
         qrels = as_qrels(qrels)
     parsed = parse_measure_list(measures)
+    if isinstance(qrels, Qrels):
+        warn_level_above_grades([rel_level], qrels.frame["relevance"].to_numpy(),
+                                qrels.source or "the qrels")
     topics = qrels.topics
     if isinstance(runs, Pool):
         if depth is not None:

@@ -434,6 +434,12 @@ def parse_measure(text: str) -> Measure:
     if stem in ("runid", "relstring"):
         raise UsageError(f"{stem} is a line of trec_eval's output, not a measure ('sampleval "
                          f"trec_eval -m {stem}' prints it)")
+    dotted = re.fullmatch(r"(\w+)\.(.+)", text)
+    if dotted and _lookup(dotted[1], False) is not None:
+        cut = dotted[2] if dotted[2].isdigit() else "10"
+        raise UsageError(f"unknown measure {text!r}: trec_eval's '-m NAME.PARAMS' form; here a "
+                         f"cutoff is written as trec_eval prints it ({dotted[1]}_{cut}), or "
+                         f"'sampleval trec_eval -m {text}' takes trec_eval's options as they are")
     known = sorted({spec.key for spec in SPECS if spec.library}, key=str.lower)
     raise UsageError(f"unknown measure {text!r}{did_you_mean(stem, list(_NAMES))} "
                      f"(known: {', '.join(known)}; trec_eval names such as map, P_10, "
