@@ -98,3 +98,19 @@ def test_trec_eval_s_measure_parameters_are_explained() -> None:
         "options as they are")
     with pytest.raises(UsageError, match="known: "):
         parse_measure("foo.3")
+
+
+@needs_data
+def test_explain_says_a_default_measure_was_not_named(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """``estimate --explain`` without -m said 'estimator: AP~ht (as named)' for the default
+    measures nobody named; now it says the defaults table chose them. Fails on main."""
+    qrels, run = str(TREC_EVAL / "qrels.test"), str(TREC_EVAL / "results.test")
+    cli.run(["estimate", qrels, run, "--explain"])
+    lines = [x for x in capsys.readouterr().out.splitlines() if "estimator:" in x]
+    assert lines and all("as named" not in x and x.endswith(
+        "(by the defaults table for census samples; no -m: a default measure)") for x in lines)
+    cli.run(["estimate", qrels, run, "--explain", "-m", "AP~ht,P@10"])
+    lines = [x for x in capsys.readouterr().out.splitlines() if "estimator:" in x]
+    assert lines == ["  estimator: AP~ht (as named)",
+                     "  estimator: P@10~ht (by the defaults table for census samples)"]

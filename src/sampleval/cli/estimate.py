@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> None:
                       warn=False)  # fails before the runs are read
     check_predictions_used(setup.specs, args.predictions is not None)
     if args.explain:
-        output.write(explain(judgments, setup))
+        output.write(explain(judgments, setup, named=bool(args.measure)))
         return
     predicted = (None if args.predictions is None
                  else read_predictions(args.predictions, largest_grade(judgments)))
@@ -194,10 +194,11 @@ def run(args: argparse.Namespace) -> None:
         output.write(to_json(results, numbers, ESTIMATE_TEXTS))
 
 
-def explain(sample: Sample, setup: Setup) -> str:
-    """``--explain``: per measure asked, its fully resolved estimator and where each option's
-    value came from (a value given: its meaning, from the options' vocabulary); the
-    sample's design and capabilities; the depth and frame used."""
+def explain(sample: Sample, setup: Setup, named: bool = True) -> str:
+    """``--explain``: per measure asked (``named``: by -m; else the default measures), its
+    fully resolved estimator and where each option's value came from (a value given: its
+    meaning, from the options' vocabulary); the sample's design and capabilities; the depth
+    and frame used."""
     from sampleval.estimation.family import same_as_normal
     from sampleval.estimation.options import VOCABULARY
     from sampleval.estimation.setup import draws_reach_every_document, simple_random
@@ -212,7 +213,8 @@ def explain(sample: Sample, setup: Setup) -> str:
     meanings = {TABLE: table}
     lines = []
     for asked, spec in zip(setup.asked, setup.specs, strict=True):
-        by = "as named" if names_an_estimator(asked) else f"by {table}"
+        by = ("as named" if named and names_an_estimator(asked) else f"by {table}"
+              + ("" if named else "; no -m: a default measure"))
         lines += [f"{asked}: {spec.full_name}", f"  estimator: {spec.name} ({by})"]
         if spec.level is not None:
             lines.append(f"  rel={spec.level}: the measure's own relevance level (-l does "

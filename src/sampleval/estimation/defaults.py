@@ -18,11 +18,14 @@ the intervals):
   ``NumRelRet~ht`` too, not NIST's inum_rel_ret, whose smoothing constants make a census
   miss the count (875.999 for 876) and which gives no interval;
 - poisson and inclusion: ``~ht``; AP on inclusion-only samples (prels) by statAP;
-- with-replacement: the per-draw family ``~hh`` for the ratios (AP, R@k, Rprec) and NumRel,
+- with-replacement: the per-draw family ``~hh`` for the ratios (AP, R@k, Rprec), NumRel and
+  NumRelRet (whose ``~ht`` is biased low there and its intervals covered 0.68-0.78:
+  ``python -m studies.numrelret_defaults``, docs/research/estimating.md),
   ``~ht`` (lower rms) for P@k, DCG and nDCG, except on samples whose every draw could reach
   every document (:data:`REACHING`), where ``~hh`` is unbiased for them too
   (:mod:`sampleval.estimation.families.hh`, "Defaults");
-- importance: ``~is`` (Schnabel et al.) for what it estimates, ``~hh`` for the rest;
+- importance: ``~is`` (Schnabel et al.) for what it estimates, ``~hh`` for the rest
+  (NumRel, NumRelRet too);
 - AP on a stratified sample that its method made one simple random sample per topic
   (``uniform``, infAP's design: :data:`SIMPLE_RANDOM`): ``AP~ht(bias=taylor-jackknife)``, which removes
   the bias the Taylor correction leaves where few relevant documents are judged (issue 29;
@@ -43,16 +46,16 @@ DEFAULTS: dict[str, dict[str, str]] = {
         "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "NumRelRet~ht"},
     "poisson": {"AP": "AP~ht", "AP@k": "AP@k~ht", "P@k": "P@k~ht", "R@k": "R@k~ht",
         "Rprec": "Rprec~ht", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
-        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht"},
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "NumRelRet~ht"},
     "inclusion": {"AP": "statAP", "AP@k": "statAP@k", "P@k": "P@k~ht", "R@k": "R@k~ht",
         "Rprec": "Rprec~ht", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
-        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht"},
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~ht", "NumRelRet": "NumRelRet~ht"},
     "with-replacement": {"AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~ht", "R@k": "R@k~hh",
         "Rprec": "Rprec~hh", "nDCG": "nDCG~ht", "nDCG@k": "nDCG@k~ht", "DCG": "DCG~ht",
-        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~hh"},
+        "DCG@k": "DCG@k~ht", "NumRel": "NumRel~hh", "NumRelRet": "NumRelRet~hh"},
     "importance": {"AP": "AP~hh", "AP@k": "AP@k~hh", "P@k": "P@k~is", "R@k": "R@k~is",
         "Rprec": "Rprec~hh", "nDCG": "nDCG~is", "nDCG@k": "nDCG@k~is", "DCG": "DCG~is",
-        "DCG@k": "DCG@k~is", "NumRel": "NumRel~hh"},
+        "DCG@k": "DCG@k~is", "NumRel": "NumRel~hh", "NumRelRet": "NumRelRet~hh"},
 }
 """design -> plain measure -> the name of its default estimator."""
 
