@@ -3,10 +3,11 @@ importance samples (issue 28): bias, rms, coverage and width of every run's sum 
 topics, where the truth is known.
 
     python -m studies.numrelret_defaults [--collection round5] [--trials 20] [--rate 0.1]
-        [--depth 100] [--seed 0]
+        [--depth 100] [--seed 0] [--runs N]
 
 The truth is a collection judged in full to ``--depth`` (``--collection``: TREC-COVID round 5,
-Cranfield, synthetic; :func:`studies._cli.read_collection`, unjudged = not relevant).
+Cranfield, synthetic; :func:`studies._cli.read_collection`, unjudged = not relevant;
+``--runs N``: N of its runs spread evenly over their order by name, all by default).
 Each trial (seed SEED + trial) judges ``--rate`` of each topic's pool by each design:
 
 - ``poisson``: every pooled document independently with probability pi_i proportional to
@@ -120,9 +121,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--collection", choices=COLLECTIONS, default="round5")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--rate", type=float, default=0.1)
+    parser.add_argument("--runs", type=int, help="use N of the runs (default: all)")
     add_data_arguments(parser, "seed of the first trial; trial i uses SEED + i (default 0)")
     args = parser.parse_args(argv)
     runs, qrels = read_collection(args.collection, args.data, args.depth)
+    if args.runs:
+        runs = sorted(runs, key=lambda r: r.name)
+        runs = [runs[i] for i in np.unique(np.linspace(0, len(runs) - 1, args.runs).round()
+                                           .astype(int))]
     table = measure(runs, qrels, args.depth, args.rate, args.trials, args.seed)
     table.insert(0, "collection", args.collection)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))

@@ -328,7 +328,8 @@ def test_the_leaderboard_carries_estimate_s_rank_intervals(tmp_path: Path, cli) 
         assert [row[c] for c in ("rank", "rank_lo", "rank_hi")] == [
             int(want.loc[run, c]) for c in ("rank", "rank_lo", "rank_hi")], run
     assert all(r["rank"] is None for r in rows if r["measure"] != first)
-    assert any(r["rank_lo"] > 1 or r["rank_hi"] < len(c.runs) for r in ranked.values())
+    # (3 topics: Holm's paired t-tests have 2 degrees of freedom and seldom order a pair;
+    # the check is the intervals' equality with estimate --ranks, rank included)
     board = page[page.index(f'data-measure="{first}"'):]
     board = board[:board.index("</table>")]
     assert "rank (95% simultaneous)" in board

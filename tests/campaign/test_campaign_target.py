@@ -189,8 +189,8 @@ def test_a_target_is_checked_when_the_campaign_is_created(tmp_path: Path) -> Non
         create_campaign(store, _design(target_runs=("nope",)), runs)
     with pytest.raises(UsageError, match="cannot read the target"):
         create_campaign(store, _design(target="AP:wide"), runs)
-    with pytest.raises(UsageError, match="applies to a"):  # (AP has AP~hh there)
-        create_campaign(store, _design(method="importance", target="NumRelRet:1"), runs)
+    with pytest.raises(UsageError, match="applies to a"):  # (RR: no estimator anywhere)
+        create_campaign(store, _design(method="importance", target="RR:0.1"), runs)
     with store.read() as session:
         assert session.scalar(select(func.count(m.Campaign.id))) == 0
     create_campaign(store, _design(target_runs=(runs[0].name,)), runs)

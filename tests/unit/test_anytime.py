@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -802,16 +803,22 @@ def test_plan_with_an_exponent_caps_its_forecast_at_the_judgeable_documents(
     names = _pilot(tmp_path)
     pool = len(load_sample(tmp_path / "pilot").frame)
     capsys.readouterr()
-    cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.01",
-             "--exponent", "0.05,0.1"])
+    with pytest.warns(UserWarning) as said:
+        cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.01",
+                 "--exponent", "0.05,0.1"])
     out = capsys.readouterr().out.splitlines()
-    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in out[2:4]}
+    assert len(out) == 4  # the table alone: the note is a warning, on standard error
+    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in out[2:]}
     for rule in ("fixed", "anytime"):
         assert int(rows[rule][0]) == pool
         assert rows[rule][2] == f"{pool}-{pool}"
-    assert out[4] == (f"note: fixed, anytime capped at the {pool} judgeable documents: the "
-                      "decay forecast more, and judging them all gives the exact measure")
-    cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.01",
-             "--exponent", "0.05", "--cap", "12"])
+    assert [str(w.message) for w in said if "capped" in str(w.message)] == [
+        f"fixed, anytime: capped at the {pool} judgeable documents: the decay forecast more, "
+        "and judging them all gives the exact measure"]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.01",
+                 "--exponent", "0.05", "--cap", "12"])
     out = capsys.readouterr().out
-    assert "fixed\tnot reachable within the caps" in out and "note:" not in out
+    assert "fixed\tnot reachable within the caps" in out
+    assert not [w for w in said if "capped" in str(w.message)]

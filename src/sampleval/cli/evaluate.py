@@ -158,7 +158,7 @@ def _evaluate_streaming(args: argparse.Namespace, measures: list[Measure]) -> Ex
             from sampleval.measures.results import graded_results
 
             index, graded = reading.result()
-    from sampleval.core.qrels import warn_level_above_grades
+    from sampleval.core.graded import warn_level_above_grades
 
     warn_level_above_grades([args.rel_level], index.grades, "standard input"
                             if args.qrels == "-" else args.qrels)

@@ -130,7 +130,9 @@ def run(args: argparse.Namespace) -> None:
         sys.stdout.write(f"{f.rule}\t{f.needed}\t{max(0, f.needed - f.judged)}\t{span}\n")
     capped = [f for f in made if f.capped]
     if capped:
+        import warnings
+
         judgeable = max(x for f in capped for x in (f.needed, f.hi) if x is not None)
-        sys.stdout.write(f"note: {', '.join(f.rule for f in capped)} capped at the "
-                         f"{judgeable} judgeable documents: the decay forecast more, and "
-                         "judging them all gives the exact measure\n")
+        warnings.warn(f"{', '.join(f.rule for f in capped)}: capped at the {judgeable} "
+                      "judgeable documents: the decay forecast more, and judging them all "
+                      "gives the exact measure", stacklevel=1)

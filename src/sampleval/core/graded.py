@@ -17,6 +17,7 @@ imports.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -183,3 +184,18 @@ def _strings(values: Strings) -> pa.Array:
 def _positions(values: pa.Array, among: pa.Array) -> np.ndarray:
     """Each value's position in ``among`` (-1 where absent), int64."""
     return numpy_of(pc.index_in(values, value_set=among), missing=-1).astype(np.int64)
+
+
+def warn_level_above_grades(levels: Iterable[float], grades: np.ndarray, where: str) -> None:
+    """One warning when a relevance level in ``levels`` is above every grade in ``grades``
+    (the judgments of ``where``, a file's name): no document counts as relevant there, so
+    every measure that counts relevant documents is 0 (trec_eval gives the zeros without
+    a word; nDCG reads the grades and is unaffected)."""
+    finite = np.asarray(grades, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    above = sorted(level for level in set(levels) if len(finite) and level > finite.max())
+    if above:
+        shown = ", ".join(f"{level:g}" for level in above)
+        warnings.warn(f"{where}: relevance level {shown} is above its largest grade, "
+                      f"{finite.max():g}: no document counts as relevant there, so every "
+                      "measure counting relevant documents is 0 at that level", stacklevel=3)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,18 +69,3 @@ class Qrels:
             raise InputError(source, None, f"document {row.doc_id} is judged twice for topic "
                                            f"{row.query_id}")
         return cls(frame=out, source=source)
-
-
-def warn_level_above_grades(levels: Iterable[float], grades: np.ndarray, where: str) -> None:
-    """One warning when a relevance level in ``levels`` is above every grade in ``grades``
-    (the judgments of ``where``, a file's name): no document counts as relevant there, so
-    every measure that counts relevant documents is 0 (trec_eval gives the zeros without
-    a word; nDCG reads the grades and is unaffected)."""
-    finite = np.asarray(grades, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    above = sorted(level for level in set(levels) if len(finite) and level > finite.max())
-    if above:
-        shown = ", ".join(f"{level:g}" for level in above)
-        warnings.warn(f"{where}: relevance level {shown} is above its largest grade, "
-                      f"{finite.max():g}: no document counts as relevant there, so every "
-                      "measure counting relevant documents is 0 at that level", stacklevel=3)

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sampleval.core.graded import warn_level_above_grades
 from sampleval.core.pool import Pool
 from sampleval.core.predictions import Predictions
-from sampleval.core.qrels import warn_level_above_grades
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
 from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS

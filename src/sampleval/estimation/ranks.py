@@ -27,8 +27,8 @@ p-values from Student's t with T - 1 degrees of freedom. ``method``:
   topics c reached 6.2, above Bonferroni's 4.05, and every interval was 1-12.
 
 Choice, measured (docs/research/rank-intervals.md, ``python -m studies.rank_intervals``):
-on topics resampled from TREC-COVID round 5, Cranfield and a synthetic collection, both
-cover; Holm's are the shorter at 10-25 topics and within a few per cent at 50.
+on topics resampled from TREC-COVID round 5, Cranfield and a synthetic collection, Holm's
+cover as the bootstrap's do and are the shorter (or within 0.05 rank of it) at 10-50 topics.
 
 Assumptions: topics independent; each run has a value on every topic used (topics where
 some run has none are left out, with a warning).

@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from sampleval.core.graded import JudgedIndex, RunGrades, run_grades
+from sampleval.core.graded import JudgedIndex, RunGrades, run_grades, warn_level_above_grades
 from sampleval.core.pool import Pool
 from sampleval.core.prefs import GroupQrels, Preferences
-from sampleval.core.qrels import Qrels, warn_level_above_grades
+from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run, ranks_within, trec_order
 from sampleval.errors import UsageError
 from sampleval.io.coerce import MeasuresLike, QrelsLike, RunsLike, as_qrels, as_runs
