@@ -71,8 +71,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="table: a readable leaderboard; tsv: header 'run topic measure "
                              "value', one row per (run, topic, measure), the mean as topic "
                              "'all'; json: {run: {topic: {measure: value}}}; trec: "
-                             "trec_eval's text output (a measure with a relevance level or "
-                             "parameters of its own, P(rel=2)@5, under its own name)")
+                             "trec_eval's text lines, each run's after its runid line, the "
+                             "measures in -m's order (a measure with a relevance level or "
+                             "parameters of its own, P(rel=2)@5, under its own name); "
+                             "'sampleval trec_eval' prints trec_eval's output byte for byte")
     add_output(parser)
     add_name_by(parser)
     add_duplicates(parser)
