@@ -182,14 +182,19 @@ def test_estimate_reports_the_difference_estimate_with_the_anticipated_variance(
 @pytest.mark.filterwarnings("ignore")
 def test_assisted_bias_and_coverage_on_a_sparse_collection() -> None:
     """Seeded Monte Carlo on section 12's small sparse collection A (20 topics, about 1% of
-    the pool relevant) at 10%, stratified, 10 trials (``studies.interval_assisted``'s rows):
-    the assisted mean's bias is small against its rms and its per-topic intervals cover
-    about 95% (section 18 gives the 40-trial figures)."""
+    the pool relevant) at 10%, stratified, trials 0-9 (``studies.interval_assisted``'s rows;
+    section 18 over 40 trials: the mean's bias +0.0135, SE 0.0024, the default's +0.0109;
+    per-topic coverage 0.918 against the default's 0.813): the assisted mean's bias stays
+    small (under 0.025, about two SEs of 10 trials above the 40-trial figure), and its
+    per-topic intervals, on the variance anticipated under the cross-fitted model, cover
+    0.88-0.97 where the default's cover under 0.85."""
     from studies.interval_assisted import assisted_rows, table
     from studies.interval_parts import small_collection
 
     pool, qrels = small_collection("A")
     rows = assisted_rows(pool, qrels, "stratified", 0.1, 10, 0)
-    got = table(rows).set_index("estimate, interval").loc["assisted, anticipated"]
-    assert abs(got["bias"]) < 0.02, got
-    assert 0.9 <= got["topic covers"] <= 0.99, got
+    got = table(rows).set_index("estimate, interval")
+    assisted, default = got.loc["assisted, anticipated"], got.loc["default (completed)"]
+    assert abs(assisted["bias"]) < 0.025, got
+    assert 0.88 <= assisted["topic covers"] <= 0.97, got
+    assert default["topic covers"] < 0.85, got

@@ -17,7 +17,8 @@ Options (each measure's declared ones, below): AP's ``variance`` (jackknife of t
 reported, the default; jackknife-uncorrected, deprecated; linear), ``bias`` (taylor, the default: less
 the ratio's first-order bias (AP V(R-hat) - C(N-hat, R-hat))/R^2, Cochran 1977, ch. 6;
 taylor-jackknife; jackknife, Quenouille 1956 / Jones 1974; none), ``ap`` (ours, or the
-paper's PC(r(i))), ``few`` (:func:`sampleval.estimation.result.few_relevant_variance`) and
+paper's PC(r(i))), ``few`` (:func:`sampleval.estimation.result.few_relevant_variance`;
+``assisted``: the difference estimator on cross-fitted completion rates, :func:`assisted_topics`) and
 ``interval`` (bias-aware, the default with taylor and taylor-jackknife: widened by the
 jackknife's estimate of the bias the Taylor correction leaves, Armstrong & Kolesar 2020; or
 normal); R@k's, Rprec's and nDCG's ``bias`` (taylor, the default, or none); Rprec's
@@ -121,9 +122,12 @@ def topic_parts(run_names: tuple[str, ...], views: list[TopicView], sample: Samp
     """Per topic and run: the estimate, its variance and the estimated bias that widens
     its interval (AP's ``interval=bias-aware``; 0 elsewhere), each ``[topics, runs]``
     (AP's ``few`` floor is :mod:`sampleval.estimation.result`'s, applied at registration);
-    ``topics``: :func:`ht_topics`, ``shared``: the sample's strata, if already made. Under ``few=assisted`` each topic's AP is
-    the difference estimator with the completion model fitted on the other topics' folds
-    (:func:`assisted_topics`): it reads the other topics' samples too."""
+    ``topics``: :func:`ht_topics`, ``shared``: the sample's strata, if already made. Under
+    ``few=assisted`` each topic's AP is the difference estimator with the completion model
+    fitted on the other topics' folds (:func:`assisted_topics`): it reads the other topics'
+    samples too, so a caller that re-estimates some topics alone (judging until confident's
+    looks) gets predictions fitted on those topics only, not the numbers ``estimate``
+    gives."""
     assisted = _assisted(spec)
     if assisted:
         topics = assisted_topics(views, sample, level, shared)
