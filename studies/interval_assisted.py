@@ -43,7 +43,6 @@ from sampleval.estimation.engine.unseen import (
     unseen_variance,
 )
 from sampleval.estimation.engine.views import topic_views
-from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.result import (
     UNFLOORED,
     bias_widens,
@@ -52,9 +51,8 @@ from sampleval.estimation.result import (
     judged_relevant,
 )
 from sampleval.estimation.spec import parse_estimate
-from studies._cli import read_collection, simulation_parser
 from studies.interval_coverage import draw, truth
-from studies.interval_parts import SMALL, Rule, Z, means, per_topic, rules, small_collection
+from studies.interval_parts import Rule, Z, means, parser, per_topic, read_rows, rules
 
 ASSISTED = "AP~ht(few=assisted)"
 ASSISTED_LINEAR = "AP~ht(few=assisted,variance=linear,interval=normal)"
@@ -190,31 +188,7 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from studies._cli import COLLECTIONS
-
-    parser = simulation_parser(__doc__ or "", trials=20)
-    parser.add_argument("--collection", default="cranfield", choices=(*COLLECTIONS, *SMALL),
-                        help="collection (studies._cli.read_collection, or one of the small "
-                             "synthetic collections A, B, C; default cranfield)")
-    parser.add_argument("--design", default="stratified",
-                        help="design, as interval_coverage's --designs (default stratified)")
-    parser.add_argument("--output", help="also write every (trial, topic, run) row here")
-    parser.add_argument("--rows", help="read the rows --output wrote instead of drawing them")
-    args = parser.parse_args(argv)
-    if args.rows:
-        rows = pd.read_parquet(args.rows)
-    else:
-        if args.collection in SMALL:
-            pool, qrels = small_collection(args.collection)
-        else:
-            runs, qrels = read_collection(args.collection, args.data, args.depth)
-            pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels,
-                                  score_type=FAMILIES["ht"].score_type)
-        rows = assisted_rows(pool, qrels, args.design, args.rate, args.trials, args.seed)
-    if args.output:
-        rows.to_parquet(args.output)
-    print(f"{args.collection}, {args.design} at {args.rate}, {args.trials} trials, seed "
-          f"{args.seed}, {rows['topic'].nunique()} topics")
+    rows = read_rows(parser(__doc__ or "").parse_args(argv), assisted_rows)
     print(table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     return 0
 

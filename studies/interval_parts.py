@@ -65,8 +65,9 @@ the default's per-topic coverage by k (:func:`per_topic`).
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -76,6 +77,7 @@ from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.estimation.engine.unseen import (
     SampleStrata,
+    ap_influence,
     completion_gap,
     posterior_ap,
     posterior_rates,
@@ -156,19 +158,10 @@ def posterior_variance(shared: SampleStrata, spread: bool = True,
     s = np.sqrt(s2)
     total = np.bincount(frame.topic, weights=p, minlength=n_topics)
     for t, view in enumerate(shared.views):
-        at = view.frame_at_rank
         if total[t] <= 0:
             continue
         first, last = shared.offsets[t], shared.offsets[t + 1]
-        inside = at >= 0
-        p_k = np.where(inside, p[np.maximum(at, 0) + first], 0.0)
-        rank = np.arange(1, at.shape[1] + 1)
-        before = np.cumsum(p_k, axis=1) - p_k
-        after = np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1] - p_k / rank
-        ap = (p_k * (1.0 + before) / rank).sum(axis=1) / total[t]
-        g = np.repeat(-ap[:, None] / total[t], last - first, axis=1)
-        r, k = np.nonzero(inside)
-        g[r, at[r, k]] = ((1.0 + before) / rank + after - ap[:, None])[r, k] / total[t]
+        ap, g = ap_influence(view, p[first:last])
         code = np.unique(h[first:last], return_inverse=True)[1]
         common = np.zeros((len(ap), int(code.max(initial=-1)) + 1))
         np.add.at(common.T, code, (g * s[first:last]).T)
@@ -648,19 +641,29 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = simulation_parser(__doc__ or "", trials=20)
-    parser.add_argument("--collection", default="cranfield", choices=(*COLLECTIONS, *SMALL),
-                        help="collection (studies._cli.read_collection, or one of the small "
-                             "synthetic collections A, B, C: SMALL; default cranfield)")
-    parser.add_argument("--design", default="stratified",
-                        help="design, as interval_coverage's --designs (default stratified)")
-    parser.add_argument("--output", help="also write every (trial, topic, run) row here "
-                                         "(parquet)")
-    parser.add_argument("--rows", help="read the rows --output wrote (parquet) instead of "
-                                       "drawing them (--trials, --seed and --rate then only "
-                                       "label the output)")
-    args = parser.parse_args(argv)
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of the studies that draw rows per (trial, topic, run) on one cell
+    (this one and :mod:`studies.interval_assisted`)."""
+    out = simulation_parser(doc, trials=20)
+    out.add_argument("--collection", default="cranfield", choices=(*COLLECTIONS, *SMALL),
+                     help="collection (studies._cli.read_collection, or one of the small "
+                          "synthetic collections A, B, C: SMALL; default cranfield)")
+    out.add_argument("--design", default="stratified",
+                     help="design, as interval_coverage's --designs (default stratified)")
+    out.add_argument("--output", help="also write every (trial, topic, run) row here "
+                                      "(parquet)")
+    out.add_argument("--rows", help="read the rows --output wrote (parquet) instead of "
+                                    "drawing them (--trials, --seed and --rate then only "
+                                    "label the output)")
+    return out
+
+
+def read_rows(args: argparse.Namespace,
+              drawn: Callable[[Pool, Qrels, str, float, int, int], pd.DataFrame]
+              ) -> pd.DataFrame:
+    """The rows ``--rows`` names, or ``drawn``'s (pool, qrels, design, rate, trials, seed)
+    on the cell the arguments name; written to ``--output`` if given; the cell's line
+    printed."""
     if args.rows:
         rows = pd.read_parquet(args.rows)
     else:
@@ -670,11 +673,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs, qrels = read_collection(args.collection, args.data, args.depth)
             pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels,
                                   score_type=FAMILIES["ht"].score_type)
-        rows = parts_rows(pool, qrels, args.design, args.rate, args.trials, args.seed)
+        rows = drawn(pool, qrels, args.design, args.rate, args.trials, args.seed)
     if args.output:
         rows.to_parquet(args.output)
     print(f"{args.collection}, {args.design} at {args.rate}, {args.trials} trials, seed "
           f"{args.seed}, {rows['topic'].nunique()} topics")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    rows = read_rows(parser(__doc__ or "").parse_args(argv), parts_rows)
     print(decomposition(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     if "few_posterior" in rows:

@@ -626,6 +626,28 @@ def cross_fitted_rates(shared: SampleStrata, folds: int = FOLDS) -> np.ndarray:
 
 
 
+def ap_influence(view: TopicView, q: np.ndarray, cutoff: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``([runs], [runs, frame documents])``: each run's AP = S/R of the topic's frame with
+    document d relevant with expectation ``q[d]`` (S = sum_k q_k (1 + sum_{j<k} q_j)/k over
+    the run's ranks k <= ``cutoff``, R = sum_d q_d > 0), and g_d = (dS_d - AP)/R, AP's
+    change per unit of q_d to first order (the ratio linearised, Cochran 1977, sec. 6.2):
+    dS_d = (1 + sum_{j<k} q_j)/k + sum_{i>k} q_i/i at the run's rank k of d, 0 where the run
+    did not retrieve it within the cutoff."""
+    total = q.sum()
+    at = view.frame_at_rank[:, :cutoff]
+    inside = at >= 0
+    q_k = np.where(inside, q[np.maximum(at, 0)], 0.0)
+    rank = np.arange(1, at.shape[1] + 1)
+    before = np.cumsum(q_k, axis=1) - q_k
+    after = np.cumsum((q_k / rank)[:, ::-1], axis=1)[:, ::-1] - q_k / rank
+    ap = (q_k * (1.0 + before) / rank).sum(axis=1) / total
+    g = np.repeat(-ap[:, None] / total, len(q), axis=1)
+    r, k = np.nonzero(inside)
+    g[r, at[r, k]] = ((1.0 + before) / rank + after - ap[:, None])[r, k] / total
+    return ap, g
+
+
 def anticipated_ap_variance(shared: SampleStrata, rates: np.ndarray, residual: bool = True,
                             cutoff: int | None = None) -> np.ndarray:
     """``[topics, runs]``: the design variance of AP's estimate anticipated under the
@@ -634,8 +656,8 @@ def anticipated_ap_variance(shared: SampleStrata, rates: np.ndarray, residual: b
     documents the topic's sample holds. AP = S/R linearised (Cochran 1977, sec. 6.2) at the
     completed frame q (judged documents as judged, the others at their rate r_d): document d
     moves AP by g_d = (dS_d - AP)/R per unit of y_d, dS_d = (1 + sum_{j above d} q_j)/k +
-    sum_{i below d} q_i/i at the run's rank k of d, 0 where the run did not retrieve it.
-    Under the model y_d ~ Bernoulli(r_d) independently; the stratified design's variance of
+    sum_{i below d} q_i/i at the run's rank k of d, 0 where the run did not retrieve it
+    (:func:`ap_influence`). Under the model y_d ~ Bernoulli(r_d) independently; the stratified design's variance of
     the sum of z_d over the frame, sum_h N_h^2 (1 - f_h)/n_h S_h^2 (f_h = n_h/N_h), has
     expectation, from E S_h^2 = [(1 - 1/N_h) sum_h v_d + sum_h (m_d - mbar_h)^2]/(N_h - 1),
 
@@ -663,16 +685,7 @@ def anticipated_ap_variance(shared: SampleStrata, rates: np.ndarray, residual: b
         first, last = shared.offsets[t], shared.offsets[t + 1]
         if total[t] <= 0 or not factor[first:last].any():
             continue
-        at = view.frame_at_rank[:, :cutoff]
-        inside = at >= 0
-        q_k = np.where(inside, q[np.maximum(at, 0) + first], 0.0)
-        rank = np.arange(1, at.shape[1] + 1)
-        before = np.cumsum(q_k, axis=1) - q_k
-        after = np.cumsum((q_k / rank)[:, ::-1], axis=1)[:, ::-1] - q_k / rank
-        ap = (q_k * (1.0 + before) / rank).sum(axis=1) / total[t]
-        g = np.repeat(-ap[:, None] / total[t], last - first, axis=1)
-        r, k = np.nonzero(inside)
-        g[r, at[r, k]] = ((1.0 + before) / rank + after - ap[:, None])[r, k] / total[t]
+        g = ap_influence(view, q[first:last], cutoff)[1]
         out[t] = (g**2 * spread[first:last]).sum(axis=1)
         if not residual:  # the strata's spread of the means g_d r_d
             m = g * rates[first:last]
