@@ -39,20 +39,24 @@ from sampleval.estimation.engine.unseen import (
     anticipated_ap_variance,
     completion_gap,
     cross_fitted_rates,
-    posterior_topics,
     unseen_variance,
 )
-from sampleval.estimation.engine.views import topic_views
 from sampleval.estimation.result import (
     UNFLOORED,
-    bias_widens,
     corrected,
-    is_census,
-    judged_relevant,
 )
 from sampleval.estimation.spec import parse_estimate
-from studies.interval_coverage import draw, truth
-from studies.interval_parts import Rule, Z, means, parser, per_topic, read_rows, rules
+from studies.interval_coverage import truth
+from studies.interval_parts import (
+    Rule,
+    Z,
+    drawn_samples,
+    parser,
+    read_rows,
+    rules,
+    summary,
+    topic_columns,
+)
 
 ASSISTED = "AP~ht(few=assisted)"
 ASSISTED_LINEAR = "AP~ht(few=assisted,variance=linear,interval=normal)"
@@ -69,9 +73,7 @@ def assisted_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: in
     target = truth(pool, qrels, "AP")
     names = pool.run_names
     frames = []
-    for trial in range(trials):
-        sample = draw(design, pool, qrels, rate, seed + trial)
-        views = topic_views(pool, sample)
+    for trial, sample, views in drawn_samples(pool, qrels, design, rate, trials, seed):
         shared = SampleStrata(views, 1.0)
         parts = raw(names, views, sample, spec, 1.0)
         by_jack = raw(names, views, sample, jack, 1.0)
@@ -80,12 +82,7 @@ def assisted_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: in
         t_idx, r_idx = np.nonzero(np.array([v.pool.present for v in views]))
         rates = cross_fitted_rates(shared)
         per_topic_values = {
-            "k": np.array([judged_relevant(v.sample, 1.0) for v in views]),
-            "widens": np.array([bias_widens(v.sample, 1.0) for v in views]),
-            "census": np.array([is_census(v.sample) for v in views]),
-            "use": posterior_topics(shared),
-            "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
-                           for v in views]),
+            **topic_columns(views, shared),
             "ka": np.bincount(shared.frame.topic, weights=rates, minlength=len(views))}
         grid = {"value": parts.value, "V": parts.variance, "b": parts.bias,
                 "U": unseen_variance(parts.value, views, 1.0, "pooled", shared),
@@ -101,7 +98,6 @@ def assisted_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: in
             "trial": trial, "topic": topics[t_idx], "run": np.asarray(names)[r_idx],
             **{k: v[t_idx] for k, v in per_topic_values.items()},
             **{k: v[t_idx, r_idx] for k, v in grid.items()}}))
-        print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
     return pd.concat(frames, ignore_index=True)
 
 
@@ -166,25 +162,8 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per :func:`candidates` entry: the mean's bias (SE clustered by trial), rms, run bias
     sd, coverage (SE) and width; per-topic coverage, width and coverage by k (3: three or
     more); the topics' error correlation within a run."""
-    out = []
-    for name, (d, rule) in candidates(rows).items():
-        m = means(d, rule)
-        covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
-        per_trial = m["error"].groupby(level="trial").mean()
-        covered_trial = covered.groupby(level="trial").mean()
-        rms = float(np.sqrt((m["error"] ** 2).mean()))
-        topics = per_topic(d, rule).iloc[0]
-        out.append({"estimate, interval": name, "bias": float(m["error"].mean()),
-                    "bias se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
-                    "rms": rms,
-                    "run bias sd": float(m["error"].groupby(level="run").mean().std()),
-                    "covers": float(covered.mean()),
-                    "covers se": float(covered_trial.std(ddof=1) / np.sqrt(len(covered_trial))),
-                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
-                    "topic covers": topics["covers"], "topic width": topics["width"],
-                    **{f"k={i}": topics.get(f"covers k={i}", np.nan) for i in range(4)},
-                    "rho": correlation(d)})
-    return pd.DataFrame(out)
+    return pd.DataFrame([{**summary(name, d, rule), "rho": correlation(d)}
+                         for name, (d, rule) in candidates(rows).items()])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
