@@ -65,8 +65,9 @@ the default's per-topic coverage by k (:func:`per_topic`).
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -74,15 +75,17 @@ import pandas as pd
 
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
+from sampleval.core.sample import Sample
 from sampleval.estimation.engine.unseen import (
     SampleStrata,
+    ap_influence,
     completion_gap,
     posterior_ap,
     posterior_rates,
     posterior_topics,
     unseen_variance,
 )
-from sampleval.estimation.engine.views import topic_views
+from sampleval.estimation.engine.views import TopicView, topic_views
 from sampleval.estimation.family import FAMILIES
 from sampleval.estimation.result import (
     UNFLOORED,
@@ -156,19 +159,10 @@ def posterior_variance(shared: SampleStrata, spread: bool = True,
     s = np.sqrt(s2)
     total = np.bincount(frame.topic, weights=p, minlength=n_topics)
     for t, view in enumerate(shared.views):
-        at = view.frame_at_rank
         if total[t] <= 0:
             continue
         first, last = shared.offsets[t], shared.offsets[t + 1]
-        inside = at >= 0
-        p_k = np.where(inside, p[np.maximum(at, 0) + first], 0.0)
-        rank = np.arange(1, at.shape[1] + 1)
-        before = np.cumsum(p_k, axis=1) - p_k
-        after = np.cumsum((p_k / rank)[:, ::-1], axis=1)[:, ::-1] - p_k / rank
-        ap = (p_k * (1.0 + before) / rank).sum(axis=1) / total[t]
-        g = np.repeat(-ap[:, None] / total[t], last - first, axis=1)
-        r, k = np.nonzero(inside)
-        g[r, at[r, k]] = ((1.0 + before) / rank + after - ap[:, None])[r, k] / total[t]
+        ap, g = ap_influence(view, p[first:last])
         code = np.unique(h[first:last], return_inverse=True)[1]
         common = np.zeros((len(ap), int(code.max(initial=-1)) + 1))
         np.add.at(common.T, code, (g * s[first:last]).T)
@@ -219,6 +213,28 @@ def fit_variance(shared: SampleStrata, value: np.ndarray, present: np.ndarray) -
     return (len(m) - 1) / len(m) * ((m - m.mean(axis=0)) ** 2).sum(axis=0)
 
 
+def drawn_samples(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
+                  seed: int) -> Iterator[tuple[int, Sample, list[TopicView]]]:
+    """Each trial's sample (:func:`studies.interval_coverage.draw`, seed SEED + trial) and
+    its views, the trial's progress printed once it is done."""
+    for trial in range(trials):
+        sample = draw(design, pool, qrels, rate, seed + trial)
+        yield trial, sample, topic_views(pool, sample)
+        print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
+
+
+def topic_columns(views: list[TopicView], shared: SampleStrata) -> dict[str, np.ndarray]:
+    """Per topic: the relevant judged (``k``), whether a bias-aware interval widens there
+    (``widens``), whether the sample is a census, whether ``few=posterior`` stands (``use``)
+    and the share of the frame judged (``f``)."""
+    return {"k": np.array([judged_relevant(v.sample, 1.0) for v in views]),
+            "widens": np.array([bias_widens(v.sample, 1.0) for v in views]),
+            "census": np.array([is_census(v.sample) for v in views]),
+            "use": posterior_topics(shared),
+            "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
+                           for v in views])}
+
+
 def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
                seed: int) -> pd.DataFrame:
     """Every trial's rows (module docstring)."""
@@ -230,20 +246,13 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
     target = truth(pool, qrels, "AP")
     names = pool.run_names
     frames = []
-    for trial in range(trials):
-        sample = draw(design, pool, qrels, rate, seed + trial)
-        views = topic_views(pool, sample)
+    for trial, sample, views in drawn_samples(pool, qrels, design, rate, trials, seed):
         parts = raw(names, views, sample, spec, 1.0)
         topics = np.array([v.pool.topic for v in views], dtype=object)
         t_idx, r_idx = np.nonzero(np.array([v.pool.present for v in views]))
         shared = SampleStrata(views, 1.0)
         per_topic = {
-            "k": np.array([judged_relevant(v.sample, 1.0) for v in views]),
-            "widens": np.array([bias_widens(v.sample, 1.0) for v in views]),
-            "census": np.array([is_census(v.sample) for v in views]),
-            "use": posterior_topics(shared),
-            "f": np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
-                           for v in views]),
+            **topic_columns(views, shared),
             "N": np.array([v.sample.judged.size for v in views]),
             "Rhat": shared.relevant.r_hat,
             "Rpost": np.bincount(shared.frame.topic, weights=posterior_rates(shared),
@@ -263,7 +272,6 @@ def parts_rows(pool: Pool, qrels: Qrels, design: str, rate: float, trials: int,
             "trial": trial, "topic": topics[t_idx], "run": np.asarray(names)[r_idx],
             **{k: v[t_idx] for k, v in per_topic.items()},
             **{k: v[t_idx, r_idx] for k, v in grid.items()}}))
-        print(f"trial {trial + 1}/{trials} done", file=sys.stderr, flush=True)
     return pd.concat(frames, ignore_index=True)
 
 
@@ -557,22 +565,29 @@ def model_posterior_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per :func:`model_posterior_rules` candidate: the mean's bias, its Monte Carlo SE
     (clustered by trial) and rms; the mean's coverage, its SE and width; the per-topic
     coverage and width, and the per-topic coverage by k (3: three or more)."""
-    out = []
-    for name, (d, rule) in model_posterior_rules(rows).items():
-        m = means(d, rule)
-        covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
-        per_trial = m["error"].groupby(level="trial").mean()
-        covered_trial = covered.groupby(level="trial").mean()
-        rms = float(np.sqrt((m["error"] ** 2).mean()))
-        topics = per_topic(d, rule).iloc[0]
-        out.append({"estimate, interval": name, "bias": float(m["error"].mean()),
-                    "bias se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
-                    "rms": rms, "covers": float(covered.mean()),
-                    "covers se": float(covered_trial.std(ddof=1) / np.sqrt(len(covered_trial))),
-                    "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
-                    "topic covers": topics["covers"], "topic width": topics["width"],
-                    **{f"k={i}": topics.get(f"covers k={i}", np.nan) for i in range(4)}})
-    return pd.DataFrame(out)
+    return pd.DataFrame([summary(name, d, rule)
+                         for name, (d, rule) in model_posterior_rules(rows).items()])
+
+
+def summary(name: str, d: pd.DataFrame, rule: Rule) -> dict[str, object]:
+    """One candidate's figures on its rows ``d``: the mean's bias, its Monte Carlo SE
+    (clustered by trial), rms and the spread over runs of each run's mean error; the mean's
+    coverage, its SE and width; the per-topic coverage, width and coverage by k (3: three or
+    more)."""
+    m = means(d, rule)
+    covered = (m["error"] <= m["down"]) & (m["error"] >= -m["up"])
+    per_trial = m["error"].groupby(level="trial").mean()
+    covered_trial = covered.groupby(level="trial").mean()
+    rms = float(np.sqrt((m["error"] ** 2).mean()))
+    topics = per_topic(d, rule).iloc[0]
+    return {"estimate, interval": name, "bias": float(m["error"].mean()),
+            "bias se": float(per_trial.std(ddof=1) / np.sqrt(len(per_trial))),
+            "rms": rms, "run bias sd": float(m["error"].groupby(level="run").mean().std()),
+            "covers": float(covered.mean()),
+            "covers se": float(covered_trial.std(ddof=1) / np.sqrt(len(covered_trial))),
+            "width": float(((m["down"] + m["up"]) / 2).mean() / (Z * rms)),
+            "topic covers": topics["covers"], "topic width": topics["width"],
+            **{f"k={i}": topics.get(f"covers k={i}", np.nan) for i in range(4)}}
 
 
 def model_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -648,19 +663,29 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = simulation_parser(__doc__ or "", trials=20)
-    parser.add_argument("--collection", default="cranfield", choices=(*COLLECTIONS, *SMALL),
-                        help="collection (studies._cli.read_collection, or one of the small "
-                             "synthetic collections A, B, C: SMALL; default cranfield)")
-    parser.add_argument("--design", default="stratified",
-                        help="design, as interval_coverage's --designs (default stratified)")
-    parser.add_argument("--output", help="also write every (trial, topic, run) row here "
-                                         "(parquet)")
-    parser.add_argument("--rows", help="read the rows --output wrote (parquet) instead of "
-                                       "drawing them (--trials, --seed and --rate then only "
-                                       "label the output)")
-    args = parser.parse_args(argv)
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of the studies that draw rows per (trial, topic, run) on one cell
+    (this one and :mod:`studies.interval_assisted`)."""
+    out = simulation_parser(doc, trials=20)
+    out.add_argument("--collection", default="cranfield", choices=(*COLLECTIONS, *SMALL),
+                     help="collection (studies._cli.read_collection, or one of the small "
+                          "synthetic collections A, B, C: SMALL; default cranfield)")
+    out.add_argument("--design", default="stratified",
+                     help="design, as interval_coverage's --designs (default stratified)")
+    out.add_argument("--output", help="also write every (trial, topic, run) row here "
+                                      "(parquet)")
+    out.add_argument("--rows", help="read the rows --output wrote (parquet) instead of "
+                                    "drawing them (--trials, --seed and --rate then only "
+                                    "label the output)")
+    return out
+
+
+def read_rows(args: argparse.Namespace,
+              drawn: Callable[[Pool, Qrels, str, float, int, int], pd.DataFrame]
+              ) -> pd.DataFrame:
+    """The rows ``--rows`` names, or ``drawn``'s (pool, qrels, design, rate, trials, seed)
+    on the cell the arguments name; written to ``--output`` if given; the cell's line
+    printed."""
     if args.rows:
         rows = pd.read_parquet(args.rows)
     else:
@@ -670,11 +695,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs, qrels = read_collection(args.collection, args.data, args.depth)
             pool = Pool.from_runs(runs, depth=args.depth, qrels=qrels,
                                   score_type=FAMILIES["ht"].score_type)
-        rows = parts_rows(pool, qrels, args.design, args.rate, args.trials, args.seed)
+        rows = drawn(pool, qrels, args.design, args.rate, args.trials, args.seed)
     if args.output:
         rows.to_parquet(args.output)
     print(f"{args.collection}, {args.design} at {args.rate}, {args.trials} trials, seed "
           f"{args.seed}, {rows['topic'].nunique()} topics")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    rows = read_rows(parser(__doc__ or "").parse_args(argv), parts_rows)
     print(decomposition(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(table(rows).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     if "few_posterior" in rows:

@@ -135,6 +135,13 @@ VOCABULARY: dict[str, Option] = {option.name: option for option in (
                             "(the mean less biased where relevant documents are rare, but "
                             "the bias differs more between runs and the interval is not "
                             "calibrated: docs/research/calibration.md, section 15)",
+               "assisted": "AP itself by the difference (model-assisted) estimator: every "
+                           "frame document predicted relevant with the completion model's "
+                           "rate fitted on the other topics (cross-fitted in folds), the "
+                           "sample's residuals weighted by 1/pi; its variance the design's "
+                           "anticipated under that model (on stratified samples; elsewhere "
+                           "the design-based estimate with pooled's variance; "
+                           "docs/research/calibration.md, section 18)",
                "none": "as computed",
            }),
     Option("unseen", "whether AP~ppi's variance takes in the disagreements between labels "

@@ -16,7 +16,9 @@ sum for counts, as ``query_id == "all"``), with
   for the topics whose sample found no relevant document (:func:`upper_allowance`,
   :func:`summarise`'s ``upper``);
 - under ``few=posterior``, the estimate of the topics with few relevant documents judged
-  replaced by the completion model's posterior AP (:func:`corrected`).
+  replaced by the completion model's posterior AP (:func:`corrected`);
+- under ``few=assisted`` (``~ht``), the difference estimate with the completion model
+  cross-fitted over the topics, its variance anticipated under that model (:func:`assisted`).
 
 Families with intervals of another kind (importance sampling's Hoeffding and Bernstein
 bounds) build their own ``lo``/``hi`` on :func:`summarise`'s rows.
@@ -33,6 +35,7 @@ import pandas as pd
 from sampleval.estimation.engine.unseen import FORMS as UNSEEN_FORMS
 from sampleval.estimation.engine.unseen import (
     SampleStrata,
+    anticipated_ap_variance,
     completion_gap,
     posterior_ap,
     posterior_topics,
@@ -59,12 +62,18 @@ FEW_OPTION = pick("few", tuple(f for f in FEW_VALUES if f not in (*ALLOWED_FORMS
                   "moment")
 """AP's ``few`` option, as the AP families that take it declare it (``~ht`` and ``~ppi``:
 :data:`FEW_OPTION_POOLED`)."""
+ASSISTED = "assisted"
+"""The ``few`` value that estimates AP by the difference estimator with the completion model
+fitted on the other topics (``~ht`` only: :func:`sampleval.estimation.families.ht.
+assisted_topics`), its variance anticipated under that model (:func:`corrected`)."""
 FEW_OPTION_POOLED = pick("few", FEW_VALUES, "completed")
 """``~ht``'s ``few`` option, and ``~ppi``'s (which at zero predictions is ``~ht``):
 ``completed`` by default, ``pooled``'s variance with the upper side of the interval widened
 by :func:`upper_allowance` (issue 29: ``pooled``, the default before, leaves the mean's bias
 from the topics whose sample finds nothing uncovered; measured in docs/research/calibration.md,
 section 13). On samples without partly-sampled strata its numbers are ``moment``'s."""
+FEW_OPTION_HT = pick("few", (*FEW_VALUES, ASSISTED), "completed")
+"""``~ht``'s ``few`` option: :data:`FEW_OPTION_POOLED`'s values and :data:`ASSISTED`."""
 
 
 def is_census(topic: TopicSample) -> bool:
@@ -278,6 +287,9 @@ def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
     if not takes_few(spec):
         return parts
     few = spec.option("few")
+    if few == ASSISTED and views:
+        return assisted(spec, views, level, parts,
+                        SampleStrata(views, level) if shared is None else shared)
     widens = np.array([bias_widens(v.sample, level) for v in views], dtype=bool)
     value = parts.value
     if few in VALUE_FORMS and views:
@@ -290,6 +302,24 @@ def corrected(spec: EstimateSpec, views: list[TopicView], level: float,
     return TopicParts(value, few_floor(parts.value, parts.variance, views, level, few, shared),
                       np.where(widens.reshape(-1, *([1] * (parts.bias.ndim - 1))),
                                parts.bias, 0.0))
+
+
+def assisted(spec: EstimateSpec, views: list[TopicView], level: float, parts: TopicParts,
+             shared: SampleStrata) -> TopicParts:
+    """``few=assisted``'s rows: the difference estimate as the family made it, its variance
+    the design's anticipated under the cross-fitted completion model
+    (:func:`~sampleval.estimation.engine.unseen.anticipated_ap_variance` of the residuals;
+    issue 29, docs/research/calibration.md section 18), no bias widening. A topic the model
+    predicts nothing for (a sample without partly-sampled strata, or a fold whose other
+    topics found nothing relevant) keeps ``pooled``'s variance of its (then design-based)
+    estimate."""
+    rates = shared.assisted_rates
+    modelled = np.bincount(shared.frame.topic, weights=rates, minlength=len(views)) > 0
+    pooled = few_floor(parts.value, parts.variance, views, level, "pooled", shared)
+    if modelled.any():
+        pooled = np.where(modelled[:, None], anticipated_ap_variance(
+            shared, rates, cutoff=spec.cutoff), pooled)
+    return TopicParts(parts.value, pooled, np.zeros_like(parts.bias))
 
 
 def floored(parts: PartsFunction) -> PartsFunction:

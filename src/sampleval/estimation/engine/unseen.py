@@ -291,6 +291,11 @@ class SampleStrata:
         return retrieved_prior(*self.retrieved, self.frame.topic, "aslam")
 
     @cached_property
+    def assisted_rates(self) -> np.ndarray:
+        """``few=assisted``'s predictions (:func:`cross_fitted_rates`), made once a sample."""
+        return cross_fitted_rates(self)
+
+    @cached_property
     def model(self) -> tuple[np.ndarray, float, np.ndarray]:
         """The completion model, fitted over the topics (:meth:`fitted`)."""
         return self.fitted()
@@ -586,3 +591,107 @@ def posterior_topics(shared: SampleStrata) -> np.ndarray:
     covered = np.bincount(frame.topic, weights=unjudged & (frame.stratum >= 0),
                           minlength=n_topics)
     return (relevant <= POSTERIOR_UP_TO) & (left > 0) & (covered == left)
+
+
+FOLDS = 10
+"""``few=assisted``'s folds of topics (:func:`cross_fitted_rates`): topic t in fold t mod
+FOLDS, its rates fitted on the other folds."""
+
+
+def cross_fitted_rates(shared: SampleStrata, folds: int = FOLDS) -> np.ndarray:
+    """Per document of the concatenated frame, ``few=assisted``'s prediction: the completion
+    model's rate min(1, kappa prior_d^beta) (:meth:`SampleStrata.fitted`), kappa and beta
+    fitted (:func:`power_fit`) on the judged documents of the topics outside the document's
+    topic's fold (topic t in fold t mod ``folds``; cross-fitting, Chernozhukov et al.,
+    Econometrics Journal 21, 2018, sec. 3), the topic's own multiplier theta_t at its prior
+    mean 1: no label of the topic's own sample enters its rates, so that the difference
+    estimator they feed is design-unbiased for the topic's totals whatever the fit (Sarndal,
+    Swensson & Wretman 1992, sec. 6.3). 0 where the document cannot be judged (pi = 0) or no
+    run retrieved it, and for a fold whose other topics judged nothing relevant."""
+    frame, n_topics = shared.frame, len(shared.topics)
+    prior = shared.ap_prior
+    judged = ~np.isnan(frame.y) & (frame.stratum >= 0)
+    hit = np.nan_to_num(frame.y) > 0
+    keep = judged & (prior > 0)
+    fold = (np.arange(n_topics) % max(folds, 1))[frame.topic]
+    reachable = (prior > 0) & (np.nan_to_num(frame.pi) > 0)
+    out = np.zeros(len(prior))
+    for g in np.unique(fold):
+        fit = keep & (fold != g)
+        mine = reachable & (fold == g)
+        if (hit & fit).any() and mine.any():
+            kappa, beta = power_fit(hit[fit].astype(float), prior[fit])
+            out[mine] = np.minimum(1.0, kappa * prior[mine] ** beta)
+    return out
+
+
+
+def ap_influence(view: TopicView, q: np.ndarray, cutoff: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``([runs], [runs, frame documents])``: each run's AP = S/R of the topic's frame with
+    document d relevant with expectation ``q[d]`` (S = sum_k q_k (1 + sum_{j<k} q_j)/k over
+    the run's ranks k <= ``cutoff``, R = sum_d q_d > 0), and g_d = (dS_d - AP)/R, AP's
+    change per unit of q_d to first order (the ratio linearised, Cochran 1977, sec. 6.2):
+    dS_d = (1 + sum_{j<k} q_j)/k + sum_{i>k} q_i/i at the run's rank k of d, 0 where the run
+    did not retrieve it within the cutoff."""
+    total = q.sum()
+    at = view.frame_at_rank[:, :cutoff]
+    inside = at >= 0
+    q_k = np.where(inside, q[np.maximum(at, 0)], 0.0)
+    rank = np.arange(1, at.shape[1] + 1)
+    before = np.cumsum(q_k, axis=1) - q_k
+    after = np.cumsum((q_k / rank)[:, ::-1], axis=1)[:, ::-1] - q_k / rank
+    ap = (q_k * (1.0 + before) / rank).sum(axis=1) / total
+    g = np.repeat(-ap[:, None] / total, len(q), axis=1)
+    r, k = np.nonzero(inside)
+    g[r, at[r, k]] = ((1.0 + before) / rank + after - ap[:, None])[r, k] / total
+    return ap, g
+
+
+def anticipated_ap_variance(shared: SampleStrata, rates: np.ndarray, residual: bool = True,
+                            cutoff: int | None = None) -> np.ndarray:
+    """``[topics, runs]``: the design variance of AP's estimate anticipated under the
+    completion model ``rates`` (:func:`cross_fitted_rates`; Isaki & Fuller, JASA 77, 1982;
+    Sarndal, Swensson & Wretman 1992, sec. 12.2), which does not hinge on which rare relevant
+    documents the topic's sample holds. AP = S/R linearised (Cochran 1977, sec. 6.2) at the
+    completed frame q (judged documents as judged, the others at their rate r_d): document d
+    moves AP by g_d = (dS_d - AP)/R per unit of y_d, dS_d = (1 + sum_{j above d} q_j)/k +
+    sum_{i below d} q_i/i at the run's rank k of d, 0 where the run did not retrieve it
+    (:func:`ap_influence`). Under the model y_d ~ Bernoulli(r_d) independently; the stratified design's variance of
+    the sum of z_d over the frame, sum_h N_h^2 (1 - f_h)/n_h S_h^2 (f_h = n_h/N_h), has
+    expectation, from E S_h^2 = [(1 - 1/N_h) sum_h v_d + sum_h (m_d - mbar_h)^2]/(N_h - 1),
+
+        sum_h (1 - f_h)/f_h [(1 - 1/N_h) sum_h v_d + sum_h (m_d - mbar_h)^2] N_h/(N_h - 1),
+
+    v_d = g_d^2 r_d (1 - r_d); m_d = 0 for ``residual`` z_d = g_d (y_d - r_d) (the
+    difference estimator, ``few=assisted``), m_d = g_d r_d for z_d = g_d y_d (the
+    design-based estimate). Over the partly-sampled strata (0 on a census, and where R =
+    0). ``cutoff``: AP@cutoff (S over the ranks <= cutoff, as :func:`posterior_ap`)."""
+    frame = shared.frame
+    n_topics = len(shared.views)
+    out = np.zeros((n_topics, shared.ranks.shape[0]))
+    if not n_topics:
+        return out
+    q = np.where(np.isnan(frame.y), rates, frame.y)
+    partly = frame.stratum >= 0
+    h = np.where(partly, frame.stratum, 0)
+    size = frame.sizes[h].astype(float)
+    f = frame.drawn[h] / np.maximum(size, 1.0)
+    factor = np.where(partly & (f > 0) & (size > 1), (1.0 - f) / np.where(f > 0, f, 1.0)
+                      * size / np.maximum(size - 1.0, 1.0), 0.0)
+    spread = factor * (1.0 - 1.0 / np.maximum(size, 1.0)) * rates * (1.0 - rates)
+    total = np.bincount(frame.topic, weights=q, minlength=n_topics)
+    for t, view in enumerate(shared.views):
+        first, last = shared.offsets[t], shared.offsets[t + 1]
+        if total[t] <= 0 or not factor[first:last].any():
+            continue
+        g = ap_influence(view, q[first:last], cutoff)[1]
+        out[t] = (g**2 * spread[first:last]).sum(axis=1)
+        if not residual:  # the strata's spread of the means g_d r_d
+            m = g * rates[first:last]
+            code = h[first:last]
+            count = np.bincount(code, minlength=int(code.max()) + 1)
+            mean = np.stack([np.bincount(code, weights=row, minlength=len(count))
+                             for row in m]) / np.maximum(count, 1)
+            out[t] += ((m - mean[:, code]) ** 2 * factor[first:last]).sum(axis=1)
+    return out
