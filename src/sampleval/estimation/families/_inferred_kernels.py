@@ -77,26 +77,11 @@ def nist_pass(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                          np.ndarray, np.ndarray, np.ndarray]:
     """sample_eval's per-rank pass for every run of one topic (Yilmaz, Kanoulas & Aslam,
-    SIGIR 2008, sec. 3-4; inferred.py's module docstring).
-
-    ``frame_at_rank``: ``[n_runs, width]`` int64 frame index per rank (-1: ignored), width
-    already cut to the script's 1000; ``stratum``/``labels``/``sampled_index``: per frame
-    document (NaN label / index -1: not sampled; the index counts the sampled documents in
-    frame order); ``log2_rank[k]``: log2(k + 2), the discount of 0-based rank k.
-
-    Returns ``sap`` and ``gain`` (``[n_runs, n_strata]``: the sum of the precisions above the
-    relevant sampled documents of each stratum, and their discounted gain), ``docs`` and
-    ``smp`` (``[n_runs, n_strata]`` int64: retrieved and retrieved-sampled counts over the
-    whole list); with a variance (``var_kind`` VAR_LINEAR or VAR_APPENDIX) ``y`` and ``own``
-    (``[n_runs, n_sampled]``: each relevant document's precision and its variance, 0 for the
-    other sampled documents; the variance of the in-stratum rates is the unbiased
-    hypergeometric estimate at sample_eval's smoothed rate for VAR_LINEAR,
-    :func:`appendix_variance` for VAR_APPENDIX) and, for VAR_APPENDIX, ``cov``
-    (``[n_runs]``: sum over pairs of relevant documents at ranks k < m of c_k c_m (k/m)
-    Var(prec_k), the Appendix's covariance, c = ``coef`` of the document's stratum); with
-    ``with_rel_ret`` ``rel_ret`` (``[n_runs, width]``: inum_rel_ret at each rank);
-    unrequested ones are empty.
-    """
+    SIGIR 2008, sec. 3-4): per stratum the precisions above and the discounted gain of the
+    relevant sampled documents, the retrieved and retrieved-sampled counts, and on request each
+    relevant document's precision and its variance (``VAR_LINEAR``, ``VAR_APPENDIX``), the
+    Appendix's covariance and inum_rel_ret at each rank; unrequested ones are empty. Arguments
+    and returns: docs/guide/estimators.md#inferred-measures."""
     n_runs, width = frame_at_rank.shape
     n_sampled = int(sampled_index.max()) + 1 if len(sampled_index) else 0
     with_variance = var_kind != VAR_NONE

@@ -1,59 +1,15 @@
 """Importance-sampling estimators (Schnabel, Swaminathan, Frazier & Joachims, "Unbiased
-Comparative Evaluation of Ranking Functions", ICTIR 2016). The sampling distributions Q are
-the selection method's (:mod:`sampleval.selection.priors`). Eq. 4 and its normal interval are
-the engine's per-draw form with every prediction 0 (:mod:`sampleval.estimation.engine.values`,
-as ``~hh`` without a ratio-bias correction); what is specific to importance sampling here is
-nDCG's unrounded plug-in ideal and the Hoeffding and Bernstein intervals, which read Q over
-the whole frame (:func:`sampleval.core.design.draw_distribution`).
+Comparative Evaluation of Ranking Functions", ICTIR 2016) of P@k, DCG, R@k and nDCG from n
+i.i.d. draws from Q (the selection method's, :mod:`sampleval.selection.priors`).
 
-Measures that decompose over documents, U(h) = sum_y lambda(rank_h(y)) rel(y) over a topic's
-frame, are estimated from n i.i.d. draws x_1..x_n from Q by (eq. 4)
-
-    U-hat = (1/n) sum_i lambda(rank_h(x_i)) rel(x_i) / Q(x_i),
-
-unbiased whenever Q > 0 wherever lambda rel != 0 (a document drawn twice counts twice).
-``rel`` is ``clip(label - level + 1, 0, 1)`` for P and R: trec_eval's ``label >= level`` on
-integer grades, and linear between level - 1 and level, so that a label that is the mean of
-binary assessors' votes gives the expected vote; DCG's gain is ``max(label, 0)``. The
-estimators are linear in the label, hence unbiased for the measure of the expected label
-(sec. 7). Per measure (k the cutoff, r the rank):
-
-- P@k: lambda = 1/k on r <= k; DCG@k: lambda = 1/log2(r + 1) on r <= k (every r without k);
-- R@k = A / R, A = sum_{r <= k} rel and R = sum_y rel each estimated by eq. 4 (a ratio);
-- nDCG@k = DCG@k-hat / ideal(N-hat), N-hat_g the eq. 4 estimate of the number of documents of
-  grade g; the ideal ranking fills ranks with the grades in decreasing order, a fractional
-  count filling a rank pro rata (exactly trec_eval's ideal DCG for integer counts).
-
-Intervals at confidence ci = 1 - delta, for each topic and for the mean over the T topics a
-run retrieved for (topics sampled independently; M = sum_t w_t U_t, w_t = 1/T):
-
-- ``normal`` (eq. 16): U-hat +- z sqrt(s^2 / n), s^2 the sample variance of the per-draw terms
-  (ratios: of their linearisation, the delta method); for M the variances add:
-  z sqrt(sum_t w_t^2 s_t^2 / n_t).
-- ``hoeffding`` (eq. 17): U-hat +- b sqrt(ln(2/delta) / (2n)), b the range of the per-draw
-  terms, which lie in [0, b] with b = max over frame documents y with lambda(y) > 0 of
-  lambda(y) maxrel / Q(y) (maxrel 1 for P and R, the largest grade for DCG). For M,
-  Hoeffding's inequality on the pooled draws, each scaled by w_t / n_t into a range of width
-  w_t b_t / n_t: sqrt(ln(2/delta) / 2 * sum_t w_t^2 b_t^2 / n_t).
-- ``bernstein``: empirical Bernstein (Maurer & Pontil, "Empirical Bernstein Bounds and Sample
-  Variance Penalization", COLT 2009), by the proof of their Theorem 4 made two-sided and
-  applied to the pooled draws: with probability 1 - delta/3 every topic's standard deviation
-  is at most sigma_t = min(sqrt(V_t) + b_t sqrt(2 ln(3T/delta) / (n_t - 1)), b_t / 2) (their
-  Theorem 10 with a union bound over the T topics; V_t the unbiased sample variance; b/2 bounds
-  any [0, b] variable), and Bernstein's inequality (Boucheron, Lugosi & Massart, Concentration
-  Inequalities, Thm 2.10) at delta/3 per tail gives
-  sqrt(2 L sum_t w_t^2 sigma_t^2 / n_t) + L max_t(w_t b_t / n_t) / 3, L = ln(3/delta).
-  A single topic is the case T = 1, w = 1. Schnabel et al. name it as future work.
-
-Hoeffding and Bernstein intervals are intersected with the measure's range ([0, 1], or
-[0, inf) for DCG), then widened to hold the estimate itself where that lies outside the range
-(eq. 4 is unbiased, not range-bound: a P@k estimate can exceed 1). For the ratios R and nDCG they bound each mean the ratio is made of (at
-delta / C for C means, a union bound; R's and the grade counts' terms range up to
-max_y 1/Q(y) over the frame) and take the ratio's extreme values over that box; the mean over
-topics averages the topics' boxes taken at delta / (sum of their C) (a union bound over
-topics). The ranges b need Q over the whole frame: an importance sample records it in
-``round_probs`` (a document it lacks has Q = 0, hence b = inf when lambda > 0 there).
-"""
+Eq. 4 and its normal interval (eq. 16) are the engine's per-draw form with every prediction 0
+(:mod:`sampleval.estimation.engine.values`; ``~hh`` without a ratio-bias correction, nDCG's
+ideal the unrounded plug-in). Specific to importance sampling here: the ``interval`` option's
+``hoeffding`` (eq. 17) and ``bernstein`` (empirical Bernstein, Maurer & Pontil, COLT 2009)
+intervals, which need Q over the whole frame (``round_probs``;
+:func:`sampleval.core.design.draw_distribution`). Labels may be fractional (the expected
+label, sec. 7). The estimators and the intervals' formulas, for one topic, the mean over
+topics and the ratios: docs/guide/estimators.md#importance-sampling-intervals."""
 
 from __future__ import annotations
 
