@@ -77,11 +77,26 @@ def nist_pass(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                          np.ndarray, np.ndarray, np.ndarray]:
     """sample_eval's per-rank pass for every run of one topic (Yilmaz, Kanoulas & Aslam,
-    SIGIR 2008, sec. 3-4): per stratum the precisions above and the discounted gain of the
-    relevant sampled documents, the retrieved and retrieved-sampled counts, and on request each
-    relevant document's precision and its variance (``VAR_LINEAR``, ``VAR_APPENDIX``), the
-    Appendix's covariance and inum_rel_ret at each rank; unrequested ones are empty. Arguments
-    and returns: docs/guide/estimators.md#inferred-measures."""
+    SIGIR 2008, sec. 3-4; docs/guide/estimators.md#inferred-measures).
+
+    ``frame_at_rank``: ``[n_runs, width]`` int64 frame index per rank (-1: ignored), width
+    already cut to the script's 1000; ``stratum``/``labels``/``sampled_index``: per frame
+    document (NaN label / index -1: not sampled; the index counts the sampled documents in
+    frame order); ``log2_rank[k]``: log2(k + 2), the discount of 0-based rank k.
+
+    Returns ``sap`` and ``gain`` (``[n_runs, n_strata]``: the sum of the precisions above the
+    relevant sampled documents of each stratum, and their discounted gain), ``docs`` and
+    ``smp`` (``[n_runs, n_strata]`` int64: retrieved and retrieved-sampled counts over the
+    whole list); with a variance (``var_kind`` VAR_LINEAR or VAR_APPENDIX) ``y`` and ``own``
+    (``[n_runs, n_sampled]``: each relevant document's precision and its variance, 0 for the
+    other sampled documents; the variance of the in-stratum rates is the unbiased
+    hypergeometric estimate at sample_eval's smoothed rate for VAR_LINEAR,
+    :func:`appendix_variance` for VAR_APPENDIX) and, for VAR_APPENDIX, ``cov``
+    (``[n_runs]``: sum over pairs of relevant documents at ranks k < m of c_k c_m (k/m)
+    Var(prec_k), the Appendix's covariance, c = ``coef`` of the document's stratum); with
+    ``with_rel_ret`` ``rel_ret`` (``[n_runs, width]``: inum_rel_ret at each rank);
+    unrequested ones are empty.
+    """
     n_runs, width = frame_at_rank.shape
     n_sampled = int(sampled_index.max()) + 1 if len(sampled_index) else 0
     with_variance = var_kind != VAR_NONE
@@ -317,8 +332,8 @@ def _sum_as_numpy(a: np.ndarray, pairwise: bool) -> float:
 def ratio_variance_sums(y: np.ndarray, own: np.ndarray, x: np.ndarray, strata: np.ndarray,
                         estimate: np.ndarray, spread_coef: np.ndarray,
                         own_coef: np.ndarray) -> np.ndarray:
-    """The bracket of the stratified ratio variance (inferred.py's module docstring; Cochran,
-    Sampling Techniques, 1977, sec. 6.11) per run: sum over strata h of
+    """The bracket of the stratified ratio variance (Cochran, Sampling Techniques, 1977,
+    sec. 6.11; docs/guide/estimators.md#inferred-measures) per run: sum over strata h of
     ``spread_coef[h] * s_h^2(y - estimate x) / n_h`` (skipped when ``spread_coef[h]`` is NaN,
     i.e. n_h < 2) plus ``own_coef[h] * sum_h own``. ``y``/``own``: ``[n_runs, n_docs]``;
     ``strata``: stratum per document (-1: not sampled). s_h^2 is ``var(ddof=1)`` and
