@@ -53,7 +53,7 @@ register_family(EstimatorFamily(
     name="hh", title="per-draw (Hansen-Hurwitz) mean of z/p_t over all draws; unbiased under "
                      "adaptive draw probabilities for totals, ratios over per-draw totals",
     reference="Hansen & Hurwitz 1943; a martingale argument; pairs of draws as a U-statistic "
-              "(module docstring)",
+              "(docs/guide/estimators.md#per-draw-estimates)",
     bases=(Base("P", "required"), Base("DCG", "optional"),
            Base("NumRel"), Base("AP", "optional", options=("bias", "interval", "few")),
            Base("R", "required", options=(RATIO_BIAS,)),

@@ -338,7 +338,8 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
 
 register_family(EstimatorFamily(
     name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
-    reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
+    reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: "
+              "docs/guide/estimators.md#inferred-measures",
     bases=(Base("AP", alias="infAP", options=("variance", "bias", "few")),),
     requires=("has_strata",),
     compute=estimate_trec_eval, options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION),
