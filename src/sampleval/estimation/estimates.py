@@ -1,23 +1,13 @@
-"""Estimating measures from a Sample: one entry point, :func:`estimate`, over every family.
+"""Estimating measures from a Sample: one entry point, :func:`estimate`, over every family
+(the registry :data:`~sampleval.estimation.family.FAMILIES`; ``sampleval methods`` lists it).
 
-The families declare themselves in their own modules (:mod:`.family`); the registry
-:data:`~sampleval.estimation.family.FAMILIES` lists them (``sampleval methods`` prints them).
-
-Besides the estimate and its interval, every row says how far it can be trusted
-(docs/guide/estimating.md):
-
-- ``frame_share``: the share of the run's top documents (to the estimation depth) that lie
-  inside the sample's frame. Documents outside it count as not relevant, so a run the frame
-  does not cover (it did not contribute to the pool, or the sample was pooled from other
-  runs) is estimated low; below :data:`MIN_FRAME_SHARE` warns. (Called ``coverage`` before
-  0.2; the column is still given under that name for one release.)
-- ``imputed``: the share of the value that the estimator's smoothing constants make up rather
-  than judgments (:mod:`.imputation`); a value more than half imputed is flagged.
-
-The depth, the frame and the estimators come from :func:`sampleval.estimation.setup.setup_for`,
-the one function every command calls: the runs are cut where the frame was (the depth the
-sample was pooled at, ``meta.pool_depth``), and a plain measure (``AP``) means the estimator
-the sample's design prefers.
+The depth, the frame and the estimators come from
+:func:`sampleval.estimation.setup.setup_for`, as in every command. Besides the estimate and its
+interval, each row says how far it can be trusted: ``frame_share``, the share of the run's top
+documents inside the sample's frame (outside counts as not relevant; below
+:data:`MIN_FRAME_SHARE` warns; ``coverage``, its name before 0.2, for one release), and
+``imputed``, the share of the value the estimator's smoothing constants make up
+(:mod:`.imputation`; above one half is flagged). Both: docs/guide/estimating.md.
 """
 
 from __future__ import annotations

@@ -103,28 +103,13 @@ def bias_widens(topic: TopicSample, level: float) -> bool:
 def few_relevant_variance(values: np.ndarray, variances: np.ndarray, views: list[TopicView],
                           relevant: np.ndarray, few: str) -> np.ndarray:
     """AP's ``variances[topic, run]`` where the topic's sample holds ``relevant[topic]`` <= 1
-    relevant documents and is not a census (every judged document's pi_i = 1), under the
-    ``few`` option (:data:`FEW_OPTION`, issues 9 and 29). A ratio whose denominator rests on
-    one relevant document or none gives its delete-one jackknife (and its linearisation)
-    no spread to measure, so the variance computed there is raised to a floor F_tr:
-
-    * ``moment`` (``~hh``'s and the inferred family's default; ``~ht``'s and ``~ppi``'s,
-      ``pooled``, add :func:`few_floor`'s term first): F_tr = (1 - f_t) m2_r, f_t the
-      share of the topic's frame judged, m2_r the run's mean squared estimate, clip(AP-hat_sr, 0, 1)^2, over the topics
-      s whose sample holds a relevant document. Where the sample holds none, AP-hat is 0
-      and its error is the topic's true AP, whose expected square m2_r estimates from the
-      topics like it (a pooled-over-topics, empirical-Bayes plug-in for E[AP^2]); one
-      relevant found leaves an error of the same order. (1 - f_t) is the finite-population
-      correction: F vanishes at a census, so a judge-until-confident target stays
-      reachable. Where the run has no such topic, m2_r = 1/4.
-    * ``bernoulli``: F_tr = (1 - f_t) m_r (1 - m_r), m_r the run's mean clipped estimate
-      over the same topics: the Bhatia-Davis bound on the variance of a value in [0, 1]
-      with mean m_r (Bhatia & Davis, Amer. Math. Monthly 107, 2000).
-    * ``scaled`` (the default before): F = (1 - f_t)/4; ``bound``: F = 1/4, the largest
-      variance of a value in [0, 1] (Popoviciu's inequality), whatever the share judged;
-      ``none``: as computed.
-
-    Measured comparison: docs/research/calibration.md."""
+    relevant documents and is not a census, raised to a floor F_tr under the ``few`` option
+    (:data:`FEW_OPTION`, issues 9 and 29): ``moment`` (``~hh``'s and the inferred family's
+    default; ``~ht``'s and ``~ppi``'s, ``pooled``, add :func:`few_floor`'s term first), (1 -
+    f_t) times the run's mean squared clipped estimate over the topics with a relevant document
+    judged (1/4 where none); ``bernoulli`` (the Bhatia-Davis bound); ``scaled`` ((1 - f_t)/4);
+    ``bound`` (1/4, Popoviciu); ``none``. Why, and each floor: docs/guide/estimators.md#few-relevant-documents-judged;
+    measured: docs/research/calibration.md."""
     if few == "none":
         return variances
     share = np.array([float(v.sample.judged.mean()) if v.sample.judged.size else 1.0
@@ -345,22 +330,11 @@ def upper_allowance(spec: EstimateSpec, views: list[TopicView], level: float,
                     values: np.ndarray, shared: SampleStrata | None = None
                     ) -> np.ndarray | None:
     """``[topics, runs]``, the one-sided allowance that widens the upper side of AP's
-    intervals under ``few=completed`` (:func:`summarise`'s ``upper``), from the completion
-    gap (:func:`~sampleval.estimation.engine.unseen.completion_gap`: how far each estimate
-    would rise were the strata where nothing relevant was judged completed by the pooled
-    model of their unjudged documents):
-
-    * a topic whose sample holds no relevant document (and is not a census): its gap, the AP
-      the model expects there. Its estimate is 0, below a positive truth whatever the
-      sample: an error of one sign, which adds up over topics linearly (a variance, added in
-      quadrature, does not cover it: calibration.md, section 13);
-    * any other topic: its gap where negative (the model reads its estimate as high: the
-      ratio's compensation for the topics that found nothing, which offsets their error in
-      the mean), 0 where positive (that error has no sign the design knows, and the unseen
-      documents' term of ``pooled`` already carries those strata).
-
-    The mean's upper side then widens by max(sum of these, 0) / T, a topic's by its own
-    where positive. None for every other ``few`` value. ``shared``: :func:`shared_strata`."""
+    intervals under ``few=completed`` (:func:`summarise`'s ``upper``), from the completion gap
+    (:func:`~sampleval.estimation.engine.unseen.completion_gap`): a topic whose sample holds no
+    relevant document, its gap; any other, its gap where negative, 0 where positive. None for
+    every other ``few`` value. ``shared``: :func:`shared_strata`. Why each:
+    docs/guide/estimators.md#few-relevant-documents-judged."""
     if not takes_few(spec) or spec.option("few") not in ALLOWED_FORMS:
         return None
     gap = completion_gap(values, views, level, shared)

@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 from sampleval.errors import InputError
-from sampleval.measures.names import Measure
 
 NAMES = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
          "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret",
@@ -299,8 +298,3 @@ def _recount(group: GroupPrefs, pos: np.ndarray, njr: int, retrieved_only: bool
         keep &= (pa < njr) & (pb < njr)
     ful = np.count_nonzero(keep & (pa < njr) & (pa < pb))
     return float(ful), float(np.count_nonzero(keep))
-
-
-def compute_prefs(measure: Measure, values: dict[str, np.ndarray]) -> np.ndarray:
-    """The value of a preference measure from :func:`prefs_values`' results."""
-    return values[measure.name]

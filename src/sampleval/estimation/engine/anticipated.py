@@ -3,50 +3,15 @@
 stratified sample and over draws with replacement (active samples with a uniform share,
 importance samples).
 
-The design's variance estimator of a difference estimate, sum_h N_h^2 (1 - n_h/N_h) s_h^2 /
-n_h over the strata, is unbiased, but with two judged documents a stratum and residuals
-y_i - lam f_i that good predictions make rare, most samples hold none of them and estimate
-a variance near 0, a few hold one and estimate a large one: the intervals, right on
-average, are too short in most samples; the per-draw form's variance estimator, s^2/n of
-the n draws' terms, fails the same way. The anticipated variance (Isaki & Fuller, JASA
-1982; Sarndal, Swensson & Wretman, *Model Assisted Survey Sampling*, 1992, sec. 12.2) is the
-same design variance's expectation under a working model of the labels, so it does not hinge
-on which rare residuals the sample happened to hold.
-
-The model. P(y_i = 1) = mu_i = logistic(x_i' beta) for the binary label y_i =
-relevance(label, level), with x_i = (1, f_i, f_i^2, log r_i, f_i log r_i, log(1 + c_i),
-f_i log(1 + c_i), l_t, f_i l_t): f_i the document's prediction as the measure reads it, r_i
-its best rank over the runs, c_i the number of runs that retrieved it, and l_t the logit of
-its topic's share of relevant documents estimated from the topic's sample (Horvitz-Thompson,
-clipped to [1/(2N), 1 - 1/(2N)]), which lets the predictions' errors depend on the topic's
-prevalence (hard predictions that flip 10% of the labels are wrong on most of a
-low-prevalence topic's predicted-relevant documents). beta is fitted on the judged documents
-of every topic by iteratively reweighted least squares with the design weights 1/pi_i (the
-census pseudo-likelihood) and a small ridge. DCG's gain y_i = g in 0..G gets one such model
-of P(g >= k) for each grade k = 1..G (made non-increasing in k), so E[y_i] = sum_k P_k and
-E[y_i^2] = sum_k (2k - 1) P_k; a binary label is the case G = 1. Under the model, document
-i's residual in a run, e_i = w_i (y_i - lam f_i) (w_i the run's rank weight), has mean
-m_i = w_i (E[y_i] - lam f_i) and variance v_i = w_i^2 Var(y_i), independently, and:
-
-- stratified (:class:`Strata`): a stratum's population variance S_h^2 has expectation
-  [(1 - 1/N_h) sum_h v_i + sum_h (m_i - mbar_h)^2] / (N_h - 1), and the anticipated
-  variance is sum_h N_h^2 (1 - n_h/N_h)/n_h E S_h^2 (0 for the census stratum);
-- draws (:class:`Draws`): draw k's term e_d/p_k(d) has variance sum_d e_d^2/p_k(d) - (sum_d
-  e_d)^2 given the draws before it (the per-draw terms are martingale differences), so the
-  per-draw mean's anticipated variance is (1/n^2) sum_k [sum_d (m_d^2 + v_d)/p_k(d) -
-  (sum_d m_d)^2 - sum_d v_d]: it needs sum_k 1/p_k(d) of every frame document, n / p-bar(d),
-  which active and importance samples record in ``round_probs``' round 0 (p-bar the
-  harmonic mean of the draw probabilities; importance: Q). The draw probabilities are taken
-  as fixed, as the design's own estimator takes them.
-
-Coverage and width, measured: docs/research/predictions.md, "The anticipated variance: coverage on stratified samples".
-
-The model is learnt on the sample's own judged documents; where it cannot be fitted (fewer
-than ``MIN_JUDGED`` judged documents over the topics, or no relevant or no non-relevant
-one; for DCG, grades that are not whole numbers) the design's variance stands, as it does
-for a topic whose sample lacks p-bar of a frame document or gives one p-bar = 0 (a round
-that cannot draw it: the per-draw form is not unbiased there) and on the other designs.
-"""
+The design variance's expectation under a working model of the labels (Isaki & Fuller,
+JASA 1982; Sarndal, Swensson & Wretman 1992, sec. 12.2), so that it does not hinge on which
+rare residuals the sample happened to hold: a logistic model of relevance given the
+prediction, the best rank, the number of runs that retrieved the document and the topic's
+prevalence, fitted on every topic's judged documents with design weights (one model per grade
+for DCG). Where it cannot be fitted (fewer than ``MIN_JUDGED`` judged documents, one class
+only, fractional grades; a topic lacking p-bar of a frame document) the design's variance
+stands. The model and the two forms (:class:`Strata`, :class:`Draws`):
+docs/guide/estimators.md#the-anticipated-variance; coverage and width: docs/research/predictions.md."""
 
 from __future__ import annotations
 

@@ -109,29 +109,11 @@ def ap_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndar
     """AP-hat(lam) (``lam [2, n_runs]``, as :func:`~.difference.topic_estimate`) less the delete-one
     jackknife estimate of its ratio bias, and the jackknife variance of the replicates
     (``[n_runs]`` each; NaN variance where the sample has too few units), with whether
-    every replicate's R-hat(lam) is possible (:class:`Jackknife`). Each replicate
-    leaves one unit out and recomputes N-hat(lam)/R-hat(lam) in closed form, lam fixed (it
-    is learnt from the other topics) and the predictions' frame totals unchanged:
-
-    - stratified samples (Jones, JASA 1974; Wolter, Introduction to Variance Estimation,
-      2007, sec. 4.5; as ``AP~ht(bias=jackknife)``): the replicate without j of stratum h
-      re-weights h at n_h - 1 (1/pi = N_h/(n_h - 1), within-stratum pairs
-      N_h (N_h - 1)/((n_h - 1)(n_h - 2))) and loses j's row and column of pairs;
-      b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h - AP-hat), v = sum_h (1 - n_h/N_h)
-      (n_h - 1)/n_h sum_j (AP-hat_(hj) - mean_h)^2 (the judged documents that are not
-      units, with label and predictions 0, change only the weights: one replicate each);
-      the replicates' per-stratum sums are :func:`ap_taylor_jackknife`'s, without its Taylor
-      term, so a stratum of two judged documents holds its pairs' sum at the full sample's
-      estimate in its replicates (that function's rule);
-    - other designs with inclusion probabilities (independent inclusions): AP-hat_(k) =
-      (N-hat - c_k)/(R-hat - d_k), c_k and d_k unit k's shares; b = sum_k (1 - pi_k)
-      [AP-hat_(k) - AP-hat + (c_k - AP-hat d_k)/R-hat] (its second-order part, as
-      ``replicates.average_precision_jackknife``), v = sum_k (1 - pi_k)
-      (AP-hat_(k) - AP-hat)^2;
-    - draws (Quenouille, Biometrika 1956): the replicate without draw k re-weights the
-      others to n - 1 draws (1/((n - 1) p) each, pairs 1/((n - 1)(n - 2) p_k p_l));
-      b = (n - 1)(mean_k AP-hat_(k) - AP-hat), v = (n - 1)/n sum_k (AP-hat_(k) - mean)^2.
-    """
+    every replicate's R-hat(lam) is possible (:class:`Jackknife`). Each replicate leaves one
+    unit out and recomputes N-hat(lam)/R-hat(lam) in closed form, lam and the predictions' frame
+    totals fixed: stratified samples (Jones, JASA 1974; Wolter 2007, sec. 4.5), other designs
+    with inclusion probabilities ((1 - pi)-weighted), draws (Quenouille, Biometrika 1956). The
+    three forms: docs/guide/estimators.md#the-jackknives-of-ap."""
     y, f = relevance(data.labels, level), relevance(data.predicted, level)
     frame_f = relevance(data.frame.predicted, level)
     units, ranks, cut = data.units, data.ranks, spec.cutoff
@@ -225,44 +207,16 @@ def _per(values: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
 
 def ap_taylor_jackknife(spec: EstimateSpec, level: float, data: TopicData, lam: np.ndarray,
                         pairs: np.ndarray | None = None) -> Corrected:
-    """The Taylor-corrected AP-hat(lam) theta_T = Q + (C(iN, iR) - Q V(iR))/R-hat^2
-    (``bias=taylor``, :func:`taylor_bias`) less the stratified delete-one jackknife's
-    estimate of its remaining bias, b = sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_T(hj) -
-    theta_T), as ``AP~ht(bias=taylor-jackknife)`` (:mod:`sampleval.estimation.engine.replicates`; Quenouille 1956,
-    Jones 1974, Wolter 2007, sec. 4.5). Each replicate theta_T(hj) leaves out one judged
-    document j of stratum h, h's design at n_h - 1, and recomputes AP-hat(lam) *and* its
-    Taylor term: the HT (co)variances of the linearised numerator iN = iN^y - lam_N iN^f
-    and denominator iR = W (y - lam_R f), prediction parts included. A stratum of two
-    judged documents is at one in its replicates, where the sum over its pairs (weight
-    N_h (N_h - 1)/(n_h (n_h - 1))) has no estimate: its replicates hold the full sample's,
-    whose expectation does not depend on n_h (0 would make b carry minus it:
-    docs/research/audit.md, "Why audit-neyman's intervals were too wide"). lam (``[2, n_runs]``)
-    is held at the full sample's value in every replicate (it is learnt from the other
-    topics, or fixed where the ratio went astray) and the predictions' frame totals stay
-    as they are. The variance: sum_h (1 - f_h)(n_h - 1)/n_h sum_j (theta_T(hj) -
-    mean_h)^2.
-
-    Closed form, all replicates at once (per topic O(runs x (K x strata + strata^2)), K the
-    units a run retrieved; the per-stratum pair sums compiled, :mod:`sampleval.estimation.engine.kernels`): under
-    stratified SRS the pair weight W_gg' (a_g a_g', or N_g (N_g - 1)/(n_g (n_g - 1)) within
-    g) and the HT form, per stratum (1 - f_g)[sum_k a_k b_k - (A_g B_g - sum_k a_k b_k)/(n_g - 1)], depend
-    on the strata alone, so every quantity is a function of per-stratum sums:
-    U_gg' = sum_{k in g, l in g', l != k} Z_kl and T_gg' = the same weighted by r_k =
-    y_k - lam_R f_k, Z_kl = x_kl + x_lk = (y_k y_l - lam_N f_k f_l)/max(rank_k, rank_l); the
-    diagonal terms X_kk = (y_k^2 - lam_N f_k)/rank_k; and R's sums of r and r^2. Leaving j
-    out subtracts its row and column (its sums by stratum, Z_j. and sum_l r_l Z_lj) and
-    re-weights stratum h.
-
-    ``possible`` says per run whether every replicate that enters keeps R-hat' at or above
-    the relevant documents it holds; :func:`~sampleval.estimation.engine.values.ppi_values`
-    gives a run where one does not lam = 0 for the whole topic. A replicate's AP-hat'
-    outside [0, 1] is taken as it comes (docs/research/predictions.md, "AP's remaining
-    bias").
-
-    Only samples whose units carry strata (the ``ht`` form on stratified SRS: ``uniform``,
-    ``strata``, ``stratified``, a census) are supported: a design with independent inclusions
-    (Poisson) or per-draw units (with-replacement, importance) raise a UsageError (the
-    replicates of a per-draw U-statistic would need their own derivation; not built)."""
+    """The Taylor-corrected AP-hat(lam) theta_T (``bias=taylor``, :func:`taylor_bias`) less the
+    stratified delete-one jackknife's estimate of its remaining bias, with the replicates'
+    variance, as ``AP~ht(bias=taylor-jackknife)`` (Quenouille 1956, Jones 1974, Wolter 2007,
+    sec. 4.5): each replicate recomputes AP-hat(lam) *and* its Taylor term, lam (``[2,
+    n_runs]``) and the predictions' frame totals held; in closed form, all replicates at once
+    (the per-stratum pair sums compiled, :mod:`sampleval.estimation.engine.kernels`).
+    ``possible`` says per run whether every replicate that enters keeps R-hat' at or above the
+    relevant documents it holds. Stratified samples only (the ``ht`` form on stratified SRS);
+    other designs raise a UsageError. The estimator, its closed form and the rule for a stratum
+    of two judged documents: docs/guide/estimators.md#the-jackknives-of-ap."""
     units = data.units
     if units.strata is None:
         raise UsageError("bias=taylor-jackknife needs a stratified sample (uniform, strata, "

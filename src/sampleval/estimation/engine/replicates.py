@@ -2,23 +2,11 @@
 Tukey 1958; for strata Jones, JASA 1974, and Wolter, *Introduction to Variance Estimation*,
 2nd ed., 2007, sec. 4.5; with (1 - pi)-weights on designs with independent inclusions): its
 variance and bias, of the estimate as reported (each replicate recomputing the Taylor
-correction), of a corrected estimate's remaining bias, and the double jackknife. Replicates
-are computed by updating the full sample's sums, not by recomputing them
-(``tests/unit/test_ap_kernels.py`` checks them against the recomputation).
-:func:`strata_jackknife` is the one stratified combination of replicates, every family's.
-
-- ``taylor-jackknife``: the Taylor-corrected estimate theta_T (Cochran 1977, ch. 6) less the
-  jackknife's estimate of *its* remaining bias (the O(1/n) error of the estimated correction
-  and the higher-order terms), b = sum_h (1 - n_h/N_h) (n_h - 1) (mean_h theta_T(.) -
-  theta_T) over theta_T's replicates (stratum h's design at n_h - 1), with their jackknife
-  variance (the corrected estimate's first-order variance, Efron & Tibshirani 1993, sec.
-  10.5). With independent inclusions the (1 - pi_k)-weighted replicates' first-order part
-  does not cancel and is taken out: b = sum_k (1 - pi_k) [theta_T(k) - theta_T + (c_k -
-  AP-hat x_k)/R-hat].
-- ``double``: the delete-one jackknife variance of the jackknife-corrected AP-hat, each
-  replicate re-running the corrected estimator without one judged document (Efron &
-  Tibshirani 1993, sec. 10.5 and 11.4, the jackknife-after-jackknife).
-"""
+correction), of a corrected estimate's remaining bias (``taylor-jackknife``), and the double
+jackknife (Efron & Tibshirani 1993, sec. 10.5 and 11.4). Replicates are computed by updating
+the full sample's sums, not by recomputing them (``tests/unit/test_ap_kernels.py`` checks
+them against the recomputation). :func:`strata_jackknife` is the one stratified combination
+of replicates, every family's. The estimators: docs/guide/estimators.md#the-jackknives-of-ap."""
 
 from __future__ import annotations
 
@@ -173,26 +161,11 @@ def average_precision_jackknife(y: np.ndarray, pi: np.ndarray, pi_joint: np.ndar
                                 paper: bool = False, correct: bool = False,
                                 pairs: np.ndarray | None = None) -> HTEstimate:
     """AP-hat (:func:`average_precision`) with the delete-one jackknife variance of a design
-    with (nearly) independent inclusions (Poisson, prels, with-replacement rounds):
-    v = sum_{k in S} (1 - pi_k) (AP-hat_(k) - AP-hat)^2, AP-hat_(k) the estimate without k
-    (its pairs and its 1/pi_k in R-hat removed). For a total this is the Poisson HT variance
-    sum (1 - pi_k) y_k^2/pi_k^2; for the ratio it keeps AP's curvature, which the
-    linearisation drops (docs/research/ht.md).
-
-    ``correct``: less the jackknife estimate of the ratio's bias. Deleting k moves the
-    numerator by its contribution c_k and R-hat by x_k = y_k/pi_k, so AP-hat_(k) - AP-hat =
-    -(c_k - AP-hat x_k)/(R-hat - x_k): a first-order part -(c_k - AP-hat x_k)/R-hat, which
-    under Poisson-type sampling does not sum to 0 as it does in Quenouille's equal-weight
-    jackknife, plus a second-order part. The bias estimate keeps the second-order part:
-    b = sum_{k in S} (1 - pi_k) [AP-hat_(k) - AP-hat + (c_k - AP-hat x_k)/R-hat]
-      = sum_{k in S} (1 - pi_k) x_k (AP-hat x_k - c_k) / (R-hat (R-hat - x_k)),
-    which to first order is (AP-hat V-hat(R-hat) - C-hat(N-hat, R-hat))/R-hat^2 with the
-    Poisson variance estimators, the classical bias of a ratio estimate (Cochran, Sampling
-    Techniques, 3rd ed., 1977, ch. 6, the bias of the ratio estimate to order 1/n; Sarndal,
-    Swensson & Wretman 1992, sec. 7.3.1).
-
-    ``pairs``: per pair (a, b) of runs, the difference AP-hat_a - AP-hat_b and its
-    jackknife variance, from the differences of their replicates."""
+    with (nearly) independent inclusions (Poisson, prels, with-replacement rounds),
+    v = sum_{k in S} (1 - pi_k) (AP-hat_(k) - AP-hat)^2; ``correct``: less the jackknife's
+    estimate of the ratio's bias (its second-order part; Cochran 1977, ch. 6); ``pairs``: per
+    pair (a, b) of runs, the difference AP-hat_a - AP-hat_b and its jackknife variance, from the
+    differences of their replicates. The derivation: docs/guide/estimators.md#the-jackknives-of-ap."""
     value, variance, bias = _independent(y, pi, pi_joint, ranks, cutoff, paper, False, pairs)
     return HTEstimate(value - bias if correct else value, variance)
 

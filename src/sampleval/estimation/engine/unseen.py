@@ -2,62 +2,16 @@
 computed from the judged values alone (issue 29, item 1; docs/research/calibration.md,
 section 11).
 
-Where a partly-sampled stratum h (0 < n_h < N_h) of a topic holds no judged relevant
-document, every variance computed from the judged values (the stratified jackknife, the
-linearised variance) gets nothing from it; and where a run retrieved none of the topic's
-judged relevant documents, its AP-hat and all its replicates are 0, whatever was found.
-On such (topic, run) rows an interval can have zero width while the truth is not 0
-(calibration.md, sections 9 and 10). This module adds, for each such stratum and run, the
-posterior expected squared error of the estimate's implicit assumption that the
-stratum's M_h = N_h - n_h unjudged documents hold no relevant document beyond the rate found:
-
-* the relevance rate p_h of the stratum has a Beta(a_h, b_h) prior; after x_h relevant in
-  n_h draws without replacement its posterior is Beta(a_h + x_h, b_h + n_h - x_h) (the
-  beta-binomial model of a finite population: Gelman et al., Bayesian Data Analysis, 3rd
-  ed. 2013, sec. 2.4 and 5.3, eq. 5.8 for the beta-binomial's moments);
-* an unjudged document d of h, relevant with probability p_h given p_h (exchangeable),
-  would change the run's AP-hat by g_d, the one-document difference of the plug-in ratio
-  AP = S / R (S = sum_i y_i / r_i sum_{j: r_j <= r_i} y_j, R = sum_i y_i, judged y weighted
-  by 1/pi_i): g_d = (dS_d - AP-hat) / (R-tilde + 1), dS_d = (1 + sum_{j above d} y_j/pi_j)/r_d
-  + sum_{i below d} y_i/(pi_i r_i) for a document the run retrieved at rank r_d, 0 for one it
-  did not (the linearisation of the ratio, Cochran 1977 sec. 6.2, taken as a finite step
-  of one document, at R-tilde = R-hat + sum_h M_h E[p_h] over the partly-sampled strata
-  where nothing relevant was found (which R-hat counts as holding none; R-hat's weights
-  1/pi already expand what the other strata found), so that it is defined at R-hat = 0
-  and does not count every unseen relevant document as the first);
-* the error E_h = sum_{d unjudged in h} u_d g_d (u_d ~ Bernoulli(p_h)) has posterior second
-  moment E[E_h^2] = E[p] sum_d g_d^2 + E[p^2] ((sum_d g_d)^2 - sum_d g_d^2); their sum over
-  the strata, at most max(AP-hat, 1 - AP-hat)^2 (AP lies in [0, 1]), is added to the
-  variance of the row.
-
-The term applies, for a run, to the strata with no judged relevant document, and to every
-partly-sampled stratum where the run retrieved none of the topic's judged relevant documents
-(its AP-hat is 0 however many were found). Census strata (n_h = N_h) and strata with no draw
-have no unjudged document the design can speak for; on samples without strata the term is
-not defined (0). The ``moment`` floor of topics with at most one relevant document judged
-(:func:`sampleval.estimation.result.few_relevant_variance`) applies after the term.
-
-Priors (the ``few`` option's values, :data:`FORMS`):
-
-* ``jeffreys``: a_h = b_h = 1/2 (Jeffreys' prior for a binomial rate; Brown, Cai & DasGupta,
-  Statistical Science 16, 2001, sec. 4.1.2).
-* ``pooled``: a prior centred on a rate pooled over the topics by stratum depth and
-  scaled to the topic, p_th = min(1, kappa theta_t pi_h) (the design's pi_h = n_h / N_h is
-  proportional to the documents' prior relevance, which ranks the strata by depth; theta_t
-  the topic's multiplier, shrunk to 1 by what its strata found), of strength a_h + b_h = c
-  estimated from the same strata (:func:`pooled_prior`): an empirical-Bayes beta-binomial.
-* ``completed``: ``pooled``'s term; and, for the interval's upper side (not the variance),
-  the completion gap (:func:`completion_gap`): how far each estimate would rise were the
-  strata where nothing relevant was judged completed by a model of their unjudged
-  documents (:attr:`SampleStrata.model`), which
-  :func:`sampleval.estimation.result.upper_allowance` turns into a one-sided allowance
-  (issue 29; docs/research/calibration.md, section 13).
-* ``posterior``: ``pooled``'s term; and, on the topics whose sample holds at most
-  :data:`POSTERIOR_UP_TO` relevant documents and whose unjudged frame documents all lie in
-  partly-sampled strata, the estimate itself replaced by :func:`posterior_ap` (every
-  partly-sampled stratum completed by the model's posterior; issue 29 item 2,
-  docs/research/calibration.md, section 15).
-"""
+For each partly-sampled stratum with no judged relevant document (and each one, for a run
+that retrieved none of the topic's judged relevant documents), the posterior expected
+squared error of assuming its unjudged documents hold no relevant one, under a beta-binomial
+model of the stratum's relevance rate (Gelman et al., Bayesian Data Analysis, 3rd ed. 2013,
+sec. 2.4 and 5.3), each document weighted by its one-document change of AP-hat (Cochran
+1977, sec. 6.2), at most max(AP-hat, 1 - AP-hat)^2; 0 without strata. Priors (the ``few``
+option's values, :data:`FORMS`): ``jeffreys``, ``pooled`` (empirical Bayes over the topics,
+:func:`pooled_prior`), ``completed`` (also :func:`completion_gap`'s upper allowance) and
+``posterior`` (also :func:`posterior_ap`'s estimate). The derivation:
+docs/guide/estimators.md#the-unseen-relevant-documents."""
 
 from __future__ import annotations
 
@@ -500,21 +454,10 @@ def completion_gap(values: np.ndarray, views: list[TopicView], level: float,
                    shared: SampleStrata | None = None) -> np.ndarray:
     """``[topics, runs]``: how far each run's AP-hat (``values``) would rise were the
     partly-sampled strata where nothing relevant was judged completed by a model of their
-    unjudged documents, c_t - AP-hat_t (``few=completed``'s allowance; issue 29,
-    docs/research/calibration.md section 13). ``shared``: the sample's :class:`SampleStrata`
-    (made here if not given).
-
-    The model (:attr:`SampleStrata.model`, fitted on every topic's judged documents): document d
-    relevant with rate r_d = min(1, kappa theta_t prior_d^beta), prior_d its AP-prior
-    (:func:`~sampleval.core.ap_prior.prior_at_ranks`), shrunk by the stratum's
-    none-in-n_h draws to q_d = c r_d / (c + n_h) (the Beta posterior mean, c the strength of
-    :func:`pooled_prior`). The completed estimate adds the expected relevant documents to the
-    ratio: c_t = clip((AP-hat R-hat + sum_d q_d dS_d) / (R-hat + sum_d q_d), 0, 1), dS_d the
-    change of the numerator were d relevant (:meth:`SampleStrata.change`), the ratio of
-    expectations (Cochran 1977, sec. 6.2, first order). Where nothing relevant was judged it
-    is the AP the model expects (AP-hat = 0 there); where something was, the ratio falls as
-    R grows (the ratio's compensation for the topics that found nothing is counted). 0 on
-    topics without partly-sampled strata."""
+    unjudged documents (:attr:`SampleStrata.model`), c_t - AP-hat_t (``few=completed``'s
+    allowance; issue 29, docs/research/calibration.md section 13); 0 on topics without
+    partly-sampled strata. ``shared``: the sample's :class:`SampleStrata` (made here if not
+    given). The model and c_t: docs/guide/estimators.md#the-unseen-relevant-documents."""
     shared = SampleStrata(views, level) if shared is None else shared
     out = np.zeros(values.shape)
     if not any(s.partly.any() for s in shared.topics):

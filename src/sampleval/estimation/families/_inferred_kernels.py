@@ -77,7 +77,7 @@ def nist_pass(frame_at_rank: np.ndarray, stratum: np.ndarray, labels: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                          np.ndarray, np.ndarray, np.ndarray]:
     """sample_eval's per-rank pass for every run of one topic (Yilmaz, Kanoulas & Aslam,
-    SIGIR 2008, sec. 3-4; inferred.py's module docstring).
+    SIGIR 2008, sec. 3-4; docs/guide/estimators.md#inferred-measures).
 
     ``frame_at_rank``: ``[n_runs, width]`` int64 frame index per rank (-1: ignored), width
     already cut to the script's 1000; ``stratum``/``labels``/``sampled_index``: per frame
@@ -332,8 +332,8 @@ def _sum_as_numpy(a: np.ndarray, pairwise: bool) -> float:
 def ratio_variance_sums(y: np.ndarray, own: np.ndarray, x: np.ndarray, strata: np.ndarray,
                         estimate: np.ndarray, spread_coef: np.ndarray,
                         own_coef: np.ndarray) -> np.ndarray:
-    """The bracket of the stratified ratio variance (inferred.py's module docstring; Cochran,
-    Sampling Techniques, 1977, sec. 6.11) per run: sum over strata h of
+    """The bracket of the stratified ratio variance (Cochran, Sampling Techniques, 1977,
+    sec. 6.11; docs/guide/estimators.md#inferred-measures) per run: sum over strata h of
     ``spread_coef[h] * s_h^2(y - estimate x) / n_h`` (skipped when ``spread_coef[h]`` is NaN,
     i.e. n_h < 2) plus ``own_coef[h] * sum_h own``. ``y``/``own``: ``[n_runs, n_docs]``;
     ``strata``: stratum per document (-1: not sampled). s_h^2 is ``var(ddof=1)`` and

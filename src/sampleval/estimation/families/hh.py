@@ -1,28 +1,19 @@
 """The per-draw (Hansen-Hurwitz) family ``~hh``, for with-replacement designs, adaptive ones
 included.
 
-Hansen & Hurwitz ("On the theory of sampling from finite populations", Ann. Math. Stat.,
-1943) estimate a total T = sum_d z_d from n draws d_1..d_n with replacement, draw k taking
-document d with probability p_k(d), by T-hat = (1/n) sum_k z_{d_k} / p_k(d_k). p_k may depend
-on everything drawn and judged before draw k (active sampling, Li & Kanoulas, CIKM 2017;
-importance sampling, Schnabel et al., ICTIR 2016, eq. 4, the case p = Q): with F_{k-1} the
-history before draw k, X_k = z_{d_k}/p_k(d_k) - T are martingale differences, so T-hat is
-unbiased for a fixed n whenever p_k(d) > 0 wherever z_d != 0, and its variance is estimated
-by s^2/n of the per-draw terms. Ratios (AP, R@k, Rprec, nDCG) are ratios of such estimates;
-AP's numerator, a sum over ordered pairs of documents, is a U-statistic of order 2 over
-pairs of draws of two different documents (Hoeffding 1948), unbiased by the same argument.
-No ratio is unbiased: AP's ``bias`` option (jackknife, the default, Quenouille 1956; taylor;
-none) and the others' ``bias`` (taylor, none) remove the first-order term (Cochran 1977, sec. 6.8).
+T-hat = (1/n) sum_k z_{d_k} / p_k(d_k) over n draws with replacement (Hansen & Hurwitz, Ann.
+Math. Stat. 1943), unbiased for a fixed n whenever p_k(d) > 0 wherever z_d != 0, even where
+p_k depends on the draws before (active sampling, Li & Kanoulas, CIKM 2017; importance
+sampling, Schnabel et al., ICTIR 2016, eq. 4); its variance s^2/n of the per-draw terms.
+Ratios (AP, R@k, Rprec, nDCG) are ratios of such estimates, AP's numerator a U-statistic over
+pairs of draws (Hoeffding 1948). The martingale argument: docs/guide/estimators.md#per-draw-estimates.
 
-Every measure is the prediction-powered engine's ``draws`` form with predictions 0
-(:func:`sampleval.estimation.engine.values.without_predictions`), so ``X~hh`` is
-``X~ppi(weights=draws,variance=design)`` with predictions all 0, value, interval and
-differences. Options: AP's ``bias``, ``interval`` (bias-aware: widened by the gap between
-the jackknife's and the Taylor correction) and ``few``; R@k's, Rprec's and nDCG's ``bias``;
-Rprec's ``cut``.
-Which designs take ``~hh`` by default, and the measurements behind it:
-docs/research/hh.md.
-"""
+``X~hh`` is ``X~ppi(weights=draws,variance=design)`` with predictions all 0
+(:func:`sampleval.estimation.engine.values.without_predictions`). Options: AP's ``bias``
+(jackknife, the default, Quenouille 1956; taylor; none: Cochran 1977, sec. 6.8),
+``interval`` (bias-aware: widened by the gap between the jackknife's and the Taylor
+correction) and ``few``; R@k's, Rprec's and nDCG's ``bias``; Rprec's ``cut``. Which designs
+take ``~hh`` by default, and the measurements behind it: docs/research/hh.md."""
 
 from __future__ import annotations
 
@@ -62,7 +53,7 @@ register_family(EstimatorFamily(
     name="hh", title="per-draw (Hansen-Hurwitz) mean of z/p_t over all draws; unbiased under "
                      "adaptive draw probabilities for totals, ratios over per-draw totals",
     reference="Hansen & Hurwitz 1943; a martingale argument; pairs of draws as a U-statistic "
-              "(module docstring)",
+              "(docs/guide/estimators.md#per-draw-estimates)",
     bases=(Base("P", "required"), Base("DCG", "optional"),
            Base("NumRel"), Base("AP", "optional", options=("bias", "interval", "few")),
            Base("R", "required", options=(RATIO_BIAS,)),

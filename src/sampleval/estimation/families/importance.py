@@ -1,65 +1,20 @@
 """Importance-sampling estimators (Schnabel, Swaminathan, Frazier & Joachims, "Unbiased
-Comparative Evaluation of Ranking Functions", ICTIR 2016). The sampling distributions Q are
-the selection method's (:mod:`sampleval.selection.priors`). Eq. 4 and its normal interval are
-the engine's per-draw form with every prediction 0 (:mod:`sampleval.estimation.engine.values`,
-as ``~hh`` without a ratio-bias correction); what is specific to importance sampling here is
-nDCG's unrounded plug-in ideal and the Hoeffding and Bernstein intervals, which read Q over
-the whole frame (:func:`sampleval.core.design.draw_distribution`).
+Comparative Evaluation of Ranking Functions", ICTIR 2016) of P@k, DCG, R@k and nDCG from n
+i.i.d. draws from Q (the selection method's, :mod:`sampleval.selection.priors`).
 
-Measures that decompose over documents, U(h) = sum_y lambda(rank_h(y)) rel(y) over a topic's
-frame, are estimated from n i.i.d. draws x_1..x_n from Q by (eq. 4)
-
-    U-hat = (1/n) sum_i lambda(rank_h(x_i)) rel(x_i) / Q(x_i),
-
-unbiased whenever Q > 0 wherever lambda rel != 0 (a document drawn twice counts twice).
-``rel`` is ``clip(label - level + 1, 0, 1)`` for P and R: trec_eval's ``label >= level`` on
-integer grades, and linear between level - 1 and level, so that a label that is the mean of
-binary assessors' votes gives the expected vote; DCG's gain is ``max(label, 0)``. The
-estimators are linear in the label, hence unbiased for the measure of the expected label
-(sec. 7). Per measure (k the cutoff, r the rank):
-
-- P@k: lambda = 1/k on r <= k; DCG@k: lambda = 1/log2(r + 1) on r <= k (every r without k);
-- R@k = A / R, A = sum_{r <= k} rel and R = sum_y rel each estimated by eq. 4 (a ratio);
-- nDCG@k = DCG@k-hat / ideal(N-hat), N-hat_g the eq. 4 estimate of the number of documents of
-  grade g; the ideal ranking fills ranks with the grades in decreasing order, a fractional
-  count filling a rank pro rata (exactly trec_eval's ideal DCG for integer counts).
-
-Intervals at confidence ci = 1 - delta, for each topic and for the mean over the T topics a
-run retrieved for (topics sampled independently; M = sum_t w_t U_t, w_t = 1/T):
-
-- ``normal`` (eq. 16): U-hat +- z sqrt(s^2 / n), s^2 the sample variance of the per-draw terms
-  (ratios: of their linearisation, the delta method); for M the variances add:
-  z sqrt(sum_t w_t^2 s_t^2 / n_t).
-- ``hoeffding`` (eq. 17): U-hat +- b sqrt(ln(2/delta) / (2n)), b the range of the per-draw
-  terms, which lie in [0, b] with b = max over frame documents y with lambda(y) > 0 of
-  lambda(y) maxrel / Q(y) (maxrel 1 for P and R, the largest grade for DCG). For M,
-  Hoeffding's inequality on the pooled draws, each scaled by w_t / n_t into a range of width
-  w_t b_t / n_t: sqrt(ln(2/delta) / 2 * sum_t w_t^2 b_t^2 / n_t).
-- ``bernstein``: empirical Bernstein (Maurer & Pontil, "Empirical Bernstein Bounds and Sample
-  Variance Penalization", COLT 2009), by the proof of their Theorem 4 made two-sided and
-  applied to the pooled draws: with probability 1 - delta/3 every topic's standard deviation
-  is at most sigma_t = min(sqrt(V_t) + b_t sqrt(2 ln(3T/delta) / (n_t - 1)), b_t / 2) (their
-  Theorem 10 with a union bound over the T topics; V_t the unbiased sample variance; b/2 bounds
-  any [0, b] variable), and Bernstein's inequality (Boucheron, Lugosi & Massart, Concentration
-  Inequalities, Thm 2.10) at delta/3 per tail gives
-  sqrt(2 L sum_t w_t^2 sigma_t^2 / n_t) + L max_t(w_t b_t / n_t) / 3, L = ln(3/delta).
-  A single topic is the case T = 1, w = 1. Schnabel et al. name it as future work.
-
-Hoeffding and Bernstein intervals are intersected with the measure's range ([0, 1], or
-[0, inf) for DCG), then widened to hold the estimate itself where that lies outside the range
-(eq. 4 is unbiased, not range-bound: a P@k estimate can exceed 1). For the ratios R and nDCG they bound each mean the ratio is made of (at
-delta / C for C means, a union bound; R's and the grade counts' terms range up to
-max_y 1/Q(y) over the frame) and take the ratio's extreme values over that box; the mean over
-topics averages the topics' boxes taken at delta / (sum of their C) (a union bound over
-topics). The ranges b need Q over the whole frame: an importance sample records it in
-``round_probs`` (a document it lacks has Q = 0, hence b = inf when lambda > 0 there).
-"""
+Eq. 4 and its normal interval (eq. 16) are the engine's per-draw form with every prediction 0
+(:mod:`sampleval.estimation.engine.values`; ``~hh`` without a ratio-bias correction, nDCG's
+ideal the unrounded plug-in). Specific to importance sampling here: the ``interval`` option's
+``hoeffding`` (eq. 17) and ``bernstein`` (empirical Bernstein, Maurer & Pontil, COLT 2009)
+intervals, which need Q over the whole frame (``round_probs``;
+:func:`sampleval.core.design.draw_distribution`). Labels may be fractional (the expected
+label, sec. 7). The estimators and the intervals' formulas, for one topic, the mean over
+topics and the ratios: docs/guide/estimators.md#importance-sampling-intervals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -67,9 +22,11 @@ import pandas as pd
 from sampleval.core.design import draw_distribution
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
+from sampleval.estimation.engine.difference import topic_estimate
 from sampleval.estimation.engine.estimands import ideal_dcg
+from sampleval.estimation.engine.units import topic_datas
 from sampleval.estimation.engine.values import PPIResult, without_predictions
-from sampleval.estimation.engine.views import TopicView, gain, relevance, topic_draws
+from sampleval.estimation.engine.views import TopicView, gain
 from sampleval.estimation.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimation.options import pick
 from sampleval.estimation.result import TopicParts, rows, summarise
@@ -112,51 +69,21 @@ def is_differences(run_names: tuple[str, ...], views: list[TopicView], sample: S
 
 # -- the bounded intervals (eq. 17, empirical Bernstein), on arrays ----------------------------
 
-# a component: (weighted by lambda?, value of a label, largest value)
-Component = tuple[bool, Callable[[np.ndarray], np.ndarray], float]
-
-
-def _is_grade(labels: np.ndarray, grade: float) -> np.ndarray:
-    return (gain(labels) == grade).astype(np.float64)
-
-
-def _components(base: str, level: float, grades: np.ndarray, max_grade: float
-                ) -> list[Component]:
-    """The means a measure is a function of: P and DCG one; R its numerator and R; nDCG its
-    DCG and the number of documents of each grade."""
-    rel = partial(relevance, level=level)
-    if base == "P":
-        return [(True, rel, 1.0)]
-    if base == "DCG":
-        return [(True, gain, max_grade)]
-    if base == "R":
-        return [(True, rel, 1.0), (False, rel, 1.0)]
-    return [(True, gain, max_grade)] + [(False, partial(_is_grade, grade=g), 1.0)
-                                        for g in grades]
-
-
-def draw_terms(spec: EstimateSpec, level: float, weights: np.ndarray, x: np.ndarray,
-               labels: np.ndarray, q: np.ndarray, grades: np.ndarray) -> np.ndarray:
-    """Eq. 4's summands ``[C, n_runs, *x.shape]``: for each component c and draw i,
-    coefficient_c(x_i) v_c(label_i) / Q(x_i), the coefficient lambda(rank_h(x_i)) (``weights``:
-    ``[n_runs, n_frame]``) or 1. ``x``: frame index of each draw (any leading trial axes)."""
-    lam = weights[:, x]
-    terms = [(lam if ranked else 1.0) * value(labels) / q
-             for ranked, value, _ in _components(spec.base, level, grades, np.nan)]
-    return np.stack(np.broadcast_arrays(*terms))
-
 
 def term_bounds(spec: EstimateSpec, weights: np.ndarray, q_frame: np.ndarray,
                 grades: np.ndarray, max_grade: float) -> np.ndarray:
-    """``[C, n_runs]`` ranges b of the per-draw terms: max over frame documents with a positive
-    coefficient of coefficient * (largest value) / Q (inf where such a document has Q = 0)."""
+    """``[C, n_runs]`` ranges b of the per-draw terms of the measure's components (P's or DCG's
+    own; R@k's numerator and R; nDCG's DCG and each grade's count): max over frame documents
+    with a positive coefficient of coefficient * (largest value) / Q (inf where such a
+    document has Q = 0). The first component's coefficient is the rank weight (``weights``,
+    ``[n_runs, n_frame]``), the others' 1; the largest value is ``max_grade`` for DCG's gain,
+    else 1."""
     inv_q = np.divide(1.0, q_frame, out=np.full(len(q_frame), np.inf), where=q_frame > 0)
-    rows = []
-    for ranked, _, top in _components(spec.base, 1.0, grades, max_grade):
-        coef = weights if ranked else np.ones_like(weights)
-        with np.errstate(invalid="ignore"):
-            rows.append(top * np.where(coef > 0, coef * inv_q, 0.0).max(axis=1, initial=0.0))
-    return np.array(rows)
+    with np.errstate(invalid="ignore"):
+        ranked = np.where(weights > 0, weights * inv_q, 0.0).max(axis=1, initial=0.0)
+    top = max_grade if spec.base in ("DCG", "nDCG") else 1.0
+    others = {"P": 0, "DCG": 0, "R": 1, "nDCG": len(grades)}[spec.base]
+    return np.array([top * ranked] + [np.full(len(ranked), inv_q.max(initial=0.0))] * others)
 
 
 def _ratio(numerator: np.ndarray | float, denominator: np.ndarray,
@@ -169,13 +96,6 @@ def _ratio(numerator: np.ndarray | float, denominator: np.ndarray,
 def _denominator(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray) -> np.ndarray:
     """R (its estimate) or the ideal DCG of a ratio measure, from its components' means."""
     return means[1] if spec.base == "R" else ideal_dcg(grades, means[1:], spec.cutoff)[0]
-
-
-def measure_value(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray) -> np.ndarray:
-    """The measure as a function of its components' means."""
-    if spec.base in _LINEAR:
-        return means[0]
-    return _ratio(means[0], _denominator(spec, grades, means))
 
 
 @dataclass(frozen=True)
@@ -199,16 +119,16 @@ def _sample_var(a: np.ndarray) -> np.ndarray:
     return np.var(a, axis=-1, ddof=1)
 
 
-def topic_stats(spec: EstimateSpec, level: float, weights: np.ndarray, x: np.ndarray,
-                labels: np.ndarray, q: np.ndarray, bounds: np.ndarray,
-                grades: np.ndarray) -> TopicStats:
-    """Eq. 4 for one topic, every run, and any leading trial axes of the draws ``x [..., n]``
-    (``labels``, ``q`` alike); ``bounds``: :func:`term_bounds`."""
-    terms = draw_terms(spec, level, weights, x, labels, q, grades)
+def topic_stats(terms: np.ndarray, bounds: np.ndarray, grades: np.ndarray,
+                value: np.ndarray | None = None) -> TopicStats:
+    """Eq. 4 for one topic, every run, and any trial axes: its components' per-draw terms
+    ``[C, n_runs, *trials, n]`` (coefficient(x_i) v(label_i) / Q(x_i)), their ranges
+    ``bounds`` (:func:`term_bounds`) and nDCG's ``grades``; ``value`` the measure (None: the
+    first component's mean, a linear measure's value)."""
     means = terms.mean(axis=-1)
-    return TopicStats(measure_value(spec, grades, means), means, _sample_var(terms),
+    return TopicStats(means[0] if value is None else value, means, _sample_var(terms),
                       np.broadcast_to(bounds.reshape(bounds.shape + (1,) * (means.ndim - 2)),
-                                      means.shape), x.shape[-1], grades)
+                                      means.shape), terms.shape[-1], grades)
 
 
 def half_width(kind: str, var: np.ndarray, n: np.ndarray | int, bound: np.ndarray,
@@ -216,7 +136,8 @@ def half_width(kind: str, var: np.ndarray, n: np.ndarray | int, bound: np.ndarra
                unions: np.ndarray | int) -> np.ndarray:
     """Half-width at confidence 1 - delta of the ``kind`` (``hoeffding``, ``bernstein``)
     interval for sum_t weight_t mean_t over axis 0 (topics; ``unions``: how many topics'
-    variances the Bernstein bound covers). See the module docstring for the formulas;
+    variances the Bernstein bound covers; the formulas:
+    docs/guide/estimators.md#importance-sampling-intervals);
     topics with weight 0 do not count."""
     used = np.asarray(weight) > 0
     scale = np.where(used, np.asarray(weight) ** 2 / n, 0.0)
@@ -286,7 +207,8 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
 
 def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: float,
            max_grade: float | None = None) -> list[TopicStats]:
-    """Each topic's :class:`TopicStats` from the sample's draws, with the ranges of the
+    """Each topic's :class:`TopicStats`: the components' per-draw terms of the engine's
+    ``draws`` form (n W_k times each unit's share, W_k = 1/(n Q(x_k))), with the ranges of the
     terms (Q over the whole frame: ``round_probs``)."""
     if sample.round_probs is None:
         raise UsageError("hoeffding and bernstein intervals need Q of every frame document "
@@ -298,13 +220,20 @@ def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: fl
     stats = []
     for view in views:
         ts = view.sample
-        x, probs = topic_draws(sample, view)
-        weights = at_rank(rank_weights(spec.base, spec.cutoff, view.frame_at_rank.shape[1]),
-                          view.rank_of(np.arange(len(ts.docnos))))
+        data = topic_datas(view, sample, "draws", [np.zeros(len(ts.docnos))])[0]
+        parts = topic_estimate(spec, level, data, rounded=False)(np.zeros((2, view.n_runs)))
+        n, shared = len(data.units.index), list(parts.terms)
         judged = gain(ts.labels[ts.judged])
         grades = np.unique(judged[judged > 0])[::-1]
+        if spec.base == "nDCG":  # the engine's grades are the draws'; a judged one no draw
+            drawn = gain(data.labels)  # holds is a count of 0 (its range still counts)
+            shares = dict(zip(np.unique(drawn[drawn > 0])[::-1], shared[1:], strict=True))
+            shared[1:] = [shares.get(g, np.zeros(n)) for g in grades]
+        terms = n * np.stack(np.broadcast_arrays(*shared))
+        weights = at_rank(rank_weights(spec.base, spec.cutoff, view.frame_at_rank.shape[1]),
+                          view.rank_of(np.arange(len(ts.docnos))))
         bounds = term_bounds(spec, weights, draw_distribution(sample, ts), grades, top_grade)
-        stats.append(topic_stats(spec, level, weights, x, ts.labels[x], probs, bounds, grades))
+        stats.append(topic_stats(terms, bounds, grades, parts.value))
     return stats
 
 

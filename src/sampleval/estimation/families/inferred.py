@@ -1,89 +1,16 @@
 """The inferred measures: trec_eval's infAP and NIST ``sample_eval``'s xinfAP, infNDCG, iP@k,
 inum_rel and inum_rel_ret, vectorised over runs.
 
-infAP (Yilmaz & Aslam, CIKM 2006), as trec_eval's ``m_infap.c`` computes it: for a judged
-relevant document at rank k (k > 1), with r, n, u the relevant, non-relevant and pooled but
-unjudged documents above it,
-
-    E[prec@k] = 1/k + ((k-1)/k) * ((r + n + u)/(k-1)) * ((r + eps) / (r + n + 2 eps)),
-
-eps = 1e-5; documents outside the pool count as non-relevant; infAP = sum / R with R the
-judged relevant documents.
-
-xinfAP and infNDCG (Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4) as ``sample_eval.pl``
-computes them from a stratified sample (one stratum per "category"):
-
-- R-hat = sum_h r_h N_h / n_h (sec. 3: relevant sampled in stratum h, scaled by its rate);
-- the precision above a relevant document at rank k, per stratum h with d_h documents of h
-  above it, m_h of them sampled and s_h of those relevant:
-  ``prec = (1 + sum_h d_h (s_h + 1e-5) / (m_h + 3e-5)) / k`` (the script's smoothing);
-- xinfAP = sum_h (N_h / n_h) * (sum of prec over the run's relevant sampled docs in h) / R-hat;
-- infNDCG (sec. 4) = sum_h d_h * G_h / m_h / ideal-hat, with G_h the run's discounted gain
-  (gain = grade, discount 1/log2(rank+1)) of the sampled documents of h it retrieved and
-  d_h, m_h the run's retrieved and retrieved-sampled counts of h over its whole list; the
-  ideal DCG uses the estimated number of documents per grade, N_g = sum_h n_{h,g} N_h / n_h,
-  each rounded as ``int(N_g + 0.5)``, at most 1000 ranks (the script's maxResultSize, with
-  its quirk: one more term per grade past rank 1000 — reproduced);
-- inum_rel_ret at rank k = sum_h d_h (s_h + 1e-5)/(m_h + 3e-5) over the top k (inclusive);
-  iP@k = that at rank k, over k (the run's last rank's value when it retrieved fewer);
-  inum_rel = R-hat.
-
-Where the paper and the script differ, the script wins: the smoothing constants above, the
-run-level (not frame-level) stratum sizes in infNDCG, and the rounding of N_g. Runs are read
-to depth 1000 as the script does; documents outside the frame are ignored by every sum.
-Relevance is ``label >= level`` (the script's ``rel > 0`` for level 1).
-
-Variances (for intervals; the script reports none), option ``variance`` (``xinfAP(variance=...)``,
-``infAP(variance=...)``). Both infAP and xinfAP are ratios of two stratified estimates, T/R with
-T = sum_h (N_h/n_h) sum_{sampled d in h} y_d (y_d: the estimated precision at d, PC_d, when d
-is relevant and retrieved, else 0) and R = sum_h (N_h/n_h) sum x_d (x_d: d relevant); infAP
-is the one-stratum case. Three estimates of Var(T/R):
-
-- ``jackknife`` (the default): the stratified delete-one jackknife (Wolter, Introduction to
-  Variance Estimation, 2007, sec. 4.5): each sampled document j of stratum h in turn is
-  taken as not sampled (the estimate recomputed with n_h - 1 sampled in h), and
-  v = sum_h (1 - n_h/N_h) (n_h - 1)/n_h sum_{j in h} (theta_(j) - mean_h theta_(.))^2
-  (strata with n_h < 2 add nothing).
-- ``appendix``: Yilmaz, Kanoulas & Aslam, SIGIR 2008, Appendix, with precisions at
-  different cut-offs dependent: var = (1 - p) sigma^2 / r + (1/r^2) [sum_k Var(PC_k) + 2
-  sum_{k<m} (k/m) Var(PC_k)], p the sampled share of the pool, r the sampled relevant
-  documents, sigma^2 = sum_k (PC_k - AP)^2 / (r - 1) over them (PC_k = 0 when the run did
-  not retrieve k), k and m ranks of relevant documents, Var(PC_k) = (|d100|_{k-1}/k)^2
-  p_k (1 - p_k)/n_{k-1} (1 - (n_{k-1} - 1)/(|d100|_{k-1} - 1)) with p_k = r_{k-1}/n_{k-1}
-  unsmoothed (their footnote 4), |d100|_{k-1} the pool documents above rank k and n_{k-1},
-  r_{k-1} the sampled and sampled relevant ones. The paper prints the variance of the
-  proportion alone: the factor (|d100|_{k-1}/(k-1))^2 of PC-above is 1 in its setting (runs
-  of the depth-100 pool, every document above rank k <= 100 in it), and is kept here. Where
-  n_{k-1} = 0 the formula is undefined; 1/4, the largest variance of a proportion, is used.
-  For xinfAP (the paper gives no variance) the same two components per stratum, following
-  its sec. 3 decomposition AP = sum_h P_h E_h (P_h = R_h/R): (1) sum_h P_h^2 (1 - n_h/N_h)
-  sigma_h^2 / r_h and (2) with c_k = (N_h/n_h)/R-hat for k in h, sum_k c_k^2 Var(PC_k) +
-  2 sum_{k<m} c_k c_m (k/m) Var(PC_k), Var(PC_k) = (1/k^2) sum_g d_g^2 Var(p_g) over the
-  strata g above k.
-- ``linear``: the stratified ratio estimator's linearisation (Cochran, Sampling
-  Techniques, 1977, sec. 6.11) plus independent precision variances, our derivation from
-  the paper's sec. 2 before the Appendix was at hand:
-  Var ~ (1/R^2) [sum_h N_h^2 (1 - n_h/N_h) s_h^2(y - AP x) / n_h + sum_{d relevant,
-  retrieved} (N_h/n_h)^2 Var(PC_d)], Var(PC_d) from the unbiased hypergeometric variance
-  (1 - n/N) p(1 - p)/(n - 1) of each in-stratum rate at sample_eval's smoothed p.
-
-Their coverage: docs/research/methods.md, "Estimator variants: coverage by variance estimator".
-
-Bias, option ``bias`` (``infAP(bias=jackknife)``): ``none`` (the default: the names mean
-trec_eval's and sample_eval's numbers) or ``jackknife``, the estimate less the stratified
-delete-one jackknife's estimate of its bias, sum_h (1 - n_h/N_h)(n_h - 1)(mean_h theta_(.) -
-theta-hat) over the same replicates as the variance (:func:`_jackknife`; Quenouille,
-Biometrika 1956; Tukey 1958; Jones, JASA 1974): the O(1/n) bias of a smooth function of
-stratum means.
-
-Option ``few`` (default ``moment``; ``scaled``, ``bound``, ``none``): the variance floor of
-a topic whose sample holds at most one relevant document
-(:func:`~sampleval.estimation.result.few_relevant_variance`).
-
-Which plain measure takes these estimators by default: :mod:`sampleval.estimation.defaults`
-(a plain ``AP`` resolves to ``AP~ht``; ``sampleval sample_eval`` computes xinfAP as NIST's
-script does).
-"""
+infAP (Yilmaz & Aslam, CIKM 2006) as trec_eval's ``m_infap.c`` computes it; xinfAP and infNDCG
+(Yilmaz, Kanoulas & Aslam, SIGIR 2008, sec. 3-4) as ``sample_eval.pl`` computes them from a
+stratified sample (where the paper and the script differ, the script wins). Relevance is
+``label >= level``; documents outside the frame are ignored. Options: ``variance``
+(``jackknife``, the default: the stratified delete-one jackknife, Wolter 2007, sec. 4.5;
+``appendix``: the paper's Appendix, extended to xinfAP; ``linear``: Cochran 1977, sec. 6.11),
+``bias`` (``none``, the default: trec_eval's and sample_eval's numbers; ``jackknife``) and
+``few`` (:func:`~sampleval.estimation.result.few_relevant_variance`). The formulas, the
+script's quirks and the variances: docs/guide/estimators.md#inferred-measures; their coverage:
+docs/research/methods.md. Defaults: :mod:`sampleval.estimation.defaults`."""
 
 from __future__ import annotations
 
@@ -411,7 +338,8 @@ def estimate_nist(run_names: tuple[str, ...], views: list[TopicView], sample: Sa
 
 register_family(EstimatorFamily(
     name="trec_eval", title="trec_eval's infAP (uniform sample of the pool)",
-    reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: module docstring",
+    reference="Yilmaz & Aslam, CIKM 2006; trec_eval m_infap.c; variances: "
+              "docs/guide/estimators.md#inferred-measures",
     bases=(Base("AP", alias="infAP", options=("variance", "bias", "few")),),
     requires=("has_strata",),
     compute=estimate_trec_eval, options=(VAR_OPTION, BIAS_OPTION, FEW_OPTION),

@@ -1,39 +1,14 @@
 """The variance of ``AP~ppi``'s R-hat from disagreements the sample did not find (issue 31):
 the option ``unseen`` of ``AP~ppi``.
 
-R-hat(lam) = lam sum_{frame} f + sum_{k in S} (y_k - lam f_k)/pi_k. With predictions that
-are right almost everywhere, the residuals are non-zero only on the few documents where the
-labels and the predictions disagree; a stratum whose sample holds none of them gets the design
-variance 0 for its part of R-hat, while over samples its part moves by 1/pi_k whenever one is
-drawn (the rare-event total of docs/research/calibration.md, "AP~ht's zero-width rows"). A
-circular judge (one run's top documents called relevant) leaves one or two such documents per
-topic of TREC-COVID round 5: every run's AP is low by about Q/R each while none is drawn,
-high by about Q/(pi R) when one is, and the estimated standard error misses it
-(docs/research/audit.md, "Why AP~ppi's standard errors are too small with a circular judge").
-
-The term (``unseen=prior``): in each stratum h of a topic whose judged documents hold no
-disagreement (relevance of the label and of the prediction at the level alike), the variance
-of the stratum's part of R-hat with each frame document wrong with probability p_1 if predicted
-relevant (its residual then -lam_R) and p_0 if not (residual 1),
-
-    V_h = N_h (1 - n_h/N_h) / n_h (lam_R^2 N_h1 p_1 (1 - p_1) + N_h0 p_0 (1 - p_0))
-
-(stratified simple random sampling, Cochran 1977, eq. 5.6, with N_h S_h^2 the sum of the
-documents' Bernoulli variances), N_h1 and N_h0 the stratum's frame documents predicted
-relevant and not (known: the predictions cover the frame), p_c the topic's disagreement rate
-among its frame documents predicted c, estimated from its sample with half an event added,
-(D-hat_c + 1/2)/(N_c + 1) (D-hat_c the Horvitz-Thompson estimate, N_c their number: a
-Jeffreys-like prior; Brown, Cai & DasGupta 2001; per topic, as topics' relevant shares differ
-by orders of magnitude), and each run's AP-hat = Q-hat
-its share through R-hat (delta method, dQ/dR = -Q/R):
-
-    v_tr += (Q_tr / R-hat_t)^2 sum_h V_h,
-
-for the difference of two runs (Q_a/R-hat_a - Q_b/R-hat_b)^2 times the larger of their
-sum_h V_h (they differ only where a run's lam was replaced by 0). The numerator's share (a
-missed disagreement among a run's own ranked documents) is left out. 0 on a census, on topics
-whose strata all hold a disagreement, and where R-hat is not positive.
-"""
+With predictions right almost everywhere, a stratum whose sample holds no disagreement
+between label and prediction gets the design variance 0 for its part of R-hat, while over
+samples that part moves by 1/pi_k whenever one is drawn (docs/research/audit.md, "Why
+AP~ppi's standard errors are too small with a circular judge"). ``unseen=prior`` adds, in
+each such stratum, the variance of its part of R-hat with each frame document wrong at the
+topic's estimated disagreement rate (Cochran 1977, eq. 5.6; a Jeffreys-like half event, Brown,
+Cai & DasGupta 2001), carried to each run's AP-hat by the delta method. The derivation:
+docs/guide/estimators.md#unseen-disagreements."""
 
 from __future__ import annotations
 

@@ -2,31 +2,11 @@
 judgments", SIGIR 2006; the TREC Million Query track's estimator) for any design with
 inclusion probabilities pi_i and pi_ij (:func:`sampleval.core.inclusion.judged_design`).
 
-AP R = sum_d y_d prec(rank d) is a total over pairs: sum_{d, j: rank j <= rank d} y_d y_j /
-rank d. Each pair is estimated by Horvitz-Thompson with its joint inclusion probability, which
-gives, over the judged (sampled) documents S,
-
-    R-hat = sum_{d in S} y_d / pi_d,
-    statAP = (1 / R-hat) sum_{d in S retrieved} y_d prec-hat(d) / pi_d,
-    prec-hat(d) = (1 / rank d) (y_d + sum_{j in S above d} y_j pi_d / pi_jd),
-
-the refinement of the MQ track's script (under independent inclusion pi_d / pi_jd = 1 / pi_j,
-and d itself counts once since it was sampled): it makes the numerator exactly unbiased, where
-the plain prec-hat = (1/r) sum_{j in S at or above d} y_j / pi_j counts d with weight 1 / pi_d
-and is biased upward. statAP is their ratio (consistent, with the small bias of a ratio); on a
-census (pi = 1) it is AP exactly. y = clip(label - level + 1, 0, 1), as the IS estimators.
-
-Variance, by the delta method (documented here as the MQ track's script is not): with xi_d =
-I_d / pi_d - 1, statAP - AP ≈ (N-hat - AP R-hat) / R = (1/R) [sum_d g_d xi_d + sum_{d<j}
-c_dj xi_d xi_j], where c_dj = y_d y_j / max(rank d, rank j) for two retrieved documents and
-
-    g_d = y_d (prec(d) + sum_{j below d} y_j / rank j - AP)     (-AP y_d if d is not retrieved).
-
-Under independent inclusion the two sums are uncorrelated, so Var = (1/R^2) [sum_d g_d^2
-(1 - pi_d) / pi_d + sum_{d<j} c_dj^2 (1 - pi_d)(1 - pi_j) / (pi_d pi_j)]; each sum is
-estimated over S by Horvitz-Thompson (the first, generally, by sum_{d, j in S} (1 - pi_d pi_j /
-pi_dj) (g_d / pi_d)(g_j / pi_j), its design's pi_ij), g_d and R by their estimates.
-"""
+statAP = (1 / R-hat) sum_{d in S retrieved} y_d prec-hat(d) / pi_d, each pair of AP's
+numerator estimated by Horvitz-Thompson with its joint inclusion probability (the MQ track
+script's refinement: the numerator exactly unbiased); a ratio, consistent; AP exactly on a
+census. y = clip(label - level + 1, 0, 1). Variance by the delta method. The derivation:
+docs/guide/estimators.md#statap."""
 
 from __future__ import annotations
 
