@@ -246,8 +246,14 @@ def test_the_matched_spending_is_linear_over_the_forecast_plans_and_geometric_be
     assert anytime.plan_end_multiplier(1, plans=3) == pytest.approx(2.4324, abs=1e-4)
     assert anytime.plan_end_multiplier(2, plans=2) == pytest.approx(2.2818, abs=1e-4)
     assert anytime.plan_end_level(2) == pytest.approx(alpha / 4)  # geometric unchanged
-    with pytest.raises(UsageError):
-        anytime.plan_end_level(1, plans=0)
+    # a light first plan end: its share, the rest of the K ends' split over the others
+    light = [anytime.plan_end_level(k, plans=3, first=0.1) for k in range(1, 80)]
+    assert sum(light) == pytest.approx(alpha)
+    assert light[:3] == pytest.approx([0.1 * alpha, 0.4 * alpha, 0.4 * alpha])
+    assert anytime.plan_end_multiplier(2, plans=3, first=0.1) == pytest.approx(2.3263, abs=1e-4)
+    for bad in ({"plans": 0}, {"plans": 1, "first": 0.1}, {"plans": 3, "first": 0.9}):
+        with pytest.raises(UsageError):
+            anytime.plan_end_level(1, **bad)  # type: ignore[arg-type]
 
 
 def test_with_matched_spending_it_stops_at_the_first_plan_end_meeting_the_target(
@@ -268,22 +274,25 @@ def test_with_matched_spending_it_stops_at_the_first_plan_end_meeting_the_target
         assert not any(p[-1].open for p in judging.phases if p)
         present = judging.present[:, judging.runs]
         total = np.where(present, judging.variance[:, judging.runs], 0.0).sum(axis=0)
-        c = anytime.plan_end_multiplier(judging.plans, plans=judging.forecast_plans)
+        c = anytime.plan_end_multiplier(judging.plans, plans=judging.forecast_plans,
+                                        first=judging.first_share)
         np.testing.assert_allclose(judging.half_widths(),
                                    c * np.sqrt(total) / present.sum(axis=0))
     resumed = assert_resumes(pool, qrels, lambda: _phased(pool, 0.06, seed=5, spend="matched"),
                              30)
     assert resumed.spend == "matched" and resumed.forecast_plans in (2, 3)
+    assert resumed.first_share == (None if resumed.forecast_plans == 2 else 0.1)
     with pytest.raises(UsageError, match="plans="):
         _phased(pool, 0.06, plans=3)
 
 
 def test_the_matched_spending_expects_one_more_plan_when_the_first_plan_under_reads(
         pool_and_qrels: tuple[Pool, Qrels], monkeypatch: pytest.MonkeyPatch) -> None:
-    """K is MATCHED_PLANS, or one more where the planner's pooled forecast exceeds the first
-    plan's own projection by more than FORECAST_WITHIN (the plan from the pilot under-reads
-    the variance, and shortfall plans follow); decided at the first plan, never again; an
-    explicit ``plans=`` wins."""
+    """K is MATCHED_PLANS, or one more with a light first plan end, where the planner's
+    pooled forecast exceeds the first plan's own projection by more than FORECAST_WITHIN
+    (the plan from the pilot under-reads the variance, and shortfall plans follow), and the
+    first plan is then sized for the later ends' boundary; decided at the first plan, never
+    again; an explicit ``plans=`` wins (equal shares)."""
     from sampleval.judging import confident
 
     pool, qrels = pool_and_qrels
@@ -310,9 +319,16 @@ def test_the_matched_spending_expects_one_more_plan_when_the_first_plan_under_re
         judging = first_plan(_phased(pool, 0.04, spend="matched"))
         assert judging.forecast_plans == plans
         assert judging.forecast_ratio == pytest.approx(factor, abs=0.01)
+        light = plans > confident.MATCHED_PLANS
+        assert judging.first_share == (confident.LIGHT_FIRST if light else None)
+        judging._sizing = True  # the multiplier the first plan was sized with
+        sized = float(judging._multiplier(np.ones(1), np.ones(1))[0])
+        judging._sizing = False
+        assert sized == pytest.approx(anytime.plan_end_multiplier(
+            2 if light else 1, plans=plans, first=judging.first_share))
     assert calls == [confident.MATCHED_PLANS] * 2
     explicit = first_plan(_phased(pool, 0.04, spend="matched", plans=4))
-    assert explicit.forecast_plans == 4 and len(calls) == 2
+    assert explicit.forecast_plans == 4 and explicit.first_share is None and len(calls) == 2
 
 
 def test_the_anytime_rule_on_phases_plans_at_the_level_the_forecast_gives(

@@ -267,7 +267,7 @@ plans (:func:`plan_end_level`)."""
 
 
 def plan_end_level(k: int, ci: float = 0.95, share: float = SPEND,
-                   plans: int | None = None) -> float:
+                   plans: int | None = None, first: float | None = None) -> float:
     """alpha_k, the two-sided level spent on the ``k``-th plan end (k >= 1) of the plan-end
     boundary; the alpha_k sum to alpha over k = 1, 2, ... Geometric (``plans=None``):
     alpha (1 - ``share``) ``share``^(k - 1). Matched to a forecast of ``plans`` plan ends
@@ -275,20 +275,28 @@ def plan_end_level(k: int, ci: float = 0.95, share: float = SPEND,
     function alpha t of the power family (Kim & DeMets 1987; Lan & DeMets 1983, Biometrika
     70, spend alpha(t_k) - alpha(t_(k-1)) at the information times t_k of the looks) at
     t_k = k / K, and beyond them the tail PLAN_TAIL alpha 2^-(k - K), so that a campaign
-    needing more plans than forecast keeps a valid, dearer, boundary."""
+    needing more plans than forecast keeps a valid, dearer, boundary. With ``first`` (a
+    first plan forecast to fall short): ``first`` alpha on the first plan end and the rest
+    of the K ends' share, (1 - PLAN_TAIL - ``first``) alpha, split over the other K - 1."""
     alpha = _alpha(ci)
-    if k < 1 or not 0 < share < 1 or (plans is not None and plans < 1):
-        raise UsageError(f"a plan end is counted from 1, the share lies in (0, 1) and the "
-                         f"forecast plans are at least 1, not {k}, {share}, {plans}")
+    if k < 1 or not 0 < share < 1 or (plans is not None and plans < 1) or (
+            first is not None and not (plans is not None and plans >= 2
+                                       and 0 < first < 1 - PLAN_TAIL)):
+        raise UsageError(f"a plan end is counted from 1, the share lies in (0, 1), the "
+                         f"forecast plans are at least 1 (2 with a light first plan end, "
+                         f"whose share lies in (0, {1 - PLAN_TAIL:g})), not {k}, {share}, "
+                         f"{plans}, {first}")
     if plans is None:
         return alpha * (1 - share) * share ** (k - 1)
-    if k <= plans:
+    if k > plans:
+        return alpha * PLAN_TAIL * 0.5 ** (k - plans)
+    if first is None:
         return alpha * (1 - PLAN_TAIL) / plans
-    return alpha * PLAN_TAIL * 0.5 ** (k - plans)
+    return alpha * (first if k == 1 else (1 - PLAN_TAIL - first) / (plans - 1))
 
 
 def plan_end_multiplier(k: int, ci: float = 0.95, share: float = SPEND,
-                        plans: int | None = None) -> float:
+                        plans: int | None = None, first: float | None = None) -> float:
     """The half-width in standard errors at the ``k``-th plan end (k >= 1) of the plan-end
     boundary: z at the two-sided level :func:`plan_end_level` (geometric, or matched to
     ``plans`` forecast plan ends). Why it holds (``docs/guide/anytime.md``, "The plan-end
@@ -299,7 +307,9 @@ def plan_end_multiplier(k: int, ci: float = 0.95, share: float = SPEND,
     alpha_k, and by the union bound P(the interval at the stopping plan end misses) <=
     sum_k alpha_k = alpha, however many plans follow and whatever decided them; alpha_k
     may itself be decided from H_k (K forecast from the pilot) as long as the sum holds on
-    every path."""
+    every path. It needs every topic re-estimated by each plan: a topic a shortfall plan
+    leaves keeps an estimate fixed by H_k, chosen with it, which the argument does not
+    cover (``tests/unit/test_anytime_phases.py`` measures what that costs)."""
     from scipy.stats import norm
 
-    return float(norm.isf(plan_end_level(k, ci, share, plans) / 2))
+    return float(norm.isf(plan_end_level(k, ci, share, plans, first) / 2))

@@ -1188,6 +1188,10 @@ MATCHED_PLANS = 2
 one shortfall plan may follow); one more when it falls short of it
 (:meth:`AnytimeJudging._forecast_plans`)."""
 FORECAST_WITHIN = 0.10
+LIGHT_FIRST = 0.1
+"""The share of alpha the matched spending puts on a first plan end forecast to fall short
+(c = 2.807 at alpha = 0.05): the campaign is expected to stop at a later plan end, which
+shares the rest (:meth:`AnytimeJudging._forecast_plans`)."""
 """How far the first plan's projected judgments may fall short of the planner's pooled
 forecast before the matched spending expects a further shortfall plan."""
 ALLOCATIONS = ("pooled", "neyman", "own")
@@ -1346,6 +1350,9 @@ class AnytimeJudging(ConfidentJudging):
         self.forecast_ratio: float | None = None
         """``matched``: the planner's pooled forecast over the first plan's projection
         (:meth:`_forecast_plans`; not saved with the state)."""
+        self.first_share: float | None = None
+        """``matched``: the share of alpha on the first plan end (:data:`LIGHT_FIRST` when
+        the first plan is forecast to fall short; None: an equal share)."""
         self._sizing = False
         self.skip: dict[str, int] | None = None
         """``neyman``: the pilot's rounds left out of each topic's estimates (None until
@@ -1434,8 +1441,15 @@ class AnytimeJudging(ConfidentJudging):
             return np.full(np.shape(total), self.z)
         if self.spend:  # the plan laid out last, or the one being sized
             k = max(1, self.plans + self._sizing)
-            matched = self.forecast_plans or MATCHED_PLANS if self.spend == "matched" else None
-            return np.full(np.shape(total), plan_end_multiplier(k, self.ci, plans=matched))
+            if self.spend != "matched":
+                return np.full(np.shape(total), plan_end_multiplier(k, self.ci))
+            plans = self.forecast_plans or MATCHED_PLANS
+            ends = range(k, max(k, plans) + 1) if self._sizing else [k]
+            # a plan is sized for the narrowest boundary of its end and the forecast ends
+            # after it (a light first end is not where the campaign is expected to stop)
+            c = min(plan_end_multiplier(j, self.ci, plans=plans, first=self.first_share)
+                    for j in ends)
+            return np.full(np.shape(total), c)
         v = np.asarray(total, dtype=np.float64) / np.asarray(count, dtype=np.float64) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(v > 0, half_width(v, self.tuned, self.ci, self.ratio) / np.sqrt(
@@ -1536,6 +1550,8 @@ class AnytimeJudging(ConfidentJudging):
                 return []
             if self.spend == "matched" and self.forecast_plans is None:
                 self.forecast_plans = self._forecast_plans()
+                if self.forecast_plans > MATCHED_PLANS:
+                    self.first_share = LIGHT_FIRST
             sizes = self._plan_phases()
             if not sizes.any():
                 self.reason = ("the target cannot be met: no topic's design has judgments "
@@ -1555,9 +1571,10 @@ class AnytimeJudging(ConfidentJudging):
 
     def _forecast_plans(self) -> int:
         """``matched``, before the first plan: the plan ends the spending is matched to,
-        :data:`MATCHED_PLANS`, or one more when the first plan's projected judgments (its
-        own plan from the pilot, sized at the first plan end's boundary) fall short by more
-        than :data:`FORECAST_WITHIN` of the planner's forecast at the topics' pooled level
+        :data:`MATCHED_PLANS`, or one more, the first of them light (:data:`LIGHT_FIRST`),
+        when the first plan's projected judgments (its own plan from the pilot, sized at the
+        first plan end's boundary) fall short by more than :data:`FORECAST_WITHIN` of the
+        planner's forecast at the topics' pooled level
         (:meth:`ConfidentJudging.forecast`), or the plan cannot reach the target: the plan
         from the pilot then under-reads the variance and shortfall plans follow
         (``docs/guide/anytime.md``, "The plan-end boundary"). Decided from the pilot alone,
@@ -1567,7 +1584,8 @@ class AnytimeJudging(ConfidentJudging):
         try:
             self._plan_phases()
             own = self._projection
-            pooled = self.forecast(np.random.default_rng(0), replicates=1)[0]
+            with np.errstate(invalid="ignore"):  # the interval's ends, from one resample
+                pooled = self.forecast(np.random.default_rng(0), replicates=1)[0]
         finally:
             self.forecast_plans = None
             self._projection = saved
@@ -1650,7 +1668,7 @@ class AnytimeJudging(ConfidentJudging):
         return {**super().state(), "stop": "anytime", "interval": self.interval,
                 "every": self.every, "allocation": self.allocation, "skip": self.skip,
                 "spend": self.spend, "plans": self.plans,
-                "forecast_plans": self.forecast_plans,
+                "forecast_plans": self.forecast_plans, "first_share": self.first_share,
                 "ratio": self.ratio,
                 "weights": self.weights.tolist(), "pilot": self.pilot.tolist(),
                 "first": self.first.tolist(),
@@ -1667,6 +1685,7 @@ class AnytimeJudging(ConfidentJudging):
         judging.spend = state.get("spend")
         judging.plans = state.get("plans", 0)
         judging.forecast_plans = state.get("forecast_plans")
+        judging.first_share = state.get("first_share")
         judging.allocation = state.get("allocation", "own")  # saved before the option
         judging.ratio = state.get("ratio")  # saved before the range boundary: the mixture
         judging.tuned = target_variance(judging.target.half_width, judging.ci, judging.ratio)
