@@ -215,7 +215,9 @@ def test_peeking_at_plan_ends_the_plan_end_boundary_covers_short_of_95_percent()
     because each plan end's normal approximation covers about 0.90-0.96 at z (on small
     binary strata) and the
     boundary, exact under the union bound, has no slack to absorb it, where the sequence
-    has (0.965 in the test above). Why ``spend='plan-ends'`` is not the default
+    has (0.965 in the test above). Harsher than the rule: the allocation over a topic's
+    strata follows the labels here, where the rule's layouts are fixed by the ranks (with
+    those, the next test: 0.94-0.96). Why ``spend='plan-ends'`` is not the default
     (docs/guide/anytime.md, "The plan-end boundary")."""
     rng = np.random.default_rng(2)
     errors, variances = _plan_end_peeking(rng, trials=300, topics=5, pilot=20, plans=3,
@@ -360,17 +362,17 @@ def test_the_anytime_rule_on_phases_plans_at_the_level_the_forecast_gives(
 def test_peeking_at_plan_ends_the_matched_boundary_covers_what_one_plan_end_covers() -> None:
     """The same campaigns with the strata's allocation fixed by the ranks (as the rule's
     stratified layouts are: ``within='design'``) and every topic re-estimated by every plan:
-    stopping at the first plan end that misses, the matched boundary (K = 3) covers about
-    what the ordinary interval covers at one plan end (0.93-0.96 and 0.92-0.95 on seeds
-    2-5, 300 campaigns each, SE about 0.013), far above the ordinary interval at every
-    plan end (0.82-0.88): what limits it is each plan end's normal approximation, which it
-    passes on with no slack, where the sequence's wider c = 2.638 at the same plan ends
-    covers 0.957-0.98."""
+    stopping at the first plan end that misses, the matched boundary (K = 3, its first end
+    light, as TREC-COVID's pilots choose) covers about what the ordinary interval covers at
+    one plan end (0.943-0.977 against 0.940-0.953 on seeds 2-5, 300 campaigns each, SE
+    about 0.013), far above the ordinary interval at every plan end (0.86-0.88): what limits
+    it is each plan end's normal approximation, which it passes on with no slack, where the
+    sequence's wider c = 2.638 at the same plan ends covers 0.96-0.98 (K = 2: 0.93-0.96)."""
     rng = np.random.default_rng(4)
     errors, variances = _plan_end_peeking(rng, trials=300, topics=5, pilot=20, plans=3,
                                           size=400, within="design")
     t = np.abs(errors) / np.sqrt(variances)
-    c = np.array([anytime.plan_end_multiplier(k, plans=3) for k in range(1, 4)])
+    c = np.array([anytime.plan_end_multiplier(k, plans=3, first=0.1) for k in range(1, 4)])
     matched = (t <= c[None, :]).all(axis=1).mean()
     one = (t[:, 0] <= 1.96).mean()
     assert abs(matched - one) <= 0.03 and matched >= 0.93
@@ -383,7 +385,7 @@ def test_shortfall_plans_that_re_judge_some_topics_leave_every_boundary_short() 
     the topics kept are those whose variance was under-read, with the errors that go with
     it, and no plan-end argument holds: the estimate at a plan end is no longer fresh
     given the labels before the plan. Stopping at the first plan end that misses, the
-    matched boundary, the geometric one and even the sequence's c = 2.638 cover 0.86-0.93
+    matched boundaries, the geometric one and even the sequence's c = 2.638 cover 0.86-0.93
     (seeds 2-5; the ordinary interval at one plan end 0.92-0.96). Recorded, not fixed:
     neither boundary on committed phases covers the shortfall plans by its argument
     (``docs/guide/anytime.md``)."""
@@ -391,7 +393,8 @@ def test_shortfall_plans_that_re_judge_some_topics_leave_every_boundary_short() 
     errors, variances = _plan_end_peeking(rng, trials=300, topics=5, pilot=20, plans=3,
                                           size=400, within="design", refresh=0.4)
     t = np.abs(errors) / np.sqrt(variances)
-    for c in ([anytime.plan_end_multiplier(k, plans=3) for k in range(1, 4)],
+    for c in ([anytime.plan_end_multiplier(k, plans=3, first=0.1) for k in range(1, 4)],
+              [anytime.plan_end_multiplier(k, plans=2) for k in range(1, 4)],
               [anytime.plan_end_multiplier(k) for k in range(1, 4)], [2.638] * 3):
         assert (t <= np.array(c)[None, :]).all(axis=1).mean() < 0.94
     assert (t[:, 0] <= 1.96).mean() >= 0.9  # the first plan end, every topic fresh
