@@ -14,7 +14,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.errors import UsageError
 from sampleval.estimation import anytime
-from sampleval.judging.confident import READY, AnytimeJudging, ConfidentJudging, Target
+from sampleval.judging.confident import READY, AnytimeJudging, ConfidentJudging, Status, Target
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from sampleval.selection.strata import handout
 
@@ -231,6 +231,26 @@ def test_peeking_at_plan_ends_the_plan_end_boundary_covers_short_of_95_percent()
     assert 0.88 <= first.mean() <= 0.96  # one plan end alone: the normal approximation's
 
 
+def _assert_stops_at_the_first_plan_end_meeting(judging: AnytimeJudging, qrels: Qrels,
+                                                width: float) -> Status:
+    """Run ``judging`` (a plan-end boundary) and check that it looked only at plan ends
+    (every phase judged, none at the pilot's) and stopped at the first whose widest
+    half-width is at most ``width``, that half-width c_k times the standard error, c_k the
+    boundary's at that plan end; its status."""
+    status = judging.run(qrels_oracle(qrels))
+    assert status.reason == "target met"
+    widths = [w for _, w in judging.looks]
+    assert all(w > width for w in widths[:-1]) and widths[-1] <= width
+    assert len(judging.looks) == judging.plans
+    assert not any(p[-1].open for p in judging.phases if p)
+    present = judging.present[:, judging.runs]
+    total = np.where(present, judging.variance[:, judging.runs], 0.0).sum(axis=0)
+    c = anytime.plan_end_multiplier(judging.plans, plans=judging.forecast_plans,
+                                    first=judging.first_share)
+    np.testing.assert_allclose(judging.half_widths(), c * np.sqrt(total) / present.sum(axis=0))
+    return status
+
+
 def test_the_matched_spending_is_linear_over_the_forecast_plans_and_geometric_beyond(
         ) -> None:
     """``plans=K``: (1 - PLAN_TAIL) alpha / K on each of the first K plan ends, then
@@ -267,19 +287,8 @@ def test_with_matched_spending_it_stops_at_the_first_plan_end_meeting_the_target
     pool, qrels = pool_and_qrels
     for seed in range(2):
         judging = _phased(pool, 0.06, seed=seed, spend="matched")
-        status = judging.run(qrels_oracle(qrels))
-        assert status.reason == "target met"
+        _assert_stops_at_the_first_plan_end_meeting(judging, qrels, 0.06)
         assert judging.forecast_plans in (2, 3)
-        widths = [w for _, w in judging.looks]
-        assert all(w > 0.06 for w in widths[:-1]) and widths[-1] <= 0.06
-        assert len(judging.looks) == judging.plans
-        assert not any(p[-1].open for p in judging.phases if p)
-        present = judging.present[:, judging.runs]
-        total = np.where(present, judging.variance[:, judging.runs], 0.0).sum(axis=0)
-        c = anytime.plan_end_multiplier(judging.plans, plans=judging.forecast_plans,
-                                        first=judging.first_share)
-        np.testing.assert_allclose(judging.half_widths(),
-                                   c * np.sqrt(total) / present.sum(axis=0))
     resumed = assert_resumes(pool, qrels, lambda: _phased(pool, 0.06, seed=5, spend="matched"),
                              30)
     assert resumed.spend == "matched" and resumed.forecast_plans in (2, 3)
@@ -409,17 +418,7 @@ def test_with_plan_ends_it_stops_only_where_a_plan_ends(pool_and_qrels: tuple[Po
     pool, qrels = pool_and_qrels
     for seed in range(2):
         judging = _phased(pool, 0.06, seed=seed, spend="plan-ends")
-        status = judging.run(qrels_oracle(qrels))
-        assert status.reason == "target met"
-        widths = [w for _, w in judging.looks]
-        assert all(w > 0.06 for w in widths[:-1]) and widths[-1] <= 0.06
-        assert len(judging.looks) == judging.plans
-        assert not any(p[-1].open for p in judging.phases if p)
-        present = judging.present[:, judging.runs]
-        total = np.where(present, judging.variance[:, judging.runs], 0.0).sum(axis=0)
-        c = anytime.plan_end_multiplier(judging.plans)
-        np.testing.assert_allclose(judging.half_widths(),
-                                   c * np.sqrt(total) / present.sum(axis=0))
+        status = _assert_stops_at_the_first_plan_end_meeting(judging, qrels, 0.06)
         sequence = _phased(pool, 0.06, seed=seed).run(qrels_oracle(qrels))
         assert status.judged <= sequence.judged
     with pytest.raises(UsageError, match="committed phases"):
