@@ -1339,9 +1339,10 @@ class AnytimeJudging(ConfidentJudging):
         self.every = every
         """Judgments at least between looks (None: a look after every batch)."""
         self.spend = spend
-        """``plan-ends``: judging may stop only where a plan's phases are all judged, with
-        the plan-end boundary (:func:`~sampleval.estimation.anytime.plan_end_multiplier`)
-        instead of the sequence (None)."""
+        """``plan-ends`` or ``matched``: judging may stop only where a plan's phases are all
+        judged, with the plan-end boundary (:func:`~sampleval.estimation.anytime.
+        plan_end_multiplier`: geometric, or matched to the plans forecast from the pilot,
+        :meth:`_forecast_plans`) instead of the sequence (None)."""
         self.plans = 0
         """Committed phases: the plans laid out after the pilot."""
         self.forecast_plans = plans
