@@ -1188,12 +1188,14 @@ MATCHED_PLANS = 2
 one shortfall plan may follow); one more when it falls short of it
 (:meth:`AnytimeJudging._forecast_plans`)."""
 FORECAST_WITHIN = 0.10
+"""How far the first plan's projected judgments may fall short of the planner's pooled
+forecast before the matched spending expects a further shortfall plan (chosen between
+TREC-COVID's pilots, 1.16-1.36 times, and Cranfield's, 0.93-1.03: docs/research/anytime.md,
+Stop 43)."""
 LIGHT_FIRST = 0.1
 """The share of alpha the matched spending puts on a first plan end forecast to fall short
 (c = 2.807 at alpha = 0.05): the campaign is expected to stop at a later plan end, which
 shares the rest (:meth:`AnytimeJudging._forecast_plans`)."""
-"""How far the first plan's projected judgments may fall short of the planner's pooled
-forecast before the matched spending expects a further shortfall plan."""
 ALLOCATIONS = ("pooled", "neyman", "own")
 """Which variances the anytime rule's plan reads (:class:`AnytimeJudging`)."""
 STOP_MODES = ("committed", "anytime")
