@@ -40,7 +40,8 @@ the planner's forecast from that plan at the pooled level with its interval (``p
 ``sampleval plan``'s ``committed`` row; :func:`plan_forecasts`, ``plan_`` columns). Each row of ``--out`` (CSV, one per trial and rule, written as
 they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
 of runs whose interval holds the true mean (coverage at the stopping time), the mean error
-over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
+over runs, the plans laid out after the pilot (committed phases; ``matched``: the plan ends
+forecast and the planner's forecast over the first plan's projection), the looks ((judgments, widest half-width), JSON), and the forecast with its
 interval, the wall-clock and the processor seconds the campaign took (``seconds``,
 ``cpu_seconds``: on a shared machine only the latter measures its cost), and the boundary
 of its intervals. The summary (printed at the end, or ``--summarise`` over several files,
