@@ -275,7 +275,7 @@ def test_the_matched_spending_is_linear_over_the_forecast_plans_and_geometric_be
     assert anytime.plan_end_multiplier(2, plans=3, first=0.1) == pytest.approx(2.3263, abs=1e-4)
     for bad in ({"plans": 0}, {"plans": 1, "first": 0.1}, {"plans": 3, "first": 0.9}):
         with pytest.raises(UsageError):
-            anytime.plan_end_level(1, **bad)  # type: ignore[arg-type]
+            anytime.plan_end_level(1, **bad)
 
 
 def test_with_matched_spending_it_stops_at_the_first_plan_end_meeting_the_target(
