@@ -23,6 +23,8 @@ half-width of its mean ``--measure`` is at most ``--target``:
 - ``plan-ends``: the anytime rule on committed phases stopping only where a plan ends, on the
   plan-end boundary (``AnytimeJudging(committed=True, spend="plan-ends")``; not run by
   default);
+- ``matched``: the same with the spending matched to the plan ends forecast from the pilot
+  (``spend="matched"``; not run by default);
 - ``neyman``: the anytime rule with Neyman's shares fixed by the pilot, whose rounds the later
   estimates leave out (``AnytimeJudging(allocation="neyman")``; not run by default);
 - ``mixture``: the anytime rule with the normal-mixture sequence (``ratio=None``), the
@@ -38,7 +40,8 @@ the planner's forecast from that plan at the pooled level with its interval (``p
 ``sampleval plan``'s ``committed`` row; :func:`plan_forecasts`, ``plan_`` columns). Each row of ``--out`` (CSV, one per trial and rule, written as
 they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
 of runs whose interval holds the true mean (coverage at the stopping time), the mean error
-over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
+over runs, the plans laid out after the pilot (committed phases; ``matched``: the plan ends
+forecast and the planner's forecast over the first plan's projection), the looks ((judgments, widest half-width), JSON), and the forecast with its
 interval, the wall-clock and the processor seconds the campaign took (``seconds``,
 ``cpu_seconds``: on a shared machine only the latter measures its cost), and the boundary
 of its intervals. The summary (printed at the end, or ``--summarise`` over several files,
@@ -92,7 +95,7 @@ from studies._cli import read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
 
 RULES = ("committed", "anytime", "naive", "phases", "naive-phases", "neyman", "mixture",
-         "plan-ends")
+         "plan-ends", "matched")
 
 
 def collection(name: str, data: Path, depth: int) -> tuple[list[Run], Qrels]:
@@ -112,7 +115,7 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
                 every: int | None, allocation: str = "pooled",
                 interim: float = INTERIM) -> ConfidentJudging:
     """The judging of ``rule`` (module docstring) over a fresh selector seeded ``seed``."""
-    phased = rule in ("committed", "phases", "naive-phases", "plan-ends")
+    phased = rule in ("committed", "phases", "naive-phases", "plan-ends", "matched")
     name = method if phased else anytime_method
     params: dict[str, Any] = {"batch": batch} if name == "active" else {}
     selector = METHODS[name](pool, Budget(rate=ceiling), np.random.default_rng(seed),
@@ -122,7 +125,7 @@ def judging_for(rule: str, pool: Pool, seed: int, *, method: str, anytime_method
     if phased:
         return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                               committed=True, interval="fixed" if rule == "naive-phases"
-                              else "anytime", spend="plan-ends" if rule == "plan-ends"
+                              else "anytime", spend=rule if rule in ("plan-ends", "matched")
                               else None)
     return AnytimeJudging(selector, target, start=start, batch=batch, every=every,
                           interval="fixed" if rule == "naive" else "anytime",
@@ -170,10 +173,13 @@ def one(rule: str, pool: Pool, oracle: Any, truth: np.ndarray, seed: int,
     ratio = getattr(judging, "ratio", None)
     return {"rule": rule, "judged": status.judged, "reason": status.reason,
             "boundary": "fixed" if rule in ("committed", "naive", "naive-phases") else (
-                "plan-ends" if rule == "plan-ends" else
+                rule if rule in ("plan-ends", "matched") else
                 "mixture" if ratio is None else f"range {ratio:g}"),
             "widest": float(half.max()), "coverage": float(np.mean((lo <= truth[runs]) & (truth[runs] <= hi))),
-            "error": float(error.mean()),
+            "error": float(error.mean()), "plans": judging.plans if isinstance(judging, AnytimeJudging) else (
+                max(map(len, judging.phases), default=1) - 1 if judging.committed else None),
+            "forecast_plans": getattr(judging, "forecast_plans", None),
+            "forecast_ratio": getattr(judging, "forecast_ratio", None),
             "looks": json.dumps([[n, round(w, 6)] for n, w in getattr(judging, "looks", [])]),
             "look_widths": json.dumps([np.round(w, 6).tolist()
                                        for w in getattr(judging, "look_widths", [])])}
@@ -466,7 +472,7 @@ def summary(table: pd.DataFrame, target: float, fixed: float | None = None) -> p
             row.update(learnt_projections(part))
         if "plan" in part:
             row.update(plan_forecasts(part))
-        if rule not in ("committed", "plan-ends") and "looks" in part:  # (plan-ends: no
+        if rule not in ("committed", "plan-ends", "matched") and "looks" in part:  # (no
             # boundary of planning's reads its looks' half-widths back)
             widths = (part["look_widths"] if "look_widths" in part
                       else pd.Series(None, index=part.index, dtype=object))

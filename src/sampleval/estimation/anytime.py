@@ -259,25 +259,57 @@ def _mixture_variance(w: np.ndarray, tuned: float, ci: float, least: float | Non
 
 
 SPEND = 0.5
-"""The plan-end boundary's spending: the k-th plan end after the pilot spends alpha (1 - SPEND)
-SPEND^(k - 1) (:func:`plan_end_multiplier`)."""
+"""The plan-end boundary's geometric spending: the k-th plan end after the pilot spends alpha
+(1 - SPEND) SPEND^(k - 1) (:func:`plan_end_level`)."""
+PLAN_TAIL = 0.1
+"""The matched spending's share of alpha kept for plan ends beyond the forecast number of
+plans (:func:`plan_end_level`)."""
 
 
-def plan_end_multiplier(k: int, ci: float = 0.95, share: float = SPEND) -> float:
+def plan_end_level(k: int, ci: float = 0.95, share: float = SPEND,
+                   plans: int | None = None, first: float | None = None) -> float:
+    """alpha_k, the two-sided level spent on the ``k``-th plan end (k >= 1) of the plan-end
+    boundary; the alpha_k sum to alpha over k = 1, 2, ... Geometric (``plans=None``):
+    alpha (1 - ``share``) ``share``^(k - 1). Matched to a forecast of ``plans`` plan ends
+    (K): (1 - :data:`PLAN_TAIL`) alpha / K on each of the first K, the linear spending
+    function alpha t of the power family (Kim & DeMets 1987; Lan & DeMets 1983, Biometrika
+    70, spend alpha(t_k) - alpha(t_(k-1)) at the information times t_k of the looks) at
+    t_k = k / K, and beyond them the tail PLAN_TAIL alpha 2^-(k - K), so that a campaign
+    needing more plans than forecast keeps a valid, dearer, boundary. With ``first`` (a
+    first plan forecast to fall short): ``first`` alpha on the first plan end and the rest
+    of the K ends' share, (1 - PLAN_TAIL - ``first``) alpha, split over the other K - 1."""
+    alpha = _alpha(ci)
+    if k < 1 or not 0 < share < 1 or (plans is not None and plans < 1) or (
+            first is not None and not (plans is not None and plans >= 2
+                                       and 0 < first < 1 - PLAN_TAIL)):
+        raise UsageError(f"a plan end is counted from 1, the share lies in (0, 1), the "
+                         f"forecast plans are at least 1 (2 with a light first plan end, "
+                         f"whose share lies in (0, {1 - PLAN_TAIL:g})), not {k}, {share}, "
+                         f"{plans}, {first}")
+    if plans is None:
+        return alpha * (1 - share) * share ** (k - 1)
+    if k > plans:
+        return alpha * PLAN_TAIL * 0.5 ** (k - plans)
+    if first is None:
+        return alpha * (1 - PLAN_TAIL) / plans
+    return alpha * (first if k == 1 else (1 - PLAN_TAIL - first) / (plans - 1))
+
+
+def plan_end_multiplier(k: int, ci: float = 0.95, share: float = SPEND,
+                        plans: int | None = None, first: float | None = None) -> float:
     """The half-width in standard errors at the ``k``-th plan end (k >= 1) of the plan-end
-    boundary: z at two-sided level alpha_k = alpha (1 - ``share``) ``share``^(k - 1), which
-    sum to alpha over k = 1, 2, ... Why it holds (``docs/guide/anytime.md``, "The plan-end
+    boundary: z at the two-sided level :func:`plan_end_level` (geometric, or matched to
+    ``plans`` forecast plan ends). Why it holds (``docs/guide/anytime.md``, "The plan-end
     boundary"): a rule that may stop only at plan ends, whose k-th plan's sizes and layouts
     are fixed by the history H_k before it, has at that plan's end an estimate that given
     H_k is unbiased with its estimated variance (a fixed-size stratified sample of what was
     not judged before), so P(the k-th plan end is reached and its interval misses) <=
     alpha_k, and by the union bound P(the interval at the stopping plan end misses) <=
-    sum_k alpha_k = alpha, however many plans follow and whatever decided them."""
+    sum_k alpha_k = alpha, however many plans follow and whatever decided them; alpha_k
+    may itself be decided from H_k (K forecast from the pilot) as long as the sum holds on
+    every path. It needs every topic re-estimated by each plan: a topic a shortfall plan
+    leaves keeps an estimate fixed by H_k, chosen with it, which the argument does not
+    cover (``tests/unit/test_anytime_phases.py`` measures what that costs)."""
     from scipy.stats import norm
 
-    alpha = _alpha(ci)
-    if k < 1 or not 0 < share < 1:
-        raise UsageError(f"a plan end is counted from 1 and the share lies in (0, 1), not "
-                         f"{k}, {share}")
-    return float(norm.isf(alpha * (1 - share) * share ** (k - 1) / 2))
-
+    return float(norm.isf(plan_end_level(k, ci, share, plans, first) / 2))

@@ -1177,10 +1177,25 @@ the phase will make there, if fewer) before the look that may stop judging withi
 ``tests/unit/test_anytime_phases.py`` (three seeds; its misses at the early looks, where a
 stratum's variance rests on two labels), with 5 0.95-0.975 (assumption 3 of
 ``docs/guide/anytime.md``, the normal approximation)."""
-SPENDS = (None, "plan-ends")
+SPENDS = (None, "plan-ends", "matched")
 """Where the anytime rule on committed phases may stop (:class:`AnytimeJudging`'s
 ``spend``): at any look, on the confidence sequence (None), or only at plan ends, on the
-plan-end boundary."""
+plan-end boundary with geometric spending (``plan-ends``) or spending matched to the plans
+forecast from the pilot (``matched``)."""
+MATCHED_PLANS = 2
+"""The matched spending's plan ends forecast when the first plan's projection is within
+:data:`FORECAST_WITHIN` of the planner's pooled forecast (the plan may end the campaign, or
+one shortfall plan may follow); one more when it falls short of it
+(:meth:`AnytimeJudging._forecast_plans`)."""
+FORECAST_WITHIN = 0.10
+"""How far the first plan's projected judgments may fall short of the planner's pooled
+forecast before the matched spending expects a further shortfall plan (chosen between
+TREC-COVID's pilots, 1.16-1.36 times, and Cranfield's, 0.93-1.03: docs/research/anytime.md,
+Stop 43)."""
+LIGHT_FIRST = 0.1
+"""The share of alpha the matched spending puts on a first plan end forecast to fall short
+(c = 2.807 at alpha = 0.05): the campaign is expected to stop at a later plan end, which
+shares the rest (:meth:`AnytimeJudging._forecast_plans`)."""
 ALLOCATIONS = ("pooled", "neyman", "own")
 """Which variances the anytime rule's plan reads (:class:`AnytimeJudging`)."""
 STOP_MODES = ("committed", "anytime")
@@ -1263,15 +1278,19 @@ class AnytimeJudging(ConfidentJudging):
                  committed: bool | None = False, margin: float = 0.05,
                  interval: str = "anytime", every: int | None = None,
                  allocation: str = "pooled", ratio: float | None = RANGE,
-                 interim: float = 0.0, spend: str | None = None) -> None:
+                 interim: float = 0.0, spend: str | None = None,
+                 plans: int | None = None) -> None:
         from sampleval.estimation.anytime import target_variance
 
         if spend not in SPENDS:
             raise UsageError(f"spend must be one of {', '.join(map(str, SPENDS))}, not "
                              f"{spend!r}")
         if spend and not committed:
-            raise UsageError("spend=plan-ends stops only where a plan ends: it needs "
+            raise UsageError(f"spend={spend} stops only where a plan ends: it needs "
                              "committed phases")
+        if plans is not None and (spend != "matched" or plans < 1):
+            raise UsageError("plans= is the matched spending's forecast number of plan ends "
+                             f"(at least 1, with spend=matched), not {plans}")
         if interim:
             raise UsageError("stop=anytime plans no interim phase: it may stop within any "
                              "phase")
@@ -1322,11 +1341,21 @@ class AnytimeJudging(ConfidentJudging):
         self.every = every
         """Judgments at least between looks (None: a look after every batch)."""
         self.spend = spend
-        """``plan-ends``: judging may stop only where a plan's phases are all judged, with
-        the plan-end boundary (:func:`~sampleval.estimation.anytime.plan_end_multiplier`)
-        instead of the sequence (None)."""
+        """``plan-ends`` or ``matched``: judging may stop only where a plan's phases are all
+        judged, with the plan-end boundary (:func:`~sampleval.estimation.anytime.
+        plan_end_multiplier`: geometric, or matched to the plans forecast from the pilot,
+        :meth:`_forecast_plans`) instead of the sequence (None)."""
         self.plans = 0
         """Committed phases: the plans laid out after the pilot."""
+        self.forecast_plans = plans
+        """``matched``: the plan ends the spending is matched to (K; None until the first
+        plan is laid out, when :meth:`_forecast_plans` fixes it)."""
+        self.forecast_ratio: float | None = None
+        """``matched``: the planner's pooled forecast over the first plan's projection
+        (:meth:`_forecast_plans`; not saved with the state)."""
+        self.first_share: float | None = None
+        """``matched``: the share of alpha on the first plan end (:data:`LIGHT_FIRST` when
+        the first plan is forecast to fall short; None: an equal share)."""
         self._sizing = False
         self.skip: dict[str, int] | None = None
         """``neyman``: the pilot's rounds left out of each topic's estimates (None until
@@ -1395,7 +1424,7 @@ class AnytimeJudging(ConfidentJudging):
         from the variance of the mean the look measured, and a topic's labels enter only
         u_r, a factor common to all topics."""
         if self.allocation == "own" or self.committed:
-            return super()._planning_variance(present, open_, g, shrink)
+            return super()._planning_variance(present, open_, g, shrink, centre)
         v = np.nan_to_num(self.variance[:, self.runs])
         pooled = present & (open_ & (g > 0))[:, None]
         wg = (g * self.weights)[:, None]
@@ -1415,7 +1444,15 @@ class AnytimeJudging(ConfidentJudging):
             return np.full(np.shape(total), self.z)
         if self.spend:  # the plan laid out last, or the one being sized
             k = max(1, self.plans + self._sizing)
-            return np.full(np.shape(total), plan_end_multiplier(k, self.ci))
+            if self.spend != "matched":
+                return np.full(np.shape(total), plan_end_multiplier(k, self.ci))
+            plans = self.forecast_plans or MATCHED_PLANS
+            ends = range(k, max(k, plans) + 1) if self._sizing else [k]
+            # a plan is sized for the narrowest boundary of its end and the forecast ends
+            # after it (a light first end is not where the campaign is expected to stop)
+            c = min(plan_end_multiplier(j, self.ci, plans=plans, first=self.first_share)
+                    for j in ends)
+            return np.full(np.shape(total), c)
         v = np.asarray(total, dtype=np.float64) / np.asarray(count, dtype=np.float64) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(v > 0, half_width(v, self.tuned, self.ci, self.ratio) / np.sqrt(
@@ -1514,6 +1551,10 @@ class AnytimeJudging(ConfidentJudging):
                 continue
             if step == "stop":
                 return []
+            if self.spend == "matched" and self.forecast_plans is None:
+                self.forecast_plans = self._forecast_plans()
+                if self.forecast_plans > MATCHED_PLANS:
+                    self.first_share = LIGHT_FIRST
             sizes = self._plan_phases()
             if not sizes.any():
                 self.reason = ("the target cannot be met: no topic's design has judgments "
@@ -1530,6 +1571,31 @@ class AnytimeJudging(ConfidentJudging):
             return super()._plan_phases(level)
         finally:
             self._sizing = False
+
+    def _forecast_plans(self) -> int:
+        """``matched``, before the first plan: the plan ends the spending is matched to,
+        :data:`MATCHED_PLANS`, or one more, the first of them light (:data:`LIGHT_FIRST`),
+        when the first plan's projected judgments (its own plan from the pilot, sized at the
+        first plan end's boundary) fall short by more than :data:`FORECAST_WITHIN` of the
+        planner's forecast at the topics' pooled level
+        (:meth:`ConfidentJudging.forecast`), or the plan cannot reach the target: the plan
+        from the pilot then under-reads the variance and shortfall plans follow
+        (``docs/guide/anytime.md``, "The plan-end boundary"). Decided from the pilot alone,
+        before any plan end, so the spending is fixed in advance of every look it governs."""
+        self.forecast_plans = MATCHED_PLANS  # the boundary the projections are sized for
+        saved = self._projection
+        try:
+            self._plan_phases()
+            own = self._projection
+            with np.errstate(invalid="ignore"):  # the interval's ends, from one resample
+                pooled = self.forecast(np.random.default_rng(0), replicates=1)[0]
+        finally:
+            self.forecast_plans = None
+            self._projection = saved
+        self.forecast_ratio = (None if own is None or pooled is None
+                               else pooled / (int(self.judged.sum()) + own))
+        short = self.forecast_ratio is None or self.forecast_ratio > 1 + FORECAST_WITHIN
+        return MATCHED_PLANS + int(short)
 
     def may_stop(self) -> bool:
         """Committed phases: whether a look now may stop judging: a plan after the pilot is
@@ -1605,6 +1671,7 @@ class AnytimeJudging(ConfidentJudging):
         return {**super().state(), "stop": "anytime", "interval": self.interval,
                 "every": self.every, "allocation": self.allocation, "skip": self.skip,
                 "spend": self.spend, "plans": self.plans,
+                "forecast_plans": self.forecast_plans, "first_share": self.first_share,
                 "ratio": self.ratio,
                 "weights": self.weights.tolist(), "pilot": self.pilot.tolist(),
                 "first": self.first.tolist(),
@@ -1620,6 +1687,8 @@ class AnytimeJudging(ConfidentJudging):
         judging.every = state.get("every")
         judging.spend = state.get("spend")
         judging.plans = state.get("plans", 0)
+        judging.forecast_plans = state.get("forecast_plans")
+        judging.first_share = state.get("first_share")
         judging.allocation = state.get("allocation", "own")  # saved before the option
         judging.ratio = state.get("ratio")  # saved before the range boundary: the mixture
         judging.tuned = target_variance(judging.target.half_width, judging.ci, judging.ratio)
