@@ -88,8 +88,9 @@ median is far below its mean (about a quarter on TREC-COVID), and the first plan
 of the target; a shortfall plan then judges further the topics whose phase revealed a large
 variance. Centring on the pooled value instead (sum_t V_t / sum_t D_last,t) makes the first
 plan land at the target but costs more judgments and covers less, since the pilot cannot tell
-which topics hold the unseen variance (``docs/research/anytime.md``, "Stop 42"); the pooled
-level serves the forecast (:meth:`ConfidentJudging.forecast`), not the plan. The plan starts from the variances as
+which topics hold the unseen variance (``docs/research/anytime.md``, "Stop 42"); the
+forecast from a pilot simulates the shortfall plans instead
+(:func:`sampleval.judging.pilot_plan.campaign_forecast`). The plan starts from the variances as
 measured (the half-widths the target is checked against) and projects only the topics it
 gives a new phase, so that no topic's estimate is moved onto the others as present
 variance they must be judged down from. A shortfall plan (no topic owed a phase) starts
@@ -506,8 +507,7 @@ class ConfidentJudging:
         return np.where(g_n > 0, np.maximum(g_m, 0.0) / np.where(g_n > 0, g_n, 1.0), 0.0)
 
     def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
-                           g: np.ndarray, shrink: float = 1.0,
-                           centre: np.ndarray | None = None) -> np.ndarray:
+                           g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
         """The targeted runs' variances the plan starts from: the estimates, except on a
         topic where no relevant document has been found while its design has judgments left
         (its variance estimates say little about what is unseen), where each run gets at
@@ -516,8 +516,7 @@ class ConfidentJudging:
         AP's ``few=`` floor there is part of the half-width the target is checked against
         (a plan below it would leave the target unmet with nothing planned). With ``shrink``
         < 1, each topic with judgments left gets ``shrink`` of its own value per unit of g
-        plus the rest of the median over the topics (committed design's projection), or of
-        ``centre`` (per targeted run) where given (:meth:`forecast`)."""
+        plus the rest of the median over the topics (committed design's projection)."""
         v = np.nan_to_num(self.variance[:, self.runs])
         blank = ~self.found & open_ & (g > 0)
         if not (~blank).any():
@@ -530,10 +529,9 @@ class ConfidentJudging:
         reported = v[blank]  # AP's few= floor there
         v[blank] = g[blank, None] * typical[None, :]
         if shrink < 1:
-            if centre is None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    centre = np.nan_to_num(np.nanmedian(unit, axis=0))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                centre = np.nan_to_num(np.nanmedian(unit, axis=0))
             pooled = g[:, None] * centre[None, :]
             own = np.where(blank[:, None], pooled, v)
             v = np.where(open_[:, None] & (g > 0)[:, None], shrink * own + (1 - shrink) * pooled,
@@ -589,9 +587,8 @@ class ConfidentJudging:
         """Adaptive rule: each topic's judgments its estimate rests on (the plan's n)."""
         return self.judged
 
-    def _plan_phases(self, level: np.ndarray | None = None) -> np.ndarray:
-        """Committed design: each topic's next phase size, greedily (module docstring);
-        ``level``: each targeted run's projected variances scaled by it (:meth:`forecast`)."""
+    def _plan_phases(self) -> np.ndarray:
+        """Committed design: each topic's next phase size, greedily (module docstring)."""
         remaining = (self.pool_size - self.judged).astype(np.int64)
         room = np.where(self.exhausted, 0, np.minimum(self.capacity - self.judged,
                                                       remaining)).astype(np.int64)
@@ -600,8 +597,6 @@ class ConfidentJudging:
         present = self.present[:, self.runs]
         base = self._planning_variance(present, room > 0, factor_last)  # as measured
         shrunk = self._planning_variance(present, room > 0, factor_last, SHRINK)
-        if level is not None:
-            shrunk = shrunk * level[None, :]
         if not self.owed.any():  # a shortfall: the shrunk values, at the measured level
             measured = np.where(present, base, 0.0).sum(axis=0)
             level = np.where(present, shrunk, 0.0).sum(axis=0)
@@ -670,54 +665,6 @@ class ConfidentJudging:
     def _factor_last(self) -> np.ndarray:
         """Each topic's :meth:`_last_factor`."""
         return np.array([self._last_factor(i) for i in range(len(self.topics))])
-
-    def forecast(self, rng: np.random.Generator, coverage: float = 0.9,
-                 replicates: int = 200) -> tuple[int | None, int | None, int | None]:
-        """Committed design: the judgments in all the rule is forecast to use (those made
-        included), with a ``coverage`` interval: its plan from the current estimates with
-        the projected variance of each run's mean at the level the topics' *pooled*
-        variance per unit of design factor gives (sum_t V_t / sum_t D_last,t over the
-        topics where something relevant was found) rather than their median, which the
-        plan shrinks towards (module docstring: a small sample's variance estimates are
-        right-skewed, so their median under-reads the sum over topics and a campaign goes
-        on past its first plan). The interval re-plans at the pooled value's (1 -/+
-        ``coverage``) / 2 quantiles over ``replicates`` resamples of those topics (a
-        bootstrap over topics, from ``rng``): it reflects how well the pilot's topics fix
-        the level, not the campaign's own draws. None: the plan cannot reach the target."""
-        if not self.committed:
-            raise UsageError("a forecast from the plan needs the phase-committed design")
-        self._refresh()
-        remaining = (self.pool_size - self.judged).astype(np.int64)
-        open_ = ~self.exhausted & (np.minimum(self.capacity - self.judged, remaining) > 0)
-        g = self._factor_last()
-        present = self.present[:, self.runs]
-        v = np.nan_to_num(self.variance[:, self.runs])
-        known = ((self.found | ~open_) & (g > 0))[:, None] & present
-        weights = rng.poisson(1.0, (replicates, len(self.topics)))  # resamples of the topics
-
-        def centre(w: np.ndarray) -> np.ndarray:
-            return np.einsum("bt,tr->br", w, np.where(known, v, 0.0)) / np.maximum(
-                np.einsum("bt,tr->br", w, np.where(known, g[:, None], 0.0)),
-                np.finfo(float).tiny)
-
-        tail = (1 - coverage) / 2
-        point = centre(np.ones((1, len(self.topics))))[0]
-        low, high = np.quantile(centre(weights), [tail, 1 - tail], axis=0)
-        median = np.where(present, self._planning_variance(present, open_, g, SHRINK),
-                          0.0).sum(axis=0)
-        saved = self._projection
-        made = []
-        try:
-            for c in (point, low, high):
-                total = np.where(present, self._planning_variance(present, open_, g, SHRINK,
-                                                                  c), 0.0).sum(axis=0)
-                self._plan_phases(np.divide(total, median, out=np.ones_like(total),
-                                            where=median > 0))
-                made.append(None if self._projection is None
-                            else int(self.judged.sum()) + self._projection)
-        finally:
-            self._projection = saved
-        return made[0], made[1], made[2]
 
     def _out_of_reach(self, unit: np.ndarray, factors: np.ndarray, factor_last: np.ndarray,
                       room: np.ndarray, current: np.ndarray, share: float) -> np.ndarray:
@@ -1386,8 +1333,7 @@ class AnytimeJudging(ConfidentJudging):
         self._unfloored[:] = np.nan
 
     def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
-                           g: np.ndarray, shrink: float = 1.0,
-                           centre: np.ndarray | None = None) -> np.ndarray:
+                           g: np.ndarray, shrink: float = 1.0) -> np.ndarray:
         """The plan's variances (:attr:`allocation`). ``pooled``: each run's variance per
         unit of g over the topics whose designs have judgments left, u_r = sum_t V_tr /
         sum_t g_t (the run's estimated variances, as the look reads them), and each such
@@ -1522,12 +1468,12 @@ class AnytimeJudging(ConfidentJudging):
             self._commit(sizes)
             self.plans += 1
 
-    def _plan_phases(self, level: np.ndarray | None = None) -> np.ndarray:
+    def _plan_phases(self) -> np.ndarray:
         """The next plan's sizes (:meth:`ConfidentJudging._plan_phases`), aimed with
         ``spend`` at the next plan end's boundary."""
         self._sizing = True
         try:
-            return super()._plan_phases(level)
+            return super()._plan_phases()
         finally:
             self._sizing = False
 
