@@ -141,6 +141,12 @@ def test_plan_command_forecasts_the_committed_rule_from_a_stratified_pilot(
                                  f"{made.lo}-{made.hi}", "15 simulated campaigns"]
     assert rows["fixed"][3] == "30 topic resamples"
     assert made.judged < made.lo <= made.hi and made.needed > made.judged
+    anytime = committed_forecast(load_sample(tmp_path / "pilot"), read_runs(names),
+                                 Target.parse("AP:0.05"), rng=np.random.default_rng(4),
+                                 campaigns=15, coverage=0.8, stop="anytime")
+    assert anytime.rule == "anytime" and rows["anytime"] == [
+        str(anytime.needed), str(anytime.needed - anytime.judged),
+        f"{anytime.lo}-{anytime.hi}", "15 simulated campaigns"]
     cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "AP:0.05",
              "--replicates", "30", "--seed", "4", "--campaigns", "15", "--interval", "0.8",
              "-f", "tsv"])
@@ -161,6 +167,7 @@ def test_plan_command_forecasts_the_committed_rule_from_a_stratified_pilot(
     out = capsys.readouterr()
     assert "committed" not in out.out and {"fixed", "anytime"} <= {
         line.split("\t")[0] for line in out.out.splitlines()}
+    assert all(line.endswith("10 topic resamples") for line in out.out.splitlines()[2:])
     assert "committed: no forecast" in out.err and "active" in out.err
 
 
@@ -178,3 +185,40 @@ def test_the_study_scores_the_plan_forecasts() -> None:
     assert out["plan_n"] == 3 and out["plan_median"] == pytest.approx(1.0)
     assert out["plan_within_15%"] == pytest.approx(2 / 3)
     assert out["plan_interval_holds"] == pytest.approx(1 / 3)
+
+
+def test_the_anytime_rule_on_the_phases_is_forecast_to_stop_within_its_plan(
+        sparse_collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """``stop=anytime`` on the committed phases, from the same pilot whose topics share one
+    variance per unit of design factor, plans aimed at 0.7 of the target: every simulated
+    campaign is the same (a degenerate interval) and stops within the anytime rule's own
+    first plan, at the first of the looks within it whose half-widths meet the target
+    (checked here with the plan's design factors at the share judged). Before, no
+    forecast of this rule from its plan."""
+    from sampleval.judging.confident import AnytimeJudging
+    from sampleval.judging.pilot_plan import LOOKS, campaign_forecast
+
+    _, qrels, pool = sparse_collection
+    target = Target("AP~ht", 0.05)
+    piloted = _alike(_piloted(pool, qrels, target, 3), 0.02)
+    judging = AnytimeJudging.from_pilot(
+        METHODS["stratified"](pool, Budget(rate=1.0), np.random.default_rng(7)), target,
+        piloted.sample(), start=6, batch=6, margin=0.3)  # plans aimed at 0.7 of the target
+    _alike(judging, 0.02)
+    sizes = judging._plan_phases()
+    made = campaign_forecast(judging, np.random.default_rng(0), campaigns=8)
+    assert made.rule == "anytime" and made.lo == made.hi == made.needed
+    assert made.needed is not None and made.judged < made.needed <= (
+        judging.judged.sum() + sizes.sum())
+    room = np.minimum(judging.capacity - judging.judged, judging.pool_size - judging.judged)
+    table = judging._factors(room.astype(np.int64))
+    phased = np.flatnonzero(sizes > 0)
+    for f in np.linspace(1 / LOOKS, 1, LOOKS):
+        done = np.maximum(np.ceil(f * sizes[phased]).astype(np.int64), 1)
+        variance = judging.variance.copy()
+        variance[phased] = np.where(judging.present[phased],
+                                    (0.02 * table[phased, done])[:, None], np.nan)
+        if (judging.half_widths(variance) <= target.half_width).all() or f == 1:
+            break
+    assert done.sum() < sizes.sum()  # it stops within the plan
+    assert made.needed == judging.judged.sum() + done.sum()

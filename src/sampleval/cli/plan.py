@@ -40,8 +40,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "pilot, then --campaigns campaigns simulated from it (the variance each topic's "
         "first phase reveals drawn from the pilot's topics, the shortfall plan the rule "
         "then makes); the forecast is their mean, its interval their quantiles "
-        "(docs/guide/confident.md, 'How many judgments'). Each row says what its interval "
-        "comes from.")
+        "(docs/guide/confident.md, 'How many judgments'). On such a pilot 'anytime' is "
+        "--stop anytime's rule there, the anytime rule on the committed phases, simulated "
+        "alike (it may stop within a phase). Each row says what its interval comes from.")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="the pilot: a sample directory written by sampleval (or any "
                              "sample 'sampleval estimate' reads)")
@@ -122,14 +123,23 @@ def run(args: argparse.Namespace) -> None:
                 f"{len(args.exponent)} exponents") if args.exponent is not None
                else f"{args.replicates} topic resamples"] * len(made)
     if args.exponent is None:
-        try:
-            made.append(committed_forecast(
-                sample, runs, target, ci=args.ci, level=args.rel_level, depth=args.depth,
-                cap=args.cap, rng=np.random.default_rng(args.seed),
-                campaigns=args.campaigns or CAMPAIGNS, coverage=args.interval))
-            sources.append(f"{args.campaigns or CAMPAIGNS} simulated campaigns")
-        except UsageError as error:
-            sys.stderr.write(f"committed: no forecast: {error}\n")
+        for stop in ("committed", "anytime"):  # the rules on the pilot's committed phases
+            try:
+                phased = committed_forecast(
+                    sample, runs, target, ci=args.ci, level=args.rel_level, depth=args.depth,
+                    cap=args.cap, rng=np.random.default_rng(args.seed),
+                    campaigns=args.campaigns or CAMPAIGNS, coverage=args.interval, stop=stop)
+            except UsageError as error:
+                if stop == "committed":
+                    sys.stderr.write(f"committed: no forecast: {error}\n")
+                break
+            source = f"{args.campaigns or CAMPAIGNS} simulated campaigns"
+            if stop == "anytime":  # --stop anytime's rule on such a pilot
+                row = [f.rule for f in made].index("anytime")
+                made[row], sources[row] = phased, source
+            else:
+                made.append(phased)
+                sources.append(source)
     if args.format == "tsv":
         sys.stdout.write("rule\tjudged\tneeded\tmore\tlo\thi\tlevel\tfrom\n")
         for f, source in zip(made, sources, strict=True):

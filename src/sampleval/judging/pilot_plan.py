@@ -38,7 +38,13 @@ from typing import Any
 import numpy as np
 
 from sampleval.errors import UsageError
-from sampleval.judging.confident import SHRINK, ConfidentJudging
+from sampleval.judging.confident import (
+    SHRINK,
+    STOP_MODES,
+    AnytimeJudging,
+    ConfidentJudging,
+    is_anytime,
+)
 from sampleval.judging.planning import Forecast
 from sampleval.selection.strata import StratifiedSelector
 
@@ -93,8 +99,9 @@ def campaign_forecast(judging: ConfidentJudging, rng: np.random.Generator,
         raise UsageError(f"campaigns must be at least 1, not {campaigns}")
     judging._refresh()
     made = int(judging.judged.sum())
+    rule = "anytime" if isinstance(judging, AnytimeJudging) else "committed"
     if not judging.owed.any() and (judging.half_widths() <= judging.target.half_width).all():
-        return Forecast("committed", made, made, made, made)
+        return Forecast(rule, made, made, made, made)
     saved = judging._projection
     try:
         first = judging._plan_phases()
@@ -102,7 +109,7 @@ def campaign_forecast(judging: ConfidentJudging, rng: np.random.Generator,
     finally:
         judging._projection = saved
     if not reached:
-        return Forecast("committed", made, None, None, None)
+        return Forecast(rule, made, None, None, None)
     topics, runs = len(judging.topics), judging.runs
     room = np.where(judging.exhausted, 0, np.minimum(
         judging.capacity - judging.judged, judging.pool_size - judging.judged)).astype(np.int64)
@@ -116,32 +123,73 @@ def campaign_forecast(judging: ConfidentJudging, rng: np.random.Generator,
     upper = np.where(g[:, None] > 0, judging.upper[:, runs] / per, 0.0)
     last, left, share = _first_phases(judging, first)
     donors = np.flatnonzero(g > 0)
+    kind = _campaign_kind(type(judging))
+    within = isinstance(judging, AnytimeJudging) and not judging.spend
     totals = np.empty(campaigns)
     for k in range(campaigns):
-        campaign = _Campaign(judging, table, least, judging.judged + first, np.where(
-            first > 0, last, g), left)
+        campaign = kind(judging, table, least, judging.judged, np.where(first > 0, last, g),
+                        np.ones(topics))
         pool = donors[rng.integers(0, len(donors), len(donors))]
-        phased = np.flatnonzero(first > 0)
+        sizes = first
         for stage in range(2):  # the first phase's outcome, then the shortfall plan lands
+            phased = np.flatnonzero(sizes > 0)
+            if stage:
+                campaign.last[phased] = table[phased, sizes[phased]] * campaign.left[phased]
             source = np.where(rng.random(len(phased)) < SHRINK, phased,
                               pool[rng.integers(0, len(pool), len(phased))])
-            at = np.ix_(phased, runs)
-            scale = campaign.last[phased, None]
-            campaign.variance[at] = unit[source] * scale
-            campaign.bias[at], campaign.upper[at] = bias[source] * scale, upper[source] * scale
             campaign.found[phased] = judging.found[source]
-            if stage or (campaign.half_widths() <= judging.target.half_width).all():
+            step = _stop_within(campaign, phased, sizes, unit[source], bias[source],
+                                upper[source], within)
+            campaign.left[phased] = left[phased] if not stage else campaign.left[phased] * (
+                1 - np.minimum(1.0, share[phased] * sizes[phased] / (
+                    campaign.pool_size[phased] - campaign.judged[phased])))
+            campaign.judged = campaign.judged + step
+            if stage or (step < sizes).any() or (
+                    campaign.half_widths() <= judging.target.half_width).all():
                 break
             sizes = campaign._plan_phases()
-            phased = np.flatnonzero(sizes > 0)
-            campaign.last[phased] = table[phased, sizes[phased]] * campaign.left[phased]
-            campaign.left[phased] *= 1 - np.minimum(1.0, share[phased] * sizes[phased] / (
-                campaign.pool_size[phased] - campaign.judged[phased]))
-            campaign.judged = campaign.judged + sizes
         totals[k] = campaign.judged.sum()
     tail = (1 - coverage) / 2
     lo, hi = np.quantile(totals, [tail, 1 - tail], method="inverted_cdf")
-    return Forecast("committed", made, round(float(totals.mean())), int(lo), int(hi))
+    return Forecast(rule, made, round(float(totals.mean())), int(lo), int(hi))
+
+
+LOOKS = 20
+"""The anytime rule on committed phases: the points within a simulated phase, evenly spread,
+where its look may stop judging (:func:`_stop_within`)."""
+
+
+def _stop_within(campaign: _Campaign, phased: np.ndarray, sizes: np.ndarray,
+                 unit: np.ndarray, bias: np.ndarray, upper: np.ndarray,
+                 within: bool) -> np.ndarray:
+    """The judgments the phases of ``sizes`` take in a simulated campaign: all of them, or
+    (``within``: a rule that looks within phases) those up to the first of :data:`LOOKS`
+    points, the phases judged alike, where its half-widths meet the target; ``campaign``'s
+    variances (``unit`` times each phase's design factor so far, bias and allowance
+    alike) are left at that point."""
+    at = np.ix_(phased, campaign.runs)
+    step = sizes.copy()
+    for f in np.linspace(1 / LOOKS, 1, LOOKS) if within else [1.0]:
+        done = np.maximum(np.ceil(f * sizes[phased]).astype(np.int64), 1)
+        scale = (campaign.last[phased] if f == 1 else campaign.table[phased, done] * (
+            campaign.left[phased]))[:, None]
+        campaign.variance[at] = unit * scale
+        campaign.bias[at], campaign.upper[at] = bias * scale, upper * scale
+        if f < 1 and (campaign.half_widths() <= campaign.target.half_width).all():
+            step[phased] = done
+            break
+    return step
+
+
+_KINDS: dict[type, type[_Campaign]] = {}
+
+
+def _campaign_kind(rule: type[ConfidentJudging]) -> type[_Campaign]:
+    """:class:`_Campaign` over the rule ``rule`` (its half-widths and plans)."""
+    if rule not in _KINDS:
+        _KINDS[rule] = _Campaign if rule is ConfidentJudging else type(
+            f"_{rule.__name__}Campaign", (_Campaign, rule), {})
+    return _KINDS[rule]
 
 
 def _first_phases(judging: ConfidentJudging, sizes: np.ndarray
@@ -171,11 +219,12 @@ def _first_phases(judging: ConfidentJudging, sizes: np.ndarray
 def committed_forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95,
                        level: float = 1, depth: Any = None, cap: int | None = None,
                        rng: np.random.Generator, campaigns: int = CAMPAIGNS,
-                       coverage: float = 0.9) -> Forecast:
-    """The judgments judge-until-confident's committed rule (``sample --target``) is
-    forecast to use after the pilot ``sample`` (a stratified sample of the ``runs``' pool,
-    e.g. ``sampleval sample stratified ... -n 20``): :func:`campaign_forecast` from the
-    rule's state after that pilot (:meth:`~sampleval.judging.confident.ConfidentJudging.
+                       coverage: float = 0.9, stop: str = "committed") -> Forecast:
+    """The judgments judge-until-confident's committed rule (``sample --target``; ``stop=
+    "anytime"``: the anytime rule on its committed phases, ``--stop anytime``) is forecast
+    to use after the pilot ``sample`` (a stratified sample of the ``runs``' pool, e.g.
+    ``sampleval sample stratified ... -n 20``): :func:`campaign_forecast` from the rule's
+    state after that pilot (:meth:`~sampleval.judging.confident.ConfidentJudging.
     from_pilot`), with its ``coverage`` interval over ``campaigns`` simulated campaigns.
     Its next phases are laid out by the method that made the sample (``stratified`` for a
     sample that does not say), ``cap`` judgments per topic at most (default: its pool); its
@@ -200,8 +249,10 @@ def committed_forecast(sample: Any, runs: Any, target: Any, *, ci: float = 0.95,
                                rng, **params)
     judged = sample.frame.groupby("query_id")["relevance"].count()
     start = max(1, int(np.median(judged[judged > 0]))) if (judged > 0).any() else 1
-    judging = ConfidentJudging.from_pilot(selector, target, sample, start=start, ci=ci,
-                                          level=level)
+    if stop not in STOP_MODES:
+        raise UsageError(f"stop must be one of {', '.join(STOP_MODES)}, not {stop!r}")
+    kind = AnytimeJudging if is_anytime(stop) else ConfidentJudging
+    judging = kind.from_pilot(selector, target, sample, start=start, ci=ci, level=level)
     with warnings.catch_warnings():  # estimate's notes on sparse topics
         warnings.simplefilter("ignore")
         return campaign_forecast(judging, rng, coverage, campaigns)
