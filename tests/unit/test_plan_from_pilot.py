@@ -193,10 +193,11 @@ def test_the_anytime_rule_on_the_phases_is_forecast_to_stop_within_its_plan(
     variance per unit of design factor, plans aimed at 0.7 of the target: every simulated
     campaign is the same (a degenerate interval) and stops within the anytime rule's own
     first plan, at the first of the looks within it whose half-widths meet the target
-    (checked here with the plan's design factors at the share judged). Before, no
+    (checked here with each phase's design factor as laid out, times the first plan's
+    table's ratio at the share judged). Before, no
     forecast of this rule from its plan."""
     from sampleval.judging.confident import AnytimeJudging
-    from sampleval.judging.pilot_plan import LOOKS, campaign_forecast
+    from sampleval.judging.pilot_plan import LOOKS, _first_phases, campaign_forecast
 
     _, qrels, pool = sparse_collection
     target = Target("AP~ht", 0.05)
@@ -213,11 +214,12 @@ def test_the_anytime_rule_on_the_phases_is_forecast_to_stop_within_its_plan(
     room = np.minimum(judging.capacity - judging.judged, judging.pool_size - judging.judged)
     table = judging._factors(room.astype(np.int64))
     phased = np.flatnonzero(sizes > 0)
+    laid = _first_phases(judging, sizes)[0][phased]  # each phase's factor as laid out
     for f in np.linspace(1 / LOOKS, 1, LOOKS):
         done = np.maximum(np.ceil(f * sizes[phased]).astype(np.int64), 1)
         variance = judging.variance.copy()
-        variance[phased] = np.where(judging.present[phased],
-                                    (0.02 * table[phased, done])[:, None], np.nan)
+        factor = laid * table[phased, done] / table[phased, sizes[phased]]
+        variance[phased] = np.where(judging.present[phased], (0.02 * factor)[:, None], np.nan)
         if (judging.half_widths(variance) <= target.half_width).all() or f == 1:
             break
     assert done.sum() < sizes.sum()  # it stops within the plan

@@ -166,13 +166,16 @@ def _stop_within(campaign: _Campaign, phased: np.ndarray, sizes: np.ndarray,
     (``within``: a rule that looks within phases) those up to the first of :data:`LOOKS`
     points, the phases judged alike, where its half-widths meet the target; ``campaign``'s
     variances (``unit`` times each phase's design factor so far, bias and allowance
-    alike) are left at that point."""
+    alike; the first plan's table scaled to the phase's own factor) are left at that
+    point."""
     at = np.ix_(phased, campaign.runs)
     step = sizes.copy()
     for f in np.linspace(1 / LOOKS, 1, LOOKS) if within else [1.0]:
         done = np.maximum(np.ceil(f * sizes[phased]).astype(np.int64), 1)
-        scale = (campaign.last[phased] if f == 1 else campaign.table[phased, done] * (
-            campaign.left[phased]))[:, None]
+        full = campaign.table[phased, sizes[phased]]
+        scale = (campaign.last[phased] * np.divide(  # the phase's factor at the share judged
+            campaign.table[phased, done], full, out=np.ones(len(phased)), where=full > 0))[
+            :, None]
         campaign.variance[at] = unit * scale
         campaign.bias[at], campaign.upper[at] = bias * scale, upper * scale
         if f < 1 and (campaign.half_widths() <= campaign.target.half_width).all():
