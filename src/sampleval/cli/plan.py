@@ -58,8 +58,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--replicates", type=positive_int, default=200, metavar="N",
                         help="bootstrap resamples of the topics for the interval (default 200)")
     parser.add_argument("--campaigns", type=positive_int, metavar="N",
-                        help="campaigns simulated for the committed row's forecast and "
-                             "interval (default 20: sampleval.judging.pilot_plan.CAMPAIGNS)")
+                        help="campaigns simulated for the committed and anytime rows' forecasts and "
+                             "intervals (default 20: sampleval.judging.pilot_plan.CAMPAIGNS)")
     parser.add_argument("-f", "--format", choices=("table", "tsv"), default="table",
                         help="table (default): a heading line, then one tab-separated line "
                              "per rule: rule, needed, more, the interval (LO-HI) and what it "
