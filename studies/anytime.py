@@ -34,9 +34,11 @@ judgments from the trial's own first ``--start`` judgments per topic
 record their own plan's projection after the pilot (``projection``,
 :func:`projection_from_pilot`), which the summary turns into a forecast with a factor
 learnt from the other campaigns (:func:`learnt_projections`, ``projection_`` columns), and
-the planner's forecast from that plan at the pooled level with its interval (``plan``,
-``sampleval plan``'s ``committed`` row; :func:`plan_forecasts`, ``plan_`` columns). Each row of ``--out`` (CSV, one per trial and rule, written as
-they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
+the planner's forecast from that state with its interval, ``--campaigns`` campaigns
+simulated from the rule's plan (``plan``, ``sampleval plan``'s ``committed`` row, or its
+``anytime`` row for ``phases``; :func:`plan_forecasts`, ``plan_`` columns;
+``--no-pilot-forecast`` skips the variance model's forecasts). Each row of ``--out`` (CSV, one
+per trial and rule, written as they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
 of runs whose interval holds the true mean (coverage at the stopping time), the mean error
 over runs, the looks ((judgments, widest half-width), JSON), and the forecast with its
 interval, the wall-clock and the processor seconds the campaign took (``seconds``,
