@@ -1,5 +1,6 @@
-"""The judgments judge-until-confident's committed rule is forecast to use after a pilot
-sample (``sampleval plan``'s ``committed`` row): the rule's own first plan from that pilot,
+"""The judgments judge-until-confident's committed rule (``sampleval plan``'s ``committed``
+row), or the anytime rule on its committed phases (the ``anytime`` row of a pilot laid out in
+strata), is forecast to use after a pilot sample: the rule's own first plan from that pilot,
 then campaigns simulated from it. Apart from :mod:`sampleval.judging.planning`, whose
 models the rule itself reads, so that neither module imports the other's reader.
 
@@ -51,8 +52,8 @@ from sampleval.selection.strata import StratifiedSelector
 COMMITTED_METHODS = ("stratified", "strata", "uniform")
 """The methods whose committed phases :func:`committed_forecast` can lay out."""
 CAMPAIGNS = 20
-"""Campaigns simulated per forecast by default (:func:`campaign_forecast`; about 0.3 s each
-on TREC-COVID round 5's 126 runs and 50 topics)."""
+"""Campaigns simulated per forecast by default (:func:`campaign_forecast`; 20 took 0.44
+CPU-s on TREC-COVID round 5's 126 runs and 50 topics)."""
 
 
 class _Campaign(ConfidentJudging):
