@@ -36,9 +36,11 @@ judgments from the trial's own first ``--start`` judgments per topic
 record their own plan's projection after the pilot (``projection``,
 :func:`projection_from_pilot`), which the summary turns into a forecast with a factor
 learnt from the other campaigns (:func:`learnt_projections`, ``projection_`` columns), and
-the planner's forecast from that plan at the pooled level with its interval (``plan``,
-``sampleval plan``'s ``committed`` row; :func:`plan_forecasts`, ``plan_`` columns). Each row of ``--out`` (CSV, one per trial and rule, written as
-they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
+the planner's forecast from that state with its interval, ``--campaigns`` campaigns
+simulated from the rule's plan (``plan``, ``sampleval plan``'s ``committed`` row, or its
+``anytime`` row for ``phases``; :func:`plan_forecasts`, ``plan_`` columns;
+``--no-pilot-forecast`` skips the variance model's forecasts). Each row of ``--out`` (CSV, one
+per trial and rule, written as they finish): the seed, judgments used, why judging stopped, the widest half-width, the share
 of runs whose interval holds the true mean (coverage at the stopping time), the mean error
 over runs, the plans laid out after the pilot (committed phases; ``matched``: the plan ends
 forecast and the planner's forecast over the first plan's projection), the looks ((judgments, widest half-width), JSON), and the forecast with its
@@ -90,6 +92,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.estimation.anytime import RANGE
 from sampleval.judging.confident import INTERIM, AnytimeJudging, ConfidentJudging, Target
+from sampleval.judging.pilot_plan import CAMPAIGNS
 from sampleval.selection import METHODS, Budget, qrels_oracle
 from studies._cli import read_round5, simulation_parser
 from studies.compare_accuracy import exact_per_topic, pool_truth
@@ -217,14 +220,17 @@ needed: :func:`projection_from_pilot`)."""
 
 
 def projection_from_pilot(rule: str, pool: Pool, oracle: Any, seed: int,
-                          **options: Any) -> dict[str, int | None]:
+                          campaigns: int = CAMPAIGNS, **options: Any) -> dict[str, Any]:
     """The judgments in all that ``rule``'s own plan projects once every topic's pilot is
     judged (``projection``: the pilot's judgments plus :attr:`Status.projected_needed`; None
     where the plan cannot reach the target), as the campaign page shows it, and the
-    planner's forecast from the same plan at the pooled level with its 90% interval
-    (``plan``, ``plan_lo``, ``plan_hi``: :meth:`ConfidentJudging.forecast`, what ``sampleval
-    plan`` prints as ``committed``, 200 resamples from a generator seeded ``seed``). The
-    campaign seeded ``seed`` is the same up to that point."""
+    planner's forecast from that state with its 90% interval (``plan``, ``plan_lo``,
+    ``plan_hi``: :func:`~sampleval.judging.pilot_plan.campaign_forecast` over ``campaigns``
+    simulated campaigns from a generator seeded ``seed``, what ``sampleval plan`` prints as
+    ``committed``; ``plan_seconds``: its processor seconds). The campaign seeded ``seed``
+    is the same up to that point."""
+    from sampleval.judging.pilot_plan import campaign_forecast
+
     judging = judging_for(rule, pool, seed, **options)
     while not (any(judging.phases) and not judging._awaiting()
                and not any(p[-1].open for p in judging.phases if p)):
@@ -233,10 +239,12 @@ def projection_from_pilot(rule: str, pool: Pool, oracle: Any, seed: int,
             return dict.fromkeys(("projection", "plan", "plan_lo", "plan_hi"))
         judging.observe(batch[0], oracle(*batch))
     status = judging.status()
-    needed, lo, hi = judging.forecast(np.random.default_rng(seed))
+    cpu = time.process_time()
+    made = campaign_forecast(judging, np.random.default_rng(seed), campaigns=campaigns)
     return {"projection": None if status.projected_needed is None
             else status.judged + status.projected_needed,
-            "plan": needed, "plan_lo": lo, "plan_hi": hi}
+            "plan": made.needed, "plan_lo": made.lo, "plan_hi": made.hi,
+            "plan_seconds": time.process_time() - cpu}
 
 
 def learnt_projections(part: pd.DataFrame, within: float = 0.15) -> dict[str, Any]:
@@ -547,6 +555,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "judged rows of the same rule and seed)")
     parser.add_argument("--replicates", type=int, default=200,
                         help="bootstrap replicates of a forecast's interval (default 200)")
+    parser.add_argument("--campaigns", type=int, default=CAMPAIGNS,
+                        help="campaigns simulated by the committed rule's forecast "
+                             f"(--plan-only; default {CAMPAIGNS})")
+    parser.add_argument("--no-pilot-forecast", action="store_true",
+                        help="with --plan-only: skip the old planner's forecasts from the "
+                             "anytime rule's pilot (forecast_ columns)")
     parser.add_argument("--neyman-gain", action="store_true",
                         help="only print, per trial, the judgments the planner's model gives "
                              "the anytime rule from the trial's pilot with equal shares and "
@@ -630,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed = args.seed + trial
             forecast: dict[str, Any] = {}
             tic = time.perf_counter()
-            if args.plan or args.plan_only:
+            if args.plan or (args.plan_only and not args.no_pilot_forecast):
                 forecast = forecast_from_pilot(pool, oracle, seed, args.replicates,
                                                **options)
             for rule, rest in ((r, k) for r in rules
@@ -642,7 +656,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "widest": np.nan, "coverage": np.nan, "error": np.nan,
                                 "looks": "[]", "look_widths": "[]"})
                     if rule in PHASED:
-                        row.update(projection_from_pilot(rule, pool, oracle, seed, **options))
+                        row.update(projection_from_pilot(rule, pool, oracle, seed,
+                                                         args.campaigns, **options))
                 else:
                     tic = time.perf_counter()
                     cpu = time.process_time()

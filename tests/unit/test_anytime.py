@@ -343,11 +343,13 @@ def test_plan_command_forecasts_from_a_pilot(tmp_path: Path,
     assert 60 <= fixed < sure
     with pytest.raises(UsageError, match="--target"):
         cli.run(["plan", str(tmp_path / "pilot"), *names])
-    # with active's with-replacement model: another forecast, still at least the pilot
+    # with active's with-replacement model: another forecast, still at least the pilot (the
+    # anytime row of this stratified pilot is the rule on its committed phases, simulated)
     cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "P@10:0.1",
              "--replicates", "20", "--model", "active"])
     lines = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines()[1:])
-    assert 60 <= int(lines["anytime"].split("\t")[0]) != sure
+    assert 60 <= int(lines["fixed"].split("\t")[0]) != fixed
+    assert int(lines["anytime"].split("\t")[0]) == sure
 
 
 def test_plan_command_forecasts_with_an_interval_from_learnt_exponents(

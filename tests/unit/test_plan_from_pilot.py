@@ -50,21 +50,67 @@ def test_a_pilot_sample_projects_what_the_rule_projects_after_it(
     assert got.half_widths == pytest.approx(expected.half_widths, rel=1e-12)
 
 
-def test_the_forecast_leaves_the_plan_alone_and_holds_its_interval(
+def _alike(judging: ConfidentJudging, unit: float, heavy: dict[int, float] | None = None
+           ) -> ConfidentJudging:
+    """``judging``'s pilot with every topic's variance per unit of design factor set to
+    ``unit`` for every run (times ``heavy[i]`` on topic i), no bias or allowance, something
+    relevant found everywhere: a pilot whose topics a simulated campaign can tell apart only
+    by ``heavy``."""
+    judging._refresh()
+    g = judging._factor_last()
+    scale = np.ones(len(g))
+    for i, times in (heavy or {}).items():
+        scale[i] = times
+    judging.variance[:] = np.where(judging.present, (unit * g * scale)[:, None], np.nan)
+    judging.bias[:] = 0.0
+    judging.upper[:] = 0.0
+    judging.found[:] = True
+    return judging
+
+
+def test_the_forecast_is_the_plan_where_every_topic_reveals_what_it_planned(
         sparse_collection: tuple[list[Run], Qrels, Pool]) -> None:
-    """``forecast`` re-plans at the pooled level without touching the rule's projection;
-    its interval holds the forecast, and at least the projection (the pooled value of
-    skewed variances is at least their median); the same generator gives the same
-    forecast. Before, there was no forecast from the rule's plan."""
+    """A pilot whose topics share one variance per unit of design factor: every simulated
+    campaign's first phase reveals what the plan projected, so it stops after its first
+    plan; the forecast and both ends of its interval are the pilot's judgments plus that
+    plan's sizes, the rule's projection (computed here from the plan itself). Leaves the
+    rule's projection and its selector's generator alone. Before, the forecast re-planned
+    at the pooled level and had no simulated campaigns."""
+    from sampleval.judging.pilot_plan import campaign_forecast
+
     _, qrels, pool = sparse_collection
-    judging = _piloted(pool, qrels, Target("AP~ht", 0.05), 3)
-    before = judging.status().projected_needed
-    needed, lo, hi = judging.forecast(np.random.default_rng(0), replicates=50)
-    assert judging.status().projected_needed == before
-    assert before is not None and needed is not None and lo is not None and hi is not None
-    assert lo <= needed <= hi
-    assert needed >= judging.judged.sum() + before
-    assert judging.forecast(np.random.default_rng(0), replicates=50) == (needed, lo, hi)
+    judging = _alike(_piloted(pool, qrels, Target("AP~ht", 0.05), 3), 0.02)
+    sizes = judging._plan_phases()
+    expected = int(judging.judged.sum() + sizes.sum())
+    assert sizes.sum() > 0 and judging._projection == sizes.sum()
+    state = judging.selector.rng.bit_generator.state
+    made = campaign_forecast(judging, np.random.default_rng(0), campaigns=12)
+    assert (made.needed, made.lo, made.hi) == (expected, expected, expected)
+    assert made.judged == judging.judged.sum()
+    assert judging._projection == sizes.sum()
+    assert judging.selector.rng.bit_generator.state == state
+
+
+def test_a_topic_that_reveals_a_large_variance_pays_its_first_phase_twice(
+        sparse_collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """One topic's pilot variance is 400 times the others': the first plan gives it only
+    what half its value and half the median ask, so a campaign where its phase reveals its
+    own value (half of them) misses the target and the rule's shortfall plan judges it
+    again. The forecast lies above the first plan, every campaign judges at least the first
+    plan, the interval's top holds a second phase of at least the topic's least phase, and
+    the same generator gives the same forecast (another seed, its own). Before, no
+    shortfall plan was forecast."""
+    from sampleval.judging.pilot_plan import campaign_forecast
+
+    _, qrels, pool = sparse_collection
+    judging = _alike(_piloted(pool, qrels, Target("AP~ht", 0.05), 3), 0.02, {4: 400.0})
+    first = int(judging.judged.sum() + judging._plan_phases().sum())
+    made = campaign_forecast(judging, np.random.default_rng(5), campaigns=30)
+    assert made.needed is not None and made.lo is not None and made.hi is not None
+    assert first <= made.lo < made.needed < made.hi
+    assert made.hi >= first + judging._least(4)
+    assert campaign_forecast(judging, np.random.default_rng(5), campaigns=30) == made
+    assert campaign_forecast(judging, np.random.default_rng(6), campaigns=30) != made
 
 
 def test_plan_command_forecasts_the_committed_rule_from_a_stratified_pilot(
@@ -83,16 +129,36 @@ def test_plan_command_forecasts_the_committed_rule_from_a_stratified_pilot(
     names = _pilot(tmp_path)
     capsys.readouterr()
     cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "AP:0.05",
-             "--replicates", "30", "--seed", "4"])
-    rows = {line.split("\t")[0]: line.split("\t")[1:]
-            for line in capsys.readouterr().out.splitlines()[2:]}
+             "--replicates", "30", "--seed", "4", "--campaigns", "15", "--interval", "0.8"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split("\t")[3:] == ["80% interval", "interval from"]
+    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in lines[2:]}
     made = committed_forecast(load_sample(tmp_path / "pilot"), read_runs(names),
                               Target.parse("AP:0.05"), rng=np.random.default_rng(4),
-                              replicates=30)
+                              campaigns=15, coverage=0.8)
     assert made.needed is not None and made.lo is not None and made.hi is not None
-    assert rows["committed"][0] == str(made.needed)
-    assert rows["committed"][2] == f"{made.lo}-{made.hi}"
-    assert made.lo <= made.needed <= made.hi and made.needed > made.judged
+    assert rows["committed"] == [str(made.needed), str(made.needed - made.judged),
+                                 f"{made.lo}-{made.hi}", "15 simulated campaigns"]
+    assert rows["fixed"][3] == "30 topic resamples"
+    assert made.judged < made.lo <= made.hi and made.needed > made.judged
+    anytime = committed_forecast(load_sample(tmp_path / "pilot"), read_runs(names),
+                                 Target.parse("AP:0.05"), rng=np.random.default_rng(4),
+                                 campaigns=15, coverage=0.8, stop="anytime")
+    assert anytime.rule == "anytime" and rows["anytime"] == [
+        str(anytime.needed), str(anytime.needed - anytime.judged),
+        f"{anytime.lo}-{anytime.hi}", "15 simulated campaigns"]
+    cli.run(["plan", str(tmp_path / "pilot"), *names, "--target", "AP:0.05",
+             "--replicates", "30", "--seed", "4", "--campaigns", "15", "--interval", "0.8",
+             "-f", "tsv"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("\t") == ["rule", "judged", "needed", "more", "lo", "hi", "level",
+                                     "from"]
+    tsv = {line.split("\t")[0]: line.split("\t")[1:] for line in lines[1:]}
+    assert tsv["committed"] == [str(made.judged), str(made.needed),
+                                str(made.needed - made.judged), str(made.lo), str(made.hi),
+                                "0.8", "15 simulated campaigns"]
+    assert tsv["fixed"][0] == str(made.judged) and tsv["fixed"][5:] == [
+        "0.8", "30 topic resamples"]
     active = tmp_path / "active"
     cli.run(["sample", "active", *names, "-n", "10", "--qrels", str(tmp_path / "qrels.txt"),
              "-s", "1", "-o", str(active)])
@@ -101,6 +167,7 @@ def test_plan_command_forecasts_the_committed_rule_from_a_stratified_pilot(
     out = capsys.readouterr()
     assert "committed" not in out.out and {"fixed", "anytime"} <= {
         line.split("\t")[0] for line in out.out.splitlines()}
+    assert all(line.endswith("10 topic resamples") for line in out.out.splitlines()[2:])
     assert "committed: no forecast" in out.err and "active" in out.err
 
 
@@ -118,3 +185,42 @@ def test_the_study_scores_the_plan_forecasts() -> None:
     assert out["plan_n"] == 3 and out["plan_median"] == pytest.approx(1.0)
     assert out["plan_within_15%"] == pytest.approx(2 / 3)
     assert out["plan_interval_holds"] == pytest.approx(1 / 3)
+
+
+def test_the_anytime_rule_on_the_phases_is_forecast_to_stop_within_its_plan(
+        sparse_collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """``stop=anytime`` on the committed phases, from the same pilot whose topics share one
+    variance per unit of design factor, plans aimed at 0.7 of the target: every simulated
+    campaign is the same (a degenerate interval) and stops within the anytime rule's own
+    first plan, at the first of the looks within it whose half-widths meet the target
+    (checked here with each phase's design factor as laid out, times the first plan's
+    table's ratio at the share judged). Before, no
+    forecast of this rule from its plan."""
+    from sampleval.judging.confident import AnytimeJudging
+    from sampleval.judging.pilot_plan import LOOKS, _first_phases, campaign_forecast
+
+    _, qrels, pool = sparse_collection
+    target = Target("AP~ht", 0.05)
+    piloted = _alike(_piloted(pool, qrels, target, 3), 0.02)
+    judging = AnytimeJudging.from_pilot(
+        METHODS["stratified"](pool, Budget(rate=1.0), np.random.default_rng(7)), target,
+        piloted.sample(), start=6, batch=6, margin=0.3)  # plans aimed at 0.7 of the target
+    _alike(judging, 0.02)
+    sizes = judging._plan_phases()
+    made = campaign_forecast(judging, np.random.default_rng(0), campaigns=8)
+    assert made.rule == "anytime" and made.lo == made.hi == made.needed
+    assert made.needed is not None and made.judged < made.needed <= (
+        judging.judged.sum() + sizes.sum())
+    room = np.minimum(judging.capacity - judging.judged, judging.pool_size - judging.judged)
+    table = judging._factors(room.astype(np.int64))
+    phased = np.flatnonzero(sizes > 0)
+    laid = _first_phases(judging, sizes)[0][phased]  # each phase's factor as laid out
+    for f in np.linspace(1 / LOOKS, 1, LOOKS):
+        done = np.maximum(np.ceil(f * sizes[phased]).astype(np.int64), 1)
+        variance = judging.variance.copy()
+        factor = laid * table[phased, done] / table[phased, sizes[phased]]
+        variance[phased] = np.where(judging.present[phased], (0.02 * factor)[:, None], np.nan)
+        if (judging.half_widths(variance) <= target.half_width).all() or f == 1:
+            break
+    assert done.sum() < sizes.sum()  # it stops within the plan
+    assert made.needed == judging.judged.sum() + done.sum()

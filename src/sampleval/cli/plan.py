@@ -36,10 +36,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "model, not a "
         "measurement: docs/guide/anytime.md says how far its forecasts were off. "
         "'committed' (a pilot laid out in strata: stratified, strata, uniform) is judging "
-        "until confident's committed rule (sample --target), forecast from its own plan "
-        "after this pilot at the level the topics' pooled variance gives; its interval "
-        "resamples the topics that fix that level (docs/guide/confident.md, 'How many "
-        "judgments').")
+        "until confident's committed rule (sample --target): its own first plan after this "
+        "pilot, then --campaigns campaigns simulated from it (the variance each topic's "
+        "first phase reveals drawn from the pilot's topics, the shortfall plan the rule "
+        "then makes); the forecast is their mean, its interval their quantiles "
+        "(docs/guide/confident.md, 'How many judgments'). On such a pilot 'anytime' is "
+        "--stop anytime's rule there, the anytime rule on the committed phases, simulated "
+        "alike (it may stop within a phase). Each row says what its interval comes from.")
     parser.add_argument("sample", metavar="SAMPLE",
                         help="the pilot: a sample directory written by sampleval (or any "
                              "sample 'sampleval estimate' reads)")
@@ -54,6 +57,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         metavar="LEVEL", help="level of the forecast's interval (default 0.9)")
     parser.add_argument("--replicates", type=positive_int, default=200, metavar="N",
                         help="bootstrap resamples of the topics for the interval (default 200)")
+    parser.add_argument("--campaigns", type=positive_int, metavar="N",
+                        help="campaigns simulated for the committed and anytime rows' forecasts and "
+                             "intervals (default 20: sampleval.judging.pilot_plan.CAMPAIGNS)")
+    parser.add_argument("-f", "--format", choices=("table", "tsv"), default="table",
+                        help="table (default): a heading line, then one tab-separated line "
+                             "per rule: rule, needed, more, the interval (LO-HI) and what it "
+                             "comes from; tsv: header 'rule judged needed more lo hi level "
+                             "from', empty where there is no figure")
     parser.add_argument("--model", choices=("srs", "active"), default="srs",
                         help="how each topic's variance is taken to fall as judging goes "
                              "on: srs (default), as simple random sampling's, 1/n - 1/N; "
@@ -93,7 +104,7 @@ def run(args: argparse.Namespace) -> None:
     from sampleval.io import read_runs
     from sampleval.io.samples import load_sample
     from sampleval.judging.confident import Target
-    from sampleval.judging.pilot_plan import committed_forecast
+    from sampleval.judging.pilot_plan import CAMPAIGNS, committed_forecast
     from sampleval.judging.planning import forecast
 
     if args.target is None:
@@ -108,26 +119,27 @@ def run(args: argparse.Namespace) -> None:
                     caps=caps, rng=np.random.default_rng(args.seed),
                     replicates=args.replicates, coverage=args.interval, model=args.model,
                     exponent=args.exponent)
+    sources = [("one exponent" if len(args.exponent) == 1 else
+                f"{len(args.exponent)} exponents") if args.exponent is not None
+               else f"{args.replicates} topic resamples"] * len(made)
     if args.exponent is None:
-        try:
-            made.append(committed_forecast(
-                sample, runs, target, ci=args.ci, level=args.rel_level, depth=args.depth,
-                cap=args.cap, rng=np.random.default_rng(args.seed),
-                replicates=args.replicates, coverage=args.interval))
-        except UsageError as error:
-            sys.stderr.write(f"committed: no forecast: {error}\n")
-    sys.stdout.write(f"target {target.measure}:{target.half_width:g} "
-                     f"({args.ci:.0%} half-width of each run's mean); pilot "
-                     f"{made[0].judged} judgments over {len(sample.topics)} topics\n")
-    sys.stdout.write(f"rule\tneeded\tmore\t{args.interval:.0%} interval\n")
-    for f in made:
-        if f.needed is None:
-            sys.stdout.write(f"{f.rule}\tnot reachable within the caps\t\t\n")
-            continue
-        span = ("none (one exponent)" if f.lo is None and f.hi is None else
-                f"{f.lo if f.lo is not None else '?'}-"
-                f"{f.hi if f.hi is not None else 'unreachable'}")
-        sys.stdout.write(f"{f.rule}\t{f.needed}\t{max(0, f.needed - f.judged)}\t{span}\n")
+        for stop in ("committed", "anytime"):  # the rules on the pilot's committed phases
+            try:
+                phased = committed_forecast(
+                    sample, runs, target, ci=args.ci, level=args.rel_level, depth=args.depth,
+                    cap=args.cap, rng=np.random.default_rng(args.seed),
+                    campaigns=args.campaigns or CAMPAIGNS, coverage=args.interval, stop=stop)
+            except UsageError as error:
+                if stop == "committed":
+                    sys.stderr.write(f"committed: no forecast: {error}\n")
+                break
+            source = f"{args.campaigns or CAMPAIGNS} simulated campaigns"
+            if stop == "anytime":  # --stop anytime's rule on such a pilot
+                row = [f.rule for f in made].index("anytime")
+                made[row], sources[row] = phased, source
+            else:
+                made.append(phased)
+                sources.append(source)
     capped = [f for f in made if f.capped]
     if capped:
         import warnings
@@ -136,3 +148,24 @@ def run(args: argparse.Namespace) -> None:
         warnings.warn(f"{', '.join(f.rule for f in capped)}: capped at the {judgeable} "
                       "judgeable documents: the decay forecast more, and judging them all "
                       "gives the exact measure", stacklevel=1)
+    if args.format == "tsv":
+        sys.stdout.write("rule\tjudged\tneeded\tmore\tlo\thi\tlevel\tfrom\n")
+        for f, source in zip(made, sources, strict=True):
+            cells = [f.rule, f.judged, f.needed,
+                     None if f.needed is None else max(0, f.needed - f.judged), f.lo, f.hi,
+                     f"{args.interval:g}", source]
+            sys.stdout.write("\t".join("" if c is None else str(c) for c in cells) + "\n")
+        return
+    sys.stdout.write(f"target {target.measure}:{target.half_width:g} "
+                     f"({args.ci:.0%} half-width of each run's mean); pilot "
+                     f"{made[0].judged} judgments over {len(sample.topics)} topics\n")
+    sys.stdout.write(f"rule\tneeded\tmore\t{args.interval:.0%} interval\tinterval from\n")
+    for f, source in zip(made, sources, strict=True):
+        if f.needed is None:
+            sys.stdout.write(f"{f.rule}\tnot reachable within the caps\t\t\t\n")
+            continue
+        span = ("none (one exponent)" if f.lo is None and f.hi is None else
+                f"{f.lo if f.lo is not None else '?'}-"
+                f"{f.hi if f.hi is not None else 'unreachable'}")
+        sys.stdout.write(f"{f.rule}\t{f.needed}\t{max(0, f.needed - f.judged)}\t{span}\t"
+                         f"{source}\n")

@@ -88,8 +88,9 @@ median is far below its mean (about a quarter on TREC-COVID), and the first plan
 of the target; a shortfall plan then judges further the topics whose phase revealed a large
 variance. Centring on the pooled value instead (sum_t V_t / sum_t D_last,t) makes the first
 plan land at the target but costs more judgments and covers less, since the pilot cannot tell
-which topics hold the unseen variance (``docs/research/anytime.md``, "Stop 42"); the pooled
-level serves the forecast (:meth:`ConfidentJudging.forecast`), not the plan. The plan starts from the variances as
+which topics hold the unseen variance (``docs/research/anytime.md``, "Stop 42"); the
+forecast from a pilot simulates the shortfall plans instead
+(:func:`sampleval.judging.pilot_plan.campaign_forecast`). The plan starts from the variances as
 measured (the half-widths the target is checked against) and projects only the topics it
 gives a new phase, so that no topic's estimate is moved onto the others as present
 variance they must be judged down from. A shortfall plan (no topic owed a phase) starts
@@ -683,7 +684,9 @@ class ConfidentJudging:
         on past its first plan). The interval re-plans at the pooled value's (1 -/+
         ``coverage``) / 2 quantiles over ``replicates`` resamples of those topics (a
         bootstrap over topics, from ``rng``): it reflects how well the pilot's topics fix
-        the level, not the campaign's own draws. None: the plan cannot reach the target."""
+        the level, not the campaign's own draws. None: the plan cannot reach the target.
+        ``spend="matched"`` reads it (:meth:`AnytimeJudging._forecast_plans`); ``sampleval
+        plan`` simulates the campaigns instead (:func:`.pilot_plan.campaign_forecast`)."""
         if not self.committed:
             raise UsageError("a forecast from the plan needs the phase-committed design")
         self._refresh()
