@@ -148,6 +148,8 @@ def main() -> int:
                              "installed apart: pip install py-spy; sampling only the thread "
                              "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
                              "collapsed stacks with counts")
+    parser.add_argument("--py-spy-rate", type=int, default=50, metavar="HZ",
+                        help="samples a second of --py-spy")
     parser.add_argument("--requests", metavar="PREFIX",
                         help="write every judge request (its moment from the run's first, "
                              "the client's latency, the server's Server-Timing metrics: "
@@ -216,7 +218,7 @@ def main() -> int:
                         assert server.process is not None
                         renice(server.process.pid, args.server_nice)
                         spy = None if args.py_spy is None else py_spy(
-                            server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt")
+                            server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt", args.py_spy_rate)
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
                             wrote = proc_io(server.process.pid, "write_bytes")
@@ -323,12 +325,12 @@ def favoured_session(autogroup: Path = Path("/proc/self/autogroup")) -> str:
             f"the kernel's write completions are starved, run it in a plain session")
 
 
-def py_spy(pid: int, out: str) -> subprocess.Popen[bytes]:
-    """py-spy recording process ``pid`` (its thread holding the GIL, 50 samples a second,
+def py_spy(pid: int, out: str, rate: int = 50) -> subprocess.Popen[bytes]:
+    """py-spy recording process ``pid`` (its thread holding the GIL, ``rate`` samples a second,
     without stopping it) into ``out`` until sent SIGINT."""
     beside = Path(sys.executable).with_name("py-spy")  # installed in this venv
     spy = subprocess.Popen([str(beside) if beside.exists() else "py-spy", "record", "--pid", str(pid), "--format", "raw", "--gil",
-                            "--nonblocking", "--rate", "50", "--output", out],
+                            "--nonblocking", "--rate", str(rate), "--output", out],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # attached before the first request
     return spy
