@@ -105,6 +105,7 @@ from sampleval.campaign.store import Store
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
+from sampleval.judging.confident import STOP_MODES
 from sampleval.selection import Budget, qrels_oracle
 from sampleval.selection.base import Oracle
 
@@ -138,6 +139,14 @@ def main() -> int:
                              "lockstep) or poisson (each assessor's gaps exponential of that "
                              "mean, independent: see the module docstring)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
+                        help="create the campaigns with this target (campaign create "
+                             "--target): with --stop anytime and a method with committed "
+                             "phases (strata), the anytime rule's plan hands the documents "
+                             "out (campaign/target.py's PlanSelector, its whole state saved "
+                             "with every batch)")
+    parser.add_argument("--stop", choices=STOP_MODES, default="committed",
+                        help="how --target may stop the campaign (campaign create --stop)")
     parser.add_argument("--hog", type=int, default=0,
                         help="busy processes running beside the server (CPU contention)")
     parser.add_argument("--server-nice", type=int, default=0,
@@ -168,7 +177,9 @@ def main() -> int:
     budget = max(1, args.judgments // TOPICS)
     clients = [int(c) for c in args.clients.split(",")]
     console = Console(width=260)
-    table = Table(title=f"Campaign server load: method {args.method}, {TOPICS} topics x "
+    method = args.method + (f" (target {args.target}, stop {args.stop})" if args.target
+                            else "")
+    table = Table(title=f"Campaign server load: method {method}, {TOPICS} topics x "
                         f"{budget} judgments, {os.cpu_count()} cores, {args.hog} hog(s), "
                         f"server nice {args.server_nice}, pacing {args.pacing}, load average at "
                         f"start {_load()}")
@@ -210,7 +221,8 @@ def main() -> int:
                     for run in kinds:
                         organisers[run] = create_campaign(
                             store, Design(run, args.method, Budget(budget), depth=100,
-                                          seed=args.seed, grades=tuple(parse_grades("0,1,2"))),
+                                          seed=args.seed, grades=tuple(parse_grades("0,1,2")),
+                                          target=args.target, target_stop=args.stop),
                             runs)
                         teams[run] = oracle_assessors(store, run, n)
                     store.close()
