@@ -176,7 +176,7 @@ def main() -> int:
     runs, oracle = synthetic(args.seed)
     budget = max(1, args.judgments // TOPICS)
     clients = [int(c) for c in args.clients.split(",")]
-    console = Console(width=260)
+    console = Console(width=400)
     method = args.method + (f" (target {args.target}, stop {args.stop})" if args.target
                             else "")
     table = Table(title=f"Campaign server load: method {method}, {TOPICS} topics x "
