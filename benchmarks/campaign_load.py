@@ -167,7 +167,7 @@ def main() -> int:
                         metavar="PREFIX",
                         help="when the server makes no write system call for "
                              f"{STALL_SECONDS:.0f} s while a run goes (no answer, no commit), "
-                             "dump its threads' stacks (py-spy dump, installed apart) to "
+                             "dump its threads' stacks (py-spy dump) to "
                              "PREFIX-STORE-CLIENTS-RUN.txt")
     args = parser.parse_args()
     kinds = args.runs.split(",")
@@ -220,10 +220,8 @@ def main() -> int:
                     teams, organisers = {}, {}
                     for run in kinds:
                         organisers[run] = create_campaign(
-                            store, Design(run, args.method, Budget(budget), depth=100,
-                                          seed=args.seed, grades=tuple(parse_grades("0,1,2")),
-                                          target=args.target, target_stop=args.stop),
-                            runs)
+                            store, design(run, args.method, budget, args.seed, args.target,
+                                          args.stop), runs)
                         teams[run] = oracle_assessors(store, run, n)
                     store.close()
                     with ServerProcess(url, log=Path(tmp) / f"{store_kind}{n}.log") as server:
@@ -306,6 +304,14 @@ def main() -> int:
     for line in together:
         console.print(line)
     return 0
+
+
+def design(name: str, method: str, budget: int, seed: int, target: str | None = None,
+           stop: str = "committed") -> Design:
+    """A run's campaign: ``budget`` judgments per topic of ``method``, grades 0-2, and
+    ``target`` (``--target``) with the stop mode ``stop`` (``--stop``)."""
+    return Design(name, method, Budget(budget), depth=100, seed=seed,
+                  grades=tuple(parse_grades("0,1,2")), target=target, target_stop=stop)
 
 
 def synthetic(seed: int) -> tuple[list[Run], Oracle]:
