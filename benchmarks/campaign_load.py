@@ -105,6 +105,7 @@ from sampleval.campaign.store import Store
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.datasets.synthetic import make_collection
+from sampleval.judging.confident import STOP_MODES
 from sampleval.selection import Budget, qrels_oracle
 from sampleval.selection.base import Oracle
 
@@ -138,6 +139,14 @@ def main() -> int:
                              "lockstep) or poisson (each assessor's gaps exponential of that "
                              "mean, independent: see the module docstring)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--target", metavar="MEASURE:HALF_WIDTH",
+                        help="create the campaigns with this target (campaign create "
+                             "--target): with --stop anytime and a method with committed "
+                             "phases (strata), the anytime rule's plan hands the documents "
+                             "out (campaign/target.py's PlanSelector, its whole state saved "
+                             "with every batch)")
+    parser.add_argument("--stop", choices=STOP_MODES, default="committed",
+                        help="how --target may stop the campaign (campaign create --stop)")
     parser.add_argument("--hog", type=int, default=0,
                         help="busy processes running beside the server (CPU contention)")
     parser.add_argument("--server-nice", type=int, default=0,
@@ -148,6 +157,8 @@ def main() -> int:
                              "installed apart: pip install py-spy; sampling only the thread "
                              "holding the interpreter lock): PREFIX-STORE-CLIENTS.txt, "
                              "collapsed stacks with counts")
+    parser.add_argument("--py-spy-rate", type=int, default=50, metavar="HZ",
+                        help="samples a second of --py-spy")
     parser.add_argument("--requests", metavar="PREFIX",
                         help="write every judge request (its moment from the run's first, "
                              "the client's latency, the server's Server-Timing metrics: "
@@ -156,7 +167,7 @@ def main() -> int:
                         metavar="PREFIX",
                         help="when the server makes no write system call for "
                              f"{STALL_SECONDS:.0f} s while a run goes (no answer, no commit), "
-                             "dump its threads' stacks (py-spy dump, installed apart) to "
+                             "dump its threads' stacks (py-spy dump) to "
                              "PREFIX-STORE-CLIENTS-RUN.txt")
     args = parser.parse_args()
     kinds = args.runs.split(",")
@@ -165,8 +176,10 @@ def main() -> int:
     runs, oracle = synthetic(args.seed)
     budget = max(1, args.judgments // TOPICS)
     clients = [int(c) for c in args.clients.split(",")]
-    console = Console(width=260)
-    table = Table(title=f"Campaign server load: method {args.method}, {TOPICS} topics x "
+    console = Console(width=400)
+    method = args.method + (f" (target {args.target}, stop {args.stop})" if args.target
+                            else "")
+    table = Table(title=f"Campaign server load: method {method}, {TOPICS} topics x "
                         f"{budget} judgments, {os.cpu_count()} cores, {args.hog} hog(s), "
                         f"server nice {args.server_nice}, pacing {args.pacing}, load average at "
                         f"start {_load()}")
@@ -207,16 +220,15 @@ def main() -> int:
                     teams, organisers = {}, {}
                     for run in kinds:
                         organisers[run] = create_campaign(
-                            store, Design(run, args.method, Budget(budget), depth=100,
-                                          seed=args.seed, grades=tuple(parse_grades("0,1,2"))),
-                            runs)
+                            store, design(run, args.method, budget, args.seed, args.target,
+                                          args.stop), runs)
                         teams[run] = oracle_assessors(store, run, n)
                     store.close()
                     with ServerProcess(url, log=Path(tmp) / f"{store_kind}{n}.log") as server:
                         assert server.process is not None
                         renice(server.process.pid, args.server_nice)
                         spy = None if args.py_spy is None else py_spy(
-                            server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt")
+                            server.process.pid, f"{args.py_spy}-{store_kind}-{n}.txt", args.py_spy_rate)
                         for run, team in teams.items():
                             before = scheduled(server.process.pid)
                             wrote = proc_io(server.process.pid, "write_bytes")
@@ -294,6 +306,14 @@ def main() -> int:
     return 0
 
 
+def design(name: str, method: str, budget: int, seed: int, target: str | None = None,
+           stop: str = "committed") -> Design:
+    """A run's campaign: ``budget`` judgments per topic of ``method``, grades 0-2, and
+    ``target`` (``--target``) with the stop mode ``stop`` (``--stop``)."""
+    return Design(name, method, Budget(budget), depth=100, seed=seed,
+                  grades=tuple(parse_grades("0,1,2")), target=target, target_stop=stop)
+
+
 def synthetic(seed: int) -> tuple[list[Run], Oracle]:
     """The benchmark's collection: :data:`TOPICS` topics, 12 runs, pooled to depth 100
     (runs and the qrels' oracle)."""
@@ -323,12 +343,12 @@ def favoured_session(autogroup: Path = Path("/proc/self/autogroup")) -> str:
             f"the kernel's write completions are starved, run it in a plain session")
 
 
-def py_spy(pid: int, out: str) -> subprocess.Popen[bytes]:
-    """py-spy recording process ``pid`` (its thread holding the GIL, 50 samples a second,
+def py_spy(pid: int, out: str, rate: int = 50) -> subprocess.Popen[bytes]:
+    """py-spy recording process ``pid`` (its thread holding the GIL, ``rate`` samples a second,
     without stopping it) into ``out`` until sent SIGINT."""
     beside = Path(sys.executable).with_name("py-spy")  # installed in this venv
     spy = subprocess.Popen([str(beside) if beside.exists() else "py-spy", "record", "--pid", str(pid), "--format", "raw", "--gil",
-                            "--nonblocking", "--rate", "50", "--output", out],
+                            "--nonblocking", "--rate", str(rate), "--output", out],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # attached before the first request
     return spy

@@ -1,5 +1,7 @@
 """The JSON API (described at ``/api/openapi.json``): what assessors' pages and scripts
-call, and what organisers read. Authentication and scoping: :mod:`.web`."""
+call, and what organisers read. Authentication and scoping: :mod:`.web`. Scripts' judging
+calls reach :func:`next_document` and :func:`judge` through :mod:`.hot`, without FastAPI's
+routing (the same endpoints, the same answers)."""
 
 from __future__ import annotations
 

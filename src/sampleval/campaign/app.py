@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 
 from sampleval import __version__
 from sampleval.campaign import api, pages
+from sampleval.campaign.hot import HotPaths
 from sampleval.campaign.live import LiveEstimates
 from sampleval.campaign.service import CampaignService, ServiceError
 from sampleval.campaign.store import Store
@@ -61,6 +62,7 @@ def create_app(url: str, *, live: bool = True, interval: float = 2.0,
                               "estimates; export the sample (docs/guide/campaigns.md).")
     app.state.service = service
     app.state.live = estimates if live else None
+    app.add_middleware(HotPaths)  # (inside Guard: the last added is the outermost)
     app.add_middleware(Guard, public_url=public_url, trusted_proxies=list(trusted_proxies))
     app.include_router(api.router)
     app.include_router(pages.router)

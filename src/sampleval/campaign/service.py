@@ -372,8 +372,7 @@ class CampaignService:
         return self._person(_BY_TOKEN, {"digest": digest(token)})
 
     def _person(self, query: Any, params: dict[str, Any]) -> Person | None:
-        with self.store.connect() as connection:
-            row = connection.execute(query, params).first()
+        row = self.store.first(query, params)  # (every request's: the cheap read)
         return None if row is None else Person(*row)
 
     def start_session(self, person: Person) -> tuple[str, str]:
