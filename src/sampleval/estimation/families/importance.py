@@ -222,14 +222,10 @@ def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: fl
         ts = view.sample
         data = topic_datas(view, sample, "draws", [np.zeros(len(ts.docnos))])[0]
         parts = topic_estimate(spec, level, data, rounded=False)(np.zeros((2, view.n_runs)))
-        n, shared = len(data.units.index), list(parts.terms)
-        judged = gain(ts.labels[ts.judged])
-        grades = np.unique(judged[judged > 0])[::-1]
-        if spec.base == "nDCG":  # the engine's grades are the draws'; a judged one no draw
-            drawn = gain(data.labels)  # holds is a count of 0 (its range still counts)
-            shares = dict(zip(np.unique(drawn[drawn > 0])[::-1], shared[1:], strict=True))
-            shared[1:] = [shares.get(g, np.zeros(n)) for g in grades]
-        terms = n * np.stack(np.broadcast_arrays(*shared))
+        n = len(data.units.index)
+        terms = n * np.stack(np.broadcast_arrays(*parts.terms))
+        y = gain(data.labels)
+        grades = np.unique(y[y > 0])[::-1]  # as the engine's nDCG (no predictions)
         weights = at_rank(rank_weights(spec.base, spec.cutoff, view.frame_at_rank.shape[1]),
                           view.rank_of(np.arange(len(ts.docnos))))
         bounds = term_bounds(spec, weights, draw_distribution(sample, ts), grades, top_grade)
