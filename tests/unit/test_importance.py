@@ -16,7 +16,7 @@ from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimation.engine.views import TopicView, gain, relevance, topic_views, z_value
+from sampleval.estimation.engine.views import TopicView, topic_views, z_value
 from sampleval.estimation.families import importance as imp
 from sampleval.estimation.spec import parse_estimate
 from sampleval.measures.evaluation import evaluate
@@ -155,23 +155,20 @@ def test_ratio_box_intervals() -> None:
 def test_fractional_labels_stay_unbiased_for_the_expected_label() -> None:
     # Schnabel et al. sec. 7: three documents judged by four binary assessors; the label is
     # their mean. Run ranks a b c; P@2 of the expected labels: (.75 + .25) / 2 = .5.
-    # Each document drawn once at Q = 1/3: eq. 4 is then the frame total itself (its
-    # expectation under a uniform Q), with the labels as given.
     votes = np.array([[1, 1, 0, 1], [0, 0, 1, 0], [1, 1, 1, 1]], dtype=float)
-
-    def p_at_2(labels: np.ndarray, interval: str = "normal") -> float:
-        topic = (dict(zip("abc", labels, strict=True)), {"r": ["a", "b", "c"]},
-                 dict.fromkeys("abc", 1 / 3), ["a", "b", "c"])
-        pool, sample = toy({"1": topic})
-        return float(run_is(pool, sample, "P@2~is", interval).loc["all", "value"])
-
-    for interval in imp.INTERVALS:
-        assert p_at_2(votes.mean(axis=1), interval) == pytest.approx(0.5)
+    q = np.array([0.5, 0.3, 0.2])
+    weights = at_rank(rank_weights("P", 2, 3), np.array([[1, 2, 3]]))
+    spec = parse_estimate("P@2~is")
+    every = np.arange(3)
+    mean_label = imp.draw_terms(spec, 1.0, weights, every, votes.mean(axis=1), q, np.array([]))
+    assert (mean_label[0, 0] * q).sum() == pytest.approx(0.5)
     # each draw judged by one assessor at random: the same expectation
-    assert np.mean([p_at_2(votes[:, a]) for a in range(4)]) == pytest.approx(0.5)
+    one_vote = [imp.draw_terms(spec, 1.0, weights, every, votes[:, a], q, np.array([]))
+                for a in range(4)]
+    assert np.mean([(t[0, 0] * q).sum() for t in one_vote]) == pytest.approx(0.5)
     # graded assessors at level 2: grades {1, 2} average to 1 + (share of 2s), and rel is
     # that share, the expected binary vote
-    assert relevance(np.array([1.0, 1.25, 2.0]), 2.0) == pytest.approx([0.0, 0.25, 1.0])
+    assert imp.relevance(np.array([1.0, 1.25, 2.0]), 2.0) == pytest.approx([0.0, 0.25, 1.0])
 
 
 def test_sampling_distributions_by_hand() -> None:
@@ -262,40 +259,30 @@ def sqrt_distribution(view: TopicView, prior: np.ndarray) -> np.ndarray:
 @pytest.mark.shared
 def test_exact_expectation_equals_the_truth(
         round5_census: tuple[Qrels, Pool, list[TopicView]]) -> None:
-    """Every frame document drawn once at Q = 1/N: each component's eq. 4 estimate is its
-    expectation under that Q, its frame total, so every run's and topic's value is the
-    measure (ratios: their components give trec_eval's R@10, nDCG@10 and nDCG), on the
-    normal interval's path and the bounded intervals' alike."""
+    """E_Q[U-hat] = sum_x Q(x) term(x) = the measure, for every run and topic; ratios:
+    their components' expectations give trec_eval's R@10, nDCG@10 and nDCG."""
     qrels, pool, views = round5_census
+    prior = priors.fitted_prior([v.labels_at_rank() for v in views])
     exact = evaluate(qrels, pool, ["P@10", "R@10", "nDCG@10", "nDCG"]).set_index(
         ["query_id", "measure", "run"])["value"].sort_index()
-    frame, draws = [], []
-    for view in views:
-        docnos, n_docs = view.sample.docnos, len(view.sample.docnos)
-        frame.append(pd.DataFrame({"query_id": view.pool.topic, "doc_id": docnos,
-                                   "relevance": view.sample.labels, "stratum": "",
-                                   "inclusion": np.nan}))
-        draws.append(pd.DataFrame({"query_id": view.pool.topic, "round": np.arange(n_docs),
-                                   "doc_id": docnos, "probability": 1.0 / n_docs}))
-    sample = Sample("importance", pd.concat(frame), draws=pd.concat(draws),
-                    round_probs=pd.concat(draws).assign(round=0))
-    drawn = topic_views(pool, sample)
     worst = 0.0
-    for name in ["P@10", "DCG@10", "R@10", "nDCG@10", "nDCG"]:
-        spec = parse_estimate(f"{name}~is")
-        for kind in ("normal", "hoeffding"):
-            out = imp.estimate_is(pool.run_names, drawn, sample, spec, 1.0, 0.95,
-                                  interval=kind).set_index(["query_id", "run"])["value"]
-            for view in views:
-                value = out.loc[view.pool.topic].reindex(pool.run_names).to_numpy()
-                if name == "DCG@10":
-                    ranks = view.rank_of(np.arange(len(view.sample.docnos)))
-                    truth = at_rank(rank_weights("DCG", 10, 100), ranks) @ view.sample.labels
-                else:
-                    truth = exact.loc[(view.pool.topic, name)].reindex(
-                        pool.run_names).to_numpy()
-                present = view.pool.present
-                worst = max(worst, float(np.abs(value - truth)[present].max()))
+    for view in views:
+        n_docs = len(view.sample.docnos)
+        q = sqrt_distribution(view, prior)
+        ranks = view.rank_of(np.arange(n_docs))
+        labels = view.sample.labels
+        grades = np.unique(labels[labels > 0])[::-1]
+        present = view.pool.present
+        for name in ["P@10", "DCG@10", "R@10", "nDCG@10", "nDCG"]:
+            spec = parse_estimate(f"{name}~is")
+            weights = at_rank(rank_weights(spec.base, spec.cutoff, 100), ranks)
+            terms = imp.draw_terms(spec, 1.0, weights, np.arange(n_docs), labels, q, grades)
+            value = imp.measure_value(spec, grades, (terms * q).sum(axis=-1))
+            if name == "DCG@10":
+                truth = weights @ labels
+            else:
+                truth = exact.loc[(view.pool.topic, name)].reindex(pool.run_names).to_numpy()
+            worst = max(worst, float(np.abs(value - truth)[present].max()))
     assert worst < 1e-9
 
 
@@ -337,8 +324,8 @@ def test_sample_entry_agrees_with_the_array_core(
         weights = at_rank(rank_weights("DCG", 10, 100),
                               view.rank_of(np.arange(len(docnos))))
         bounds = imp.term_bounds(spec, weights, q, np.array([]), 2.0)
-        terms = weights[:, x] * gain(labels[x]) / q[x]  # eq. 4's summands, by hand
-        stats.append(imp.topic_stats(terms[None], bounds, np.array([])))
+        stats.append(imp.topic_stats(spec, 1.0, weights, x, labels[x], q[x], bounds,
+                                     np.array([])))
     sample = Sample("importance", pd.concat(frame), draws=pd.concat(draws),
                     round_probs=pd.concat(probs))
     present = np.array([v.pool.present for v in views])
@@ -376,12 +363,11 @@ def test_monte_carlo_bias_and_coverage(
             q = sqrt_distribution(view, prior)
             weights = at_rank(rank_weights(spec.base, spec.cutoff, 100),
                                   view.rank_of(np.arange(len(labels))))
-            truth.append(weights @ (relevance(labels, 1.0) if spec.base == "P" else labels))
+            truth.append(weights @ (imp.relevance(labels, 1.0) if spec.base == "P" else labels))
             x = rng.choice(len(labels), size=(trials, n), p=q)
             bounds = imp.term_bounds(spec, weights, q, np.array([]), 2.0)
-            value = relevance(labels, 1.0) if spec.base == "P" else gain(labels)
-            terms = weights[:, x] * value[x] / q[x]  # eq. 4's summands, by hand
-            stats.append(imp.topic_stats(terms[None], bounds, np.array([])))
+            stats.append(imp.topic_stats(spec, 1.0, weights, x, labels[x], q[x], bounds,
+                                         np.array([])))
         true_topic = np.array(truth)
         true_mean = (true_topic * present).sum(axis=0) / present.sum(axis=0)
         for kind in imp.INTERVALS:

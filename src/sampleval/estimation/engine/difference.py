@@ -43,22 +43,18 @@ class Parts(NamedTuple):
     denominator (``u_f``, ``[2, n_runs, m]``; zero in the denominator for linear measures):
     the variance is form(u_y - lam_N u_f[0] - lam_R u_f[1]); and whether the estimate is
     defined (a ratio's denominator estimate is positive and not below what the sample
-    already shows); ``terms``: the labels' per-unit shares of each total the measure is made
-    of (a total: its own; R@k: its numerator and R; nDCG: its DCG and each grade's count, the
-    grades decreasing), each ``[n_runs, m]`` or ``[m]``: what bounded intervals over draws
-    read (``~is``; empty for AP and Rprec)."""
+    already shows)."""
 
     value: np.ndarray
     u_y: np.ndarray
     u_f: np.ndarray
     defined: np.ndarray
     den: np.ndarray | None = None  # a ratio's R per-unit values over R: labels', predictions'
-    terms: tuple[np.ndarray, ...] = ()
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray, num_y: np.ndarray,
            num_f: np.ndarray, den_y: np.ndarray, den_f: np.ndarray,
-           possible: np.ndarray, terms: tuple[np.ndarray, ...] = ()) -> Parts:
+           possible: np.ndarray) -> Parts:
     """Q = N/R per run (0 where R <= 0) and the linearised u_y = (iota^N_y - Q iota^R_y)/R,
     u_f = (iota^N_f, -Q iota^R_f)/R; defined where R is positive and not below its known
     lower bound (``possible``), whatever Q (module docstring: a Q outside [0, 1] is kept)."""
@@ -67,7 +63,7 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray, num_y: np.ndarray,
     scale = np.where(ok, 1.0 / np.where(ok, denominator, 1.0), 0.0)[:, None]
     u_f = np.stack(np.broadcast_arrays(num_f * scale, -q[:, None] * den_f * scale))
     return Parts(q, (num_y - q[:, None] * den_y) * scale, u_f, ok & possible,
-                 np.stack(np.broadcast_arrays(den_y * scale, den_f * scale)), terms)
+                 np.stack(np.broadcast_arrays(den_y * scale, den_f * scale)))
 
 
 Estimate = Callable[[np.ndarray], Parts]
@@ -104,7 +100,7 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData,
         u_f = np.stack([share_f, np.zeros(share_f.shape)])
         defined = np.ones(n_runs, dtype=bool)
         return lambda lam: Parts(total_y - lam[0] * (total_f - frame_linear), share_y, u_f,
-                                 defined, terms=(share_y,))
+                                 defined)
     if spec.base == "nDCG":
         return _ndcg(y, f, frame_f, data, cut, rounded)
     r_y, den_y = _linear(1.0, y, units)  # R: the same for every run
@@ -138,7 +134,7 @@ def topic_estimate(spec: EstimateSpec, level: float, data: TopicData,
         else:
             n_y_, num_y_, n_f_, num_f_, frame_n_ = n_y, num_y, n_f, num_f, frame_n
         return _ratio(n_y_ - lam[0] * (n_f_ - frame_n_), r_hat, num_y_, num_f_, den_y, den_f,
-                      r_hat >= found - 1e-9, (num_y_, den_y) if spec.base == "R" else ())
+                      r_hat >= found - 1e-9)
     return at
 
 
@@ -155,8 +151,7 @@ def _ndcg(y: np.ndarray, f: np.ndarray, frame_f: np.ndarray, data: TopicData,
     grades = np.union1d(y[y > 0], np.arange(1.0, top + 1.0))[::-1]  # decreasing
     is_grade = (y[None, :] == grades[:, None]).astype(np.float64)  # [G, m]
     share = _grade_shares(f, grades)
-    grade_y = is_grade * units.weight  # [G, m]: each grade's count, per unit
-    count_y = grade_y.sum(axis=1)[:, None]
+    count_y = (is_grade * units.weight).sum(axis=1)[:, None]
     count_f = ((share * units.weight).sum(axis=1) - _grade_shares(frame_f, grades).sum(axis=1)
                )[:, None]
     found = is_grade[:, data.distinct].sum(axis=1)[:, None]  # each grade judged so far
@@ -174,7 +169,7 @@ def _ndcg(y: np.ndarray, f: np.ndarray, frame_f: np.ndarray, data: TopicData,
         den_y = (slope.T @ is_grade) * units.weight
         den_f = (slope.T @ share) * units.weight
         return _ratio(d_y - lam[0] * (d_f - frame_d), ideal, num_y, num_f, den_y, den_f,
-                      possible, (num_y, *grade_y))
+                      possible)
     return at
 
 

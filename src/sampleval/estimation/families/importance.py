@@ -13,8 +13,9 @@ topics and the ratios: docs/guide/estimators.md#importance-sampling-intervals.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -22,11 +23,9 @@ import pandas as pd
 from sampleval.core.design import draw_distribution
 from sampleval.core.sample import Sample
 from sampleval.errors import UsageError
-from sampleval.estimation.engine.difference import topic_estimate
 from sampleval.estimation.engine.estimands import ideal_dcg
-from sampleval.estimation.engine.units import topic_datas
 from sampleval.estimation.engine.values import PPIResult, without_predictions
-from sampleval.estimation.engine.views import TopicView, gain
+from sampleval.estimation.engine.views import TopicView, gain, relevance, topic_draws
 from sampleval.estimation.family import Base, EstimatorFamily, each_measure, register_family
 from sampleval.estimation.options import pick
 from sampleval.estimation.result import TopicParts, rows, summarise
@@ -69,21 +68,51 @@ def is_differences(run_names: tuple[str, ...], views: list[TopicView], sample: S
 
 # -- the bounded intervals (eq. 17, empirical Bernstein), on arrays ----------------------------
 
+# a component: (weighted by lambda?, value of a label, largest value)
+Component = tuple[bool, Callable[[np.ndarray], np.ndarray], float]
+
+
+def _is_grade(labels: np.ndarray, grade: float) -> np.ndarray:
+    return (gain(labels) == grade).astype(np.float64)
+
+
+def _components(base: str, level: float, grades: np.ndarray, max_grade: float
+                ) -> list[Component]:
+    """The means a measure is a function of: P and DCG one; R its numerator and R; nDCG its
+    DCG and the number of documents of each grade."""
+    rel = partial(relevance, level=level)
+    if base == "P":
+        return [(True, rel, 1.0)]
+    if base == "DCG":
+        return [(True, gain, max_grade)]
+    if base == "R":
+        return [(True, rel, 1.0), (False, rel, 1.0)]
+    return [(True, gain, max_grade)] + [(False, partial(_is_grade, grade=g), 1.0)
+                                        for g in grades]
+
+
+def draw_terms(spec: EstimateSpec, level: float, weights: np.ndarray, x: np.ndarray,
+               labels: np.ndarray, q: np.ndarray, grades: np.ndarray) -> np.ndarray:
+    """Eq. 4's summands ``[C, n_runs, *x.shape]``: for each component c and draw i,
+    coefficient_c(x_i) v_c(label_i) / Q(x_i), the coefficient lambda(rank_h(x_i)) (``weights``:
+    ``[n_runs, n_frame]``) or 1. ``x``: frame index of each draw (any leading trial axes)."""
+    lam = weights[:, x]
+    terms = [(lam if ranked else 1.0) * value(labels) / q
+             for ranked, value, _ in _components(spec.base, level, grades, np.nan)]
+    return np.stack(np.broadcast_arrays(*terms))
+
 
 def term_bounds(spec: EstimateSpec, weights: np.ndarray, q_frame: np.ndarray,
                 grades: np.ndarray, max_grade: float) -> np.ndarray:
-    """``[C, n_runs]`` ranges b of the per-draw terms of the measure's components (P's or DCG's
-    own; R@k's numerator and R; nDCG's DCG and each grade's count): max over frame documents
-    with a positive coefficient of coefficient * (largest value) / Q (inf where such a
-    document has Q = 0). The first component's coefficient is the rank weight (``weights``,
-    ``[n_runs, n_frame]``), the others' 1; the largest value is ``max_grade`` for DCG's gain,
-    else 1."""
+    """``[C, n_runs]`` ranges b of the per-draw terms: max over frame documents with a positive
+    coefficient of coefficient * (largest value) / Q (inf where such a document has Q = 0)."""
     inv_q = np.divide(1.0, q_frame, out=np.full(len(q_frame), np.inf), where=q_frame > 0)
-    with np.errstate(invalid="ignore"):
-        ranked = np.where(weights > 0, weights * inv_q, 0.0).max(axis=1, initial=0.0)
-    top = max_grade if spec.base in ("DCG", "nDCG") else 1.0
-    others = {"P": 0, "DCG": 0, "R": 1, "nDCG": len(grades)}[spec.base]
-    return np.array([top * ranked] + [np.full(len(ranked), inv_q.max(initial=0.0))] * others)
+    rows = []
+    for ranked, _, top in _components(spec.base, 1.0, grades, max_grade):
+        coef = weights if ranked else np.ones_like(weights)
+        with np.errstate(invalid="ignore"):
+            rows.append(top * np.where(coef > 0, coef * inv_q, 0.0).max(axis=1, initial=0.0))
+    return np.array(rows)
 
 
 def _ratio(numerator: np.ndarray | float, denominator: np.ndarray,
@@ -96,6 +125,13 @@ def _ratio(numerator: np.ndarray | float, denominator: np.ndarray,
 def _denominator(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray) -> np.ndarray:
     """R (its estimate) or the ideal DCG of a ratio measure, from its components' means."""
     return means[1] if spec.base == "R" else ideal_dcg(grades, means[1:], spec.cutoff)[0]
+
+
+def measure_value(spec: EstimateSpec, grades: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """The measure as a function of its components' means."""
+    if spec.base in _LINEAR:
+        return means[0]
+    return _ratio(means[0], _denominator(spec, grades, means))
 
 
 @dataclass(frozen=True)
@@ -119,16 +155,16 @@ def _sample_var(a: np.ndarray) -> np.ndarray:
     return np.var(a, axis=-1, ddof=1)
 
 
-def topic_stats(terms: np.ndarray, bounds: np.ndarray, grades: np.ndarray,
-                value: np.ndarray | None = None) -> TopicStats:
-    """Eq. 4 for one topic, every run, and any trial axes: its components' per-draw terms
-    ``[C, n_runs, *trials, n]`` (coefficient(x_i) v(label_i) / Q(x_i)), their ranges
-    ``bounds`` (:func:`term_bounds`) and nDCG's ``grades``; ``value`` the measure (None: the
-    first component's mean, a linear measure's value)."""
+def topic_stats(spec: EstimateSpec, level: float, weights: np.ndarray, x: np.ndarray,
+                labels: np.ndarray, q: np.ndarray, bounds: np.ndarray,
+                grades: np.ndarray) -> TopicStats:
+    """Eq. 4 for one topic, every run, and any leading trial axes of the draws ``x [..., n]``
+    (``labels``, ``q`` alike); ``bounds``: :func:`term_bounds`."""
+    terms = draw_terms(spec, level, weights, x, labels, q, grades)
     means = terms.mean(axis=-1)
-    return TopicStats(means[0] if value is None else value, means, _sample_var(terms),
+    return TopicStats(measure_value(spec, grades, means), means, _sample_var(terms),
                       np.broadcast_to(bounds.reshape(bounds.shape + (1,) * (means.ndim - 2)),
-                                      means.shape), terms.shape[-1], grades)
+                                      means.shape), x.shape[-1], grades)
 
 
 def half_width(kind: str, var: np.ndarray, n: np.ndarray | int, bound: np.ndarray,
@@ -136,8 +172,7 @@ def half_width(kind: str, var: np.ndarray, n: np.ndarray | int, bound: np.ndarra
                unions: np.ndarray | int) -> np.ndarray:
     """Half-width at confidence 1 - delta of the ``kind`` (``hoeffding``, ``bernstein``)
     interval for sum_t weight_t mean_t over axis 0 (topics; ``unions``: how many topics'
-    variances the Bernstein bound covers; the formulas:
-    docs/guide/estimators.md#importance-sampling-intervals);
+    variances the Bernstein bound covers). See the module docstring for the formulas;
     topics with weight 0 do not count."""
     used = np.asarray(weight) > 0
     scale = np.where(used, np.asarray(weight) ** 2 / n, 0.0)
@@ -207,8 +242,7 @@ def intervals(spec: EstimateSpec, stats: Sequence[TopicStats], present: np.ndarr
 
 def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: float,
            max_grade: float | None = None) -> list[TopicStats]:
-    """Each topic's :class:`TopicStats`: the components' per-draw terms of the engine's
-    ``draws`` form (n W_k times each unit's share, W_k = 1/(n Q(x_k))), with the ranges of the
+    """Each topic's :class:`TopicStats` from the sample's draws, with the ranges of the
     terms (Q over the whole frame: ``round_probs``)."""
     if sample.round_probs is None:
         raise UsageError("hoeffding and bernstein intervals need Q of every frame document "
@@ -220,16 +254,13 @@ def _stats(views: list[TopicView], sample: Sample, spec: EstimateSpec, level: fl
     stats = []
     for view in views:
         ts = view.sample
-        data = topic_datas(view, sample, "draws", [np.zeros(len(ts.docnos))])[0]
-        parts = topic_estimate(spec, level, data, rounded=False)(np.zeros((2, view.n_runs)))
-        n = len(data.units.index)
-        terms = n * np.stack(np.broadcast_arrays(*parts.terms))
-        y = gain(data.labels)
-        grades = np.unique(y[y > 0])[::-1]  # as the engine's nDCG (no predictions)
+        x, probs = topic_draws(sample, view)
         weights = at_rank(rank_weights(spec.base, spec.cutoff, view.frame_at_rank.shape[1]),
                           view.rank_of(np.arange(len(ts.docnos))))
+        judged = gain(ts.labels[ts.judged])
+        grades = np.unique(judged[judged > 0])[::-1]
         bounds = term_bounds(spec, weights, draw_distribution(sample, ts), grades, top_grade)
-        stats.append(topic_stats(terms, bounds, grades, parts.value))
+        stats.append(topic_stats(spec, level, weights, x, ts.labels[x], probs, bounds, grades))
     return stats
 
 
