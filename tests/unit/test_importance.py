@@ -171,6 +171,24 @@ def test_fractional_labels_stay_unbiased_for_the_expected_label() -> None:
     assert imp.relevance(np.array([1.0, 1.25, 2.0]), 2.0) == pytest.approx([0.0, 0.25, 1.0])
 
 
+def test_a_judged_grade_no_draw_holds_still_widens_ndcg_s_bounded_intervals() -> None:
+    # d is judged 2 but never drawn: the bounded intervals keep a grade-2 count (eq. 4's
+    # estimate 0, its range 1/Q(d) > 0), so the ideal DCG may be larger and nDCG lower than
+    # when d is unjudged; the value and the normal interval do not change.
+    labels = {"a": 1.0, "b": 0.0, "c": 1.0, "d": 2.0}
+    topic = (labels, {"r": ["a", "b", "c", "d"]}, {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.1},
+             ["a", "c", "a", "b"] * 400)
+    unjudged = ({**labels, "d": np.nan}, *topic[1:])
+    for kind in imp.INTERVALS:
+        judged = run_is(*toy({"1": topic}), "nDCG@3~is", kind).loc["all"]
+        unseen = run_is(*toy({"1": unjudged}), "nDCG@3~is", kind).loc["all"]
+        assert judged["value"] == pytest.approx(unseen["value"], rel=1e-12)
+        if kind == "normal":
+            assert judged["lo"] == pytest.approx(unseen["lo"], rel=1e-12)
+        else:
+            assert judged["lo"] < unseen["lo"] - 0.05
+
+
 def test_sampling_distributions_by_hand() -> None:
     lam = np.array([1.0, 0.5])  # lambda at ranks 1, 2
     prior = np.array([0.64, 0.16])  # u~ at ranks 1, 2
