@@ -102,3 +102,27 @@ def test_simulate_s_anytime_means_keep_the_upper_allowance() -> None:
     half = anytime.half_width((down / 1.959963984540054) ** 2, tuned)
     assert made.mean_lo == pytest.approx(mean - half, abs=1e-12)
     assert made.mean_hi == pytest.approx(mean + half + allowance, abs=1e-12)
+
+
+def test_the_committed_rule_reads_the_posterior_estimate_estimate_reports(
+        sparse_collection: tuple[list[Run], Qrels, Pool]) -> None:
+    """``few=posterior`` replaces AP-hat on the topics with at most two relevant judged
+    (``estimation.result.corrected``): the rule's values and intervals are ``estimate``'s,
+    not the design-based values (before, the look kept those)."""
+    runs, qrels, pool = sparse_collection
+    selector = METHODS["stratified"](pool, Budget(rate=1.0), np.random.default_rng(2))
+    judging = ConfidentJudging(selector, Target("AP~ht(few=posterior)", 0.03), start=4,
+                               batch=4)
+    oracle = qrels_oracle(qrels)
+    while not judging.phases[-1] or judging.phases[-1][-1].open:
+        topic, docnos = judging.next_batch() or ("", [])
+        judging.observe(topic, oracle(topic, docnos))
+    judging._refresh()
+    names = [judging.selector.pool.run_names[r] for r in judging.runs]
+    rows = _estimated(judging, runs).loc[names]
+    design = estimate(judging.sample(), runs, ["AP~ht"], depth=30)
+    design = design[design["query_id"] == MEAN_TOPIC].set_index("run").loc[names]
+    assert np.abs(rows["value"] - design["value"]).max() > 1e-3  # the posterior moved them
+    got = pd.DataFrame(judging.intervals(), index=["value", "lo", "hi"]).T.loc[names]
+    for column in ("value", "lo", "hi"):
+        assert got[column].to_numpy() == pytest.approx(rows[column].to_numpy(), abs=1e-12)

@@ -315,9 +315,11 @@ class ConfidentJudging:
         self.found = np.zeros(len(self.topics), dtype=bool)
         """Whether a relevant document (label >= level) has been judged, per topic."""
         self._unfloored = np.full_like(self.variance, np.nan)
+        self._design = np.full_like(self.variance, np.nan)
         self._views: dict[int, TopicView] = {}
-        """Each estimated topic's view and variance before AP's ``few`` floor, where the
-        family estimates each topic from its own sample (:meth:`_refresh`)."""
+        """Each estimated topic's view, and its value and variance before AP's ``few``
+        correction (the floor; ``few=posterior``'s estimate), where the family estimates each
+        topic from its own sample (:meth:`_refresh`)."""
         self.first = np.minimum(self.capacity, start if self.committed else np.maximum(
             start, [selector.judgments_to_cover(t) for t in self.topics]))
         """Each topic's judgments fixed in advance: its pilot (committed design), or
@@ -416,14 +418,14 @@ class ConfidentJudging:
             ti = np.array([t_index[v.pool.topic] for v in views], dtype=np.int64)
             self.value[ti], self.variance[ti], self.bias[ti] = values, variances, biases
             if separate is not None:
-                self._unfloored[ti] = variances
+                self._unfloored[ti], self._design[ti] = variances, values
                 self._views.update(zip(ti.tolist(), views, strict=True))
                 known = sorted(self._views)
                 # the floor pools the topics; the bias rule is per topic (idempotent)
                 fixed = corrected(self.spec, [self._views[i] for i in known], self.level,
-                                  TopicParts(self.value[known], self._unfloored[known],
+                                  TopicParts(self._design[known], self._unfloored[known],
                                              self.bias[known]))
-                self.variance[known], self.bias[known] = fixed.variance, fixed.bias
+                self.value[known], self.variance[known], self.bias[known] = fixed
                 ti, views = np.array(known, dtype=np.int64), [self._views[i] for i in known]
             # the allowance pools the topics too (its model of the unjudged documents)
             upper = upper_allowance(self.spec, views, self.level, self.value[ti])
@@ -1416,6 +1418,7 @@ class AnytimeJudging(ConfidentJudging):
                               self.first)
         self._views.clear()  # every topic estimated afresh at the next look
         self._unfloored[:] = np.nan
+        self._design[:] = np.nan
 
     def _planning_variance(self, present: np.ndarray, open_: np.ndarray,
                            g: np.ndarray, shrink: float = 1.0,
