@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from test_confident import _write_collection  # the command-line tests' collection
 
+from judge_support import judged_steps
 from sampleval import cli
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -231,8 +232,6 @@ def test_the_file_loop_with_stop_anytime_gives_the_simulated_sample(tmp_path: Pa
     simulation looks after every batch, the file loop when the labels of a step are in (each
     step lists the rest of the plan's queue), so it judges what the simulation judged and at
     most the rest of its last step's list."""
-    from sampleval.judging.loop import read_to_judge
-
     data, names = _write_collection(tmp_path)
     common = ["uniform", *names, "-r", "1", "-s", "3", "--target", "P@10:0.08", "--start",
               "5", "--stop", "anytime"]
@@ -242,15 +241,9 @@ def test_the_file_loop_with_stop_anytime_gives_the_simulated_sample(tmp_path: Pa
     cli.run(["sample", *common, "-o", str(out)])
     truth = data.qrels.set_index(["query_id", "doc_id"])["relevance"]
     steps, last = 0, 0
-    while not json.loads((out / "sample.json").read_text())["judging"]["complete"]:
-        listed = read_to_judge(out)
+    for listed in judged_steps(out, truth, tmp_path / "labels.txt"):
         assert len(listed)
         last = len(listed)
-        labels = [truth.get((t, d), 0) for t, d in zip(listed["topic"], listed["docno"],
-                                                       strict=True)]
-        listed.assign(iter=0, rel=labels)[["topic", "iter", "docno", "rel"]].to_csv(
-            tmp_path / "labels.txt", sep=" ", header=False, index=False)
-        cli.run(["judge", str(out), str(tmp_path / "labels.txt")])
         steps += 1
     assert steps >= 2
     judged, simulated = Sample.load(out).judged(), Sample.load(tmp_path / "simulated").judged()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from test_anytime import assert_resumes  # interrupted and restored, the same judging
 
+from judge_support import judged_steps
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
 from sampleval.core.run import Run
@@ -553,14 +554,11 @@ def test_the_file_loop_with_stop_anytime_judges_the_committed_plan(tmp_path: Pat
     and at most the rest of the plan the simulation stopped in (the loop looks when a
     step's labels are in, the simulation after every batch). Fails on main: there the
     loop listed the method's own layout for each topic's cap."""
-    import json
 
     from test_confident import _write_collection
 
     from sampleval import cli
     from sampleval.core.sample import Sample
-    from sampleval.judging.loop import read_to_judge
-
     data, names = _write_collection(tmp_path)
     common = ["stratified", *names, "-r", "1", "-s", "3", "--target", "P@10:0.08",
               "--start", "5", "--stop", "anytime"]
@@ -570,15 +568,9 @@ def test_the_file_loop_with_stop_anytime_judges_the_committed_plan(tmp_path: Pat
     cli.run(["sample", *common, "-o", str(out)])
     truth = data.qrels.set_index(["query_id", "doc_id"])["relevance"]
     steps, strata = 0, set()
-    while not json.loads((out / "sample.json").read_text())["judging"]["complete"]:
-        listed = read_to_judge(out)
+    for listed in judged_steps(out, truth, tmp_path / "labels.txt"):
         assert len(listed)
         strata |= {s.split(":")[0] for s in listed["stratum"]}
-        labels = [truth.get((t, d), 0) for t, d in zip(listed["topic"], listed["docno"],
-                                                       strict=True)]
-        listed.assign(iter=0, rel=labels)[["topic", "iter", "docno", "rel"]].to_csv(
-            tmp_path / "labels.txt", sep=" ", header=False, index=False)
-        cli.run(["judge", str(out), str(tmp_path / "labels.txt")])
         steps += 1
     assert steps >= 2 and {"0", "1"} <= strata  # the pilot, then the plan's phases
     got, simulated = Sample.load(out), Sample.load(tmp_path / "simulated")

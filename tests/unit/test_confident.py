@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from judge_support import judged_steps
 from sampleval import cli
 from sampleval.core.pool import Pool
 from sampleval.core.qrels import Qrels
@@ -185,8 +186,6 @@ def test_judging_until_confident_outside_sampleval_gives_the_simulated_sample(
     """``sample --target`` without --qrels, then ``judge`` step by step with the labels of
     the listed documents (saved and resumed at every step), ends with the very sample
     ``sample --target --qrels`` simulates with the same seed."""
-    from sampleval.judging.loop import read_to_judge
-
     data, names = _write_collection(tmp_path)
     common = ["uniform", *names, "-r", "1", "-s", "3", "--target", "AP~ht:0.06", "--start",
               "5"]
@@ -196,14 +195,8 @@ def test_judging_until_confident_outside_sampleval_gives_the_simulated_sample(
     cli.run(["sample", *common, "-o", str(out)])
     truth = data.qrels.set_index(["query_id", "doc_id"])["relevance"]
     steps = 0
-    while not json.loads((out / "sample.json").read_text())["judging"]["complete"]:
-        listed = read_to_judge(out)
+    for listed in judged_steps(out, truth, tmp_path / "labels.txt"):
         assert listed["inclusion"].between(0, 1).all() and len(listed)
-        labels = [truth.get((t, d), 0) for t, d in zip(listed["topic"], listed["docno"],
-                                                       strict=True)]
-        listed.assign(iter=0, rel=labels)[["topic", "iter", "docno", "rel"]].to_csv(
-            tmp_path / "labels.txt", sep=" ", header=False, index=False)
-        cli.run(["judge", str(out), str(tmp_path / "labels.txt")])
         steps += 1
     assert steps >= 2  # the pilot, then the final phases
     judged, simulated = Sample.load(out), Sample.load(tmp_path / "simulated")
@@ -303,7 +296,6 @@ def test_stopping_saving_and_resuming_judges_as_if_uninterrupted(
     """state() -> JSON -> restore() -> continue, after any number of batches, gives the
     very judgments, sample and status an uninterrupted campaign gives (what ``judge``
     needs to stop and resume)."""
-    import json
 
     _, qrels, pool = collection
     oracle = qrels_oracle(qrels)
